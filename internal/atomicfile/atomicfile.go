@@ -1,0 +1,54 @@
+// Package atomicfile replaces files so that a reader, or a process that
+// restarts after a crash, sees either the old content or the new content and
+// never a torn mix of both.
+//
+// The protocol is the classic one: create a temporary file in the target's
+// directory (so the rename stays on one filesystem), write, Sync, Close, then
+// Rename over the target. On any failure the temporary file is removed and
+// the target is left untouched.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/afero"
+)
+
+// WriteFile atomically replaces path with data. The parent directory must
+// exist. perm is applied to the new file (subject to the filesystem's
+// support for Chmod).
+func WriteFile(fsys afero.Fs, path string, data []byte, perm os.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := afero.TempFile(fsys, dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = fsys.Remove(tmpName)
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("write temporary file: %w", err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("sync temporary file: %w", err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("close temporary file: %w", err)
+	}
+	if err = fsys.Chmod(tmpName, perm); err != nil {
+		return fmt.Errorf("set file mode: %w", err)
+	}
+	if err = fsys.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("rename into place: %w", err)
+	}
+	return nil
+}

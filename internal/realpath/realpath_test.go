@@ -1,0 +1,72 @@
+package realpath
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestResolveOnDisk(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	must := func(err error) { t.Helper(); require.NoError(t, err) }
+	must(os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "a", "b", "f"), []byte("x"), 0o644))
+	must(os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "abs")))
+	must(os.Symlink("a/b", filepath.Join(root, "rel")))
+	must(os.Symlink("rel", filepath.Join(root, "chain")))
+	must(os.Symlink("loop2", filepath.Join(root, "loop1")))
+	must(os.Symlink("loop1", filepath.Join(root, "loop2")))
+	must(os.Symlink("nowhere", filepath.Join(root, "dangling")))
+
+	fsys := afero.NewOsFs()
+	cases := []struct {
+		in, want string
+		err      error
+	}{
+		{in: "a/b/f", want: "a/b/f"},
+		{in: "abs/b/f", want: "a/b/f"},
+		{in: "rel/f", want: "a/b/f"},
+		{in: "chain/f", want: "a/b/f"},
+		{in: "chain/../b", want: "a/b"},
+		{in: "a/./b/../b", want: "a/b"},
+		{in: "loop1", err: ErrLoop},
+		{in: "dangling", err: fs.ErrNotExist},
+		{in: "a/b/f/g", err: syscall.ENOTDIR},
+		{in: "missing/x", err: fs.ErrNotExist},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := Resolve(fsys, root+"/"+c.in) // no lexical cleaning before resolution
+			if c.err != nil {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(root, c.want), got)
+			want, err := filepath.EvalSymlinks(root + "/" + c.in)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "must agree with the kernel's resolution")
+		})
+	}
+}
+
+
+func TestResolveMemMapFs(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, fsys.MkdirAll("/x/y", 0o755))
+	got, err := Resolve(fsys, "/x/./y/../y")
+	require.NoError(t, err)
+	assert.Equal(t, "/x/y", got)
+	_, err = Resolve(fsys, "/x/z")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = Resolve(fsys, "relative")
+	assert.Error(t, err)
+}
