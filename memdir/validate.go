@@ -1,0 +1,88 @@
+package memdir
+
+import (
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// ErrInvalidMemoryPath is matched (errors.Is) by every *MemoryPathError.
+var ErrInvalidMemoryPath = errors.New("invalid memory path")
+
+// PathRejection says why ValidateMemoryPath refused a path.
+type PathRejection string
+
+// The reasons ValidateMemoryPath gives. None of them echoes the path.
+const (
+	RejectEmpty        PathRejection = "empty path"
+	RejectNUL          PathRejection = "path contains a NUL byte"
+	RejectUNC          PathRejection = "UNC network paths are not allowed"
+	RejectTildeTrivial PathRejection = "~ expansion must name a directory below the home directory"
+	RejectNotAbsolute  PathRejection = "path is not absolute"
+	RejectTooShort     PathRejection = "path is too short to be a memory directory"
+	RejectDriveRoot    PathRejection = "a drive root is not a memory directory"
+)
+
+// MemoryPathError reports a memory directory that failed validation. Its
+// message carries only the reason, never the path, so it is safe to show to
+// a model or a remote caller.
+type MemoryPathError struct {
+	Reason PathRejection
+}
+
+func (e *MemoryPathError) Error() string { return "memdir: invalid memory path: " + string(e.Reason) }
+
+// Is makes errors.Is(err, ErrInvalidMemoryPath) true.
+func (e *MemoryPathError) Is(target error) bool { return target == ErrInvalidMemoryPath }
+
+var driveRoot = regexp.MustCompile(`^[A-Za-z]:$`)
+
+// ValidateMemoryPath checks a candidate memory directory and returns it
+// cleaned, NFC-normalised and ending in exactly one separator.
+//
+// When home is non-empty, a leading "~/" or "~\" is expanded against it; a
+// remainder that stays at or above home ("~/", "~/.", "~/..", "~/a/..",
+// "~/../x") is refused, since it would aim memory at the home directory or
+// its parent. A bare "~" is never expanded and then fails as not absolute.
+// Pass home == "" for sources that must not expand "~" (an explicit
+// override).
+//
+// Refused: empty, any NUL byte, UNC prefixes ("\\" or "//"), a path that is
+// not absolute after cleaning, shorter than 3 characters, or a bare drive
+// root such as "C:". Errors are *MemoryPathError.
+func ValidateMemoryPath(raw, home string) (string, error) {
+	reject := func(r PathRejection) (string, error) { return "", &MemoryPathError{Reason: r} }
+	if raw == "" {
+		return reject(RejectEmpty)
+	}
+	if strings.IndexByte(raw, 0) >= 0 {
+		return reject(RejectNUL)
+	}
+	candidate := raw
+	if home != "" && (strings.HasPrefix(raw, "~/") || strings.HasPrefix(raw, `~\`)) {
+		rest := filepath.Clean(strings.ReplaceAll(raw[2:], `\`, "/"))
+		if rest == "." || rest == ".." || strings.HasPrefix(rest, "../") {
+			return reject(RejectTildeTrivial)
+		}
+		candidate = filepath.Join(home, raw[2:])
+	}
+	if strings.HasPrefix(candidate, `\\`) || strings.HasPrefix(candidate, "//") {
+		return reject(RejectUNC)
+	}
+	cleaned := filepath.Clean(candidate)
+	for len(cleaned) > 1 && strings.ContainsAny(cleaned[len(cleaned)-1:], `/\`) {
+		cleaned = cleaned[:len(cleaned)-1]
+	}
+	switch {
+	case !filepath.IsAbs(cleaned):
+		return reject(RejectNotAbsolute)
+	case len(cleaned) < 3:
+		return reject(RejectTooShort)
+	case driveRoot.MatchString(cleaned):
+		return reject(RejectDriveRoot)
+	}
+	return norm.NFC.String(cleaned + string(filepath.Separator)), nil
+}
