@@ -1,0 +1,197 @@
+package memdir
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Default limits of the MEMORY.md index loaded into a prompt.
+const (
+	// MaxEntrypointLines is the default line limit of the index.
+	MaxEntrypointLines = 200
+	// MaxEntrypointBytes is the default size limit of the index, counted in
+	// UTF-16 code units as Claude Code does, so both cut at the same place.
+	MaxEntrypointBytes = 25_000
+)
+
+// EntrypointTruncation is the index text as it goes into a prompt, with the
+// facts about the original.
+type EntrypointTruncation struct {
+	// Content is the trimmed index, cut if needed and then followed by a
+	// warning block.
+	Content string
+	// LineCount is the number of lines of the trimmed original.
+	LineCount int
+	// ByteCount is the length of the trimmed original in UTF-16 code units.
+	ByteCount int
+	// WasLineTruncated reports whether the original exceeded the line limit.
+	WasLineTruncated bool
+	// WasByteTruncated reports whether the original exceeded the size limit
+	// (judged on the original, even when the line cut alone fixed it).
+	WasByteTruncated bool
+}
+
+// IndexLimits bounds the index loaded into a prompt. The zero value means
+// the defaults (200 lines, 25,000 units).
+type IndexLimits struct {
+	MaxLines int
+	MaxBytes int
+}
+
+func (l IndexLimits) withDefaults() IndexLimits {
+	if l.MaxLines <= 0 {
+		l.MaxLines = MaxEntrypointLines
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = MaxEntrypointBytes
+	}
+	return l
+}
+
+// TruncateEntrypointContent prepares a MEMORY.md index for a prompt with the
+// default limits. See IndexLimits.Truncate.
+func TruncateEntrypointContent(raw string) EntrypointTruncation {
+	return IndexLimits{}.Truncate(raw)
+}
+
+// Truncate trims raw and, when it has more lines or more UTF-16 units than
+// the limits allow, keeps the first MaxLines lines, then cuts what is still
+// over MaxBytes at the last newline at or before unit MaxBytes (or, with no
+// such newline, at MaxBytes, moved back to a rune boundary). A truncated
+// index is followed by a blank line and a warning that names the limit hit
+// and asks for shorter entries. Within the limits the trimmed text is
+// returned unchanged.
+func (l IndexLimits) Truncate(raw string) EntrypointTruncation {
+	l = l.withDefaults()
+	trimmed := strings.TrimFunc(raw, isJSSpace)
+	lineCount := strings.Count(trimmed, "\n") + 1
+	byteCount := utf16Len(trimmed)
+	res := EntrypointTruncation{
+		Content:          trimmed,
+		LineCount:        lineCount,
+		ByteCount:        byteCount,
+		WasLineTruncated: lineCount > l.MaxLines,
+		WasByteTruncated: byteCount > l.MaxBytes,
+	}
+	if !res.WasLineTruncated && !res.WasByteTruncated {
+		return res
+	}
+	kept := trimmed
+	if res.WasLineTruncated {
+		kept = firstLines(trimmed, l.MaxLines)
+	}
+	if utf16Len(kept) > l.MaxBytes {
+		kept = cutAtUnits(kept, l.MaxBytes)
+	}
+	res.Content = kept + "\n\n" + truncationWarning(res, l)
+	return res
+}
+
+func truncationWarning(r EntrypointTruncation, l IndexLimits) string {
+	var what string
+	switch {
+	case r.WasByteTruncated && !r.WasLineTruncated:
+		what = FormatFileSize(r.ByteCount) + " (the limit is " + FormatFileSize(l.MaxBytes) + "), because some entries are too long"
+	case r.WasLineTruncated && !r.WasByteTruncated:
+		what = strconv.Itoa(r.LineCount) + " lines (the limit is " + strconv.Itoa(l.MaxLines) + ")"
+	default:
+		what = strconv.Itoa(r.LineCount) + " lines and " + FormatFileSize(r.ByteCount) +
+			" (the limits are " + strconv.Itoa(l.MaxLines) + " lines and " + FormatFileSize(l.MaxBytes) + ")"
+	}
+	return "> NOTE: " + EntrypointName + " holds " + what + ", so only its beginning was loaded above. " +
+		"Keep each index entry to a single line under about 200 characters and put the details in the topic files."
+}
+
+// firstLines returns the first n '\n'-separated lines of s.
+func firstLines(s string, n int) string {
+	idx := 0
+	for i := 0; i < n; i++ {
+		j := strings.IndexByte(s[idx:], '\n')
+		if j < 0 {
+			return s
+		}
+		idx += j + 1
+	}
+	return s[:idx-1]
+}
+
+// cutAtUnits shortens s to at most max UTF-16 units: at the last '\n' whose
+// unit offset is at most max (the newline itself is dropped), else at the
+// last rune boundary at or before max.
+func cutAtUnits(s string, max int) string {
+	units, lastNL, hard := 0, -1, len(s)
+	for i, r := range s {
+		if units > max {
+			break
+		}
+		if r == '\n' && i > 0 {
+			lastNL = i
+		}
+		n := 1
+		if r >= 0x10000 {
+			n = 2
+		}
+		if units+n > max && hard == len(s) {
+			hard = i
+		}
+		units += n
+	}
+	if lastNL > 0 {
+		return s[:lastNL]
+	}
+	return s[:hard]
+}
+
+// utf16Len is the length of s in UTF-16 code units (JavaScript's .length).
+func utf16Len(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			n++
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+		i += size
+	}
+	return n
+}
+
+// isJSSpace matches the characters JavaScript's String.prototype.trim
+// removes, so the line and size counts agree with Claude Code's.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0xFEFF, 0x2028, 0x2029:
+		return true
+	case 0x85:
+		return false
+	}
+	return unicode.Is(unicode.Zs, r)
+}
+
+// FormatFileSize renders a size for humans: "N bytes" under 1024, else KB,
+// MB or GB with one decimal and a trailing ".0" dropped (25000 → "24.4KB").
+func FormatFileSize(n int) string {
+	if n < 1024 {
+		return strconv.Itoa(n) + " bytes"
+	}
+	v := float64(n) / 1024
+	unit := "KB"
+	for _, next := range []string{"MB", "GB"} {
+		if v < 1024 {
+			break
+		}
+		v /= 1024
+		unit = next
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + unit
+}
