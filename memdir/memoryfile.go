@@ -1,0 +1,171 @@
+package memdir
+
+import (
+	"bytes"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/adrg/frontmatter"
+	"gopkg.in/yaml.v2"
+)
+
+// MemoryType is the kind of a memory file, from its frontmatter.
+type MemoryType string
+
+// The four memory types. A file with any other or no type has the zero
+// MemoryType and stays usable.
+const (
+	// TypeUser: who the user is, their role, knowledge and preferences.
+	TypeUser MemoryType = "user"
+	// TypeFeedback: guidance the user gave about how to work.
+	TypeFeedback MemoryType = "feedback"
+	// TypeProject: facts about the work that the code and history do not show.
+	TypeProject MemoryType = "project"
+	// TypeReference: where to find things in outside systems.
+	TypeReference MemoryType = "reference"
+)
+
+// MemoryTypes lists the four types in prompt order.
+func MemoryTypes() []MemoryType {
+	return []MemoryType{TypeUser, TypeFeedback, TypeProject, TypeReference}
+}
+
+// ParseMemoryType returns the type named exactly by s; ok is false for
+// anything else (including different case or surrounding spaces).
+func ParseMemoryType(s string) (t MemoryType, ok bool) {
+	switch MemoryType(s) {
+	case TypeUser, TypeFeedback, TypeProject, TypeReference:
+		return MemoryType(s), true
+	}
+	return "", false
+}
+
+// Frontmatter is the header of a memory file.
+type Frontmatter struct {
+	Name        string
+	Description string
+	// Type is empty when the header names no known type.
+	Type MemoryType
+}
+
+// ErrFrontmatter is matched (errors.Is) by every *FrontmatterError.
+var ErrFrontmatter = errors.New("memory file frontmatter is not valid YAML")
+
+// FrontmatterError reports a header that is not valid YAML even after the
+// quoting retry. The file is still usable: ParseFrontmatter returns its
+// whole content as the body. Line is the YAML parser's line number when
+// known, else 0; the message never contains file content.
+type FrontmatterError struct {
+	Line int
+}
+
+func (e *FrontmatterError) Error() string {
+	if e.Line > 0 {
+		return "memdir: " + ErrFrontmatter.Error() + " (near line " + strconv.Itoa(e.Line) + " of the header)"
+	}
+	return "memdir: " + ErrFrontmatter.Error()
+}
+
+// Is makes errors.Is(err, ErrFrontmatter) true.
+func (e *FrontmatterError) Is(target error) bool { return target == ErrFrontmatter }
+
+// yamlFormat is the only header format memory files use; adrg/frontmatter
+// would otherwise also accept TOML and JSON headers.
+func yamlFormat(unmarshal frontmatter.UnmarshalFunc) *frontmatter.Format {
+	return frontmatter.NewFormat("---", "---", unmarshal)
+}
+
+// ParseFrontmatter splits a memory file into its header fields and body.
+// The header is the YAML between a leading "---" line and the next "---"
+// line. When the YAML does not parse, it is retried once with every value
+// that YAML would misread (such as "description: a: b") put in quotes. A
+// header that still fails yields empty fields, the whole content as body
+// and a *FrontmatterError; a file without a header yields empty fields, the
+// whole content and no error.
+func ParseFrontmatter(content []byte) (Frontmatter, []byte, error) {
+	content = bytes.TrimPrefix(content, []byte("\ufeff"))
+	var fields headerFields
+	body, err := frontmatter.Parse(bytes.NewReader(content), &fields, yamlFormat(unmarshalWithRetry))
+	if err != nil {
+		return Frontmatter{}, content, toFrontmatterError(err)
+	}
+	fm := Frontmatter{Name: fields.Name, Description: fields.Description}
+	fm.Type, _ = ParseMemoryType(fields.Type)
+	return fm, body, nil
+}
+
+// headerFields decodes into strings, so YAML 1.1 booleans and numbers keep
+// their text: a memory named "no" stays "no", as in YAML 1.2 readers.
+type headerFields struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Type        string `yaml:"type"`
+}
+
+func unmarshalWithRetry(data []byte, v any) error {
+	err := unmarshalTolerant(data, v)
+	if err == nil {
+		return nil
+	}
+	quoted := quoteProblematicValues(data)
+	if bytes.Equal(quoted, data) {
+		return err
+	}
+	if retryErr := unmarshalTolerant(quoted, v); retryErr != nil {
+		return err
+	}
+	return nil
+}
+
+// unmarshalTolerant accepts a header where some field has the wrong shape
+// (a list where text belongs): the fields that did decode are kept.
+func unmarshalTolerant(data []byte, v any) error {
+	err := yaml.Unmarshal(data, v)
+	var typeErr *yaml.TypeError
+	if errors.As(err, &typeErr) {
+		return nil
+	}
+	return err
+}
+
+var yamlLineNumber = regexp.MustCompile(`line (\d+)`)
+
+func toFrontmatterError(err error) error {
+	fe := &FrontmatterError{}
+	if m := yamlLineNumber.FindStringSubmatch(err.Error()); m != nil {
+		fe.Line, _ = strconv.Atoi(m[1])
+	}
+	return fe
+}
+
+var (
+	// headerLine is "key: value" at the start of a line.
+	headerLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+(.*?)[ \t\r]*$`)
+	// yamlTrouble matches values that plain YAML scalars cannot hold.
+	yamlTrouble = regexp.MustCompile("[{}\\[\\]*&#!|>%@`]|: |:$|^[-?,'\"]")
+)
+
+// quoteProblematicValues double-quotes each top-level "key: value" whose
+// value YAML would misread, leaving already-quoted values alone.
+func quoteProblematicValues(data []byte) []byte {
+	ls := strings.Split(string(data), "\n")
+	for i, l := range ls {
+		m := headerLine.FindStringSubmatch(l)
+		if m == nil || m[2] == "" || isQuoted(m[2]) || !yamlTrouble.MatchString(m[2]) {
+			continue
+		}
+		escaped := strings.ReplaceAll(strings.ReplaceAll(m[2], `\`, `\\`), `"`, `\"`)
+		ls[i] = m[1] + `: "` + escaped + `"`
+	}
+	return []byte(strings.Join(ls, "\n"))
+}
+
+func isQuoted(v string) bool {
+	if len(v) < 2 {
+		return false
+	}
+	return (v[0] == '"' && v[len(v)-1] == '"') || (v[0] == '\'' && v[len(v)-1] == '\'')
+}
+

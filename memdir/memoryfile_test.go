@@ -1,0 +1,300 @@
+package memdir
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFrontmatter(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      string
+		want    Frontmatter
+		body    string
+		wantErr bool
+	}{
+		{
+			name: "valid",
+			in:   "---\nname: Testing policy\ndescription: Integration tests use a real DB\ntype: feedback\n---\n\nBody here.\n",
+			want: Frontmatter{Name: "Testing policy", Description: "Integration tests use a real DB", Type: TypeFeedback},
+			body: "\nBody here.\n",
+		},
+		{
+			name: "missing header",
+			in:   "Just text.\n---\nnot a header\n",
+			body: "Just text.\n---\nnot a header\n",
+		},
+		{
+			name: "colon in description fixed by retry",
+			in:   "---\nname: Deploy\ndescription: Deploys: only on Tuesdays\ntype: project\n---\nx\n",
+			want: Frontmatter{Name: "Deploy", Description: "Deploys: only on Tuesdays", Type: TypeProject},
+			body: "x\n",
+		},
+		{
+			name: "special characters fixed by retry",
+			in:   "---\nname: [draft] notes\ndescription: use `make` & *never* ship on Friday\ntype: user\n---\n",
+			want: Frontmatter{Name: "[draft] notes", Description: "use `make` & *never* ship on Friday", Type: TypeUser},
+			body: "",
+		},
+		{
+			name: "quotes inside fixed by retry",
+			in:   "---\ndescription: he said \"no\": twice\n---\nb",
+			want: Frontmatter{Description: `he said "no": twice`},
+			body: "b",
+		},
+		{
+			name:    "broken beyond repair",
+			in:      "---\nname: x\n  - : : [\n\t\tbad: {\n---\nbody",
+			body:    "---\nname: x\n  - : : [\n\t\tbad: {\n---\nbody",
+			wantErr: true,
+		},
+		{
+			name: "unknown type",
+			in:   "---\nname: n\ntype: Feedback\n---\n",
+			want: Frontmatter{Name: "n"},
+		},
+		{
+			name: "type with other case or spaces is not a type",
+			in:   "---\ntype: \"project \"\n---\n",
+		},
+		{
+			name: "non-string scalars",
+			in:   "---\nname: 42\ndescription: yes\ntype: [user]\n---\n",
+			want: Frontmatter{Name: "42", Description: "yes"},
+		},
+		{
+			name: "CRLF and BOM",
+			in:   "\ufeff---\r\nname: Win\r\ntype: reference\r\n---\r\nbody\r\n",
+			want: Frontmatter{Name: "Win", Type: TypeReference},
+			body: "body\r\n",
+		},
+		{
+			name: "unterminated header is not a header",
+			in:   "---\nname: x\n",
+			body: "---\nname: x\n",
+		},
+		{
+			name: "toml header is not accepted",
+			in:   "+++\nname = \"x\"\n+++\n",
+			body: "+++\nname = \"x\"\n+++\n",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fm, body, err := ParseFrontmatter([]byte(c.in))
+			if c.wantErr {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrFrontmatter)
+				var fe *FrontmatterError
+				assert.ErrorAs(t, err, &fe)
+				assert.NotContains(t, err.Error(), "bad")
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, c.want, fm)
+			assert.Equal(t, c.body, string(body))
+		})
+	}
+}
+
+func TestParseMemoryType(t *testing.T) {
+	for _, ty := range MemoryTypes() {
+		got, ok := ParseMemoryType(string(ty))
+		assert.True(t, ok)
+		assert.Equal(t, ty, got)
+	}
+	for _, s := range []string{"", "User", " user", "memo", "references"} {
+		_, ok := ParseMemoryType(s)
+		assert.False(t, ok, s)
+	}
+}
+
+func FuzzParseFrontmatter(f *testing.F) {
+	f.Add([]byte("---\nname: a\ndescription: b: c\ntype: user\n---\nbody"))
+	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("---\n: [\n---"))
+	f.Add([]byte("\ufeff---\r\nname: \"x\r\n---\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fm, body, err := ParseFrontmatter(in)
+		if err != nil && len(body) == 0 && len(strings.TrimPrefix(string(in), "\ufeff")) > 0 {
+			t.Fatalf("a file with a broken header must keep its content as body")
+		}
+		if fm.Type != "" {
+			if _, ok := ParseMemoryType(string(fm.Type)); !ok {
+				t.Fatalf("invalid type %q accepted", fm.Type)
+			}
+		}
+	})
+}
+
+func TestFormatMemoryFileRoundTrip(t *testing.T) {
+	m := Memory{
+		Name:        "Deploy: Tuesdays",
+		Description: "Deploys happen on Tuesdays: never Friday #ops",
+		Type:        TypeProject,
+		Body:        "Deploys only on Tuesdays.",
+		Why:         "Friday deploys broke prod twice.",
+		HowToApply:  "Refuse to schedule a Friday deploy.",
+	}
+	out, err := FormatMemoryFile(m)
+	require.NoError(t, err)
+	fm, body, err := ParseFrontmatter(out)
+	require.NoError(t, err)
+	assert.Equal(t, Frontmatter{Name: m.Name, Description: m.Description, Type: TypeProject}, fm)
+	assert.Equal(t, "\nDeploys only on Tuesdays.\n\n**Why:** Friday deploys broke prod twice.\n**How to apply:** Refuse to schedule a Friday deploy.\n", string(body))
+
+	out, err = FormatMemoryFile(Memory{Name: "multi\nline", Description: "a\n\nb"})
+	require.NoError(t, err)
+	fm, _, err = ParseFrontmatter(out)
+	require.NoError(t, err)
+	assert.Equal(t, "multi line", fm.Name)
+	assert.Equal(t, "a b", fm.Description)
+}
+
+func TestSaveWritesFileAndPointer(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	d, err := NewDir(fsys, "/mem")
+	require.NoError(t, err)
+
+	res, err := d.Save(Memory{Name: "Testing policy", Description: "Integration tests hit a real database", Type: TypeFeedback, Body: "Use the real DB."})
+	require.NoError(t, err)
+	assert.Equal(t, "/mem/testing_policy.md", res.Path)
+	assert.Equal(t, "testing_policy.md", res.File)
+	assert.False(t, res.ReplacedPointer)
+	assert.Equal(t, "- [Testing policy](testing_policy.md) — Integration tests hit a real database", res.IndexLine)
+
+	_, err = d.Save(Memory{File: "user_role.md", Name: "Role", Description: "Data scientist", Type: TypeUser, Body: "x"})
+	require.NoError(t, err)
+
+	// Saving the same file again replaces its pointer in place.
+	res, err = d.Save(Memory{Name: "Testing policy", Description: "Integration tests must hit a real database, no mocks", Type: TypeFeedback, Body: "v2"})
+	require.NoError(t, err)
+	assert.True(t, res.ReplacedPointer)
+	index, err := afero.ReadFile(fsys, "/mem/MEMORY.md")
+	require.NoError(t, err)
+	assert.Equal(t, "- [Testing policy](testing_policy.md) — Integration tests must hit a real database, no mocks\n- [Role](user_role.md) — Data scientist\n", string(index))
+
+	content, err := afero.ReadFile(fsys, "/mem/testing_policy.md")
+	require.NoError(t, err)
+	fm, body, err := ParseFrontmatter(content)
+	require.NoError(t, err)
+	assert.Equal(t, TypeFeedback, fm.Type)
+	assert.Equal(t, "\nv2\n", string(body))
+}
+
+func TestSaveKeepsHandWrittenIndexAndDropsDuplicates(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(fsys, "/mem/MEMORY.md", []byte("# My memory\n\n- [A](a.md) — first\n- [Old B](./b.md) — stale\n- [A again](a.md)\n- [C](c.md) — third"), 0o644))
+	d, err := NewDir(fsys, "/mem")
+	require.NoError(t, err)
+	_, err = d.Save(Memory{File: "a.md", Name: "A", Description: "new"})
+	require.NoError(t, err)
+	_, err = d.Save(Memory{File: "b.md", Name: "B", Description: "fresh"})
+	require.NoError(t, err)
+	index, err := afero.ReadFile(fsys, "/mem/MEMORY.md")
+	require.NoError(t, err)
+	assert.Equal(t, "# My memory\n\n- [A](a.md) — new\n- [B](b.md) — fresh\n- [C](c.md) — third\n", string(index))
+}
+
+func TestSaveTeamFileUsesTeamIndex(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	d, err := NewDir(fsys, "/mem")
+	require.NoError(t, err)
+	res, err := d.Save(Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: TypeProject, Body: "b"})
+	require.NoError(t, err)
+	assert.Equal(t, "/mem/team/ci.md", res.Path)
+	index, err := afero.ReadFile(fsys, "/mem/team/MEMORY.md")
+	require.NoError(t, err)
+	assert.Equal(t, "- [CI](ci.md) — CI must stay green\n", string(index))
+	_, err = fsys.Stat("/mem/MEMORY.md")
+	assert.True(t, os.IsNotExist(err), "the private index is not touched")
+}
+
+func TestSaveRejects(t *testing.T) {
+	d, err := NewDir(afero.NewMemMapFs(), "/mem")
+	require.NoError(t, err)
+	for name, m := range map[string]Memory{
+		"no name or file": {Body: "x"},
+		"symbols only":    {Name: "!!!"},
+		"absolute":        {File: "/etc/x.md"},
+		"dotdot":          {File: "../x.md"},
+		"inner dotdot":    {File: "a/../../x.md"},
+		"dot segment":     {File: "./x.md"},
+		"backslash":       {File: `a\x.md`},
+		"nul":             {File: "a\x00.md"},
+		"not md":          {File: "x.txt"},
+		"index":           {File: "MEMORY.md"},
+		"team index":      {File: "team/MEMORY.md"},
+		"hidden":          {File: ".x.md"},
+		"bad type":        {Name: "n", Type: "secret"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := d.Save(m)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidMemory)
+		})
+	}
+	_, err = NewDir(nil, "/x")
+	assert.Error(t, err)
+	_, err = NewDir(afero.NewMemMapFs(), "rel")
+	assert.Error(t, err)
+}
+
+func TestSaveIndexFailureKeepsOldIndex(t *testing.T) {
+	base := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(base, "/mem/MEMORY.md", []byte("- [A](a.md) — a\n"), 0o644))
+	fsys := &renameFailFs{Fs: base, failOn: "/mem/MEMORY.md"}
+	d, err := NewDir(fsys, "/mem")
+	require.NoError(t, err)
+	_, err = d.Save(Memory{File: "b.md", Name: "B"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "saved but MEMORY.md could not be updated")
+	index, err := afero.ReadFile(base, "/mem/MEMORY.md")
+	require.NoError(t, err)
+	assert.Equal(t, "- [A](a.md) — a\n", string(index), "a failed update leaves the old index whole")
+}
+
+type renameFailFs struct {
+	afero.Fs
+	failOn string
+}
+
+func (f *renameFailFs) Rename(oldname, newname string) error {
+	if newname == f.failOn {
+		return os.ErrPermission
+	}
+	return f.Fs.Rename(oldname, newname)
+}
+
+func TestSaveConcurrent(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	d, err := NewDir(fsys, "/mem")
+	require.NoError(t, err)
+	const n = 40
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			_, err := d.Save(Memory{Name: "topic " + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Body: "b"})
+			errs <- err
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		require.NoError(t, <-errs)
+	}
+	index, err := afero.ReadFile(fsys, "/mem/MEMORY.md")
+	require.NoError(t, err)
+	assert.Equal(t, n, strings.Count(string(index), "\n"), "no pointer may be lost")
+}
+
+func TestIndexLineLength(t *testing.T) {
+	line := IndexLine(Memory{Name: "T", Description: strings.Repeat("word ", 100)}, "t.md")
+	assert.LessOrEqual(t, len([]rune(line)), MaxIndexLineRunes)
+	assert.True(t, strings.HasSuffix(line, "…"))
+	assert.Equal(t, "- [x (y)](t.md)", IndexLine(Memory{Name: "x [y]"}, "t.md"))
+	assert.Equal(t, "- [t](dir/t.md)", IndexLine(Memory{}, "dir/t.md"))
+}

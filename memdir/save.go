@@ -1,0 +1,300 @@
+package memdir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/spf13/afero"
+	"gopkg.in/yaml.v2"
+)
+
+// MaxIndexLineRunes is the length a pointer line in MEMORY.md is kept to;
+// a longer hook is shortened with an ellipsis.
+const MaxIndexLineRunes = 150
+
+// ErrInvalidMemory is matched (errors.Is) by every error Save returns for a
+// Memory it refuses; the message says which field is wrong.
+var ErrInvalidMemory = errors.New("invalid memory")
+
+func invalidMemory(format string, args ...any) error {
+	return fmt.Errorf("memdir: %w: %s", ErrInvalidMemory, fmt.Sprintf(format, args...))
+}
+
+// Memory is one memory to save.
+type Memory struct {
+	// File is the topic file, relative to the memory directory, with "/"
+	// separators and a ".md" suffix, such as "testing_policy.md" or
+	// "team/ci.md". Empty means derived from Name.
+	File string
+	// Name is a short title; it also titles the index pointer.
+	Name string
+	// Description is the one-line hook used to judge relevance later.
+	Description string
+	// Type is one of the four memory types, or empty.
+	Type MemoryType
+	// Body is the memory itself. For feedback and project memories, lead
+	// with the rule or fact.
+	Body string
+	// Why and HowToApply, when set, are appended as "**Why:**" and
+	// "**How to apply:**" lines.
+	Why        string
+	HowToApply string
+}
+
+// SaveResult describes what Save wrote.
+type SaveResult struct {
+	// Path is the absolute path of the topic file.
+	Path string
+	// File is Path relative to the memory directory, "/"-separated.
+	File string
+	// IndexLine is the pointer line now in MEMORY.md.
+	IndexLine string
+	// ReplacedPointer reports whether an existing pointer to the same file
+	// was replaced rather than a new one appended.
+	ReplacedPointer bool
+}
+
+// Dir is one memory directory on a filesystem. It is safe for concurrent
+// use: Saves through one Dir are serialised, so index updates never lose
+// each other. Two Dir values for the same path (or another process) are not
+// coordinated; use one Dir per directory.
+type Dir struct {
+	fs   afero.Fs
+	path string
+	mu   sync.Mutex
+}
+
+// NewDir returns the memory directory at path (absolute) on fsys. The
+// directory need not exist yet.
+func NewDir(fsys afero.Fs, path string) (*Dir, error) {
+	if fsys == nil {
+		return nil, errors.New("memdir: NewDir needs a filesystem (afero.Fs)")
+	}
+	if !filepath.IsAbs(path) {
+		return nil, errors.New("memdir: NewDir needs an absolute directory path")
+	}
+	return &Dir{fs: fsys, path: filepath.Clean(path)}, nil
+}
+
+// Path returns the directory's absolute path, without a trailing separator.
+func (d *Dir) Path() string { return d.path }
+
+// Save writes m as a topic file with YAML frontmatter and puts its one-line
+// pointer in MEMORY.md, each with an atomic replace (temp file + rename), so
+// a crash leaves either the old or the new version of each file. A pointer
+// that already links the same file is replaced in place (and any duplicate
+// pointers to it dropped) instead of being added again. The topic file is
+// written first: if the index update fails, the memory is saved but not
+// indexed, and the error says so.
+func (d *Dir) Save(m Memory) (SaveResult, error) {
+	file, err := memoryFileName(m)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	if m.Type != "" {
+		if _, ok := ParseMemoryType(string(m.Type)); !ok {
+			return SaveResult{}, invalidMemory("unknown type %q (want user, feedback, project or reference)", m.Type)
+		}
+	}
+	content, err := FormatMemoryFile(m)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	abs := filepath.Join(d.path, filepath.FromSlash(file))
+	if err := d.fs.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return SaveResult{}, fmt.Errorf("memdir: create memory directory: %w", err)
+	}
+	if err := atomicfile.WriteFile(d.fs, abs, content, 0o644); err != nil {
+		return SaveResult{}, fmt.Errorf("memdir: write memory file %s: %w", file, err)
+	}
+
+	// The pointer goes into the index of the directory that holds the file
+	// directly: team/x.md is indexed in team/MEMORY.md.
+	indexDir, linkTarget := d.path, file
+	if strings.HasPrefix(file, TeamDirName+"/") {
+		indexDir, linkTarget = filepath.Join(d.path, TeamDirName), strings.TrimPrefix(file, TeamDirName+"/")
+	}
+	line := IndexLine(m, linkTarget)
+	indexPath := filepath.Join(indexDir, EntrypointName)
+	old, err := afero.ReadFile(d.fs, indexPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return SaveResult{}, fmt.Errorf("memdir: memory %s saved but %s could not be read: %w", file, EntrypointName, err)
+	}
+	updated, replaced := upsertPointer(string(old), linkTarget, line)
+	if err := atomicfile.WriteFile(d.fs, indexPath, []byte(updated), 0o644); err != nil {
+		return SaveResult{}, fmt.Errorf("memdir: memory %s saved but %s could not be updated: %w", file, EntrypointName, err)
+	}
+	return SaveResult{Path: abs, File: file, IndexLine: line, ReplacedPointer: replaced}, nil
+}
+
+// memoryFileName validates m.File, or derives it from m.Name.
+func memoryFileName(m Memory) (string, error) {
+	file := m.File
+	if file == "" {
+		slug := slugify(m.Name)
+		if slug == "" {
+			return "", invalidMemory("set File, or a Name with letters or digits to derive it from")
+		}
+		file = slug + ".md"
+	}
+	switch {
+	case strings.ContainsAny(file, "\\\x00"):
+		return "", invalidMemory("file name contains a backslash or NUL")
+	case path.IsAbs(file) || filepath.IsAbs(file):
+		return "", invalidMemory("file must be relative to the memory directory")
+	case path.Clean(file) != file:
+		return "", invalidMemory("file must be a clean relative path without . or .. segments")
+	case !strings.HasSuffix(file, ".md"):
+		return "", invalidMemory("file must end in .md")
+	case path.Base(file) == EntrypointName:
+		return "", invalidMemory("%s is the index, not a memory file", EntrypointName)
+	}
+	for _, seg := range strings.Split(file, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return "", invalidMemory("file path segments must not start with a dot")
+		}
+	}
+	return file, nil
+}
+
+// slugify makes a file stem from a title: lower-case ASCII letters and
+// digits, other runs of characters become one '_', at most 60 bytes.
+func slugify(name string) string {
+	var b strings.Builder
+	pendingSep := false
+	for _, r := range strings.ToLower(name) {
+		if r < 128 && isASCIIAlnum(byte(r)) {
+			if pendingSep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			pendingSep = false
+			b.WriteRune(r)
+			if b.Len() >= 60 {
+				break
+			}
+			continue
+		}
+		pendingSep = true
+	}
+	return b.String()
+}
+
+type frontmatterOut struct {
+	Name        string `yaml:"name,omitempty"`
+	Description string `yaml:"description,omitempty"`
+	Type        string `yaml:"type,omitempty"`
+}
+
+// FormatMemoryFile renders m as a memory file: a YAML header (name,
+// description, type; values quoted when YAML needs it) and the body.
+// Newlines in Name and Description are folded to spaces, since both must be
+// one line.
+func FormatMemoryFile(m Memory) ([]byte, error) {
+	header, err := yaml.Marshal(frontmatterOut{
+		Name:        oneLine(m.Name),
+		Description: oneLine(m.Description),
+		Type:        string(m.Type),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("memdir: encode frontmatter: %w", err)
+	}
+	var b strings.Builder
+	b.WriteString("---\n")
+	if string(header) != "{}\n" {
+		b.Write(header)
+	}
+	b.WriteString("---\n\n")
+	b.WriteString(strings.TrimSpace(m.Body))
+	b.WriteByte('\n')
+	if m.Why != "" {
+		b.WriteString("\n**Why:** " + oneLine(m.Why) + "\n")
+	}
+	if m.HowToApply != "" {
+		if m.Why == "" {
+			b.WriteByte('\n')
+		}
+		b.WriteString("**How to apply:** " + oneLine(m.HowToApply) + "\n")
+	}
+	return []byte(b.String()), nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// IndexLine renders the MEMORY.md pointer for m stored at target (relative
+// to the index): "- [Title](target) — hook", kept within
+// MaxIndexLineRunes by shortening the hook.
+func IndexLine(m Memory, target string) string {
+	title := oneLine(m.Name)
+	if title == "" {
+		title = strings.TrimSuffix(path.Base(target), ".md")
+	}
+	title = strings.NewReplacer("[", "(", "]", ")").Replace(title)
+	line := "- [" + title + "](" + target + ")"
+	hook := oneLine(m.Description)
+	if hook == "" {
+		return line
+	}
+	room := MaxIndexLineRunes - utf8.RuneCountInString(line) - len(" — ")
+	if room < 8 {
+		return line
+	}
+	if utf8.RuneCountInString(hook) > room {
+		r := []rune(hook)
+		hook = strings.TrimSpace(string(r[:room-1])) + "…"
+	}
+	return line + " — " + hook
+}
+
+// upsertPointer replaces the first index line that links target with line
+// and drops later lines linking the same target; with none, it appends.
+func upsertPointer(index, target, line string) (string, bool) {
+	var out []string
+	replaced := false
+	if strings.TrimSpace(index) != "" {
+		for _, l := range strings.Split(strings.TrimRight(index, "\n"), "\n") {
+			if linksTo(l, target) {
+				if !replaced {
+					out = append(out, line)
+					replaced = true
+				}
+				continue
+			}
+			out = append(out, l)
+		}
+	}
+	if !replaced {
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n") + "\n", replaced
+}
+
+// linksTo reports whether an index line has a markdown link to target
+// (also written as "./target").
+func linksTo(line, target string) bool {
+	for rest := line; ; {
+		i := strings.Index(rest, "](")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2:]
+		j := strings.IndexByte(rest, ')')
+		if j < 0 {
+			return false
+		}
+		link := strings.TrimSpace(rest[:j])
+		if link == target || link == "./"+target {
+			return true
+		}
+		rest = rest[j:]
+	}
+}
