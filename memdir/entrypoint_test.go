@@ -21,10 +21,10 @@ func lines(n int, f func(i int) string) string {
 	return b.String()
 }
 
-func entry(i int) string { return fmt.Sprintf("- [Topic %d](topic_%d.md) — hook %d", i, i, i) }
+func indexEntry(i int) string { return fmt.Sprintf("- [Topic %d](topic_%d.md) — hook %d", i, i, i) }
 
 func TestTruncateUnderLimits(t *testing.T) {
-	raw := "\n\n  " + lines(200, entry) + "  \n\n"
+	raw := "\n\n  " + lines(200, indexEntry) + "  \n\n"
 	got := TruncateEntrypointContent(raw)
 	assert.Equal(t, strings.TrimSpace(raw), got.Content)
 	assert.Equal(t, 200, got.LineCount)
@@ -39,14 +39,14 @@ func TestTruncateUnderLimits(t *testing.T) {
 }
 
 func TestTruncateOnlyLines(t *testing.T) {
-	raw := lines(250, entry)
+	raw := lines(250, indexEntry)
 	got := TruncateEntrypointContent(raw)
 	require.True(t, got.WasLineTruncated)
 	assert.False(t, got.WasByteTruncated)
 	assert.Equal(t, 250, got.LineCount)
 	kept, warning, ok := strings.Cut(got.Content, "\n\n")
 	require.True(t, ok)
-	assert.Equal(t, lines(200, entry), kept)
+	assert.Equal(t, lines(200, indexEntry), kept)
 	assert.Contains(t, warning, "250 lines (the limit is 200)")
 	assert.Contains(t, warning, "MEMORY.md")
 	assert.Contains(t, warning, "single line under about 200 characters")

@@ -86,6 +86,9 @@ func yamlFormat(unmarshal frontmatter.UnmarshalFunc) *frontmatter.Format {
 // whole content and no error.
 func ParseFrontmatter(content []byte) (Frontmatter, []byte, error) {
 	content = bytes.TrimPrefix(content, []byte("\ufeff"))
+	if fm, body, ok := parseSimpleHeader(content); ok {
+		return fm, body, nil
+	}
 	var fields headerFields
 	body, err := frontmatter.Parse(bytes.NewReader(content), &fields, yamlFormat(unmarshalWithRetry))
 	if err != nil {
@@ -168,4 +171,3 @@ func isQuoted(v string) bool {
 	}
 	return (v[0] == '"' && v[len(v)-1] == '"') || (v[0] == '\'' && v[len(v)-1] == '\'')
 }
-

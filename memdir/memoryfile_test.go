@@ -1,9 +1,12 @@
 package memdir
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/adrg/frontmatter"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -297,4 +300,50 @@ func TestIndexLineLength(t *testing.T) {
 	assert.True(t, strings.HasSuffix(line, "…"))
 	assert.Equal(t, "- [x (y)](t.md)", IndexLine(Memory{Name: "x [y]"}, "t.md"))
 	assert.Equal(t, "- [t](dir/t.md)", IndexLine(Memory{}, "dir/t.md"))
+}
+
+// fullParse is ParseFrontmatter without the fast path.
+func fullParse(content []byte) (Frontmatter, []byte, error) {
+	var fields headerFields
+	body, err := frontmatter.Parse(bytes.NewReader(content), &fields, yamlFormat(unmarshalWithRetry))
+	if err != nil {
+		return Frontmatter{}, content, err
+	}
+	fm := Frontmatter{Name: fields.Name, Description: fields.Description}
+	fm.Type, _ = ParseMemoryType(fields.Type)
+	return fm, body, nil
+}
+
+func TestSimpleHeaderFastPath(t *testing.T) {
+	fm, body, ok := parseSimpleHeader([]byte("---\nname: Memory 1\ndescription: Remembered fact (v2), see docs/x.md\ntype: project\nother: ignored\n---\n\nbody"))
+	require.True(t, ok)
+	assert.Equal(t, Frontmatter{Name: "Memory 1", Description: "Remembered fact (v2), see docs/x.md", Type: TypeProject}, fm)
+	assert.Equal(t, "\nbody", string(body))
+	for _, in := range []string{
+		"---\nname: a: b\n---\n", "---\nname: 'q'\n---\n", "---\nname: ~\n---\n", "---\nname: x #c\n---\n",
+		"---\nname:\n---\n", "---\n  name: x\n---\n", "---\nname: x\nname: y\n---\n", "---\r\nname: x\r\n---\r\n",
+		"---\nname: x\n", "---\nname: café\n---\n", "---\nname: [x]\n---\n", "---\n# comment\n---\n", "text\n",
+	} {
+		_, _, ok := parseSimpleHeader([]byte(in))
+		assert.False(t, ok, "%q must take the full parser", in)
+	}
+}
+
+func FuzzSimpleHeaderAgrees(f *testing.F) {
+	f.Add([]byte("---\nname: Memory 1\ndescription: Remembered fact\ntype: project\n---\nbody"))
+	f.Add([]byte("---\nname: yes\ndescription: 1.50\ntype: user\n---\n"))
+	f.Add([]byte("---\nname: 0x1F\ndescription: a - b, c\nx_y: z\n---\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fm, body, ok := parseSimpleHeader(in)
+		if !ok {
+			return
+		}
+		want, wantBody, err := fullParse(in)
+		if err != nil {
+			t.Fatalf("fast path accepted a header the full parser rejects: %v", err)
+		}
+		if fm != want || !bytes.Equal(body, wantBody) {
+			t.Fatalf("fast path %+v %q, full parser %+v %q", fm, body, want, wantBody)
+		}
+	})
 }

@@ -1,0 +1,229 @@
+package memdir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 3, 15, 10, 30, 0, 0, time.UTC)
+
+func writeMemory(t *testing.T, fsys afero.Fs, path, header string, mtime time.Time) {
+	t.Helper()
+	require.NoError(t, fsys.MkdirAll(filepath.Dir(path), 0o755))
+	content := "body only\n"
+	if header != "" {
+		content = "---\n" + header + "\n---\n\nbody\n"
+	}
+	require.NoError(t, afero.WriteFile(fsys, path, []byte(content), 0o644))
+	require.NoError(t, fsys.Chtimes(path, mtime, mtime))
+}
+
+func TestScanMemoryFiles(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	writeMemory(t, fsys, "/m/testing_policy.md", "name: Testing\ndescription: Integration tests use real DB\ntype: feedback", t0)
+	writeMemory(t, fsys, "/m/user_role.md", "description: Data scientist\ntype: user", t0.Add(-26*time.Hour))
+	writeMemory(t, fsys, "/m/nested/deeper/freeze.md", "description: Merge freeze\ntype: project", t0.Add(-5*24*time.Hour))
+	writeMemory(t, fsys, "/m/team/ci.md", "description: CI rules\ntype: reference", t0.Add(time.Hour))
+	writeMemory(t, fsys, "/m/plain.md", "", t0.Add(-time.Hour))
+	writeMemory(t, fsys, "/m/broken.md", "name: [\n  bad: {", t0.Add(-2*time.Hour))
+	writeMemory(t, fsys, "/m/MEMORY.md", "", t0.Add(2*time.Hour))
+	writeMemory(t, fsys, "/m/team/MEMORY.md", "", t0.Add(2*time.Hour))
+	writeMemory(t, fsys, "/m/nested/MEMORY.md", "", t0.Add(2*time.Hour))
+	require.NoError(t, afero.WriteFile(fsys, "/m/notes.txt", []byte("x"), 0o644))
+	require.NoError(t, fsys.MkdirAll("/m/dir.md", 0o755))
+
+	got, err := ScanMemoryFiles(context.Background(), fsys, "/m/", ScanOptions{})
+	require.NoError(t, err)
+	var names []string
+	for _, h := range got {
+		names = append(names, h.Filename)
+	}
+	assert.Equal(t, []string{"team/ci.md", "testing_policy.md", "plain.md", "broken.md", "user_role.md", "nested/deeper/freeze.md"}, names)
+	assert.Equal(t, "/m/testing_policy.md", got[1].Path)
+	assert.Equal(t, Frontmatter{Name: "Testing", Description: "Integration tests use real DB", Type: TypeFeedback}, got[1].Frontmatter)
+	assert.Equal(t, Frontmatter{}, got[3].Frontmatter, "a broken header still scans, without fields")
+
+	assert.Equal(t, "- [reference] team/ci.md (2026-03-15T11:30:00.000Z): CI rules\n"+
+		"- [feedback] testing_policy.md (2026-03-15T10:30:00.000Z): Integration tests use real DB\n"+
+		"- plain.md (2026-03-15T09:30:00.000Z)\n"+
+		"- broken.md (2026-03-15T08:30:00.000Z)\n"+
+		"- [user] user_role.md (2026-03-14T08:30:00.000Z): Data scientist\n"+
+		"- [project] nested/deeper/freeze.md (2026-03-10T10:30:00.000Z): Merge freeze", FormatManifest(got))
+
+	capped, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{MaxFiles: 2})
+	require.NoError(t, err)
+	assert.Equal(t, got[:2], capped, "the cap keeps the newest")
+}
+
+func TestScanReadsOnlyTheHeaderLines(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	// The closing --- is on line 32: beyond the 30 lines read, so no fields.
+	long := "---\nname: late\n" + strings.Repeat("x: y\n", 29) + "---\nbody\n"
+	require.NoError(t, afero.WriteFile(fsys, "/m/late.md", []byte(long), 0o644))
+	got, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Empty(t, got[0].Name)
+	got, err = ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{HeaderLines: 40})
+	require.NoError(t, err)
+	assert.Equal(t, "late", got[0].Name)
+
+	// One enormous line: reading stops at the byte cap, the file still scans.
+	require.NoError(t, afero.WriteFile(fsys, "/m/huge.md", []byte(strings.Repeat("z", 5<<20)), 0o644))
+	got, err = ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{})
+	require.NoError(t, err)
+	assert.Len(t, got, 2)
+}
+
+func TestReadLines(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "a\nb\n"},
+		{"a\nb", 5, "a\nb"},
+		{"", 3, ""},
+		{strings.Repeat("l\n", 3000), 30, strings.Repeat("l\n", 30)},
+		{strings.Repeat("q", 2000) + "\nx\n", 1, strings.Repeat("q", 2000) + "\n"},
+	} {
+		got, err := readLines(strings.NewReader(c.in), make([]byte, 0, 7), c.n)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, string(got))
+	}
+}
+
+type openFailFs struct {
+	afero.Fs
+	fail string
+}
+
+func (f *openFailFs) Open(name string) (afero.File, error) {
+	if name == f.fail {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+	}
+	return f.Fs.Open(name)
+}
+
+func TestScanDropsUnreadableFile(t *testing.T) {
+	base := afero.NewMemMapFs()
+	writeMemory(t, base, "/m/ok.md", "description: ok", t0)
+	writeMemory(t, base, "/m/locked.md", "description: locked", t0)
+	writeMemory(t, base, "/m/sub/x.md", "description: in an unreadable dir", t0)
+	fsys := &openFailFs{Fs: base, fail: "/m/locked.md"}
+	got, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "ok.md", got[0].Filename)
+
+	fsys.fail = "/m/sub"
+	got, err = ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{})
+	require.NoError(t, err)
+	assert.Len(t, got, 2, "an unreadable subdirectory is skipped")
+
+	fsys.fail = "/m"
+	_, err = ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{})
+	assert.ErrorIs(t, err, syscall.EACCES, "an unreadable memory dir is an error")
+	assert.NotContains(t, err.Error(), "locked")
+}
+
+func TestScanMissingDirAndCancel(t *testing.T) {
+	got, err := ScanMemoryFiles(context.Background(), afero.NewMemMapFs(), "/nope", ScanOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, got)
+
+	fsys := afero.NewMemMapFs()
+	writeMemory(t, fsys, "/m/a.md", "", t0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = ScanMemoryFiles(ctx, fsys, "/m", ScanOptions{})
+	assert.True(t, errors.Is(err, context.Canceled))
+}
+
+func TestScanOnDiskSkipsLinksAndSpecialFiles(t *testing.T) {
+	root := realTempDir(t)
+	outside := realTempDir(t)
+	mem := filepath.Join(root, "memory")
+	fsys := afero.NewOsFs()
+	writeMemory(t, fsys, filepath.Join(mem, "real.md"), "description: real", t0)
+	writeMemory(t, fsys, filepath.Join(outside, "secret.md"), "description: outside", t0)
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(mem, "link.md")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "linkdir")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(mem, "pipe.md"), 0o644))
+
+	got, err := ScanMemoryFiles(context.Background(), fsys, mem, ScanOptions{})
+	require.NoError(t, err)
+	require.Len(t, got, 1, "links and FIFOs are not memory files")
+	assert.Equal(t, "real.md", got[0].Filename)
+	assert.Equal(t, "real", got[0].Description)
+	assert.True(t, got[0].ModTime.Equal(t0))
+}
+
+func TestFreshness(t *testing.T) {
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		mtime time.Time
+		days  int
+		age   string
+		stale bool
+	}{
+		{now, 0, "today", false},
+		{now.Add(time.Hour), 0, "today", false}, // future: clamped
+		{now.Add(-23 * time.Hour), 0, "today", false},
+		{now.Add(-24 * time.Hour), 1, "yesterday", false},
+		{now.Add(-47 * time.Hour), 1, "yesterday", false},
+		{now.Add(-48 * time.Hour), 2, "2 days ago", true},
+		{now.Add(-47 * 24 * time.Hour), 47, "47 days ago", true},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.days, c.age), func(t *testing.T) {
+			assert.Equal(t, c.days, MemoryAgeDays(c.mtime, now))
+			assert.Equal(t, c.age, MemoryAge(c.mtime, now))
+			text := MemoryFreshnessText(c.mtime, now)
+			note := MemoryFreshnessNote(c.mtime, now)
+			header := MemoryHeaderLine("/m/a.md", c.mtime, now)
+			if c.stale {
+				assert.Contains(t, text, fmt.Sprintf("%d days ago", c.days))
+				assert.Contains(t, text, "file:line")
+				assert.Equal(t, "<system-reminder>"+text+"</system-reminder>\n", note)
+				assert.Equal(t, text+"\n\nMemory: /m/a.md:", header)
+			} else {
+				assert.Empty(t, text)
+				assert.Empty(t, note)
+				assert.Equal(t, "Memory (saved "+c.age+"): /m/a.md:", header)
+			}
+		})
+	}
+}
+
+func TestScanParallelMatchesSerial(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	for i := 0; i < 300; i++ {
+		// Many equal mtimes, so the name tie-break matters across workers.
+		writeMemory(t, fsys, fmt.Sprintf("/m/d%d/f%03d.md", i%7, i), fmt.Sprintf("description: n%d", i), t0.Add(time.Duration(i%40)*time.Minute))
+	}
+	serial, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{MaxFiles: 50, Parallelism: 1})
+	require.NoError(t, err)
+	require.Len(t, serial, 50)
+	for _, par := range []int{2, 3, 4, 0} {
+		got, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{MaxFiles: 50, Parallelism: par})
+		require.NoError(t, err)
+		assert.Equal(t, serial, got, "parallelism %d", par)
+	}
+	for i := 1; i < len(serial); i++ {
+		a, b := serial[i-1], serial[i]
+		assert.True(t, a.ModTime.After(b.ModTime) || (a.ModTime.Equal(b.ModTime) && a.Filename < b.Filename))
+	}
+	assert.True(t, serial[0].ModTime.Equal(t0.Add(39*time.Minute)))
+}
