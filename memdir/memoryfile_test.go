@@ -71,6 +71,13 @@ func TestParseFrontmatter(t *testing.T) {
 			want: Frontmatter{Name: "42", Description: "yes"},
 		},
 		{
+			// YAML reads " #" as the start of a comment; Claude Code's reader
+			// does too, so the text after it is lost unless the value is quoted.
+			name: "space-hash starts a YAML comment",
+			in:   "---\ndescription: triaged in #ci-alerts\n---\n",
+			want: Frontmatter{Description: "triaged in"},
+		},
+		{
 			name: "CRLF and BOM",
 			in:   "\ufeff---\r\nname: Win\r\ntype: reference\r\n---\r\nbody\r\n",
 			want: Frontmatter{Name: "Win", Type: TypeReference},

@@ -1,0 +1,142 @@
+package memdir
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/afero"
+)
+
+// PromptMode says which memory prompt LoadMemoryPrompt built.
+type PromptMode int
+
+// The prompt variants, in dispatch order.
+const (
+	// PromptDisabled: auto memory is off; there is no memory section.
+	PromptDisabled PromptMode = iota
+	// PromptDailyLog: BuildDailyLogPrompt.
+	PromptDailyLog
+	// PromptCombined: BuildCombinedMemoryPrompt (private + team).
+	PromptCombined
+	// PromptSingle: BuildMemoryPrompt.
+	PromptSingle
+)
+
+func (m PromptMode) String() string {
+	switch m {
+	case PromptDisabled:
+		return "disabled"
+	case PromptDailyLog:
+		return "daily-log"
+	case PromptCombined:
+		return "combined"
+	case PromptSingle:
+		return "single"
+	}
+	return fmt.Sprintf("PromptMode(%d)", int(m))
+}
+
+// LoadPromptConfig is what LoadMemoryPrompt needs. The zero value of each
+// optional field means its default.
+type LoadPromptConfig struct {
+	// Enabled is the result of IsAutoMemoryEnabled.
+	Enabled bool
+	// AutoDir is the auto-memory directory, from ResolveAutoMemPath
+	// (required when Enabled).
+	AutoDir string
+	// DailyLog selects daily-log mode; it wins over team memory.
+	DailyLog bool
+	// TeamActive includes the team directory: set it only when team memory
+	// is enabled and the last sync found content for the repository, so an
+	// empty team layer costs no prompt tokens.
+	TeamActive bool
+	// IndividualMemoryFiles are passed to BuildCombinedMemoryPrompt.
+	IndividualMemoryFiles []InstructionFile
+	// OmitHowToSave drops the how-to-save section from the combined prompt.
+	OmitHowToSave bool
+	// SkipIndex selects the single-directory prompt without an index.
+	SkipIndex bool
+	// Heading replaces DefaultPromptHeading.
+	Heading string
+	// ExtraGuidelines are the host's own rules, one per entry.
+	ExtraGuidelines []string
+	// IndexLimits bounds the indexes.
+	IndexLimits IndexLimits
+	// Logger receives events (memdir_disabled, memdir_mkdir_failed,
+	// memdir_index_unreadable); nil discards them.
+	Logger *slog.Logger
+}
+
+// MemoryPrompt is the memory section of a system prompt.
+type MemoryPrompt struct {
+	// Text is empty when Mode is PromptDisabled.
+	Text string
+	Mode PromptMode
+}
+
+// LoadMemoryPrompt builds the memory section a host puts into its system
+// prompt, choosing the variant: disabled → none (and a "memdir_disabled"
+// event); daily-log mode → BuildDailyLogPrompt; team active →
+// BuildCombinedMemoryPrompt; else BuildMemoryPrompt. It first makes sure
+// the directories exist (EnsureMemoryDir); a failure there is logged and
+// does not stop the prompt, since the model's first write will surface it.
+func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptConfig) (MemoryPrompt, error) {
+	log := logger(cfg.Logger)
+	if !cfg.Enabled {
+		log.Info("memdir: auto memory is disabled; no memory prompt", "event", "memdir_disabled")
+		return MemoryPrompt{Mode: PromptDisabled}, nil
+	}
+	if cfg.AutoDir == "" {
+		return MemoryPrompt{}, ErrNoMemoryDir
+	}
+	ensure := cfg.AutoDir
+	if cfg.TeamActive && !cfg.DailyLog {
+		ensure = TeamDir(cfg.AutoDir) // creating the team dir creates the auto dir
+	}
+	if err := EnsureMemoryDir(fsys, ensure); err != nil {
+		log.Warn("memdir: could not create the memory directory", "event", "memdir_mkdir_failed", "error", err)
+	}
+	var (
+		text string
+		mode PromptMode
+		err  error
+	)
+	switch {
+	case cfg.DailyLog:
+		mode = PromptDailyLog
+		text, err = BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{
+			AutoDir: cfg.AutoDir, Heading: cfg.Heading, ExtraGuidelines: cfg.ExtraGuidelines,
+			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger,
+		})
+	case cfg.TeamActive:
+		mode = PromptCombined
+		text, err = BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
+			AutoDir: cfg.AutoDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
+			IncludeHowToSave: !cfg.OmitHowToSave, Heading: cfg.Heading, ExtraGuidelines: cfg.ExtraGuidelines,
+			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger,
+		})
+	default:
+		mode = PromptSingle
+		text, err = BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{
+			Dir: cfg.AutoDir, Heading: cfg.Heading, SkipIndex: cfg.SkipIndex,
+			ExtraGuidelines: cfg.ExtraGuidelines, IndexLimits: cfg.IndexLimits, Logger: cfg.Logger,
+		})
+	}
+	if err != nil {
+		return MemoryPrompt{}, err
+	}
+	return MemoryPrompt{Text: text, Mode: mode}, nil
+}
+
+// EnsureMemoryDir creates dir and its parents (mode 0o755). It is
+// idempotent: an existing directory is not an error.
+func EnsureMemoryDir(fsys afero.Fs, dir string) error {
+	if dir == "" {
+		return ErrNoMemoryDir
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("memdir: create memory directory: %w", err)
+	}
+	return nil
+}

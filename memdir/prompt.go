@@ -1,0 +1,316 @@
+package memdir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/afero"
+)
+
+// DefaultPromptHeading is the heading of the memory section of a system
+// prompt.
+const DefaultPromptHeading = "Memory"
+
+// MaxTeamListing is how many team file names the combined prompt lists.
+const MaxTeamListing = 200
+
+// ErrNoMemoryDir is returned by the prompt builders when no directory is
+// given.
+var ErrNoMemoryDir = errors.New("memdir: no memory directory given (set Dir/AutoDir to an absolute path)")
+
+// InstructionFile is a file of standing instructions the host has already
+// loaded (a CLAUDE.md-style file), passed through into the memory prompt.
+type InstructionFile struct {
+	// Path is shown to the model as the file's name.
+	Path    string
+	Content string
+}
+
+// MemoryPromptRequest asks for the prompt of one memory directory.
+type MemoryPromptRequest struct {
+	// Dir is the memory directory (required).
+	Dir string
+	// Heading replaces DefaultPromptHeading.
+	Heading string
+	// SkipIndex drops the MEMORY.md step and the index: memories are plain
+	// topic files found by listing the directory.
+	SkipIndex bool
+	// ExtraGuidelines are the host's own rules, one per entry.
+	ExtraGuidelines []string
+	// IndexLimits bounds the index loaded into the prompt.
+	IndexLimits IndexLimits
+	// Logger receives index read failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// BuildMemoryPrompt returns the memory section for one directory: where it
+// is, the four types, what never to save, how to save (two steps, or one in
+// SkipIndex mode), when to use memory, checking a memory before relying on
+// it, memory versus plans, the host's guidelines, and finally the
+// MEMORY.md index (truncated, see IndexLimits) or a note that it is empty.
+// An unreadable index is logged and shown as not loaded; it does not fail
+// the build.
+func BuildMemoryPrompt(ctx context.Context, fsys afero.Fs, req MemoryPromptRequest) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if req.Dir == "" {
+		return "", ErrNoMemoryDir
+	}
+	var b strings.Builder
+	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
+	b.WriteString(sectionIntro(req.Dir))
+	b.WriteString(singleDirBody(req.SkipIndex, req.ExtraGuidelines))
+	if req.SkipIndex {
+		return strings.TrimRight(b.String(), "\n") + "\n", nil
+	}
+	b.WriteString("## " + EntrypointName + "\n\n")
+	b.WriteString(indexBlock(fsys, req.Dir, req.IndexLimits, logger(req.Logger)))
+	return b.String(), nil
+}
+
+func singleDirBody(skipIndex bool, extra []string) string {
+	var b strings.Builder
+	b.WriteString(sectionTypes(false))
+	b.WriteString(sectionWhatNotToSave(false))
+	if skipIndex {
+		b.WriteString(sectionHowToSaveNoIndex())
+	} else {
+		b.WriteString(sectionHowToSave([]string{EntrypointName}))
+	}
+	b.WriteString(sectionWhenToUse())
+	b.WriteString(sectionBeforeRecommending())
+	b.WriteString(sectionMemoryVsPlans())
+	b.WriteString(sectionGuidelines(extra))
+	return b.String()
+}
+
+// AgentMemoryPromptRequest asks for a sub-agent's memory prompt.
+type AgentMemoryPromptRequest struct {
+	// Dir is the agent's memory directory, from AgentMemoryDir (required).
+	Dir   string
+	Scope AgentMemoryScope
+	// ExtraGuidelines are the host's own rules, one per entry.
+	ExtraGuidelines []string
+}
+
+// BuildAgentMemoryPrompt returns the memory section for a sub-agent: the
+// single-directory prompt in SkipIndex mode (no MEMORY.md step), with one
+// line saying what the scope means.
+func BuildAgentMemoryPrompt(ctx context.Context, fsys afero.Fs, req AgentMemoryPromptRequest) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if req.Dir == "" {
+		return "", ErrNoMemoryDir
+	}
+	var b strings.Builder
+	b.WriteString("# Agent memory\n\n")
+	b.WriteString(sectionIntro(req.Dir))
+	if note := agentScopeNote(req.Scope); note != "" {
+		b.WriteString(note + "\n\n")
+	}
+	b.WriteString(singleDirBody(true, req.ExtraGuidelines))
+	return strings.TrimRight(b.String(), "\n") + "\n", nil
+}
+
+// CombinedPromptRequest asks for the memory prompt of a private directory
+// and its team directory.
+type CombinedPromptRequest struct {
+	// AutoDir is the private auto-memory directory (required).
+	AutoDir string
+	// TeamDir defaults to TeamDir(AutoDir).
+	TeamDir string
+	// IndividualMemoryFiles are the host's already-loaded instruction files.
+	IndividualMemoryFiles []InstructionFile
+	// IncludeHowToSave adds the section on how to write a memory.
+	IncludeHowToSave bool
+	// Heading replaces DefaultPromptHeading.
+	Heading string
+	// ExtraGuidelines are the host's own rules, one per entry.
+	ExtraGuidelines []string
+	// IndexLimits bounds each of the two indexes.
+	IndexLimits IndexLimits
+	// Logger receives read failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// BuildCombinedMemoryPrompt returns the memory section for a private
+// directory and a team directory. It follows the single-directory prompt,
+// adds which of the two each type belongs in (user memories are always
+// private; feedback is private unless it is a convention every contributor
+// must follow; never a secret in team memory), passes the host's instruction
+// files through, and ends with both indexes. Team files are named in a
+// listing but not loaded: the model reads them on demand, so the prompt
+// stays small however much the team has saved.
+func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedPromptRequest) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if req.AutoDir == "" {
+		return "", ErrNoMemoryDir
+	}
+	teamDir := req.TeamDir
+	if teamDir == "" {
+		teamDir = TeamDir(req.AutoDir)
+	}
+	log := logger(req.Logger)
+	var b strings.Builder
+	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
+	b.WriteString("You have a persistent memory kept as files in two directories, both of which already exist:\n\n" +
+		"- private: `" + req.AutoDir + "`, for you and this user only;\n" +
+		"- team: `" + teamDir + "`, shared with everyone who works on this project and synced between them.\n\n" +
+		"It outlives this conversation: what you save now is there in later sessions. Write files into these directories " +
+		"directly with your file tools; do not create them or check that they are there first.\n\n")
+	b.WriteString(sectionTypes(true))
+	b.WriteString(sectionWhatNotToSave(true))
+	if req.IncludeHowToSave {
+		b.WriteString(sectionHowToSave([]string{
+			filepath.Join(req.AutoDir, EntrypointName),
+			filepath.Join(teamDir, EntrypointName),
+		}))
+		b.WriteString("Save to the directory the kind of memory belongs in, and point to it from that directory's own index.\n\n")
+	}
+	b.WriteString(sectionWhenToUse())
+	b.WriteString(sectionBeforeRecommending())
+	b.WriteString(sectionMemoryVsPlans())
+	b.WriteString(sectionGuidelines(req.ExtraGuidelines))
+	b.WriteString(instructionFiles(req.IndividualMemoryFiles))
+
+	b.WriteString("## " + EntrypointName + " (private)\n\n")
+	b.WriteString(indexBlock(fsys, req.AutoDir, req.IndexLimits, log))
+	b.WriteString("\n## " + EntrypointName + " (team)\n\n")
+	b.WriteString(indexBlock(fsys, teamDir, req.IndexLimits, log))
+	listing, err := teamListing(ctx, fsys, teamDir)
+	if err != nil {
+		return "", err
+	}
+	if listing != "" {
+		b.WriteString("\nTeam memory files (read one when its name or index entry looks relevant):\n\n" + listing)
+	}
+	return b.String(), nil
+}
+
+// DailyLogPromptRequest asks for the prompt of daily-log mode.
+type DailyLogPromptRequest struct {
+	// AutoDir is the auto-memory directory (required).
+	AutoDir string
+	// Heading replaces DefaultPromptHeading.
+	Heading string
+	// ExtraGuidelines are the host's own rules, one per entry.
+	ExtraGuidelines []string
+	// IndexLimits bounds the index.
+	IndexLimits IndexLimits
+	// Logger receives index read failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// BuildDailyLogPrompt returns the memory section for long-running sessions
+// that append to a daily log instead of curating topic files. The log path
+// is described as a YYYY/MM/YYYY-MM-DD pattern rather than today's date, so
+// a cached prompt stays valid past midnight. The current index is shown as
+// read-only context: the consolidation pass maintains it.
+func BuildDailyLogPrompt(ctx context.Context, fsys afero.Fs, req DailyLogPromptRequest) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if req.AutoDir == "" {
+		return "", ErrNoMemoryDir
+	}
+	var b strings.Builder
+	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
+	b.WriteString("You have a persistent memory kept as files in `" + req.AutoDir + "`. In this long-running session you do not " +
+		"edit topic files or the index yourself: you keep a daily log, and a separate consolidation pass later distils " +
+		"the logs into topic files and the " + EntrypointName + " index.\n\n")
+	b.WriteString("## The daily log\n\n" +
+		"Append what is worth keeping to the log for the current day: `" + dailyLogPattern(req.AutoDir) + "`, " +
+		"with the year, the zero-padded month and the zero-padded day of the user's local date filled in. " +
+		"Create the file and its folders when they do not exist yet. Only ever append: never rewrite or delete earlier entries. " +
+		"Write each entry as one short bullet that starts with the local time, such as `- 14:05 ...`.\n\n" +
+		"Log what the four kinds of memory hold: what you learn about the user, their corrections and confirmations, " +
+		"facts about the work that the code does not show, and pointers to places outside the project.\n\n")
+	b.WriteString(sectionWhatNotToSave(false))
+	b.WriteString(sectionWhenToUse())
+	b.WriteString(sectionBeforeRecommending())
+	b.WriteString(sectionGuidelines(req.ExtraGuidelines))
+	b.WriteString("## " + EntrypointName + "\n\n(Maintained by the consolidation pass; read it, do not edit it.)\n\n")
+	b.WriteString(indexBlock(fsys, req.AutoDir, req.IndexLimits, logger(req.Logger)))
+	return b.String(), nil
+}
+
+func instructionFiles(files []InstructionFile) string {
+	var b strings.Builder
+	for _, f := range files {
+		content := strings.TrimSpace(f.Content)
+		if content == "" {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("## Instruction files\n\n")
+		}
+		b.WriteString("Contents of " + f.Path + ":\n\n" + content + "\n\n")
+	}
+	return b.String()
+}
+
+// indexBlock loads dir/MEMORY.md for a prompt.
+func indexBlock(fsys afero.Fs, dir string, limits IndexLimits, log *slog.Logger) string {
+	raw, err := afero.ReadFile(fsys, filepath.Join(dir, EntrypointName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return EntrypointName + " is empty for now. Saving the first memory here creates it.\n"
+	case err != nil:
+		log.Warn("memdir: memory index could not be read", "event", "memdir_index_unreadable", "error", err)
+		return EntrypointName + " could not be loaded this time; list the directory to find memories.\n"
+	}
+	t := limits.Truncate(string(raw))
+	if t.Content == "" {
+		return EntrypointName + " is empty for now. Saving the first memory here creates it.\n"
+	}
+	return t.Content + "\n"
+}
+
+// teamListing names the team's memory files, sorted, without reading them.
+func teamListing(ctx context.Context, fsys afero.Fs, teamDir string) (string, error) {
+	w := walker{ctx: ctx, fsys: fsys}
+	if err := w.walk(filepath.Clean(teamDir), ""); err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return "", err
+		}
+		return "", nil // a missing or unreadable team dir lists nothing
+	}
+	names := make([]string, len(w.files))
+	for i, f := range w.files {
+		names[i] = f.rel
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i == MaxTeamListing {
+			fmt.Fprintf(&b, "- ... and %d more\n", len(names)-MaxTeamListing)
+			break
+		}
+		b.WriteString("- " + n + "\n")
+	}
+	return b.String(), nil
+}
+
+func headingOr(h string) string {
+	if h == "" {
+		return DefaultPromptHeading
+	}
+	return h
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
