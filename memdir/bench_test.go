@@ -96,3 +96,47 @@ func benchScan(b *testing.B, name string, n, parallelism int) {
 		b.ReportMetric(perFile/floor, "x-floor")
 	})
 }
+
+// BenchmarkBuildCombinedMemoryPrompt builds the combined prompt over two
+// full 200-line indexes and 200 team files, and reports the ratio to a
+// floor that only reads both indexes from the same filesystem.
+func BenchmarkBuildCombinedMemoryPrompt(b *testing.B) {
+	fsys := afero.NewMemMapFs()
+	index := lines(200, indexEntry)
+	for _, dir := range []string{"/m", "/m/team"} {
+		if err := afero.WriteFile(fsys, dir+"/MEMORY.md", []byte(index), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		if err := afero.WriteFile(fsys, fmt.Sprintf("/m/team/topic_%d.md", i), []byte("---\nname: t\n---\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	req := CombinedPromptRequest{AutoDir: "/m/", IncludeHowToSave: true}
+	var buildTime, floorTime time.Duration
+	size := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		out, err := BuildCombinedMemoryPrompt(ctx, fsys, req)
+		buildTime += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(out)
+		b.StopTimer()
+		start = time.Now()
+		for _, p := range []string{"/m/MEMORY.md", "/m/team/MEMORY.md"} {
+			if _, err := afero.ReadFile(fsys, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		floorTime += time.Since(start)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(size), "prompt-bytes")
+	b.ReportMetric(float64(buildTime)/float64(floorTime), "x-floor")
+}

@@ -162,6 +162,7 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 	}
 	log := logger(req.Logger)
 	var b strings.Builder
+	b.Grow(16 << 10)
 	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
 	b.WriteString("You have a persistent memory kept as files in two directories, both of which already exist:\n\n" +
 		"- private: `" + req.AutoDir + "`, for you and this user only;\n" +

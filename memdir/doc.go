@@ -1,0 +1,69 @@
+// Package memdir implements the long-term memory directory: one directory
+// of Markdown files per project that an agent reads at the start of every
+// session and writes as it learns. It is byte-compatible with the tree
+// Claude Code keeps under ~/.claude/projects/<project>/memory/.
+//
+// A memory directory holds typed topic files (YAML frontmatter with name,
+// description and one of four types: user, feedback, project, reference)
+// and an index, MEMORY.md, with one pointer line per topic file. The team
+// directory team/ inside it is shared through the teammem package.
+//
+// What the package covers, by the name to look for:
+//
+//   - Enabling: IsAutoMemoryEnabled over EnableSettings;
+//     EnableSettingsFromEnv reads Claude Code's variables through an
+//     injected getenv.
+//   - Where memory lives: ResolveAutoMemPath (override, trusted settings,
+//     default), ValidateMemoryPath, SanitizePath, FindCanonicalGitRoot
+//     (worktrees share one directory), AgentMemoryDir, DailyLogPath,
+//     TeamDir.
+//   - The index: TruncateEntrypointContent and IndexLimits.
+//   - Memory files: ParseFrontmatter, FormatMemoryFile, and Dir.Save, which
+//     writes a topic file and its index pointer atomically.
+//   - Finding memories: ScanMemoryFiles and FormatManifest.
+//   - Freshness: MemoryAgeDays, MemoryAge, MemoryFreshnessText,
+//     MemoryFreshnessNote, MemoryHeaderLine.
+//   - The system prompt: LoadMemoryPrompt picks BuildMemoryPrompt,
+//     BuildCombinedMemoryPrompt (private + team), BuildDailyLogPrompt or
+//     none; BuildAgentMemoryPrompt serves sub-agents; EnsureMemoryDir.
+//
+// All file access goes through an afero.Fs that the caller passes in
+// (afero.NewOsFs() for the real disk). The package reads no environment
+// variables, home directory or other global state, and holds no
+// package-level mutable state.
+//
+// # Errors
+//
+//   - *MemoryPathError (errors.Is ErrInvalidMemoryPath): a memory directory
+//     failed validation; Reason says why. It never contains the path.
+//   - *FrontmatterError (errors.Is ErrFrontmatter): a header is not YAML
+//     even after quoting; the file is still usable without fields.
+//   - ErrInvalidMemory: Dir.Save refused a Memory; the message names the
+//     field. Save errors that say "saved but MEMORY.md could not be
+//     updated" mean the topic file is written and only the pointer is
+//     missing.
+//   - ErrNoMemoryBase, ErrNoProjectRoot, ErrNoMemoryDir,
+//     ErrInvalidAgentType: a required input is missing or unusable.
+//
+// # Concurrency
+//
+// Functions are safe for concurrent use. A *Dir serialises its Saves, so
+// concurrent Saves through one Dir never lose index pointers; two Dir
+// values (or two processes) writing one directory are not coordinated.
+// ScanMemoryFiles reads with a few worker goroutines that always finish
+// before it returns.
+//
+// # Security
+//
+// The memory directory is where a model writes, so where it points is a
+// security decision. ResolveAutoMemPath ignores autoMemoryDirectory from
+// project settings (a cloned repository could aim it at ~/.ssh) and
+// validates every candidate: no relative paths, roots, UNC paths, NUL
+// bytes, or "~" forms that land on the home directory itself.
+// FindCanonicalGitRoot trusts a worktree's .git pointer only when the main
+// repository points back at it. Dir.Save accepts only clean relative
+// ".md" names below the directory. ScanMemoryFiles does not follow
+// symbolic links and reads at most 16 KiB per file. Containment of paths
+// that a model chooses inside the team directory is the teammem package's
+// job. Errors never carry file contents.
+package memdir

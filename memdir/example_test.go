@@ -1,0 +1,190 @@
+package memdir_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+)
+
+func ExampleSanitizePath() {
+	fmt.Println(memdir.SanitizePath("/home/u/proj"))
+	fmt.Println(memdir.SanitizePath("/Users/zoë/app"))
+	// Output:
+	// -home-u-proj
+	// -Users-zo--app
+}
+
+func ExampleValidateMemoryPath() {
+	dir, err := memdir.ValidateMemoryPath("~/notes/memory", "/home/u")
+	fmt.Println(dir, err)
+	_, err = memdir.ValidateMemoryPath("~/..", "/home/u")
+	fmt.Println(errors.Is(err, memdir.ErrInvalidMemoryPath), err)
+	// Output:
+	// /home/u/notes/memory/ <nil>
+	// true memdir: invalid memory path: ~ expansion must name a directory below the home directory
+}
+
+func ExampleIsAutoMemoryEnabled() {
+	env := map[string]string{"CLAUDE_CODE_SIMPLE": "1"}
+	s := memdir.EnableSettingsFromEnv(func(k string) string { return env[k] }, memdir.DefaultEnvNames(), nil)
+	fmt.Println(memdir.IsAutoMemoryEnabled(s))
+	env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "false" // an explicit "on" wins
+	s = memdir.EnableSettingsFromEnv(func(k string) string { return env[k] }, memdir.DefaultEnvNames(), nil)
+	fmt.Println(memdir.IsAutoMemoryEnabled(s))
+	// Output:
+	// false
+	// true
+}
+
+func ExampleResolveAutoMemPath() {
+	fsys := afero.NewMemMapFs()
+	_ = fsys.MkdirAll("/work/shop/.git", 0o755)
+	p, err := memdir.ResolveAutoMemPath(fsys, memdir.AutoMemPathInputs{
+		ConfigHome:  "/home/u/.claude",
+		HomeDir:     "/home/u",
+		ProjectRoot: "/work/shop/services/api",
+		// Project settings never choose the memory directory.
+		AutoMemoryDirectory: map[memdir.SettingSource]string{memdir.SourceProject: "~/.ssh"},
+	})
+	fmt.Println(p.Dir, p.Origin, err)
+	// Output:
+	// /home/u/.claude/projects/-work-shop/memory/ default <nil>
+}
+
+func ExampleFindCanonicalGitRoot() {
+	fsys := afero.NewMemMapFs()
+	_ = fsys.MkdirAll("/src/repo/.git", 0o755)
+	_ = fsys.MkdirAll("/src/repo/pkg/x", 0o755)
+	root, ok := memdir.FindCanonicalGitRoot(fsys, "/src/repo/pkg/x")
+	fmt.Println(root, ok)
+	// Output:
+	// /src/repo true
+}
+
+func ExampleAgentMemoryDir() {
+	dir, err := memdir.AgentMemoryDir(afero.NewMemMapFs(), memdir.AgentMemoryInputs{
+		AgentType: "my-plugin:reviewer", Scope: memdir.ScopeProject, Cwd: "/work/shop",
+	})
+	fmt.Println(dir, err)
+	// Output:
+	// /work/shop/.claude/agent-memory/my-plugin-reviewer/ <nil>
+}
+
+func ExampleDailyLogPath() {
+	day := time.Date(2026, 3, 5, 9, 30, 0, 0, time.Local)
+	fmt.Println(memdir.DailyLogPath("/m/", day))
+	// Output:
+	// /m/logs/2026/03/2026-03-05.md
+}
+
+func ExampleTruncateEntrypointContent() {
+	var index strings.Builder
+	for i := 0; i < 250; i++ {
+		fmt.Fprintf(&index, "- [Topic %d](topic_%d.md) — hook\n", i, i)
+	}
+	t := memdir.TruncateEntrypointContent(index.String())
+	fmt.Println(t.LineCount, t.WasLineTruncated, t.WasByteTruncated)
+	fmt.Println(strings.Count(t.Content, "\n- [Topic"))
+	// Output:
+	// 250 true false
+	// 199
+}
+
+func ExampleParseFrontmatter() {
+	file := "---\nname: Deploys\ndescription: Deploys: Tuesdays only\ntype: project\n---\nNo Friday deploys.\n"
+	fm, body, err := memdir.ParseFrontmatter([]byte(file)) // the colon is fixed by the retry
+	fmt.Printf("%q %q %q %q %v\n", fm.Name, fm.Description, fm.Type, body, err)
+	// Output:
+	// "Deploys" "Deploys: Tuesdays only" "project" "No Friday deploys.\n" <nil>
+}
+
+func ExampleDir_Save() {
+	fsys := afero.NewMemMapFs()
+	dir, _ := memdir.NewDir(fsys, "/mem")
+	res, err := dir.Save(memdir.Memory{
+		Name:        "Testing policy",
+		Description: "Integration tests hit a real database",
+		Type:        memdir.TypeFeedback,
+		Body:        "Integration tests use the real database, never mocks.",
+		Why:         "A mocked test hid a broken migration.",
+		HowToApply:  "Use the test database helper in new integration tests.",
+	})
+	fmt.Println(res.File, err)
+	index, _ := afero.ReadFile(fsys, "/mem/MEMORY.md")
+	fmt.Print(string(index))
+	// Output:
+	// testing_policy.md <nil>
+	// - [Testing policy](testing_policy.md) — Integration tests hit a real database
+}
+
+func ExampleScanMemoryFiles() {
+	fsys := afero.NewMemMapFs()
+	dir, _ := memdir.NewDir(fsys, "/mem")
+	_, _ = dir.Save(memdir.Memory{File: "role.md", Description: "Data scientist", Type: memdir.TypeUser})
+	_, _ = dir.Save(memdir.Memory{File: "team/ci.md", Description: "CI must stay green", Type: memdir.TypeProject})
+	when := time.Date(2026, 3, 15, 10, 30, 0, 0, time.UTC)
+	_ = fsys.Chtimes("/mem/role.md", when, when)
+	_ = fsys.Chtimes("/mem/team/ci.md", when.Add(-time.Hour), when.Add(-time.Hour))
+
+	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, "/mem", memdir.ScanOptions{})
+	fmt.Println(err)
+	fmt.Println(memdir.FormatManifest(headers))
+	// Output:
+	// <nil>
+	// - [user] role.md (2026-03-15T10:30:00.000Z): Data scientist
+	// - [project] team/ci.md (2026-03-15T09:30:00.000Z): CI must stay green
+}
+
+func ExampleMemoryAgeDays() {
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	saved := now.Add(-72 * time.Hour)
+	fmt.Println(memdir.MemoryAgeDays(saved, now), memdir.MemoryAge(saved, now))
+	fmt.Println(memdir.MemoryHeaderLine("/mem/a.md", now.Add(-time.Hour), now))
+	// Output:
+	// 3 3 days ago
+	// Memory (saved today): /mem/a.md:
+}
+
+func ExampleBuildCombinedMemoryPrompt() {
+	fsys := afero.NewMemMapFs()
+	dir, _ := memdir.NewDir(fsys, "/mem")
+	_, _ = dir.Save(memdir.Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: memdir.TypeProject})
+	prompt, err := memdir.BuildCombinedMemoryPrompt(context.Background(), fsys, memdir.CombinedPromptRequest{
+		AutoDir:               "/mem/",
+		IncludeHowToSave:      true,
+		IndividualMemoryFiles: []memdir.InstructionFile{{Path: "CLAUDE.md", Content: "Run make check."}},
+	})
+	fmt.Println(err)
+	i := strings.Index(prompt, "## MEMORY.md (team)")
+	fmt.Print(prompt[i:])
+	// Output:
+	// <nil>
+	// ## MEMORY.md (team)
+	//
+	// - [CI](ci.md) — CI must stay green
+	//
+	// Team memory files (read one when its name or index entry looks relevant):
+	//
+	// - ci.md
+}
+
+func ExampleLoadMemoryPrompt() {
+	fsys := afero.NewMemMapFs()
+	p, err := memdir.LoadMemoryPrompt(context.Background(), fsys, memdir.LoadPromptConfig{
+		Enabled: memdir.IsAutoMemoryEnabled(memdir.EnableSettings{}),
+		AutoDir: "/home/u/.claude/projects/-work-shop/memory/",
+	})
+	fmt.Println(p.Mode, err)
+	fmt.Println(strings.SplitN(p.Text, "\n", 2)[0])
+	_, statErr := fsys.Stat("/home/u/.claude/projects/-work-shop/memory")
+	fmt.Println(statErr == nil)
+	// Output:
+	// single <nil>
+	// # Memory
+	// true
+}
