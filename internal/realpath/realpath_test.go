@@ -58,7 +58,6 @@ func TestResolveOnDisk(t *testing.T) {
 	}
 }
 
-
 func TestResolveMemMapFs(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, fsys.MkdirAll("/x/y", 0o755))
