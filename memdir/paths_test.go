@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -104,9 +105,13 @@ func TestValidateMemoryPath(t *testing.T) {
 		{"~/foo/..", home, RejectTildeTrivial},
 		{`~\..`, home, RejectTildeTrivial},
 		{"~/../etc", home, RejectTildeTrivial},
+		{"~//", home, RejectTildeTrivial},
+		{"~/./", home, RejectTildeTrivial},
+		{`~\\`, home, RejectTildeTrivial},
 		{"/", home, RejectTooShort},
 		{"//", home, RejectUNC},
 		{"/a", home, RejectTooShort},
+		{"/é", home, RejectTooShort},
 		{"/a/..", home, RejectTooShort},
 		{"C:", home, RejectNotAbsolute},
 		{`\\server\share`, home, RejectUNC},
@@ -458,4 +463,34 @@ func TestDailyLogPath(t *testing.T) {
 func TestTeamDir(t *testing.T) {
 	assert.Equal(t, "/m/team/", TeamDir("/m/"))
 	assert.Equal(t, "/m/team/", TeamDir("/m"))
+}
+
+func FuzzValidateMemoryPath(f *testing.F) {
+	for _, s := range []string{"/abs/mem", "~/mem", "~/..", "~/a/../..", `\\srv\x`, "//x", "/a\x00b", "C:", "~", "/caf\u0065\u0301", "~/./././x/.."} {
+		f.Add(s)
+	}
+	const home = "/home/u"
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := ValidateMemoryPath(raw, home)
+		if err != nil {
+			if got != "" {
+				t.Fatalf("a rejected path must return no path")
+			}
+			return
+		}
+		if !filepath.IsAbs(got) || !strings.HasSuffix(got, "/") || strings.HasSuffix(got, "//") {
+			t.Fatalf("%q: want an absolute path with one trailing separator, got %q", raw, got)
+		}
+		if strings.ContainsRune(got, 0) || utf8.RuneCountInString(got) < 3 {
+			t.Fatalf("%q: accepted %q", raw, got)
+		}
+		if trimmed := strings.TrimSuffix(got, "/"); filepath.Clean(trimmed) != trimmed && !strings.HasSuffix(trimmed, `\`) {
+			t.Fatalf("%q: result %q is not clean", raw, got)
+		}
+		if strings.HasPrefix(raw, "~/") || strings.HasPrefix(raw, `~\`) {
+			if !strings.HasPrefix(got, home+"/") || len(got) <= len(home)+1 {
+				t.Fatalf("%q: a ~ path must resolve strictly below the home directory, got %q", raw, got)
+			}
+		}
+	})
 }

@@ -62,24 +62,32 @@ func ValidateMemoryPath(raw, home string) (string, error) {
 		return reject(RejectNUL)
 	}
 	candidate := raw
-	if home != "" && (strings.HasPrefix(raw, "~/") || strings.HasPrefix(raw, `~\`)) {
-		rest := filepath.Clean(strings.ReplaceAll(raw[2:], `\`, "/"))
-		if rest == "." || rest == ".." || strings.HasPrefix(rest, "../") {
-			return reject(RejectTildeTrivial)
-		}
-		candidate = filepath.Join(home, raw[2:])
+	expanded := home != "" && (strings.HasPrefix(raw, "~/") || strings.HasPrefix(raw, `~\`))
+	if expanded {
+		candidate = filepath.Clean(home) + string(filepath.Separator) + raw[2:]
 	}
 	if strings.HasPrefix(candidate, `\\`) || strings.HasPrefix(candidate, "//") {
 		return reject(RejectUNC)
 	}
-	cleaned := filepath.Clean(candidate)
-	for len(cleaned) > 1 && strings.ContainsAny(cleaned[len(cleaned)-1:], `/\`) {
-		cleaned = cleaned[:len(cleaned)-1]
+	// Trailing separators of either kind go before cleaning, so a trailing
+	// backslash cannot hide a ".." from Clean.
+	trimmed := strings.TrimRight(candidate, `/\`)
+	if trimmed == "" {
+		trimmed = candidate[:1]
+	}
+	cleaned := filepath.Clean(trimmed)
+	if expanded {
+		// The expansion must land strictly below home: "~/", "~/.", "~//",
+		// "~/a/.." and "~/../x" would aim memory at home or above it.
+		rel, err := filepath.Rel(filepath.Clean(home), cleaned)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return reject(RejectTildeTrivial)
+		}
 	}
 	switch {
 	case !filepath.IsAbs(cleaned):
 		return reject(RejectNotAbsolute)
-	case len(cleaned) < 3:
+	case utf16Len(cleaned) < 3: // counted as Claude Code counts, before NFC
 		return reject(RejectTooShort)
 	case driveRoot.MatchString(cleaned):
 		return reject(RejectDriveRoot)

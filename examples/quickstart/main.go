@@ -1,0 +1,128 @@
+// Command quickstart shows the memdir layer end to end, offline: it resolves
+// a project's memory directory the way Claude Code does, saves typed
+// memories, lists them in the manifest a model chooses from, and renders
+// the memory section of a system prompt. Everything happens in a temporary
+// directory that is removed at the end.
+//
+//	go run ./examples/quickstart         # print the index part of the prompt
+//	go run ./examples/quickstart -full   # print the whole prompt
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+)
+
+func main() {
+	full := flag.Bool("full", false, "print the whole memory prompt")
+	flag.Parse()
+	if err := run(os.Stdout, *full); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+func run(w io.Writer, full bool) error {
+	step := func(format string, args ...any) { fmt.Fprintf(w, "==> "+format+"\n", args...) }
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "agentmem-quickstart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	fsys := afero.NewOsFs()
+
+	// A project checkout and a config home, as a host would have them.
+	project := filepath.Join(tmp, "work", "shop")
+	if err := os.MkdirAll(filepath.Join(project, ".git"), 0o755); err != nil {
+		return err
+	}
+	configHome := filepath.Join(tmp, "home", ".claude")
+	step("working in %s", tmp)
+
+	// 1. Is memory on, and where does it live?
+	enabled := memdir.IsAutoMemoryEnabled(memdir.EnableSettingsFromEnv(os.Getenv, memdir.DefaultEnvNames(), nil))
+	step("auto memory enabled: %v", enabled)
+	where, err := memdir.ResolveAutoMemPath(fsys, memdir.AutoMemPathInputs{ConfigHome: configHome, ProjectRoot: project})
+	if err != nil {
+		return err
+	}
+	step("memory directory (%s rule): %s", where.Origin, where.Dir)
+
+	// 2. Save memories: each is a topic file plus a pointer in MEMORY.md.
+	dir, err := memdir.NewDir(fsys, where.Dir)
+	if err != nil {
+		return err
+	}
+	memories := []memdir.Memory{
+		{
+			Name: "Testing policy", Type: memdir.TypeFeedback,
+			Description: "Integration tests hit the real database, never mocks",
+			Body:        "Integration tests run against the real database started by `make db`.",
+			Why:         "A mocked test hid a broken migration.",
+			HowToApply:  "Use the testdb helper in every new integration test.",
+		},
+		{
+			Name: "User role", Type: memdir.TypeUser,
+			Description: "Backend engineer, new to the React frontend",
+			Body:        "Explain frontend ideas by comparing them with server code.",
+		},
+		{
+			File: "team/build_invariants.md", Name: "Build invariants", Type: memdir.TypeProject,
+			Description: "Generated code is committed; CI fails on drift",
+			Body:        "Run `make generate` after editing a .proto file and commit the result.",
+		},
+	}
+	for _, m := range memories {
+		res, err := dir.Save(m)
+		if err != nil {
+			return err
+		}
+		step("saved %-26s pointer: %s", res.File, res.IndexLine)
+	}
+
+	// 3. The manifest: what a model sees when it picks relevant memories.
+	headers, err := memdir.ScanMemoryFiles(ctx, fsys, where.Dir, memdir.ScanOptions{})
+	if err != nil {
+		return err
+	}
+	step("manifest of %d memory files:\n%s", len(headers), indent(memdir.FormatManifest(headers)))
+
+	// 4. A surfaced memory carries a freshness header; an old one a caveat.
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	step("header for a memory saved 40 days ago:\n%s", indent(memdir.MemoryHeaderLine(headers[0].Path, old, time.Now())))
+
+	// 5. The memory section of the system prompt (private + team).
+	prompt, err := memdir.LoadMemoryPrompt(ctx, fsys, memdir.LoadPromptConfig{
+		Enabled:    true,
+		AutoDir:    where.Dir,
+		TeamActive: true,
+		IndividualMemoryFiles: []memdir.InstructionFile{
+			{Path: filepath.Join(project, "CLAUDE.md"), Content: "Run `make check` before every commit."},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	step("built the %s memory prompt: %d bytes", prompt.Mode, len(prompt.Text))
+	text := prompt.Text
+	if !full {
+		text = "[...]\n" + text[strings.Index(text, "## MEMORY.md (private)"):]
+	}
+	fmt.Fprintln(w, indent(strings.TrimRight(text, "\n")))
+	step("done; removing %s", tmp)
+	return nil
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
