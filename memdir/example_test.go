@@ -188,3 +188,103 @@ func ExampleLoadMemoryPrompt() {
 	// # Memory
 	// true
 }
+
+func ExampleParseEnvBool() {
+	fmt.Println(memdir.ParseEnvBool(" Yes ") == memdir.EnvTrue, memdir.ParseEnvBool("off") == memdir.EnvFalse, memdir.ParseEnvBool("maybe") == memdir.EnvUnset)
+	// Output:
+	// true true true
+}
+
+func ExampleDefaultAutoMemPath() {
+	dir, err := memdir.DefaultAutoMemPath(afero.NewMemMapFs(), "/home/u/.claude", "/tmp/scratch")
+	fmt.Println(dir, err)
+	fmt.Println(memdir.TeamDir(dir))
+	// Output:
+	// /home/u/.claude/projects/-tmp-scratch/memory/ <nil>
+	// /home/u/.claude/projects/-tmp-scratch/memory/team/
+}
+
+func ExampleIndexLimits_Truncate() {
+	t := memdir.IndexLimits{MaxLines: 2}.Truncate("- [a](a.md)\n- [b](b.md)\n- [c](c.md)")
+	fmt.Println(t.Content)
+	// Output:
+	// - [a](a.md)
+	// - [b](b.md)
+	//
+	// > NOTE: MEMORY.md holds 3 lines (the limit is 2), so only its beginning was loaded above. Keep each index entry to a single line under about 200 characters and put the details in the topic files.
+}
+
+func ExampleFormatFileSize() {
+	fmt.Println(memdir.FormatFileSize(900), memdir.FormatFileSize(25_000), memdir.FormatFileSize(3<<20))
+	// Output:
+	// 900 bytes 24.4KB 3MB
+}
+
+func ExampleFormatMemoryFile() {
+	out, _ := memdir.FormatMemoryFile(memdir.Memory{
+		Name: "Deploys", Description: "Deploys: Tuesdays only", Type: memdir.TypeProject,
+		Body: "No Friday deploys.", Why: "Two Friday outages.",
+	})
+	fmt.Print(string(out))
+	// Output:
+	// ---
+	// name: Deploys
+	// description: 'Deploys: Tuesdays only'
+	// type: project
+	// ---
+	//
+	// No Friday deploys.
+	//
+	// **Why:** Two Friday outages.
+}
+
+func ExampleIndexLine() {
+	fmt.Println(memdir.IndexLine(memdir.Memory{Name: "CI", Description: "CI must stay green"}, "ci.md"))
+	// Output:
+	// - [CI](ci.md) — CI must stay green
+}
+
+func ExampleMemoryFreshnessNote() {
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	fmt.Printf("%q\n", memdir.MemoryFreshnessNote(now.Add(-time.Hour), now))
+	fmt.Println(strings.HasPrefix(memdir.MemoryFreshnessNote(now.AddDate(0, 0, -9), now), "<system-reminder>This memory was saved 9 days ago."))
+	// Output:
+	// ""
+	// true
+}
+
+func ExampleBuildAgentMemoryPrompt() {
+	prompt, _ := memdir.BuildAgentMemoryPrompt(context.Background(), afero.NewMemMapFs(), memdir.AgentMemoryPromptRequest{
+		Dir: "/home/u/.claude/agent-memory/reviewer/", Scope: memdir.ScopeUser,
+	})
+	fmt.Println(strings.Contains(prompt, "Scope: user."), strings.Contains(prompt, "MEMORY.md"))
+	// Output:
+	// true false
+}
+
+func ExampleBuildDailyLogPrompt() {
+	prompt, _ := memdir.BuildDailyLogPrompt(context.Background(), afero.NewMemMapFs(), memdir.DailyLogPromptRequest{AutoDir: "/mem/"})
+	fmt.Println(strings.Contains(prompt, "`/mem/logs/YYYY/MM/YYYY-MM-DD.md`"))
+	// Output:
+	// true
+}
+
+func ExampleBuildMemoryPrompt() {
+	fsys := afero.NewMemMapFs()
+	_ = afero.WriteFile(fsys, "/mem/MEMORY.md", []byte("- [Role](role.md) — data scientist\n"), 0o644)
+	prompt, _ := memdir.BuildMemoryPrompt(context.Background(), fsys, memdir.MemoryPromptRequest{Dir: "/mem/"})
+	fmt.Print(prompt[strings.Index(prompt, "## MEMORY.md"):])
+	// Output:
+	// ## MEMORY.md
+	//
+	// - [Role](role.md) — data scientist
+}
+
+func ExampleEnsureMemoryDir() {
+	fsys := afero.NewMemMapFs()
+	err := memdir.EnsureMemoryDir(fsys, memdir.TeamDir("/mem/"))
+	_, statErr := fsys.Stat("/mem")
+	fmt.Println(err, statErr == nil)
+	// Output:
+	// <nil> true
+}
