@@ -3,7 +3,6 @@ package memdir
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/spf13/afero"
 )
@@ -57,15 +56,9 @@ type LoadPromptConfig struct {
 	OmitHowToSave bool
 	// SkipIndex selects the single-directory prompt without an index.
 	SkipIndex bool
-	// Heading replaces DefaultPromptHeading.
-	Heading string
-	// ExtraGuidelines are the host's own rules, one per entry.
-	ExtraGuidelines []string
-	// IndexLimits bounds the indexes.
-	IndexLimits IndexLimits
-	// Logger receives events (memdir_disabled, memdir_mkdir_failed,
-	// memdir_index_unreadable); nil discards them.
-	Logger *slog.Logger
+	// PromptOptions go to the chosen builder. Its Logger also receives
+	// memdir_disabled and memdir_mkdir_failed.
+	PromptOptions
 }
 
 // MemoryPrompt is the memory section of a system prompt.
@@ -105,23 +98,16 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptConfig) 
 	switch {
 	case cfg.DailyLog:
 		mode = PromptDailyLog
-		text, err = BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{
-			AutoDir: cfg.AutoDir, Heading: cfg.Heading, ExtraGuidelines: cfg.ExtraGuidelines,
-			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger,
-		})
+		text, err = BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{AutoDir: cfg.AutoDir, PromptOptions: cfg.PromptOptions})
 	case cfg.TeamActive:
 		mode = PromptCombined
 		text, err = BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
 			AutoDir: cfg.AutoDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
-			IncludeHowToSave: !cfg.OmitHowToSave, Heading: cfg.Heading, ExtraGuidelines: cfg.ExtraGuidelines,
-			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger,
+			IncludeHowToSave: !cfg.OmitHowToSave, PromptOptions: cfg.PromptOptions,
 		})
 	default:
 		mode = PromptSingle
-		text, err = BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{
-			Dir: cfg.AutoDir, Heading: cfg.Heading, SkipIndex: cfg.SkipIndex,
-			ExtraGuidelines: cfg.ExtraGuidelines, IndexLimits: cfg.IndexLimits, Logger: cfg.Logger,
-		})
+		text, err = BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex, PromptOptions: cfg.PromptOptions})
 	}
 	if err != nil {
 		return MemoryPrompt{}, err

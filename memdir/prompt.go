@@ -32,21 +32,28 @@ type InstructionFile struct {
 	Content string
 }
 
+// PromptOptions are the settings every prompt builder shares. The zero
+// value means the defaults.
+type PromptOptions struct {
+	// Heading replaces DefaultPromptHeading.
+	Heading string
+	// ExtraGuidelines are the host's own rules, one per entry.
+	ExtraGuidelines []string
+	// IndexLimits bounds each index loaded into the prompt.
+	IndexLimits IndexLimits
+	// Logger receives events such as memdir_index_unreadable; nil discards
+	// them.
+	Logger *slog.Logger
+}
+
 // MemoryPromptRequest asks for the prompt of one memory directory.
 type MemoryPromptRequest struct {
 	// Dir is the memory directory (required).
 	Dir string
-	// Heading replaces DefaultPromptHeading.
-	Heading string
 	// SkipIndex drops the MEMORY.md step and the index: memories are plain
 	// topic files found by listing the directory.
 	SkipIndex bool
-	// ExtraGuidelines are the host's own rules, one per entry.
-	ExtraGuidelines []string
-	// IndexLimits bounds the index loaded into the prompt.
-	IndexLimits IndexLimits
-	// Logger receives index read failures; nil discards them.
-	Logger *slog.Logger
+	PromptOptions
 }
 
 // BuildMemoryPrompt returns the memory section for one directory: where it
@@ -131,14 +138,7 @@ type CombinedPromptRequest struct {
 	IndividualMemoryFiles []InstructionFile
 	// IncludeHowToSave adds the section on how to write a memory.
 	IncludeHowToSave bool
-	// Heading replaces DefaultPromptHeading.
-	Heading string
-	// ExtraGuidelines are the host's own rules, one per entry.
-	ExtraGuidelines []string
-	// IndexLimits bounds each of the two indexes.
-	IndexLimits IndexLimits
-	// Logger receives read failures; nil discards them.
-	Logger *slog.Logger
+	PromptOptions
 }
 
 // BuildCombinedMemoryPrompt returns the memory section for a private
@@ -202,14 +202,7 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 type DailyLogPromptRequest struct {
 	// AutoDir is the auto-memory directory (required).
 	AutoDir string
-	// Heading replaces DefaultPromptHeading.
-	Heading string
-	// ExtraGuidelines are the host's own rules, one per entry.
-	ExtraGuidelines []string
-	// IndexLimits bounds the index.
-	IndexLimits IndexLimits
-	// Logger receives index read failures; nil discards them.
-	Logger *slog.Logger
+	PromptOptions
 }
 
 // BuildDailyLogPrompt returns the memory section for long-running sessions

@@ -114,13 +114,13 @@ func TestPromptGoldens(t *testing.T) {
 	extra := []string{"Write memories in English.", "  ", "Prefer updating over adding."}
 	build := map[string]func() (string, error){
 		"single.md": func() (string, error) {
-			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir, ExtraGuidelines: extra})
+			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir, PromptOptions: PromptOptions{ExtraGuidelines: extra}})
 		},
 		"single_skip_index.md": func() (string, error) {
 			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir, SkipIndex: true})
 		},
 		"single_empty.md": func() (string, error) {
-			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: "/home/u/.claude/projects/-new/memory/", Heading: "auto memory"})
+			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: "/home/u/.claude/projects/-new/memory/", PromptOptions: PromptOptions{Heading: "auto memory"}})
 		},
 		"combined.md": func() (string, error) {
 			return BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
@@ -265,7 +265,7 @@ func TestLoadMemoryPromptDispatch(t *testing.T) {
 	var records []slog.Record
 	log := slog.New(recordingHandler{&records})
 
-	got, err := LoadMemoryPrompt(ctx, fsys, LoadPromptConfig{Enabled: false, AutoDir: fixtureMemDir, Logger: log})
+	got, err := LoadMemoryPrompt(ctx, fsys, LoadPromptConfig{Enabled: false, AutoDir: fixtureMemDir, PromptOptions: PromptOptions{Logger: log}})
 	require.NoError(t, err)
 	assert.Equal(t, PromptDisabled, got.Mode)
 	assert.Empty(t, got.Text)
@@ -319,7 +319,7 @@ func TestLoadMemoryPromptCreatesDirs(t *testing.T) {
 	// A read-only filesystem: the mkdir failure is logged, the prompt is built.
 	var records []slog.Record
 	ro := afero.NewReadOnlyFs(afero.NewMemMapFs())
-	got, err := LoadMemoryPrompt(context.Background(), ro, LoadPromptConfig{Enabled: true, AutoDir: "/ro/memory/", Logger: slog.New(recordingHandler{&records})})
+	got, err := LoadMemoryPrompt(context.Background(), ro, LoadPromptConfig{Enabled: true, AutoDir: "/ro/memory/", PromptOptions: PromptOptions{Logger: slog.New(recordingHandler{&records})}})
 	require.NoError(t, err)
 	assert.Equal(t, PromptSingle, got.Mode)
 	assert.Contains(t, got.Text, "is empty for now")
@@ -331,7 +331,7 @@ func TestPromptUnreadableIndex(t *testing.T) {
 	require.NoError(t, afero.WriteFile(base, "/m/MEMORY.md", []byte("- [A](a.md)"), 0o644))
 	var records []slog.Record
 	got, err := BuildMemoryPrompt(context.Background(), &openFailFs{Fs: base, fail: "/m/MEMORY.md"},
-		MemoryPromptRequest{Dir: "/m/", Logger: slog.New(recordingHandler{&records})})
+		MemoryPromptRequest{Dir: "/m/", PromptOptions: PromptOptions{Logger: slog.New(recordingHandler{&records})}})
 	require.NoError(t, err)
 	assert.Contains(t, got, "could not be loaded this time")
 	assert.Equal(t, []string{"memdir_index_unreadable"}, events(records))
