@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -213,6 +214,7 @@ func TestScanParallelMatchesSerial(t *testing.T) {
 		// Many equal mtimes, so the name tie-break matters across workers.
 		writeMemory(t, fsys, fmt.Sprintf("/m/d%d/f%03d.md", i%7, i), fmt.Sprintf("description: n%d", i), t0.Add(time.Duration(i%40)*time.Minute))
 	}
+	before := runtime.NumGoroutine()
 	serial, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{MaxFiles: 50, Parallelism: 1})
 	require.NoError(t, err)
 	require.Len(t, serial, 50)
@@ -226,4 +228,6 @@ func TestScanParallelMatchesSerial(t *testing.T) {
 		assert.True(t, a.ModTime.After(b.ModTime) || (a.ModTime.Equal(b.ModTime) && a.Filename < b.Filename))
 	}
 	assert.True(t, serial[0].ModTime.Equal(t0.Add(39*time.Minute)))
+	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before }, time.Second, time.Millisecond,
+		"scan workers must end before ScanMemoryFiles returns")
 }
