@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -68,4 +69,49 @@ func TestResolveMemMapFs(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	_, err = Resolve(fsys, "relative")
 	assert.Error(t, err)
+}
+
+func TestResolvePartialOnDisk(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	must := func(err error) { t.Helper(); require.NoError(t, err) }
+	must(os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "a", "file"), []byte("x"), 0o644))
+	must(os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "abs")))
+	must(os.Symlink("a/b", filepath.Join(root, "rel")))
+	must(os.Symlink("rel", filepath.Join(root, "chain")))
+	must(os.Symlink("loop2", filepath.Join(root, "loop1")))
+	must(os.Symlink("loop1", filepath.Join(root, "loop2")))
+	must(os.Symlink("nowhere/deeper", filepath.Join(root, "dangling")))
+	must(os.Symlink("a/missing", filepath.Join(root, "dangling2")))
+
+	fsys := afero.NewOsFs()
+	cases := []struct {
+		in, want string
+		err      error
+	}{
+		{in: "a/b/new/f.md", want: "a/b/new/f.md"},
+		{in: "abs/b/new.md", want: "a/b/new.md"},
+		{in: "chain/x/y.md", want: "a/b/x/y.md"},
+		{in: "a/file/below", want: "a/file/below"},
+		{in: "missing/x", want: "missing/x"},
+		{in: "a/b", want: "a/b"},
+		{in: "loop1/x", err: ErrLoop},
+		{in: "dangling", err: ErrDangling},
+		{in: "dangling/x.md", err: ErrDangling},
+		{in: "dangling2", err: ErrDangling},
+		{in: strings.Repeat("n", 300) + "/x", want: strings.Repeat("n", 300) + "/x"},
+	}
+	for _, c := range cases {
+		t.Run(c.in[:min(len(c.in), 20)], func(t *testing.T) {
+			got, err := ResolvePartial(fsys, root+"/"+c.in)
+			if c.err != nil {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(root, c.want), got)
+		})
+	}
 }
