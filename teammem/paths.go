@@ -1,0 +1,218 @@
+package teammem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/agentmem/agentmem/internal/realpath"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Key limits beyond the five sanitizer checks: a key is a relative path of
+// at most MaxKeyLength bytes, none of whose segments exceeds
+// MaxKeySegmentLength bytes (the common filesystem name limit).
+const (
+	MaxKeyLength        = 1024
+	MaxKeySegmentLength = 255
+)
+
+// TeamMemPath returns the team directory of an auto-memory directory:
+// <autoMemDir>/team/, NFC-normalised, with one trailing separator so that
+// a prefix check never matches a sibling such as team-old/.
+func TeamMemPath(autoMemDir string) string { return memdir.TeamDir(autoMemDir) }
+
+// TeamMemoryEnabled reports whether team memory is on: auto memory must be
+// on and the host's own gate must allow it.
+func TeamMemoryEnabled(autoMemoryEnabled, hostGate bool) bool {
+	return autoMemoryEnabled && hostGate
+}
+
+// TeamMemoryActive reports whether the team section belongs in the prompt:
+// team memory is enabled and the last sync found content on the server.
+func TeamMemoryActive(enabled, serverHasContent bool) bool {
+	return enabled && serverHasContent
+}
+
+// IsTeamMemPath reports whether path, cleaned and made absolute, lies
+// inside teamDir. It is a pure string check: no gate, no filesystem, no
+// symlinks (use ValidateTeamMemWritePath before writing).
+func IsTeamMemPath(teamDir, path string) bool {
+	if path == "" || !filepath.IsAbs(path) {
+		return false
+	}
+	return strings.HasPrefix(filepath.Clean(path), withSep(teamDir))
+}
+
+// IsTeamMemFile reports whether path is inside teamDir and team memory is
+// enabled.
+func IsTeamMemFile(teamDir, path string, enabled bool) bool {
+	return enabled && IsTeamMemPath(teamDir, path)
+}
+
+// withSep returns dir cleaned, NFC-normalised, with one trailing separator.
+func withSep(dir string) string {
+	return norm.NFC.String(strings.TrimSuffix(filepath.Clean(dir), string(filepath.Separator)) + string(filepath.Separator))
+}
+
+// SanitizeKey applies the five key checks, in order, and returns the first
+// failure as a *PathTraversalError:
+//
+//  1. a NUL byte anywhere;
+//  2. percent-encoding: when the key decodes (repeatedly, to catch double
+//     encoding) to something different that contains "..", "/", "\" or
+//     NUL, or is not valid UTF-8 (overlong forms); a key with malformed
+//     escapes is taken literally;
+//  3. Unicode compatibility forms: when NFKC(key) differs and contains
+//     "..", "/", "\" or NUL (fullwidth "．．／", "‥", "﹒﹒", ...);
+//  4. any backslash;
+//  5. a leading "/".
+//
+// It does not check length or containment: ValidateTeamMemKey does.
+func SanitizeKey(key string) error {
+	if strings.IndexByte(key, 0) >= 0 {
+		return traversal(ReasonNUL, key)
+	}
+	decoded := key
+	for range 3 {
+		next, err := url.PathUnescape(decoded)
+		if err != nil || next == decoded {
+			break
+		}
+		decoded = next
+		// Invalid UTF-8 after decoding is an overlong form ("%c0%ae" for '.').
+		if strings.Contains(decoded, "..") || strings.ContainsAny(decoded, "/\\\x00") || !utf8.ValidString(decoded) {
+			return traversal(ReasonEncoded, key)
+		}
+	}
+	if folded := norm.NFKC.String(key); folded != key {
+		if strings.Contains(folded, "..") || strings.ContainsAny(folded, "/\\\x00") {
+			return traversal(ReasonUnicode, key)
+		}
+	}
+	if strings.IndexByte(key, '\\') >= 0 {
+		return traversal(ReasonBackslash, key)
+	}
+	if strings.HasPrefix(key, "/") {
+		return traversal(ReasonAbsolute, key)
+	}
+	return nil
+}
+
+// ValidateTeamMemKey turns a sync key such as "notes/ci.md" into the
+// absolute path to use under teamDir, or explains with a
+// *PathTraversalError why it must not be used: the key fails SanitizeKey,
+// is longer than MaxKeyLength (or has a segment over MaxKeySegmentLength),
+// does not name something strictly inside teamDir once cleaned (so
+// "../x", "a/../../x" and a sibling "team-evil/" never pass), or reaches
+// outside teamDir through a symbolic link (see ValidateTeamMemWritePath).
+func ValidateTeamMemKey(fsys afero.Fs, teamDir, key string) (string, error) {
+	if err := SanitizeKey(key); err != nil {
+		return "", err
+	}
+	if len(key) > MaxKeyLength {
+		return "", traversal(ReasonTooLong, key)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if len(seg) > MaxKeySegmentLength {
+			return "", traversal(ReasonTooLong, key)
+		}
+	}
+	root := withSep(teamDir)
+	full := filepath.Join(root, filepath.FromSlash(key))
+	if !strings.HasPrefix(full, root) {
+		return "", traversal(ReasonEscapes, key)
+	}
+	if err := checkRealContainment(fsys, root, full); err != nil {
+		err.Key = key
+		return "", err
+	}
+	return full, nil
+}
+
+// ValidateTeamMemWritePath checks an absolute path that a model or a tool
+// wants to write inside teamDir and returns it cleaned. It refuses, with a
+// *PathTraversalError: a NUL byte, a relative path, a path that is not
+// strictly inside teamDir once cleaned (a sibling that shares the prefix,
+// such as team-evil/, included), and any path whose existing part reaches
+// outside teamDir through symbolic links: a link that leads out, a chain
+// of links, a linked middle directory, a dangling link (a write would
+// create its target wherever it points), a link loop. Errors other than
+// "does not exist" while checking fail closed. A teamDir that does not
+// exist yet is fine.
+//
+// The check and the write are separate steps: on a real disk, run the
+// write through a confined filesystem (package rootfs) as well, so a link
+// swapped in between cannot redirect it.
+func ValidateTeamMemWritePath(fsys afero.Fs, teamDir, absPath string) (string, error) {
+	if strings.IndexByte(absPath, 0) >= 0 {
+		return "", traversal(ReasonNUL, "")
+	}
+	if !filepath.IsAbs(absPath) {
+		return "", traversal(ReasonNotAbsolute, "")
+	}
+	root := withSep(teamDir)
+	full := filepath.Clean(absPath)
+	if !strings.HasPrefix(full, root) {
+		return "", traversal(ReasonEscapes, "")
+	}
+	if err := checkRealContainment(fsys, root, full); err != nil {
+		return "", err
+	}
+	return full, nil
+}
+
+// checkRealContainment resolves symbolic links in both the team dir and
+// the path (each as far as it exists) and requires the path to be inside.
+func checkRealContainment(fsys afero.Fs, root, full string) *PathTraversalError {
+	realRoot, err := realpath.ResolvePartial(fsys, filepath.Clean(root))
+	if err != nil {
+		return linkError(err)
+	}
+	realPath, err := realpath.ResolvePartial(fsys, full)
+	if err != nil {
+		return linkError(err)
+	}
+	if realPath == realRoot || !strings.HasPrefix(realPath, withSep(realRoot)) {
+		return traversal(ReasonSymlinkEscape, "")
+	}
+	return nil
+}
+
+func linkError(err error) *PathTraversalError {
+	switch {
+	case errors.Is(err, realpath.ErrDangling):
+		return traversal(ReasonDangling, "")
+	case errors.Is(err, realpath.ErrLoop), errors.Is(err, syscall.ELOOP):
+		return traversal(ReasonLoop, "")
+	}
+	code := "unknown"
+	var errno syscall.Errno
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &errno):
+		code = errnoName(errno)
+	case errors.As(err, &pe):
+		code = fmt.Sprintf("%T", pe.Err)
+	}
+	return &PathTraversalError{Reason: ReasonUnverifiable, Detail: code}
+}
+
+func errnoName(e syscall.Errno) string {
+	switch e {
+	case syscall.EACCES:
+		return "EACCES"
+	case syscall.EPERM:
+		return "EPERM"
+	case syscall.EIO:
+		return "EIO"
+	}
+	return fmt.Sprintf("errno %d", int(e))
+}

@@ -1,0 +1,262 @@
+package teammem
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostileKeys must all be refused, each with the reason given.
+var hostileKeys = []struct {
+	key    string
+	reason TraversalReason
+}{
+	{"../x.md", ReasonEscapes},
+	{"../../../../etc/passwd", ReasonEscapes},
+	{"a/../../x.md", ReasonEscapes},
+	{"..", ReasonEscapes},
+	{"a/../..", ReasonEscapes},
+	{"../team-evil/x.md", ReasonEscapes},
+	{"", ReasonEscapes},
+	{".", ReasonEscapes},
+	{"a/..", ReasonEscapes},
+	{"./", ReasonEscapes},
+	{"/etc/passwd", ReasonAbsolute},
+	{"/", ReasonAbsolute},
+	{"//server/share", ReasonAbsolute},
+	{"a\x00.md", ReasonNUL},
+	{"\x00", ReasonNUL},
+	{"%00", ReasonEncoded},
+	{`a\b.md`, ReasonBackslash},
+	{`..\..\x`, ReasonBackslash},
+	{`\\server\share`, ReasonBackslash},
+	{"%2e%2e%2fx.md", ReasonEncoded},
+	{"%2E%2E%2Fx.md", ReasonEncoded},
+	{"..%2fx.md", ReasonEncoded},
+	{"%2e%2e/x.md", ReasonEncoded},
+	{".%2e/x.md", ReasonEncoded},
+	{"a%2fb.md", ReasonEncoded},
+	{"a%5cb.md", ReasonEncoded},
+	{"%252e%252e%252fx.md", ReasonEncoded},       // double encoding
+	{"%25252e%25252e%25252fx.md", ReasonEncoded}, // triple encoding
+	{"%c0%ae%c0%ae%2fx.md", ReasonEncoded},       // overlong UTF-8 for '.'
+	{"%c0%afetc", ReasonEncoded},                 // overlong UTF-8 '/' plus a real encoding
+	{"．．／x.md", ReasonUnicode},                   // fullwidth dots and slash
+	{"．．/x.md", ReasonUnicode},
+	{"‥/x.md", ReasonUnicode},     // two-dot leader
+	{"﹒﹒/x.md", ReasonUnicode},    // small full stops
+	{"notes／x.md", ReasonUnicode}, // fullwidth solidus folds to '/'
+	{"a＼b.md", ReasonUnicode},     // fullwidth reverse solidus
+	{"ａ/b.md", ReasonUnicode},     // any folding plus a separator
+	{strings.Repeat("a/", 600) + "x.md", ReasonTooLong},
+	{strings.Repeat("n", 256) + ".md", ReasonTooLong},
+}
+
+func TestValidateTeamMemKeyHostile(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	for _, c := range hostileKeys {
+		t.Run(c.key[:min(len(c.key), 30)], func(t *testing.T) {
+			got, err := ValidateTeamMemKey(fsys, "/m/team/", c.key)
+			require.Error(t, err)
+			assert.Empty(t, got)
+			var pte *PathTraversalError
+			require.True(t, errors.As(err, &pte), "want *PathTraversalError, got %T", err)
+			assert.Equal(t, c.reason, pte.Reason)
+			assert.NotContains(t, err.Error(), "/m/team", "errors never show host paths")
+		})
+	}
+}
+
+func TestValidateTeamMemKeyAccepts(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	for key, want := range map[string]string{
+		"ci.md":                "/m/team/ci.md",
+		"notes/decisions/a.md": "/m/team/notes/decisions/a.md",
+		"a/./b.md":             "/m/team/a/b.md",
+		"a/../b.md":            "/m/team/b.md",
+		"notes/":               "/m/team/notes",
+		"notes/.":              "/m/team/notes",
+		"100%.md":              "/m/team/100%.md", // malformed escape: literal
+		"50%25.md":             "/m/team/50%25.md",
+		"café.md":              "/m/team/café.md",
+		"日本語.md":               "/m/team/日本語.md",
+		"x..y.md":              "/m/team/x..y.md",
+		"...md":                "/m/team/...md",
+	} {
+		got, err := ValidateTeamMemKey(fsys, "/m/team", key)
+		require.NoError(t, err, key)
+		assert.Equal(t, want, got, key)
+	}
+}
+
+func TestValidateTeamMemWritePathHostile(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	cases := []struct {
+		path   string
+		reason TraversalReason
+	}{
+		{"/m/team-evil/x.md", ReasonEscapes},
+		{"/m/team", ReasonEscapes},
+		{"/m/team/", ReasonEscapes},
+		{"/m/team/.", ReasonEscapes},
+		{"/m/team/../x.md", ReasonEscapes},
+		{"/m/team/a/../../x.md", ReasonEscapes},
+		{"/m/teamx.md", ReasonEscapes},
+		{"/etc/passwd", ReasonEscapes},
+		{"team/x.md", ReasonNotAbsolute},
+		{"", ReasonNotAbsolute},
+		{"/m/team/x\x00.md", ReasonNUL},
+	}
+	for _, c := range cases {
+		_, err := ValidateTeamMemWritePath(fsys, "/m/team/", c.path)
+		var pte *PathTraversalError
+		require.ErrorAs(t, err, &pte, c.path)
+		assert.Equal(t, c.reason, pte.Reason, c.path)
+		assert.NotContains(t, err.Error(), "/m/")
+	}
+	got, err := ValidateTeamMemWritePath(fsys, "/m/team/", "/m/team/notes//a.md")
+	require.NoError(t, err)
+	assert.Equal(t, "/m/team/notes/a.md", got)
+}
+
+func TestPathPredicates(t *testing.T) {
+	assert.Equal(t, "/m/team/", TeamMemPath("/m/"))
+	assert.True(t, IsTeamMemPath("/m/team/", "/m/team/a.md"))
+	assert.True(t, IsTeamMemPath("/m/team", "/m/team/x/../a.md"))
+	assert.False(t, IsTeamMemPath("/m/team/", "/m/team"))
+	assert.False(t, IsTeamMemPath("/m/team/", "/m/team-evil/a.md"))
+	assert.False(t, IsTeamMemPath("/m/team/", "/m/team/../a.md"))
+	assert.False(t, IsTeamMemPath("/m/team/", "team/a.md"))
+	assert.True(t, IsTeamMemFile("/m/team/", "/m/team/a.md", true))
+	assert.False(t, IsTeamMemFile("/m/team/", "/m/team/a.md", false))
+	assert.True(t, TeamMemoryEnabled(true, true))
+	assert.False(t, TeamMemoryEnabled(false, true))
+	assert.False(t, TeamMemoryActive(true, false))
+	assert.True(t, TeamMemoryActive(true, true))
+}
+
+func TestPathTraversalErrorMessage(t *testing.T) {
+	err := &PathTraversalError{Reason: ReasonEncoded, Key: strings.Repeat("k", 500)}
+	assert.LessOrEqual(t, len(err.Error()), 300)
+	assert.Equal(t, `teammem: backslash in key: key "a\\b"`, (&PathTraversalError{Reason: ReasonBackslash, Key: `a\b`}).Error())
+}
+
+// diskTeam builds <tmp>/memory/team and <tmp>/outside on the real disk.
+func diskTeam(t *testing.T) (team, outside string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	team = filepath.Join(root, "memory", "team")
+	outside = filepath.Join(root, "outside")
+	require.NoError(t, os.MkdirAll(team, 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.md"), []byte("outside"), 0o644))
+	return team, outside
+}
+
+func TestSymlinksOnDisk(t *testing.T) {
+	team, outside := diskTeam(t)
+	must := func(err error) { t.Helper(); require.NoError(t, err) }
+	must(os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(team, "abs.md")))
+	must(os.Symlink("../../outside/secret.md", filepath.Join(team, "rel.md")))
+	must(os.Symlink("l2", filepath.Join(team, "l1")))
+	must(os.Symlink("l3", filepath.Join(team, "l2")))
+	must(os.Symlink(outside, filepath.Join(team, "l3")))
+	must(os.Symlink(outside, filepath.Join(team, "sub")))
+	must(os.Symlink(filepath.Join(outside, "new.md"), filepath.Join(team, "dangling.md")))
+	must(os.Symlink("loopB", filepath.Join(team, "loopA")))
+	must(os.Symlink("loopA", filepath.Join(team, "loopB")))
+	must(os.MkdirAll(filepath.Join(team, "real", "deep"), 0o755))
+	must(os.WriteFile(filepath.Join(team, "real", "target.md"), []byte("in"), 0o644))
+	must(os.Symlink("real/target.md", filepath.Join(team, "inside.md")))
+	must(os.Symlink("real", filepath.Join(team, "insidedir")))
+	must(os.Symlink("../team/real", filepath.Join(team, "roundtrip")))
+	must(os.Symlink("../team-evil", filepath.Join(team, "sibling")))
+	must(os.MkdirAll(filepath.Join(filepath.Dir(team), "team-evil"), 0o755))
+
+	fsys := afero.NewOsFs()
+	bad := map[string]TraversalReason{
+		"abs.md":        ReasonSymlinkEscape,
+		"rel.md":        ReasonSymlinkEscape,
+		"l1/x.md":       ReasonSymlinkEscape, // chain of three links
+		"l1":            ReasonSymlinkEscape,
+		"sub/x/f.md":    ReasonSymlinkEscape, // linked middle directory
+		"sub/secret.md": ReasonSymlinkEscape,
+		"dangling.md":   ReasonDangling,
+		"loopA":         ReasonLoop,
+		"loopA/x.md":    ReasonLoop,
+		"sibling/x.md":  ReasonSymlinkEscape,
+	}
+	for key, reason := range bad {
+		t.Run("key "+key, func(t *testing.T) {
+			_, err := ValidateTeamMemKey(fsys, team, key)
+			var pte *PathTraversalError
+			require.ErrorAs(t, err, &pte)
+			assert.Equal(t, reason, pte.Reason)
+			assert.NotContains(t, err.Error(), outside)
+			_, err = ValidateTeamMemWritePath(fsys, team, filepath.Join(team, key))
+			require.ErrorAs(t, err, &pte)
+			assert.Equal(t, reason, pte.Reason)
+		})
+	}
+	good := []string{"inside.md", "insidedir/new.md", "insidedir/deep/x.md", "roundtrip/y.md", "real/new/dir/z.md", "fresh.md"}
+	for _, key := range good {
+		got, err := ValidateTeamMemKey(fsys, team, key)
+		require.NoError(t, err, key)
+		assert.Equal(t, filepath.Join(team, key), got)
+	}
+
+	// The dangling link must not have been written through by the check.
+	_, err := os.Stat(filepath.Join(outside, "new.md"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestTeamDirNotYetCreated(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	team := filepath.Join(root, "memory", "team")
+	got, err := ValidateTeamMemKey(afero.NewOsFs(), team, "notes/a.md")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(team, "notes", "a.md"), got)
+	_, err = ValidateTeamMemWritePath(afero.NewOsFs(), team, filepath.Join(team, "a.md"))
+	require.NoError(t, err)
+}
+
+func TestTeamDirIsALink(t *testing.T) {
+	// A team dir that is itself a link (dotfiles kept elsewhere) is fine:
+	// containment is judged against where it really is.
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	real := filepath.Join(root, "dotfiles", "team")
+	require.NoError(t, os.MkdirAll(real, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "memory"), 0o755))
+	team := filepath.Join(root, "memory", "team")
+	require.NoError(t, os.Symlink(real, team))
+	_, err = ValidateTeamMemKey(afero.NewOsFs(), team, "a.md")
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink("../../dotfiles", filepath.Join(real, "up")))
+	_, err = ValidateTeamMemKey(afero.NewOsFs(), team, "up/x.md")
+	var pte *PathTraversalError
+	require.ErrorAs(t, err, &pte)
+	assert.Equal(t, ReasonSymlinkEscape, pte.Reason)
+}
+
+// errFs fails Lstat with an unexpected error, to check the fail-closed rule.
+type errFs struct{ afero.Fs }
+
+func (errFs) LstatIfPossible(string) (os.FileInfo, bool, error) {
+	return nil, true, &os.PathError{Op: "lstat", Path: "/x", Err: errors.New("device on fire")}
+}
+
+func TestUnknownErrorsFailClosed(t *testing.T) {
+	_, err := ValidateTeamMemKey(errFs{afero.NewMemMapFs()}, "/m/team", "a.md")
+	var pte *PathTraversalError
+	require.ErrorAs(t, err, &pte)
+	assert.Equal(t, ReasonUnverifiable, pte.Reason)
+}
