@@ -1,0 +1,163 @@
+package teammem
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ToolCall is one tool use by a model, in a form any LLM API can fill:
+// the tool's name and its JSON input decoded into a map.
+type ToolCall struct {
+	Name  string
+	Input map[string]any
+}
+
+// ToolCallFromJSON builds a ToolCall from a tool name and the raw JSON
+// object of its input.
+func ToolCallFromJSON(name string, input []byte) (ToolCall, error) {
+	var m map[string]any
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &m); err != nil {
+			return ToolCall{}, fmt.Errorf("teammem: tool input for %s is not a JSON object: %w", name, err)
+		}
+	}
+	return ToolCall{Name: name, Input: m}, nil
+}
+
+// String returns the named input field, or "" when absent or not text.
+func (c ToolCall) String(field string) string {
+	s, _ := c.Input[field].(string)
+	return s
+}
+
+// Tool names and input fields that the detectors know; hosts with other
+// names configure ToolNames.
+const (
+	ToolWrite        = "Write"
+	ToolEdit         = "Edit"
+	ToolNotebookEdit = "NotebookEdit"
+	ToolGrep         = "Grep"
+	ToolGlob         = "Glob"
+)
+
+// ToolNames maps a host's tool names to the roles the detectors look for.
+// The zero value means Claude Code's names.
+type ToolNames struct {
+	// Write tools replace a whole file ("file_path", "content").
+	Write []string
+	// Edit tools change part of a file ("file_path" or "notebook_path",
+	// "new_string" or "new_source").
+	Edit []string
+	// Search tools look through files below "path" (or an absolute
+	// "pattern" when path is empty).
+	Search []string
+}
+
+func (n ToolNames) withDefaults() ToolNames {
+	if n.Write == nil {
+		n.Write = []string{ToolWrite}
+	}
+	if n.Edit == nil {
+		n.Edit = []string{ToolEdit, ToolNotebookEdit}
+	}
+	if n.Search == nil {
+		n.Search = []string{ToolGrep, ToolGlob}
+	}
+	return n
+}
+
+// ToolDetector recognises tool calls that touch a team directory. The zero
+// ToolNames means Claude Code's tool names. It is a value; safe for
+// concurrent use.
+type ToolDetector struct {
+	// TeamDir is the team directory (TeamMemPath).
+	TeamDir string
+	// AutoMemDir, when set, makes summaries name files relative to it
+	// ("team/notes/a.md"); otherwise they are relative to TeamDir's parent.
+	AutoMemDir string
+	Names      ToolNames
+}
+
+// targetPath returns the file a write or edit call targets.
+func targetPath(c ToolCall) string {
+	if p := c.String("file_path"); p != "" {
+		return p
+	}
+	return c.String("notebook_path")
+}
+
+// searchPath returns the directory or pattern a search call targets.
+func searchPath(c ToolCall) string {
+	if p := c.String("path"); p != "" {
+		return p
+	}
+	if p := c.String("pattern"); filepath.IsAbs(p) {
+		return p
+	}
+	return ""
+}
+
+// IsTeamMemorySearch reports whether call is a search (Grep, Glob or a
+// configured equivalent) whose target lies inside the team directory.
+func (d ToolDetector) IsTeamMemorySearch(call ToolCall) bool {
+	if !slices.Contains(d.Names.withDefaults().Search, call.Name) {
+		return false
+	}
+	p := searchPath(call)
+	return p != "" && (IsTeamMemPath(d.TeamDir, p) || filepath.Clean(p) == filepath.Clean(d.TeamDir))
+}
+
+// IsTeamMemoryWriteOrEdit reports whether call writes or edits a file
+// inside the team directory. allowedTools scopes it: when non-nil, only
+// calls of tools it names count (a tool the agent may not use is ignored).
+func (d ToolDetector) IsTeamMemoryWriteOrEdit(call ToolCall, allowedTools []string) bool {
+	if allowedTools != nil && !slices.Contains(allowedTools, call.Name) {
+		return false
+	}
+	n := d.Names.withDefaults()
+	if !slices.Contains(n.Write, call.Name) && !slices.Contains(n.Edit, call.Name) {
+		return false
+	}
+	return IsTeamMemPath(d.TeamDir, targetPath(call))
+}
+
+// AppendTeamMemorySummaryParts appends one human-readable line about call
+// to parts when it touched team memory ("Edited team/notes/foo.md",
+// "Wrote team/ci.md", "Searched team/decisions/") and returns the slice; a
+// call that did not touch team memory leaves parts as they were. Callers
+// compose several calls into one summary this way.
+func (d ToolDetector) AppendTeamMemorySummaryParts(parts []string, call ToolCall, allowedTools []string) []string {
+	n := d.Names.withDefaults()
+	switch {
+	case d.IsTeamMemoryWriteOrEdit(call, allowedTools):
+		verb := "Edited"
+		if slices.Contains(n.Write, call.Name) {
+			verb = "Wrote"
+		}
+		return append(parts, verb+" "+d.display(targetPath(call), false))
+	case (allowedTools == nil || slices.Contains(allowedTools, call.Name)) && d.IsTeamMemorySearch(call):
+		return append(parts, "Searched "+d.display(searchPath(call), call.String("path") != ""))
+	}
+	return parts
+}
+
+// display names p relative to the auto-memory dir, with "/" separators; a
+// searched directory ends in "/".
+func (d ToolDetector) display(p string, isDir bool) string {
+	base := d.AutoMemDir
+	if base == "" {
+		base = filepath.Dir(filepath.Clean(d.TeamDir))
+	}
+	rel, err := filepath.Rel(base, filepath.Clean(p))
+	if err != nil {
+		rel = filepath.Base(p)
+	}
+	rel = filepath.ToSlash(rel)
+	if isDir && !strings.HasSuffix(rel, "/") {
+		rel += "/"
+	}
+	return rel
+}

@@ -1,0 +1,81 @@
+package teammem
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func call(name string, kv ...string) ToolCall {
+	in := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		in[kv[i]] = kv[i+1]
+	}
+	return ToolCall{Name: name, Input: in}
+}
+
+func TestToolDetection(t *testing.T) {
+	d := ToolDetector{TeamDir: "/m/team/", AutoMemDir: "/m/"}
+	cases := []struct {
+		call          ToolCall
+		search, write bool
+		summary       string
+	}{
+		{call("Edit", "file_path", "/m/team/notes/foo.md", "new_string", "x"), false, true, "Edited team/notes/foo.md"},
+		{call("Write", "file_path", "/m/team/ci.md", "content", "x"), false, true, "Wrote team/ci.md"},
+		{call("NotebookEdit", "notebook_path", "/m/team/nb.ipynb"), false, true, "Edited team/nb.ipynb"},
+		{call("Grep", "pattern", "flaky", "path", "/m/team/decisions"), true, false, "Searched team/decisions/"},
+		{call("Grep", "pattern", "flaky", "path", "/m/team"), true, false, "Searched team/"},
+		{call("Glob", "pattern", "/m/team/**/*.md"), true, false, "Searched team/**/*.md"},
+		{call("Edit", "file_path", "/m/private.md"), false, false, ""},
+		{call("Edit", "file_path", "/m/team-evil/x.md"), false, false, ""},
+		{call("Edit", "file_path", "/m/team/../x.md"), false, false, ""},
+		{call("Write", "file_path", "team/relative.md"), false, false, ""},
+		{call("Read", "file_path", "/m/team/a.md"), false, false, ""},
+		{call("Grep", "pattern", "x"), false, false, ""},
+		{call("Grep", "pattern", "x", "path", "/m/"), false, false, ""},
+		{ToolCall{Name: "Edit", Input: map[string]any{"file_path": 42}}, false, false, ""},
+		{ToolCall{Name: "Edit"}, false, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.call.Name+" "+c.summary, func(t *testing.T) {
+			assert.Equal(t, c.search, d.IsTeamMemorySearch(c.call))
+			assert.Equal(t, c.write, d.IsTeamMemoryWriteOrEdit(c.call, nil))
+			parts := d.AppendTeamMemorySummaryParts([]string{"before"}, c.call, nil)
+			if c.summary == "" {
+				assert.Equal(t, []string{"before"}, parts)
+			} else {
+				assert.Equal(t, []string{"before", c.summary}, parts)
+			}
+		})
+	}
+}
+
+func TestToolDetectionAllowList(t *testing.T) {
+	d := ToolDetector{TeamDir: "/m/team/"}
+	edit := call("Edit", "file_path", "/m/team/a.md")
+	assert.False(t, d.IsTeamMemoryWriteOrEdit(edit, []string{"Write"}))
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(edit, []string{"Write", "Edit"}))
+	assert.Empty(t, d.AppendTeamMemorySummaryParts(nil, edit, []string{}))
+	assert.Equal(t, []string{"Edited team/a.md"}, d.AppendTeamMemorySummaryParts(nil, edit, nil))
+}
+
+func TestToolDetectionCustomNames(t *testing.T) {
+	d := ToolDetector{TeamDir: "/m/team/", Names: ToolNames{Write: []string{"create_file"}, Edit: []string{"str_replace"}, Search: []string{"search"}}}
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(call("create_file", "file_path", "/m/team/a.md"), nil))
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(call("str_replace", "file_path", "/m/team/a.md"), nil))
+	assert.False(t, d.IsTeamMemoryWriteOrEdit(call("Write", "file_path", "/m/team/a.md"), nil))
+	assert.True(t, d.IsTeamMemorySearch(call("search", "path", "/m/team/x")))
+}
+
+func TestToolCallFromJSON(t *testing.T) {
+	c, err := ToolCallFromJSON("Edit", []byte(`{"file_path":"/m/team/a.md","old_string":"a","new_string":"b"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "/m/team/a.md", c.String("file_path"))
+	_, err = ToolCallFromJSON("Edit", []byte(`[1,2]`))
+	assert.Error(t, err)
+	c, err = ToolCallFromJSON("Edit", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "", c.String("file_path"))
+}
