@@ -1,0 +1,214 @@
+package teammem
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rep repeats an alphabet cyclically to n characters.
+func rep(alphabet string, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteByte(alphabet[i%len(alphabet)])
+	}
+	return b.String()
+}
+
+const (
+	alnum = "aB3dE5fG7hJ9kL2mN4pQ6rS8tU"
+	hexLo = "0a1b2c3d4e5f6789"
+	upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	b64   = "Ab3+De5/Fg7Hj9Kl"
+)
+
+// cat joins parts so that no complete token appears as a literal in this
+// repository; each is built from the provider's documented format.
+func cat(parts ...string) string { return strings.Join(parts, "") }
+
+// samples has one true positive per rule.
+func samples() map[string]string {
+	return map[string]string{
+		"aws-access-token":              cat("AK", "IA", rep(upper, 16)),
+		"gcp-api-key":                   cat("AI", "za", rep(alnum+"_-", 35)),
+		"azure-ad-client-secret":        cat("abc", "8Q", "~", rep(alnum+"~._-", 34)),
+		"digitalocean-pat":              cat("dop", "_v1_", rep(hexLo, 64)),
+		"digitalocean-access-token":     cat("doo", "_v1_", rep(hexLo, 64)),
+		"anthropic-api-key":             cat("sk-ant-", "api03-", rep(alnum+"_-", 93), "AA"),
+		"anthropic-admin-api-key":       cat("sk-ant-", "admin01-", rep(alnum+"_-", 93), "AA"),
+		"openai-api-key":                cat("sk-", "proj-", rep(alnum, 58), "T3Blbk", "FJ", rep(alnum, 58)),
+		"huggingface-access-token":      cat("hf", "_", rep("abcdefXYZqrs", 34)),
+		"github-pat":                    cat("gh", "p_", rep(alnum, 36)),
+		"github-fine-grained-pat":       cat("github", "_pat_", rep(alnum, 22), "_", rep(alnum, 59)),
+		"github-app-token":              cat("gh", "s_", rep(alnum, 36)),
+		"github-oauth":                  cat("gh", "o_", rep(alnum, 36)),
+		"github-refresh-token":          cat("gh", "r_", rep(alnum, 36)),
+		"gitlab-pat":                    cat("gl", "pat-", rep(alnum, 20)),
+		"gitlab-deploy-token":           cat("gl", "dt-", rep(alnum, 20)),
+		"slack-bot-token":               cat("xo", "xb-", "1234567890123-1234567890123-", rep(alnum, 24)),
+		"slack-user-token":              cat("xo", "xp-", "1234567890-1234567890-1234567890-", rep(alnum, 32)),
+		"slack-app-token":               cat("xa", "pp-1-", "A0123456789-1234567890123-", rep("abc123def456", 64)),
+		"twilio-api-key":                cat("S", "K", rep(hexLo, 32)),
+		"sendgrid-api-token":            cat("S", "G.", rep(alnum, 22), ".", rep(alnum+"_-", 43)),
+		"npm-access-token":              cat("np", "m_", rep(alnum, 36)),
+		"pypi-upload-token":             cat("pypi-", "AgEIcHlwaS5vcmc", rep(alnum+"_-", 70)),
+		"databricks-api-token":          cat("da", "pi", rep(hexLo, 32)),
+		"hashicorp-tf-api-token":        cat(rep(alnum, 14), ".atlas", "v1.", rep(alnum+"_-", 65)),
+		"pulumi-api-token":              cat("pu", "l-", rep(hexLo, 40)),
+		"postman-api-token":             cat("PM", "AK-", rep(hexLo, 24), "-", rep(hexLo, 34)),
+		"grafana-api-key":               cat("eyJr", "Ijoi", rep(alnum, 90), "=="),
+		"grafana-cloud-api-token":       cat("gl", "c_", rep(b64, 80), "="),
+		"grafana-service-account-token": cat("gl", "sa_", rep(alnum, 32), "_", rep(hexLo, 8)),
+		"sentry-user-token":             cat("sntr", "yu_", rep(hexLo, 64)),
+		"sentry-org-token":              cat("sntr", "ys_", "eyJpYXQiO", rep(b64, 120), "_", rep(alnum, 43)),
+		"stripe-access-token":           cat("sk", "_live_", rep(alnum, 24)),
+		"shopify-access-token":          cat("shp", "at_", rep(hexLo, 32)),
+		"shopify-shared-secret":         cat("shp", "ss_", rep(hexLo, 32)),
+		"private-key": cat("-----BEGIN ", "RSA PRIVATE KEY-----\n", rep(b64, 64), "\n", rep(b64, 64),
+			"\n-----END ", "RSA PRIVATE KEY-----"),
+	}
+}
+
+func TestSecretRulesTruePositives(t *testing.T) {
+	s := NewScanner()
+	ids := SecretRuleIDs()
+	require.Len(t, ids, 36)
+	sm := samples()
+	require.Len(t, sm, 36, "one sample per rule")
+	for _, id := range ids {
+		t.Run(id, func(t *testing.T) {
+			token, ok := sm[id]
+			require.True(t, ok, "no sample for %s", id)
+			for _, text := range []string{token, "key: " + token + "\n", `"token": "` + token + `",`, "(" + token + ")"} {
+				got := s.Scan(text)
+				var hit bool
+				for _, m := range got {
+					if m.RuleID == id {
+						hit = true
+						assert.Equal(t, SecretLabel(id), m.Label)
+					}
+					assert.NotContains(t, m.RuleID+m.Label, token[4:12], "results never carry the secret")
+				}
+				assert.True(t, hit, "%s not found in %q", id, text)
+			}
+			red := s.Redact("before " + token + " after")
+			assert.Equal(t, "before [REDACTED] after", red)
+		})
+	}
+}
+
+func TestSecretNearMisses(t *testing.T) {
+	misses := []string{
+		cat("AK", "IA", rep(upper, 15)),                 // too short
+		cat("ak", "ia", rep(upper, 16)),                 // wrong case
+		cat("AK", "IA", rep("abcdefghijklmnop", 16)),    // lower-case body
+		cat("XAK", "IA", rep(upper, 16)),                // inside a longer word
+		cat("gh", "p_", rep(alnum, 35)),                 // one short
+		cat("gh", "p_", rep(alnum, 37)),                 // one long
+		cat("gh", "x_", rep(alnum, 36)),                 // unknown prefix
+		cat("sk-ant-", "api03-", rep(alnum, 93), "AB"), // wrong suffix
+		cat("gl", "pat-", rep(alnum, 19)),
+		cat("S", "K", rep("0123456789abcdeg", 32)), // not hex
+		cat("np", "m_", rep(alnum, 20)),
+		cat("sk", "_live_", "short"),
+		cat("shp", "at_", rep("xyz", 32)),
+		cat("-----BEGIN ", "PUBLIC KEY-----\n", rep(b64, 64), "\n-----END ", "PUBLIC KEY-----"),
+		cat("-----BEGIN ", "RSA PRIVATE KEY-----\n", "-----END ", "RSA PRIVATE KEY-----"), // no body
+		"hf_short", "dapi-is-a-word", "xoxb-not-a-token", "the SKU list", "sk-learn", "task_dop_v1_",
+	}
+	s := NewScanner()
+	for _, m := range misses {
+		assert.Empty(t, s.Scan(m), "%q must not match", m)
+	}
+}
+
+// cleanDocument builds about n bytes of realistic memory text with no
+// credentials: prose, code, paths, hashes, UUIDs and base64 that is not a
+// token.
+func cleanDocument(n int) string {
+	r := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("the build uses make generate before every commit integration tests hit a real database " +
+		"deploys happen on tuesdays skip flaky tests in ci never mock the queue config lives in config/app.yaml " +
+		"ask before changing the schema SKU order task_runner dop dapi hf sk learn pul api key token secret private")
+	var b strings.Builder
+	for b.Len() < n {
+		switch r.IntN(6) {
+		case 0:
+			fmt.Fprintf(&b, "commit %x touched internal/store/%s.go:%d\n", r.Uint64(), words[r.IntN(len(words))], r.IntN(900))
+		case 1:
+			fmt.Fprintf(&b, "id %08x-%04x-%04x-%04x-%012x\n", r.Uint32(), r.IntN(1<<16), r.IntN(1<<16), r.IntN(1<<16), r.Uint64()&(1<<48-1))
+		case 2:
+			b.WriteString("```go\nfunc handle(ctx context.Context, req *Request) error {\n\treturn store.Save(ctx, req.Key)\n}\n```\n")
+		default:
+			for i := 0; i < 12; i++ {
+				b.WriteString(words[r.IntN(len(words))])
+				b.WriteByte(' ')
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()[:n]
+}
+
+func TestCleanDocumentHasNoSecrets(t *testing.T) {
+	doc := cleanDocument(250_000)
+	s := NewScanner()
+	assert.Empty(t, s.Scan(doc))
+	assert.Equal(t, doc, s.Redact(doc))
+}
+
+func TestRedactSeveral(t *testing.T) {
+	sm := samples()
+	gh, npm := sm["github-pat"], sm["npm-access-token"]
+	text := "a " + gh + " " + gh + "\nb=" + npm + "."
+	assert.Equal(t, "a [REDACTED] [REDACTED]\nb=[REDACTED].", RedactSecrets(text))
+	got := ScanSecrets(text)
+	assert.Equal(t, []SecretMatch{{"github-pat", "GitHub PAT"}, {"npm-access-token", "NPM Access Token"}}, got)
+}
+
+func TestSecretLabel(t *testing.T) {
+	for id, want := range map[string]string{
+		"github-pat": "GitHub PAT", "aws-access-token": "AWS Access Token", "azure-ad-client-secret": "Azure AD Client Secret",
+		"hashicorp-tf-api-token": "HashiCorp TF API Token", "github-oauth": "GitHub OAuth", "pypi-upload-token": "PyPI Upload Token",
+		"some-jwt": "Some JWT", "digitalocean-pat": "DigitalOcean PAT", "huggingface-access-token": "HuggingFace Access Token",
+		"sendgrid-api-token": "SendGrid API Token", "openai-api-key": "OpenAI API Key", "gitlab-pat": "GitLab PAT",
+	} {
+		assert.Equal(t, want, SecretLabel(id))
+	}
+}
+
+func TestWriteGuard(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	g := NewWriteGuard("/m/team/")
+	token := samples()["github-pat"]
+
+	err := g.Check(fsys, call("Write", "file_path", "/m/team/ci.md", "content", "use token "+token))
+	var se *SecretError
+	require.ErrorAs(t, err, &se)
+	assert.True(t, errors.Is(err, ErrSecret))
+	assert.Equal(t, "github-pat", se.RuleID)
+	assert.Contains(t, err.Error(), "GitHub PAT")
+	assert.NotContains(t, err.Error(), token)
+
+	err = g.Check(fsys, call("Edit", "file_path", "/m/team/ci.md", "old_string", token, "new_string", "removed"))
+	assert.NoError(t, err, "an edit that removes a secret is fine")
+	err = g.Check(fsys, call("Edit", "file_path", "/m/team/ci.md", "old_string", "x", "new_string", token))
+	assert.ErrorIs(t, err, ErrSecret)
+	err = g.Check(fsys, call("NotebookEdit", "notebook_path", "/m/team/n.ipynb", "new_source", token))
+	assert.ErrorIs(t, err, ErrSecret)
+
+	// Outside the team dir the guard stays out of the way.
+	assert.NoError(t, g.Check(fsys, call("Write", "file_path", "/m/private.md", "content", token)))
+	// A team write with a hostile path is refused before scanning.
+	err = g.Check(fsys, call("Write", "file_path", "/m/team/../team-evil/x.md", "content", "x"))
+	assert.NoError(t, err, "not a team path at all once cleaned")
+	err = g.Check(errFs{afero.NewMemMapFs()}, call("Write", "file_path", "/m/team/x.md", "content", "x"))
+	var pte *PathTraversalError
+	assert.ErrorAs(t, err, &pte)
+}
