@@ -7,60 +7,43 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/agentmem/internal/hostile"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// hostileKeys must all be refused, each with the reason given.
-var hostileKeys = []struct {
+// reasonNames maps the reason names of testdata/hostile/keys.txt.
+var reasonNames = map[string]TraversalReason{
+	"escapes": ReasonEscapes, "absolute": ReasonAbsolute, "nul": ReasonNUL, "encoded": ReasonEncoded,
+	"backslash": ReasonBackslash, "unicode": ReasonUnicode, "too-long": ReasonTooLong,
+}
+
+type hostileKey struct {
 	key    string
 	reason TraversalReason
-}{
-	{"../x.md", ReasonEscapes},
-	{"../../../../etc/passwd", ReasonEscapes},
-	{"a/../../x.md", ReasonEscapes},
-	{"..", ReasonEscapes},
-	{"a/../..", ReasonEscapes},
-	{"../team-evil/x.md", ReasonEscapes},
-	{"", ReasonEscapes},
-	{".", ReasonEscapes},
-	{"a/..", ReasonEscapes},
-	{"./", ReasonEscapes},
-	{"/etc/passwd", ReasonAbsolute},
-	{"/", ReasonAbsolute},
-	{"//server/share", ReasonAbsolute},
-	{"a\x00.md", ReasonNUL},
-	{"\x00", ReasonNUL},
-	{"%00", ReasonEncoded},
-	{`a\b.md`, ReasonBackslash},
-	{`..\..\x`, ReasonBackslash},
-	{`\\server\share`, ReasonBackslash},
-	{"%2e%2e%2fx.md", ReasonEncoded},
-	{"%2E%2E%2Fx.md", ReasonEncoded},
-	{"..%2fx.md", ReasonEncoded},
-	{"%2e%2e/x.md", ReasonEncoded},
-	{".%2e/x.md", ReasonEncoded},
-	{"a%2fb.md", ReasonEncoded},
-	{"a%5cb.md", ReasonEncoded},
-	{"%252e%252e%252fx.md", ReasonEncoded},       // double encoding
-	{"%25252e%25252e%25252fx.md", ReasonEncoded}, // triple encoding
-	{"%c0%ae%c0%ae%2fx.md", ReasonEncoded},       // overlong UTF-8 for '.'
-	{"%c0%afetc", ReasonEncoded},                 // overlong UTF-8 '/' plus a real encoding
-	{"．．／x.md", ReasonUnicode},                   // fullwidth dots and slash
-	{"．．/x.md", ReasonUnicode},
-	{"‥/x.md", ReasonUnicode},     // two-dot leader
-	{"﹒﹒/x.md", ReasonUnicode},    // small full stops
-	{"notes／x.md", ReasonUnicode}, // fullwidth solidus folds to '/'
-	{"a＼b.md", ReasonUnicode},     // fullwidth reverse solidus
-	{"ａ/b.md", ReasonUnicode},     // any folding plus a separator
-	{strings.Repeat("a/", 600) + "x.md", ReasonTooLong},
-	{strings.Repeat("n", 256) + ".md", ReasonTooLong},
+}
+
+// loadHostileKeys returns the shared hostile table plus generated long keys.
+func loadHostileKeys(tb testing.TB) []hostileKey {
+	tb.Helper()
+	keys, err := hostile.Keys()
+	require.NoError(tb, err)
+	var out []hostileKey
+	for _, k := range keys {
+		r, ok := reasonNames[k.Reason]
+		require.True(tb, ok, "unknown reason %q", k.Reason)
+		out = append(out, hostileKey{k.Key, r})
+	}
+	return append(out,
+		hostileKey{strings.Repeat("a/", 600) + "x.md", ReasonTooLong},
+		hostileKey{strings.Repeat("n", 256) + ".md", ReasonTooLong},
+	)
 }
 
 func TestValidateTeamMemKeyHostile(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	for _, c := range hostileKeys {
+	for _, c := range loadHostileKeys(t) {
 		t.Run(c.key[:min(len(c.key), 30)], func(t *testing.T) {
 			got, err := ValidateTeamMemKey(fsys, "/m/team/", c.key)
 			require.Error(t, err)

@@ -105,13 +105,13 @@ func TestSecretRulesTruePositives(t *testing.T) {
 
 func TestSecretNearMisses(t *testing.T) {
 	misses := []string{
-		cat("AK", "IA", rep(upper, 15)),                 // too short
-		cat("ak", "ia", rep(upper, 16)),                 // wrong case
-		cat("AK", "IA", rep("abcdefghijklmnop", 16)),    // lower-case body
-		cat("XAK", "IA", rep(upper, 16)),                // inside a longer word
-		cat("gh", "p_", rep(alnum, 35)),                 // one short
-		cat("gh", "p_", rep(alnum, 37)),                 // one long
-		cat("gh", "x_", rep(alnum, 36)),                 // unknown prefix
+		cat("AK", "IA", rep(upper, 15)),                // too short
+		cat("ak", "ia", rep(upper, 16)),                // wrong case
+		cat("AK", "IA", rep("abcdefghijklmnop", 16)),   // lower-case body
+		cat("XAK", "IA", rep(upper, 16)),               // inside a longer word
+		cat("gh", "p_", rep(alnum, 35)),                // one short
+		cat("gh", "p_", rep(alnum, 37)),                // one long
+		cat("gh", "x_", rep(alnum, 36)),                // unknown prefix
 		cat("sk-ant-", "api03-", rep(alnum, 93), "AB"), // wrong suffix
 		cat("gl", "pat-", rep(alnum, 19)),
 		cat("S", "K", rep("0123456789abcdeg", 32)), // not hex
