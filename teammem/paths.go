@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -125,8 +126,14 @@ func ValidateTeamMemKey(fsys afero.Fs, teamDir, key string) (string, error) {
 			return "", traversal(ReasonTooLong, key)
 		}
 	}
+	// Judge the key on its own first: joined to a root of "/", a leading
+	// ".." would be clamped away by cleaning and look harmless.
+	clean := path.Clean(key)
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", traversal(ReasonEscapes, key)
+	}
 	root := withSep(teamDir)
-	full := filepath.Join(root, filepath.FromSlash(key))
+	full := filepath.Join(root, filepath.FromSlash(clean))
 	if !strings.HasPrefix(full, root) {
 		return "", traversal(ReasonEscapes, key)
 	}

@@ -28,7 +28,9 @@ func WriteFile(fsys afero.Fs, path string, data []byte, perm os.FileMode) (err e
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)
 	}
-	tmpName := tmp.Name()
+	// Rebuild the name from dir: some filesystems (os.Root-backed ones)
+	// report a file's host path rather than the name they were given.
+	tmpName := filepath.Join(dir, filepath.Base(tmp.Name()))
 	defer func() {
 		if err != nil {
 			_ = tmp.Close()
