@@ -12,5 +12,6 @@ require (
 
 require (
 	github.com/BurntSushi/toml v0.3.1 // indirect
+	github.com/cyphar/filepath-securejoin v0.6.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

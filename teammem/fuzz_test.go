@@ -34,7 +34,7 @@ func FuzzValidateTeamMemKey(f *testing.F) {
 	for _, c := range loadHostileKeys(f) {
 		f.Add(c.key)
 	}
-	for _, k := range []string{"ok.md", "in/x.md", "out/x.md", "chain/x.md", "dang.md", "self/../x.md", "in/../../outside/x"} {
+	for _, k := range []string{"ok.md", "in/x.md", "out/x.md", "chain/x.md", "dang.md", "self/../x.md", "in/../../outside/x", "rt/x.md", "absin/x.md", "in/back/x.md", "in/esc/x", "danin", "loop/x", "up/team/in/x.md"} {
 		f.Add(k)
 	}
 	root, err := filepath.EvalSymlinks(f.TempDir())
@@ -48,7 +48,11 @@ func FuzzValidateTeamMemKey(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	links := map[string]string{"out": outside, "chain": "out", "dang": filepath.Join(outside, "nope"), "self": ".", "up": ".."}
+	links := map[string]string{
+		"out": outside, "chain": "out", "dang": filepath.Join(outside, "nope"), "self": ".", "up": "..",
+		"rt": "../team/in", "absin": filepath.Join(team, "in"), "in/back": "../absin", "in/esc": "../../outside",
+		"danin": "in/missing", "loop": "loop",
+	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(team, name)); err != nil {
 			f.Fatal(err)

@@ -160,6 +160,8 @@ func TestSymlinksOnDisk(t *testing.T) {
 	must(os.Symlink("real/target.md", filepath.Join(team, "inside.md")))
 	must(os.Symlink("real", filepath.Join(team, "insidedir")))
 	must(os.Symlink("../team/real", filepath.Join(team, "roundtrip")))
+	must(os.Symlink(filepath.Join(team, "real"), filepath.Join(team, "absinside")))
+	must(os.Symlink("../../../team/real", filepath.Join(team, "real", "deep", "up2")))
 	must(os.Symlink("../team-evil", filepath.Join(team, "sibling")))
 	must(os.MkdirAll(filepath.Join(filepath.Dir(team), "team-evil"), 0o755))
 
@@ -188,7 +190,7 @@ func TestSymlinksOnDisk(t *testing.T) {
 			assert.Equal(t, reason, pte.Reason)
 		})
 	}
-	good := []string{"inside.md", "insidedir/new.md", "insidedir/deep/x.md", "roundtrip/y.md", "real/new/dir/z.md", "fresh.md"}
+	good := []string{"absinside/n.md", "real/deep/up2/m.md", "inside.md", "insidedir/new.md", "insidedir/deep/x.md", "roundtrip/y.md", "real/new/dir/z.md", "fresh.md"}
 	for _, key := range good {
 		got, err := ValidateTeamMemKey(fsys, team, key)
 		require.NoError(t, err, key)
@@ -239,6 +241,22 @@ func (errFs) LstatIfPossible(string) (os.FileInfo, bool, error) {
 
 func TestUnknownErrorsFailClosed(t *testing.T) {
 	_, err := ValidateTeamMemKey(errFs{afero.NewMemMapFs()}, "/m/team", "a.md")
+	var pte *PathTraversalError
+	require.ErrorAs(t, err, &pte)
+	assert.Equal(t, ReasonUnverifiable, pte.Reason)
+}
+
+// lstatOnlyFs reports links but cannot read them.
+type lstatOnlyFs struct{ afero.Fs }
+
+func (f lstatOnlyFs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	return f.Fs.(afero.Lstater).LstatIfPossible(name)
+}
+
+func TestUnreadableLinkFailsClosed(t *testing.T) {
+	team, outside := diskTeam(t)
+	require.NoError(t, os.Symlink(outside, filepath.Join(team, "sub")))
+	_, err := ValidateTeamMemKey(lstatOnlyFs{afero.NewOsFs()}, team, "sub/x.md")
 	var pte *PathTraversalError
 	require.ErrorAs(t, err, &pte)
 	assert.Equal(t, ReasonUnverifiable, pte.Reason)
