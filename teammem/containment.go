@@ -25,7 +25,10 @@ func checkContainment(fsys afero.Fs, root, rel string) *PathTraversalError {
 	root = filepath.Clean(root)
 	lstater, _ := fsys.(afero.Lstater)
 	linker, _ := fsys.(afero.LinkReader)
-	var stack []string // components below root resolved so far
+	// cur is the resolved path so far; ends[i] is len(cur) before the i-th
+	// component below root was appended, so ".." is a slice, not a Join.
+	cur := root
+	var ends []int
 	rest := strings.Split(filepath.ToSlash(rel), "/")
 	linkDepth, hops := 0, 0
 	for len(rest) > 0 {
@@ -39,13 +42,13 @@ func checkContainment(fsys afero.Fs, root, rel string) *PathTraversalError {
 		case "", ".":
 			continue
 		case "..":
-			if len(stack) == 0 {
+			if len(ends) == 0 {
 				return fullContainment(fsys, root, filepath.Join(root, rel))
 			}
-			stack = stack[:len(stack)-1]
+			cur, ends = cur[:ends[len(ends)-1]], ends[:len(ends)-1]
 			continue
 		}
-		next := root + string(filepath.Separator) + filepath.Join(append(stack, c)...)
+		next := cur + string(filepath.Separator) + c
 		info, err := lstatAfero(fsys, lstater, next)
 		if err != nil {
 			if !missing(err) {
@@ -74,7 +77,7 @@ func checkContainment(fsys afero.Fs, root, rel string) *PathTraversalError {
 				if t != root && !strings.HasPrefix(t, root+string(filepath.Separator)) {
 					return fullContainment(fsys, root, filepath.Join(root, rel))
 				}
-				stack = stack[:0]
+				cur, ends = root, ends[:0]
 				target = strings.TrimPrefix(strings.TrimPrefix(t, root), string(filepath.Separator))
 			}
 			parts := strings.Split(filepath.ToSlash(target), "/")
@@ -85,9 +88,10 @@ func checkContainment(fsys afero.Fs, root, rel string) *PathTraversalError {
 		if len(rest) > 0 && !info.IsDir() {
 			return nil // nothing can exist below a file
 		}
-		stack = append(stack, c)
+		ends = append(ends, len(cur))
+		cur = next
 	}
-	if len(stack) == 0 {
+	if len(ends) == 0 {
 		return traversal(ReasonSymlinkEscape, "") // resolves to the team dir itself
 	}
 	return nil
