@@ -1,0 +1,82 @@
+// Package teammem guards the team memory directory, <auto memory>/team/:
+// the one directory that a model, a teammate's sync and the host's own
+// tools all write into, and therefore the security boundary of agentmem.
+//
+// What the package covers, by the name to look for:
+//
+//   - Where it is and whether it is on: TeamMemPath, TeamMemoryEnabled,
+//     TeamMemoryActive, IsTeamMemPath, IsTeamMemFile.
+//   - Keys and paths: SanitizeKey (five checks), ValidateTeamMemKey for
+//     sync keys, ValidateTeamMemWritePath for absolute paths a model
+//     chose; both return a *PathTraversalError when they refuse.
+//   - Tool calls: ToolCall (fill it from any LLM API), ToolDetector with
+//     IsTeamMemorySearch, IsTeamMemoryWriteOrEdit and
+//     AppendTeamMemorySummaryParts.
+//   - Secrets: Scanner (36 rules, SecretRuleIDs, SecretLabel), ScanSecrets,
+//     RedactSecrets, and WriteGuard, the check to put in front of Write and
+//     Edit tools.
+//   - A confined filesystem for the real disk: package
+//     github.com/agentmem/agentmem/teammem/rootfs.
+//
+// # Errors
+//
+//   - *PathTraversalError: a key or path was refused; Reason says why
+//     (ReasonEscapes, ReasonSymlinkEscape, ReasonDangling, ReasonLoop,
+//     ReasonEncoded, ReasonUnicode, ...). ReasonUnverifiable means the
+//     filesystem failed while checking and the path was refused to be safe
+//     (fail closed). The message holds at most the offending key.
+//   - *SecretError (errors.Is ErrSecret): a write into the team directory
+//     carries a credential; Label names its kind, never its value.
+//
+// # Security
+//
+// Threat model. Text in the team directory comes from people and models
+// the host does not control: a teammate's agent, the sync server, a model
+// that read a hostile web page. An attacker can choose keys, file paths in
+// tool calls, and file contents, and may be able to place symbolic links
+// in the team directory (through a shared checkout or a malicious sync
+// peer). The goals: nothing is read or written outside the team directory
+// through it, and no credential is written into it, since every
+// contributor and the server can read it.
+//
+// The layers, in the order a write meets them:
+//
+//  1. SanitizeKey refuses NUL bytes, percent-encoded traversal (also
+//     double-encoded and overlong UTF-8 forms), Unicode compatibility
+//     forms that fold to "." "/" or "\" under NFKC (fullwidth "．．／",
+//     "‥", "﹒"), backslashes and absolute keys, before a key is joined
+//     to any path.
+//  2. Lexical containment: the cleaned path must lie strictly below the
+//     team directory plus a separator, so a sibling such as team-evil/ or
+//     a key of ".." never passes (the bug of string-prefix checks such as
+//     afero.BasePathFs).
+//  3. Symlink-aware containment: the existing part of the path is walked
+//     one component at a time with Lstat and Readlink; a link that leads
+//     out (absolute or relative, directly or through a chain or a linked
+//     middle directory), a dangling link (a write would create its target
+//     wherever it points), and a loop are refused. Any unexpected error
+//     refuses too.
+//  4. The secret scan on every Write and Edit (WriteGuard) and, in the
+//     sync client, before every push.
+//  5. On a real disk, rootfs: every open is resolved inside the root by
+//     the kernel, so a link swapped in after the check cannot redirect
+//     the write.
+//
+// What a host must still do:
+//
+//   - Route every Write and Edit its model makes through WriteGuard.Check
+//     (or ValidateTeamMemWritePath plus a Scanner), and the same for its
+//     own writes of synced content (ValidateTeamMemKey).
+//   - On a real disk, perform the write through rootfs (or os.Root): the
+//     checks above and the write are separate steps, and only the confined
+//     filesystem closes the gap between them.
+//   - Treat team memory as untrusted input to the model: it is shared text,
+//     not instructions from the user.
+//   - Keep the scanner's limits in mind: it knows 36 documented token
+//     formats; a password in prose or an unknown token format passes.
+//
+// # Concurrency
+//
+// All functions are safe for concurrent use; Scanner, ToolDetector and
+// WriteGuard hold only immutable data once built.
+package teammem

@@ -1,0 +1,117 @@
+package teammem_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/rootfs"
+	"github.com/spf13/afero"
+)
+
+// A host wires the guard into its own Write tool: validate the path, scan
+// the content, and write through a filesystem confined to the team dir.
+func ExampleWriteGuard() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	autoDir := filepath.Join(dir, "memory")
+	teamDir := teammem.TeamMemPath(autoDir)
+	_ = os.MkdirAll(teamDir, 0o755)
+
+	guard := teammem.NewWriteGuard(teamDir)
+	confined, _ := rootfs.New(teamDir)
+	defer confined.Close()
+
+	// writeTool is what the model's Write tool call runs.
+	writeTool := func(call teammem.ToolCall) error {
+		if err := guard.Check(afero.NewOsFs(), call); err != nil {
+			return err // safe to show the model: no host paths, no secrets
+		}
+		rel, _ := filepath.Rel(teamDir, call.String("file_path"))
+		return afero.WriteFile(confined, rel, []byte(call.String("content")), 0o644)
+	}
+
+	ok := teammem.ToolCall{Name: "Write", Input: map[string]any{
+		"file_path": filepath.Join(teamDir, "ci.md"), "content": "CI must stay green.",
+	}}
+	fmt.Println(writeTool(ok))
+
+	// A link planted in the team dir that leads out of it.
+	_ = os.Symlink(dir, filepath.Join(teamDir, "notes"))
+	escape := teammem.ToolCall{Name: "Write", Input: map[string]any{
+		"file_path": filepath.Join(teamDir, "notes", "x.md"), "content": "x",
+	}}
+	fmt.Println(writeTool(escape))
+
+	secret := teammem.ToolCall{Name: "Write", Input: map[string]any{
+		"file_path": filepath.Join(teamDir, "deploy.md"),
+		"content":   "token: " + "ghp_" + "aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h",
+	}}
+	err := writeTool(secret)
+	fmt.Println(errors.Is(err, teammem.ErrSecret), err)
+	// Output:
+	// <nil>
+	// teammem: path escapes the team memory directory through a symbolic link
+	// true teammem: refusing to write a GitHub PAT into team memory, which every contributor can read; remove the secret and write again
+}
+
+func ExampleValidateTeamMemKey() {
+	fsys := afero.NewMemMapFs()
+	p, err := teammem.ValidateTeamMemKey(fsys, "/m/team/", "notes/ci.md")
+	fmt.Println(p, err)
+	for _, key := range []string{"../secrets.md", "%2e%2e%2fx.md", "．．／x.md", `a\b.md`, "/etc/passwd"} {
+		_, err := teammem.ValidateTeamMemKey(fsys, "/m/team/", key)
+		var pte *teammem.PathTraversalError
+		fmt.Println(errors.As(err, &pte), pte.Reason)
+	}
+	// Output:
+	// /m/team/notes/ci.md <nil>
+	// true path escapes the team memory directory
+	// true percent-encoded traversal in key
+	// true Unicode-normalized traversal in key
+	// true backslash in key
+	// true absolute key
+}
+
+func ExampleValidateTeamMemWritePath() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	team := filepath.Join(dir, "team")
+	_ = os.MkdirAll(team, 0o755)
+	_ = os.Symlink("/etc", filepath.Join(team, "etc"))
+
+	_, err := teammem.ValidateTeamMemWritePath(afero.NewOsFs(), team, filepath.Join(team, "etc", "hosts"))
+	fmt.Println(err)
+	_, err = teammem.ValidateTeamMemWritePath(afero.NewOsFs(), team, filepath.Join(dir, "team-evil", "x.md"))
+	fmt.Println(err)
+	// Output:
+	// teammem: path escapes the team memory directory through a symbolic link
+	// teammem: path escapes the team memory directory
+}
+
+func ExampleToolDetector() {
+	d := teammem.ToolDetector{TeamDir: "/m/team/", AutoMemDir: "/m/"}
+	calls := []teammem.ToolCall{
+		{Name: "Edit", Input: map[string]any{"file_path": "/m/team/notes/foo.md"}},
+		{Name: "Grep", Input: map[string]any{"pattern": "flaky", "path": "/m/team/decisions"}},
+		{Name: "Edit", Input: map[string]any{"file_path": "/m/private.md"}},
+	}
+	var parts []string
+	for _, c := range calls {
+		parts = d.AppendTeamMemorySummaryParts(parts, c, nil)
+	}
+	fmt.Println(parts)
+	// Output:
+	// [Edited team/notes/foo.md Searched team/decisions/]
+}
+
+func ExampleRedactSecrets() {
+	text := "use " + "npm_" + "aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h" + " to publish"
+	fmt.Println(teammem.RedactSecrets(text))
+	fmt.Println(teammem.ScanSecrets(text))
+	// Output:
+	// use [REDACTED] to publish
+	// [{npm-access-token NPM Access Token}]
+}
