@@ -272,15 +272,15 @@ func indexBlock(fsys afero.Fs, dir string, limits IndexLimits, log *slog.Logger)
 
 // teamListing names the team's memory files, sorted, without reading them.
 func teamListing(ctx context.Context, fsys afero.Fs, teamDir string) (string, error) {
-	w := walker{ctx: ctx, fsys: fsys}
-	if err := w.walk(filepath.Clean(teamDir), ""); err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return "", err
+	files, err := memoryFiles(ctx, fsys, filepath.Clean(teamDir))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return "", ctxErr
 		}
 		return "", nil // a missing or unreadable team dir lists nothing
 	}
-	names := make([]string, len(w.files))
-	for i, f := range w.files {
+	names := make([]string, len(files))
+	for i, f := range files {
 		names[i] = f.rel
 	}
 	sort.Strings(names)

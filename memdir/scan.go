@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/spf13/afero"
 )
 
@@ -67,15 +69,16 @@ func ScanMemoryFiles(ctx context.Context, fsys afero.Fs, dir string, opts ScanOp
 	if opts.HeaderLines <= 0 {
 		opts.HeaderLines = FrontmatterMaxLines
 	}
-	root := filepath.Clean(dir)
-	w := walker{ctx: ctx, fsys: fsys}
-	if err := w.walk(root, ""); err != nil {
-		if errors.Is(err, fs.ErrNotExist) && w.rootMissing {
-			return nil, nil
-		}
+	files, err := memoryFiles(ctx, fsys, filepath.Clean(dir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil && ctx.Err() != nil:
 		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("memdir: scan memory directory: %w", err)
 	}
-	kept, err := readCandidates(ctx, fsys, w.files, opts)
+	kept, err := readCandidates(ctx, fsys, files, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -142,80 +145,17 @@ func readCandidates(ctx context.Context, fsys afero.Fs, files []fileRef, opts Sc
 	return all, nil
 }
 
-type walker struct {
-	ctx         context.Context
-	fsys        afero.Fs
-	files       []fileRef
-	rootMissing bool
-}
-
-// dirEntryReader is implemented by *os.File: it lists a directory with the
-// entry types from readdir, without an lstat per entry.
-type dirEntryReader interface {
-	ReadDir(n int) ([]fs.DirEntry, error)
-}
-
-type entry struct {
-	name string
-	mode fs.FileMode // type bits only
-}
-
-func (w *walker) walk(abs, rel string) error {
-	if err := w.ctx.Err(); err != nil {
-		return err
-	}
-	entries, err := readDir(w.fsys, abs)
-	if err != nil {
-		if rel == "" {
-			w.rootMissing = errors.Is(err, fs.ErrNotExist)
-			return fmt.Errorf("memdir: scan memory directory: %w", err)
+// memoryFiles lists the memory files below root: regular "*.md" files
+// except MEMORY.md, at any depth, without following links.
+func memoryFiles(ctx context.Context, fsys afero.Fs, root string) ([]fileRef, error) {
+	var files []fileRef
+	err := fswalk.Walk(ctx, fsys, root, func(e fswalk.Entry) error {
+		if e.Type.IsRegular() && strings.HasSuffix(e.Rel, ".md") && path.Base(e.Rel) != EntrypointName {
+			files = append(files, fileRef{rel: e.Rel, abs: e.Abs})
 		}
-		return nil // an unreadable subdirectory is skipped like an unreadable file
-	}
-	for _, e := range entries {
-		childAbs := abs + string(filepath.Separator) + e.name
-		childRel := e.name
-		if rel != "" {
-			childRel = rel + "/" + e.name
-		}
-		switch {
-		case e.mode.IsDir():
-			if err := w.walk(childAbs, childRel); err != nil {
-				return err
-			}
-		case e.mode.IsRegular() && strings.HasSuffix(e.name, ".md") && e.name != EntrypointName:
-			w.files = append(w.files, fileRef{rel: childRel, abs: childAbs})
-		}
-	}
-	return nil
-}
-
-func readDir(fsys afero.Fs, abs string) ([]entry, error) {
-	f, err := fsys.Open(abs)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if r, ok := f.(dirEntryReader); ok {
-		des, err := r.ReadDir(-1)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]entry, len(des))
-		for i, de := range des {
-			out[i] = entry{name: de.Name(), mode: de.Type()}
-		}
-		return out, nil
-	}
-	infos, err := f.Readdir(-1)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]entry, len(infos))
-	for i, fi := range infos {
-		out[i] = entry{name: fi.Name(), mode: fi.Mode().Type()}
-	}
-	return out, nil
+		return nil
+	})
+	return files, err
 }
 
 // headerReader reads file headers for one worker, keeping the best max.

@@ -1,0 +1,98 @@
+// Package fswalk walks a directory tree through an afero.Fs with one
+// directory read per directory and no Lstat per entry where the
+// filesystem can say entry types itself (a real disk can).
+package fswalk
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"sort"
+
+	"github.com/spf13/afero"
+)
+
+// Entry is one directory entry met by Walk.
+type Entry struct {
+	// Rel is the path below the root, with "/" separators.
+	Rel string
+	// Abs is the root joined with Rel.
+	Abs string
+	// Type holds the type bits only (directory, link, regular, ...).
+	Type fs.FileMode
+}
+
+// dirEntryReader is implemented by *os.File: it lists a directory with the
+// entry types from readdir, without an lstat per entry.
+type dirEntryReader interface {
+	ReadDir(n int) ([]fs.DirEntry, error)
+}
+
+// Walk calls fn for every entry below root, depth first, entries of a
+// directory in name order. Symbolic links are reported, never followed.
+// An error reading the root is returned; an unreadable subdirectory is
+// skipped. A cancelled ctx stops the walk with ctx's error; an error from
+// fn stops it with that error.
+func Walk(ctx context.Context, fsys afero.Fs, root string, fn func(Entry) error) error {
+	return walk(ctx, fsys, filepath.Clean(root), "", fn)
+}
+
+func walk(ctx context.Context, fsys afero.Fs, abs, rel string, fn func(Entry) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := ReadDir(fsys, abs)
+	if err != nil {
+		if rel == "" {
+			return err
+		}
+		return nil
+	}
+	for _, e := range entries {
+		child := Entry{Abs: abs + string(filepath.Separator) + e.Rel, Rel: e.Rel, Type: e.Type}
+		if rel != "" {
+			child.Rel = rel + "/" + e.Rel
+		}
+		if err := fn(child); err != nil {
+			return err
+		}
+		if e.Type.IsDir() {
+			if err := walk(ctx, fsys, child.Abs, child.Rel, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadDir lists one directory, sorted by name; each Entry's Rel is the
+// bare name.
+func ReadDir(fsys afero.Fs, dir string) ([]Entry, error) {
+	f, err := fsys.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Entry
+	if r, ok := f.(dirEntryReader); ok {
+		des, err := r.ReadDir(-1)
+		if err != nil {
+			return nil, err
+		}
+		out = make([]Entry, len(des))
+		for i, de := range des {
+			out[i] = Entry{Rel: de.Name(), Type: de.Type()}
+		}
+	} else {
+		infos, err := f.Readdir(-1)
+		if err != nil {
+			return nil, err
+		}
+		out = make([]Entry, len(infos))
+		for i, fi := range infos {
+			out[i] = Entry{Rel: fi.Name(), Type: fi.Mode().Type()}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
+	return out, nil
+}

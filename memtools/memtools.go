@@ -1,0 +1,184 @@
+package memtools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/spf13/afero"
+)
+
+// Tool names.
+const (
+	ToolRead  = "Read"
+	ToolWrite = "Write"
+	ToolEdit  = "Edit"
+	ToolGrep  = "Grep"
+	ToolGlob  = "Glob"
+	ToolList  = "List"
+)
+
+// Options bounds what the tools read and return. The zero value means the
+// defaults given for each field.
+type Options struct {
+	// MaxReadLines is how many lines one Read returns (default 2,000).
+	MaxReadLines int
+	// MaxLineLength cuts longer lines in Read and Grep output (default 2,000).
+	MaxLineLength int
+	// MaxOutputBytes bounds any tool's output (default 64 KiB).
+	MaxOutputBytes int
+	// MaxFileBytes is the largest file Read, Edit and Grep will open
+	// (default 10 MiB); Write refuses content larger than it.
+	MaxFileBytes int64
+	// MaxResults bounds the files or lines Grep, Glob and List report
+	// (default 200).
+	MaxResults int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxReadLines <= 0 {
+		o.MaxReadLines = 2000
+	}
+	if o.MaxLineLength <= 0 {
+		o.MaxLineLength = 2000
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = 64 << 10
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = 10 << 20
+	}
+	if o.MaxResults <= 0 {
+		o.MaxResults = 200
+	}
+	return o
+}
+
+// Toolset is a set of file tools confined to memory directories. Every
+// tool checks its path itself (absolute, inside a root, no symbolic link
+// leading out), whatever the permission function decided. Safe for
+// concurrent use.
+type Toolset struct {
+	fs    afero.Fs
+	roots []string
+	opts  Options
+
+	mu      sync.Mutex
+	written []string
+}
+
+// New returns tools over fsys that may touch only files below roots
+// (absolute memory directories, such as the auto-memory dir). At least
+// one root is required.
+func New(fsys afero.Fs, roots []string, opts Options) (*Toolset, error) {
+	if fsys == nil {
+		return nil, errors.New("memtools: no filesystem given")
+	}
+	if len(roots) == 0 {
+		return nil, errors.New("memtools: no memory directory given")
+	}
+	clean := make([]string, len(roots))
+	for i, r := range roots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("memtools: memory directory %d is not an absolute path", i)
+		}
+		clean[i] = filepath.Clean(r)
+	}
+	return &Toolset{fs: fsys, roots: clean, opts: opts.withDefaults()}, nil
+}
+
+// Tools returns the six tools: Read, Write, Edit, Grep, Glob, List.
+func (t *Toolset) Tools() []llm.Tool {
+	return []llm.Tool{t.ReadTool(), t.WriteTool(), t.EditTool(), t.GrepTool(), t.GlobTool(), t.ListTool()}
+}
+
+// Written returns the absolute paths the Write and Edit tools changed, in
+// the order first written.
+func (t *Toolset) Written() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.written...)
+}
+
+func (t *Toolset) recordWrite(p string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, w := range t.written {
+		if w == p {
+			return
+		}
+	}
+	t.written = append(t.written, p)
+}
+
+// ToolError is an error a tool reports to the model. Its text never holds
+// a host path outside the memory directories.
+type ToolError struct{ Msg string }
+
+func (e *ToolError) Error() string { return e.Msg }
+
+func toolErr(format string, args ...any) error { return &ToolError{Msg: fmt.Sprintf(format, args...)} }
+
+// resolve checks that p is an absolute path inside one of the roots, with
+// no symbolic link leading out, and returns it cleaned. A path equal to a
+// root is allowed when allowRoot is set (for directory tools).
+func (t *Toolset) resolve(p string, allowRoot bool) (string, error) {
+	if p == "" {
+		return "", toolErr("a path is required")
+	}
+	if !filepath.IsAbs(p) {
+		return "", toolErr("the path must be absolute (one of the memory directories: %s)", strings.Join(t.roots, ", "))
+	}
+	clean := filepath.Clean(p)
+	for _, root := range t.roots {
+		if allowRoot && clean == root {
+			return clean, nil // a root is trusted as configured
+		}
+		if !strings.HasPrefix(clean, root+string(filepath.Separator)) {
+			continue
+		}
+		if _, err := teammem.ValidateTeamMemWritePath(t.fs, root, clean); err != nil {
+			var pte *teammem.PathTraversalError
+			if errors.As(err, &pte) {
+				return "", toolErr("refused: %s", pte.Reason)
+			}
+			return "", toolErr("refused: the path could not be checked")
+		}
+		return clean, nil
+	}
+	return "", toolErr("the path is outside the memory directories (%s)", strings.Join(t.roots, ", "))
+}
+
+// describe turns a filesystem error into model-readable text naming only
+// the memory path the model gave.
+func describe(p string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return toolErr("%s does not exist", p)
+	case errors.Is(err, fs.ErrPermission):
+		return toolErr("%s: permission denied", p)
+	}
+	return toolErr("%s: the operation failed", p)
+}
+
+// decode parses a tool input into v, with a model-readable error.
+func decode(input json.RawMessage, v any) error {
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	if err := json.Unmarshal(input, v); err != nil {
+		return toolErr("the tool input is not valid: %v", err)
+	}
+	return nil
+}
+
+func tool(name, desc, schema string, call func(context.Context, json.RawMessage) (string, error)) llm.Tool {
+	return llm.Tool{Spec: llm.ToolSpec{Name: name, Description: desc, InputSchema: json.RawMessage(schema)}, Call: call}
+}

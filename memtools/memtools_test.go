@@ -1,0 +1,280 @@
+package memtools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type env struct {
+	name    string
+	fs      afero.Fs
+	mem     string // the memory dir
+	outside string // a directory beside it
+	ts      *Toolset
+}
+
+// envs builds the same memory dir on a MemMapFs and on the real disk.
+func envs(t *testing.T) []env {
+	t.Helper()
+	disk, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	var out []env
+	for _, e := range []env{
+		{name: "mem", fs: afero.NewMemMapFs(), mem: "/home/u/mem", outside: "/home/u/outside"},
+		{name: "os", fs: afero.NewOsFs(), mem: filepath.Join(disk, "mem"), outside: filepath.Join(disk, "outside")},
+	} {
+		require.NoError(t, e.fs.MkdirAll(filepath.Join(e.mem, "team"), 0o755))
+		require.NoError(t, e.fs.MkdirAll(e.outside, 0o755))
+		require.NoError(t, afero.WriteFile(e.fs, filepath.Join(e.mem, "MEMORY.md"), []byte("- [A](a.md) — alpha\n"), 0o644))
+		require.NoError(t, afero.WriteFile(e.fs, filepath.Join(e.mem, "a.md"), []byte("line one\nline two\nalpha beta\n"), 0o644))
+		require.NoError(t, afero.WriteFile(e.fs, filepath.Join(e.mem, "team", "ci.md"), []byte("CI must stay green\n"), 0o644))
+		require.NoError(t, afero.WriteFile(e.fs, filepath.Join(e.outside, "secret.md"), []byte("outside alpha\n"), 0o644))
+		ts, err := New(e.fs, []string{e.mem}, Options{})
+		require.NoError(t, err)
+		e.ts = ts
+		out = append(out, e)
+	}
+	return out
+}
+
+func run(t *testing.T, ts *Toolset, name string, input any) (string, error) {
+	t.Helper()
+	raw, err := json.Marshal(input)
+	require.NoError(t, err)
+	for _, tool := range ts.Tools() {
+		if tool.Spec.Name == name {
+			require.True(t, json.Valid(tool.Spec.InputSchema), "schema of %s", name)
+			return tool.Call(context.Background(), raw)
+		}
+	}
+	t.Fatalf("no tool %s", name)
+	return "", nil
+}
+
+type m = map[string]any
+
+func TestRead(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			out, err := run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "a.md")})
+			require.NoError(t, err)
+			assert.Equal(t, "     1\tline one\n     2\tline two\n     3\talpha beta\n", out)
+			out, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "a.md"), "offset": 2, "limit": 1})
+			require.NoError(t, err)
+			assert.Equal(t, "     2\tline two\n(more lines follow; read on with offset=3)\n", out)
+			_, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "a.md"), "offset": 9})
+			assert.ErrorContains(t, err, "has only 3 lines")
+			_, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "nope.md")})
+			assert.ErrorContains(t, err, "does not exist")
+			_, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "team")})
+			assert.ErrorContains(t, err, "is a directory")
+			_, err = run(t, e.ts, ToolRead, m{"file_path": 42})
+			assert.ErrorContains(t, err, "not valid")
+		})
+	}
+}
+
+func TestHostilePaths(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			hostile := []string{
+				filepath.Join(e.outside, "secret.md"),
+				filepath.Join(e.mem, "..", "outside", "secret.md"),
+				filepath.Join(e.mem+"-evil", "x.md"),
+				"relative/a.md",
+				"/etc/passwd",
+				e.mem + "/team/../../outside/secret.md",
+			}
+			for _, p := range hostile {
+				for _, tool := range []string{ToolRead, ToolWrite, ToolEdit} {
+					_, err := run(t, e.ts, tool, m{"file_path": p, "content": "x", "old_string": "a", "new_string": "b"})
+					require.Error(t, err, "%s %s", tool, p)
+					assert.NotContains(t, err.Error(), e.outside, "errors never show paths outside the memory dirs")
+					var te *ToolError
+					assert.ErrorAs(t, err, &te)
+				}
+				for _, tool := range []string{ToolGrep, ToolGlob, ToolList} {
+					_, err := run(t, e.ts, tool, m{"path": p, "pattern": "alpha"})
+					require.Error(t, err, "%s %s", tool, p)
+					assert.NotContains(t, err.Error(), e.outside)
+				}
+			}
+			got, err := afero.ReadFile(e.fs, filepath.Join(e.outside, "secret.md"))
+			require.NoError(t, err)
+			assert.Equal(t, "outside alpha\n", string(got))
+			assert.Empty(t, e.ts.Written())
+		})
+	}
+}
+
+func TestSymlinksOutOnDisk(t *testing.T) {
+	e := envs(t)[1]
+	require.NoError(t, os.Symlink(e.outside, filepath.Join(e.mem, "sub")))
+	require.NoError(t, os.Symlink(filepath.Join(e.outside, "secret.md"), filepath.Join(e.mem, "link.md")))
+	require.NoError(t, os.Symlink(filepath.Join(e.outside, "new.md"), filepath.Join(e.mem, "dangling.md")))
+	for _, p := range []string{"sub/secret.md", "sub/new.md", "link.md", "dangling.md"} {
+		for _, tool := range []string{ToolRead, ToolWrite, ToolEdit} {
+			_, err := run(t, e.ts, tool, m{"file_path": filepath.Join(e.mem, p), "content": "pwned", "old_string": "outside", "new_string": "pwned"})
+			require.Error(t, err, "%s %s", tool, p)
+			assert.Contains(t, err.Error(), "refused")
+		}
+	}
+	_, err := run(t, e.ts, ToolList, m{"path": filepath.Join(e.mem, "sub")})
+	assert.Error(t, err)
+	// Grep and Glob over the memory dir do not follow the links out.
+	out, err := run(t, e.ts, ToolGrep, m{"pattern": "outside"})
+	require.NoError(t, err)
+	assert.Contains(t, out, "No matches")
+	got, err := os.ReadFile(filepath.Join(e.outside, "secret.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "outside alpha\n", string(got))
+	_, err = os.Stat(filepath.Join(e.outside, "new.md"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestWriteAndEdit(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			p := filepath.Join(e.mem, "notes", "new.md")
+			out, err := run(t, e.ts, ToolWrite, m{"file_path": p, "content": "hello world\nhello again\n"})
+			require.NoError(t, err)
+			assert.Contains(t, out, "Wrote 24 bytes")
+			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "hello", "new_string": "bye"})
+			assert.ErrorContains(t, err, "occurs 2 times")
+			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "missing", "new_string": "x"})
+			assert.ErrorContains(t, err, "was not found")
+			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "", "new_string": "x"})
+			assert.ErrorContains(t, err, "must not be empty")
+			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "x", "new_string": "x"})
+			assert.ErrorContains(t, err, "the same")
+			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "hello world", "new_string": "hi world"})
+			require.NoError(t, err)
+			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "hello", "new_string": "yo", "replace_all": true})
+			require.NoError(t, err)
+			got, err := afero.ReadFile(e.fs, p)
+			require.NoError(t, err)
+			assert.Equal(t, "hi world\nyo again\n", string(got))
+			_, err = run(t, e.ts, ToolWrite, m{"file_path": p})
+			assert.ErrorContains(t, err, "content is required")
+			_, err = run(t, e.ts, ToolWrite, m{"file_path": filepath.Join(e.mem, "team"), "content": "x"})
+			assert.ErrorContains(t, err, "is a directory")
+			assert.Equal(t, []string{p}, e.ts.Written())
+			entries, err := afero.ReadDir(e.fs, filepath.Dir(p))
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "atomic writes leave no temporary files")
+		})
+	}
+}
+
+func TestHugeAndBinaryFiles(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ts, err := New(e.fs, []string{e.mem}, Options{MaxFileBytes: 1 << 20, MaxReadLines: 100})
+			require.NoError(t, err)
+			huge := filepath.Join(e.mem, "huge.md")
+			require.NoError(t, afero.WriteFile(e.fs, huge, []byte(strings.Repeat("x", 2<<20)), 0o644))
+			_, err = run(t, ts, ToolRead, m{"file_path": huge})
+			assert.ErrorContains(t, err, "too large")
+			_, err = run(t, ts, ToolEdit, m{"file_path": huge, "old_string": "x", "new_string": "y"})
+			assert.ErrorContains(t, err, "too large")
+			_, err = run(t, ts, ToolWrite, m{"file_path": huge, "content": strings.Repeat("y", 2<<20)})
+			assert.ErrorContains(t, err, "too large")
+
+			long := filepath.Join(e.mem, "long.md")
+			require.NoError(t, afero.WriteFile(e.fs, long, []byte(strings.Repeat("line\n", 500)+strings.Repeat("z", 5000)+"\n"), 0o644))
+			out, err := run(t, ts, ToolRead, m{"file_path": long})
+			require.NoError(t, err)
+			assert.Equal(t, 101, strings.Count(out, "\n"), "bounded to MaxReadLines plus a note")
+			assert.Contains(t, out, "offset=101")
+			out, err = run(t, ts, ToolRead, m{"file_path": long, "offset": 501})
+			require.NoError(t, err)
+			assert.Contains(t, out, "[line cut]")
+
+			bin := filepath.Join(e.mem, "bin.md")
+			require.NoError(t, afero.WriteFile(e.fs, bin, []byte("abc\x00def alpha"), 0o644))
+			_, err = run(t, ts, ToolRead, m{"file_path": bin})
+			assert.ErrorContains(t, err, "binary")
+			out, err = run(t, ts, ToolGrep, m{"pattern": "def"})
+			require.NoError(t, err)
+			assert.Contains(t, out, "No matches", "binary files are not searched")
+		})
+	}
+}
+
+func TestGrepGlobList(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			out, err := run(t, e.ts, ToolGrep, m{"pattern": "alpha"})
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(e.mem, "MEMORY.md")+"\n"+filepath.Join(e.mem, "a.md")+"\n", out)
+			out, err = run(t, e.ts, ToolGrep, m{"pattern": "ALPHA", "case_insensitive": true, "output_mode": "content", "glob": "a.md"})
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(e.mem, "a.md")+":3:alpha beta\n", out)
+			out, err = run(t, e.ts, ToolGrep, m{"pattern": "green", "path": filepath.Join(e.mem, "team")})
+			require.NoError(t, err)
+			assert.Contains(t, out, "ci.md")
+			_, err = run(t, e.ts, ToolGrep, m{"pattern": "("})
+			assert.ErrorContains(t, err, "not a valid regular expression")
+
+			out, err = run(t, e.ts, ToolGlob, m{"pattern": "**/*.md"})
+			require.NoError(t, err)
+			assert.Equal(t, 3, strings.Count(out, "\n"))
+			out, err = run(t, e.ts, ToolGlob, m{"pattern": "team/*.md"})
+			require.NoError(t, err)
+			assert.Equal(t, filepath.Join(e.mem, "team", "ci.md")+"\n", out)
+			out, err = run(t, e.ts, ToolGlob, m{"pattern": filepath.Join(e.mem, "team", "*.md")})
+			require.NoError(t, err)
+			assert.Contains(t, out, "ci.md")
+
+			out, err = run(t, e.ts, ToolList, m{})
+			require.NoError(t, err)
+			assert.Contains(t, out, "  team/\n")
+			assert.Contains(t, out, "  a.md\n")
+		})
+	}
+}
+
+func TestGrepBoundedOutput(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	for i := 0; i < 50; i++ {
+		require.NoError(t, afero.WriteFile(fsys, fmt.Sprintf("/m/f%02d.md", i), []byte(strings.Repeat("needle\n", 20)), 0o644))
+	}
+	ts, err := New(fsys, []string{"/m"}, Options{MaxResults: 30})
+	require.NoError(t, err)
+	out, err := run(t, ts, ToolGrep, m{"pattern": "needle", "output_mode": "content"})
+	require.NoError(t, err)
+	assert.Equal(t, 31, strings.Count(out, "\n"))
+	assert.Contains(t, out, "more matches not shown")
+}
+
+func TestMatchGlob(t *testing.T) {
+	for _, c := range []struct {
+		pat, name string
+		ok        bool
+	}{
+		{"*.md", "a.md", true}, {"*.md", "d/a.md", false}, {"**/*.md", "a.md", true}, {"**/*.md", "d/e/a.md", true},
+		{"team/**", "team/a/b.md", true}, {"team/*.md", "team/a/b.md", false}, {"**", "x", true},
+	} {
+		ok, err := matchGlob(c.pat, c.name)
+		require.NoError(t, err)
+		assert.Equal(t, c.ok, ok, "%s %s", c.pat, c.name)
+	}
+}
+
+func TestNewRequiresInputs(t *testing.T) {
+	_, err := New(nil, []string{"/m"}, Options{})
+	assert.Error(t, err)
+	_, err = New(afero.NewMemMapFs(), nil, Options{})
+	assert.Error(t, err)
+	_, err = New(afero.NewMemMapFs(), []string{"rel"}, Options{})
+	assert.Error(t, err)
+}

@@ -1,0 +1,91 @@
+package memtools
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/spf13/afero"
+)
+
+// ExtractPermission is the rule for background extraction and
+// consolidation: Read, Grep, Glob and List anywhere below readRoots (the
+// memory directories); Write and Edit only inside autoDir, and inside its
+// team directory only when the path passes ValidateTeamMemWritePath and
+// the text passes the secret scan; every other tool is denied. Each denial
+// carries a reason the model can act on.
+func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.PermissionFunc {
+	auto := filepath.Clean(autoDir)
+	roots := make([]string, 0, len(readRoots)+1)
+	roots = append(roots, auto)
+	for _, r := range readRoots {
+		roots = append(roots, filepath.Clean(r))
+	}
+	guard := teammem.NewWriteGuard(memdir.TeamDir(autoDir))
+	return func(_ context.Context, call llm.ToolCall) llm.Decision {
+		tc, err := teammem.ToolCallFromJSON(call.Name, call.Input)
+		if err != nil {
+			return llm.Deny("the tool input is not a JSON object")
+		}
+		switch call.Name {
+		case ToolRead:
+			return inside(tc.String("file_path"), roots, false, "read")
+		case ToolGrep, ToolGlob, ToolList:
+			p := tc.String("path")
+			if p == "" && call.Name == ToolGlob && filepath.IsAbs(tc.String("pattern")) {
+				p = tc.String("pattern")
+			}
+			if p == "" {
+				return llm.Allow() // the tools default to the memory directory
+			}
+			return inside(p, roots, true, "search")
+		case ToolWrite, ToolEdit:
+			p := tc.String("file_path")
+			if d := inside(p, []string{auto}, false, "write"); !d.Allow {
+				return d
+			}
+			if err := guard.Check(fsys, tc); err != nil {
+				return llm.Deny(err.Error())
+			}
+			return llm.Allow()
+		}
+		return llm.Deny("the " + call.Name + " tool is not available here; use Read, Grep, Glob and List to look, and Write or Edit inside " + auto)
+	}
+}
+
+// SessionPermission is the rule for the session summary: only Edit, and
+// only on file.
+func SessionPermission(file string) llm.PermissionFunc {
+	want := filepath.Clean(file)
+	return func(_ context.Context, call llm.ToolCall) llm.Decision {
+		if call.Name != ToolEdit {
+			return llm.Deny("only the Edit tool on " + want + " is available here")
+		}
+		tc, err := teammem.ToolCallFromJSON(call.Name, call.Input)
+		if err != nil {
+			return llm.Deny("the tool input is not a JSON object")
+		}
+		if p := tc.String("file_path"); p == "" || filepath.Clean(p) != want {
+			return llm.Deny("only " + want + " may be edited")
+		}
+		return llm.Allow()
+	}
+}
+
+// inside allows p when it is absolute and (strictly, or equal when
+// allowRoot) below one of roots.
+func inside(p string, roots []string, allowRoot bool, verb string) llm.Decision {
+	if p == "" || !filepath.IsAbs(p) {
+		return llm.Deny("give an absolute path inside " + strings.Join(roots, " or "))
+	}
+	clean := filepath.Clean(p)
+	for _, r := range roots {
+		if (allowRoot && clean == r) || strings.HasPrefix(clean, r+string(filepath.Separator)) {
+			return llm.Allow()
+		}
+	}
+	return llm.Deny("you may only " + verb + " inside " + strings.Join(roots, " or "))
+}

@@ -1,0 +1,102 @@
+package memtools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func decide(t *testing.T, perm llm.PermissionFunc, name string, input map[string]any) llm.Decision {
+	t.Helper()
+	raw, err := json.Marshal(input)
+	require.NoError(t, err)
+	return perm(context.Background(), llm.ToolCall{ID: "1", Name: name, Input: raw})
+}
+
+func TestExtractPermissionTable(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	const auto = "/c/projects/p/memory"
+	perm := ExtractPermission(fsys, auto+"/", []string{"/c/projects/p/memory/logs"})
+	secret := "token " + "ghp_" + strings.Repeat("aB3dE5fG7h", 3) + "aB3dE5"
+	places := map[string]string{
+		"inside":  auto + "/notes.md",
+		"outside": "/c/projects/p/other.md",
+		"sibling": auto + "-evil/x.md",
+		"team":    auto + "/team/ci.md",
+		"dotdot":  auto + "/../secrets.md",
+	}
+	table := []struct {
+		tool, place, content string
+		allow                bool
+	}{
+		{ToolRead, "inside", "", true}, {ToolRead, "team", "", true}, {ToolRead, "outside", "", false}, {ToolRead, "sibling", "", false}, {ToolRead, "dotdot", "", false},
+		{ToolWrite, "inside", "fine", true}, {ToolWrite, "team", "fine", true}, {ToolWrite, "team", secret, false}, {ToolWrite, "inside", secret, true},
+		{ToolWrite, "outside", "fine", false}, {ToolWrite, "sibling", "fine", false}, {ToolWrite, "dotdot", "fine", false},
+		{ToolEdit, "inside", "fine", true}, {ToolEdit, "team", "fine", true}, {ToolEdit, "team", secret, false}, {ToolEdit, "outside", "fine", false},
+		{ToolGrep, "inside", "", true}, {ToolGrep, "team", "", true}, {ToolGrep, "outside", "", false},
+		{ToolGlob, "team", "", true}, {ToolGlob, "outside", "", false},
+		{ToolList, "inside", "", true}, {ToolList, "outside", "", false},
+		{"Bash", "inside", "", false}, {"WebFetch", "inside", "", false},
+	}
+	for _, c := range table {
+		t.Run(c.tool+" "+c.place+" "+c.content[:min(len(c.content), 4)], func(t *testing.T) {
+			p := places[c.place]
+			in := map[string]any{"file_path": p, "path": p, "content": c.content, "old_string": "x", "new_string": c.content, "pattern": "x"}
+			d := decide(t, perm, c.tool, in)
+			assert.Equal(t, c.allow, d.Allow, "reason: %s", d.Reason)
+			if !d.Allow {
+				assert.NotEmpty(t, d.Reason, "the model is told why")
+				assert.NotContains(t, d.Reason, "ghp_", "a denial never repeats the secret")
+			}
+		})
+	}
+	assert.True(t, decide(t, perm, ToolGrep, map[string]any{"pattern": "x"}).Allow, "no path: the tool's own default")
+	assert.True(t, decide(t, perm, ToolRead, map[string]any{"file_path": "/c/projects/p/memory/logs/2026/01/x.md"}).Allow)
+	assert.False(t, decide(t, perm, ToolWrite, map[string]any{"file_path": "relative.md", "content": "x"}).Allow)
+	d := perm(context.Background(), llm.ToolCall{Name: ToolWrite, Input: json.RawMessage(`[1]`)})
+	assert.False(t, d.Allow)
+}
+
+func TestSessionPermission(t *testing.T) {
+	perm := SessionPermission("/c/s/summary.md")
+	assert.True(t, decide(t, perm, ToolEdit, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+	assert.True(t, decide(t, perm, ToolEdit, map[string]any{"file_path": "/c/s/./summary.md"}).Allow)
+	assert.False(t, decide(t, perm, ToolEdit, map[string]any{"file_path": "/c/s/other.md"}).Allow)
+	assert.False(t, decide(t, perm, ToolEdit, map[string]any{}).Allow)
+	assert.False(t, decide(t, perm, ToolWrite, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+	assert.False(t, decide(t, perm, ToolRead, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+}
+
+func TestAgentWithMemoryTools(t *testing.T) {
+	// The loop, the tools and the rule together: a denied write outside,
+	// then a write inside that lands.
+	fsys := afero.NewMemMapFs()
+	const auto = "/c/memory"
+	require.NoError(t, fsys.MkdirAll(auto, 0o755))
+	ts, err := New(fsys, []string{auto}, Options{})
+	require.NoError(t, err)
+	steps := []llm.Response{
+		toolUse("1", ToolWrite, map[string]any{"file_path": "/etc/cron.d/x", "content": "x"}),
+		toolUse("2", ToolWrite, map[string]any{"file_path": auto + "/user_role.md", "content": "---\nname: Role\ntype: user\n---\nData scientist\n"}),
+		{Message: llm.Message{Content: []llm.Block{llm.TextBlock("saved")}}, StopReason: llm.StopEndTurn},
+	}
+	i := 0
+	model := llm.ModelFunc(func(context.Context, llm.Request) (llm.Response, error) { i++; return steps[i-1], nil })
+	res, err := llm.RunAgent(context.Background(), model, llm.Task{Prompt: "save", Tools: ts.Tools(), Permission: ExtractPermission(fsys, auto, nil)})
+	require.NoError(t, err)
+	require.Len(t, res.ToolCalls, 2)
+	assert.True(t, res.ToolCalls[0].Denied)
+	assert.False(t, res.ToolCalls[1].Denied)
+	assert.Equal(t, []string{auto + "/user_role.md"}, ts.Written())
+}
+
+func toolUse(id, name string, input map[string]any) llm.Response {
+	raw, _ := json.Marshal(input)
+	return llm.Response{Message: llm.Message{Content: []llm.Block{llm.ToolUseBlock(id, name, raw)}}, StopReason: llm.StopToolUse}
+}

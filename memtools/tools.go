@@ -1,0 +1,369 @@
+package memtools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/llm"
+	"github.com/spf13/afero"
+)
+
+// ReadTool returns the Read tool: a file's lines, numbered, from an
+// optional 1-based offset, at most limit lines.
+func (t *Toolset) ReadTool() llm.Tool {
+	return tool(ToolRead,
+		"Read a memory file. Lines are numbered from 1. Use offset and limit to read part of a long file.",
+		`{"type":"object","properties":{"file_path":{"type":"string","description":"absolute path of the file"},"offset":{"type":"integer","minimum":1,"description":"first line to read (1-based)"},"limit":{"type":"integer","minimum":1,"description":"how many lines to read"}},"required":["file_path"],"additionalProperties":false}`,
+		func(ctx context.Context, input json.RawMessage) (string, error) {
+			var in struct {
+				FilePath string `json:"file_path"`
+				Offset   int    `json:"offset"`
+				Limit    int    `json:"limit"`
+			}
+			if err := decode(input, &in); err != nil {
+				return "", err
+			}
+			return t.read(in.FilePath, in.Offset, in.Limit)
+		})
+}
+
+func (t *Toolset) read(p string, offset, limit int) (string, error) {
+	clean, err := t.resolve(p, false)
+	if err != nil {
+		return "", err
+	}
+	f, err := t.fs.Open(clean)
+	if err != nil {
+		return "", describe(clean, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", describe(clean, err)
+	}
+	if info.IsDir() {
+		return "", toolErr("%s is a directory; use List", clean)
+	}
+	if !info.Mode().IsRegular() {
+		return "", toolErr("%s is not a regular file", clean)
+	}
+	if info.Size() > t.opts.MaxFileBytes {
+		return "", toolErr("%s is too large to read (%d bytes, limit %d)", clean, info.Size(), t.opts.MaxFileBytes)
+	}
+	r := bufio.NewReader(f)
+	head, _ := r.Peek(8192)
+	if bytes.IndexByte(head, 0) >= 0 {
+		return "", toolErr("%s is a binary file and is not shown", clean)
+	}
+	if offset < 1 {
+		offset = 1
+	}
+	if limit < 1 || limit > t.opts.MaxReadLines {
+		limit = t.opts.MaxReadLines
+	}
+	var b strings.Builder
+	n, shown := 0, 0
+	more := false
+	for {
+		line, err := r.ReadString('\n')
+		if len(line) > 0 {
+			n++
+			if n >= offset {
+				if shown == limit || b.Len() >= t.opts.MaxOutputBytes {
+					more = true
+					break
+				}
+				fmt.Fprintf(&b, "%6d\t%s\n", n, t.cut(strings.TrimRight(line, "\r\n")))
+				shown++
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", describe(clean, err)
+		}
+	}
+	switch {
+	case n == 0:
+		return "(the file is empty)", nil
+	case shown == 0:
+		return "", toolErr("%s has only %d lines", clean, n)
+	case more:
+		fmt.Fprintf(&b, "(more lines follow; read on with offset=%d)\n", offset+shown)
+	}
+	return b.String(), nil
+}
+
+func (t *Toolset) cut(line string) string {
+	if len(line) <= t.opts.MaxLineLength {
+		return line
+	}
+	return strings.ToValidUTF8(line[:t.opts.MaxLineLength], "") + " [line cut]"
+}
+
+// WriteTool returns the Write tool: create or replace a file atomically.
+func (t *Toolset) WriteTool() llm.Tool {
+	return tool(ToolWrite,
+		"Create or replace a memory file with the given content. Parent directories are created.",
+		`{"type":"object","properties":{"file_path":{"type":"string","description":"absolute path of the file"},"content":{"type":"string","description":"the whole new content"}},"required":["file_path","content"],"additionalProperties":false}`,
+		func(ctx context.Context, input json.RawMessage) (string, error) {
+			var in struct {
+				FilePath string  `json:"file_path"`
+				Content  *string `json:"content"`
+			}
+			if err := decode(input, &in); err != nil {
+				return "", err
+			}
+			if in.Content == nil {
+				return "", toolErr("content is required")
+			}
+			return t.write(in.FilePath, *in.Content)
+		})
+}
+
+func (t *Toolset) write(p, content string) (string, error) {
+	clean, err := t.resolve(p, false)
+	if err != nil {
+		return "", err
+	}
+	if int64(len(content)) > t.opts.MaxFileBytes {
+		return "", toolErr("the content is too large (%d bytes, limit %d)", len(content), t.opts.MaxFileBytes)
+	}
+	if info, err := t.fs.Stat(clean); err == nil && info.IsDir() {
+		return "", toolErr("%s is a directory", clean)
+	}
+	if err := t.fs.MkdirAll(filepath.Dir(clean), 0o755); err != nil {
+		return "", describe(clean, err)
+	}
+	if err := atomicfile.WriteFile(t.fs, clean, []byte(content), 0o644); err != nil {
+		return "", describe(clean, err)
+	}
+	t.recordWrite(clean)
+	return fmt.Sprintf("Wrote %d bytes to %s", len(content), clean), nil
+}
+
+// EditTool returns the Edit tool: replace an exact string that occurs once
+// (or every occurrence with replace_all).
+func (t *Toolset) EditTool() llm.Tool {
+	return tool(ToolEdit,
+		"Replace old_string with new_string in a memory file. old_string must match exactly and occur once, unless replace_all is true.",
+		`{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["file_path","old_string","new_string"],"additionalProperties":false}`,
+		func(ctx context.Context, input json.RawMessage) (string, error) {
+			var in struct {
+				FilePath   string `json:"file_path"`
+				OldString  string `json:"old_string"`
+				NewString  string `json:"new_string"`
+				ReplaceAll bool   `json:"replace_all"`
+			}
+			if err := decode(input, &in); err != nil {
+				return "", err
+			}
+			return t.edit(in.FilePath, in.OldString, in.NewString, in.ReplaceAll)
+		})
+}
+
+func (t *Toolset) edit(p, old, repl string, all bool) (string, error) {
+	clean, err := t.resolve(p, false)
+	if err != nil {
+		return "", err
+	}
+	if old == "" {
+		return "", toolErr("old_string must not be empty; use Write to create a file")
+	}
+	if old == repl {
+		return "", toolErr("old_string and new_string are the same")
+	}
+	info, err := t.fs.Stat(clean)
+	if err != nil {
+		return "", describe(clean, err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", toolErr("%s is not a regular file", clean)
+	}
+	if info.Size() > t.opts.MaxFileBytes {
+		return "", toolErr("%s is too large to edit", clean)
+	}
+	data, err := afero.ReadFile(t.fs, clean)
+	if err != nil {
+		return "", describe(clean, err)
+	}
+	text := string(data)
+	switch n := strings.Count(text, old); {
+	case n == 0:
+		return "", toolErr("old_string was not found in %s", clean)
+	case n > 1 && !all:
+		return "", toolErr("old_string occurs %d times in %s; include more context to make it unique, or set replace_all", n, clean)
+	}
+	if all {
+		text = strings.ReplaceAll(text, old, repl)
+	} else {
+		text = strings.Replace(text, old, repl, 1)
+	}
+	if err := atomicfile.WriteFile(t.fs, clean, []byte(text), info.Mode().Perm()); err != nil {
+		return "", describe(clean, err)
+	}
+	t.recordWrite(clean)
+	return "Edited " + clean, nil
+}
+
+// GrepTool returns the Grep tool: a regular expression over the files
+// below a directory (or in one file).
+func (t *Toolset) GrepTool() llm.Tool {
+	return tool(ToolGrep,
+		"Search memory files with a regular expression (RE2 syntax). By default lists the files that match; output_mode \"content\" shows matching lines.",
+		`{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"absolute directory or file; defaults to the memory directory"},"glob":{"type":"string","description":"only files whose name matches, e.g. *.md"},"output_mode":{"type":"string","enum":["files_with_matches","content"]},"case_insensitive":{"type":"boolean"}},"required":["pattern"],"additionalProperties":false}`,
+		func(ctx context.Context, input json.RawMessage) (string, error) {
+			var in struct {
+				Pattern         string `json:"pattern"`
+				Path            string `json:"path"`
+				Glob            string `json:"glob"`
+				OutputMode      string `json:"output_mode"`
+				CaseInsensitive bool   `json:"case_insensitive"`
+			}
+			if err := decode(input, &in); err != nil {
+				return "", err
+			}
+			return t.grep(ctx, in.Pattern, in.Path, in.Glob, in.OutputMode == "content", in.CaseInsensitive)
+		})
+}
+
+func (t *Toolset) grep(ctx context.Context, pattern, dir, glob string, content, fold bool) (string, error) {
+	if pattern == "" {
+		return "", toolErr("pattern is required")
+	}
+	if fold {
+		pattern = "(?i)" + pattern
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return "", toolErr("the pattern is not a valid regular expression: %v", err)
+	}
+	if glob != "" {
+		if _, err := path.Match(glob, ""); err != nil {
+			return "", toolErr("the glob is not valid")
+		}
+	}
+	start, files, err := t.files(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	hits, truncated := 0, false
+	var buf bytes.Buffer
+	for i, fe := range files {
+		f := fe.path
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
+		}
+		if glob != "" {
+			if ok, _ := path.Match(glob, filepath.Base(f)); !ok {
+				continue
+			}
+		}
+		data, ok := t.readSmall(f, &buf)
+		if !ok || !re.Match(data) {
+			continue
+		}
+		if !content {
+			if hits == t.opts.MaxResults || b.Len() >= t.opts.MaxOutputBytes {
+				truncated = true
+				break
+			}
+			b.WriteString(f + "\n")
+			hits++
+			continue
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if !re.MatchString(line) {
+				continue
+			}
+			if hits == t.opts.MaxResults || b.Len() >= t.opts.MaxOutputBytes {
+				truncated = true
+				break
+			}
+			fmt.Fprintf(&b, "%s:%d:%s\n", f, i+1, t.cut(line))
+			hits++
+		}
+		if truncated {
+			break
+		}
+	}
+	if hits == 0 {
+		return "No matches under " + start, nil
+	}
+	if truncated {
+		b.WriteString("(more matches not shown; narrow the pattern or the path)\n")
+	}
+	return b.String(), nil
+}
+
+// readSmall reads a file the walk found unless it is over the size limit
+// or binary. buf is reused between calls.
+func (t *Toolset) readSmall(p string, buf *bytes.Buffer) ([]byte, bool) {
+	f, err := t.fs.Open(p)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	buf.Reset()
+	n, err := buf.ReadFrom(io.LimitReader(f, t.opts.MaxFileBytes+1))
+	if err != nil || n > t.opts.MaxFileBytes {
+		return nil, false
+	}
+	data := buf.Bytes()
+	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+		return nil, false
+	}
+	return data, true
+}
+
+// fileEntry is a regular file found below a search root.
+type fileEntry struct {
+	path string
+}
+
+// files lists the regular files below dir (default: the first root), or
+// dir itself when it is a file, sorted by path. Links are not followed.
+func (t *Toolset) files(ctx context.Context, dir string) (string, []fileEntry, error) {
+	if dir == "" {
+		dir = t.roots[0]
+	}
+	clean, err := t.resolve(dir, true)
+	if err != nil {
+		return "", nil, err
+	}
+	info, err := t.fs.Stat(clean)
+	if err != nil {
+		return "", nil, describe(clean, err)
+	}
+	if !info.IsDir() {
+		return clean, []fileEntry{{clean}}, nil
+	}
+	var out []fileEntry
+	err = fswalk.Walk(ctx, t.fs, clean, func(e fswalk.Entry) error {
+		if e.Type.IsRegular() {
+			out = append(out, fileEntry{e.Abs})
+		}
+		return nil
+	})
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return "", nil, ctxErr
+		}
+		return "", nil, describe(clean, err)
+	}
+	return clean, out, nil
+}
