@@ -1,0 +1,40 @@
+package memtools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memtools"
+	"github.com/spf13/afero"
+)
+
+func ExampleNew() {
+	fsys := afero.NewMemMapFs()
+	_ = afero.WriteFile(fsys, "/mem/ci.md", []byte("CI must stay green\nflaky tests are quarantined\n"), 0o644)
+	tools, _ := memtools.New(fsys, []string{"/mem"}, memtools.Options{})
+
+	grep := tools.GrepTool()
+	out, _ := grep.Call(context.Background(), json.RawMessage(`{"pattern":"flaky","output_mode":"content"}`))
+	fmt.Print(out)
+
+	read := tools.ReadTool()
+	_, err := read.Call(context.Background(), json.RawMessage(`{"file_path":"/etc/passwd"}`))
+	fmt.Println(err)
+	// Output:
+	// /mem/ci.md:2:flaky tests are quarantined
+	// the path is outside the memory directories (/mem)
+}
+
+func ExampleExtractPermission() {
+	perm := memtools.ExtractPermission(afero.NewMemMapFs(), "/mem", nil)
+	for _, input := range []string{`{"file_path":"/mem/a.md","content":"x"}`, `{"file_path":"/home/u/.bashrc","content":"x"}`} {
+		d := perm(context.Background(), llm.ToolCall{Name: memtools.ToolWrite, Input: json.RawMessage(input)})
+		fmt.Println(strings.TrimSpace(fmt.Sprint(d.Allow, " ", d.Reason)))
+	}
+	// Output:
+	// true
+	// false you may only write inside /mem
+}
