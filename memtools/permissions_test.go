@@ -31,19 +31,27 @@ func TestExtractPermissionTable(t *testing.T) {
 		"team":    auto + "/team/ci.md",
 		"dotdot":  auto + "/../secrets.md",
 	}
-	table := []struct {
+	// Every tool against every place; writes carry either clean text or a
+	// secret. Read tools may look anywhere in the memory dirs; write tools
+	// only inside the auto dir, and never a secret into the team dir.
+	type row struct {
 		tool, place, content string
 		allow                bool
-	}{
-		{ToolRead, "inside", "", true}, {ToolRead, "team", "", true}, {ToolRead, "outside", "", false}, {ToolRead, "sibling", "", false}, {ToolRead, "dotdot", "", false},
-		{ToolWrite, "inside", "fine", true}, {ToolWrite, "team", "fine", true}, {ToolWrite, "team", secret, false}, {ToolWrite, "inside", secret, true},
-		{ToolWrite, "outside", "fine", false}, {ToolWrite, "sibling", "fine", false}, {ToolWrite, "dotdot", "fine", false},
-		{ToolEdit, "inside", "fine", true}, {ToolEdit, "team", "fine", true}, {ToolEdit, "team", secret, false}, {ToolEdit, "outside", "fine", false},
-		{ToolGrep, "inside", "", true}, {ToolGrep, "team", "", true}, {ToolGrep, "outside", "", false},
-		{ToolGlob, "team", "", true}, {ToolGlob, "outside", "", false},
-		{ToolList, "inside", "", true}, {ToolList, "outside", "", false},
-		{"Bash", "inside", "", false}, {"WebFetch", "inside", "", false},
 	}
+	var table []row
+	readTools := []string{ToolRead, ToolGrep, ToolGlob, ToolList}
+	for _, tool := range readTools {
+		for place, ok := range map[string]bool{"inside": true, "team": true, "outside": false, "sibling": false, "dotdot": false} {
+			table = append(table, row{tool, place, "", ok})
+		}
+	}
+	for _, tool := range []string{ToolWrite, ToolEdit} {
+		for place, ok := range map[string]bool{"inside": true, "team": true, "outside": false, "sibling": false, "dotdot": false} {
+			table = append(table, row{tool, place, "fine", ok})
+		}
+		table = append(table, row{tool, "team", secret, false}, row{tool, "inside", secret, true})
+	}
+	table = append(table, row{"Bash", "inside", "", false}, row{"WebFetch", "inside", "", false}, row{"NotebookEdit", "inside", "fine", false})
 	for _, c := range table {
 		t.Run(c.tool+" "+c.place+" "+c.content[:min(len(c.content), 4)], func(t *testing.T) {
 			p := places[c.place]
