@@ -26,57 +26,29 @@ var ErrLoop = errors.New("too many levels of symbolic links")
 
 // ErrDangling reports a symbolic link whose target does not exist: writing
 // through it would create a file wherever it points.
-var ErrDangling = errors.New("dangling symbolic link")
+// It matches fs.ErrNotExist too.
+var ErrDangling = fmt.Errorf("dangling symbolic link: %w", fs.ErrNotExist)
 
 // Resolve returns the absolute path p with every symbolic link expanded and
 // every "." and ".." removed. Every component must exist. Errors wrap the
 // underlying *fs.PathError (so errors.Is(err, fs.ErrNotExist) works), or
 // ErrLoop.
 func Resolve(fsys afero.Fs, p string) (string, error) {
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("realpath: %w", &fs.PathError{Op: "realpath", Path: p, Err: errors.New("path is not absolute")})
+	resolved, err := ResolvePartial(fsys, p)
+	if err != nil {
+		return "", err
 	}
-	lstater, _ := fsys.(afero.Lstater)
-	linker, _ := fsys.(afero.LinkReader)
-	resolved := string(filepath.Separator)
-	rest := splitPath(p)
-	hops := 0
-	for len(rest) > 0 {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			resolved = filepath.Dir(resolved)
-			continue
-		}
-		next := filepath.Join(resolved, c)
-		info, err := lstat(fsys, lstater, next)
-		if err != nil {
-			return "", err
-		}
-		if info.Mode()&fs.ModeSymlink != 0 && linker != nil {
-			hops++
-			if hops > MaxHops {
-				return "", &fs.PathError{Op: "realpath", Path: p, Err: ErrLoop}
-			}
-			target, err := linker.ReadlinkIfPossible(next)
-			if err != nil {
-				return "", err
-			}
-			if filepath.IsAbs(target) {
-				resolved = string(filepath.Separator)
-			}
-			rest = append(splitPath(target), rest...)
-			continue
-		}
-		if len(rest) > 0 && !info.IsDir() {
-			return "", &fs.PathError{Op: "realpath", Path: next, Err: syscall.ENOTDIR}
-		}
-		resolved = next
+	// ResolvePartial stops at the first missing component; here it must
+	// all exist.
+	if _, err := lstat(fsys, asLstater(fsys), resolved); err != nil {
+		return "", err
 	}
 	return resolved, nil
+}
+
+func asLstater(fsys afero.Fs) afero.Lstater {
+	l, _ := fsys.(afero.Lstater)
+	return l
 }
 
 func lstat(fsys afero.Fs, l afero.Lstater, p string) (fs.FileInfo, error) {
