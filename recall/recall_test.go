@@ -1,0 +1,266 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTokenize(t *testing.T) {
+	cases := map[string][]string{
+		"parseConfig reads the YAML":   {"parseconfig", "parse", "config", "read", "yaml"},
+		"snake_case and HTTPServer":    {"snake_case", "snake", "case", "httpserver", "http", "server"},
+		"Integration tests":            {"integration", "test"},
+		"v2 utf8Decode":                {"v2", "v", "2", "utf8decode", "utf", "8", "decode"},
+		"数据库迁移":                        {"数据", "据库", "库迁", "迁移"},
+		"测试 uses 真":                    {"测试", "uses", "真"},
+		"Ünïcödé café":                 {"ünïcödé", "café"},
+		"the of and":                   nil,
+		"__init__":                     {"init"},
+		"naïveBayes":                   {"naïvebayes", "naïve", "baye"},
+		"ログを確認":                        {"ログ", "グを", "を確", "確認"},
+		"don't":                        {"don", "t"},
+		"flaky-test quarantine list":   {"flaky", "test", "quarantine", "list"},
+		"getUserByID(ctx, id)":         {"getuserbyid", "get", "user", "id", "ctx", "id"},
+		"makeDB":                       {"makedb", "make", "db"},
+		"XMLHttpRequest":               {"xmlhttprequest", "xml", "http", "request"},
+		"ALL CAPS WORDS":               {"caps", "word"},
+		"1.5x faster":                  {"1", "5x", "5", "x", "faster"},
+		"":                             nil,
+	}
+	for in, want := range cases {
+		assert.Equal(t, want, Tokenize(in), "%q", in)
+	}
+}
+
+func TestIndexRanking(t *testing.T) {
+	ix := NewIndex([]Document{
+		{Filename: "testing_policy.md", Name: "Testing policy", Description: "Integration tests hit the real database", Body: "Never mock the database in integration tests."},
+		{Filename: "deploy.md", Name: "Deploy days", Description: "Deploys happen on Tuesdays", Body: "No deploys on Friday."},
+		{Filename: "config.md", Name: "Config loading", Description: "parseConfig reads YAML from config/app.yaml", Body: "Use parseConfig, never read the file directly."},
+		{Filename: "db_migrations.md", Name: "数据库迁移", Description: "迁移脚本必须可回滚", Body: "Migrations must be reversible."},
+		{Filename: "user.md", Name: "User role", Description: "Data scientist new to Go", Body: "Explain Go idioms."},
+	})
+	top := func(q string) string {
+		hits := ix.Search(q, 5, 0.1)
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Filename
+	}
+	assert.Equal(t, "testing_policy.md", top("should I mock the database in the integration test?"))
+	assert.Equal(t, "deploy.md", top("can we deploy on friday"))
+	assert.Equal(t, "config.md", top("where does parseConfig look"))
+	assert.Equal(t, "config.md", top("parse_config behaviour"))
+	assert.Equal(t, "db_migrations.md", top("数据库迁移怎么回滚"))
+	assert.Equal(t, "user.md", top("explain this Go idiom"))
+	assert.Empty(t, ix.Search("completely unrelated weather question", 5, 0.1))
+	hits := ix.Search("database", 5, 0)
+	require.Len(t, hits, 1)
+	assert.Empty(t, ix.Search("database", 0, 0))
+	assert.Empty(t, NewIndex(nil).Search("x", 5, 0))
+}
+
+// memTree writes memories with frontmatter and distinct mtimes, newest
+// last in the list.
+func memTree(t *testing.T, mems ...[3]string) (afero.Fs, string) {
+	t.Helper()
+	fsys := afero.NewMemMapFs()
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for i, m := range mems {
+		p := filepath.Join("/mem", m[0])
+		require.NoError(t, afero.WriteFile(fsys, p, []byte("---\nname: "+strings.TrimSuffix(filepath.Base(m[0]), ".md")+"\ndescription: "+m[1]+"\n---\n\n"+m[2]+"\n"), 0o644))
+		mt := base.Add(time.Duration(i) * time.Hour)
+		require.NoError(t, fsys.Chtimes(p, mt, mt))
+	}
+	return fsys, "/mem"
+}
+
+func sampleTree(t *testing.T) (afero.Fs, string) {
+	return memTree(t,
+		[3]string{"testing_policy.md", "Integration tests hit the real database", "Never mock the database."},
+		[3]string{"deploy.md", "Deploys happen on Tuesdays", "No Friday deploys."},
+		[3]string{"team/ci.md", "CI must stay green", "Quarantine flaky tests in ci/quarantine.txt."},
+		[3]string{"user_role.md", "Data scientist new to Go", "Explain Go idioms."},
+	)
+}
+
+func TestFinderWithModelSelector(t *testing.T) {
+	fsys, dir := sampleTree(t)
+	var events []Event
+	model := llmtest.New(llmtest.Text(`{"selected_memories":["deploy.md","ghost.md","deploy.md","team/ci.md"]}`))
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: ModelSelector{Model: model}, Observer: func(e Event) { events = append(events, e) }})
+	require.NoError(t, err)
+	got := f.Find(context.Background(), "when can we deploy", map[string]bool{"/mem/user_role.md": true}, []string{"Bash"})
+	require.Len(t, got, 2)
+	assert.Equal(t, "deploy.md", got[0].Filename)
+	assert.Equal(t, "team/ci.md", got[1].Filename)
+	require.Len(t, events, 1)
+	assert.Equal(t, Event{Selector: "model", Candidates: 3, Selected: 2, Dropped: 1, Duration: events[0].Duration}, events[0])
+
+	req := model.Requests()[0]
+	assert.Equal(t, llm.PurposeMemoryRelevance, req.Purpose)
+	assert.Equal(t, 256, req.MaxTokens)
+	assert.JSONEq(t, string(selectionSchema), string(req.OutputSchema))
+	prompt := req.Messages[0].Text()
+	assert.Contains(t, prompt, "when can we deploy")
+	assert.Contains(t, prompt, "deploy.md")
+	assert.NotContains(t, prompt, "user_role.md", "already surfaced memories are not offered")
+	assert.Contains(t, prompt, "Recently used tools: Bash")
+	assert.Contains(t, req.System, "at most 5")
+}
+
+func TestFinderNeverFails(t *testing.T) {
+	fsys, dir := sampleTree(t)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases := map[string]struct {
+		model llm.Model
+		ctx   context.Context
+		want  error
+	}{
+		"malformed JSON":   {llmtest.New(llmtest.Text(`{"selected_memories": "deploy.md"`)), context.Background(), ErrMalformedSelection},
+		"missing field":    {llmtest.New(llmtest.Text(`{"other": []}`)), context.Background(), ErrMalformedSelection},
+		"model error":      {llmtest.New(llmtest.Fail(&llm.APIError{StatusCode: 529})), context.Background(), &llm.APIError{}},
+		"cancelled":        {llmtest.New(llmtest.Text(`{"selected_memories":[]}`)), cancelled, context.Canceled},
+		"no model at all":  {nil, context.Background(), llm.ErrNoModel},
+		"empty selection":  {llmtest.New(llmtest.Text(`{"selected_memories":[]}`)), context.Background(), nil},
+		"only ghost names": {llmtest.New(llmtest.Text(`{"selected_memories":["../../etc/passwd","nope.md"]}`)), context.Background(), nil},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []Event
+			f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: ModelSelector{Model: c.model}, Observer: func(e Event) { got = append(got, e) }})
+			require.NoError(t, err)
+			assert.Empty(t, f.Find(c.ctx, "when can we deploy", nil, nil))
+			require.Len(t, got, 1, "every selection emits an event")
+			assert.Equal(t, 0, got[0].Selected)
+			switch want := c.want.(type) {
+			case nil:
+				assert.NoError(t, got[0].Err)
+			case *llm.APIError:
+				assert.ErrorAs(t, got[0].Err, &want)
+			default:
+				assert.ErrorIs(t, got[0].Err, want)
+			}
+		})
+	}
+	_, err := NewFinder(FinderConfig{})
+	assert.ErrorIs(t, err, ErrNoMemoryDir)
+}
+
+func TestFinderLexicalDefaultAndPrefilter(t *testing.T) {
+	var mems [][3]string
+	for i := 0; i < 250; i++ {
+		mems = append(mems, [3]string{fmt.Sprintf("note_%03d.md", i), fmt.Sprintf("routine note number %d", i), "nothing special here"})
+	}
+	// The one relevant memory is the oldest: beyond the newest 200.
+	mems = append([][3]string{{"kafka.md", "Kafka consumer lag alerts", "Consumer lag over 10k pages the on-call."}}, mems...)
+	fsys, dir := memTree(t, mems...)
+
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir})
+	require.NoError(t, err)
+	assert.Empty(t, f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil), "without a prefilter only the newest 200 are candidates")
+
+	f, err = NewFinder(FinderConfig{Fs: fsys, Dir: dir, Prefilter: true})
+	require.NoError(t, err)
+	got := f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil)
+	require.NotEmpty(t, got)
+	assert.Equal(t, "kafka.md", got[0].Filename)
+
+	model := llmtest.New(llmtest.Text(`{"selected_memories":["kafka.md"]}`))
+	f, err = NewFinder(FinderConfig{Fs: fsys, Dir: dir, Prefilter: true, Selector: ModelSelector{Model: model}})
+	require.NoError(t, err)
+	got = f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil)
+	require.Len(t, got, 1)
+	manifest := model.Requests()[0].Messages[0].Text()
+	assert.Contains(t, manifest, "kafka.md")
+	assert.Equal(t, MaxCandidates, strings.Count(manifest, "\n- "), "the model sees at most 200 candidates")
+}
+
+func TestSessionRules(t *testing.T) {
+	fsys, dir := memTree(t,
+		[3]string{"old.md", "Kafka consumer lag alerts", "Consumer lag over 10k pages the on-call."},
+		[3]string{"long.md", "Kafka partition rebalancing notes", strings.Repeat("rebalance kafka partitions carefully\n", 400)},
+		[3]string{"wide.md", "Kafka broker settings", strings.Repeat("é", 5000)},
+	)
+	now := time.Date(2026, 5, 20, 12, 0, 0, 0, time.UTC) // old.md is 19 days old
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir})
+	require.NoError(t, err)
+	s := NewSession(f, SessionOptions{Now: func() time.Time { return now }})
+
+	assert.Empty(t, s.Recall(context.Background(), "kafka", nil), "single-word messages are skipped")
+
+	got := s.Recall(context.Background(), "kafka consumer lag partition broker", nil)
+	require.Len(t, got, 3)
+	byPath := map[string]Surfaced{}
+	for _, g := range got {
+		byPath[filepath.Base(g.Path)] = g
+	}
+	assert.Contains(t, byPath["old.md"].Header, "19 days ago")
+	assert.True(t, strings.HasSuffix(byPath["old.md"].Header, "Memory: /mem/old.md:"))
+	assert.True(t, strings.HasPrefix(byPath["old.md"].Text(), byPath["old.md"].Header+"\n\n---"))
+	long := byPath["long.md"]
+	assert.True(t, long.Truncated)
+	assert.Contains(t, long.Content, "[Memory cut at 200 lines or 4096 bytes")
+	assert.LessOrEqual(t, strings.Count(long.Content, "\n"), 203)
+	wide := byPath["wide.md"]
+	assert.True(t, wide.Truncated, "cut at the byte limit")
+	body, _, _ := strings.Cut(wide.Content, "\n\n[Memory cut")
+	assert.LessOrEqual(t, len(body), 4096)
+	assert.True(t, strings.HasSuffix(body, "é"), "never splits a character")
+
+	assert.Empty(t, s.Recall(context.Background(), "kafka consumer lag partition broker", nil), "never twice")
+	s.Reset()
+	s.MarkRead("/mem/old.md")
+	got = s.Recall(context.Background(), "kafka consumer lag partition broker", nil)
+	assert.Len(t, got, 2, "files read in the conversation are skipped")
+}
+
+func TestSessionBudget(t *testing.T) {
+	var mems [][3]string
+	for i := 0; i < 30; i++ {
+		mems = append(mems, [3]string{fmt.Sprintf("k%02d.md", i), "kafka consumer notes", strings.Repeat("kafka consumer detail\n", 300)})
+	}
+	fsys, dir := memTree(t, mems...)
+	// Every memory matches equally, so no score threshold: only the budget stops.
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9})})
+	require.NoError(t, err)
+	s := NewSession(f, SessionOptions{BudgetBytes: 10_000})
+	total := 0
+	for i := 0; i < 10; i++ {
+		for _, g := range s.Recall(context.Background(), "kafka consumer detail", nil) {
+			total += len(g.Content)
+		}
+	}
+	assert.GreaterOrEqual(t, s.Spent(), 10_000)
+	assert.Less(t, s.Spent(), 10_000+5000, "stops once the budget is spent")
+	assert.Equal(t, total, s.Spent())
+	assert.Empty(t, s.Recall(context.Background(), "kafka consumer detail", nil))
+}
+
+func TestRecentTools(t *testing.T) {
+	use := func(id, name string) llm.Block { return llm.ToolUseBlock(id, name, nil) }
+	res := func(id string, isErr bool) llm.Block { return llm.ToolResultBlock(id, "r", isErr) }
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("first question")}},
+		{Role: llm.RoleAssistant, Content: []llm.Block{use("0", "Old")}},
+		{Role: llm.RoleUser, Content: []llm.Block{res("0", false)}},
+		{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("now this")}},
+		{Role: llm.RoleAssistant, Content: []llm.Block{use("1", "Bash"), use("2", "Grep"), use("3", "Read")}},
+		{Role: llm.RoleUser, Content: []llm.Block{res("1", false), res("2", false), res("3", true)}},
+		{Role: llm.RoleAssistant, Content: []llm.Block{use("4", "Grep"), use("5", "Edit")}},
+		{Role: llm.RoleUser, Content: []llm.Block{res("4", true), res("5", false), res("99", false)}},
+	}
+	assert.Equal(t, []string{"Bash", "Edit"}, RecentTools(msgs))
+	assert.Empty(t, RecentTools(nil))
+}
