@@ -1,0 +1,433 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/memtools"
+	"github.com/spf13/afero"
+)
+
+// Defaults.
+const (
+	// DefaultMaxTurns bounds the extraction agent.
+	DefaultMaxTurns = 5
+	// DefaultDrainTimeout is how long Drain waits when its context has no
+	// deadline.
+	DefaultDrainTimeout = 60 * time.Second
+	// MinUserWords is how many words a new user message needs for a turn
+	// to be worth extracting from.
+	MinUserWords = 3
+)
+
+// Reasons a turn is skipped.
+const (
+	SkipClosed         = "closed"
+	SkipSubAgent       = "sub_agent"
+	SkipDisabled       = "disabled"
+	SkipRemote         = "remote"
+	SkipNotFinal       = "not_final"
+	SkipNoNewMessages  = "no_new_messages"
+	SkipTooShort       = "too_short"
+	SkipMainAgentWrote = "main_agent_wrote"
+	SkipThrottled      = "throttled"
+)
+
+// EventKind names what an Event reports.
+type EventKind string
+
+// The event kinds.
+const (
+	EventSkipped   EventKind = "skipped"
+	EventCoalesced EventKind = "coalesced"
+	EventStarted   EventKind = "started"
+	EventFinished  EventKind = "finished"
+	EventFailed    EventKind = "failed"
+)
+
+// Event reports what the Extractor did with a turn.
+type Event struct {
+	Kind EventKind
+	// Reason is why a turn was skipped.
+	Reason string
+	// Trailing marks the run that follows a run, for coalesced turns.
+	Trailing bool
+	// Messages is how many new messages a run covered.
+	Messages int
+	// Files are the memory files a finished run wrote.
+	Files []string
+	Usage llm.Usage
+	Turns int
+	Err   error
+}
+
+// Config configures an Extractor. Fs, AutoDir and Model are required; the
+// zero value of the rest means the defaults.
+type Config struct {
+	Fs afero.Fs
+	// AutoDir is the auto-memory directory (its team/ is written only
+	// through the secret guard).
+	AutoDir string
+	Model   llm.Model
+	// Team tells the prompt that AutoDir/team/ is shared and how to route.
+	Team bool
+	// Disabled and Remote skip every turn (auto memory off; a remote
+	// session without persistent memory).
+	Disabled bool
+	Remote   bool
+	// EveryNTurns runs extraction on every Nth eligible turn (default 1).
+	EveryNTurns int
+	// MaxTurns bounds the extraction agent (default 5).
+	MaxTurns int
+	// DrainTimeout is Drain's soft limit when its ctx has no deadline
+	// (default 60 s).
+	DrainTimeout time.Duration
+	// Observer receives every Event; it must not block.
+	Observer func(Event)
+	// Logger receives the same events as log records; nil discards them.
+	Logger *slog.Logger
+}
+
+// TurnInfo describes the turn that just ended.
+type TurnInfo struct {
+	// SubAgent is true for a sub-agent's turn: only the main agent's turns
+	// are extracted.
+	SubAgent bool
+}
+
+// Extractor saves what a conversation taught the agent, in the
+// background, after each main-agent turn. Create one per session. It is
+// safe for concurrent use; Close stops it and waits.
+type Extractor struct {
+	cfg    Config
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	cursor     string
+	running    bool
+	idle       chan struct{} // closed when no run is in flight
+	pending    []llm.Message // latest context stashed during a run
+	hasPending bool
+	turns      int
+	closed     bool
+}
+
+// ErrMissingConfig is returned by New without Fs, AutoDir or Model.
+var ErrMissingConfig = errors.New("extract: Config needs Fs, AutoDir and Model")
+
+// New returns an Extractor.
+func New(cfg Config) (*Extractor, error) {
+	if cfg.Fs == nil || cfg.AutoDir == "" || cfg.Model == nil {
+		return nil, ErrMissingConfig
+	}
+	if cfg.EveryNTurns <= 0 {
+		cfg.EveryNTurns = 1
+	}
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	cfg.AutoDir = filepath.Clean(cfg.AutoDir)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	idle := make(chan struct{})
+	close(idle)
+	return &Extractor{cfg: cfg, log: log, ctx: ctx, cancel: cancel, idle: idle}, nil
+}
+
+// Cursor returns the ID of the last message a successful run covered.
+func (e *Extractor) Cursor() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cursor
+}
+
+// OnTurnEnd is called by the host when the main agent ends a turn, with
+// the conversation so far. It returns at once; the extraction, if any,
+// runs in the background. A call while a run is in flight is coalesced:
+// the latest conversation is kept and one trailing run covers what the
+// first did not.
+func (e *Extractor) OnTurnEnd(msgs []llm.Message, info TurnInfo) {
+	switch {
+	case info.SubAgent:
+		e.emit(Event{Kind: EventSkipped, Reason: SkipSubAgent})
+		return
+	case e.cfg.Disabled:
+		e.emit(Event{Kind: EventSkipped, Reason: SkipDisabled})
+		return
+	case e.cfg.Remote:
+		e.emit(Event{Kind: EventSkipped, Reason: SkipRemote})
+		return
+	case !endsWithFinalAnswer(msgs):
+		e.emit(Event{Kind: EventSkipped, Reason: SkipNotFinal})
+		return
+	}
+	msgs = append([]llm.Message(nil), msgs...)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipClosed})
+		return
+	}
+	if e.running {
+		e.pending, e.hasPending = msgs, true
+		e.emitLocked(Event{Kind: EventCoalesced})
+		return
+	}
+	fresh, ok := e.eligibleLocked(msgs, false)
+	if !ok {
+		return
+	}
+	e.startLocked(msgs, fresh, false)
+}
+
+// eligibleLocked applies the per-turn rules and returns the new messages.
+func (e *Extractor) eligibleLocked(msgs []llm.Message, trailing bool) ([]llm.Message, bool) {
+	fresh := messagesAfter(msgs, e.cursor)
+	if len(fresh) == 0 {
+		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipNoNewMessages, Trailing: trailing})
+		return nil, false
+	}
+	if e.mainAgentWroteMemory(fresh) {
+		// The main agent saved memory itself this turn: nothing to add, and
+		// later runs start after what it wrote.
+		e.cursor = msgs[len(msgs)-1].ID
+		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipMainAgentWrote, Trailing: trailing})
+		return nil, false
+	}
+	if !hasSubstantialUserMessage(fresh) {
+		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipTooShort, Trailing: trailing})
+		return nil, false
+	}
+	if !trailing {
+		e.turns++
+		if e.turns < e.cfg.EveryNTurns {
+			e.emitLocked(Event{Kind: EventSkipped, Reason: SkipThrottled})
+			return nil, false
+		}
+		e.turns = 0
+	}
+	return fresh, true
+}
+
+func (e *Extractor) startLocked(msgs, fresh []llm.Message, trailing bool) {
+	e.running = true
+	e.idle = make(chan struct{})
+	e.wg.Add(1)
+	go e.run(msgs, fresh, trailing)
+}
+
+// run extracts from fresh, then runs the trailing extraction if a turn
+// ended meanwhile.
+func (e *Extractor) run(msgs, fresh []llm.Message, trailing bool) {
+	defer e.wg.Done()
+	for {
+		e.emit(Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
+		files, res, err := e.extract(fresh)
+		e.mu.Lock()
+		if err != nil {
+			e.emitLocked(Event{Kind: EventFailed, Trailing: trailing, Err: err, Usage: res.Usage, Turns: res.Turns})
+		} else {
+			e.cursor = msgs[len(msgs)-1].ID
+			e.emitLocked(Event{Kind: EventFinished, Trailing: trailing, Files: files, Usage: res.Usage, Turns: res.Turns, Messages: len(fresh)})
+		}
+		next, ok := []llm.Message(nil), false
+		if e.hasPending && !e.closed {
+			next = e.pending
+			e.pending, e.hasPending = nil, false
+			fresh, ok = e.eligibleLocked(next, true)
+		}
+		if !ok {
+			e.running = false
+			close(e.idle)
+			e.mu.Unlock()
+			return
+		}
+		msgs, trailing = next, true
+		e.mu.Unlock()
+	}
+}
+
+// extract runs the forked agent over the new messages.
+func (e *Extractor) extract(fresh []llm.Message) ([]string, llm.Result, error) {
+	ctx := e.ctx
+	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.Fs, e.cfg.AutoDir, memdir.ScanOptions{})
+	if err != nil {
+		return nil, llm.Result{}, err
+	}
+	tools, err := memtools.New(e.cfg.Fs, []string{e.cfg.AutoDir}, memtools.Options{})
+	if err != nil {
+		return nil, llm.Result{}, err
+	}
+	res, err := llm.RunAgent(ctx, e.cfg.Model, llm.Task{
+		Purpose:    llm.PurposeExtractMemories,
+		System:     systemPrompt(e.cfg.AutoDir, e.cfg.Team),
+		Prompt:     userPrompt(e.cfg.AutoDir, headers, fresh),
+		Tools:      tools.Tools(),
+		Permission: memtools.ExtractPermission(e.cfg.Fs, e.cfg.AutoDir, nil),
+		MaxTurns:   e.cfg.MaxTurns,
+	})
+	if errors.Is(err, llm.ErrMaxTurns) {
+		err = nil // a run that used all its turns still saved what it wrote
+	}
+	return tools.Written(), res, err
+}
+
+// Drain waits for the in-flight run and its trailing run. Without a
+// deadline on ctx it waits at most DrainTimeout. It returns ctx's error
+// (or context.DeadlineExceeded at the soft limit) if they do not finish in
+// time; the runs go on until Close.
+func (e *Extractor) Drain(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.cfg.DrainTimeout)
+		defer cancel()
+	}
+	e.mu.Lock()
+	idle := e.idle
+	e.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close cancels any run, drops a pending trailing run and waits for the
+// background work to end. Later turns are skipped. A second Close is a
+// no-op.
+func (e *Extractor) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	e.pending, e.hasPending = nil, false
+	e.mu.Unlock()
+	e.cancel()
+	e.wg.Wait()
+	return nil
+}
+
+func (e *Extractor) emit(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.emitLocked(ev)
+}
+
+// emitLocked reports an event; observers are called with the lock held so
+// events arrive in order.
+func (e *Extractor) emitLocked(ev Event) {
+	attrs := []any{"event", "extract_" + string(ev.Kind)}
+	if ev.Reason != "" {
+		attrs = append(attrs, "reason", ev.Reason)
+	}
+	if ev.Kind == EventFinished || ev.Kind == EventFailed {
+		attrs = append(attrs, "files", len(ev.Files), "input_tokens", ev.Usage.InputTokens, "output_tokens", ev.Usage.OutputTokens)
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, "error", ev.Err)
+	}
+	e.log.Info("extract: "+string(ev.Kind), attrs...)
+	if e.cfg.Observer != nil {
+		e.cfg.Observer(ev)
+	}
+}
+
+// messagesAfter returns the user and assistant messages after the one with
+// ID cursor; all of them when cursor is empty or no longer present.
+func messagesAfter(msgs []llm.Message, cursor string) []llm.Message {
+	start := 0
+	if cursor != "" {
+		for i, m := range msgs {
+			if m.ID == cursor {
+				start = i + 1
+				break
+			}
+		}
+	}
+	var out []llm.Message
+	for _, m := range msgs[start:] {
+		if m.Role == llm.RoleUser || m.Role == llm.RoleAssistant {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func endsWithFinalAnswer(msgs []llm.Message) bool {
+	if len(msgs) == 0 {
+		return false
+	}
+	last := msgs[len(msgs)-1]
+	return last.Role == llm.RoleAssistant && len(last.ToolUses()) == 0
+}
+
+func hasSubstantialUserMessage(msgs []llm.Message) bool {
+	for _, m := range msgs {
+		if m.Role == llm.RoleUser && len(strings.Fields(m.Text())) >= MinUserWords {
+			return true
+		}
+	}
+	return false
+}
+
+// mainAgentWroteMemory reports whether an assistant message wrote or
+// edited a file inside the auto-memory directory.
+func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
+	prefix := e.cfg.AutoDir + string(filepath.Separator)
+	for _, m := range msgs {
+		if m.Role != llm.RoleAssistant {
+			continue
+		}
+		for _, b := range m.ToolUses() {
+			switch b.ToolName {
+			case memtools.ToolWrite, memtools.ToolEdit, "MultiEdit", "NotebookEdit":
+			default:
+				continue
+			}
+			var in struct {
+				FilePath     string `json:"file_path"`
+				NotebookPath string `json:"notebook_path"`
+			}
+			if json.Unmarshal(b.Input, &in) != nil {
+				continue
+			}
+			p := in.FilePath
+			if p == "" {
+				p = in.NotebookPath
+			}
+			if p != "" && strings.HasPrefix(filepath.Clean(p)+string(filepath.Separator), prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// describeToolUse renders a tool call for the transcript in the prompt.
+func describeToolUse(b llm.Block) string {
+	var in map[string]any
+	_ = json.Unmarshal(b.Input, &in)
+	for _, k := range []string{"file_path", "path", "command", "pattern", "url"} {
+		if v, ok := in[k].(string); ok && v != "" {
+			return fmt.Sprintf("[used %s on %s]", b.ToolName, v)
+		}
+	}
+	return "[used " + b.ToolName + "]"
+}

@@ -1,0 +1,86 @@
+package extract
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
+)
+
+// maxTranscriptBytes bounds the conversation text put in one prompt; the
+// newest part is kept.
+const maxTranscriptBytes = 60 << 10
+
+func systemPrompt(autoDir string, team bool) string {
+	var b strings.Builder
+	b.WriteString("You keep the long-term memory of an AI coding assistant. After each turn of its conversation you read " +
+		"what was new and save what will still matter in later sessions, as Markdown files in " + autoDir + ". " +
+		"You work only with the file tools given; you cannot talk to the user.\n\n")
+	b.WriteString("What is worth saving, by type:\n" +
+		"- user: who the user is, their role, what they know and how they like to work.\n" +
+		"- feedback: a correction or a confirmed approach: how the assistant should work from now on.\n" +
+		"- project: facts about the work that the code and its history do not show: goals, deadlines, decisions and why.\n" +
+		"- reference: where to find things outside the project: dashboards, queues, runbooks, channels.\n\n")
+	b.WriteString("Never save: secrets or credentials of any kind; anything the code, the configuration or the version history " +
+		"already says; the passing state of the current task; a log of what was done. These hold even if the user asked " +
+		"to remember it: save only what in it would surprise a newcomer.\n\n")
+	b.WriteString("How to save:\n" +
+		"1. Look at the memory list you are given. If a file already covers the topic, Read it and update it with Edit " +
+		"instead of writing a near-duplicate; correct or delete what the conversation shows to be wrong.\n" +
+		"2. Otherwise Write a new topic file whose name says its topic (for example testing_policy.md), starting with " +
+		"frontmatter lines name, description (one specific line) and type between --- lines. Start a feedback or project " +
+		"memory with the rule or fact, then a Why: line and a How to apply: line. Turn relative dates into absolute ones.\n" +
+		"3. Keep " + filepath.Join(autoDir, memdir.EntrypointName) + " as an index: one line per file, " +
+		"\"- [Title](file.md) — hook\", under about 150 characters; add or update the line for every file you wrote.\n\n")
+	if team {
+		b.WriteString("Private or team: " + memdir.TeamDir(autoDir) + " is shared with every contributor (it has its own MEMORY.md). " +
+			"User memories are always private. Feedback is private unless it is a convention every contributor must follow " +
+			"(\"integration tests hit a real database\" goes to the team, \"the user likes short answers\" stays private). " +
+			"Never put anything secret or personal in the team directory.\n\n")
+	}
+	b.WriteString("Be brief and selective: most turns teach nothing durable. When nothing is worth saving, answer " +
+		"\"Nothing to save.\" without using any tool. When you are done, answer with one line naming what you saved.")
+	return b.String()
+}
+
+func userPrompt(autoDir string, headers []memdir.MemoryHeader, fresh []llm.Message) string {
+	var b strings.Builder
+	b.WriteString("Memory directory: " + autoDir + "\n\n")
+	if len(headers) == 0 {
+		b.WriteString("Existing memories: none yet.\n\n")
+	} else {
+		b.WriteString("Existing memories (newest first):\n" + memdir.FormatManifest(headers) + "\n\n")
+	}
+	b.WriteString("The new part of the conversation:\n\n")
+	b.WriteString(transcript(fresh))
+	return b.String()
+}
+
+// transcript renders messages as "user:" / "assistant:" lines with tool
+// calls summarised, keeping the newest part within maxTranscriptBytes.
+func transcript(msgs []llm.Message) string {
+	var parts []string
+	for _, m := range msgs {
+		var lines []string
+		if t := strings.TrimSpace(m.Text()); t != "" {
+			lines = append(lines, t)
+		}
+		for _, u := range m.ToolUses() {
+			lines = append(lines, describeToolUse(u))
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		parts = append(parts, string(m.Role)+": "+strings.Join(lines, "\n"))
+	}
+	text := strings.Join(parts, "\n\n")
+	if len(text) > maxTranscriptBytes {
+		cut := len(text) - maxTranscriptBytes
+		for cut < len(text) && text[cut]&0xC0 == 0x80 {
+			cut++
+		}
+		text = "[earlier messages left out]\n" + text[cut:]
+	}
+	return text + "\n"
+}
