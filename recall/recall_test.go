@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -194,7 +195,8 @@ func TestSessionRules(t *testing.T) {
 		[3]string{"wide.md", "Kafka broker settings", strings.Repeat("é", 5000)},
 	)
 	now := time.Date(2026, 5, 20, 12, 0, 0, 0, time.UTC) // old.md is 19 days old
-	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir})
+	// Three memories give BM25 too little to score against: no thresholds.
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9, MinRelative: 1e-9})})
 	require.NoError(t, err)
 	s := NewSession(f, SessionOptions{Now: func() time.Time { return now }})
 
@@ -233,7 +235,7 @@ func TestSessionBudget(t *testing.T) {
 	}
 	fsys, dir := memTree(t, mems...)
 	// Every memory matches equally, so no score threshold: only the budget stops.
-	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9})})
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9, MinRelative: 1e-9})})
 	require.NoError(t, err)
 	s := NewSession(f, SessionOptions{BudgetBytes: 10_000})
 	total := 0
@@ -263,4 +265,29 @@ func TestRecentTools(t *testing.T) {
 	}
 	assert.Equal(t, []string{"Bash", "Edit"}, RecentTools(msgs))
 	assert.Empty(t, RecentTools(nil))
+}
+
+func TestLexicalSelectorThresholds(t *testing.T) {
+	var mems [][3]string
+	for i := 0; i < 40; i++ {
+		mems = append(mems, [3]string{fmt.Sprintf("filler_%02d.md", i), fmt.Sprintf("filler topic %d about shipping", i), "general notes on shipping and packaging"})
+	}
+	mems = append(mems,
+		[3]string{"stripe_refunds.md", "Refunds go through the refunds service, never Stripe directly", "Stripe refunds must use the refunds service."},
+		[3]string{"stripe_keys.md", "Stripe keys", "keys rotate"},
+	)
+	fsys, dir := memTree(t, mems...)
+	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, dir, memdir.ScanOptions{})
+	require.NoError(t, err)
+	sel := NewLexicalSelector(fsys, LexicalOptions{})
+	got, err := sel.Select(context.Background(), SelectRequest{Query: "how do I issue stripe refunds", Candidates: headers, Max: 5})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"stripe_refunds.md"}, got, "weak matches under half the best score are dropped")
+	got, err = sel.Select(context.Background(), SelectRequest{Query: "write a poem about the sea", Candidates: headers, Max: 5})
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	loose := NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9, MinRelative: 1e-9})
+	got, err = loose.Select(context.Background(), SelectRequest{Query: "how do I issue stripe refunds", Candidates: headers, Max: 5})
+	require.NoError(t, err)
+	assert.Len(t, got, 2)
 }

@@ -89,9 +89,13 @@ func (s ModelSelector) Select(ctx context.Context, req SelectRequest) ([]string,
 
 // LexicalOptions tunes a LexicalSelector; the zero value means defaults.
 type LexicalOptions struct {
-	// MinScore drops weaker matches, so a query that needs no memory gets
-	// none (default 1.0, tuned on testdata/recall).
+	// MinScore drops matches scoring below it, so a message that needs no
+	// memory gets none (default 7.5, tuned on testdata/recall/shop.json;
+	// BM25 scores grow with the number of memories and query terms).
 	MinScore float64
+	// MinRelative drops matches scoring below this share of the best
+	// match (default 0.5), so one strong match is not diluted by weak ones.
+	MinRelative float64
 	// MaxBodyBytes is how much of each file's body is indexed (default
 	// 16 KiB).
 	MaxBodyBytes int64
@@ -119,7 +123,10 @@ type cachedDoc struct {
 // NewLexicalSelector returns a selector that reads memory bodies from fsys.
 func NewLexicalSelector(fsys afero.Fs, opts LexicalOptions) *LexicalSelector {
 	if opts.MinScore <= 0 {
-		opts.MinScore = 1.0
+		opts.MinScore = 7.5
+	}
+	if opts.MinRelative <= 0 {
+		opts.MinRelative = 0.5
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 16 << 10
@@ -133,9 +140,12 @@ func (s *LexicalSelector) Select(ctx context.Context, req SelectRequest) ([]stri
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.Filename
+	var out []string
+	for _, h := range hits {
+		if h.Score < s.opts.MinRelative*hits[0].Score {
+			break
+		}
+		out = append(out, h.Filename)
 	}
 	return out, nil
 }
