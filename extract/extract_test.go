@@ -116,6 +116,13 @@ func TestRunSavesAndAdvancesCursor(t *testing.T) {
 	assert.Contains(t, prompt, "Tuesdays")
 	assert.NotContains(t, prompt, "Never mock", "messages before the cursor are not repeated")
 	assert.Equal(t, "a2", e.Cursor())
+
+	// The same conversation again: nothing new since the cursor.
+	e.OnTurnEnd(next, TurnInfo{})
+	require.NoError(t, e.Drain(context.Background()))
+	kinds := rec.kinds()
+	assert.Equal(t, "skipped:"+SkipNoNewMessages, kinds[len(kinds)-1])
+	assert.Len(t, model.Requests(), 5)
 }
 
 func TestFailureKeepsCursor(t *testing.T) {

@@ -41,7 +41,13 @@ type Index struct {
 // Hit is one search result.
 type Hit struct {
 	Filename string
-	Score    float64
+	// Score is the BM25 score; it grows with the number of memories and
+	// query terms, so compare it only within one search.
+	Score float64
+	// Strength is Score in units of one perfectly matched term that only
+	// this document has (the largest idf, at saturation): about 1 for one
+	// strong unique term, comparable across directory sizes.
+	Strength float64
 }
 
 // NewIndex builds the index.
@@ -85,16 +91,17 @@ func (ix *Index) Search(query string, k int, minScore float64) []Hit {
 	seen := map[string]bool{}
 	scores := map[int]float64{}
 	n := float64(len(ix.files))
+	unit := math.Log(1+(n+0.5)/0.5) * (bm25K1 + 1) // one unique term, saturated
 	for _, t := range Tokenize(query) {
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
 		ps := ix.postings[t]
+		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		if len(ps) == 0 {
 			continue
 		}
-		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		for _, p := range ps {
 			norm := p.tf + bm25K1*(1-bm25B+bm25B*ix.lengths[p.doc]/ix.avgLen)
 			scores[p.doc] += idf * p.tf * (bm25K1 + 1) / norm
@@ -103,7 +110,7 @@ func (ix *Index) Search(query string, k int, minScore float64) []Hit {
 	hits := make([]Hit, 0, len(scores))
 	for d, s := range scores {
 		if s >= minScore {
-			hits = append(hits, Hit{Filename: ix.files[d], Score: s})
+			hits = append(hits, Hit{Filename: ix.files[d], Score: s, Strength: s / unit})
 		}
 	}
 	sort.Slice(hits, func(i, j int) bool {

@@ -196,7 +196,7 @@ func TestSessionRules(t *testing.T) {
 	)
 	now := time.Date(2026, 5, 20, 12, 0, 0, 0, time.UTC) // old.md is 19 days old
 	// Three memories give BM25 too little to score against: no thresholds.
-	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9, MinRelative: 1e-9})})
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})})
 	require.NoError(t, err)
 	s := NewSession(f, SessionOptions{Now: func() time.Time { return now }})
 
@@ -235,7 +235,7 @@ func TestSessionBudget(t *testing.T) {
 	}
 	fsys, dir := memTree(t, mems...)
 	// Every memory matches equally, so no score threshold: only the budget stops.
-	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9, MinRelative: 1e-9})})
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})})
 	require.NoError(t, err)
 	s := NewSession(f, SessionOptions{BudgetBytes: 10_000})
 	total := 0
@@ -286,7 +286,7 @@ func TestLexicalSelectorThresholds(t *testing.T) {
 	got, err = sel.Select(context.Background(), SelectRequest{Query: "write a poem about the sea", Candidates: headers, Max: 5})
 	require.NoError(t, err)
 	assert.Empty(t, got)
-	loose := NewLexicalSelector(fsys, LexicalOptions{MinScore: 1e-9, MinRelative: 1e-9})
+	loose := NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})
 	got, err = loose.Select(context.Background(), SelectRequest{Query: "how do I issue stripe refunds", Candidates: headers, Max: 5})
 	require.NoError(t, err)
 	assert.Len(t, got, 2)

@@ -89,9 +89,12 @@ func (s ModelSelector) Select(ctx context.Context, req SelectRequest) ([]string,
 
 // LexicalOptions tunes a LexicalSelector; the zero value means defaults.
 type LexicalOptions struct {
-	// MinScore drops matches scoring below it, so a message that needs no
-	// memory gets none (default 7.5, tuned on testdata/recall/shop.json;
-	// BM25 scores grow with the number of memories and query terms).
+	// MinStrength drops matches weaker than this (Hit.Strength), so a
+	// message that needs no memory gets none (default 0.6, tuned on
+	// testdata/recall/shop.json).
+	MinStrength float64
+	// MinScore optionally drops matches under an absolute BM25 score
+	// (default 0: off; absolute scores depend on the directory's size).
 	MinScore float64
 	// MinRelative drops matches scoring below this share of the best
 	// match (default 0.5), so one strong match is not diluted by weak ones.
@@ -122,8 +125,8 @@ type cachedDoc struct {
 
 // NewLexicalSelector returns a selector that reads memory bodies from fsys.
 func NewLexicalSelector(fsys afero.Fs, opts LexicalOptions) *LexicalSelector {
-	if opts.MinScore <= 0 {
-		opts.MinScore = 7.5
+	if opts.MinStrength <= 0 {
+		opts.MinStrength = 0.6
 	}
 	if opts.MinRelative <= 0 {
 		opts.MinRelative = 0.5
@@ -144,6 +147,9 @@ func (s *LexicalSelector) Select(ctx context.Context, req SelectRequest) ([]stri
 	for _, h := range hits {
 		if h.Score < s.opts.MinRelative*hits[0].Score {
 			break
+		}
+		if h.Strength < s.opts.MinStrength {
+			continue
 		}
 		out = append(out, h.Filename)
 	}

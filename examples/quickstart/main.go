@@ -1,7 +1,8 @@
-// Command quickstart shows the memdir layer end to end, offline: it resolves
-// a project's memory directory the way Claude Code does, saves typed
-// memories, lists them in the manifest a model chooses from, and renders
-// the memory section of a system prompt. Everything happens in a temporary
+// Command quickstart shows agentmem end to end, offline: it resolves a
+// project's memory directory the way Claude Code does, saves typed
+// memories, lists them in the manifest a model chooses from, recalls the
+// ones relevant to a message without a model, and renders the memory
+// section of a system prompt. Everything happens in a temporary
 // directory that is removed at the end.
 //
 //	go run ./examples/quickstart         # print the index part of the prompt
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/recall"
 	"github.com/spf13/afero"
 )
 
@@ -101,7 +103,20 @@ func run(w io.Writer, full bool) error {
 	old := time.Now().Add(-40 * 24 * time.Hour)
 	step("header for a memory saved 40 days ago:\n%s", indent(memdir.MemoryHeaderLine(headers[0].Path, old, time.Now())))
 
-	// 5. The memory section of the system prompt (private + team).
+	// 5. Recall: pick the memories relevant to a message, offline, with the
+	// lexical selector (pass recall.ModelSelector to use a model).
+	finder, err := recall.NewFinder(recall.FinderConfig{Fs: fsys, Dir: where.Dir})
+	if err != nil {
+		return err
+	}
+	session := recall.NewSession(finder, recall.SessionOptions{})
+	query := "should the new integration test mock the database?"
+	step("recall for %q:", query)
+	for _, s := range session.Recall(ctx, query, nil) {
+		fmt.Fprintln(w, indent(s.Text()))
+	}
+
+	// 6. The memory section of the system prompt (private + team).
 	prompt, err := memdir.LoadMemoryPrompt(ctx, fsys, memdir.LoadPromptConfig{
 		Enabled:    true,
 		AutoDir:    where.Dir,

@@ -19,6 +19,8 @@ func TestQuickstartRuns(t *testing.T) {
 			"saved testing_policy.md", "saved team/build_invariants.md",
 			"- [feedback] testing_policy.md (", "- [project] team/build_invariants.md (",
 			"This memory was saved 40 days ago", "built the combined memory prompt",
+			"recall for \"should the new integration test mock the database?\"",
+			"Memory (saved today): ", "testing_policy.md:", "Integration tests run against the real database",
 			"## MEMORY.md (team)", "- [Build invariants](build_invariants.md)",
 		} {
 			assert.Contains(t, s, want)

@@ -57,8 +57,9 @@ func main() {
 	setPath := flag.String("set", def, "labelled set (JSON)")
 	minScore := flag.Float64("minscore", 0, "lexical score threshold (0: the default)")
 	minRel := flag.Float64("minrel", 0, "lexical threshold relative to the best match (0: the default)")
+	minStrength := flag.Float64("minstrength", 0, "lexical strength threshold (0: the default)")
 	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *setPath, recall.LexicalOptions{MinScore: *minScore, MinRelative: *minRel}, os.Getenv("ANTHROPIC_API_KEY")); err != nil {
+	if err := run(context.Background(), os.Stdout, *setPath, recall.LexicalOptions{MinScore: *minScore, MinRelative: *minRel, MinStrength: *minStrength}, os.Getenv("ANTHROPIC_API_KEY")); err != nil {
 		fmt.Fprintln(os.Stderr, "recalleval:", err)
 		os.Exit(1)
 	}
