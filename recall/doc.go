@@ -7,7 +7,8 @@
 // ModelSelector (a model with structured JSON output) or the
 // LexicalSelector (BM25 over name, description and body with a tokenizer
 // that splits code identifiers and handles Chinese, Japanese and Korean;
-// no model needed, and the default). With Prefilter set, a directory of
+// no model needed, and the default; LexicalOptions sets its thresholds,
+// tuned on testdata/recall/shop.json). With Prefilter set, a directory of
 // more than 200 memories is narrowed to the lexically best 200 before the
 // selector sees it, instead of only the newest. Names a selector invents
 // are dropped. Find never fails: an error yields no memories and an Event
