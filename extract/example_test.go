@@ -1,0 +1,38 @@
+package extract_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentmem/agentmem/extract"
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/spf13/afero"
+)
+
+func ExampleExtractor() {
+	fsys := afero.NewMemMapFs()
+	model := llmtest.New( // the host's llm.Model; scripted here
+		llmtest.ToolUse("1", "Write", map[string]string{"file_path": "/mem/user_style.md",
+			"content": "---\nname: Answer style\ndescription: prefers short answers\ntype: user\n---\nKeep answers short.\n"}),
+		llmtest.Text("Saved the answer style."),
+	)
+	ex, _ := extract.New(extract.Config{Fs: fsys, AutoDir: "/mem", Model: model,
+		Observer: func(e extract.Event) {
+			if e.Kind == extract.EventFinished {
+				fmt.Println("memory updated:", e.Files)
+			}
+		}})
+	defer ex.Close()
+
+	conversation := []llm.Message{
+		{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("please keep your answers short from now on")}},
+		{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Will do.")}},
+	}
+	ex.OnTurnEnd(conversation, extract.TurnInfo{})
+	_ = ex.Drain(context.Background())
+	fmt.Println("cursor:", ex.Cursor())
+	// Output:
+	// memory updated: [/mem/user_style.md]
+	// cursor: a1
+}

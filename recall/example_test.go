@@ -1,0 +1,37 @@
+package recall_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/recall"
+	"github.com/spf13/afero"
+)
+
+func ExampleTokenize() {
+	fmt.Println(recall.Tokenize("Why does parseConfig skip SHOP_REGION? 数据库迁移"))
+	// Output:
+	// [parseconfig parse config skip shop_region shop region 数据 据库 库迁 迁移]
+}
+
+func ExampleSession() {
+	fsys := afero.NewMemMapFs()
+	dir, _ := memdir.NewDir(fsys, "/mem")
+	_, _ = dir.Save(memdir.Memory{File: "testing_policy.md", Name: "Testing policy", Type: memdir.TypeFeedback,
+		Description: "Integration tests hit the real database, never mocks", Body: "Use the testdb helper."})
+	_, _ = dir.Save(memdir.Memory{File: "deploy.md", Name: "Deploy days", Type: memdir.TypeProject,
+		Description: "Deploys happen on Tuesdays and Thursdays", Body: "No Friday deploys."})
+
+	finder, _ := recall.NewFinder(recall.FinderConfig{Fs: fsys, Dir: "/mem",
+		Observer: func(e recall.Event) { fmt.Printf("%s: %d of %d\n", e.Selector, e.Selected, e.Candidates) }})
+	session := recall.NewSession(finder, recall.SessionOptions{})
+	for _, m := range session.Recall(context.Background(), "should this integration test mock the database?", nil) {
+		fmt.Println(m.Path)
+	}
+	fmt.Println(len(session.Recall(context.Background(), "thanks", nil))) // one word: skipped, no selection
+	// Output:
+	// lexical: 1 of 2
+	// /mem/testing_policy.md
+	// 0
+}
