@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/spf13/afero"
+)
+
+// Problem kinds lint reports.
+const (
+	kindDanglingPointer    = "dangling-pointer"
+	kindMissingPointer     = "missing-pointer"
+	kindIndexTooLong       = "index-too-long"
+	kindIndexTooLarge      = "index-too-large"
+	kindLongEntry          = "long-entry"
+	kindBadFrontmatter     = "bad-frontmatter"
+	kindMissingName        = "missing-name"
+	kindMissingDescription = "missing-description"
+	kindUnknownType        = "unknown-type"
+	kindSecret             = "secret"
+	kindDuplicateName      = "duplicate-name"
+	kindSimilarDescription = "similar-description"
+)
+
+// maxEntryRunes is the index entry length lint reports.
+const maxEntryRunes = 200
+
+// maxLintFileBytes bounds how much of a memory file lint reads.
+const maxLintFileBytes = 1 << 20
+
+type problem struct {
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+func (p problem) String() string {
+	loc := p.File
+	if p.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return loc + ": " + p.Kind + ": " + p.Message
+}
+
+func lintFlags(fs *flag.FlagSet) runner {
+	fix := fs.Bool("fix", false, "add missing index pointers and remove dangling ones (atomic; never deletes a memory file)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(e env, c *common, args []string) (int, error) {
+		if len(args) > 0 {
+			return exitError, fmt.Errorf("unexpected argument %q", args[0])
+		}
+		r, err := resolve(e, c)
+		if err != nil {
+			return exitError, err
+		}
+		dir := filepath.Clean(r.path.Dir)
+		problems, err := lint(e.fs, dir)
+		if err != nil {
+			return exitError, err
+		}
+		var fixed []string
+		if *fix {
+			fixed, err = applyFixes(e.fs, dir, problems)
+			if err != nil {
+				return exitError, err
+			}
+			if problems, err = lint(e.fs, dir); err != nil {
+				return exitError, err
+			}
+		}
+		if *asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			if fixed == nil {
+				fixed = []string{}
+			}
+			if problems == nil {
+				problems = []problem{}
+			}
+			if err := enc.Encode(map[string]any{"problems": problems, "fixed": fixed}); err != nil {
+				return exitError, err
+			}
+		} else {
+			for _, f := range fixed {
+				fmt.Fprintln(e.stdout, "fixed: "+f)
+			}
+			for _, p := range problems {
+				fmt.Fprintln(e.stdout, p.String())
+			}
+			if len(problems) == 0 {
+				fmt.Fprintln(e.stdout, "no problems found")
+			}
+		}
+		if len(problems) > 0 {
+			return exitProblems, nil
+		}
+		return exitOK, nil
+	}
+}
+
+// memFile is a memory file as lint sees it.
+type memFile struct {
+	rel     string // relative to the memory dir, "/"-separated
+	fm      memdir.Frontmatter
+	rawType string
+	content string
+}
+
+var typeLine = regexp.MustCompile(`(?m)^type:[ \t]*["']?([^"'\r\n]*?)["']?[ \t]*\r?$`)
+
+// lint checks the tree under dir and returns its problems, sorted.
+func lint(fsys afero.Fs, dir string) ([]problem, error) {
+	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, dir, memdir.ScanOptions{MaxFiles: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	scanner := teammem.NewScanner()
+	var problems []problem
+	add := func(file string, line int, kind, format string, a ...any) {
+		problems = append(problems, problem{File: file, Line: line, Kind: kind, Message: fmt.Sprintf(format, a...)})
+	}
+	var files []memFile
+	for _, h := range headers {
+		data, err := readCapped(fsys, h.Path)
+		if err != nil {
+			add(h.Filename, 0, kindBadFrontmatter, "cannot be read")
+			continue
+		}
+		f := memFile{rel: h.Filename, content: string(data)}
+		fm, _, perr := memdir.ParseFrontmatter(data)
+		f.fm = fm
+		hasHeader := strings.HasPrefix(strings.TrimLeft(strings.TrimPrefix(f.content, "\ufeff"), "\r\n"), "---")
+		switch {
+		case perr != nil:
+			add(f.rel, 0, kindBadFrontmatter, "the frontmatter is not valid YAML, even with values quoted")
+		case !hasHeader:
+			add(f.rel, 1, kindBadFrontmatter, "no frontmatter (--- name, description, type ---)")
+		default:
+			if fm.Name == "" {
+				add(f.rel, 0, kindMissingName, "the frontmatter has no name")
+			}
+			if fm.Description == "" {
+				add(f.rel, 0, kindMissingDescription, "the frontmatter has no description (recall and the manifest rely on it)")
+			}
+			if head := headerBlock(f.content); head != "" {
+				if m := typeLine.FindStringSubmatch(head); m != nil {
+					f.rawType = m[1]
+					if _, ok := memdir.ParseMemoryType(m[1]); !ok {
+						add(f.rel, 0, kindUnknownType, "type %q is not one of user, feedback, project, reference", m[1])
+					}
+				}
+			}
+		}
+		for _, s := range scanner.Scan(f.content) {
+			add(f.rel, 0, kindSecret, "contains what looks like a %s; remove it", s.Label)
+		}
+		files = append(files, f)
+	}
+
+	// Each index covers the files of its own directory tree: team/MEMORY.md
+	// the team files, MEMORY.md the rest.
+	for _, idx := range []struct{ rel, base string }{{memdir.EntrypointName, ""}, {memdir.TeamDirName + "/" + memdir.EntrypointName, memdir.TeamDirName + "/"}} {
+		pointed := map[string]bool{}
+		raw, err := afero.ReadFile(fsys, filepath.Join(dir, filepath.FromSlash(idx.rel)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, err
+		default:
+			text := string(raw)
+			t := memdir.TruncateEntrypointContent(text)
+			if t.WasLineTruncated {
+				add(idx.rel, 0, kindIndexTooLong, "%d lines; only the first %d reach the prompt", t.LineCount, memdir.MaxEntrypointLines)
+			}
+			if t.WasByteTruncated {
+				add(idx.rel, 0, kindIndexTooLarge, "%s; only the first %s reach the prompt", memdir.FormatFileSize(t.ByteCount), memdir.FormatFileSize(memdir.MaxEntrypointBytes))
+			}
+			for i, line := range strings.Split(text, "\n") {
+				if n := utf8.RuneCountInString(line); n > maxEntryRunes {
+					add(idx.rel, i+1, kindLongEntry, "%d characters; keep index entries under ~%d and move detail into the topic file", n, maxEntryRunes)
+				}
+				for _, target := range linkTargets(line) {
+					rel := path.Clean(idx.base + strings.TrimPrefix(target, "./"))
+					if !strings.HasPrefix(rel, idx.base) || strings.HasPrefix(rel, "../") {
+						continue
+					}
+					pointed[rel] = true
+					if _, err := fsys.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+						add(idx.rel, i+1, kindDanglingPointer, "points to %s, which does not exist", target)
+					}
+				}
+			}
+			for _, s := range scanner.Scan(text) {
+				add(idx.rel, 0, kindSecret, "contains what looks like a %s; remove it", s.Label)
+			}
+		}
+		for _, f := range files {
+			inTeam := strings.HasPrefix(f.rel, memdir.TeamDirName+"/")
+			if inTeam != (idx.base != "") {
+				continue
+			}
+			if !pointed[f.rel] {
+				add(f.rel, 0, kindMissingPointer, "no pointer in %s", idx.rel)
+			}
+		}
+	}
+
+	// Near-duplicates: the same name, or descriptions sharing most words.
+	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
+	for i := range files {
+		for j := 0; j < i; j++ {
+			a, b := files[j], files[i]
+			if a.fm.Name != "" && strings.EqualFold(a.fm.Name, b.fm.Name) {
+				add(b.rel, 0, kindDuplicateName, "has the same name as %s (%q); merge them", a.rel, a.fm.Name)
+				continue
+			}
+			if s := similarity(a.fm.Description, b.fm.Description); s >= 0.75 {
+				add(b.rel, 0, kindSimilarDescription, "its description is %.0f%% like that of %s; merge them if they say the same", 100*s, a.rel)
+			}
+		}
+	}
+	sort.SliceStable(problems, func(i, j int) bool {
+		if problems[i].File != problems[j].File {
+			return problems[i].File < problems[j].File
+		}
+		if problems[i].Line != problems[j].Line {
+			return problems[i].Line < problems[j].Line
+		}
+		return problems[i].Kind < problems[j].Kind
+	})
+	return problems, nil
+}
+
+// similarity is the Jaccard index of two descriptions' terms; 0 when
+// either has fewer than three terms.
+func similarity(a, b string) float64 {
+	sa, sb := termSet(a), termSet(b)
+	if len(sa) < 3 || len(sb) < 3 {
+		return 0
+	}
+	inter := 0
+	for t := range sa {
+		if sb[t] {
+			inter++
+		}
+	}
+	return float64(inter) / float64(len(sa)+len(sb)-inter)
+}
+
+func termSet(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range recall.Tokenize(s) {
+		out[t] = true
+	}
+	return out
+}
+
+// headerBlock returns the text between the leading "---" line and the next.
+func headerBlock(content string) string {
+	lines := strings.Split(strings.TrimPrefix(content, "\ufeff"), "\n")
+	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "---" {
+		return ""
+	}
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) == "---" {
+			return strings.Join(lines[1:i], "\n")
+		}
+	}
+	return ""
+}
+
+var linkRe = regexp.MustCompile(`\]\(([^)\s]+\.md)\)`)
+
+// linkTargets returns the relative .md link targets of an index line.
+func linkTargets(line string) []string {
+	var out []string
+	for _, m := range linkRe.FindAllStringSubmatch(line, -1) {
+		t := m[1]
+		if strings.Contains(t, "://") || strings.HasPrefix(t, "/") {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func readCapped(fsys afero.Fs, p string) ([]byte, error) {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxLintFileBytes))
+}
+
+// applyFixes adds missing pointers and removes dangling ones, one atomic
+// rewrite per index, and describes each change. It never touches a topic
+// file.
+func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error) {
+	type edit struct {
+		add    []string // memory files (relative to the memory dir) to point to
+		remove map[int]bool
+	}
+	edits := map[string]*edit{}
+	get := func(idx string) *edit {
+		if edits[idx] == nil {
+			edits[idx] = &edit{remove: map[int]bool{}}
+		}
+		return edits[idx]
+	}
+	teamIdx := memdir.TeamDirName + "/" + memdir.EntrypointName
+	for _, p := range problems {
+		switch p.Kind {
+		case kindMissingPointer:
+			idx := memdir.EntrypointName
+			if strings.HasPrefix(p.File, memdir.TeamDirName+"/") {
+				idx = teamIdx
+			}
+			get(idx).add = append(get(idx).add, p.File)
+		case kindDanglingPointer:
+			get(p.File).remove[p.Line] = true
+		}
+	}
+	var done []string
+	idxNames := make([]string, 0, len(edits))
+	for k := range edits {
+		idxNames = append(idxNames, k)
+	}
+	sort.Strings(idxNames)
+	for _, idx := range idxNames {
+		ed := edits[idx]
+		abs := filepath.Join(dir, filepath.FromSlash(idx))
+		raw, err := afero.ReadFile(fsys, abs)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return done, err
+		}
+		var lines []string
+		if len(raw) > 0 {
+			lines = strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+		}
+		var kept []string
+		for i, l := range lines {
+			if ed.remove[i+1] {
+				done = append(done, fmt.Sprintf("%s:%d: removed dangling pointer %q", idx, i+1, l))
+				continue
+			}
+			kept = append(kept, l)
+		}
+		base := path.Dir(idx)
+		for _, f := range ed.add {
+			target := f
+			if base != "." {
+				target = strings.TrimPrefix(f, base+"/")
+			}
+			m, err := memoryFor(fsys, dir, f)
+			if err != nil {
+				return done, err
+			}
+			line := memdir.IndexLine(m, target)
+			kept = append(kept, line)
+			done = append(done, fmt.Sprintf("%s: added pointer %q", idx, line))
+		}
+		if err := fsys.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return done, err
+		}
+		if err := atomicfile.WriteFile(fsys, abs, []byte(strings.Join(kept, "\n")+"\n"), 0o644); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+func memoryFor(fsys afero.Fs, dir, rel string) (memdir.Memory, error) {
+	data, err := readCapped(fsys, filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return memdir.Memory{}, err
+	}
+	fm, _, _ := memdir.ParseFrontmatter(data)
+	return memdir.Memory{Name: fm.Name, Description: fm.Description}, nil
+}

@@ -1,0 +1,190 @@
+// Command agentmem looks at a real memory tree from a terminal: where it
+// lives, what the model will see, what is wrong with it, and what recall
+// would pick.
+//
+//	agentmem path    [--project DIR]           where memory lives, and why
+//	agentmem prompt  [--team] [--skip-index]   the memory section of the system prompt
+//	agentmem ls      [--json]                  the memory files, newest first
+//	agentmem lint    [--fix] [--json]          problems in the tree (exit 1 when any)
+//	agentmem recall  [--explain] "QUERY"       what recall would surface for a message
+//
+// Every subcommand takes --config-dir (default $CLAUDE_CONFIG_DIR, else
+// ~/.claude), --project (default the current directory) and --dir (a
+// memory directory to use as it is, skipping resolution).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitProblems = 1 // lint found problems
+	exitError    = 2 // bad usage or a failure
+)
+
+// env is everything a subcommand may take from the process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	home           string
+	cwd            string
+	fs             afero.Fs
+}
+
+func main() {
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, home: home, cwd: cwd, fs: afero.NewOsFs()}))
+}
+
+// runner runs a subcommand once its flags are parsed.
+type runner func(e env, c *common, args []string) (int, error)
+
+type command struct {
+	name, args, summary string
+	// setup registers the subcommand's own flags and returns its runner,
+	// which reads them: no flag value outlives one invocation.
+	setup func(fs *flag.FlagSet) runner
+}
+
+func commands() []command {
+	return []command{
+		{"path", "[--project DIR]", "print the memory directories and why they were chosen", pathFlags},
+		{"prompt", "[--team] [--skip-index]", "print the memory section of the system prompt", promptFlags},
+		{"ls", "[--json]", "list memory files, newest first", lsFlags},
+		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
+		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: agentmem COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-7s %-25s %s\n", c.name, c.args, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run agentmem COMMAND --help for a command's flags.")
+}
+
+func run(args []string, e env) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stdout)
+		if len(args) == 0 {
+			return exitError
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		fs := flag.NewFlagSet("agentmem "+c.name, flag.ContinueOnError)
+		fs.SetOutput(io.Discard) // errors are reported in one line below
+		var com common
+		com.register(fs)
+		runSub := c.setup(fs)
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(e.stdout, "usage: agentmem %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
+				fs.SetOutput(e.stdout)
+				fs.PrintDefaults()
+				return exitOK
+			}
+			fmt.Fprintf(e.stderr, "agentmem %s: %v (see agentmem %s --help)\n", c.name, err, c.name)
+			return exitError
+		}
+		code, err := runSub(e, &com, fs.Args())
+		if err != nil {
+			fmt.Fprintf(e.stderr, "agentmem %s: %v\n", c.name, err)
+			return exitError
+		}
+		return code
+	}
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint or recall)\n", args[0])
+	return exitError
+}
+
+// common holds the flags every subcommand takes.
+type common struct {
+	configDir string
+	project   string
+	dir       string
+	now       string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.configDir, "config-dir", "", "config home (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
+	fs.StringVar(&c.project, "project", "", "project directory (default the current directory)")
+	fs.StringVar(&c.dir, "dir", "", "use this memory directory as it is, without resolving one")
+	fs.StringVar(&c.now, "now", "", "the current time, RFC 3339 (for reproducible ages)")
+}
+
+// clock returns --now, or the real time.
+func (c *common) clock() (time.Time, error) {
+	if c.now == "" {
+		return time.Now(), nil
+	}
+	t, err := time.Parse(time.RFC3339, c.now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--now: want an RFC 3339 time such as 2026-03-20T12:00:00Z")
+	}
+	return t, nil
+}
+
+// resolved is the memory directory a subcommand works on.
+type resolved struct {
+	path     memdir.AutoMemPath
+	project  string
+	inputs   memdir.AutoMemPathInputs
+	ignored  []string // settings seen but not trusted, for path's explanation
+	explicit bool
+}
+
+// resolve finds the auto-memory directory from the flags and environment.
+func resolve(e env, c *common) (resolved, error) {
+	project := c.project
+	if project == "" {
+		project = e.cwd
+	}
+	project, err := filepath.Abs(project)
+	if err != nil {
+		return resolved{}, err
+	}
+	if c.dir != "" {
+		d, err := filepath.Abs(c.dir)
+		if err != nil {
+			return resolved{}, err
+		}
+		return resolved{path: memdir.AutoMemPath{Dir: d + string(filepath.Separator), Origin: memdir.OriginOverride}, project: project, explicit: true}, nil
+	}
+	in := memdir.AutoMemPathInputsFromEnv(e.getenv, memdir.DefaultEnvNames(), e.home)
+	if c.configDir != "" {
+		in.ConfigHome = c.configDir
+	}
+	if in.ConfigHome == "" {
+		return resolved{}, errors.New("no config home: pass --config-dir or set CLAUDE_CONFIG_DIR or HOME")
+	}
+	if in.ConfigHome, err = filepath.Abs(in.ConfigHome); err != nil {
+		return resolved{}, err
+	}
+	in.ProjectRoot = project
+	settings, ignored := readSettings(e.fs, in.ConfigHome, project)
+	in.AutoMemoryDirectory = settings
+	p, err := memdir.ResolveAutoMemPath(e.fs, in)
+	if err != nil {
+		return resolved{}, err
+	}
+	return resolved{path: p, project: project, inputs: in, ignored: ignored}, nil
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+)
+
+func promptFlags(fs *flag.FlagSet) runner {
+	team := fs.Bool("team", false, "include the team directory (as when team memory is active)")
+	skipIndex := fs.Bool("skip-index", false, "the variant without MEMORY.md")
+	return func(e env, c *common, args []string) (int, error) { return runPrompt(e, c, args, *team, *skipIndex) }
+}
+
+func runPrompt(e env, c *common, args []string, team, skipIndex bool) (int, error) {
+	if len(args) > 0 {
+		return exitError, fmt.Errorf("unexpected argument %q", args[0])
+	}
+	r, err := resolve(e, c)
+	if err != nil {
+		return exitError, err
+	}
+	// Read-only: the prompt must not create directories as a side effect.
+	p, err := memdir.LoadMemoryPrompt(context.Background(), afero.NewReadOnlyFs(e.fs), memdir.LoadPromptConfig{
+		Enabled:    true,
+		AutoDir:    r.path.Dir,
+		TeamActive: team,
+		SkipIndex:  skipIndex,
+	})
+	if err != nil {
+		return exitError, err
+	}
+	fmt.Fprint(e.stdout, p.Text)
+	return exitOK, nil
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/recall"
+)
+
+func recallFlags(fs *flag.FlagSet) runner {
+	explain := fs.Bool("explain", false, "show the lexical scores of the best candidates")
+	return func(e env, c *common, args []string) (int, error) { return runRecall(e, c, args, *explain) }
+}
+
+func runRecall(e env, c *common, args []string, explain bool) (int, error) {
+	query := strings.TrimSpace(strings.Join(args, " "))
+	if query == "" {
+		return exitError, fmt.Errorf("give the message to recall for, e.g. agentmem recall \"how do we test?\"")
+	}
+	r, err := resolve(e, c)
+	if err != nil {
+		return exitError, err
+	}
+	now, err := c.clock()
+	if err != nil {
+		return exitError, err
+	}
+	ctx := context.Background()
+	if explain {
+		headers, err := memdir.ScanMemoryFiles(ctx, e.fs, r.path.Dir, memdir.ScanOptions{})
+		if err != nil {
+			return exitError, err
+		}
+		sel := recall.NewLexicalSelector(e.fs, recall.LexicalOptions{})
+		hits, err := sel.Rank(ctx, query, headers, 10, 1e-9)
+		if err != nil {
+			return exitError, err
+		}
+		fmt.Fprintf(e.stdout, "tokens: %s\n", strings.Join(recall.Tokenize(query), " "))
+		fmt.Fprintln(e.stdout, "best candidates (score, strength; selected when strength >= 0.6 and score >= half the best):")
+		if len(hits) == 0 {
+			fmt.Fprintln(e.stdout, "  none match")
+		}
+		for _, h := range hits {
+			fmt.Fprintf(e.stdout, "  %7.2f %5.2f  %s\n", h.Score, h.Strength, h.Filename)
+		}
+		fmt.Fprintln(e.stdout)
+	}
+	finder, err := recall.NewFinder(recall.FinderConfig{Fs: e.fs, Dir: r.path.Dir})
+	if err != nil {
+		return exitError, err
+	}
+	got := recall.NewSession(finder, recall.SessionOptions{Now: func() time.Time { return now }}).Recall(ctx, query, nil)
+	if len(got) == 0 {
+		fmt.Fprintln(e.stdout, "nothing to surface for this message")
+		return exitOK, nil
+	}
+	for i, s := range got {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		fmt.Fprintln(e.stdout, s.Text())
+	}
+	return exitOK, nil
+}
