@@ -44,9 +44,9 @@ type Hit struct {
 	// Score is the BM25 score; it grows with the number of memories and
 	// query terms, so compare it only within one search.
 	Score float64
-	// Strength is Score in units of one perfectly matched term that only
-	// this document has (the largest idf, at saturation): about 1 for one
-	// strong unique term, comparable across directory sizes.
+	// Strength is Score in units of one term that only this document has,
+	// matched at saturation: about 1 for one strong distinctive term,
+	// comparable across directory sizes (3 memories or 20,000).
 	Strength float64
 }
 
@@ -91,7 +91,7 @@ func (ix *Index) Search(query string, k int, minScore float64) []Hit {
 	seen := map[string]bool{}
 	scores := map[int]float64{}
 	n := float64(len(ix.files))
-	unit := math.Log(1+(n+0.5)/0.5) * (bm25K1 + 1) // one unique term, saturated
+	unit := math.Log(1+(n-0.5)/1.5) * (bm25K1 + 1) // one term only this document has, saturated
 	for _, t := range Tokenize(query) {
 		if seen[t] {
 			continue

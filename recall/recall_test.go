@@ -291,3 +291,18 @@ func TestLexicalSelectorThresholds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, got, 2)
 }
+
+func TestLexicalDefaultsOnATinyDirectory(t *testing.T) {
+	// Absolute BM25 scores are small with two memories; the size-free
+	// strength still finds the right one and nothing for small talk.
+	fsys, dir := memTree(t,
+		[3]string{"testing_policy.md", "Integration tests hit the real database, never mocks", "Use the testdb helper."},
+		[3]string{"deploy_days.md", "Deploys happen on Tuesdays and Thursdays", "No Friday deploys."},
+	)
+	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir})
+	require.NoError(t, err)
+	got := f.Find(context.Background(), "can we deploy on friday?", nil, nil)
+	require.Len(t, got, 1)
+	assert.Equal(t, "deploy_days.md", got[0].Filename)
+	assert.Empty(t, f.Find(context.Background(), "thanks, that looks good", nil, nil))
+}

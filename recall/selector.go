@@ -90,7 +90,7 @@ func (s ModelSelector) Select(ctx context.Context, req SelectRequest) ([]string,
 // LexicalOptions tunes a LexicalSelector; the zero value means defaults.
 type LexicalOptions struct {
 	// MinStrength drops matches weaker than this (Hit.Strength), so a
-	// message that needs no memory gets none (default 0.6, tuned on
+	// message that needs no memory gets none (default 0.75, tuned on
 	// testdata/recall/shop.json).
 	MinStrength float64
 	// MinScore optionally drops matches under an absolute BM25 score
@@ -126,7 +126,7 @@ type cachedDoc struct {
 // NewLexicalSelector returns a selector that reads memory bodies from fsys.
 func NewLexicalSelector(fsys afero.Fs, opts LexicalOptions) *LexicalSelector {
 	if opts.MinStrength <= 0 {
-		opts.MinStrength = 0.6
+		opts.MinStrength = 0.75
 	}
 	if opts.MinRelative <= 0 {
 		opts.MinRelative = 0.5

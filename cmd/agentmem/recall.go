@@ -41,7 +41,7 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 			return exitError, err
 		}
 		fmt.Fprintf(e.stdout, "tokens: %s\n", strings.Join(recall.Tokenize(query), " "))
-		fmt.Fprintln(e.stdout, "best candidates (score, strength; selected when strength >= 0.6 and score >= half the best):")
+		fmt.Fprintln(e.stdout, "best candidates (score, strength; selected when strength >= 0.75 and score >= half the best):")
 		if len(hits) == 0 {
 			fmt.Fprintln(e.stdout, "  none match")
 		}

