@@ -315,3 +315,38 @@ func TestBinary(t *testing.T) {
 		assert.Equal(t, c.code, code, "%v: %s", c.args, out)
 	}
 }
+
+func TestConfigHomeSources(t *testing.T) {
+	root := fixture(t)
+	project := filepath.Join(root, "work", "acme", "api")
+	run1 := func(getenv func(string) string, home string, args ...string) string {
+		var out, errOut bytes.Buffer
+		code := run(args, env{stdout: &out, stderr: &errOut, getenv: getenv, home: home, cwd: project, fs: afero.NewOsFs()})
+		require.Equal(t, 0, code, errOut.String())
+		return strings.SplitN(out.String(), "\n", 2)[0]
+	}
+	none := func(string) string { return "" }
+	// --config-dir wins, then CLAUDE_CONFIG_DIR, then <home>/.claude; --project defaults to the cwd.
+	assert.Contains(t, run1(none, "/nowhere", "path", "--config-dir", filepath.Join(root, "home", ".claude")), filepath.Join(root, "home", ".claude", "projects"))
+	viaEnv := func(k string) string {
+		if k == "CLAUDE_CONFIG_DIR" {
+			return filepath.Join(root, "cfg")
+		}
+		return ""
+	}
+	assert.Contains(t, run1(viaEnv, filepath.Join(root, "home"), "path"), filepath.Join(root, "cfg", "projects"))
+	assert.Contains(t, run1(none, filepath.Join(root, "home"), "path"), filepath.Join(root, "home", ".claude", "projects", memdir.SanitizePath(project)))
+	// A project setting cannot move memory; the note says so.
+	require.NoError(t, os.MkdirAll(filepath.Join(project, ".claude"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(project, ".claude", "settings.json"), []byte(`{"autoMemoryDirectory":"~/.ssh"}`), 0o644))
+	var out bytes.Buffer
+	run([]string{"path"}, env{stdout: &out, stderr: &out, getenv: none, home: filepath.Join(root, "home"), cwd: project, fs: afero.NewOsFs()})
+	assert.Contains(t, out.String(), "project settings set autoMemoryDirectory (ignored")
+	assert.NotContains(t, out.String(), ".ssh")
+	// A trusted local setting does.
+	require.NoError(t, os.WriteFile(filepath.Join(project, ".claude", "settings.local.json"), []byte(`{"autoMemoryDirectory":"~/notes/mem"}`), 0o644))
+	out.Reset()
+	run([]string{"path"}, env{stdout: &out, stderr: &out, getenv: none, home: filepath.Join(root, "home"), cwd: project, fs: afero.NewOsFs()})
+	assert.Contains(t, out.String(), "auto memory  "+filepath.Join(root, "home", "notes", "mem")+"/")
+	assert.Contains(t, out.String(), "autoMemoryDirectory in local settings")
+}
