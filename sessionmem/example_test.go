@@ -1,0 +1,36 @@
+package sessionmem_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/sessionmem"
+	"github.com/spf13/afero"
+)
+
+func ExampleTracker() {
+	fsys := afero.NewMemMapFs()
+	path := sessionmem.SummaryPath("/home/u/.claude", "/work/shop", "s1")
+	model := llmtest.New( // the host's llm.Model; scripted here
+		llmtest.ToolUse("1", "Edit", map[string]string{"file_path": path,
+			"old_string": "_A short title for what this session is about._\n",
+			"new_string": "_A short title for what this session is about._\nRetry refunds on timeout\n"}),
+		llmtest.Text("Notes updated."),
+	)
+	tr, _ := sessionmem.New(sessionmem.Config{Fs: fsys, ConfigHome: "/home/u/.claude", Cwd: "/work/shop", SessionID: "s1", Model: model})
+	defer tr.Close()
+
+	conversation := []llm.Message{{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Done.")}}}
+	fmt.Println(tr.Observe(sessionmem.Observation{ContextTokens: 9_000, Messages: conversation}))
+	fmt.Println(tr.Observe(sessionmem.Observation{ContextTokens: 10_500, Messages: conversation}))
+	tr.WaitForUpdate(context.Background())
+	summary, _ := tr.Summary()
+	fmt.Println(strings.SplitN(summary, "\n", 4)[2])
+	// Output:
+	// false
+	// true
+	// Retry refunds on timeout
+}

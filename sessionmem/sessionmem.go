@@ -1,0 +1,440 @@
+package sessionmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/memtools"
+	"github.com/spf13/afero"
+)
+
+// Defaults of the update rules.
+const (
+	DefaultInitTokens       = 10_000
+	DefaultMinGrowthTokens  = 5_000
+	DefaultMinToolCalls     = 3
+	DefaultMaxSectionTokens = 2_000
+	DefaultMaxTotalTokens   = 12_000
+	DefaultWaitTimeout      = 15 * time.Second
+	DefaultStaleAfter       = 60 * time.Second
+	// DefaultMaxTurns bounds an update run.
+	DefaultMaxTurns = 5
+	// pollInterval is how often WaitForUpdate looks.
+	pollInterval = 100 * time.Millisecond
+)
+
+// Clock is the time source; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// EventKind names what an Event reports.
+type EventKind string
+
+// The event kinds.
+const (
+	EventStarted  EventKind = "started"
+	EventFinished EventKind = "finished"
+	EventFailed   EventKind = "failed"
+	// EventBusy: a threshold was crossed while an update ran; nothing
+	// started (updates are serialised).
+	EventBusy EventKind = "busy"
+)
+
+// Event reports an update.
+type Event struct {
+	Kind  EventKind
+	Usage llm.Usage
+	Turns int
+	Err   error
+	// ContextTokens is the context size that triggered the update.
+	ContextTokens int
+}
+
+// Config configures a Tracker. Fs, ConfigHome, Cwd, SessionID and Model
+// are required; every numeric option counts only when positive.
+type Config struct {
+	Fs         afero.Fs
+	ConfigHome string
+	Cwd        string
+	SessionID  string
+	Model      llm.Model
+	// Template replaces DefaultTemplate for a new summary file.
+	Template string
+	// UpdatePrompt replaces DefaultUpdatePrompt; {{currentNotes}} and
+	// {{notesPath}} are substituted.
+	UpdatePrompt     string
+	InitTokens       int
+	MinGrowthTokens  int
+	MinToolCalls     int
+	MaxSectionTokens int
+	MaxTotalTokens   int
+	MaxTurns         int
+	WaitTimeout      time.Duration
+	StaleAfter       time.Duration
+	Clock            Clock
+	Observer         func(Event)
+	Logger           *slog.Logger
+}
+
+// Observation is what the host reports after each model response.
+type Observation struct {
+	// ContextTokens is the size of the conversation now.
+	ContextTokens int
+	// Messages is the conversation so far.
+	Messages []llm.Message
+	// SubAgent is true for a sub-agent's response: only the main thread
+	// keeps a summary.
+	SubAgent bool
+}
+
+// Tracker keeps one session's summary file up to date. Safe for
+// concurrent use; Close stops it and waits.
+type Tracker struct {
+	cfg    Config
+	path   string
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu          sync.Mutex
+	initialized bool
+	lastTokens  int
+	cursor      string
+	running     bool
+	startedAt   time.Time
+}
+
+// ErrMissingConfig is returned by New without a required field.
+var ErrMissingConfig = errors.New("sessionmem: Config needs Fs, ConfigHome, Cwd, SessionID and Model")
+
+// ErrInvalidSessionID is returned for a session ID that cannot name a
+// directory.
+var ErrInvalidSessionID = errors.New("sessionmem: invalid session ID (use letters, digits, '-' and '_')")
+
+// New returns a Tracker. It creates nothing until the first update.
+func New(cfg Config) (*Tracker, error) {
+	if cfg.Fs == nil || cfg.ConfigHome == "" || cfg.Cwd == "" || cfg.SessionID == "" || cfg.Model == nil {
+		return nil, ErrMissingConfig
+	}
+	for _, r := range cfg.SessionID {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return nil, ErrInvalidSessionID
+		}
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&cfg.InitTokens, DefaultInitTokens)
+	def(&cfg.MinGrowthTokens, DefaultMinGrowthTokens)
+	def(&cfg.MinToolCalls, DefaultMinToolCalls)
+	def(&cfg.MaxSectionTokens, DefaultMaxSectionTokens)
+	def(&cfg.MaxTotalTokens, DefaultMaxTotalTokens)
+	def(&cfg.MaxTurns, DefaultMaxTurns)
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = DefaultWaitTimeout
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	if cfg.Template == "" {
+		cfg.Template = DefaultTemplate
+	}
+	if cfg.UpdatePrompt == "" {
+		cfg.UpdatePrompt = DefaultUpdatePrompt
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Tracker{cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, ctx: ctx, cancel: cancel}, nil
+}
+
+// SummaryPath returns
+// <configHome>/projects/<SanitizePath(cwd)>/<sessionID>/session-memory/summary.md.
+func SummaryPath(configHome, cwd, sessionID string) string {
+	return filepath.Join(configHome, memdir.ProjectsDirName, memdir.SanitizePath(cwd), sessionID, "session-memory", "summary.md")
+}
+
+// Path returns the summary file's path.
+func (t *Tracker) Path() string { return t.path }
+
+// ShouldUpdate applies the thresholds to an observation without changing
+// anything: the first update once the context reaches InitTokens; later
+// ones when it grew by MinGrowthTokens since the last update and either
+// MinToolCalls tool calls were made since then or the last assistant turn
+// made none.
+func (t *Tracker) ShouldUpdate(obs Observation) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.shouldLocked(obs)
+}
+
+func (t *Tracker) shouldLocked(obs Observation) bool {
+	if obs.SubAgent {
+		return false
+	}
+	if !t.initialized {
+		return obs.ContextTokens >= t.cfg.InitTokens
+	}
+	if obs.ContextTokens-t.lastTokens < t.cfg.MinGrowthTokens {
+		return false
+	}
+	return toolCallsAfter(obs.Messages, t.cursor) >= t.cfg.MinToolCalls || lastAssistantUsedNoTools(obs.Messages)
+}
+
+// Observe is called by the host after each main-thread model response. When
+// a threshold is crossed and no update is running it moves the cursor to
+// the last message and starts an update in the background; it reports
+// whether it did.
+func (t *Tracker) Observe(obs Observation) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.shouldLocked(obs) {
+		return false
+	}
+	if t.running {
+		t.emit(Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
+		return false
+	}
+	fresh := messagesAfter(obs.Messages, t.cursor)
+	t.initialized = true
+	t.lastTokens = obs.ContextTokens
+	if n := len(obs.Messages); n > 0 {
+		t.cursor = obs.Messages[n-1].ID
+	}
+	t.running = true
+	t.startedAt = t.cfg.Clock.Now()
+	t.wg.Add(1)
+	go t.update(fresh, obs.ContextTokens)
+	return true
+}
+
+func (t *Tracker) update(fresh []llm.Message, tokens int) {
+	defer t.wg.Done()
+	t.emitLocking(Event{Kind: EventStarted, ContextTokens: tokens})
+	res, err := t.run(fresh)
+	t.mu.Lock()
+	t.running = false
+	if err != nil {
+		t.emit(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
+	} else {
+		t.emit(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
+	}
+	t.mu.Unlock()
+}
+
+// run performs one update: make sure the file exists, then let the model
+// edit it.
+func (t *Tracker) run(fresh []llm.Message) (llm.Result, error) {
+	if err := t.ensureFile(); err != nil {
+		return llm.Result{}, err
+	}
+	notes, err := afero.ReadFile(t.cfg.Fs, t.path)
+	if err != nil {
+		return llm.Result{}, err
+	}
+	tools, err := memtools.New(t.cfg.Fs, []string{filepath.Dir(t.path)}, memtools.Options{})
+	if err != nil {
+		return llm.Result{}, err
+	}
+	prompt := fill(t.cfg.UpdatePrompt, t.path, string(notes)) +
+		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
+		"\nThe new part of the conversation:\n\n" + transcript(fresh)
+	res, err := llm.RunAgent(t.ctx, t.cfg.Model, llm.Task{
+		Purpose:    llm.PurposeSessionMemory,
+		System:     "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
+		Prompt:     prompt,
+		// Every memory tool is offered; the permission rule allows one: Edit
+		// on this file. A model that tries another sees why it was refused.
+		Tools:      tools.Tools(),
+		Permission: memtools.SessionPermission(t.path),
+		MaxTurns:   t.cfg.MaxTurns,
+	})
+	if errors.Is(err, llm.ErrMaxTurns) {
+		err = nil
+	}
+	return res, err
+}
+
+// ensureFile creates the summary from the template: the directory with
+// mode 0700, the file exclusively with mode 0600.
+func (t *Tracker) ensureFile() error {
+	if err := t.cfg.Fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+		return fmt.Errorf("sessionmem: create the summary directory: %w", err)
+	}
+	f, err := t.cfg.Fs.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sessionmem: create the summary: %w", err)
+	}
+	if _, err := f.WriteString(t.cfg.Template); err != nil {
+		f.Close()
+		return fmt.Errorf("sessionmem: write the template: %w", err)
+	}
+	return f.Close()
+}
+
+// WaitForUpdate waits for an update in flight, polling, for at most
+// WaitTimeout; it does not wait for one that started more than StaleAfter
+// ago (it is presumed stuck). It reports whether no update is running when
+// it returns.
+func (t *Tracker) WaitForUpdate(ctx context.Context) bool {
+	deadline := t.cfg.Clock.Now().Add(t.cfg.WaitTimeout)
+	for {
+		t.mu.Lock()
+		running, started := t.running, t.startedAt
+		t.mu.Unlock()
+		now := t.cfg.Clock.Now()
+		switch {
+		case !running:
+			return true
+		case now.Sub(started) > t.cfg.StaleAfter, !now.Before(deadline):
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.cfg.Clock.After(pollInterval):
+		}
+	}
+}
+
+// Summary returns the summary's content ("" when it does not exist yet).
+func (t *Tracker) Summary() (string, error) {
+	data, err := afero.ReadFile(t.cfg.Fs, t.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return string(data), err
+}
+
+// IsEmpty reports whether the summary holds nothing beyond the template
+// (or does not exist).
+func (t *Tracker) IsEmpty() (bool, error) {
+	s, err := t.Summary()
+	if err != nil {
+		return false, err
+	}
+	return s == "" || strings.TrimSpace(s) == strings.TrimSpace(t.cfg.Template), nil
+}
+
+// Close cancels a running update and waits for it. A second Close is a
+// no-op.
+func (t *Tracker) Close() error {
+	t.cancel()
+	t.wg.Wait()
+	return nil
+}
+
+func (t *Tracker) emitLocking(ev Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.emit(ev)
+}
+
+// emit reports an event; the caller holds t.mu, so events keep their
+// order. Observers must not block or call the Tracker.
+func (t *Tracker) emit(ev Event) {
+	attrs := []any{"event", "sessionmem_" + string(ev.Kind), "context_tokens", ev.ContextTokens}
+	if ev.Err != nil {
+		attrs = append(attrs, "error", ev.Err)
+	}
+	t.log.Info("sessionmem: "+string(ev.Kind), attrs...)
+	if t.cfg.Observer != nil {
+		t.cfg.Observer(ev)
+	}
+}
+
+func messagesAfter(msgs []llm.Message, cursor string) []llm.Message {
+	if cursor == "" {
+		return msgs
+	}
+	for i, m := range msgs {
+		if m.ID == cursor {
+			return msgs[i+1:]
+		}
+	}
+	return msgs
+}
+
+func toolCallsAfter(msgs []llm.Message, cursor string) int {
+	n := 0
+	for _, m := range messagesAfter(msgs, cursor) {
+		if m.Role == llm.RoleAssistant {
+			n += len(m.ToolUses())
+		}
+	}
+	return n
+}
+
+func lastAssistantUsedNoTools(msgs []llm.Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			return len(msgs[i].ToolUses()) == 0
+		}
+	}
+	return false
+}
+
+// transcript renders messages for the update prompt, newest part kept
+// within 40 KiB.
+func transcript(msgs []llm.Message) string {
+	var parts []string
+	for _, m := range msgs {
+		var lines []string
+		if s := strings.TrimSpace(m.Text()); s != "" {
+			lines = append(lines, s)
+		}
+		for _, u := range m.ToolUses() {
+			lines = append(lines, "[used "+u.ToolName+" "+string(u.Input)+"]")
+		}
+		for _, b := range m.Content {
+			if b.Type == llm.BlockToolResult && b.Text != "" {
+				r := b.Text
+				if len(r) > 500 {
+					r = strings.ToValidUTF8(r[:500], "") + " ..."
+				}
+				lines = append(lines, "[result: "+r+"]")
+			}
+		}
+		if len(lines) > 0 {
+			parts = append(parts, string(m.Role)+": "+strings.Join(lines, "\n"))
+		}
+	}
+	text := strings.Join(parts, "\n\n")
+	const max = 40 << 10
+	if len(text) > max {
+		cut := len(text) - max
+		for cut < len(text) && text[cut]&0xC0 == 0x80 {
+			cut++
+		}
+		text = "[earlier messages left out]\n" + text[cut:]
+	}
+	return text + "\n"
+}
