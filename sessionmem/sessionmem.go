@@ -265,9 +265,9 @@ func (t *Tracker) run(fresh []llm.Message) (llm.Result, error) {
 		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
 		"\nThe new part of the conversation:\n\n" + transcript(fresh)
 	res, err := llm.RunAgent(t.ctx, t.cfg.Model, llm.Task{
-		Purpose:    llm.PurposeSessionMemory,
-		System:     "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
-		Prompt:     prompt,
+		Purpose: llm.PurposeSessionMemory,
+		System:  "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
+		Prompt:  prompt,
 		// Every memory tool is offered; the permission rule allows one: Edit
 		// on this file. A model that tries another sees why it was refused.
 		Tools:      tools.Tools(),
