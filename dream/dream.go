@@ -1,0 +1,295 @@
+package dream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/memtools"
+	"github.com/spf13/afero"
+)
+
+// Defaults.
+const (
+	DefaultMinHours     = 24
+	DefaultMinSessions  = 5
+	DefaultScanThrottle = 10 * time.Minute
+	// DefaultMaxTurns bounds a consolidation run: it reads and rewrites
+	// several files, so it needs more turns than an extraction.
+	DefaultMaxTurns = 30
+)
+
+// Reasons a run did not happen, in gate order.
+const (
+	StopDisabled      = "disabled"
+	StopDailyLog      = "daily_log_mode"
+	StopRemote        = "remote"
+	StopAutoMemoryOff = "auto_memory_off"
+	StopTooSoon       = "too_soon"
+	StopThrottled     = "scan_throttled"
+	StopFewSessions   = "not_enough_sessions"
+	StopLocked        = "locked"
+)
+
+// Config configures a Dreamer. Fs, AutoDir, ConfigHome, OriginalCwd and
+// Model are required; the zero value of the rest means the defaults.
+type Config struct {
+	Fs afero.Fs
+	// AutoDir is the auto-memory directory to consolidate.
+	AutoDir string
+	// ConfigHome and OriginalCwd locate the session transcripts:
+	// <ConfigHome>/projects/<SanitizePath(OriginalCwd)>/*.jsonl.
+	ConfigHome  string
+	OriginalCwd string
+	// SessionID is the current session, never counted.
+	SessionID string
+	Model     llm.Model
+	// Gate 1: any of these stops every run.
+	Disabled, DailyLog, Remote, AutoMemoryOff bool
+	// MinHours since the last consolidation (used when finite and > 0).
+	MinHours float64
+	// MinSessions touched since then (used when > 0).
+	MinSessions int
+	// ScanThrottle spaces the session scans (default 10 min).
+	ScanThrottle time.Duration
+	MaxTurns     int
+	// Lock tunes the consolidation lock (PID, liveness, clock, staleness).
+	Lock LockOptions
+	// Now is the clock (default time.Now); also used by the lock unless
+	// Lock.Now is set.
+	Now func() time.Time
+	// Observer receives every Outcome; Logger the same as records.
+	Observer func(Outcome)
+	Logger   *slog.Logger
+}
+
+// Outcome is what a MaybeRun or Force call did.
+type Outcome struct {
+	// Ran reports whether the consolidation agent ran.
+	Ran bool
+	// Stopped names the gate that stopped it (one of the Stop constants).
+	Stopped string
+	// Sessions are the transcripts it was told to review.
+	Sessions []string
+	// Files are the memory files it wrote or edited.
+	Files []string
+	Usage llm.Usage
+	Turns int
+	Err   error
+}
+
+// Dreamer decides when to consolidate a memory directory and runs the
+// consolidation. Safe for concurrent use; runs are serialised by the lock.
+type Dreamer struct {
+	cfg  Config
+	lock *Lock
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	lastScan time.Time
+}
+
+// ErrMissingConfig is returned by New without a required field.
+var ErrMissingConfig = errors.New("dream: Config needs Fs, AutoDir, ConfigHome, OriginalCwd and Model")
+
+// New returns a Dreamer.
+func New(cfg Config) (*Dreamer, error) {
+	if cfg.Fs == nil || cfg.AutoDir == "" || cfg.ConfigHome == "" || cfg.OriginalCwd == "" || cfg.Model == nil {
+		return nil, ErrMissingConfig
+	}
+	if math.IsNaN(cfg.MinHours) || math.IsInf(cfg.MinHours, 0) || cfg.MinHours <= 0 {
+		cfg.MinHours = DefaultMinHours
+	}
+	if cfg.MinSessions <= 0 {
+		cfg.MinSessions = DefaultMinSessions
+	}
+	if cfg.ScanThrottle <= 0 {
+		cfg.ScanThrottle = DefaultScanThrottle
+	}
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Lock.Now == nil {
+		cfg.Lock.Now = cfg.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.AutoDir = filepath.Clean(cfg.AutoDir)
+	return &Dreamer{cfg: cfg, lock: NewLock(cfg.Fs, cfg.AutoDir, cfg.Lock), log: log}, nil
+}
+
+// Lock returns the Dreamer's consolidation lock.
+func (d *Dreamer) Lock() *Lock { return d.lock }
+
+// TranscriptDir returns where the session transcripts are counted.
+func (d *Dreamer) TranscriptDir() string {
+	return filepath.Join(d.cfg.ConfigHome, memdir.ProjectsDirName, memdir.SanitizePath(d.cfg.OriginalCwd))
+}
+
+// MaybeRun consolidates when every gate passes, cheapest first: (1)
+// enabled, not daily-log mode, not remote, auto memory on; (2) MinHours
+// since the last consolidation; (3) the scan throttle (its timestamp is
+// set before scanning); (4) MinSessions sessions touched since then,
+// other than the current one; (5) the lock. It runs the agent in the
+// calling goroutine: call it from a background goroutine with a context
+// you can cancel. A failed or cancelled run rolls the lock back.
+func (d *Dreamer) MaybeRun(ctx context.Context) Outcome {
+	return d.finish(d.maybeRun(ctx))
+}
+
+// Force consolidates now, skipping the time, throttle and session gates
+// but not gate 1 or the lock; a successful run stamps the lock with now.
+func (d *Dreamer) Force(ctx context.Context) Outcome {
+	if stop := d.gateEnabled(); stop != "" {
+		return d.finish(Outcome{Stopped: stop})
+	}
+	last, err := d.lock.LastConsolidation()
+	if err != nil {
+		return d.finish(Outcome{Err: err})
+	}
+	sessions, err := d.sessionsSince(last)
+	if err != nil {
+		return d.finish(Outcome{Err: err})
+	}
+	return d.finish(d.run(ctx, sessions))
+}
+
+func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
+	if stop := d.gateEnabled(); stop != "" {
+		return Outcome{Stopped: stop}
+	}
+	last, err := d.lock.LastConsolidation()
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	now := d.cfg.Now()
+	if !last.IsZero() && now.Sub(last) < time.Duration(d.cfg.MinHours*float64(time.Hour)) {
+		return Outcome{Stopped: StopTooSoon}
+	}
+	d.mu.Lock()
+	if !d.lastScan.IsZero() && now.Sub(d.lastScan) < d.cfg.ScanThrottle {
+		d.mu.Unlock()
+		return Outcome{Stopped: StopThrottled}
+	}
+	d.lastScan = now
+	d.mu.Unlock()
+	sessions, err := d.sessionsSince(last)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	if len(sessions) < d.cfg.MinSessions {
+		return Outcome{Stopped: StopFewSessions, Sessions: sessions}
+	}
+	return d.run(ctx, sessions)
+}
+
+func (d *Dreamer) gateEnabled() string {
+	switch {
+	case d.cfg.Disabled:
+		return StopDisabled
+	case d.cfg.DailyLog:
+		return StopDailyLog
+	case d.cfg.Remote:
+		return StopRemote
+	case d.cfg.AutoMemoryOff:
+		return StopAutoMemoryOff
+	}
+	return ""
+}
+
+var uuidName = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl$`)
+
+// sessionsSince lists the transcripts (UUID-named *.jsonl directly in the
+// transcript dir) modified after since, leaving out the current session.
+func (d *Dreamer) sessionsSince(since time.Time) ([]string, error) {
+	dir := d.TranscriptDir()
+	entries, err := fswalk.ReadDir(d.cfg.Fs, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.Type.IsRegular() || !uuidName.MatchString(e.Rel) || strings.TrimSuffix(e.Rel, ".jsonl") == d.cfg.SessionID {
+			continue
+		}
+		p := filepath.Join(dir, e.Rel)
+		info, err := d.cfg.Fs.Stat(p)
+		if err != nil || !info.ModTime().After(since) {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// run takes the lock and runs the consolidation agent.
+func (d *Dreamer) run(ctx context.Context, sessions []string) Outcome {
+	prev, err := d.lock.Acquire()
+	if errors.Is(err, ErrLockHeld) || errors.Is(err, ErrLostRace) {
+		return Outcome{Stopped: StopLocked, Sessions: sessions}
+	}
+	if err != nil {
+		return Outcome{Err: err, Sessions: sessions}
+	}
+	out := Outcome{Ran: true, Sessions: sessions}
+	readRoots := []string{d.TranscriptDir()}
+	tools, err := memtools.New(d.cfg.Fs, append([]string{d.cfg.AutoDir}, readRoots...), memtools.Options{})
+	if err == nil {
+		var res llm.Result
+		res, err = llm.RunAgent(ctx, d.cfg.Model, llm.Task{
+			Purpose:    llm.PurposeAutoDream,
+			System:     systemPrompt(d.cfg.AutoDir),
+			Prompt:     userPrompt(d.cfg.AutoDir, d.TranscriptDir(), sessions),
+			Tools:      tools.Tools(),
+			Permission: memtools.ExtractPermission(d.cfg.Fs, d.cfg.AutoDir, readRoots),
+			MaxTurns:   d.cfg.MaxTurns,
+		})
+		if errors.Is(err, llm.ErrMaxTurns) {
+			err = nil
+		}
+		out.Usage, out.Turns, out.Files = res.Usage, res.Turns, tools.Written()
+	}
+	if err != nil {
+		out.Err = err
+		if rbErr := d.lock.Rollback(prev); rbErr != nil {
+			out.Err = fmt.Errorf("%w (and the lock could not be rolled back: %v)", err, rbErr)
+		}
+	}
+	return out
+}
+
+func (d *Dreamer) finish(o Outcome) Outcome {
+	attrs := []any{"event", "dream", "ran", o.Ran, "sessions", len(o.Sessions), "files", len(o.Files)}
+	if o.Stopped != "" {
+		attrs = append(attrs, "stopped", o.Stopped)
+	}
+	if o.Err != nil {
+		attrs = append(attrs, "error", o.Err)
+	}
+	d.log.Info("dream: outcome", attrs...)
+	if d.cfg.Observer != nil {
+		d.cfg.Observer(o)
+	}
+	return o
+}

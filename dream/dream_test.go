@@ -1,0 +1,319 @@
+package dream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The lock is exercised from real processes: the test binary re-runs
+// itself with AGENTMEM_LOCK_HELPER set to a memory dir.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("AGENTMEM_LOCK_HELPER"); dir != "" {
+		lock := NewLock(afero.NewOsFs(), dir, LockOptions{})
+		<-time.After(time.Until(parseStart()))
+		_, err := lock.Acquire()
+		if err == nil {
+			fmt.Println("won")
+			time.Sleep(1500 * time.Millisecond) // stay alive while the other one checks
+		} else {
+			fmt.Println("lost:", err)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func parseStart() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, os.Getenv("AGENTMEM_LOCK_START"))
+	return t
+}
+
+const (
+	cfgHome = "/c"
+	cwd     = "/work/shop"
+	autoDir = "/c/projects/-work-shop/memory"
+	current = "11111111-1111-4111-8111-111111111111"
+)
+
+var now0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func session(i int) string { return fmt.Sprintf("%08d-aaaa-4bbb-8ccc-%012d", i, i) }
+
+// tree writes n session transcripts, touched after since.
+func tree(t *testing.T, n int, at time.Time) afero.Fs {
+	t.Helper()
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, fsys.MkdirAll(autoDir, 0o755))
+	dir := "/c/projects/-work-shop"
+	for i := 0; i < n; i++ {
+		p := filepath.Join(dir, session(i)+".jsonl")
+		require.NoError(t, afero.WriteFile(fsys, p, []byte(`{"type":"user"}`+"\n"), 0o644))
+		require.NoError(t, fsys.Chtimes(p, at, at))
+	}
+	return fsys
+}
+
+func newDreamer(t *testing.T, fsys afero.Fs, model llm.Model, clock *testClock, mutate func(*Config)) *Dreamer {
+	t.Helper()
+	cfg := Config{Fs: fsys, AutoDir: autoDir, ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current, Model: model,
+		Now: clock.Now, Lock: LockOptions{PID: 4242, Alive: func(int) bool { return true }}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	d, err := New(cfg)
+	require.NoError(t, err)
+	return d
+}
+
+func consolidation() *llmtest.Model {
+	return llmtest.New(
+		llmtest.ToolUse("1", "Write", map[string]any{"file_path": autoDir + "/deploys.md", "content": "---\nname: Deploys\ndescription: Tuesdays\ntype: project\n---\nDeploys on Tuesdays.\n"}),
+		llmtest.ToolUse("2", "Write", map[string]any{"file_path": "/c/projects/-work-shop/" + session(0) + ".jsonl", "content": "tampered"}),
+		llmtest.Text("Improved 1 memory."),
+	)
+}
+
+func TestGatesInOrder(t *testing.T) {
+	clock := &testClock{now: now0}
+	cases := []struct {
+		name   string
+		cfg    func(*Config)
+		want   string
+		fsys   func() afero.Fs
+		before func(d *Dreamer)
+	}{
+		{name: "disabled", cfg: func(c *Config) { c.Disabled = true; c.DailyLog = true }, want: StopDisabled},
+		{name: "daily log", cfg: func(c *Config) { c.DailyLog = true; c.Remote = true }, want: StopDailyLog},
+		{name: "remote", cfg: func(c *Config) { c.Remote = true }, want: StopRemote},
+		{name: "auto memory off", cfg: func(c *Config) { c.AutoMemoryOff = true }, want: StopAutoMemoryOff},
+		{name: "too soon", want: StopTooSoon, before: func(d *Dreamer) {
+			require.NoError(t, afero.WriteFile(d.cfg.Fs, d.lock.Path(), nil, 0o644))
+			at := now0.Add(-23 * time.Hour)
+			require.NoError(t, d.cfg.Fs.Chtimes(d.lock.Path(), at, at))
+		}},
+		{name: "few sessions", fsys: func() afero.Fs { return tree(t, 4, now0.Add(-time.Hour)) }, want: StopFewSessions},
+		{name: "locked", want: StopLocked, before: func(d *Dreamer) {
+			require.NoError(t, afero.WriteFile(d.cfg.Fs, d.lock.Path(), []byte("777"), 0o644))
+			at := now0.Add(-25 * time.Hour)
+			require.NoError(t, d.cfg.Fs.Chtimes(d.lock.Path(), at, at))
+			d.cfg.MinHours = 24
+			d.lock.opts.StaleAfter = 48 * time.Hour // the holder is recent enough to count
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := tree(t, 6, now0.Add(-time.Hour))
+			if c.fsys != nil {
+				fsys = c.fsys()
+			}
+			model := llmtest.New()
+			d := newDreamer(t, fsys, model, clock, c.cfg)
+			if c.before != nil {
+				c.before(d)
+			}
+			out := d.MaybeRun(context.Background())
+			assert.False(t, out.Ran)
+			assert.Equal(t, c.want, out.Stopped)
+			assert.Empty(t, model.Requests())
+		})
+	}
+}
+
+func TestRunAndScanThrottle(t *testing.T) {
+	clock := &testClock{now: now0}
+	fsys := tree(t, 6, now0.Add(-time.Hour))
+	// Files that are not UUID transcripts, and the current session, do not count.
+	for _, name := range []string{"notes.jsonl", "not-a-uuid.jsonl", current + ".jsonl", session(99) + ".txt"} {
+		require.NoError(t, afero.WriteFile(fsys, "/c/projects/-work-shop/"+name, []byte("x"), 0o644))
+	}
+	model := consolidation()
+	var outcomes []Outcome
+	d := newDreamer(t, fsys, model, clock, func(c *Config) { c.Observer = func(o Outcome) { outcomes = append(outcomes, o) } })
+	out := d.MaybeRun(context.Background())
+	require.NoError(t, out.Err)
+	require.True(t, out.Ran)
+	assert.Len(t, out.Sessions, 6)
+	assert.Equal(t, []string{autoDir + "/deploys.md"}, out.Files, "the write into a transcript was refused")
+	got, err := afero.ReadFile(fsys, "/c/projects/-work-shop/"+session(0)+".jsonl")
+	require.NoError(t, err)
+	assert.NotEqual(t, "tampered", string(got))
+	last, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.True(t, last.Equal(now0), "a successful run stamps the lock")
+	prompt := model.Requests()[0].Messages[0].Text()
+	assert.Contains(t, prompt, session(5)+".jsonl")
+	assert.NotContains(t, prompt, current)
+	assert.Contains(t, model.Requests()[0].System, "no shell")
+	assert.Equal(t, llm.PurposeAutoDream, model.Requests()[0].Purpose)
+
+	// 24 h later with new sessions, but the throttle was set by a scan 5 min ago.
+	clock.Advance(25 * time.Hour)
+	d2 := newDreamer(t, fsys, llmtest.New(), clock, nil)
+	d2.lastScan = clock.Now().Add(-5 * time.Minute)
+	assert.Equal(t, StopThrottled, d2.MaybeRun(context.Background()).Stopped)
+	// A refused scan still sets the throttle: the second call is throttled too.
+	d3 := newDreamer(t, fsys, llmtest.New(), clock, nil)
+	assert.Equal(t, StopFewSessions, d3.MaybeRun(context.Background()).Stopped, "the old sessions predate the last run")
+	assert.Equal(t, StopThrottled, d3.MaybeRun(context.Background()).Stopped)
+	require.Len(t, outcomes, 1)
+}
+
+func TestRollbackAfterFailure(t *testing.T) {
+	clock := &testClock{now: now0}
+	// No previous consolidation: the lock file goes away again.
+	fsys := tree(t, 6, now0.Add(-time.Hour))
+	d := newDreamer(t, fsys, llmtest.New(llmtest.Fail(&llm.APIError{StatusCode: 500})), clock, nil)
+	out := d.MaybeRun(context.Background())
+	require.True(t, out.Ran)
+	require.Error(t, out.Err)
+	_, err := fsys.Stat(d.Lock().Path())
+	assert.True(t, os.IsNotExist(err))
+
+	// With one: its time comes back and the body is emptied.
+	prev := now0.Add(-30 * time.Hour)
+	require.NoError(t, afero.WriteFile(fsys, d.Lock().Path(), []byte("1234"), 0o644))
+	require.NoError(t, fsys.Chtimes(d.Lock().Path(), prev, prev))
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	d = newDreamer(t, fsys, llmtest.New(llmtest.Step{Block: true, Started: started}), clock, nil)
+	done := make(chan Outcome)
+	go func() { done <- d.MaybeRun(ctx) }()
+	<-started
+	cancel()
+	out = <-done
+	assert.ErrorIs(t, out.Err, context.Canceled)
+	last, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.True(t, last.Equal(prev))
+	body, err := afero.ReadFile(fsys, d.Lock().Path())
+	require.NoError(t, err)
+	assert.Empty(t, body)
+}
+
+func TestForce(t *testing.T) {
+	clock := &testClock{now: now0}
+	fsys := tree(t, 1, now0.Add(-time.Hour))
+	at := now0.Add(-time.Hour)
+	d := newDreamer(t, fsys, consolidation(), clock, nil)
+	require.NoError(t, afero.WriteFile(fsys, d.Lock().Path(), nil, 0o644))
+	require.NoError(t, fsys.Chtimes(d.Lock().Path(), at, at))
+	assert.Equal(t, StopTooSoon, d.MaybeRun(context.Background()).Stopped)
+	out := d.Force(context.Background())
+	require.NoError(t, out.Err)
+	assert.True(t, out.Ran, "Force skips the time and session gates")
+	last, _ := d.Lock().LastConsolidation()
+	assert.True(t, last.Equal(now0), "a manual run stamps now")
+
+	// But not the lock, nor gate 1.
+	require.NoError(t, afero.WriteFile(fsys, d.Lock().Path(), []byte("777"), 0o644))
+	d2 := newDreamer(t, fsys, llmtest.New(), clock, nil)
+	assert.Equal(t, StopLocked, d2.Force(context.Background()).Stopped)
+	d3 := newDreamer(t, fsys, llmtest.New(), clock, func(c *Config) { c.Remote = true })
+	assert.Equal(t, StopRemote, d3.Force(context.Background()).Stopped)
+}
+
+func TestLockStaleness(t *testing.T) {
+	clock := &testClock{now: now0}
+	fsys := afero.NewMemMapFs()
+	alive := map[int]bool{777: true}
+	lock := NewLock(fsys, autoDir, LockOptions{PID: 4242, Now: clock.Now, Alive: func(p int) bool { return alive[p] }})
+	write := func(body string, at time.Time) {
+		require.NoError(t, fsys.MkdirAll(autoDir, 0o755))
+		require.NoError(t, afero.WriteFile(fsys, lock.Path(), []byte(body), 0o644))
+		require.NoError(t, fsys.Chtimes(lock.Path(), at, at))
+	}
+	write("777", now0.Add(-30*time.Minute))
+	_, err := lock.Acquire()
+	assert.ErrorIs(t, err, ErrLockHeld, "recent and alive")
+
+	write("777", now0.Add(-61*time.Minute))
+	prev, err := lock.Acquire()
+	require.NoError(t, err, "older than an hour: taken over even though alive")
+	assert.True(t, prev.Equal(now0.Add(-61*time.Minute)))
+
+	write("888", now0.Add(-time.Minute))
+	_, err = lock.Acquire()
+	require.NoError(t, err, "recent but the holder is dead")
+	write("not a pid", now0.Add(-time.Minute))
+	_, err = lock.Acquire()
+	require.NoError(t, err, "an unparsable body holds nothing")
+	write("1", now0.Add(-time.Minute))
+	_, err = lock.Acquire()
+	require.NoError(t, err, "pid 1 never counts")
+}
+
+func TestLockTwoGoroutines(t *testing.T) {
+	// On the real disk, where O_EXCL is atomic (afero's MemMapFs checks and
+	// creates in two steps).
+	for round := 0; round < 20; round++ {
+		fsys := afero.NewBasePathFs(afero.NewOsFs(), t.TempDir())
+		var wins, losses int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for pid := 100; pid < 102; pid++ {
+			wg.Go(func() {
+				l := NewLock(fsys, autoDir, LockOptions{PID: pid, Alive: func(int) bool { return true }})
+				_, err := l.Acquire()
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					wins++
+				} else {
+					assert.True(t, errors.Is(err, ErrLockHeld) || errors.Is(err, ErrLostRace), "%v", err)
+					losses++
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 1, wins, "exactly one holder")
+		assert.Equal(t, 1, losses)
+	}
+}
+
+func TestLockTwoProcesses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	start := time.Now().Add(300 * time.Millisecond).Format(time.RFC3339Nano)
+	var outs [2][]byte
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "AGENTMEM_LOCK_HELPER="+dir, "AGENTMEM_LOCK_START="+start)
+			out, err := cmd.Output()
+			assert.NoError(t, err)
+			outs[i] = out
+		})
+	}
+	wg.Wait()
+	joined := string(outs[0]) + string(outs[1])
+	assert.Equal(t, 1, strings.Count(joined, "won"), "exactly one process wins: %q", joined)
+	assert.Equal(t, 1, strings.Count(joined, "lost"), "%q", joined)
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(Config{})
+	assert.ErrorIs(t, err, ErrMissingConfig)
+}

@@ -1,0 +1,27 @@
+package dream_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentmem/agentmem/dream"
+	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/spf13/afero"
+)
+
+func ExampleDreamer_MaybeRun() {
+	fsys := afero.NewMemMapFs()
+	_ = fsys.MkdirAll("/home/u/.claude/projects/-work-shop/memory", 0o755)
+	d, _ := dream.New(dream.Config{
+		Fs: fsys, AutoDir: "/home/u/.claude/projects/-work-shop/memory",
+		ConfigHome: "/home/u/.claude", OriginalCwd: "/work/shop", SessionID: "current",
+		Model: llmtest.New(llmtest.Text("Improved 0 memories.")), // the host's llm.Model
+	})
+	out := d.MaybeRun(context.Background())
+	fmt.Println(out.Ran, out.Stopped)
+	out = d.Force(context.Background())
+	fmt.Println(out.Ran, out.Err)
+	// Output:
+	// false not_enough_sessions
+	// true <nil>
+}
