@@ -206,3 +206,25 @@ func errnoName(e syscall.Errno) string {
 	}
 	return fmt.Sprintf("errno %d", int(e))
 }
+
+// ValidateKeySyntax checks a sync key without a filesystem, as the sync
+// server does for every key it receives: SanitizeKey, the length limits,
+// and a clean relative "/"-separated path (no empty, "." or ".." segment,
+// no trailing "/"). It returns a *PathTraversalError.
+func ValidateKeySyntax(key string) error {
+	if err := SanitizeKey(key); err != nil {
+		return err
+	}
+	if key == "" || len(key) > MaxKeyLength {
+		return traversal(ReasonTooLong, key)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		switch {
+		case seg == "" || seg == "." || seg == "..":
+			return traversal(ReasonEscapes, key)
+		case len(seg) > MaxKeySegmentLength:
+			return traversal(ReasonTooLong, key)
+		}
+	}
+	return nil
+}
