@@ -1,0 +1,691 @@
+package teammem
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/spf13/afero"
+)
+
+// Client defaults.
+const (
+	DefaultTimeout         = 30 * time.Second
+	DefaultMaxRetries      = 3
+	DefaultConflictRetries = 2
+	DefaultBaseDelay       = 500 * time.Millisecond
+	DefaultMaxDelay        = 32 * time.Second
+)
+
+// HTTPDoer sends requests (an *http.Client, or a wrapper).
+type HTTPDoer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// ClientConfig configures a sync Client. BaseURL, Repo, Token, Fs and
+// TeamDir are required; the zero value of the rest means the defaults.
+type ClientConfig struct {
+	// BaseURL is the server, such as https://team.example.com.
+	BaseURL string
+	// Path is the endpoint below BaseURL (default DefaultSyncPath).
+	Path string
+	// Repo is "owner/name".
+	Repo  string
+	Token string
+	Fs    afero.Fs
+	// TeamDir is the local team directory (TeamMemPath).
+	TeamDir string
+	// HTTP sends requests (default an http.Client with a 30 s timeout).
+	HTTP HTTPDoer
+	// MaxRetries on network errors, timeouts, 429 and 5xx (default 3).
+	MaxRetries int
+	// ConflictRetries after a 412 (default 2).
+	ConflictRetries int
+	// BaseDelay and MaxDelay shape the backoff min(base*2^(n-1), max).
+	BaseDelay, MaxDelay time.Duration
+	// Jitter returns a number in [0, 1); up to 25 % of the delay is added
+	// (default math/rand).
+	Jitter func() float64
+	// Sleep waits between retries (default a timer honouring ctx).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// PropagateDeletes sends deletions of files the server has, and
+	// applies the server's tombstones on pull. A file deleted locally whose
+	// server copy has not changed since the last sync is then not restored
+	// by pull; the next push deletes it on the server.
+	PropagateDeletes bool
+	// Scanner checks pushed files for secrets (default NewScanner()).
+	Scanner *Scanner
+	Logger  *slog.Logger
+}
+
+// SyncState is what a client remembers between calls. The caller creates
+// one (the zero value) per team directory and passes it to every call.
+type SyncState struct {
+	// ETag is the repo checksum of the last pull or push.
+	ETag string
+	// ServerChecksums are the entry checksums the server is known to hold.
+	ServerChecksums map[string]string
+	// MaxEntries is the server's entry limit once learned from a 413.
+	MaxEntries int
+	// Tombstones are the server's deleted keys (Unix ms).
+	Tombstones map[string]int64
+	// Pulled reports whether a pull succeeded in this process, which
+	// deletion propagation requires.
+	Pulled bool
+}
+
+// Skip says why a key was not synced.
+type Skip struct {
+	Key string
+	// Reason is "secret", "too_large" or "invalid_key".
+	Reason string
+	// RuleID and Label name the secret found (Reason "secret").
+	RuleID, Label string
+}
+
+// Result reports one Pull, Push or Sync.
+type Result struct {
+	// Written are the keys pull wrote to disk; Deleted those it removed
+	// for tombstones (with PropagateDeletes).
+	Written, Deleted []string
+	// Uploaded are the keys push sent; SoftDeleted those it asked the
+	// server to delete.
+	Uploaded, SoftDeleted []string
+	Skipped               []Skip
+	// NotModified: the pull got 304. ServerEmpty: the server has no data.
+	NotModified, ServerEmpty bool
+	Requests                 int
+	BytesSent                int64
+}
+
+func (r *Result) add(o Result) {
+	r.Written = append(r.Written, o.Written...)
+	r.Deleted = append(r.Deleted, o.Deleted...)
+	r.Uploaded = append(r.Uploaded, o.Uploaded...)
+	r.SoftDeleted = append(r.SoftDeleted, o.SoftDeleted...)
+	r.Skipped = append(r.Skipped, o.Skipped...)
+	r.NotModified, r.ServerEmpty = o.NotModified, o.ServerEmpty
+	r.Requests += o.Requests
+	r.BytesSent += o.BytesSent
+}
+
+// ErrorClass sorts sync failures for callers and the watcher.
+type ErrorClass string
+
+// The error classes.
+const (
+	ClassAuth           ErrorClass = "auth"
+	ClassForbidden      ErrorClass = "forbidden"
+	ClassTimeout        ErrorClass = "timeout"
+	ClassNetwork        ErrorClass = "network"
+	ClassParse          ErrorClass = "parse"
+	ClassConflict       ErrorClass = "conflict"
+	ClassTooManyEntries ErrorClass = "too_many_entries"
+	ClassUnknown        ErrorClass = "unknown"
+)
+
+// SyncError reports a failed sync request.
+type SyncError struct {
+	Class ErrorClass
+	// Status is the HTTP status (0 for network errors).
+	Status int
+	// Code is the server's error_code, when it sent one.
+	Code string
+	// Attempts is how many times the request was sent.
+	Attempts int
+	// MaxEntries is the server's entry limit (ClassTooManyEntries).
+	MaxEntries int
+	Err        error
+}
+
+func (e *SyncError) Error() string {
+	s := "teammem: sync failed (" + string(e.Class)
+	if e.Status != 0 {
+		s += ", HTTP " + strconv.Itoa(e.Status)
+	}
+	if e.Code != "" {
+		s += ", " + e.Code
+	}
+	s += ")"
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *SyncError) Unwrap() error { return e.Err }
+
+// Permanent reports whether retrying later cannot help without a change
+// (no token, no access, a client error other than 409 or 429).
+func (e *SyncError) Permanent() bool {
+	switch e.Class {
+	case ClassAuth, ClassForbidden, ClassTooManyEntries:
+		return true
+	}
+	return e.Status >= 400 && e.Status < 500 && e.Status != 409 && e.Status != 429 && e.Status != 412
+}
+
+// Client syncs one team directory with the server. Safe for concurrent
+// use, but calls sharing one SyncState must not overlap.
+type Client struct {
+	cfg      ClientConfig
+	endpoint string
+	log      *slog.Logger
+}
+
+// Configuration errors.
+var (
+	ErrNoToken = errors.New("teammem: no sync token (set ClientConfig.Token)")
+	ErrNoRepo  = errors.New("teammem: no repo (set ClientConfig.Repo to owner/name)")
+)
+
+// NewClient returns a Client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	switch {
+	case cfg.Token == "":
+		return nil, ErrNoToken
+	case cfg.Repo == "" || strings.Count(cfg.Repo, "/") != 1:
+		return nil, ErrNoRepo
+	case cfg.BaseURL == "" || cfg.Fs == nil || cfg.TeamDir == "":
+		return nil, errors.New("teammem: ClientConfig needs BaseURL, Fs and TeamDir")
+	}
+	if cfg.Path == "" {
+		cfg.Path = DefaultSyncPath
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: DefaultTimeout}
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.ConflictRetries <= 0 {
+		cfg.ConflictRetries = DefaultConflictRetries
+	}
+	if cfg.BaseDelay <= 0 {
+		cfg.BaseDelay = DefaultBaseDelay
+	}
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = DefaultMaxDelay
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = rand.Float64
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	if cfg.Scanner == nil {
+		cfg.Scanner = NewScanner()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.TeamDir = filepath.Clean(cfg.TeamDir)
+	endpoint := strings.TrimRight(cfg.BaseURL, "/") + cfg.Path + "?repo=" + url.QueryEscape(cfg.Repo)
+	return &Client{cfg: cfg, endpoint: endpoint, log: log}, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Sync pulls (ignoring the ETag, so the local copy is refreshed) and then
+// pushes.
+func (c *Client) Sync(ctx context.Context, st *SyncState) (Result, error) {
+	var res Result
+	r, err := c.pull(ctx, st, false)
+	res.add(r)
+	if err != nil {
+		return res, err
+	}
+	r, err = c.Push(ctx, st)
+	res.add(r)
+	return res, err
+}
+
+// Pull fetches the server's entries (sending If-None-Match when the ETag
+// is known) and writes each valid one whose content differs from the
+// local file; local-only files are left alone. The known server checksums
+// are replaced by the server's.
+func (c *Client) Pull(ctx context.Context, st *SyncState) (Result, error) {
+	return c.pull(ctx, st, true)
+}
+
+func (c *Client) pull(ctx context.Context, st *SyncState, useETag bool) (Result, error) {
+	var res Result
+	headers := map[string]string{}
+	if useETag && st.ETag != "" {
+		headers["If-None-Match"] = `"` + st.ETag + `"`
+	}
+	resp, body, err := c.send(ctx, &res, http.MethodGet, c.endpoint, nil, headers)
+	if err != nil {
+		return res, err
+	}
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		res.NotModified = true
+		st.Pulled = true
+		return res, nil
+	case http.StatusNotFound:
+		res.ServerEmpty = true
+		st.ETag = ""
+		st.ServerChecksums = map[string]string{}
+		st.Pulled = true
+		return res, nil
+	}
+	var data TeamMemoryData
+	if err := json.Unmarshal(body, &data); err != nil {
+		return res, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply is not team memory JSON")}
+	}
+	known := st.ServerChecksums
+	keys := sortedKeys(data.Content.Entries)
+	for _, key := range keys {
+		content := data.Content.Entries[key]
+		abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, key)
+		if err != nil {
+			res.Skipped = append(res.Skipped, Skip{Key: key, Reason: "invalid_key"})
+			continue
+		}
+		if len(content) > MaxEntryBytes {
+			res.Skipped = append(res.Skipped, Skip{Key: key, Reason: "too_large"})
+			continue
+		}
+		old, readErr := afero.ReadFile(c.cfg.Fs, abs)
+		if readErr == nil && string(old) == content {
+			continue // unchanged: keep the file and its mtime
+		}
+		if c.cfg.PropagateDeletes && errors.Is(readErr, fs.ErrNotExist) && known[key] != "" && known[key] == data.Content.EntryChecksums[key] {
+			// Deleted here after the last sync and unchanged on the server:
+			// a local deletion the next push propagates, not a file to restore.
+			continue
+		}
+		if err := c.cfg.Fs.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return res, fmt.Errorf("teammem: create the directory for %s: %w", key, err)
+		}
+		if err := atomicfile.WriteFile(c.cfg.Fs, abs, []byte(content), 0o644); err != nil {
+			return res, fmt.Errorf("teammem: write %s: %w", key, err)
+		}
+		res.Written = append(res.Written, key)
+	}
+	if c.cfg.PropagateDeletes {
+		for _, key := range sortedKeys(data.Content.DeletedEntries) {
+			abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, key)
+			if err != nil {
+				res.Skipped = append(res.Skipped, Skip{Key: key, Reason: "invalid_key"})
+				continue
+			}
+			if err := c.cfg.Fs.Remove(abs); err == nil {
+				res.Deleted = append(res.Deleted, key)
+			}
+		}
+	}
+	st.ServerChecksums = data.Content.EntryChecksums
+	if st.ServerChecksums == nil {
+		st.ServerChecksums = map[string]string{}
+	}
+	st.Tombstones = data.Content.DeletedEntries
+	st.ETag = data.Checksum
+	st.Pulled = true
+	return res, nil
+}
+
+// localFile is a team file read for a push.
+type localFile struct {
+	key, content, sum string
+}
+
+// Push uploads the local files whose content differs from what the server
+// is known to hold, in batches of at most MaxPutBodyBytes, resolving
+// conflicts through the hashes view. An empty delta sends nothing.
+func (c *Client) Push(ctx context.Context, st *SyncState) (Result, error) {
+	var res Result
+	files, permIssues, skipped, err := c.readLocal(ctx)
+	res.Skipped = append(res.Skipped, skipped...)
+	if err != nil {
+		return res, err
+	}
+	if st.MaxEntries > 0 && len(files) > st.MaxEntries {
+		files = files[:st.MaxEntries] // sorted by key
+	}
+	for attempt := 0; ; attempt++ {
+		delta, deletes := c.delta(files, st, permIssues)
+		if len(delta) == 0 && len(deletes) == 0 {
+			return res, nil
+		}
+		err := c.upload(ctx, st, &res, delta, deletes)
+		var se *SyncError
+		if errors.As(err, &se) && se.Class == ClassTooManyEntries && se.MaxEntries > 0 {
+			st.MaxEntries = se.MaxEntries // the next push sends only the first N keys
+		}
+		if !errors.As(err, &se) || se.Class != ClassConflict || attempt == c.cfg.ConflictRetries {
+			return res, err
+		}
+		// Someone else wrote: learn what the server holds now and retry
+		// with the delta against that.
+		if err := c.probe(ctx, st, &res); err != nil {
+			return res, err
+		}
+	}
+}
+
+// delta returns the files to upload and the keys to delete.
+func (c *Client) delta(files []localFile, st *SyncState, permIssues bool) ([]localFile, []string) {
+	var out []localFile
+	local := map[string]bool{}
+	for _, f := range files {
+		local[f.key] = true
+		if c.cfg.PropagateDeletes {
+			if _, dead := st.Tombstones[f.key]; dead {
+				continue
+			}
+		}
+		if st.ServerChecksums[f.key] != f.sum {
+			out = append(out, f)
+		}
+	}
+	var deletes []string
+	if c.cfg.PropagateDeletes && st.Pulled && !permIssues {
+		for _, k := range sortedKeys(st.ServerChecksums) {
+			if !local[k] {
+				deletes = append(deletes, k)
+			}
+		}
+	}
+	return out, deletes
+}
+
+// upload sends the delta in batches; deletions ride with the first.
+func (c *Client) upload(ctx context.Context, st *SyncState, res *Result, delta []localFile, deletes []string) error {
+	bs := batches(delta, MaxPutBodyBytes)
+	if len(bs) == 0 {
+		bs = [][]localFile{nil} // deletions alone still need a request
+	}
+	for i, batch := range bs {
+		body := PutBody{Entries: map[string]string{}}
+		for _, f := range batch {
+			body.Entries[f.key] = f.content
+		}
+		if i == 0 {
+			body.SoftDeleteKeys = deletes
+		}
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		headers := map[string]string{"Content-Type": "application/json"}
+		if st.ETag != "" {
+			headers["If-Match"] = `"` + st.ETag + `"`
+		}
+		resp, respBody, err := c.send(ctx, res, http.MethodPut, c.endpoint, raw, headers)
+		if err != nil {
+			return err
+		}
+		var pr PutResult
+		if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
+			return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
+		}
+		st.ETag = pr.Checksum
+		if st.ServerChecksums == nil {
+			st.ServerChecksums = map[string]string{}
+		}
+		for _, f := range batch {
+			st.ServerChecksums[f.key] = f.sum
+			res.Uploaded = append(res.Uploaded, f.key)
+		}
+		if i == 0 {
+			for _, k := range deletes {
+				delete(st.ServerChecksums, k)
+			}
+			res.SoftDeleted = append(res.SoftDeleted, deletes...)
+		}
+	}
+	return nil
+}
+
+// probe refreshes the known server checksums from the hashes view.
+func (c *Client) probe(ctx context.Context, st *SyncState, res *Result) error {
+	resp, body, err := c.send(ctx, res, http.MethodGet, c.endpoint+"&view=hashes", nil, nil)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		st.ETag, st.ServerChecksums = "", map[string]string{}
+		return nil
+	}
+	var hv HashesView
+	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
+		return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
+	}
+	st.ETag, st.ServerChecksums, st.Tombstones = hv.Checksum, hv.EntryChecksums, hv.DeletedEntries
+	return nil
+}
+
+// readLocal reads the pushable files of the team dir, sorted by key.
+func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, err error) {
+	var paths []fswalk.Entry
+	err = fswalk.Walk(ctx, c.cfg.Fs, c.cfg.TeamDir, func(e fswalk.Entry) error {
+		if e.Type.IsRegular() {
+			paths = append(paths, e)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil, nil
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
+		return nil, true, nil, nil
+	case err != nil:
+		return nil, false, nil, err
+	}
+	for _, e := range paths {
+		name := path.Base(e.Rel)
+		ext := path.Ext(name)
+		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || hiddenSegment(e.Rel) {
+			continue
+		}
+		info, err := c.cfg.Fs.Stat(e.Abs)
+		if err != nil {
+			if isMissingOrDenied(err) {
+				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
+				continue
+			}
+			return nil, permIssues, skipped, err
+		}
+		if info.Size() > MaxEntryBytes {
+			skipped = append(skipped, Skip{Key: e.Rel, Reason: "too_large"})
+			continue
+		}
+		if ValidateKeySyntax(e.Rel) != nil {
+			skipped = append(skipped, Skip{Key: e.Rel, Reason: "invalid_key"})
+			continue
+		}
+		data, err := afero.ReadFile(c.cfg.Fs, e.Abs)
+		if err != nil {
+			if isMissingOrDenied(err) {
+				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
+				continue
+			}
+			return nil, permIssues, skipped, err
+		}
+		if m, ok := c.cfg.Scanner.First(string(data)); ok {
+			c.log.Warn("teammem: file skipped: it contains a secret", "event", "teammem_secret_skipped", "rule", m.RuleID)
+			skipped = append(skipped, Skip{Key: e.Rel, Reason: "secret", RuleID: m.RuleID, Label: m.Label})
+			continue
+		}
+		files = append(files, localFile{key: e.Rel, content: string(data), sum: EntryChecksum(string(data))})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].key < files[j].key })
+	return files, permIssues, skipped, nil
+}
+
+func hiddenSegment(rel string) bool {
+	for _, seg := range strings.Split(rel, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+func isMissingOrDenied(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
+
+// batches packs files, sorted by key, greedily into groups whose PUT body
+// stays within limit bytes: 14 bytes of envelope plus, per entry, its
+// JSON-encoded key and value and 2. An entry that alone exceeds the limit
+// travels in a batch of its own.
+func batches(files []localFile, limit int) [][]localFile {
+	const envelope = len(`{"entries":{}}`)
+	var out [][]localFile
+	var cur []localFile
+	size := envelope
+	for _, f := range files {
+		cost := jsonLen(f.key) + jsonLen(f.content) + 2
+		if len(cur) > 0 && size+cost > limit {
+			out = append(out, cur)
+			cur, size = nil, envelope
+		}
+		cur = append(cur, f)
+		size += cost
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func jsonLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b)
+}
+
+// send performs one request with retries and returns the response (body
+// read) when its status is one the caller handles: 2xx, 304 and, for GET,
+// 404. Other statuses become a *SyncError.
+func (c *Client) send(ctx context.Context, res *Result, method, u string, body []byte, headers map[string]string) (*http.Response, []byte, error) {
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+		req.Header.Set("Accept", "application/json")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		res.Requests++
+		res.BytesSent += int64(len(body))
+		resp, err := c.cfg.HTTP.Do(req)
+		var respBody []byte
+		if err == nil {
+			respBody, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			resp.Body.Close()
+		}
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, nil, ctxErr
+			}
+			class := ClassNetwork
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+				class = ClassTimeout
+			}
+			if attempt > c.cfg.MaxRetries {
+				return nil, nil, &SyncError{Class: class, Attempts: attempt, Err: errors.New("the server could not be reached")}
+			}
+			if err := c.cfg.Sleep(ctx, c.backoff(attempt, "")); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		switch {
+		case resp.StatusCode >= 200 && resp.StatusCode < 300, resp.StatusCode == http.StatusNotModified,
+			resp.StatusCode == http.StatusNotFound && method == http.MethodGet:
+			return resp, respBody, nil
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+			if attempt > c.cfg.MaxRetries {
+				return nil, nil, c.statusError(resp, respBody, attempt)
+			}
+			if err := c.cfg.Sleep(ctx, c.backoff(attempt, resp.Header.Get("Retry-After"))); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		return nil, nil, c.statusError(resp, respBody, attempt)
+	}
+}
+
+// backoff is min(base*2^(n-1), max) plus up to 25 % jitter, or the
+// server's Retry-After when it gives one.
+func (c *Client) backoff(attempt int, retryAfter string) time.Duration {
+	if retryAfter != "" {
+		if secs, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil && secs >= 0 {
+			return min(time.Duration(secs)*time.Second, c.cfg.MaxDelay)
+		}
+		if t, err := http.ParseTime(retryAfter); err == nil {
+			return min(max(time.Until(t), 0), c.cfg.MaxDelay)
+		}
+	}
+	d := c.cfg.BaseDelay << (attempt - 1)
+	if d > c.cfg.MaxDelay || d <= 0 {
+		d = c.cfg.MaxDelay
+	}
+	return d + time.Duration(float64(d)*0.25*c.cfg.Jitter())
+}
+
+func (c *Client) statusError(resp *http.Response, body []byte, attempts int) error {
+	var eb ErrorBody
+	_ = json.Unmarshal(body, &eb)
+	e := &SyncError{Status: resp.StatusCode, Code: eb.Error.Details.ErrorCode, Attempts: attempts}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		e.Class = ClassAuth
+	case resp.StatusCode == http.StatusForbidden:
+		e.Class = ClassForbidden
+	case resp.StatusCode == http.StatusPreconditionFailed:
+		e.Class = ClassConflict
+	case resp.StatusCode == http.StatusRequestEntityTooLarge && e.Code == CodeTooManyEntries:
+		e.Class = ClassTooManyEntries
+		e.MaxEntries = eb.Error.Details.MaxEntries
+		e.Err = fmt.Errorf("the server holds at most %d entries for this repo", eb.Error.Details.MaxEntries)
+	default:
+		e.Class = ClassUnknown
+	}
+	return e
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
