@@ -117,7 +117,8 @@ type Result struct {
 	BytesSent                int64
 }
 
-func (r *Result) add(o Result) {
+// Add merges another result into r (for a caller that runs several steps).
+func (r *Result) Add(o Result) {
 	r.Written = append(r.Written, o.Written...)
 	r.Deleted = append(r.Deleted, o.Deleted...)
 	r.Uploaded = append(r.Uploaded, o.Uploaded...)
@@ -260,12 +261,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (c *Client) Sync(ctx context.Context, st *SyncState) (Result, error) {
 	var res Result
 	r, err := c.pull(ctx, st, false)
-	res.add(r)
+	res.Add(r)
 	if err != nil {
 		return res, err
 	}
 	r, err = c.Push(ctx, st)
-	res.add(r)
+	res.Add(r)
 	return res, err
 }
 
@@ -466,6 +467,15 @@ func (c *Client) upload(ctx context.Context, st *SyncState, res *Result, delta [
 		}
 	}
 	return nil
+}
+
+// Hashes refreshes the state's ETag and known server checksums from the
+// hashes view, without fetching or writing any content (a cheap start for
+// a push from a fresh process).
+func (c *Client) Hashes(ctx context.Context, st *SyncState) (Result, error) {
+	var res Result
+	err := c.probe(ctx, st, &res)
+	return res, err
 }
 
 // probe refreshes the known server checksums from the hashes view.

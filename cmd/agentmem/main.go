@@ -7,6 +7,7 @@
 //	agentmem ls      [--json]                  the memory files, newest first
 //	agentmem lint    [--fix] [--json]          problems in the tree (exit 1 when any)
 //	agentmem recall  [--explain] "QUERY"       what recall would surface for a message
+//	agentmem team    serve|token|pull|push|sync|watch   team memory sync (see agentmem team --help)
 //
 // Every subcommand takes --config-dir (default $CLAUDE_CONFIG_DIR, else
 // ~/.claude), --project (default the current directory) and --dir (a
@@ -65,6 +66,7 @@ func commands() []command {
 		{"ls", "[--json]", "list memory files, newest first", lsFlags},
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
 		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
+		{"team", "serve|token|pull|push|sync|watch", "run or use a team memory sync server (agentmem team --help)", teamFlags},
 	}
 }
 
@@ -112,7 +114,7 @@ func run(args []string, e env) int {
 		}
 		return code
 	}
-	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint or recall)\n", args[0])
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall or team)\n", args[0])
 	return exitError
 }
 

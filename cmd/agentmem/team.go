@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/server"
+)
+
+// Exit codes of the team subcommands, by error class.
+const (
+	exitAuth    = 3 // no token, bad token, or no access to the repo
+	exitNetwork = 4 // the server could not be reached (or timed out)
+	exitServer  = 5 // the server refused or answered something unusable
+	exitLimit   = 6 // the repo's entry limit
+)
+
+// TokenEnv names the environment variable the team client commands read
+// the token from.
+const TokenEnv = "AGENTMEM_TEAM_TOKEN"
+
+func teamFlags(fs *flag.FlagSet) runner {
+	return func(e env, c *common, args []string) (int, error) {
+		if len(args) == 0 {
+			teamUsage(e.stdout)
+			return exitError, nil
+		}
+		sub, rest := args[0], args[1:]
+		switch sub {
+		case "serve":
+			return teamServe(e, rest)
+		case "token":
+			return teamToken(e, rest)
+		case "pull", "push", "sync", "watch":
+			return teamClient(e, sub, rest)
+		case "help", "-h", "--help":
+			teamUsage(e.stdout)
+			return exitOK, nil
+		}
+		return exitError, fmt.Errorf("unknown team command %q (want serve, token, pull, push, sync or watch)", sub)
+	}
+}
+
+func teamUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: agentmem team COMMAND [flags]
+
+  serve  --addr HOST:PORT --db FILE --tokens FILE [--max-entries N]   run the sync server
+  token  --org ORG --repo PATTERN                                      make a token and its token-file entry
+  pull   --server URL --repo OWNER/NAME --dir DIR                      fetch the team's memory into DIR
+  push   --server URL --repo OWNER/NAME --dir DIR                      upload local changes
+  sync   --server URL --repo OWNER/NAME --dir DIR                      pull, then push
+  watch  --server URL --repo OWNER/NAME --dir DIR                      keep DIR in sync until interrupted
+
+The client commands read the token from $AGENTMEM_TEAM_TOKEN.
+Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 6 entry limit.
+`)
+}
+
+func subFlags(e env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentmem team "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parseSub(e env, fs *flag.FlagSet, name string, args []string) (bool, int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(e.stdout, "usage: agentmem team %s [flags]\n\nFlags:\n", name)
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			return false, exitOK
+		}
+		fmt.Fprintf(e.stderr, "agentmem team %s: %v (see agentmem team %s --help)\n", name, err, name)
+		return false, exitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "agentmem team %s: unexpected argument %q\n", name, fs.Arg(0))
+		return false, exitError
+	}
+	return true, 0
+}
+
+func teamToken(e env, args []string) (int, error) {
+	fs := subFlags(e, "token")
+	org := fs.String("org", "", "the tenant the token belongs to")
+	var repos multiFlag
+	fs.Var(&repos, "repo", "a repo the token may use: owner/name or owner/* (repeatable)")
+	if ok, code := parseSub(e, fs, "token", args); !ok {
+		return code, nil
+	}
+	token, grant, err := server.NewToken(*org, repos)
+	if err != nil {
+		return exitError, err
+	}
+	line, err := json.Marshal(grant)
+	if err != nil {
+		return exitError, err
+	}
+	fmt.Fprintln(e.stdout, token)
+	fmt.Fprintln(e.stdout, string(line))
+	return exitOK, nil
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func teamServe(e env, args []string) (int, error) {
+	fs := subFlags(e, "serve")
+	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
+	db := fs.String("db", "agentmem-team.db", "the SQLite file that holds the team memory")
+	tokens := fs.String("tokens", "", "the token file (JSON array of grants)")
+	maxEntries := fs.Int("max-entries", server.DefaultMaxEntries, "entries one repo may hold")
+	if ok, code := parseSub(e, fs, "serve", args); !ok {
+		return code, nil
+	}
+	if *tokens == "" {
+		return exitError, errors.New("--tokens is required (make entries with agentmem team token)")
+	}
+	f, err := e.fs.Open(*tokens)
+	if err != nil {
+		return exitError, fmt.Errorf("read the token file: %w", err)
+	}
+	grants, err := server.LoadTokens(f)
+	f.Close()
+	if err != nil {
+		return exitError, err
+	}
+	store, err := server.OpenSQLite(*db)
+	if err != nil {
+		return exitError, err
+	}
+	defer store.Close()
+	h, err := server.NewHandler(server.Config{Store: store, Tokens: grants, MaxEntries: *maxEntries,
+		Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+	if err != nil {
+		return exitError, err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return exitError, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(e.stdout, "listening on http://%s (%d tokens, db %s)\n", ln.Addr(), len(grants), filepath.Clean(*db))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return exitError, err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return exitError, err
+	}
+	fmt.Fprintln(e.stdout, "stopped")
+	return exitOK, nil
+}
+
+func teamClient(e env, name string, args []string) (int, error) {
+	fs := subFlags(e, name)
+	serverURL := fs.String("server", "", "the sync server's base URL")
+	repo := fs.String("repo", "", "owner/name")
+	dir := fs.String("dir", "", "the local team directory")
+	propagate := fs.Bool("propagate-deletes", false, "send local deletions and apply the server's")
+	if ok, code := parseSub(e, fs, name, args); !ok {
+		return code, nil
+	}
+	if *serverURL == "" || *repo == "" || *dir == "" {
+		return exitError, errors.New("--server, --repo and --dir are required")
+	}
+	token := e.getenv(TokenEnv)
+	if token == "" {
+		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
+		return exitAuth, nil
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return exitError, err
+	}
+	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token, Fs: e.fs, TeamDir: abs, PropagateDeletes: *propagate})
+	if err != nil {
+		return exitError, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var st teammem.SyncState
+	if name == "watch" {
+		w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, State: &st,
+			OnSync: func(r teammem.Result, err error) { printResult(e, r, err) }})
+		if err != nil && w == nil {
+			return classExit(e, name, err), nil
+		}
+		fmt.Fprintf(e.stdout, "watching %s (Ctrl-C to stop)\n", abs)
+		<-ctx.Done()
+		return exitOK, w.Close()
+	}
+	var res teammem.Result
+	switch name {
+	case "pull":
+		res, err = client.Pull(ctx, &st)
+	case "push":
+		// Learn what the server holds (without writing here), so only the
+		// delta travels.
+		if res, err = client.Hashes(ctx, &st); err == nil {
+			var pushed teammem.Result
+			pushed, err = client.Push(ctx, &st)
+			res.Add(pushed)
+		}
+	case "sync":
+		res, err = client.Sync(ctx, &st)
+	}
+	printResult(e, res, err)
+	if err != nil {
+		return classExit(e, name, err), nil
+	}
+	return exitOK, nil
+}
+
+func printResult(e env, r teammem.Result, err error) {
+	for _, k := range r.Written {
+		fmt.Fprintln(e.stdout, "wrote   "+k)
+	}
+	for _, k := range r.Deleted {
+		fmt.Fprintln(e.stdout, "deleted "+k)
+	}
+	for _, k := range r.Uploaded {
+		fmt.Fprintln(e.stdout, "pushed  "+k)
+	}
+	for _, k := range r.SoftDeleted {
+		fmt.Fprintln(e.stdout, "removed "+k+" on the server")
+	}
+	for _, s := range r.Skipped {
+		why := s.Reason
+		if s.Label != "" {
+			why += ": " + s.Label
+		}
+		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", s.Key, why)
+	}
+	if err == nil {
+		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", r.Requests, r.BytesSent)
+	}
+}
+
+// classExit prints a one-line error and maps its class to an exit code.
+func classExit(e env, name string, err error) int {
+	fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
+	var se *teammem.SyncError
+	if !errors.As(err, &se) {
+		return exitError
+	}
+	switch se.Class {
+	case teammem.ClassAuth, teammem.ClassForbidden:
+		return exitAuth
+	case teammem.ClassNetwork, teammem.ClassTimeout:
+		return exitNetwork
+	case teammem.ClassTooManyEntries:
+		return exitLimit
+	}
+	return exitServer
+}
