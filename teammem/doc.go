@@ -17,9 +17,37 @@
 //     Edit tools.
 //   - A confined filesystem for the real disk: package
 //     github.com/agentmem/agentmem/teammem/rootfs.
+//   - Sync with a server (package teammem/server is the reference one):
+//     Client with Pull, Push, Sync and Hashes over a caller-owned
+//     SyncState, Result (written, uploaded, skipped with reasons,
+//     requests, bytes), SyncError with an ErrorClass, and Watcher (pull,
+//     then push shortly after local changes; Notify, Suppressed, Resume,
+//     Close). The wire format is in wire.go (EntryChecksum,
+//     RepoChecksum, the JSON bodies).
+//
+// # Sync semantics
+//
+// Pull: the server wins per key; each key passes ValidateTeamMemKey;
+// entries over MaxEntryBytes are skipped; a file is written (atomically)
+// only when its content differs, and local-only files are untouched.
+// Push: regular .md and .txt files not starting with "." are read, those
+// over MaxEntryBytes skipped by size and those holding a secret skipped
+// (the first rule found is reported, never the value); only keys whose
+// checksum differs from the server's known one are sent, sorted and
+// packed into PUT bodies of at most MaxPutBodyBytes. A 412 is resolved by
+// reading the hashes view and sending the delta again (local content
+// wins for the same key; at most two times); a 413 teaches the entry
+// limit and later pushes send only the first keys. Network errors,
+// timeouts, 429 and 5xx are retried up to three times with capped
+// exponential backoff, jitter and Retry-After; 401 and 403 never. A local
+// deletion propagates only with ClientConfig.PropagateDeletes.
 //
 // # Errors
 //
+//   - *SyncError: a sync request failed; Class (auth, forbidden, timeout,
+//     network, parse, conflict, too_many_entries, unknown), Status, the
+//     server's Code, and Permanent() for failures that retrying cannot fix.
+//     ErrNoToken and ErrNoRepo: the client is not configured.
 //   - *PathTraversalError: a key or path was refused; Reason says why
 //     (ReasonEscapes, ReasonSymlinkEscape, ReasonDangling, ReasonLoop,
 //     ReasonEncoded, ReasonUnicode, ...). ReasonUnverifiable means the

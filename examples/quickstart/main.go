@@ -1,7 +1,8 @@
 // Command quickstart shows agentmem end to end, offline: it resolves a
 // project's memory directory the way Claude Code does, saves typed
 // memories, lists them in the manifest a model chooses from, recalls the
-// ones relevant to a message without a model, and renders the memory
+// ones relevant to a message without a model, syncs the team directory
+// with a teammate's through an in-process server, and renders the memory
 // section of a system prompt. Everything happens in a temporary
 // directory that is removed at the end.
 //
@@ -14,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +23,8 @@ import (
 
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/server"
 	"github.com/spf13/afero"
 )
 
@@ -116,7 +120,13 @@ func run(w io.Writer, full bool) error {
 		fmt.Fprintln(w, indent(s.Text()))
 	}
 
-	// 6. The memory section of the system prompt (private + team).
+	// 6. Team memory: a sync server in this process, and a teammate's
+	// checkout pulling what this one pushes.
+	if err := syncTeams(ctx, step, fsys, where.Dir, tmp); err != nil {
+		return err
+	}
+
+	// 7. The memory section of the system prompt (private + team).
 	prompt, err := memdir.LoadMemoryPrompt(ctx, fsys, memdir.LoadPromptConfig{
 		Enabled:    true,
 		AutoDir:    where.Dir,
@@ -135,6 +145,35 @@ func run(w io.Writer, full bool) error {
 	}
 	fmt.Fprintln(w, indent(strings.TrimRight(text, "\n")))
 	step("done; removing %s", tmp)
+	return nil
+}
+
+// syncTeams pushes this project's team dir to an in-process server and
+// pulls it into a second contributor's team dir.
+func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, autoDir, tmp string) error {
+	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	if err != nil {
+		return err
+	}
+	h, err := server.NewHandler(server.Config{Store: server.NewMemoryStore(), Tokens: []server.TokenGrant{grant}})
+	if err != nil {
+		return err
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	step("team sync server listening on %s (in this process)", srv.URL)
+	teammate := filepath.Join(tmp, "teammate", "memory", "team")
+	for _, dir := range []string{teammem.TeamMemPath(autoDir), teammate} {
+		c, err := teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token, Fs: fsys, TeamDir: dir})
+		if err != nil {
+			return err
+		}
+		res, err := c.Sync(ctx, &teammem.SyncState{})
+		if err != nil {
+			return err
+		}
+		step("synced %s: pushed %v, pulled %v", dir, res.Uploaded, res.Written)
+	}
 	return nil
 }
 

@@ -1,0 +1,38 @@
+// Package server is the reference team memory sync server: an
+// http.Handler that speaks the protocol of package teammem's client
+// (GET with ETag and If-None-Match, the hashes view, conditional PUT
+// upserts, tombstones, structured errors), over a Store.
+//
+// Two stores ship: MemoryStore for tests and throwaway servers, and
+// SQLiteStore, one local file through a pure-Go SQLite (no cgo), the
+// default of `agentmem team serve`. A store for a networked database
+// implements Store and passes the suite in package storetest, which also
+// checks that two conditional writes with the same If-Match never both
+// succeed.
+//
+// # Security
+//
+//   - Authentication: bearer tokens, stored only as SHA-256 hashes in the
+//     token file (TokenGrant, LoadTokens, NewToken). A missing or unknown
+//     token gets 401.
+//   - Authorisation: each token holds a tenant (its organizationId) and
+//     repo patterns ("owner/name" or "owner/*"). A repo outside them gets
+//     403, decided before the store is read, with the same body whether
+//     or not the repo has data: nothing about other repos leaks. Tenants
+//     never see each other's repos, even under the same name.
+//   - Input: repo slugs must be owner/name; every key passes
+//     teammem.ValidateKeySyntax (no traversal, encoded or Unicode-folded
+//     included), and one bad key refuses the whole request; entries over
+//     MaxEntryBytes and bodies over MaxBodyBytes (enforced while reading)
+//     get 413; malformed JSON gets 400. Nothing of a refused request is
+//     written.
+//   - Output: error bodies carry a type, a message and a code, each at
+//     most 256 characters, never content or server paths. Logs carry the
+//     method, repo, tenant, status and duration, never contents or tokens.
+//
+// # Concurrency
+//
+// The handler and both stores are safe for concurrent use. SQLiteStore
+// writes in IMMEDIATE transactions with synchronous=FULL: an acknowledged
+// write survives a crash, and several processes may share the file.
+package server
