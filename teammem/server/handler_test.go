@@ -89,6 +89,7 @@ func TestPullPushCycle(t *testing.T) {
 	f := newServer(t, nil)
 	resp, body := f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
 	assert.Equal(t, 404, resp.StatusCode)
+	assert.Equal(t, "team_memory_not_found", errCode(t, body))
 	resp, _ = f.do(t, "GET", f.acme, "acme/shop", "&view=hashes", nil, nil)
 	assert.Equal(t, 404, resp.StatusCode)
 
@@ -177,6 +178,7 @@ func TestLimitsAndBadInput(t *testing.T) {
 	}
 	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{"../x"}}, nil)
 	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, teammem.CodeInvalidKey, errCode(t, body))
 	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", `{"entries": {"a.md": `, nil)
 	assert.Equal(t, 400, resp.StatusCode)
 	assert.Equal(t, teammem.CodeMalformedJSON, errCode(t, body))
