@@ -97,6 +97,15 @@ func run(args []string, e env) int {
 		var com common
 		com.register(fs)
 		runSub := c.setup(fs)
+		if c.name == "team" {
+			// The team commands parse their own flags.
+			code, err := runSub(e, &com, args[1:])
+			if err != nil {
+				fmt.Fprintf(e.stderr, "agentmem team: %v\n", err)
+				return exitError
+			}
+			return code
+		}
 		if err := fs.Parse(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fmt.Fprintf(e.stdout, "usage: agentmem %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)

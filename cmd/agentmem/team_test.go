@@ -219,3 +219,17 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes survived SIGKILL", len(acked))
 }
+
+func TestTeamUsage(t *testing.T) {
+	var out, errOut strings.Builder
+	e := env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }, fs: afero.NewOsFs()}
+	assert.Equal(t, exitOK, run([]string{"team", "--help"}, e))
+	assert.Contains(t, out.String(), "usage: agentmem team COMMAND")
+	out.Reset()
+	assert.Equal(t, exitOK, run([]string{"team", "serve", "--help"}, e))
+	assert.Contains(t, out.String(), "-max-entries")
+	assert.Equal(t, exitError, run([]string{"team"}, e))
+	errOut.Reset()
+	assert.Equal(t, exitError, run([]string{"team", "nope"}, e))
+	assert.Equal(t, "agentmem team: unknown team command \"nope\" (want serve, token, pull, push, sync or watch)\n", errOut.String())
+}
