@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -200,7 +199,7 @@ func (e *Extractor) OnTurnEnd(msgs []llm.Message, info TurnInfo) {
 
 // eligibleLocked applies the per-turn rules and returns the new messages.
 func (e *Extractor) eligibleLocked(msgs []llm.Message, trailing bool) ([]llm.Message, bool) {
-	fresh := messagesAfter(msgs, e.cursor)
+	fresh := llm.MessagesAfter(msgs, e.cursor)
 	if len(fresh) == 0 {
 		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipNoNewMessages, Trailing: trailing})
 		return nil, false
@@ -349,27 +348,6 @@ func (e *Extractor) emitLocked(ev Event) {
 	}
 }
 
-// messagesAfter returns the user and assistant messages after the one with
-// ID cursor; all of them when cursor is empty or no longer present.
-func messagesAfter(msgs []llm.Message, cursor string) []llm.Message {
-	start := 0
-	if cursor != "" {
-		for i, m := range msgs {
-			if m.ID == cursor {
-				start = i + 1
-				break
-			}
-		}
-	}
-	var out []llm.Message
-	for _, m := range msgs[start:] {
-		if m.Role == llm.RoleUser || m.Role == llm.RoleAssistant {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 func endsWithFinalAnswer(msgs []llm.Message) bool {
 	if len(msgs) == 0 {
 		return false
@@ -418,16 +396,4 @@ func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
 		}
 	}
 	return false
-}
-
-// describeToolUse renders a tool call for the transcript in the prompt.
-func describeToolUse(b llm.Block) string {
-	var in map[string]any
-	_ = json.Unmarshal(b.Input, &in)
-	for _, k := range []string{"file_path", "path", "command", "pattern", "url"} {
-		if v, ok := in[k].(string); ok && v != "" {
-			return fmt.Sprintf("[used %s on %s]", b.ToolName, v)
-		}
-	}
-	return "[used " + b.ToolName + "]"
 }

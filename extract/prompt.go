@@ -53,34 +53,6 @@ func userPrompt(autoDir string, headers []memdir.MemoryHeader, fresh []llm.Messa
 		b.WriteString("Existing memories (newest first):\n" + memdir.FormatManifest(headers) + "\n\n")
 	}
 	b.WriteString("The new part of the conversation:\n\n")
-	b.WriteString(transcript(fresh))
+	b.WriteString(llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: maxTranscriptBytes, ToolResultBytes: -1}))
 	return b.String()
-}
-
-// transcript renders messages as "user:" / "assistant:" lines with tool
-// calls summarised, keeping the newest part within maxTranscriptBytes.
-func transcript(msgs []llm.Message) string {
-	var parts []string
-	for _, m := range msgs {
-		var lines []string
-		if t := strings.TrimSpace(m.Text()); t != "" {
-			lines = append(lines, t)
-		}
-		for _, u := range m.ToolUses() {
-			lines = append(lines, describeToolUse(u))
-		}
-		if len(lines) == 0 {
-			continue
-		}
-		parts = append(parts, string(m.Role)+": "+strings.Join(lines, "\n"))
-	}
-	text := strings.Join(parts, "\n\n")
-	if len(text) > maxTranscriptBytes {
-		cut := len(text) - maxTranscriptBytes
-		for cut < len(text) && text[cut]&0xC0 == 0x80 {
-			cut++
-		}
-		text = "[earlier messages left out]\n" + text[cut:]
-	}
-	return text + "\n"
 }

@@ -220,7 +220,7 @@ func (t *Tracker) Observe(obs Observation) bool {
 		t.emit(Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
 		return false
 	}
-	fresh := messagesAfter(obs.Messages, t.cursor)
+	fresh := llm.MessagesAfter(obs.Messages, t.cursor)
 	t.initialized = true
 	t.lastTokens = obs.ContextTokens
 	if n := len(obs.Messages); n > 0 {
@@ -263,7 +263,7 @@ func (t *Tracker) run(fresh []llm.Message) (llm.Result, error) {
 	}
 	prompt := fill(t.cfg.UpdatePrompt, t.path, string(notes)) +
 		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
-		"\nThe new part of the conversation:\n\n" + transcript(fresh)
+		"\nThe new part of the conversation:\n\n" + llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: 40 << 10})
 	res, err := llm.RunAgent(t.ctx, t.cfg.Model, llm.Task{
 		Purpose: llm.PurposeSessionMemory,
 		System:  "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
@@ -371,21 +371,9 @@ func (t *Tracker) emit(ev Event) {
 	}
 }
 
-func messagesAfter(msgs []llm.Message, cursor string) []llm.Message {
-	if cursor == "" {
-		return msgs
-	}
-	for i, m := range msgs {
-		if m.ID == cursor {
-			return msgs[i+1:]
-		}
-	}
-	return msgs
-}
-
 func toolCallsAfter(msgs []llm.Message, cursor string) int {
 	n := 0
-	for _, m := range messagesAfter(msgs, cursor) {
+	for _, m := range llm.MessagesAfter(msgs, cursor) {
 		if m.Role == llm.RoleAssistant {
 			n += len(m.ToolUses())
 		}
@@ -400,41 +388,4 @@ func lastAssistantUsedNoTools(msgs []llm.Message) bool {
 		}
 	}
 	return false
-}
-
-// transcript renders messages for the update prompt, newest part kept
-// within 40 KiB.
-func transcript(msgs []llm.Message) string {
-	var parts []string
-	for _, m := range msgs {
-		var lines []string
-		if s := strings.TrimSpace(m.Text()); s != "" {
-			lines = append(lines, s)
-		}
-		for _, u := range m.ToolUses() {
-			lines = append(lines, "[used "+u.ToolName+" "+string(u.Input)+"]")
-		}
-		for _, b := range m.Content {
-			if b.Type == llm.BlockToolResult && b.Text != "" {
-				r := b.Text
-				if len(r) > 500 {
-					r = strings.ToValidUTF8(r[:500], "") + " ..."
-				}
-				lines = append(lines, "[result: "+r+"]")
-			}
-		}
-		if len(lines) > 0 {
-			parts = append(parts, string(m.Role)+": "+strings.Join(lines, "\n"))
-		}
-	}
-	text := strings.Join(parts, "\n\n")
-	const max = 40 << 10
-	if len(text) > max {
-		cut := len(text) - max
-		for cut < len(text) && text[cut]&0xC0 == 0x80 {
-			cut++
-		}
-		text = "[earlier messages left out]\n" + text[cut:]
-	}
-	return text + "\n"
 }
