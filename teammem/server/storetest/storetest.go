@@ -129,7 +129,9 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		var wg sync.WaitGroup
 		for i := 0; i < n; i++ {
 			wg.Go(func() {
-				_, err := s.Put(ctx, repo, server.PutRequest{IfMatch: base.Checksum, Entries: map[string]string{"a.md": fmt.Sprint(i)}, Now: t0})
+				// Every value differs from the base: a write of the same
+				// content would keep the checksum, and so the If-Match.
+				_, err := s.Put(ctx, repo, server.PutRequest{IfMatch: base.Checksum, Entries: map[string]string{"a.md": fmt.Sprint("v", i)}, Now: t0})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
