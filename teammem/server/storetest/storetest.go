@@ -83,6 +83,15 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		assert.Equal(t, second.Version, got.Version)
 	})
 
+	t.Run("same content keeps the checksum", func(t *testing.T) {
+		// The ETag is a function of the content, not of the history.
+		s := newStore(t)
+		first := put(t, s, server.PutRequest{Entries: map[string]string{"a.md": "x"}})
+		again := put(t, s, server.PutRequest{IfMatch: first.Checksum, Entries: map[string]string{"a.md": "x"}})
+		assert.Equal(t, first.Checksum, again.Checksum)
+		assert.Equal(t, first.Version+1, again.Version)
+	})
+
 	t.Run("entry limit", func(t *testing.T) {
 		s := newStore(t)
 		put(t, s, server.PutRequest{Entries: map[string]string{"a.md": "1", "b.md": "2"}, MaxEntries: 3})
