@@ -5,7 +5,8 @@
 // What the package covers, by the name to look for:
 //
 //   - Where it is and whether it is on: TeamMemPath, TeamMemoryEnabled,
-//     TeamMemoryActive, IsTeamMemPath, IsTeamMemFile.
+//     TeamMemoryActive, IsTeamMemPath, IsTeamMemFile; the repo key from
+//     a git remote: ParseRepoRemote, RepoFromGitConfig.
 //   - Keys and paths: SanitizeKey (five checks), ValidateTeamMemKey for
 //     sync keys, ValidateTeamMemWritePath for absolute paths a model
 //     chose; both return a *PathTraversalError when they refuse.
