@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		_, err := lock.Acquire()
 		if err == nil {
 			fmt.Println("won")
-			time.Sleep(1500 * time.Millisecond) // stay alive while the other one checks
+			time.Sleep(3 * time.Second) // stay alive while the other one checks
 		} else {
 			fmt.Println("lost:", err)
 		}
@@ -295,7 +295,7 @@ func TestLockTwoGoroutines(t *testing.T) {
 func TestLockTwoProcesses(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "memory")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	start := time.Now().Add(300 * time.Millisecond).Format(time.RFC3339Nano)
+	start := time.Now().Add(500 * time.Millisecond).Format(time.RFC3339Nano)
 	var outs [2][]byte
 	var wg sync.WaitGroup
 	for i := range outs {

@@ -199,7 +199,15 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Kill once some pushes were acknowledged (or after 10 s on a slow machine).
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 20 {
+			break
+		}
+	}
 	require.NoError(t, srv.Process.Signal(syscall.SIGKILL))
 	_ = srv.Wait()
 	close(stop)
