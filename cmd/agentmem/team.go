@@ -58,7 +58,7 @@ func teamFlags(fs *flag.FlagSet) runner {
 func teamUsage(w io.Writer) {
 	fmt.Fprint(w, `usage: agentmem team COMMAND [flags]
 
-  serve  --addr HOST:PORT --db FILE --tokens FILE [--max-entries N]   run the sync server
+  serve  --addr HOST:PORT --db FILE|URL --tokens FILE [--max-entries N]   run the sync server (SQLite file or postgres:// URL)
   token  --org ORG --repo PATTERN                                      make a token and its token-file entry
   pull   --server URL --repo OWNER/NAME --dir DIR                      fetch the team's memory into DIR
   push   --server URL --repo OWNER/NAME --dir DIR                      upload local changes
@@ -123,7 +123,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func teamServe(e env, args []string) (int, error) {
 	fs := subFlags(e, "serve")
 	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
-	db := fs.String("db", "agentmem-team.db", "the SQLite file that holds the team memory")
+	db := fs.String("db", "agentmem-team.db", "the SQLite file that holds the team memory, or a postgres:// URL")
 	tokens := fs.String("tokens", "", "the token file (JSON array of grants)")
 	maxEntries := fs.Int("max-entries", server.DefaultMaxEntries, "entries one repo may hold")
 	if ok, code := parseSub(e, fs, "serve", args); !ok {
@@ -141,7 +141,12 @@ func teamServe(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	store, err := server.OpenSQLite(*db)
+	var store server.Store
+	if strings.HasPrefix(*db, "postgres://") || strings.HasPrefix(*db, "postgresql://") {
+		store, err = server.OpenPostgres(context.Background(), *db)
+	} else {
+		store, err = server.OpenSQLite(*db)
+	}
 	if err != nil {
 		return exitError, err
 	}
@@ -158,7 +163,11 @@ func teamServe(e env, args []string) (int, error) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(e.stdout, "listening on http://%s (%d tokens, db %s)\n", ln.Addr(), len(grants), filepath.Clean(*db))
+	where := "SQLite " + filepath.Clean(*db)
+	if _, ok := store.(*server.PostgresStore); ok {
+		where = "PostgreSQL"
+	}
+	fmt.Fprintf(e.stdout, "listening on http://%s (%d tokens, %s)\n", ln.Addr(), len(grants), where)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

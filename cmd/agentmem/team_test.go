@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -240,4 +242,44 @@ func TestTeamUsage(t *testing.T) {
 	errOut.Reset()
 	assert.Equal(t, exitError, run([]string{"team", "nope"}, e))
 	assert.Equal(t, "agentmem team: unknown team command \"nope\" (want serve, token, pull, push, sync or watch)\n", errOut.String())
+}
+
+func TestTeamServeOnPostgres(t *testing.T) {
+	dsn := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
+			t.Fatal("AGENTMEM_TEST_POSTGRES_DSN is not set but PostgreSQL is required")
+		}
+		t.Skip("set AGENTMEM_TEST_POSTGRES_DSN to run against PostgreSQL (.ci/run does)")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	schema := fmt.Sprintf("agentmem_cli_%d", time.Now().UnixNano())
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		_ = conn.Close(context.Background())
+	})
+	u, err := neturl.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+
+	dir := t.TempDir()
+	token, tokens := makeToken(t, dir)
+	srvURL, _ := serve(t, u.String(), tokens)
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.MkdirAll(a, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(a, "ci.md"), []byte("on postgres"), 0o644))
+	withToken := []string{"AGENTMEM_TEAM_TOKEN=" + token}
+	_, errOut, code := runBin(t, withToken, "team", "push", "--server", srvURL, "--repo", "acme/shop", "--dir", a)
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = runBin(t, withToken, "team", "pull", "--server", srvURL, "--repo", "acme/shop", "--dir", b)
+	require.Equal(t, 0, code, errOut)
+	got, err := os.ReadFile(filepath.Join(b, "ci.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "on postgres", string(got))
 }

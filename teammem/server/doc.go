@@ -3,12 +3,14 @@
 // (GET with ETag and If-None-Match, the hashes view, conditional PUT
 // upserts, tombstones, structured errors), over a Store.
 //
-// Two stores ship: MemoryStore for tests and throwaway servers, and
+// Three stores ship: MemoryStore for tests and throwaway servers;
 // SQLiteStore, one local file through a pure-Go SQLite (no cgo), the
-// default of `agentmem team serve`. A store for a networked database
-// implements Store and passes the suite in package storetest, which also
-// checks that two conditional writes with the same If-Match never both
-// succeed.
+// default of `agentmem team serve`; and PostgresStore for deployments
+// that outgrow one machine, shared by several server processes (writes
+// to one repo are serialised by a transaction-scoped advisory lock). All
+// three pass the suite in package storetest, which also checks that two
+// conditional writes with the same If-Match never both succeed; another
+// database implements Store and runs the same suite.
 //
 // # Security
 //
@@ -32,7 +34,7 @@
 //
 // # Concurrency
 //
-// The handler and both stores are safe for concurrent use. SQLiteStore
+// The handler and the stores are safe for concurrent use. SQLiteStore
 // writes in IMMEDIATE transactions with synchronous=FULL: an acknowledged
 // write survives a crash, and several processes may share the file.
 package server
