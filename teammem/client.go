@@ -371,11 +371,17 @@ func (c *Client) Push(ctx context.Context, st *SyncState) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	// Every file present counts as present for deletions, even those the
+	// learned entry limit keeps from being uploaded.
+	present := make(map[string]bool, len(files))
+	for _, f := range files {
+		present[f.key] = true
+	}
 	if st.MaxEntries > 0 && len(files) > st.MaxEntries {
 		files = files[:st.MaxEntries] // sorted by key
 	}
 	for attempt := 0; ; attempt++ {
-		delta, deletes := c.delta(files, st, permIssues)
+		delta, deletes := c.delta(files, present, st, permIssues)
 		if len(delta) == 0 && len(deletes) == 0 {
 			return res, nil
 		}
@@ -396,11 +402,9 @@ func (c *Client) Push(ctx context.Context, st *SyncState) (Result, error) {
 }
 
 // delta returns the files to upload and the keys to delete.
-func (c *Client) delta(files []localFile, st *SyncState, permIssues bool) ([]localFile, []string) {
+func (c *Client) delta(files []localFile, present map[string]bool, st *SyncState, permIssues bool) ([]localFile, []string) {
 	var out []localFile
-	local := map[string]bool{}
 	for _, f := range files {
-		local[f.key] = true
 		if c.cfg.PropagateDeletes {
 			if _, dead := st.Tombstones[f.key]; dead {
 				continue
@@ -413,7 +417,7 @@ func (c *Client) delta(files []localFile, st *SyncState, permIssues bool) ([]loc
 	var deletes []string
 	if c.cfg.PropagateDeletes && st.Pulled && !permIssues {
 		for _, k := range sortedKeys(st.ServerChecksums) {
-			if !local[k] {
+			if !present[k] {
 				deletes = append(deletes, k)
 			}
 		}

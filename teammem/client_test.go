@@ -290,3 +290,30 @@ func TestRetries(t *testing.T) {
 	assert.ErrorIs(t, err, teammem.ErrNoRepo)
 	assert.False(t, errors.Is(err, teammem.ErrNoToken))
 }
+
+func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {
+	// With deletion propagation, files held back by a learned entry limit
+	// are still present: they must never be deleted on the server.
+	e := startServer(t, 3)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.md": "1", "b.md": "2", "c.md": "3"})
+	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { cfg.PropagateDeletes = true })
+	var st teammem.SyncState
+	_, err := c.Sync(context.Background(), &st)
+	require.NoError(t, err)
+	// A fourth file sorts first: with the limit learned, the upload keeps
+	// a.md, b.md and 0.md... and c.md falls outside the first three.
+	writeFiles(t, dir, map[string]string{"0.md": "zero"})
+	_, err = c.Sync(context.Background(), &st)
+	var se *teammem.SyncError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, teammem.ClassTooManyEntries, se.Class)
+	// Now the first three keys are 0.md, a.md and b.md; c.md is held
+	// back. Uploading 0.md still exceeds the limit, and c.md must not be
+	// "deleted" to make room: it is on disk.
+	res, err := c.Sync(context.Background(), &st)
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, teammem.ClassTooManyEntries, se.Class)
+	assert.Empty(t, res.SoftDeleted, "c.md is on disk: it is not deleted")
+	assert.Equal(t, "3", serverEntries(t, e)["c.md"])
+}
