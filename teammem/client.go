@@ -371,11 +371,14 @@ func (c *Client) Push(ctx context.Context, st *SyncState) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	// Every file present counts as present for deletions, even those the
-	// learned entry limit keeps from being uploaded.
-	present := make(map[string]bool, len(files))
+	// Every file on disk counts as present for deletions, even those the
+	// learned entry limit or a skip keeps from being uploaded.
+	present := make(map[string]bool, len(files)+len(skipped))
 	for _, f := range files {
 		present[f.key] = true
+	}
+	for _, sk := range skipped {
+		present[sk.Key] = true // skipped (a secret, too large) is not deleted
 	}
 	if st.MaxEntries > 0 && len(files) > st.MaxEntries {
 		files = files[:st.MaxEntries] // sorted by key

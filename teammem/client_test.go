@@ -317,3 +317,21 @@ func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {
 	assert.Empty(t, res.SoftDeleted, "c.md is on disk: it is not deleted")
 	assert.Equal(t, "3", serverEntries(t, e)["c.md"])
 }
+
+func TestSkippedFileIsNotDeleted(t *testing.T) {
+	e := startServer(t, 100)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"deploy.md": "deploys on Tuesdays"})
+	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { cfg.PropagateDeletes = true })
+	var st teammem.SyncState
+	_, err := c.Sync(context.Background(), &st)
+	require.NoError(t, err)
+	// A secret lands in the file: the push skips it, and must not treat the
+	// skipped file as deleted.
+	writeFiles(t, dir, map[string]string{"deploy.md": "deploys with " + "gh" + "p_" + strings.Repeat("aB3dE5fG7h", 3) + "aB3dE5"})
+	res, err := c.Push(context.Background(), &st)
+	require.NoError(t, err)
+	assert.Empty(t, res.SoftDeleted)
+	require.Len(t, res.Skipped, 1)
+	assert.Equal(t, "deploys on Tuesdays", serverEntries(t, e)["deploy.md"])
+}
