@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,4 +317,31 @@ func TestLockTwoProcesses(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	_, err := New(Config{})
 	assert.ErrorIs(t, err, ErrMissingConfig)
+}
+
+// MinHours is honoured only when finite and > 0; anything else falls back
+// to DefaultMinHours so a bad setting can never make consolidation run on
+// every turn (0, negative) or never (NaN, +Inf).
+func TestMinHoursDefaultsUnlessFinitePositive(t *testing.T) {
+	clock := &testClock{now: now0}
+	lockAt := func(d *Dreamer, age time.Duration) {
+		require.NoError(t, afero.WriteFile(d.cfg.Fs, d.lock.Path(), nil, 0o644))
+		at := now0.Add(-age)
+		require.NoError(t, d.cfg.Fs.Chtimes(d.lock.Path(), at, at))
+	}
+	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			d := newDreamer(t, tree(t, 6, now0.Add(-time.Hour)), llmtest.New(), clock, func(c *Config) { c.MinHours = bad })
+			assert.Equal(t, float64(DefaultMinHours), d.cfg.MinHours)
+			lockAt(d, 23*time.Hour)
+			assert.Equal(t, StopTooSoon, d.MaybeRun(context.Background()).Stopped)
+		})
+	}
+	t.Run("finite positive kept", func(t *testing.T) {
+		d := newDreamer(t, tree(t, 4, now0.Add(-time.Hour)), llmtest.New(), clock, func(c *Config) { c.MinHours = 1.5 })
+		assert.Equal(t, 1.5, d.cfg.MinHours)
+		lockAt(d, 2*time.Hour)
+		// Past the time gate, stopped by the next one.
+		assert.Equal(t, StopFewSessions, d.MaybeRun(context.Background()).Stopped)
+	})
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,15 +200,49 @@ func TestMainAgentWroteMemory(t *testing.T) {
 
 func TestThrottle(t *testing.T) {
 	model := llmtest.New(llmtest.Text("Nothing to save."), llmtest.Text("Nothing to save."))
-	e, rec, _ := newExtractor(t, model, func(c *Config) { c.EveryNTurns = 2 })
+	var fsys *countingFs
+	e, rec, _ := newExtractor(t, model, func(c *Config) {
+		c.EveryNTurns = 2
+		fsys = &countingFs{Fs: c.Fs}
+		c.Fs = fsys
+	})
 	var msgs []llm.Message
+	var reads []int64
 	for i := 0; i < 4; i++ {
 		msgs = append(msgs, user(fmt.Sprintf("u%d", i), "here is another long message"), assistant(fmt.Sprintf("a%d", i), "ok"))
 		e.OnTurnEnd(msgs, TurnInfo{})
 		require.NoError(t, e.Drain(context.Background()))
+		reads = append(reads, fsys.opens.Load())
 	}
 	assert.Equal(t, []string{"skipped:throttled", "started", "finished", "skipped:throttled", "started", "finished"}, rec.kinds())
 	assert.Equal(t, "a3", e.Cursor())
+	// The memory directory is scanned only after a turn passes the
+	// throttle: a throttled turn costs no I/O.
+	assert.Zero(t, reads[0], "throttled turn touched the memory directory")
+	assert.Positive(t, reads[1], "the run scans the memory directory")
+	assert.Equal(t, reads[1], reads[2], "throttled turn touched the memory directory")
+	assert.Greater(t, reads[3], reads[2])
+}
+
+// countingFs counts every open and stat, to show which turns do I/O.
+type countingFs struct {
+	afero.Fs
+	opens atomic.Int64
+}
+
+func (f *countingFs) Open(name string) (afero.File, error) {
+	f.opens.Add(1)
+	return f.Fs.Open(name)
+}
+
+func (f *countingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	f.opens.Add(1)
+	return f.Fs.OpenFile(name, flag, perm)
+}
+
+func (f *countingFs) Stat(name string) (os.FileInfo, error) {
+	f.opens.Add(1)
+	return f.Fs.Stat(name)
 }
 
 // gate is a model whose first call waits for release.
