@@ -217,7 +217,7 @@ func (t *Tracker) Observe(obs Observation) bool {
 		return false
 	}
 	if t.running {
-		t.emit(Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
+		t.emitLocked(Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
 		return false
 	}
 	fresh := llm.MessagesAfter(obs.Messages, t.cursor)
@@ -235,14 +235,14 @@ func (t *Tracker) Observe(obs Observation) bool {
 
 func (t *Tracker) update(fresh []llm.Message, tokens int) {
 	defer t.wg.Done()
-	t.emitLocking(Event{Kind: EventStarted, ContextTokens: tokens})
+	t.emit(Event{Kind: EventStarted, ContextTokens: tokens})
 	res, err := t.run(fresh)
 	t.mu.Lock()
 	t.running = false
 	if err != nil {
-		t.emit(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
+		t.emitLocked(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
 	} else {
-		t.emit(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
+		t.emitLocked(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
 	}
 	t.mu.Unlock()
 }
@@ -352,15 +352,15 @@ func (t *Tracker) Close() error {
 	return nil
 }
 
-func (t *Tracker) emitLocking(ev Event) {
+func (t *Tracker) emit(ev Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.emit(ev)
+	t.emitLocked(ev)
 }
 
-// emit reports an event; the caller holds t.mu, so events keep their
+// emitLocked reports an event; the caller holds t.mu, so events keep their
 // order. Observers must not block or call the Tracker.
-func (t *Tracker) emit(ev Event) {
+func (t *Tracker) emitLocked(ev Event) {
 	attrs := []any{"event", "sessionmem_" + string(ev.Kind), "context_tokens", ev.ContextTokens}
 	if ev.Err != nil {
 		attrs = append(attrs, "error", ev.Err)
