@@ -13,19 +13,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestResolveOnDisk(t *testing.T) {
+// symlinkTree builds, in a real temporary directory, the tree both
+// resolvers are checked against, and returns its resolved root:
+//
+//	a/b/f, a/file          plain files
+//	abs -> <root>/a        absolute link
+//	rel -> a/b             relative link
+//	chain -> rel           link to a link
+//	loop1 <-> loop2        a cycle
+//	dangling -> nowhere/deeper, dangling2 -> a/missing
+func symlinkTree(t *testing.T) string {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	must := func(err error) { t.Helper(); require.NoError(t, err) }
 	must(os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
 	must(os.WriteFile(filepath.Join(root, "a", "b", "f"), []byte("x"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "a", "file"), []byte("x"), 0o644))
 	must(os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "abs")))
 	must(os.Symlink("a/b", filepath.Join(root, "rel")))
 	must(os.Symlink("rel", filepath.Join(root, "chain")))
 	must(os.Symlink("loop2", filepath.Join(root, "loop1")))
 	must(os.Symlink("loop1", filepath.Join(root, "loop2")))
-	must(os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	must(os.Symlink("nowhere/deeper", filepath.Join(root, "dangling")))
+	must(os.Symlink("a/missing", filepath.Join(root, "dangling2")))
+	return root
+}
 
+func TestResolveOnDisk(t *testing.T) {
+	root := symlinkTree(t)
 	fsys := afero.NewOsFs()
 	cases := []struct {
 		in, want string
@@ -72,19 +88,7 @@ func TestResolveMemMapFs(t *testing.T) {
 }
 
 func TestResolvePartialOnDisk(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	must := func(err error) { t.Helper(); require.NoError(t, err) }
-	must(os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
-	must(os.WriteFile(filepath.Join(root, "a", "file"), []byte("x"), 0o644))
-	must(os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "abs")))
-	must(os.Symlink("a/b", filepath.Join(root, "rel")))
-	must(os.Symlink("rel", filepath.Join(root, "chain")))
-	must(os.Symlink("loop2", filepath.Join(root, "loop1")))
-	must(os.Symlink("loop1", filepath.Join(root, "loop2")))
-	must(os.Symlink("nowhere/deeper", filepath.Join(root, "dangling")))
-	must(os.Symlink("a/missing", filepath.Join(root, "dangling2")))
-
+	root := symlinkTree(t)
 	fsys := afero.NewOsFs()
 	cases := []struct {
 		in, want string
