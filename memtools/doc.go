@@ -31,7 +31,7 @@
 // is bounded. Writes are atomic (temp file, fsync, rename).
 //
 // A host on a real disk that fears a link being swapped in between check
-// and write can pass a rootfs.Fs (package teammem/rootfs) rooted at the
+// and write can pass a rootfs.Fs (package github.com/agentmem/agentmem/rootfs) rooted at the
 // memory directory, and roots of "/".
 //
 // # Concurrency

@@ -17,7 +17,7 @@
 //     RedactSecrets, and WriteGuard, the check to put in front of Write and
 //     Edit tools.
 //   - A confined filesystem for the real disk: package
-//     github.com/agentmem/agentmem/teammem/rootfs.
+//     github.com/agentmem/agentmem/rootfs.
 //   - Sync with a server (package teammem/server is the reference one):
 //     Client with Pull, Push, Sync and Hashes over a caller-owned
 //     SyncState, Result (written, uploaded, skipped with reasons,

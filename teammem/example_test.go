@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/rootfs"
+	"github.com/agentmem/agentmem/rootfs"
 	"github.com/spf13/afero"
 )
 

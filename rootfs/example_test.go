@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/agentmem/teammem/rootfs"
+	"github.com/agentmem/agentmem/rootfs"
 	"github.com/spf13/afero"
 )
 
