@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/internal/hostile"
-	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem/agentmem/teammem"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem/agentmem/teammem"
 	"github.com/spf13/afero"
 )
 
