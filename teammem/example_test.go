@@ -54,7 +54,7 @@ func ExampleWriteGuard() {
 	// Output:
 	// <nil>
 	// teammem: path escapes the team memory directory through a symbolic link
-	// true teammem: refusing to write a GitHub PAT into team memory, which every contributor can read; remove the secret and write again
+	// true refusing to write a GitHub PAT into team memory, which every contributor can read; remove the secret and write again
 }
 
 func ExampleValidateTeamMemKey() {

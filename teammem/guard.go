@@ -1,30 +1,10 @@
 package teammem
 
 import (
-	"errors"
 	"slices"
 
 	"github.com/spf13/afero"
 )
-
-// ErrSecret is matched (errors.Is) by every *SecretError.
-var ErrSecret = errors.New("secret in team memory write")
-
-// SecretError reports a write into the team directory refused because the
-// new text contains a credential. It names the kind of secret, never the
-// secret.
-type SecretError struct {
-	RuleID string
-	Label  string
-}
-
-func (e *SecretError) Error() string {
-	return "teammem: refusing to write a " + e.Label + " into team memory, which every contributor can read; " +
-		"remove the secret and write again"
-}
-
-// Is makes errors.Is(err, ErrSecret) true.
-func (e *SecretError) Is(target error) bool { return target == ErrSecret }
 
 // WriteGuard is the check a host puts in front of its Write and Edit tools.
 // It is safe for concurrent use.
@@ -59,14 +39,7 @@ func (g *WriteGuard) Check(fsys afero.Fs, call ToolCall) error {
 
 // CheckContent returns a *SecretError when text contains a secret.
 func (g *WriteGuard) CheckContent(text string) error {
-	s := g.Scanner
-	if s == nil {
-		s = NewScanner()
-	}
-	if m, ok := s.First(text); ok {
-		return &SecretError{RuleID: m.RuleID, Label: m.Label}
-	}
-	return nil
+	return g.Scanner.Check(text)
 }
 
 func newText(call ToolCall, names ToolNames) string {

@@ -18,7 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/recall"
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 )
 
@@ -131,7 +131,7 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	scanner := teammem.NewScanner()
+	scanner := secrets.New()
 	var problems []problem
 	add := func(file string, line int, kind, format string, a ...any) {
 		problems = append(problems, problem{File: file, Line: line, Kind: kind, Message: fmt.Sprintf(format, a...)})

@@ -1,13 +1,11 @@
-package teammem
+package secrets
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
-	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -76,8 +74,8 @@ func samples() map[string]string {
 }
 
 func TestSecretRulesTruePositives(t *testing.T) {
-	s := NewScanner()
-	ids := SecretRuleIDs()
+	s := New()
+	ids := RuleIDs()
 	require.Len(t, ids, 36)
 	sm := samples()
 	require.Len(t, sm, 36, "one sample per rule")
@@ -91,7 +89,7 @@ func TestSecretRulesTruePositives(t *testing.T) {
 				for _, m := range got {
 					if m.RuleID == id {
 						hit = true
-						assert.Equal(t, SecretLabel(id), m.Label)
+						assert.Equal(t, Label(id), m.Label)
 					}
 					assert.NotContains(t, fmt.Sprintf("%+v", m), token[4:12], "results never carry the secret, in any field")
 				}
@@ -122,7 +120,7 @@ func TestSecretNearMisses(t *testing.T) {
 		cat("-----BEGIN ", "RSA PRIVATE KEY-----\n", "-----END ", "RSA PRIVATE KEY-----"), // no body
 		"hf_short", "dapi-is-a-word", "xoxb-not-a-token", "the SKU list", "sk-learn", "task_dop_v1_",
 	}
-	s := NewScanner()
+	s := New()
 	for _, m := range misses {
 		assert.Empty(t, s.Scan(m), "%q must not match", m)
 	}
@@ -158,7 +156,7 @@ func cleanDocument(n int) string {
 
 func TestCleanDocumentHasNoSecrets(t *testing.T) {
 	doc := cleanDocument(250_000)
-	s := NewScanner()
+	s := New()
 	assert.Empty(t, s.Scan(doc))
 	assert.Equal(t, doc, s.Redact(doc))
 }
@@ -167,48 +165,18 @@ func TestRedactSeveral(t *testing.T) {
 	sm := samples()
 	gh, npm := sm["github-pat"], sm["npm-access-token"]
 	text := "a " + gh + " " + gh + "\nb=" + npm + "."
-	assert.Equal(t, "a [REDACTED] [REDACTED]\nb=[REDACTED].", RedactSecrets(text))
-	got := ScanSecrets(text)
-	assert.Equal(t, []SecretMatch{{"github-pat", "GitHub PAT"}, {"npm-access-token", "NPM Access Token"}}, got)
+	assert.Equal(t, "a [REDACTED] [REDACTED]\nb=[REDACTED].", Redact(text))
+	got := Scan(text)
+	assert.Equal(t, []Match{{"github-pat", "GitHub PAT"}, {"npm-access-token", "NPM Access Token"}}, got)
 }
 
-func TestSecretLabel(t *testing.T) {
+func TestLabel(t *testing.T) {
 	for id, want := range map[string]string{
 		"github-pat": "GitHub PAT", "aws-access-token": "AWS Access Token", "azure-ad-client-secret": "Azure AD Client Secret",
 		"hashicorp-tf-api-token": "HashiCorp TF API Token", "github-oauth": "GitHub OAuth", "pypi-upload-token": "PyPI Upload Token",
 		"some-jwt": "Some JWT", "digitalocean-pat": "DigitalOcean PAT", "huggingface-access-token": "HuggingFace Access Token",
 		"sendgrid-api-token": "SendGrid API Token", "openai-api-key": "OpenAI API Key", "gitlab-pat": "GitLab PAT",
 	} {
-		assert.Equal(t, want, SecretLabel(id))
+		assert.Equal(t, want, Label(id))
 	}
-}
-
-func TestWriteGuard(t *testing.T) {
-	fsys := afero.NewMemMapFs()
-	g := NewWriteGuard("/m/team/")
-	token := samples()["github-pat"]
-
-	err := g.Check(fsys, call("Write", "file_path", "/m/team/ci.md", "content", "use token "+token))
-	var se *SecretError
-	require.ErrorAs(t, err, &se)
-	assert.True(t, errors.Is(err, ErrSecret))
-	assert.Equal(t, "github-pat", se.RuleID)
-	assert.Contains(t, err.Error(), "GitHub PAT")
-	assert.NotContains(t, err.Error(), token)
-
-	err = g.Check(fsys, call("Edit", "file_path", "/m/team/ci.md", "old_string", token, "new_string", "removed"))
-	assert.NoError(t, err, "an edit that removes a secret is fine")
-	err = g.Check(fsys, call("Edit", "file_path", "/m/team/ci.md", "old_string", "x", "new_string", token))
-	assert.ErrorIs(t, err, ErrSecret)
-	err = g.Check(fsys, call("NotebookEdit", "notebook_path", "/m/team/n.ipynb", "new_source", token))
-	assert.ErrorIs(t, err, ErrSecret)
-
-	// Outside the team dir the guard stays out of the way.
-	assert.NoError(t, g.Check(fsys, call("Write", "file_path", "/m/private.md", "content", token)))
-	// A team write with a hostile path is refused before scanning.
-	err = g.Check(fsys, call("Write", "file_path", "/m/team/../team-evil/x.md", "content", "x"))
-	assert.NoError(t, err, "not a team path at all once cleaned")
-	err = g.Check(errFs{afero.NewMemMapFs()}, call("Write", "file_path", "/m/team/x.md", "content", "x"))
-	var pte *PathTraversalError
-	assert.ErrorAs(t, err, &pte)
 }

@@ -1,0 +1,243 @@
+package secrets
+
+import (
+	"regexp"
+	"strings"
+)
+
+// secretRule is one kind of credential, written from the provider's
+// documented token format. Scanning is keyword-driven: the text is
+// searched for the rule's literal keywords (plain substring search, fast),
+// and the token pattern runs only where a keyword appears, anchored at the
+// token's start. A clean document costs one substring search per keyword.
+type secretRule struct {
+	id       string
+	keywords []string
+	// offset is how many bytes before the keyword the token starts.
+	offset int
+	// body matches the token at the start of the text, then a byte that
+	// cannot continue it (or the end).
+	body *regexp.Regexp
+	// inToken marks bytes that may not sit right before a token.
+	inToken [256]bool
+	// maxLen bounds the text a single match may span.
+	maxLen int
+}
+
+// Token characters shared by most rules; a token must not touch another
+// one of these on either side.
+const tokenChars = `0-9A-Za-z_\-`
+
+// rule compiles a rule. chars is the character class of bytes that may
+// not border the token ("" for none).
+func rule(id string, keywords []string, offset int, pattern, chars string, maxLen int) secretRule {
+	r := secretRule{id: id, keywords: keywords, offset: offset, maxLen: maxLen}
+	expr := `^(` + pattern + `)`
+	if chars != "" {
+		expr += `(?:$|[^` + chars + `])`
+		class := regexp.MustCompile(`^[` + chars + `]$`)
+		for b := 0; b < 256; b++ {
+			r.inToken[b] = class.MatchString(string([]byte{byte(b)}))
+		}
+	}
+	r.body = regexp.MustCompile(expr)
+	return r
+}
+
+// secretRules returns the rule set, in a fixed order.
+func secretRules() []secretRule {
+	return []secretRule{
+		// AWS access key IDs: a four-letter prefix and 16 base-32 characters.
+		rule("aws-access-token", []string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T"}, 0,
+			`(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}`, tokenChars, 20),
+		// Google API keys: "AIza" and 35 URL-safe characters.
+		rule("gcp-api-key", []string{"AIza"}, 0, `AIza[0-9A-Za-z_\-]{35}`, tokenChars, 39),
+		// Entra ID (Azure AD) client secrets: three characters, a digit, "Q~", then 31-34 more.
+		rule("azure-ad-client-secret", []string{"Q~"}, 4, `[a-zA-Z0-9_~.]{3}[0-9]Q~[a-zA-Z0-9_~.\-]{31,34}`, `0-9A-Za-z_~.\-`, 40),
+		rule("digitalocean-pat", []string{"dop_v1_"}, 0, `dop_v1_[a-f0-9]{64}`, tokenChars, 71),
+		rule("digitalocean-access-token", []string{"doo_v1_"}, 0, `doo_v1_[a-f0-9]{64}`, tokenChars, 71),
+		rule("anthropic-api-key", []string{"sk-ant-api03-"}, 0, `sk-ant-api03-[a-zA-Z0-9_\-]{93}AA`, tokenChars, 108),
+		rule("anthropic-admin-api-key", []string{"sk-ant-admin01-"}, 0, `sk-ant-admin01-[a-zA-Z0-9_\-]{93}AA`, tokenChars, 110),
+		// OpenAI keys embed "T3BlbkFJ" (base64 of "OpenAI") between two random halves.
+		rule("openai-api-key", []string{"sk-"}, 0,
+			`sk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_\-]{20,74}T3BlbkFJ[A-Za-z0-9_\-]{20,74}`, tokenChars, 170),
+		rule("huggingface-access-token", []string{"hf_"}, 0, `hf_[a-zA-Z]{34}`, tokenChars, 37),
+		rule("github-pat", []string{"ghp_"}, 0, `ghp_[0-9a-zA-Z]{36}`, tokenChars, 40),
+		rule("github-fine-grained-pat", []string{"github_pat_"}, 0, `github_pat_[0-9a-zA-Z_]{82}`, tokenChars, 93),
+		rule("github-app-token", []string{"ghu_", "ghs_"}, 0, `(?:ghu|ghs)_[0-9a-zA-Z]{36}`, tokenChars, 40),
+		rule("github-oauth", []string{"gho_"}, 0, `gho_[0-9a-zA-Z]{36}`, tokenChars, 40),
+		rule("github-refresh-token", []string{"ghr_"}, 0, `ghr_[0-9a-zA-Z]{36}`, tokenChars, 40),
+		rule("gitlab-pat", []string{"glpat-"}, 0, `glpat-[0-9a-zA-Z_\-]{20}`, tokenChars, 26),
+		rule("gitlab-deploy-token", []string{"gldt-"}, 0, `gldt-[0-9a-zA-Z_\-]{20}`, tokenChars, 25),
+		rule("slack-bot-token", []string{"xoxb-"}, 0, `xoxb-[0-9]{10,13}-[0-9]{10,13}(?:-[a-zA-Z0-9]{20,32})?`, tokenChars, 66),
+		rule("slack-user-token", []string{"xoxp-", "xoxe-"}, 0, `xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9]{28,34}`, tokenChars, 82),
+		rule("slack-app-token", []string{"xapp-"}, 0, `xapp-[0-9]-[A-Z0-9]{9,12}-[0-9]{10,14}-[a-z0-9]{32,72}`, tokenChars, 108),
+		// Twilio API key SIDs: "SK" and 32 hex digits.
+		rule("twilio-api-key", []string{"SK"}, 0, `SK[0-9a-fA-F]{32}`, tokenChars, 34),
+		rule("sendgrid-api-token", []string{"SG."}, 0, `SG\.[a-zA-Z0-9_\-]{22}\.[a-zA-Z0-9_\-]{43}`, tokenChars+`.`, 69),
+		rule("npm-access-token", []string{"npm_"}, 0, `npm_[a-zA-Z0-9]{36}`, tokenChars, 40),
+		// PyPI tokens are macaroons whose base64 starts with the issuer "pypi.org".
+		rule("pypi-upload-token", []string{"pypi-AgEIcHlwaS5vcmc"}, 0, `pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}`, tokenChars, 4096),
+		rule("databricks-api-token", []string{"dapi"}, 0, `dapi[a-f0-9]{32}(?:-[0-9])?`, tokenChars, 38),
+		// Terraform Cloud tokens: 14 characters, ".atlasv1.", 60-70 more.
+		rule("hashicorp-tf-api-token", []string{".atlasv1."}, 14, `[a-zA-Z0-9]{14}\.atlasv1\.[a-zA-Z0-9_\-=]{60,70}`, tokenChars+`=`, 93),
+		rule("pulumi-api-token", []string{"pul-"}, 0, `pul-[a-f0-9]{40}`, tokenChars, 44),
+		rule("postman-api-token", []string{"PMAK-"}, 0, `PMAK-[a-f0-9]{24}-[a-f0-9]{34}`, tokenChars, 64),
+		// Grafana API keys are base64 JSON starting {"k":"
+		rule("grafana-api-key", []string{"eyJrIjoi"}, 0, `eyJrIjoi[A-Za-z0-9+/]{70,400}={0,2}`, `0-9A-Za-z+/=`, 410),
+		rule("grafana-cloud-api-token", []string{"glc_"}, 0, `glc_[A-Za-z0-9+/]{32,400}={0,2}`, `0-9A-Za-z_+/=`, 406),
+		rule("grafana-service-account-token", []string{"glsa_"}, 0, `glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}`, tokenChars, 46),
+		rule("sentry-user-token", []string{"sntryu_"}, 0, `sntryu_[a-f0-9]{64}`, tokenChars, 71),
+		// Sentry org tokens: "sntrys_" and a base64 JSON payload starting {"iat":
+		rule("sentry-org-token", []string{"sntrys_"}, 0, `sntrys_eyJpYXQiO[A-Za-z0-9+/=_]{40,600}`, `0-9A-Za-z+/=_`, 623),
+		rule("stripe-access-token", []string{"sk_", "rk_"}, 0, `(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}`, tokenChars, 110),
+		rule("shopify-access-token", []string{"shpat_"}, 0, `shpat_[a-fA-F0-9]{32}`, tokenChars, 38),
+		rule("shopify-shared-secret", []string{"shpss_"}, 0, `shpss_[a-fA-F0-9]{32}`, tokenChars, 38),
+		rule("private-key", []string{"-----BEGIN"}, 0,
+			`-----BEGIN[ A-Z0-9_\-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{64,}?-----END[ A-Z0-9_\-]{0,100}PRIVATE KEY(?: BLOCK)?-----`, "", 64<<10),
+	}
+}
+
+// RuleIDs lists the IDs of every secret rule, in scan order.
+func RuleIDs() []string {
+	rules := secretRules()
+	ids := make([]string, len(rules))
+	for i, r := range rules {
+		ids[i] = r.id
+	}
+	return ids
+}
+
+// labelWords are the words of a rule ID that are not simply capitalised.
+var labelWords = map[string]string{
+	"aws": "AWS", "gcp": "GCP", "api": "API", "pat": "PAT", "ad": "AD", "tf": "TF",
+	"oauth": "OAuth", "npm": "NPM", "pypi": "PyPI", "jwt": "JWT", "github": "GitHub",
+	"gitlab": "GitLab", "openai": "OpenAI", "digitalocean": "DigitalOcean",
+	"huggingface": "HuggingFace", "hashicorp": "HashiCorp", "sendgrid": "SendGrid",
+}
+
+// Label turns a rule ID into a name for people: "github-pat" →
+// "GitHub PAT", "aws-access-token" → "AWS Access Token".
+func Label(ruleID string) string {
+	words := strings.Split(ruleID, "-")
+	for i, w := range words {
+		if special, ok := labelWords[w]; ok {
+			words[i] = special
+		} else if w != "" {
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// Match names a kind of secret found in a text. It never holds the
+// secret itself.
+type Match struct {
+	RuleID string
+	Label  string
+}
+
+// Scanner finds credentials in text. Create one with New and reuse
+// it: it is safe for concurrent use.
+type Scanner struct {
+	rules []secretRule
+}
+
+// New returns a Scanner with the 36 built-in rules.
+func New() *Scanner { return &Scanner{rules: secretRules()} }
+
+// Scan returns one Match per rule that matches text, in rule order;
+// nil when the text is clean.
+func (s *Scanner) Scan(text string) []Match {
+	var out []Match
+	for i := range s.rules {
+		if _, _, ok := s.rules[i].next(text, 0); ok {
+			out = append(out, Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)})
+		}
+	}
+	return out
+}
+
+// First returns the first rule that matches text, and whether one did.
+func (s *Scanner) First(text string) (Match, bool) {
+	for i := range s.rules {
+		if _, _, ok := s.rules[i].next(text, 0); ok {
+			return Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)}, true
+		}
+	}
+	return Match{}, false
+}
+
+// Redact replaces every secret in text with "[REDACTED]".
+func (s *Scanner) Redact(text string) string {
+	for i := range s.rules {
+		r := &s.rules[i]
+		var b strings.Builder
+		last := 0
+		for {
+			start, end, ok := r.next(text, last)
+			if !ok {
+				break
+			}
+			b.WriteString(text[last:start])
+			b.WriteString(redacted)
+			last = end
+		}
+		if last == 0 {
+			continue
+		}
+		b.WriteString(text[last:])
+		text = b.String()
+	}
+	return text
+}
+
+const redacted = "[REDACTED]"
+
+// Scan is New().Scan(text), for one-off use.
+func Scan(text string) []Match { return New().Scan(text) }
+
+// Redact is New().Redact(text), for one-off use.
+func Redact(text string) string { return New().Redact(text) }
+
+// next finds the first token at or after from: the smallest start among
+// the keyword hits whose anchored pattern matches.
+func (r *secretRule) next(text string, from int) (start, end int, ok bool) {
+	best := -1
+	for _, k := range r.keywords {
+		for pos := from + r.offset; pos < len(text); {
+			i := strings.Index(text[pos:], k)
+			if i < 0 {
+				break
+			}
+			kw := pos + i
+			pos = kw + 1
+			s := kw - r.offset
+			if s < from || (best >= 0 && s >= best) {
+				continue
+			}
+			if e, hit := r.matchAt(text, s); hit {
+				best, end = s, e
+				break
+			}
+		}
+	}
+	return best, end, best >= 0
+}
+
+// matchAt reports whether a token starts exactly at s, and where it ends.
+func (r *secretRule) matchAt(text string, s int) (int, bool) {
+	if s > 0 && r.inToken[text[s-1]] {
+		return 0, false
+	}
+	window := text[s:min(len(text), s+r.maxLen+1)]
+	m := r.body.FindStringSubmatchIndex(window)
+	if m == nil {
+		return 0, false
+	}
+	if m[3] == len(window) && s+len(window) < len(text) {
+		// The window cut the text: the token may continue past it.
+		return 0, false
+	}
+	return s + m[3], true
+}
