@@ -53,7 +53,7 @@ func ExampleWriteGuard() {
 	fmt.Println(errors.Is(err, teammem.ErrSecret), err)
 	// Output:
 	// <nil>
-	// teammem: path escapes the team memory directory through a symbolic link
+	// agentmem: path escapes the team memory directory through a symbolic link
 	// true refusing to write a GitHub PAT into team memory, which every contributor can read; remove the secret and write again
 }
 
@@ -87,8 +87,8 @@ func ExampleValidateTeamMemWritePath() {
 	_, err = teammem.ValidateTeamMemWritePath(afero.NewOsFs(), team, filepath.Join(dir, "team-evil", "x.md"))
 	fmt.Println(err)
 	// Output:
-	// teammem: path escapes the team memory directory through a symbolic link
-	// teammem: path escapes the team memory directory
+	// agentmem: path escapes the team memory directory through a symbolic link
+	// agentmem: path escapes the team memory directory
 }
 
 func ExampleToolDetector() {

@@ -2,16 +2,12 @@ package teammem
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"net/url"
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
-	"github.com/agentmem/agentmem/internal/realpath"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
@@ -137,8 +133,11 @@ func ValidateTeamMemKey(fsys afero.Fs, teamDir, key string) (string, error) {
 	if !strings.HasPrefix(full, root) {
 		return "", traversal(ReasonEscapes, key)
 	}
-	if err := checkContainment(fsys, root, clean); err != nil {
-		err.Key = key
+	if err := memdir.CheckTeamContainment(fsys, root, clean); err != nil {
+		var pte *PathTraversalError
+		if errors.As(err, &pte) {
+			pte.Key = key
+		}
 		return "", err
 	}
 	return full, nil
@@ -170,41 +169,10 @@ func ValidateTeamMemWritePath(fsys afero.Fs, teamDir, absPath string) (string, e
 	if !strings.HasPrefix(full, root) {
 		return "", traversal(ReasonEscapes, "")
 	}
-	if err := checkContainment(fsys, root, strings.TrimPrefix(full, root)); err != nil {
+	if err := memdir.CheckTeamContainment(fsys, root, strings.TrimPrefix(full, root)); err != nil {
 		return "", err
 	}
 	return full, nil
-}
-
-func linkError(err error) *PathTraversalError {
-	switch {
-	case errors.Is(err, realpath.ErrDangling):
-		return traversal(ReasonDangling, "")
-	case errors.Is(err, realpath.ErrLoop), errors.Is(err, syscall.ELOOP):
-		return traversal(ReasonLoop, "")
-	}
-	code := "unknown"
-	var errno syscall.Errno
-	var pe *fs.PathError
-	switch {
-	case errors.As(err, &errno):
-		code = errnoName(errno)
-	case errors.As(err, &pe):
-		code = fmt.Sprintf("%T", pe.Err)
-	}
-	return &PathTraversalError{Reason: ReasonUnverifiable, Detail: code}
-}
-
-func errnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.EACCES:
-		return "EACCES"
-	case syscall.EPERM:
-		return "EPERM"
-	case syscall.EIO:
-		return "EIO"
-	}
-	return fmt.Sprintf("errno %d", int(e))
 }
 
 // ValidateKeySyntax checks a sync key without a filesystem, as the sync

@@ -127,7 +127,7 @@ func TestPathPredicates(t *testing.T) {
 func TestPathTraversalErrorMessage(t *testing.T) {
 	err := &PathTraversalError{Reason: ReasonEncoded, Key: strings.Repeat("k", 500)}
 	assert.LessOrEqual(t, len(err.Error()), 300)
-	assert.Equal(t, `teammem: backslash in key: key "a\\b"`, (&PathTraversalError{Reason: ReasonBackslash, Key: `a\b`}).Error())
+	assert.Equal(t, `agentmem: backslash in key: key "a\\b"`, (&PathTraversalError{Reason: ReasonBackslash, Key: `a\b`}).Error())
 }
 
 // diskTeam builds <tmp>/memory/team and <tmp>/outside on the real disk.

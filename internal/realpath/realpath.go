@@ -1,6 +1,10 @@
-// Package realpath resolves symbolic links through an afero.Fs, the way
-// realpath(3) does on a real disk, so that containment checks compare the
-// paths the kernel would actually open.
+// Package realpath is agentmem's one symbolic-link resolver: it resolves
+// paths through an afero.Fs the way realpath(3) does on a real disk, so
+// that containment checks compare the paths the kernel would actually
+// open. Every validator (memory roots, team keys and paths, the memory
+// tools, the git-root check) uses it, with one strict policy: a link that
+// cannot be read, a dangling link, a loop or more than MaxHops links are
+// refused, never treated as ordinary names.
 //
 // Filesystems without symlink support (afero.MemMapFs) are resolved
 // lexically: every component must still exist.
@@ -97,7 +101,7 @@ func ResolvePartial(fsys afero.Fs, p string) (string, error) {
 			resolved = filepath.Dir(resolved)
 			continue
 		}
-		next := filepath.Join(resolved, c)
+		next := join(resolved, c)
 		info, err := lstat(fsys, lstater, next)
 		if err != nil {
 			if !isMissing(err) {
@@ -108,12 +112,12 @@ func ResolvePartial(fsys afero.Fs, p string) (string, error) {
 			}
 			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
-		if info.Mode()&fs.ModeSymlink != 0 && linker != nil {
+		if info.Mode()&fs.ModeSymlink != 0 {
 			hops++
 			if hops > MaxHops {
 				return "", &fs.PathError{Op: "realpath", Path: p, Err: ErrLoop}
 			}
-			target, err := linker.ReadlinkIfPossible(next)
+			target, err := readlink(linker, next)
 			if err != nil {
 				return "", err
 			}

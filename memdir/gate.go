@@ -1,0 +1,368 @@
+package memdir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem/agentmem/internal/filelock"
+	"github.com/agentmem/agentmem/internal/realpath"
+	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem/agentmem/secrets"
+	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
+)
+
+// IndexLockTimeout bounds how long a write waits for another writer of the
+// same MEMORY.md (another goroutine or process) before it gives up.
+const IndexLockTimeout = 30 * time.Second
+
+// WriteGate is the one check, and the one way to write, for every path
+// that a model or a remote peer chooses inside memory directories: Dir.Save,
+// the memory tools, the team sync client's pull and the background agents'
+// permission rules all go through it.
+//
+// It refuses, with a *PathTraversalError and nothing written, any path that
+// is not strictly inside one of its roots once cleaned and once symbolic
+// links are followed (under the strict policy of one resolver: a dangling
+// link, a loop, more than 40 links or a link that cannot be read are
+// refused); and, with a *secrets.Error, content headed for a team
+// directory that holds a credential.
+//
+// On the real disk (afero.OsFs) every write goes through an os.Root opened
+// on the target's memory root (package rootfs), so a directory swapped for
+// a symbolic link between the check and the write cannot make the write,
+// or its temporary file, land outside: the kernel resolves every component
+// inside the root at the moment of the open. On other afero.Fs
+// implementations the checked path is written as it is.
+//
+// Writes to a MEMORY.md hold a lock on it (flock on the real disk), so
+// read-modify-write cycles of the index by several goroutines, Dir values
+// or processes never lose each other's pointers.
+//
+// A WriteGate is safe for concurrent use.
+type WriteGate struct {
+	fs      afero.Fs
+	roots   []string // cleaned, NFC, no trailing separator; longest first
+	teams   []string // team directories, same form
+	scanner *secrets.Scanner
+}
+
+// GateOptions configures a WriteGate. The zero value means the defaults.
+type GateOptions struct {
+	// TeamDirs are directories whose writes are scanned for secrets. By
+	// default: the team directory (TeamDir) of every root, and every root
+	// whose own name is "team".
+	TeamDirs []string
+	// Scanner finds secrets; nil means secrets.New().
+	Scanner *secrets.Scanner
+}
+
+// NewWriteGate returns a gate that writes only below roots (absolute
+// memory directories, such as the auto-memory directory or an
+// agent-memory directory) on fsys.
+func NewWriteGate(fsys afero.Fs, roots []string, opts GateOptions) (*WriteGate, error) {
+	if fsys == nil {
+		return nil, errors.New("memdir: NewWriteGate needs a filesystem (afero.Fs)")
+	}
+	if len(roots) == 0 {
+		return nil, errors.New("memdir: NewWriteGate needs at least one memory directory")
+	}
+	g := &WriteGate{fs: fsys, scanner: opts.Scanner}
+	if g.scanner == nil {
+		g.scanner = secrets.New()
+	}
+	for i, r := range roots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("memdir: memory directory %d is not an absolute path", i)
+		}
+		r = cleanDir(r)
+		g.roots = append(g.roots, r)
+		if opts.TeamDirs == nil {
+			if filepath.Base(r) == TeamDirName {
+				g.teams = append(g.teams, r)
+			} else {
+				g.teams = append(g.teams, cleanDir(TeamDir(r)))
+			}
+		}
+	}
+	for _, t := range opts.TeamDirs {
+		if !filepath.IsAbs(t) {
+			return nil, errors.New("memdir: a team directory is not an absolute path")
+		}
+		g.teams = append(g.teams, cleanDir(t))
+	}
+	// The innermost root wins when roots nest (a team dir given as a root
+	// beside its auto-memory dir).
+	sortLongestFirst(g.roots)
+	sortLongestFirst(g.teams)
+	return g, nil
+}
+
+// cleanDir cleans and NFC-normalises a directory path and drops any
+// trailing separator (the filesystem root stays "/").
+func cleanDir(p string) string { return norm.NFC.String(filepath.Clean(p)) }
+
+func sortLongestFirst(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// inside reports whether clean (a cleaned path) is strictly below dir.
+func inside(dir, clean string) bool {
+	if dir == string(filepath.Separator) {
+		return clean != dir && strings.HasPrefix(clean, dir)
+	}
+	return strings.HasPrefix(clean, dir+string(filepath.Separator))
+}
+
+// Target is a write that passed the path check.
+type Target struct {
+	// Path is the cleaned absolute path.
+	Path string
+	// Root is the memory root the write is confined to: the team
+	// directory for team writes, else the memory directory holding Path.
+	Root string
+	// Rel is Path relative to Root.
+	Rel string
+	// Team reports whether the write lands in a team directory (by name,
+	// or through a link inside the memory directory that leads there).
+	Team bool
+}
+
+// Roots returns the gate's memory directories.
+func (g *WriteGate) Roots() []string { return append([]string(nil), g.roots...) }
+
+// Contains reports whether abs, cleaned, is strictly inside one of the
+// roots (a pure string check; CheckPath also follows links).
+func (g *WriteGate) Contains(abs string) bool {
+	if !filepath.IsAbs(abs) {
+		return false
+	}
+	clean := norm.NFC.String(filepath.Clean(abs))
+	for _, r := range g.roots {
+		if inside(r, clean) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPath checks that abs may be written: absolute, no NUL, strictly
+// inside a root once cleaned, and still inside it once links are
+// followed. A team write is judged against the team directory itself.
+func (g *WriteGate) CheckPath(abs string) (Target, error) {
+	if strings.IndexByte(abs, 0) >= 0 {
+		return Target{}, &PathTraversalError{Reason: ReasonNUL}
+	}
+	if !filepath.IsAbs(abs) {
+		return Target{}, &PathTraversalError{Reason: ReasonNotAbsolute}
+	}
+	clean := norm.NFC.String(filepath.Clean(abs))
+	for _, team := range g.teams {
+		if inside(team, clean) {
+			t := Target{Path: clean, Root: team, Rel: strings.TrimPrefix(clean[len(team):], string(filepath.Separator)), Team: true}
+			if err := realpath.Within(g.fs, team, t.Rel); err != nil {
+				return Target{}, containmentError(err, true)
+			}
+			return t, nil
+		}
+	}
+	for _, root := range g.roots {
+		if !inside(root, clean) {
+			continue
+		}
+		t := Target{Path: clean, Root: root, Rel: strings.TrimPrefix(clean[len(root):], string(filepath.Separator))}
+		if err := realpath.Within(g.fs, root, t.Rel); err != nil {
+			return Target{}, containmentError(err, false)
+		}
+		team, err := g.reachesTeam(root, clean)
+		if err != nil {
+			return Target{}, containmentError(err, false)
+		}
+		t.Team = team
+		return t, nil
+	}
+	for _, root := range g.roots {
+		if strings.HasPrefix(abs, root) {
+			// It names a memory root and leaves it once cleaned.
+			return Target{}, &PathTraversalError{Reason: ReasonOutsideRoot}
+		}
+	}
+	return Target{}, &PathTraversalError{Reason: ReasonNotMemoryPath}
+}
+
+// reachesTeam reports whether clean, a path in root but not in a team
+// directory by name, leads into one through a link.
+func (g *WriteGate) reachesTeam(root, clean string) (bool, error) {
+	if _, ok := g.fs.(afero.Lstater); !ok {
+		return false, nil // no links on this filesystem
+	}
+	real, err := realpath.ResolvePartial(g.fs, clean)
+	if err != nil {
+		return false, err
+	}
+	for _, team := range g.teams {
+		if !inside(root, team) {
+			continue
+		}
+		realTeam, err := realpath.ResolvePartial(g.fs, team)
+		if err != nil {
+			return false, err
+		}
+		if real == realTeam || inside(realTeam, real) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// containmentError turns a resolver error into a *PathTraversalError.
+func containmentError(err error, team bool) *PathTraversalError {
+	switch {
+	case errors.Is(err, realpath.ErrOutside):
+		if team {
+			return &PathTraversalError{Reason: ReasonSymlinkEscape}
+		}
+		return &PathTraversalError{Reason: ReasonOutsideRoot}
+	case errors.Is(err, realpath.ErrDangling):
+		return &PathTraversalError{Reason: ReasonDangling}
+	case errors.Is(err, realpath.ErrLoop), errors.Is(err, errELOOP):
+		return &PathTraversalError{Reason: ReasonLoop}
+	case errors.Is(err, realpath.ErrUnreadableLink):
+		return &PathTraversalError{Reason: ReasonUnverifiable, Detail: "unreadable symbolic link"}
+	}
+	return &PathTraversalError{Reason: ReasonUnverifiable, Detail: errorCode(err)}
+}
+
+// CheckContent returns a *secrets.Error when t is a team write and
+// content holds a credential.
+func (g *WriteGate) CheckContent(t Target, content string) error {
+	if !t.Team {
+		return nil
+	}
+	return g.scanner.Check(content)
+}
+
+// Check runs CheckPath and CheckContent.
+func (g *WriteGate) Check(abs, content string) (Target, error) {
+	t, err := g.CheckPath(abs)
+	if err != nil {
+		return Target{}, err
+	}
+	return t, g.CheckContent(t, content)
+}
+
+// WriteFile checks abs and content and replaces the file atomically,
+// creating parent directories, confined to the target's root (see the
+// type's documentation). A MEMORY.md is written under its lock.
+func (g *WriteGate) WriteFile(abs string, data []byte, perm fs.FileMode) (Target, error) {
+	return g.UpdateFile(abs, func([]byte, bool) ([]byte, error) { return data, nil }, perm)
+}
+
+// UpdateFile checks abs, then reads the file (exists reports whether it
+// was there), passes its content to update and writes what update returns
+// (checked for secrets when it is a team write), atomically and confined
+// to the target's root. For a MEMORY.md the whole cycle holds the index
+// lock, so concurrent updates never lose each other. An error from update
+// is returned as it is and nothing is written.
+func (g *WriteGate) UpdateFile(abs string, update func(old []byte, exists bool) ([]byte, error), perm fs.FileMode) (Target, error) {
+	t, err := g.CheckPath(abs)
+	if err != nil {
+		return Target{}, err
+	}
+	fsys, name, done, err := g.open(t)
+	if err != nil {
+		return Target{}, err
+	}
+	defer done()
+	if err := fsys.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return Target{}, confinedError(err, "create the directory of "+filepath.Base(name))
+	}
+	if filepath.Base(name) == EntrypointName {
+		ctx, cancel := context.WithTimeout(context.Background(), IndexLockTimeout)
+		unlock, err := filelock.Lock(ctx, fsys, name)
+		cancel()
+		if err != nil {
+			return Target{}, confinedError(err, "lock "+EntrypointName)
+		}
+		defer unlock()
+	}
+	old, err := afero.ReadFile(fsys, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Target{}, confinedError(err, "read "+filepath.Base(name))
+	}
+	data, err := update(old, exists)
+	if err != nil {
+		return Target{}, err
+	}
+	if err := g.CheckContent(t, string(data)); err != nil {
+		return Target{}, err
+	}
+	if info, err := fsys.Stat(name); err == nil && info.IsDir() {
+		return Target{}, fmt.Errorf("memdir: %s is a directory", filepath.Base(name))
+	}
+	if err := atomicfile.WriteFile(fsys, name, data, perm); err != nil {
+		return Target{}, confinedError(err, "write "+filepath.Base(name))
+	}
+	return t, nil
+}
+
+// open returns the filesystem and name to write t through: on the real
+// disk a rootfs confined to t.Root (created if missing) and t.Rel,
+// otherwise the gate's filesystem and t.Path. done releases it.
+func (g *WriteGate) open(t Target) (afero.Fs, string, func(), error) {
+	if _, ok := g.fs.(*afero.OsFs); !ok {
+		return g.fs, t.Path, func() {}, nil
+	}
+	if err := os.MkdirAll(t.Root, 0o755); err != nil {
+		return nil, "", nil, confinedError(err, "create the memory directory")
+	}
+	r, err := rootfs.New(t.Root)
+	if err != nil {
+		return nil, "", nil, confinedError(err, "open the memory directory")
+	}
+	return r, t.Rel, func() { _ = r.Close() }, nil
+}
+
+// confinedError explains a failed write. A path that os.Root refused to
+// leave the root through (a link swapped in after the check) is a
+// *PathTraversalError; anything else keeps its cause for errors.Is.
+func confinedError(err error, what string) error {
+	if isEscape(err) {
+		return &PathTraversalError{Reason: ReasonSymlinkEscape, Detail: "refused at write time"}
+	}
+	return fmt.Errorf("memdir: %s: %w", what, err)
+}
+
+// isEscape reports whether err is os.Root refusing a path that leaves it.
+func isEscape(err error) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.Contains(e.Error(), "path escapes from parent") {
+			return true
+		}
+	}
+	return errors.Is(err, errELOOP)
+}
+
+// CheckTeamContainment checks that teamDir/rel (rel relative and cleaned)
+// stays strictly inside teamDir once symbolic links are followed, under
+// the same resolver policy as WriteGate, and returns a *PathTraversalError
+// when it does not. teammem's validators use it after their own key and
+// prefix checks.
+func CheckTeamContainment(fsys afero.Fs, teamDir, rel string) error {
+	if err := realpath.Within(fsys, cleanDir(teamDir), rel); err != nil {
+		return containmentError(err, true)
+	}
+	return nil
+}
