@@ -20,6 +20,10 @@
 //   - The index: TruncateEntrypointContent and IndexLimits.
 //   - Memory files: ParseFrontmatter, FormatMemoryFile, and Dir.Save, which
 //     writes a topic file and its index pointer atomically.
+//   - Writing safely: WriteGate, the one check and write path for every
+//     model- or remote-chosen path into memory (CheckPath, CheckContent,
+//     WriteFile, UpdateFile); CheckTeamContainment for teammem's
+//     validators.
 //   - Finding memories: ScanMemoryFiles and FormatManifest.
 //   - Freshness: MemoryAgeDays, MemoryAge, MemoryFreshnessText,
 //     MemoryFreshnessNote, MemoryHeaderLine.
@@ -42,14 +46,22 @@
 //     field. Save errors that say "saved but MEMORY.md could not be
 //     updated" mean the topic file is written and only the pointer is
 //     missing.
+//   - *PathTraversalError: the write gate refused a path; Reason says why
+//     (ReasonOutsideRoot, ReasonSymlinkEscape, ReasonDangling, ReasonLoop,
+//     ReasonNotMemoryPath, ...; ReasonUnverifiable means the check itself
+//     failed and the path was refused to be safe). teammem names the same
+//     type teammem.PathTraversalError. Its message never holds a host path.
+//   - *secrets.Error (errors.Is secrets.ErrFound): content headed for a
+//     team directory holds a credential; its Label names the kind.
 //   - ErrNoMemoryBase, ErrNoProjectRoot, ErrNoMemoryDir,
 //     ErrInvalidAgentType: a required input is missing or unusable.
 //
 // # Concurrency
 //
-// Functions are safe for concurrent use. A *Dir serialises its Saves, so
-// concurrent Saves through one Dir never lose index pointers; two Dir
-// values (or two processes) writing one directory are not coordinated.
+// Functions are safe for concurrent use, and so are *Dir and *WriteGate.
+// Every MEMORY.md update holds the index lock (flock on a lock file
+// beside it on the real disk), so concurrent Saves through one Dir,
+// several Dir values or several processes never lose index pointers.
 // ScanMemoryFiles reads with a few worker goroutines that always finish
 // before it returns.
 //
@@ -63,7 +75,13 @@
 // FindCanonicalGitRoot trusts a worktree's .git pointer only when the main
 // repository points back at it. Dir.Save accepts only clean relative
 // ".md" names below the directory. ScanMemoryFiles does not follow
-// symbolic links and reads at most 16 KiB per file. Containment of paths
-// that a model chooses inside the team directory is the teammem package's
-// job. Errors never carry file contents.
+// symbolic links and reads at most 16 KiB per file. Errors never carry
+// file contents.
+//
+// Every write (Save, and through the same WriteGate the memory tools, the
+// team sync client's pull and the background agents) is checked against
+// its memory root with one symbolic-link resolver, and on the real disk
+// performed through an os.Root opened on that root, so a link swapped in
+// after the check cannot redirect it. Content for a team directory is
+// scanned for credentials first.
 package memdir

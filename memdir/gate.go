@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/atomicfile"
@@ -44,7 +45,9 @@ const IndexLockTimeout = 30 * time.Second
 //
 // Writes to a MEMORY.md hold a lock on it (flock on the real disk), so
 // read-modify-write cycles of the index by several goroutines, Dir values
-// or processes never lose each other's pointers.
+// or processes never lose each other's pointers. On afero.MemMapFs, which
+// has no atomic exclusive create, only the writes of one gate are
+// serialised: use one Dir (or gate) per in-memory directory.
 //
 // A WriteGate is safe for concurrent use.
 type WriteGate struct {
@@ -52,6 +55,11 @@ type WriteGate struct {
 	roots   []string // cleaned, NFC, no trailing separator; longest first
 	teams   []string // team directories, same form
 	scanner *secrets.Scanner
+	// indexMu serialises this gate's index updates; the lock file
+	// serialises them with other gates and processes (on the real disk;
+	// afero.MemMapFs has no atomic O_EXCL, so there one gate per
+	// directory is the rule).
+	indexMu sync.Mutex
 }
 
 // GateOptions configures a WriteGate. The zero value means the defaults.
@@ -289,6 +297,8 @@ func (g *WriteGate) UpdateFile(abs string, update func(old []byte, exists bool) 
 		return Target{}, confinedError(err, "create the directory of "+filepath.Base(name))
 	}
 	if filepath.Base(name) == EntrypointName {
+		g.indexMu.Lock()
+		defer g.indexMu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), IndexLockTimeout)
 		unlock, err := filelock.Lock(ctx, fsys, name)
 		cancel()

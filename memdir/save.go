@@ -3,14 +3,11 @@ package memdir
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/spf13/afero"
 	"gopkg.in/yaml.v2"
 )
@@ -62,13 +59,13 @@ type SaveResult struct {
 }
 
 // Dir is one memory directory on a filesystem. It is safe for concurrent
-// use: Saves through one Dir are serialised, so index updates never lose
-// each other. Two Dir values for the same path (or another process) are not
-// coordinated; use one Dir per directory.
+// use, and so are several Dir values and several processes on one
+// directory: every write goes through the directory's WriteGate, and
+// MEMORY.md updates hold the index lock, so no pointer is lost.
 type Dir struct {
 	fs   afero.Fs
 	path string
-	mu   sync.Mutex
+	gate *WriteGate
 }
 
 // NewDir returns the memory directory at path (absolute) on fsys. The
@@ -80,7 +77,21 @@ func NewDir(fsys afero.Fs, path string) (*Dir, error) {
 	if !filepath.IsAbs(path) {
 		return nil, errors.New("memdir: NewDir needs an absolute directory path")
 	}
-	return &Dir{fs: fsys, path: filepath.Clean(path)}, nil
+	p := filepath.Clean(path)
+	gate, err := NewWriteGate(fsys, []string{p}, GateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{fs: fsys, path: p, gate: gate}, nil
+}
+
+// Gate returns the WriteGate every write into the directory goes through.
+func (d *Dir) Gate() *WriteGate { return d.gate }
+
+// saveError explains a refused or failed topic-file write; refusals
+// (*PathTraversalError, *secrets.Error) keep their type for errors.As.
+func saveError(file string, err error) error {
+	return fmt.Errorf("memdir: write memory file %s: %w", file, err)
 }
 
 // Path returns the directory's absolute path, without a trailing separator.
@@ -88,7 +99,12 @@ func (d *Dir) Path() string { return d.path }
 
 // Save writes m as a topic file with YAML frontmatter and puts its one-line
 // pointer in MEMORY.md, each with an atomic replace (temp file + rename), so
-// a crash leaves either the old or the new version of each file. A pointer
+// a crash leaves either the old or the new version of each file. Both
+// writes go through the directory's WriteGate: a file that would land
+// outside the directory through a symbolic link is refused with a
+// *PathTraversalError, and a team memory (File under "team/") whose text
+// holds a credential with a *secrets.Error (errors.Is secrets.ErrFound);
+// nothing is written then. A pointer
 // that already links the same file is replaced in place (and any duplicate
 // pointers to it dropped) instead of being added again. The topic file is
 // written first: if the index update fails, the memory is saved but not
@@ -107,15 +123,9 @@ func (d *Dir) Save(m Memory) (SaveResult, error) {
 	if err != nil {
 		return SaveResult{}, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-
 	abs := filepath.Join(d.path, filepath.FromSlash(file))
-	if err := d.fs.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return SaveResult{}, fmt.Errorf("memdir: create memory directory: %w", err)
-	}
-	if err := atomicfile.WriteFile(d.fs, abs, content, 0o644); err != nil {
-		return SaveResult{}, fmt.Errorf("memdir: write memory file %s: %w", file, err)
+	if _, err := d.gate.WriteFile(abs, content, 0o644); err != nil {
+		return SaveResult{}, saveError(file, err)
 	}
 
 	// The pointer goes into the index of the directory that holds the file
@@ -125,13 +135,13 @@ func (d *Dir) Save(m Memory) (SaveResult, error) {
 		indexDir, linkTarget = filepath.Join(d.path, TeamDirName), strings.TrimPrefix(file, TeamDirName+"/")
 	}
 	line := IndexLine(m, linkTarget)
-	indexPath := filepath.Join(indexDir, EntrypointName)
-	old, err := afero.ReadFile(d.fs, indexPath)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return SaveResult{}, fmt.Errorf("memdir: memory %s saved but %s could not be read: %w", file, EntrypointName, err)
-	}
-	updated, replaced := upsertPointer(string(old), linkTarget, line)
-	if err := atomicfile.WriteFile(d.fs, indexPath, []byte(updated), 0o644); err != nil {
+	replaced := false
+	_, err = d.gate.UpdateFile(filepath.Join(indexDir, EntrypointName), func(old []byte, _ bool) ([]byte, error) {
+		var updated string
+		updated, replaced = upsertPointer(string(old), linkTarget, line)
+		return []byte(updated), nil
+	}, 0o644)
+	if err != nil {
 		return SaveResult{}, fmt.Errorf("memdir: memory %s saved but %s could not be updated: %w", file, EntrypointName, err)
 	}
 	return SaveResult{Path: abs, File: file, IndexLine: line, ReplacedPointer: replaced}, nil

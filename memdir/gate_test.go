@@ -1,0 +1,219 @@
+package memdir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentmem/agentmem/secrets"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeToken is a made-up token in GitHub's PAT format, built at run time
+// so that no scanner flags this file.
+func fakeToken() string {
+	return "gh" + "p_" + "0123456789abcdefghijklmnopqrstuvwxyzAB"[:36]
+}
+
+// diskMemory builds <tmp>/memory (with team/) and <tmp>/outside on the
+// real disk and returns both, resolved.
+func diskMemory(t *testing.T) (mem, outside string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	mem = filepath.Join(root, "memory")
+	outside = filepath.Join(root, "outside")
+	require.NoError(t, os.MkdirAll(filepath.Join(mem, TeamDirName), 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	return mem, outside
+}
+
+// entries lists the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+func TestSaveTeamSecretRefused(t *testing.T) {
+	mem, _ := diskMemory(t)
+	d, err := NewDir(afero.NewOsFs(), mem)
+	require.NoError(t, err)
+	_, err = d.Save(Memory{File: "team/ci.md", Name: "CI", Body: "push with " + fakeToken()})
+	var se *secrets.Error
+	require.ErrorAs(t, err, &se)
+	assert.ErrorIs(t, err, secrets.ErrFound)
+	assert.Equal(t, "github-pat", se.RuleID)
+	assert.NotContains(t, err.Error(), fakeToken())
+	assert.Empty(t, entries(t, filepath.Join(mem, TeamDirName)), "nothing written: no file, no index, no temp file")
+
+	// A secret in the description is refused too; private memories may hold one.
+	_, err = d.Save(Memory{File: "team/ci.md", Name: "CI", Description: fakeToken(), Body: "x"})
+	assert.ErrorIs(t, err, secrets.ErrFound)
+	_, err = d.Save(Memory{File: "private.md", Name: "mine", Body: fakeToken()})
+	assert.NoError(t, err)
+}
+
+func TestSaveThroughLinkOutsideRefused(t *testing.T) {
+	mem, outside := diskMemory(t)
+	require.NoError(t, os.Symlink(outside, filepath.Join(mem, TeamDirName, "sub")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "private")))
+	d, err := NewDir(afero.NewOsFs(), mem)
+	require.NoError(t, err)
+	for _, file := range []string{"team/sub/x.md", "private/x.md"} {
+		_, err = d.Save(Memory{File: file, Name: "x", Body: "y"})
+		var pte *PathTraversalError
+		require.ErrorAs(t, err, &pte, file)
+	}
+	assert.Empty(t, entries(t, outside))
+	_, err = os.Stat(filepath.Join(mem, EntrypointName))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no pointer for a refused memory")
+}
+
+func TestSaveThroughLinkIntoTeamIsScanned(t *testing.T) {
+	mem, _ := diskMemory(t)
+	require.NoError(t, os.Symlink(TeamDirName, filepath.Join(mem, "shared")))
+	d, err := NewDir(afero.NewOsFs(), mem)
+	require.NoError(t, err)
+	_, err = d.Save(Memory{File: "shared/x.md", Name: "x", Body: fakeToken()})
+	assert.ErrorIs(t, err, secrets.ErrFound, "a link inside the memory dir that leads to team/ is a team write")
+}
+
+func TestWriteGateCheckPath(t *testing.T) {
+	mem, outside := diskMemory(t)
+	fsys := afero.NewOsFs()
+	team := filepath.Join(mem, TeamDirName)
+	require.NoError(t, os.Symlink(outside, filepath.Join(team, "out")))
+	require.NoError(t, os.Symlink("missing", filepath.Join(team, "dangling")))
+	require.NoError(t, os.Symlink("loop", filepath.Join(team, "loop")))
+	g, err := NewWriteGate(fsys, []string{mem}, GateOptions{})
+	require.NoError(t, err)
+	cases := []struct {
+		path   string
+		reason TraversalReason
+	}{
+		{team + "/../../../../root/.bashrc", ReasonOutsideRoot},
+		{mem + "/../x.md", ReasonOutsideRoot},
+		{mem + "-evil/x.md", ReasonOutsideRoot},
+		{"/etc/passwd", ReasonNotMemoryPath},
+		{"relative.md", ReasonNotAbsolute},
+		{team + "/a\x00.md", ReasonNUL},
+		{team + "/out/x.md", ReasonSymlinkEscape},
+		{team + "/dangling", ReasonDangling},
+		{team + "/loop/x.md", ReasonLoop},
+		{mem, ReasonOutsideRoot},
+	}
+	for _, c := range cases {
+		_, err := g.CheckPath(c.path)
+		var pte *PathTraversalError
+		if assert.ErrorAs(t, err, &pte, c.path) {
+			assert.Equal(t, c.reason, pte.Reason, c.path)
+			assert.NotContains(t, err.Error(), mem, "no host path in the message")
+		}
+	}
+	tg, err := g.CheckPath(team + "/notes/a.md")
+	require.NoError(t, err)
+	assert.True(t, tg.Team)
+	assert.Equal(t, team, tg.Root)
+	assert.Equal(t, filepath.Join("notes", "a.md"), tg.Rel)
+	tg, err = g.CheckPath(mem + "/teammates.md")
+	require.NoError(t, err)
+	assert.False(t, tg.Team)
+}
+
+func TestWriteGateRootIsFilesystemRoot(t *testing.T) {
+	// A gate over "/" (a host that hands it a confined filesystem) must
+	// accept plain paths below it.
+	fsys := afero.NewMemMapFs()
+	g, err := NewWriteGate(fsys, []string{"/"}, GateOptions{})
+	require.NoError(t, err)
+	tg, err := g.WriteFile("/team/plain.md", []byte("x"), 0o644)
+	require.NoError(t, err)
+	assert.True(t, tg.Team)
+	_, err = g.WriteFile("/team/leak.md", []byte(fakeToken()), 0o644)
+	assert.ErrorIs(t, err, secrets.ErrFound)
+}
+
+func TestWriteGateUpdateErrorWritesNothing(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	g, err := NewWriteGate(fsys, []string{"/m"}, GateOptions{})
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	_, err = g.UpdateFile("/m/a.md", func([]byte, bool) ([]byte, error) { return nil, boom }, 0o644)
+	assert.ErrorIs(t, err, boom)
+	ok, _ := afero.Exists(fsys, "/m/a.md")
+	assert.False(t, ok)
+}
+
+// TestSaveConcurrentIndex saves from goroutines with separate Dir values
+// and from a second process at once: every pointer ends up in MEMORY.md.
+func TestSaveConcurrentIndex(t *testing.T) {
+	mem, _ := diskMemory(t)
+	const goroutines, each, procN = 8, 25, 60
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSaveProcess$")
+	cmd.Env = append(os.Environ(), "AGENTMEM_HELPER_SAVE_DIR="+mem, "AGENTMEM_HELPER_SAVE_N="+strconv.Itoa(procN))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			d, err := NewDir(afero.NewOsFs(), mem)
+			if !assert.NoError(t, err) {
+				return
+			}
+			for i := range each {
+				_, err := d.Save(Memory{File: fmt.Sprintf("g%d_%d.md", g, i), Name: "n", Body: "b"})
+				assert.NoError(t, err)
+				_, err = d.Save(Memory{File: fmt.Sprintf("team/g%d_%d.md", g, i), Name: "n", Body: "b"})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, cmd.Wait())
+	for _, idx := range []string{filepath.Join(mem, EntrypointName), filepath.Join(mem, TeamDirName, EntrypointName)} {
+		data, err := os.ReadFile(idx)
+		require.NoError(t, err)
+		index := string(data)
+		for g := range goroutines {
+			for i := range each {
+				assert.Contains(t, index, fmt.Sprintf("(g%d_%d.md)", g, i))
+			}
+		}
+		for i := range procN {
+			assert.Contains(t, index, fmt.Sprintf("(p_%d.md)", i))
+		}
+		assert.Equal(t, goroutines*each+procN, strings.Count(index, "\n"), "one line per memory, no duplicates")
+	}
+}
+
+// TestHelperSaveProcess is the second process of TestSaveConcurrentIndex.
+func TestHelperSaveProcess(t *testing.T) {
+	dir := os.Getenv("AGENTMEM_HELPER_SAVE_DIR")
+	if dir == "" {
+		return // only runs as a helper
+	}
+	n, err := strconv.Atoi(os.Getenv("AGENTMEM_HELPER_SAVE_N"))
+	require.NoError(t, err)
+	d, err := NewDir(afero.NewOsFs(), dir)
+	require.NoError(t, err)
+	for i := range n {
+		_, err := d.Save(Memory{File: fmt.Sprintf("p_%d.md", i), Name: "n", Body: "b"})
+		require.NoError(t, err)
+		_, err = d.Save(Memory{File: fmt.Sprintf("team/p_%d.md", i), Name: "n", Body: "b"})
+		require.NoError(t, err)
+	}
+}
