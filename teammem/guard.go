@@ -1,15 +1,20 @@
 package teammem
 
 import (
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
 )
 
-// WriteGuard is the check a host puts in front of its Write and Edit tools.
-// It is safe for concurrent use.
+// WriteGuard is the check a host puts in front of its own file-writing
+// tools (Claude Code's Write, Edit, MultiEdit and NotebookEdit by
+// default; other names through Detector.Names). It is safe for concurrent
+// use.
 type WriteGuard struct {
-	// Detector says which calls write into the team directory.
+	// Detector says which tools write and where the team directory is.
 	Detector ToolDetector
 	// Scanner finds secrets; nil means NewScanner().
 	Scanner *Scanner
@@ -21,20 +26,47 @@ func NewWriteGuard(teamDir string) *WriteGuard {
 	return &WriteGuard{Detector: ToolDetector{TeamDir: teamDir}, Scanner: NewScanner()}
 }
 
-// Check returns nil for a call that does not write into the team
-// directory. For one that does, it validates the target with
-// ValidateTeamMemWritePath (a *PathTraversalError) and scans the text the
-// call would write, the whole "content" of a Write or the "new_string"
-// ("new_source" for notebooks) of an Edit, returning a *SecretError for
-// the first secret found. The error text is safe to return to the model.
+// Check returns nil for a call that is not a write, or whose path does not
+// name the team directory. For a write that does, it refuses:
+//
+//   - with a *PathTraversalError, a path that names the team directory
+//     and leaves it ("<team>/../../etc/x", a lookalike sibling directory
+//     such as "team-evil/"), or that reaches outside it through symbolic
+//     links (ValidateTeamMemWritePath);
+//   - with a *SecretError, a call whose result would hold a credential:
+//     the whole content of a Write, and for Edit, MultiEdit and
+//     NotebookEdit the file as it would be after the edits (read through
+//     fsys; when the edits do not apply, every new string on its own).
+//
+// Paths that do not name the team directory are the host's business and
+// pass. The error text is safe to return to the model. The check and the
+// write are separate steps: on a real disk, perform the write through
+// rootfs (or memtools, which does) so a link swapped in between cannot
+// redirect it.
 func (g *WriteGuard) Check(fsys afero.Fs, call ToolCall) error {
-	if !g.Detector.IsTeamMemoryWriteOrEdit(call, nil) {
+	n := g.Detector.Names.withDefaults()
+	isWrite := slices.Contains(n.Write, call.Name)
+	if !isWrite && !slices.Contains(n.Edit, call.Name) {
 		return nil
 	}
-	if _, err := ValidateTeamMemWritePath(fsys, g.Detector.TeamDir, targetPath(call)); err != nil {
+	team := g.Detector.TeamDir
+	p := targetPath(call)
+	if !IsTeamMemPath(team, p) && !namesTeamDir(team, p) {
+		return nil
+	}
+	abs, err := ValidateTeamMemWritePath(fsys, team, p)
+	if err != nil {
 		return err
 	}
-	return g.CheckContent(newText(call, g.Detector.Names.withDefaults()))
+	if isWrite {
+		return g.CheckContent(call.String("content"))
+	}
+	for _, text := range editedTexts(fsys, abs, call) {
+		if err := g.CheckContent(text); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CheckContent returns a *SecretError when text contains a secret.
@@ -42,12 +74,70 @@ func (g *WriteGuard) CheckContent(text string) error {
 	return g.Scanner.Check(text)
 }
 
-func newText(call ToolCall, names ToolNames) string {
-	if slices.Contains(names.Write, call.Name) {
-		return call.String("content")
+// namesTeamDir reports whether a raw path names the team directory: it
+// starts with the team directory and a separator before any cleaning, or
+// one of its directories at the team directory's place is a lookalike
+// ("team-evil/", "team.bak/").
+func namesTeamDir(teamDir, raw string) bool {
+	if raw == "" {
+		return false
 	}
-	if t := call.String("new_string"); t != "" {
-		return t
+	team := strings.TrimSuffix(filepath.Clean(teamDir), string(filepath.Separator))
+	raw = norm.NFC.String(raw)
+	if raw == team || strings.HasPrefix(raw, team+string(filepath.Separator)) {
+		return true
 	}
-	return call.String("new_source")
+	parent, base := filepath.Dir(team), filepath.Base(team)
+	clean := filepath.Clean(raw)
+	if !strings.HasPrefix(clean, withSep(parent)) {
+		return false
+	}
+	rest := strings.TrimPrefix(clean, withSep(parent))
+	first, below, ok := strings.Cut(rest, string(filepath.Separator))
+	return ok && below != "" && strings.HasPrefix(first, base)
+}
+
+// editedTexts returns the texts to scan for an edit call: the file as it
+// would be after the edits when it can be read and they apply, and every
+// new string on its own otherwise.
+func editedTexts(fsys afero.Fs, abs string, call ToolCall) []string {
+	type edit struct {
+		old, repl string
+		all       bool
+	}
+	var edits []edit
+	if raw, ok := call.Input["edits"].([]any); ok {
+		for _, e := range raw {
+			m, _ := e.(map[string]any)
+			old, _ := m["old_string"].(string)
+			repl, _ := m["new_string"].(string)
+			all, _ := m["replace_all"].(bool)
+			edits = append(edits, edit{old, repl, all})
+		}
+	} else if src, ok := call.Input["new_source"].(string); ok {
+		return []string{src}
+	} else {
+		all, _ := call.Input["replace_all"].(bool)
+		edits = append(edits, edit{call.String("old_string"), call.String("new_string"), all})
+	}
+	news := make([]string, 0, len(edits)+1)
+	for _, e := range edits {
+		news = append(news, e.repl)
+	}
+	data, err := afero.ReadFile(fsys, abs)
+	if err != nil {
+		return news
+	}
+	text := string(data)
+	for _, e := range edits {
+		if e.old == "" || !strings.Contains(text, e.old) {
+			return news
+		}
+		if e.all {
+			text = strings.ReplaceAll(text, e.old, e.repl)
+		} else {
+			text = strings.Replace(text, e.old, e.repl, 1)
+		}
+	}
+	return []string{text}
 }

@@ -38,6 +38,7 @@ func (c ToolCall) String(field string) string {
 const (
 	ToolWrite        = "Write"
 	ToolEdit         = "Edit"
+	ToolMultiEdit    = "MultiEdit"
 	ToolNotebookEdit = "NotebookEdit"
 	ToolGrep         = "Grep"
 	ToolGlob         = "Glob"
@@ -48,8 +49,9 @@ const (
 type ToolNames struct {
 	// Write tools replace a whole file ("file_path", "content").
 	Write []string
-	// Edit tools change part of a file ("file_path" or "notebook_path",
-	// "new_string" or "new_source").
+	// Edit tools change part of a file: "file_path" or "notebook_path",
+	// and "old_string"/"new_string" (Edit), an "edits" array of those
+	// (MultiEdit) or "new_source" (NotebookEdit).
 	Edit []string
 	// Search tools look through files below "path" (or an absolute
 	// "pattern" when path is empty).
@@ -61,7 +63,7 @@ func (n ToolNames) withDefaults() ToolNames {
 		n.Write = []string{ToolWrite}
 	}
 	if n.Edit == nil {
-		n.Edit = []string{ToolEdit, ToolNotebookEdit}
+		n.Edit = []string{ToolEdit, ToolMultiEdit, ToolNotebookEdit}
 	}
 	if n.Search == nil {
 		n.Search = []string{ToolGrep, ToolGlob}
