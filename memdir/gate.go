@@ -376,3 +376,22 @@ func CheckTeamContainment(fsys afero.Fs, teamDir, rel string) error {
 	}
 	return nil
 }
+
+// Remove checks abs like CheckPath and removes the file, confined to its
+// root like a write, so a directory swapped for a link cannot make it
+// remove a file outside. A file that does not exist is not an error.
+func (g *WriteGate) Remove(abs string) (Target, error) {
+	t, err := g.CheckPath(abs)
+	if err != nil {
+		return Target{}, err
+	}
+	fsys, name, done, err := g.open(t)
+	if err != nil {
+		return Target{}, err
+	}
+	defer done()
+	if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Target{}, confinedError(err, "remove "+filepath.Base(name))
+	}
+	return t, nil
+}

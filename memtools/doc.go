@@ -1,6 +1,6 @@
 // Package memtools gives a model file tools that can only touch memory:
 // Read (with line ranges), Write, Edit (exact, unique string replace),
-// Grep (regular expression, bounded output), Glob ("**" patterns) and
+// MultiEdit (several replacements, all or none), Grep (regular expression, bounded output), Glob ("**" patterns) and
 // List, over an afero.Fs, plus the permission rules that the background
 // jobs run them under. It is public so a host can give its own main agent
 // the same safe tools.
@@ -24,15 +24,20 @@
 // outside the rule (writes outside the auto-memory dir, unknown tools,
 // team writes with a secret, anything but one Edit for the session rule)
 // with a reason the model sees. Independently, every tool checks its own
-// path: absolute, strictly below a root once cleaned (no sibling that
-// shares the prefix), and no symbolic link leading out or dangling (the
-// teammem containment check). Searches never follow links. Reads and
-// searches skip binary files and files over Options.MaxFileBytes; output
-// is bounded. Writes are atomic (temp file, fsync, rename).
-//
-// A host on a real disk that fears a link being swapped in between check
-// and write can pass a rootfs.Fs (package github.com/agentmem/agentmem/rootfs) rooted at the
-// memory directory, and roots of "/".
+// path with memdir's WriteGate: absolute, strictly below a root once
+// cleaned (no sibling that shares the prefix), and no symbolic link
+// leading out, dangling or unreadable. Writes and edits go through the
+// same gate: content headed for a team directory (a root's team/, or a
+// root named team) is scanned for credentials, so a Write with a token is
+// refused even without a permission function; on the real disk
+// (afero.OsFs) the write itself runs through an os.Root on the memory
+// root, so a directory swapped for a link after the check cannot make it
+// (or its temporary file) land outside; MEMORY.md is rewritten under the
+// index lock that Dir.Save also takes. Searches never follow links. Reads
+// and searches skip binary files and files over Options.MaxFileBytes;
+// output is bounded. Writes are atomic (temp file, fsync, rename). On
+// other afero.Fs implementations the checked path is written as it is; a
+// rootfs.Fs with roots of "/" works too.
 //
 // # Concurrency
 //

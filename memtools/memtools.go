@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 )
 
@@ -20,9 +22,11 @@ const (
 	ToolRead  = "Read"
 	ToolWrite = "Write"
 	ToolEdit  = "Edit"
-	ToolGrep  = "Grep"
-	ToolGlob  = "Glob"
-	ToolList  = "List"
+	// ToolMultiEdit applies several Edit replacements to one file at once.
+	ToolMultiEdit = "MultiEdit"
+	ToolGrep      = "Grep"
+	ToolGlob      = "Glob"
+	ToolList      = "List"
 )
 
 // Options bounds what the tools read and return. The zero value means the
@@ -68,6 +72,7 @@ func (o Options) withDefaults() Options {
 type Toolset struct {
 	fs    afero.Fs
 	roots []string
+	gate  *memdir.WriteGate
 	opts  Options
 
 	mu      sync.Mutex
@@ -91,12 +96,17 @@ func New(fsys afero.Fs, roots []string, opts Options) (*Toolset, error) {
 		}
 		clean[i] = filepath.Clean(r)
 	}
-	return &Toolset{fs: fsys, roots: clean, opts: opts.withDefaults()}, nil
+	gate, err := memdir.NewWriteGate(fsys, clean, memdir.GateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("memtools: %w", err)
+	}
+	return &Toolset{fs: fsys, roots: clean, gate: gate, opts: opts.withDefaults()}, nil
 }
 
-// Tools returns the six tools: Read, Write, Edit, Grep, Glob, List.
+// Tools returns the seven tools: Read, Write, Edit, MultiEdit, Grep, Glob,
+// List.
 func (t *Toolset) Tools() []llm.Tool {
-	return []llm.Tool{t.ReadTool(), t.WriteTool(), t.EditTool(), t.GrepTool(), t.GlobTool(), t.ListTool()}
+	return []llm.Tool{t.ReadTool(), t.WriteTool(), t.EditTool(), t.MultiEditTool(), t.GrepTool(), t.GlobTool(), t.ListTool()}
 }
 
 // Written returns the absolute paths the Write and Edit tools changed, in
@@ -127,8 +137,9 @@ func (e *ToolError) Error() string { return e.Msg }
 func toolErr(format string, args ...any) error { return &ToolError{Msg: fmt.Sprintf(format, args...)} }
 
 // resolve checks that p is an absolute path inside one of the roots, with
-// no symbolic link leading out, and returns it cleaned. A path equal to a
-// root is allowed when allowRoot is set (for directory tools).
+// no symbolic link leading out (the memory WriteGate's check), and returns
+// it cleaned. A path equal to a root is allowed when allowRoot is set (for
+// directory tools).
 func (t *Toolset) resolve(p string, allowRoot bool) (string, error) {
 	if p == "" {
 		return "", toolErr("a path is required")
@@ -137,23 +148,30 @@ func (t *Toolset) resolve(p string, allowRoot bool) (string, error) {
 		return "", toolErr("the path must be absolute (one of the memory directories: %s)", strings.Join(t.roots, ", "))
 	}
 	clean := filepath.Clean(p)
-	for _, root := range t.roots {
-		if allowRoot && clean == root {
-			return clean, nil // a root is trusted as configured
-		}
-		if !strings.HasPrefix(clean, root+string(filepath.Separator)) {
-			continue
-		}
-		if _, err := teammem.ValidateTeamMemWritePath(t.fs, root, clean); err != nil {
-			var pte *teammem.PathTraversalError
-			if errors.As(err, &pte) {
-				return "", toolErr("refused: %s", pte.Reason)
-			}
-			return "", toolErr("refused: the path could not be checked")
-		}
-		return clean, nil
+	if allowRoot && slices.Contains(t.roots, clean) {
+		return clean, nil // a root is trusted as configured
 	}
-	return "", toolErr("the path is outside the memory directories (%s)", strings.Join(t.roots, ", "))
+	target, err := t.gate.CheckPath(clean)
+	if err != nil {
+		return "", t.refusal(err)
+	}
+	return target.Path, nil
+}
+
+// refusal turns a WriteGate error into model-readable text: the reason
+// of a refused path, the kind of a secret, never a host path.
+func (t *Toolset) refusal(err error) error {
+	var pte *memdir.PathTraversalError
+	var se *secrets.Error
+	switch {
+	case errors.As(err, &pte) && pte.Reason == memdir.ReasonNotMemoryPath:
+		return toolErr("the path is outside the memory directories (%s)", strings.Join(t.roots, ", "))
+	case errors.As(err, &pte):
+		return toolErr("refused: %s", pte.Reason)
+	case errors.As(err, &se):
+		return toolErr("%s", se.Error())
+	}
+	return nil
 }
 
 // describe turns a filesystem error into model-readable text naming only

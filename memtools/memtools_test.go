@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/agentmem/rootfs"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -277,4 +278,88 @@ func TestNewRequiresInputs(t *testing.T) {
 	assert.Error(t, err)
 	_, err = New(afero.NewMemMapFs(), []string{"rel"}, Options{})
 	assert.Error(t, err)
+}
+
+// fakeToken is a made-up token in GitHub's PAT format, built at run time
+// so that no scanner flags this file.
+func fakeToken() string { return "gh" + "p_" + "0123456789abcdefghijklmnopqrstuvwxyzAB"[:36] }
+
+func TestTeamSecretsRefusedWithoutPermissionRule(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ci := filepath.Join(e.mem, "team", "ci.md")
+			_, err := run(t, e.ts, ToolWrite, map[string]any{"file_path": filepath.Join(e.mem, "team", "new.md"), "content": "token " + fakeToken()})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "GitHub PAT")
+			assert.NotContains(t, err.Error(), fakeToken())
+			exists, _ := afero.Exists(e.fs, filepath.Join(e.mem, "team", "new.md"))
+			assert.False(t, exists)
+
+			_, err = run(t, e.ts, ToolEdit, map[string]any{"file_path": ci, "old_string": "green", "new_string": fakeToken()})
+			assert.ErrorContains(t, err, "GitHub PAT")
+			half := len(fakeToken()) / 2
+			_, err = run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": ci, "edits": []map[string]any{
+				{"old_string": "CI", "new_string": fakeToken()[:half]},
+				{"old_string": " must", "new_string": fakeToken()[half:]},
+			}})
+			assert.ErrorContains(t, err, "GitHub PAT", "the token exists only in the final content")
+			data, _ := afero.ReadFile(e.fs, ci)
+			assert.Equal(t, "CI must stay green\n", string(data), "nothing written")
+
+			// Private memory is not team memory.
+			_, err = run(t, e.ts, ToolWrite, map[string]any{"file_path": filepath.Join(e.mem, "mine.md"), "content": fakeToken()})
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func TestMultiEdit(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			a := filepath.Join(e.mem, "a.md")
+			out, err := run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{
+				{"old_string": "line one", "new_string": "first"},
+				{"old_string": "first\nline two", "new_string": "first\nsecond"},
+			}})
+			require.NoError(t, err)
+			assert.Contains(t, out, "Edited")
+			data, _ := afero.ReadFile(e.fs, a)
+			assert.Equal(t, "first\nsecond\nalpha beta\n", string(data), "each edit sees the text the ones before left")
+
+			_, err = run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{
+				{"old_string": "first", "new_string": "1st"},
+				{"old_string": "missing", "new_string": "x"},
+			}})
+			assert.ErrorContains(t, err, "edit 2: old_string was not found")
+			data, _ = afero.ReadFile(e.fs, a)
+			assert.Equal(t, "first\nsecond\nalpha beta\n", string(data), "all or none")
+
+			_, err = run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{}})
+			assert.Error(t, err)
+		})
+	}
+}
+
+// TestOverRootfsWithSlashRoot is the documented setup for hosts that
+// confine the tools themselves: a rootfs.Fs on the memory directory and
+// a root of "/".
+func TestOverRootfsWithSlashRoot(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "team"), 0o755))
+	confined, err := rootfs.New(dir)
+	require.NoError(t, err)
+	defer confined.Close()
+	ts, err := New(confined, []string{"/"}, Options{})
+	require.NoError(t, err)
+	_, err = run(t, ts, ToolWrite, map[string]any{"file_path": "/team/plain.md", "content": "hello\n"})
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "team", "plain.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello\n", string(data))
+	out, err := run(t, ts, ToolRead, map[string]any{"file_path": "/team/plain.md"})
+	require.NoError(t, err)
+	assert.Contains(t, out, "hello")
+	_, err = run(t, ts, ToolWrite, map[string]any{"file_path": "/team/leak.md", "content": fakeToken()})
+	assert.ErrorContains(t, err, "GitHub PAT")
 }

@@ -13,9 +13,10 @@ import (
 
 // ExtractPermission is the rule for background extraction and
 // consolidation: Read, Grep, Glob and List anywhere below readRoots (the
-// memory directories); Write and Edit only inside autoDir, and inside its
-// team directory only when the path passes ValidateTeamMemWritePath and
-// the text passes the secret scan; every other tool is denied. Each denial
+// memory directories); Write, Edit and MultiEdit only inside autoDir, and
+// inside its team directory only when the path passes the team guard
+// (teammem.WriteGuard: containment, and a secret scan of the content as it
+// would be written); every other tool is denied. Each denial
 // carries a reason the model can act on.
 func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.PermissionFunc {
 	auto := filepath.Clean(autoDir)
@@ -42,7 +43,7 @@ func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.Pe
 				return llm.Allow() // the tools default to the memory directory
 			}
 			return inside(p, roots, true, "search")
-		case ToolWrite, ToolEdit:
+		case ToolWrite, ToolEdit, ToolMultiEdit:
 			p := tc.String("file_path")
 			if d := inside(p, []string{auto}, false, "write"); !d.Allow {
 				return d
@@ -52,7 +53,7 @@ func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.Pe
 			}
 			return llm.Allow()
 		}
-		return llm.Deny("the " + call.Name + " tool is not available here; use Read, Grep, Glob and List to look, and Write or Edit inside " + auto)
+		return llm.Deny("the " + call.Name + " tool is not available here; use Read, Grep, Glob and List to look, and Write, Edit or MultiEdit inside " + auto)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -12,10 +13,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/llm"
-	"github.com/spf13/afero"
 )
 
 // ReadTool returns the Read tool: a file's lines, numbered, from an
@@ -143,14 +142,24 @@ func (t *Toolset) write(p, content string) (string, error) {
 	if info, err := t.fs.Stat(clean); err == nil && info.IsDir() {
 		return "", toolErr("%s is a directory", clean)
 	}
-	if err := t.fs.MkdirAll(filepath.Dir(clean), 0o755); err != nil {
-		return "", describe(clean, err)
-	}
-	if err := atomicfile.WriteFile(t.fs, clean, []byte(content), 0o644); err != nil {
-		return "", describe(clean, err)
+	if _, err := t.gate.WriteFile(clean, []byte(content), 0o644); err != nil {
+		return "", t.writeError(clean, err)
 	}
 	t.recordWrite(clean)
 	return fmt.Sprintf("Wrote %d bytes to %s", len(content), clean), nil
+}
+
+// writeError explains a failed write: the gate's refusal, or what the
+// filesystem said.
+func (t *Toolset) writeError(clean string, err error) error {
+	if refused := t.refusal(err); refused != nil {
+		return refused
+	}
+	var te *ToolError
+	if errors.As(err, &te) {
+		return te
+	}
+	return describe(clean, err)
 }
 
 // EditTool returns the Edit tool: replace an exact string that occurs once
@@ -161,28 +170,59 @@ func (t *Toolset) EditTool() llm.Tool {
 		`{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["file_path","old_string","new_string"],"additionalProperties":false}`,
 		func(ctx context.Context, input json.RawMessage) (string, error) {
 			var in struct {
-				FilePath   string `json:"file_path"`
-				OldString  string `json:"old_string"`
-				NewString  string `json:"new_string"`
-				ReplaceAll bool   `json:"replace_all"`
+				FilePath string `json:"file_path"`
+				edit
 			}
 			if err := decode(input, &in); err != nil {
 				return "", err
 			}
-			return t.edit(in.FilePath, in.OldString, in.NewString, in.ReplaceAll)
+			return t.edit(in.FilePath, []edit{in.edit})
 		})
 }
 
-func (t *Toolset) edit(p, old, repl string, all bool) (string, error) {
+// MultiEditTool returns the MultiEdit tool: several Edit replacements
+// applied in order to one file, all or none.
+func (t *Toolset) MultiEditTool() llm.Tool {
+	return tool(ToolMultiEdit,
+		"Apply several exact string replacements to one memory file, in order. Each old_string must match the text as left by the edits before it and occur once, unless its replace_all is true. Either every edit applies or the file is left unchanged.",
+		`{"type":"object","properties":{"file_path":{"type":"string"},"edits":{"type":"array","minItems":1,"items":{"type":"object","properties":{"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["old_string","new_string"],"additionalProperties":false}}},"required":["file_path","edits"],"additionalProperties":false}`,
+		func(ctx context.Context, input json.RawMessage) (string, error) {
+			var in struct {
+				FilePath string `json:"file_path"`
+				Edits    []edit `json:"edits"`
+			}
+			if err := decode(input, &in); err != nil {
+				return "", err
+			}
+			if len(in.Edits) == 0 {
+				return "", toolErr("edits must hold at least one edit")
+			}
+			return t.edit(in.FilePath, in.Edits)
+		})
+}
+
+// edit is one replacement of Edit or MultiEdit.
+type edit struct {
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+// edit applies edits to the file at p through the write gate: the file
+// is read, changed and written back in one locked cycle for MEMORY.md,
+// and the result is scanned for secrets when it is team memory.
+func (t *Toolset) edit(p string, edits []edit) (string, error) {
 	clean, err := t.resolve(p, false)
 	if err != nil {
 		return "", err
 	}
-	if old == "" {
-		return "", toolErr("old_string must not be empty; use Write to create a file")
-	}
-	if old == repl {
-		return "", toolErr("old_string and new_string are the same")
+	for i, e := range edits {
+		if e.OldString == "" {
+			return "", toolErr("edit %d: old_string must not be empty; use Write to create a file", i+1)
+		}
+		if e.OldString == e.NewString {
+			return "", toolErr("edit %d: old_string and new_string are the same", i+1)
+		}
 	}
 	info, err := t.fs.Stat(clean)
 	if err != nil {
@@ -194,27 +234,43 @@ func (t *Toolset) edit(p, old, repl string, all bool) (string, error) {
 	if info.Size() > t.opts.MaxFileBytes {
 		return "", toolErr("%s is too large to edit", clean)
 	}
-	data, err := afero.ReadFile(t.fs, clean)
+	_, err = t.gate.UpdateFile(clean, func(old []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, toolErr("%s does not exist", clean)
+		}
+		text := string(old)
+		for i, e := range edits {
+			switch n := strings.Count(text, e.OldString); {
+			case n == 0:
+				return nil, toolErr("%sold_string was not found in %s", editLabel(i, len(edits)), clean)
+			case n > 1 && !e.ReplaceAll:
+				return nil, toolErr("%sold_string occurs %d times in %s; include more context to make it unique, or set replace_all", editLabel(i, len(edits)), n, clean)
+			}
+			if e.ReplaceAll {
+				text = strings.ReplaceAll(text, e.OldString, e.NewString)
+			} else {
+				text = strings.Replace(text, e.OldString, e.NewString, 1)
+			}
+		}
+		if int64(len(text)) > t.opts.MaxFileBytes {
+			return nil, toolErr("the edited file would be too large (%d bytes, limit %d)", len(text), t.opts.MaxFileBytes)
+		}
+		return []byte(text), nil
+	}, info.Mode().Perm())
 	if err != nil {
-		return "", describe(clean, err)
-	}
-	text := string(data)
-	switch n := strings.Count(text, old); {
-	case n == 0:
-		return "", toolErr("old_string was not found in %s", clean)
-	case n > 1 && !all:
-		return "", toolErr("old_string occurs %d times in %s; include more context to make it unique, or set replace_all", n, clean)
-	}
-	if all {
-		text = strings.ReplaceAll(text, old, repl)
-	} else {
-		text = strings.Replace(text, old, repl, 1)
-	}
-	if err := atomicfile.WriteFile(t.fs, clean, []byte(text), info.Mode().Perm()); err != nil {
-		return "", describe(clean, err)
+		return "", t.writeError(clean, err)
 	}
 	t.recordWrite(clean)
 	return "Edited " + clean, nil
+}
+
+// editLabel names edit i of n in an error ("edit 2: "), or nothing for a
+// single Edit.
+func editLabel(i, n int) string {
+	if n == 1 {
+		return ""
+	}
+	return fmt.Sprintf("edit %d: ", i+1)
 }
 
 // GrepTool returns the Grep tool: a regular expression over the files

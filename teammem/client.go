@@ -22,8 +22,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 
@@ -96,7 +96,9 @@ type SyncState struct {
 // Skip says why a key was not synced.
 type Skip struct {
 	Key string
-	// Reason is "secret", "too_large" or "invalid_key".
+	// Reason is "secret", "too_large", "invalid_key" or, on pull,
+	// "write_failed" (the file could not be written, such as a key below
+	// a name that is a file here; the other keys are still written).
 	Reason string
 	// RuleID and Label name the secret found (Reason "secret").
 	RuleID, Label string
@@ -189,6 +191,7 @@ func (e *SyncError) Permanent() bool {
 // use, but calls sharing one SyncState must not overlap.
 type Client struct {
 	cfg      ClientConfig
+	gate     *memdir.WriteGate
 	endpoint string
 	log      *slog.Logger
 }
@@ -242,7 +245,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	cfg.TeamDir = filepath.Clean(cfg.TeamDir)
 	endpoint := strings.TrimRight(cfg.BaseURL, "/") + cfg.Path + "?repo=" + url.QueryEscape(cfg.Repo)
-	return &Client{cfg: cfg, endpoint: endpoint, log: log}, nil
+	gate, err := memdir.NewWriteGate(cfg.Fs, []string{cfg.TeamDir}, memdir.GateOptions{TeamDirs: []string{cfg.TeamDir}, Scanner: cfg.Scanner})
+	if err != nil {
+		return nil, fmt.Errorf("teammem: %w", err)
+	}
+	return &Client{cfg: cfg, endpoint: endpoint, log: log, gate: gate}, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -326,11 +333,13 @@ func (c *Client) pull(ctx context.Context, st *SyncState, useETag bool) (Result,
 			// a local deletion the next push propagates, not a file to restore.
 			continue
 		}
-		if err := c.cfg.Fs.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return res, fmt.Errorf("teammem: create the directory for %s: %w", key, err)
-		}
-		if err := atomicfile.WriteFile(c.cfg.Fs, abs, []byte(content), 0o644); err != nil {
-			return res, fmt.Errorf("teammem: write %s: %w", key, err)
+		if _, err := c.gate.WriteFile(abs, []byte(content), 0o644); err != nil {
+			skip, ok := gateSkip(key, err)
+			if !ok {
+				return res, fmt.Errorf("teammem: write %s: %w", key, err)
+			}
+			res.Skipped = append(res.Skipped, skip)
+			continue
 		}
 		res.Written = append(res.Written, key)
 	}
@@ -341,7 +350,10 @@ func (c *Client) pull(ctx context.Context, st *SyncState, useETag bool) (Result,
 				res.Skipped = append(res.Skipped, Skip{Key: key, Reason: "invalid_key"})
 				continue
 			}
-			if err := c.cfg.Fs.Remove(abs); err == nil {
+			if exists, _ := afero.Exists(c.cfg.Fs, abs); !exists {
+				continue
+			}
+			if _, err := c.gate.Remove(abs); err == nil {
 				res.Deleted = append(res.Deleted, key)
 			}
 		}
@@ -352,6 +364,11 @@ func (c *Client) pull(ctx context.Context, st *SyncState, useETag bool) (Result,
 	}
 	st.Tombstones = data.Content.DeletedEntries
 	st.ETag = data.Checksum
+	for _, sk := range res.Skipped {
+		if sk.Reason == "write_failed" {
+			st.ETag = "" // fetch it all again next time rather than trust a 304
+		}
+	}
 	st.Pulled = true
 	return res, nil
 }
@@ -705,4 +722,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// gateSkip turns a refused or failed pull write into a Skip: a path that
+// a link swapped in after validation would have led out ("invalid_key"),
+// a secret ("secret"), or a filesystem failure for this one key
+// ("write_failed"). Errors that are not about the key (a cancelled
+// context) are not skips.
+func gateSkip(key string, err error) (Skip, bool) {
+	var pte *PathTraversalError
+	var se *SecretError
+	switch {
+	case errors.As(err, &pte):
+		return Skip{Key: key, Reason: "invalid_key"}, true
+	case errors.As(err, &se):
+		return Skip{Key: key, Reason: "secret", RuleID: se.RuleID, Label: se.Label}, true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return Skip{}, false
+	}
+	return Skip{Key: key, Reason: "write_failed"}, true
 }

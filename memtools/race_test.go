@@ -1,0 +1,125 @@
+package memtools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNoWriteLandsOutsideUnderSymlinkRace flips team/flip between a real
+// directory and a symbolic link to a directory outside the memory tree,
+// 10,000 times, while the memory tools and the sync client's pull write
+// into team/flip/ thousands of times. Every check passes at some moment
+// and the link may be swapped in right after it: only the kernel-confined
+// write keeps the files inside. Nothing may ever appear outside.
+func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
+	const flips, keys = 10_000, 40
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	mem := filepath.Join(base, "memory")
+	team := filepath.Join(mem, "team")
+	outside := filepath.Join(base, "outside")
+	stash := filepath.Join(team, "stash")
+	flip := filepath.Join(team, "flip")
+	for _, d := range []string{flip, outside} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+
+	// The server holds keys below flip/, pushed from a clean directory.
+	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	h, err := server.NewHandler(server.Config{Store: server.NewMemoryStore(), Tokens: []server.TokenGrant{grant}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	seed := filepath.Join(base, "seed")
+	for i := range keys {
+		p := filepath.Join(seed, "flip", fmt.Sprintf("k%d.md", i))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte("from the server\n"), 0o644))
+	}
+	client := func(dir string) *teammem.Client {
+		c, err := teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token, Fs: afero.NewOsFs(), TeamDir: dir})
+		require.NoError(t, err)
+		return c
+	}
+	_, err = client(seed).Push(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+
+	tools, err := memtools.New(afero.NewOsFs(), []string{mem}, memtools.Options{})
+	require.NoError(t, err)
+	write := tools.WriteTool()
+	puller := client(team)
+
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var toolCalls, pullWrites, flipped atomic.Int64
+	// retry runs one step of the flipper until it succeeds: a writer may
+	// have created flip/ (its MkdirAll) while it was gone, and then that
+	// directory goes first.
+	retry := func(step func() error) bool {
+		for range 10_000 {
+			if step() == nil {
+				return true
+			}
+			_ = os.RemoveAll(flip)
+		}
+		t.Error("the flipper is stuck")
+		return false
+	}
+	wg.Go(func() { // the flipper
+		defer done.Store(true)
+		for range flips {
+			// flip: real directory -> link to outside -> real directory.
+			if !retry(func() error { return os.Rename(flip, stash) }) ||
+				!retry(func() error { return os.Symlink(outside, flip) }) ||
+				!retry(func() error { return os.Remove(flip) }) ||
+				!retry(func() error { return os.Rename(stash, flip) }) {
+				return
+			}
+			flipped.Add(1)
+		}
+	})
+	for w := range 2 { // memory-tool writers
+		wg.Go(func() {
+			for i := 0; !done.Load() || i < 1500; i++ {
+				in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(flip, fmt.Sprintf("k%d.md", (i+w)%keys)), "content": fmt.Sprintf("tool %d %d\n", w, i)})
+				_, _ = write.Call(context.Background(), in) // refusals are expected
+				toolCalls.Add(1)
+			}
+		})
+	}
+	wg.Go(func() { // the sync client's pull
+		for i := 0; !done.Load() || i < 60; i++ {
+			res, _ := puller.Pull(context.Background(), &teammem.SyncState{})
+			pullWrites.Add(int64(len(res.Written) + len(res.Skipped)))
+		}
+	})
+	wg.Wait()
+
+	var leaked []string
+	require.NoError(t, filepath.WalkDir(outside, func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != outside {
+			leaked = append(leaked, p)
+		}
+		return err
+	}))
+	assert.Empty(t, leaked, "files written outside through the swapped link")
+	assert.GreaterOrEqual(t, toolCalls.Load(), int64(3000))
+	assert.GreaterOrEqual(t, pullWrites.Load(), int64(1000), "the pull attempted thousands of writes")
+	assert.Equal(t, int64(flips), flipped.Load())
+	t.Logf("%d flips, %d tool writes, %d pull writes attempted, %d files outside", flipped.Load(), toolCalls.Load(), pullWrites.Load(), len(leaked))
+}
