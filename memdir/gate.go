@@ -227,7 +227,10 @@ func (g *WriteGate) reachesTeam(root, clean string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if real == realTeam || inside(realTeam, real) {
+		if real == realTeam {
+			return false, realpath.ErrOutside // the team directory itself is no file
+		}
+		if inside(realTeam, real) {
 			return true, nil
 		}
 	}

@@ -335,3 +335,25 @@ func TestSkippedFileIsNotDeleted(t *testing.T) {
 	require.Len(t, res.Skipped, 1)
 	assert.Equal(t, "deploys on Tuesdays", serverEntries(t, e)["deploy.md"])
 }
+
+// TestPullSkipsWhatItCannotWrite: a key the filesystem cannot hold beside
+// another ("fd.md" and "fd.md/child.md") and an entry holding a secret are
+// skipped and reported; every other key is still written.
+func TestPullSkipsWhatItCannotWrite(t *testing.T) {
+	e := startServer(t, 0)
+	_, err := e.store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: map[string]string{
+		"a.md": "a", "fd.md": "file", "fd.md/child.md": "child", "leak.md": "token " + "gh" + "p_" + strings.Repeat("a1B2", 9), "z.md": "z",
+	}, Now: time.Now()})
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "team")
+	res, err := newClient(t, e, dir, nil).Pull(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.md", "fd.md", "z.md"}, res.Written)
+	reasons := map[string]string{}
+	for _, s := range res.Skipped {
+		reasons[s.Key] = s.Reason
+	}
+	assert.Equal(t, map[string]string{"fd.md/child.md": "write_failed", "leak.md": "secret"}, reasons)
+	_, err = os.Stat(filepath.Join(dir, "leak.md"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

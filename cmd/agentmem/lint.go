@@ -15,7 +15,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/recall"
 	"github.com/agentmem/agentmem/secrets"
@@ -311,9 +310,13 @@ func readCapped(fsys afero.Fs, p string) ([]byte, error) {
 }
 
 // applyFixes adds missing pointers and removes dangling ones, one atomic
-// rewrite per index, and describes each change. It never touches a topic
-// file.
+// rewrite per index under the index lock that Save and the memory tools
+// also take, and describes each change. It never touches a topic file.
 func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error) {
+	gate, err := memdir.NewWriteGate(fsys, []string{dir}, memdir.GateOptions{})
+	if err != nil {
+		return nil, err
+	}
 	type edit struct {
 		add    []string // memory files (relative to the memory dir) to point to
 		remove map[int]bool
@@ -351,19 +354,20 @@ func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return done, err
 		}
-		var lines []string
+		// The lines to drop are known by their text, so the locked rewrite
+		// below still drops the right ones if another writer changed the
+		// index since it was read.
+		drop := map[string]bool{}
 		if len(raw) > 0 {
-			lines = strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-		}
-		var kept []string
-		for i, l := range lines {
-			if ed.remove[i+1] {
-				done = append(done, fmt.Sprintf("%s:%d: removed dangling pointer %q", idx, i+1, l))
-				continue
+			for i, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+				if ed.remove[i+1] {
+					drop[l] = true
+					done = append(done, fmt.Sprintf("%s:%d: removed dangling pointer %q", idx, i+1, l))
+				}
 			}
-			kept = append(kept, l)
 		}
 		base := path.Dir(idx)
+		var add []string
 		for _, f := range ed.add {
 			target := f
 			if base != "." {
@@ -374,13 +378,28 @@ func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error)
 				return done, err
 			}
 			line := memdir.IndexLine(m, target)
-			kept = append(kept, line)
+			add = append(add, line)
 			done = append(done, fmt.Sprintf("%s: added pointer %q", idx, line))
 		}
-		if err := fsys.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return done, err
-		}
-		if err := atomicfile.WriteFile(fsys, abs, []byte(strings.Join(kept, "\n")+"\n"), 0o644); err != nil {
+		_, err = gate.UpdateFile(abs, func(cur []byte, _ bool) ([]byte, error) {
+			var kept []string
+			present := map[string]bool{}
+			if len(cur) > 0 {
+				for _, l := range strings.Split(strings.TrimRight(string(cur), "\n"), "\n") {
+					if !drop[l] {
+						kept = append(kept, l)
+						present[l] = true
+					}
+				}
+			}
+			for _, l := range add {
+				if !present[l] {
+					kept = append(kept, l)
+				}
+			}
+			return []byte(strings.Join(kept, "\n") + "\n"), nil
+		}, 0o644)
+		if err != nil {
 			return done, err
 		}
 	}

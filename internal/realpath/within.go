@@ -24,8 +24,9 @@ var (
 // caller: a link that cannot be read, a dangling link (a write through it
 // would create its target wherever it points), a loop or more than
 // MaxHops links are refused; a missing component ends the check (nothing
-// below it exists to follow). rel is relative to root and may hold ".."
-// (a ".." above root is ErrOutside). root need not exist.
+// below it exists to follow). rel is relative to root and is cleaned
+// lexically first, as the path that will be written is (a ".." above
+// root, or rel naming root itself, is ErrOutside). root need not exist.
 //
 // The walk starts at root, one Lstat per component, as the kernel would;
 // only when a link climbs above root or points to an absolute place
@@ -33,6 +34,10 @@ var (
 // both paths are resolved from "/" (Resolve) and compared.
 func Within(fsys afero.Fs, root, rel string) error {
 	root = filepath.Clean(root)
+	rel = filepath.Clean(rel)
+	if rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return ErrOutside
+	}
 	lstater, _ := fsys.(afero.Lstater)
 	linker, _ := fsys.(afero.LinkReader)
 	// cur is the resolved path so far; ends[i] is len(cur) before the i-th
