@@ -14,8 +14,8 @@
 //     IsTeamMemorySearch, IsTeamMemoryWriteOrEdit and
 //     AppendTeamMemorySummaryParts.
 //   - Secrets: Scanner (36 rules, SecretRuleIDs, SecretLabel), ScanSecrets,
-//     RedactSecrets, and WriteGuard, the check to put in front of Write and
-//     Edit tools.
+//     RedactSecrets (aliases of package secrets), and WriteGuard, the check
+//     to put in front of Write, Edit, MultiEdit and NotebookEdit tools.
 //   - A confined filesystem for the real disk: package
 //     github.com/agentmem/agentmem/rootfs.
 //   - Sync with a server (package teammem/server is the reference one):
@@ -29,8 +29,11 @@
 // # Sync semantics
 //
 // Pull: the server wins per key; each key passes ValidateTeamMemKey;
-// entries over MaxEntryBytes are skipped; a file is written (atomically)
-// only when its content differs, and local-only files are untouched.
+// entries over MaxEntryBytes, entries holding a secret and keys the local
+// filesystem cannot hold (Skip reason "write_failed") are skipped and
+// reported while the rest are written; a file is written (atomically,
+// through memdir's WriteGate) only when its content differs, and
+// local-only files are untouched.
 // Push: regular .md and .txt files not starting with "." are read, those
 // over MaxEntryBytes skipped by size and those holding a secret skipped
 // (the first rule found is reported, never the value); only keys whose
@@ -79,26 +82,29 @@
 //     team directory plus a separator, so a sibling such as team-evil/ or
 //     a key of ".." never passes (the bug of string-prefix checks such as
 //     afero.BasePathFs).
-//  3. Symlink-aware containment: the existing part of the path is walked
-//     one component at a time with Lstat and Readlink; a link that leads
-//     out (absolute or relative, directly or through a chain or a linked
-//     middle directory), a dangling link (a write would create its target
-//     wherever it points), and a loop are refused. Any unexpected error
-//     refuses too.
-//  4. The secret scan on every Write and Edit (WriteGuard) and, in the
-//     sync client, before every push.
-//  5. On a real disk, rootfs: every open is resolved inside the root by
-//     the kernel, so a link swapped in after the check cannot redirect
-//     the write.
+//  3. Symlink-aware containment (agentmem's one resolver, shared with
+//     memdir's WriteGate and the memory tools): the existing part of the
+//     path is walked one component at a time with Lstat and Readlink; a
+//     link that leads out (absolute or relative, directly or through a
+//     chain or a linked middle directory), a dangling link (a write would
+//     create its target wherever it points), a loop and a link that
+//     cannot be read are refused. Any unexpected error refuses too.
+//  4. The secret scan on every Write, Edit, MultiEdit and NotebookEdit
+//     (WriteGuard, on the content as it would be written) and, in the
+//     sync client, before every push and on every pulled entry.
+//  5. On a real disk, the pull writes through memdir's WriteGate, which
+//     opens an os.Root on the team directory: every open is resolved
+//     inside the root by the kernel, so a link swapped in after the check
+//     cannot redirect the write.
 //
 // What a host must still do:
 //
-//   - Route every Write and Edit its model makes through WriteGuard.Check
-//     (or ValidateTeamMemWritePath plus a Scanner), and the same for its
-//     own writes of synced content (ValidateTeamMemKey).
-//   - On a real disk, perform the write through rootfs (or os.Root): the
-//     checks above and the write are separate steps, and only the confined
-//     filesystem closes the gap between them.
+//   - Route every file-writing tool call its model makes through
+//     WriteGuard.Check, which also refuses paths that name the team
+//     directory and leave it.
+//   - On a real disk, perform its own writes through memdir.WriteGate (or
+//     package rootfs): a check and a later write are separate steps, and
+//     only the confined write closes the gap between them.
 //   - Treat team memory as untrusted input to the model: it is shared text,
 //     not instructions from the user.
 //   - Keep the scanner's limits in mind: it knows 36 documented token
