@@ -227,11 +227,8 @@ func (g *WriteGate) reachesTeam(root, clean string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if real == realTeam {
-			return false, realpath.ErrOutside // the team directory itself is no file
-		}
-		if inside(realTeam, real) {
-			return true, nil
+		if real == realTeam || inside(realTeam, real) {
+			return true, nil // the team directory itself is a directory tool's target
 		}
 	}
 	return false, nil
