@@ -65,10 +65,6 @@ func (e *PathTraversalError) Error() string {
 	return msg
 }
 
-func traversal(r TraversalReason, key string) *PathTraversalError {
-	return &PathTraversalError{Reason: r, Key: key}
-}
-
 // errELOOP is the kernel's "too many levels of symbolic links".
 var errELOOP = syscall.ELOOP
 
