@@ -9,12 +9,6 @@ import (
 	"github.com/spf13/afero"
 )
 
-func ExampleTokenize() {
-	fmt.Println(recall.Tokenize("Why does parseConfig skip SHOP_REGION? 数据库迁移"))
-	// Output:
-	// [parseconfig parse config skip shop_region shop region 数据 据库 库迁 迁移]
-}
-
 func ExampleSession() {
 	fsys := afero.NewMemMapFs()
 	dir, _ := memdir.NewDir(fsys, "/mem")

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"time"
 
+	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 )
@@ -40,18 +42,33 @@ type Event struct {
 	Duration time.Duration
 }
 
+// CandidateRule says which memories a selector chooses from.
+type CandidateRule int
+
+const (
+	// ByRelevance (the default) ranks every memory in the directory
+	// lexically and offers the best: the lexical selector picks straight
+	// from the ranking, a model selector gets the MaxCandidates best
+	// (topped up with the newest). A memory is never out of reach for
+	// being old.
+	ByRelevance CandidateRule = iota
+	// Newest is Claude Code's rule: only the MaxCandidates most recently
+	// modified memories are candidates.
+	Newest
+)
+
 // FinderConfig configures a Finder. Fs and Dir are required; the zero
 // value of the rest means the defaults.
 type FinderConfig struct {
 	Fs afero.Fs
 	// Dir is the auto-memory directory (team/ included).
 	Dir string
-	// Selector chooses among candidates; nil means a LexicalSelector.
+	// Selector chooses among candidates; nil means the lexical selector
+	// with default options (a *LexicalSelector given here lends its
+	// options to the Finder's own cached index).
 	Selector Selector
-	// Prefilter, when the directory holds more than MaxCandidates
-	// memories, offers the selector the lexically best ones instead of
-	// only the newest.
-	Prefilter bool
+	// Candidates is the candidate rule (default ByRelevance).
+	Candidates CandidateRule
 	// MaxCandidates and MaxSelected override the defaults.
 	MaxCandidates int
 	MaxSelected   int
@@ -61,12 +78,16 @@ type FinderConfig struct {
 	Logger *slog.Logger
 }
 
-// Finder selects the memories relevant to a query. It never fails a turn:
-// any error gives an empty result and an Event carrying it. Safe for
-// concurrent use.
+// Finder selects the memories relevant to a query. It keeps the directory
+// indexed between calls: each Find walks the directory and stats its
+// files, reads again only files whose size or mtime changed, and drops
+// removed ones, so a Find on an unchanged directory reads no file. It
+// never fails a turn: any error gives an empty result and an Event
+// carrying it. Safe for concurrent use.
 type Finder struct {
 	cfg     FinderConfig
-	lexical *LexicalSelector
+	corpus  *corpus
+	lexical LexicalOptions
 	log     *slog.Logger
 }
 
@@ -84,23 +105,24 @@ func NewFinder(cfg FinderConfig) (*Finder, error) {
 	if cfg.MaxSelected <= 0 {
 		cfg.MaxSelected = MaxSelected
 	}
-	f := &Finder{cfg: cfg, lexical: NewLexicalSelector(cfg.Fs, LexicalOptions{}), log: cfg.Logger}
+	f := &Finder{cfg: cfg, corpus: newCorpus(cfg.Fs, filepath.Clean(cfg.Dir)), lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	if ls, ok := cfg.Selector.(*LexicalSelector); ok {
+		f.lexical = ls.opts
+	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
 	return f, nil
 }
 
-// Find scans the memory directory, drops already-surfaced paths, offers the
-// rest to the selector and returns the selected memories (at most
-// MaxSelected), keeping only names that really are candidates.
+// Find brings the index up to date, drops already-surfaced paths, and
+// returns the selected memories (at most MaxSelected), keeping only names
+// that really are candidates.
 func (f *Finder) Find(ctx context.Context, query string, alreadySurfaced map[string]bool, recentTools []string) []memdir.MemoryHeader {
 	start := time.Now()
 	ev := Event{Selector: "lexical"}
-	if f.cfg.Selector != nil {
-		if _, lexical := f.cfg.Selector.(*LexicalSelector); !lexical {
-			ev.Selector = "model"
-		}
+	if f.modelSelector() {
+		ev.Selector = "model"
 	}
 	out, err := f.find(ctx, query, alreadySurfaced, recentTools, &ev)
 	ev.Err = err
@@ -117,48 +139,67 @@ func (f *Finder) Find(ctx context.Context, query string, alreadySurfaced map[str
 	return out
 }
 
-func (f *Finder) find(ctx context.Context, query string, surfaced map[string]bool, recentTools []string, ev *Event) ([]memdir.MemoryHeader, error) {
-	scanMax := f.cfg.MaxCandidates
-	if f.cfg.Prefilter {
-		scanMax = 1 << 20 // everything: the prefilter picks
+// modelSelector reports whether a selector other than the lexical one
+// chooses.
+func (f *Finder) modelSelector() bool {
+	if f.cfg.Selector == nil {
+		return false
 	}
-	headers, err := memdir.ScanMemoryFiles(ctx, f.cfg.Fs, f.cfg.Dir, memdir.ScanOptions{MaxFiles: scanMax})
+	_, lexical := f.cfg.Selector.(*LexicalSelector)
+	return !lexical
+}
+
+func (f *Finder) find(ctx context.Context, query string, surfaced map[string]bool, recentTools []string, ev *Event) ([]memdir.MemoryHeader, error) {
+	snap, err := f.corpus.refresh(ctx)
 	if err != nil {
 		return nil, err
 	}
-	candidates := headers[:0:0]
-	for _, h := range headers {
-		if !surfaced[h.Path] {
-			candidates = append(candidates, h)
+	skip, nSurfaced := f.skipper(surfaced, snap)
+	candidates := snap.headers
+	if f.cfg.Candidates == Newest {
+		candidates = make([]memdir.MemoryHeader, 0, f.cfg.MaxCandidates)
+		for _, h := range snap.headers {
+			if len(candidates) == f.cfg.MaxCandidates {
+				break
+			}
+			if !skip(h.Filename) {
+				candidates = append(candidates, h)
+			}
+		}
+		ev.Candidates = len(candidates)
+		if len(candidates) == 0 {
+			return nil, nil
+		}
+		in := make(map[string]bool, len(candidates))
+		for _, c := range candidates {
+			in[c.Filename] = true
+		}
+		skip = func(rel string) bool { return !in[rel] }
+	} else {
+		ev.Candidates = len(snap.headers) - nSurfaced
+		if ev.Candidates == 0 {
+			return nil, nil
 		}
 	}
-	if len(candidates) > f.cfg.MaxCandidates {
-		candidates, err = f.prefilter(ctx, query, candidates)
+
+	var names []string
+	if f.modelSelector() {
+		if f.cfg.Candidates == ByRelevance {
+			candidates = f.prefilter(query, snap, skip)
+			ev.Candidates = len(candidates)
+		}
+		names, err = f.cfg.Selector.Select(ctx, SelectRequest{Query: query, Candidates: candidates, RecentTools: recentTools, Max: f.cfg.MaxSelected})
 		if err != nil {
 			return nil, err
 		}
-	}
-	ev.Candidates = len(candidates)
-	if len(candidates) == 0 {
-		return nil, nil
-	}
-	sel := f.cfg.Selector
-	if sel == nil {
-		sel = f.lexical
-	}
-	names, err := sel.Select(ctx, SelectRequest{Query: query, Candidates: candidates, RecentTools: recentTools, Max: f.cfg.MaxSelected})
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[string]memdir.MemoryHeader, len(candidates))
-	for _, c := range candidates {
-		byName[c.Filename] = c
+	} else {
+		names = f.lexical.choose(f.corpus.search(query, f.cfg.MaxSelected, skip), f.cfg.MaxSelected, len(snap.headers))
 	}
 	var out []memdir.MemoryHeader
 	seen := map[string]bool{}
 	for _, n := range names {
-		h, ok := byName[n]
-		if !ok {
+		h, ok := snap.byName[n]
+		if !ok || skip(n) {
 			ev.Dropped++ // a name the selector made up
 			continue
 		}
@@ -171,31 +212,59 @@ func (f *Finder) find(ctx context.Context, query string, surfaced map[string]boo
 	return out, nil
 }
 
-// prefilter keeps the MaxCandidates lexically best candidates, topped up
-// with the newest when too few match at all.
-func (f *Finder) prefilter(ctx context.Context, query string, candidates []memdir.MemoryHeader) ([]memdir.MemoryHeader, error) {
+// skipper returns the test for memories already surfaced (given by
+// absolute path) and how many of the snapshot's memories it skips.
+func (f *Finder) skipper(surfaced map[string]bool, snap *snapshot) (func(rel string) bool, int) {
+	if len(surfaced) == 0 {
+		return func(string) bool { return false }, 0
+	}
+	rels := make(map[string]bool, len(surfaced))
+	n := 0
+	for p, on := range surfaced {
+		if !on {
+			continue
+		}
+		if rel, err := filepath.Rel(f.corpus.dir, p); err == nil {
+			rel = filepath.ToSlash(rel)
+			rels[rel] = true
+			if _, ok := snap.byName[rel]; ok {
+				n++
+			}
+		}
+	}
+	return func(rel string) bool { return rels[rel] }, n
+}
+
+// prefilter offers a model selector the MaxCandidates lexically best
+// memories, topped up with the newest when too few match at all.
+func (f *Finder) prefilter(query string, snap *snapshot, skip func(string) bool) []memdir.MemoryHeader {
 	n := f.cfg.MaxCandidates
-	hits, err := f.lexical.Rank(ctx, query, candidates, n, 1e-9)
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[string]memdir.MemoryHeader, len(candidates))
-	for _, c := range candidates {
-		byName[c.Filename] = c
-	}
 	out := make([]memdir.MemoryHeader, 0, n)
 	taken := map[string]bool{}
-	for _, h := range hits {
-		out = append(out, byName[h.Filename])
-		taken[h.Filename] = true
+	for _, h := range f.corpus.search(query, n, skip) {
+		out = append(out, snap.byName[h.Key])
+		taken[h.Key] = true
 	}
-	for _, c := range candidates { // newest first
+	for _, c := range snap.headers { // newest first
 		if len(out) == n {
 			break
 		}
-		if !taken[c.Filename] {
+		if !taken[c.Filename] && !skip(c.Filename) {
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out
 }
+
+// Rank brings the index up to date and returns the k lexically best
+// memories for query over the whole directory, with no thresholds: what
+// the lexical selection chooses from (see LexicalOptions for its rules).
+func (f *Finder) Rank(ctx context.Context, query string, k int) ([]lexical.Hit, error) {
+	if _, err := f.corpus.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return f.corpus.search(query, k, nil), nil
+}
+
+// Options returns the lexical selection rules the Finder applies.
+func (f *Finder) Options() LexicalOptions { return f.lexical }

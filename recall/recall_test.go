@@ -3,11 +3,13 @@ package recall
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
 	"github.com/agentmem/agentmem/memdir"
@@ -15,61 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestTokenize(t *testing.T) {
-	cases := map[string][]string{
-		"parseConfig reads the YAML": {"parseconfig", "parse", "config", "read", "yaml"},
-		"snake_case and HTTPServer":  {"snake_case", "snake", "case", "httpserver", "http", "server"},
-		"Integration tests":          {"integration", "test"},
-		"v2 utf8Decode":              {"v2", "v", "2", "utf8decode", "utf", "8", "decode"},
-		"数据库迁移":                      {"数据", "据库", "库迁", "迁移"},
-		"测试 uses 真":                  {"测试", "uses", "真"},
-		"Ünïcödé café":               {"ünïcödé", "café"},
-		"the of and":                 nil,
-		"__init__":                   {"init"},
-		"naïveBayes":                 {"naïvebayes", "naïve", "baye"},
-		"ログを確認":                      {"ログ", "グを", "を確", "確認"},
-		"don't":                      {"don", "t"},
-		"flaky-test quarantine list": {"flaky", "test", "quarantine", "list"},
-		"getUserByID(ctx, id)":       {"getuserbyid", "get", "user", "id", "ctx", "id"},
-		"makeDB":                     {"makedb", "make", "db"},
-		"XMLHttpRequest":             {"xmlhttprequest", "xml", "http", "request"},
-		"ALL CAPS WORDS":             {"caps", "word"},
-		"1.5x faster":                {"1", "5x", "5", "x", "faster"},
-		"":                           nil,
-	}
-	for in, want := range cases {
-		assert.Equal(t, want, Tokenize(in), "%q", in)
-	}
-}
-
-func TestIndexRanking(t *testing.T) {
-	ix := NewIndex([]Document{
-		{Filename: "testing_policy.md", Name: "Testing policy", Description: "Integration tests hit the real database", Body: "Never mock the database in integration tests."},
-		{Filename: "deploy.md", Name: "Deploy days", Description: "Deploys happen on Tuesdays", Body: "No deploys on Friday."},
-		{Filename: "config.md", Name: "Config loading", Description: "parseConfig reads YAML from config/app.yaml", Body: "Use parseConfig, never read the file directly."},
-		{Filename: "db_migrations.md", Name: "数据库迁移", Description: "迁移脚本必须可回滚", Body: "Migrations must be reversible."},
-		{Filename: "user.md", Name: "User role", Description: "Data scientist new to Go", Body: "Explain Go idioms."},
-	})
-	top := func(q string) string {
-		hits := ix.Search(q, 5, 0.1)
-		if len(hits) == 0 {
-			return ""
-		}
-		return hits[0].Filename
-	}
-	assert.Equal(t, "testing_policy.md", top("should I mock the database in the integration test?"))
-	assert.Equal(t, "deploy.md", top("can we deploy on friday"))
-	assert.Equal(t, "config.md", top("where does parseConfig look"))
-	assert.Equal(t, "config.md", top("parse_config behaviour"))
-	assert.Equal(t, "db_migrations.md", top("数据库迁移怎么回滚"))
-	assert.Equal(t, "user.md", top("explain this Go idiom"))
-	assert.Empty(t, ix.Search("completely unrelated weather question", 5, 0.1))
-	hits := ix.Search("database", 5, 0)
-	require.Len(t, hits, 1)
-	assert.Empty(t, ix.Search("database", 0, 0))
-	assert.Empty(t, NewIndex(nil).Search("x", 5, 0))
-}
 
 // memTree writes memories with frontmatter and distinct mtimes, newest
 // last in the list.
@@ -159,7 +106,7 @@ func TestFinderNeverFails(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoMemoryDir)
 }
 
-func TestFinderLexicalDefaultAndPrefilter(t *testing.T) {
+func TestFinderRelevanceOverEveryMemory(t *testing.T) {
 	var mems [][3]string
 	for i := 0; i < 250; i++ {
 		mems = append(mems, [3]string{fmt.Sprintf("note_%03d.md", i), fmt.Sprintf("routine note number %d", i), "nothing special here"})
@@ -170,22 +117,67 @@ func TestFinderLexicalDefaultAndPrefilter(t *testing.T) {
 
 	f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir})
 	require.NoError(t, err)
-	assert.Empty(t, f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil), "without a prefilter only the newest 200 are candidates")
-
-	f, err = NewFinder(FinderConfig{Fs: fsys, Dir: dir, Prefilter: true})
-	require.NoError(t, err)
 	got := f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil)
-	require.NotEmpty(t, got)
+	require.NotEmpty(t, got, "by default every memory is a candidate, however old")
 	assert.Equal(t, "kafka.md", got[0].Filename)
 
+	f, err = NewFinder(FinderConfig{Fs: fsys, Dir: dir, Candidates: Newest})
+	require.NoError(t, err)
+	assert.Empty(t, f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil), "Claude Code's rule: only the newest 200 are candidates")
+
 	model := llmtest.New(llmtest.Text(`{"selected_memories":["kafka.md"]}`))
-	f, err = NewFinder(FinderConfig{Fs: fsys, Dir: dir, Prefilter: true, Selector: ModelSelector{Model: model}})
+	f, err = NewFinder(FinderConfig{Fs: fsys, Dir: dir, Selector: ModelSelector{Model: model}})
 	require.NoError(t, err)
 	got = f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil)
 	require.Len(t, got, 1)
 	manifest := model.Requests()[0].Messages[0].Text()
 	assert.Contains(t, manifest, "kafka.md")
-	assert.Equal(t, MaxCandidates, strings.Count(manifest, "\n- "), "the model sees at most 200 candidates")
+	assert.Equal(t, MaxCandidates, strings.Count(manifest, "\n- "), "the model sees at most 200 candidates, the most relevant first")
+}
+
+// TestFinderIndexFollowsTheDirectory: the cached index sees new, changed
+// and removed files, and a Find on an unchanged directory reads no file.
+func TestFinderIndexFollowsTheDirectory(t *testing.T) {
+	fsys, dir := sampleTree(t)
+	counting := &countingFs{Fs: fsys}
+	f, err := NewFinder(FinderConfig{Fs: counting, Dir: dir})
+	require.NoError(t, err)
+	ctx := context.Background()
+	names := func(q string) []string {
+		var out []string
+		for _, h := range f.Find(ctx, q, nil, nil) {
+			out = append(out, h.Filename)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"deploy.md"}, names("can we deploy on friday"))
+	opened := counting.opens.Load()
+	assert.Equal(t, []string{"deploy.md"}, names("can we deploy on friday"))
+	assert.Equal(t, opened, counting.opens.Load(), "an unchanged directory is only walked and stat'ed")
+
+	later := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, afero.WriteFile(fsys, "/mem/deploy.md", []byte("---\nname: deploy\ndescription: Releases go out on Wednesdays\n---\n\nThe release train leaves Wednesday.\n"), 0o644))
+	require.NoError(t, fsys.Chtimes("/mem/deploy.md", later, later))
+	require.NoError(t, afero.WriteFile(fsys, "/mem/team/kafka.md", []byte("---\nname: kafka\ndescription: Kafka consumer lag pages on-call\n---\n\nlag\n"), 0o644))
+	require.NoError(t, fsys.Remove("/mem/testing_policy.md"))
+	assert.Equal(t, []string{"deploy.md"}, names("when does the release train leave"))
+	assert.Empty(t, names("friday deploys"), "the old text of a changed file is gone")
+	assert.Equal(t, []string{"team/kafka.md"}, names("kafka consumer lag"))
+	assert.Empty(t, names("mock the database"), "a removed file is gone")
+	assert.Equal(t, int64(2), counting.opens.Load()-opened, "only the two new or changed files were read")
+}
+
+// countingFs counts the files (not directories) opened.
+type countingFs struct {
+	afero.Fs
+	opens atomic.Int64
+}
+
+func (c *countingFs) Open(name string) (afero.File, error) {
+	if strings.HasSuffix(name, ".md") {
+		c.opens.Add(1)
+	}
+	return c.Fs.Open(name)
 }
 
 func TestSessionRules(t *testing.T) {
@@ -275,6 +267,7 @@ func TestLexicalSelectorThresholds(t *testing.T) {
 	mems = append(mems,
 		[3]string{"stripe_refunds.md", "Refunds go through the refunds service, never Stripe directly", "Stripe refunds must use the refunds service."},
 		[3]string{"stripe_keys.md", "Stripe keys", "keys rotate"},
+		[3]string{"poetry.md", "The sea", "Notes on a poem."},
 	)
 	fsys, dir := memTree(t, mems...)
 	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, dir, memdir.ScanOptions{})
@@ -282,14 +275,26 @@ func TestLexicalSelectorThresholds(t *testing.T) {
 	sel := NewLexicalSelector(fsys, LexicalOptions{})
 	got, err := sel.Select(context.Background(), SelectRequest{Query: "how do I issue stripe refunds", Candidates: headers, Max: 5})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"stripe_refunds.md"}, got, "weak matches under half the best score are dropped")
-	got, err = sel.Select(context.Background(), SelectRequest{Query: "write a poem about the sea", Candidates: headers, Max: 5})
+	assert.Equal(t, []string{"stripe_refunds.md", "stripe_keys.md"}, got, "the clear answer first, a related one after")
+	got, err = sel.Select(context.Background(), SelectRequest{Query: "thanks, that looks good", Candidates: headers, Max: 5})
 	require.NoError(t, err)
-	assert.Empty(t, got)
-	loose := NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})
-	got, err = loose.Select(context.Background(), SelectRequest{Query: "how do I issue stripe refunds", Candidates: headers, Max: 5})
+	assert.Empty(t, got, "no word in common: nothing")
+	got, err = sel.Select(context.Background(), SelectRequest{Query: "can you translate this sentence to Spanish, it describes the weather at sea", Candidates: headers, Max: 5})
 	require.NoError(t, err)
-	assert.Len(t, got, 2)
+	assert.Empty(t, got, "one weak incidental word in common: nothing")
+	strict := NewLexicalSelector(fsys, LexicalOptions{MinRelative: 0.9})
+	got, err = strict.Select(context.Background(), SelectRequest{Query: "how do I issue stripe refunds", Candidates: headers, Max: 5})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"stripe_refunds.md"}, got, "a high relative cut keeps only the best")
+}
+
+func TestAbstainRules(t *testing.T) {
+	o := LexicalOptions{}
+	assert.True(t, o.Abstain(lexical.Hit{Matched: 1, Strength: 0.5, Shared: 2}, 150), "one weak incidental word")
+	assert.False(t, o.Abstain(lexical.Hit{Matched: 1, Strength: 0.9, Shared: 1}, 150), "one strong distinctive word")
+	assert.False(t, o.Abstain(lexical.Hit{Matched: 2, Strength: 0.2, Shared: 40}, 150), "two words of the query")
+	assert.False(t, o.Abstain(lexical.Hit{Matched: 1, Strength: 0.1, Shared: 100}, 215), "the subject of the directory (a person it is about)")
+	assert.True(t, o.Abstain(lexical.Hit{Matched: 1, Strength: 0.3, Shared: 100}, 20_000), "100 of 20,000 is no subject")
 }
 
 func TestLexicalDefaultsOnATinyDirectory(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
@@ -87,86 +88,120 @@ func (s ModelSelector) Select(ctx context.Context, req SelectRequest) ([]string,
 	return *out.Selected, nil
 }
 
-// LexicalOptions tunes a LexicalSelector; the zero value means defaults.
+// LexicalOptions tunes the lexical selection; the zero value means the
+// defaults.
 type LexicalOptions struct {
-	// MinStrength drops matches weaker than this (Hit.Strength), so a
-	// message that needs no memory gets none (default 0.75, tuned on
-	// testdata/recall/shop.json).
+	// MinStrength decides when nothing is relevant: when the best match
+	// holds only one of the query's words, that word is not a subject of
+	// the directory (see SubjectShare), and the match is weaker than
+	// MinStrength (Hit.Strength, in units of one distinctive term),
+	// nothing is returned. A match on two or more of the query's words is
+	// always kept, and so is a match on a subject: a question about a
+	// person the memories are about is answered with the best guesses.
+	// Default 0.85: calibrated on the messages of
+	// testdata/recall/shop.json that need no memory ("thanks, that looks
+	// good", "what is 17 times 23", ...), whose best matches all hold a
+	// single word, shared by at most 8 of 150 memories, at strength 0.83
+	// or less.
 	MinStrength float64
-	// MinScore optionally drops matches under an absolute BM25 score
-	// (default 0: off; absolute scores depend on the directory's size).
-	MinScore float64
-	// MinRelative drops matches scoring below this share of the best
-	// match (default 0.5), so one strong match is not diluted by weak ones.
+	// SubjectShare makes a word a subject of the directory when at least
+	// this share of the memories, and at least 20 of them, hold it
+	// (default 0.01).
+	SubjectShare float64
+	// MinRelative drops matches scoring below this share of the best one
+	// (default 0.2), so weak echoes do not follow one clear answer.
 	MinRelative float64
-	// MaxBodyBytes is how much of each file's body is indexed (default
-	// 16 KiB).
+	// MaxBodyBytes is how much of each file's body a LexicalSelector
+	// indexes (default 16 KiB).
 	MaxBodyBytes int64
 }
 
-// LexicalSelector ranks memories with BM25 over their name, description
-// and body; it needs no model. It keeps the bodies it read, keyed by path
-// and mtime, and rebuilds its index only when the candidates change. Safe
-// for concurrent use.
+// withDefaults fills the zero fields.
+func (o LexicalOptions) withDefaults() LexicalOptions {
+	if o.MinStrength <= 0 {
+		o.MinStrength = 0.85
+	}
+	if o.SubjectShare <= 0 {
+		o.SubjectShare = 0.01
+	}
+	if o.MinRelative <= 0 {
+		o.MinRelative = 0.2
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 16 << 10
+	}
+	return o
+}
+
+// minSubjectDocs is the fewest memories a subject word is shared by.
+const minSubjectDocs = 20
+
+// Abstain reports whether the best match, in a directory of n memories,
+// says nothing is relevant: it holds a single word of the query, a word
+// that is not a subject of the directory, and is weaker than
+// MinStrength.
+func (o LexicalOptions) Abstain(best lexical.Hit, n int) bool {
+	o = o.withDefaults()
+	subject := best.Shared >= max(minSubjectDocs, int(o.SubjectShare*float64(n)))
+	return best.Matched < 2 && !subject && best.Strength < o.MinStrength
+}
+
+// choose applies the selection rules to hits ranked best first from a
+// directory of n memories.
+func (o LexicalOptions) choose(hits []lexical.Hit, max, n int) []string {
+	if len(hits) == 0 || o.Abstain(hits[0], n) {
+		return nil
+	}
+	var out []string
+	for _, h := range hits {
+		if len(out) == max || h.Score < o.MinRelative*hits[0].Score {
+			break
+		}
+		out = append(out, h.Key)
+	}
+	return out
+}
+
+// LexicalSelector ranks the candidates it is given with BM25F over their
+// name, description and body (package lexical); it needs no model. A
+// Finder does not need one (it keeps its own index over the whole
+// directory); use it to rank a candidate list of your own. It keeps its
+// index while the candidates (paths and mtimes) stay the same. Safe for
+// concurrent use.
 type LexicalSelector struct {
 	fs   afero.Fs
 	opts LexicalOptions
 
 	mu    sync.Mutex
-	cache map[string]cachedDoc
 	sig   string
-	index *Index
-}
-
-type cachedDoc struct {
-	mtime time.Time
-	doc   Document
+	index *lexical.Index
 }
 
 // NewLexicalSelector returns a selector that reads memory bodies from fsys.
 func NewLexicalSelector(fsys afero.Fs, opts LexicalOptions) *LexicalSelector {
-	if opts.MinStrength <= 0 {
-		opts.MinStrength = 0.75
-	}
-	if opts.MinRelative <= 0 {
-		opts.MinRelative = 0.5
-	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 16 << 10
-	}
-	return &LexicalSelector{fs: fsys, opts: opts, cache: map[string]cachedDoc{}}
+	return &LexicalSelector{fs: fsys, opts: opts.withDefaults()}
 }
 
 // Select implements Selector.
 func (s *LexicalSelector) Select(ctx context.Context, req SelectRequest) ([]string, error) {
-	hits, err := s.Rank(ctx, req.Query, req.Candidates, req.Max, s.opts.MinScore)
+	hits, err := s.Rank(ctx, req.Query, req.Candidates, req.Max)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, h := range hits {
-		if h.Score < s.opts.MinRelative*hits[0].Score {
-			break
-		}
-		if h.Strength < s.opts.MinStrength {
-			continue
-		}
-		out = append(out, h.Filename)
-	}
-	return out, nil
+	return s.opts.choose(hits, req.Max, len(req.Candidates)), nil
 }
 
-// Rank returns up to k candidates for query, best first, scoring at least
-// minScore.
-func (s *LexicalSelector) Rank(ctx context.Context, query string, candidates []memdir.MemoryHeader, k int, minScore float64) ([]Hit, error) {
+// Rank returns up to k candidates for query, best first, with no
+// thresholds applied.
+func (s *LexicalSelector) Rank(ctx context.Context, query string, candidates []memdir.MemoryHeader, k int) ([]lexical.Hit, error) {
 	ix, err := s.indexFor(ctx, candidates)
 	if err != nil {
 		return nil, err
 	}
-	return ix.Search(query, k, minScore), nil
+	return ix.Search(query, k, nil), nil
 }
 
-func (s *LexicalSelector) indexFor(ctx context.Context, candidates []memdir.MemoryHeader) (*Index, error) {
+func (s *LexicalSelector) indexFor(ctx context.Context, candidates []memdir.MemoryHeader) (*lexical.Index, error) {
 	var sig strings.Builder
 	for _, c := range candidates {
 		sig.WriteString(c.Path)
@@ -179,26 +214,18 @@ func (s *LexicalSelector) indexFor(ctx context.Context, candidates []memdir.Memo
 	if s.index != nil && s.sig == sig.String() {
 		return s.index, nil
 	}
-	docs := make([]Document, 0, len(candidates))
-	fresh := make(map[string]cachedDoc, len(candidates))
+	ix := lexical.NewIndex()
 	for i, c := range candidates {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		cd, ok := s.cache[c.Path]
-		if !ok || !cd.mtime.Equal(c.ModTime) {
-			cd = cachedDoc{mtime: c.ModTime, doc: Document{Filename: c.Filename, Name: c.Name, Description: c.Description, Body: s.body(c.Path)}}
-		}
-		cd.doc.Filename = c.Filename
-		fresh[c.Path] = cd
-		docs = append(docs, cd.doc)
+		ix.Put(lexical.Document{Key: c.Filename, Name: c.Name, Description: c.Description, Body: s.body(c.Path)})
 	}
-	s.cache = fresh
 	s.sig = sig.String()
-	s.index = NewIndex(docs)
-	return s.index, nil
+	s.index = ix
+	return ix, nil
 }
 
 // body reads the start of a memory file without its frontmatter; an

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/recall"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 )
@@ -265,7 +265,7 @@ func similarity(a, b string) float64 {
 
 func termSet(s string) map[string]bool {
 	out := map[string]bool{}
-	for _, t := range recall.Tokenize(s) {
+	for _, t := range lexical.Tokenize(s) {
 		out[t] = true
 	}
 	return out

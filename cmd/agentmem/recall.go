@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/recall"
 )
 
@@ -30,29 +30,26 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 		return exitError, err
 	}
 	ctx := context.Background()
+	finder, err := recall.NewFinder(recall.FinderConfig{Fs: e.fs, Dir: r.path.Dir})
+	if err != nil {
+		return exitError, err
+	}
 	if explain {
-		headers, err := memdir.ScanMemoryFiles(ctx, e.fs, r.path.Dir, memdir.ScanOptions{})
+		hits, err := finder.Rank(ctx, query, 10)
 		if err != nil {
 			return exitError, err
 		}
-		sel := recall.NewLexicalSelector(e.fs, recall.LexicalOptions{})
-		hits, err := sel.Rank(ctx, query, headers, 10, 1e-9)
-		if err != nil {
-			return exitError, err
-		}
-		fmt.Fprintf(e.stdout, "tokens: %s\n", strings.Join(recall.Tokenize(query), " "))
-		fmt.Fprintln(e.stdout, "best candidates (score, strength; selected when strength >= 0.75 and score >= half the best):")
+		o := finder.Options()
+		fmt.Fprintf(e.stdout, "tokens: %s\n", strings.Join(lexical.Tokenize(query), " "))
+		fmt.Fprintf(e.stdout, "best candidates (score, strength, query words matched); nothing is selected when the best matches one word with strength < %.2f, else up to %d scoring >= %.0f%% of the best:\n",
+			o.MinStrength, recall.MaxSelected, 100*o.MinRelative)
 		if len(hits) == 0 {
 			fmt.Fprintln(e.stdout, "  none match")
 		}
 		for _, h := range hits {
-			fmt.Fprintf(e.stdout, "  %7.2f %5.2f  %s\n", h.Score, h.Strength, h.Filename)
+			fmt.Fprintf(e.stdout, "  %7.2f %5.2f %3d  %s\n", h.Score, h.Strength, h.Matched, h.Key)
 		}
 		fmt.Fprintln(e.stdout)
-	}
-	finder, err := recall.NewFinder(recall.FinderConfig{Fs: e.fs, Dir: r.path.Dir})
-	if err != nil {
-		return exitError, err
 	}
 	got := recall.NewSession(finder, recall.SessionOptions{Now: func() time.Time { return now }}).Recall(ctx, query, nil)
 	if len(got) == 0 {

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+)
+
+// MinisearchVersion is the npm package the peer runs.
+const MinisearchVersion = "7.2.0"
+
+// minisearchScript indexes the memories it reads on its first stdin line
+// (name, description, body; name boosted 3, description 2, as agentmem
+// weighs them) and then answers one query per line with the top five ids,
+// using minisearch's prefix and fuzzy matching.
+const minisearchScript = `
+const MiniSearch = require('minisearch');
+const readline = require('readline');
+const rl = readline.createInterface({ input: process.stdin });
+let ms = null;
+rl.on('line', (line) => {
+  if (ms === null) {
+    const docs = JSON.parse(line);
+    ms = new MiniSearch({ fields: ['name', 'description', 'body'], storeFields: [] });
+    ms.addAll(docs);
+    process.stdout.write('ready\n');
+    return;
+  }
+  const q = JSON.parse(line);
+  const hits = ms.search(q, { prefix: true, fuzzy: 0.2, boost: { name: 3, description: 2 } });
+  process.stdout.write(JSON.stringify(hits.slice(0, 5).map((h) => h.id)) + '\n');
+});
+`
+
+// Minisearch runs the minisearch npm library in a node process: a peer
+// measured in the same run, on the same files.
+type Minisearch struct {
+	dir string // where node_modules/minisearch is installed
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// NewMinisearch installs minisearch (once, into the user's cache
+// directory) and returns the peer; an error says why it cannot run (no
+// node or npm, no network for npm).
+func NewMinisearch() (*Minisearch, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, errors.New("node is not on the PATH")
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "agentmem-recalleval", "minisearch-"+MinisearchVersion)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "minisearch", "package.json")); err != nil {
+		if _, err := exec.LookPath("npm"); err != nil {
+			return nil, errors.New("npm is not on the PATH")
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		cmd := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", dir, "minisearch@"+MinisearchVersion)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("npm install minisearch: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+	}
+	return &Minisearch{dir: dir}, nil
+}
+
+// Name implements Method.
+func (m *Minisearch) Name() string { return "minisearch " + MinisearchVersion }
+
+// Prepare starts a node process over the memories of dir.
+func (m *Minisearch) Prepare(ctx context.Context, dir string) error {
+	m.Close()
+	type doc struct {
+		ID          string `json:"id"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Body        string `json:"body"`
+	}
+	var docs []doc
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") || d.Name() == memdir.EntrypointName {
+			return err
+		}
+		data, err := afero.ReadFile(afero.NewOsFs(), p)
+		if err != nil {
+			return err
+		}
+		fm, body, _ := memdir.ParseFrontmatter(data)
+		rel, _ := filepath.Rel(dir, p)
+		docs = append(docs, doc{ID: filepath.ToSlash(rel), Name: fm.Name, Description: fm.Description, Body: string(body)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "node", "-e", minisearchScript)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(m.dir, "node_modules"))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.cmd, m.in, m.out = cmd, in, bufio.NewReaderSize(out, 1<<20)
+	m.mu.Unlock()
+	line, _ := json.Marshal(docs)
+	if _, err := in.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	ready, err := m.out.ReadString('\n')
+	if err != nil || strings.TrimSpace(ready) != "ready" {
+		return fmt.Errorf("minisearch did not start: %v", err)
+	}
+	return nil
+}
+
+// Answer implements Method.
+func (m *Minisearch) Answer(_ context.Context, query string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	line, _ := json.Marshal(query)
+	if _, err := m.in.Write(append(line, '\n')); err != nil {
+		return nil, err
+	}
+	reply, err := m.out.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	if err := json.Unmarshal([]byte(reply), &ids); err != nil {
+		return nil, fmt.Errorf("minisearch reply: %w", err)
+	}
+	return ids, nil
+}
+
+// Close ends the node process.
+func (m *Minisearch) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd != nil {
+		_ = m.in.Close()
+		_ = m.cmd.Wait()
+		m.cmd = nil
+	}
+}

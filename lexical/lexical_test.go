@@ -1,0 +1,160 @@
+package lexical
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTokenize(t *testing.T) {
+	cases := map[string][]string{
+		"parseConfig reads the YAML": {"parseconfig", "pars", "config", "read", "yaml"},
+		"snake_case and HTTPServer":  {"snake_case", "snake", "case", "httpserver", "http", "server"},
+		"Integration tests":          {"integr", "test"},
+		"数据库迁移":                      {"数据", "据库", "库迁", "迁移"},
+		"测试 uses 真":                  {"测试", "use", "真"},
+		"Ünïcödé café":               {"ünïcödé", "café"},
+		"the of and":                 nil,
+		"__init__":                   {"init"},
+		"ログを確認":                      {"ログ", "グを", "を確", "確認"},
+		"flaky-test quarantine list": {"flaki", "test", "quarantin", "list"},
+		"XMLHttpRequest":             {"xmlhttprequest", "xml", "http", "request"},
+		"":                           nil,
+		// Word forms meet.
+		"researching adopted planning activities": {"research", "adopt", "plan", "activ"},
+		"research adopt plans activity":           {"research", "adopt", "plan", "activ"},
+		"cats cat":                                {"cat", "cat"},
+		// Question words say how, not what.
+		"What kind of activities is Melanie getting into?": {"activ", "melani"},
+		"How old are Caroline's cats?":                     {"old", "carolin", "cat"},
+		"What type of way have they tried doing it like?":  nil,
+	}
+	for in, want := range cases {
+		got := Tokenize(in)
+		if len(want) == 0 {
+			assert.Empty(t, got, "%q", in)
+			continue
+		}
+		assert.Equal(t, want, got, "%q", in)
+	}
+	assert.Equal(t, []string{"carolin", "fact"}, TokenizeName("Caroline s4 fact 1"), "numbers in titles are not topics")
+	assert.Equal(t, []string{"httpserver", "http", "server", "setup"}, TokenizeName("HTTPServer setup 2"))
+}
+
+func docs() []Document {
+	return []Document{
+		{Key: "testing_policy.md", Name: "Testing policy", Description: "Integration tests hit the real database", Body: "Never mock the database in integration tests."},
+		{Key: "deploy.md", Name: "Deploy days", Description: "Deploys happen on Tuesdays", Body: "No deploys on Friday."},
+		{Key: "config.md", Name: "Config loading", Description: "parseConfig reads YAML from config/app.yaml", Body: "Use parseConfig, never read the file directly."},
+		{Key: "db_migrations.md", Name: "数据库迁移", Description: "迁移脚本必须可回滚", Body: "Migrations must be reversible."},
+		{Key: "user.md", Name: "User role", Description: "Data scientist new to Go", Body: "Explain Go idioms."},
+		{Key: "cats.md", Name: "Caroline s4 fact 1", Description: "Caroline adopted two cats", Body: "Caroline adopted two cats, Luna and Milo."},
+	}
+}
+
+func TestIndexRanking(t *testing.T) {
+	ix := NewIndex(docs()...)
+	top := func(q string) string {
+		hits := ix.Search(q, 5, nil)
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Key
+	}
+	assert.Equal(t, "testing_policy.md", top("should I mock the database in the integration test?"))
+	assert.Equal(t, "deploy.md", top("can we deploy on friday"))
+	assert.Equal(t, "config.md", top("where does parseConfig look"))
+	assert.Equal(t, "db_migrations.md", top("数据库迁移怎么回滚"))
+	assert.Equal(t, "user.md", top("explain this Go idiom"))
+	assert.Equal(t, "cats.md", top("When did Caroline adopt her cat?"))
+	assert.Empty(t, ix.Search("completely unrelated weather question", 5, nil))
+	hits := ix.Search("database", 5, nil)
+	require.Len(t, hits, 1)
+	assert.Equal(t, 1, hits[0].Matched)
+	assert.InDelta(t, 1.0, hits[0].Coverage, 1e-9)
+	assert.Empty(t, ix.Search("database", 0, nil))
+	assert.Empty(t, NewIndex().Search("x", 5, nil))
+	assert.Empty(t, ix.Search("database", 5, func(k string) bool { return k != "testing_policy.md" }), "keep filters")
+}
+
+func TestIndexPutReplaceDelete(t *testing.T) {
+	ix := NewIndex(docs()...)
+	require.Equal(t, 6, ix.Len())
+	ix.Put(Document{Key: "deploy.md", Name: "Release train", Body: "Releases leave on Wednesdays."})
+	assert.Equal(t, 6, ix.Len())
+	assert.Empty(t, ix.Search("friday deploy", 5, nil), "the old text is gone")
+	assert.Equal(t, "deploy.md", ix.Search("release wednesday", 5, nil)[0].Key)
+	ix.Delete("deploy.md")
+	ix.Delete("missing.md")
+	assert.Equal(t, 5, ix.Len())
+	assert.False(t, ix.Has("deploy.md"))
+	assert.Empty(t, ix.Search("release", 5, nil))
+	ix.Put(Document{Key: "new.md", Body: "quarterly release notes"})
+	assert.Equal(t, "new.md", ix.Search("release", 5, nil)[0].Key, "a reused slot serves the new document")
+}
+
+// TestIndexIncrementalMatchesRebuild: an index changed one document at a
+// time ranks exactly like one built from scratch on the final documents.
+func TestIndexIncrementalMatchesRebuild(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	words := []string{"alpha", "beta", "gamma", "delta", "deploy", "test", "cat", "dog", "garden", "paint", "music", "travel"}
+	text := func(n int) string {
+		var s string
+		for range n {
+			s += words[r.IntN(len(words))] + " "
+		}
+		return s
+	}
+	live := map[string]Document{}
+	ix := NewIndex()
+	for step := range 2000 {
+		key := fmt.Sprintf("d%d.md", r.IntN(150))
+		if r.IntN(4) == 0 {
+			ix.Delete(key)
+			delete(live, key)
+			continue
+		}
+		d := Document{Key: key, Name: text(2), Description: text(4), Body: text(3 + step%20)}
+		ix.Put(d)
+		live[key] = d
+	}
+	all := make([]Document, 0, len(live))
+	for _, d := range live {
+		all = append(all, d)
+	}
+	fresh := NewIndex(all...)
+	for _, q := range []string{"alpha", "deploy test", "cat dog garden", "music travel paint beta"} {
+		got, want := ix.Search(q, 10, nil), fresh.Search(q, 10, nil)
+		require.Equal(t, len(want), len(got), q)
+		for i := range want {
+			assert.Equal(t, want[i].Key, got[i].Key, q)
+			assert.InDelta(t, want[i].Score, got[i].Score, 1e-4, q)
+		}
+	}
+}
+
+func TestSearchTopKMatchesFullSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"red", "green", "blue", "cyan"}
+	var ds []Document
+	for i := range 300 {
+		var b string
+		for range 1 + r.IntN(6) {
+			b += words[r.IntN(len(words))] + " "
+		}
+		ds = append(ds, Document{Key: fmt.Sprintf("d%03d", i), Body: b})
+	}
+	ix := NewIndex(ds...)
+	all := ix.Search("red green blue cyan", 1000, nil)
+	require.Len(t, all, 300)
+	for _, k := range []int{1, 2, 5, 17, 299, 300} {
+		got := ix.Search("red green blue cyan", k, nil)
+		require.Len(t, got, k)
+		assert.Equal(t, all[:k], got, "k=%d", k)
+	}
+	assert.True(t, slices.IsSortedFunc(all, better))
+}

@@ -1,0 +1,179 @@
+package lexical
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// Tokenize splits text into search terms:
+//
+//   - words are lower-cased, split at anything that is not a letter or
+//     digit, and stemmed with the Snowball English (Porter2) stemmer, so
+//     "researching", "researched" and "research" meet, and so do "cats"
+//     and "cat", "activities" and "activity";
+//   - code identifiers give the whole identifier (unstemmed) and its
+//     stemmed parts: "parseConfig" → parseconfig, pars, config;
+//     "snake_case" → snake_case, snake, case; "HTTPServer" → httpserver,
+//     http, server;
+//   - Chinese, Japanese and Korean runs, written without spaces, give
+//     overlapping character pairs (and the character itself for a
+//     one-character run);
+//   - English function words and question words ("what", "kind", "getting",
+//     "tried"...) are dropped: they say how a question is asked, not what
+//     it is about.
+func Tokenize(text string) []string {
+	return appendTokens(nil, text, false)
+}
+
+// TokenizeName is Tokenize for a short title: numbers and one-letter
+// words are dropped as well, since titles such as "Caroline s4 fact 1"
+// number things rather than name a topic.
+func TokenizeName(text string) []string {
+	return appendTokens(nil, text, true)
+}
+
+func appendTokens(out []string, text string, title bool) []string {
+	emit := func(w string) {
+		if w == "" || isStopWord(w) {
+			return
+		}
+		if title && (utf8.RuneCountInString(w) == 1 || isNumber(w)) {
+			return
+		}
+		out = append(out, stem(w))
+	}
+	i := 0
+	for i < len(text) {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case isCJK(r):
+			j := i
+			var run []rune
+			for j < len(text) {
+				r2, s2 := utf8.DecodeRuneInString(text[j:])
+				if !isCJK(r2) {
+					break
+				}
+				run = append(run, r2)
+				j += s2
+			}
+			if len(run) == 1 {
+				out = append(out, string(run))
+			}
+			for k := 0; k+1 < len(run); k++ {
+				out = append(out, string(run[k:k+2]))
+			}
+			i = j
+		case isWordRune(r):
+			j := i
+			for j < len(text) {
+				r2, s2 := utf8.DecodeRuneInString(text[j:])
+				if !isWordRune(r2) && r2 != '_' {
+					break
+				}
+				j += s2
+			}
+			// "Caroline's" is Caroline: drop a possessive 's.
+			word := strings.Trim(text[i:j], "_")
+			if j+2 < len(text) && (text[j] == '\'') && (text[j+1] == 's' || text[j+1] == 'S') && !isWordByte(text[j+2]) {
+				j += 2
+			}
+			parts := identifierParts(word)
+			at := len(out)
+			for _, p := range parts {
+				emit(strings.ToLower(p))
+			}
+			if len(parts) > 1 && (!title || len(out) > at) {
+				// The identifier itself, unstemmed, first; in a title only
+				// when a part of it names something ("s4" does not).
+				out = append(out, "")
+				copy(out[at+1:], out[at:])
+				out[at] = strings.ToLower(word)
+			}
+			i = j
+		default:
+			i += size
+		}
+	}
+	return out
+}
+
+func isWordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b >= 0x80
+}
+
+func isNumber(w string) bool {
+	for _, r := range w {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return w != ""
+}
+
+// identifierParts splits a word at underscores and case changes.
+func identifierParts(word string) []string {
+	var parts []string
+	for _, chunk := range strings.Split(word, "_") {
+		if chunk == "" {
+			continue
+		}
+		rs := []rune(chunk)
+		start := 0
+		for k := 1; k < len(rs); k++ {
+			prev, cur := rs[k-1], rs[k]
+			boundary := unicode.IsLower(prev) && unicode.IsUpper(cur) ||
+				unicode.IsLetter(prev) && unicode.IsDigit(cur) ||
+				unicode.IsDigit(prev) && unicode.IsLetter(cur) ||
+				// "HTTPServer": the last capital of a run starts a new word.
+				k+1 < len(rs) && unicode.IsUpper(prev) && unicode.IsUpper(cur) && unicode.IsLower(rs[k+1])
+			if boundary {
+				parts = append(parts, string(rs[start:k]))
+				start = k
+			}
+		}
+		parts = append(parts, string(rs[start:]))
+	}
+	return parts
+}
+
+func isWordRune(r rune) bool { return (unicode.IsLetter(r) || unicode.IsDigit(r)) && !isCJK(r) }
+
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// stem reduces an English word to its Snowball stem; words with
+// non-ASCII letters are left as they are.
+func stem(w string) string {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= 0x80 {
+			return w
+		}
+	}
+	return english.Stem(w, true)
+}
+
+// isStopWord reports whether w carries no topic: the Snowball English
+// stopword list, contractions' leftovers, and the words questions and
+// requests are made of.
+func isStopWord(w string) bool {
+	if english.IsStopWord(w) {
+		return true
+	}
+	switch w {
+	// Question and request words.
+	case "also", "could", "would", "shall", "may", "might", "must", "ever", "yet", "still", "much", "many",
+		"kind", "kinds", "type", "types", "sort", "way", "ways", "like", "likes", "thing", "things",
+		"something", "anything", "everything", "someone", "anyone", "get", "gets", "getting", "got", "gotten",
+		"go", "goes", "going", "went", "gone", "make", "makes", "making", "made", "know", "knows", "tell",
+		"told", "think", "thinks", "thought", "try", "tries", "tried", "trying", "say", "says", "said",
+		"recent", "recently", "please", "us", "let", "lets", "whose", "whats", "anyway", "really", "well",
+		"ll", "ve", "re", "d", "m", "didn", "doesn", "isn", "wasn", "aren", "weren", "won", "can't", "cannot":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,180 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/lexical"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+)
+
+// Corpus limits.
+const (
+	// MaxIndexedFiles bounds how many memory files a Finder indexes; the
+	// newest are kept beyond it, so memory stays bounded.
+	MaxIndexedFiles = 100_000
+	// maxIndexedBytes is how much of each file is read and indexed.
+	maxIndexedBytes = 16 << 10
+)
+
+// corpus is a memory directory kept indexed between queries: each refresh
+// is a stat walk, and only files whose size or mtime changed are read
+// again; removed files leave the index.
+type corpus struct {
+	fs  afero.Fs
+	dir string
+
+	mu    sync.Mutex // one refresh at a time
+	files map[string]fileState
+	index *lexical.Index
+	snap  *snapshot // as of the last refresh; never changed once made
+}
+
+// snapshot is the directory's memories as of one refresh.
+type snapshot struct {
+	headers []memdir.MemoryHeader // newest first, ties by name
+	byName  map[string]memdir.MemoryHeader
+}
+
+type fileState struct {
+	size   int64
+	mtime  time.Time
+	header memdir.MemoryHeader
+}
+
+func newCorpus(fsys afero.Fs, dir string) *corpus {
+	return &corpus{fs: fsys, dir: dir, files: map[string]fileState{}, index: lexical.NewIndex()}
+}
+
+// statFile is one memory file met by the walk.
+type statFile struct {
+	rel, abs string
+	size     int64
+	mtime    time.Time
+}
+
+// refresh brings the index up to date with the directory and returns the
+// memory headers, newest first (ties by name), like memdir.ScanMemoryFiles
+// without its cap. A missing directory is empty.
+func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	stats, err := c.walk(ctx)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		stats = nil
+	case err != nil && ctx.Err() != nil:
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("recall: scan memory directory: %w", err)
+	}
+	if len(stats) > MaxIndexedFiles {
+		sort.Slice(stats, func(i, j int) bool { return stats[i].mtime.After(stats[j].mtime) })
+		stats = stats[:MaxIndexedFiles]
+	}
+	changed := false
+	seen := make(map[string]bool, len(stats))
+	for i, s := range stats {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		seen[s.rel] = true
+		old, ok := c.files[s.rel]
+		if ok && old.size == s.size && old.mtime.Equal(s.mtime) {
+			continue
+		}
+		changed = true
+		doc, header, ok := c.read(s)
+		if !ok {
+			delete(c.files, s.rel)
+			c.index.Delete(s.rel)
+			continue
+		}
+		c.files[s.rel] = fileState{size: s.size, mtime: s.mtime, header: header}
+		c.index.Put(doc)
+	}
+	for rel := range c.files {
+		if !seen[rel] {
+			changed = true
+			delete(c.files, rel)
+			c.index.Delete(rel)
+		}
+	}
+	if changed || c.snap == nil {
+		headers := make([]memdir.MemoryHeader, 0, len(c.files))
+		byName := make(map[string]memdir.MemoryHeader, len(c.files))
+		for rel, f := range c.files {
+			headers = append(headers, f.header)
+			byName[rel] = f.header
+		}
+		sort.Slice(headers, func(i, j int) bool {
+			if !headers[i].ModTime.Equal(headers[j].ModTime) {
+				return headers[i].ModTime.After(headers[j].ModTime)
+			}
+			return headers[i].Filename < headers[j].Filename
+		})
+		c.snap = &snapshot{headers: headers, byName: byName}
+	}
+	return c.snap, nil
+}
+
+// walk lists the memory files (regular "*.md" files except MEMORY.md, at
+// any depth, links not followed) with their size and mtime.
+func (c *corpus) walk(ctx context.Context) ([]statFile, error) {
+	lstater, _ := c.fs.(afero.Lstater)
+	var out []statFile
+	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
+		if !e.Type.IsRegular() || path.Ext(e.Rel) != ".md" || path.Base(e.Rel) == memdir.EntrypointName {
+			return nil
+		}
+		var info fs.FileInfo
+		var err error
+		if lstater != nil {
+			info, _, err = lstater.LstatIfPossible(e.Abs)
+		} else {
+			info, err = c.fs.Stat(e.Abs)
+		}
+		if err != nil || !info.Mode().IsRegular() {
+			return nil // gone or replaced since the directory was read
+		}
+		out = append(out, statFile{rel: e.Rel, abs: e.Abs, size: info.Size(), mtime: info.ModTime()})
+		return nil
+	})
+	return out, err
+}
+
+// read loads one file's header and the start of its body.
+func (c *corpus) read(s statFile) (lexical.Document, memdir.MemoryHeader, bool) {
+	f, err := c.fs.Open(s.abs)
+	if err != nil {
+		return lexical.Document{}, memdir.MemoryHeader{}, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxIndexedBytes))
+	if err != nil {
+		return lexical.Document{}, memdir.MemoryHeader{}, false
+	}
+	fm, body, _ := memdir.ParseFrontmatter(data)
+	h := memdir.MemoryHeader{Filename: s.rel, Path: s.abs, ModTime: s.mtime, Frontmatter: fm}
+	return lexical.Document{Key: s.rel, Name: fm.Name, Description: fm.Description, Body: string(body)}, h, true
+}
+
+// search ranks the indexed memories for query, leaving out skip.
+func (c *corpus) search(query string, k int, skip func(rel string) bool) []lexical.Hit {
+	var keep func(string) bool
+	if skip != nil {
+		keep = func(rel string) bool { return !skip(rel) }
+	}
+	return c.index.Search(query, k, keep)
+}
