@@ -3,9 +3,9 @@ package recall
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
