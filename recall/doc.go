@@ -2,18 +2,32 @@
 // worth putting in front of the model, and applies the per-conversation
 // rules for surfacing them.
 //
-// A Finder scans the memory directory (memdir.ScanMemoryFiles), drops
-// memories already surfaced, and asks a Selector for up to five: a
-// ModelSelector (a model with structured JSON output) or the
-// LexicalSelector (BM25 over name, description and body with a tokenizer
-// that splits code identifiers and handles Chinese, Japanese and Korean;
-// no model needed, and the default; LexicalOptions sets its thresholds,
-// tuned on testdata/recall/shop.json). With Prefilter set, a directory of
-// more than 200 memories is narrowed to the lexically best 200 before the
-// selector sees it, instead of only the newest. Names a selector invents
-// are dropped. Find never fails: an error yields no memories and an Event
-// that carries it, and every selection emits an Event with its candidate
-// and selected counts.
+// A Finder keeps the memory directory indexed (package lexical: BM25F
+// over name, description and body, Snowball stemming, question words
+// dropped, code identifiers split, Chinese, Japanese and Korean as
+// character pairs). Each Find walks the directory and stats its files,
+// re-reads only the files whose size or mtime changed and drops removed
+// ones, so a per-turn Find on an unchanged directory reads no file; then
+// it drops memories already surfaced and picks up to five.
+//
+// Candidates are chosen by relevance over every memory (ByRelevance, the
+// default): the lexical selection (no model needed, the default) picks
+// straight from the ranking of the whole directory; a ModelSelector (a
+// model with structured JSON output) is offered the 200 lexically best.
+// Claude Code's rule, the 200 newest memories only, is FinderConfig
+// Candidates: Newest. The lexical selection returns nothing only when the
+// best match holds one word of the message, weakly, and that word is not
+// a subject of the directory (LexicalOptions, calibrated on the messages
+// of testdata/recall/shop.json that need no memory); otherwise it returns
+// up to five, dropping those under a fifth of the best score. Names a
+// selector invents are dropped. Find never fails: an error yields no
+// memories and an Event that carries it, and every selection emits an
+// Event with its candidate and selected counts.
+//
+// Measured with examples/recalleval on a conversational set it was never
+// tuned on (about 2,150 observation memories in ten conversations, 630
+// questions), recall@5 is 0.62 per conversation and 0.63 with all of them
+// in one directory, against 0.57 and 0.56 for minisearch in the same run.
 //
 // A Session wraps a Finder with the rules of one conversation: skip
 // one-word messages, never surface a file twice or one the conversation
@@ -24,5 +38,7 @@
 //
 // # Concurrency
 //
-// Finder, Session, LexicalSelector and Index are safe for concurrent use.
+// Finder, Session and LexicalSelector are safe for concurrent use. A
+// Finder's memory is bounded: at most MaxIndexedFiles files (the newest),
+// 16 KiB of each.
 package recall
