@@ -146,16 +146,33 @@ func readCandidates(ctx context.Context, fsys afero.Fs, files []fileRef, opts Sc
 }
 
 // memoryFiles lists the memory files below root: regular "*.md" files
-// except MEMORY.md, at any depth, without following links.
+// except MEMORY.md, at any depth, without following links, outside hidden
+// folders (such as .team-conflicts).
 func memoryFiles(ctx context.Context, fsys afero.Fs, root string) ([]fileRef, error) {
 	var files []fileRef
 	err := fswalk.Walk(ctx, fsys, root, func(e fswalk.Entry) error {
-		if e.Type.IsRegular() && strings.HasSuffix(e.Rel, ".md") && path.Base(e.Rel) != EntrypointName {
+		if IsMemoryFile(e.Rel, e.Type) {
 			files = append(files, fileRef{rel: e.Rel, abs: e.Abs})
 		}
 		return nil
 	})
 	return files, err
+}
+
+// IsMemoryFile reports whether rel (relative to a memory directory, "/"
+// separators) of the given type is a memory file: a regular "*.md" file
+// other than MEMORY.md, with no hidden ("."-prefixed) folder or name on
+// its way (.team-conflicts/ and .team-sync/ hold no memories).
+func IsMemoryFile(rel string, typ fs.FileMode) bool {
+	if !typ.IsRegular() || !strings.HasSuffix(rel, ".md") || path.Base(rel) == EntrypointName {
+		return false
+	}
+	for _, seg := range strings.Split(rel, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return false
+		}
+	}
+	return true
 }
 
 // headerReader reads file headers for one worker, keeping the best max.

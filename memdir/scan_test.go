@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -234,4 +235,19 @@ func TestScanParallelMatchesSerial(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "scan workers must end with ScanMemoryFiles")
+}
+
+func TestScanSkipsHiddenFolders(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	for _, p := range []string{"/m/team/a.md", "/m/.team-conflicts/a.md.20260101T000000.000Z.md", "/m/.team-sync/x.md", "/m/notes/.draft.md", "/m/b.md"} {
+		require.NoError(t, afero.WriteFile(fsys, p, []byte("---\nname: x\n---\n"), 0o644))
+	}
+	headers, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{})
+	require.NoError(t, err)
+	var names []string
+	for _, h := range headers {
+		names = append(names, h.Filename)
+	}
+	sort.Strings(names)
+	assert.Equal(t, []string{"b.md", "team/a.md"}, names, "conflict copies and hidden files are no memories")
 }

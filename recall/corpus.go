@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"sort"
 	"sync"
 	"time"
@@ -129,13 +128,14 @@ func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 	return c.snap, nil
 }
 
-// walk lists the memory files (regular "*.md" files except MEMORY.md, at
-// any depth, links not followed) with their size and mtime.
+// walk lists the memory files (memdir.IsMemoryFile: "*.md" files except
+// MEMORY.md, at any depth, outside hidden folders, links not followed)
+// with their size and mtime.
 func (c *corpus) walk(ctx context.Context) ([]statFile, error) {
 	lstater, _ := c.fs.(afero.Lstater)
 	var out []statFile
 	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
-		if !e.Type.IsRegular() || path.Ext(e.Rel) != ".md" || path.Base(e.Rel) == memdir.EntrypointName {
+		if !memdir.IsMemoryFile(e.Rel, e.Type) {
 			return nil
 		}
 		var info fs.FileInfo

@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +31,9 @@ import (
 
 // Client defaults.
 const (
+	// DefaultReplyCap bounds a reply until the server's limits are known
+	// (a server without the limits view keeps it).
+	DefaultReplyCap        = 64 << 20
 	DefaultTimeout         = 30 * time.Second
 	DefaultMaxRetries      = 3
 	DefaultConflictRetries = 2
@@ -67,30 +72,61 @@ type ClientConfig struct {
 	Jitter func() float64
 	// Sleep waits between retries (default a timer honouring ctx).
 	Sleep func(ctx context.Context, d time.Duration) error
-	// PropagateDeletes sends deletions of files the server has, and
-	// applies the server's tombstones on pull. A file deleted locally whose
-	// server copy has not changed since the last sync is then not restored
-	// by pull; the next push deletes it on the server.
-	PropagateDeletes bool
+	// KeepDeleted stops deletions from propagating: a file deleted here is
+	// not deleted on the server, and a key deleted on the server is not
+	// deleted here. By default deletions propagate both ways (by the
+	// three-way rules of SyncState, so only a deletion of a copy nobody
+	// changed since the last sync).
+	KeepDeleted bool
+	// StateFile, when set, is where the SyncState is kept between runs
+	// (StatePath gives the usual place): every Pull, Push and Sync loads it
+	// into an empty SyncState first and saves it, atomically, after. A
+	// missing or unreadable file means no base: that run deletes nothing.
+	StateFile string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 	// Scanner checks pushed files for secrets (default NewScanner()).
 	Scanner *Scanner
 	Logger  *slog.Logger
 }
 
-// SyncState is what a client remembers between calls. The caller creates
-// one (the zero value) per team directory and passes it to every call.
+// SyncState is what a client remembers between calls: the three-way
+// base of the sync. The caller creates one (the zero value) per team
+// directory and server and passes it to every call, or sets
+// ClientConfig.StateFile to keep it on disk between processes.
+//
+// For each key, Base holds the checksum the two sides last agreed on.
+// With it, every Pull, Push and Sync decides each key by comparing the
+// local file (l) and the server's entry (s) with the base (b):
+//
+//	l == s                       nothing to do (the base follows)
+//	s == b, l changed            push (l deleted: delete on the server)
+//	l == b, s changed            pull (s deleted: delete here)
+//	l deleted, s changed         pull: the edit wins
+//	s deleted, l changed         push: the edit wins
+//	both changed, differently    the server's version takes the file; the
+//	                             local one is kept under ConflictsDirName
+//	                             and reported in Result.Conflicts
+//
+// A key with no base (a new state, a lost state file) is never deleted on
+// either side: a file only here is pushed, one only on the server pulled,
+// and two different versions are a conflict; a copy older than the key's
+// deletion on the server is moved aside rather than pushed back.
 type SyncState struct {
-	// ETag is the repo checksum of the last pull or push.
+	// Base is the per-key checksum both sides last agreed on.
+	Base map[string]string
+	// ETag is the server's repo checksum as of ServerChecksums.
 	ETag string
-	// ServerChecksums are the entry checksums the server is known to hold.
+	// ServerChecksums are the entry checksums the server was last seen to
+	// hold, and Tombstones its deleted keys (Unix ms).
 	ServerChecksums map[string]string
+	Tombstones      map[string]int64
 	// MaxEntries is the server's entry limit once learned from a 413.
 	MaxEntries int
-	// Tombstones are the server's deleted keys (Unix ms).
-	Tombstones map[string]int64
-	// Pulled reports whether a pull succeeded in this process, which
-	// deletion propagation requires.
-	Pulled bool
+	// ServerHasContent reports whether the server held any entry at the
+	// last sync (TeamMemoryActive's second input).
+	ServerHasContent bool
+	loaded           bool
 }
 
 // Skip says why a key was not synced.
@@ -113,6 +149,12 @@ type Result struct {
 	// server to delete.
 	Uploaded, SoftDeleted []string
 	Skipped               []Skip
+	// Conflicts are keys both sides changed: the server's version took the
+	// file and the local one was kept aside.
+	Conflicts []Conflict
+	// StateError is set when the state file could not be read (the run
+	// went on without a base, deleting nothing).
+	StateError error
 	// NotModified: the pull got 304. ServerEmpty: the server has no data.
 	NotModified, ServerEmpty bool
 	Requests                 int
@@ -126,6 +168,10 @@ func (r *Result) Add(o Result) {
 	r.Uploaded = append(r.Uploaded, o.Uploaded...)
 	r.SoftDeleted = append(r.SoftDeleted, o.SoftDeleted...)
 	r.Skipped = append(r.Skipped, o.Skipped...)
+	r.Conflicts = append(r.Conflicts, o.Conflicts...)
+	if o.StateError != nil {
+		r.StateError = o.StateError
+	}
 	r.NotModified, r.ServerEmpty = o.NotModified, o.ServerEmpty
 	r.Requests += o.Requests
 	r.BytesSent += o.BytesSent
@@ -190,10 +236,17 @@ func (e *SyncError) Permanent() bool {
 // Client syncs one team directory with the server. Safe for concurrent
 // use, but calls sharing one SyncState must not overlap.
 type Client struct {
-	cfg      ClientConfig
-	gate     *memdir.WriteGate
-	endpoint string
-	log      *slog.Logger
+	cfg   ClientConfig
+	gate  *memdir.WriteGate // writes into the team directory
+	aside *memdir.WriteGate // writes conflict copies beside it
+	// defaultHTTP is the client made when the config gave none.
+	defaultHTTP *http.Client
+	// replyCap bounds a reply's size: DefaultReplyCap until the server's
+	// limits say how large a repo can be.
+	replyCap   atomic.Int64
+	limitsOnce sync.Once
+	endpoint   string
+	log        *slog.Logger
 }
 
 // Configuration errors.
@@ -215,8 +268,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Path == "" {
 		cfg.Path = DefaultSyncPath
 	}
+	var defaultHTTP *http.Client
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: DefaultTimeout}
+		defaultHTTP = &http.Client{Timeout: DefaultTimeout}
+		cfg.HTTP = defaultHTTP
 	}
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = DefaultMaxRetries
@@ -245,11 +300,19 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	cfg.TeamDir = filepath.Clean(cfg.TeamDir)
 	endpoint := strings.TrimRight(cfg.BaseURL, "/") + cfg.Path + "?repo=" + url.QueryEscape(cfg.Repo)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	gate, err := memdir.NewWriteGate(cfg.Fs, []string{cfg.TeamDir}, memdir.GateOptions{TeamDirs: []string{cfg.TeamDir}, Scanner: cfg.Scanner})
 	if err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
-	return &Client{cfg: cfg, endpoint: endpoint, log: log, gate: gate}, nil
+	c := &Client{cfg: cfg, endpoint: endpoint, log: log, gate: gate, defaultHTTP: defaultHTTP}
+	c.replyCap.Store(DefaultReplyCap)
+	if c.aside, err = memdir.NewWriteGate(cfg.Fs, []string{c.conflictsDir()}, memdir.GateOptions{TeamDirs: []string{}}); err != nil {
+		return nil, fmt.Errorf("teammem: %w", err)
+	}
+	return c, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -263,193 +326,22 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Sync pulls (ignoring the ETag, so the local copy is refreshed) and then
-// pushes.
-func (c *Client) Sync(ctx context.Context, st *SyncState) (Result, error) {
-	var res Result
-	r, err := c.pull(ctx, st, false)
-	res.Add(r)
-	if err != nil {
-		return res, err
-	}
-	r, err = c.Push(ctx, st)
-	res.Add(r)
-	return res, err
-}
-
-// Pull fetches the server's entries (sending If-None-Match when the ETag
-// is known) and writes each valid one whose content differs from the
-// local file; local-only files are left alone. The known server checksums
-// are replaced by the server's.
-func (c *Client) Pull(ctx context.Context, st *SyncState) (Result, error) {
-	return c.pull(ctx, st, true)
-}
-
-func (c *Client) pull(ctx context.Context, st *SyncState, useETag bool) (Result, error) {
-	var res Result
-	headers := map[string]string{}
-	if useETag && st.ETag != "" {
-		headers["If-None-Match"] = `"` + st.ETag + `"`
-	}
-	resp, body, err := c.send(ctx, &res, http.MethodGet, c.endpoint, nil, headers)
-	if err != nil {
-		return res, err
-	}
-	switch resp.StatusCode {
-	case http.StatusNotModified:
-		res.NotModified = true
-		st.Pulled = true
-		return res, nil
-	case http.StatusNotFound:
-		res.ServerEmpty = true
-		st.ETag = ""
-		st.ServerChecksums = map[string]string{}
-		st.Pulled = true
-		return res, nil
-	}
-	var data TeamMemoryData
-	if err := json.Unmarshal(body, &data); err != nil {
-		return res, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply is not team memory JSON")}
-	}
-	known := st.ServerChecksums
-	keys := sortedKeys(data.Content.Entries)
-	for _, key := range keys {
-		content := data.Content.Entries[key]
-		abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, key)
-		if err != nil {
-			res.Skipped = append(res.Skipped, Skip{Key: key, Reason: "invalid_key"})
-			continue
-		}
-		if len(content) > MaxEntryBytes {
-			res.Skipped = append(res.Skipped, Skip{Key: key, Reason: "too_large"})
-			continue
-		}
-		old, readErr := afero.ReadFile(c.cfg.Fs, abs)
-		if readErr == nil && string(old) == content {
-			continue // unchanged: keep the file and its mtime
-		}
-		if c.cfg.PropagateDeletes && errors.Is(readErr, fs.ErrNotExist) && known[key] != "" && known[key] == data.Content.EntryChecksums[key] {
-			// Deleted here after the last sync and unchanged on the server:
-			// a local deletion the next push propagates, not a file to restore.
-			continue
-		}
-		if _, err := c.gate.WriteFile(abs, []byte(content), 0o644); err != nil {
-			skip, ok := gateSkip(key, err)
-			if !ok {
-				return res, fmt.Errorf("teammem: write %s: %w", key, err)
-			}
-			res.Skipped = append(res.Skipped, skip)
-			continue
-		}
-		res.Written = append(res.Written, key)
-	}
-	if c.cfg.PropagateDeletes {
-		for _, key := range sortedKeys(data.Content.DeletedEntries) {
-			abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, key)
-			if err != nil {
-				res.Skipped = append(res.Skipped, Skip{Key: key, Reason: "invalid_key"})
-				continue
-			}
-			if exists, _ := afero.Exists(c.cfg.Fs, abs); !exists {
-				continue
-			}
-			if _, err := c.gate.Remove(abs); err == nil {
-				res.Deleted = append(res.Deleted, key)
-			}
-		}
-	}
-	st.ServerChecksums = data.Content.EntryChecksums
-	if st.ServerChecksums == nil {
-		st.ServerChecksums = map[string]string{}
-	}
-	st.Tombstones = data.Content.DeletedEntries
-	st.ETag = data.Checksum
-	for _, sk := range res.Skipped {
-		if sk.Reason == "write_failed" {
-			st.ETag = "" // fetch it all again next time rather than trust a 304
-		}
-	}
-	st.Pulled = true
-	return res, nil
-}
-
-// localFile is a team file read for a push.
+// localFile is a team file read for a sync.
 type localFile struct {
 	key, content, sum string
+	mtime             time.Time
 }
 
-// Push uploads the local files whose content differs from what the server
-// is known to hold, in batches of at most MaxPutBodyBytes, resolving
-// conflicts through the hashes view. An empty delta sends nothing.
-func (c *Client) Push(ctx context.Context, st *SyncState) (Result, error) {
-	var res Result
-	files, permIssues, skipped, err := c.readLocal(ctx)
-	res.Skipped = append(res.Skipped, skipped...)
-	if err != nil {
-		return res, err
-	}
-	// Every file on disk counts as present for deletions, even those the
-	// learned entry limit or a skip keeps from being uploaded.
-	present := make(map[string]bool, len(files)+len(skipped))
-	for _, f := range files {
-		present[f.key] = true
-	}
-	for _, sk := range skipped {
-		present[sk.Key] = true // skipped (a secret, too large) is not deleted
-	}
-	if st.MaxEntries > 0 && len(files) > st.MaxEntries {
-		files = files[:st.MaxEntries] // sorted by key
-	}
-	for attempt := 0; ; attempt++ {
-		delta, deletes := c.delta(files, present, st, permIssues)
-		if len(delta) == 0 && len(deletes) == 0 {
-			return res, nil
-		}
-		err := c.upload(ctx, st, &res, delta, deletes)
-		var se *SyncError
-		if errors.As(err, &se) && se.Class == ClassTooManyEntries && se.MaxEntries > 0 {
-			st.MaxEntries = se.MaxEntries // the next push sends only the first N keys
-		}
-		if !errors.As(err, &se) || se.Class != ClassConflict || attempt == c.cfg.ConflictRetries {
-			return res, err
-		}
-		// Someone else wrote: learn what the server holds now and retry
-		// with the delta against that.
-		if err := c.probe(ctx, st, &res); err != nil {
-			return res, err
-		}
-	}
-}
-
-// delta returns the files to upload and the keys to delete.
-func (c *Client) delta(files []localFile, present map[string]bool, st *SyncState, permIssues bool) ([]localFile, []string) {
-	var out []localFile
-	for _, f := range files {
-		if c.cfg.PropagateDeletes {
-			if _, dead := st.Tombstones[f.key]; dead {
-				continue
-			}
-		}
-		if st.ServerChecksums[f.key] != f.sum {
-			out = append(out, f)
-		}
-	}
-	var deletes []string
-	if c.cfg.PropagateDeletes && st.Pulled && !permIssues {
-		for _, k := range sortedKeys(st.ServerChecksums) {
-			if !present[k] {
-				deletes = append(deletes, k)
-			}
-		}
-	}
-	return out, deletes
-}
-
-// upload sends the delta in batches; deletions ride with the first.
-func (c *Client) upload(ctx context.Context, st *SyncState, res *Result, delta []localFile, deletes []string) error {
-	bs := batches(delta, MaxPutBodyBytes)
+// upload sends uploads and deletes in batches (deletions ride with the
+// first), each conditional on the server state the plan was made from;
+// every accepted batch moves view and base forward.
+func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uploads []localFile, deletes []string, base map[string]string) error {
+	bs := batches(uploads, MaxPutBodyBytes)
 	if len(bs) == 0 {
 		bs = [][]localFile{nil} // deletions alone still need a request
+	}
+	if view.sums == nil {
+		view.sums = map[string]string{}
 	}
 	for i, batch := range bs {
 		body := PutBody{Entries: map[string]string{}}
@@ -464,8 +356,8 @@ func (c *Client) upload(ctx context.Context, st *SyncState, res *Result, delta [
 			return err
 		}
 		headers := map[string]string{"Content-Type": "application/json"}
-		if st.ETag != "" {
-			headers["If-Match"] = `"` + st.ETag + `"`
+		if view.etag != "" {
+			headers["If-Match"] = `"` + view.etag + `"`
 		}
 		resp, respBody, err := c.send(ctx, res, http.MethodPut, c.endpoint, raw, headers)
 		if err != nil {
@@ -475,17 +367,20 @@ func (c *Client) upload(ctx context.Context, st *SyncState, res *Result, delta [
 		if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
 			return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
 		}
-		st.ETag = pr.Checksum
-		if st.ServerChecksums == nil {
-			st.ServerChecksums = map[string]string{}
-		}
+		view.etag = pr.Checksum
 		for _, f := range batch {
-			st.ServerChecksums[f.key] = f.sum
+			view.sums[f.key] = f.sum
+			base[f.key] = f.sum
 			res.Uploaded = append(res.Uploaded, f.key)
 		}
 		if i == 0 {
 			for _, k := range deletes {
-				delete(st.ServerChecksums, k)
+				delete(view.sums, k)
+				delete(base, k)
+				if view.tombs == nil {
+					view.tombs = map[string]int64{}
+				}
+				view.tombs[k] = c.now().UnixMilli()
 			}
 			res.SoftDeleted = append(res.SoftDeleted, deletes...)
 		}
@@ -572,7 +467,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "secret", RuleID: m.RuleID, Label: m.Label})
 			continue
 		}
-		files = append(files, localFile{key: e.Rel, content: string(data), sum: EntryChecksum(string(data))})
+		files = append(files, localFile{key: e.Rel, content: string(data), sum: EntryChecksum(string(data)), mtime: info.ModTime()})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].key < files[j].key })
 	return files, permIssues, skipped, nil
@@ -620,6 +515,45 @@ func jsonLen(s string) int {
 	return len(b)
 }
 
+// sendOnce performs one request, without retries, with its own timeout
+// (a long-poll outlasts the client's usual one when the HTTP client is
+// the default).
+func (c *Client) sendOnce(ctx context.Context, res *Result, method, u string, headers map[string]string, timeout time.Duration) (*http.Response, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	req.Header.Set("Accept", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res.Requests++
+	doer := c.cfg.HTTP
+	if hc, ok := doer.(*http.Client); ok && hc == c.defaultHTTP {
+		doer = &http.Client{Transport: hc.Transport} // the context bounds it
+	}
+	resp, err := doer.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, &SyncError{Class: ClassNetwork, Attempts: 1, Err: errors.New("the server could not be reached")}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, nil, &SyncError{Class: ClassNetwork, Attempts: 1, Err: errors.New("the reply was cut off")}
+	}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300, resp.StatusCode == http.StatusNotModified, resp.StatusCode == http.StatusNotFound:
+		return resp, body, nil
+	}
+	return nil, nil, c.statusError(resp, body, 1)
+}
+
 // send performs one request with retries and returns the response (body
 // read) when its status is one the caller handles: 2xx, 304 and, for GET,
 // 404. Other statuses become a *SyncError.
@@ -639,7 +573,7 @@ func (c *Client) send(ctx context.Context, res *Result, method, u string, body [
 		resp, err := c.cfg.HTTP.Do(req)
 		var respBody []byte
 		if err == nil {
-			respBody, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			respBody, err = io.ReadAll(io.LimitReader(resp.Body, c.replyCap.Load()))
 			resp.Body.Close()
 		}
 		if err != nil {
@@ -741,4 +675,26 @@ func gateSkip(key string, err error) (Skip, bool) {
 		return Skip{}, false
 	}
 	return Skip{Key: key, Reason: "write_failed"}, true
+}
+
+// learnLimits asks the server for its limits (once, when a reply first
+// reaches the cap) and sizes the cap so that any repo the server accepts
+// can be pulled: every entry at its largest, JSON-escaped, with its
+// checksum. It reports whether the cap grew; a server without the limits
+// view leaves DefaultReplyCap.
+func (c *Client) learnLimits(ctx context.Context, res *Result) bool {
+	before := c.replyCap.Load()
+	c.limitsOnce.Do(func() {
+		resp, body, err := c.sendOnce(ctx, res, http.MethodGet, c.endpoint+"&view=limits", nil, DefaultTimeout)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return
+		}
+		var lv LimitsView
+		if json.Unmarshal(body, &lv) != nil || lv.MaxRepoBytes <= 0 {
+			return
+		}
+		need := 2*lv.MaxRepoBytes + int64(lv.MaxEntries)*256 + 1<<20
+		c.replyCap.Store(max(need, DefaultReplyCap))
+	})
+	return c.replyCap.Load() > before
 }

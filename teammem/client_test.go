@@ -2,9 +2,12 @@ package teammem_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +77,7 @@ func TestPushPullDelta(t *testing.T) {
 	res, err := ca.Push(context.Background(), &sa)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ci.md", "notes/db.md"}, res.Uploaded)
-	assert.Equal(t, 1, res.Requests)
+	assert.Equal(t, 2, res.Requests, "the hashes view, then one PUT")
 
 	// Pull into an empty directory.
 	b := t.TempDir()
@@ -100,22 +103,31 @@ func TestPushPullDelta(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ci.md"}, res.Uploaded)
 
-	// No-change sync: one request (the pull), no body sent.
+	// No-change sync: a conditional GET answered 304, no body sent.
+	_, err = ca.Sync(context.Background(), &sa)
+	require.NoError(t, err)
 	res, err = ca.Sync(context.Background(), &sa)
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Requests)
+	assert.True(t, res.NotModified)
 	assert.Zero(t, res.BytesSent)
 	assert.Empty(t, res.Uploaded)
 
-	// Local-only files survive a pull; the server wins for shared keys.
+	// Without a base (a fresh state), a local-only file is pushed, and two
+	// different versions of one key are a conflict: the server's takes the
+	// file, the local one is kept aside, nothing is lost.
 	writeFiles(t, b, map[string]string{"local-only.md": "mine", "ci.md": "stale edit"})
 	res, err = cb.Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	assert.Equal(t, "CI stays green, always", readFile(t, filepath.Join(b, "ci.md")))
 	assert.Equal(t, []string{"local-only.md"}, res.Uploaded)
+	require.Len(t, res.Conflicts, 1)
+	assert.Equal(t, "ci.md", res.Conflicts[0].Key)
+	assert.Equal(t, "stale edit", readFile(t, res.Conflicts[0].SavedAs))
+	assert.Equal(t, filepath.Join(filepath.Dir(b), teammem.ConflictsDirName), filepath.Dir(res.Conflicts[0].SavedAs), "kept outside the synced directory")
 }
 
-func TestConflictResolved(t *testing.T) {
+func TestPushNeverOverwritesATeammatesEdit(t *testing.T) {
 	e := startServer(t, 100)
 	a, b := t.TempDir(), t.TempDir()
 	ca, cb := newClient(t, e, a, nil), newClient(t, e, b, nil)
@@ -125,32 +137,67 @@ func TestConflictResolved(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cb.Pull(context.Background(), &sb)
 	require.NoError(t, err)
-	// A writes again; B's known ETag is now stale.
+	// A writes again; B still holds the old x.md and adds y.md.
 	writeFiles(t, a, map[string]string{"x.md": "from a, v2"})
 	_, err = ca.Push(context.Background(), &sa)
 	require.NoError(t, err)
 	writeFiles(t, b, map[string]string{"y.md": "from b"})
 	res, err := cb.Push(context.Background(), &sb)
-	require.NoError(t, err, "412 → hashes → retry")
-	assert.Equal(t, 3, res.Requests, "PUT (412), GET hashes, PUT")
-	// Local content wins for the same key: B still holds the old x.md, so
-	// a bare Push after a conflict sends it too (the protocol's rule).
-	assert.Equal(t, []string{"x.md", "y.md"}, res.Uploaded)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"y.md"}, res.Uploaded, "B's unchanged old copy is not an edit")
 	got, err := e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"x.md": "from a", "y.md": "from b"}, got.Entries)
-
-	// Sync pulls first, so a teammate's newer version is not overwritten.
-	writeFiles(t, a, map[string]string{"x.md": "from a, v3"})
-	_, err = ca.Push(context.Background(), &sa)
+	assert.Equal(t, map[string]string{"x.md": "from a, v2", "y.md": "from b"}, got.Entries)
+	res, err = cb.Pull(context.Background(), &sb)
 	require.NoError(t, err)
-	writeFiles(t, b, map[string]string{"z.md": "from b again"})
+	assert.Equal(t, []string{"x.md"}, res.Written)
+	assert.Equal(t, "from a, v2", readFile(t, filepath.Join(b, "x.md")))
+
+	// Both edit x.md: each sync keeps every edit somewhere.
+	writeFiles(t, a, map[string]string{"x.md": "a's edit"})
+	writeFiles(t, b, map[string]string{"x.md": "b's edit"})
+	_, err = ca.Sync(context.Background(), &sa)
+	require.NoError(t, err)
+	res, err = cb.Push(context.Background(), &sb)
+	require.NoError(t, err)
+	assert.Empty(t, res.Uploaded, "a push does not overwrite a teammate's edit")
+	assert.Equal(t, []teammem.Skip{{Key: "x.md", Reason: "conflict"}}, res.Skipped)
 	res, err = cb.Sync(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"z.md"}, res.Uploaded)
-	got, err = e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	require.Len(t, res.Conflicts, 1)
+	assert.Equal(t, "a's edit", readFile(t, filepath.Join(b, "x.md")))
+	assert.Equal(t, "b's edit", readFile(t, res.Conflicts[0].SavedAs))
+}
+
+// TestConflictRetry: a teammate writes between this client's read and its
+// PUT; the 412 starts the round again and nothing is lost.
+func TestConflictRetry(t *testing.T) {
+	e := startServer(t, 100)
+	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
+	var once sync.Once
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			once.Do(func() {
+				_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"teammate.md": "theirs"}, Now: time.Now()})
+				require.NoError(t, err)
+			})
+		}
+		u, _ := url.Parse(e.url)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"seed.md": "seed"}, Now: time.Now()})
 	require.NoError(t, err)
-	assert.Equal(t, "from a, v3", got.Entries["x.md"])
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"mine.md": "ours"})
+	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, nil)
+	res, err := c.Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err, "412 → read again → PUT")
+	assert.Equal(t, []string{"mine.md"}, res.Uploaded)
+	assert.Equal(t, []string{"seed.md", "teammate.md"}, res.Written)
+	got, err := e.store.Get(context.Background(), repo, true)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"mine.md": "ours", "seed.md": "seed", "teammate.md": "theirs"}, got.Entries)
 }
 
 func TestSkipsAndLimits(t *testing.T) {
@@ -170,7 +217,7 @@ func TestSkipsAndLimits(t *testing.T) {
 	assert.Equal(t, teammem.ClassTooManyEntries, se.Class)
 	assert.True(t, se.Permanent())
 	assert.Equal(t, 3, st.MaxEntries, "the limit is learned")
-	assert.Equal(t, 1, res.Requests, "no retry on 413")
+	assert.Equal(t, 2, res.Requests, "the hashes view and one PUT: no retry on 413")
 	reasons := map[string]string{}
 	for _, s := range res.Skipped {
 		reasons[s.Key] = s.Reason
@@ -183,6 +230,7 @@ func TestSkipsAndLimits(t *testing.T) {
 	res, err = c.Push(context.Background(), &st)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.md", "b.md", "c.md"}, res.Uploaded, "only the first N keys, sorted")
+	assert.Contains(t, res.Skipped, teammem.Skip{Key: "d.md", Reason: "over_limit"})
 }
 
 func TestHostileKeyFromServerRefused(t *testing.T) {
@@ -205,32 +253,41 @@ func TestHostileKeyFromServerRefused(t *testing.T) {
 func TestDeletionPropagation(t *testing.T) {
 	e := startServer(t, 100)
 	a, b := t.TempDir(), t.TempDir()
-	writeFiles(t, a, map[string]string{"keep.md": "k", "gone.md": "g"})
-	ca := newClient(t, e, a, func(c *teammem.ClientConfig) { c.PropagateDeletes = true })
+	writeFiles(t, a, map[string]string{"keep.md": "k", "gone.md": "g", "edited.md": "e"})
+	ca := newClient(t, e, a, nil)
 	var sa teammem.SyncState
 	_, err := ca.Sync(context.Background(), &sa)
 	require.NoError(t, err)
-	cb := newClient(t, e, b, func(c *teammem.ClientConfig) { c.PropagateDeletes = true })
+	cb := newClient(t, e, b, nil)
 	var sb teammem.SyncState
 	_, err = cb.Pull(context.Background(), &sb)
 	require.NoError(t, err)
 
+	// A deletes gone.md (and edited.md); B edits edited.md meanwhile.
 	require.NoError(t, os.Remove(filepath.Join(a, "gone.md")))
+	require.NoError(t, os.Remove(filepath.Join(a, "edited.md")))
+	writeFiles(t, b, map[string]string{"edited.md": "b's edit"})
 	res, err := ca.Sync(context.Background(), &sa)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gone.md"}, res.SoftDeleted)
+	assert.Equal(t, []string{"edited.md", "gone.md"}, res.SoftDeleted, "deletions propagate by default")
 
-	res, err = cb.Pull(context.Background(), &sb)
+	res, err = cb.Sync(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gone.md"}, res.Deleted)
+	assert.Equal(t, []string{"gone.md"}, res.Deleted, "an unchanged copy follows the deletion")
+	assert.Equal(t, []string{"edited.md"}, res.Uploaded, "an edit beats a deletion")
 	_, err = os.Stat(filepath.Join(b, "gone.md"))
 	assert.True(t, os.IsNotExist(err))
 
-	// Off (the default): a local delete does not propagate, and the next
-	// pull brings the file back.
+	// A's next sync brings the edit back; gone.md stays gone everywhere.
+	res, err = ca.Sync(context.Background(), &sa)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"edited.md"}, res.Written)
+	_, err = os.Stat(filepath.Join(a, "gone.md"))
+	assert.True(t, os.IsNotExist(err), "a deleted memory does not come back")
+
+	// KeepDeleted: a local delete does not propagate; the file is restored.
 	c := t.TempDir()
-	writeFiles(t, c, map[string]string{"keep.md": "k"})
-	cc := newClient(t, e, c, nil)
+	cc := newClient(t, e, c, func(cfg *teammem.ClientConfig) { cfg.KeepDeleted = true })
 	var sc teammem.SyncState
 	_, err = cc.Sync(context.Background(), &sc)
 	require.NoError(t, err)
@@ -239,6 +296,65 @@ func TestDeletionPropagation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.SoftDeleted)
 	assert.Equal(t, []string{"keep.md"}, res.Written)
+}
+
+// TestStaleCopyOfADeletedMemory: a teammate with no sync state (a new
+// clone, a lost state file) and an old copy of a deleted memory does not
+// bring it back; the copy is kept aside.
+func TestStaleCopyOfADeletedMemory(t *testing.T) {
+	e := startServer(t, 100)
+	a := t.TempDir()
+	writeFiles(t, a, map[string]string{"old.md": "old"})
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(a, "old.md"), old, old))
+	stale := t.TempDir()
+	writeFiles(t, stale, map[string]string{"old.md": "old"})
+	require.NoError(t, os.Chtimes(filepath.Join(stale, "old.md"), old, old))
+	ca := newClient(t, e, a, nil)
+	var sa teammem.SyncState
+	_, err := ca.Sync(context.Background(), &sa)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(a, "old.md")))
+	_, err = ca.Sync(context.Background(), &sa)
+	require.NoError(t, err)
+
+	res, err := newClient(t, e, stale, nil).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.Empty(t, res.Uploaded, "the stale copy is not pushed back")
+	require.Len(t, res.Conflicts, 1)
+	assert.Equal(t, "old", readFile(t, res.Conflicts[0].SavedAs))
+	got, err := e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	require.NoError(t, err)
+	assert.Empty(t, got.Entries)
+}
+
+// TestStateFile: the state survives the process (a deletion made between
+// two runs propagates), and a torn state file deletes nothing.
+func TestStateFile(t *testing.T) {
+	e := startServer(t, 100)
+	root := t.TempDir()
+	team := filepath.Join(root, "team")
+	writeFiles(t, team, map[string]string{"a.md": "a", "b.md": "b"})
+	statePath := teammem.StatePath(team, e.url, "acme/shop")
+	assert.Equal(t, filepath.Join(root, teammem.StateDirName), filepath.Dir(statePath), "beside the team dir, not in it")
+	withState := func(cfg *teammem.ClientConfig) { cfg.StateFile = statePath }
+	_, err := newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	require.FileExists(t, statePath)
+
+	require.NoError(t, os.Remove(filepath.Join(team, "a.md")))
+	res, err := newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.md"}, res.SoftDeleted, "a new process remembers the base")
+
+	// A torn state file: no base, so nothing is deleted, b.md is kept.
+	require.NoError(t, os.WriteFile(statePath, []byte(`{"format":1,"base":{"b.md`), 0o600))
+	require.NoError(t, os.Remove(filepath.Join(team, "b.md")))
+	res, err = newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.ErrorIs(t, res.StateError, teammem.ErrCorruptState)
+	assert.Empty(t, res.SoftDeleted)
+	assert.Equal(t, []string{"b.md"}, res.Written, "the file comes back rather than being deleted everywhere")
 }
 
 func TestRetries(t *testing.T) {
@@ -297,7 +413,7 @@ func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {
 	e := startServer(t, 3)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "1", "b.md": "2", "c.md": "3"})
-	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { cfg.PropagateDeletes = true })
+	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { _ = cfg })
 	var st teammem.SyncState
 	_, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
@@ -308,12 +424,11 @@ func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {
 	var se *teammem.SyncError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, teammem.ClassTooManyEntries, se.Class)
-	// Now the first three keys are 0.md, a.md and b.md; c.md is held
-	// back. Uploading 0.md still exceeds the limit, and c.md must not be
-	// "deleted" to make room: it is on disk.
+	// With the limit learned, 0.md is held back (it would be a fourth
+	// entry), and c.md is never "deleted" to make room: it is on disk.
 	res, err := c.Sync(context.Background(), &st)
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, teammem.ClassTooManyEntries, se.Class)
+	require.NoError(t, err)
+	assert.Contains(t, res.Skipped, teammem.Skip{Key: "0.md", Reason: "over_limit"})
 	assert.Empty(t, res.SoftDeleted, "c.md is on disk: it is not deleted")
 	assert.Equal(t, "3", serverEntries(t, e)["c.md"])
 }
@@ -322,7 +437,7 @@ func TestSkippedFileIsNotDeleted(t *testing.T) {
 	e := startServer(t, 100)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"deploy.md": "deploys on Tuesdays"})
-	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { cfg.PropagateDeletes = true })
+	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { _ = cfg })
 	var st teammem.SyncState
 	_, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
@@ -337,16 +452,22 @@ func TestSkippedFileIsNotDeleted(t *testing.T) {
 }
 
 // TestPullSkipsWhatItCannotWrite: a key the filesystem cannot hold beside
-// another ("fd.md" and "fd.md/child.md") and an entry holding a secret are
-// skipped and reported; every other key is still written.
+// another ("fd.md" and "fd.md/child.md", which this server refuses but an
+// older one may hold) and an entry holding a secret are skipped and
+// reported; every other key is still written.
 func TestPullSkipsWhatItCannotWrite(t *testing.T) {
-	e := startServer(t, 0)
-	_, err := e.store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: map[string]string{
-		"a.md": "a", "fd.md": "file", "fd.md/child.md": "child", "leak.md": "token " + "gh" + "p_" + strings.Repeat("a1B2", 9), "z.md": "z",
-	}, Now: time.Now()})
+	entries := map[string]string{"a.md": "a", "fd.md": "file", "fd.md/child.md": "child", "leak.md": "token " + "gh" + "p_" + strings.Repeat("a1B2", 9), "z.md": "z"}
+	sums := map[string]string{}
+	for k, v := range entries {
+		sums[k] = teammem.EntryChecksum(v)
+	}
+	body, err := json.Marshal(teammem.TeamMemoryData{Repo: "acme/shop", Version: 1, Checksum: teammem.RepoChecksum(sums),
+		Content: teammem.Content{Entries: entries, EntryChecksums: sums}})
 	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	defer srv.Close()
 	dir := filepath.Join(t.TempDir(), "team")
-	res, err := newClient(t, e, dir, nil).Pull(context.Background(), &teammem.SyncState{})
+	res, err := newClient(t, syncEnv{url: srv.URL, token: "t"}, dir, nil).Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.md", "fd.md", "z.md"}, res.Written)
 	reasons := map[string]string{}

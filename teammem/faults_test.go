@@ -96,10 +96,10 @@ func TestFaultsRetriedWithinBounds(t *testing.T) {
 		cfg.Jitter = func() float64 { return 0 }
 		cfg.Sleep = func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }
 	})
-	p.script = []string{"500", "429", "reset"}
+	p.script = []string{"", "500", "429", "reset"} // the hashes view passes; the PUT meets the faults
 	res, err := c.Push(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, 4, res.Requests)
+	assert.Equal(t, 5, res.Requests)
 	assert.Equal(t, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, delays, "backoff, then Retry-After, then backoff")
 	assert.Equal(t, map[string]string{"a.md": "alpha"}, consistent(t, e))
 
@@ -128,12 +128,12 @@ func TestFaultsGiveUpHonestly(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "alpha"})
 	c := newClient(t, e, dir, nil)
-	p.script = []string{"500", "500", "500", "500", "500"}
+	p.script = []string{"", "500", "500", "500", "500", "500"}
 	res, err := c.Push(context.Background(), &teammem.SyncState{})
 	var se *teammem.SyncError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 500, se.Status)
-	assert.Equal(t, 4, res.Requests, "3 retries, no more")
+	assert.Equal(t, 5, res.Requests, "the hashes view, then a PUT with 3 retries, no more")
 	assert.Empty(t, res.Uploaded, "nothing reported as uploaded")
 	assert.False(t, se.Permanent())
 	assert.Nil(t, consistent(t, e))
@@ -153,7 +153,7 @@ func TestResetAfterApplyIsResolved(t *testing.T) {
 	// probes, finds its content there and stops: applied once, and no
 	// upload claimed that was never acknowledged.
 	writeFiles(t, dir, map[string]string{"b.md": "beta"})
-	p.script = []string{"reset-after"}
+	p.script = []string{"", "reset-after"}
 	res, err := c.Push(context.Background(), &st)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"a.md": "alpha", "b.md": "beta"}, consistent(t, e))
@@ -161,14 +161,14 @@ func TestResetAfterApplyIsResolved(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Version, "applied once")
 	assert.Empty(t, res.Uploaded)
-	assert.Equal(t, []string{"PUT reset-after", "PUT ", "GET "}, p.seen[len(p.seen)-3:], "retry, 412, probe")
+	assert.Equal(t, []string{"PUT reset-after", "PUT ", "GET "}, p.seen[len(p.seen)-3:], "retry, 412, read again")
 
 	// Without an ETag (a first push) the retried upsert applies the same
 	// content again: harmless, and this time acknowledged.
 	p2, e2 := faultEnv(t)
 	dir2 := t.TempDir()
 	writeFiles(t, dir2, map[string]string{"a.md": "alpha"})
-	p2.script = []string{"reset-after"}
+	p2.script = []string{"", "reset-after"}
 	res, err = newClient(t, e2, dir2, nil).Push(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.md"}, res.Uploaded)

@@ -18,9 +18,15 @@ import (
 	"github.com/spf13/afero"
 )
 
-// DefaultDebounce is how long the watcher waits after the last change
-// before it pushes.
-const DefaultDebounce = 2 * time.Second
+// Watcher defaults.
+const (
+	// DefaultDebounce is how long the watcher waits after the last change
+	// before it syncs.
+	DefaultDebounce = 2 * time.Second
+	// DefaultInterval is how often the watcher syncs when nothing
+	// happens, to bring in teammates' changes.
+	DefaultInterval = 30 * time.Second
+)
 
 // WatcherConfig configures a Watcher. Client is required.
 type WatcherConfig struct {
@@ -29,6 +35,14 @@ type WatcherConfig struct {
 	State *SyncState
 	// Debounce defaults to DefaultDebounce.
 	Debounce time.Duration
+	// Interval is the longest time between two syncs (default
+	// DefaultInterval): teammates' changes arrive at least this often,
+	// and at once when the server supports the long-poll (LongPoll).
+	Interval time.Duration
+	// LongPoll, unless negative, asks the server to answer as soon as the
+	// repo changes (for up to this long per request, default 25 s); a
+	// server without the long-poll is then only polled every Interval.
+	LongPoll time.Duration
 	// Poll, when positive, detects changes by walking the team dir at this
 	// interval instead of using fsnotify: for filesystems other than the
 	// real disk (afero.MemMapFs) or where inotify is unavailable.
@@ -38,34 +52,47 @@ type WatcherConfig struct {
 	Logger *slog.Logger
 }
 
-// Watcher keeps a team directory in sync: it pulls once, then pushes
-// shortly after local changes. A permanent failure (no token, no access,
-// the entry limit, another client error) stops pushes until Resume, or,
-// for the entry limit, until a file is deleted. Close stops it, waits for
-// a push in flight and flushes pending changes. Safe for concurrent use.
+// Watcher keeps a team directory in sync in both directions: it syncs
+// (Client.Sync: the three-way rules) at start, shortly after local
+// changes, at least every Interval, at once when the server's long-poll
+// reports a change, and again with backoff after a failure until the
+// change lands. A permanent failure (no token, no access, the entry
+// limit, another client error) stops syncing until Resume, or, for the
+// entry limit, until a file is deleted. Close stops it, waits for a sync
+// in flight and flushes pending changes. Safe for concurrent use.
 type Watcher struct {
 	cfg    WatcherConfig
 	st     *SyncState
 	log    *slog.Logger
 	notify chan struct{}
+	remote chan struct{} // the server's repo changed
 	done   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
 
 	mu         sync.Mutex
-	suppressed string // the reason pushes stopped, "" when running
+	suppressed string // the reason syncs stopped, "" when running
 	dirty      bool
+	failures   int    // consecutive failed syncs
+	etag       string // the repo checksum after the last sync, for the long-poll
 }
 
-// StartWatcher pulls, creates the team dir, and starts watching it.
-// The initial pull's error is returned with a started watcher when it is
-// not permanent (the server may come back); a permanent one stops here.
+// StartWatcher syncs, creates the team dir, and starts watching it. The
+// initial sync's error is returned with a started watcher when it is not
+// permanent (the server may come back, and the watcher retries); a
+// permanent one stops here.
 func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("teammem: WatcherConfig needs a Client")
 	}
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.LongPoll == 0 {
+		cfg.LongPoll = 25 * time.Second
 	}
 	st := cfg.State
 	if st == nil {
@@ -75,8 +102,8 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{cfg: cfg, st: st, log: log, notify: make(chan struct{}, 1), done: make(chan struct{})}
-	res, pullErr := cfg.Client.Pull(ctx, st)
+	w := &Watcher{cfg: cfg, st: st, log: log, notify: make(chan struct{}, 1), remote: make(chan struct{}, 1), done: make(chan struct{})}
+	res, pullErr := cfg.Client.Sync(ctx, st)
 	w.report(res, pullErr)
 	var se *SyncError
 	if errors.As(pullErr, &se) && se.Permanent() {
@@ -101,8 +128,19 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 	if cfg.Poll > 0 {
 		snapshot = w.scan() // before returning: later writes are changes
 	}
+	w.mu.Lock()
+	w.etag = st.ETag
+	if pullErr != nil {
+		w.dirty = true // retry soon
+		w.failures = 1
+	}
+	w.mu.Unlock()
 	w.wg.Add(1)
 	go w.loop(fw, snapshot)
+	if cfg.LongPoll > 0 {
+		w.wg.Add(1)
+		go w.longPoll()
+	}
 	return w, pullErr
 }
 
@@ -153,22 +191,45 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 		defer t.Stop()
 		poll = t.C
 	}
+	interval := time.NewTicker(w.cfg.Interval)
+	defer interval.Stop()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	pushDone := make(chan struct{}, 1)
-	pushing := false
+	if w.isDirty() {
+		timer.Reset(w.retryDelay())
+	}
+	syncDone := make(chan error, 1)
+	syncing := false
 	changed := func() {
 		w.mu.Lock()
 		w.dirty = true
 		w.mu.Unlock()
 		timer.Reset(w.cfg.Debounce)
 	}
+	start := func() {
+		if syncing {
+			return
+		}
+		w.mu.Lock()
+		suppressed := w.suppressed != ""
+		w.dirty = false
+		w.mu.Unlock()
+		if suppressed {
+			return
+		}
+		syncing = true
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			syncDone <- w.sync(context.Background())
+		}()
+	}
 	for {
 		select {
 		case <-w.done:
-			if pushing {
-				<-pushDone
+			if syncing {
+				<-syncDone
 			}
 			w.flush()
 			return
@@ -203,32 +264,45 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 			}
 		case <-w.notify:
 			changed()
+		case <-w.remote:
+			start() // the server says the repo changed
+		case <-interval.C:
+			start()
 		case <-timer.C:
-			if pushing {
-				timer.Reset(w.cfg.Debounce) // a push is running: try again later
+			if syncing {
+				timer.Reset(w.cfg.Debounce) // a sync is running: try again later
 				continue
 			}
-			w.mu.Lock()
-			run := w.dirty && w.suppressed == ""
-			w.dirty = false
-			w.mu.Unlock()
-			if !run {
-				continue
+			start()
+		case err := <-syncDone:
+			syncing = false
+			if err != nil || w.isDirty() {
+				timer.Reset(w.retryDelay()) // changes wait, or the last try failed
 			}
-			pushing = true
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				w.push(context.Background())
-				pushDone <- struct{}{}
-			}()
-		case <-pushDone:
-			pushing = false
 		}
 	}
 }
 
-// flush pushes pending changes at shutdown.
+// isDirty reports whether local changes (or a failed sync) wait.
+func (w *Watcher) isDirty() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dirty
+}
+
+// retryDelay is the backoff after consecutive failures (the client's
+// base and cap), or the debounce when the last sync worked.
+func (w *Watcher) retryDelay() time.Duration {
+	w.mu.Lock()
+	n := w.failures
+	w.mu.Unlock()
+	if n == 0 {
+		return w.cfg.Debounce
+	}
+	return min(w.cfg.Client.backoff(n, ""), w.cfg.Interval)
+}
+
+// flush syncs pending changes at shutdown.
 func (w *Watcher) flush() {
 	w.mu.Lock()
 	run := w.dirty && w.suppressed == ""
@@ -237,15 +311,22 @@ func (w *Watcher) flush() {
 	if run {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
 		defer cancel()
-		w.push(ctx)
+		_ = w.sync(ctx)
 	}
 }
 
-func (w *Watcher) push(ctx context.Context) {
-	res, err := w.cfg.Client.Push(ctx, w.st)
+// sync runs one Client.Sync and records its outcome: a failure keeps the
+// changes pending (and counts toward the backoff), a permanent one stops
+// the watcher's syncs.
+func (w *Watcher) sync(ctx context.Context) error {
+	res, err := w.cfg.Client.Sync(ctx, w.st)
 	w.report(res, err)
 	var se *SyncError
-	if errors.As(err, &se) && se.Permanent() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.etag = w.st.ETag
+	switch {
+	case errors.As(err, &se) && se.Permanent():
 		reason := se.Code
 		if reason == "" && se.Status != 0 {
 			reason = "http_" + strconv.Itoa(se.Status)
@@ -253,14 +334,64 @@ func (w *Watcher) push(ctx context.Context) {
 		if reason == "" {
 			reason = string(se.Class)
 		}
-		w.mu.Lock()
 		w.suppressed = reason
-		w.mu.Unlock()
-		w.log.Warn("teammem: pushes stopped", "event", "teammem_push_suppressed", "reason", reason)
-	} else if err != nil {
+		w.failures = 0
+		w.log.Warn("teammem: syncing stopped", "event", "teammem_push_suppressed", "reason", reason)
+	case err != nil:
+		w.dirty = true // try again with backoff
+		w.failures++
+		w.log.Warn("teammem: sync failed; retrying", "event", "teammem_sync_retry", "error", err, "failures", w.failures)
+	default:
+		w.failures = 0
+	}
+	return err
+}
+
+// longPoll asks the server to answer when the repo changes and wakes the
+// loop when it does. A server without the long-poll answers at once with
+// a client error; the watcher then relies on Interval.
+func (w *Watcher) longPoll() {
+	defer w.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	failures := 0
+	for ctx.Err() == nil {
 		w.mu.Lock()
-		w.dirty = true // try again on the next change
+		etag := w.etag
 		w.mu.Unlock()
+		asked := time.Now()
+		changed, err := w.cfg.Client.WaitForChange(ctx, etag, w.cfg.LongPoll)
+		switch {
+		case errors.Is(err, ErrLongPollUnsupported):
+			return
+		case err != nil:
+			failures++
+			if sleepCtx(ctx, min(w.cfg.Client.backoff(failures, ""), w.cfg.Interval)) != nil {
+				return
+			}
+			continue
+		}
+		failures = 0
+		if changed {
+			select {
+			case w.remote <- struct{}{}:
+			default:
+			}
+		}
+		if changed || time.Since(asked) < time.Second {
+			// Let the sync catch up (or a busy server breathe) before
+			// asking again.
+			if sleepCtx(ctx, min(time.Second, w.cfg.Interval)) != nil {
+				return
+			}
+		}
 	}
 }
 

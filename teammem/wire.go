@@ -75,6 +75,17 @@ type ErrorDetails struct {
 	ErrorCode       string `json:"error_code"`
 	MaxEntries      int    `json:"max_entries,omitempty"`
 	ReceivedEntries int    `json:"received_entries,omitempty"`
+	// Keys are the keys that cannot coexist (team_memory_key_conflict).
+	Keys []string `json:"keys,omitempty"`
+}
+
+// LimitsView is the body of GET ...&view=limits: the server's limits, so a
+// client sizes its batches and its reply cap to them.
+type LimitsView struct {
+	MaxEntries    int   `json:"maxEntries"`
+	MaxEntryBytes int   `json:"maxEntryBytes"`
+	MaxBodyBytes  int64 `json:"maxBodyBytes"`
+	MaxRepoBytes  int64 `json:"maxRepoBytes"`
 }
 
 // Error codes of the sync protocol.
@@ -89,6 +100,9 @@ const (
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
 	CodeMethodNotAllowed = "method_not_allowed"
+	CodeKeyConflict      = "team_memory_key_conflict"
+	CodeKeyNotNFC        = "team_memory_key_not_nfc"
+	CodeInvalidView      = "team_memory_invalid_view"
 )
 
 // EntryChecksum is "sha256:" + the hex SHA-256 of content's UTF-8 bytes.

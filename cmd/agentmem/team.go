@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teammem/server"
 )
@@ -27,6 +28,10 @@ const (
 	exitNetwork = 4 // the server could not be reached (or timed out)
 	exitServer  = 5 // the server refused or answered something unusable
 	exitLimit   = 6 // the repo's entry limit
+	// exitConflict: the sync finished, but some keys were edited on both
+	// sides; the server's version took each file and the local one was
+	// kept aside (printed).
+	exitConflict = 7
 )
 
 // TokenEnv names the environment variable the team client commands read
@@ -46,7 +51,7 @@ func teamFlags(fs *flag.FlagSet) runner {
 		case "token":
 			return teamToken(e, rest)
 		case "pull", "push", "sync", "watch":
-			return teamClient(e, sub, rest)
+			return teamClient(e, c, sub, rest)
 		case "help", "-h", "--help":
 			teamUsage(e.stdout)
 			return exitOK, nil
@@ -60,13 +65,18 @@ func teamUsage(w io.Writer) {
 
   serve  --addr HOST:PORT --db FILE|URL --tokens FILE [--max-entries N]   run the sync server (SQLite file or postgres:// URL)
   token  --org ORG --repo PATTERN                                      make a token and its token-file entry
-  pull   --server URL --repo OWNER/NAME --dir DIR                      fetch the team's memory into DIR
-  push   --server URL --repo OWNER/NAME --dir DIR                      upload local changes
-  sync   --server URL --repo OWNER/NAME --dir DIR                      pull, then push
-  watch  --server URL --repo OWNER/NAME --dir DIR                      keep DIR in sync until interrupted
+  pull   --server URL [--repo OWNER/NAME] [--dir DIR]                 bring the team's changes into DIR (local edits stay)
+  push   --server URL [--repo OWNER/NAME] [--dir DIR]                 send local changes (and deletions)
+  sync   --server URL [--repo OWNER/NAME] [--dir DIR]                 both, by the three-way rules
+  watch  --server URL [--repo OWNER/NAME] [--dir DIR] [--interval 30s]  keep DIR in sync both ways until interrupted
 
+--repo defaults to the project's git remote (owner/name), --dir to the
+project's team memory directory (<auto memory>/team). Deletions propagate
+unless --keep-deleted. Each (server, repo, dir) keeps its sync state in
+<auto memory>/.team-sync/; when both sides changed a memory, the server's
+version takes the file and yours is kept in <auto memory>/.team-conflicts/.
 The client commands read the token from $AGENTMEM_TEAM_TOKEN.
-Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 6 entry limit.
+Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 6 entry limit, 7 conflicts kept aside.
 `)
 }
 
@@ -184,17 +194,46 @@ func teamServe(e env, args []string) (int, error) {
 	return exitOK, nil
 }
 
-func teamClient(e env, name string, args []string) (int, error) {
+func teamClient(e env, c *common, name string, args []string) (int, error) {
 	fs := subFlags(e, name)
 	serverURL := fs.String("server", "", "the sync server's base URL")
-	repo := fs.String("repo", "", "owner/name")
-	dir := fs.String("dir", "", "the local team directory")
-	propagate := fs.Bool("propagate-deletes", false, "send local deletions and apply the server's")
+	repo := fs.String("repo", "", "owner/name (default: the project's git remote)")
+	dir := fs.String("dir", "", "the local team directory (default: the project's <auto memory>/team)")
+	project := fs.String("project", "", "the project directory (default: the current directory)")
+	configDir := fs.String("config-dir", "", "config home, for the default --dir (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
+	keepDeleted := fs.Bool("keep-deleted", false, "do not propagate deletions in either direction")
+	_ = fs.Bool("propagate-deletes", true, "deletions propagate by default (kept for old scripts)")
+	interval := fs.Duration("interval", teammem.DefaultInterval, "watch: the longest time between two syncs")
+	stateFile := fs.String("state", "", "the sync state file (default <auto memory>/.team-sync/<server+repo>.json)")
 	if ok, code := parseSub(e, fs, name, args); !ok {
 		return code, nil
 	}
-	if *serverURL == "" || *repo == "" || *dir == "" {
-		return exitError, errors.New("--server, --repo and --dir are required")
+	if *serverURL == "" {
+		return exitError, errors.New("--server is required")
+	}
+	if *project != "" {
+		c.project = *project
+	}
+	if *configDir != "" {
+		c.configDir = *configDir
+	}
+	if *repo == "" {
+		root := c.project
+		if root == "" {
+			root = e.cwd
+		}
+		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
+		if err != nil {
+			return exitError, fmt.Errorf("--repo is required: the project has no github.com remote to read it from (%v)", err)
+		}
+		*repo = r
+	}
+	if *dir == "" {
+		r, err := resolve(e, c)
+		if err != nil {
+			return exitError, fmt.Errorf("--dir is required: %v", err)
+		}
+		*dir = memdir.TeamDir(r.path.Dir)
 	}
 	token := e.getenv(TokenEnv)
 	if token == "" {
@@ -205,7 +244,11 @@ func teamClient(e env, name string, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token, Fs: e.fs, TeamDir: abs, PropagateDeletes: *propagate})
+	if *stateFile == "" {
+		*stateFile = teammem.StatePath(abs, *serverURL, *repo)
+	}
+	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token, Fs: e.fs, TeamDir: abs,
+		KeepDeleted: *keepDeleted, StateFile: *stateFile})
 	if err != nil {
 		return exitError, err
 	}
@@ -213,27 +256,31 @@ func teamClient(e env, name string, args []string) (int, error) {
 	defer stop()
 	var st teammem.SyncState
 	if name == "watch" {
-		w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, State: &st,
-			OnSync: func(r teammem.Result, err error) { printResult(e, r, err) }})
+		if *interval <= 0 {
+			return exitError, errors.New("--interval must be positive")
+		}
+		w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, State: &st, Interval: *interval,
+			OnSync: func(r teammem.Result, err error) {
+				printResult(e, r, err)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", err)
+				}
+			}})
 		if err != nil && w == nil {
 			return classExit(e, name, err), nil
 		}
-		fmt.Fprintf(e.stdout, "watching %s (Ctrl-C to stop)\n", abs)
+		fmt.Fprintf(e.stdout, "watching %s for %s (every %s; Ctrl-C to stop)\n", abs, *repo, *interval)
 		<-ctx.Done()
-		return exitOK, w.Close()
+		err = w.Close()
+		fmt.Fprintln(e.stdout, "stopped")
+		return exitOK, err
 	}
 	var res teammem.Result
 	switch name {
 	case "pull":
 		res, err = client.Pull(ctx, &st)
 	case "push":
-		// Learn what the server holds (without writing here), so only the
-		// delta travels.
-		if res, err = client.Hashes(ctx, &st); err == nil {
-			var pushed teammem.Result
-			pushed, err = client.Push(ctx, &st)
-			res.Add(pushed)
-		}
+		res, err = client.Push(ctx, &st)
 	case "sync":
 		res, err = client.Sync(ctx, &st)
 	}
@@ -241,10 +288,16 @@ func teamClient(e env, name string, args []string) (int, error) {
 	if err != nil {
 		return classExit(e, name, err), nil
 	}
+	if len(res.Conflicts) > 0 {
+		return exitConflict, nil
+	}
 	return exitOK, nil
 }
 
 func printResult(e env, r teammem.Result, err error) {
+	if r.StateError != nil {
+		fmt.Fprintf(e.stderr, "warning: %v\n", r.StateError)
+	}
 	for _, k := range r.Written {
 		fmt.Fprintln(e.stdout, "wrote   "+k)
 	}
@@ -257,6 +310,9 @@ func printResult(e env, r teammem.Result, err error) {
 	for _, k := range r.SoftDeleted {
 		fmt.Fprintln(e.stdout, "removed "+k+" on the server")
 	}
+	for _, cf := range r.Conflicts {
+		fmt.Fprintf(e.stdout, "conflict %s: took the server's version; yours is kept at %s\n", cf.Key, cf.SavedAs)
+	}
 	for _, s := range r.Skipped {
 		why := s.Reason
 		if s.Label != "" {
@@ -264,7 +320,7 @@ func printResult(e env, r teammem.Result, err error) {
 		}
 		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", s.Key, why)
 	}
-	if err == nil {
+	if err == nil && (r.Requests > 0 || len(r.Written)+len(r.Uploaded) > 0) {
 		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", r.Requests, r.BytesSent)
 	}
 }

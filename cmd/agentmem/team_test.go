@@ -129,7 +129,7 @@ func TestTeamCommands(t *testing.T) {
 		{nil, []string{"team", "pull", "--server", url, "--repo", "acme/shop", "--dir", b}, exitAuth},
 		{[]string{"AGENTMEM_TEAM_TOKEN=amt_bad"}, []string{"team", "pull", "--server", url, "--repo", "acme/shop", "--dir", b}, exitAuth},
 		{withToken, []string{"team", "pull", "--server", url, "--repo", "globex/web", "--dir", b}, exitAuth},
-		{withToken, []string{"team", "pull", "--server", url, "--repo", "acme/shop"}, exitError},
+		{withToken, []string{"team", "pull", "--repo", "acme/shop", "--dir", b}, exitError},
 		{withToken, []string{"team", "bogus"}, exitError},
 		{nil, []string{"team", "serve", "--addr", "127.0.0.1:0"}, exitError},
 	} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Config configures the sync handler. Store is required.
@@ -32,6 +33,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// MaxWaiters bounds the long-polls waiting at once (default 1,000);
+	// past it a long-poll is answered at once.
+	MaxWaiters int
+	// PollEvery is how often a waiting long-poll re-reads the store, so
+	// writes through another server on the same database are seen
+	// (default 1 s); writes through this server wake it at once.
+	PollEvery time.Duration
 }
 
 // DefaultMaxEntries is the default entry limit of one repo.
@@ -39,9 +47,10 @@ const DefaultMaxEntries = 2000
 
 // Handler serves the team memory sync protocol.
 type Handler struct {
-	cfg    Config
-	grants map[string]TokenGrant // by token hash
-	log    *slog.Logger
+	cfg     Config
+	grants  map[string]TokenGrant // by token hash
+	log     *slog.Logger
+	changes *changeFeed
 }
 
 // NewHandler returns the sync handler.
@@ -67,7 +76,13 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = 1000
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = time.Second
+	}
+	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -146,7 +161,23 @@ func (h *Handler) authenticate(r *http.Request) (TokenGrant, bool) {
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, repo Repo) {
-	hashes := r.URL.Query().Get("view") == "hashes"
+	view := r.URL.Query().Get("view")
+	switch view {
+	case "", "hashes":
+	case "limits":
+		writeJSON(w, http.StatusOK, teammem.LimitsView{MaxEntries: h.cfg.MaxEntries, MaxEntryBytes: h.cfg.MaxEntryBytes,
+			MaxBodyBytes: h.cfg.MaxBodyBytes, MaxRepoBytes: h.maxRepoBytes()})
+		return
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidView, "unknown view (want hashes or limits)")
+		return
+	}
+	hashes := view == "hashes"
+	if hashes && r.URL.Query().Has("wait") {
+		if !h.waitForChange(w, r, repo) {
+			return
+		}
+	}
 	snap, err := h.cfg.Store.Get(r.Context(), repo, !hashes)
 	if errors.Is(err, ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found_error", "team_memory_not_found", "no team memory for this repo yet")
@@ -197,6 +228,10 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo) {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidKey, "an entry key is not a valid team memory key; nothing was written")
 			return
 		}
+		if !norm.NFC.IsNormalString(k) {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeKeyNotNFC, "an entry key is not in Unicode NFC form; send keys in NFC; nothing was written")
+			return
+		}
 		if len(v) > h.cfg.MaxEntryBytes {
 			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", teammem.CodeEntryTooLarge,
 				"an entry is over "+strconv.Itoa(h.cfg.MaxEntryBytes)+" bytes; nothing was written")
@@ -214,9 +249,16 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo) {
 		MaxEntries: h.cfg.MaxEntries, Now: h.cfg.Now(),
 	})
 	var tooMany *TooManyEntriesError
+	var conflict *KeyConflictError
 	switch {
 	case errors.Is(err, ErrPreconditionFailed):
 		writeError(w, http.StatusPreconditionFailed, "conflict_error", teammem.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
+		return
+	case errors.As(err, &conflict):
+		writeJSON(w, http.StatusBadRequest, teammem.ErrorBody{Error: teammem.ErrorInfo{
+			Type: "invalid_request_error", Message: "two keys could not both exist as files on a disk (one is a folder of the other, or they differ only in case or Unicode form); nothing was written",
+			Details: teammem.ErrorDetails{ErrorCode: teammem.CodeKeyConflict, Keys: conflict.Keys},
+		}})
 		return
 	case errors.As(err, &tooMany):
 		writeJSON(w, http.StatusRequestEntityTooLarge, teammem.ErrorBody{Error: teammem.ErrorInfo{
@@ -228,6 +270,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo) {
 		h.internal(w, err)
 		return
 	}
+	h.changes.notify(repo)
 	w.Header().Set("ETag", `"`+snap.Checksum+`"`)
 	writeJSON(w, http.StatusOK, teammem.PutResult{Checksum: snap.Checksum, LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Version: snap.Version})
 }

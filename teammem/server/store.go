@@ -1,9 +1,13 @@
 package server
 
 import (
+	"sort"
+	"strings"
+
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/text/unicode/norm"
 	"maps"
 	"sync"
 	"time"
@@ -110,6 +114,9 @@ func apply(cur Snapshot, exists bool, req PutRequest) (Snapshot, error) {
 		next.Checksums[k] = teammem.EntryChecksum(v)
 		delete(next.Tombstones, k)
 	}
+	if keys := keyConflicts(next.Checksums, req.Entries); keys != nil {
+		return Snapshot{}, &KeyConflictError{Keys: keys}
+	}
 	if req.MaxEntries > 0 && len(next.Checksums) > req.MaxEntries {
 		return Snapshot{}, &TooManyEntriesError{Max: req.MaxEntries, Received: len(next.Checksums)}
 	}
@@ -164,3 +171,65 @@ func (s *MemoryStore) Put(_ context.Context, repo Repo, req PutRequest) (Snapsho
 
 // Close implements Store.
 func (s *MemoryStore) Close() error { return nil }
+
+// KeyConflictError reports a write that would leave keys that cannot all
+// exist as files on a disk: one is a folder of another ("a.md" and
+// "a.md/x.md"), or two differ only in case or Unicode form.
+type KeyConflictError struct{ Keys []string }
+
+func (e *KeyConflictError) Error() string {
+	return "server: keys that cannot coexist on a filesystem: " + strings.Join(e.Keys, ", ")
+}
+
+// keyConflicts returns the pairs of keys, at least one of them in added,
+// that cannot coexist among live keys, sorted.
+func keyConflicts(live map[string]string, added map[string]string) []string {
+	if len(added) == 0 {
+		return nil
+	}
+	dirs := map[string]string{}   // every folder of a live key → one key below it
+	folded := map[string]string{} // case- and NFC-folded key → key
+	found := map[string]bool{}
+	for k := range live {
+		for i := strings.IndexByte(k, '/'); i >= 0; i = next(k, i) {
+			dirs[k[:i]] = k
+		}
+		f := strings.ToLower(norm.NFC.String(k))
+		if other, ok := folded[f]; ok && other != k {
+			_, a := added[k]
+			_, b := added[other]
+			if a || b {
+				found[k], found[other] = true, true
+			}
+		}
+		folded[f] = k
+	}
+	for k := range added {
+		if below, ok := dirs[k]; ok {
+			found[k], found[below] = true, true
+		}
+		for i := strings.IndexByte(k, '/'); i >= 0; i = next(k, i) {
+			if _, ok := live[k[:i]]; ok {
+				found[k], found[k[:i]] = true, true
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(found))
+	for k := range found {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// next returns the index of the next '/' in k after i, or -1.
+func next(k string, i int) int {
+	j := strings.IndexByte(k[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}

@@ -1,0 +1,96 @@
+package teammem
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/spf13/afero"
+)
+
+// StateDirName is the folder, beside the team directory, that holds sync
+// state files.
+const StateDirName = ".team-sync"
+
+// ErrCorruptState reports a state file that could not be read; the run
+// that met it went on without a base.
+var ErrCorruptState = errors.New("teammem: the sync state file is unreadable; syncing without a base (nothing is deleted this run)")
+
+// StatePath returns where the sync state of (server, repo) for teamDir is
+// kept: <memory dir>/.team-sync/<hash of server and repo>.json, beside the
+// team directory and outside what is synced.
+func StatePath(teamDir, baseURL, repo string) string {
+	sum := sha256.Sum256([]byte(baseURL + "\n" + repo + "\n" + filepath.Clean(teamDir)))
+	return filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName, hex.EncodeToString(sum[:8])+".json")
+}
+
+// stateFile is the JSON form of a SyncState on disk.
+type stateFile struct {
+	Format           int               `json:"format"`
+	Server           string            `json:"server"`
+	Repo             string            `json:"repo"`
+	Saved            time.Time         `json:"saved"`
+	Base             map[string]string `json:"base"`
+	ETag             string            `json:"etag,omitempty"`
+	ServerChecksums  map[string]string `json:"serverChecksums,omitempty"`
+	Tombstones       map[string]int64  `json:"tombstones,omitempty"`
+	MaxEntries       int               `json:"maxEntries,omitempty"`
+	ServerHasContent bool              `json:"serverHasContent,omitempty"`
+}
+
+// loadState fills an empty st from the state file, once. A missing file is
+// a fresh start; an unreadable one too, reported in res.StateError.
+func (c *Client) loadState(st *SyncState, res *Result) {
+	if c.cfg.StateFile == "" || st.loaded || st.Base != nil || st.ETag != "" {
+		st.loaded = true
+		return
+	}
+	st.loaded = true
+	data, err := afero.ReadFile(c.cfg.Fs, c.cfg.StateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var f stateFile
+	if err == nil {
+		err = json.Unmarshal(data, &f)
+	}
+	if err == nil && (f.Format != 1 || f.Server != c.cfg.BaseURL || f.Repo != c.cfg.Repo) {
+		err = errors.New("it belongs to another server or repo")
+	}
+	if err != nil {
+		res.StateError = fmt.Errorf("%w: %v", ErrCorruptState, err)
+		c.log.Warn("teammem: sync state unreadable; no base this run", "event", "teammem_state_unreadable", "error", err)
+		return
+	}
+	st.Base, st.ETag, st.ServerChecksums, st.Tombstones = f.Base, f.ETag, f.ServerChecksums, f.Tombstones
+	st.MaxEntries, st.ServerHasContent = f.MaxEntries, f.ServerHasContent
+}
+
+// saveState writes st to the state file atomically (temp file, fsync,
+// rename), so a crash leaves the old state or the new one.
+func (c *Client) saveState(st *SyncState) error {
+	if c.cfg.StateFile == "" {
+		return nil
+	}
+	data, err := json.Marshal(stateFile{Format: 1, Server: c.cfg.BaseURL, Repo: c.cfg.Repo, Saved: c.now().UTC(),
+		Base: st.Base, ETag: st.ETag, ServerChecksums: st.ServerChecksums, Tombstones: st.Tombstones,
+		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent})
+	if err != nil {
+		return err
+	}
+	if err := c.cfg.Fs.MkdirAll(filepath.Dir(c.cfg.StateFile), 0o755); err != nil {
+		return fmt.Errorf("teammem: save the sync state: %w", err)
+	}
+	if err := atomicfile.WriteFile(c.cfg.Fs, c.cfg.StateFile, data, 0o600); err != nil {
+		return fmt.Errorf("teammem: save the sync state: %w", err)
+	}
+	return nil
+}
+
+func (c *Client) now() time.Time { return c.cfg.Now() }
