@@ -85,6 +85,11 @@ type ClientConfig struct {
 	StateFile string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// MaxReplyBytes bounds a reply until the server's limits are known
+	// (default DefaultReplyCap). A reply that reaches it makes the client
+	// ask the server's limits view once and raise the bound to what the
+	// server can hold, so any repo the server accepts can be pulled.
+	MaxReplyBytes int64
 	// Scanner checks pushed files for secrets (default NewScanner()).
 	Scanner *Scanner
 	Logger  *slog.Logger
@@ -308,7 +313,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
 	c := &Client{cfg: cfg, endpoint: endpoint, log: log, gate: gate, defaultHTTP: defaultHTTP}
-	c.replyCap.Store(DefaultReplyCap)
+	if cfg.MaxReplyBytes <= 0 {
+		cfg.MaxReplyBytes = DefaultReplyCap
+	}
+	c.cfg.MaxReplyBytes = cfg.MaxReplyBytes
+	c.replyCap.Store(cfg.MaxReplyBytes)
 	if c.aside, err = memdir.NewWriteGate(cfg.Fs, []string{c.conflictsDir()}, memdir.GateOptions{TeamDirs: []string{}}); err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
@@ -694,7 +703,7 @@ func (c *Client) learnLimits(ctx context.Context, res *Result) bool {
 			return
 		}
 		need := 2*lv.MaxRepoBytes + int64(lv.MaxEntries)*256 + 1<<20
-		c.replyCap.Store(max(need, DefaultReplyCap))
+		c.replyCap.Store(max(need, c.cfg.MaxReplyBytes))
 	})
 	return c.replyCap.Load() > before
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -477,4 +478,22 @@ func TestPullSkipsWhatItCannotWrite(t *testing.T) {
 	assert.Equal(t, map[string]string{"fd.md/child.md": "write_failed", "leak.md": "secret"}, reasons)
 	_, err = os.Stat(filepath.Join(dir, "leak.md"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestReplyCapFollowsServerLimits: a repo larger than the client's initial
+// reply cap is pulled after the client learns the server's limits.
+func TestReplyCapFollowsServerLimits(t *testing.T) {
+	e := startServer(t, 100)
+	src := t.TempDir()
+	big := map[string]string{}
+	for i := range 20 {
+		big[fmt.Sprintf("n%02d.md", i)] = strings.Repeat("memory text ", 500)
+	}
+	writeFiles(t, src, big)
+	_, err := newClient(t, e, src, nil).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	dst := t.TempDir()
+	res, err := newClient(t, e, dst, func(c *teammem.ClientConfig) { c.MaxReplyBytes = 4 << 10 }).Pull(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err, "a 120 KB repo through a 4 KiB initial cap")
+	assert.Len(t, res.Written, 20)
 }

@@ -3,8 +3,13 @@ package teammem_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,4 +105,85 @@ func TestWatcherPermanentFailureAtStart(t *testing.T) {
 	assert.Equal(t, teammem.ClassAuth, se.Class)
 	_, err = teammem.StartWatcher(context.Background(), teammem.WatcherConfig{})
 	assert.Error(t, err)
+}
+
+// TestWatcherBringsInTeammatesChanges: with no local change at all, a
+// teammate's write reaches the watched directory, through the interval
+// and through the server's long-poll.
+func TestWatcherBringsInTeammatesChanges(t *testing.T) {
+	for name, cfg := range map[string]teammem.WatcherConfig{
+		"interval":  {Interval: 100 * time.Millisecond, LongPoll: -1},
+		"long-poll": {Interval: time.Hour, LongPoll: 5 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := startServer(t, 100)
+			mate := t.TempDir()
+			cm := newClient(t, e, mate, nil)
+			var sm teammem.SyncState
+			writeFiles(t, mate, map[string]string{"first.md": "1"})
+			_, err := cm.Sync(context.Background(), &sm)
+			require.NoError(t, err)
+
+			dir := filepath.Join(t.TempDir(), "memory", "team")
+			cfg.Client = newClient(t, e, dir, nil)
+			cfg.Debounce = 50 * time.Millisecond
+			w, err := teammem.StartWatcher(context.Background(), cfg)
+			require.NoError(t, err)
+			defer w.Close()
+			time.Sleep(300 * time.Millisecond) // the long-poll is waiting now
+
+			writeFiles(t, mate, map[string]string{"second.md": "2", "first.md": "1, edited"})
+			_, err = cm.Sync(context.Background(), &sm)
+			require.NoError(t, err)
+			assert.Eventually(t, func() bool {
+				b, err := os.ReadFile(filepath.Join(dir, "second.md"))
+				return err == nil && string(b) == "2"
+			}, 5*time.Second, 20*time.Millisecond)
+			assert.Eventually(t, func() bool { return readFile(t, filepath.Join(dir, "first.md")) == "1, edited" }, 5*time.Second, 20*time.Millisecond)
+
+			// A teammate's deletion arrives too.
+			require.NoError(t, os.Remove(filepath.Join(mate, "second.md")))
+			_, err = cm.Sync(context.Background(), &sm)
+			require.NoError(t, err)
+			assert.Eventually(t, func() bool {
+				_, err := os.Stat(filepath.Join(dir, "second.md"))
+				return os.IsNotExist(err)
+			}, 5*time.Second, 20*time.Millisecond)
+		})
+	}
+}
+
+// TestWatcherRetriesUntilTheChangeLands: a change made while the server
+// is down is pushed when it comes back, with no further local change.
+func TestWatcherRetriesUntilTheChangeLands(t *testing.T) {
+	e := startServer(t, 100)
+	var down atomic.Bool
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		u, _ := url.Parse(e.url)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	defer gate.Close()
+	dir := filepath.Join(t.TempDir(), "memory", "team")
+	c := newClient(t, syncEnv{url: gate.URL, token: e.token, store: e.store}, dir, func(cfg *teammem.ClientConfig) {
+		cfg.Sleep = func(context.Context, time.Duration) error { return nil }
+		cfg.BaseDelay, cfg.MaxDelay = 10*time.Millisecond, 50*time.Millisecond
+	})
+	var failures atomic.Int32
+	w, err := teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Debounce: 20 * time.Millisecond, Interval: time.Hour, LongPoll: -1,
+		OnSync: func(_ teammem.Result, err error) {
+			if err != nil {
+				failures.Add(1)
+			}
+		}})
+	require.NoError(t, err)
+	defer w.Close()
+	down.Store(true)
+	writeFiles(t, dir, map[string]string{"outage.md": "written during the outage"})
+	assert.Eventually(t, func() bool { return failures.Load() >= 2 }, 5*time.Second, 10*time.Millisecond, "the watcher keeps trying")
+	down.Store(false)
+	assert.Eventually(t, func() bool { return serverEntries(t, e)["outage.md"] == "written during the outage" }, 5*time.Second, 20*time.Millisecond)
 }
