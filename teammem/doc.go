@@ -20,31 +20,45 @@
 //     github.com/agentmem/agentmem/rootfs.
 //   - Sync with a server (package teammem/server is the reference one):
 //     Client with Pull, Push, Sync and Hashes over a caller-owned
-//     SyncState, Result (written, uploaded, skipped with reasons,
-//     requests, bytes), SyncError with an ErrorClass, and Watcher (pull,
-//     then push shortly after local changes; Notify, Suppressed, Resume,
-//     Close). The wire format is in wire.go (EntryChecksum,
-//     RepoChecksum, the JSON bodies).
+//     SyncState (three-way base; StatePath, ClientConfig.StateFile),
+//     Result (written, deleted, uploaded, conflicts, skipped with
+//     reasons, requests, bytes), SyncError with an ErrorClass,
+//     WaitForChange (the long-poll), and Watcher (syncs both ways;
+//     Notify, Suppressed, Resume, Close). The wire format is in wire.go
+//     (EntryChecksum, RepoChecksum, the JSON bodies, LimitsView).
 //
 // # Sync semantics
 //
-// Pull: the server wins per key; each key passes ValidateTeamMemKey;
-// entries over MaxEntryBytes, entries holding a secret and keys the local
-// filesystem cannot hold (Skip reason "write_failed") are skipped and
-// reported while the rest are written; a file is written (atomically,
-// through memdir's WriteGate) only when its content differs, and
-// local-only files are untouched.
-// Push: regular .md and .txt files not starting with "." are read, those
-// over MaxEntryBytes skipped by size and those holding a secret skipped
-// (the first rule found is reported, never the value); only keys whose
-// checksum differs from the server's known one are sent, sorted and
-// packed into PUT bodies of at most MaxPutBodyBytes. A 412 is resolved by
-// reading the hashes view and sending the delta again (local content
-// wins for the same key; at most two times); a 413 teaches the entry
-// limit and later pushes send only the first keys. Network errors,
-// timeouts, 429 and 5xx are retried up to three times with capped
-// exponential backoff, jitter and Retry-After; 401 and 403 never. A local
-// deletion propagates only with ClientConfig.PropagateDeletes.
+// Pull, Push, Sync and the Watcher all decide each key three ways: the
+// local file, the server's entry and the base (the checksum both sides
+// last agreed on, kept in SyncState and, with ClientConfig.StateFile, on
+// disk beside the team directory). See SyncState for the rules: a change
+// on one side goes to the other, deletions of unchanged copies propagate
+// (unless KeepDeleted), an edit beats a deletion, and when both sides
+// edited a key the server's version takes the file while the local one
+// is kept under ConflictsDirName and reported in Result.Conflicts. Pull
+// never overwrites a local edit; Push never overwrites a teammate's edit.
+// Without a base nothing is deleted.
+//
+// Each key passes ValidateTeamMemKey before it is written; entries over
+// MaxEntryBytes, entries holding a secret and keys the local filesystem
+// cannot hold (Skip reason "write_failed") are skipped and reported while
+// the rest are written, through memdir's WriteGate. Push reads regular
+// .md and .txt files not starting with "." (skipping those over
+// MaxEntryBytes and those holding a secret), packs the changes sorted by
+// key into PUT bodies of at most MaxPutBodyBytes, each conditional on the
+// server state the decision was made from; a 412 starts the round again
+// (at most ConflictRetries times); a 413 teaches the entry limit and
+// later pushes leave out new keys beyond it. Network errors, timeouts,
+// 429 and 5xx are retried up to three times with capped exponential
+// backoff, jitter and Retry-After; 401 and 403 never. A reply that
+// reaches MaxReplyBytes makes the client ask the server's limits view
+// once and raise the cap to what the server can hold.
+//
+// The Watcher syncs at start, after local changes (debounced), at least
+// every Interval, at once when the server's long-poll (WaitForChange)
+// reports a change, and again with backoff after a failure until the
+// change lands; Close flushes.
 //
 // # Errors
 //

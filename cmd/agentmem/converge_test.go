@@ -323,3 +323,101 @@ func TestWatchersConverge(t *testing.T) {
 	assert.Equal(t, want, got, "every directory ends with every last write")
 	t.Logf("%d churn operations over %d s: %d memories, %d deleted, all three directories equal the server", ops, seconds, len(got), len(deleted))
 }
+
+// runIn runs the binary in dir with env.
+func runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestTeamSessionFromTheREADME follows the README's two-teammate session:
+// each works in a clone with a github.com remote and passes only --server;
+// --repo and --dir come from the project.
+func TestTeamSessionFromTheREADME(t *testing.T) {
+	root := t.TempDir()
+	token, tokens := makeToken(t, root)
+	srv := &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}
+	srv.start()
+	t.Cleanup(srv.kill)
+	url := "http://" + srv.addr
+	clone := func(who string) (string, []string) {
+		project := filepath.Join(root, who, "src", "shop")
+		require.NoError(t, os.MkdirAll(filepath.Join(project, ".git"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(project, ".git", "config"), []byte("[remote \"origin\"]\n\turl = git@github.com:acme/shop.git\n"), 0o644))
+		home := filepath.Join(root, who, "home")
+		return project, []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "AGENTMEM_TEAM_TOKEN=" + token}
+	}
+	teamDir := func(project string, env []string) string {
+		out, _, code := runIn(t, project, env, "path")
+		require.Equal(t, 0, code)
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "team" {
+				return f[1]
+			}
+		}
+		t.Fatalf("no team line in %q", out)
+		return ""
+	}
+	ana, anaEnv := clone("ana")
+	ben, benEnv := clone("ben")
+	anaTeam, benTeam := teamDir(ana, anaEnv), teamDir(ben, benEnv)
+	require.NotEqual(t, anaTeam, benTeam)
+
+	require.NoError(t, os.MkdirAll(anaTeam, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(anaTeam, "deploy.md"), []byte("Deploys happen on Tuesdays."), 0o644))
+	out, errOut, code := runIn(t, ana, anaEnv, "team", "sync", "--server", url)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "pushed  deploy.md")
+
+	out, errOut, code = runIn(t, ben, benEnv, "team", "sync", "--server", url)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "wrote   deploy.md")
+	require.NoError(t, os.WriteFile(filepath.Join(benTeam, "testing.md"), []byte("Integration tests use the real Postgres."), 0o644))
+	out, _, code = runIn(t, ben, benEnv, "team", "sync", "--server", url)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "pushed  testing.md")
+	out, _, _ = runIn(t, ana, anaEnv, "team", "pull", "--server", url)
+	assert.Contains(t, out, "wrote   testing.md")
+
+	require.NoError(t, os.Remove(filepath.Join(benTeam, "testing.md")))
+	out, _, code = runIn(t, ben, benEnv, "team", "sync", "--server", url)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "removed testing.md on the server")
+	for range 2 { // Ana's next syncs delete her copy; none brings it back
+		_, _, code = runIn(t, ana, anaEnv, "team", "sync", "--server", url)
+		require.Equal(t, 0, code)
+		_, err := os.Stat(filepath.Join(anaTeam, "testing.md"))
+		assert.True(t, os.IsNotExist(err))
+	}
+	_, _, code = runIn(t, ben, benEnv, "team", "sync", "--server", url)
+	require.Equal(t, 0, code)
+	_, err := os.Stat(filepath.Join(benTeam, "testing.md"))
+	assert.True(t, os.IsNotExist(err), "a deleted memory does not come back")
+
+	// Both edit deploy.md: exit 7, the other edit kept aside.
+	require.NoError(t, os.WriteFile(filepath.Join(anaTeam, "deploy.md"), []byte("Deploys happen on Wednesdays."), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(benTeam, "deploy.md"), []byte("Deploys happen on Thursdays."), 0o644))
+	_, _, code = runIn(t, ana, anaEnv, "team", "sync", "--server", url)
+	require.Equal(t, 0, code)
+	out, _, code = runIn(t, ben, benEnv, "team", "sync", "--server", url)
+	assert.Equal(t, exitConflict, code)
+	assert.Contains(t, out, "conflict deploy.md: took the server's version; yours is kept at ")
+	kept, err := filepath.Glob(filepath.Join(filepath.Dir(filepath.Clean(benTeam)), teammem.ConflictsDirName, "deploy.md.*.md"))
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	data, err := os.ReadFile(kept[0])
+	require.NoError(t, err)
+	assert.Equal(t, "Deploys happen on Thursdays.", string(data))
+}
