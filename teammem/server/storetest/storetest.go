@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +90,169 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		first := put(t, s, server.PutRequest{Entries: map[string]string{"a.md": "x"}})
 		again := put(t, s, server.PutRequest{IfMatch: first.Checksum, Entries: map[string]string{"a.md": "x"}})
 		assert.Equal(t, first.Checksum, again.Checksum)
-		assert.Equal(t, first.Version+1, again.Version)
+		assert.Equal(t, first.Version, again.Version, "a write that changes nothing records nothing")
+	})
+
+	t.Run("an empty put creates nothing", func(t *testing.T) {
+		s := newStore(t)
+		snap, err := s.Put(ctx, repo, server.PutRequest{Now: t0})
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), snap.Version)
+		assert.Equal(t, teammem.RepoChecksum(nil), snap.Checksum)
+		_, err = s.Get(ctx, repo, false)
+		assert.ErrorIs(t, err, server.ErrNotFound)
+		_, err = s.Put(ctx, repo, server.PutRequest{Deletes: []string{"nothing.md"}, Now: t0})
+		require.NoError(t, err)
+		_, err = s.Head(ctx, repo)
+		assert.ErrorIs(t, err, server.ErrNotFound)
+	})
+
+	t.Run("head and stream", func(t *testing.T) {
+		s := newStore(t)
+		put(t, s, server.PutRequest{Entries: map[string]string{"b.md": "2", "a.md": "1", "c.md": "3"}})
+		snap := put(t, s, server.PutRequest{Deletes: []string{"c.md"}})
+		head, err := s.Head(ctx, repo)
+		require.NoError(t, err)
+		assert.Equal(t, snap.Version, head.Version)
+		assert.Equal(t, snap.Checksum, head.Checksum)
+		var order []string
+		var seenHead server.Snapshot
+		streamed, err := s.Stream(ctx, repo, func(h server.Snapshot) error { seenHead = h; return nil }, func(k, v string) error {
+			order = append(order, k+"="+v)
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, snap.Checksum, seenHead.Checksum)
+		assert.Equal(t, []string{"a.md=1", "b.md=2"}, order, "key order")
+		assert.Equal(t, snap.Checksums, streamed.Checksums)
+		assert.Contains(t, streamed.Tombstones, "c.md")
+		stop := errors.New("stop")
+		_, err = s.Stream(ctx, repo, func(server.Snapshot) error { return nil }, func(string, string) error { return stop })
+		assert.ErrorIs(t, err, stop)
+		_, err = s.Stream(ctx, server.Repo{Tenant: "acme", Name: "acme/none"}, func(server.Snapshot) error { return nil }, func(string, string) error { return nil })
+		assert.ErrorIs(t, err, server.ErrNotFound)
+	})
+
+	t.Run("history, revisions and the log", func(t *testing.T) {
+		s := newStore(t)
+		put(t, s, server.PutRequest{Entries: map[string]string{"deploy.md": "Tuesdays"}, Author: "alice", Now: t0})
+		put(t, s, server.PutRequest{Entries: map[string]string{"deploy.md": "Fridays!", "other.md": "x"}, Author: "bob", Now: t0.Add(time.Hour)})
+		put(t, s, server.PutRequest{Deletes: []string{"deploy.md"}, Author: "carol", Now: t0.Add(2 * time.Hour)})
+		revs, err := s.History(ctx, repo, "deploy.md", 10)
+		require.NoError(t, err)
+		require.Len(t, revs, 3)
+		assert.Equal(t, []int64{3, 2, 1}, []int64{revs[0].Version, revs[1].Version, revs[2].Version}, "newest first")
+		assert.Equal(t, []string{"carol", "bob", "alice"}, []string{revs[0].Author, revs[1].Author, revs[2].Author})
+		assert.True(t, revs[0].Deleted)
+		assert.Empty(t, revs[0].Checksum)
+		assert.Equal(t, teammem.EntryChecksum("Tuesdays"), revs[2].Checksum)
+		assert.True(t, revs[1].Time.Equal(t0.Add(time.Hour)))
+		assert.Empty(t, revs[1].Content, "History lists, Revision reads")
+		old, err := s.Revision(ctx, repo, "deploy.md", 1)
+		require.NoError(t, err)
+		assert.Equal(t, "Tuesdays", old.Content)
+		assert.Equal(t, "alice", old.Author)
+		_, err = s.Revision(ctx, repo, "deploy.md", 99)
+		assert.ErrorIs(t, err, server.ErrNoRevision)
+		limited, err := s.History(ctx, repo, "deploy.md", 1)
+		require.NoError(t, err)
+		assert.Len(t, limited, 1)
+
+		log, err := s.Log(ctx, repo, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, log, 3)
+		assert.Equal(t, server.Change{Version: 2, Time: log[1].Time, Author: "bob", Keys: []string{"deploy.md", "other.md"}}, log[1])
+		assert.True(t, log[1].Time.Equal(t0.Add(time.Hour)))
+		since, err := s.Log(ctx, repo, 2, 10)
+		require.NoError(t, err)
+		require.Len(t, since, 1)
+		assert.Equal(t, int64(3), since[0].Version)
+
+		// A restore is an ordinary conditional put of the old content.
+		head, err := s.Head(ctx, repo)
+		require.NoError(t, err)
+		restored, err := s.Put(ctx, repo, server.PutRequest{IfMatch: head.Checksum, Entries: map[string]string{"deploy.md": old.Content}, Author: "alice", Now: t0.Add(3 * time.Hour)})
+		require.NoError(t, err)
+		got, err := s.Get(ctx, repo, true)
+		require.NoError(t, err)
+		assert.Equal(t, "Tuesdays", got.Entries["deploy.md"])
+		assert.Equal(t, restored.Checksum, got.Checksum)
+	})
+
+	t.Run("retention", func(t *testing.T) {
+		s := newStore(t)
+		r := server.Retention{HistoryKeep: 2, TombstoneAge: 24 * time.Hour, MaxTombstones: 2}
+		for i := range 4 {
+			put(t, s, server.PutRequest{Entries: map[string]string{"a.md": fmt.Sprint(i)}, Retention: r, Now: t0.Add(time.Duration(i) * time.Minute)})
+		}
+		revs, err := s.History(ctx, repo, "a.md", 10)
+		require.NoError(t, err)
+		assert.Len(t, revs, 2, "the newest HistoryKeep revisions")
+		put(t, s, server.PutRequest{Entries: map[string]string{"x.md": "1", "y.md": "2", "z.md": "3"}, Retention: r})
+		put(t, s, server.PutRequest{Deletes: []string{"x.md"}, Retention: r, Now: t0.Add(time.Hour)})
+		put(t, s, server.PutRequest{Deletes: []string{"y.md"}, Retention: r, Now: t0.Add(2 * time.Hour)})
+		snap := put(t, s, server.PutRequest{Deletes: []string{"z.md"}, Retention: r, Now: t0.Add(3 * time.Hour)})
+		assert.Equal(t, []string{"y.md", "z.md"}, sortedKeys(snap.Tombstones), "at most MaxTombstones, the newest")
+		snap = put(t, s, server.PutRequest{Entries: map[string]string{"later.md": "1"}, Retention: r, Now: t0.Add(48 * time.Hour)})
+		assert.Empty(t, snap.Tombstones, "tombstones past their age are compacted")
+		got, err := s.Get(ctx, repo, false)
+		require.NoError(t, err)
+		assert.Empty(t, got.Tombstones)
+	})
+
+	t.Run("repo limit", func(t *testing.T) {
+		s := newStore(t)
+		for i := range 2 {
+			_, err := s.Put(ctx, server.Repo{Tenant: "acme", Name: fmt.Sprintf("acme/r%d", i)}, server.PutRequest{Entries: map[string]string{"a.md": "1"}, MaxRepos: 2, Now: t0})
+			require.NoError(t, err)
+		}
+		_, err := s.Put(ctx, server.Repo{Tenant: "acme", Name: "acme/r2"}, server.PutRequest{Entries: map[string]string{"a.md": "1"}, MaxRepos: 2, Now: t0})
+		assert.ErrorIs(t, err, server.ErrTooManyRepos)
+		_, err = s.Put(ctx, server.Repo{Tenant: "acme", Name: "acme/r0"}, server.PutRequest{Entries: map[string]string{"b.md": "1"}, MaxRepos: 2, Now: t0})
+		assert.NoError(t, err, "an existing repo still takes writes")
+		_, err = s.Put(ctx, server.Repo{Tenant: "globex", Name: "globex/r0"}, server.PutRequest{Entries: map[string]string{"a.md": "1"}, MaxRepos: 2, Now: t0})
+		assert.NoError(t, err, "per tenant")
+	})
+
+	t.Run("reads are snapshots", func(t *testing.T) {
+		s := newStore(t)
+		put(t, s, server.PutRequest{Entries: map[string]string{"a.md": "0", "b.md": "0"}})
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := 1; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := s.Put(ctx, repo, server.PutRequest{Entries: map[string]string{"a.md": fmt.Sprint(i), "b.md": fmt.Sprint(i)}, Now: t0})
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+		})
+		for range 200 {
+			got, err := s.Get(ctx, repo, true)
+			require.NoError(t, err)
+			sums := map[string]string{}
+			for k, v := range got.Entries {
+				sums[k] = teammem.EntryChecksum(v)
+			}
+			if !assert.Equal(t, got.Checksum, teammem.RepoChecksum(sums), "a torn read") {
+				break
+			}
+			assert.Equal(t, got.Entries["a.md"], got.Entries["b.md"])
+			var streamed []string
+			snap, err := s.Stream(ctx, repo, func(server.Snapshot) error { return nil }, func(k, v string) error { streamed = append(streamed, v); return nil })
+			require.NoError(t, err)
+			if assert.Len(t, streamed, 2) {
+				assert.Equal(t, streamed[0], streamed[1], "a torn stream")
+				assert.Equal(t, teammem.RepoChecksum(snap.Checksums), snap.Checksum)
+			}
+		}
+		close(stop)
+		wg.Wait()
 	})
 
 	t.Run("entry limit", func(t *testing.T) {
@@ -180,4 +343,13 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		assert.Equal(t, sums, got.Checksums)
 		assert.Equal(t, teammem.RepoChecksum(sums), got.Checksum)
 	})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
