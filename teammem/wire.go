@@ -103,6 +103,10 @@ const (
 	CodeKeyConflict      = "team_memory_key_conflict"
 	CodeKeyNotNFC        = "team_memory_key_not_nfc"
 	CodeInvalidView      = "team_memory_invalid_view"
+	CodeTooManyRepos     = "team_memory_too_many_repos"
+	CodeNoRevision       = "team_memory_no_revision"
+	CodeRateLimited      = "rate_limited"
+	CodeOverloaded       = "overloaded"
 )
 
 // EntryChecksum is "sha256:" + the hex SHA-256 of content's UTF-8 bytes.
@@ -129,4 +133,36 @@ func RepoChecksum(entryChecksums map[string]string) string {
 		h.Write([]byte{'\n'})
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// HistoryView is the body of GET ...&view=history&key=K: the key's
+// recorded versions, newest first.
+type HistoryView struct {
+	Key      string           `json:"key"`
+	Versions []HistoryVersion `json:"versions"`
+}
+
+// HistoryVersion is one recorded write of a key.
+type HistoryVersion struct {
+	Version  int64  `json:"version"`
+	Checksum string `json:"checksum"`
+	Author   string `json:"author"`
+	Time     string `json:"time"`
+	Deleted  bool   `json:"deleted"`
+}
+
+// RevisionView is the body of GET ...&view=history&key=K&version=V.
+type RevisionView struct {
+	Key     string `json:"key"`
+	Version int64  `json:"version"`
+	Content string `json:"content"`
+}
+
+// LogEntry is one accepted write in GET ...&view=log (a JSON array,
+// newest first).
+type LogEntry struct {
+	Version int64    `json:"version"`
+	Time    string   `json:"time"`
+	Author  string   `json:"author"`
+	Keys    []string `json:"keys"`
 }

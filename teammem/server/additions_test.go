@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -110,4 +113,170 @@ func TestLongPollSeesAnotherServersWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, <-done)
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestHistoryAndLogViews(t *testing.T) {
+	alice, aliceGrant, err := server.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	aliceGrant.Name = "alice"
+	f := newServer(t, func(c *server.Config) { c.Tokens = append(c.Tokens, aliceGrant) })
+	put := func(token string, body teammem.PutBody, ifMatch string) *http.Response {
+		h := map[string]string{}
+		if ifMatch != "" {
+			h["If-Match"] = ifMatch
+		}
+		resp, _ := f.do(t, http.MethodPut, token, "acme/shop", "", body, h)
+		return resp
+	}
+	require.Equal(t, http.StatusOK, put(alice, teammem.PutBody{Entries: map[string]string{"deploy.md": "Tuesdays"}}, "").StatusCode)
+	require.Equal(t, http.StatusOK, put(f.acme, teammem.PutBody{Entries: map[string]string{"deploy.md": "Fridays"}}, "").StatusCode)
+
+	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md", nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var hv teammem.HistoryView
+	require.NoError(t, json.Unmarshal(body, &hv))
+	require.Len(t, hv.Versions, 2)
+	assert.Equal(t, "alice", hv.Versions[1].Author, "the token's name")
+	assert.Contains(t, hv.Versions[0].Author, "token:", "an unnamed token by its hash prefix")
+	assert.NotContains(t, string(body), f.acme, "never the token")
+
+	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md&version=1", nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var rv teammem.RevisionView
+	require.NoError(t, json.Unmarshal(body, &rv))
+	assert.Equal(t, teammem.RevisionView{Key: "deploy.md", Version: 1, Content: "Tuesdays"}, rv)
+	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md&version=9", nil, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=../x", nil, nil)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=log", nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var log []teammem.LogEntry
+	require.NoError(t, json.Unmarshal(body, &log))
+	require.Len(t, log, 2)
+	assert.Equal(t, int64(2), log[0].Version)
+	assert.Equal(t, []string{"deploy.md"}, log[1].Keys)
+	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=log&since=1", nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.Unmarshal(body, &log))
+	assert.Len(t, log, 1)
+
+	// A restore is a conditional PUT of old content: a stale tag is 412.
+	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, nil)
+	etag := resp.Header.Get("ETag")
+	require.Equal(t, http.StatusOK, put(f.acme, teammem.PutBody{Entries: map[string]string{"other.md": "x"}}, "").StatusCode)
+	assert.Equal(t, http.StatusPreconditionFailed, put(f.acme, teammem.PutBody{Entries: map[string]string{"deploy.md": rv.Content}}, etag).StatusCode)
+}
+
+func TestEmptyPutCreatesNoRepoAndReposAreBounded(t *testing.T) {
+	f := newServer(t, func(c *server.Config) { c.MaxRepos = 2 })
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/empty", "", teammem.PutBody{Entries: map[string]string{}}, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/empty", "", nil, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "an empty PUT creates nothing")
+	for _, r := range []string{"acme/one", "acme/two"} {
+		resp, _ = f.do(t, http.MethodPut, f.acme, r, "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	resp, body := f.do(t, http.MethodPut, f.acme, "acme/three", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Contains(t, string(body), teammem.CodeTooManyRepos)
+}
+
+func TestRateLimitPerToken(t *testing.T) {
+	f := newServer(t, func(c *server.Config) { c.RatePerToken, c.RateBurst = 1, 3 })
+	codes := map[int]int{}
+	var retryAfter string
+	for range 6 {
+		resp, _ := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=limits", nil, nil)
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests {
+			retryAfter = resp.Header.Get("Retry-After")
+		}
+	}
+	assert.Equal(t, 3, codes[http.StatusOK], "the burst")
+	assert.Equal(t, 3, codes[http.StatusTooManyRequests])
+	assert.NotEmpty(t, retryAfter)
+	resp, _ := f.do(t, http.MethodGet, f.globex, "globex/web", "&view=limits", nil, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "another token has its own bucket")
+}
+
+// busyStore fails every call as a store that is out of connections.
+type busyStore struct{ server.Store }
+
+func (busyStore) Get(context.Context, server.Repo, bool) (server.Snapshot, error) {
+	return server.Snapshot{}, server.ErrOverloaded
+}
+func (busyStore) Head(context.Context, server.Repo) (server.Snapshot, error) {
+	return server.Snapshot{}, server.ErrOverloaded
+}
+func (busyStore) Stream(context.Context, server.Repo, func(server.Snapshot) error, func(string, string) error) (server.Snapshot, error) {
+	return server.Snapshot{}, server.ErrOverloaded
+}
+func (busyStore) Put(context.Context, server.Repo, server.PutRequest) (server.Snapshot, error) {
+	return server.Snapshot{}, server.ErrOverloaded
+}
+func (busyStore) Ping(context.Context) error { return server.ErrOverloaded }
+
+func TestOverloadIs503NotA500(t *testing.T) {
+	f := newServer(t, func(c *server.Config) { c.Store = busyStore{server.NewMemoryStore()} })
+	for _, q := range []string{"", "&view=hashes"} {
+		resp, _ := f.do(t, http.MethodGet, f.acme, "acme/shop", q, nil, nil)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, q)
+		assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	}
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	r, err := http.Get(f.srv.URL + server.ReadyPath)
+	require.NoError(t, err)
+	r.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, r.StatusCode)
+	r, err = http.Get(f.srv.URL + server.HealthPath)
+	require.NoError(t, err)
+	r.Body.Close()
+	assert.Equal(t, http.StatusOK, r.StatusCode, "alive, if not ready")
+}
+
+func TestHealthReadyAndMetrics(t *testing.T) {
+	f := newServer(t, nil)
+	for _, p := range []string{server.HealthPath, server.ReadyPath} {
+		r, err := http.Get(f.srv.URL + p)
+		require.NoError(t, err)
+		r.Body.Close()
+		assert.Equal(t, http.StatusOK, r.StatusCode, p)
+	}
+	f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, nil)
+	metrics := httptest.NewServer(f.h.MetricsHandler())
+	defer metrics.Close()
+	r, err := http.Get(metrics.URL)
+	require.NoError(t, err)
+	defer r.Body.Close()
+	text, _ := io.ReadAll(r.Body)
+	for _, name := range []string{"agentmem_team_repos 1", "agentmem_team_entries 1", "agentmem_team_request_seconds", "go_goroutines"} {
+		assert.Contains(t, string(text), name)
+	}
+}
+
+func TestHashesViewCachedAndFresh(t *testing.T) {
+	f := newServer(t, nil)
+	hashes := func() teammem.HashesView {
+		resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var hv teammem.HashesView
+		require.NoError(t, json.Unmarshal(body, &hv))
+		assert.Equal(t, `"`+hv.Checksum+`"`, resp.Header.Get("ETag"))
+		return hv
+	}
+	f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	first := hashes()
+	assert.Equal(t, first, hashes(), "served from the cache")
+	// A write through another server (straight into the store) is seen:
+	// the cache is keyed by the version.
+	_, err := f.store.Put(t.Context(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: map[string]string{"b.md": "2"}, Now: time.Now()})
+	require.NoError(t, err)
+	second := hashes()
+	assert.Contains(t, second.EntryChecksums, "b.md")
+	assert.Equal(t, teammem.RepoChecksum(second.EntryChecksums), second.Checksum)
 }

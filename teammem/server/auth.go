@@ -18,6 +18,18 @@ type TokenGrant struct {
 	TokenSHA256  string   `json:"token_sha256"`
 	Organization string   `json:"organization"`
 	Repos        []string `json:"repos"`
+	// Name says who holds the token ("alice", "ci"): the author of their
+	// writes in the history and the log. Optional.
+	Name string `json:"name,omitempty"`
+}
+
+// author names the grant's holder in the history: its name, or the first
+// characters of its token hash.
+func (g TokenGrant) author() string {
+	if g.Name != "" {
+		return g.Name
+	}
+	return "token:" + g.TokenSHA256[:min(12, len(g.TokenSHA256))]
 }
 
 var (

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,36 @@ type Config struct {
 	// writes through another server on the same database are seen
 	// (default 1 s); writes through this server wake it at once.
 	PollEvery time.Duration
+	// MaxRepos bounds the repos one organization may create (default
+	// DefaultMaxRepos; negative: no limit).
+	MaxRepos int
+	// Retention bounds tombstones and history (defaults: tombstones for
+	// 30 days and at most MaxEntries per repo; 20 revisions per key,
+	// none older than 90 days but the newest).
+	Retention Retention
+	// RatePerToken and RateBurst bound each token's requests per second
+	// (default 100 and 500); past them the answer is 429 with
+	// Retry-After. RatePerToken < 0 turns the limit off.
+	RatePerToken float64
+	RateBurst    int
+	// StoreTimeout bounds how long a request waits for the store (a free
+	// connection, the writer); past it the answer is 503 with
+	// Retry-After (default 10 s).
+	StoreTimeout time.Duration
 }
+
+// Defaults of the handler's bounds.
+const (
+	DefaultMaxRepos     = 100
+	DefaultRatePerToken = 100
+	DefaultRateBurst    = 500
+)
+
+// Operational endpoints, beside the sync path.
+const (
+	HealthPath = "/healthz"
+	ReadyPath  = "/readyz"
+)
 
 // DefaultMaxEntries is the default entry limit of one repo.
 const DefaultMaxEntries = 2000
@@ -51,6 +81,9 @@ type Handler struct {
 	grants  map[string]TokenGrant // by token hash
 	log     *slog.Logger
 	changes *changeFeed
+	hashes  *hashCache
+	limiter *rateLimiter
+	metrics *metrics
 }
 
 // NewHandler returns the sync handler.
@@ -82,7 +115,39 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = time.Second
 	}
-	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed()}
+	if cfg.MaxRepos == 0 {
+		cfg.MaxRepos = DefaultMaxRepos
+	}
+	if cfg.MaxRepos < 0 {
+		cfg.MaxRepos = 0
+	}
+	r := &cfg.Retention
+	if r.TombstoneAge == 0 {
+		r.TombstoneAge = 30 * 24 * time.Hour
+	}
+	if r.MaxTombstones == 0 {
+		r.MaxTombstones = max(cfg.MaxEntries, DefaultMaxEntries)
+	}
+	if r.HistoryKeep == 0 {
+		r.HistoryKeep = 20
+	}
+	if r.HistoryAge == 0 {
+		r.HistoryAge = 90 * 24 * time.Hour
+	}
+	if cfg.RatePerToken == 0 {
+		cfg.RatePerToken = DefaultRatePerToken
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = DefaultRateBurst
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 10 * time.Second
+	}
+	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024)}
+	if cfg.RatePerToken > 0 {
+		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
+	}
+	h.metrics = newMetrics(cfg.Store)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -108,10 +173,34 @@ func (w *statusWriter) WriteHeader(code int) {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	switch r.URL.Path {
+	case HealthPath:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	case ReadyPath:
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := h.cfg.Store.Ping(ctx); err != nil {
+			h.log.Warn("team memory store not ready", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return
+	}
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	repo, tenant := h.serve(sw, r)
+	route := r.Method + " " + r.URL.Query().Get("view")
+	h.metrics.observe(route, sw.status, time.Since(start))
 	h.log.Info("team memory request", "method", r.Method, "repo", repo, "tenant", tenant,
 		"view", r.URL.Query().Get("view"), "status", sw.status, "duration_ms", time.Since(start).Milliseconds())
+}
+
+// Flush lets a streamed reply reach the client as it is written.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenant string) {
@@ -130,6 +219,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenan
 		writeError(w, http.StatusUnauthorized, "authentication_error", teammem.CodeUnauthorized, "a valid bearer token is required")
 		return "", ""
 	}
+	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", teammem.CodeRateLimited, "too many requests for this token; retry after the given seconds")
+		return "", grant.Organization
+	}
 	repoName = r.URL.Query().Get("repo")
 	if !ValidRepoSlug(repoName) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidRepo, "repo must be owner/name")
@@ -142,10 +236,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenan
 		return repoName, grant.Organization
 	}
 	repo := Repo{Tenant: grant.Organization, Name: repoName}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout+teammem.MaxLongPoll)
+	defer cancel()
+	r = r.WithContext(ctx)
 	if r.Method == http.MethodGet {
 		h.get(w, r, repo)
 	} else {
-		h.put(w, r, repo)
+		h.put(w, r, repo, grant)
 	}
 	return repoName, grant.Organization
 }
@@ -163,48 +260,31 @@ func (h *Handler) authenticate(r *http.Request) (TokenGrant, bool) {
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, repo Repo) {
 	view := r.URL.Query().Get("view")
 	switch view {
-	case "", "hashes":
+	case "", "hashes", "history", "log":
 	case "limits":
 		writeJSON(w, http.StatusOK, teammem.LimitsView{MaxEntries: h.cfg.MaxEntries, MaxEntryBytes: h.cfg.MaxEntryBytes,
 			MaxBodyBytes: h.cfg.MaxBodyBytes, MaxRepoBytes: h.maxRepoBytes()})
 		return
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidView, "unknown view (want hashes or limits)")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidView, "unknown view (want hashes, limits, history or log)")
 		return
 	}
-	hashes := view == "hashes"
-	if hashes && r.URL.Query().Has("wait") {
-		if !h.waitForChange(w, r, repo) {
+	switch view {
+	case "hashes":
+		if r.URL.Query().Has("wait") && !h.waitForChange(w, r, repo) {
 			return
 		}
+		h.getHashes(w, r, repo)
+	case "history":
+		h.getHistory(w, r, repo)
+	case "log":
+		h.getLog(w, r, repo)
+	default:
+		h.getFull(w, r, repo)
 	}
-	snap, err := h.cfg.Store.Get(r.Context(), repo, !hashes)
-	if errors.Is(err, ErrNotFound) {
-		writeError(w, http.StatusNotFound, "not_found_error", "team_memory_not_found", "no team memory for this repo yet")
-		return
-	}
-	if err != nil {
-		h.internal(w, err)
-		return
-	}
-	etag := `"` + snap.Checksum + `"`
-	w.Header().Set("ETag", etag)
-	if hashes {
-		writeJSON(w, http.StatusOK, teammem.HashesView{Version: snap.Version, Checksum: snap.Checksum, EntryChecksums: snap.Checksums, DeletedEntries: nonEmpty(snap.Tombstones)})
-		return
-	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && unquote(inm) == snap.Checksum {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	writeJSON(w, http.StatusOK, teammem.TeamMemoryData{
-		OrganizationID: repo.Tenant, Repo: repo.Name, Version: snap.Version,
-		LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Checksum: snap.Checksum,
-		Content: teammem.Content{Entries: snap.Entries, EntryChecksums: snap.Checksums, DeletedEntries: nonEmpty(snap.Tombstones)},
-	})
 }
 
-func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo) {
+func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -244,10 +324,15 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo) {
 			return
 		}
 	}
-	snap, err := h.cfg.Store.Put(r.Context(), repo, PutRequest{
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
+	defer cancel()
+	start := time.Now()
+	snap, err := h.cfg.Store.Put(ctx, repo, PutRequest{
 		IfMatch: unquote(r.Header.Get("If-Match")), Entries: in.Entries, Deletes: in.SoftDeleteKeys,
-		MaxEntries: h.cfg.MaxEntries, Now: h.cfg.Now(),
+		MaxEntries: h.cfg.MaxEntries, MaxRepos: h.cfg.MaxRepos, Retention: h.cfg.Retention,
+		Author: grant.author(), Now: h.cfg.Now(),
 	})
+	h.metrics.storeTime("put", time.Since(start))
 	var tooMany *TooManyEntriesError
 	var conflict *KeyConflictError
 	switch {
@@ -260,6 +345,9 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo) {
 			Details: teammem.ErrorDetails{ErrorCode: teammem.CodeKeyConflict, Keys: conflict.Keys},
 		}})
 		return
+	case errors.Is(err, ErrTooManyRepos):
+		writeError(w, http.StatusForbidden, "permission_error", teammem.CodeTooManyRepos, "the organization holds as many repos as the server allows; nothing was written")
+		return
 	case errors.As(err, &tooMany):
 		writeJSON(w, http.StatusRequestEntityTooLarge, teammem.ErrorBody{Error: teammem.ErrorInfo{
 			Type: "request_too_large", Message: "the repo would hold more entries than its limit; nothing was written",
@@ -267,12 +355,26 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo) {
 		}})
 		return
 	case err != nil:
-		h.internal(w, err)
+		h.storeError(w, err)
 		return
 	}
+	h.hashes.forget(repo)
 	h.changes.notify(repo)
 	w.Header().Set("ETag", `"`+snap.Checksum+`"`)
 	writeJSON(w, http.StatusOK, teammem.PutResult{Checksum: snap.Checksum, LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Version: snap.Version})
+}
+
+// storeError answers a store failure: 503 with Retry-After when the store
+// is busy or the request waited too long for it (the client retries),
+// 500 otherwise.
+func (h *Handler) storeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded) {
+		h.log.Warn("team memory store busy", "error", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "overloaded_error", teammem.CodeOverloaded, "the server is busy; retry shortly")
+		return
+	}
+	h.internal(w, err)
 }
 
 func (h *Handler) internal(w http.ResponseWriter, err error) {

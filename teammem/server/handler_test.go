@@ -22,6 +22,7 @@ type fixture struct {
 	acme, globex string // tokens
 	logs         *bytes.Buffer
 	store        server.Store
+	h            *server.Handler
 }
 
 func newServer(t *testing.T, mutate func(*server.Config)) *fixture {
@@ -41,7 +42,7 @@ func newServer(t *testing.T, mutate func(*server.Config)) *fixture {
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, acme: acme, globex: globex, logs: logs, store: store}
+	return &fixture{srv: srv, acme: acme, globex: globex, logs: logs, store: cfg.Store, h: h}
 }
 
 func (f *fixture) do(t *testing.T, method, token, repo, query string, body any, headers map[string]string) (*http.Response, []byte) {

@@ -66,12 +66,12 @@ func (h *Handler) waitForChange(w http.ResponseWriter, r *http.Request, repo Rep
 	defer tick.Stop()
 	for {
 		woken := h.changes.next(repo)
-		snap, err := h.cfg.Store.Get(r.Context(), repo, false)
+		snap, err := h.cfg.Store.Head(r.Context(), repo)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return true
 		case err != nil:
-			h.internal(w, err)
+			h.storeError(w, err)
 			return false
 		case snap.Checksum != tag:
 			return true

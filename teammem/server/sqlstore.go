@@ -444,3 +444,13 @@ func (s *sqlStore) Log(ctx context.Context, repo Repo, since int64, limit int) (
 	}, since, limit)
 	return out, overloaded(err)
 }
+
+// Counts implements Counter.
+func (s *sqlStore) Counts(ctx context.Context) (repos, entries, tombstones int64, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM team_repos), (SELECT COUNT(*) FROM team_entries), (SELECT COUNT(*) FROM team_tombstones)`).
+		Scan(&repos, &entries, &tombstones)
+	return repos, entries, tombstones, err
+}
+
+// PoolStats implements PoolStats (the reading pool on SQLite).
+func (s *sqlStore) PoolStats() sql.DBStats { return s.r.Stats() }

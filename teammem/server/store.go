@@ -501,3 +501,15 @@ func next(k string, i int) int {
 	}
 	return i + 1 + j
 }
+
+// Counts implements Counter.
+func (s *MemoryStore) Counts(context.Context) (repos, entries, tombstones int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, snap := range s.repos {
+		repos++
+		entries += int64(len(snap.Checksums))
+		tombstones += int64(len(snap.Tombstones))
+	}
+	return repos, entries, tombstones, nil
+}
