@@ -497,3 +497,41 @@ func TestReplyCapFollowsServerLimits(t *testing.T) {
 	require.NoError(t, err, "a 120 KB repo through a 4 KiB initial cap")
 	assert.Len(t, res.Written, 20)
 }
+
+// TestRestoreIsConditional: a restore writes an old version back as a new
+// one, and refuses (412, nothing written) when the repo changed between
+// its read and its write.
+func TestRestoreIsConditional(t *testing.T) {
+	e := startServer(t, 100)
+	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
+	for _, v := range []string{"one", "two"} {
+		_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"k.md": v}, Now: time.Now()})
+		require.NoError(t, err)
+	}
+	c := newClient(t, e, t.TempDir(), nil)
+	v, err := c.Restore(context.Background(), "k.md", 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), v)
+	assert.Equal(t, "one", serverEntries(t, e)["k.md"])
+
+	var once sync.Once
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			once.Do(func() {
+				_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"k.md": "a teammate's edit"}, Now: time.Now()})
+				require.NoError(t, err)
+			})
+		}
+		u, _ := url.Parse(e.url)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	c = newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, t.TempDir(), nil)
+	_, err = c.Restore(context.Background(), "k.md", 2)
+	var se *teammem.SyncError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, teammem.ClassConflict, se.Class)
+	assert.Equal(t, "a teammate's edit", serverEntries(t, e)["k.md"], "nothing written over the concurrent change")
+	_, err = c.Restore(context.Background(), "k.md", 99)
+	assert.ErrorIs(t, err, teammem.ErrNotFoundOnServer)
+}

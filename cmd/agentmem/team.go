@@ -52,19 +52,24 @@ func teamFlags(fs *flag.FlagSet) runner {
 			return teamToken(e, rest)
 		case "pull", "push", "sync", "watch":
 			return teamClient(e, c, sub, rest)
+		case "log", "restore":
+			return teamHistory(e, c, sub, rest)
 		case "help", "-h", "--help":
 			teamUsage(e.stdout)
 			return exitOK, nil
 		}
-		return exitError, fmt.Errorf("unknown team command %q (want serve, token, pull, push, sync or watch)", sub)
+		return exitError, fmt.Errorf("unknown team command %q (want serve, token, pull, push, sync, watch, log or restore)", sub)
 	}
 }
 
 func teamUsage(w io.Writer) {
 	fmt.Fprint(w, `usage: agentmem team COMMAND [flags]
 
-  serve  --addr HOST:PORT --db FILE|URL --tokens FILE [--max-entries N]   run the sync server (SQLite file or postgres:// URL)
-  token  --org ORG --repo PATTERN                                      make a token and its token-file entry
+  serve  --addr HOST:PORT --db FILE|URL --tokens FILE [limits, --tls-cert F --tls-key F, --metrics-addr HOST:PORT]
+                                                                       run the sync server (SQLite file or postgres:// URL; --help lists the limits)
+  token  --org ORG --repo PATTERN [--name WHO]                         make a token and its token-file entry
+  log    --server URL [--repo OWNER/NAME] [--key KEY]                  who changed what, when (one key's versions with --key)
+  restore --server URL [--repo OWNER/NAME] --key KEY --version N       write an old version back as a new one (only if nothing changed meanwhile)
   pull   --server URL [--repo OWNER/NAME] [--dir DIR]                 bring the team's changes into DIR (local edits stay)
   push   --server URL [--repo OWNER/NAME] [--dir DIR]                 send local changes (and deletions)
   sync   --server URL [--repo OWNER/NAME] [--dir DIR]                 both, by the three-way rules
@@ -107,6 +112,7 @@ func parseSub(e env, fs *flag.FlagSet, name string, args []string) (bool, int) {
 func teamToken(e env, args []string) (int, error) {
 	fs := subFlags(e, "token")
 	org := fs.String("org", "", "the tenant the token belongs to")
+	name := fs.String("name", "", "who holds the token: the author of their writes in the history")
 	var repos multiFlag
 	fs.Var(&repos, "repo", "a repo the token may use: owner/name or owner/* (repeatable)")
 	if ok, code := parseSub(e, fs, "token", args); !ok {
@@ -116,6 +122,7 @@ func teamToken(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
+	grant.Name = *name
 	line, err := json.Marshal(grant)
 	if err != nil {
 		return exitError, err
@@ -136,11 +143,25 @@ func teamServe(e env, args []string) (int, error) {
 	db := fs.String("db", "agentmem-team.db", "the SQLite file that holds the team memory, or a postgres:// URL")
 	tokens := fs.String("tokens", "", "the token file (JSON array of grants)")
 	maxEntries := fs.Int("max-entries", server.DefaultMaxEntries, "entries one repo may hold")
+	maxRepos := fs.Int("max-repos", server.DefaultMaxRepos, "repos one organization may create (-1: no limit)")
+	dbMaxConns := fs.Int("db-max-conns", server.DefaultMaxConns, "database connections this server uses at most (requests beyond wait)")
+	maxConns := fs.Int("max-conns", 1024, "client connections served at once (more wait to be accepted)")
+	rate := fs.Float64("rate", server.DefaultRatePerToken, "requests per second per token (-1: no limit)")
+	burst := fs.Int("burst", server.DefaultRateBurst, "requests a token may send at once before --rate applies")
+	tombstoneDays := fs.Int("tombstone-days", 30, "days a deletion is remembered")
+	historyKeep := fs.Int("history-keep", 20, "versions kept per key")
+	historyDays := fs.Int("history-days", 90, "days versions are kept (each key's newest always)")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics on this address (off when empty)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM) and --tls-key")
+	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
 	if ok, code := parseSub(e, fs, "serve", args); !ok {
 		return code, nil
 	}
 	if *tokens == "" {
 		return exitError, errors.New("--tokens is required (make entries with agentmem team token)")
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return exitError, errors.New("--tls-cert and --tls-key go together")
 	}
 	f, err := e.fs.Open(*tokens)
 	if err != nil {
@@ -153,16 +174,19 @@ func teamServe(e env, args []string) (int, error) {
 	}
 	var store server.Store
 	if strings.HasPrefix(*db, "postgres://") || strings.HasPrefix(*db, "postgresql://") {
-		store, err = server.OpenPostgres(context.Background(), *db)
+		store, err = server.OpenPostgresMax(context.Background(), *db, *dbMaxConns)
 	} else {
-		store, err = server.OpenSQLite(*db)
+		store, err = server.OpenSQLiteMax(*db, *dbMaxConns)
 	}
 	if err != nil {
 		return exitError, err
 	}
 	defer store.Close()
-	h, err := server.NewHandler(server.Config{Store: store, Tokens: grants, MaxEntries: *maxEntries,
-		Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+	day := 24 * time.Hour
+	h, err := server.NewHandler(server.Config{Store: store, Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos,
+		RatePerToken: *rate, RateBurst: *burst,
+		Retention: server.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
+		Logger:    slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err
 	}
@@ -170,16 +194,37 @@ func teamServe(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	ln = server.LimitListener(ln, *maxConns)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	where := "SQLite " + filepath.Clean(*db)
 	if _, ok := store.(*server.PostgresStore); ok {
 		where = "PostgreSQL"
 	}
-	fmt.Fprintf(e.stdout, "listening on http://%s (%d tokens, %s)\n", ln.Addr(), len(grants), where)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+	}
+	errc := make(chan error, 2)
+	var metricsSrv *http.Server
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return exitError, err
+		}
+		metricsSrv = &http.Server{Handler: h.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", mln.Addr())
+		go func() { errc <- metricsSrv.Serve(mln) }()
+	}
+	fmt.Fprintf(e.stdout, "listening on %s://%s (%d tokens, %s)\n", scheme, ln.Addr(), len(grants), where)
+	go func() {
+		if *tlsCert != "" {
+			errc <- srv.ServeTLS(ln, *tlsCert, *tlsKey)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return exitError, err
@@ -187,10 +232,82 @@ func teamServe(e env, args []string) (int, error) {
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(shutdown)
+	}
 	if err := srv.Shutdown(shutdown); err != nil {
 		return exitError, err
 	}
 	fmt.Fprintln(e.stdout, "stopped")
+	return exitOK, nil
+}
+
+// teamHistory runs `team log` and `team restore`.
+func teamHistory(e env, c *common, name string, args []string) (int, error) {
+	fs := subFlags(e, name)
+	serverURL := fs.String("server", "", "the sync server's base URL")
+	repo := fs.String("repo", "", "owner/name (default: the project's git remote)")
+	project := fs.String("project", "", "the project directory (default: the current directory)")
+	key := fs.String("key", "", "the memory's key, such as deploy.md")
+	version := fs.Int64("version", 0, "restore: the version to write back")
+	if ok, code := parseSub(e, fs, name, args); !ok {
+		return code, nil
+	}
+	if *serverURL == "" {
+		return exitError, errors.New("--server is required")
+	}
+	if *repo == "" {
+		root := *project
+		if root == "" {
+			root = e.cwd
+		}
+		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
+		if err != nil {
+			return exitError, fmt.Errorf("--repo is required: the project has no github.com remote to read it from (%v)", err)
+		}
+		*repo = r
+	}
+	token := e.getenv(TokenEnv)
+	if token == "" {
+		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
+		return exitAuth, nil
+	}
+	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token, Fs: e.fs, TeamDir: os.TempDir()})
+	if err != nil {
+		return exitError, err
+	}
+	ctx := context.Background()
+	switch {
+	case name == "restore":
+		if *key == "" || *version <= 0 {
+			return exitError, errors.New("restore needs --key and --version (see agentmem team log --key)")
+		}
+		v, err := client.Restore(ctx, *key, *version)
+		if err != nil {
+			return classExit(e, name, err), nil
+		}
+		fmt.Fprintf(e.stdout, "restored %s from version %d as version %d\n", *key, *version, v)
+	case *key != "":
+		hv, err := client.History(ctx, *key, 0)
+		if err != nil {
+			return classExit(e, name, err), nil
+		}
+		for _, v := range hv.Versions {
+			what := v.Checksum
+			if v.Deleted {
+				what = "deleted"
+			}
+			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %s\n", v.Version, v.Time, v.Author, what)
+		}
+	default:
+		log, err := client.Log(ctx, 0)
+		if err != nil {
+			return classExit(e, name, err), nil
+		}
+		for _, l := range log {
+			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %s\n", l.Version, l.Time, l.Author, strings.Join(l.Keys, " "))
+		}
+	}
 	return exitOK, nil
 }
 
