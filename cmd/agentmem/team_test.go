@@ -241,7 +241,7 @@ func TestTeamUsage(t *testing.T) {
 	assert.Equal(t, exitError, run([]string{"team"}, e))
 	errOut.Reset()
 	assert.Equal(t, exitError, run([]string{"team", "nope"}, e))
-	assert.Equal(t, "agentmem team: unknown team command \"nope\" (want serve, token, pull, push, sync or watch)\n", errOut.String())
+	assert.Equal(t, "agentmem team: unknown team command \"nope\" (want serve, token, pull, push, sync, watch, log or restore)\n", errOut.String())
 }
 
 func TestTeamServeOnPostgres(t *testing.T) {
@@ -252,6 +252,26 @@ func TestTeamServeOnPostgres(t *testing.T) {
 		}
 		t.Skip("set AGENTMEM_TEST_POSTGRES_DSN to run against PostgreSQL (.ci/run does)")
 	}
+	dir := t.TempDir()
+	token, tokens := makeToken(t, dir)
+	srvURL, _ := serve(t, freshPostgresSchema(t, dsn), tokens)
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.MkdirAll(a, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(a, "ci.md"), []byte("on postgres"), 0o644))
+	withToken := []string{"AGENTMEM_TEAM_TOKEN=" + token}
+	_, errOut, code := runBin(t, withToken, "team", "push", "--server", srvURL, "--repo", "acme/shop", "--dir", a)
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = runBin(t, withToken, "team", "pull", "--server", srvURL, "--repo", "acme/shop", "--dir", b)
+	require.Equal(t, 0, code, errOut)
+	got, err := os.ReadFile(filepath.Join(b, "ci.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "on postgres", string(got))
+}
+
+// freshPostgresSchema creates an empty schema (dropped after the test) and
+// returns a DSN that uses it.
+func freshPostgresSchema(t *testing.T, dsn string) string {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
@@ -267,19 +287,5 @@ func TestTeamServeOnPostgres(t *testing.T) {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-
-	dir := t.TempDir()
-	token, tokens := makeToken(t, dir)
-	srvURL, _ := serve(t, u.String(), tokens)
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	require.NoError(t, os.MkdirAll(a, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(a, "ci.md"), []byte("on postgres"), 0o644))
-	withToken := []string{"AGENTMEM_TEAM_TOKEN=" + token}
-	_, errOut, code := runBin(t, withToken, "team", "push", "--server", srvURL, "--repo", "acme/shop", "--dir", a)
-	require.Equal(t, 0, code, errOut)
-	_, errOut, code = runBin(t, withToken, "team", "pull", "--server", srvURL, "--repo", "acme/shop", "--dir", b)
-	require.Equal(t, 0, code, errOut)
-	got, err := os.ReadFile(filepath.Join(b, "ci.md"))
-	require.NoError(t, err)
-	assert.Equal(t, "on postgres", string(got))
+	return u.String()
 }

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// serveArgs starts `agentmem team serve` with extra flags and returns its
+// URL and process.
+func serveArgs(t *testing.T, db, tokens string, extra ...string) (string, *exec.Cmd) {
+	t.Helper()
+	args := append([]string{"team", "serve", "--addr", "127.0.0.1:0", "--db", db, "--tokens", tokens}, extra...)
+	cmd := exec.Command(binary(t), args...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return m[1], cmd
+		}
+	}
+	t.Fatal("the server did not start")
+	return "", nil
+}
+
+// manyTokens writes a token file with n tokens (one per client).
+func manyTokens(t *testing.T, dir string, n int) (string, []string) {
+	t.Helper()
+	var grants []server.TokenGrant
+	var tokens []string
+	for i := range n {
+		tok, g, err := server.NewToken("acme", []string{"acme/*"})
+		require.NoError(t, err)
+		g.Name = fmt.Sprintf("client%d", i)
+		tokens = append(tokens, tok)
+		grants = append(grants, g)
+	}
+	data, err := json.Marshal(grants)
+	require.NoError(t, err)
+	path := filepath.Join(dir, "tokens.json")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path, tokens
+}
+
+// loadStats is what one load run saw.
+type loadStats struct {
+	mu                 sync.Mutex
+	requests, puts     int
+	status             map[int]int
+	torn               int
+	putLatency         []time.Duration
+	acked              map[string]string // key → the last content a 200 acknowledged
+	ackedVersion       map[string]int64
+	// attempted is each key's last write sent: one cut off by the end of
+	// the run may have been applied without its answer arriving.
+	attempted map[string]string
+	elapsed            time.Duration
+	unexpected         []string
+	retriedAfterStatus int
+}
+
+func (s *loadStats) add(status int) {
+	s.mu.Lock()
+	s.requests++
+	s.status[status]++
+	s.mu.Unlock()
+}
+
+// loadClient reads the repo, checks the read is not torn, changes its own
+// key and writes it back conditionally, until stop; 412 means read again,
+// 429 and 503 mean wait Retry-After and try again.
+func loadClient(ctx context.Context, urls []string, token, repo, key string, s *loadStats) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	endpoint := func(i int) string {
+		return urls[i%len(urls)] + teammem.DefaultSyncPath + "?repo=" + repo
+	}
+	do := func(req *http.Request) (*http.Response, []byte, error) {
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp, body, err
+	}
+	wait := func(resp *http.Response) {
+		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		s.mu.Lock()
+		s.retriedAfterStatus++
+		s.mu.Unlock()
+		select {
+		case <-time.After(time.Duration(max(secs, 1)) * 100 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	for n, i := 0, 0; ctx.Err() == nil; i++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, endpoint(i), nil)
+		resp, body, err := do(req)
+		if err != nil {
+			continue
+		}
+		s.add(resp.StatusCode)
+		etag := ""
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var data teammem.TeamMemoryData
+			if json.Unmarshal(body, &data) != nil || teammem.RepoChecksum(data.Content.EntryChecksums) != data.Checksum {
+				s.mu.Lock()
+				s.torn++
+				s.mu.Unlock()
+				continue
+			}
+			for k, v := range data.Content.Entries {
+				if teammem.EntryChecksum(v) != data.Content.EntryChecksums[k] {
+					s.mu.Lock()
+					s.torn++
+					s.mu.Unlock()
+				}
+			}
+			etag = resp.Header.Get("ETag")
+		case http.StatusNotFound:
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			wait(resp)
+			continue
+		default:
+			s.mu.Lock()
+			s.unexpected = append(s.unexpected, fmt.Sprintf("GET %d %s", resp.StatusCode, body))
+			s.mu.Unlock()
+			continue
+		}
+		n++
+		content := fmt.Sprintf("%s write %d", key, n)
+		raw, _ := json.Marshal(teammem.PutBody{Entries: map[string]string{key: content}})
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPut, endpoint(i+1), bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/json")
+		if etag != "" {
+			req.Header.Set("If-Match", etag)
+		}
+		s.mu.Lock()
+		s.attempted[key] = content
+		s.mu.Unlock()
+		start := time.Now()
+		resp, body, err = do(req)
+		if err != nil {
+			continue // not acknowledged
+		}
+		took := time.Since(start)
+		s.add(resp.StatusCode)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var pr teammem.PutResult
+			if json.Unmarshal(body, &pr) == nil {
+				s.mu.Lock()
+				s.puts++
+				s.putLatency = append(s.putLatency, took)
+				if pr.Version > s.ackedVersion[key] {
+					s.acked[key], s.ackedVersion[key] = content, pr.Version
+				}
+				s.mu.Unlock()
+			}
+		case http.StatusPreconditionFailed:
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			wait(resp)
+		default:
+			s.mu.Lock()
+			s.unexpected = append(s.unexpected, fmt.Sprintf("PUT %d %s", resp.StatusCode, body))
+			s.mu.Unlock()
+		}
+	}
+}
+
+// runLoad runs clients against urls for d and checks that every
+// acknowledged write is in the final state, that no read was torn and no
+// answer was a 500.
+func runLoad(t *testing.T, name string, urls, tokens []string, clients int, oneRepo bool, d time.Duration) *loadStats {
+	t.Helper()
+	s := &loadStats{status: map[int]int{}, acked: map[string]string{}, ackedVersion: map[string]int64{}, attempted: map[string]string{}}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	prefix := strings.NewReplacer(" ", "-", "/", "-").Replace(name)
+	repoOf := func(c int) string {
+		if oneRepo {
+			return "acme%2F" + prefix
+		}
+		return fmt.Sprintf("acme%%2F%s-%d", prefix, c)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() { loadClient(ctx, urls, tokens[c%len(tokens)], repoOf(c), fmt.Sprintf("c%03d.md", c), s) })
+	}
+	wg.Wait()
+	s.elapsed = time.Since(start)
+
+	// Every acknowledged write is there.
+	lost := 0
+	for c := range clients {
+		key := fmt.Sprintf("c%03d.md", c)
+		want, ok := s.acked[key]
+		if !ok {
+			continue
+		}
+		var data teammem.TeamMemoryData
+		for attempt := 0; ; attempt++ {
+			req, _ := http.NewRequest(http.MethodGet, urls[0]+teammem.DefaultSyncPath+"?repo="+repoOf(c), nil)
+			req.Header.Set("Authorization", "Bearer "+tokens[c%len(tokens)])
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			if resp.StatusCode == http.StatusTooManyRequests && attempt < 20 {
+				resp.Body.Close()
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&data))
+			resp.Body.Close()
+			break
+		}
+		if got := data.Content.Entries[key]; got != want && got != s.attempted[key] {
+			lost++ // neither the acknowledged write nor a later one cut off
+			if lost <= 3 {
+				t.Logf("%s: %s holds %q; acknowledged %q (version %d), last sent %q", name, key, got, want, s.ackedVersion[key], s.attempted[key])
+			}
+		}
+	}
+	sort.Slice(s.putLatency, func(i, j int) bool { return s.putLatency[i] < s.putLatency[j] })
+	pct := func(p float64) time.Duration {
+		if len(s.putLatency) == 0 {
+			return 0
+		}
+		return s.putLatency[min(len(s.putLatency)-1, int(p*float64(len(s.putLatency))))]
+	}
+	t.Logf("%-34s %4.0f req/s, %4.0f acked writes/s, PUT p50 %6.1f ms p99 %7.1f ms; 412 %d, 429 %d, 503 %d, 500 %d, torn %d, lost %d",
+		name, float64(s.requests)/s.elapsed.Seconds(), float64(s.puts)/s.elapsed.Seconds(),
+		float64(pct(0.5).Microseconds())/1000, float64(pct(0.99).Microseconds())/1000,
+		s.status[412], s.status[429], s.status[503], s.status[500], s.torn, lost)
+	assert.Zero(t, lost, "%s: acknowledged writes lost", name)
+	assert.Zero(t, s.status[500], "%s: 500s", name)
+	assert.Zero(t, s.torn, "%s: torn reads", name)
+	assert.Empty(t, s.unexpected, "%s: unexpected answers", name)
+	assert.Positive(t, s.puts, "%s: some writes were acknowledged", name)
+	return s
+}
+
+// TestLoad drives real server processes with 8, 32 and 128 concurrent
+// read-modify-write clients, all on one repo and on one repo each: on
+// SQLite, and on two servers sharing PostgreSQL when a database is
+// configured (AGENTMEM_TEST_POSTGRES_DSN). No acknowledged write may be
+// lost, no answer may be a 500, no read may be torn. Each run lasts
+// AGENTMEM_LOAD_SECONDS (default 2).
+func TestLoad(t *testing.T) {
+	seconds := 2.0
+	if v, err := strconv.ParseFloat(os.Getenv("AGENTMEM_LOAD_SECONDS"), 64); err == nil {
+		seconds = v
+	}
+	d := time.Duration(seconds * float64(time.Second))
+	dir := t.TempDir()
+	tokensFile, tokens := manyTokens(t, dir, 128)
+	type setup struct {
+		name string
+		urls []string
+	}
+	sqliteURL, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokensFile, "--max-repos", "-1")
+	setups := []setup{{"sqlite", []string{sqliteURL}}}
+	if dsn := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN"); dsn != "" {
+		schemaDSN := freshPostgresSchema(t, dsn)
+		a, _ := serveArgs(t, schemaDSN, tokensFile, "--max-repos", "-1")
+		b, _ := serveArgs(t, schemaDSN, tokensFile, "--max-repos", "-1")
+		setups = append(setups, setup{"postgres x2", []string{a, b}})
+	} else if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
+		t.Fatal("AGENTMEM_REQUIRE_POSTGRES is set but AGENTMEM_TEST_POSTGRES_DSN is not")
+	}
+	for _, st := range setups {
+		for _, clients := range []int{8, 32, 128} {
+			for _, oneRepo := range []bool{true, false} {
+				layout := "one repo each"
+				if oneRepo {
+					layout = "same repo"
+				}
+				runLoad(t, fmt.Sprintf("%s %d clients %s", st.name, clients, layout), st.urls, tokens, clients, oneRepo, d)
+			}
+		}
+	}
+}
