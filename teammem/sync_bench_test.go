@@ -81,7 +81,7 @@ func BenchmarkHashesView(b *testing.B) {
 	if _, err := store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: entries, Now: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
-	h, _ := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}})
+	h, _ := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}, RatePerToken: -1})
 	real := httptest.NewServer(h)
 	defer real.Close()
 	sample, err := get(real.URL+teammem.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)

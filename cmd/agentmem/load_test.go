@@ -305,3 +305,82 @@ func TestLoad(t *testing.T) {
 		}
 	}
 }
+
+// peakRSS reads a process's peak resident set (VmHWM) in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+// TestFullGetsStreamInBoundedMemory fills a repo with 240 entries of
+// 240 kB (about 58 MB) and reads it twice at once: the server's peak
+// memory may grow by far less than the repo (it streams entries from
+// the store), where buffering replies would cost several times the repo.
+func TestFullGetsStreamInBoundedMemory(t *testing.T) {
+	dir := t.TempDir()
+	tokensFile, tokens := manyTokens(t, dir, 1)
+	url, cmd := serveArgs(t, filepath.Join(dir, "team.db"), tokensFile, "--rate", "-1")
+	endpoint := url + teammem.DefaultSyncPath + "?repo=acme%2Fbig"
+	line := strings.Repeat("A memory line that is long enough to matter. ", 20) + "\n"
+	entry := strings.Repeat(line, 240_000/len(line))
+	batches := 60 // 240 entries; AGENTMEM_BIG_REPO_ENTRIES=2000 is the default entry limit
+	if n, err := strconv.Atoi(os.Getenv("AGENTMEM_BIG_REPO_ENTRIES")); err == nil && n >= 4 {
+		batches = n / 4
+	}
+	total := 0
+	for batch := 0; batch < batches; batch++ {
+		entries := map[string]string{}
+		for i := range 4 {
+			k := fmt.Sprintf("notes/m%03d.md", batch*4+i)
+			entries[k] = fmt.Sprintf("%s %d\n", k, batch) + entry
+			total += len(entries[k])
+		}
+		raw, _ := json.Marshal(teammem.PutBody{Entries: entries})
+		req, _ := http.NewRequest(http.MethodPut, endpoint, bytes.NewReader(raw))
+		req.Header.Set("Authorization", "Bearer "+tokens[0])
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	before := peakRSS(t, cmd.Process.Pid)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
+			req.Header.Set("Authorization", "Bearer "+tokens[0])
+			resp, err := http.DefaultClient.Do(req)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer resp.Body.Close()
+			var data teammem.TeamMemoryData
+			if assert.NoError(t, json.NewDecoder(resp.Body).Decode(&data)) {
+				assert.Len(t, data.Content.Entries, batches*4)
+				assert.Equal(t, data.Checksum, teammem.RepoChecksum(data.Content.EntryChecksums))
+				for k, v := range data.Content.Entries {
+					if teammem.EntryChecksum(v) != data.Content.EntryChecksums[k] {
+						t.Errorf("%s does not match its checksum", k)
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	after := peakRSS(t, cmd.Process.Pid)
+	growth := after - before
+	t.Logf("repo %d MB; server peak RSS %d MB before, %d MB after two concurrent full GETs (+%d MB)", total>>20, before>>20, after>>20, growth>>20)
+	assert.Less(t, growth, int64(total)/2, "the server must not hold the repo to answer")
+	assert.Less(t, growth, int64(64<<20))
+}
