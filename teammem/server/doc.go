@@ -3,6 +3,21 @@
 // (GET with ETag and If-None-Match, the hashes view, conditional PUT
 // upserts, tombstones, structured errors), over a Store.
 //
+// Beyond the base protocol it serves the limits view, the long-poll
+// (view=hashes&wait=N), each key's history and a write log
+// (view=history, view=log; restore = a conditional PUT of old content,
+// authored by the token's name), /healthz and /readyz, and Prometheus
+// metrics (MetricsHandler, on an address of its own).
+//
+// Every read is one snapshot (the version, checksum and entries of a
+// reply belong together); a full GET streams entries from the store, so
+// memory per request stays near one buffer; the hashes view is cached per
+// repo and version. Bounds: entries and bytes per repo and request,
+// repos per organization (MaxRepos), tombstones and history (Retention),
+// requests per token (RatePerToken: 429 with Retry-After), connections
+// (LimitListener), and the store's pool; a store that cannot take a
+// request in time answers 503 with Retry-After, never 500.
+//
 // Three stores ship: MemoryStore for tests and throwaway servers;
 // SQLiteStore, one local file through a pure-Go SQLite (no cgo), the
 // default of `agentmem team serve`; and PostgresStore for deployments
@@ -35,6 +50,9 @@
 // # Concurrency
 //
 // The handler and the stores are safe for concurrent use. SQLiteStore
-// writes in IMMEDIATE transactions with synchronous=FULL: an acknowledged
-// write survives a crash, and several processes may share the file.
+// writes through one connection in IMMEDIATE transactions with
+// synchronous=FULL (an acknowledged write survives a crash; writers queue
+// in the process rather than in the busy timeout; several processes may
+// share the file) and reads on a pool beside it. PostgresStore uses a
+// bounded pool (DefaultMaxConns) and REPEATABLE READ read transactions.
 package server
