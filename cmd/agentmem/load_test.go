@@ -66,16 +66,16 @@ func manyTokens(t *testing.T, dir string, n int) (string, []string) {
 
 // loadStats is what one load run saw.
 type loadStats struct {
-	mu                 sync.Mutex
-	requests, puts     int
-	status             map[int]int
-	torn               int
-	putLatency         []time.Duration
-	acked              map[string]string // key → the last content a 200 acknowledged
-	ackedVersion       map[string]int64
+	mu             sync.Mutex
+	requests, puts int
+	status         map[int]int
+	torn           int
+	putLatency     []time.Duration
+	acked          map[string]string // key → the last content a 200 acknowledged
+	ackedVersion   map[string]int64
 	// attempted is each key's last write sent: one cut off by the end of
 	// the run may have been applied without its answer arriving.
-	attempted map[string]string
+	attempted          map[string]string
 	elapsed            time.Duration
 	unexpected         []string
 	retriedAfterStatus int
