@@ -5,9 +5,11 @@
 // lock is flock(2) on "<dir>/.<name>.lock": the kernel releases it when the
 // holder exits, so a crash never leaves a stale lock, and each Lock opens
 // its own descriptor, so goroutines of one process exclude each other too.
-// On other filesystems (afero.MemMapFs, which only one process can see) the
-// lock file is created with O_EXCL and removed on unlock; a lock file older
-// than StaleAfter is taken as abandoned.
+// On other filesystems the lock file is created with O_EXCL and removed on
+// unlock; a lock file older than StaleAfter is taken as abandoned. That
+// excludes only where the filesystem's exclusive create is atomic:
+// afero.MemMapFs's is not, so callers on it must also serialise
+// in-process (memdir.WriteGate holds a mutex).
 package filelock
 
 import (
