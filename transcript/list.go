@@ -1,0 +1,284 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/fswalk"
+)
+
+// WindowBytes is how much of a transcript's head and tail listing reads.
+const WindowBytes = 64 << 10
+
+// MaxPromptRunes bounds a listed prompt (then "…").
+const MaxPromptRunes = 200
+
+// Info describes one session for a listing, read from the head and tail
+// of its transcript only.
+type Info struct {
+	SessionID string `json:"sessionId"`
+	// Title is what to show: the custom title, else the AI title, else
+	// the summary, else the prompt, else the session id's first 8
+	// characters.
+	Title string `json:"title"`
+	// FirstPrompt is the last recorded prompt (last-prompt), else the
+	// first meaningful user prompt, cut to 200 characters.
+	FirstPrompt string    `json:"firstPrompt"`
+	GitBranch   string    `json:"gitBranch"`
+	Tag         string    `json:"tag"`
+	Cwd         string    `json:"cwd"`
+	Created     time.Time `json:"created"`
+	Modified    time.Time `json:"modified"`
+	// Path and Size locate the transcript (not part of the JSON shape).
+	Path string `json:"-"`
+	Size int64  `json:"-"`
+}
+
+// List implements Store: the UUID-named transcripts of the directory,
+// newest first (then session id, descending), each described from the
+// first and last 64 KiB of its file only. Sidechain transcripts and files
+// with no message (metadata only) are left out.
+func (s *JSONLStore) List(ctx context.Context) ([]Info, error) {
+	if err := s.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return listDir(ctx, s, s.dir)
+}
+
+func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
+	entries, err := fswalk.ReadDir(s.fs, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for i, e := range entries {
+		if i%64 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		id, ok := strings.CutSuffix(e.Rel, ".jsonl")
+		if !ok || !IsSessionID(id) || !e.Type.IsRegular() {
+			continue
+		}
+		head, tail, info, err := readWindows(s.fs, filepath.Join(dir, e.Rel), WindowBytes)
+		if err != nil || info.Size() == 0 {
+			continue
+		}
+		inf, ok := describe(id, head, tail)
+		if !ok {
+			continue
+		}
+		inf.Modified, inf.Path, inf.Size = info.ModTime(), filepath.Join(dir, e.Rel), info.Size()
+		out = append(out, inf)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Modified.Equal(out[j].Modified) {
+			return out[i].Modified.After(out[j].Modified)
+		}
+		return out[i].SessionID > out[j].SessionID
+	})
+	return out, nil
+}
+
+// describe reads a session's listing fields from its head and tail
+// windows by string search, as Claude Code does, without parsing the
+// whole file.
+func describe(id string, head, tail []byte) (Info, bool) {
+	inf := Info{SessionID: id}
+	firstLine := head
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		firstLine = head[:i]
+	}
+	if sidechainRe.Match(firstLine) {
+		return inf, false
+	}
+	custom := lastString(tail, "customTitle")
+	if custom == "" {
+		custom = lastString(head, "customTitle")
+	}
+	ai := lastString(tail, "aiTitle")
+	if ai == "" {
+		ai = lastString(head, "aiTitle")
+	}
+	summary := lastString(tail, "summary")
+	inf.FirstPrompt = lastString(tail, "lastPrompt")
+	if inf.FirstPrompt == "" {
+		inf.FirstPrompt = firstMeaningfulPrompt(head)
+	}
+	inf.GitBranch = lastString(tail, "gitBranch")
+	if inf.GitBranch == "" {
+		inf.GitBranch = firstString(head, "gitBranch")
+	}
+	inf.Tag = lastTag(tail)
+	inf.Cwd = firstString(head, "cwd")
+	if ts := firstString(head, "timestamp"); ts != "" {
+		inf.Created, _ = time.Parse(time.RFC3339Nano, ts)
+	}
+	if !bytes.Contains(head, []byte(`"type":"user"`)) && !bytes.Contains(head, []byte(`"type":"assistant"`)) &&
+		!bytes.Contains(tail, []byte(`"type":"user"`)) && !bytes.Contains(tail, []byte(`"type":"assistant"`)) {
+		return inf, false // metadata only
+	}
+	switch {
+	case custom != "":
+		inf.Title = custom
+	case ai != "":
+		inf.Title = ai
+	case summary != "":
+		inf.Title = summary
+	case inf.FirstPrompt != "":
+		inf.Title = inf.FirstPrompt
+	default:
+		inf.Title = id[:8]
+	}
+	return inf, true
+}
+
+var sidechainRe = regexp.MustCompile(`"isSidechain":\s?true`)
+
+// stringField matches "name":"value" with JSON escapes in the value.
+func stringField(name string) *regexp.Regexp {
+	return regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":\s?"((?:[^"\\]|\\.)*)"`)
+}
+
+// fieldRes are the compiled patterns of the fields listing reads; never
+// changed after the package is loaded.
+var fieldRes = func() map[string]*regexp.Regexp {
+	m := map[string]*regexp.Regexp{}
+	for _, n := range []string{"customTitle", "aiTitle", "summary", "lastPrompt", "gitBranch", "cwd", "timestamp", "tag"} {
+		m[n] = stringField(n)
+	}
+	return m
+}()
+
+func fieldRe(name string) *regexp.Regexp {
+	if re, ok := fieldRes[name]; ok {
+		return re
+	}
+	return stringField(name)
+}
+
+func unquote(raw []byte) string {
+	var s string
+	if err := json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s); err != nil {
+		return string(raw)
+	}
+	return s
+}
+
+func lastString(b []byte, name string) string {
+	all := fieldRe(name).FindAllSubmatch(b, -1)
+	if len(all) == 0 {
+		return ""
+	}
+	return unquote(all[len(all)-1][1])
+}
+
+func firstString(b []byte, name string) string {
+	m := fieldRe(name).FindSubmatch(b)
+	if m == nil {
+		return ""
+	}
+	return unquote(m[1])
+}
+
+// lastTag is the tag of the last line that begins with {"type":"tag"
+// ("" clears it).
+func lastTag(tail []byte) string {
+	tag := ""
+	for _, line := range bytes.Split(tail, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte(`{"type":"tag"`)) {
+			if e, ok := ParseLine(line); ok && e.Tag != nil {
+				tag = *e.Tag
+			}
+		}
+	}
+	return tag
+}
+
+var (
+	xmlishRe     = regexp.MustCompile(`^\s*<[a-z][\w-]*[\s>]`)
+	commandRe    = regexp.MustCompile(`<command-name>\s*/?([^<\s]+)\s*</command-name>`)
+	commandArgRe = regexp.MustCompile(`<command-args>([^<]*)</command-args>`)
+	bashInputRe  = regexp.MustCompile(`<bash-input>([\s\S]*?)</bash-input>`)
+)
+
+// builtinCommands are slash commands that never stand for a prompt.
+var builtinCommands = map[string]bool{"clear": true, "compact": true, "resume": true, "help": true, "model": true, "config": true,
+	"cost": true, "exit": true, "init": true, "login": true, "logout": true, "memory": true, "status": true, "review": true}
+
+// firstMeaningfulPrompt finds the first user prompt worth showing in a
+// head window: user lines that are not tool results, meta or compact
+// summaries; slash commands only with arguments; "<bash-input>X" as "! X";
+// other texts that start with an XML-ish tag or an interruption marker
+// skipped. A command name is the fallback.
+func firstMeaningfulPrompt(head []byte) string {
+	fallback := ""
+	for _, line := range bytes.Split(head, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"tool_result"`)) ||
+			bytes.Contains(line, []byte(`"isMeta":true`)) || bytes.Contains(line, []byte(`"isCompactSummary":true`)) {
+			continue
+		}
+		e, ok := ParseLine(line)
+		if !ok || e.Type != TypeUser {
+			continue
+		}
+		for _, b := range e.Blocks() {
+			if b.Type != "text" {
+				continue
+			}
+			text := strings.TrimSpace(strings.Join(strings.Fields(b.Text), " "))
+			if text == "" {
+				continue
+			}
+			if m := commandRe.FindStringSubmatch(b.Text); m != nil {
+				args := ""
+				if a := commandArgRe.FindStringSubmatch(b.Text); a != nil {
+					args = strings.TrimSpace(a[1])
+				}
+				if builtinCommands[m[1]] || args == "" {
+					if fallback == "" {
+						fallback = "/" + m[1]
+					}
+					continue
+				}
+				return cutPrompt("/" + m[1] + " " + args)
+			}
+			if m := bashInputRe.FindStringSubmatch(b.Text); m != nil {
+				return cutPrompt("! " + strings.TrimSpace(m[1]))
+			}
+			if xmlishRe.MatchString(text) || strings.HasPrefix(text, "[Request interrupted by user") {
+				continue
+			}
+			return cutPrompt(text)
+		}
+	}
+	return fallback
+}
+
+func cutPrompt(s string) string {
+	r := []rune(s)
+	if len(r) <= MaxPromptRunes {
+		return s
+	}
+	return strings.TrimSpace(string(r[:MaxPromptRunes])) + "…"
+}
+
+// promptText is a user entry's prompt as listing would show it ("" for
+// tool results and meta messages).
+func promptText(e *Entry) string {
+	if e.IsMeta || e.IsCompactSummary || e.isToolResult() {
+		return ""
+	}
+	line := e.Raw
+	return firstMeaningfulPrompt(line)
+}

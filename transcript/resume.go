@@ -1,0 +1,474 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/spf13/afero"
+)
+
+// Resume texts, as Claude Code writes them.
+const (
+	ContinueText   = "Continue from where you left off."
+	NoResponseText = "No response requested."
+)
+
+// LargeFileBytes is the size above which a transcript is read from its
+// last compact boundary on (metadata before it kept).
+const LargeFileBytes = 5 << 20
+
+// Interruption says how the resumed conversation ended.
+type Interruption string
+
+// The interruption states.
+const (
+	// NotInterrupted: the last turn was finished (an assistant message,
+	// or a meta or compact-summary user message).
+	NotInterrupted Interruption = "none"
+	// InterruptedPrompt: the last message is a user prompt nobody
+	// answered.
+	InterruptedPrompt Interruption = "interrupted_prompt"
+	// InterruptedTurn: the turn stopped after a tool result; a meta
+	// "Continue from where you left off." message was added.
+	InterruptedTurn Interruption = "interrupted_turn"
+)
+
+// Resumed is a conversation rebuilt for resuming.
+type Resumed struct {
+	SessionID string
+	// Messages is the chain from the root to the newest leaf, parallel
+	// tool results and sibling blocks put back, unresolved tool calls and
+	// empty assistant messages dropped, and the synthetic messages of
+	// resume added (Entry.Synthetic).
+	Messages     []ResumedEntry
+	Interruption Interruption
+	Title, Tag   string
+	Cwd          string
+}
+
+// ResumedEntry is one message of a resumed conversation.
+type ResumedEntry struct {
+	Entry
+	// Synthetic marks a message resume added (the "Continue from where
+	// you left off." meta prompt, the "No response requested." reply).
+	Synthetic bool
+}
+
+// loader is what Resume needs of a store: the raw transcript bytes.
+type loader interface {
+	readTranscript(ctx context.Context, sessionID string) ([]byte, error)
+}
+
+func (s *JSONLStore) readTranscript(ctx context.Context, sessionID string) ([]byte, error) {
+	if !IsSessionID(sessionID) {
+		return nil, ErrInvalidSessionID
+	}
+	if err := s.Flush(ctx); err != nil {
+		return nil, err
+	}
+	f, err := s.fs.Open(s.Path(sessionID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transcript: read session %s: %w", sessionID, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if info.Size() > LargeFileBytes {
+		return readFromLastBoundary(f)
+	}
+	return io.ReadAll(f)
+}
+
+// readFromLastBoundary reads a large transcript forward, keeping only what
+// follows the last compact boundary (one without a preserved segment),
+// plus the metadata lines before it.
+func readFromLastBoundary(f afero.File) ([]byte, error) {
+	var kept, meta bytes.Buffer
+	br := newLineReader(f)
+	for {
+		line, err := br.next()
+		if len(line) > 0 {
+			switch {
+			case bytes.Contains(line, []byte(`"subtype":"compact_boundary"`)) && bytes.Contains(line, []byte(`"type":"system"`)) &&
+				!bytes.Contains(line, []byte(`"preservedSegment"`)):
+				// Everything before a boundary is summarised by it.
+				meta.Write(metadataOnly(kept.Bytes()))
+				kept.Reset()
+				kept.Write(line)
+				kept.WriteByte('\n')
+			default:
+				kept.Write(line)
+				kept.WriteByte('\n')
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return append(meta.Bytes(), kept.Bytes()...), nil
+}
+
+var metadataMarkers = [][]byte{[]byte(`"type":"summary"`), []byte(`"type":"custom-title"`), []byte(`"type":"tag"`),
+	[]byte(`"type":"ai-title"`), []byte(`"type":"last-prompt"`), []byte(`"type":"agent-name"`), []byte(`"type":"mode"`),
+	[]byte(`"type":"worktree-state"`), []byte(`"type":"pr-link"`)}
+
+// metadataOnly keeps the metadata lines of a transcript part.
+func metadataOnly(b []byte) []byte {
+	var out bytes.Buffer
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		for _, m := range metadataMarkers {
+			if bytes.Contains(line, m) {
+				out.Write(line)
+				out.WriteByte('\n')
+				break
+			}
+		}
+	}
+	return out.Bytes()
+}
+
+// lineReader yields lines of any length from a reader in 1 MiB chunks.
+type lineReader struct {
+	r   io.Reader
+	buf []byte
+	eof bool
+}
+
+func newLineReader(r io.Reader) *lineReader { return &lineReader{r: r} }
+
+func (l *lineReader) next() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
+			line := l.buf[:i]
+			l.buf = l.buf[i+1:]
+			return line, nil
+		}
+		if l.eof {
+			line := l.buf
+			l.buf = nil
+			return line, io.EOF
+		}
+		chunk := make([]byte, 1<<20)
+		n, err := l.r.Read(chunk)
+		l.buf = append(l.buf, chunk[:n]...)
+		if err == io.EOF {
+			l.eof = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Resume rebuilds a session's conversation from its transcript, as Claude
+// Code does when it resumes: the leaf is the newest user or assistant
+// message nobody continues (sidechains left out); the chain is walked
+// through parentUuid to the root; tool results of parallel tool calls and
+// the other blocks of one API message are put back; assistant messages
+// whose tool calls all lack results, and thinking-only or blank ones, are
+// dropped; an interrupted turn gains a "Continue from where you left
+// off." meta prompt; a chain that ends on a user message gains a
+// synthetic "No response requested." reply. A transcript over 5 MiB is
+// read from its last compact boundary on.
+func Resume(ctx context.Context, s Store, sessionID string) (*Resumed, error) {
+	var entries []Entry
+	if l, ok := s.(loader); ok {
+		data, err := l.readTranscript(ctx, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		entries = ParseAll(data)
+	} else {
+		var err error
+		if entries, err = s.Load(ctx, sessionID); err != nil {
+			return nil, err
+		}
+	}
+	return rebuild(sessionID, entries), nil
+}
+
+// rebuild applies the resume rules to parsed entries.
+func rebuild(sessionID string, entries []Entry) *Resumed {
+	r := &Resumed{SessionID: sessionID, Interruption: NotInterrupted}
+	byUUID := map[string]*Entry{}
+	var order []string
+	progressParent := map[string]string{}
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case e.Type == TypeProgress && e.UUID != "":
+			progressParent[e.UUID] = e.Parent()
+		case e.IsMessage():
+			if _, ok := byUUID[e.UUID]; !ok {
+				order = append(order, e.UUID)
+			}
+			byUUID[e.UUID] = e // a later line with the same uuid wins
+		case e.Type == TypeCustomTitle:
+			r.Title = e.CustomTitle
+		case e.Type == TypeAITitle && r.Title == "":
+			r.Title = e.AITitle
+		case e.Type == TypeTag && e.Tag != nil:
+			r.Tag = *e.Tag
+		}
+	}
+	// Bridge legacy progress entries: a parent that is a progress entry
+	// becomes that entry's nearest non-progress ancestor.
+	parentOf := func(e *Entry) string {
+		p := e.Parent()
+		for seen := 0; p != "" && seen < len(progressParent)+1; seen++ {
+			pp, isProgress := progressParent[p]
+			if !isProgress {
+				break
+			}
+			p = pp
+		}
+		return p
+	}
+	// Terminals: messages no message names as its parent.
+	hasChild := map[string]bool{}
+	for _, id := range order {
+		if p := parentOf(byUUID[id]); p != "" {
+			hasChild[p] = true
+		}
+	}
+	var leaf *Entry
+	for _, id := range order {
+		if hasChild[id] {
+			continue
+		}
+		// Walk up to the nearest user or assistant message.
+		e := byUUID[id]
+		for steps := 0; e != nil && steps <= len(order); steps++ {
+			if (e.Type == TypeUser || e.Type == TypeAssistant) && !e.IsSidechain {
+				break
+			}
+			e = byUUID[parentOf(e)]
+		}
+		if e == nil || e.IsSidechain || (e.Type != TypeUser && e.Type != TypeAssistant) {
+			continue
+		}
+		if leaf == nil || e.Timestamp >= leaf.Timestamp { // ties: the later line
+			leaf = e
+		}
+	}
+	if leaf == nil {
+		return r
+	}
+	r.Cwd = leaf.Cwd
+	// The chain from the leaf to the root.
+	var chain []*Entry
+	onChain := map[string]bool{}
+	for e := leaf; e != nil && !onChain[e.UUID]; e = byUUID[parentOf(e)] {
+		onChain[e.UUID] = true
+		chain = append(chain, e)
+	}
+	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+		chain[i], chain[j] = chain[j], chain[i]
+	}
+	chain = recoverParallel(chain, onChain, order, byUUID, parentOf)
+	msgs := filterMessages(chain)
+	r.Messages, r.Interruption = markInterruption(msgs, sessionID)
+	return r
+}
+
+// recoverParallel puts back, after the last on-chain entry of each API
+// message, its sibling entries that are off the chain and the tool
+// results that answer any of them.
+func recoverParallel(chain []*Entry, onChain map[string]bool, order []string, byUUID map[string]*Entry, parentOf func(*Entry) string) []*Entry {
+	groupOf := func(e *Entry) string {
+		if e.Type == TypeAssistant && e.Message != nil && e.Message.ID != "" {
+			return e.Message.ID
+		}
+		return ""
+	}
+	members := map[string][]string{} // message id → uuids of its entries
+	for _, id := range order {
+		if g := groupOf(byUUID[id]); g != "" {
+			members[g] = append(members[g], id)
+		}
+	}
+	lastOnChain := map[string]int{}
+	for i, e := range chain {
+		if g := groupOf(e); g != "" {
+			lastOnChain[g] = i
+		}
+	}
+	inserts := map[int][]*Entry{}
+	for g, at := range lastOnChain {
+		group := map[string]bool{}
+		var siblings, results []*Entry
+		for _, id := range members[g] {
+			group[id] = true
+			if !onChain[id] && !byUUID[id].IsSidechain {
+				siblings = append(siblings, byUUID[id])
+			}
+		}
+		for _, id := range order {
+			e := byUUID[id]
+			if onChain[id] || e.Type != TypeUser || e.IsSidechain || !e.isToolResult() {
+				continue
+			}
+			if group[parentOf(e)] {
+				results = append(results, e)
+			}
+		}
+		byTime := func(s []*Entry) {
+			sort.SliceStable(s, func(i, j int) bool { return s[i].Timestamp < s[j].Timestamp })
+		}
+		byTime(siblings)
+		byTime(results)
+		inserts[at] = append(siblings, results...)
+	}
+	if len(inserts) == 0 {
+		return chain
+	}
+	out := make([]*Entry, 0, len(chain))
+	placed := map[string]bool{}
+	for i, e := range chain {
+		if placed[e.UUID] {
+			continue
+		}
+		out = append(out, e)
+		placed[e.UUID] = true
+		for _, x := range inserts[i] {
+			if !placed[x.UUID] {
+				out = append(out, x)
+				placed[x.UUID] = true
+			}
+		}
+	}
+	return out
+}
+
+// filterMessages drops assistant messages whose tool calls all lack a
+// result, thinking-only ones (unless another entry of the same API message
+// has content) and blank ones.
+func filterMessages(chain []*Entry) []*Entry {
+	results := map[string]bool{}
+	for _, e := range chain {
+		for _, b := range e.Blocks() {
+			if b.Type == "tool_result" {
+				results[b.ToolUseID] = true
+			}
+		}
+	}
+	hasContent := map[string]bool{} // API message id → some non-thinking block
+	for _, e := range chain {
+		if e.Type != TypeAssistant || e.Message == nil {
+			continue
+		}
+		for _, b := range e.Blocks() {
+			if b.Type != "thinking" && b.Type != "redacted_thinking" {
+				hasContent[e.Message.ID] = true
+			}
+		}
+	}
+	var out []*Entry
+	for _, e := range chain {
+		switch e.Type {
+		case TypeUser, TypeSystem, TypeAttachment:
+			out = append(out, e)
+		case TypeAssistant:
+			blocks := e.Blocks()
+			uses, answered, thinking, blank := 0, 0, 0, true
+			for _, b := range blocks {
+				switch b.Type {
+				case "tool_use":
+					uses++
+					if results[b.ID] {
+						answered++
+					}
+					blank = false
+				case "thinking", "redacted_thinking":
+					thinking++
+				case "text":
+					if strings.TrimSpace(b.Text) != "" {
+						blank = false
+					}
+				default:
+					blank = false
+				}
+			}
+			switch {
+			case uses > 0 && answered == 0:
+				continue // every tool call lacks its result
+			case len(blocks) > 0 && thinking == len(blocks) && !(e.Message != nil && hasContent[e.Message.ID] && e.Message.ID != ""):
+				continue // thinking only
+			case thinking < len(blocks) && blank && uses == 0:
+				continue // whitespace only
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// markInterruption detects how the conversation ended and adds the
+// synthetic messages of resume.
+func markInterruption(msgs []*Entry, sessionID string) ([]ResumedEntry, Interruption) {
+	out := make([]ResumedEntry, len(msgs))
+	for i, e := range msgs {
+		out[i] = ResumedEntry{Entry: *e}
+	}
+	state := NotInterrupted
+	var last *Entry
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Type != TypeSystem && !(msgs[i].Type == TypeAssistant && msgs[i].IsAPIErrorMessage) {
+			last = msgs[i]
+			break
+		}
+	}
+	if last == nil {
+		return out, state
+	}
+	lastUUID := out[len(out)-1].UUID
+	switch {
+	case last.Type == TypeAssistant:
+	case last.IsMeta || last.IsCompactSummary:
+	case last.isToolResult() || last.Type == TypeAttachment:
+		state = InterruptedTurn
+		cont := MessageEntry{Type: TypeUser, Parent: lastUUID, IsMeta: true, Time: last.Time(),
+			Message: Message{Role: "user", Content: mustJSON([]Block{{Type: "text", Text: ContinueText}})}}.Encode(Stamp{SessionID: sessionID, Cwd: last.Cwd})
+		out = append(out, ResumedEntry{Entry: cont, Synthetic: true})
+		lastUUID = cont.UUID
+	default:
+		state = InterruptedPrompt
+	}
+	if lastNonSystem(out) == TypeUser {
+		reply := MessageEntry{Type: TypeAssistant, Parent: lastUUID, Time: last.Time(),
+			Message: Message{ID: "msg_" + strings.ReplaceAll(NewUUID(), "-", ""), Model: "<synthetic>", Role: "assistant",
+				Content: mustJSON([]Block{{Type: "text", Text: NoResponseText}})}}.Encode(Stamp{SessionID: sessionID, Cwd: last.Cwd})
+		out = append(out, ResumedEntry{Entry: reply, Synthetic: true})
+	}
+	return out, state
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// lastNonSystem returns the type of the last entry that is not a system
+// entry.
+func lastNonSystem(msgs []ResumedEntry) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Type != TypeSystem {
+			return msgs[i].Type
+		}
+	}
+	return ""
+}

@@ -1,0 +1,418 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/spf13/afero"
+)
+
+// Store keeps session transcripts. A host may bring its own; JSONLStore
+// reads and writes Claude Code's layout.
+type Store interface {
+	// Append adds entries to a session; entries whose uuid the session
+	// already holds are skipped. Appends may be buffered until Flush.
+	Append(ctx context.Context, sessionID string, entries ...Entry) error
+	// Flush writes buffered entries.
+	Flush(ctx context.Context) error
+	// Load returns every entry of a session in file order.
+	Load(ctx context.Context, sessionID string) ([]Entry, error)
+	// List describes the sessions, newest first.
+	List(ctx context.Context) ([]Info, error)
+	// Close flushes and re-appends each written session's metadata.
+	Close() error
+}
+
+// Errors.
+var (
+	// ErrNoSession: no transcript with that session id.
+	ErrNoSession = errors.New("transcript: no such session")
+	// ErrInvalidSessionID: a session id must be a UUID.
+	ErrInvalidSessionID = errors.New("transcript: a session id is a UUID")
+)
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// IsSessionID reports whether id is a UUID, the only names listing accepts.
+func IsSessionID(id string) bool { return uuidRe.MatchString(id) }
+
+// Options configures a JSONLStore.
+type Options struct {
+	// Stamp fills the session stamp of entries the store writes from
+	// messages (see Recorder); SessionID is set per session.
+	Stamp Stamp
+	// BatchEntries and BatchBytes flush a session's buffer when reached
+	// (defaults 64 entries, 1 MiB).
+	BatchEntries int
+	BatchBytes   int
+}
+
+// JSONLStore keeps transcripts as Claude Code does:
+// <config home>/projects/<SanitizePath(project)>/<session id>.jsonl, one
+// JSON object per line, files 0600 in directories 0700, a session's file
+// created with its first user or assistant entry. Safe for concurrent
+// use.
+type JSONLStore struct {
+	fs   afero.Fs
+	dir  string // the project directory
+	opts Options
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+type session struct {
+	seen    map[string]bool // uuids in the file or buffered
+	loaded  bool            // seen holds the file's uuids
+	pending []Entry
+	bytes   int
+	exists  bool   // the file exists
+	meta    []Entry // metadata to re-append at Close, by type order
+	title   string
+	tag     *string
+	prompt  string
+	written bool
+}
+
+// ProjectsDir is <configHome>/projects.
+func ProjectsDir(configHome string) string { return filepath.Join(configHome, "projects") }
+
+// ProjectDir returns the directory that holds a project's transcripts:
+// <configHome>/projects/<SanitizePath(projectPath)>. projectPath is the
+// canonical working directory (real path, NFC).
+func ProjectDir(configHome, projectPath string) string {
+	return filepath.Join(ProjectsDir(configHome), memdir.SanitizePath(projectPath))
+}
+
+// FindProjectDir returns the directory that holds a project's transcripts
+// on fsys: the exact SanitizePath name, or, for a path whose sanitised
+// name is over 200 characters, the first directory with the same
+// 200-character prefix and "-" (written by a build that hashed the rest
+// differently). ok is false when neither exists.
+func FindProjectDir(fsys afero.Fs, configHome, projectPath string) (string, bool) {
+	exact := ProjectDir(configHome, projectPath)
+	if info, err := fsys.Stat(exact); err == nil && info.IsDir() {
+		return exact, true
+	}
+	name := filepath.Base(exact)
+	if len(name) <= 200 {
+		return exact, false
+	}
+	prefix := name[:200] + "-"
+	f, err := fsys.Open(ProjectsDir(configHome))
+	if err != nil {
+		return exact, false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			return filepath.Join(ProjectsDir(configHome), n), true
+		}
+	}
+	return exact, false
+}
+
+// NewJSONLStore returns the store of the transcripts in dir (a project
+// directory, see ProjectDir or FindProjectDir).
+func NewJSONLStore(fsys afero.Fs, dir string, opts Options) (*JSONLStore, error) {
+	if fsys == nil || dir == "" {
+		return nil, errors.New("transcript: NewJSONLStore needs a filesystem and a directory")
+	}
+	if opts.BatchEntries <= 0 {
+		opts.BatchEntries = 64
+	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = 1 << 20
+	}
+	return &JSONLStore{fs: fsys, dir: filepath.Clean(dir), opts: opts, sessions: map[string]*session{}}, nil
+}
+
+// NewMemoryStore returns a JSONLStore over an in-memory filesystem: for
+// tests and hosts that keep transcripts only for the process's life.
+func NewMemoryStore() *JSONLStore {
+	s, _ := NewJSONLStore(afero.NewMemMapFs(), "/transcripts", Options{})
+	return s
+}
+
+// Dir returns the project directory.
+func (s *JSONLStore) Dir() string { return s.dir }
+
+// Path returns a session's transcript file.
+func (s *JSONLStore) Path(sessionID string) string { return filepath.Join(s.dir, sessionID+".jsonl") }
+
+// SubagentPath returns a sub-agent's transcript file:
+// <dir>/<session id>/subagents/agent-<agent id>.jsonl.
+func (s *JSONLStore) SubagentPath(sessionID, agentID string) string {
+	return filepath.Join(s.dir, sessionID, "subagents", "agent-"+agentID+".jsonl")
+}
+
+func (s *JSONLStore) session(id string) *session {
+	ss, ok := s.sessions[id]
+	if !ok {
+		ss = &session{seen: map[string]bool{}}
+		s.sessions[id] = ss
+	}
+	return ss
+}
+
+// loadSeen fills the session's uuid set from its file, once.
+func (s *JSONLStore) loadSeen(id string, ss *session) {
+	if ss.loaded {
+		return
+	}
+	ss.loaded = true
+	data, err := afero.ReadFile(s.fs, s.Path(id))
+	if err != nil {
+		return
+	}
+	ss.exists = true
+	for _, e := range ParseAll(data) {
+		if e.UUID != "" {
+			ss.seen[e.UUID] = true
+		}
+	}
+}
+
+// Append implements Store. Entries are buffered per session; a session's
+// file is created (0600, its directory 0700) only once a user or
+// assistant entry arrives, so a session that never had a message leaves
+// no file. Metadata entries (titles, tags) are remembered and written
+// again at Close, so listing finds them in the file's last 64 KiB.
+func (s *JSONLStore) Append(ctx context.Context, sessionID string, entries ...Entry) error {
+	if !IsSessionID(sessionID) {
+		return ErrInvalidSessionID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.session(sessionID)
+	s.loadSeen(sessionID, ss)
+	for _, e := range entries {
+		if len(e.Raw) == 0 {
+			return errors.New("transcript: an entry to append needs its line (Raw); build it with MessageEntry.Encode or MetadataEntry")
+		}
+		if e.UUID != "" {
+			if ss.seen[e.UUID] {
+				continue // never written twice
+			}
+			ss.seen[e.UUID] = true
+		}
+		switch e.Type {
+		case TypeCustomTitle:
+			ss.title = e.CustomTitle
+		case TypeTag:
+			ss.tag = e.Tag
+		case TypeUser:
+			if p := promptText(&e); p != "" {
+				ss.prompt = p
+			}
+		}
+		ss.pending = append(ss.pending, e)
+		ss.bytes += len(e.Raw) + 1
+	}
+	if len(ss.pending) >= s.opts.BatchEntries || ss.bytes >= s.opts.BatchBytes {
+		return s.flushLocked(sessionID, ss)
+	}
+	return nil
+}
+
+// Flush implements Store.
+func (s *JSONLStore) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for id, ss := range s.sessions {
+		errs = append(errs, s.flushLocked(id, ss))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *JSONLStore) flushLocked(id string, ss *session) error {
+	if len(ss.pending) == 0 {
+		return nil
+	}
+	if !ss.exists {
+		hasMessage := false
+		for _, e := range ss.pending {
+			if e.Type == TypeUser || e.Type == TypeAssistant {
+				hasMessage = true
+				break
+			}
+		}
+		if !hasMessage {
+			return nil // no file before the first message
+		}
+	}
+	var buf bytes.Buffer
+	for _, e := range ss.pending {
+		buf.Write(e.Raw)
+		buf.WriteByte('\n')
+	}
+	if err := s.appendFile(s.Path(id), buf.Bytes()); err != nil {
+		return fmt.Errorf("transcript: append to session %s: %w", id, err)
+	}
+	ss.exists, ss.written = true, true
+	ss.pending, ss.bytes = nil, 0
+	return nil
+}
+
+// appendFile appends data, creating the file 0600 and its directory 0700.
+func (s *JSONLStore) appendFile(path string, data []byte) error {
+	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		f, err = s.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// SetTitle writes a custom-title line for the session at once.
+func (s *JSONLStore) SetTitle(ctx context.Context, sessionID, title string) error {
+	if err := s.Append(ctx, sessionID, MetadataEntry(TypeCustomTitle, sessionID, title)); err != nil {
+		return err
+	}
+	return s.Flush(ctx)
+}
+
+// SetTag writes a tag line for the session at once ("" clears the tag).
+func (s *JSONLStore) SetTag(ctx context.Context, sessionID, tag string) error {
+	if err := s.Append(ctx, sessionID, MetadataEntry(TypeTag, sessionID, tag)); err != nil {
+		return err
+	}
+	return s.Flush(ctx)
+}
+
+// Close implements Store: it flushes, then re-appends each written
+// session's last prompt, title and tag, as Claude Code does at exit, so
+// they stay within the tail that listing reads.
+func (s *JSONLStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for id, ss := range s.sessions {
+		errs = append(errs, s.flushLocked(id, ss))
+		if !ss.written {
+			continue
+		}
+		var meta bytes.Buffer
+		if ss.prompt != "" {
+			meta.Write(MetadataEntry(TypeLastPrompt, id, ss.prompt).Raw)
+			meta.WriteByte('\n')
+		}
+		if ss.title != "" {
+			meta.Write(MetadataEntry(TypeCustomTitle, id, ss.title).Raw)
+			meta.WriteByte('\n')
+		}
+		if ss.tag != nil {
+			meta.Write(MetadataEntry(TypeTag, id, *ss.tag).Raw)
+			meta.WriteByte('\n')
+		}
+		if meta.Len() > 0 {
+			errs = append(errs, s.appendFile(s.Path(id), meta.Bytes()))
+		}
+		ss.written = false
+	}
+	return errors.Join(errs...)
+}
+
+// Load implements Store.
+func (s *JSONLStore) Load(ctx context.Context, sessionID string) ([]Entry, error) {
+	if !IsSessionID(sessionID) {
+		return nil, ErrInvalidSessionID
+	}
+	if err := s.Flush(ctx); err != nil {
+		return nil, err
+	}
+	data, err := afero.ReadFile(s.fs, s.Path(sessionID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transcript: read session %s: %w", sessionID, err)
+	}
+	return ParseAll(data), nil
+}
+
+// Fork copies a session's resumed conversation under a new session id
+// and returns it.
+func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (string, error) {
+	r, err := Resume(ctx, s, sessionID)
+	if err != nil {
+		return "", err
+	}
+	id := NewUUID()
+	stamp.SessionID = id
+	if stamp.Cwd == "" {
+		stamp.Cwd = r.Cwd
+	}
+	parent := ""
+	var out []Entry
+	for _, e := range r.Messages {
+		if e.Synthetic || e.Message == nil || (e.Type != TypeUser && e.Type != TypeAssistant) {
+			continue
+		}
+		n := MessageEntry{Type: e.Type, Parent: parent, Message: *e.Message, Time: e.Time(), IsMeta: e.IsMeta}.Encode(stamp)
+		parent = n.UUID
+		out = append(out, n)
+	}
+	if err := s.Append(ctx, id, out...); err != nil {
+		return "", err
+	}
+	return id, s.Flush(ctx)
+}
+
+// readWindows reads the first and last n bytes of a file (the same bytes
+// twice for a small file) and its size and mtime.
+func readWindows(fsys afero.Fs, path string, n int64) (head, tail []byte, info fs.FileInfo, err error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	if info, err = f.Stat(); err != nil {
+		return nil, nil, nil, err
+	}
+	size := info.Size()
+	head = make([]byte, min(size, n))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, nil, nil, err
+	}
+	if size <= n {
+		return head, head, info, nil
+	}
+	tail = make([]byte, n)
+	if _, err := f.ReadAt(tail, size-n); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, nil, err
+	}
+	return head, tail, info, nil
+}
+
+// modTime of a file, zero when it cannot be read.
+func modTime(fsys afero.Fs, path string) time.Time {
+	if info, err := fsys.Stat(path); err == nil {
+		return info.ModTime()
+	}
+	return time.Time{}
+}

@@ -1,0 +1,326 @@
+package transcript
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/transcript")
+
+const (
+	sessA = "11111111-1111-4111-8111-111111111111"
+	sessB = "22222222-2222-4222-8222-222222222222"
+	sessC = "33333333-3333-4333-8333-333333333333"
+	sessD = "44444444-4444-4444-8444-444444444444"
+)
+
+// fixture copies the hand-built Claude Code project directory to a temp
+// dir, with fixed mtimes, and opens a store on it.
+func fixture(t *testing.T) *JSONLStore {
+	t.Helper()
+	src := filepath.Join("..", "testdata", "transcripts", "projects", "-work-shop")
+	dst := filepath.Join(t.TempDir(), "projects", "-work-shop")
+	base := time.Date(2026, 3, 6, 0, 0, 0, 0, time.UTC)
+	mtimes := map[string]time.Duration{sessA: 10, sessB: 9, sessC: 8, sessD: 7, "55555555-5555-4555-8555-555555555555": 11, "66666666-6666-4666-8666-666666666666": 12}
+	require.NoError(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o700)
+		}
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(out, data, 0o600))
+		h := mtimes[strings.TrimSuffix(filepath.Base(p), ".jsonl")]
+		mt := base.Add(h * time.Hour)
+		return os.Chtimes(out, mt, mt)
+	}))
+	s, err := NewJSONLStore(afero.NewOsFs(), dst, Options{})
+	require.NoError(t, err)
+	return s
+}
+
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	require.NoError(t, err)
+	got = append(got, '\n')
+	p := filepath.Join("..", "testdata", "golden", "transcript", name)
+	if *update {
+		require.NoError(t, os.WriteFile(p, got, 0o644))
+	}
+	want, err := os.ReadFile(p)
+	require.NoError(t, err, "run go test ./transcript -update to create %s", p)
+	assert.Equal(t, string(want), string(got), "golden %s", name)
+}
+
+func TestListGolden(t *testing.T) {
+	s := fixture(t)
+	infos, err := s.List(context.Background())
+	require.NoError(t, err)
+	var ids []string
+	for _, inf := range infos {
+		ids = append(ids, inf.SessionID)
+	}
+	assert.Equal(t, []string{sessA, sessB, sessC, sessD}, ids, "newest first; the sidechain, metadata-only and non-UUID files left out")
+	assert.Equal(t, `Checkout "flaky" test`, infos[0].Title, "custom title over AI title")
+	assert.Equal(t, "Why does the checkout test fail on CI?", infos[0].FirstPrompt)
+	assert.Equal(t, "ci", infos[0].Tag)
+	assert.Equal(t, "! make test", infos[1].FirstPrompt, "bash input")
+	assert.Equal(t, "/deploy-check staging", infos[2].FirstPrompt, "a custom command with arguments")
+	golden(t, "list.json", infos)
+}
+
+type shown struct {
+	UUID      string `json:"uuid"`
+	Type      string `json:"type"`
+	Text      string `json:"text"`
+	Synthetic bool   `json:"synthetic,omitempty"`
+}
+
+func show(r *Resumed) []shown {
+	var out []shown
+	for _, m := range r.Messages {
+		id := m.UUID
+		if m.Synthetic {
+			id = "(new)" // a fresh uuid each time
+		}
+		out = append(out, shown{UUID: id, Type: m.Type, Text: Flatten(m.Entry), Synthetic: m.Synthetic})
+	}
+	return out
+}
+
+func TestResumeGolden(t *testing.T) {
+	s := fixture(t)
+	for _, id := range []string{sessA, sessB, sessC, sessD} {
+		r, err := Resume(context.Background(), s, id)
+		require.NoError(t, err)
+		golden(t, "resume-"+id[:8]+".json", map[string]any{"interruption": r.Interruption, "title": r.Title, "tag": r.Tag, "messages": show(r)})
+	}
+	a, err := Resume(context.Background(), s, sessA)
+	require.NoError(t, err)
+	var uuids []string
+	for _, m := range a.Messages {
+		uuids = append(uuids, m.UUID[len(m.UUID)-2:])
+	}
+	// The torn last line is skipped; both parallel tool results are back
+	// (05 was off the chain); the thinking-only entry shares its API
+	// message with tool calls, so it stays; the progress entry is bridged;
+	// the leaf is the last assistant reply (the system entry after it is
+	// no user or assistant message).
+	assert.Equal(t, []string{"00", "01", "02", "03", "04", "05", "06", "07"}, uuids)
+	assert.Equal(t, NotInterrupted, a.Interruption)
+
+	b, err := Resume(context.Background(), s, sessB)
+	require.NoError(t, err)
+	assert.Equal(t, InterruptedTurn, b.Interruption, "ends on a tool result once the unanswered call and the blank reply are dropped")
+	last := b.Messages[len(b.Messages)-2:]
+	assert.True(t, last[0].Synthetic && last[0].IsMeta)
+	assert.Equal(t, ContinueText, last[0].Text())
+	assert.Equal(t, NoResponseText, last[1].Text())
+
+	c, err := Resume(context.Background(), s, sessC)
+	require.NoError(t, err)
+	assert.Equal(t, InterruptedPrompt, c.Interruption)
+	assert.Equal(t, NoResponseText, c.Messages[len(c.Messages)-1].Text())
+
+	d, err := Resume(context.Background(), s, sessD)
+	require.NoError(t, err)
+	assert.Equal(t, TypeSystem, d.Messages[0].Type, "the chain starts at the compact boundary")
+	assert.Len(t, d.Messages, 4)
+
+	_, err = Resume(context.Background(), s, "99999999-9999-4999-8999-999999999999")
+	assert.ErrorIs(t, err, ErrNoSession)
+	_, err = Resume(context.Background(), s, "../../etc/passwd")
+	assert.ErrorIs(t, err, ErrInvalidSessionID)
+}
+
+func TestSearch(t *testing.T) {
+	s := fixture(t)
+	hits, err := Search(context.Background(), s, "refunds", 10)
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	assert.Equal(t, sessB, hits[0].SessionID, "the branch feature/refunds matches by substring")
+	hits, err = Search(context.Background(), s, "postgres starts late", 10)
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	assert.Equal(t, sessA, hits[0].SessionID, "full text over the messages")
+	assert.Contains(t, hits[0].Snippet, "Postgres")
+	hits, err = Search(context.Background(), s, "backfilling columns", 10)
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	assert.Equal(t, sessD, hits[0].SessionID, "stemmed: backfilling meets backfill")
+	hits, err = Search(context.Background(), s, "kubernetes", 10)
+	require.NoError(t, err)
+	assert.Empty(t, hits)
+}
+
+// TestRecordRoundTrip records a host's multi-turn conversation with
+// parallel tool calls, then lists, resumes and converts it back.
+func TestRecordRoundTrip(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	s, err := NewJSONLStore(fsys, "/home/u/.claude/projects/-work-shop", Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	rec, err := NewRecorder(s, Stamp{Cwd: "/work/shop", GitBranch: "main"})
+	require.NoError(t, err)
+	conv := []llm.Message{
+		{ID: "m1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Which tests are flaky?")}},
+		{ID: "m2", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Let me look."),
+			llm.ToolUseBlock("t1", "Read", json.RawMessage(`{"file_path":"ci/quarantine.txt"}`)),
+			llm.ToolUseBlock("t2", "Grep", json.RawMessage(`{"pattern":"t.Skip"}`))}},
+		{ID: "m3", Role: llm.RoleUser, Content: []llm.Block{llm.ToolResultBlock("t1", "checkout_test", false), llm.ToolResultBlock("t2", "none", false)}},
+		{ID: "m4", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("checkout_test is quarantined.")}},
+	}
+	require.NoError(t, rec.Record(ctx, conv[:2]...))
+	require.NoError(t, rec.Record(ctx, conv...), "recorded messages are not written twice")
+	require.NoError(t, s.SetTitle(ctx, rec.SessionID(), "Flaky tests"))
+	require.NoError(t, s.Close())
+
+	data, err := afero.ReadFile(fsys, s.Path(rec.SessionID()))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	assert.Len(t, lines, 1+3+2+1+1+2, "prompt, three assistant blocks, two results, reply, title, then last-prompt and title again")
+	for _, l := range lines {
+		e, ok := ParseLine([]byte(l))
+		require.True(t, ok, l)
+		assert.Equal(t, l, string(e.Raw), "re-reads identically")
+		if e.IsMessage() {
+			assert.True(t, strings.HasPrefix(l, `{"parentUuid":`), "parentUuid first")
+			assert.Contains(t, l, `"uuid":"`+e.UUID+`","timestamp":"`, "uuid followed by timestamp")
+			assert.Regexp(t, `"timestamp":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"`, l)
+		}
+	}
+	infos, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.Equal(t, "Flaky tests", infos[0].Title)
+	assert.Equal(t, "Which tests are flaky?", infos[0].FirstPrompt)
+
+	r, err := Resume(ctx, s, rec.SessionID())
+	require.NoError(t, err)
+	assert.Equal(t, NotInterrupted, r.Interruption)
+	back := ToLLM(r.Messages)
+	require.Len(t, back, 4)
+	for i := range conv {
+		assert.Equal(t, conv[i].Role, back[i].Role)
+		assert.Equal(t, len(conv[i].Content), len(back[i].Content), "message %d", i)
+		for j := range conv[i].Content {
+			assert.Equal(t, conv[i].Content[j].Type, back[i].Content[j].Type)
+			assert.Equal(t, conv[i].Content[j].Text, back[i].Content[j].Text)
+			assert.Equal(t, conv[i].Content[j].ToolUseID, back[i].Content[j].ToolUseID)
+		}
+	}
+
+	// Continue the session, and fork it.
+	cont, err := ContinueRecorder(s, r, Stamp{})
+	require.NoError(t, err)
+	require.NoError(t, cont.Record(ctx, append(back, llm.Message{ID: "m5", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Unquarantine it")}})...))
+	r2, err := Resume(ctx, s, rec.SessionID())
+	require.NoError(t, err)
+	assert.Equal(t, InterruptedPrompt, r2.Interruption)
+	assert.Equal(t, "Unquarantine it", r2.Messages[len(r2.Messages)-2].Text())
+	forked, err := s.Fork(ctx, rec.SessionID(), Stamp{})
+	require.NoError(t, err)
+	assert.NotEqual(t, rec.SessionID(), forked)
+	r3, err := Resume(ctx, s, forked)
+	require.NoError(t, err)
+	assert.Equal(t, len(r2.Messages), len(r3.Messages))
+	for _, m := range r3.Messages {
+		if !m.Synthetic {
+			assert.Equal(t, forked, m.SessionID)
+		}
+	}
+}
+
+func TestLazyCreationDedupAndModes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "projects", "-work")
+	s, err := NewJSONLStore(afero.NewOsFs(), dir, Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	id := NewUUID()
+	require.NoError(t, s.Append(ctx, id, MetadataEntry(TypeTag, id, "wip")))
+	require.NoError(t, s.Flush(ctx))
+	_, err = os.Stat(s.Path(id))
+	assert.True(t, os.IsNotExist(err), "no file before the first message")
+	msg := MessageEntry{Type: TypeUser, Message: Message{Role: "user", Content: json.RawMessage(`"hello"`)}}.Encode(Stamp{SessionID: id, Cwd: "/work"})
+	require.NoError(t, s.Append(ctx, id, msg, msg))
+	require.NoError(t, s.Flush(ctx))
+	s2, err := NewJSONLStore(afero.NewOsFs(), dir, Options{})
+	require.NoError(t, err)
+	require.NoError(t, s2.Append(ctx, id, msg), "another store knows the file's uuids")
+	require.NoError(t, s2.Flush(ctx))
+	entries, err := s2.Load(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "the tag, then the message once")
+	info, err := os.Stat(s.Path(id))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	dinfo, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), dinfo.Mode().Perm())
+	assert.ErrorIs(t, s.Append(ctx, "not-a-uuid", msg), ErrInvalidSessionID)
+}
+
+func TestLargeTranscriptReadFromLastBoundary(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	s, err := NewJSONLStore(fsys, "/p", Options{BatchEntries: 1 << 20, BatchBytes: 1 << 30})
+	require.NoError(t, err)
+	ctx := context.Background()
+	id := NewUUID()
+	stamp := Stamp{SessionID: id, Cwd: "/work"}
+	parent := ""
+	big := strings.Repeat("x", 10_000)
+	for i := 0; i < 600; i++ {
+		e := MessageEntry{Type: TypeUser, Parent: parent, Message: Message{Role: "user", Content: mustJSON(fmt.Sprintf("old %d %s", i, big))}}.Encode(stamp)
+		parent = e.UUID
+		require.NoError(t, s.Append(ctx, id, e))
+	}
+	require.NoError(t, s.Append(ctx, id, MetadataEntry(TypeCustomTitle, id, "Before the boundary")))
+	boundary := `{"parentUuid":null,"logicalParentUuid":"` + parent + `","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","uuid":"` + NewUUID() + `","timestamp":"2026-03-01T00:00:00.000Z","sessionId":"` + id + `"}`
+	be, ok := ParseLine([]byte(boundary))
+	require.True(t, ok)
+	require.NoError(t, s.Append(ctx, id, be))
+	after := MessageEntry{Type: TypeUser, Parent: be.UUID, Message: Message{Role: "user", Content: mustJSON("after the boundary")}}.Encode(stamp)
+	require.NoError(t, s.Append(ctx, id, after))
+	require.NoError(t, s.Flush(ctx))
+	info, err := fsys.Stat(s.Path(id))
+	require.NoError(t, err)
+	require.Greater(t, info.Size(), int64(LargeFileBytes))
+	r, err := Resume(ctx, s, id)
+	require.NoError(t, err)
+	require.Len(t, r.Messages, 3, "the boundary, the prompt after it, the synthetic reply")
+	assert.Equal(t, "after the boundary", r.Messages[1].Text())
+	assert.Equal(t, "Before the boundary", r.Title, "metadata before the boundary is kept")
+}
+
+func TestFindProjectDir(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	long := "/Users/alice/projects/" + strings.Repeat("x", 300)
+	exact := ProjectDir("/h", long)
+	name := filepath.Base(exact)
+	require.Greater(t, len(name), 200)
+	other := filepath.Join(ProjectsDir("/h"), name[:200]+"-1bkvhan8y9an9")
+	require.NoError(t, fsys.MkdirAll(other, 0o700))
+	got, ok := FindProjectDir(fsys, "/h", long)
+	assert.True(t, ok)
+	assert.Equal(t, other, got, "a build that hashed the suffix differently")
+	require.NoError(t, fsys.MkdirAll(exact, 0o700))
+	got, _ = FindProjectDir(fsys, "/h", long)
+	assert.Equal(t, exact, got, "the exact name first")
+	_, ok = FindProjectDir(fsys, "/h", "/short")
+	assert.False(t, ok)
+}
