@@ -58,12 +58,12 @@ type Entry struct {
 	} `json:"compactMetadata,omitempty"`
 
 	// Metadata entries.
-	CustomTitle string `json:"customTitle,omitempty"`
-	AITitle     string `json:"aiTitle,omitempty"`
-	LastPrompt  string `json:"lastPrompt,omitempty"`
+	CustomTitle string  `json:"customTitle,omitempty"`
+	AITitle     string  `json:"aiTitle,omitempty"`
+	LastPrompt  string  `json:"lastPrompt,omitempty"`
 	Tag         *string `json:"tag,omitempty"`
-	Summary     string `json:"summary,omitempty"`
-	LeafUUID    string `json:"leafUuid,omitempty"`
+	Summary     string  `json:"summary,omitempty"`
+	LeafUUID    string  `json:"leafUuid,omitempty"`
 }
 
 // Message is the API-shaped message of a user or assistant entry.

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
@@ -78,8 +77,7 @@ type session struct {
 	loaded  bool            // seen holds the file's uuids
 	pending []Entry
 	bytes   int
-	exists  bool   // the file exists
-	meta    []Entry // metadata to re-append at Close, by type order
+	exists  bool // the file exists
 	title   string
 	tag     *string
 	prompt  string
@@ -407,12 +405,4 @@ func readWindows(fsys afero.Fs, path string, n int64) (head, tail []byte, info f
 		return nil, nil, nil, err
 	}
 	return head, tail, info, nil
-}
-
-// modTime of a file, zero when it cannot be read.
-func modTime(fsys afero.Fs, path string) time.Time {
-	if info, err := fsys.Stat(path); err == nil {
-		return info.ModTime()
-	}
-	return time.Time{}
 }
