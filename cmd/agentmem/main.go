@@ -66,7 +66,8 @@ func commands() []command {
 		{"ls", "[--json]", "list memory files, newest first", lsFlags},
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
 		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
-		{"team", "serve|token|pull|push|sync|watch", "run or use a team memory sync server (agentmem team --help)", teamFlags},
+		{"team", "serve|token|pull|push|sync|watch|log|restore", "run or use a team memory sync server (agentmem team --help)", teamFlags},
+		{"sessions", "ls|show|search", "list, show and search session transcripts (agentmem sessions --help)", sessionsFlags},
 	}
 }
 
@@ -97,11 +98,11 @@ func run(args []string, e env) int {
 		var com common
 		com.register(fs)
 		runSub := c.setup(fs)
-		if c.name == "team" {
+		if c.name == "team" || c.name == "sessions" {
 			// The team commands parse their own flags.
 			code, err := runSub(e, &com, args[1:])
 			if err != nil {
-				fmt.Fprintf(e.stderr, "agentmem team: %v\n", err)
+				fmt.Fprintf(e.stderr, "agentmem %s: %v\n", c.name, err)
 				return exitError
 			}
 			return code
@@ -123,7 +124,7 @@ func run(args []string, e env) int {
 		}
 		return code
 	}
-	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall or team)\n", args[0])
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team or sessions)\n", args[0])
 	return exitError
 }
 
