@@ -87,6 +87,14 @@ type Config struct {
 	EveryNTurns int
 	// MaxTurns bounds the extraction agent (default 5).
 	MaxTurns int
+	// TranscriptBytes bounds the conversation text the extraction model
+	// reads per run, newest first (default 60 KiB).
+	TranscriptBytes int
+	// ToolResultBytes lets tool output become memory: each tool result of
+	// the new turn is shown to the extraction model up to this many bytes,
+	// within TranscriptBytes (default 0: tool results are left out, as
+	// Claude Code does).
+	ToolResultBytes int
 	// DrainTimeout is Drain's soft limit when its ctx has no deadline
 	// (default 60 s).
 	DrainTimeout time.Duration
@@ -278,7 +286,7 @@ func (e *Extractor) extract(fresh []llm.Message) ([]string, llm.Result, error) {
 	res, err := llm.RunAgent(ctx, e.cfg.Model, llm.Task{
 		Purpose:    llm.PurposeExtractMemories,
 		System:     systemPrompt(e.cfg.AutoDir, e.cfg.Team),
-		Prompt:     userPrompt(e.cfg.AutoDir, headers, fresh),
+		Prompt:     userPrompt(e.cfg.AutoDir, headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
 		Tools:      tools.Tools(),
 		Permission: memtools.ExtractPermission(e.cfg.Fs, e.cfg.AutoDir, nil),
 		MaxTurns:   e.cfg.MaxTurns,

@@ -339,9 +339,23 @@ func TestTeamRoutingInPrompt(t *testing.T) {
 	assert.Contains(t, systemPrompt(auto, true), auto+"/team/")
 	assert.NotContains(t, systemPrompt(auto, false), "/team/")
 	long := []llm.Message{user("u", strings.Repeat("é", 40_000)), assistant("a", "ok")}
-	tr := userPrompt(auto, nil, long)
+	tr := userPrompt(auto, nil, long, transcriptBudget{})
 	assert.Less(t, len(tr), maxTranscriptBytes+500)
 	assert.Contains(t, tr, "[earlier messages left out]")
+}
+
+func TestToolResultsWithinABudget(t *testing.T) {
+	turn := []llm.Message{
+		user("u", "what port does staging use?"),
+		{ID: "a", Role: llm.RoleAssistant, Content: []llm.Block{llm.ToolUseBlock("t1", "Bash", []byte(`{"command":"cat deploy/staging.env"}`))}},
+		{ID: "r", Role: llm.RoleUser, Content: []llm.Block{llm.ToolResultBlock("t1", "PORT=8443 "+strings.Repeat("x", 5000), false)}},
+		assistant("b", "Staging listens on 8443."),
+	}
+	assert.NotContains(t, userPrompt(auto, nil, turn, transcriptBudget{}), "PORT=8443", "by default tool output is left out")
+	with := userPrompt(auto, nil, turn, transcriptBudget{toolResultBytes: 100})
+	assert.Contains(t, with, "PORT=8443", "tool output can become memory")
+	assert.NotContains(t, with, strings.Repeat("x", 200), "each result cut at its budget")
+	assert.Less(t, len(userPrompt(auto, nil, turn, transcriptBudget{maxBytes: 2000, toolResultBytes: 100_000})), 2500, "within the transcript budget")
 }
 
 func TestNewRequiresInputs(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/agentmem/agentmem/memdir"
 )
 
-// maxTranscriptBytes bounds the conversation text put in one prompt; the
-// newest part is kept.
+// maxTranscriptBytes is the default bound of the conversation text put in
+// one prompt; the newest part is kept.
 const maxTranscriptBytes = 60 << 10
 
 func systemPrompt(autoDir string, team bool) string {
@@ -44,7 +44,12 @@ func systemPrompt(autoDir string, team bool) string {
 	return b.String()
 }
 
-func userPrompt(autoDir string, headers []memdir.MemoryHeader, fresh []llm.Message) string {
+// transcriptBudget says how much of the conversation the prompt shows:
+// the newest maxBytes of it, each tool result cut at toolResultBytes (0:
+// tool results left out).
+type transcriptBudget struct{ maxBytes, toolResultBytes int }
+
+func userPrompt(autoDir string, headers []memdir.MemoryHeader, fresh []llm.Message, budget transcriptBudget) string {
 	var b strings.Builder
 	b.WriteString("Memory directory: " + autoDir + "\n\n")
 	if len(headers) == 0 {
@@ -53,6 +58,13 @@ func userPrompt(autoDir string, headers []memdir.MemoryHeader, fresh []llm.Messa
 		b.WriteString("Existing memories (newest first):\n" + memdir.FormatManifest(headers) + "\n\n")
 	}
 	b.WriteString("The new part of the conversation:\n\n")
-	b.WriteString(llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: maxTranscriptBytes, ToolResultBytes: -1}))
+	if budget.maxBytes <= 0 {
+		budget.maxBytes = maxTranscriptBytes
+	}
+	results := budget.toolResultBytes
+	if results <= 0 {
+		results = -1
+	}
+	b.WriteString(llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: budget.maxBytes, ToolResultBytes: results}))
 	return b.String()
 }
