@@ -2,22 +2,20 @@ package dream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem/agentmem/transcript"
 	"github.com/spf13/afero"
 )
 
@@ -49,10 +47,15 @@ type Config struct {
 	Fs afero.Fs
 	// AutoDir is the auto-memory directory to consolidate.
 	AutoDir string
-	// ConfigHome and OriginalCwd locate the session transcripts:
-	// <ConfigHome>/projects/<SanitizePath(OriginalCwd)>/*.jsonl.
+	// ConfigHome and OriginalCwd locate Claude Code's session transcripts
+	// (<ConfigHome>/projects/<SanitizePath(OriginalCwd)>/*.jsonl), the
+	// default Transcripts.
 	ConfigHome  string
 	OriginalCwd string
+	// Transcripts are the sessions the gate counts and the agent searches;
+	// a host that records its sessions elsewhere passes its own Store
+	// (then ConfigHome and OriginalCwd are optional).
+	Transcripts transcript.Store
 	// SessionID is the current session, never counted.
 	SessionID string
 	Model     llm.Model
@@ -102,12 +105,20 @@ type Dreamer struct {
 }
 
 // ErrMissingConfig is returned by New without a required field.
-var ErrMissingConfig = errors.New("dream: Config needs Fs, AutoDir, ConfigHome, OriginalCwd and Model")
+var ErrMissingConfig = errors.New("dream: Config needs Fs, AutoDir, Model, and Transcripts or ConfigHome and OriginalCwd")
 
 // New returns a Dreamer.
 func New(cfg Config) (*Dreamer, error) {
-	if cfg.Fs == nil || cfg.AutoDir == "" || cfg.ConfigHome == "" || cfg.OriginalCwd == "" || cfg.Model == nil {
+	if cfg.Fs == nil || cfg.AutoDir == "" || cfg.Model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
 		return nil, ErrMissingConfig
+	}
+	if cfg.Transcripts == nil {
+		dir, _ := transcript.FindProjectDir(cfg.Fs, cfg.ConfigHome, cfg.OriginalCwd)
+		store, err := transcript.NewJSONLStore(cfg.Fs, dir, transcript.Options{})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Transcripts = store
 	}
 	if math.IsNaN(cfg.MinHours) || math.IsInf(cfg.MinHours, 0) || cfg.MinHours <= 0 {
 		cfg.MinHours = DefaultMinHours
@@ -138,9 +149,13 @@ func New(cfg Config) (*Dreamer, error) {
 // Lock returns the Dreamer's consolidation lock.
 func (d *Dreamer) Lock() *Lock { return d.lock }
 
-// TranscriptDir returns where the session transcripts are counted.
+// TranscriptDir returns the directory of the transcripts on disk ("" when
+// the Transcripts store is not a JSONLStore).
 func (d *Dreamer) TranscriptDir() string {
-	return filepath.Join(d.cfg.ConfigHome, memdir.ProjectsDirName, memdir.SanitizePath(d.cfg.OriginalCwd))
+	if s, ok := d.cfg.Transcripts.(*transcript.JSONLStore); ok {
+		return s.Dir()
+	}
+	return ""
 }
 
 // MaybeRun consolidates when every gate passes, cheapest first: (1)
@@ -214,33 +229,58 @@ func (d *Dreamer) gateEnabled() string {
 	return ""
 }
 
-var uuidName = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl$`)
-
-// sessionsSince lists the transcripts (UUID-named *.jsonl directly in the
-// transcript dir) modified after since, leaving out the current session.
+// sessionsSince lists the sessions of the Transcripts store modified after
+// since, leaving out the current session: their files, or their ids when
+// the store keeps no files.
 func (d *Dreamer) sessionsSince(since time.Time) ([]string, error) {
-	dir := d.TranscriptDir()
-	entries, err := fswalk.ReadDir(d.cfg.Fs, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	infos, err := d.cfg.Transcripts.List(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, e := range entries {
-		if !e.Type.IsRegular() || !uuidName.MatchString(e.Rel) || strings.TrimSuffix(e.Rel, ".jsonl") == d.cfg.SessionID {
+	for _, inf := range infos {
+		if inf.SessionID == d.cfg.SessionID || !inf.Modified.After(since) {
 			continue
 		}
-		p := filepath.Join(dir, e.Rel)
-		info, err := d.cfg.Fs.Stat(p)
-		if err != nil || !info.ModTime().After(since) {
-			continue
+		if inf.Path != "" {
+			out = append(out, inf.Path)
+		} else {
+			out = append(out, inf.SessionID)
 		}
-		out = append(out, p)
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// SearchSessionsTool is the tool the consolidation agent searches past
+// sessions with: full text over every recorded session of the Transcripts
+// store (transcript.Search), best first, with snippets.
+const SearchSessionsTool = "SearchSessions"
+
+func (d *Dreamer) searchTool() llm.Tool {
+	return llm.Tool{Spec: llm.ToolSpec{Name: SearchSessionsTool,
+		Description: "Search the recorded sessions for a few specific words (a decision, an error, a name). Returns the matching sessions with the passage that matched. Use narrow queries.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"],"additionalProperties":false}`)},
+		Call: func(ctx context.Context, input json.RawMessage) (string, error) {
+			var in struct {
+				Query string `json:"query"`
+			}
+			if err := json.Unmarshal(input, &in); err != nil || strings.TrimSpace(in.Query) == "" {
+				return "", errors.New("give a query")
+			}
+			hits, err := transcript.Search(ctx, d.cfg.Transcripts, in.Query, 10)
+			if err != nil {
+				return "", errors.New("the sessions could not be searched")
+			}
+			if len(hits) == 0 {
+				return "No session matches.", nil
+			}
+			var b strings.Builder
+			for _, h := range hits {
+				fmt.Fprintf(&b, "session %s (%s): %s\n", h.SessionID, h.Title, h.Snippet)
+			}
+			return b.String(), nil
+		}}
 }
 
 // run takes the lock and runs the consolidation agent.
@@ -253,17 +293,26 @@ func (d *Dreamer) run(ctx context.Context, sessions []string) Outcome {
 		return Outcome{Err: err, Sessions: sessions}
 	}
 	out := Outcome{Ran: true, Sessions: sessions}
-	readRoots := []string{d.TranscriptDir()}
+	var readRoots []string
+	if dir := d.TranscriptDir(); dir != "" {
+		readRoots = append(readRoots, dir)
+	}
 	tools, err := memtools.New(d.cfg.Fs, append([]string{d.cfg.AutoDir}, readRoots...), memtools.Options{})
 	if err == nil {
+		files := memtools.ExtractPermission(d.cfg.Fs, d.cfg.AutoDir, readRoots)
 		var res llm.Result
 		res, err = llm.RunAgent(ctx, d.cfg.Model, llm.Task{
-			Purpose:    llm.PurposeAutoDream,
-			System:     systemPrompt(d.cfg.AutoDir),
-			Prompt:     userPrompt(d.cfg.AutoDir, d.TranscriptDir(), sessions),
-			Tools:      tools.Tools(),
-			Permission: memtools.ExtractPermission(d.cfg.Fs, d.cfg.AutoDir, readRoots),
-			MaxTurns:   d.cfg.MaxTurns,
+			Purpose: llm.PurposeAutoDream,
+			System:  systemPrompt(d.cfg.AutoDir),
+			Prompt:  userPrompt(d.cfg.AutoDir, d.TranscriptDir(), sessions),
+			Tools:   append(tools.Tools(), d.searchTool()),
+			Permission: func(ctx context.Context, call llm.ToolCall) llm.Decision {
+				if call.Name == SearchSessionsTool {
+					return llm.Allow()
+				}
+				return files(ctx, call)
+			},
+			MaxTurns: d.cfg.MaxTurns,
 		})
 		if errors.Is(err, llm.ErrMaxTurns) {
 			err = nil

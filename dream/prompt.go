@@ -20,8 +20,9 @@ func userPrompt(autoDir, transcriptDir string, sessions []string) string {
 	b.WriteString("1. Orient. List " + autoDir + ", read " + memdir.EntrypointName + ", and skim the topic files so you know what " +
 		"is already saved. Look at daily logs under logs/ and at session notes if there are any.\n\n")
 	b.WriteString("2. Gather what is new. Read the recent daily logs, look for memories that the newer material shows to " +
-		"have drifted, and search the session transcripts below with narrow Grep patterns (they are long: do not read " +
-		"them whole).\n\n")
+		"have drifted, and search the sessions below: with SearchSessions (a few specific words; it searches every " +
+		"recorded session), or with narrow Grep patterns in their transcript files when a directory is given (they are " +
+		"long: do not read them whole).\n\n")
 	b.WriteString("3. Consolidate. Merge memories that say the same thing into one file, rewrite relative dates " +
 		"(\"yesterday\", \"next week\") as absolute ones, and remove facts that newer information contradicts. Keep the " +
 		"frontmatter (name, description, type) of every file correct.\n\n")

@@ -100,7 +100,7 @@ func keysOf(t *testing.T, arr string) []string {
 				}
 			}
 		case string:
-			if depth == 2 && len(keys)%1 == 0 {
+			if depth == 2 {
 				keys = append(keys, v)
 				_, _ = dec.Token() // the value
 			}
