@@ -165,7 +165,7 @@ func (b Block) ResultText() string {
 
 // isToolResult reports whether a user entry carries a tool result.
 func (e *Entry) isToolResult() bool {
-	for _, b := range e.Blocks() {
+	for _, b := range e.heads() {
 		if b.Type == "tool_result" {
 			return true
 		}
@@ -173,9 +173,58 @@ func (e *Entry) isToolResult() bool {
 	return false
 }
 
+// blockHead is what resume needs of a block: its type and ids, and
+// whether its text is blank, decoded without copying any text.
+type blockHead struct {
+	Type      string    `json:"type"`
+	ID        string    `json:"id"`
+	ToolUseID string    `json:"tool_use_id"`
+	Text      blankText `json:"text"`
+}
+
+// blankText records whether a JSON string is blank, keeping nothing.
+type blankText struct{ blank, set bool }
+
+func (t *blankText) UnmarshalJSON(b []byte) error {
+	t.set = true
+	if len(b) > 66 {
+		return nil // long text is not blank
+	}
+	var s string
+	_ = json.Unmarshal(b, &s)
+	t.blank = strings.TrimSpace(s) == ""
+	return nil
+}
+
+// heads decodes the message's blocks without their text.
+func (e *Entry) heads() []blockHead {
+	if e.Message == nil || len(e.Message.Content) == 0 {
+		return nil
+	}
+	c := bytes.TrimSpace(e.Message.Content)
+	if len(c) > 0 && c[0] == '"' {
+		var t blankText
+		_ = t.UnmarshalJSON(c)
+		return []blockHead{{Type: "text", Text: t}}
+	}
+	var hs []blockHead
+	_ = json.Unmarshal(c, &hs)
+	return hs
+}
+
 // ParseLine parses one transcript line. A torn or malformed line gives
 // ok == false (readers skip it, as Claude Code does).
 func ParseLine(line []byte) (Entry, bool) {
+	e, ok := parseLine(line)
+	if ok {
+		e.Raw = append(json.RawMessage(nil), bytes.TrimSpace(bytes.TrimPrefix(line, []byte("\ufeff")))...)
+	}
+	return e, ok
+}
+
+// parseLine parses a line without keeping it (Raw stays nil): what
+// resuming needs, at the memory cost of the parsed fields only.
+func parseLine(line []byte) (Entry, bool) {
 	line = bytes.TrimSpace(bytes.TrimPrefix(line, []byte("\ufeff")))
 	if len(line) == 0 || line[0] != '{' {
 		return Entry{}, false
@@ -184,7 +233,6 @@ func ParseLine(line []byte) (Entry, bool) {
 	if err := json.Unmarshal(line, &e); err != nil || e.Type == "" {
 		return Entry{}, false
 	}
-	e.Raw = append(json.RawMessage(nil), line...)
 	return e, true
 }
 

@@ -62,6 +62,7 @@ func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
 		return nil, err
 	}
 	var out []Info
+	scratch := make([]byte, 2*WindowBytes) // reused: the windows are not kept
 	for i, e := range entries {
 		if i%64 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -70,7 +71,7 @@ func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
 		if !ok || !IsSessionID(id) || !e.Type.IsRegular() {
 			continue
 		}
-		head, tail, info, err := readWindows(s.fs, filepath.Join(dir, e.Rel), WindowBytes)
+		head, tail, info, err := readWindows(s.fs, filepath.Join(dir, e.Rel), scratch)
 		if err != nil || info.Size() == 0 {
 			continue
 		}
@@ -90,6 +91,68 @@ func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
 	return out, nil
 }
 
+// listKeys are the fields listing reads from the windows.
+var listKeys = []string{"customTitle", "aiTitle", "summary", "lastPrompt", "gitBranch", "cwd", "timestamp"}
+
+// fieldIndex records, in one pass over a window, where each listed key
+// occurs first and last.
+type fieldIndex struct {
+	b           []byte
+	first, last map[string]int
+	messages    bool // a user or assistant entry occurs
+}
+
+var (
+	typeUser      = []byte(`type":"user"`)
+	typeAssistant = []byte(`type":"assistant"`)
+)
+
+func indexFields(b []byte) fieldIndex {
+	fi := fieldIndex{b: b, first: map[string]int{}, last: map[string]int{}}
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return fi
+		}
+		i += j
+		rest := b[i+1:]
+		if !fi.messages && len(rest) > 0 && rest[0] == 't' && (bytes.HasPrefix(rest, typeUser) || bytes.HasPrefix(rest, typeAssistant)) {
+			fi.messages = true
+		}
+		for _, k := range listKeys {
+			if len(rest) > len(k)+1 && rest[0] == k[0] && bytes.HasPrefix(rest, []byte(k)) && rest[len(k)] == '"' && rest[len(k)+1] == ':' {
+				if _, ok := fi.first[k]; !ok {
+					fi.first[k] = i
+				}
+				fi.last[k] = i
+			}
+		}
+		i++
+	}
+}
+
+// value reads the string value of key at position at ("" when it is not
+// a string).
+func (fi fieldIndex) value(key string, at int, ok bool) string {
+	if !ok {
+		return ""
+	}
+	if m := fieldRe(key).FindSubmatchIndex(fi.b[at:]); m != nil {
+		return unquote(fi.b[at+m[2] : at+m[3]])
+	}
+	return ""
+}
+
+func (fi fieldIndex) lastValue(key string) string {
+	at, ok := fi.last[key]
+	return fi.value(key, at, ok)
+}
+
+func (fi fieldIndex) firstValue(key string) string {
+	at, ok := fi.first[key]
+	return fi.value(key, at, ok)
+}
+
 // describe reads a session's listing fields from its head and tail
 // windows by string search, as Claude Code does, without parsing the
 // whole file.
@@ -102,30 +165,30 @@ func describe(id string, head, tail []byte) (Info, bool) {
 	if sidechainRe.Match(firstLine) {
 		return inf, false
 	}
-	custom := lastString(tail, "customTitle")
+	h, t := indexFields(head), indexFields(tail)
+	custom := t.lastValue("customTitle")
 	if custom == "" {
-		custom = lastString(head, "customTitle")
+		custom = h.lastValue("customTitle")
 	}
-	ai := lastString(tail, "aiTitle")
+	ai := t.lastValue("aiTitle")
 	if ai == "" {
-		ai = lastString(head, "aiTitle")
+		ai = h.lastValue("aiTitle")
 	}
-	summary := lastString(tail, "summary")
-	inf.FirstPrompt = lastString(tail, "lastPrompt")
+	summary := t.lastValue("summary")
+	inf.FirstPrompt = t.lastValue("lastPrompt")
 	if inf.FirstPrompt == "" {
 		inf.FirstPrompt = firstMeaningfulPrompt(head)
 	}
-	inf.GitBranch = lastString(tail, "gitBranch")
+	inf.GitBranch = t.lastValue("gitBranch")
 	if inf.GitBranch == "" {
-		inf.GitBranch = firstString(head, "gitBranch")
+		inf.GitBranch = h.firstValue("gitBranch")
 	}
 	inf.Tag = lastTag(tail)
-	inf.Cwd = firstString(head, "cwd")
-	if ts := firstString(head, "timestamp"); ts != "" {
+	inf.Cwd = h.firstValue("cwd")
+	if ts := h.firstValue("timestamp"); ts != "" {
 		inf.Created, _ = time.Parse(time.RFC3339Nano, ts)
 	}
-	if !bytes.Contains(head, []byte(`"type":"user"`)) && !bytes.Contains(head, []byte(`"type":"assistant"`)) &&
-		!bytes.Contains(tail, []byte(`"type":"user"`)) && !bytes.Contains(tail, []byte(`"type":"assistant"`)) {
+	if !h.messages && !t.messages {
 		return inf, false // metadata only
 	}
 	switch {
@@ -145,9 +208,10 @@ func describe(id string, head, tail []byte) (Info, bool) {
 
 var sidechainRe = regexp.MustCompile(`"isSidechain":\s?true`)
 
-// stringField matches "name":"value" with JSON escapes in the value.
+// stringField matches "name":"value" (JSON escapes in the value) at the
+// start of its input.
 func stringField(name string) *regexp.Regexp {
-	return regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":\s?"((?:[^"\\]|\\.)*)"`)
+	return regexp.MustCompile(`^"` + regexp.QuoteMeta(name) + `":\s?"((?:[^"\\]|\\.)*)"`)
 }
 
 // fieldRes are the compiled patterns of the fields listing reads; never
@@ -173,22 +237,6 @@ func unquote(raw []byte) string {
 		return string(raw)
 	}
 	return s
-}
-
-func lastString(b []byte, name string) string {
-	all := fieldRe(name).FindAllSubmatch(b, -1)
-	if len(all) == 0 {
-		return ""
-	}
-	return unquote(all[len(all)-1][1])
-}
-
-func firstString(b []byte, name string) string {
-	m := fieldRe(name).FindSubmatch(b)
-	if m == nil {
-		return ""
-	}
-	return unquote(m[1])
 }
 
 // lastTag is the tag of the last line that begins with {"type":"tag"

@@ -1,7 +1,7 @@
 package transcript
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +10,6 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
-
-	"github.com/spf13/afero"
 )
 
 // Resume texts, as Claude Code writes them.
@@ -61,12 +59,18 @@ type ResumedEntry struct {
 	Synthetic bool
 }
 
-// loader is what Resume needs of a store: the raw transcript bytes.
+// loader is what Resume needs of a store that keeps files: the entries
+// to rebuild from, read in bounded memory.
 type loader interface {
-	readTranscript(ctx context.Context, sessionID string) ([]byte, error)
+	loadForResume(ctx context.Context, sessionID string) ([]Entry, error)
 }
 
-func (s *JSONLStore) readTranscript(ctx context.Context, sessionID string) ([]byte, error) {
+// loadForResume parses a session's transcript line by line without
+// keeping the lines, so memory stays near the size of the parsed
+// messages. A transcript over LargeFileBytes keeps only what follows its
+// last compact boundary (one without a preserved segment), plus the
+// metadata before it.
+func (s *JSONLStore) loadForResume(ctx context.Context, sessionID string) ([]Entry, error) {
 	if !IsSessionID(sessionID) {
 		return nil, ErrInvalidSessionID
 	}
@@ -85,91 +89,72 @@ func (s *JSONLStore) readTranscript(ctx context.Context, sessionID string) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if info.Size() > LargeFileBytes {
-		return readFromLastBoundary(f)
-	}
-	return io.ReadAll(f)
-}
-
-// readFromLastBoundary reads a large transcript forward, keeping only what
-// follows the last compact boundary (one without a preserved segment),
-// plus the metadata lines before it.
-func readFromLastBoundary(f afero.File) ([]byte, error) {
-	var kept, meta bytes.Buffer
-	br := newLineReader(f)
-	for {
-		line, err := br.next()
-		if len(line) > 0 {
-			switch {
-			case bytes.Contains(line, []byte(`"subtype":"compact_boundary"`)) && bytes.Contains(line, []byte(`"type":"system"`)) &&
-				!bytes.Contains(line, []byte(`"preservedSegment"`)):
-				// Everything before a boundary is summarised by it.
-				meta.Write(metadataOnly(kept.Bytes()))
-				kept.Reset()
-				kept.Write(line)
-				kept.WriteByte('\n')
-			default:
-				kept.Write(line)
-				kept.WriteByte('\n')
+	large := info.Size() > LargeFileBytes
+	var out []Entry
+	lr := newLineReader(f)
+	for n := 0; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		line, err := lr.next()
+		if e, ok := parseLine(line); ok {
+			if large && e.Type == TypeSystem && e.Subtype == SubtypeCompactBoundary &&
+				(e.CompactMetadata == nil || len(e.CompactMetadata.PreservedSegment) == 0) {
+				out = keepMetadata(out) // everything before is summarised by the boundary
 			}
+			out = append(out, e)
 		}
 		if err == io.EOF {
-			break
+			return out, nil
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	return append(meta.Bytes(), kept.Bytes()...), nil
 }
 
-var metadataMarkers = [][]byte{[]byte(`"type":"summary"`), []byte(`"type":"custom-title"`), []byte(`"type":"tag"`),
-	[]byte(`"type":"ai-title"`), []byte(`"type":"last-prompt"`), []byte(`"type":"agent-name"`), []byte(`"type":"mode"`),
-	[]byte(`"type":"worktree-state"`), []byte(`"type":"pr-link"`)}
-
-// metadataOnly keeps the metadata lines of a transcript part.
-func metadataOnly(b []byte) []byte {
-	var out bytes.Buffer
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		for _, m := range metadataMarkers {
-			if bytes.Contains(line, m) {
-				out.Write(line)
-				out.WriteByte('\n')
-				break
-			}
+// keepMetadata keeps the metadata entries (titles, tags, summaries).
+func keepMetadata(entries []Entry) []Entry {
+	out := entries[:0]
+	for _, e := range entries {
+		switch e.Type {
+		case TypeSummary, TypeCustomTitle, TypeAITitle, TypeTag, TypeLastPrompt:
+			out = append(out, e)
 		}
 	}
-	return out.Bytes()
+	return append([]Entry(nil), out...)
 }
 
-// lineReader yields lines of any length from a reader in 1 MiB chunks.
+// lineReader yields lines of any length through one 1 MiB buffer; only a
+// line longer than the buffer is copied.
 type lineReader struct {
-	r   io.Reader
-	buf []byte
-	eof bool
+	br   *bufio.Reader
+	long []byte
 }
 
-func newLineReader(r io.Reader) *lineReader { return &lineReader{r: r} }
+func newLineReader(r io.Reader) *lineReader { return &lineReader{br: bufio.NewReaderSize(r, 1<<20)} }
 
+// next returns the next line without its newline; the slice is valid until
+// the next call. At the end it returns the last (possibly empty) line with
+// io.EOF.
 func (l *lineReader) next() ([]byte, error) {
+	l.long = l.long[:0]
 	for {
-		if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
-			line := l.buf[:i]
-			l.buf = l.buf[i+1:]
-			return line, nil
-		}
-		if l.eof {
-			line := l.buf
-			l.buf = nil
-			return line, io.EOF
-		}
-		chunk := make([]byte, 1<<20)
-		n, err := l.r.Read(chunk)
-		l.buf = append(l.buf, chunk[:n]...)
-		if err == io.EOF {
-			l.eof = true
-		} else if err != nil {
-			return nil, err
+		chunk, err := l.br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			if len(l.long) > 0 {
+				l.long = append(l.long, chunk[:len(chunk)-1]...)
+				return l.long, nil
+			}
+			return chunk[:len(chunk)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			l.long = append(l.long, chunk...)
+		default:
+			if len(l.long) > 0 {
+				return append(l.long, chunk...), err
+			}
+			return chunk, err
 		}
 	}
 }
@@ -187,11 +172,10 @@ func (l *lineReader) next() ([]byte, error) {
 func Resume(ctx context.Context, s Store, sessionID string) (*Resumed, error) {
 	var entries []Entry
 	if l, ok := s.(loader); ok {
-		data, err := l.readTranscript(ctx, sessionID)
-		if err != nil {
+		var err error
+		if entries, err = l.loadForResume(ctx, sessionID); err != nil {
 			return nil, err
 		}
-		entries = ParseAll(data)
 	} else {
 		var err error
 		if entries, err = s.Load(ctx, sessionID); err != nil {
@@ -358,32 +342,27 @@ func recoverParallel(chain []*Entry, onChain map[string]bool, order []string, by
 // result, thinking-only ones (unless another entry of the same API message
 // has content) and blank ones.
 func filterMessages(chain []*Entry) []*Entry {
+	heads := make([][]blockHead, len(chain))
 	results := map[string]bool{}
-	for _, e := range chain {
-		for _, b := range e.Blocks() {
+	hasContent := map[string]bool{} // API message id → some non-thinking block
+	for i, e := range chain {
+		heads[i] = e.heads()
+		for _, b := range heads[i] {
 			if b.Type == "tool_result" {
 				results[b.ToolUseID] = true
 			}
-		}
-	}
-	hasContent := map[string]bool{} // API message id → some non-thinking block
-	for _, e := range chain {
-		if e.Type != TypeAssistant || e.Message == nil {
-			continue
-		}
-		for _, b := range e.Blocks() {
-			if b.Type != "thinking" && b.Type != "redacted_thinking" {
+			if e.Type == TypeAssistant && e.Message != nil && b.Type != "thinking" && b.Type != "redacted_thinking" {
 				hasContent[e.Message.ID] = true
 			}
 		}
 	}
 	var out []*Entry
-	for _, e := range chain {
+	for i, e := range chain {
 		switch e.Type {
 		case TypeUser, TypeSystem, TypeAttachment:
 			out = append(out, e)
 		case TypeAssistant:
-			blocks := e.Blocks()
+			blocks := heads[i]
 			uses, answered, thinking, blank := 0, 0, 0, true
 			for _, b := range blocks {
 				switch b.Type {
@@ -396,7 +375,7 @@ func filterMessages(chain []*Entry) []*Entry {
 				case "thinking", "redacted_thinking":
 					thinking++
 				case "text":
-					if strings.TrimSpace(b.Text) != "" {
+					if !b.Text.blank {
 						blank = false
 					}
 				default:

@@ -381,9 +381,11 @@ func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (s
 	return id, s.Flush(ctx)
 }
 
-// readWindows reads the first and last n bytes of a file (the same bytes
-// twice for a small file) and its size and mtime.
-func readWindows(fsys afero.Fs, path string, n int64) (head, tail []byte, info fs.FileInfo, err error) {
+// readWindows reads the first and last half of scratch's length of a file
+// (the same bytes twice for a small file) into scratch, and returns them
+// with the file's size and mtime.
+func readWindows(fsys afero.Fs, path string, scratch []byte) (head, tail []byte, info fs.FileInfo, err error) {
+	n := int64(len(scratch) / 2)
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, nil, nil, err
@@ -393,14 +395,14 @@ func readWindows(fsys afero.Fs, path string, n int64) (head, tail []byte, info f
 		return nil, nil, nil, err
 	}
 	size := info.Size()
-	head = make([]byte, min(size, n))
+	head = scratch[:min(size, n)]
 	if _, err := io.ReadFull(f, head); err != nil {
 		return nil, nil, nil, err
 	}
 	if size <= n {
 		return head, head, info, nil
 	}
-	tail = make([]byte, n)
+	tail = scratch[n : 2*n]
 	if _, err := f.ReadAt(tail, size-n); err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, nil, err
 	}
