@@ -73,6 +73,7 @@ type JSONLStore struct {
 }
 
 type session struct {
+	path    string          // the transcript file
 	seen    map[string]bool // uuids in the file or buffered
 	loaded  bool            // seen holds the file's uuids
 	pending []Entry
@@ -158,22 +159,24 @@ func (s *JSONLStore) SubagentPath(sessionID, agentID string) string {
 	return filepath.Join(s.dir, sessionID, "subagents", "agent-"+agentID+".jsonl")
 }
 
-func (s *JSONLStore) session(id string) *session {
-	ss, ok := s.sessions[id]
+// session returns the buffer of a transcript file (key: the session id,
+// or "<session id>/<agent id>" for a sub-agent's).
+func (s *JSONLStore) session(key, path string) *session {
+	ss, ok := s.sessions[key]
 	if !ok {
-		ss = &session{seen: map[string]bool{}}
-		s.sessions[id] = ss
+		ss = &session{path: path, seen: map[string]bool{}}
+		s.sessions[key] = ss
 	}
 	return ss
 }
 
 // loadSeen fills the session's uuid set from its file, once.
-func (s *JSONLStore) loadSeen(id string, ss *session) {
+func (s *JSONLStore) loadSeen(ss *session) {
 	if ss.loaded {
 		return
 	}
 	ss.loaded = true
-	data, err := afero.ReadFile(s.fs, s.Path(id))
+	data, err := afero.ReadFile(s.fs, ss.path)
 	if err != nil {
 		return
 	}
@@ -194,10 +197,29 @@ func (s *JSONLStore) Append(ctx context.Context, sessionID string, entries ...En
 	if !IsSessionID(sessionID) {
 		return ErrInvalidSessionID
 	}
+	return s.append(sessionID, s.Path(sessionID), entries)
+}
+
+// AppendSubagent adds entries to a sub-agent's transcript
+// (SubagentPath): its sidechain entries, deduplicated within that file.
+// agentID must be letters, digits, "-" or "_".
+func (s *JSONLStore) AppendSubagent(ctx context.Context, sessionID, agentID string, entries ...Entry) error {
+	if !IsSessionID(sessionID) {
+		return ErrInvalidSessionID
+	}
+	if !agentIDRe.MatchString(agentID) {
+		return errors.New("transcript: an agent id is letters, digits, - or _")
+	}
+	return s.append(sessionID+"/"+agentID, s.SubagentPath(sessionID, agentID), entries)
+}
+
+var agentIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+func (s *JSONLStore) append(key, path string, entries []Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss := s.session(sessionID)
-	s.loadSeen(sessionID, ss)
+	ss := s.session(key, path)
+	s.loadSeen(ss)
 	for _, e := range entries {
 		if len(e.Raw) == 0 {
 			return errors.New("transcript: an entry to append needs its line (Raw); build it with MessageEntry.Encode or MetadataEntry")
@@ -222,7 +244,7 @@ func (s *JSONLStore) Append(ctx context.Context, sessionID string, entries ...En
 		ss.bytes += len(e.Raw) + 1
 	}
 	if len(ss.pending) >= s.opts.BatchEntries || ss.bytes >= s.opts.BatchBytes {
-		return s.flushLocked(sessionID, ss)
+		return s.flushLocked(key, ss)
 	}
 	return nil
 }
@@ -259,7 +281,7 @@ func (s *JSONLStore) flushLocked(id string, ss *session) error {
 		buf.Write(e.Raw)
 		buf.WriteByte('\n')
 	}
-	if err := s.appendFile(s.Path(id), buf.Bytes()); err != nil {
+	if err := s.appendFile(ss.path, buf.Bytes()); err != nil {
 		return fmt.Errorf("transcript: append to session %s: %w", id, err)
 	}
 	ss.exists, ss.written = true, true
@@ -327,8 +349,8 @@ func (s *JSONLStore) Close() error {
 			meta.Write(MetadataEntry(TypeTag, id, *ss.tag).Raw)
 			meta.WriteByte('\n')
 		}
-		if meta.Len() > 0 {
-			errs = append(errs, s.appendFile(s.Path(id), meta.Bytes()))
+		if meta.Len() > 0 && !strings.Contains(id, "/") {
+			errs = append(errs, s.appendFile(ss.path, meta.Bytes()))
 		}
 		ss.written = false
 	}

@@ -324,3 +324,20 @@ func TestFindProjectDir(t *testing.T) {
 	_, ok = FindProjectDir(fsys, "/h", "/short")
 	assert.False(t, ok)
 }
+
+func TestSubagentTranscripts(t *testing.T) {
+	s := fixture(t)
+	ctx := context.Background()
+	stamp := Stamp{SessionID: sessA, Cwd: "/work/shop"}
+	e := MessageEntry{Type: TypeUser, IsSidechain: true, AgentID: "a1b2", Message: Message{Role: "user", Content: mustJSON("search the tests")}}.Encode(stamp)
+	require.NoError(t, s.AppendSubagent(ctx, sessA, "a1b2", e, e))
+	require.NoError(t, s.Flush(ctx))
+	data, err := os.ReadFile(s.SubagentPath(sessA, "a1b2"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(data), "\n"), "once")
+	assert.Contains(t, string(data), `"isSidechain":true,"agentId":"a1b2"`)
+	infos, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, infos, 4, "sub-agent transcripts are not sessions")
+	assert.Error(t, s.AppendSubagent(ctx, sessA, "../x", e))
+}
