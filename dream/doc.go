@@ -14,9 +14,10 @@
 //     ago (the timestamp is set before scanning, so a refused scan
 //     throttles too);
 //  4. StopFewSessions: fewer than MinSessions (5) sessions touched since
-//     the last consolidation, counting UUID-named *.jsonl transcripts in
-//     <config home>/projects/<SanitizePath(original cwd)>/ other than the
-//     current session;
+//     the last consolidation, other than the current one, as listed by
+//     Config.Transcripts (a transcript.Store; by default Claude Code's
+//     JSONL transcripts in <config home>/projects/<SanitizePath(original
+//     cwd)>/), so any host that records its sessions passes it;
 //  5. StopLocked: another process holds the Lock.
 //
 // The Lock is the file .consolidate-lock in the memory dir: its mtime is
