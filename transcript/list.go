@@ -44,8 +44,9 @@ type Info struct {
 
 // List implements Store: the UUID-named transcripts of the directory,
 // newest first (then session id, descending), each described from the
-// first and last 64 KiB of its file only. Sidechain transcripts and files
-// with no message (metadata only) are left out.
+// first and last 64 KiB of its file only. Sidechain transcripts (the first
+// line says so), team members' transcripts (teamName) and files with no
+// message (metadata only) are left out.
 func (s *JSONLStore) List(ctx context.Context) ([]Info, error) {
 	if err := s.Flush(ctx); err != nil {
 		return nil, err
@@ -162,8 +163,8 @@ func describe(id string, head, tail []byte) (Info, bool) {
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		firstLine = head[:i]
 	}
-	if sidechainRe.Match(firstLine) {
-		return inf, false
+	if sidechainRe.Match(firstLine) || bytes.Contains(head, []byte(`"teamName":"`)) {
+		return inf, false // a sub-agent's or a team member's transcript
 	}
 	h, t := indexFields(head), indexFields(tail)
 	custom := t.lastValue("customTitle")
