@@ -207,17 +207,20 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 		w.mu.Unlock()
 		timer.Reset(w.cfg.Debounce)
 	}
-	start := func() {
+	start := func(why string) {
 		if syncing {
+			w.log.Debug("teammem: sync wanted while one runs", "event", "teammem_sync_busy", "why", why)
 			return
 		}
 		w.mu.Lock()
-		suppressed := w.suppressed != ""
+		suppressed := w.suppressed
 		w.dirty = false
 		w.mu.Unlock()
-		if suppressed {
+		if suppressed != "" {
+			w.log.Debug("teammem: sync skipped: stopped", "event", "teammem_sync_suppressed", "why", why, "reason", suppressed)
 			return
 		}
+		w.log.Debug("teammem: sync", "event", "teammem_sync_start", "why", why)
 		syncing = true
 		w.wg.Add(1)
 		go func() {
@@ -265,16 +268,17 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 		case <-w.notify:
 			changed()
 		case <-w.remote:
-			start() // the server says the repo changed
+			start("server change") // the server says the repo changed
 		case <-interval.C:
-			start()
+			start("interval")
 		case <-timer.C:
 			if syncing {
 				timer.Reset(w.cfg.Debounce) // a sync is running: try again later
 				continue
 			}
-			start()
+			start("local change or retry")
 		case err := <-syncDone:
+			w.log.Debug("teammem: sync done", "event", "teammem_sync_done", "error", err)
 			syncing = false
 			if err != nil || w.isDirty() {
 				timer.Reset(w.retryDelay()) // changes wait, or the last try failed

@@ -73,7 +73,7 @@ func startWatcher(t *testing.T, root, name, url, token string) *watcher {
 	team := filepath.Join(root, name, "memory", "team")
 	require.NoError(t, os.MkdirAll(team, 0o755))
 	w := &watcher{name: name, team: team}
-	w.cmd = exec.Command(binary(t), "team", "watch", "--server", url, "--repo", "acme/shop", "--dir", team, "--interval", "1s")
+	w.cmd = exec.Command(binary(t), "team", "watch", "--server", url, "--repo", "acme/shop", "--dir", team, "--interval", "1s", "--verbose")
 	w.cmd.Env = append(os.Environ(), "AGENTMEM_TEAM_TOKEN="+token)
 	pr, pw := io.Pipe()
 	w.cmd.Stdout, w.cmd.Stderr = pw, pw
@@ -179,6 +179,10 @@ func converge(t *testing.T, url, token string, ws []*watcher, within time.Durati
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
+			for _, w := range ws {
+				_ = w.cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump into its log
+			}
+			time.Sleep(time.Second)
 			for _, w := range ws {
 				w.mu.Lock()
 				t.Logf("%s log:\n%s", w.name, w.log.String())

@@ -321,6 +321,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	keepDeleted := fs.Bool("keep-deleted", false, "do not propagate deletions in either direction")
 	_ = fs.Bool("propagate-deletes", true, "deletions propagate by default (kept for old scripts)")
 	interval := fs.Duration("interval", teammem.DefaultInterval, "watch: the longest time between two syncs")
+	verbose := fs.Bool("verbose", false, "watch: log every sync decision to stderr")
 	stateFile := fs.String("state", "", "the sync state file (default <auto memory>/.team-sync/<server+repo>.json)")
 	if ok, code := parseSub(e, fs, name, args); !ok {
 		return code, nil
@@ -376,7 +377,12 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *interval <= 0 {
 			return exitError, errors.New("--interval must be positive")
 		}
+		level := slog.LevelWarn
+		if *verbose {
+			level = slog.LevelDebug
+		}
 		w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, State: &st, Interval: *interval,
+			Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
 			OnSync: func(r teammem.Result, err error) {
 				printResult(e, r, err)
 				if err != nil {
