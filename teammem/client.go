@@ -352,6 +352,7 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 	if view.sums == nil {
 		view.sums = map[string]string{}
 	}
+	ifMatch := view.etag
 	for i, batch := range bs {
 		body := PutBody{Entries: map[string]string{}}
 		for _, f := range batch {
@@ -365,8 +366,8 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 			return err
 		}
 		headers := map[string]string{"Content-Type": "application/json"}
-		if view.etag != "" {
-			headers["If-Match"] = `"` + view.etag + `"`
+		if ifMatch != "" {
+			headers["If-Match"] = `"` + ifMatch + `"`
 		}
 		resp, respBody, err := c.send(ctx, res, http.MethodPut, c.endpoint, raw, headers)
 		if err != nil {
@@ -376,7 +377,6 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 		if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
 			return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
 		}
-		view.etag = pr.Checksum
 		for _, f := range batch {
 			view.sums[f.key] = f.sum
 			base[f.key] = f.sum
@@ -392,6 +392,14 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 				view.tombs[k] = c.now().UnixMilli()
 			}
 			res.SoftDeleted = append(res.SoftDeleted, deletes...)
+		}
+		ifMatch, view.etag = pr.Checksum, pr.Checksum
+		if RepoChecksum(view.sums) != pr.Checksum {
+			// The server holds more than we know: a PUT without If-Match
+			// (the repo was empty when read) met a teammate's write. The
+			// tag no longer describes our view, so the next read must be
+			// a full one, not a conditional one answered 304.
+			view.etag = ""
 		}
 	}
 	return nil

@@ -535,3 +535,38 @@ func TestRestoreIsConditional(t *testing.T) {
 	_, err = c.Restore(context.Background(), "k.md", 99)
 	assert.ErrorIs(t, err, teammem.ErrNotFoundOnServer)
 }
+
+// TestUnconditionalPushMeetsATeammate: the repo is empty when this client
+// reads it, so its PUT carries no If-Match; a teammate writes in between.
+// The tag of the PUT's answer then covers a file this client never saw:
+// the next sync must fetch it, not take a 304 for "up to date".
+func TestUnconditionalPushMeetsATeammate(t *testing.T) {
+	e := startServer(t, 100)
+	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
+	var once sync.Once
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			once.Do(func() {
+				_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"theirs.md": "a teammate's"}, Now: time.Now()})
+				require.NoError(t, err)
+			})
+		}
+		u, _ := url.Parse(e.url)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"mine.md": "ours"})
+	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, nil)
+	var st teammem.SyncState
+	res, err := c.Sync(context.Background(), &st)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"mine.md"}, res.Uploaded)
+	res, err = c.Sync(context.Background(), &st)
+	require.NoError(t, err)
+	assert.False(t, res.NotModified, "the state's tag covered a file it did not know")
+	assert.Equal(t, []string{"theirs.md"}, res.Written)
+	res, err = c.Sync(context.Background(), &st)
+	require.NoError(t, err)
+	assert.True(t, res.NotModified, "now the tag and the state agree")
+}

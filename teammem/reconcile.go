@@ -376,7 +376,9 @@ func withinLimit(uploads []localFile, server map[string]string, deletes []string
 // state knows the server's sums).
 func (c *Client) fetch(ctx context.Context, st *SyncState, res *Result, useETag bool) (serverView, error) {
 	headers := map[string]string{}
-	if useETag && st.ETag != "" && st.ServerChecksums != nil {
+	// A 304 means "the sums you have": ask only when they are the ones
+	// the tag stands for.
+	if useETag && st.ETag != "" && st.ServerChecksums != nil && RepoChecksum(st.ServerChecksums) == st.ETag {
 		headers["If-None-Match"] = `"` + st.ETag + `"`
 	}
 	resp, body, err := c.send(ctx, res, http.MethodGet, c.endpoint, nil, headers)
