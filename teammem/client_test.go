@@ -175,18 +175,7 @@ func TestPushNeverOverwritesATeammatesEdit(t *testing.T) {
 func TestConflictRetry(t *testing.T) {
 	e := startServer(t, 100)
 	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
-	var once sync.Once
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
-			once.Do(func() {
-				_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"teammate.md": "theirs"}, Now: time.Now()})
-				require.NoError(t, err)
-			})
-		}
-		u, _ := url.Parse(e.url)
-		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
+	proxy := teammateWritesOnFirstPut(t, e, map[string]string{"teammate.md": "theirs"})
 	_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"seed.md": "seed"}, Now: time.Now()})
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -514,18 +503,7 @@ func TestRestoreIsConditional(t *testing.T) {
 	assert.Equal(t, int64(3), v)
 	assert.Equal(t, "one", serverEntries(t, e)["k.md"])
 
-	var once sync.Once
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
-			once.Do(func() {
-				_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"k.md": "a teammate's edit"}, Now: time.Now()})
-				require.NoError(t, err)
-			})
-		}
-		u, _ := url.Parse(e.url)
-		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
+	proxy := teammateWritesOnFirstPut(t, e, map[string]string{"k.md": "a teammate's edit"})
 	c = newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, t.TempDir(), nil)
 	_, err = c.Restore(context.Background(), "k.md", 2)
 	var se *teammem.SyncError
@@ -542,19 +520,7 @@ func TestRestoreIsConditional(t *testing.T) {
 // the next sync must fetch it, not take a 304 for "up to date".
 func TestUnconditionalPushMeetsATeammate(t *testing.T) {
 	e := startServer(t, 100)
-	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
-	var once sync.Once
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
-			once.Do(func() {
-				_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"theirs.md": "a teammate's"}, Now: time.Now()})
-				require.NoError(t, err)
-			})
-		}
-		u, _ := url.Parse(e.url)
-		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
+	proxy := teammateWritesOnFirstPut(t, e, map[string]string{"theirs.md": "a teammate's"})
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"mine.md": "ours"})
 	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, nil)
@@ -569,4 +535,24 @@ func TestUnconditionalPushMeetsATeammate(t *testing.T) {
 	res, err = c.Sync(context.Background(), &st)
 	require.NoError(t, err)
 	assert.True(t, res.NotModified, "now the tag and the state agree")
+}
+
+// teammateWritesOnFirstPut returns a proxy to the server that, on the first
+// PUT through it, first writes entries straight into the store: a
+// teammate's write landing between a client's read and its write.
+func teammateWritesOnFirstPut(t *testing.T, e syncEnv, entries map[string]string) *httptest.Server {
+	t.Helper()
+	var once sync.Once
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			once.Do(func() {
+				_, err := e.store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: entries, Now: time.Now()})
+				require.NoError(t, err)
+			})
+		}
+		u, _ := url.Parse(e.url)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy
 }

@@ -328,7 +328,7 @@ func TestWatchersConverge(t *testing.T) {
 	t.Logf("%d churn operations over %d s: %d memories, %d deleted, all three directories equal the server", ops, seconds, len(got), len(deleted))
 }
 
-// runIn runs the binary in dir with env.
+// runIn runs the binary in dir ("" for the current one) with env.
 func runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)

@@ -49,18 +49,7 @@ func binary(t *testing.T) string {
 
 func runBin(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return out.String(), errOut.String(), code
+	return runIn(t, "", env, args...)
 }
 
 var listenRe = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
