@@ -395,3 +395,26 @@ func (g *WriteGate) Remove(abs string) (Target, error) {
 	}
 	return t, nil
 }
+
+// Open checks abs like CheckPath and opens it for reading, on the real
+// disk through an os.Root on its memory root, so a directory swapped for
+// a link after the check cannot make the read return a file outside.
+func (g *WriteGate) Open(abs string) (afero.File, error) {
+	t, err := g.CheckPath(abs)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := g.fs.(*afero.OsFs); !ok {
+		return g.fs.Open(t.Path)
+	}
+	r, err := rootfs.New(t.Root)
+	if err != nil {
+		return nil, confinedError(err, "open the memory directory")
+	}
+	defer r.Close() // an open file outlives its root
+	f, err := r.Open(t.Rel)
+	if err != nil && isEscape(err) {
+		return nil, &PathTraversalError{Reason: ReasonSymlinkEscape, Detail: "refused at read time"}
+	}
+	return f, err
+}

@@ -32,9 +32,11 @@
 // refused even without a permission function; on the real disk
 // (afero.OsFs) the write itself runs through an os.Root on the memory
 // root, so a directory swapped for a link after the check cannot make it
-// (or its temporary file) land outside; MEMORY.md is rewritten under the
-// index lock that Dir.Save also takes. Searches never follow links. Reads
-// and searches skip binary files and files over Options.MaxFileBytes;
+// (or its temporary file) land outside, and Read and Grep open files the
+// same way, so they cannot return a file outside either; MEMORY.md is
+// rewritten under the index lock that Dir.Save also takes. Searches never
+// follow links. Reads and searches skip binary files and files over
+// Options.MaxFileBytes;
 // output is bounded. Writes are atomic (temp file, fsync, rename). On
 // other afero.Fs implementations the checked path is written as it is; a
 // rootfs.Fs with roots of "/" works too.

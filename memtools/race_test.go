@@ -1,9 +1,12 @@
 package memtools_test
 
 import (
+	"strings"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentmem/agentmem/llm"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -122,4 +125,58 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 	assert.GreaterOrEqual(t, pullWrites.Load(), int64(1000), "the pull attempted thousands of writes")
 	assert.Equal(t, int64(flips), flipped.Load())
 	t.Logf("%d flips, %d tool writes, %d pull writes attempted, %d files outside", flipped.Load(), toolCalls.Load(), pullWrites.Load(), len(leaked))
+}
+
+// TestNoReadEscapesUnderSymlinkRace: the same flip, and the Read and Grep
+// tools never return the content of the file outside.
+func TestNoReadEscapesUnderSymlinkRace(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	mem := filepath.Join(base, "memory")
+	flip := filepath.Join(mem, "team", "flip")
+	stash := filepath.Join(mem, "team", "stash")
+	outside := filepath.Join(base, "outside")
+	require.NoError(t, os.MkdirAll(flip, 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(flip, "x.md"), []byte("inside\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "x.md"), []byte("TOP SECRET\n"), 0o644))
+	tools, err := memtools.New(afero.NewOsFs(), []string{mem}, memtools.Options{})
+	require.NoError(t, err)
+	var read, grep llm.Tool
+	for _, tl := range tools.Tools() {
+		switch tl.Spec.Name {
+		case memtools.ToolRead:
+			read = tl
+		case memtools.ToolGrep:
+			grep = tl
+		}
+	}
+	var done atomic.Bool
+	var leaks atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer done.Store(true)
+		for range 5_000 {
+			if os.Rename(flip, stash) != nil || os.Symlink(outside, flip) != nil || os.Remove(flip) != nil || os.Rename(stash, flip) != nil {
+				t.Error("flip failed")
+				return
+			}
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(flip, "x.md")})
+			gin, _ := json.Marshal(map[string]string{"pattern": "SECRET|inside", "path": filepath.Join(mem, "team"), "output_mode": "content"})
+			for i := 0; !done.Load() || i < 500; i++ {
+				if out, _ := read.Call(context.Background(), in); strings.Contains(out, "TOP SECRET") {
+					leaks.Add(1)
+				}
+				if out, _ := grep.Call(context.Background(), gin); strings.Contains(out, "TOP SECRET") {
+					leaks.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, leaks.Load(), "reads through the swapped link")
 }

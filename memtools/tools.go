@@ -41,9 +41,9 @@ func (t *Toolset) read(p string, offset, limit int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := t.fs.Open(clean)
+	f, err := t.gate.Open(clean)
 	if err != nil {
-		return "", describe(clean, err)
+		return "", t.fsError(clean, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
@@ -143,15 +143,15 @@ func (t *Toolset) write(p, content string) (string, error) {
 		return "", toolErr("%s is a directory", clean)
 	}
 	if _, err := t.gate.WriteFile(clean, []byte(content), 0o644); err != nil {
-		return "", t.writeError(clean, err)
+		return "", t.fsError(clean, err)
 	}
 	t.recordWrite(clean)
 	return fmt.Sprintf("Wrote %d bytes to %s", len(content), clean), nil
 }
 
-// writeError explains a failed write: the gate's refusal, or what the
+// fsError explains a failed read or write: the gate's refusal, or what the
 // filesystem said.
-func (t *Toolset) writeError(clean string, err error) error {
+func (t *Toolset) fsError(clean string, err error) error {
 	if refused := t.refusal(err); refused != nil {
 		return refused
 	}
@@ -258,7 +258,7 @@ func (t *Toolset) edit(p string, edits []edit) (string, error) {
 		return []byte(text), nil
 	}, info.Mode().Perm())
 	if err != nil {
-		return "", t.writeError(clean, err)
+		return "", t.fsError(clean, err)
 	}
 	t.recordWrite(clean)
 	return "Edited " + clean, nil
@@ -369,7 +369,7 @@ func (t *Toolset) grep(ctx context.Context, pattern, dir, glob string, content, 
 // readSmall reads a file the walk found unless it is over the size limit
 // or binary. buf is reused between calls.
 func (t *Toolset) readSmall(p string, buf *bytes.Buffer) ([]byte, bool) {
-	f, err := t.fs.Open(p)
+	f, err := t.gate.Open(p)
 	if err != nil {
 		return nil, false
 	}
