@@ -1,0 +1,35 @@
+// Package filehistory records what a session's tools did to files so that
+// every change can be reviewed and undone.
+//
+// A Tracker belongs to one session. The host calls MakeSnapshot(messageID)
+// before it handles each user prompt and TrackEdit(path) before every write
+// a tool makes; the first TrackEdit of a file in a turn backs the file up as
+// it was before the turn touched it. Rewind(messageID) puts every tracked
+// file back as it was at that snapshot: changed files get their content and
+// mode back, files that did not exist then are deleted. DryRun reports the
+// same diff statistics without touching anything.
+//
+// Backups live at <config home>/file-history/<session>/<first 16 hex digits
+// of sha256(absolute path)>@v<N>, one file per version, with the original's
+// mode. A file that did not exist is recorded as a version without a backup
+// file. At most MaxSnapshots (100) snapshots are kept; the oldest go first.
+//
+// # Surviving a restart
+//
+// Each snapshot, and each later update of it, is handed to Options.Journal
+// as one JSON line of type "file-history-snapshot" in Claude Code's
+// transcript format (updates carry "isSnapshotUpdate": true). A host that
+// appends those lines to the session transcript rebuilds the tracker after a
+// restart with Restore, passing the lines back in file order.
+//
+// # Concurrency
+//
+// A Tracker is safe for concurrent use; its calls are serialised.
+//
+// # Security
+//
+// Paths must be absolute. The tracker copies what it is asked to track and
+// writes only to tracked paths and to its own backup directory; confining
+// which paths a tool may write is the job of the host's write gate (see
+// memdir.WriteGate), which should run before TrackEdit.
+package filehistory

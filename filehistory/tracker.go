@@ -1,0 +1,425 @@
+package filehistory
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
+)
+
+// MaxSnapshots is the default number of snapshots a Tracker keeps.
+const MaxSnapshots = 100
+
+// EntryType is the transcript entry type of a snapshot line.
+const EntryType = "file-history-snapshot"
+
+// Errors.
+var (
+	// ErrInvalidSessionID: a session id names the backup directory, so it
+	// must be one path element of letters, digits, '.', '_' or '-'.
+	ErrInvalidSessionID = errors.New("filehistory: invalid session id (use letters, digits, '.', '_' or '-')")
+	// ErrRelativePath: tracked paths must be absolute, so that a backup
+	// names one file whatever the working directory.
+	ErrRelativePath = errors.New("filehistory: path is not absolute")
+	// ErrNoSnapshot: TrackEdit came before the session's first
+	// MakeSnapshot; take a snapshot before handling each prompt.
+	ErrNoSnapshot = errors.New("filehistory: no snapshot yet; call MakeSnapshot before the turn's first edit")
+	// ErrUnknownSnapshot: Rewind was given a message id no kept snapshot
+	// has (never taken, or dropped past MaxSnapshots).
+	ErrUnknownSnapshot = errors.New("filehistory: no snapshot for that message id")
+	// ErrNotRegularFile: only regular files are tracked.
+	ErrNotRegularFile = errors.New("filehistory: not a regular file")
+)
+
+// Backup is one recorded version of a tracked file.
+type Backup struct {
+	// BackupFileName is the name of the copy in the backup directory, or
+	// "" when the file did not exist at this version.
+	BackupFileName string
+	Version        int
+	BackupTime     time.Time
+}
+
+// Existed reports whether the file existed at this version.
+func (b Backup) Existed() bool { return b.BackupFileName != "" }
+
+// Snapshot is the state of every tracked file when a message was handled.
+type Snapshot struct {
+	MessageID          string
+	TrackedFileBackups map[string]Backup // by absolute path
+	Timestamp          time.Time
+}
+
+// Options tunes a Tracker. The zero value means the documented defaults.
+type Options struct {
+	// MaxSnapshots caps the kept snapshots (default 100).
+	MaxSnapshots int
+	// Journal, when set, receives each snapshot and each update of one as
+	// a transcript line (see the package comment). An error from it is
+	// returned by the call that produced the line; the snapshot is kept.
+	Journal func(ctx context.Context, line []byte) error
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Tracker records file versions for one session. It is safe for
+// concurrent use.
+type Tracker struct {
+	fs        afero.Fs
+	dir       string
+	sessionID string
+	opts      Options
+
+	mu      sync.Mutex
+	snaps   []Snapshot
+	order   []string          // tracked paths, first tracked first
+	first   map[string]Backup // each path's first version
+	latest  map[string]Backup // each path's newest version
+	version map[string]int    // each path's highest version number
+}
+
+var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
+// BackupDir returns where a session's backups live.
+func BackupDir(configHome, sessionID string) string {
+	return filepath.Join(configHome, "file-history", sessionID)
+}
+
+// BackupName returns the backup file name of version v of path.
+func BackupName(path string, v int) string {
+	sum := sha256.Sum256([]byte(path))
+	return hex.EncodeToString(sum[:])[:16] + "@v" + strconv.Itoa(v)
+}
+
+// NewTracker returns an empty Tracker for a session whose backups go under
+// configHome (Claude Code's config home, e.g. ~/.claude).
+func NewTracker(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tracker, error) {
+	if fsys == nil {
+		return nil, errors.New("filehistory: NewTracker needs a filesystem")
+	}
+	if configHome == "" || !filepath.IsAbs(configHome) {
+		return nil, fmt.Errorf("filehistory: config home must be an absolute directory: %w", ErrRelativePath)
+	}
+	if !sessionIDRe.MatchString(sessionID) || sessionID == "." || sessionID == ".." {
+		return nil, ErrInvalidSessionID
+	}
+	if opts.MaxSnapshots <= 0 {
+		opts.MaxSnapshots = MaxSnapshots
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Tracker{
+		fs: fsys, dir: BackupDir(configHome, sessionID), sessionID: sessionID, opts: opts,
+		first: map[string]Backup{}, latest: map[string]Backup{}, version: map[string]int{},
+	}, nil
+}
+
+// Dir returns the session's backup directory.
+func (t *Tracker) Dir() string { return t.dir }
+
+// Snapshots returns the kept snapshots, oldest first.
+func (t *Tracker) Snapshots() []Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Snapshot, len(t.snaps))
+	for i, s := range t.snaps {
+		out[i] = s.clone()
+	}
+	return out
+}
+
+// Tracked returns every tracked path, first tracked first.
+func (t *Tracker) Tracked() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.order...)
+}
+
+// CanRewind reports whether a snapshot for messageID is kept.
+func (t *Tracker) CanRewind(messageID string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.find(messageID) >= 0
+}
+
+// MakeSnapshot records the state of every tracked file before the message
+// messageID is handled. Files unchanged since their newest version share
+// it; changed ones get a new version.
+func (t *Tracker) MakeSnapshot(ctx context.Context, messageID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	snap := Snapshot{MessageID: messageID, TrackedFileBackups: map[string]Backup{}, Timestamp: t.opts.Now()}
+	var errs []error
+	for _, p := range t.order {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, err := t.currentVersion(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		snap.TrackedFileBackups[p] = b
+	}
+	t.snaps = append(t.snaps, snap)
+	if n := len(t.snaps) - t.opts.MaxSnapshots; n > 0 {
+		t.snaps = append([]Snapshot(nil), t.snaps[n:]...)
+	}
+	if err := t.journal(ctx, snap, false); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// TrackEdit backs path up as it is now, unless the current turn already
+// did. Call it before every write a tool makes to path.
+func (t *Tracker) TrackEdit(ctx context.Context, path string) error {
+	if !filepath.IsAbs(path) {
+		return ErrRelativePath
+	}
+	path = filepath.Clean(path)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.snaps) == 0 {
+		return ErrNoSnapshot
+	}
+	cur := &t.snaps[len(t.snaps)-1]
+	if _, ok := cur.TrackedFileBackups[path]; ok {
+		return nil
+	}
+	b, err := t.currentVersion(path)
+	if err != nil {
+		return err
+	}
+	if _, ok := t.first[path]; !ok {
+		t.order = append(t.order, path)
+		t.first[path] = b
+	}
+	cur.TrackedFileBackups[path] = b
+	return t.journal(ctx, *cur, true)
+}
+
+// currentVersion returns the newest version of path when the file still
+// matches it, else backs the file up as a new version.
+func (t *Tracker) currentVersion(path string) (Backup, error) {
+	if b, ok := t.latest[path]; ok {
+		same, err := t.matches(path, b)
+		if err != nil {
+			return Backup{}, err
+		}
+		if same {
+			return b, nil
+		}
+	}
+	v := t.version[path] + 1
+	b := Backup{Version: v, BackupTime: t.opts.Now()}
+	info, err := t.fs.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Recorded as a version without a backup file.
+	case err != nil:
+		return Backup{}, fmt.Errorf("filehistory: stat tracked file: %w", err)
+	case !info.Mode().IsRegular():
+		return Backup{}, ErrNotRegularFile
+	default:
+		data, err := afero.ReadFile(t.fs, path)
+		if err != nil {
+			return Backup{}, fmt.Errorf("filehistory: read tracked file: %w", err)
+		}
+		if err := t.fs.MkdirAll(t.dir, 0o700); err != nil {
+			return Backup{}, fmt.Errorf("filehistory: create backup directory: %w", err)
+		}
+		name := BackupName(path, v)
+		if err := atomicfile.WriteFile(t.fs, filepath.Join(t.dir, name), data, info.Mode().Perm()); err != nil {
+			return Backup{}, fmt.Errorf("filehistory: write backup: %w", err)
+		}
+		b.BackupFileName = name
+	}
+	t.version[path] = v
+	t.latest[path] = b
+	return b, nil
+}
+
+// matches reports whether path is in the state backup b recorded:
+// absent for a non-existence version, else same mode, size and bytes.
+func (t *Tracker) matches(path string, b Backup) (bool, error) {
+	info, err := t.fs.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return !b.Existed(), nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("filehistory: stat tracked file: %w", err)
+	}
+	if !b.Existed() {
+		return false, nil
+	}
+	binfo, err := t.fs.Stat(filepath.Join(t.dir, b.BackupFileName))
+	if err != nil {
+		return false, fmt.Errorf("filehistory: backup %s is missing: %w", b.BackupFileName, err)
+	}
+	if info.Mode().Perm() != binfo.Mode().Perm() || info.Size() != binfo.Size() {
+		return false, nil
+	}
+	cur, err := afero.ReadFile(t.fs, path)
+	if err != nil {
+		return false, fmt.Errorf("filehistory: read tracked file: %w", err)
+	}
+	old, err := afero.ReadFile(t.fs, filepath.Join(t.dir, b.BackupFileName))
+	if err != nil {
+		return false, fmt.Errorf("filehistory: read backup: %w", err)
+	}
+	return bytes.Equal(cur, old), nil
+}
+
+func (t *Tracker) find(messageID string) int {
+	for i := len(t.snaps) - 1; i >= 0; i-- {
+		if t.snaps[i].MessageID == messageID {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s Snapshot) clone() Snapshot {
+	m := make(map[string]Backup, len(s.TrackedFileBackups))
+	for k, v := range s.TrackedFileBackups {
+		m[k] = v
+	}
+	s.TrackedFileBackups = m
+	return s
+}
+
+// sortedPaths returns a snapshot's paths in a stable order.
+func (s Snapshot) sortedPaths() []string {
+	ps := make([]string, 0, len(s.TrackedFileBackups))
+	for p := range s.TrackedFileBackups {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+// journalTime is the timestamp format of Claude Code transcripts.
+const journalTime = "2006-01-02T15:04:05.000Z"
+
+type wireBackup struct {
+	BackupFileName *string `json:"backupFileName"`
+	Version        int     `json:"version"`
+	BackupTime     string  `json:"backupTime"`
+}
+
+type wireSnapshot struct {
+	MessageID          string                `json:"messageId"`
+	TrackedFileBackups map[string]wireBackup `json:"trackedFileBackups"`
+	Timestamp          string                `json:"timestamp"`
+}
+
+type wireEntry struct {
+	Type             string       `json:"type"`
+	MessageID        string       `json:"messageId"`
+	Snapshot         wireSnapshot `json:"snapshot"`
+	IsSnapshotUpdate bool         `json:"isSnapshotUpdate"`
+}
+
+// EncodeEntry returns the transcript line for a snapshot (update when it
+// changes one already journaled).
+func EncodeEntry(s Snapshot, update bool) []byte {
+	ws := wireSnapshot{MessageID: s.MessageID, TrackedFileBackups: map[string]wireBackup{}, Timestamp: s.Timestamp.UTC().Format(journalTime)}
+	for p, b := range s.TrackedFileBackups {
+		wb := wireBackup{Version: b.Version, BackupTime: b.BackupTime.UTC().Format(journalTime)}
+		if b.Existed() {
+			name := b.BackupFileName
+			wb.BackupFileName = &name
+		}
+		ws.TrackedFileBackups[p] = wb
+	}
+	line, _ := json.Marshal(wireEntry{Type: EntryType, MessageID: s.MessageID, Snapshot: ws, IsSnapshotUpdate: update})
+	return line
+}
+
+// DecodeEntry parses a snapshot line; ok is false for any other line.
+func DecodeEntry(line []byte) (s Snapshot, update, ok bool) {
+	var we wireEntry
+	if json.Unmarshal(line, &we) != nil || we.Type != EntryType || we.Snapshot.MessageID == "" {
+		return Snapshot{}, false, false
+	}
+	s = Snapshot{MessageID: we.Snapshot.MessageID, TrackedFileBackups: map[string]Backup{}}
+	s.Timestamp, _ = time.Parse(time.RFC3339Nano, we.Snapshot.Timestamp)
+	for p, wb := range we.Snapshot.TrackedFileBackups {
+		if !filepath.IsAbs(p) || wb.Version <= 0 {
+			continue
+		}
+		b := Backup{Version: wb.Version}
+		b.BackupTime, _ = time.Parse(time.RFC3339Nano, wb.BackupTime)
+		if wb.BackupFileName != nil {
+			if filepath.Base(*wb.BackupFileName) != *wb.BackupFileName || *wb.BackupFileName == ".." {
+				continue // a name that would leave the backup directory
+			}
+			b.BackupFileName = *wb.BackupFileName
+		}
+		s.TrackedFileBackups[filepath.Clean(p)] = b
+	}
+	return s, we.IsSnapshotUpdate, true
+}
+
+func (t *Tracker) journal(ctx context.Context, s Snapshot, update bool) error {
+	if t.opts.Journal == nil {
+		return nil
+	}
+	if err := t.opts.Journal(ctx, EncodeEntry(s, update)); err != nil {
+		return fmt.Errorf("filehistory: journal snapshot: %w", err)
+	}
+	return nil
+}
+
+// Restore rebuilds the tracker from journaled lines in file order, as read
+// back from a transcript after a restart; other lines are ignored. It
+// replaces whatever the tracker held.
+func (t *Tracker) Restore(lines [][]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.snaps, t.order = nil, nil
+	t.first, t.latest, t.version = map[string]Backup{}, map[string]Backup{}, map[string]int{}
+	for _, line := range lines {
+		s, update, ok := DecodeEntry(line)
+		if !ok {
+			continue
+		}
+		if i := t.find(s.MessageID); update && i >= 0 {
+			t.snaps[i] = s
+		} else {
+			t.snaps = append(t.snaps, s)
+		}
+	}
+	if n := len(t.snaps) - t.opts.MaxSnapshots; n > 0 {
+		t.snaps = append([]Snapshot(nil), t.snaps[n:]...)
+	}
+	for _, s := range t.snaps {
+		for _, p := range s.sortedPaths() {
+			b := s.TrackedFileBackups[p]
+			if _, ok := t.first[p]; !ok {
+				t.order = append(t.order, p)
+				t.first[p] = b
+			}
+			if b.Version >= t.version[p] {
+				t.version[p] = b.Version
+				t.latest[p] = b
+			}
+		}
+	}
+}
