@@ -43,11 +43,14 @@ const IndexLockTimeout = 30 * time.Second
 // inside the root at the moment of the open. On other afero.Fs
 // implementations the checked path is written as it is.
 //
-// Writes to a MEMORY.md hold a lock on it (flock on the real disk), so
-// read-modify-write cycles of the index by several goroutines, Dir values
-// or processes never lose each other's pointers. On afero.MemMapFs, which
-// has no atomic exclusive create, only the writes of one gate are
-// serialised: use one Dir (or gate) per in-memory directory.
+// Every write and removal holds the lock of its memory root (the lock of
+// the root's MEMORY.md, flock on the real disk) from its read to its
+// rename, so read-modify-write cycles by several goroutines, Dir values,
+// tools or processes never lose each other's changes: the index keeps
+// every pointer, and a memory tool's "modified since read" check sees any
+// write that landed before its own. On afero.MemMapFs, which has no
+// atomic exclusive create, only the writes of one gate are serialised:
+// use one Dir (or gate) per in-memory directory.
 //
 // A WriteGate is safe for concurrent use.
 type WriteGate struct {
@@ -55,11 +58,11 @@ type WriteGate struct {
 	roots   []string // cleaned, NFC, no trailing separator; longest first
 	teams   []string // team directories, same form
 	scanner *secrets.Scanner
-	// indexMu serialises this gate's index updates; the lock file
+	// writeMu serialises this gate's writes; the root's lock file
 	// serialises them with other gates and processes (on the real disk;
 	// afero.MemMapFs has no atomic O_EXCL, so there one gate per
 	// directory is the rule).
-	indexMu sync.Mutex
+	writeMu sync.Mutex
 }
 
 // GateOptions configures a WriteGate. The zero value means the defaults.
@@ -280,9 +283,9 @@ func (g *WriteGate) WriteFile(abs string, data []byte, perm fs.FileMode) (Target
 // UpdateFile checks abs, then reads the file (exists reports whether it
 // was there), passes its content to update and writes what update returns
 // (checked for secrets when it is a team write), atomically and confined
-// to the target's root. For a MEMORY.md the whole cycle holds the index
-// lock, so concurrent updates never lose each other. An error from update
-// is returned as it is and nothing is written.
+// to the target's root. The whole cycle holds the root's lock, so
+// concurrent updates never lose each other. An error from update is
+// returned as it is and nothing is written.
 func (g *WriteGate) UpdateFile(abs string, update func(old []byte, exists bool) ([]byte, error), perm fs.FileMode) (Target, error) {
 	t, err := g.CheckPath(abs)
 	if err != nil {
@@ -296,17 +299,11 @@ func (g *WriteGate) UpdateFile(abs string, update func(old []byte, exists bool) 
 	if err := fsys.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return Target{}, confinedError(err, "create the directory of "+filepath.Base(name))
 	}
-	if filepath.Base(name) == EntrypointName {
-		g.indexMu.Lock()
-		defer g.indexMu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), IndexLockTimeout)
-		unlock, err := filelock.Lock(ctx, fsys, name)
-		cancel()
-		if err != nil {
-			return Target{}, confinedError(err, "lock "+EntrypointName)
-		}
-		defer unlock()
+	unlock, err := g.lock(fsys, name, t)
+	if err != nil {
+		return Target{}, err
 	}
+	defer unlock()
 	old, err := afero.ReadFile(fsys, name)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -343,6 +340,25 @@ func (g *WriteGate) open(t Target) (afero.Fs, string, func(), error) {
 		return nil, "", nil, confinedError(err, "open the memory directory")
 	}
 	return r, t.Rel, func() { _ = r.Close() }, nil
+}
+
+// lock takes the write lock of t's root: the gate's mutex, then the lock
+// file of the root's MEMORY.md (name is t's name in fsys, whose root is
+// t.Root on the real disk). It waits at most IndexLockTimeout.
+func (g *WriteGate) lock(fsys afero.Fs, name string, t Target) (func(), error) {
+	index := filepath.Join(t.Root, EntrypointName)
+	if name == t.Rel {
+		index = EntrypointName // fsys is confined to t.Root
+	}
+	g.writeMu.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), IndexLockTimeout)
+	unlock, err := filelock.Lock(ctx, fsys, index)
+	cancel()
+	if err != nil {
+		g.writeMu.Unlock()
+		return nil, confinedError(err, "lock the memory directory")
+	}
+	return func() { unlock(); g.writeMu.Unlock() }, nil
 }
 
 // confinedError explains a failed write. A path that os.Root refused to
@@ -390,6 +406,11 @@ func (g *WriteGate) Remove(abs string) (Target, error) {
 		return Target{}, err
 	}
 	defer done()
+	unlock, err := g.lock(fsys, name, t)
+	if err != nil {
+		return Target{}, err
+	}
+	defer unlock()
 	if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Target{}, confinedError(err, "remove "+filepath.Base(name))
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentmem/agentmem/internal/filelock"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -36,13 +37,16 @@ func diskMemory(t *testing.T) (mem, outside string) {
 	return mem, outside
 }
 
-// entries lists the names in dir.
+// entries lists the names in dir, but for the root's write lock.
 func entries(t *testing.T, dir string) []string {
 	t.Helper()
 	des, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var names []string
 	for _, de := range des {
+		if de.Name() == filelock.Name(EntrypointName) {
+			continue // the root's write lock: hidden, empty, never synced
+		}
 		names = append(names, de.Name())
 	}
 	return names
