@@ -10,6 +10,23 @@
 // extraction and consolidation, SessionPermission for the session
 // summary. Written() reports the files the tools changed.
 //
+// # Read before write
+//
+// Each Toolset keeps what its agent read and wrote (a
+// filehistory.ReadState: LRU, 100 files / 25 MiB; share one through
+// Options.ReadState). Write and Edit of a file that exists refuse when the
+// agent has not read it ("has not been read yet"; Write needs a whole
+// read, not an offset or a cut one) or when the file no longer holds what
+// it read or last wrote ("has been modified since you read it"). The check
+// runs inside the gate's locked read-modify-write cycle, just before the
+// atomic rename, so of two agents that read the same file and write it at
+// once exactly one lands and the other is refused; nothing is lost.
+// Creating a file needs no read. ChangedFiles lists the files the agent
+// wrote that someone else has changed since, for the host's next turn.
+// Options.BlindWrites turns the rule off. Options.Tracker hands every
+// file to a filehistory.Tracker before it changes, so a turn's tool writes
+// can be rewound.
+//
 // # Errors
 //
 // Tool failures come back as *ToolError, whose text is meant for the
@@ -34,7 +51,8 @@
 // root, so a directory swapped for a link after the check cannot make it
 // (or its temporary file) land outside, and Read and Grep open files the
 // same way, so they cannot return a file outside either; MEMORY.md is
-// rewritten under the index lock that Dir.Save also takes. Searches never
+// rewritten, like every file, under the memory root's lock that Dir.Save
+// also takes. Searches never
 // follow links. Reads and searches skip binary files and files over
 // Options.MaxFileBytes;
 // output is bounded. Writes are atomic (temp file, fsync, rename). On
@@ -43,6 +61,6 @@
 //
 // # Concurrency
 //
-// A Toolset is safe for concurrent use; tool calls on different files do
-// not block each other.
+// A Toolset is safe for concurrent use. Reads never block; writes to one
+// memory root take turns for the milliseconds of their read-modify-write.
 package memtools

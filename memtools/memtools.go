@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/secrets"
@@ -44,6 +47,19 @@ type Options struct {
 	// MaxResults bounds the files or lines Grep, Glob and List report
 	// (default 200).
 	MaxResults int
+
+	// ReadState is the agent's memory of what it read and wrote, which
+	// Write and Edit check (read-before-write). Nil means a new one for
+	// this Toolset; pass one to share it across toolsets of one agent.
+	ReadState *filehistory.ReadState
+	// BlindWrites turns the read-before-write check off: Write and Edit
+	// then overwrite files the agent has not read. Only for hosts whose
+	// model cannot read first.
+	BlindWrites bool
+	// Tracker, when set, is told of every file before Write or Edit
+	// changes it (filehistory.Tracker.TrackEdit), so the turn can be
+	// rewound. A tracking failure stops the write.
+	Tracker *filehistory.Tracker
 }
 
 func (o Options) withDefaults() Options {
@@ -62,6 +78,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxResults <= 0 {
 		o.MaxResults = 200
 	}
+	if o.ReadState == nil {
+		o.ReadState = filehistory.NewReadState(filehistory.ReadStateOptions{})
+	}
 	return o
 }
 
@@ -74,6 +93,7 @@ type Toolset struct {
 	roots []string
 	gate  *memdir.WriteGate
 	opts  Options
+	reads *filehistory.ReadState
 
 	mu      sync.Mutex
 	written []string
@@ -100,7 +120,8 @@ func New(fsys afero.Fs, roots []string, opts Options) (*Toolset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memtools: %w", err)
 	}
-	return &Toolset{fs: fsys, roots: clean, gate: gate, opts: opts.withDefaults()}, nil
+	opts = opts.withDefaults()
+	return &Toolset{fs: fsys, roots: clean, gate: gate, opts: opts, reads: opts.ReadState}, nil
 }
 
 // Tools returns the seven tools: Read, Write, Edit, MultiEdit, Grep, Glob,
@@ -117,7 +138,53 @@ func (t *Toolset) Written() []string {
 	return append([]string(nil), t.written...)
 }
 
-func (t *Toolset) recordWrite(p string) {
+// ChangedFiles returns the files the tools wrote that someone else has
+// changed or deleted since, each reported once, for the host to tell the
+// model on its next turn.
+func (t *Toolset) ChangedFiles() []filehistory.Change {
+	return t.reads.Changes(func(p string) ([]byte, error) {
+		f, err := t.gate.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return io.ReadAll(io.LimitReader(f, t.opts.MaxFileBytes))
+	})
+}
+
+// checkWrite applies the read-before-write rule to clean, which holds old
+// (exists false: absent); whole is a Write, else an Edit. It runs inside
+// the gate's locked update cycle, just before the atomic write.
+func (t *Toolset) checkWrite(clean string, old []byte, exists, whole bool) error {
+	if t.opts.BlindWrites {
+		return nil
+	}
+	switch err := t.reads.CheckWrite(clean, old, exists, whole); {
+	case errors.Is(err, filehistory.ErrNotRead):
+		return toolErr("%s has not been read yet (or only part of it, for Write); Read it first, then write", clean)
+	case errors.Is(err, filehistory.ErrModifiedSinceRead):
+		return toolErr("%s has been modified since you read it (by the user, a teammate's sync or another agent); nothing was written; Read it again, then write", clean)
+	}
+	return nil
+}
+
+// track tells the host's file history that clean is about to change.
+func (t *Toolset) track(ctx context.Context, clean string) error {
+	if t.opts.Tracker == nil {
+		return nil
+	}
+	if err := t.opts.Tracker.TrackEdit(ctx, clean); err != nil {
+		return toolErr("%s was not written: its previous version could not be saved for undo", clean)
+	}
+	return nil
+}
+
+func (t *Toolset) recordWrite(p string, content []byte) {
+	var mtime time.Time
+	if info, err := t.fs.Stat(p); err == nil {
+		mtime = info.ModTime()
+	}
+	t.reads.RecordWrite(p, content, mtime)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, w := range t.written {

@@ -295,6 +295,8 @@ func TestTeamSecretsRefusedWithoutPermissionRule(t *testing.T) {
 			exists, _ := afero.Exists(e.fs, filepath.Join(e.mem, "team", "new.md"))
 			assert.False(t, exists)
 
+			_, err = run(t, e.ts, ToolRead, map[string]any{"file_path": ci})
+			require.NoError(t, err)
 			_, err = run(t, e.ts, ToolEdit, map[string]any{"file_path": ci, "old_string": "green", "new_string": fakeToken()})
 			assert.ErrorContains(t, err, "GitHub PAT")
 			half := len(fakeToken()) / 2
@@ -317,6 +319,8 @@ func TestMultiEdit(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
 			a := filepath.Join(e.mem, "a.md")
+			_, err := run(t, e.ts, ToolRead, map[string]any{"file_path": a})
+			require.NoError(t, err)
 			out, err := run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{
 				{"old_string": "line one", "new_string": "first"},
 				{"old_string": "first\nline two", "new_string": "first\nsecond"},

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/llm"
 )
@@ -59,11 +60,15 @@ func (t *Toolset) read(p string, offset, limit int) (string, error) {
 	if info.Size() > t.opts.MaxFileBytes {
 		return "", toolErr("%s is too large to read (%d bytes, limit %d)", clean, info.Size(), t.opts.MaxFileBytes)
 	}
-	r := bufio.NewReader(f)
-	head, _ := r.Peek(8192)
-	if bytes.IndexByte(head, 0) >= 0 {
+	data, err := io.ReadAll(io.LimitReader(f, t.opts.MaxFileBytes+1))
+	if err != nil {
+		return "", describe(clean, err)
+	}
+	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
 		return "", toolErr("%s is a binary file and is not shown", clean)
 	}
+	r := bufio.NewReader(bytes.NewReader(data))
+	view := filehistory.View{Offset: offset, Limit: limit, Partial: offset > 1}
 	if offset < 1 {
 		offset = 1
 	}
@@ -93,6 +98,8 @@ func (t *Toolset) read(p string, offset, limit int) (string, error) {
 			return "", describe(clean, err)
 		}
 	}
+	view.Partial = view.Partial || more
+	t.reads.RecordRead(clean, data, info.ModTime(), view)
 	switch {
 	case n == 0:
 		return "(the file is empty)", nil
@@ -127,11 +134,11 @@ func (t *Toolset) WriteTool() llm.Tool {
 			if in.Content == nil {
 				return "", toolErr("content is required")
 			}
-			return t.write(in.FilePath, *in.Content)
+			return t.write(ctx, in.FilePath, *in.Content)
 		})
 }
 
-func (t *Toolset) write(p, content string) (string, error) {
+func (t *Toolset) write(ctx context.Context, p, content string) (string, error) {
 	clean, err := t.resolve(p, false)
 	if err != nil {
 		return "", err
@@ -142,10 +149,19 @@ func (t *Toolset) write(p, content string) (string, error) {
 	if info, err := t.fs.Stat(clean); err == nil && info.IsDir() {
 		return "", toolErr("%s is a directory", clean)
 	}
-	if _, err := t.gate.WriteFile(clean, []byte(content), 0o644); err != nil {
+	if err := t.track(ctx, clean); err != nil {
+		return "", err
+	}
+	_, err = t.gate.UpdateFile(clean, func(old []byte, exists bool) ([]byte, error) {
+		if err := t.checkWrite(clean, old, exists, true); err != nil {
+			return nil, err
+		}
+		return []byte(content), nil
+	}, 0o644)
+	if err != nil {
 		return "", t.fsError(clean, err)
 	}
-	t.recordWrite(clean)
+	t.recordWrite(clean, []byte(content))
 	return fmt.Sprintf("Wrote %d bytes to %s", len(content), clean), nil
 }
 
@@ -176,7 +192,7 @@ func (t *Toolset) EditTool() llm.Tool {
 			if err := decode(input, &in); err != nil {
 				return "", err
 			}
-			return t.edit(in.FilePath, []edit{in.edit})
+			return t.edit(ctx, in.FilePath, []edit{in.edit})
 		})
 }
 
@@ -197,7 +213,7 @@ func (t *Toolset) MultiEditTool() llm.Tool {
 			if len(in.Edits) == 0 {
 				return "", toolErr("edits must hold at least one edit")
 			}
-			return t.edit(in.FilePath, in.Edits)
+			return t.edit(ctx, in.FilePath, in.Edits)
 		})
 }
 
@@ -211,7 +227,7 @@ type edit struct {
 // edit applies edits to the file at p through the write gate: the file
 // is read, changed and written back in one locked cycle for MEMORY.md,
 // and the result is scanned for secrets when it is team memory.
-func (t *Toolset) edit(p string, edits []edit) (string, error) {
+func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, error) {
 	clean, err := t.resolve(p, false)
 	if err != nil {
 		return "", err
@@ -234,9 +250,16 @@ func (t *Toolset) edit(p string, edits []edit) (string, error) {
 	if info.Size() > t.opts.MaxFileBytes {
 		return "", toolErr("%s is too large to edit", clean)
 	}
+	if err := t.track(ctx, clean); err != nil {
+		return "", err
+	}
+	var written []byte
 	_, err = t.gate.UpdateFile(clean, func(old []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, toolErr("%s does not exist", clean)
+		}
+		if err := t.checkWrite(clean, old, exists, false); err != nil {
+			return nil, err
 		}
 		text := string(old)
 		for i, e := range edits {
@@ -255,12 +278,13 @@ func (t *Toolset) edit(p string, edits []edit) (string, error) {
 		if int64(len(text)) > t.opts.MaxFileBytes {
 			return nil, toolErr("the edited file would be too large (%d bytes, limit %d)", len(text), t.opts.MaxFileBytes)
 		}
-		return []byte(text), nil
+		written = []byte(text)
+		return written, nil
 	}, info.Mode().Perm())
 	if err != nil {
 		return "", t.fsError(clean, err)
 	}
-	t.recordWrite(clean)
+	t.recordWrite(clean, written)
 	return "Edited " + clean, nil
 }
 

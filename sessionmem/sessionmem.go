@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
@@ -257,7 +258,11 @@ func (t *Tracker) run(fresh []llm.Message) (llm.Result, error) {
 	if err != nil {
 		return llm.Result{}, err
 	}
-	tools, err := memtools.New(t.cfg.Fs, []string{filepath.Dir(t.path)}, memtools.Options{})
+	// The prompt shows the model the whole file, which counts as its read:
+	// its edits pass read-before-write unless the file changes meanwhile.
+	reads := filehistory.NewReadState(filehistory.ReadStateOptions{})
+	reads.RecordRead(filepath.Clean(t.path), notes, time.Now(), filehistory.View{})
+	tools, err := memtools.New(t.cfg.Fs, []string{filepath.Dir(t.path)}, memtools.Options{ReadState: reads})
 	if err != nil {
 		return llm.Result{}, err
 	}
