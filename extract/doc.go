@@ -20,6 +20,15 @@
 //   - Drain waits for the run and its trailing run (60 s soft limit) so a
 //     host can call it before exiting; Close cancels and waits.
 //
+// # Undo
+//
+// With Config.History (a filehistory.Tracker) every run takes a snapshot
+// before its tools write and tracks each file they change; the finished
+// or failed Event names it in Checkpoint, and History.Rewind to it puts
+// the memory directory back as it was before the run. The tools also
+// apply read-before-write: a run that edits a memory it has not read is
+// told to read it first.
+//
 // # Observability
 //
 // Every decision is an Event (skipped with a reason, coalesced, started,

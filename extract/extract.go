@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
@@ -64,9 +66,12 @@ type Event struct {
 	Messages int
 	// Files are the memory files a finished run wrote.
 	Files []string
-	Usage llm.Usage
-	Turns int
-	Err   error
+	// Checkpoint names the snapshot taken before the run (Config.History);
+	// rewinding to it undoes the run.
+	Checkpoint string
+	Usage      llm.Usage
+	Turns      int
+	Err        error
 }
 
 // Config configures an Extractor. Fs, AutoDir and Model are required; the
@@ -98,6 +103,13 @@ type Config struct {
 	// DrainTimeout is Drain's soft limit when its ctx has no deadline
 	// (default 60 s).
 	DrainTimeout time.Duration
+	// History, when set, makes every run undoable: before the run's tools
+	// write, it takes a snapshot named Event.Checkpoint ("extract-" and the
+	// run's start time), and every file the tools then change is tracked
+	// in it, so History.Rewind(ctx, checkpoint, ...) puts the memory
+	// directory back as it was. Give the extractor its own Tracker (a
+	// tracker records writes in its newest snapshot).
+	History *filehistory.Tracker
 	// Observer receives every Event; it must not block.
 	Observer func(Event)
 	// Logger receives the same events as log records; nil discards them.
@@ -247,13 +259,13 @@ func (e *Extractor) run(msgs, fresh []llm.Message, trailing bool) {
 	defer e.wg.Done()
 	for {
 		e.emit(Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
-		files, res, err := e.extract(fresh)
+		files, checkpoint, res, err := e.extract(fresh)
 		e.mu.Lock()
 		if err != nil {
-			e.emitLocked(Event{Kind: EventFailed, Trailing: trailing, Err: err, Usage: res.Usage, Turns: res.Turns})
+			e.emitLocked(Event{Kind: EventFailed, Trailing: trailing, Err: err, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns})
 		} else {
 			e.cursor = msgs[len(msgs)-1].ID
-			e.emitLocked(Event{Kind: EventFinished, Trailing: trailing, Files: files, Usage: res.Usage, Turns: res.Turns, Messages: len(fresh)})
+			e.emitLocked(Event{Kind: EventFinished, Trailing: trailing, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns, Messages: len(fresh)})
 		}
 		next, ok := []llm.Message(nil), false
 		if e.hasPending && !e.closed {
@@ -273,15 +285,21 @@ func (e *Extractor) run(msgs, fresh []llm.Message, trailing bool) {
 }
 
 // extract runs the forked agent over the new messages.
-func (e *Extractor) extract(fresh []llm.Message) ([]string, llm.Result, error) {
+func (e *Extractor) extract(fresh []llm.Message) (files []string, checkpoint string, _ llm.Result, _ error) {
 	ctx := e.ctx
 	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.Fs, e.cfg.AutoDir, memdir.ScanOptions{})
 	if err != nil {
-		return nil, llm.Result{}, err
+		return nil, "", llm.Result{}, err
 	}
-	tools, err := memtools.New(e.cfg.Fs, []string{e.cfg.AutoDir}, memtools.Options{})
+	if e.cfg.History != nil {
+		checkpoint = "extract-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+		if err := e.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
+			return nil, "", llm.Result{}, fmt.Errorf("extract: checkpoint before the run: %w", err)
+		}
+	}
+	tools, err := memtools.New(e.cfg.Fs, []string{e.cfg.AutoDir}, memtools.Options{Tracker: e.cfg.History})
 	if err != nil {
-		return nil, llm.Result{}, err
+		return nil, checkpoint, llm.Result{}, err
 	}
 	res, err := llm.RunAgent(ctx, e.cfg.Model, llm.Task{
 		Purpose:    llm.PurposeExtractMemories,
@@ -294,7 +312,7 @@ func (e *Extractor) extract(fresh []llm.Message) ([]string, llm.Result, error) {
 	if errors.Is(err, llm.ErrMaxTurns) {
 		err = nil // a run that used all its turns still saved what it wrote
 	}
-	return tools.Written(), res, err
+	return tools.Written(), checkpoint, res, err
 }
 
 // Drain waits for the in-flight run and its trailing run. Without a
