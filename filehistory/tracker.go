@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
-
-	"github.com/agentmem/agentmem/internal/atomicfile"
 )
 
 // MaxSnapshots is the default number of snapshots a Tracker keeps.
@@ -90,6 +88,36 @@ type Tracker struct {
 	first   map[string]Backup // each path's first version
 	latest  map[string]Backup // each path's newest version
 	version map[string]int    // each path's highest version number
+	// stamps holds each path's stat when it last matched its newest
+	// version, so an unchanged file is recognised without reading it.
+	stamps map[string]stamp
+}
+
+// stamp is what a stat says of a file: when it still says the same, the
+// file is taken as unchanged. A stamp is kept only for a file last
+// modified more than racyWindow before it was taken, so a rewrite of the
+// same size within one coarse mtime tick cannot go unseen (the "racy
+// stamp" rule of version control systems).
+type stamp struct {
+	size  int64
+	mtime time.Time
+	mode  fs.FileMode
+}
+
+func stampOf(info fs.FileInfo) stamp {
+	return stamp{size: info.Size(), mtime: info.ModTime(), mode: info.Mode()}
+}
+
+const racyWindow = 100 * time.Millisecond
+
+// keepStamp remembers info as path's stamp unless it is too recent to
+// trust.
+func (t *Tracker) keepStamp(path string, info fs.FileInfo) {
+	if time.Since(info.ModTime()) > racyWindow {
+		t.stamps[path] = stampOf(info)
+	} else {
+		delete(t.stamps, path)
+	}
 }
 
 var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
@@ -125,7 +153,7 @@ func NewTracker(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tra
 	}
 	return &Tracker{
 		fs: fsys, dir: BackupDir(configHome, sessionID), sessionID: sessionID, opts: opts,
-		first: map[string]Backup{}, latest: map[string]Backup{}, version: map[string]int{},
+		first: map[string]Backup{}, latest: map[string]Backup{}, version: map[string]int{}, stamps: map[string]stamp{},
 	}, nil
 }
 
@@ -245,10 +273,11 @@ func (t *Tracker) currentVersion(path string) (Backup, error) {
 			return Backup{}, fmt.Errorf("filehistory: create backup directory: %w", err)
 		}
 		name := BackupName(path, v)
-		if err := atomicfile.WriteFile(t.fs, filepath.Join(t.dir, name), data, info.Mode().Perm()); err != nil {
+		if err := writeBackup(t.fs, filepath.Join(t.dir, name), data, info.Mode().Perm()); err != nil {
 			return Backup{}, fmt.Errorf("filehistory: write backup: %w", err)
 		}
 		b.BackupFileName = name
+		t.keepStamp(path, info)
 	}
 	t.version[path] = v
 	t.latest[path] = b
@@ -268,6 +297,9 @@ func (t *Tracker) matches(path string, b Backup) (bool, error) {
 	if !b.Existed() {
 		return false, nil
 	}
+	if st, ok := t.stamps[path]; ok && t.latest[path] == b && st == stampOf(info) {
+		return true, nil
+	}
 	binfo, err := t.fs.Stat(filepath.Join(t.dir, b.BackupFileName))
 	if err != nil {
 		return false, fmt.Errorf("filehistory: backup %s is missing: %w", b.BackupFileName, err)
@@ -283,7 +315,30 @@ func (t *Tracker) matches(path string, b Backup) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("filehistory: read backup: %w", err)
 	}
-	return bytes.Equal(cur, old), nil
+	same := bytes.Equal(cur, old)
+	if same && t.latest[path] == b {
+		t.keepStamp(path, info)
+	}
+	return same, nil
+}
+
+// writeBackup writes a backup under a temporary name and renames it into
+// place, so a crash never leaves a torn backup under a version's name. It
+// does not fsync: a backup is a copy of a file that is still on disk.
+func writeBackup(fsys afero.Fs, path string, data []byte, perm fs.FileMode) error {
+	tmp := path + ".tmp"
+	if err := afero.WriteFile(fsys, tmp, data, perm); err != nil {
+		return err
+	}
+	if err := fsys.Chmod(tmp, perm); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 func (t *Tracker) find(messageID string) int {
@@ -394,7 +449,7 @@ func (t *Tracker) Restore(lines [][]byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.snaps, t.order = nil, nil
-	t.first, t.latest, t.version = map[string]Backup{}, map[string]Backup{}, map[string]int{}
+	t.first, t.latest, t.version, t.stamps = map[string]Backup{}, map[string]Backup{}, map[string]int{}, map[string]stamp{}
 	for _, line := range lines {
 		s, update, ok := DecodeEntry(line)
 		if !ok {

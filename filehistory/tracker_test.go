@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -353,4 +354,52 @@ func TestConcurrentTrackAndSnapshot(t *testing.T) {
 		_, _, ok := d.read("w" + string(rune('a'+w)) + ".md")
 		assert.False(t, ok, "files created after m0 are gone after rewinding to it")
 	}
+}
+
+// TestSameSizeRewriteIsSeen: a rewrite of the same size right after a
+// snapshot (within one mtime tick) still gets its own version.
+func TestSameSizeRewriteIsSeen(t *testing.T) {
+	ctx := context.Background()
+	for range 20 {
+		d := newDisk(t)
+		tr, err := filehistory.NewTracker(d.fs, d.home, session, filehistory.Options{})
+		require.NoError(t, err)
+		tick := time.Now() // a coarse clock gives both writes one mtime
+		require.NoError(t, tr.MakeSnapshot(ctx, "m1"))
+		d.edit(tr, "a.md", "aaaa", 0o644)
+		require.NoError(t, os.Chtimes(d.path("a.md"), tick, tick))
+		require.NoError(t, tr.MakeSnapshot(ctx, "m2"))
+		d.write("a.md", "bbbb", 0o644) // untracked, same size, same tick
+		require.NoError(t, os.Chtimes(d.path("a.md"), tick, tick))
+		require.NoError(t, tr.MakeSnapshot(ctx, "m3"))
+		d.write("a.md", "cccc", 0o644)
+		_, err = tr.Rewind(ctx, "m3", filehistory.RewindOptions{})
+		require.NoError(t, err)
+		c, _, _ := d.read("a.md")
+		require.Equal(t, "bbbb", c)
+		_, err = tr.Rewind(ctx, "m2", filehistory.RewindOptions{})
+		require.NoError(t, err)
+		c, _, _ = d.read("a.md")
+		require.Equal(t, "aaaa", c)
+	}
+}
+
+// TestOldUnchangedFilesAreNotReread: files unchanged since long ago are
+// recognised by their stat; a change to one is still seen.
+func TestOldUnchangedFilesAreNotReread(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	tr, err := filehistory.NewTracker(d.fs, d.home, session, filehistory.Options{})
+	require.NoError(t, err)
+	d.write("a.md", "old\n", 0o644)
+	past := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(d.path("a.md"), past, past))
+	require.NoError(t, tr.MakeSnapshot(ctx, "m1"))
+	require.NoError(t, tr.TrackEdit(ctx, d.path("a.md")))
+	require.NoError(t, tr.MakeSnapshot(ctx, "m2"))
+	assert.Equal(t, 1, tr.Snapshots()[1].TrackedFileBackups[d.path("a.md")].Version)
+	d.write("a.md", "new\n", 0o644)
+	require.NoError(t, os.Chtimes(d.path("a.md"), past.Add(time.Second), past.Add(time.Second)))
+	require.NoError(t, tr.MakeSnapshot(ctx, "m3"))
+	assert.Equal(t, 2, tr.Snapshots()[2].TrackedFileBackups[d.path("a.md")].Version)
 }
