@@ -31,6 +31,12 @@
 // writes pass the path and secret checks). A run costs one agent task of
 // up to MaxTurns (30) model calls, at most once a day by default.
 //
+// With Config.History (a filehistory.Tracker) a run takes a snapshot
+// before the agent writes (Outcome.Checkpoint) and tracks every file its
+// tools change, so rewinding the tracker to it undoes the run. The tools
+// apply read-before-write: the agent must read a memory before it edits
+// or replaces it.
+//
 // # Concurrency
 //
 // A Dreamer is safe for concurrent use; MaybeRun and Force run in the

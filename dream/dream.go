@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/transcript"
@@ -73,6 +74,12 @@ type Config struct {
 	// Now is the clock (default time.Now); also used by the lock unless
 	// Lock.Now is set.
 	Now func() time.Time
+	// History, when set, makes every run undoable: before the agent
+	// writes, a snapshot named Outcome.Checkpoint ("dream-" and the run's
+	// start time) is taken, and every file its tools change is tracked in
+	// it, so History.Rewind(ctx, checkpoint, ...) puts the memory
+	// directory back as it was. Give the dreamer its own Tracker.
+	History *filehistory.Tracker
 	// Observer receives every Outcome; Logger the same as records.
 	Observer func(Outcome)
 	Logger   *slog.Logger
@@ -88,9 +95,12 @@ type Outcome struct {
 	Sessions []string
 	// Files are the memory files it wrote or edited.
 	Files []string
-	Usage llm.Usage
-	Turns int
-	Err   error
+	// Checkpoint names the snapshot taken before the run (Config.History);
+	// rewinding to it undoes the run.
+	Checkpoint string
+	Usage      llm.Usage
+	Turns      int
+	Err        error
 }
 
 // Dreamer decides when to consolidate a memory directory and runs the
@@ -297,7 +307,16 @@ func (d *Dreamer) run(ctx context.Context, sessions []string) Outcome {
 	if dir := d.TranscriptDir(); dir != "" {
 		readRoots = append(readRoots, dir)
 	}
-	tools, err := memtools.New(d.cfg.Fs, append([]string{d.cfg.AutoDir}, readRoots...), memtools.Options{})
+	if d.cfg.History != nil {
+		out.Checkpoint = "dream-" + d.cfg.Now().UTC().Format("20060102T150405.000000000Z")
+		if err = d.cfg.History.MakeSnapshot(ctx, out.Checkpoint); err != nil {
+			err = fmt.Errorf("dream: checkpoint before the run: %w", err)
+		}
+	}
+	var tools *memtools.Toolset
+	if err == nil {
+		tools, err = memtools.New(d.cfg.Fs, append([]string{d.cfg.AutoDir}, readRoots...), memtools.Options{Tracker: d.cfg.History})
+	}
 	if err == nil {
 		files := memtools.ExtractPermission(d.cfg.Fs, d.cfg.AutoDir, readRoots)
 		var res llm.Result

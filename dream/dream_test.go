@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
 	"github.com/spf13/afero"
@@ -344,4 +345,27 @@ func TestMinHoursDefaultsUnlessFinitePositive(t *testing.T) {
 		// Past the time gate, stopped by the next one.
 		assert.Equal(t, StopFewSessions, d.MaybeRun(context.Background()).Stopped)
 	})
+}
+
+// TestHistoryUndoesARun: with Config.History the run's writes can be
+// rewound from its Outcome.Checkpoint.
+func TestHistoryUndoesARun(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := tree(t, 1, now0.Add(-time.Hour))
+	history, err := filehistory.NewTracker(fsys, "/history", "dream", filehistory.Options{})
+	require.NoError(t, err)
+	d := newDreamer(t, fsys, consolidation(), clock, func(c *Config) { c.History = history })
+	out := d.Force(ctx)
+	require.NoError(t, out.Err)
+	require.NotEmpty(t, out.Checkpoint)
+	require.Equal(t, []string{autoDir + "/deploys.md"}, out.Files)
+	exists, _ := afero.Exists(fsys, autoDir+"/deploys.md")
+	require.True(t, exists)
+
+	st, err := history.Rewind(ctx, out.Checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, out.Files, st.FilesChanged)
+	exists, _ = afero.Exists(fsys, autoDir+"/deploys.md")
+	assert.False(t, exists, "the run's new memory is gone")
 }
