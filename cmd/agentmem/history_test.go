@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/extract"
+	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/llm/llmtest"
+)
+
+// TestHistoryAndRewindUndoAnExtraction: a host process runs extraction
+// with a file history; the user finds the run with `agentmem history` and
+// undoes it with `agentmem rewind`, first as a dry run.
+func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
+	root := t.TempDir()
+	config := filepath.Join(root, "config")
+	dir := filepath.Join(root, "memory")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	index := "- [Release days](release_days.md) — no deploys on Fridays\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte(index), 0o644))
+
+	history, err := filehistory.Open(afero.NewOsFs(), config, "extract-runs", filehistory.Options{})
+	require.NoError(t, err)
+	model := llmtest.New(
+		llmtest.ToolUse("t1", "Read", map[string]any{"file_path": dir + "/MEMORY.md"}),
+		llmtest.ToolUse("t2", "Write", map[string]any{"file_path": dir + "/deploy_friday.md", "content": "---\nname: Deploys\ndescription: Fridays\ntype: feedback\n---\nDeploy on Fridays.\n"}),
+		llmtest.ToolUse("t3", "Edit", map[string]any{"file_path": dir + "/MEMORY.md", "old_string": "Fridays\n", "new_string": "Fridays\n- [Deploys](deploy_friday.md) — Fridays\n"}),
+		llmtest.Text("Saved."),
+	)
+	var checkpoint string
+	ex, err := extract.New(extract.Config{Fs: afero.NewOsFs(), AutoDir: dir, Model: model, History: history,
+		Observer: func(ev extract.Event) {
+			if ev.Kind == extract.EventFinished {
+				checkpoint = ev.Checkpoint
+			}
+		}})
+	require.NoError(t, err)
+	ex.OnTurnEnd([]llm.Message{
+		{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Could we deploy on Friday?")}},
+		{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("No.")}},
+	}, extract.TurnInfo{})
+	require.NoError(t, ex.Drain(context.Background()))
+	require.NoError(t, ex.Close())
+	require.NotEmpty(t, checkpoint)
+
+	out, stderr, code := runBin(t, nil, "history", "--config-dir", config)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "histories here: extract-runs")
+
+	out, stderr, code = runBin(t, nil, "history", "--config-dir", config, "--session", "extract-runs", "--json")
+	require.Equal(t, 0, code, stderr)
+	var entries []historyEntry
+	require.NoError(t, json.Unmarshal([]byte(out), &entries))
+	require.Len(t, entries, 1)
+	assert.Equal(t, checkpoint, entries[0].Checkpoint)
+	assert.ElementsMatch(t, []string{dir + "/MEMORY.md", dir + "/deploy_friday.md"}, entries[0].Changed)
+
+	out, stderr, code = runBin(t, nil, "rewind", checkpoint, "--config-dir", config, "--session", "extract-runs", "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "would restore "+dir+"/MEMORY.md")
+	assert.Contains(t, out, "2 file(s), +0 -7 lines")
+	_, err = os.Stat(filepath.Join(dir, "deploy_friday.md"))
+	require.NoError(t, err, "a dry run changes nothing")
+
+	out, stderr, code = runBin(t, nil, "rewind", checkpoint, "--config-dir", config, "--session", "extract-runs")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "removed "+dir+"/deploy_friday.md")
+	got, _ := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
+	assert.Equal(t, index, string(got))
+	_, err = os.Stat(filepath.Join(dir, "deploy_friday.md"))
+	assert.True(t, os.IsNotExist(err))
+
+	_, stderr, code = runBin(t, nil, "rewind", "nope", "--config-dir", config, "--session", "extract-runs")
+	assert.Equal(t, 2, code)
+	assert.True(t, strings.Contains(stderr, `no checkpoint "nope"`), stderr)
+}

@@ -1,0 +1,113 @@
+package filehistory
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/afero"
+)
+
+// JournalName is the file in a session's backup directory that Open keeps
+// the snapshot lines in.
+const JournalName = "snapshots.jsonl"
+
+// Open returns the Tracker of a session whose snapshots live in a journal
+// file beside its backups (<backup dir>/snapshots.jsonl): what the file
+// holds is restored, and new snapshots are appended to it, so the history
+// survives the process and `agentmem history` and `agentmem rewind` can
+// read it. Use it for trackers without a transcript, such as one per
+// background job. One process at a time may write a session's journal.
+// opts.Journal, when set, receives the lines instead of the file.
+func Open(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tracker, error) {
+	t, err := NewTracker(fsys, configHome, sessionID, opts)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(t.dir, JournalName)
+	data, err := afero.ReadFile(fsys, path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("filehistory: read journal: %w", err)
+	}
+	var lines [][]byte
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if len(l) > 0 {
+			lines = append(lines, l)
+		}
+	}
+	t.Restore(lines)
+	if t.opts.Journal == nil {
+		t.opts.Journal = func(_ context.Context, line []byte) error {
+			if err := fsys.MkdirAll(t.dir, 0o700); err != nil {
+				return err
+			}
+			f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			_, werr := f.Write(append(bytes.Clone(line), '\n'))
+			if cerr := f.Close(); werr == nil {
+				werr = cerr
+			}
+			return werr
+		}
+	}
+	return t, nil
+}
+
+// Sessions lists the sessions with a journal under configHome.
+func Sessions(fsys afero.Fs, configHome string) ([]string, error) {
+	root := filepath.Join(configHome, "file-history")
+	des, err := afero.ReadDir(fsys, root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if ok, _ := afero.Exists(fsys, filepath.Join(root, de.Name(), JournalName)); de.IsDir() && ok {
+			out = append(out, de.Name())
+		}
+	}
+	return out, nil
+}
+
+// Touched returns the files changed during the turn that followed the
+// snapshot of messageID: those whose version differs in the next
+// snapshot, or, after the newest snapshot, those that differ from it now.
+func (t *Tracker) Touched(messageID string) ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := t.find(messageID)
+	if i < 0 {
+		return nil, ErrUnknownSnapshot
+	}
+	var out []string
+	for _, p := range t.order {
+		before, ok := t.snaps[i].TrackedFileBackups[p]
+		if !ok {
+			before = t.first[p]
+		}
+		if i+1 < len(t.snaps) {
+			after, ok := t.snaps[i+1].TrackedFileBackups[p]
+			if ok && after.Version != before.Version {
+				out = append(out, p)
+			}
+			continue
+		}
+		same, err := t.matches(p, before)
+		if err != nil {
+			return out, err
+		}
+		if !same {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
