@@ -53,11 +53,11 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 	require.NoError(t, ex.Close())
 	require.NotEmpty(t, checkpoint)
 
-	out, stderr, code := runBin(t, nil, "history", "--config-dir", config)
+	_, stderr, code := runBin(t, nil, "history", "--config-dir", config)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "histories here: extract-runs")
 
-	out, stderr, code = runBin(t, nil, "history", "--config-dir", config, "--session", "extract-runs", "--json")
+	out, stderr, code := runBin(t, nil, "history", "--config-dir", config, "--session", "extract-runs", "--json")
 	require.Equal(t, 0, code, stderr)
 	var entries []historyEntry
 	require.NoError(t, json.Unmarshal([]byte(out), &entries))
