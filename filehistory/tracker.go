@@ -206,7 +206,9 @@ func (t *Tracker) MakeSnapshot(ctx context.Context, messageID string) error {
 	}
 	t.snaps = append(t.snaps, snap)
 	if n := len(t.snaps) - t.opts.MaxSnapshots; n > 0 {
+		dropped := t.snaps[:n]
 		t.snaps = append([]Snapshot(nil), t.snaps[n:]...)
+		t.removeUnreferenced(dropped)
 	}
 	if err := t.journal(ctx, snap, false); err != nil {
 		errs = append(errs, err)
@@ -339,6 +341,30 @@ func writeBackup(fsys afero.Fs, path string, data []byte, perm fs.FileMode) erro
 		return err
 	}
 	return nil
+}
+
+// removeUnreferenced deletes the backup files of dropped snapshots that
+// no kept snapshot, first version or newest version still names.
+func (t *Tracker) removeUnreferenced(dropped []Snapshot) {
+	keep := map[string]bool{}
+	for _, s := range t.snaps {
+		for _, b := range s.TrackedFileBackups {
+			keep[b.BackupFileName] = true
+		}
+	}
+	for _, m := range []map[string]Backup{t.first, t.latest} {
+		for _, b := range m {
+			keep[b.BackupFileName] = true
+		}
+	}
+	for _, s := range dropped {
+		for _, b := range s.TrackedFileBackups {
+			if b.Existed() && !keep[b.BackupFileName] {
+				_ = t.fs.Remove(filepath.Join(t.dir, b.BackupFileName))
+				keep[b.BackupFileName] = true // once
+			}
+		}
+	}
 }
 
 func (t *Tracker) find(messageID string) int {

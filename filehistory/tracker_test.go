@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -402,4 +403,26 @@ func TestOldUnchangedFilesAreNotReread(t *testing.T) {
 	require.NoError(t, os.Chtimes(d.path("a.md"), past.Add(time.Second), past.Add(time.Second)))
 	require.NoError(t, tr.MakeSnapshot(ctx, "m3"))
 	assert.Equal(t, 2, tr.Snapshots()[2].TrackedFileBackups[d.path("a.md")].Version)
+}
+
+// TestDroppedSnapshotsFreeTheirBackups: past MaxSnapshots the backups
+// only dropped snapshots named are deleted; first versions stay, so a
+// rewind to any kept snapshot still works.
+func TestDroppedSnapshotsFreeTheirBackups(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	tr, err := filehistory.NewTracker(d.fs, d.home, session, filehistory.Options{MaxSnapshots: 3})
+	require.NoError(t, err)
+	d.write("a.md", "v0\n", 0o644)
+	for i := range 10 {
+		require.NoError(t, tr.MakeSnapshot(ctx, "m"+strconv.Itoa(i)))
+		d.edit(tr, "a.md", "v"+strconv.Itoa(i+1)+"\n", 0o644)
+	}
+	des, err := os.ReadDir(tr.Dir())
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(des), 5, "3 kept snapshots' versions plus the first version")
+	_, err = tr.Rewind(ctx, "m7", filehistory.RewindOptions{})
+	require.NoError(t, err)
+	c, _, _ := d.read("a.md")
+	assert.Equal(t, "v7\n", c)
 }
