@@ -22,9 +22,25 @@
 // appends those lines to the session transcript rebuilds the tracker after a
 // restart with Restore, passing the lines back in file order.
 //
+// A tracker without a transcript, such as one per background job, is
+// opened with Open: its lines go to snapshots.jsonl beside its backups and
+// are restored from there, which is what `agentmem history` and `agentmem
+// rewind` read. Touched lists what the turn after a snapshot changed.
+//
+// # Read before write
+//
+// ReadState remembers what one agent read and wrote (LRU, 100 files /
+// 25 MiB). CheckWrite refuses a write to an existing file the agent has
+// not read (ErrNotRead; replacing a file needs a whole read) or that no
+// longer holds what it read or last wrote (ErrModifiedSinceRead); call it
+// under the lock the write then holds, as memtools does. Changes lists
+// the files the agent wrote that someone else changed since.
+//
 // # Concurrency
 //
-// A Tracker is safe for concurrent use; its calls are serialised.
+// A Tracker and a ReadState are safe for concurrent use; a tracker's
+// calls are serialised. One process at a time may write a history's
+// journal; any number may read it.
 //
 // # Security
 //
