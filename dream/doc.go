@@ -37,6 +37,13 @@
 // apply read-before-write: the agent must read a memory before it edits
 // or replaces it.
 //
+// ForceStaged runs the consolidation on a copy of the memory directory
+// and returns a Stage: its Changes (added, changed, deleted files, with
+// content before and after) are for review; Accept applies them through
+// the write gate, all or none (ErrStageStale when the directory changed
+// meanwhile; a checkpoint first with Config.History), and Discard drops
+// them. Accepting leaves the directory as the same run in place would.
+//
 // # Concurrency
 //
 // A Dreamer is safe for concurrent use; MaybeRun and Force run in the

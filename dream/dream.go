@@ -193,7 +193,7 @@ func (d *Dreamer) Force(ctx context.Context) Outcome {
 	if err != nil {
 		return d.finish(Outcome{Err: err})
 	}
-	return d.finish(d.run(ctx, sessions))
+	return d.finish(d.run(ctx, sessions, ""))
 }
 
 func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
@@ -222,7 +222,7 @@ func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
 	if len(sessions) < d.cfg.MinSessions {
 		return Outcome{Stopped: StopFewSessions, Sessions: sessions}
 	}
-	return d.run(ctx, sessions)
+	return d.run(ctx, sessions, "")
 }
 
 func (d *Dreamer) gateEnabled() string {
@@ -293,8 +293,13 @@ func (d *Dreamer) searchTool() llm.Tool {
 		}}
 }
 
-// run takes the lock and runs the consolidation agent.
-func (d *Dreamer) run(ctx context.Context, sessions []string) Outcome {
+// run takes the lock and runs the consolidation agent on the memory
+// directory, or on stage (a copy of it) when stage is not "".
+func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) Outcome {
+	dir, history := d.cfg.AutoDir, d.cfg.History
+	if stage != "" {
+		dir, history = stage, nil // the copy needs no undo: rejecting it is the undo
+	}
 	prev, err := d.lock.Acquire()
 	if errors.Is(err, ErrLockHeld) || errors.Is(err, ErrLostRace) {
 		return Outcome{Stopped: StopLocked, Sessions: sessions}
@@ -307,23 +312,23 @@ func (d *Dreamer) run(ctx context.Context, sessions []string) Outcome {
 	if dir := d.TranscriptDir(); dir != "" {
 		readRoots = append(readRoots, dir)
 	}
-	if d.cfg.History != nil {
+	if history != nil {
 		out.Checkpoint = "dream-" + d.cfg.Now().UTC().Format("20060102T150405.000000000Z")
-		if err = d.cfg.History.MakeSnapshot(ctx, out.Checkpoint); err != nil {
+		if err = history.MakeSnapshot(ctx, out.Checkpoint); err != nil {
 			err = fmt.Errorf("dream: checkpoint before the run: %w", err)
 		}
 	}
 	var tools *memtools.Toolset
 	if err == nil {
-		tools, err = memtools.New(d.cfg.Fs, append([]string{d.cfg.AutoDir}, readRoots...), memtools.Options{Tracker: d.cfg.History})
+		tools, err = memtools.New(d.cfg.Fs, append([]string{dir}, readRoots...), memtools.Options{Tracker: history})
 	}
 	if err == nil {
-		files := memtools.ExtractPermission(d.cfg.Fs, d.cfg.AutoDir, readRoots)
+		files := memtools.ExtractPermission(d.cfg.Fs, dir, readRoots)
 		var res llm.Result
 		res, err = llm.RunAgent(ctx, d.cfg.Model, llm.Task{
 			Purpose: llm.PurposeAutoDream,
-			System:  systemPrompt(d.cfg.AutoDir),
-			Prompt:  userPrompt(d.cfg.AutoDir, d.TranscriptDir(), sessions),
+			System:  systemPrompt(dir),
+			Prompt:  userPrompt(dir, d.TranscriptDir(), sessions),
 			Tools:   append(tools.Tools(), d.searchTool()),
 			Permission: func(ctx context.Context, call llm.ToolCall) llm.Decision {
 				if call.Name == SearchSessionsTool {

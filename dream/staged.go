@@ -1,0 +1,238 @@
+package dream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/memdir"
+)
+
+// ChangeKind says what a staged consolidation does to one file.
+type ChangeKind string
+
+// Change kinds.
+const (
+	Added   ChangeKind = "added"
+	Changed ChangeKind = "changed"
+	Deleted ChangeKind = "deleted"
+)
+
+// StagedChange is one file a staged consolidation would change.
+type StagedChange struct {
+	// Rel is the path below the memory directory, "/"-separated.
+	Rel  string
+	Kind ChangeKind
+	// Before is the file in the memory directory (nil when Added); After
+	// is the file the consolidation left (nil when Deleted).
+	Before, After []byte
+}
+
+// ErrStageStale: the memory directory changed since the stage was copied,
+// so accepting it would overwrite that change. Nothing was applied;
+// discard the stage and consolidate again.
+var ErrStageStale = errors.New("dream: the memory directory changed since the stage was made; discard it and run again")
+
+// StageOptions configures ForceStaged.
+type StageOptions struct {
+	// Dir is where the copy is made (absolute, must not exist). Default:
+	// a hidden sibling of the memory directory,
+	// ".<name>-staged-<time>".
+	Dir string
+}
+
+// Stage is a consolidation made on a copy of the memory directory and
+// waiting for review: Changes lists what it would do; Accept applies it,
+// Discard drops it. Either removes the copy.
+type Stage struct {
+	Outcome Outcome
+	// Dir is the copy the agent consolidated.
+	Dir     string
+	Changes []StagedChange
+	d       *Dreamer
+}
+
+// ForceStaged consolidates now, like Force, but into a copy of the memory
+// directory (regular files outside hidden folders), and returns the
+// result for review; the memory directory is not touched. A run that
+// fails or stops returns a Stage without changes (its copy removed) and
+// the Outcome saying why. The lock is stamped as for a run in place.
+func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, error) {
+	if stop := d.gateEnabled(); stop != "" {
+		return &Stage{Outcome: d.finish(Outcome{Stopped: stop}), d: d}, nil
+	}
+	last, err := d.lock.LastConsolidation()
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := d.sessionsSince(last)
+	if err != nil {
+		return nil, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(d.cfg.AutoDir), "."+filepath.Base(d.cfg.AutoDir)+"-staged-"+d.cfg.Now().UTC().Format("20060102T150405.000000000Z"))
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, errors.New("dream: the stage directory must be absolute")
+	}
+	if ok, _ := afero.Exists(d.cfg.Fs, dir); ok {
+		return nil, fmt.Errorf("dream: the stage directory %s already exists", filepath.Base(dir))
+	}
+	before, err := snapshotTree(ctx, d.cfg.Fs, d.cfg.AutoDir)
+	if err != nil {
+		return nil, fmt.Errorf("dream: read the memory directory: %w", err)
+	}
+	for rel, data := range before {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := d.cfg.Fs.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, fmt.Errorf("dream: make the stage: %w", err)
+		}
+		if err := afero.WriteFile(d.cfg.Fs, p, data, 0o644); err != nil {
+			return nil, fmt.Errorf("dream: make the stage: %w", err)
+		}
+	}
+	st := &Stage{Dir: dir, d: d}
+	st.Outcome = d.finish(d.run(ctx, sessions, dir))
+	if !st.Outcome.Ran || st.Outcome.Err != nil {
+		return st, d.cfg.Fs.RemoveAll(dir)
+	}
+	after, err := snapshotTree(ctx, d.cfg.Fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("dream: read the stage: %w", err)
+	}
+	for _, rel := range sortedKeys(before, after) {
+		b, inB := before[rel]
+		a, inA := after[rel]
+		switch {
+		case inB && !inA:
+			st.Changes = append(st.Changes, StagedChange{Rel: rel, Kind: Deleted, Before: b})
+		case !inB && inA:
+			st.Changes = append(st.Changes, StagedChange{Rel: rel, Kind: Added, After: a})
+		case !bytes.Equal(a, b):
+			st.Changes = append(st.Changes, StagedChange{Rel: rel, Kind: Changed, Before: b, After: a})
+		}
+	}
+	return st, nil
+}
+
+// Accept applies the stage's changes to the memory directory through its
+// write gate, all or none: it first checks that every file still holds
+// what the stage started from (else ErrStageStale), and if a write fails
+// it puts back the files already written. With Config.History a
+// checkpoint is taken first and every file is tracked, so the accepted
+// consolidation can be rewound later. The copy is removed.
+func (s *Stage) Accept(ctx context.Context) error {
+	if s.Dir == "" || len(s.Changes) == 0 {
+		return s.Discard()
+	}
+	d := s.d
+	gate, err := memdir.NewWriteGate(d.cfg.Fs, []string{d.cfg.AutoDir}, memdir.GateOptions{})
+	if err != nil {
+		return err
+	}
+	abs := func(c StagedChange) string { return filepath.Join(d.cfg.AutoDir, filepath.FromSlash(c.Rel)) }
+	for _, c := range s.Changes {
+		cur, err := afero.ReadFile(d.cfg.Fs, abs(c))
+		exists := err == nil
+		if (c.Kind == Added) == exists || (exists && !bytes.Equal(cur, c.Before)) {
+			return ErrStageStale
+		}
+	}
+	if d.cfg.History != nil {
+		checkpoint := "dream-accept-" + d.cfg.Now().UTC().Format("20060102T150405.000000000Z")
+		if err := d.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
+			return fmt.Errorf("dream: checkpoint before accepting: %w", err)
+		}
+		for _, c := range s.Changes {
+			if err := d.cfg.History.TrackEdit(ctx, abs(c)); err != nil {
+				return fmt.Errorf("dream: checkpoint before accepting: %w", err)
+			}
+		}
+	}
+	var applied []StagedChange
+	for _, c := range s.Changes {
+		if c.Kind == Deleted {
+			_, err = gate.Remove(abs(c))
+		} else {
+			_, err = gate.WriteFile(abs(c), c.After, 0o644)
+		}
+		if err != nil {
+			undo(gate, abs, applied)
+			return fmt.Errorf("dream: accept %s (nothing applied): %w", c.Rel, err)
+		}
+		applied = append(applied, c)
+	}
+	return s.Discard()
+}
+
+// undo puts back the files of applied changes.
+func undo(gate *memdir.WriteGate, abs func(StagedChange) string, applied []StagedChange) {
+	for i := len(applied) - 1; i >= 0; i-- {
+		c := applied[i]
+		if c.Kind == Added {
+			_, _ = gate.Remove(abs(c))
+		} else {
+			_, _ = gate.WriteFile(abs(c), c.Before, 0o644)
+		}
+	}
+}
+
+// Discard drops the stage: the memory directory is left as it is.
+func (s *Stage) Discard() error {
+	if s.Dir == "" {
+		return nil
+	}
+	err := s.d.cfg.Fs.RemoveAll(s.Dir)
+	s.Dir = ""
+	return err
+}
+
+// snapshotTree reads every regular file below root outside hidden
+// folders and hidden files, by "/"-separated relative path.
+func snapshotTree(ctx context.Context, fsys afero.Fs, root string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := fswalk.Walk(ctx, fsys, root, func(e fswalk.Entry) error {
+		if !e.Type.IsRegular() || hidden(e.Rel) {
+			return nil
+		}
+		data, err := afero.ReadFile(fsys, e.Abs)
+		if err != nil {
+			return err
+		}
+		out[e.Rel] = data
+		return nil
+	})
+	return out, err
+}
+
+func hidden(rel string) bool {
+	for _, seg := range strings.Split(rel, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(ms ...map[string][]byte) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range ms {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
