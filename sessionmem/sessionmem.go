@@ -66,6 +66,9 @@ type Event struct {
 	Err   error
 	// ContextTokens is the context size that triggered the update.
 	ContextTokens int
+	// Checkpoint names the snapshot taken before the update
+	// (Config.History); rewinding to it undoes the update.
+	Checkpoint string
 }
 
 // Config configures a Tracker. Fs, ConfigHome, Cwd, SessionID and Model
@@ -90,8 +93,12 @@ type Config struct {
 	WaitTimeout      time.Duration
 	StaleAfter       time.Duration
 	Clock            Clock
-	Observer         func(Event)
-	Logger           *slog.Logger
+	// History, when set, takes a snapshot (Event.Checkpoint) before each
+	// update and tracks the summary file in it, so the update can be
+	// rewound. Give the summary its own filehistory.Tracker.
+	History  *filehistory.Tracker
+	Observer func(Event)
+	Logger   *slog.Logger
 }
 
 // Observation is what the host reports after each model response.
@@ -237,34 +244,45 @@ func (t *Tracker) Observe(obs Observation) bool {
 func (t *Tracker) update(fresh []llm.Message, tokens int) {
 	defer t.wg.Done()
 	t.emit(Event{Kind: EventStarted, ContextTokens: tokens})
-	res, err := t.run(fresh)
+	res, checkpoint, err := t.run(fresh)
 	t.mu.Lock()
 	t.running = false
 	if err != nil {
-		t.emitLocked(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
+		t.emitLocked(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
 	} else {
-		t.emitLocked(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens})
+		t.emitLocked(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
 	}
 	t.mu.Unlock()
 }
 
 // run performs one update: make sure the file exists, then let the model
 // edit it.
-func (t *Tracker) run(fresh []llm.Message) (llm.Result, error) {
+func (t *Tracker) run(fresh []llm.Message) (_ llm.Result, checkpoint string, _ error) {
+	if t.cfg.History != nil {
+		checkpoint = "session-summary-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+		if err := t.cfg.History.MakeSnapshot(t.ctx, checkpoint); err != nil {
+			return llm.Result{}, "", fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
+		}
+		// Tracked before ensureFile, so a rewind also removes a summary
+		// this update created.
+		if err := t.cfg.History.TrackEdit(t.ctx, filepath.Clean(t.path)); err != nil {
+			return llm.Result{}, checkpoint, fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
+		}
+	}
 	if err := t.ensureFile(); err != nil {
-		return llm.Result{}, err
+		return llm.Result{}, checkpoint, err
 	}
 	notes, err := afero.ReadFile(t.cfg.Fs, t.path)
 	if err != nil {
-		return llm.Result{}, err
+		return llm.Result{}, checkpoint, err
 	}
 	// The prompt shows the model the whole file, which counts as its read:
 	// its edits pass read-before-write unless the file changes meanwhile.
 	reads := filehistory.NewReadState(filehistory.ReadStateOptions{})
 	reads.RecordRead(filepath.Clean(t.path), notes, time.Now(), filehistory.View{})
-	tools, err := memtools.New(t.cfg.Fs, []string{filepath.Dir(t.path)}, memtools.Options{ReadState: reads})
+	tools, err := memtools.New(t.cfg.Fs, []string{filepath.Dir(t.path)}, memtools.Options{ReadState: reads, Tracker: t.cfg.History})
 	if err != nil {
-		return llm.Result{}, err
+		return llm.Result{}, checkpoint, err
 	}
 	prompt := fill(t.cfg.UpdatePrompt, t.path, string(notes)) +
 		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
@@ -282,7 +300,7 @@ func (t *Tracker) run(fresh []llm.Message) (llm.Result, error) {
 	if errors.Is(err, llm.ErrMaxTurns) {
 		err = nil
 	}
-	return res, err
+	return res, checkpoint, err
 }
 
 // ensureFile creates the summary from the template: the directory with

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
 	"github.com/spf13/afero"
@@ -234,4 +235,40 @@ func TestNewValidates(t *testing.T) {
 	assert.ErrorIs(t, err, ErrMissingConfig)
 	_, err = New(Config{Fs: afero.NewMemMapFs(), ConfigHome: "/c", Cwd: "/w", SessionID: "../x", Model: llmtest.New()})
 	assert.ErrorIs(t, err, ErrInvalidSessionID)
+}
+
+// TestHistoryUndoesAnUpdate: with Config.History an update can be
+// rewound; the first one created the summary, so the rewind removes it.
+func TestHistoryUndoesAnUpdate(t *testing.T) {
+	model := llmtest.New()
+	var history *filehistory.Tracker
+	tr, fsys, events := newTracker(t, model, func(c *Config) {
+		var err error
+		history, err = filehistory.NewTracker(c.Fs, "/history", "summary", filehistory.Options{})
+		require.NoError(t, err)
+		c.History = history
+	})
+	model.Add(
+		editStep(tr.Path(), "_A short title for what this session is about._\n", "_A short title for what this session is about._\nRefund retries\n"),
+		llmtest.Text("updated"),
+	)
+	conv := append(msgs(1, false), llm.Message{ID: "u2", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("retry refunds on timeout")}})
+	conv = append(conv, llm.Message{ID: "a9", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}})
+	require.True(t, tr.Observe(Observation{ContextTokens: 12_000, Messages: conv}))
+	require.True(t, tr.WaitForUpdate(context.Background()))
+	s, err := tr.Summary()
+	require.NoError(t, err)
+	require.Contains(t, s, "Refund retries")
+
+	var checkpoint string
+	for _, ev := range *events {
+		if ev.Kind == EventFinished {
+			checkpoint = ev.Checkpoint
+		}
+	}
+	require.NotEmpty(t, checkpoint)
+	_, err = history.Rewind(context.Background(), checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	exists, _ := afero.Exists(fsys, tr.Path())
+	assert.False(t, exists, "the update created the summary; rewinding removes it")
 }
