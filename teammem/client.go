@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
@@ -92,6 +93,11 @@ type ClientConfig struct {
 	MaxReplyBytes int64
 	// Scanner checks pushed files for secrets (default NewScanner()).
 	Scanner *Scanner
+	// History, when set, makes each pull that changes files undoable: a
+	// snapshot (Result.Checkpoint) is taken before its first write and
+	// every file it writes or removes is tracked in it. Give the client
+	// its own filehistory.Tracker.
+	History *filehistory.Tracker
 	Logger  *slog.Logger
 }
 
@@ -139,7 +145,9 @@ type Skip struct {
 	Key string
 	// Reason is "secret", "too_large", "invalid_key" or, on pull,
 	// "write_failed" (the file could not be written, such as a key below
-	// a name that is a file here; the other keys are still written).
+	// a name that is a file here; the other keys are still written) or
+	// "checkpoint_failed" (ClientConfig.History could not save the file's
+	// previous version, so it was left as it is; the next pull retries).
 	Reason string
 	// RuleID and Label name the secret found (Reason "secret").
 	RuleID, Label string
@@ -160,6 +168,9 @@ type Result struct {
 	// StateError is set when the state file could not be read (the run
 	// went on without a base, deleting nothing).
 	StateError error
+	// Checkpoint names the snapshot taken before the pull changed files
+	// (ClientConfig.History); rewinding to it undoes the pull's writes.
+	Checkpoint string
 	// NotModified: the pull got 304. ServerEmpty: the server has no data.
 	NotModified, ServerEmpty bool
 	Requests                 int
@@ -176,6 +187,9 @@ func (r *Result) Add(o Result) {
 	r.Conflicts = append(r.Conflicts, o.Conflicts...)
 	if o.StateError != nil {
 		r.StateError = o.StateError
+	}
+	if o.Checkpoint != "" {
+		r.Checkpoint = o.Checkpoint
 	}
 	r.NotModified, r.ServerEmpty = o.NotModified, o.ServerEmpty
 	r.Requests += o.Requests

@@ -270,6 +270,27 @@ func (c *Client) plan(st *SyncState, local map[string]localFile, unplanned map[s
 
 // applyLocal carries out the pull side of a plan.
 func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view serverView, local map[string]localFile, base map[string]string, res *Result) {
+	// track hands a file to the history before it changes; a pull whose
+	// checkpoint cannot be taken changes nothing.
+	track := func(k, abs string) bool {
+		h := c.cfg.History
+		if h == nil {
+			return true
+		}
+		if res.Checkpoint == "" {
+			id := "team-pull-" + c.now().UTC().Format("20060102T150405.000000000Z")
+			if err := h.MakeSnapshot(ctx, id); err != nil {
+				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "checkpoint_failed"})
+				return false
+			}
+			res.Checkpoint = id
+		}
+		if err := h.TrackEdit(ctx, abs); err != nil {
+			res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "checkpoint_failed"})
+			return false
+		}
+		return true
+	}
 	for _, k := range sortedKeys(plan) {
 		if ctx.Err() != nil {
 			return
@@ -289,6 +310,9 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "too_large"})
 				continue
 			}
+			if !track(k, abs) {
+				continue
+			}
 			if plan[k] == actConflict {
 				saved, err := c.keepAside(k, local[k].content)
 				if err != nil {
@@ -306,7 +330,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 			res.Written = append(res.Written, k)
 		case actPullDelete:
 			abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, k)
-			if err != nil {
+			if err != nil || !track(k, abs) {
 				continue
 			}
 			if _, err := c.gate.Remove(abs); err == nil {
@@ -318,7 +342,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 			// written: not an edit. It leaves the team directory and is kept
 			// aside, so nothing comes back from the dead and nothing is lost.
 			abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, k)
-			if err != nil {
+			if err != nil || !track(k, abs) {
 				continue
 			}
 			saved, err := c.keepAside(k, local[k].content)
