@@ -111,3 +111,71 @@ func (t *Tracker) Touched(messageID string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// FileDiff is what the turn after a snapshot did to one file.
+type FileDiff struct {
+	Path string
+	// Created and Deleted report a file that appeared or went away.
+	Created, Deleted bool
+	// Insertions and Deletions count the lines the turn added and removed.
+	Insertions, Deletions int
+	// Before and After are the file's content around the turn (nil when
+	// it did not exist).
+	Before, After []byte
+}
+
+// Diff returns, for each file Touched reports, its content before and
+// after the turn that followed the snapshot of messageID and the line
+// counts between them.
+func (t *Tracker) Diff(messageID string) ([]FileDiff, error) {
+	paths, err := t.Touched(messageID)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := t.find(messageID)
+	if i < 0 {
+		return nil, ErrUnknownSnapshot
+	}
+	var out []FileDiff
+	for _, p := range paths {
+		before, ok := t.snaps[i].TrackedFileBackups[p]
+		if !ok {
+			before = t.first[p]
+		}
+		fd := FileDiff{Path: p}
+		var existedBefore, existsAfter bool
+		if fd.Before, existedBefore, err = t.backupContent(before); err != nil {
+			return out, err
+		}
+		if i+1 < len(t.snaps) {
+			fd.After, existsAfter, err = t.backupContent(t.snaps[i+1].TrackedFileBackups[p])
+		} else {
+			fd.After, err = afero.ReadFile(t.fs, p)
+			existsAfter = err == nil
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		}
+		if err != nil {
+			return out, err
+		}
+		fd.Created, fd.Deleted = !existedBefore && existsAfter, existedBefore && !existsAfter
+		fd.Insertions, fd.Deletions = lineDiff(fd.Before, fd.After)
+		out = append(out, fd)
+	}
+	return out, nil
+}
+
+// backupContent returns what version b holds (exists false: no file).
+func (t *Tracker) backupContent(b Backup) ([]byte, bool, error) {
+	if !b.Existed() {
+		return nil, false, nil
+	}
+	data, err := afero.ReadFile(t.fs, filepath.Join(t.dir, b.BackupFileName))
+	if err != nil {
+		return nil, false, fmt.Errorf("filehistory: read backup: %w", err)
+	}
+	return data, true, nil
+}

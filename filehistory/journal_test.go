@@ -48,3 +48,31 @@ func TestOpenKeepsHistoryAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before[0], d.state("a.md", "sub/b.md", "c.md", "d.md"))
 }
+
+func TestDiffShowsEachTurn(t *testing.T) {
+	d := newDisk(t)
+	tr, err := filehistory.Open(d.fs, d.home, "runs", filehistory.Options{})
+	require.NoError(t, err)
+	threeTurns(t, d, tr)
+	diffs, err := tr.Diff("m1")
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	assert.Equal(t, d.path("a.md"), diffs[0].Path)
+	assert.Equal(t, "alpha\nbeta\n", string(diffs[0].Before))
+	assert.Equal(t, "alpha\nBETA\ngamma\ndelta\n", string(diffs[0].After))
+	assert.Equal(t, 3, diffs[0].Insertions)
+	assert.Equal(t, 1, diffs[0].Deletions)
+	assert.True(t, diffs[1].Created)
+
+	diffs, err = tr.Diff("m2")
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	assert.True(t, diffs[1].Deleted, "c.md was removed in turn 2")
+	assert.Equal(t, 1, diffs[1].Deletions)
+
+	diffs, err = tr.Diff("m3") // the newest: compared with the disk
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	assert.Equal(t, "changed\n", string(diffs[0].After))
+	assert.True(t, diffs[1].Created)
+}

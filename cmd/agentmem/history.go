@@ -44,14 +44,25 @@ func openHistory(e env, c *common, session string) (*filehistory.Tracker, error)
 }
 
 type historyEntry struct {
-	Checkpoint string   `json:"checkpoint"`
-	Time       string   `json:"time"`
-	Changed    []string `json:"changed"`
+	Checkpoint string        `json:"checkpoint"`
+	Time       string        `json:"time"`
+	Changed    []string      `json:"changed"`
+	Diff       []historyDiff `json:"diff,omitempty"`
+}
+
+// historyDiff is one file of history --diff.
+type historyDiff struct {
+	Path       string `json:"path"`
+	Created    bool   `json:"created,omitempty"`
+	Deleted    bool   `json:"deleted,omitempty"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
 }
 
 func historyFlags(fs *flag.FlagSet) runner {
 	session := fs.String("session", "", "the history to show (a session id or a job's history name)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	withDiff := fs.Bool("diff", false, "show each changed file's line counts, created and deleted files")
 	return func(e env, c *common, args []string) (int, error) {
 		if len(args) > 0 {
 			return exitError, fmt.Errorf("unexpected argument %q", args[0])
@@ -66,7 +77,17 @@ func historyFlags(fs *flag.FlagSet) runner {
 			if err != nil {
 				return exitError, err
 			}
-			out = append(out, historyEntry{Checkpoint: s.MessageID, Time: s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"), Changed: changed})
+			h := historyEntry{Checkpoint: s.MessageID, Time: s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"), Changed: changed}
+			if *withDiff {
+				diffs, err := tr.Diff(s.MessageID)
+				if err != nil {
+					return exitError, err
+				}
+				for _, d := range diffs {
+					h.Diff = append(h.Diff, historyDiff{Path: d.Path, Created: d.Created, Deleted: d.Deleted, Insertions: d.Insertions, Deletions: d.Deletions})
+				}
+			}
+			out = append(out, h)
 		}
 		if *asJSON {
 			enc := json.NewEncoder(e.stdout)
@@ -78,8 +99,20 @@ func historyFlags(fs *flag.FlagSet) runner {
 		}
 		for _, h := range out {
 			fmt.Fprintf(e.stdout, "%s  %s  %d file(s) changed after it\n", h.Time, h.Checkpoint, len(h.Changed))
-			for _, p := range h.Changed {
-				fmt.Fprintf(e.stdout, "    %s\n", p)
+			if h.Diff == nil {
+				for _, p := range h.Changed {
+					fmt.Fprintf(e.stdout, "    %s\n", p)
+				}
+			}
+			for _, d := range h.Diff {
+				note := ""
+				switch {
+				case d.Created:
+					note = " (created)"
+				case d.Deleted:
+					note = " (deleted)"
+				}
+				fmt.Fprintf(e.stdout, "    %s  +%d -%d%s\n", d.Path, d.Insertions, d.Deletions, note)
 			}
 		}
 		return exitOK, nil

@@ -65,6 +65,11 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 	assert.Equal(t, checkpoint, entries[0].Checkpoint)
 	assert.ElementsMatch(t, []string{dir + "/MEMORY.md", dir + "/deploy_friday.md"}, entries[0].Changed)
 
+	out, stderr, code = runBin(t, nil, "history", "--config-dir", config, "--session", "extract-runs", "--diff")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, dir+"/deploy_friday.md  +6 -0 (created)")
+	assert.Contains(t, out, dir+"/MEMORY.md  +1 -0")
+
 	out, stderr, code = runBin(t, nil, "rewind", checkpoint, "--config-dir", config, "--session", "extract-runs", "--dry-run")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "would restore "+dir+"/MEMORY.md")
