@@ -89,3 +89,45 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.True(t, strings.Contains(stderr, `no checkpoint "nope"`), stderr)
 }
+
+// TestTeamPullWithHistory: `team pull --history NAME` checkpoints a pull
+// that changes files, and `agentmem rewind` undoes it.
+func TestTeamPullWithHistory(t *testing.T) {
+	root := t.TempDir()
+	token, tokens := makeToken(t, root)
+	srv := &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}
+	srv.start()
+	t.Cleanup(srv.kill)
+	url := "http://" + srv.addr
+	env := func(who string) []string {
+		home := filepath.Join(root, who)
+		return []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "AGENTMEM_TEAM_TOKEN=" + token}
+	}
+	anaDir, benDir := filepath.Join(root, "ana-team"), filepath.Join(root, "ben-team")
+	require.NoError(t, os.MkdirAll(anaDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(anaDir, "deploy.md"), []byte("Deploy any time.\n"), 0o644))
+	_, errOut, code := runBin(t, env("ana"), "team", "push", "--server", url, "--repo", "acme/shop", "--dir", anaDir)
+	require.Equal(t, 0, code, errOut)
+
+	out, errOut, code := runBin(t, env("ben"), "team", "pull", "--server", url, "--repo", "acme/shop", "--dir", benDir, "--history", "team-pulls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "wrote   deploy.md")
+	var checkpoint string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "checkpoint" {
+			checkpoint = f[1]
+		}
+	}
+	require.True(t, strings.HasPrefix(checkpoint, "team-pull-"), out)
+
+	out, errOut, code = runBin(t, env("ben"), "history", "--session", "team-pulls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, checkpoint)
+	assert.Contains(t, out, filepath.Join(benDir, "deploy.md"))
+
+	out, errOut, code = runBin(t, env("ben"), "rewind", checkpoint, "--session", "team-pulls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "removed "+filepath.Join(benDir, "deploy.md"))
+	_, err := os.Stat(filepath.Join(benDir, "deploy.md"))
+	assert.True(t, os.IsNotExist(err))
+}

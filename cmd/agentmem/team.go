@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teammem/server"
@@ -323,6 +324,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	interval := fs.Duration("interval", teammem.DefaultInterval, "watch: the longest time between two syncs")
 	verbose := fs.Bool("verbose", false, "watch: log every sync decision to stderr")
 	stateFile := fs.String("state", "", "the sync state file (default <auto memory>/.team-sync/<server+repo>.json)")
+	historyName := fs.String("history", "", "keep a checkpoint before each pull that changes files in this file history (see agentmem history)")
 	if ok, code := parseSub(e, fs, name, args); !ok {
 		return code, nil
 	}
@@ -365,8 +367,18 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if *stateFile == "" {
 		*stateFile = teammem.StatePath(abs, *serverURL, *repo)
 	}
+	var history *filehistory.Tracker
+	if *historyName != "" {
+		home, err := configHome(e, c)
+		if err != nil {
+			return exitError, err
+		}
+		if history, err = filehistory.Open(e.fs, home, *historyName, filehistory.Options{}); err != nil {
+			return exitError, err
+		}
+	}
 	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token, Fs: e.fs, TeamDir: abs,
-		KeepDeleted: *keepDeleted, StateFile: *stateFile})
+		KeepDeleted: *keepDeleted, StateFile: *stateFile, History: history})
 	if err != nil {
 		return exitError, err
 	}
@@ -442,6 +454,9 @@ func printResult(e env, r teammem.Result, err error) {
 			why += ": " + s.Label
 		}
 		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", s.Key, why)
+	}
+	if r.Checkpoint != "" {
+		fmt.Fprintf(e.stdout, "checkpoint %s (agentmem rewind undoes the pull)\n", r.Checkpoint)
 	}
 	if err == nil && (r.Requests > 0 || len(r.Written)+len(r.Uploaded) > 0) {
 		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", r.Requests, r.BytesSent)
