@@ -66,6 +66,9 @@ type Snapshot struct {
 type Options struct {
 	// MaxSnapshots caps the kept snapshots (default 100).
 	MaxSnapshots int
+	// MaxAge, when positive, also drops snapshots older than this (the
+	// newest is always kept), with the backups only they named.
+	MaxAge time.Duration
 	// Journal, when set, receives each snapshot and each update of one as
 	// a transcript line (see the package comment). An error from it is
 	// returned by the call that produced the line; the snapshot is kept.
@@ -205,7 +208,13 @@ func (t *Tracker) MakeSnapshot(ctx context.Context, messageID string) error {
 		snap.TrackedFileBackups[p] = b
 	}
 	t.snaps = append(t.snaps, snap)
-	if n := len(t.snaps) - t.opts.MaxSnapshots; n > 0 {
+	n := len(t.snaps) - t.opts.MaxSnapshots
+	if t.opts.MaxAge > 0 {
+		for n < len(t.snaps)-1 && snap.Timestamp.Sub(t.snaps[max(n, 0)].Timestamp) > t.opts.MaxAge {
+			n = max(n, 0) + 1
+		}
+	}
+	if n > 0 {
 		dropped := t.snaps[:n]
 		t.snaps = append([]Snapshot(nil), t.snaps[n:]...)
 		t.removeUnreferenced(dropped)

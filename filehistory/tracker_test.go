@@ -426,3 +426,30 @@ func TestDroppedSnapshotsFreeTheirBackups(t *testing.T) {
 	c, _, _ := d.read("a.md")
 	assert.Equal(t, "v7\n", c)
 }
+
+func TestMaxAgeDropsOldSnapshots(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	tr, err := filehistory.NewTracker(d.fs, d.home, session, filehistory.Options{MaxAge: 48 * time.Hour, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	d.write("a.md", "v0\n", 0o644)
+	for i := range 5 {
+		require.NoError(t, tr.MakeSnapshot(ctx, "day"+strconv.Itoa(i)))
+		d.edit(tr, "a.md", "v"+strconv.Itoa(i+1)+"\n", 0o644)
+		now = now.Add(24 * time.Hour)
+	}
+	var ids []string
+	for _, s := range tr.Snapshots() {
+		ids = append(ids, s.MessageID)
+	}
+	assert.Equal(t, []string{"day2", "day3", "day4"}, ids, "two days back from the newest")
+	_, err = tr.Rewind(ctx, "day2", filehistory.RewindOptions{})
+	require.NoError(t, err)
+	c, _, _ := d.read("a.md")
+	assert.Equal(t, "v2\n", c)
+
+	now = now.Add(30 * 24 * time.Hour)
+	require.NoError(t, tr.MakeSnapshot(ctx, "later"))
+	assert.Len(t, tr.Snapshots(), 1, "the newest is always kept")
+}
