@@ -26,6 +26,10 @@
 //     update that started more than 60 s ago.
 //   - IsEmpty: only the template so far. SectionsForCompaction: the
 //     sections cut at line boundaries to 8,000 characters each.
+//   - Undo: with Config.History (a filehistory.Tracker) each update takes
+//     a snapshot first (Event.Checkpoint) and tracks the summary in it.
+//     The prompt holds the whole file, which counts as the agent's read
+//     for read-before-write.
 //
 // A session costs one model run (a few calls, at most Config.MaxTurns) at
 // 10,000 tokens and one per 5,000 tokens of growth after that.
