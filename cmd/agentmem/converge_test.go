@@ -26,6 +26,17 @@ import (
 
 // teamServer is `agentmem team serve` on a fixed address, so it can be
 // killed and started again where the watchers expect it.
+// startTeamServer runs `agentmem team serve` on a SQLite file under root
+// until the test ends, and returns it, its URL and a token for acme/*.
+func startTeamServer(t *testing.T, root string) (srv *teamServer, url, token string) {
+	t.Helper()
+	token, tokens := makeToken(t, root)
+	srv = &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}
+	srv.start()
+	t.Cleanup(srv.kill)
+	return srv, "http://" + srv.addr, token
+}
+
 type teamServer struct {
 	t              *testing.T
 	addr, db, toks string
@@ -224,11 +235,7 @@ func keys(m map[string]string) []string {
 // lost a race must survive in a conflicts folder.
 func TestWatchersConverge(t *testing.T) {
 	root := t.TempDir()
-	token, tokens := makeToken(t, root)
-	srv := &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}
-	srv.start()
-	t.Cleanup(srv.kill)
-	url := "http://" + srv.addr
+	srv, url, token := startTeamServer(t, root)
 	a := startWatcher(t, root, "a", url, token)
 	b := startWatcher(t, root, "b", url, token)
 	c := startWatcher(t, root, "c", url, token)
@@ -351,11 +358,7 @@ func runIn(t *testing.T, dir string, env []string, args ...string) (string, stri
 // --repo and --dir come from the project.
 func TestTeamSessionFromTheREADME(t *testing.T) {
 	root := t.TempDir()
-	token, tokens := makeToken(t, root)
-	srv := &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}
-	srv.start()
-	t.Cleanup(srv.kill)
-	url := "http://" + srv.addr
+	_, url, token := startTeamServer(t, root)
 	clone := func(who string) (string, []string) {
 		project := filepath.Join(root, who, "src", "shop")
 		require.NoError(t, os.MkdirAll(filepath.Join(project, ".git"), 0o755))

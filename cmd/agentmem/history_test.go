@@ -94,11 +94,7 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 // that changes files, and `agentmem rewind` undoes it.
 func TestTeamPullWithHistory(t *testing.T) {
 	root := t.TempDir()
-	token, tokens := makeToken(t, root)
-	srv := &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}
-	srv.start()
-	t.Cleanup(srv.kill)
-	url := "http://" + srv.addr
+	_, url, token := startTeamServer(t, root)
 	env := func(who string) []string {
 		home := filepath.Join(root, who)
 		return []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "AGENTMEM_TEAM_TOKEN=" + token}
