@@ -12,21 +12,6 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 )
 
-// configHome is --config-dir, else $CLAUDE_CONFIG_DIR, else ~/.claude.
-func configHome(e env, c *common) (string, error) {
-	home := c.configDir
-	if home == "" {
-		home = e.getenv("CLAUDE_CONFIG_DIR")
-	}
-	if home == "" {
-		if e.home == "" {
-			return "", errors.New("no config home: pass --config-dir or set CLAUDE_CONFIG_DIR or HOME")
-		}
-		home = filepath.Join(e.home, ".claude")
-	}
-	return filepath.Abs(home)
-}
-
 // openHistory opens --session's file history, or says which exist.
 func openHistory(e env, c *common, session string) (*filehistory.Tracker, error) {
 	home, err := configHome(e, c)

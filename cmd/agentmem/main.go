@@ -157,6 +157,21 @@ func (c *common) clock() (time.Time, error) {
 	return t, nil
 }
 
+// configHome is --config-dir, else $CLAUDE_CONFIG_DIR, else ~/.claude.
+func configHome(e env, c *common) (string, error) {
+	home := c.configDir
+	if home == "" {
+		home = e.getenv("CLAUDE_CONFIG_DIR")
+	}
+	if home == "" {
+		if e.home == "" {
+			return "", errors.New("no config home: pass --config-dir or set CLAUDE_CONFIG_DIR or HOME")
+		}
+		home = filepath.Join(e.home, ".claude")
+	}
+	return filepath.Abs(home)
+}
+
 // resolved is the memory directory a subcommand works on.
 type resolved struct {
 	path     memdir.AutoMemPath

@@ -56,21 +56,15 @@ Flags: --config-dir DIR (default $CLAUDE_CONFIG_DIR, else ~/.claude), --project 
 				rest = rest[1:]
 			}
 		}
-		home := *configDir
-		if home == "" {
-			home = e.getenv("CLAUDE_CONFIG_DIR")
-		}
-		if home == "" {
-			if e.home == "" {
-				return exitError, errors.New("no config home: pass --config-dir or set CLAUDE_CONFIG_DIR or HOME")
-			}
-			home = filepath.Join(e.home, ".claude")
+		home, err := configHome(e, &common{configDir: *configDir})
+		if err != nil {
+			return exitError, err
 		}
 		proj := *project
 		if proj == "" {
 			proj = e.cwd
 		}
-		proj, err := filepath.Abs(proj)
+		proj, err = filepath.Abs(proj)
 		if err != nil {
 			return exitError, err
 		}
