@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"sync"
-	"time"
 )
 
 // Read-state limits (defaults of ReadStateOptions).
@@ -66,9 +65,10 @@ type ReadState struct {
 }
 
 type readEntry struct {
-	path    string
+	path string
+	// content is the whole file as read or written: the check compares
+	// it, not the mtime, so a rewrite within one mtime tick is still seen.
 	content []byte
-	mtime   time.Time // floor to the millisecond
 	view    View
 	wrote   bool
 }
@@ -86,15 +86,15 @@ func NewReadState(opts ReadStateOptions) *ReadState {
 
 // RecordRead remembers that the agent read path, whose whole content was
 // content, showing it view.
-func (r *ReadState) RecordRead(path string, content []byte, mtime time.Time, view View) {
-	r.put(&readEntry{path: path, content: bytes.Clone(content), mtime: mtime.Truncate(time.Millisecond), view: view})
+func (r *ReadState) RecordRead(path string, content []byte, view View) {
+	r.put(&readEntry{path: path, content: bytes.Clone(content), view: view})
 }
 
 // RecordWrite remembers that the agent wrote content to path: it may
 // write the file again without reading it, and Changes reports the file
 // when someone else changes it.
-func (r *ReadState) RecordWrite(path string, content []byte, mtime time.Time) {
-	r.put(&readEntry{path: path, content: bytes.Clone(content), mtime: mtime.Truncate(time.Millisecond), wrote: true})
+func (r *ReadState) RecordWrite(path string, content []byte) {
+	r.put(&readEntry{path: path, content: bytes.Clone(content), wrote: true})
 }
 
 func (r *ReadState) put(e *readEntry) {
@@ -175,7 +175,7 @@ func (r *ReadState) Changes(read func(path string) ([]byte, error)) []Change {
 		case err != nil || bytes.Equal(cur, e.content):
 		default:
 			out = append(out, Change{Path: e.path, Content: cur})
-			r.RecordWrite(e.path, cur, time.Now())
+			r.RecordWrite(e.path, cur)
 		}
 	}
 	return out

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
@@ -180,11 +179,7 @@ func (t *Toolset) track(ctx context.Context, clean string) error {
 }
 
 func (t *Toolset) recordWrite(p string, content []byte) {
-	var mtime time.Time
-	if info, err := t.fs.Stat(p); err == nil {
-		mtime = info.ModTime()
-	}
-	t.reads.RecordWrite(p, content, mtime)
+	t.reads.RecordWrite(p, content)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, w := range t.written {

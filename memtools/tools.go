@@ -99,7 +99,7 @@ func (t *Toolset) read(p string, offset, limit int) (string, error) {
 		}
 	}
 	view.Partial = view.Partial || more
-	t.reads.RecordRead(clean, data, info.ModTime(), view)
+	t.reads.RecordRead(clean, data, view)
 	switch {
 	case n == 0:
 		return "(the file is empty)", nil

@@ -279,7 +279,7 @@ func (t *Tracker) run(fresh []llm.Message) (_ llm.Result, checkpoint string, _ e
 	// The prompt shows the model the whole file, which counts as its read:
 	// its edits pass read-before-write unless the file changes meanwhile.
 	reads := filehistory.NewReadState(filehistory.ReadStateOptions{})
-	reads.RecordRead(filepath.Clean(t.path), notes, time.Now(), filehistory.View{})
+	reads.RecordRead(filepath.Clean(t.path), notes, filehistory.View{})
 	tools, err := memtools.New(t.cfg.Fs, []string{filepath.Dir(t.path)}, memtools.Options{ReadState: reads, Tracker: t.cfg.History})
 	if err != nil {
 		return llm.Result{}, checkpoint, err
