@@ -313,7 +313,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) Outc
 		readRoots = append(readRoots, dir)
 	}
 	if history != nil {
-		out.Checkpoint = "dream-" + d.cfg.Now().UTC().Format("20060102T150405.000000000Z")
+		out.Checkpoint = filehistory.CheckpointID("dream", d.cfg.Now())
 		if err = history.MakeSnapshot(ctx, out.Checkpoint); err != nil {
 			err = fmt.Errorf("dream: checkpoint before the run: %w", err)
 		}

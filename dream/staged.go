@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/memdir"
 )
@@ -78,7 +79,7 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	}
 	dir := opts.Dir
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(d.cfg.AutoDir), "."+filepath.Base(d.cfg.AutoDir)+"-staged-"+d.cfg.Now().UTC().Format("20060102T150405.000000000Z"))
+		dir = filepath.Join(filepath.Dir(d.cfg.AutoDir), "."+filehistory.CheckpointID(filepath.Base(d.cfg.AutoDir)+"-staged", d.cfg.Now()))
 	}
 	if !filepath.IsAbs(dir) {
 		return nil, errors.New("dream: the stage directory must be absolute")
@@ -147,7 +148,7 @@ func (s *Stage) Accept(ctx context.Context) error {
 		}
 	}
 	if d.cfg.History != nil {
-		checkpoint := "dream-accept-" + d.cfg.Now().UTC().Format("20060102T150405.000000000Z")
+		checkpoint := filehistory.CheckpointID("dream-accept", d.cfg.Now())
 		if err := d.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
 			return fmt.Errorf("dream: checkpoint before accepting: %w", err)
 		}

@@ -292,7 +292,7 @@ func (e *Extractor) extract(fresh []llm.Message) (files []string, checkpoint str
 		return nil, "", llm.Result{}, err
 	}
 	if e.cfg.History != nil {
-		checkpoint = "extract-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+		checkpoint = filehistory.CheckpointID("extract", time.Now())
 		if err := e.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
 			return nil, "", llm.Result{}, fmt.Errorf("extract: checkpoint before the run: %w", err)
 		}

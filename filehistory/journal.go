@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -178,4 +179,10 @@ func (t *Tracker) backupContent(b Backup) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("filehistory: read backup: %w", err)
 	}
 	return data, true, nil
+}
+
+// CheckpointID names the snapshot a background job takes before it
+// writes: the job's name and the time, "extract-20261130T021305.955468168Z".
+func CheckpointID(job string, at time.Time) string {
+	return job + "-" + at.UTC().Format("20060102T150405.000000000Z")
 }

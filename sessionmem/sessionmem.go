@@ -259,7 +259,7 @@ func (t *Tracker) update(fresh []llm.Message, tokens int) {
 // edit it.
 func (t *Tracker) run(fresh []llm.Message) (_ llm.Result, checkpoint string, _ error) {
 	if t.cfg.History != nil {
-		checkpoint = "session-summary-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+		checkpoint = filehistory.CheckpointID("session-summary", time.Now())
 		if err := t.cfg.History.MakeSnapshot(t.ctx, checkpoint); err != nil {
 			return llm.Result{}, "", fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"time"
+
+	"github.com/agentmem/agentmem/filehistory"
 )
 
 // Conflict reports a key both sides changed differently since they last
@@ -278,7 +280,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 			return true
 		}
 		if res.Checkpoint == "" {
-			id := "team-pull-" + c.now().UTC().Format("20060102T150405.000000000Z")
+			id := filehistory.CheckpointID("team-pull", c.now())
 			if err := h.MakeSnapshot(ctx, id); err != nil {
 				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "checkpoint_failed"})
 				return false
