@@ -89,6 +89,11 @@ func (t *Tracker) Touched(messageID string) ([]string, error) {
 	if i < 0 {
 		return nil, ErrUnknownSnapshot
 	}
+	return t.touchedLocked(i)
+}
+
+// touchedLocked is Touched for snapshot i, under t.mu.
+func (t *Tracker) touchedLocked(i int) ([]string, error) {
 	var out []string
 	for _, p := range t.order {
 		before, ok := t.snaps[i].TrackedFileBackups[p]
@@ -129,15 +134,15 @@ type FileDiff struct {
 // after the turn that followed the snapshot of messageID and the line
 // counts between them.
 func (t *Tracker) Diff(messageID string) ([]FileDiff, error) {
-	paths, err := t.Touched(messageID)
-	if err != nil {
-		return nil, err
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i := t.find(messageID)
 	if i < 0 {
 		return nil, ErrUnknownSnapshot
+	}
+	paths, err := t.touchedLocked(i)
+	if err != nil {
+		return nil, err
 	}
 	var out []FileDiff
 	for _, p := range paths {

@@ -58,19 +58,22 @@ func historyFlags(fs *flag.FlagSet) runner {
 		}
 		var out []historyEntry
 		for _, s := range tr.Snapshots() {
-			changed, err := tr.Touched(s.MessageID)
-			if err != nil {
-				return exitError, err
-			}
-			h := historyEntry{Checkpoint: s.MessageID, Time: s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"), Changed: changed}
+			h := historyEntry{Checkpoint: s.MessageID, Time: s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"), Changed: []string{}}
 			if *withDiff {
 				diffs, err := tr.Diff(s.MessageID)
 				if err != nil {
 					return exitError, err
 				}
 				for _, d := range diffs {
+					h.Changed = append(h.Changed, d.Path)
 					h.Diff = append(h.Diff, historyDiff{Path: d.Path, Created: d.Created, Deleted: d.Deleted, Insertions: d.Insertions, Deletions: d.Deletions})
 				}
+			} else {
+				changed, err := tr.Touched(s.MessageID)
+				if err != nil {
+					return exitError, err
+				}
+				h.Changed = append(h.Changed, changed...)
 			}
 			out = append(out, h)
 		}
