@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/internal/atomicfile"
 )
 
 // MaxSnapshots is the default number of snapshots a Tracker keeps.
@@ -284,7 +286,7 @@ func (t *Tracker) currentVersion(path string) (Backup, error) {
 			return Backup{}, fmt.Errorf("filehistory: create backup directory: %w", err)
 		}
 		name := BackupName(path, v)
-		if err := writeBackup(t.fs, filepath.Join(t.dir, name), data, info.Mode().Perm()); err != nil {
+		if err := atomicfile.WriteFileNoSync(t.fs, filepath.Join(t.dir, name), data, info.Mode().Perm()); err != nil {
 			return Backup{}, fmt.Errorf("filehistory: write backup: %w", err)
 		}
 		b.BackupFileName = name
@@ -331,25 +333,6 @@ func (t *Tracker) matches(path string, b Backup) (bool, error) {
 		t.keepStamp(path, info)
 	}
 	return same, nil
-}
-
-// writeBackup writes a backup under a temporary name and renames it into
-// place, so a crash never leaves a torn backup under a version's name. It
-// does not fsync: a backup is a copy of a file that is still on disk.
-func writeBackup(fsys afero.Fs, path string, data []byte, perm fs.FileMode) error {
-	tmp := path + ".tmp"
-	if err := afero.WriteFile(fsys, tmp, data, perm); err != nil {
-		return err
-	}
-	if err := fsys.Chmod(tmp, perm); err != nil {
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // removeUnreferenced deletes the backup files of dropped snapshots that

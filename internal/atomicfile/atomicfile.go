@@ -19,7 +19,19 @@ import (
 // WriteFile atomically replaces path with data. The parent directory must
 // exist. perm is applied to the new file (subject to the filesystem's
 // support for Chmod).
-func WriteFile(fsys afero.Fs, path string, data []byte, perm os.FileMode) (err error) {
+func WriteFile(fsys afero.Fs, path string, data []byte, perm os.FileMode) error {
+	return write(fsys, path, data, perm, true)
+}
+
+// WriteFileNoSync is WriteFile without the fsync: after a crash the file
+// holds the old content or the new, never a torn mix, but a power loss may
+// lose the new content. For copies of data that is still on disk, such as
+// backups.
+func WriteFileNoSync(fsys afero.Fs, path string, data []byte, perm os.FileMode) error {
+	return write(fsys, path, data, perm, false)
+}
+
+func write(fsys afero.Fs, path string, data []byte, perm os.FileMode, sync bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -40,8 +52,10 @@ func WriteFile(fsys afero.Fs, path string, data []byte, perm os.FileMode) (err e
 	if _, err = tmp.Write(data); err != nil {
 		return fmt.Errorf("write temporary file: %w", err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("sync temporary file: %w", err)
+	if sync {
+		if err = tmp.Sync(); err != nil {
+			return fmt.Errorf("sync temporary file: %w", err)
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("close temporary file: %w", err)

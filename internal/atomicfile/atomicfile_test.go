@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -55,14 +56,17 @@ func (f *faultFile) Sync() error {
 }
 
 func TestWriteFileReplaces(t *testing.T) {
+	writers := map[string]func(afero.Fs, string, []byte, os.FileMode) error{"sync": WriteFile, "nosync": WriteFileNoSync}
 	for name, fsys := range map[string]afero.Fs{
-		"mem": afero.NewMemMapFs(),
-		"os":  afero.NewBasePathFs(afero.NewOsFs(), t.TempDir()),
+		"mem/sync": afero.NewMemMapFs(), "mem/nosync": afero.NewMemMapFs(),
+		"os/sync":   afero.NewBasePathFs(afero.NewOsFs(), t.TempDir()),
+		"os/nosync": afero.NewBasePathFs(afero.NewOsFs(), t.TempDir()),
 	} {
+		write := writers[name[strings.Index(name, "/")+1:]]
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, fsys.MkdirAll("/d", 0o755))
-			require.NoError(t, WriteFile(fsys, "/d/f.md", []byte("one"), 0o644))
-			require.NoError(t, WriteFile(fsys, "/d/f.md", []byte("two"), 0o600))
+			require.NoError(t, write(fsys, "/d/f.md", []byte("one"), 0o644))
+			require.NoError(t, write(fsys, "/d/f.md", []byte("two"), 0o600))
 			got, err := afero.ReadFile(fsys, "/d/f.md")
 			require.NoError(t, err)
 			assert.Equal(t, "two", string(got))
