@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/spf13/afero"
 
@@ -201,7 +200,7 @@ func (s *Stage) Discard() error {
 func snapshotTree(ctx context.Context, fsys afero.Fs, root string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := fswalk.Walk(ctx, fsys, root, func(e fswalk.Entry) error {
-		if !e.Type.IsRegular() || hidden(e.Rel) {
+		if !e.Type.IsRegular() || memdir.IsHiddenPath(e.Rel) {
 			return nil
 		}
 		data, err := afero.ReadFile(fsys, e.Abs)
@@ -212,15 +211,6 @@ func snapshotTree(ctx context.Context, fsys afero.Fs, root string) (map[string][
 		return nil
 	})
 	return out, err
-}
-
-func hidden(rel string) bool {
-	for _, seg := range strings.Split(rel, "/") {
-		if strings.HasPrefix(seg, ".") {
-			return true
-		}
-	}
-	return false
 }
 
 func sortedKeys(ms ...map[string][]byte) []string {

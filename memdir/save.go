@@ -169,10 +169,8 @@ func memoryFileName(m Memory) (string, error) {
 	case path.Base(file) == EntrypointName:
 		return "", invalidMemory("%s is the index, not a memory file", EntrypointName)
 	}
-	for _, seg := range strings.Split(file, "/") {
-		if strings.HasPrefix(seg, ".") {
-			return "", invalidMemory("file path segments must not start with a dot")
-		}
+	if IsHiddenPath(file) {
+		return "", invalidMemory("file path segments must not start with a dot")
 	}
 	return file, nil
 }

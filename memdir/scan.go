@@ -164,15 +164,19 @@ func memoryFiles(ctx context.Context, fsys afero.Fs, root string) ([]fileRef, er
 // other than MEMORY.md, with no hidden ("."-prefixed) folder or name on
 // its way (.team-conflicts/ and .team-sync/ hold no memories).
 func IsMemoryFile(rel string, typ fs.FileMode) bool {
-	if !typ.IsRegular() || !strings.HasSuffix(rel, ".md") || path.Base(rel) == EntrypointName {
-		return false
-	}
+	return typ.IsRegular() && strings.HasSuffix(rel, ".md") && path.Base(rel) != EntrypointName && !IsHiddenPath(rel)
+}
+
+// IsHiddenPath reports whether a "/"-separated relative path has a hidden
+// ("."-prefixed) folder or name on its way: such paths hold sync state,
+// conflict copies, locks and staged copies, never memories.
+func IsHiddenPath(rel string) bool {
 	for _, seg := range strings.Split(rel, "/") {
 		if strings.HasPrefix(seg, ".") {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // headerReader reads file headers for one worker, keeping the best max.

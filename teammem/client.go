@@ -466,7 +466,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 	for _, e := range paths {
 		name := path.Base(e.Rel)
 		ext := path.Ext(name)
-		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || hiddenSegment(e.Rel) {
+		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || memdir.IsHiddenPath(e.Rel) {
 			continue
 		}
 		info, err := c.cfg.Fs.Stat(e.Abs)
@@ -502,15 +502,6 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].key < files[j].key })
 	return files, permIssues, skipped, nil
-}
-
-func hiddenSegment(rel string) bool {
-	for _, seg := range strings.Split(rel, "/") {
-		if strings.HasPrefix(seg, ".") {
-			return true
-		}
-	}
-	return false
 }
 
 func isMissingOrDenied(err error) bool {
