@@ -251,3 +251,12 @@ func TestScanSkipsHiddenFolders(t *testing.T) {
 	sort.Strings(names)
 	assert.Equal(t, []string{"b.md", "team/a.md"}, names, "conflict copies and hidden files are no memories")
 }
+
+func TestIsHiddenPath(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"a.md": false, "team/a.md": false, "a.b/c.md": false,
+		".MEMORY.md.lock": true, ".team-sync/x.json": true, "notes/.draft.md": true, "x/.y/z.md": true,
+	} {
+		assert.Equal(t, want, IsHiddenPath(rel), rel)
+	}
+}
