@@ -118,8 +118,7 @@ func TestTeamPullWithHistory(t *testing.T) {
 
 	out, errOut, code = runBin(t, env("ben"), "history", "--session", "team-pulls")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, checkpoint)
-	assert.Contains(t, out, filepath.Join(benDir, "deploy.md"))
+	assert.Contains(t, out, checkpoint+"  1 file(s) changed after it\n    "+filepath.Join(benDir, "deploy.md"))
 
 	out, errOut, code = runBin(t, env("ben"), "rewind", checkpoint, "--session", "team-pulls")
 	require.Equal(t, 0, code, errOut)
