@@ -66,17 +66,18 @@ func (t *Tracker) Rewind(ctx context.Context, messageID string, opts RewindOptio
 	return st, errors.Join(errs...)
 }
 
-// restore brings path to backup b and reports the line counts.
+// restore brings path to backup b and reports the line counts. It reads
+// the file and the backup once each.
 func (t *Tracker) restore(path string, b Backup, dryRun bool) (ins, del int, changed bool, err error) {
-	same, err := t.matches(path, b)
-	if err != nil || same {
-		return 0, 0, false, err
-	}
 	cur, err := afero.ReadFile(t.fs, path)
+	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, 0, false, err
 	}
 	if !b.Existed() {
+		if !exists {
+			return 0, 0, false, nil
+		}
 		if !dryRun {
 			if err := t.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return 0, 0, false, err
@@ -92,6 +93,11 @@ func (t *Tracker) restore(path string, b Backup, dryRun bool) (ins, del int, cha
 	info, err := t.fs.Stat(backup)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("stat backup: %w", err)
+	}
+	if exists && bytes.Equal(cur, old) {
+		if ci, err := t.fs.Stat(path); err == nil && ci.Mode().Perm() == info.Mode().Perm() {
+			return 0, 0, false, nil
+		}
 	}
 	ins, del = lineDiff(cur, old)
 	if dryRun {

@@ -453,3 +453,20 @@ func TestMaxAgeDropsOldSnapshots(t *testing.T) {
 	require.NoError(t, tr.MakeSnapshot(ctx, "later"))
 	assert.Len(t, tr.Snapshots(), 1, "the newest is always kept")
 }
+
+// TestRewindRestoresAModeOnlyChange: same content, another mode, is a
+// change a rewind undoes.
+func TestRewindRestoresAModeOnlyChange(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	tr, err := filehistory.NewTracker(d.fs, d.home, session, filehistory.Options{})
+	require.NoError(t, err)
+	d.write("a.md", "same\n", 0o644)
+	require.NoError(t, tr.MakeSnapshot(ctx, "m1"))
+	d.edit(tr, "a.md", "same\n", 0o600)
+	st, err := tr.Rewind(ctx, "m1", filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{d.path("a.md")}, st.FilesChanged)
+	_, mode, _ := d.read("a.md")
+	assert.Equal(t, os.FileMode(0o644), mode)
+}
