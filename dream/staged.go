@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 
@@ -162,10 +163,10 @@ func (s *Stage) Accept(ctx context.Context) error {
 		if c.Kind == Deleted {
 			_, err = gate.Remove(abs(c))
 		} else {
-			_, err = gate.WriteFile(abs(c), c.After, 0o644)
+			_, err = gate.WriteFile(abs(c), c.After, modeOf(d.cfg.Fs, abs(c)))
 		}
 		if err != nil {
-			undo(gate, abs, applied)
+			undo(d.cfg.Fs, gate, abs, applied)
 			return fmt.Errorf("dream: accept %s (nothing applied): %w", c.Rel, err)
 		}
 		applied = append(applied, c)
@@ -174,15 +175,24 @@ func (s *Stage) Accept(ctx context.Context) error {
 }
 
 // undo puts back the files of applied changes.
-func undo(gate *memdir.WriteGate, abs func(StagedChange) string, applied []StagedChange) {
+func undo(fsys afero.Fs, gate *memdir.WriteGate, abs func(StagedChange) string, applied []StagedChange) {
 	for i := len(applied) - 1; i >= 0; i-- {
 		c := applied[i]
 		if c.Kind == Added {
 			_, _ = gate.Remove(abs(c))
 		} else {
-			_, _ = gate.WriteFile(abs(c), c.Before, 0o644)
+			_, _ = gate.WriteFile(abs(c), c.Before, modeOf(fsys, abs(c)))
 		}
 	}
+}
+
+// modeOf returns the mode of the file at p, or 0644 for a new one, so a
+// changed memory keeps its mode as an in-place Edit would.
+func modeOf(fsys afero.Fs, p string) fs.FileMode {
+	if info, err := fsys.Stat(p); err == nil {
+		return info.Mode().Perm()
+	}
+	return 0o644
 }
 
 // Discard drops the stage: the memory directory is left as it is.

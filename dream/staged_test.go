@@ -118,3 +118,19 @@ func TestStagedAcceptCanBeRewound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, original, memoryTree(t, fsys))
 }
+
+// TestStagedAcceptKeepsModes: a memory the consolidation changed keeps
+// its mode, as the in-place Edit keeps it.
+func TestStagedAcceptKeepsModes(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	require.NoError(t, fsys.Chmod(autoDir+"/deploys.md", 0o600))
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	st, err := newDreamer(t, fsys, mergeIn(stageDir), clock, nil).ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Accept(ctx))
+	info, err := fsys.Stat(autoDir + "/deploys.md")
+	require.NoError(t, err)
+	assert.Equal(t, "-rw-------", info.Mode().Perm().String())
+}
