@@ -193,7 +193,8 @@ func (d *Dreamer) Force(ctx context.Context) Outcome {
 	if err != nil {
 		return d.finish(Outcome{Err: err})
 	}
-	return d.finish(d.run(ctx, sessions, ""))
+	o, _ := d.run(ctx, sessions, "")
+	return d.finish(o)
 }
 
 func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
@@ -222,7 +223,8 @@ func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
 	if len(sessions) < d.cfg.MinSessions {
 		return Outcome{Stopped: StopFewSessions, Sessions: sessions}
 	}
-	return d.run(ctx, sessions, "")
+	o, _ := d.run(ctx, sessions, "")
+	return o
 }
 
 func (d *Dreamer) gateEnabled() string {
@@ -294,18 +296,19 @@ func (d *Dreamer) searchTool() llm.Tool {
 }
 
 // run takes the lock and runs the consolidation agent on the memory
-// directory, or on stage (a copy of it) when stage is not "".
-func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) Outcome {
+// directory, or on stage (a copy of it) when stage is not "". It returns
+// the lock's previous time, for a rollback.
+func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Outcome, time.Time) {
 	dir, history := d.cfg.AutoDir, d.cfg.History
 	if stage != "" {
 		dir, history = stage, nil // the copy needs no undo: rejecting it is the undo
 	}
 	prev, err := d.lock.Acquire()
 	if errors.Is(err, ErrLockHeld) || errors.Is(err, ErrLostRace) {
-		return Outcome{Stopped: StopLocked, Sessions: sessions}
+		return Outcome{Stopped: StopLocked, Sessions: sessions}, prev
 	}
 	if err != nil {
-		return Outcome{Err: err, Sessions: sessions}
+		return Outcome{Err: err, Sessions: sessions}, prev
 	}
 	out := Outcome{Ran: true, Sessions: sessions}
 	var readRoots []string
@@ -349,7 +352,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) Outc
 			out.Err = fmt.Errorf("%w (and the lock could not be rolled back: %v)", err, rbErr)
 		}
 	}
-	return out
+	return out, prev
 }
 
 func (d *Dreamer) finish(o Outcome) Outcome {

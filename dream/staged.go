@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -58,6 +59,11 @@ type Stage struct {
 	Dir     string
 	Changes []StagedChange
 	d       *Dreamer
+	// prevLock is the lock's time before the run stamped it (stamped):
+	// Discard puts it back, so a rejected consolidation does not hold off
+	// the next one.
+	prevLock time.Time
+	stamped  bool
 }
 
 // ForceStaged consolidates now, like Force, but into a copy of the memory
@@ -101,10 +107,12 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 		}
 	}
 	st := &Stage{Dir: dir, d: d}
-	st.Outcome = d.finish(d.run(ctx, sessions, dir))
+	out, prev := d.run(ctx, sessions, dir)
+	st.Outcome = d.finish(out)
 	if !st.Outcome.Ran || st.Outcome.Err != nil {
 		return st, d.cfg.Fs.RemoveAll(dir)
 	}
+	st.prevLock, st.stamped = prev, true
 	after, err := snapshotTree(ctx, d.cfg.Fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("dream: read the stage: %w", err)
@@ -132,7 +140,7 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 // consolidation can be rewound later. The copy is removed.
 func (s *Stage) Accept(ctx context.Context) error {
 	if s.Dir == "" || len(s.Changes) == 0 {
-		return s.Discard()
+		return s.removeCopy() // nothing to change: the run still counts
 	}
 	d := s.d
 	gate, err := memdir.NewWriteGate(d.cfg.Fs, []string{d.cfg.AutoDir}, memdir.GateOptions{})
@@ -171,7 +179,7 @@ func (s *Stage) Accept(ctx context.Context) error {
 		}
 		applied = append(applied, c)
 	}
-	return s.Discard()
+	return s.removeCopy()
 }
 
 // undo puts back the files of applied changes.
@@ -195,8 +203,23 @@ func modeOf(fsys afero.Fs, p string) fs.FileMode {
 	return 0o644
 }
 
-// Discard drops the stage: the memory directory is left as it is.
+// Discard drops the stage: the memory directory is left as it is, and the
+// consolidation lock goes back to its time before the run, so a rejected
+// consolidation does not count as one (the time gate stays open).
 func (s *Stage) Discard() error {
+	stamped := s.stamped
+	err := s.removeCopy()
+	if stamped {
+		if rbErr := s.d.lock.Rollback(s.prevLock); rbErr != nil && err == nil {
+			err = fmt.Errorf("dream: roll the lock back: %w", rbErr)
+		}
+	}
+	return err
+}
+
+// removeCopy removes the stage's copy of the memory directory.
+func (s *Stage) removeCopy() error {
+	s.stamped = false
 	if s.Dir == "" {
 		return nil
 	}

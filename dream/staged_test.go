@@ -76,13 +76,39 @@ func TestStagedDiscardChangesNothing(t *testing.T) {
 	fsys := seeded(t)
 	original := memoryTree(t, fsys)
 	stageDir := "/c/projects/-work-shop/.memory-staged"
-	st, err := newDreamer(t, fsys, mergeIn(stageDir), clock, nil).ForceStaged(ctx, StageOptions{Dir: stageDir})
+	d := newDreamer(t, fsys, mergeIn(stageDir), clock, nil)
+	before, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	clock.Advance(48 * time.Hour)
+	st, err := d.ForceStaged(ctx, StageOptions{Dir: stageDir})
 	require.NoError(t, err)
 	require.Len(t, st.Changes, 3)
+	stamped, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.NotEqual(t, before.Unix(), stamped.Unix(), "the run stamps the lock while the stage waits")
 	require.NoError(t, st.Discard())
 	assert.Equal(t, original, memoryTree(t, fsys))
 	exists, _ := afero.Exists(fsys, stageDir)
 	assert.False(t, exists)
+	last, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.Equal(t, before.Unix(), last.Unix(), "a rejected consolidation does not count: the lock is rolled back")
+}
+
+func TestStagedAcceptKeepsTheLockStamp(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	d := newDreamer(t, fsys, mergeIn(stageDir), clock, nil)
+	clock.Advance(48 * time.Hour)
+	st, err := d.ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Accept(ctx))
+	require.NoError(t, st.Discard(), "a second call after Accept changes nothing")
+	last, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.Equal(t, clock.Now().Unix(), last.Unix(), "an accepted consolidation counts")
 }
 
 func TestStagedAcceptRefusesAStaleStage(t *testing.T) {
