@@ -58,7 +58,10 @@ type Stage struct {
 	// Dir is the copy the agent consolidated.
 	Dir     string
 	Changes []StagedChange
-	d       *Dreamer
+	// Checkpoint names the snapshot Accept took first (Config.History):
+	// rewinding to it undoes the accepted consolidation.
+	Checkpoint string
+	d          *Dreamer
 	// prevLock is the lock's time before the run stamped it (stamped):
 	// Discard puts it back, so a rejected consolidation does not hold off
 	// the next one.
@@ -160,6 +163,7 @@ func (s *Stage) Accept(ctx context.Context) error {
 		if err := d.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
 			return fmt.Errorf("dream: checkpoint before accepting: %w", err)
 		}
+		s.Checkpoint = checkpoint
 		for _, c := range s.Changes {
 			if err := d.cfg.History.TrackEdit(ctx, abs(c)); err != nil {
 				return fmt.Errorf("dream: checkpoint before accepting: %w", err)

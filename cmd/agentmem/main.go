@@ -8,6 +8,8 @@
 //	agentmem lint    [--fix] [--json]          problems in the tree (exit 1 when any)
 //	agentmem recall  [--explain] "QUERY"       what recall would surface for a message
 //	agentmem team    serve|token|pull|push|sync|watch   team memory sync (see agentmem team --help)
+//	agentmem history / rewind                   review and undo what a job changed
+//	agentmem dream   [--staged [--yes]]         consolidate now (ANTHROPIC_API_KEY)
 //
 // Every subcommand takes --config-dir (default $CLAUDE_CONFIG_DIR, else
 // ~/.claude), --project (default the current directory) and --dir (a
@@ -36,6 +38,7 @@ const (
 
 // env is everything a subcommand may take from the process.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	home           string
@@ -46,7 +49,7 @@ type env struct {
 func main() {
 	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
-	os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, home: home, cwd: cwd, fs: afero.NewOsFs()}))
+	os.Exit(run(os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, home: home, cwd: cwd, fs: afero.NewOsFs()}))
 }
 
 // runner runs a subcommand once its flags are parsed.
@@ -70,6 +73,7 @@ func commands() []command {
 		{"sessions", "ls|show|search", "list, show and search session transcripts (agentmem sessions --help)", sessionsFlags},
 		{"history", "--session NAME [--diff] [--json]", "list a file history's checkpoints and the files changed after each", historyFlags},
 		{"rewind", "CHECKPOINT --session NAME [--dry-run]", "put the files of a history back as they were at a checkpoint", rewindFlags},
+		{"dream", "[--staged [--yes]] [--model M]", "consolidate the memory directory now with the Anthropic API (undoable)", dreamFlags},
 	}
 }
 
@@ -126,7 +130,7 @@ func run(args []string, e env) int {
 		}
 		return code
 	}
-	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, sessions, history or rewind)\n", args[0])
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, sessions, history, rewind or dream)\n", args[0])
 	return exitError
 }
 
