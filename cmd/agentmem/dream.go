@@ -146,4 +146,3 @@ func confirmed(e env) bool {
 	}
 	return false
 }
-
