@@ -19,7 +19,10 @@
 //     TeamDir.
 //   - The index: TruncateEntrypointContent and IndexLimits.
 //   - Memory files: ParseFrontmatter, FormatMemoryFile, and Dir.Save, which
-//     writes a topic file and its index pointer atomically.
+//     writes a topic file and its index pointer atomically; Dir.Delete
+//     removes one with its pointers; Dir.EnsurePointer, RemovePointers and
+//     MovePointers keep the index in step with files written, removed or
+//     renamed by other means (CheckFile validates a name as Save does).
 //   - Writing safely: WriteGate, the one check and write path for every
 //     model- or remote-chosen path into memory (CheckPath, CheckContent,
 //     WriteFile, UpdateFile); CheckTeamContainment for teammem's
@@ -46,6 +49,7 @@
 //     field. Save errors that say "saved but MEMORY.md could not be
 //     updated" mean the topic file is written and only the pointer is
 //     missing.
+//   - ErrMemoryNotFound: Dir.Delete was given a file that does not exist.
 //   - *PathTraversalError: the write gate refused a path; Reason says why
 //     (ReasonOutsideRoot, ReasonSymlinkEscape, ReasonDangling, ReasonLoop,
 //     ReasonNotMemoryPath, ...; ReasonUnverifiable means the check itself
