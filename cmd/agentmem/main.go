@@ -10,6 +10,7 @@
 //	agentmem team    serve|token|pull|push|sync|watch   team memory sync (see agentmem team --help)
 //	agentmem history / rewind                   review and undo what a job changed
 //	agentmem dream   [--staged [--yes]]         consolidate now (ANTHROPIC_API_KEY)
+//	agentmem mcp     [--http ADDR]              serve memory to MCP clients
 //
 // Every subcommand takes --config-dir (default $CLAUDE_CONFIG_DIR, else
 // ~/.claude), --project (default the current directory) and --dir (a
@@ -74,6 +75,7 @@ func commands() []command {
 		{"history", "--session NAME [--diff] [--json]", "list a file history's checkpoints and the files changed after each", historyFlags},
 		{"rewind", "CHECKPOINT --session NAME [--dry-run]", "put the files of a history back as they were at a checkpoint", rewindFlags},
 		{"dream", "[--staged [--yes]] [--model M]", "consolidate the memory directory now with the Anthropic API (undoable)", dreamFlags},
+		{"mcp", "[--http ADDR] [--team-server URL]", "serve the memory directory to MCP clients (stdio, or HTTP at /mcp)", mcpFlags},
 	}
 }
 
@@ -130,7 +132,7 @@ func run(args []string, e env) int {
 		}
 		return code
 	}
-	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, sessions, history, rewind or dream)\n", args[0])
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, sessions, history, rewind, dream or mcp)\n", args[0])
 	return exitError
 }
 

@@ -337,51 +337,16 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if *configDir != "" {
 		c.configDir = *configDir
 	}
-	if *repo == "" {
-		root := c.project
-		if root == "" {
-			root = e.cwd
-		}
-		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
-		if err != nil {
-			return exitError, fmt.Errorf("--repo is required: the project has no github.com remote to read it from (%v)", err)
-		}
-		*repo = r
-	}
-	if *dir == "" {
-		r, err := resolve(e, c)
-		if err != nil {
-			return exitError, fmt.Errorf("--dir is required: %v", err)
-		}
-		*dir = memdir.TeamDir(r.path.Dir)
-	}
-	token := e.getenv(TokenEnv)
-	if token == "" {
+	o := teamClientOptions{server: *serverURL, repo: *repo, dir: *dir, state: *stateFile, history: *historyName, keepDeleted: *keepDeleted}
+	client, abs, err := newTeamClient(e, c, &o)
+	if errors.Is(err, errNoToken) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
 		return exitAuth, nil
 	}
-	abs, err := filepath.Abs(*dir)
 	if err != nil {
 		return exitError, err
 	}
-	if *stateFile == "" {
-		*stateFile = teammem.StatePath(abs, *serverURL, *repo)
-	}
-	var history *filehistory.Tracker
-	if *historyName != "" {
-		home, err := configHome(e, c)
-		if err != nil {
-			return exitError, err
-		}
-		if history, err = filehistory.Open(e.fs, home, *historyName, filehistory.Options{}); err != nil {
-			return exitError, err
-		}
-	}
-	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token, Fs: e.fs, TeamDir: abs,
-		KeepDeleted: *keepDeleted, StateFile: *stateFile, History: history})
-	if err != nil {
-		return exitError, err
-	}
+	*repo = o.repo
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st teammem.SyncState
@@ -479,4 +444,62 @@ func classExit(e env, name string, err error) int {
 		return exitLimit
 	}
 	return exitServer
+}
+
+// teamClientOptions are the team client flags shared by team pull, push,
+// sync, watch and mcp --team-server.
+type teamClientOptions struct {
+	server, repo, dir, state, history string
+	keepDeleted                       bool
+}
+
+var errNoToken = errors.New("no token: set " + TokenEnv)
+
+// newTeamClient builds the sync client the flags describe: --repo from the
+// project's git remote and --dir from its memory directory when not given.
+// It fills in o.repo and returns the client and the absolute team
+// directory.
+func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, string, error) {
+	if o.repo == "" {
+		root := c.project
+		if root == "" {
+			root = e.cwd
+		}
+		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
+		if err != nil {
+			return nil, "", fmt.Errorf("--repo is required: the project has no github.com remote to read it from (%v)", err)
+		}
+		o.repo = r
+	}
+	if o.dir == "" {
+		r, err := resolve(e, c)
+		if err != nil {
+			return nil, "", fmt.Errorf("--dir is required: %v", err)
+		}
+		o.dir = memdir.TeamDir(r.path.Dir)
+	}
+	token := e.getenv(TokenEnv)
+	if token == "" {
+		return nil, "", errNoToken
+	}
+	abs, err := filepath.Abs(o.dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if o.state == "" {
+		o.state = teammem.StatePath(abs, o.server, o.repo)
+	}
+	var history *filehistory.Tracker
+	if o.history != "" {
+		home, err := configHome(e, c)
+		if err != nil {
+			return nil, "", err
+		}
+		if history, err = filehistory.Open(e.fs, home, o.history, filehistory.Options{}); err != nil {
+			return nil, "", err
+		}
+	}
+	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: o.server, Repo: o.repo, Token: token, Fs: e.fs, TeamDir: abs,
+		KeepDeleted: o.keepDeleted, StateFile: o.state, History: history})
+	return client, abs, err
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentmem/agentmem/teammem"
+)
+
+// version is reported to MCP clients.
+const version = "0.1.0"
+
+func mcpFlags(fs *flag.FlagSet) runner {
+	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback only: there is no auth)")
+	teamServer := fs.String("team-server", "", "keep team memory synced with this server while serving ("+TokenEnv+" holds the token)")
+	repo := fs.String("repo", "", "with --team-server: owner/name (default: the project's git remote)")
+	return func(e env, c *common, args []string) (int, error) {
+		if len(args) > 0 {
+			return exitError, fmt.Errorf("unexpected argument %q", args[0])
+		}
+		r, err := resolve(e, c)
+		if err != nil {
+			return exitError, err
+		}
+		if !memoryEnabled(e, c, r.project) {
+			return exitError, errMemoryDisabled
+		}
+		// The directory is created on the first save; its parent must exist
+		// (a mistyped --dir is an error, not a new tree).
+		if info, err := e.fs.Stat(filepath.Dir(filepath.Clean(r.path.Dir))); err != nil || !info.IsDir() {
+			return exitError, fmt.Errorf("the memory directory's parent does not exist: %s", filepath.Dir(filepath.Clean(r.path.Dir)))
+		}
+		srv, err := newMemoryServer(e.fs, r.path.Dir, version)
+		if err != nil {
+			return exitError, err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if *teamServer != "" {
+			o := teamClientOptions{server: *teamServer, repo: *repo}
+			client, _, err := newTeamClient(e, c, &o)
+			if err != nil {
+				return exitError, err
+			}
+			w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, Logger: log})
+			if err != nil && w == nil {
+				return exitError, fmt.Errorf("team sync: %w", err)
+			}
+			defer w.Close()
+		}
+		if *httpAddr == "" {
+			err := srv.Run(ctx, &mcp.StdioTransport{})
+			if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {
+				return exitOK, nil
+			}
+			return exitError, err
+		}
+		return serveMCPHTTP(ctx, e, srv, *httpAddr)
+	}
+}
+
+// serveMCPHTTP serves the streamable HTTP transport at /mcp until ctx ends.
+// Cross-origin browser requests are refused (403): a web page must not
+// reach a local memory server.
+func serveMCPHTTP(ctx context.Context, e env, srv *mcp.Server, addr string) (int, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return exitError, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	hs := &http.Server{Handler: http.NewCrossOriginProtection().Handler(mux), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(e.stderr, "agentmem mcp: listening on http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return exitError, err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdown)
+	return exitOK, nil
+}

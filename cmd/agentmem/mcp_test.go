@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mcpTree is a memory directory (not yet created) beside a directory
+// outside it that holds a file no tool may read or change, and a link to
+// it from inside once the directory exists.
+func mcpTree(t *testing.T) (dir, outside string) {
+	root := t.TempDir()
+	dir = filepath.Join(root, "mem")
+	outside = filepath.Join(root, "outside")
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.md"), []byte("---\nname: s\n---\nOUTSIDE\n"), 0o644))
+	return dir, outside
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, "%s: a tool call never fails at the protocol level", name)
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return res, b.String()
+}
+
+// mcpScenario drives one client session through every tool, the
+// resources, the prompt and the hostile cases. tag keeps concurrent
+// sessions on one server apart.
+func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) {
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	assert.ElementsMatch(t, []string{"memory_list", "memory_read", "memory_save", "memory_delete", "memory_recall", "memory_search"}, names)
+
+	deploys := "deploys" + tag + ".md"
+	res, txt := call(t, cs, "memory_save", map[string]any{"name": "Deploys " + tag, "description": "when we ship to production", "type": "project",
+		"body": "We deploy on Tuesdays and Thursdays, never on Fridays.", "file": deploys})
+	require.False(t, res.IsError, txt)
+	res, txt = call(t, cs, "memory_save", map[string]any{"name": "CI " + tag, "description": "the pipeline", "type": "reference",
+		"body": "CI runs on every push; the nightly job runs the slow suite.", "file": "team/ci" + tag + ".md"})
+	require.False(t, res.IsError, txt)
+	var saved saveOut
+	raw, _ := json.Marshal(res.StructuredContent)
+	require.NoError(t, json.Unmarshal(raw, &saved))
+	assert.Equal(t, "team/ci"+tag+".md", saved.File)
+
+	res, txt = call(t, cs, "memory_list", map[string]any{})
+	require.False(t, res.IsError, txt)
+	assert.Contains(t, txt, deploys)
+	assert.Contains(t, txt, "team/ci"+tag+".md")
+
+	res, txt = call(t, cs, "memory_recall", map[string]any{"query": "can we deploy on friday?"})
+	require.False(t, res.IsError, txt)
+	assert.Contains(t, txt, deploys)
+	assert.Contains(t, txt, "never on Fridays")
+
+	res, txt = call(t, cs, "memory_read", map[string]any{"file": deploys})
+	require.False(t, res.IsError, txt)
+	assert.Contains(t, txt, strings.TrimSpace("name: Deploys "+tag))
+
+	res, txt = call(t, cs, "memory_search", map[string]any{"pattern": "nightly job"})
+	require.False(t, res.IsError, txt)
+	assert.Contains(t, txt, "team/ci"+tag+".md:")
+
+	idx, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "memory://index"})
+	require.NoError(t, err)
+	assert.Contains(t, idx.Contents[0].Text, "]("+deploys+")")
+	list, err := cs.ListResources(ctx, nil)
+	require.NoError(t, err)
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	assert.Contains(t, uris, "memory://index")
+	assert.Contains(t, uris, "memory://files/"+deploys)
+	assert.Contains(t, uris, "memory://files/team/ci"+tag+".md")
+	file, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "memory://files/team/ci" + tag + ".md"})
+	require.NoError(t, err)
+	assert.Contains(t, file.Contents[0].Text, "nightly job")
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "memory"})
+	require.NoError(t, err)
+	assert.Contains(t, p.Messages[0].Content.(*mcp.TextContent).Text, "]("+deploys+")")
+
+	// Hostile input: every one is a tool result with isError, nothing leaks
+	// and nothing outside changes.
+	_ = os.Symlink(outside, filepath.Join(dir, "out"))
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"memory_read", map[string]any{"file": "../outside/secret.md"}},
+		{"memory_read", map[string]any{"file": filepath.Join(outside, "secret.md")}},
+		{"memory_read", map[string]any{"file": "out/secret.md"}},
+		{"memory_read", map[string]any{"file": "%2e%2e/outside/secret.md"}},
+		{"memory_read", map[string]any{"file": ".team-sync/x.md"}},
+		{"memory_read", map[string]any{"file": "nope.md"}},
+		{"memory_read", map[string]any{"file": 42}},
+		{"memory_read", map[string]any{}},
+		{"memory_save", map[string]any{"name": "x", "description": "d", "type": "project", "body": "b", "file": "../escape.md"}},
+		{"memory_save", map[string]any{"name": "x", "description": "d", "type": "project", "body": "b", "file": "out/planted.md"}},
+		{"memory_save", map[string]any{"name": "x", "description": "d", "type": "project", "body": "b", "file": "notes.txt"}},
+		{"memory_save", map[string]any{"name": "x", "description": "d", "type": "bogus", "body": "b"}},
+		{"memory_save", map[string]any{"name": "x", "description": "d", "type": "project", "body": "b", "file": "MEMORY.md"}},
+		{"memory_save", map[string]any{"name": "key", "description": "d", "type": "reference", "file": "team/key" + tag + ".md",
+			"body": "the deploy key is ghp_" + strings.Repeat("a1B2", 9)}},
+		{"memory_delete", map[string]any{"file": "../outside/secret.md"}},
+		{"memory_delete", map[string]any{"file": "out/secret.md"}},
+		{"memory_delete", map[string]any{"file": "missing" + tag + ".md"}},
+		{"memory_search", map[string]any{"pattern": "("}},
+		{"memory_recall", map[string]any{"query": ""}},
+		{"memory_recall", map[string]any{"query": "x", "limit": "many"}},
+	} {
+		res, txt := call(t, cs, c.tool, c.args)
+		assert.True(t, res.IsError, "%s %v: %s", c.tool, c.args, txt)
+		assert.NotContains(t, txt, "OUTSIDE", "%s %v", c.tool, c.args)
+		assert.NotContains(t, txt, outside, "no host path in an error: %s %v", c.tool, c.args)
+	}
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "memory://files/out/secret.md"})
+	assert.Error(t, err, "a resource read through a link out is refused")
+	got, _ := os.ReadFile(filepath.Join(outside, "secret.md"))
+	assert.Equal(t, "---\nname: s\n---\nOUTSIDE\n", string(got))
+	entries, _ := os.ReadDir(outside)
+	assert.Len(t, entries, 1, "nothing was created outside")
+	assert.NoFileExists(t, filepath.Join(dir, "team", "key"+tag+".md"), "a secret never lands in team/")
+
+	res, txt = call(t, cs, "memory_delete", map[string]any{"file": deploys})
+	require.False(t, res.IsError, txt)
+	assert.NoFileExists(t, filepath.Join(dir, deploys))
+	idx, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "memory://index"})
+	require.NoError(t, err)
+	assert.NotContains(t, idx.Contents[0].Text, deploys)
+	_, txt = call(t, cs, "memory_list", map[string]any{})
+	assert.NotContains(t, txt, deploys)
+}
+
+func TestMCPInMemory(t *testing.T) {
+	dir, outside := mcpTree(t)
+	srv, err := newMemoryServer(afero.NewOsFs(), dir, "test")
+	require.NoError(t, err)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	mcpScenario(t, cs, dir, outside, "")
+}
+
+func TestMCPBinaryOverStdio(t *testing.T) {
+	dir, outside := mcpTree(t)
+	cmd := exec.Command(binary(t), "mcp", "--dir", dir)
+	cmd.Env = append(os.Environ(), "CLAUDE_CODE_DISABLE_AUTO_MEMORY=")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	mcpScenario(t, cs, dir, outside, "")
+	require.NoError(t, cs.Close())
+	require.NotNil(t, cmd.ProcessState)
+	assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "the server exits 0 when its client closes stdin")
+}
+
+// startMCPHTTP runs `agentmem mcp --http` and returns its endpoint.
+func startMCPHTTP(t *testing.T, env []string, args ...string) string {
+	cmd := exec.Command(binary(t), append([]string{"mcp", "--http", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	buf := make([]byte, 4096)
+	var got string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(got, "/mcp\n") {
+		n, err := stderr.Read(buf)
+		got += string(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	i := strings.Index(got, "http://")
+	require.GreaterOrEqual(t, i, 0, got)
+	return strings.TrimSpace(got[i:])
+}
+
+func TestMCPBinaryOverHTTPTwoClients(t *testing.T) {
+	dir, outside := mcpTree(t)
+	url := startMCPHTTP(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "--dir", dir)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer cs.Close()
+			mcpScenario(t, cs, dir, outside, fmt.Sprint(i))
+		}()
+	}
+	wg.Wait()
+	// A browser page on another origin cannot reach it.
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+func TestMCPRefusals(t *testing.T) {
+	root := t.TempDir()
+	for name, c := range map[string]struct {
+		env  []string
+		args []string
+		want string
+	}{
+		"parent missing": {nil, []string{"--dir", filepath.Join(root, "no", "such", "mem")}, "parent does not exist"},
+		"memory off":     {[]string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1"}, []string{"--dir", filepath.Join(root, "mem")}, "disabled"},
+		"argument":       {nil, []string{"stray"}, "unexpected argument"},
+	} {
+		_, errOut, code := runWithInput(t, append([]string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, c.env...), "", append([]string{"mcp"}, c.args...)...)
+		assert.Equal(t, exitError, code, name)
+		assert.Contains(t, errOut, c.want, name)
+	}
+	assert.NoDirExists(t, filepath.Join(root, "no"))
+}

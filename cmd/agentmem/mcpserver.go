@@ -1,0 +1,434 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem/agentmem/recall"
+)
+
+// MCP names, fixed by the contract.
+const (
+	mcpIndexURI     = "memory://index"
+	mcpFilePrefix   = "memory://files/"
+	mcpFileTemplate = "memory://files/{+file}"
+	mcpPromptName   = "memory"
+	// mcpMaxRead bounds memory_read and a resource read.
+	mcpMaxRead = 1 << 20
+	// mcpDefaultRecall and mcpMaxRecall bound memory_recall's limit.
+	mcpDefaultRecall = 5
+	mcpMaxRecall     = 20
+	// mcpRecallBytes bounds each recalled memory's content.
+	mcpRecallBytes = 4096
+)
+
+// memoryServer serves one memory directory over MCP.
+type memoryServer struct {
+	fs     afero.Fs
+	dir    *memdir.Dir
+	finder *recall.Finder
+	tools  *memtools.Toolset
+	now    func() time.Time
+
+	mu       sync.Mutex
+	listed   map[string]bool // file resources currently registered
+	resource *mcp.Server
+}
+
+// newMemoryServer builds the MCP server for the memory directory autoDir
+// (created on the first save).
+func newMemoryServer(fsys afero.Fs, autoDir, version string) (*mcp.Server, error) {
+	d, err := memdir.NewDir(fsys, autoDir)
+	if err != nil {
+		return nil, err
+	}
+	finder, err := recall.NewFinder(recall.FinderConfig{Fs: fsys, Dir: d.Path(), MaxSelected: mcpMaxRecall})
+	if err != nil {
+		return nil, err
+	}
+	tools, err := memtools.New(fsys, []string{d.Path()}, memtools.Options{})
+	if err != nil {
+		return nil, err
+	}
+	ms := &memoryServer{fs: fsys, dir: d, finder: finder, tools: tools, now: time.Now, listed: map[string]bool{}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentmem", Version: version}, &mcp.ServerOptions{
+		Instructions: "Long-term memory for this project: Markdown files with a name, a one-line description and a type " +
+			"(user, feedback, project, reference), indexed in MEMORY.md. Call memory_recall with the user's request to find " +
+			"what is relevant, memory_read to read one, and memory_save to keep something worth remembering across sessions.",
+	})
+	ms.resource = srv
+	ms.addTools(srv)
+	srv.AddResource(&mcp.Resource{URI: mcpIndexURI, Name: "MEMORY.md", Title: "Memory index", MIMEType: "text/markdown",
+		Description: "The index of the memory directory: one line per memory file."}, ms.readResource)
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: mcpFileTemplate, Name: "memory file", MIMEType: "text/markdown",
+		Description: "One memory file, by its path in the memory directory (team/ for team memory)."}, ms.readResource)
+	srv.AddPrompt(&mcp.Prompt{Name: mcpPromptName, Title: "Memory",
+		Description: "The memory section of the system prompt: how to use memory, and the index."}, ms.prompt)
+	// The file resources follow the disk: every resources/list rescans.
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "resources/list" {
+				ms.syncResources(ctx)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return srv, nil
+}
+
+// Tool inputs and outputs.
+type (
+	listIn struct{}
+	fileIn struct {
+		File string `json:"file" jsonschema:"the memory file, relative to the memory directory (e.g. deploys.md or team/ci.md)"`
+	}
+	saveIn struct {
+		Name        string `json:"name" jsonschema:"a short title"`
+		Description string `json:"description" jsonschema:"one line that says when this memory is relevant"`
+		Type        string `json:"type" jsonschema:"user, feedback, project or reference"`
+		Body        string `json:"body" jsonschema:"the memory itself; lead with the rule or fact"`
+		File        string `json:"file,omitempty" jsonschema:"the file to write (relative, .md); default derived from name; team/... for team memory"`
+	}
+	recallIn struct {
+		Query string `json:"query" jsonschema:"the user's request or the topic to remember about"`
+		Limit int    `json:"limit,omitempty" jsonschema:"at most this many memories (default 5, at most 20)"`
+	}
+	searchIn struct {
+		Pattern string `json:"pattern" jsonschema:"a regular expression (RE2 syntax) matched against each line"`
+	}
+
+	memoryEntry struct {
+		File        string `json:"file"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Type        string `json:"type"`
+		Age         string `json:"age"`
+		Content     string `json:"content,omitempty"`
+	}
+	listOut struct {
+		Memories []memoryEntry `json:"memories"`
+	}
+	readOut struct {
+		File    string `json:"file"`
+		Content string `json:"content"`
+	}
+	saveOut struct {
+		File      string `json:"file"`
+		IndexLine string `json:"index_line"`
+		Replaced  bool   `json:"replaced"`
+	}
+	deleteOut struct {
+		File    string `json:"file"`
+		Deleted bool   `json:"deleted"`
+	}
+	searchOut struct {
+		Matches []searchMatch `json:"matches"`
+	}
+	searchMatch struct {
+		File string `json:"file"`
+		Line int    `json:"line"`
+		Text string `json:"text"`
+	}
+)
+
+// safe turns a panic in a tool into a tool error.
+func safe[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				_ = debug.Stack()
+				res, err = nil, errors.New("internal error in the memory server; nothing was changed by this call")
+			}
+		}()
+		return h(ctx, req, in)
+	}
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func (ms *memoryServer) addTools(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_list", Description: "List every memory: file, name, description, type and age, newest first."},
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, _ listIn) (*mcp.CallToolResult, listOut, error) {
+			entries, err := ms.list(ctx)
+			if err != nil {
+				return nil, listOut{}, err
+			}
+			if len(entries) == 0 {
+				return text("No memories yet."), listOut{Memories: []memoryEntry{}}, nil
+			}
+			var b strings.Builder
+			for _, m := range entries {
+				fmt.Fprintf(&b, "%s (%s, %s): %s — %s\n", m.File, m.Type, m.Age, m.Name, m.Description)
+			}
+			return text(b.String()), listOut{Memories: entries}, nil
+		}))
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_read", Description: "Read one memory file (or MEMORY.md, the index) in full."},
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, readOut, error) {
+			data, err := ms.read(in.File)
+			if err != nil {
+				return nil, readOut{}, err
+			}
+			return text(string(data)), readOut{File: in.File, Content: string(data)}, nil
+		}))
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_save", Description: "Save a memory: writes the file with its frontmatter and its pointer in MEMORY.md " +
+		"(replacing the file and pointer when the file exists). Never save secrets; team/ files are shared with the team and are refused when they hold a credential."},
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in saveIn) (*mcp.CallToolResult, saveOut, error) {
+			typ, ok := memdir.ParseMemoryType(in.Type)
+			if !ok {
+				return nil, saveOut{}, fmt.Errorf("type must be user, feedback, project or reference, not %q", in.Type)
+			}
+			if strings.TrimSpace(in.Name) == "" || strings.TrimSpace(in.Body) == "" {
+				return nil, saveOut{}, errors.New("name and body are required")
+			}
+			res, err := ms.dir.Save(memdir.Memory{File: in.File, Name: in.Name, Description: in.Description, Type: typ, Body: in.Body})
+			if err != nil {
+				return nil, saveOut{}, toolError(err)
+			}
+			ms.noteFile(res.File, true)
+			verb := "Saved"
+			if res.ReplacedPointer {
+				verb = "Updated"
+			}
+			return text(fmt.Sprintf("%s %s; MEMORY.md: %s", verb, res.File, res.IndexLine)), saveOut{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer}, nil
+		}))
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, deleteOut, error) {
+			if err := ms.dir.Delete(in.File); err != nil {
+				return nil, deleteOut{}, toolError(err)
+			}
+			ms.noteFile(in.File, false)
+			return text("Deleted " + in.File), deleteOut{File: in.File, Deleted: true}, nil
+		}))
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_recall", Description: "Find the few memories relevant to a request, best first, with their content. " +
+		"Returns nothing when no memory is relevant."},
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in recallIn) (*mcp.CallToolResult, listOut, error) {
+			if strings.TrimSpace(in.Query) == "" {
+				return nil, listOut{}, errors.New("query is required")
+			}
+			limit := in.Limit
+			if limit <= 0 {
+				limit = mcpDefaultRecall
+			}
+			limit = min(limit, mcpMaxRecall)
+			found := ms.finder.Find(ctx, in.Query, nil, nil)
+			out := listOut{Memories: []memoryEntry{}}
+			var b strings.Builder
+			for _, h := range found[:min(limit, len(found))] {
+				m := ms.entry(h)
+				if data, err := ms.read(h.Filename); err == nil {
+					m.Content = string(data[:min(len(data), mcpRecallBytes)])
+				}
+				out.Memories = append(out.Memories, m)
+				fmt.Fprintf(&b, "## %s (%s, saved %s)\n%s\n\n", m.File, m.Type, m.Age, strings.TrimSpace(m.Content))
+			}
+			if len(out.Memories) == 0 {
+				return text("No memory is relevant to this."), out, nil
+			}
+			return text(b.String()), out, nil
+		}))
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_search", Description: "Search every memory file for lines matching a regular expression (RE2); returns file:line:text."},
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOut, error) {
+			matches, more, err := ms.search(ctx, in.Pattern)
+			if err != nil {
+				return nil, searchOut{}, err
+			}
+			if len(matches) == 0 {
+				return text("No line matches."), searchOut{Matches: []searchMatch{}}, nil
+			}
+			var b strings.Builder
+			for _, m := range matches {
+				fmt.Fprintf(&b, "%s:%d:%s\n", m.File, m.Line, m.Text)
+			}
+			if more {
+				b.WriteString("(more matches not shown; narrow the pattern)\n")
+			}
+			return text(b.String()), searchOut{Matches: matches}, nil
+		}))
+}
+
+// toolError says what was refused without host paths.
+func toolError(err error) error {
+	var pte *memdir.PathTraversalError
+	switch {
+	case errors.As(err, &pte):
+		return fmt.Errorf("refused: the path leaves the memory directory or cannot be verified (%s)", pte.Reason)
+	case errors.Is(err, memdir.ErrMemoryNotFound):
+		return errors.New("no such memory file (see memory_list)")
+	}
+	return err
+}
+
+func (ms *memoryServer) list(ctx context.Context) ([]memoryEntry, error) {
+	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, errors.New("the memory directory could not be read")
+	}
+	out := make([]memoryEntry, 0, len(headers))
+	for _, h := range headers {
+		out = append(out, ms.entry(h))
+	}
+	return out, nil
+}
+
+func (ms *memoryServer) entry(h memdir.MemoryHeader) memoryEntry {
+	return memoryEntry{File: h.Filename, Name: h.Name, Description: h.Description, Type: string(h.Type), Age: memdir.MemoryAge(h.ModTime, ms.now())}
+}
+
+// read returns a memory file or an index, opened confined to the memory
+// directory.
+func (ms *memoryServer) read(file string) ([]byte, error) {
+	if file != memdir.EntrypointName && file != memdir.TeamDirName+"/"+memdir.EntrypointName {
+		if err := memdir.CheckFile(file); err != nil {
+			return nil, fmt.Errorf("not a memory file: %s", strings.TrimPrefix(err.Error(), "memdir: invalid memory: "))
+		}
+	}
+	f, err := ms.dir.Gate().Open(filepath.Join(ms.dir.Path(), filepath.FromSlash(file)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errors.New("no such memory file (see memory_list)")
+	}
+	if err != nil {
+		return nil, toolError(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, mcpMaxRead+1))
+	if err != nil {
+		return nil, errors.New("the file could not be read (is it a directory?)")
+	}
+	if len(data) > mcpMaxRead {
+		return nil, fmt.Errorf("the file is over %d bytes; memory files should be short", mcpMaxRead)
+	}
+	return data, nil
+}
+
+// search runs the memory tools' Grep over the directory.
+func (ms *memoryServer) search(ctx context.Context, pattern string) ([]searchMatch, bool, error) {
+	if pattern == "" {
+		return nil, false, errors.New("pattern is required")
+	}
+	if ok, _ := afero.DirExists(ms.fs, ms.dir.Path()); !ok {
+		return nil, false, nil
+	}
+	out, err := ms.tools.GrepTool().Call(ctx, []byte(fmt.Sprintf(`{"pattern":%q,"output_mode":"content","glob":"*.md"}`, pattern)))
+	if err != nil {
+		return nil, false, err
+	}
+	var matches []searchMatch
+	more := false
+	prefix := ms.dir.Path() + string(filepath.Separator)
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			more = more || strings.HasPrefix(line, "(more")
+			continue
+		}
+		file, after, _ := strings.Cut(rest, ":")
+		num, txt, _ := strings.Cut(after, ":")
+		var n int
+		fmt.Sscan(num, &n)
+		matches = append(matches, searchMatch{File: filepath.ToSlash(file), Line: n, Text: txt})
+	}
+	return matches, more, nil
+}
+
+// readResource serves memory://index and memory://files/<file>.
+func (ms *memoryServer) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	file := memdir.EntrypointName
+	if uri != mcpIndexURI {
+		var ok bool
+		if file, ok = strings.CutPrefix(uri, mcpFilePrefix); !ok || file == "" {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+	}
+	data, err := ms.read(file)
+	if err != nil {
+		if file == memdir.EntrypointName && strings.HasPrefix(err.Error(), "no such") {
+			data = nil // an empty directory has an empty index
+		} else {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: string(data)}}}, nil
+}
+
+// syncResources registers one resource per memory file on disk and drops
+// those of files that are gone.
+func (ms *memoryServer) syncResources(ctx context.Context) {
+	entries, err := ms.list(ctx)
+	if err != nil {
+		return
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	seen := map[string]bool{}
+	for _, m := range entries {
+		seen[m.File] = true
+		ms.addResourceLocked(m)
+	}
+	var gone []string
+	for f := range ms.listed {
+		if !seen[f] {
+			gone = append(gone, mcpFilePrefix+f)
+			delete(ms.listed, f)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		ms.resource.RemoveResources(gone...)
+	}
+}
+
+func (ms *memoryServer) addResourceLocked(m memoryEntry) {
+	ms.listed[m.File] = true
+	name := m.Name
+	if name == "" {
+		name = m.File
+	}
+	ms.resource.AddResource(&mcp.Resource{URI: mcpFilePrefix + m.File, Name: m.File, Title: name, Description: m.Description, MIMEType: "text/markdown"}, ms.readResource)
+}
+
+// noteFile keeps the listed resources in step after a save or delete.
+func (ms *memoryServer) noteFile(file string, exists bool) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if !exists {
+		if ms.listed[file] {
+			delete(ms.listed, file)
+			ms.resource.RemoveResources(mcpFilePrefix + file)
+		}
+		return
+	}
+	data, err := ms.read(file)
+	if err != nil {
+		return
+	}
+	fm, _, _ := memdir.ParseFrontmatter(data)
+	ms.addResourceLocked(memoryEntry{File: file, Name: fm.Name, Description: fm.Description})
+}
+
+// prompt serves the memory section of the system prompt.
+func (ms *memoryServer) prompt(ctx context.Context, _ *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	team, _ := afero.DirExists(ms.fs, memdir.TeamDir(ms.dir.Path()))
+	p, err := memdir.LoadMemoryPrompt(ctx, afero.NewReadOnlyFs(ms.fs), memdir.LoadPromptConfig{Enabled: true, AutoDir: ms.dir.Path(), TeamActive: team})
+	if err != nil {
+		return nil, errors.New("the memory prompt could not be built")
+	}
+	return &mcp.GetPromptResult{Description: "The memory section of the system prompt",
+		Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: p.Text}}}}, nil
+}
