@@ -253,3 +253,50 @@ func TestMCPRefusals(t *testing.T) {
 	}
 	assert.NoDirExists(t, filepath.Join(root, "no"))
 }
+
+// tsClient installs the MCP TypeScript SDK beside testdata/mcp_client.mjs
+// in a temp dir and returns the script's path there.
+func tsClient(t *testing.T) string {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("AGENTMEM_REQUIRE_PEER") != "" {
+				t.Fatalf("%s must run here for the independent MCP client", tool)
+			}
+			t.Skipf("%s is not installed; .ci/run installs node and npm and requires this test", tool)
+		}
+	}
+	dir := t.TempDir()
+	out, err := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", dir, "@modelcontextprotocol/sdk@"+tsSDKVersion).CombinedOutput()
+	require.NoError(t, err, "npm install: %s", out)
+	script, err := os.ReadFile(filepath.Join("testdata", "mcp_client.mjs"))
+	require.NoError(t, err)
+	p := filepath.Join(dir, "mcp_client.mjs")
+	require.NoError(t, os.WriteFile(p, script, 0o644))
+	return p
+}
+
+// tsSDKVersion is the TypeScript SDK the black-box client runs.
+const tsSDKVersion = "1.32.2"
+
+func TestMCPWithTheTypeScriptSDK(t *testing.T) {
+	script := tsClient(t)
+	env := append(os.Environ(), "CLAUDE_CODE_DISABLE_AUTO_MEMORY=")
+	t.Run("stdio", func(t *testing.T) {
+		dir, _ := mcpTree(t)
+		cmd := exec.Command("node", script, "stdio", binary(t), "mcp", "--dir", dir)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "%s", out)
+		assert.NotContains(t, string(out), "FAIL")
+		t.Logf("%s", out)
+	})
+	t.Run("http", func(t *testing.T) {
+		dir, _ := mcpTree(t)
+		url := startMCPHTTP(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "--dir", dir)
+		cmd := exec.Command("node", script, "http", url)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "%s", out)
+		assert.NotContains(t, string(out), "FAIL")
+	})
+}

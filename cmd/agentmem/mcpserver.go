@@ -293,6 +293,9 @@ func (ms *memoryServer) entry(h memdir.MemoryHeader) memoryEntry {
 // read returns a memory file or an index, opened confined to the memory
 // directory.
 func (ms *memoryServer) read(file string) ([]byte, error) {
+	if file == "" {
+		return nil, errors.New("file is required (see memory_list)")
+	}
 	if file != memdir.EntrypointName && file != memdir.TeamDirName+"/"+memdir.EntrypointName {
 		if err := memdir.CheckFile(file); err != nil {
 			return nil, fmt.Errorf("not a memory file: %s", strings.TrimPrefix(err.Error(), "memdir: invalid memory: "))
@@ -364,7 +367,13 @@ func (ms *memoryServer) readResource(ctx context.Context, req *mcp.ReadResourceR
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: string(data)}}}, nil
+	c := &mcp.ResourceContents{URI: uri, MIMEType: "text/markdown", Text: string(data)}
+	if len(data) == 0 {
+		// The SDK omits an empty text, and clients then reject contents
+		// with neither text nor blob: an empty file is an empty blob.
+		c.Blob = []byte{}
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
 }
 
 // syncResources registers one resource per memory file on disk and drops
