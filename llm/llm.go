@@ -116,6 +116,10 @@ type ToolSpec struct {
 	Description string
 	// InputSchema is a JSON Schema for the tool's input object.
 	InputSchema json.RawMessage
+	// Type names a tool the provider defines itself, such as Anthropic's
+	// "memory_20250818": the adapter sends the type and name only (the
+	// provider knows the schema). Empty for a tool described here.
+	Type string
 }
 
 // Request is one call to a model.

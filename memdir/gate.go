@@ -417,6 +417,82 @@ func (g *WriteGate) Remove(abs string) (Target, error) {
 	return t, nil
 }
 
+// RemoveAll checks abs like CheckPath and removes it with everything
+// below it, confined to its root like a write. A memory root itself is
+// never removed. A path that does not exist is not an error.
+func (g *WriteGate) RemoveAll(abs string) (Target, error) {
+	t, err := g.CheckPath(abs)
+	if err != nil {
+		return Target{}, err
+	}
+	if t.Rel == "." || t.Rel == "" {
+		return Target{}, &PathTraversalError{Reason: ReasonNotMemoryPath, Detail: "a memory root cannot be removed"}
+	}
+	fsys, name, done, err := g.open(t)
+	if err != nil {
+		return Target{}, err
+	}
+	defer done()
+	unlock, err := g.lock(fsys, name, t)
+	if err != nil {
+		return Target{}, err
+	}
+	defer unlock()
+	if err := fsys.RemoveAll(name); err != nil {
+		return Target{}, confinedError(err, "remove "+filepath.Base(name))
+	}
+	return t, nil
+}
+
+// ErrCrossRoot is returned by Rename for a move between two memory roots
+// (such as into or out of the team directory): move the files one by one
+// with WriteFile and Remove, so each is checked where it lands.
+var ErrCrossRoot = errors.New("memdir: a rename cannot cross from one memory root to another (the team directory is its own root)")
+
+// Rename checks both paths like CheckPath and renames from to to inside
+// one memory root, confined to it like a write, creating to's parent
+// directories. It refuses to replace an existing to (fs.ErrExist).
+func (g *WriteGate) Rename(from, to string) error {
+	tf, err := g.CheckPath(from)
+	if err != nil {
+		return err
+	}
+	tt, err := g.CheckPath(to)
+	if err != nil {
+		return err
+	}
+	if tf.Root != tt.Root {
+		return ErrCrossRoot
+	}
+	if tf.Rel == "." || tf.Rel == "" {
+		return &PathTraversalError{Reason: ReasonNotMemoryPath, Detail: "a memory root cannot be renamed"}
+	}
+	fsys, name, done, err := g.open(tf)
+	if err != nil {
+		return err
+	}
+	defer done()
+	dest := tt.Path
+	if name == tf.Rel {
+		dest = tt.Rel // fsys is confined to the root
+	}
+	unlock, err := g.lock(fsys, name, tf)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := fsys.Stat(dest); err == nil {
+		return fmt.Errorf("memdir: rename to %s: %w", filepath.Base(dest), fs.ErrExist)
+	}
+	if err := fsys.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return confinedError(err, "make the directory of "+filepath.Base(dest))
+	}
+	if err := fsys.Rename(name, dest); err != nil {
+		return confinedError(err, "rename "+filepath.Base(name))
+	}
+	return nil
+}
+
 // Open checks abs like CheckPath and opens it for reading, on the real
 // disk through an os.Root on its memory root, so a directory swapped for
 // a link after the check cannot make the read return a file outside.

@@ -193,3 +193,26 @@ func TestRequestValidation(t *testing.T) {
 	_, err = m.Generate(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("x")}}}})
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+func TestProviderDefinedMemoryTool(t *testing.T) {
+	var body map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		require.NoError(t, json.Unmarshal(raw, &body))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`))
+	}))
+	defer srv.Close()
+	m := newModel(t, srv, nil)
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("hi")}}}
+	_, err := m.Generate(context.Background(), llm.Request{Messages: msgs, Tools: []llm.ToolSpec{{Name: "memory", Type: anthropic.MemoryToolType}}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{map[string]any{"type": "memory_20250818", "name": "memory"}}, body["tools"], "sent by type and name only")
+
+	body = nil
+	for _, spec := range []llm.ToolSpec{{Name: "memory", Type: "bash_20250124"}, {Name: "notes", Type: anthropic.MemoryToolType}} {
+		_, err = m.Generate(context.Background(), llm.Request{Messages: msgs, Tools: []llm.ToolSpec{spec}})
+		assert.Error(t, err, "%+v", spec)
+	}
+	assert.Nil(t, body, "a refused tool never reaches the API")
+}

@@ -1,0 +1,33 @@
+package memorytool_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/llm/anthropic/memorytool"
+)
+
+func ExampleHandler_Call() {
+	h, _ := memorytool.New(afero.NewMemMapFs(), "/home/you/.claude/projects/-shop/memory", memorytool.Options{})
+	for _, in := range []map[string]any{
+		{"command": "create", "path": "/memories/tabs.md", "file_text": "---\nname: Tabs\ndescription: Go style\n---\nTabs, not spaces.\n"},
+		{"command": "view", "path": "/memories/tabs.md", "view_range": []int{5, 5}},
+		{"command": "view", "path": "/memories/../secrets"},
+	} {
+		raw, _ := json.Marshal(in)
+		out, err := h.Call(context.Background(), raw)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Println(out)
+	}
+	// Output:
+	// File created successfully at: /memories/tabs.md
+	// Here's the content of /memories/tabs.md with line numbers:
+	//      5	Tabs, not spaces.
+	// error: Path /memories/../secrets would escape /memories directory
+}
