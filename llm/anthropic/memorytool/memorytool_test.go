@@ -155,7 +155,9 @@ func TestHostilePaths(t *testing.T) {
 	}
 	shapes := []func(p string) map[string]any{
 		func(p string) map[string]any { return map[string]any{"command": "view", "path": p} },
-		func(p string) map[string]any { return map[string]any{"command": "create", "path": p, "file_text": "PWNED"} },
+		func(p string) map[string]any {
+			return map[string]any{"command": "create", "path": p, "file_text": "PWNED"}
+		},
 		func(p string) map[string]any {
 			return map[string]any{"command": "str_replace", "path": p, "old_str": "OUTSIDE", "new_str": "PWNED"}
 		},
