@@ -2,6 +2,7 @@ package memdir
 
 import (
 	"errors"
+	"io/fs"
 	"fmt"
 	"os"
 	"os/exec"
@@ -220,4 +221,35 @@ func TestHelperSaveProcess(t *testing.T) {
 		_, err = d.Save(Memory{File: fmt.Sprintf("team/p_%d.md", i), Name: "n", Body: "b"})
 		require.NoError(t, err)
 	}
+}
+
+func TestGateRemoveAllAndRename(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "mem")
+	outside := t.TempDir()
+	fsys := afero.NewOsFs()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "notes", "deep"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "notes", "deep", "a.md"), []byte("a"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "keep.md"), []byte("keep"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "out")))
+	g, err := NewWriteGate(fsys, []string{root}, GateOptions{})
+	require.NoError(t, err)
+
+	require.NoError(t, g.Rename(filepath.Join(root, "notes"), filepath.Join(root, "archive", "notes")))
+	assert.FileExists(t, filepath.Join(root, "archive", "notes", "deep", "a.md"))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "b.md"), []byte("b"), 0o644))
+	assert.ErrorIs(t, g.Rename(filepath.Join(root, "b.md"), filepath.Join(root, "archive", "notes", "deep", "a.md")), fs.ErrExist)
+	assert.ErrorIs(t, g.Rename(filepath.Join(root, "b.md"), filepath.Join(root, "team", "b.md")), ErrCrossRoot)
+	var pte *PathTraversalError
+	assert.ErrorAs(t, g.Rename(filepath.Join(root, "b.md"), filepath.Join(root, "out", "b.md")), &pte)
+	assert.ErrorAs(t, g.Rename(filepath.Join(root, "out", "keep.md"), filepath.Join(root, "stolen.md")), &pte)
+
+	_, err = g.RemoveAll(filepath.Join(root, "out"))
+	assert.ErrorAs(t, err, &pte, "a link out is not removed through")
+	_, err = g.RemoveAll(root)
+	assert.Error(t, err, "the root itself is never removed")
+	_, err = g.RemoveAll(filepath.Join(root, "archive"))
+	require.NoError(t, err)
+	assert.NoDirExists(t, filepath.Join(root, "archive"))
+	assert.FileExists(t, filepath.Join(outside, "keep.md"))
+	assert.DirExists(t, root)
 }

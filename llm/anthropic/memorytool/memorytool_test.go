@@ -128,9 +128,11 @@ func TestSecretsStayOutOfTeam(t *testing.T) {
 	_, err = do(t, h, map[string]any{"command": "insert", "path": "/memories/team/ci.md", "insert_line": 0, "insert_text": token})
 	assert.ErrorContains(t, err, "credential")
 	assert.Equal(t, "CI runs nightly\n", read(t, filepath.Join(root, "team", "ci.md")))
-	for _, e := range []error{err} {
-		assert.NotContains(t, e.Error(), token)
-	}
+	assert.NotContains(t, err.Error(), token, "a refusal never repeats the secret")
+	ok(t, h, map[string]any{"command": "create", "path": "/memories/folder/x.md", "file_text": "x\n"})
+	_, err = do(t, h, map[string]any{"command": "rename", "old_path": "/memories/folder", "new_path": "/memories/team/folder"})
+	assert.ErrorContains(t, err, "move its files one by one", "a folder cannot carry unscanned files into team/")
+	assert.FileExists(t, filepath.Join(root, "folder", "x.md"))
 }
 
 func TestHostilePaths(t *testing.T) {
