@@ -300,3 +300,40 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 		assert.NotContains(t, string(out), "FAIL")
 	})
 }
+
+// TestMCPKeepsTeamMemoryInSync runs `agentmem mcp --team-server` beside a
+// teammate who uses the team commands: what the MCP client saves under
+// team/ reaches the teammate, and what the teammate pushes becomes
+// readable through the MCP server, without any restart.
+func TestMCPKeepsTeamMemoryInSync(t *testing.T) {
+	root := t.TempDir()
+	_, serverURL, token := startTeamServer(t, root)
+	dir := filepath.Join(root, "ana", "mem")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", TokenEnv + "=" + token}
+	url := startMCPHTTP(t, env, "--dir", dir, "--team-server", serverURL, "--repo", "acme/shop")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	res, txt := call(t, cs, "memory_save", map[string]any{"name": "CI", "description": "the pipeline", "type": "reference",
+		"body": "CI runs the slow suite nightly.", "file": "team/ci.md"})
+	require.False(t, res.IsError, txt)
+
+	ben := filepath.Join(root, "ben", "team")
+	require.NoError(t, os.MkdirAll(ben, 0o755))
+	benArgs := []string{"--server", serverURL, "--repo", "acme/shop", "--dir", ben}
+	require.Eventually(t, func() bool {
+		runIn(t, "", env, append([]string{"team", "pull"}, benArgs...)...)
+		_, err := os.Stat(filepath.Join(ben, "ci.md"))
+		return err == nil
+	}, 20*time.Second, 300*time.Millisecond, "the teammate pulls what the MCP client saved")
+
+	require.NoError(t, os.WriteFile(filepath.Join(ben, "ports.md"), []byte("---\nname: Ports\ndescription: which port\ntype: project\n---\nThe API listens on 8080.\n"), 0o644))
+	_, errOut, code := runIn(t, "", env, append([]string{"team", "push"}, benArgs...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Eventually(t, func() bool {
+		res, txt := call(t, cs, "memory_read", map[string]any{"file": "team/ports.md"})
+		return !res.IsError && strings.Contains(txt, "8080")
+	}, 45*time.Second, 300*time.Millisecond, "the teammate's memory is readable through the MCP server")
+}
