@@ -29,7 +29,7 @@ func ExampleExtractor() {
 		{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("please keep your answers short from now on")}},
 		{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Will do.")}},
 	}
-	ex.OnTurnEnd(conversation, extract.TurnInfo{})
+	ex.OnTurnEnd(context.Background(), conversation, extract.TurnInfo{})
 	_ = ex.Drain(context.Background())
 	fmt.Println("cursor:", ex.Cursor())
 	// Output:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/internal/bgctx"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
@@ -136,8 +137,9 @@ type Extractor struct {
 	mu         sync.Mutex
 	cursor     string
 	running    bool
-	idle       chan struct{} // closed when no run is in flight
-	pending    []llm.Message // latest context stashed during a run
+	idle       chan struct{}   // closed when no run is in flight
+	pending    []llm.Message   // latest context stashed during a run
+	pendingCtx context.Context // the stashed turn's context
 	hasPending bool
 	turns      int
 	closed     bool
@@ -180,10 +182,11 @@ func (e *Extractor) Cursor() string {
 
 // OnTurnEnd is called by the host when the main agent ends a turn, with
 // the conversation so far. It returns at once; the extraction, if any,
-// runs in the background. A call while a run is in flight is coalesced:
-// the latest conversation is kept and one trailing run covers what the
-// first did not.
-func (e *Extractor) OnTurnEnd(msgs []llm.Message, info TurnInfo) {
+// runs in the background with ctx's values (not its cancellation: the run
+// ends with Close). A call while a run is in flight is coalesced: the
+// latest conversation (and its ctx) is kept and one trailing run covers
+// what the first did not.
+func (e *Extractor) OnTurnEnd(ctx context.Context, msgs []llm.Message, info TurnInfo) {
 	switch {
 	case info.SubAgent:
 		e.emit(Event{Kind: EventSkipped, Reason: SkipSubAgent})
@@ -206,7 +209,7 @@ func (e *Extractor) OnTurnEnd(msgs []llm.Message, info TurnInfo) {
 		return
 	}
 	if e.running {
-		e.pending, e.hasPending = msgs, true
+		e.pending, e.pendingCtx, e.hasPending = msgs, ctx, true
 		e.emitLocked(Event{Kind: EventCoalesced})
 		return
 	}
@@ -214,7 +217,7 @@ func (e *Extractor) OnTurnEnd(msgs []llm.Message, info TurnInfo) {
 	if !ok {
 		return
 	}
-	e.startLocked(msgs, fresh, false)
+	e.startLocked(ctx, msgs, fresh, false)
 }
 
 // eligibleLocked applies the per-turn rules and returns the new messages.
@@ -246,20 +249,22 @@ func (e *Extractor) eligibleLocked(msgs []llm.Message, trailing bool) ([]llm.Mes
 	return fresh, true
 }
 
-func (e *Extractor) startLocked(msgs, fresh []llm.Message, trailing bool) {
+func (e *Extractor) startLocked(ctx context.Context, msgs, fresh []llm.Message, trailing bool) {
 	e.running = true
 	e.idle = make(chan struct{})
 	e.wg.Add(1)
-	go e.run(msgs, fresh, trailing)
+	go e.run(ctx, msgs, fresh, trailing)
 }
 
 // run extracts from fresh, then runs the trailing extraction if a turn
 // ended meanwhile.
-func (e *Extractor) run(msgs, fresh []llm.Message, trailing bool) {
+func (e *Extractor) run(call context.Context, msgs, fresh []llm.Message, trailing bool) {
 	defer e.wg.Done()
 	for {
 		e.emit(Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
-		files, checkpoint, res, err := e.extract(fresh)
+		ctx, done := bgctx.Detach(call, e.ctx)
+		files, checkpoint, res, err := e.extract(ctx, fresh)
+		done()
 		e.mu.Lock()
 		if err != nil {
 			e.emitLocked(Event{Kind: EventFailed, Trailing: trailing, Err: err, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns})
@@ -269,8 +274,8 @@ func (e *Extractor) run(msgs, fresh []llm.Message, trailing bool) {
 		}
 		next, ok := []llm.Message(nil), false
 		if e.hasPending && !e.closed {
-			next = e.pending
-			e.pending, e.hasPending = nil, false
+			next, call = e.pending, e.pendingCtx
+			e.pending, e.pendingCtx, e.hasPending = nil, nil, false
 			fresh, ok = e.eligibleLocked(next, true)
 		}
 		if !ok {
@@ -285,8 +290,7 @@ func (e *Extractor) run(msgs, fresh []llm.Message, trailing bool) {
 }
 
 // extract runs the forked agent over the new messages.
-func (e *Extractor) extract(fresh []llm.Message) (files []string, checkpoint string, _ llm.Result, _ error) {
-	ctx := e.ctx
+func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []string, checkpoint string, _ llm.Result, _ error) {
 	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.Fs, e.cfg.AutoDir, memdir.ScanOptions{})
 	if err != nil {
 		return nil, "", llm.Result{}, err

@@ -89,7 +89,7 @@ func saveScript() *llmtest.Model {
 func TestRunSavesAndAdvancesCursor(t *testing.T) {
 	model := saveScript()
 	e, rec, fsys := newExtractor(t, model, nil)
-	e.OnTurnEnd(convo, TurnInfo{})
+	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
 	require.NoError(t, e.Drain(context.Background()))
 	assert.Equal(t, []string{"started", "finished"}, rec.kinds())
 	fin := rec.events[1]
@@ -111,7 +111,7 @@ func TestRunSavesAndAdvancesCursor(t *testing.T) {
 	// The next turn sees the manifest and only the new messages.
 	model.Add(llmtest.Text("Nothing to save."))
 	next := append(append([]llm.Message{}, convo...), user("u2", "Also deploys only happen on Tuesdays"), assistant("a2", "Noted."))
-	e.OnTurnEnd(next, TurnInfo{})
+	e.OnTurnEnd(context.Background(), next, TurnInfo{})
 	require.NoError(t, e.Drain(context.Background()))
 	prompt := model.Requests()[4].Messages[0].Text()
 	assert.Contains(t, prompt, "[feedback] testing_policy.md")
@@ -120,7 +120,7 @@ func TestRunSavesAndAdvancesCursor(t *testing.T) {
 	assert.Equal(t, "a2", e.Cursor())
 
 	// The same conversation again: nothing new since the cursor.
-	e.OnTurnEnd(next, TurnInfo{})
+	e.OnTurnEnd(context.Background(), next, TurnInfo{})
 	require.NoError(t, e.Drain(context.Background()))
 	kinds := rec.kinds()
 	assert.Equal(t, "skipped:"+SkipNoNewMessages, kinds[len(kinds)-1])
@@ -130,13 +130,13 @@ func TestRunSavesAndAdvancesCursor(t *testing.T) {
 func TestFailureKeepsCursor(t *testing.T) {
 	model := llmtest.New(llmtest.Fail(&llm.APIError{StatusCode: 500}))
 	e, rec, _ := newExtractor(t, model, nil)
-	e.OnTurnEnd(convo, TurnInfo{})
+	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
 	require.NoError(t, e.Drain(context.Background()))
 	assert.Equal(t, []string{"started", "failed"}, rec.kinds())
 	assert.Empty(t, e.Cursor(), "the cursor moves only after success")
 	// The same messages are offered again next time.
 	model.Add(llmtest.Text("Nothing to save."))
-	e.OnTurnEnd(append(append([]llm.Message{}, convo...), user("u2", "and one more thing here"), assistant("a2", "ok")), TurnInfo{})
+	e.OnTurnEnd(context.Background(), append(append([]llm.Message{}, convo...), user("u2", "and one more thing here"), assistant("a2", "ok")), TurnInfo{})
 	require.NoError(t, e.Drain(context.Background()))
 	assert.Contains(t, model.Requests()[1].Messages[0].Text(), "Never mock")
 	assert.Equal(t, "a2", e.Cursor())
@@ -161,7 +161,7 @@ func TestSkipPaths(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e, rec, _ := newExtractor(t, model, c.cfg)
-			e.OnTurnEnd(c.msgs, c.info)
+			e.OnTurnEnd(context.Background(), c.msgs, c.info)
 			require.NoError(t, e.Drain(context.Background()))
 			assert.Equal(t, []string{"skipped:" + c.reason}, rec.kinds())
 			assert.Empty(t, e.Cursor())
@@ -172,7 +172,7 @@ func TestSkipPaths(t *testing.T) {
 	e, rec, _ := newExtractor(t, model, nil)
 	require.NoError(t, e.Close())
 	require.NoError(t, e.Close(), "a second Close is safe")
-	e.OnTurnEnd(convo, TurnInfo{})
+	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
 	assert.Equal(t, []string{"skipped:" + SkipClosed}, rec.kinds())
 }
 
@@ -185,14 +185,14 @@ func TestMainAgentWroteMemory(t *testing.T) {
 		user("r1", ""),
 		assistant("a2", "Saved."),
 	}
-	e.OnTurnEnd(msgs, TurnInfo{})
+	e.OnTurnEnd(context.Background(), msgs, TurnInfo{})
 	assert.Equal(t, []string{"skipped:" + SkipMainAgentWrote}, rec.kinds())
 	assert.Equal(t, "a2", e.Cursor(), "the cursor moves past what the main agent wrote")
 	assert.Empty(t, model.Requests())
 
 	// A write elsewhere does not count.
 	e2, rec2, _ := newExtractor(t, llmtest.New(llmtest.Text("Nothing to save.")), nil)
-	e2.OnTurnEnd([]llm.Message{user("u1", "write the config file please"),
+	e2.OnTurnEnd(context.Background(), []llm.Message{user("u1", "write the config file please"),
 		toolCall("a1", "Write", map[string]any{"file_path": "/work/app.yaml", "content": "x"}), assistant("a2", "Done.")}, TurnInfo{})
 	require.NoError(t, e2.Drain(context.Background()))
 	assert.Equal(t, []string{"started", "finished"}, rec2.kinds())
@@ -210,7 +210,7 @@ func TestThrottle(t *testing.T) {
 	var reads []int64
 	for i := 0; i < 4; i++ {
 		msgs = append(msgs, user(fmt.Sprintf("u%d", i), "here is another long message"), assistant(fmt.Sprintf("a%d", i), "ok"))
-		e.OnTurnEnd(msgs, TurnInfo{})
+		e.OnTurnEnd(context.Background(), msgs, TurnInfo{})
 		require.NoError(t, e.Drain(context.Background()))
 		reads = append(reads, fsys.opens.Load())
 	}
@@ -274,7 +274,7 @@ func TestCoalescingUnderConcurrentCalls(t *testing.T) {
 	g := &gate{started: make(chan struct{}), release: make(chan struct{})}
 	e, rec, _ := newExtractor(t, g, nil)
 	base := []llm.Message{user("u0", "first message with enough words"), assistant("a0", "ok")}
-	e.OnTurnEnd(base, TurnInfo{})
+	e.OnTurnEnd(context.Background(), base, TurnInfo{})
 	<-g.started
 
 	var wg sync.WaitGroup
@@ -284,7 +284,7 @@ func TestCoalescingUnderConcurrentCalls(t *testing.T) {
 			for j := 1; j <= i; j++ {
 				msgs = append(msgs, user(fmt.Sprintf("u%d", j), fmt.Sprintf("follow-up number %d with words", j)), assistant(fmt.Sprintf("a%d", j), "ok"))
 			}
-			e.OnTurnEnd(msgs, TurnInfo{})
+			e.OnTurnEnd(context.Background(), msgs, TurnInfo{})
 		})
 	}
 	wg.Wait()
@@ -293,7 +293,7 @@ func TestCoalescingUnderConcurrentCalls(t *testing.T) {
 	for j := 1; j <= 9; j++ {
 		final = append(final, user(fmt.Sprintf("u%d", j), fmt.Sprintf("follow-up number %d with words", j)), assistant(fmt.Sprintf("a%d", j), "ok"))
 	}
-	e.OnTurnEnd(final, TurnInfo{})
+	e.OnTurnEnd(context.Background(), final, TurnInfo{})
 	close(g.release)
 	require.NoError(t, e.Drain(context.Background()))
 
@@ -314,7 +314,7 @@ func TestDrainTimeoutAndClose(t *testing.T) {
 	started := make(chan struct{})
 	model := llmtest.New(llmtest.Step{Block: true, Started: started})
 	e, rec, _ := newExtractor(t, model, func(c *Config) { c.DrainTimeout = 50 * time.Millisecond })
-	e.OnTurnEnd(convo, TurnInfo{})
+	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
 	<-started
 	start := time.Now()
 	err := e.Drain(context.Background())
@@ -363,4 +363,20 @@ func TestNewRequiresInputs(t *testing.T) {
 	assert.ErrorIs(t, err, ErrMissingConfig)
 	_, err = New(Config{Fs: afero.NewMemMapFs(), AutoDir: auto})
 	assert.True(t, errors.Is(err, ErrMissingConfig))
+}
+
+type traceKey struct{}
+
+func TestRunKeepsTheHostsContextValues(t *testing.T) {
+	var seen []any
+	model := llm.ModelFunc(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		seen = append(seen, ctx.Value(traceKey{}))
+		return llm.Response{Message: assistant("x", "nothing to save"), StopReason: llm.StopEndTurn}, nil
+	})
+	e, _, _ := newExtractor(t, model, nil)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), traceKey{}, "trace-9"))
+	e.OnTurnEnd(ctx, convo, TurnInfo{})
+	cancel() // the host's turn is over; the run is not cut short
+	require.NoError(t, e.Drain(context.Background()))
+	assert.Equal(t, []any{"trace-9"}, seen)
 }

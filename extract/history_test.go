@@ -38,7 +38,7 @@ func TestHistoryUndoesARun(t *testing.T) {
 	e, err := New(Config{Fs: afero.NewOsFs(), AutoDir: dir, Model: model, Observer: rec.observe, History: history})
 	require.NoError(t, err)
 	defer e.Close()
-	e.OnTurnEnd(convo, TurnInfo{})
+	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
 	require.NoError(t, e.Drain(ctx))
 
 	var done Event

@@ -24,8 +24,8 @@ func ExampleTracker() {
 	defer tr.Close()
 
 	conversation := []llm.Message{{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Done.")}}}
-	fmt.Println(tr.Observe(sessionmem.Observation{ContextTokens: 9_000, Messages: conversation}))
-	fmt.Println(tr.Observe(sessionmem.Observation{ContextTokens: 10_500, Messages: conversation}))
+	fmt.Println(tr.Observe(context.Background(), sessionmem.Observation{ContextTokens: 9_000, Messages: conversation}))
+	fmt.Println(tr.Observe(context.Background(), sessionmem.Observation{ContextTokens: 10_500, Messages: conversation}))
 	tr.WaitForUpdate(context.Background())
 	summary, _ := tr.Summary()
 	fmt.Println(strings.SplitN(summary, "\n", 4)[2])

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/internal/bgctx"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
@@ -56,6 +57,8 @@ const (
 	// EventBusy: a threshold was crossed while an update ran; nothing
 	// started (updates are serialised).
 	EventBusy EventKind = "busy"
+	// EventClosed: Observe was called after Close; nothing started.
+	EventClosed EventKind = "closed"
 )
 
 // Event reports an update.
@@ -127,6 +130,7 @@ type Tracker struct {
 	lastTokens  int
 	cursor      string
 	running     bool
+	closed      bool
 	startedAt   time.Time
 }
 
@@ -216,11 +220,16 @@ func (t *Tracker) shouldLocked(obs Observation) bool {
 
 // Observe is called by the host after each main-thread model response. When
 // a threshold is crossed and no update is running it moves the cursor to
-// the last message and starts an update in the background; it reports
-// whether it did.
-func (t *Tracker) Observe(obs Observation) bool {
+// the last message and starts an update in the background, with ctx's
+// values but not its cancellation (the update ends with Close); it reports
+// whether it did. After Close it starts nothing.
+func (t *Tracker) Observe(ctx context.Context, obs Observation) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		t.emitLocked(Event{Kind: EventClosed, ContextTokens: obs.ContextTokens})
+		return false
+	}
 	if !t.shouldLocked(obs) {
 		return false
 	}
@@ -237,14 +246,16 @@ func (t *Tracker) Observe(obs Observation) bool {
 	t.running = true
 	t.startedAt = t.cfg.Clock.Now()
 	t.wg.Add(1)
-	go t.update(fresh, obs.ContextTokens)
+	go t.update(ctx, fresh, obs.ContextTokens)
 	return true
 }
 
-func (t *Tracker) update(fresh []llm.Message, tokens int) {
+func (t *Tracker) update(call context.Context, fresh []llm.Message, tokens int) {
 	defer t.wg.Done()
 	t.emit(Event{Kind: EventStarted, ContextTokens: tokens})
-	res, checkpoint, err := t.run(fresh)
+	ctx, done := bgctx.Detach(call, t.ctx)
+	res, checkpoint, err := t.run(ctx, fresh)
+	done()
 	t.mu.Lock()
 	t.running = false
 	if err != nil {
@@ -257,15 +268,15 @@ func (t *Tracker) update(fresh []llm.Message, tokens int) {
 
 // run performs one update: make sure the file exists, then let the model
 // edit it.
-func (t *Tracker) run(fresh []llm.Message) (_ llm.Result, checkpoint string, _ error) {
+func (t *Tracker) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, checkpoint string, _ error) {
 	if t.cfg.History != nil {
 		checkpoint = filehistory.CheckpointID("session-summary", time.Now())
-		if err := t.cfg.History.MakeSnapshot(t.ctx, checkpoint); err != nil {
+		if err := t.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
 			return llm.Result{}, "", fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
 		}
 		// Tracked before ensureFile, so a rewind also removes a summary
 		// this update created.
-		if err := t.cfg.History.TrackEdit(t.ctx, filepath.Clean(t.path)); err != nil {
+		if err := t.cfg.History.TrackEdit(ctx, filepath.Clean(t.path)); err != nil {
 			return llm.Result{}, checkpoint, fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
 		}
 	}
@@ -287,7 +298,7 @@ func (t *Tracker) run(fresh []llm.Message) (_ llm.Result, checkpoint string, _ e
 	prompt := fill(t.cfg.UpdatePrompt, t.path, string(notes)) +
 		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
 		"\nThe new part of the conversation:\n\n" + llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: 40 << 10})
-	res, err := llm.RunAgent(t.ctx, t.cfg.Model, llm.Task{
+	res, err := llm.RunAgent(ctx, t.cfg.Model, llm.Task{
 		Purpose: llm.PurposeSessionMemory,
 		System:  "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
 		Prompt:  prompt,
@@ -370,6 +381,9 @@ func (t *Tracker) IsEmpty() (bool, error) {
 // Close cancels a running update and waits for it. A second Close is a
 // no-op.
 func (t *Tracker) Close() error {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
 	t.cancel()
 	t.wg.Wait()
 	return nil

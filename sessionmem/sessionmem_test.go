@@ -112,7 +112,7 @@ func TestUpdateCreatesFileAndEdits(t *testing.T) {
 
 	conv := append(msgs(1, false), llm.Message{ID: "u2", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("retry refunds on timeout")}})
 	conv = append(conv, llm.Message{ID: "a9", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}})
-	require.True(t, tr.Observe(Observation{ContextTokens: 12_000, Messages: conv}))
+	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 12_000, Messages: conv}))
 	require.True(t, tr.WaitForUpdate(context.Background()))
 
 	s, err := tr.Summary()
@@ -155,7 +155,7 @@ func TestCustomTemplateAndPrompt(t *testing.T) {
 		c.UpdatePrompt = "Edit {{notesPath}}. Notes so far:\n{{currentNotes}}\nEnd."
 		c.InitTokens = 100
 	})
-	require.True(t, tr.Observe(Observation{ContextTokens: 100, Messages: msgs(0, false)}))
+	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 100, Messages: msgs(0, false)}))
 	require.True(t, tr.WaitForUpdate(context.Background()))
 	s, err := tr.Summary()
 	require.NoError(t, err)
@@ -188,9 +188,9 @@ func TestSerialisedAndWaitRules(t *testing.T) {
 	tr, _, events := newTracker(t, model, func(c *Config) { c.Clock = clock })
 
 	assert.True(t, tr.WaitForUpdate(context.Background()), "nothing running: no wait")
-	require.True(t, tr.Observe(Observation{ContextTokens: 10_000, Messages: msgs(0, false)}))
+	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 10_000, Messages: msgs(0, false)}))
 	<-started
-	assert.False(t, tr.Observe(Observation{ContextTokens: 30_000, Messages: msgs(5, false)}), "one update at a time")
+	assert.False(t, tr.Observe(context.Background(), Observation{ContextTokens: 30_000, Messages: msgs(5, false)}), "one update at a time")
 
 	begin := clock.Now()
 	assert.False(t, tr.WaitForUpdate(context.Background()), "gives up after 15 s")
@@ -254,7 +254,7 @@ func TestHistoryUndoesAnUpdate(t *testing.T) {
 	)
 	conv := append(msgs(1, false), llm.Message{ID: "u2", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("retry refunds on timeout")}})
 	conv = append(conv, llm.Message{ID: "a9", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}})
-	require.True(t, tr.Observe(Observation{ContextTokens: 12_000, Messages: conv}))
+	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 12_000, Messages: conv}))
 	require.True(t, tr.WaitForUpdate(context.Background()))
 	s, err := tr.Summary()
 	require.NoError(t, err)
@@ -271,4 +271,32 @@ func TestHistoryUndoesAnUpdate(t *testing.T) {
 	require.NoError(t, err)
 	exists, _ := afero.Exists(fsys, tr.Path())
 	assert.False(t, exists, "the update created the summary; rewinding removes it")
+}
+
+type valueKey struct{}
+
+func TestObserveKeepsTheCallersValuesAndStopsAfterClose(t *testing.T) {
+	var seen []any
+	var mu sync.Mutex
+	model := llm.ModelFunc(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		mu.Lock()
+		seen = append(seen, ctx.Value(valueKey{}))
+		mu.Unlock()
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}}, StopReason: llm.StopEndTurn}, nil
+	})
+	tr, fsys, events := newTracker(t, model, nil)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), valueKey{}, "trace-7"))
+	require.True(t, tr.Observe(ctx, Observation{ContextTokens: 12_000, Messages: msgs(1, false)}))
+	cancel() // the caller's turn ends; the update goes on
+	require.True(t, tr.WaitForUpdate(context.Background()))
+	mu.Lock()
+	assert.Equal(t, []any{"trace-7"}, seen)
+	mu.Unlock()
+
+	require.NoError(t, fsys.Remove(tr.Path()))
+	require.NoError(t, tr.Close())
+	assert.False(t, tr.Observe(context.Background(), Observation{ContextTokens: 99_000, Messages: msgs(9, false)}))
+	exists, _ := afero.Exists(fsys, tr.Path())
+	assert.False(t, exists, "nothing is created after Close")
+	assert.Equal(t, EventClosed, (*events)[len(*events)-1].Kind)
 }

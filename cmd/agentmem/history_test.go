@@ -45,7 +45,7 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 			}
 		}})
 	require.NoError(t, err)
-	ex.OnTurnEnd([]llm.Message{
+	ex.OnTurnEnd(context.Background(), []llm.Message{
 		{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Could we deploy on Friday?")}},
 		{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("No.")}},
 	}, extract.TurnInfo{})

@@ -73,7 +73,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 		return err
 	}
 	defer ex.Close()
-	ex.OnTurnEnd([]llm.Message{
+	ex.OnTurnEnd(context.Background(), []llm.Message{
 		{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Could we deploy this on Friday?")}},
 		{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("No: releases go out Tuesday to Thursday.")}},
 	}, extract.TurnInfo{})
