@@ -1,0 +1,536 @@
+package agentmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/dream"
+	"github.com/agentmem/agentmem/extract"
+	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem/agentmem/sessionmem"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/transcript"
+)
+
+// Job names a background layer a host can leave out.
+type Job uint
+
+// Jobs, combined with | in Options.Disable.
+const (
+	// Extraction saves memories after each turn (extract).
+	Extraction Job = 1 << iota
+	// SessionSummary keeps the running summary of the session (sessionmem).
+	SessionSummary
+	// Consolidation tidies the memory directory when it is due (dream).
+	Consolidation
+	// Recall surfaces relevant memories for each user message (recall).
+	Recall
+	// Transcripts records the session as Claude Code's JSONL (transcript).
+	Transcripts
+)
+
+// modelJobs need a model.
+const modelJobs = Extraction | SessionSummary | Consolidation
+
+// TeamOptions turns on team sync: the team directory (<memory>/team) is
+// kept in sync with a sync server while the Memory is open.
+type TeamOptions struct {
+	// ServerURL is the sync server; empty means no sync (a team directory
+	// that exists is still used).
+	ServerURL string
+	// Repo is "owner/name"; empty means read from the project's github.com
+	// git remote.
+	Repo string
+	// Token authenticates to the server.
+	Token string
+}
+
+// Options configures a Memory. ProjectRoot is required, and ConfigHome
+// unless MemoryDir is set and Transcripts and SessionSummary are off; the
+// zero value of the rest means the defaults.
+type Options struct {
+	// ProjectRoot is the project the agent works in (absolute).
+	ProjectRoot string
+	// ConfigHome is the runtime's config root (Claude Code: ~/.claude):
+	// memory, transcripts and session summaries live below it.
+	ConfigHome string
+	// HomeDir expands "~/" in the settings' autoMemoryDirectory.
+	HomeDir string
+	// MemoryDir uses this memory directory as it is, skipping resolution.
+	MemoryDir string
+	// AutoMemoryDirectory is the autoMemoryDirectory setting per settings
+	// source, as the host read them (project settings are ignored).
+	AutoMemoryDirectory map[memdir.SettingSource]string
+	// AutoMemoryEnabled is the host's merged autoMemoryEnabled setting.
+	AutoMemoryEnabled *bool
+	// SessionID names this session (default a new UUID).
+	SessionID string
+	// Getenv reads the host's environment for the enable chain and the
+	// path override (Claude Code's variable names); nil reads none. The
+	// library never reads the process environment itself.
+	Getenv func(string) string
+	// Team turns on team sync.
+	Team TeamOptions
+	// Disable leaves background layers out.
+	Disable Job
+	// History keeps a file history per job (extract-runs, dream-runs,
+	// session-summary, team-pulls under ConfigHome/file-history), so
+	// `agentmem history` and `agentmem rewind` can review and undo every
+	// background write.
+	History bool
+	// Logger receives the layers' events (skips at Debug, failures at
+	// Warn); nil discards them.
+	Logger *slog.Logger
+}
+
+// Turn is what the host reports when the agent ends a turn.
+type Turn struct {
+	// Messages is the conversation so far (each message once, in order).
+	Messages []llm.Message
+	// ContextTokens is the conversation's size in tokens; 0 means
+	// estimated from the messages.
+	ContextTokens int
+	// SubAgent marks a sub-agent's turn: it is not recorded, extracted or
+	// summarised.
+	SubAgent bool
+}
+
+// Memory is the memory of one agent session. Safe for concurrent use.
+type Memory struct {
+	fs      afero.Fs
+	opts    Options
+	enabled bool
+	dir     string
+	log     *slog.Logger
+
+	tools     *memtools.Toolset
+	guard     *teammem.WriteGuard
+	finder    *recall.Finder
+	recall    *recall.Session
+	store     *transcript.JSONLStore
+	recorder  *transcript.Recorder
+	summary   *sessionmem.Tracker
+	extractor *extract.Extractor
+	dreamer   *dream.Dreamer
+	watcher   *teammem.Watcher
+
+	stop func() // ends the background context
+
+	mu       sync.Mutex
+	recorded int  // messages of the main conversation recorded so far
+	closed   bool // Close was called
+	dreaming bool // a consolidation check is running
+	wg       sync.WaitGroup
+	bg       context.Context
+}
+
+// ErrNoProjectRoot is returned by New without Options.ProjectRoot.
+var ErrNoProjectRoot = errors.New("agentmem: Options.ProjectRoot is required (the project the agent works in)")
+
+// New builds a Memory for one session. fsys is where memory lives
+// (afero.NewOsFs() for the real disk); model runs the background jobs and
+// may be nil only when Options.Disable leaves Extraction, SessionSummary
+// and Consolidation out. With memory disabled by the enable chain, New
+// returns a Memory whose calls do nothing and creates nothing.
+func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
+	if fsys == nil {
+		return nil, errors.New("agentmem: New needs a filesystem (afero.NewOsFs() for the real disk)")
+	}
+	if opts.ProjectRoot == "" || !filepath.IsAbs(opts.ProjectRoot) {
+		return nil, ErrNoProjectRoot
+	}
+	if model == nil && opts.Disable&modelJobs != modelJobs {
+		return nil, errors.New("agentmem: a model is required for extraction, the session summary and consolidation (or Disable them)")
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Memory{fs: fsys, opts: opts, log: log, stop: func() {}}
+	m.enabled = memdir.IsAutoMemoryEnabled(memdir.EnableSettingsFromEnv(getenv, memdir.DefaultEnvNames(), opts.AutoMemoryEnabled))
+	if !m.enabled {
+		return m, nil
+	}
+	if err := m.resolve(getenv); err != nil {
+		return nil, err
+	}
+	if m.opts.SessionID == "" {
+		m.opts.SessionID = transcript.NewUUID()
+	}
+	needHome := opts.Disable&(Transcripts|SessionSummary) != Transcripts|SessionSummary || opts.History
+	if needHome && opts.ConfigHome == "" {
+		return nil, errors.New("agentmem: Options.ConfigHome is required for transcripts, the session summary and history (or Disable them)")
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	m.bg, m.stop = bg, cancel
+	if err := m.build(model); err != nil {
+		_ = m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// resolve finds the memory directory.
+func (m *Memory) resolve(getenv func(string) string) error {
+	if m.opts.MemoryDir != "" {
+		if !filepath.IsAbs(m.opts.MemoryDir) {
+			return errors.New("agentmem: Options.MemoryDir must be absolute")
+		}
+		m.dir = filepath.Clean(m.opts.MemoryDir)
+		return nil
+	}
+	in := memdir.AutoMemPathInputsFromEnv(getenv, memdir.DefaultEnvNames(), m.opts.HomeDir)
+	if m.opts.ConfigHome != "" {
+		in.ConfigHome = m.opts.ConfigHome
+	}
+	in.ProjectRoot = m.opts.ProjectRoot
+	in.AutoMemoryDirectory = m.opts.AutoMemoryDirectory
+	p, err := memdir.ResolveAutoMemPath(m.fs, in)
+	if err != nil {
+		return fmt.Errorf("agentmem: where memory lives: %w", err)
+	}
+	m.dir = filepath.Clean(p.Dir)
+	return nil
+}
+
+// history opens a job's file history when Options.History is set.
+func (m *Memory) history(name string) (*filehistory.Tracker, error) {
+	if !m.opts.History {
+		return nil, nil
+	}
+	return filehistory.Open(m.fs, m.opts.ConfigHome, name, filehistory.Options{})
+}
+
+func (m *Memory) on(j Job) bool { return m.opts.Disable&j == 0 }
+
+func (m *Memory) build(model llm.Model) error {
+	var err error
+	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{}); err != nil {
+		return err
+	}
+	team := memdir.TeamDir(m.dir)
+	m.guard = teammem.NewWriteGuard(team)
+	if m.on(Recall) {
+		if m.finder, err = recall.NewFinder(recall.FinderConfig{Fs: m.fs, Dir: m.dir, Logger: m.log}); err != nil {
+			return err
+		}
+		m.recall = recall.NewSession(m.finder, recall.SessionOptions{})
+	}
+	var store transcript.Store
+	if m.opts.ConfigHome != "" {
+		dir := transcript.ProjectDir(m.opts.ConfigHome, m.opts.ProjectRoot)
+		if m.store, err = transcript.NewJSONLStore(m.fs, dir, transcript.Options{}); err != nil {
+			return err
+		}
+		store = m.store
+	}
+	if m.on(Transcripts) {
+		if m.recorder, err = transcript.NewRecorder(store, transcript.Stamp{SessionID: m.opts.SessionID, Cwd: m.opts.ProjectRoot}); err != nil {
+			return err
+		}
+	}
+	if m.on(SessionSummary) {
+		h, err := m.history("session-summary")
+		if err != nil {
+			return err
+		}
+		if m.summary, err = sessionmem.New(sessionmem.Config{Fs: m.fs, ConfigHome: m.opts.ConfigHome, Cwd: m.opts.ProjectRoot,
+			SessionID: m.opts.SessionID, Model: model, History: h, Logger: m.log}); err != nil {
+			return err
+		}
+	}
+	if m.on(Extraction) {
+		h, err := m.history("extract-runs")
+		if err != nil {
+			return err
+		}
+		teamOn := m.opts.Team.ServerURL != ""
+		if !teamOn {
+			teamOn, _ = afero.DirExists(m.fs, team)
+		}
+		if m.extractor, err = extract.New(extract.Config{Fs: m.fs, AutoDir: m.dir, Model: model, Team: teamOn, History: h, Logger: m.log}); err != nil {
+			return err
+		}
+	}
+	if m.on(Consolidation) {
+		h, err := m.history("dream-runs")
+		if err != nil {
+			return err
+		}
+		cfg := dream.Config{Fs: m.fs, AutoDir: m.dir, Model: model, SessionID: m.opts.SessionID, History: h, Logger: m.log}
+		if store != nil {
+			cfg.Transcripts = store
+		} else {
+			cfg.Transcripts = transcript.NewMemoryStore()
+		}
+		if m.dreamer, err = dream.New(cfg); err != nil {
+			return err
+		}
+	}
+	if m.opts.Team.ServerURL != "" {
+		if err := m.startTeamSync(team); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Memory) startTeamSync(team string) error {
+	repo := m.opts.Team.Repo
+	if repo == "" {
+		r, err := teammem.RepoFromGitConfig(m.fs, m.opts.ProjectRoot, nil)
+		if err != nil {
+			return fmt.Errorf("agentmem: Team.Repo is required: the project has no github.com remote to read it from: %w", err)
+		}
+		repo = r
+	}
+	h, err := m.history("team-pulls")
+	if err != nil {
+		return err
+	}
+	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token,
+		Fs: m.fs, TeamDir: team, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h})
+	if err != nil {
+		return err
+	}
+	w, err := teammem.StartWatcher(m.bg, teammem.WatcherConfig{Client: client, Logger: m.log})
+	if w == nil {
+		return fmt.Errorf("agentmem: team sync: %w", err)
+	}
+	if err != nil {
+		m.log.Warn("agentmem: first team sync failed; retrying in the background", "error", err)
+	}
+	m.watcher = w
+	return nil
+}
+
+// Enabled reports whether memory is on (the enable chain).
+func (m *Memory) Enabled() bool { return m.enabled }
+
+// Dir returns the memory directory ("" when memory is off).
+func (m *Memory) Dir() string { return m.dir }
+
+// SessionID returns the session's id.
+func (m *Memory) SessionID() string { return m.opts.SessionID }
+
+// SystemPrompt returns the memory section of the system prompt (private
+// and, when a team directory exists, team memory), or "" when memory is
+// off. It creates the memory directory so the model can write to it.
+func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
+	if !m.enabled {
+		return "", nil
+	}
+	team, _ := afero.DirExists(m.fs, memdir.TeamDir(m.dir))
+	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptConfig{Enabled: true, AutoDir: m.dir + string(filepath.Separator),
+		TeamActive: team || m.opts.Team.ServerURL != "", PromptOptions: memdir.PromptOptions{Logger: m.log}})
+	if err != nil {
+		return "", err
+	}
+	return p.Text, nil
+}
+
+// Tools returns the memory tools for the main agent (Read, Write, Edit,
+// MultiEdit, Grep, Glob, List), confined to the memory directory through
+// the write gate; nil when memory is off.
+func (m *Memory) Tools() []llm.Tool {
+	if !m.enabled {
+		return nil
+	}
+	return m.tools.Tools()
+}
+
+// Guard wraps the permission function of the host's own tools: a write by
+// Write, Edit, MultiEdit or NotebookEdit into the team directory that
+// leaves it or carries a secret is denied with a reason the model sees;
+// everything else goes to next (nil allows).
+func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
+	return func(ctx context.Context, call llm.ToolCall) llm.Decision {
+		if m.enabled {
+			tc, err := teammem.ToolCallFromJSON(call.Name, call.Input)
+			if err == nil {
+				err = m.guard.Check(m.fs, tc)
+			}
+			if err != nil {
+				return llm.Deny(err.Error())
+			}
+		}
+		if next == nil {
+			return llm.Allow()
+		}
+		return next(ctx, call)
+	}
+}
+
+// UserMessage returns the memories relevant to a user message, as text to
+// put in front of the model with it ("" when none are, or memory or
+// recall is off). Each memory is surfaced once per session.
+func (m *Memory) UserMessage(ctx context.Context, text string) string {
+	if !m.enabled || m.recall == nil {
+		return ""
+	}
+	var parts []string
+	for _, s := range m.recall.Recall(ctx, text, nil) {
+		parts = append(parts, s.Text())
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// TurnEnded records the turn's new messages in the session transcript and
+// starts, in the background, extraction, the session summary update and
+// the consolidation check, each when its gates pass. It returns at once.
+func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
+	if !m.enabled {
+		return
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	var fresh []llm.Message
+	if !t.SubAgent {
+		if len(t.Messages) >= m.recorded {
+			fresh = t.Messages[m.recorded:]
+		}
+		m.recorded = len(t.Messages) // a shorter list was compacted: record from here on
+	}
+	startDream := m.dreamer != nil && !m.dreaming
+	if startDream {
+		m.dreaming = true
+		m.wg.Add(1)
+	}
+	m.mu.Unlock()
+	if m.recorder != nil && len(fresh) > 0 {
+		if err := m.recorder.Record(context.WithoutCancel(ctx), fresh...); err != nil {
+			m.log.WarnContext(ctx, "agentmem: the transcript could not be written", "error", err)
+		}
+	}
+	if m.extractor != nil {
+		m.extractor.OnTurnEnd(ctx, t.Messages, extract.TurnInfo{SubAgent: t.SubAgent})
+	}
+	if m.summary != nil {
+		tokens := t.ContextTokens
+		if tokens <= 0 {
+			tokens = estimate(t.Messages)
+		}
+		m.summary.Observe(ctx, sessionmem.Observation{ContextTokens: tokens, Messages: t.Messages, SubAgent: t.SubAgent})
+	}
+	if startDream {
+		go func() {
+			defer m.wg.Done()
+			bg, done := m.background(ctx)
+			m.dreamer.MaybeRun(bg)
+			done()
+			m.mu.Lock()
+			m.dreaming = false
+			m.mu.Unlock()
+		}()
+	}
+}
+
+// background is a context with ctx's values that ends with Close or
+// when done is called.
+func (m *Memory) background(ctx context.Context) (bg context.Context, done func()) {
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(m.bg, cancel)
+	return bg, func() { stop(); cancel() }
+}
+
+func estimate(msgs []llm.Message) int {
+	n := 0
+	for _, msg := range msgs {
+		n += sessionmem.EstimateTokens(msg.Text())
+	}
+	return n
+}
+
+// Summary returns the session summary so far ("" when there is none).
+func (m *Memory) Summary() (string, error) {
+	if !m.enabled || m.summary == nil {
+		return "", nil
+	}
+	return m.summary.Summary()
+}
+
+// Drain waits, up to ctx, for the background jobs in flight.
+func (m *Memory) Drain(ctx context.Context) error {
+	if !m.enabled {
+		return nil
+	}
+	var errs []error
+	if m.extractor != nil {
+		errs = append(errs, m.extractor.Drain(ctx))
+	}
+	if m.summary != nil {
+		m.summary.WaitForUpdate(ctx)
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// Close waits for the background jobs (extraction is drained first),
+// stops team sync after a last push, and releases everything. Calls after
+// Close do nothing; a second Close returns nil.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	if !m.enabled {
+		return nil
+	}
+	var errs []error
+	if m.extractor != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), extract.DefaultDrainTimeout)
+		errs = append(errs, m.extractor.Drain(ctx))
+		cancel()
+		errs = append(errs, m.extractor.Close())
+	}
+	if m.summary != nil {
+		errs = append(errs, m.summary.Close())
+	}
+	m.stop()
+	m.wg.Wait()
+	if m.watcher != nil {
+		errs = append(errs, m.watcher.Close())
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Extractor, SummaryTracker, Dreamer, Finder, RecallSession, Transcripts
+// and Toolset return the layers New built (nil when off), for what the
+// front door does not cover.
+func (m *Memory) Extractor() *extract.Extractor       { return m.extractor }
+func (m *Memory) SummaryTracker() *sessionmem.Tracker { return m.summary }
+func (m *Memory) Dreamer() *dream.Dreamer             { return m.dreamer }
+func (m *Memory) Finder() *recall.Finder              { return m.finder }
+func (m *Memory) RecallSession() *recall.Session      { return m.recall }
+func (m *Memory) Transcripts() *transcript.JSONLStore { return m.store }
+func (m *Memory) Toolset() *memtools.Toolset          { return m.tools }

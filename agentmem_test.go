@@ -1,0 +1,160 @@
+package agentmem_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem"
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/transcript"
+)
+
+type ctxKey struct{}
+
+// recordingModel answers every call with text and remembers the context
+// values and purposes it saw.
+type recordingModel struct {
+	mu       sync.Mutex
+	purposes []llm.Purpose
+	values   []any
+}
+
+func (m *recordingModel) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	m.mu.Lock()
+	m.purposes = append(m.purposes, req.Purpose)
+	m.values = append(m.values, ctx.Value(ctxKey{}))
+	m.mu.Unlock()
+	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}}, StopReason: llm.StopEndTurn}, nil
+}
+
+func home(t *testing.T) (project, config string) {
+	root := t.TempDir()
+	project = filepath.Join(root, "shop")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	return project, filepath.Join(root, ".claude")
+}
+
+func msg(id string, role llm.Role, text string) llm.Message {
+	return llm.Message{ID: id, Role: role, Content: []llm.Block{llm.TextBlock(text)}}
+}
+
+func TestDisabledMemoryIsANoOpThatCreatesNothing(t *testing.T) {
+	project, config := home(t)
+	env := map[string]string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Getenv: func(k string) string { return env[k] }})
+	require.NoError(t, err)
+	assert.False(t, mem.Enabled())
+	p, err := mem.SystemPrompt(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, p)
+	assert.Nil(t, mem.Tools())
+	assert.Empty(t, mem.UserMessage(context.Background(), "deploy on friday?"))
+	mem.TurnEnded(context.Background(), agentmem.Turn{Messages: []llm.Message{msg("u1", llm.RoleUser, "hi")}})
+	require.NoError(t, mem.Close())
+	assert.NoDirExists(t, config, "nothing is created")
+}
+
+func TestNewRefusesMissingDependencies(t *testing.T) {
+	project, config := home(t)
+	_, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ConfigHome: config})
+	assert.ErrorIs(t, err, agentmem.ErrNoProjectRoot)
+	_, err = agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: project, ConfigHome: config})
+	assert.ErrorContains(t, err, "model is required")
+	_, err = agentmem.New(nil, &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config})
+	assert.Error(t, err)
+	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err, "no model is needed when no job needs one")
+	require.NoError(t, mem.Close())
+}
+
+func TestTurnEndedRecordsEachMessageOnce(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	ctx := context.Background()
+	conv := []llm.Message{msg("", llm.RoleUser, "first"), msg("", llm.RoleAssistant, "one")}
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: conv})
+	// A sub-agent's turn in between is not recorded and does not move the place.
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: []llm.Message{msg("", llm.RoleUser, "sub task")}, SubAgent: true})
+	conv = append(conv, msg("", llm.RoleUser, "second"), msg("", llm.RoleAssistant, "two"))
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: conv})
+	require.NoError(t, mem.Close())
+	require.NoError(t, mem.Close(), "a second Close is fine")
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: append(conv, msg("", llm.RoleUser, "late"))})
+
+	store, err := transcript.NewJSONLStore(afero.NewOsFs(), transcript.ProjectDir(config, project), transcript.Options{})
+	require.NoError(t, err)
+	r, err := transcript.Resume(ctx, store, mem.SessionID())
+	require.NoError(t, err)
+	var texts []string
+	for _, m := range transcript.ToLLM(r.Messages) {
+		texts = append(texts, m.Text())
+	}
+	assert.Equal(t, []string{"first", "one", "second", "two"}, texts)
+}
+
+func TestGuardKeepsSecretsOutOfTeam(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config})
+	require.NoError(t, err)
+	defer mem.Close()
+	calls := 0
+	next := func(context.Context, llm.ToolCall) llm.Decision { calls++; return llm.Allow() }
+	guard := mem.Guard(next)
+	team := filepath.Join(mem.Dir(), "team")
+	secret := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `/k.md","content":"ghp_` + strings.Repeat("a1B2", 9) + `"}`)}
+	assert.False(t, guard(context.Background(), secret).Allow)
+	escape := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `/../../../etc/x.md","content":"x"}`)}
+	assert.False(t, guard(context.Background(), escape).Allow)
+	fine := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `/ci.md","content":"CI runs nightly"}`)}
+	assert.True(t, guard(context.Background(), fine).Allow)
+	assert.Equal(t, 1, calls, "only the allowed call reaches the host's own rule")
+}
+
+func TestBackgroundJobsKeepTheTurnsContextValues(t *testing.T) {
+	project, config := home(t)
+	model := &recordingModel{}
+	mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Consolidation})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "trace-42"))
+	conv := []llm.Message{msg("u1", llm.RoleUser, "We deploy on Tuesdays."), msg("a1", llm.RoleAssistant, "Noted.")}
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: conv, ContextTokens: 20_000})
+	cancel() // the host's turn is over; the background work goes on
+	require.NoError(t, mem.Drain(context.Background()))
+	require.NoError(t, mem.Close())
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	assert.Contains(t, model.purposes, llm.PurposeExtractMemories)
+	assert.Contains(t, model.purposes, llm.PurposeSessionMemory)
+	for i, v := range model.values {
+		assert.Equal(t, "trace-42", v, "call %d (%s)", i, model.purposes[i])
+	}
+}
+
+func TestSystemPromptAndRecall(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	ctx := context.Background()
+	p, err := mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, p, mem.Dir())
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever deploy on Fridays.\n"), 0o644))
+	got := mem.UserMessage(ctx, "can we deploy on friday?")
+	assert.Contains(t, got, "Never deploy on Fridays.")
+	assert.Empty(t, mem.UserMessage(ctx, "can we deploy on friday again?"), "a memory is surfaced once per session")
+}
