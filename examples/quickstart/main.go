@@ -1,5 +1,6 @@
-// Command quickstart shows agentmem end to end, offline: it resolves a
-// project's memory directory the way Claude Code does, saves typed
+// Command quickstart shows agentmem end to end, offline: it opens the
+// front door (agentmem.New) on a project, which resolves its memory
+// directory the way Claude Code does, saves typed
 // memories, lists them in the manifest a model chooses from, recalls the
 // ones relevant to a message without a model, syncs the team directory
 // with a teammate's through an in-process server, and renders the memory
@@ -21,8 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmem/agentmem"
 	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/recall"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teammem/server"
 	"github.com/spf13/afero"
@@ -55,17 +56,24 @@ func run(w io.Writer, full bool) error {
 	configHome := filepath.Join(tmp, "home", ".claude")
 	step("working in %s", tmp)
 
-	// 1. Is memory on, and where does it live?
-	enabled := memdir.IsAutoMemoryEnabled(memdir.EnableSettingsFromEnv(os.Getenv, memdir.DefaultEnvNames(), nil))
-	step("auto memory enabled: %v", enabled)
-	where, err := memdir.ResolveAutoMemPath(fsys, memdir.AutoMemPathInputs{ConfigHome: configHome, ProjectRoot: project})
+	// 1. The front door: one call resolves where memory lives (as Claude
+	// Code does), applies the enable chain and wires every layer. No model
+	// here, so the jobs that need one are left out.
+	mem, err := agentmem.New(fsys, nil, agentmem.Options{ProjectRoot: project, ConfigHome: configHome, Getenv: os.Getenv,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
 	if err != nil {
 		return err
 	}
-	step("memory directory (%s rule): %s", where.Origin, where.Dir)
+	defer mem.Close()
+	step("auto memory enabled: %v", mem.Enabled())
+	if !mem.Enabled() {
+		return nil
+	}
+	memDir := mem.Dir()
+	step("memory directory: %s", memDir)
 
 	// 2. Save memories: each is a topic file plus a pointer in MEMORY.md.
-	dir, err := memdir.NewDir(fsys, where.Dir)
+	dir, err := memdir.NewDir(fsys, memDir)
 	if err != nil {
 		return err
 	}
@@ -97,7 +105,7 @@ func run(w io.Writer, full bool) error {
 	}
 
 	// 3. The manifest: what a model sees when it picks relevant memories.
-	headers, err := memdir.ScanMemoryFiles(ctx, fsys, where.Dir, memdir.ScanOptions{})
+	headers, err := memdir.ScanMemoryFiles(ctx, fsys, memDir, memdir.ScanOptions{})
 	if err != nil {
 		return err
 	}
@@ -107,29 +115,22 @@ func run(w io.Writer, full bool) error {
 	old := time.Now().Add(-40 * 24 * time.Hour)
 	step("header for a memory saved 40 days ago:\n%s", indent(memdir.MemoryHeaderLine(headers[0].Path, old, time.Now())))
 
-	// 5. Recall: pick the memories relevant to a message, offline, with the
-	// lexical selector (pass recall.ModelSelector to use a model).
-	finder, err := recall.NewFinder(recall.FinderConfig{Fs: fsys, Dir: where.Dir})
-	if err != nil {
-		return err
-	}
-	session := recall.NewSession(finder, recall.SessionOptions{})
+	// 5. Recall: the memories relevant to a user message, offline, with the
+	// lexical ranking (recall.ModelSelector uses a model instead).
 	query := "should the new integration test mock the database?"
 	step("recall for %q:", query)
-	for _, s := range session.Recall(ctx, query, nil) {
-		fmt.Fprintln(w, indent(s.Text()))
-	}
+	fmt.Fprintln(w, indent(mem.UserMessage(ctx, query)))
 
 	// 6. Team memory: a sync server in this process, and a teammate's
 	// checkout pulling what this one pushes.
-	if err := syncTeams(ctx, step, fsys, where.Dir, tmp); err != nil {
+	if err := syncTeams(ctx, step, fsys, memDir, tmp); err != nil {
 		return err
 	}
 
 	// 7. The memory section of the system prompt (private + team).
 	prompt, err := memdir.LoadMemoryPrompt(ctx, fsys, memdir.LoadPromptConfig{
 		Enabled:    true,
-		AutoDir:    where.Dir,
+		AutoDir:    memDir,
 		TeamActive: true,
 		IndividualMemoryFiles: []memdir.InstructionFile{
 			{Path: filepath.Join(project, "CLAUDE.md"), Content: "Run `make check` before every commit."},
