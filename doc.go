@@ -5,7 +5,7 @@
 //	mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{
 //		ProjectRoot: cwd, ConfigHome: filepath.Join(home, ".claude"), HomeDir: home, Getenv: os.Getenv})
 //	defer mem.Close()
-//	system += mem.SystemPrompt(ctx)          // the memory section
+//	section, err := mem.SystemPrompt(ctx)    // the memory section
 //	tools = append(tools, mem.Tools()...)     // Read, Write, Edit, ... on memory
 //	permission = mem.Guard(permission)        // team/ stays free of secrets and links out
 //	reminder := mem.UserMessage(ctx, prompt) // relevant memories for this message
