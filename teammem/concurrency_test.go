@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -65,9 +64,7 @@ func (l *putLog) wrap(h http.Handler) http.Handler {
 func TestEightClientsNoLostUpdate(t *testing.T) {
 	token, grant, err := server.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	store, err := server.OpenSQLite(filepath.Join(t.TempDir(), "team.db"))
-	require.NoError(t, err)
-	defer store.Close()
+	store := server.NewMemoryStore()
 	h, err := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}})
 	require.NoError(t, err)
 	log := &putLog{}

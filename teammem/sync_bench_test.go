@@ -64,16 +64,12 @@ func BenchmarkDeltaPush(b *testing.B) {
 }
 
 // BenchmarkHashesView measures view=hashes requests per second against
-// the SQLite store from 8 concurrent clients on loopback, in the same run
+// the in-memory store from 8 concurrent clients on loopback, in the same run
 // as a floor handler that returns a constant body of the same size, and
 // reports x-floor (time per request relative to the floor).
 func BenchmarkHashesView(b *testing.B) {
 	token, grant, _ := server.NewToken("acme", []string{"acme/*"})
-	store, err := server.OpenSQLite(filepath.Join(b.TempDir(), "team.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := server.NewMemoryStore()
 	entries := map[string]string{}
 	for i := 0; i < 200; i++ {
 		entries[fmt.Sprintf("notes/m%03d.md", i)] = fmt.Sprintf("memory %d", i)

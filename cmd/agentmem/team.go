@@ -21,6 +21,9 @@ import (
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teammem/server/postgres"
+	"github.com/agentmem/agentmem/teammem/server/prommetrics"
+	"github.com/agentmem/agentmem/teammem/server/sqlite"
 )
 
 // Exit codes of the team subcommands, by error class.
@@ -145,7 +148,7 @@ func teamServe(e env, args []string) (int, error) {
 	tokens := fs.String("tokens", "", "the token file (JSON array of grants)")
 	maxEntries := fs.Int("max-entries", server.DefaultMaxEntries, "entries one repo may hold")
 	maxRepos := fs.Int("max-repos", server.DefaultMaxRepos, "repos one organization may create (-1: no limit)")
-	dbMaxConns := fs.Int("db-max-conns", server.DefaultMaxConns, "database connections this server uses at most (requests beyond wait)")
+	dbMaxConns := fs.Int("db-max-conns", sqlite.DefaultMaxConns, "database connections this server uses at most (requests beyond wait)")
 	maxConns := fs.Int("max-conns", 1024, "client connections served at once (more wait to be accepted)")
 	rate := fs.Float64("rate", server.DefaultRatePerToken, "requests per second per token (-1: no limit)")
 	burst := fs.Int("burst", server.DefaultRateBurst, "requests a token may send at once before --rate applies")
@@ -173,48 +176,52 @@ func teamServe(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	var store server.Store
+	// Listen first: a busy port must not leave a new database file behind.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return exitError, err
+	}
+	defer ln.Close()
+	ln = server.LimitListener(ln, *maxConns)
+	var mln net.Listener
+	if *metricsAddr != "" {
+		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
+			return exitError, err
+		}
+		defer mln.Close()
+	}
+	var store *server.SQLStore
+	where := "SQLite " + filepath.Clean(*db)
 	if strings.HasPrefix(*db, "postgres://") || strings.HasPrefix(*db, "postgresql://") {
-		store, err = server.OpenPostgresMax(context.Background(), *db, *dbMaxConns)
+		store, err = postgres.OpenMax(context.Background(), *db, *dbMaxConns)
+		where = "PostgreSQL"
 	} else {
-		store, err = server.OpenSQLiteMax(*db, *dbMaxConns)
+		store, err = sqlite.OpenMax(*db, *dbMaxConns)
 	}
 	if err != nil {
 		return exitError, err
 	}
 	defer store.Close()
 	day := 24 * time.Hour
+	metrics := prommetrics.New(store)
 	h, err := server.NewHandler(server.Config{Store: store, Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos,
-		RatePerToken: *rate, RateBurst: *burst,
+		RatePerToken: *rate, RateBurst: *burst, Metrics: metrics,
 		Retention: server.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
 		Logger:    slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return exitError, err
-	}
-	ln = server.LimitListener(ln, *maxConns)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	where := "SQLite " + filepath.Clean(*db)
-	if _, ok := store.(*server.PostgresStore); ok {
-		where = "PostgreSQL"
-	}
 	scheme := "http"
 	if *tlsCert != "" {
 		scheme = "https"
 	}
 	errc := make(chan error, 2)
 	var metricsSrv *http.Server
-	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			return exitError, err
-		}
-		metricsSrv = &http.Server{Handler: h.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+	if mln != nil {
+		metricsSrv = &http.Server{Handler: metrics.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", mln.Addr())
 		go func() { errc <- metricsSrv.Serve(mln) }()
 	}

@@ -7,12 +7,9 @@ package bgctx
 import "context"
 
 // Detach returns a context with call's values that is cancelled when life
-// is done or when the returned cancel is called. call may be nil (no
-// values). Call cancel when the work ends, to release the link to life.
+// is done or when the returned cancel is called. Call cancel when the work
+// ends, to release the link to life.
 func Detach(call, life context.Context) (context.Context, context.CancelFunc) {
-	if call == nil {
-		call = context.Background()
-	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(call))
 	stop := context.AfterFunc(life, cancel)
 	return ctx, func() { stop(); cancel() }

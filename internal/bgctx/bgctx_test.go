@@ -21,7 +21,7 @@ func TestDetachKeepsValuesNotCancellation(t *testing.T) {
 	<-ctx.Done()
 	assert.ErrorIs(t, ctx.Err(), context.Canceled, "the owner ending does")
 
-	ctx2, done2 := Detach(nil, context.Background())
+	ctx2, done2 := Detach(context.Background(), context.Background())
 	done2()
 	assert.ErrorIs(t, ctx2.Err(), context.Canceled, "done releases it")
 }

@@ -6,8 +6,9 @@
 // Beyond the base protocol it serves the limits view, the long-poll
 // (view=hashes&wait=N), each key's history and a write log
 // (view=history, view=log; restore = a conditional PUT of old content,
-// authored by the token's name), /healthz and /readyz, and Prometheus
-// metrics (MetricsHandler, on an address of its own).
+// authored by the token's name), /healthz and /readyz, and measurements
+// through Config.Metrics (module teammem/server/prommetrics exports them
+// to Prometheus).
 //
 // Every read is one snapshot (the version, checksum and entries of a
 // reply belong together); a full GET streams entries from the store, so
@@ -18,14 +19,17 @@
 // (LimitListener), and the store's pool; a store that cannot take a
 // request in time answers 503 with Retry-After, never 500.
 //
-// Three stores ship: MemoryStore for tests and throwaway servers;
-// SQLiteStore, one local file through a pure-Go SQLite (no cgo), the
-// default of `agentmem team serve`; and PostgresStore for deployments
-// that outgrow one machine, shared by several server processes (writes
-// to one repo are serialised by a transaction-scoped advisory lock). All
-// three pass the suite in package storetest, which also checks that two
-// conditional writes with the same If-Match never both succeed; another
-// database implements Store and runs the same suite.
+// Stores: MemoryStore for tests and throwaway servers, and SQLStore, one
+// implementation for SQL databases over database/sql (NewSQLStore with an
+// SQLDialect). The drivers live in modules of their own, so this package
+// compiles none: teammem/server/sqlite opens it on one local file through
+// a pure-Go SQLite (no cgo), the default of `agentmem team serve`, and
+// teammem/server/postgres on PostgreSQL for deployments that outgrow one
+// machine, shared by several server processes (writes to one repo are
+// serialised by a transaction-scoped advisory lock). All pass the suite
+// in package storetest, which also checks that two conditional writes
+// with the same If-Match never both succeed; another database implements
+// Store and runs the same suite.
 //
 // # Security
 //
@@ -49,10 +53,10 @@
 //
 // # Concurrency
 //
-// The handler and the stores are safe for concurrent use. SQLiteStore
-// writes through one connection in IMMEDIATE transactions with
+// The handler and the stores are safe for concurrent use. On SQLite the
+// SQL store writes through one connection in IMMEDIATE transactions with
 // synchronous=FULL (an acknowledged write survives a crash; writers queue
 // in the process rather than in the busy timeout; several processes may
-// share the file) and reads on a pool beside it. PostgresStore uses a
-// bounded pool (DefaultMaxConns) and REPEATABLE READ read transactions.
+// share the file) and reads on a pool beside it. On PostgreSQL it uses a
+// bounded pool and REPEATABLE READ read transactions.
 package server

@@ -20,6 +20,8 @@ import (
 type Config struct {
 	Store  Store
 	Tokens []TokenGrant
+	// Metrics receives request and store measurements (nil: none).
+	Metrics Metrics
 	// Path is the endpoint (default teammem.DefaultSyncPath).
 	Path string
 	// MaxEntries bounds the entries of one repo (default 2,000; negative
@@ -83,7 +85,7 @@ type Handler struct {
 	changes *changeFeed
 	hashes  *hashCache
 	limiter *rateLimiter
-	metrics *metrics
+	metrics Metrics
 }
 
 // NewHandler returns the sync handler.
@@ -147,7 +149,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.RatePerToken > 0 {
 		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
 	}
-	h.metrics = newMetrics(cfg.Store)
+	h.metrics = cfg.Metrics
+	if h.metrics == nil {
+		h.metrics = noMetrics{}
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -191,7 +196,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	repo, tenant := h.serve(sw, r)
 	route := r.Method + " " + r.URL.Query().Get("view")
-	h.metrics.observe(route, sw.status, time.Since(start))
+	h.metrics.Request(route, sw.status, time.Since(start))
 	h.log.Info("team memory request", "method", r.Method, "repo", repo, "tenant", tenant,
 		"view", r.URL.Query().Get("view"), "status", sw.status, "duration_ms", time.Since(start).Milliseconds())
 }
@@ -332,7 +337,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 		MaxEntries: h.cfg.MaxEntries, MaxRepos: h.cfg.MaxRepos, Retention: h.cfg.Retention,
 		Author: grant.author(), Now: h.cfg.Now(),
 	})
-	h.metrics.storeTime("put", time.Since(start))
+	h.metrics.StoreCall("put", time.Since(start))
 	var tooMany *TooManyEntriesError
 	var conflict *KeyConflictError
 	switch {

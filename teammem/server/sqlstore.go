@@ -11,25 +11,43 @@ import (
 	"time"
 )
 
-// sqlStore is the Store both SQL databases share: the same tables, the
-// same queries (written with "?" and rebound per dialect), the same
-// transactions. What differs is how writes are serialised: SQLite runs
-// every write through one connection (writes queue in the process, not in
-// the database's busy timeout) in IMMEDIATE transactions; PostgreSQL takes
-// a transaction-scoped advisory lock on the repo (lockRepo) and, when a
-// write creates a repo, on its tenant (so the repo limit holds across
-// servers). Reads run in one read transaction each, so a version, its
-// checksum and its entries always belong together.
-type sqlStore struct {
+// SQLStore is the Store every SQL database shares, over database/sql with
+// any driver: the same tables, the same queries (written with "?" and
+// rebound per dialect), the same transactions. What differs is how writes
+// are serialised: SQLite runs every write through one connection (writes
+// queue in the process, not in the database's busy timeout) in IMMEDIATE
+// transactions; PostgreSQL takes a transaction-scoped advisory lock on the
+// repo (SQLDialect.LockRepo) and, when a write creates a repo, on its
+// tenant (so the repo limit holds across servers). Reads run in one read
+// transaction each, so a version, its checksum and its entries always
+// belong together. The drivers live in modules of their own
+// (teammem/server/sqlite, teammem/server/postgres), so this module
+// compiles none. Safe for concurrent use.
+type SQLStore struct {
 	w *sql.DB // writes
 	r *sql.DB // reads (the same pool on PostgreSQL)
-	// dollar rewrites "?" placeholders as $1, $2, ... (PostgreSQL).
-	dollar bool
-	// lockRepo, when set, runs first in every write transaction with the
+	d SQLDialect
+}
+
+// SQLDialect is what differs between SQL databases.
+type SQLDialect struct {
+	// Dollar rewrites "?" placeholders as $1, $2, ... (PostgreSQL).
+	Dollar bool
+	// LockRepo, when set, runs first in every write transaction with the
 	// repo's "tenant\nname" (or a tenant's "tenant\n") as its argument.
-	lockRepo string
-	// readOpts are the options of read transactions.
-	readOpts *sql.TxOptions
+	LockRepo string
+	// ReadOptions are the options of read transactions.
+	ReadOptions *sql.TxOptions
+}
+
+// NewSQLStore makes the store on open databases: writes go to w, reads to
+// r (the same pool is fine), and creates its tables if needed. It owns
+// both from then on: Close closes them.
+func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (*SQLStore, error) {
+	if _, err := w.ExecContext(ctx, sqlSchema); err != nil {
+		return nil, fmt.Errorf("server: prepare the database: %w", err)
+	}
+	return &SQLStore{w: w, r: r, d: d}, nil
 }
 
 const sqlSchema = `
@@ -56,8 +74,8 @@ CREATE TABLE IF NOT EXISTS team_log (
 `
 
 // q rebinds a query's "?" placeholders for the dialect.
-func (s *sqlStore) q(query string) string {
-	if !s.dollar {
+func (s *SQLStore) q(query string) string {
+	if !s.d.Dollar {
 		return query
 	}
 	var b strings.Builder
@@ -74,7 +92,7 @@ func (s *sqlStore) q(query string) string {
 }
 
 // Close implements Store.
-func (s *sqlStore) Close() error {
+func (s *SQLStore) Close() error {
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -83,7 +101,7 @@ func (s *sqlStore) Close() error {
 }
 
 // Ping implements Store.
-func (s *sqlStore) Ping(ctx context.Context) error {
+func (s *SQLStore) Ping(ctx context.Context) error {
 	return overloaded(errors.Join(s.w.PingContext(ctx), s.r.PingContext(ctx)))
 }
 
@@ -108,8 +126,8 @@ type querier interface {
 }
 
 // read runs fn in one read transaction.
-func (s *sqlStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.r.BeginTx(ctx, s.readOpts)
+func (s *SQLStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, s.d.ReadOptions)
 	if err != nil {
 		return overloaded(err)
 	}
@@ -120,7 +138,7 @@ func (s *sqlStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-func (s *sqlStore) head(ctx context.Context, q querier, repo Repo) (Snapshot, error) {
+func (s *SQLStore) head(ctx context.Context, q querier, repo Repo) (Snapshot, error) {
 	var snap Snapshot
 	var lastMS int64
 	err := q.QueryRowContext(ctx, s.q(`SELECT version, checksum, last_modified_ms FROM team_repos WHERE tenant = ? AND name = ?`),
@@ -136,7 +154,7 @@ func (s *sqlStore) head(ctx context.Context, q querier, repo Repo) (Snapshot, er
 }
 
 // load reads a repo's state in q (one transaction).
-func (s *sqlStore) load(ctx context.Context, q querier, repo Repo, withContent bool) (Snapshot, error) {
+func (s *SQLStore) load(ctx context.Context, q querier, repo Repo, withContent bool) (Snapshot, error) {
 	snap, err := s.head(ctx, q, repo)
 	if err != nil {
 		return Snapshot{}, err
@@ -168,7 +186,7 @@ func (s *sqlStore) load(ctx context.Context, q querier, repo Repo, withContent b
 	return snap, s.tombstones(ctx, q, repo, snap.Tombstones)
 }
 
-func (s *sqlStore) tombstones(ctx context.Context, q querier, repo Repo, into map[string]int64) error {
+func (s *SQLStore) tombstones(ctx context.Context, q querier, repo Repo, into map[string]int64) error {
 	return s.each(ctx, q, `SELECT key, deleted_ms FROM team_tombstones WHERE tenant = ? AND name = ?`, repo, func(rows *sql.Rows) error {
 		var k string
 		var ms int64
@@ -181,7 +199,7 @@ func (s *sqlStore) tombstones(ctx context.Context, q querier, repo Repo, into ma
 }
 
 // each runs a per-repo query and calls fn for every row.
-func (s *sqlStore) each(ctx context.Context, q querier, query string, repo Repo, fn func(*sql.Rows) error, args ...any) error {
+func (s *SQLStore) each(ctx context.Context, q querier, query string, repo Repo, fn func(*sql.Rows) error, args ...any) error {
 	rows, err := q.QueryContext(ctx, s.q(query), append([]any{repo.Tenant, repo.Name}, args...)...)
 	if err != nil {
 		return err
@@ -196,7 +214,7 @@ func (s *sqlStore) each(ctx context.Context, q querier, query string, repo Repo,
 }
 
 // Get implements Store.
-func (s *sqlStore) Get(ctx context.Context, repo Repo, withContent bool) (Snapshot, error) {
+func (s *SQLStore) Get(ctx context.Context, repo Repo, withContent bool) (Snapshot, error) {
 	var snap Snapshot
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -207,13 +225,13 @@ func (s *sqlStore) Get(ctx context.Context, repo Repo, withContent bool) (Snapsh
 }
 
 // Head implements Store.
-func (s *sqlStore) Head(ctx context.Context, repo Repo) (Snapshot, error) {
+func (s *SQLStore) Head(ctx context.Context, repo Repo) (Snapshot, error) {
 	snap, err := s.head(ctx, s.r, repo)
 	return snap, overloaded(err)
 }
 
 // Stream implements Store: one read transaction, entries row by row.
-func (s *sqlStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
+func (s *SQLStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
 	var snap Snapshot
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -241,7 +259,7 @@ func (s *sqlStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) er
 }
 
 // Put implements Store, in one serialised transaction.
-func (s *sqlStore) Put(ctx context.Context, repo Repo, req PutRequest) (Snapshot, error) {
+func (s *SQLStore) Put(ctx context.Context, repo Repo, req PutRequest) (Snapshot, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Snapshot{}, overloaded(err)
@@ -261,13 +279,13 @@ func (s *sqlStore) Put(ctx context.Context, repo Repo, req PutRequest) (Snapshot
 	return next, nil
 }
 
-func (s *sqlStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutRequest) (Snapshot, error) {
+func (s *SQLStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutRequest) (Snapshot, error) {
 	exec := func(query string, args ...any) error {
 		_, err := tx.ExecContext(ctx, s.q(query), args...)
 		return err
 	}
-	if s.lockRepo != "" {
-		if err := exec(s.lockRepo, repo.Tenant+"\n"+repo.Name); err != nil {
+	if s.d.LockRepo != "" {
+		if err := exec(s.d.LockRepo, repo.Tenant+"\n"+repo.Name); err != nil {
 			return Snapshot{}, err
 		}
 	}
@@ -277,8 +295,8 @@ func (s *sqlStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutReques
 		return Snapshot{}, err
 	}
 	if !exists && req.MaxRepos > 0 && changes(cur, req) {
-		if s.lockRepo != "" {
-			if err := exec(s.lockRepo, repo.Tenant+"\n"); err != nil {
+		if s.d.LockRepo != "" {
+			if err := exec(s.d.LockRepo, repo.Tenant+"\n"); err != nil {
 				return Snapshot{}, err
 			}
 		}
@@ -366,7 +384,7 @@ func (s *sqlStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutReques
 
 // trimHistory applies the history retention to one key: the newest
 // HistoryKeep revisions, none older than HistoryAge but the newest.
-func (s *sqlStore) trimHistory(exec func(string, ...any) error, repo Repo, key string, r Retention, now time.Time) error {
+func (s *SQLStore) trimHistory(exec func(string, ...any) error, repo Repo, key string, r Retention, now time.Time) error {
 	if r.HistoryKeep > 0 {
 		if err := exec(`DELETE FROM team_history WHERE tenant = ? AND name = ? AND key = ? AND version NOT IN
 			(SELECT version FROM team_history WHERE tenant = ? AND name = ? AND key = ? ORDER BY version DESC LIMIT ?)`,
@@ -385,7 +403,7 @@ func (s *sqlStore) trimHistory(exec func(string, ...any) error, repo Repo, key s
 }
 
 // History implements Store.
-func (s *sqlStore) History(ctx context.Context, repo Repo, key string, limit int) ([]Revision, error) {
+func (s *SQLStore) History(ctx context.Context, repo Repo, key string, limit int) ([]Revision, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -406,7 +424,7 @@ func (s *sqlStore) History(ctx context.Context, repo Repo, key string, limit int
 }
 
 // Revision implements Store.
-func (s *sqlStore) Revision(ctx context.Context, repo Repo, key string, version int64) (Revision, error) {
+func (s *SQLStore) Revision(ctx context.Context, repo Repo, key string, version int64) (Revision, error) {
 	r := Revision{Key: key, Version: version}
 	var ms int64
 	var deleted int
@@ -424,7 +442,7 @@ func (s *sqlStore) Revision(ctx context.Context, repo Repo, key string, version 
 }
 
 // Log implements Store.
-func (s *sqlStore) Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error) {
+func (s *SQLStore) Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -446,11 +464,11 @@ func (s *sqlStore) Log(ctx context.Context, repo Repo, since int64, limit int) (
 }
 
 // Counts implements Counter.
-func (s *sqlStore) Counts(ctx context.Context) (repos, entries, tombstones int64, err error) {
+func (s *SQLStore) Counts(ctx context.Context) (repos, entries, tombstones int64, err error) {
 	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM team_repos), (SELECT COUNT(*) FROM team_entries), (SELECT COUNT(*) FROM team_tombstones)`).
 		Scan(&repos, &entries, &tombstones)
 	return repos, entries, tombstones, err
 }
 
 // PoolStats implements PoolStats (the reading pool on SQLite).
-func (s *sqlStore) PoolStats() sql.DBStats { return s.r.Stats() }
+func (s *SQLStore) PoolStats() sql.DBStats { return s.r.Stats() }

@@ -55,7 +55,7 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 		}
 		return nil
 	})
-	h.metrics.storeTime("stream", time.Since(start))
+	h.metrics.StoreCall("stream", time.Since(start))
 	switch {
 	case errors.Is(err, errNotModified):
 		w.Header().Set("ETag", `"`+inm+`"`)
@@ -118,7 +118,7 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 		checksum = snap.Checksum
 		h.hashes.put(repo, snap.Version, snap.Checksum, body)
 	}
-	h.metrics.storeTime("hashes", time.Since(start))
+	h.metrics.StoreCall("hashes", time.Since(start))
 	w.Header().Set("ETag", `"`+checksum+`"`)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)

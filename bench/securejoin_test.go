@@ -1,4 +1,4 @@
-package teammem
+package bench_test
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/teammem"
 )
 
 // BenchmarkValidateTeamMemWritePath validates paths 2, 5 and 10 components
@@ -41,7 +43,7 @@ func BenchmarkValidateTeamMemWritePath(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				if _, err := ValidateTeamMemWritePath(fsys, team, abs); err != nil {
+				if _, err := teammem.ValidateTeamMemWritePath(fsys, team, abs); err != nil {
 					b.Fatal(err)
 				}
 				ours += time.Since(start)

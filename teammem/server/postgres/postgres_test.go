@@ -1,4 +1,4 @@
-package server_test
+package postgres_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teammem/server/postgres"
 	"github.com/agentmem/agentmem/teammem/server/storetest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -60,7 +61,7 @@ func freshSchema(t *testing.T, dsn string) string {
 func TestPostgresStore(t *testing.T) {
 	dsn := postgresDSN(t)
 	storetest.Run(t, func(t *testing.T) server.Store {
-		s, err := server.OpenPostgres(context.Background(), freshSchema(t, dsn))
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
@@ -72,10 +73,10 @@ func TestPostgresTwoServersShareTheDatabase(t *testing.T) {
 	// database: a conditional write from one sees the other's.
 	ctx := context.Background()
 	schemaDSN := freshSchema(t, postgresDSN(t))
-	a, err := server.OpenPostgres(ctx, schemaDSN)
+	a, err := postgres.Open(ctx, schemaDSN)
 	require.NoError(t, err)
 	defer a.Close()
-	b, err := server.OpenPostgres(ctx, schemaDSN)
+	b, err := postgres.Open(ctx, schemaDSN)
 	require.NoError(t, err)
 	defer b.Close()
 	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}

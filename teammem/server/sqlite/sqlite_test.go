@@ -1,0 +1,40 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teammem/server/sqlite"
+	"github.com/agentmem/agentmem/teammem/server/storetest"
+)
+
+func TestSQLiteStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) server.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+func TestSQLiteReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "team.db")
+	s, err := sqlite.Open(path)
+	require.NoError(t, err)
+	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
+	snap, err := s.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"a.md": "kept"}, Now: time.Now()})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	s, err = sqlite.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Get(context.Background(), repo, true)
+	require.NoError(t, err)
+	require.Equal(t, "kept", got.Entries["a.md"])
+	require.Equal(t, snap.Checksum, got.Checksum)
+}
