@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/adrg/frontmatter"
 	"gopkg.in/yaml.v2"
@@ -51,21 +52,36 @@ type Frontmatter struct {
 }
 
 // ErrFrontmatter is matched (errors.Is) by every *FrontmatterError.
-var ErrFrontmatter = errors.New("memory file frontmatter is not valid YAML")
+var ErrFrontmatter = errors.New("memory file frontmatter cannot be read")
 
-// FrontmatterError reports a header that is not valid YAML even after the
-// quoting retry. The file is still usable: ParseFrontmatter returns its
-// whole content as the body. Line is the YAML parser's line number when
-// known, else 0; the message never contains file content.
+// Reasons a header cannot be read (FrontmatterError.Reason).
+const (
+	ReasonNotYAML  = "not valid YAML"
+	ReasonNotUTF8  = "not valid UTF-8"
+	defaultFMError = ReasonNotYAML
+)
+
+// FrontmatterError reports a header that cannot be read: not valid UTF-8,
+// or not valid YAML even after the quoting retry. The file is still
+// usable: ParseFrontmatter returns its whole content as the body. Line is
+// the header line at fault when known (1 is the line after the opening
+// "---"), else 0; the message never contains file content.
 type FrontmatterError struct {
 	Line int
+	// Reason is ReasonNotYAML or ReasonNotUTF8 ("" reads as ReasonNotYAML).
+	Reason string
 }
 
 func (e *FrontmatterError) Error() string {
-	if e.Line > 0 {
-		return "memdir: " + ErrFrontmatter.Error() + " (near line " + strconv.Itoa(e.Line) + " of the header)"
+	reason := e.Reason
+	if reason == "" {
+		reason = defaultFMError
 	}
-	return "memdir: " + ErrFrontmatter.Error()
+	msg := "memdir: memory file frontmatter is " + reason
+	if e.Line > 0 {
+		msg += " (near line " + strconv.Itoa(e.Line) + " of the header)"
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrFrontmatter) true.
@@ -86,6 +102,9 @@ func yamlFormat(unmarshal frontmatter.UnmarshalFunc) *frontmatter.Format {
 // whole content and no error.
 func ParseFrontmatter(content []byte) (Frontmatter, []byte, error) {
 	content = bytes.TrimPrefix(content, []byte("\ufeff"))
+	if line := invalidUTF8HeaderLine(content); line > 0 {
+		return Frontmatter{}, content, &FrontmatterError{Line: line, Reason: ReasonNotUTF8}
+	}
 	if fm, body, ok := parseSimpleHeader(content); ok {
 		return fm, body, nil
 	}
@@ -170,4 +189,22 @@ func isQuoted(v string) bool {
 		return false
 	}
 	return (v[0] == '"' && v[len(v)-1] == '"') || (v[0] == '\'' && v[len(v)-1] == '\'')
+}
+
+// invalidUTF8HeaderLine returns the first header line (1 = the line after
+// the opening "---") that is not valid UTF-8, or 0.
+func invalidUTF8HeaderLine(content []byte) int {
+	if utf8.Valid(content) || !bytes.HasPrefix(content, []byte("---")) {
+		return 0
+	}
+	lines := bytes.Split(content, []byte("\n"))
+	for i, l := range lines[1:] {
+		if bytes.Equal(bytes.TrimRight(l, "\r \t"), []byte("---")) {
+			return 0
+		}
+		if !utf8.Valid(l) {
+			return i + 1
+		}
+	}
+	return 0
 }

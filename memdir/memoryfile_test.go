@@ -354,3 +354,21 @@ func FuzzSimpleHeaderAgrees(f *testing.F) {
 		}
 	})
 }
+
+func TestFrontmatterErrorSaysWhy(t *testing.T) {
+	_, body, err := ParseFrontmatter([]byte("---\nname: ok\ndescription: caf\xe9\n---\nbody\n"))
+	var fe *FrontmatterError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, ReasonNotUTF8, fe.Reason)
+	assert.Equal(t, 2, fe.Line)
+	assert.EqualError(t, err, "memdir: memory file frontmatter is not valid UTF-8 (near line 2 of the header)")
+	assert.ErrorIs(t, err, ErrFrontmatter)
+	assert.Contains(t, string(body), "body", "the file stays usable")
+
+	_, _, err = ParseFrontmatter([]byte("---\nname: x\n  - : : [\n\t\tbad: {\n---\nbody"))
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, err.Error(), "not valid YAML")
+
+	_, _, err = ParseFrontmatter([]byte("---\nname: fine\n---\nbinary \xff body\n"))
+	assert.NoError(t, err, "invalid UTF-8 in the body is not a header problem")
+}

@@ -114,12 +114,8 @@ func rewindFlags(fs *flag.FlagSet) runner {
 		if len(args) == 0 {
 			return exitError, errors.New("which checkpoint? (see agentmem history --session NAME)")
 		}
-		// Flags may follow the checkpoint.
-		if err := fs.Parse(args[1:]); err != nil {
-			return exitError, err
-		}
-		if fs.NArg() > 0 {
-			return exitError, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		if len(args) > 1 {
+			return exitError, fmt.Errorf("unexpected argument %q", args[1])
 		}
 		tr, err := openHistory(e, c, *session)
 		if err != nil {

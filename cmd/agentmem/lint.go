@@ -37,8 +37,9 @@ const (
 	kindSimilarDescription = "similar-description"
 )
 
-// maxEntryRunes is the index entry length lint reports.
-const maxEntryRunes = 200
+// maxEntryRunes is the index entry length lint reports: the limit the
+// prompt tells the model and Save keeps pointers to.
+const maxEntryRunes = memdir.MaxIndexLineRunes
 
 // maxLintFileBytes bounds how much of a memory file lint reads.
 const maxLintFileBytes = 1 << 20
@@ -65,7 +66,7 @@ func lintFlags(fs *flag.FlagSet) runner {
 		if len(args) > 0 {
 			return exitError, fmt.Errorf("unexpected argument %q", args[0])
 		}
-		r, err := resolve(e, c)
+		r, err := existingMemory(e, c)
 		if err != nil {
 			return exitError, err
 		}
@@ -148,7 +149,17 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 		hasHeader := strings.HasPrefix(strings.TrimLeft(strings.TrimPrefix(f.content, "\ufeff"), "\r\n"), "---")
 		switch {
 		case perr != nil:
-			add(f.rel, 0, kindBadFrontmatter, "the frontmatter is not valid YAML, even with values quoted")
+			line, why := 0, "the frontmatter is not valid YAML, even with values quoted"
+			var fe *memdir.FrontmatterError
+			if errors.As(perr, &fe) {
+				if fe.Line > 0 {
+					line = fe.Line + 1 // the file line: after the opening ---
+				}
+				if fe.Reason == memdir.ReasonNotUTF8 {
+					why = "the frontmatter is not valid UTF-8"
+				}
+			}
+			add(f.rel, line, kindBadFrontmatter, "%s", why)
 		case !hasHeader:
 			add(f.rel, 1, kindBadFrontmatter, "no frontmatter (--- name, description, type ---)")
 		default:

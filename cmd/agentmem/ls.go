@@ -29,7 +29,7 @@ func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
 	if len(args) > 0 {
 		return exitError, fmt.Errorf("unexpected argument %q", args[0])
 	}
-	r, err := resolve(e, c)
+	r, err := existingMemory(e, c)
 	if err != nil {
 		return exitError, err
 	}

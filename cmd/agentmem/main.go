@@ -115,7 +115,8 @@ func run(args []string, e env) int {
 			}
 			return code
 		}
-		if err := fs.Parse(args[1:]); err != nil {
+		positional, err := parseAnywhere(fs, args[1:])
+		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fmt.Fprintf(e.stdout, "usage: agentmem %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
 				fs.SetOutput(e.stdout)
@@ -125,7 +126,7 @@ func run(args []string, e env) int {
 			fmt.Fprintf(e.stderr, "agentmem %s: %v (see agentmem %s --help)\n", c.name, err, c.name)
 			return exitError
 		}
-		code, err := runSub(e, &com, fs.Args())
+		code, err := runSub(e, &com, positional)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "agentmem %s: %v\n", c.name, err)
 			return exitError

@@ -135,9 +135,11 @@ func TestGoldenSubcommands(t *testing.T) {
 			golden(t, c.name, out)
 		})
 	}
-	// The prompt is read-only: it created nothing for the new project.
-	_, _, code := runCmd(t, root, "prompt", "--project", filepath.Join(root, "work", "fresh"))
-	assert.Equal(t, 0, code)
+	// A project without a memory directory is an error, and the prompt
+	// creates nothing for it.
+	_, errOut, code := runCmd(t, root, "prompt", "--project", filepath.Join(root, "work", "fresh"))
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "no memory directory at")
 	_, err := os.Stat(filepath.Join(root, "home/.claude/projects", memdir.SanitizePath(filepath.Join(root, "work", "fresh"))))
 	assert.True(t, os.IsNotExist(err))
 }
@@ -165,7 +167,7 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"ls", "--nope"}, "flag provided but not defined"},
 		{[]string{"recall"}, "give the message to recall for"},
-		{[]string{"ls", "--now", "yesterday"}, "--now: want an RFC 3339 time"},
+		{[]string{"ls", "--now", "yesterday", "--project", filepath.Join(root, "work", "acme", "api")}, "--now: want an RFC 3339 time"},
 		{[]string{"path", "extra"}, `unexpected argument "extra"`},
 	} {
 		_, errOut, code := runCmd(t, root, c.args...)

@@ -20,7 +20,12 @@ func runPath(e env, c *common, args []string) (int, error) {
 	}
 	w := e.stdout
 	row := func(k, v string) { fmt.Fprintf(w, "%-12s %s\n", k, v) }
+	enabled := "yes"
+	if !memoryEnabled(e, c, r.project) {
+		enabled = "no (CLAUDE_CODE_DISABLE_AUTO_MEMORY, CLAUDE_CODE_SIMPLE, CLAUDE_CODE_REMOTE or autoMemoryEnabled: false)"
+	}
 	row("auto memory", r.path.Dir)
+	row("enabled", enabled)
 	row("team", memdir.TeamDir(r.path.Dir))
 	switch {
 	case r.explicit:

@@ -19,7 +19,7 @@ func runPrompt(e env, c *common, args []string, team, skipIndex bool) (int, erro
 	if len(args) > 0 {
 		return exitError, fmt.Errorf("unexpected argument %q", args[0])
 	}
-	r, err := resolve(e, c)
+	r, err := existingMemory(e, c)
 	if err != nil {
 		return exitError, err
 	}

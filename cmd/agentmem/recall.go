@@ -21,7 +21,7 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 	if query == "" {
 		return exitError, fmt.Errorf("give the message to recall for, e.g. agentmem recall \"how do we test?\"")
 	}
-	r, err := resolve(e, c)
+	r, err := existingMemory(e, c)
 	if err != nil {
 		return exitError, err
 	}

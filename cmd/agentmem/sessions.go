@@ -39,22 +39,14 @@ Flags: --config-dir DIR (default $CLAUDE_CONFIG_DIR, else ~/.claude), --project 
 		project := fs.String("project", "", "the project directory (default the current directory)")
 		asJSON := fs.Bool("json", false, "print JSON")
 		all := fs.Bool("all-projects", false, "ls: every project's sessions")
-		var positional []string
-		// Flags may come after the positional argument.
-		for len(rest) > 0 {
-			if err := fs.Parse(rest); err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					fs.SetOutput(e.stdout)
-					fs.PrintDefaults()
-					return exitOK, nil
-				}
-				return exitError, fmt.Errorf("%v (see agentmem sessions --help)", err)
+		positional, err := parseAnywhere(fs, rest)
+		if err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(e.stdout)
+				fs.PrintDefaults()
+				return exitOK, nil
 			}
-			rest = fs.Args()
-			if len(rest) > 0 {
-				positional = append(positional, rest[0])
-				rest = rest[1:]
-			}
+			return exitError, fmt.Errorf("%v (see agentmem sessions --help)", err)
 		}
 		home, err := configHome(e, &common{configDir: *configDir})
 		if err != nil {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,12 +20,14 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teammem/server"
 	"github.com/agentmem/agentmem/teammem/server/postgres"
 	"github.com/agentmem/agentmem/teammem/server/prommetrics"
 	"github.com/agentmem/agentmem/teammem/server/sqlite"
+	"github.com/spf13/afero"
 )
 
 // Exit codes of the team subcommands, by error class.
@@ -96,7 +100,8 @@ func subFlags(e env, name string) *flag.FlagSet {
 }
 
 func parseSub(e env, fs *flag.FlagSet, name string, args []string) (bool, int) {
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseAnywhere(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(e.stdout, "usage: agentmem team %s [flags]\n\nFlags:\n", name)
 			fs.SetOutput(e.stdout)
@@ -106,8 +111,8 @@ func parseSub(e env, fs *flag.FlagSet, name string, args []string) (bool, int) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: %v (see agentmem team %s --help)\n", name, err, name)
 		return false, exitError
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "agentmem team %s: unexpected argument %q\n", name, fs.Arg(0))
+	if len(positional) > 0 {
+		fmt.Fprintf(e.stderr, "agentmem team %s: unexpected argument %q\n", name, positional[0])
 		return false, exitError
 	}
 	return true, 0
@@ -119,6 +124,7 @@ func teamToken(e env, args []string) (int, error) {
 	name := fs.String("name", "", "who holds the token: the author of their writes in the history")
 	var repos multiFlag
 	fs.Var(&repos, "repo", "a repo the token may use: owner/name or owner/* (repeatable)")
+	add := fs.String("add", "", "add the grant to this token file (created if missing) and print only the token")
 	if ok, code := parseSub(e, fs, "token", args); !ok {
 		return code, nil
 	}
@@ -127,6 +133,15 @@ func teamToken(e env, args []string) (int, error) {
 		return exitError, err
 	}
 	grant.Name = *name
+	if *add != "" {
+		n, err := addGrant(e, *add, grant)
+		if err != nil {
+			return exitError, err
+		}
+		fmt.Fprintln(e.stdout, token)
+		fmt.Fprintf(e.stderr, "added %s to %s (%d tokens); restart agentmem team serve to use it\n", orDefault(grant.Name, "the token"), *add, n)
+		return exitOK, nil
+	}
 	line, err := json.Marshal(grant)
 	if err != nil {
 		return exitError, err
@@ -134,6 +149,43 @@ func teamToken(e env, args []string) (int, error) {
 	fmt.Fprintln(e.stdout, token)
 	fmt.Fprintln(e.stdout, string(line))
 	return exitOK, nil
+}
+
+// addGrant appends a grant to a token file, atomically and with mode 0600;
+// an existing file that does not parse, or that already has a grant with
+// the same name, is left as it is. It returns the number of grants.
+func addGrant(e env, path string, grant server.TokenGrant) (int, error) {
+	var grants []server.TokenGrant
+	data, err := afero.ReadFile(e.fs, path)
+	switch {
+	case err == nil:
+		if grants, err = server.LoadTokens(bytes.NewReader(data)); err != nil {
+			return 0, fmt.Errorf("%s is not a token file (%v); nothing was changed", path, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return 0, err
+	}
+	for _, g := range grants {
+		if grant.Name != "" && g.Name == grant.Name {
+			return 0, fmt.Errorf("%s already has a token named %q; pick another --name (nothing was changed)", path, grant.Name)
+		}
+	}
+	grants = append(grants, grant)
+	out, err := json.MarshalIndent(grants, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	if err := atomicfile.WriteFile(e.fs, path, append(out, '\n'), 0o600); err != nil {
+		return 0, err
+	}
+	return len(grants), nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 type multiFlag []string
@@ -344,7 +396,8 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if *configDir != "" {
 		c.configDir = *configDir
 	}
-	o := teamClientOptions{server: *serverURL, repo: *repo, dir: *dir, state: *stateFile, history: *historyName, keepDeleted: *keepDeleted}
+	o := teamClientOptions{server: *serverURL, repo: *repo, dir: *dir, state: *stateFile, history: *historyName, keepDeleted: *keepDeleted,
+		mustExist: name == "push"}
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
@@ -458,6 +511,8 @@ func classExit(e env, name string, err error) int {
 type teamClientOptions struct {
 	server, repo, dir, state, history string
 	keepDeleted                       bool
+	// mustExist: the team directory itself must exist (push).
+	mustExist bool
 }
 
 var errNoToken = errors.New("no token: set " + TokenEnv)
@@ -467,6 +522,13 @@ var errNoToken = errors.New("no token: set " + TokenEnv)
 // It fills in o.repo and returns the client and the absolute team
 // directory.
 func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, string, error) {
+	project := c.project
+	if project == "" {
+		project = e.cwd
+	}
+	if !memoryEnabled(e, c, project) {
+		return nil, "", errMemoryDisabled
+	}
 	if o.repo == "" {
 		root := c.project
 		if root == "" {
@@ -485,13 +547,21 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		}
 		o.dir = memdir.TeamDir(r.path.Dir)
 	}
-	token := e.getenv(TokenEnv)
-	if token == "" {
-		return nil, "", errNoToken
-	}
 	abs, err := filepath.Abs(o.dir)
 	if err != nil {
 		return nil, "", err
+	}
+	// A mistyped --dir is an error, not a new tree: the team directory may
+	// be created (a first pull), its parent may not.
+	if ok, _ := afero.DirExists(e.fs, filepath.Dir(abs)); !ok {
+		return nil, "", fmt.Errorf("%s does not exist: check --dir (nothing was created)", filepath.Dir(abs))
+	}
+	if ok, _ := afero.DirExists(e.fs, abs); o.mustExist && !ok {
+		return nil, "", fmt.Errorf("nothing to push: %s does not exist", abs)
+	}
+	token := e.getenv(TokenEnv)
+	if token == "" {
+		return nil, "", errNoToken
 	}
 	if o.state == "" {
 		o.state = teammem.StatePath(abs, o.server, o.repo)
