@@ -540,7 +540,8 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		}
 		o.repo = r
 	}
-	if o.dir == "" {
+	explicit := o.dir != ""
+	if !explicit {
 		r, err := resolve(e, c)
 		if err != nil {
 			return nil, "", fmt.Errorf("--dir is required: %v", err)
@@ -552,8 +553,9 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		return nil, "", err
 	}
 	// A mistyped --dir is an error, not a new tree: the team directory may
-	// be created (a first pull), its parent may not.
-	if ok, _ := afero.DirExists(e.fs, filepath.Dir(abs)); !ok {
+	// be created (a first pull), its parent may not. The project's own
+	// memory directory is created on a first pull.
+	if ok, _ := afero.DirExists(e.fs, filepath.Dir(abs)); explicit && !ok {
 		return nil, "", fmt.Errorf("%s does not exist: check --dir (nothing was created)", filepath.Dir(abs))
 	}
 	if ok, _ := afero.DirExists(e.fs, abs); o.mustExist && !ok {
