@@ -2,10 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
