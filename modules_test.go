@@ -43,3 +43,46 @@ func TestCoreModuleStaysLight(t *testing.T) {
 		assert.NotContains(t, string(sum), heavy, "a host of the core packages must not need %s", heavy)
 	}
 }
+
+// floors are the layers of the core module, from the ground up: an import
+// may only point to a lower floor (internal/ is below everything).
+var floors = map[string]float64{
+	"llm": 1, "rootfs": 1, "lexical": 1, "secrets": 1, "teammem/wire": 1, "llm/llmtest": 1.5,
+	"memdir": 2, "transcript": 2.5, "filehistory": 2.5,
+	"teammem":  3,
+	"memtools": 4, "teammem/server": 4, "teammem/server/storetest": 4.5,
+	"extract": 5, "recall": 5, "dream": 5, "sessionmem": 5,
+	"": 6,
+}
+
+// TestLayersPointOneWay checks every import inside the core module against
+// the floors: the server never imports the client, the memory layers never
+// import each other or the front door.
+func TestLayersPointOneWay(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
+	require.NoError(t, err)
+	const mod = "github.com/agentmem/agentmem"
+	rel := func(p string) (string, bool) {
+		if p == mod {
+			return "", true
+		}
+		r, ok := strings.CutPrefix(p, mod+"/")
+		return r, ok
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		from, _ := rel(fields[0])
+		fromFloor, known := floors[from]
+		if strings.HasPrefix(from, "internal/") || strings.HasPrefix(from, "examples") {
+			continue
+		}
+		require.True(t, known, "package %q has no floor: add it to floors (and DESIGN.md)", from)
+		for _, imp := range fields[1:] {
+			to, ours := rel(imp)
+			if !ours || strings.HasPrefix(to, "internal/") {
+				continue
+			}
+			assert.Less(t, floors[to], fromFloor, "%s imports %s: arrows point down only", from, to)
+		}
+	}
+}

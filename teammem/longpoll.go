@@ -13,9 +13,6 @@ import (
 // long-poll (SPEC 2.5): it answered at once, or refused the request.
 var ErrLongPollUnsupported = errors.New("teammem: the server does not support waiting for changes")
 
-// MaxLongPoll is the longest wait a server grants per request.
-const MaxLongPoll = 60 * time.Second
-
 // WaitForChange asks the server to answer as soon as the repo's checksum
 // differs from etag, or after wait (at most MaxLongPoll). It reports
 // whether the repo changed. A server without the long-poll gives

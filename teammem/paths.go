@@ -2,23 +2,14 @@ package teammem
 
 import (
 	"errors"
-	"net/url"
 	"path"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
-)
-
-// Key limits beyond the five sanitizer checks: a key is a relative path of
-// at most MaxKeyLength bytes, none of whose segments exceeds
-// MaxKeySegmentLength bytes (the common filesystem name limit).
-const (
-	MaxKeyLength        = 1024
-	MaxKeySegmentLength = 255
 )
 
 // TeamMemPath returns the team directory of an auto-memory directory:
@@ -73,34 +64,16 @@ func withSep(dir string) string {
 //  5. a leading "/".
 //
 // It does not check length or containment: ValidateTeamMemKey does.
-func SanitizeKey(key string) error {
-	if strings.IndexByte(key, 0) >= 0 {
-		return traversal(ReasonNUL, key)
+func SanitizeKey(key string) error { return fromWire(wire.SanitizeKey(key)) }
+
+// fromWire turns the wire package's key refusal into a *PathTraversalError
+// with the same reason.
+func fromWire(err error) error {
+	var ke *wire.KeyError
+	if errors.As(err, &ke) {
+		return traversal(TraversalReason(ke.Reason), ke.Key)
 	}
-	decoded := key
-	for range 3 {
-		next, err := url.PathUnescape(decoded)
-		if err != nil || next == decoded {
-			break
-		}
-		decoded = next
-		// Invalid UTF-8 after decoding is an overlong form ("%c0%ae" for '.').
-		if strings.Contains(decoded, "..") || strings.ContainsAny(decoded, "/\\\x00") || !utf8.ValidString(decoded) {
-			return traversal(ReasonEncoded, key)
-		}
-	}
-	if folded := norm.NFKC.String(key); folded != key {
-		if strings.Contains(folded, "..") || strings.ContainsAny(folded, "/\\\x00") {
-			return traversal(ReasonUnicode, key)
-		}
-	}
-	if strings.IndexByte(key, '\\') >= 0 {
-		return traversal(ReasonBackslash, key)
-	}
-	if strings.HasPrefix(key, "/") {
-		return traversal(ReasonAbsolute, key)
-	}
-	return nil
+	return err
 }
 
 // ValidateTeamMemKey turns a sync key such as "notes/ci.md" into the
@@ -179,20 +152,4 @@ func ValidateTeamMemWritePath(fsys afero.Fs, teamDir, absPath string) (string, e
 // server does for every key it receives: SanitizeKey, the length limits,
 // and a clean relative "/"-separated path (no empty, "." or ".." segment,
 // no trailing "/"). It returns a *PathTraversalError.
-func ValidateKeySyntax(key string) error {
-	if err := SanitizeKey(key); err != nil {
-		return err
-	}
-	if key == "" || len(key) > MaxKeyLength {
-		return traversal(ReasonTooLong, key)
-	}
-	for _, seg := range strings.Split(key, "/") {
-		switch {
-		case seg == "" || seg == "." || seg == "..":
-			return traversal(ReasonEscapes, key)
-		case len(seg) > MaxKeySegmentLength:
-			return traversal(ReasonTooLong, key)
-		}
-	}
-	return nil
-}
+func ValidateKeySyntax(key string) error { return fromWire(wire.ValidateKeySyntax(key)) }

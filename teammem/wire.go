@@ -1,168 +1,54 @@
 package teammem
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"sort"
+import "github.com/agentmem/agentmem/teammem/wire"
+
+// The sync protocol lives in package wire, shared with the server; these
+// names keep the client's API whole.
+
+type (
+	Content        = wire.Content
+	ErrorBody      = wire.ErrorBody
+	ErrorDetails   = wire.ErrorDetails
+	ErrorInfo      = wire.ErrorInfo
+	HashesView     = wire.HashesView
+	HistoryVersion = wire.HistoryVersion
+	HistoryView    = wire.HistoryView
+	LimitsView     = wire.LimitsView
+	LogEntry       = wire.LogEntry
+	PutBody        = wire.PutBody
+	PutResult      = wire.PutResult
+	RevisionView   = wire.RevisionView
+	TeamMemoryData = wire.TeamMemoryData
 )
 
-// DefaultSyncPath is the team memory endpoint, below the server's base URL.
-const DefaultSyncPath = "/api/claude_code/team_memory"
-
-// Sync limits shared by the client and the reference server.
 const (
-	// MaxEntryBytes is the largest entry (UTF-8 bytes) that is synced.
-	MaxEntryBytes = 250_000
-	// MaxPutBodyBytes is the largest PUT body the client sends.
-	MaxPutBodyBytes = 200_000
+	DefaultSyncPath      = wire.DefaultSyncPath
+	MaxEntryBytes        = wire.MaxEntryBytes
+	MaxPutBodyBytes      = wire.MaxPutBodyBytes
+	MaxLongPoll          = wire.MaxLongPoll
+	MaxKeyLength         = wire.MaxKeyLength
+	MaxKeySegmentLength  = wire.MaxKeySegmentLength
+	CodeTooManyEntries   = wire.CodeTooManyEntries
+	CodeBodyTooLarge     = wire.CodeBodyTooLarge
+	CodeEntryTooLarge    = wire.CodeEntryTooLarge
+	CodeInvalidKey       = wire.CodeInvalidKey
+	CodeInvalidRepo      = wire.CodeInvalidRepo
+	CodeMalformedJSON    = wire.CodeMalformedJSON
+	CodeConflict         = wire.CodeConflict
+	CodeUnauthorized     = wire.CodeUnauthorized
+	CodeForbidden        = wire.CodeForbidden
+	CodeMethodNotAllowed = wire.CodeMethodNotAllowed
+	CodeKeyConflict      = wire.CodeKeyConflict
+	CodeKeyNotNFC        = wire.CodeKeyNotNFC
+	CodeInvalidView      = wire.CodeInvalidView
+	CodeTooManyRepos     = wire.CodeTooManyRepos
+	CodeNoRevision       = wire.CodeNoRevision
+	CodeRateLimited      = wire.CodeRateLimited
+	CodeOverloaded       = wire.CodeOverloaded
 )
 
-// TeamMemoryData is the body of a successful GET.
-type TeamMemoryData struct {
-	OrganizationID string  `json:"organizationId"`
-	Repo           string  `json:"repo"`
-	Version        int64   `json:"version"`
-	LastModified   string  `json:"lastModified"`
-	Checksum       string  `json:"checksum"`
-	Content        Content `json:"content"`
-}
+// EntryChecksum is wire.EntryChecksum.
+func EntryChecksum(content string) string { return wire.EntryChecksum(content) }
 
-// Content holds the entries of a repo's team memory.
-type Content struct {
-	Entries        map[string]string `json:"entries"`
-	EntryChecksums map[string]string `json:"entryChecksums"`
-	// DeletedEntries are tombstones: key → deletion time in Unix ms.
-	DeletedEntries map[string]int64 `json:"deletedEntries,omitempty"`
-}
-
-// HashesView is the body of GET ...&view=hashes.
-type HashesView struct {
-	Version        int64             `json:"version"`
-	Checksum       string            `json:"checksum"`
-	EntryChecksums map[string]string `json:"entryChecksums"`
-	DeletedEntries map[string]int64  `json:"deletedEntries,omitempty"`
-}
-
-// PutBody is the body of a PUT: an upsert of entries, and (only with
-// deletion propagation, first batch only) keys to tombstone.
-type PutBody struct {
-	Entries        map[string]string `json:"entries"`
-	SoftDeleteKeys []string          `json:"soft_delete_keys,omitempty"`
-}
-
-// PutResult is the body of a successful PUT.
-type PutResult struct {
-	Checksum     string `json:"checksum"`
-	LastModified string `json:"lastModified"`
-	Version      int64  `json:"version"`
-}
-
-// ErrorBody is the body of every error response.
-type ErrorBody struct {
-	Error ErrorInfo `json:"error"`
-}
-
-// ErrorInfo describes an error; no field repeats content or server paths.
-type ErrorInfo struct {
-	Type    string       `json:"type"`
-	Message string       `json:"message"`
-	Details ErrorDetails `json:"details"`
-}
-
-// ErrorDetails carries the machine-readable code and, for the entry
-// limit, the numbers.
-type ErrorDetails struct {
-	ErrorCode       string `json:"error_code"`
-	MaxEntries      int    `json:"max_entries,omitempty"`
-	ReceivedEntries int    `json:"received_entries,omitempty"`
-	// Keys are the keys that cannot coexist (team_memory_key_conflict).
-	Keys []string `json:"keys,omitempty"`
-}
-
-// LimitsView is the body of GET ...&view=limits: the server's limits, so a
-// client sizes its batches and its reply cap to them.
-type LimitsView struct {
-	MaxEntries    int   `json:"maxEntries"`
-	MaxEntryBytes int   `json:"maxEntryBytes"`
-	MaxBodyBytes  int64 `json:"maxBodyBytes"`
-	MaxRepoBytes  int64 `json:"maxRepoBytes"`
-}
-
-// Error codes of the sync protocol.
-const (
-	CodeTooManyEntries   = "team_memory_too_many_entries"
-	CodeBodyTooLarge     = "team_memory_body_too_large"
-	CodeEntryTooLarge    = "team_memory_entry_too_large"
-	CodeInvalidKey       = "team_memory_invalid_key"
-	CodeInvalidRepo      = "team_memory_invalid_repo"
-	CodeMalformedJSON    = "team_memory_malformed_json"
-	CodeConflict         = "team_memory_conflict"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeKeyConflict      = "team_memory_key_conflict"
-	CodeKeyNotNFC        = "team_memory_key_not_nfc"
-	CodeInvalidView      = "team_memory_invalid_view"
-	CodeTooManyRepos     = "team_memory_too_many_repos"
-	CodeNoRevision       = "team_memory_no_revision"
-	CodeRateLimited      = "rate_limited"
-	CodeOverloaded       = "overloaded"
-)
-
-// EntryChecksum is "sha256:" + the hex SHA-256 of content's UTF-8 bytes.
-func EntryChecksum(content string) string {
-	sum := sha256.Sum256([]byte(content))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// RepoChecksum is the checksum of a whole repo, used as its ETag: the
-// SHA-256 of the entries sorted by key, each contributing its key, a NUL,
-// its entry checksum and a newline; "sha256:" + hex. An empty repo has the
-// checksum of the empty input.
-func RepoChecksum(entryChecksums map[string]string) string {
-	keys := make([]string, 0, len(entryChecksums))
-	for k := range entryChecksums {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		h.Write([]byte(entryChecksums[k]))
-		h.Write([]byte{'\n'})
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// HistoryView is the body of GET ...&view=history&key=K: the key's
-// recorded versions, newest first.
-type HistoryView struct {
-	Key      string           `json:"key"`
-	Versions []HistoryVersion `json:"versions"`
-}
-
-// HistoryVersion is one recorded write of a key.
-type HistoryVersion struct {
-	Version  int64  `json:"version"`
-	Checksum string `json:"checksum"`
-	Author   string `json:"author"`
-	Time     string `json:"time"`
-	Deleted  bool   `json:"deleted"`
-}
-
-// RevisionView is the body of GET ...&view=history&key=K&version=V.
-type RevisionView struct {
-	Key     string `json:"key"`
-	Version int64  `json:"version"`
-	Content string `json:"content"`
-}
-
-// LogEntry is one accepted write in GET ...&view=log (a JSON array,
-// newest first).
-type LogEntry struct {
-	Version int64    `json:"version"`
-	Time    string   `json:"time"`
-	Author  string   `json:"author"`
-	Keys    []string `json:"keys"`
-}
+// RepoChecksum is wire.RepoChecksum.
+func RepoChecksum(entryChecksums map[string]string) string { return wire.RepoChecksum(entryChecksums) }

@@ -42,7 +42,7 @@
 //     or not the repo has data: nothing about other repos leaks. Tenants
 //     never see each other's repos, even under the same name.
 //   - Input: repo slugs must be owner/name; every key passes
-//     teammem.ValidateKeySyntax (no traversal, encoded or Unicode-folded
+//     wire.ValidateKeySyntax (no traversal, encoded or Unicode-folded
 //     included), and one bad key refuses the whole request; entries over
 //     MaxEntryBytes and bodies over MaxBodyBytes (enforced while reading)
 //     get 413; malformed JSON gets 400. Nothing of a refused request is

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -22,12 +22,12 @@ type Config struct {
 	Tokens []TokenGrant
 	// Metrics receives request and store measurements (nil: none).
 	Metrics Metrics
-	// Path is the endpoint (default teammem.DefaultSyncPath).
+	// Path is the endpoint (default wire.DefaultSyncPath).
 	Path string
 	// MaxEntries bounds the entries of one repo (default 2,000; negative
 	// means no limit).
 	MaxEntries int
-	// MaxEntryBytes bounds one entry (default teammem.MaxEntryBytes).
+	// MaxEntryBytes bounds one entry (default wire.MaxEntryBytes).
 	MaxEntryBytes int
 	// MaxBodyBytes bounds a PUT body, enforced while reading (default 1 MiB).
 	MaxBodyBytes int64
@@ -94,7 +94,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, errors.New("server: Config needs a Store")
 	}
 	if cfg.Path == "" {
-		cfg.Path = teammem.DefaultSyncPath
+		cfg.Path = wire.DefaultSyncPath
 	}
 	if cfg.MaxEntries == 0 {
 		cfg.MaxEntries = DefaultMaxEntries
@@ -103,7 +103,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		cfg.MaxEntries = 0
 	}
 	if cfg.MaxEntryBytes <= 0 {
-		cfg.MaxEntryBytes = teammem.MaxEntryBytes
+		cfg.MaxEntryBytes = wire.MaxEntryBytes
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
@@ -215,33 +215,33 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenan
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPut {
 		w.Header().Set("Allow", "GET, PUT")
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", teammem.CodeMethodNotAllowed, "use GET or PUT")
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, "use GET or PUT")
 		return "", ""
 	}
 	grant, ok := h.authenticate(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="team memory"`)
-		writeError(w, http.StatusUnauthorized, "authentication_error", teammem.CodeUnauthorized, "a valid bearer token is required")
+		writeError(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, "a valid bearer token is required")
 		return "", ""
 	}
 	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, "rate_limit_error", teammem.CodeRateLimited, "too many requests for this token; retry after the given seconds")
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", wire.CodeRateLimited, "too many requests for this token; retry after the given seconds")
 		return "", grant.Organization
 	}
 	repoName = r.URL.Query().Get("repo")
 	if !ValidRepoSlug(repoName) {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidRepo, "repo must be owner/name")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidRepo, "repo must be owner/name")
 		return "", grant.Organization
 	}
 	// Decided before the store is touched: a 403 says nothing about
 	// whether the repo has data.
 	if !grant.allows(repoName) {
-		writeError(w, http.StatusForbidden, "permission_error", teammem.CodeForbidden, "this token may not use that repo")
+		writeError(w, http.StatusForbidden, "permission_error", wire.CodeForbidden, "this token may not use that repo")
 		return repoName, grant.Organization
 	}
 	repo := Repo{Tenant: grant.Organization, Name: repoName}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout+teammem.MaxLongPoll)
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout+wire.MaxLongPoll)
 	defer cancel()
 	r = r.WithContext(ctx)
 	if r.Method == http.MethodGet {
@@ -267,11 +267,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, repo Repo) {
 	switch view {
 	case "", "hashes", "history", "log":
 	case "limits":
-		writeJSON(w, http.StatusOK, teammem.LimitsView{MaxEntries: h.cfg.MaxEntries, MaxEntryBytes: h.cfg.MaxEntryBytes,
+		writeJSON(w, http.StatusOK, wire.LimitsView{MaxEntries: h.cfg.MaxEntries, MaxEntryBytes: h.cfg.MaxEntryBytes,
 			MaxBodyBytes: h.cfg.MaxBodyBytes, MaxRepoBytes: h.maxRepoBytes()})
 		return
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidView, "unknown view (want hashes, limits, history or log)")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "unknown view (want hashes, limits, history or log)")
 		return
 	}
 	switch view {
@@ -293,39 +293,39 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", teammem.CodeBodyTooLarge,
+		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeBodyTooLarge,
 			"the request body is over "+strconv.FormatInt(h.cfg.MaxBodyBytes, 10)+" bytes; send fewer entries per request")
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeMalformedJSON, "the request body could not be read")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body could not be read")
 		return
 	}
-	var in teammem.PutBody
+	var in wire.PutBody
 	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeMalformedJSON, "the request body is not valid JSON")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body is not valid JSON")
 		return
 	}
 	n := 0
 	for k, v := range in.Entries {
 		n++
-		if teammem.ValidateKeySyntax(k) != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidKey, "an entry key is not a valid team memory key; nothing was written")
+		if wire.ValidateKeySyntax(k) != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "an entry key is not a valid team memory key; nothing was written")
 			return
 		}
 		if !norm.NFC.IsNormalString(k) {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeKeyNotNFC, "an entry key is not in Unicode NFC form; send keys in NFC; nothing was written")
+			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeKeyNotNFC, "an entry key is not in Unicode NFC form; send keys in NFC; nothing was written")
 			return
 		}
 		if len(v) > h.cfg.MaxEntryBytes {
-			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", teammem.CodeEntryTooLarge,
+			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeEntryTooLarge,
 				"an entry is over "+strconv.Itoa(h.cfg.MaxEntryBytes)+" bytes; nothing was written")
 			return
 		}
 	}
 	for _, k := range in.SoftDeleteKeys {
-		if teammem.ValidateKeySyntax(k) != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidKey, "a key to delete is not a valid team memory key; nothing was written")
+		if wire.ValidateKeySyntax(k) != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "a key to delete is not a valid team memory key; nothing was written")
 			return
 		}
 	}
@@ -342,21 +342,21 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	var conflict *KeyConflictError
 	switch {
 	case errors.Is(err, ErrPreconditionFailed):
-		writeError(w, http.StatusPreconditionFailed, "conflict_error", teammem.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
+		writeError(w, http.StatusPreconditionFailed, "conflict_error", wire.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
 		return
 	case errors.As(err, &conflict):
-		writeJSON(w, http.StatusBadRequest, teammem.ErrorBody{Error: teammem.ErrorInfo{
+		writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
 			Type: "invalid_request_error", Message: "two keys could not both exist as files on a disk (one is a folder of the other, or they differ only in case or Unicode form); nothing was written",
-			Details: teammem.ErrorDetails{ErrorCode: teammem.CodeKeyConflict, Keys: conflict.Keys},
+			Details: wire.ErrorDetails{ErrorCode: wire.CodeKeyConflict, Keys: conflict.Keys},
 		}})
 		return
 	case errors.Is(err, ErrTooManyRepos):
-		writeError(w, http.StatusForbidden, "permission_error", teammem.CodeTooManyRepos, "the organization holds as many repos as the server allows; nothing was written")
+		writeError(w, http.StatusForbidden, "permission_error", wire.CodeTooManyRepos, "the organization holds as many repos as the server allows; nothing was written")
 		return
 	case errors.As(err, &tooMany):
-		writeJSON(w, http.StatusRequestEntityTooLarge, teammem.ErrorBody{Error: teammem.ErrorInfo{
+		writeJSON(w, http.StatusRequestEntityTooLarge, wire.ErrorBody{Error: wire.ErrorInfo{
 			Type: "request_too_large", Message: "the repo would hold more entries than its limit; nothing was written",
-			Details: teammem.ErrorDetails{ErrorCode: teammem.CodeTooManyEntries, MaxEntries: tooMany.Max, ReceivedEntries: tooMany.Received},
+			Details: wire.ErrorDetails{ErrorCode: wire.CodeTooManyEntries, MaxEntries: tooMany.Max, ReceivedEntries: tooMany.Received},
 		}})
 		return
 	case err != nil:
@@ -366,7 +366,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	h.hashes.forget(repo)
 	h.changes.notify(repo)
 	w.Header().Set("ETag", `"`+snap.Checksum+`"`)
-	writeJSON(w, http.StatusOK, teammem.PutResult{Checksum: snap.Checksum, LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Version: snap.Version})
+	writeJSON(w, http.StatusOK, wire.PutResult{Checksum: snap.Checksum, LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Version: snap.Version})
 }
 
 // storeError answers a store failure: 503 with Retry-After when the store
@@ -376,7 +376,7 @@ func (h *Handler) storeError(w http.ResponseWriter, err error) {
 	if errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded) {
 		h.log.Warn("team memory store busy", "error", err)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "overloaded_error", teammem.CodeOverloaded, "the server is busy; retry shortly")
+		writeError(w, http.StatusServiceUnavailable, "overloaded_error", wire.CodeOverloaded, "the server is busy; retry shortly")
 		return
 	}
 	h.internal(w, err)
@@ -407,5 +407,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
-	writeJSON(w, status, teammem.ErrorBody{Error: teammem.ErrorInfo{Type: typ, Message: msg, Details: teammem.ErrorDetails{ErrorCode: code}}})
+	writeJSON(w, status, wire.ErrorBody{Error: wire.ErrorInfo{Type: typ, Message: msg, Details: wire.ErrorDetails{ErrorCode: code}}})
 }

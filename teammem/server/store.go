@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -180,7 +180,7 @@ func apply(cur Snapshot, exists bool, req PutRequest) (Snapshot, error) {
 		if next.Entries != nil {
 			next.Entries[k] = v
 		}
-		next.Checksums[k] = teammem.EntryChecksum(v)
+		next.Checksums[k] = wire.EntryChecksum(v)
 		delete(next.Tombstones, k)
 	}
 	pruneTombstones(next.Tombstones, req.Retention, req.Now)
@@ -190,7 +190,7 @@ func apply(cur Snapshot, exists bool, req PutRequest) (Snapshot, error) {
 	if req.MaxEntries > 0 && len(next.Checksums) > req.MaxEntries {
 		return Snapshot{}, &TooManyEntriesError{Max: req.MaxEntries, Received: len(next.Checksums)}
 	}
-	next.Checksum = teammem.RepoChecksum(next.Checksums)
+	next.Checksum = wire.RepoChecksum(next.Checksums)
 	next.LastModified = req.Now.UTC().Truncate(time.Millisecond)
 	return next, nil
 }
@@ -203,7 +203,7 @@ var errNothingToWrite = errors.New("server: nothing to write")
 // different, or a deletion of a live key.
 func changes(cur Snapshot, req PutRequest) bool {
 	for k, v := range req.Entries {
-		if sum, ok := cur.Checksums[k]; !ok || sum != teammem.EntryChecksum(v) {
+		if sum, ok := cur.Checksums[k]; !ok || sum != wire.EntryChecksum(v) {
 			return true
 		}
 	}
@@ -385,7 +385,7 @@ func headOnly(cur Snapshot) Snapshot {
 	out := Snapshot{Version: cur.Version, Checksum: cur.Checksum, LastModified: cur.LastModified,
 		Checksums: maps.Clone(cur.Checksums), Tombstones: maps.Clone(cur.Tombstones)}
 	if out.Checksum == "" {
-		out.Checksum = teammem.RepoChecksum(nil)
+		out.Checksum = wire.RepoChecksum(nil)
 	}
 	return out
 }

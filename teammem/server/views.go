@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/wire"
 )
 
 // errNotModified stops a stream whose ETag the client already has.
@@ -113,7 +113,7 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 			h.storeError(w, err)
 			return
 		}
-		body, _ = json.Marshal(teammem.HashesView{Version: snap.Version, Checksum: snap.Checksum, EntryChecksums: snap.Checksums, DeletedEntries: nonEmpty(snap.Tombstones)})
+		body, _ = json.Marshal(wire.HashesView{Version: snap.Version, Checksum: snap.Checksum, EntryChecksums: snap.Checksums, DeletedEntries: nonEmpty(snap.Tombstones)})
 		body = append(body, '\n')
 		checksum = snap.Checksum
 		h.hashes.put(repo, snap.Version, snap.Checksum, body)
@@ -129,24 +129,24 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) {
 	q := r.URL.Query()
 	key := q.Get("key")
-	if teammem.ValidateKeySyntax(key) != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidKey, "key must be a valid team memory key")
+	if wire.ValidateKeySyntax(key) != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "key must be a valid team memory key")
 		return
 	}
 	if v := q.Get("version"); v != "" {
 		version, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || version <= 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", teammem.CodeInvalidView, "version must be a positive number")
+			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "version must be a positive number")
 			return
 		}
 		rev, err := h.cfg.Store.Revision(r.Context(), repo, key, version)
 		switch {
 		case errors.Is(err, ErrNoRevision):
-			writeError(w, http.StatusNotFound, "not_found_error", teammem.CodeNoRevision, "the key has no such version (never written then, or past the retention)")
+			writeError(w, http.StatusNotFound, "not_found_error", wire.CodeNoRevision, "the key has no such version (never written then, or past the retention)")
 		case err != nil:
 			h.storeError(w, err)
 		default:
-			writeJSON(w, http.StatusOK, teammem.RevisionView{Key: key, Version: rev.Version, Content: rev.Content})
+			writeJSON(w, http.StatusOK, wire.RevisionView{Key: key, Version: rev.Version, Content: rev.Content})
 		}
 		return
 	}
@@ -159,9 +159,9 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 		h.storeError(w, err)
 		return
 	}
-	out := teammem.HistoryView{Key: key, Versions: []teammem.HistoryVersion{}}
+	out := wire.HistoryView{Key: key, Versions: []wire.HistoryVersion{}}
 	for _, rev := range revs {
-		out.Versions = append(out.Versions, teammem.HistoryVersion{Version: rev.Version, Checksum: rev.Checksum, Author: rev.Author,
+		out.Versions = append(out.Versions, wire.HistoryVersion{Version: rev.Version, Checksum: rev.Checksum, Author: rev.Author,
 			Time: rev.Time.UTC().Format(time.RFC3339Nano), Deleted: rev.Deleted})
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -179,13 +179,13 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, repo Repo) {
 		h.storeError(w, err)
 		return
 	}
-	out := []teammem.LogEntry{}
+	out := []wire.LogEntry{}
 	for _, c := range changes {
 		keys := c.Keys
 		if keys == nil {
 			keys = []string{}
 		}
-		out = append(out, teammem.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys})
+		out = append(out, wire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teammem/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,9 +44,9 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		snap := put(t, s, server.PutRequest{Entries: map[string]string{"a.md": "alpha", "team/日本.md": "ünïcode ✓"}})
 		assert.Equal(t, int64(1), snap.Version)
 		assert.Nil(t, snap.Entries)
-		want := map[string]string{"a.md": teammem.EntryChecksum("alpha"), "team/日本.md": teammem.EntryChecksum("ünïcode ✓")}
+		want := map[string]string{"a.md": wire.EntryChecksum("alpha"), "team/日本.md": wire.EntryChecksum("ünïcode ✓")}
 		assert.Equal(t, want, snap.Checksums)
-		assert.Equal(t, teammem.RepoChecksum(want), snap.Checksum)
+		assert.Equal(t, wire.RepoChecksum(want), snap.Checksum)
 		assert.True(t, snap.LastModified.Equal(t0))
 
 		got, err := s.Get(ctx, repo, true)
@@ -98,7 +98,7 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		snap, err := s.Put(ctx, repo, server.PutRequest{Now: t0})
 		require.NoError(t, err)
 		assert.Equal(t, int64(0), snap.Version)
-		assert.Equal(t, teammem.RepoChecksum(nil), snap.Checksum)
+		assert.Equal(t, wire.RepoChecksum(nil), snap.Checksum)
 		_, err = s.Get(ctx, repo, false)
 		assert.ErrorIs(t, err, server.ErrNotFound)
 		_, err = s.Put(ctx, repo, server.PutRequest{Deletes: []string{"nothing.md"}, Now: t0})
@@ -145,7 +145,7 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		assert.Equal(t, []string{"carol", "bob", "alice"}, []string{revs[0].Author, revs[1].Author, revs[2].Author})
 		assert.True(t, revs[0].Deleted)
 		assert.Empty(t, revs[0].Checksum)
-		assert.Equal(t, teammem.EntryChecksum("Tuesdays"), revs[2].Checksum)
+		assert.Equal(t, wire.EntryChecksum("Tuesdays"), revs[2].Checksum)
 		assert.True(t, revs[1].Time.Equal(t0.Add(time.Hour)))
 		assert.Empty(t, revs[1].Content, "History lists, Revision reads")
 		old, err := s.Revision(ctx, repo, "deploy.md", 1)
@@ -237,9 +237,9 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 			require.NoError(t, err)
 			sums := map[string]string{}
 			for k, v := range got.Entries {
-				sums[k] = teammem.EntryChecksum(v)
+				sums[k] = wire.EntryChecksum(v)
 			}
-			if !assert.Equal(t, got.Checksum, teammem.RepoChecksum(sums), "a torn read") {
+			if !assert.Equal(t, got.Checksum, wire.RepoChecksum(sums), "a torn read") {
 				break
 			}
 			assert.Equal(t, got.Entries["a.md"], got.Entries["b.md"])
@@ -248,7 +248,7 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 			require.NoError(t, err)
 			if assert.Len(t, streamed, 2) {
 				assert.Equal(t, streamed[0], streamed[1], "a torn stream")
-				assert.Equal(t, teammem.RepoChecksum(snap.Checksums), snap.Checksum)
+				assert.Equal(t, wire.RepoChecksum(snap.Checksums), snap.Checksum)
 			}
 		}
 		close(stop)
@@ -277,7 +277,7 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		got, err := s.Get(ctx, repo, true)
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"b.md": "2"}, got.Entries)
-		assert.Equal(t, teammem.RepoChecksum(got.Checksums), got.Checksum)
+		assert.Equal(t, wire.RepoChecksum(got.Checksums), got.Checksum)
 		put(t, s, server.PutRequest{Entries: map[string]string{"a.md": "back"}})
 		got, err = s.Get(ctx, repo, true)
 		require.NoError(t, err)
@@ -338,10 +338,10 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		assert.Equal(t, int64(40), got.Version, "every write counted once")
 		sums := map[string]string{}
 		for k, v := range got.Entries {
-			sums[k] = teammem.EntryChecksum(v)
+			sums[k] = wire.EntryChecksum(v)
 		}
 		assert.Equal(t, sums, got.Checksums)
-		assert.Equal(t, teammem.RepoChecksum(sums), got.Checksum)
+		assert.Equal(t, wire.RepoChecksum(sums), got.Checksum)
 	})
 }
 

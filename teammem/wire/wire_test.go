@@ -1,0 +1,33 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestValidateKeySyntax(t *testing.T) {
+	for key, reason := range map[string]string{
+		"a\x00b": ReasonNUL, "%2e%2e/x": ReasonEncoded, "%252e%252e%252fx": ReasonEncoded, "．．/x": ReasonUnicode,
+		"a\\b": ReasonBackslash, "/etc/passwd": ReasonAbsolute, "": ReasonTooLong, strings.Repeat("a", 256): ReasonTooLong,
+		"a/../b": ReasonEscapes, "a//b": ReasonEscapes, "a/": ReasonEscapes, "./a": ReasonEscapes,
+	} {
+		err := ValidateKeySyntax(key)
+		var ke *KeyError
+		if assert.ErrorAs(t, err, &ke, "%q", key) {
+			assert.Equal(t, reason, ke.Reason, "%q", key)
+			assert.NotContains(t, err.Error(), key+"/", "the message never holds the key")
+		}
+	}
+	for _, ok := range []string{"ci.md", "notes/deploys.md", "a.b.md", "é.md"} {
+		assert.NoError(t, ValidateKeySyntax(ok), ok)
+	}
+}
+
+func TestChecksums(t *testing.T) {
+	a := EntryChecksum("hello")
+	assert.True(t, strings.HasPrefix(a, "sha256:"))
+	assert.Equal(t, RepoChecksum(map[string]string{"x": a, "y": EntryChecksum("y")}), RepoChecksum(map[string]string{"y": EntryChecksum("y"), "x": a}))
+	assert.NotEqual(t, RepoChecksum(map[string]string{"x": a}), RepoChecksum(map[string]string{"z": a}))
+}
