@@ -363,7 +363,14 @@ func (d *Dreamer) finish(o Outcome) Outcome {
 	if o.Err != nil {
 		attrs = append(attrs, "error", o.Err)
 	}
-	d.log.Info("dream: outcome", attrs...)
+	level := slog.LevelInfo
+	switch {
+	case o.Err != nil:
+		level = slog.LevelWarn
+	case !o.Ran:
+		level = slog.LevelDebug // a gate said not yet: most checks end here
+	}
+	d.log.Log(context.Background(), level, "dream: outcome", attrs...)
 	if d.cfg.Observer != nil {
 		d.cfg.Observer(o)
 	}

@@ -372,7 +372,7 @@ func (e *Extractor) emitLocked(ev Event) {
 	if ev.Err != nil {
 		attrs = append(attrs, "error", ev.Err)
 	}
-	e.log.Info("extract: "+string(ev.Kind), attrs...)
+	e.log.Log(context.Background(), ev.Kind.level(), "extract: "+string(ev.Kind), attrs...)
 	if e.cfg.Observer != nil {
 		e.cfg.Observer(ev)
 	}
@@ -426,4 +426,16 @@ func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
 		}
 	}
 	return false
+}
+
+// level is the log level of an event: failures at Warn, runs at Info,
+// skips and coalesced turns (every turn has one) at Debug.
+func (k EventKind) level() slog.Level {
+	switch k {
+	case EventFailed:
+		return slog.LevelWarn
+	case EventStarted, EventFinished:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"fmt"
 	"os"
 	"runtime"
@@ -379,4 +380,31 @@ func TestRunKeepsTheHostsContextValues(t *testing.T) {
 	cancel() // the host's turn is over; the run is not cut short
 	require.NoError(t, e.Drain(context.Background()))
 	assert.Equal(t, []any{"trace-9"}, seen)
+}
+
+type levelLog struct {
+	mu     sync.Mutex
+	levels map[string]slog.Level
+}
+
+func (h *levelLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *levelLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.levels[r.Message] = r.Level
+	return nil
+}
+func (h *levelLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *levelLog) WithGroup(string) slog.Handler      { return h }
+
+func TestLogLevels(t *testing.T) {
+	h := &levelLog{levels: map[string]slog.Level{}}
+	failing := llm.ModelFunc(func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, errors.New("boom") })
+	e, _, _ := newExtractor(t, failing, func(c *Config) { c.Logger = slog.New(h) })
+	e.OnTurnEnd(context.Background(), convo, TurnInfo{SubAgent: true})
+	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
+	require.NoError(t, e.Drain(context.Background()))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Equal(t, map[string]slog.Level{"extract: skipped": slog.LevelDebug, "extract: started": slog.LevelInfo, "extract: failed": slog.LevelWarn}, h.levels)
 }

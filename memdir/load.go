@@ -77,7 +77,7 @@ type MemoryPrompt struct {
 func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptConfig) (MemoryPrompt, error) {
 	log := logger(cfg.Logger)
 	if !cfg.Enabled {
-		log.Info("memdir: auto memory is disabled; no memory prompt", "event", "memdir_disabled")
+		log.Debug("memdir: auto memory is disabled; no memory prompt", "event", "memdir_disabled")
 		return MemoryPrompt{Mode: PromptDisabled}, nil
 	}
 	if cfg.AutoDir == "" {

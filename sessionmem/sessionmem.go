@@ -402,7 +402,14 @@ func (t *Tracker) emitLocked(ev Event) {
 	if ev.Err != nil {
 		attrs = append(attrs, "error", ev.Err)
 	}
-	t.log.Info("sessionmem: "+string(ev.Kind), attrs...)
+	level := slog.LevelDebug // busy, closed
+	switch ev.Kind {
+	case EventFailed:
+		level = slog.LevelWarn
+	case EventStarted, EventFinished:
+		level = slog.LevelInfo
+	}
+	t.log.Log(context.Background(), level, "sessionmem: "+string(ev.Kind), attrs...)
 	if t.cfg.Observer != nil {
 		t.cfg.Observer(ev)
 	}
