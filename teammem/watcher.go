@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -47,9 +46,15 @@ type WatcherConfig struct {
 	// interval instead of using fsnotify: for filesystems other than the
 	// real disk (afero.MemMapFs) or where inotify is unavailable.
 	Poll time.Duration
-	// OnSync is called after every pull or push with its result.
-	OnSync func(Result, error)
+	// Observer receives every sync's outcome; it must not block.
+	Observer func(SyncEvent)
 	Logger *slog.Logger
+}
+
+// SyncEvent is one sync the watcher ran: its result, or why it failed.
+type SyncEvent struct {
+	Result Result
+	Err    error
 }
 
 // Watcher keeps a team directory in sync in both directions: it syncs
@@ -66,9 +71,10 @@ type Watcher struct {
 	log    *slog.Logger
 	notify chan struct{}
 	remote chan struct{} // the server's repo changed
-	done   chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	done    chan struct{}
+	stopped chan struct{} // closed once Close has finished
+	wg      sync.WaitGroup
+	once    sync.Once
 
 	mu         sync.Mutex
 	suppressed string // the reason syncs stopped, "" when running
@@ -77,10 +83,12 @@ type Watcher struct {
 	etag       string // the repo checksum after the last sync, for the long-poll
 }
 
-// StartWatcher syncs, creates the team dir, and starts watching it. The
-// initial sync's error is returned with a started watcher when it is not
-// permanent (the server may come back, and the watcher retries); a
-// permanent one stops here.
+// StartWatcher syncs, creates the team dir, and starts watching it until
+// ctx ends or Close is called (either stops it the same way: a last sync
+// of pending changes; Done tells when that is over). The initial sync's
+// error is returned with a started watcher when it is not permanent (the
+// server may come back, and the watcher retries); a permanent one stops
+// here.
 func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("teammem: WatcherConfig needs a Client")
@@ -102,7 +110,8 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{cfg: cfg, st: st, log: log, notify: make(chan struct{}, 1), remote: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &Watcher{cfg: cfg, st: st, log: log, notify: make(chan struct{}, 1), remote: make(chan struct{}, 1),
+		done: make(chan struct{}), stopped: make(chan struct{})}
 	res, pullErr := cfg.Client.Sync(ctx, st)
 	w.report(res, pullErr)
 	var se *SyncError
@@ -119,7 +128,7 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 		if fw, err = fsnotify.NewWatcher(); err != nil {
 			return nil, fmt.Errorf("teammem: start watching: %w", err)
 		}
-		if err := addRecursive(fw, c.TeamDir); err != nil {
+		if err := addRecursive(c.Fs, fw, c.TeamDir); err != nil {
 			fw.Close()
 			return nil, fmt.Errorf("teammem: watch the team directory: %w", err)
 		}
@@ -141,8 +150,19 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 		w.wg.Add(1)
 		go w.longPoll()
 	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = w.Close()
+		case <-w.done:
+		}
+	}()
 	return w, pullErr
 }
+
+// Done is closed when the watcher has stopped (its ctx ended or Close
+// was called) and its last sync is over.
+func (w *Watcher) Done() <-chan struct{} { return w.stopped }
 
 // Notify tells the watcher a file was written (for tool wrappers that
 // know before the file system says so).
@@ -172,8 +192,13 @@ func (w *Watcher) Resume() {
 // Close stops watching, waits for a push in flight, and pushes pending
 // changes unless suppressed. A second Close is a no-op.
 func (w *Watcher) Close() error {
-	w.once.Do(func() { close(w.done) })
+	first := false
+	w.once.Do(func() { close(w.done); first = true })
 	w.wg.Wait()
+	if first {
+		close(w.stopped)
+	}
+	<-w.stopped
 	return nil
 }
 
@@ -242,8 +267,8 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 				continue
 			}
 			if ev.Has(fsnotify.Create) {
-				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
-					_ = addRecursive(fw, ev.Name)
+				if info, err := w.cfg.Client.cfg.Fs.Stat(ev.Name); err == nil && info.IsDir() {
+					_ = addRecursive(w.cfg.Client.cfg.Fs, fw, ev.Name)
 				}
 			}
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
@@ -409,8 +434,8 @@ func (w *Watcher) fileRemoved() {
 }
 
 func (w *Watcher) report(res Result, err error) {
-	if w.cfg.OnSync != nil {
-		w.cfg.OnSync(res, err)
+	if w.cfg.Observer != nil {
+		w.cfg.Observer(SyncEvent{Result: res, Err: err})
 	}
 }
 
@@ -445,9 +470,9 @@ func compareScans(a, b map[string]string) (removed, changed bool) {
 }
 
 // addRecursive watches dir and every directory below it.
-func addRecursive(fw *fsnotify.Watcher, dir string) error {
+func addRecursive(fsys afero.Fs, fw *fsnotify.Watcher, dir string) error {
 	var dirs []string
-	err := fswalk.Walk(context.Background(), afero.NewOsFs(), dir, func(e fswalk.Entry) error {
+	err := fswalk.Walk(context.Background(), fsys, dir, func(e fswalk.Entry) error {
 		if e.Type.IsDir() && !strings.HasPrefix(filepath.Base(e.Rel), ".") {
 			dirs = append(dirs, e.Abs)
 		}

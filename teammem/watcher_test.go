@@ -74,7 +74,7 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 	require.NoError(t, err)
 	var syncErrs []error
 	w, err := teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond,
-		OnSync: func(_ teammem.Result, err error) { syncErrs = append(syncErrs, err) }})
+		Observer: func(ev teammem.SyncEvent) { syncErrs = append(syncErrs, ev.Err) }})
 	require.NoError(t, err)
 	defer w.Close()
 
@@ -174,8 +174,8 @@ func TestWatcherRetriesUntilTheChangeLands(t *testing.T) {
 	})
 	var failures atomic.Int32
 	w, err := teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Debounce: 20 * time.Millisecond, Interval: time.Hour, LongPoll: -1,
-		OnSync: func(_ teammem.Result, err error) {
-			if err != nil {
+		Observer: func(ev teammem.SyncEvent) {
+			if ev.Err != nil {
 				failures.Add(1)
 			}
 		}})
@@ -186,4 +186,23 @@ func TestWatcherRetriesUntilTheChangeLands(t *testing.T) {
 	assert.Eventually(t, func() bool { return failures.Load() >= 2 }, 5*time.Second, 10*time.Millisecond, "the watcher keeps trying")
 	down.Store(false)
 	assert.Eventually(t, func() bool { return serverEntries(t, e)["outage.md"] == "written during the outage" }, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestWatcherStopsWithItsContext(t *testing.T) {
+	e := startServer(t, 0)
+	dir := filepath.Join(t.TempDir(), "memory", "team")
+	c := newClient(t, e, dir, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: c, Debounce: time.Hour, Interval: time.Hour, LongPoll: -1})
+	require.NoError(t, err)
+	writeFiles(t, dir, map[string]string{"pending.md": "written just before the host stopped"})
+	w.Notify() // pending, but the debounce is an hour away
+	cancel()
+	select {
+	case <-w.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher did not stop with its context")
+	}
+	assert.Equal(t, "written just before the host stopped", serverEntries(t, e)["pending.md"], "it flushed pending changes on the way out")
+	require.NoError(t, w.Close(), "Close after the context ended is fine")
 }

@@ -420,10 +420,10 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		}
 		w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, State: &st, Interval: *interval,
 			Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
-			OnSync: func(r teammem.Result, err error) {
-				printResult(e, r, err)
-				if err != nil {
-					fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", err)
+			Observer: func(ev teammem.SyncEvent) {
+				printResult(e, ev.Result, ev.Err)
+				if ev.Err != nil {
+					fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", ev.Err)
 				}
 			}})
 		if err != nil && w == nil {
