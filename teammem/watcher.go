@@ -48,7 +48,7 @@ type WatcherConfig struct {
 	Poll time.Duration
 	// Observer receives every sync's outcome; it must not block.
 	Observer func(SyncEvent)
-	Logger *slog.Logger
+	Logger   *slog.Logger
 }
 
 // SyncEvent is one sync the watcher ran: its result, or why it failed.
@@ -66,11 +66,11 @@ type SyncEvent struct {
 // entry limit, until a file is deleted. Close stops it, waits for a sync
 // in flight and flushes pending changes. Safe for concurrent use.
 type Watcher struct {
-	cfg    WatcherConfig
-	st     *SyncState
-	log    *slog.Logger
-	notify chan struct{}
-	remote chan struct{} // the server's repo changed
+	cfg     WatcherConfig
+	st      *SyncState
+	log     *slog.Logger
+	notify  chan struct{}
+	remote  chan struct{} // the server's repo changed
 	done    chan struct{}
 	stopped chan struct{} // closed once Close has finished
 	wg      sync.WaitGroup
