@@ -223,7 +223,7 @@ func (m *Memory) build(model llm.Model) error {
 	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{}); err != nil {
 		return err
 	}
-	team := memdir.TeamDir(m.dir)
+	team := memdir.TeamMemPath(m.dir)
 	m.guard = teammem.NewWriteGuard(team)
 	if m.on(Recall) {
 		if m.finder, err = recall.NewFinder(recall.FinderConfig{Fs: m.fs, Dir: m.dir, Logger: m.log}); err != nil {
@@ -335,7 +335,7 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	if !m.enabled {
 		return "", nil
 	}
-	team, _ := afero.DirExists(m.fs, memdir.TeamDir(m.dir))
+	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptConfig{Enabled: true, AutoDir: m.dir + string(filepath.Separator),
 		TeamActive: team || m.opts.Team.ServerURL != "", PromptOptions: memdir.PromptOptions{Logger: m.log}})
 	if err != nil {

@@ -11,7 +11,7 @@ func systemPrompt(autoDir string) string {
 	return "You tidy the long-term memory of an AI coding assistant: the Markdown files in " + autoDir +
 		" and their index " + filepath.Join(autoDir, memdir.EntrypointName) + ". You have no shell: your tools read, " +
 		"search and list files, and write or edit them only inside the memory directory. Never put a secret in a memory, " +
-		"and never write a secret or anything personal into the team directory " + memdir.TeamDir(autoDir) + "."
+		"and never write a secret or anything personal into the team directory " + memdir.TeamMemPath(autoDir) + "."
 }
 
 func userPrompt(autoDir, transcriptDir string, sessions []string) string {

@@ -34,7 +34,7 @@ func systemPrompt(autoDir string, team bool) string {
 		"3. Keep " + filepath.Join(autoDir, memdir.EntrypointName) + " as an index: one line per file, " +
 		"\"- [Title](file.md) — hook\", under about 150 characters; add or update the line for every file you wrote.\n\n")
 	if team {
-		b.WriteString("Private or team: " + memdir.TeamDir(autoDir) + " is shared with every contributor (it has its own MEMORY.md). " +
+		b.WriteString("Private or team: " + memdir.TeamMemPath(autoDir) + " is shared with every contributor (it has its own MEMORY.md). " +
 			"User memories are always private. Feedback is private unless it is a convention every contributor must follow " +
 			"(\"integration tests hit a real database\" goes to the team, \"the user likes short answers\" stays private). " +
 			"Never put anything secret or personal in the team directory.\n\n")

@@ -114,7 +114,7 @@ func BenchmarkBuildCombinedMemoryPrompt(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	req := CombinedPromptRequest{AutoDir: "/m/", IncludeHowToSave: true}
+	req := CombinedPromptRequest{AutoDir: "/m/"}
 	var buildTime, floorTime time.Duration
 	size := 0
 	b.ReportAllocs()

@@ -16,7 +16,7 @@
 //   - Where memory lives: ResolveAutoMemPath (override, trusted settings,
 //     default), ValidateMemoryPath, SanitizePath, FindCanonicalGitRoot
 //     (worktrees share one directory), AgentMemoryDir, DailyLogPath,
-//     TeamDir.
+//     TeamMemPath.
 //   - The index: TruncateEntrypointContent and IndexLimits.
 //   - Memory files: ParseFrontmatter, FormatMemoryFile, and Dir.Save, which
 //     writes a topic file and its index pointer atomically; Dir.Delete

@@ -156,7 +156,6 @@ func ExampleBuildCombinedMemoryPrompt() {
 	_, _ = dir.Save(memdir.Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: memdir.TypeProject})
 	prompt, err := memdir.BuildCombinedMemoryPrompt(context.Background(), fsys, memdir.CombinedPromptRequest{
 		AutoDir:               "/mem/",
-		IncludeHowToSave:      true,
 		IndividualMemoryFiles: []memdir.InstructionFile{{Path: "CLAUDE.md", Content: "Run make check."}},
 	})
 	fmt.Println(err)
@@ -198,7 +197,7 @@ func ExampleParseEnvBool() {
 func ExampleDefaultAutoMemPath() {
 	dir, err := memdir.DefaultAutoMemPath(afero.NewMemMapFs(), "/home/u/.claude", "/tmp/scratch")
 	fmt.Println(dir, err)
-	fmt.Println(memdir.TeamDir(dir))
+	fmt.Println(memdir.TeamMemPath(dir))
 	// Output:
 	// /home/u/.claude/projects/-tmp-scratch/memory/ <nil>
 	// /home/u/.claude/projects/-tmp-scratch/memory/team/
@@ -282,7 +281,7 @@ func ExampleBuildMemoryPrompt() {
 
 func ExampleEnsureMemoryDir() {
 	fsys := afero.NewMemMapFs()
-	err := memdir.EnsureMemoryDir(fsys, memdir.TeamDir("/mem/"))
+	err := memdir.EnsureMemoryDir(fsys, memdir.TeamMemPath("/mem/"))
 	_, statErr := fsys.Stat("/mem")
 	fmt.Println(err, statErr == nil)
 	// Output:

@@ -68,7 +68,7 @@ type WriteGate struct {
 // GateOptions configures a WriteGate. The zero value means the defaults.
 type GateOptions struct {
 	// TeamDirs are directories whose writes are scanned for secrets. By
-	// default: the team directory (TeamDir) of every root, and every root
+	// default: the team directory (TeamMemPath) of every root, and every root
 	// whose own name is "team".
 	TeamDirs []string
 	// Scanner finds secrets; nil means secrets.New().
@@ -99,7 +99,7 @@ func NewWriteGate(fsys afero.Fs, roots []string, opts GateOptions) (*WriteGate, 
 			if filepath.Base(r) == TeamDirName {
 				g.teams = append(g.teams, r)
 			} else {
-				g.teams = append(g.teams, cleanDir(TeamDir(r)))
+				g.teams = append(g.teams, cleanDir(TeamMemPath(r)))
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptConfig) 
 	}
 	ensure := cfg.AutoDir
 	if cfg.TeamActive && !cfg.DailyLog {
-		ensure = TeamDir(cfg.AutoDir) // creating the team dir creates the auto dir
+		ensure = TeamMemPath(cfg.AutoDir) // creating the team dir creates the auto dir
 	}
 	if err := EnsureMemoryDir(fsys, ensure); err != nil {
 		log.Warn("memdir: could not create the memory directory", "event", "memdir_mkdir_failed", "error", err)
@@ -103,7 +103,7 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptConfig) 
 		mode = PromptCombined
 		text, err = BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
 			AutoDir: cfg.AutoDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
-			IncludeHowToSave: !cfg.OmitHowToSave, PromptOptions: cfg.PromptOptions,
+			OmitHowToSave: cfg.OmitHowToSave, PromptOptions: cfg.PromptOptions,
 		})
 	default:
 		mode = PromptSingle

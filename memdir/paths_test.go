@@ -460,9 +460,9 @@ func TestDailyLogPath(t *testing.T) {
 	assert.Equal(t, "/m/logs/YYYY/MM/YYYY-MM-DD.md", dailyLogPattern("/m/"))
 }
 
-func TestTeamDir(t *testing.T) {
-	assert.Equal(t, "/m/team/", TeamDir("/m/"))
-	assert.Equal(t, "/m/team/", TeamDir("/m"))
+func TestTeamMemPath(t *testing.T) {
+	assert.Equal(t, "/m/team/", TeamMemPath("/m/"))
+	assert.Equal(t, "/m/team/", TeamMemPath("/m"))
 }
 
 func FuzzValidateMemoryPath(f *testing.F) {

@@ -132,12 +132,13 @@ func BuildAgentMemoryPrompt(ctx context.Context, fsys afero.Fs, req AgentMemoryP
 type CombinedPromptRequest struct {
 	// AutoDir is the private auto-memory directory (required).
 	AutoDir string
-	// TeamDir defaults to TeamDir(AutoDir).
+	// TeamDir defaults to TeamMemPath(AutoDir).
 	TeamDir string
 	// IndividualMemoryFiles are the host's already-loaded instruction files.
 	IndividualMemoryFiles []InstructionFile
-	// IncludeHowToSave adds the section on how to write a memory.
-	IncludeHowToSave bool
+	// OmitHowToSave leaves out the section on how to write a memory (it is
+	// in by default).
+	OmitHowToSave bool
 	PromptOptions
 }
 
@@ -158,7 +159,7 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 	}
 	teamDir := req.TeamDir
 	if teamDir == "" {
-		teamDir = TeamDir(req.AutoDir)
+		teamDir = TeamMemPath(req.AutoDir)
 	}
 	log := logger(req.Logger)
 	var b strings.Builder
@@ -171,7 +172,7 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 		"directly with your file tools; do not create them or check that they are there first.\n\n")
 	b.WriteString(sectionTypes(true))
 	b.WriteString(sectionWhatNotToSave(true))
-	if req.IncludeHowToSave {
+	if !req.OmitHowToSave {
 		b.WriteString(sectionHowToSave([]string{
 			filepath.Join(req.AutoDir, EntrypointName),
 			filepath.Join(teamDir, EntrypointName),

@@ -124,8 +124,7 @@ func TestPromptGoldens(t *testing.T) {
 		},
 		"combined.md": func() (string, error) {
 			return BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
-				AutoDir:          fixtureMemDir,
-				IncludeHowToSave: true,
+				AutoDir: fixtureMemDir,
 				IndividualMemoryFiles: []InstructionFile{
 					{Path: "/work/acme/api/CLAUDE.md", Content: "Run `make check` before every commit.\n"},
 					{Path: "/home/u/.claude/CLAUDE.md", Content: "  \n"},
@@ -133,7 +132,7 @@ func TestPromptGoldens(t *testing.T) {
 			})
 		},
 		"combined_no_howto.md": func() (string, error) {
-			return BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
+			return BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir, OmitHowToSave: true})
 		},
 		"agent_project.md": func() (string, error) {
 			return BuildAgentMemoryPrompt(ctx, fsys, AgentMemoryPromptRequest{Dir: "/work/acme/api/.claude/agent-memory/reviewer/", Scope: ScopeProject})
@@ -170,13 +169,13 @@ func TestPromptContracts(t *testing.T) {
 	assert.NotContains(t, skip, "## MEMORY.md")
 	assert.NotContains(t, skip, "pointer")
 
-	combined, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir, IncludeHowToSave: true})
+	combined, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
 	require.NoError(t, err)
 	assertInOrder(t, combined, []string{"private: `" + fixtureMemDir, "team: `" + fixtureMemDir + "team/", "Always private",
 		"integration tests must hit a real database", "never put a secret there", "## How to save a memory",
 		"## MEMORY.md (private)", "- [Testing policy]", "## MEMORY.md (team)", "- [Build invariants]", "- build_invariants.md", "- ci_alerts.md"})
 	assert.NotContains(t, combined, "Run `make generate`", "team file bodies are not loaded into the prompt")
-	noHow, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
+	noHow, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir, OmitHowToSave: true})
 	require.NoError(t, err)
 	assert.NotContains(t, noHow, "## How to save a memory")
 
@@ -282,7 +281,7 @@ func TestLoadMemoryPromptDispatch(t *testing.T) {
 			return s
 		}},
 		{LoadPromptConfig{Enabled: true, AutoDir: fixtureMemDir, TeamActive: true}, PromptCombined, func(t *testing.T) string {
-			s, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir, IncludeHowToSave: true})
+			s, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
 			require.NoError(t, err)
 			return s
 		}},

@@ -187,9 +187,9 @@ func ProjectKey(fsys afero.Fs, projectRoot string) string {
 	return filepath.Clean(projectRoot)
 }
 
-// TeamDir returns the team-shared directory inside an auto-memory dir, with
+// TeamMemPath returns the team-shared directory inside an auto-memory dir, with
 // one trailing separator and NFC-normalised.
-func TeamDir(autoMemDir string) string {
+func TeamMemPath(autoMemDir string) string {
 	return norm.NFC.String(filepath.Join(autoMemDir, TeamDirName) + string(filepath.Separator))
 }
 

@@ -25,7 +25,7 @@ func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.Pe
 	for _, r := range readRoots {
 		roots = append(roots, filepath.Clean(r))
 	}
-	guard := teammem.NewWriteGuard(memdir.TeamDir(autoDir))
+	guard := teammem.NewWriteGuard(memdir.TeamMemPath(autoDir))
 	return func(_ context.Context, call llm.ToolCall) llm.Decision {
 		tc, err := teammem.ToolCallFromJSON(call.Name, call.Input)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 // TeamMemPath returns the team directory of an auto-memory directory:
 // <autoMemDir>/team/, NFC-normalised, with one trailing separator so that
 // a prefix check never matches a sibling such as team-old/.
-func TeamMemPath(autoMemDir string) string { return memdir.TeamDir(autoMemDir) }
+func TeamMemPath(autoMemDir string) string { return memdir.TeamMemPath(autoMemDir) }
 
 // TeamMemoryEnabled reports whether team memory is on: auto memory must be
 // on and the host's own gate must allow it.

@@ -26,7 +26,7 @@ func runPath(e env, c *common, args []string) (int, error) {
 	}
 	row("auto memory", r.path.Dir)
 	row("enabled", enabled)
-	row("team", memdir.TeamDir(r.path.Dir))
+	row("team", memdir.TeamMemPath(r.path.Dir))
 	switch {
 	case r.explicit:
 		row("chosen by", "--dir")

@@ -546,7 +546,7 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		if err != nil {
 			return nil, "", fmt.Errorf("--dir is required: %v", err)
 		}
-		o.dir = memdir.TeamDir(r.path.Dir)
+		o.dir = memdir.TeamMemPath(r.path.Dir)
 	}
 	abs, err := filepath.Abs(o.dir)
 	if err != nil {

@@ -45,7 +45,7 @@ func run(ctx context.Context, w io.Writer, apiKey string) error {
 	defer os.RemoveAll(tmp)
 	fsys := afero.NewOsFs()
 	autoDir := filepath.Join(tmp, "memory")
-	if err := memdir.EnsureMemoryDir(fsys, memdir.TeamDir(autoDir)); err != nil {
+	if err := memdir.EnsureMemoryDir(fsys, memdir.TeamMemPath(autoDir)); err != nil {
 		return err
 	}
 
