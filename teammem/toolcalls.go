@@ -1,36 +1,20 @@
 package teammem
 
 import (
-	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentmem/agentmem/memdir"
 )
 
-// ToolCall is one tool use by a model, in a form any LLM API can fill:
-// the tool's name and its JSON input decoded into a map.
-type ToolCall struct {
-	Name  string
-	Input map[string]any
-}
+// ToolCall is memdir.ToolCall: one tool use by a model (memdir keeps it
+// beside the write gate, which memtools and hosts use without teammem).
+type ToolCall = memdir.ToolCall
 
-// ToolCallFromJSON builds a ToolCall from a tool name and the raw JSON
-// object of its input.
+// ToolCallFromJSON is memdir.ToolCallFromJSON.
 func ToolCallFromJSON(name string, input []byte) (ToolCall, error) {
-	var m map[string]any
-	if len(input) > 0 {
-		if err := json.Unmarshal(input, &m); err != nil {
-			return ToolCall{}, fmt.Errorf("teammem: tool input for %s is not a JSON object: %w", name, err)
-		}
-	}
-	return ToolCall{Name: name, Input: m}, nil
-}
-
-// String returns the named input field, or "" when absent or not text.
-func (c ToolCall) String(field string) string {
-	s, _ := c.Input[field].(string)
-	return s
+	return memdir.ToolCallFromJSON(name, input)
 }
 
 // Tool names and input fields that the detectors know; hosts with other
