@@ -194,7 +194,7 @@ func (m *Memory) resolve(getenv func(string) string) error {
 		m.dir = filepath.Clean(m.opts.MemoryDir)
 		return nil
 	}
-	in := memdir.AutoMemPathInputsFromEnv(getenv, memdir.DefaultEnvNames(), m.opts.HomeDir)
+	in := memdir.AutoMemPathRequestFromEnv(getenv, memdir.DefaultEnvNames(), m.opts.HomeDir)
 	if m.opts.ConfigHome != "" {
 		in.ConfigHome = m.opts.ConfigHome
 	}
@@ -336,7 +336,7 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
-	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptConfig{Enabled: true, AutoDir: m.dir + string(filepath.Separator),
+	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.dir + string(filepath.Separator),
 		TeamActive: team || m.opts.Team.ServerURL != "", PromptOptions: memdir.PromptOptions{Logger: m.log}})
 	if err != nil {
 		return "", err

@@ -26,8 +26,8 @@ const (
 // ErrInvalidAgentType reports an agent type that cannot name a directory.
 var ErrInvalidAgentType = errors.New("memdir: invalid agent type (use a non-empty name without path separators, \"..\" or NUL)")
 
-// AgentMemoryInputs locates one sub-agent type's memory.
-type AgentMemoryInputs struct {
+// AgentMemoryDirRequest locates one sub-agent type's memory.
+type AgentMemoryDirRequest struct {
 	// AgentType is the sub-agent's type, such as "explorer" or
 	// "my-plugin:reviewer" (':' becomes '-').
 	AgentType string
@@ -49,7 +49,7 @@ type AgentMemoryInputs struct {
 //	         <remote>/projects/<SanitizePath(git root)>/agent-memory-local/<type>/
 //
 // fsys is read only for the remote local scope (to find the git root).
-func AgentMemoryDir(fsys afero.Fs, in AgentMemoryInputs) (string, error) {
+func AgentMemoryDir(fsys afero.Fs, in AgentMemoryDirRequest) (string, error) {
 	agent, err := sanitizeAgentType(in.AgentType)
 	if err != nil {
 		return "", err

@@ -73,7 +73,7 @@ func IsAutoMemoryEnabled(s EnableSettings) bool {
 }
 
 // EnvNames names the environment variables that EnableSettingsFromEnv and
-// AutoMemPathInputsFromEnv read. A host that uses its own names sets them
+// AutoMemPathRequestFromEnv read. A host that uses its own names sets them
 // here; DefaultEnvNames returns Claude Code's.
 type EnvNames struct {
 	DisableAutoMemory string

@@ -44,7 +44,7 @@ func ExampleIsAutoMemoryEnabled() {
 func ExampleResolveAutoMemPath() {
 	fsys := afero.NewMemMapFs()
 	_ = fsys.MkdirAll("/work/shop/.git", 0o755)
-	p, err := memdir.ResolveAutoMemPath(fsys, memdir.AutoMemPathInputs{
+	p, err := memdir.ResolveAutoMemPath(fsys, memdir.AutoMemPathRequest{
 		ConfigHome:  "/home/u/.claude",
 		HomeDir:     "/home/u",
 		ProjectRoot: "/work/shop/services/api",
@@ -67,7 +67,7 @@ func ExampleFindCanonicalGitRoot() {
 }
 
 func ExampleAgentMemoryDir() {
-	dir, err := memdir.AgentMemoryDir(afero.NewMemMapFs(), memdir.AgentMemoryInputs{
+	dir, err := memdir.AgentMemoryDir(afero.NewMemMapFs(), memdir.AgentMemoryDirRequest{
 		AgentType: "my-plugin:reviewer", Scope: memdir.ScopeProject, Cwd: "/work/shop",
 	})
 	fmt.Println(dir, err)
@@ -174,7 +174,7 @@ func ExampleBuildCombinedMemoryPrompt() {
 
 func ExampleLoadMemoryPrompt() {
 	fsys := afero.NewMemMapFs()
-	p, err := memdir.LoadMemoryPrompt(context.Background(), fsys, memdir.LoadPromptConfig{
+	p, err := memdir.LoadMemoryPrompt(context.Background(), fsys, memdir.LoadPromptRequest{
 		Enabled: memdir.IsAutoMemoryEnabled(memdir.EnableSettings{}),
 		AutoDir: "/home/u/.claude/projects/-work-shop/memory/",
 	})

@@ -36,9 +36,9 @@ func (m PromptMode) String() string {
 	return fmt.Sprintf("PromptMode(%d)", int(m))
 }
 
-// LoadPromptConfig is what LoadMemoryPrompt needs. The zero value of each
+// LoadPromptRequest is what LoadMemoryPrompt needs. The zero value of each
 // optional field means its default.
-type LoadPromptConfig struct {
+type LoadPromptRequest struct {
 	// Enabled is the result of IsAutoMemoryEnabled.
 	Enabled bool
 	// AutoDir is the auto-memory directory, from ResolveAutoMemPath
@@ -74,7 +74,7 @@ type MemoryPrompt struct {
 // BuildCombinedMemoryPrompt; else BuildMemoryPrompt. It first makes sure
 // the directories exist (EnsureMemoryDir); a failure there is logged and
 // does not stop the prompt, since the model's first write will surface it.
-func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptConfig) (MemoryPrompt, error) {
+func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest) (MemoryPrompt, error) {
 	log := logger(cfg.Logger)
 	if !cfg.Enabled {
 		log.Debug("memdir: auto memory is disabled; no memory prompt", "event", "memdir_disabled")

@@ -240,42 +240,42 @@ func TestResolveAutoMemPath(t *testing.T) {
 	require.NoError(t, fsys.MkdirAll("/work/repo/.git", 0o755))
 	require.NoError(t, fsys.MkdirAll("/work/repo/sub/dir", 0o755))
 	require.NoError(t, fsys.MkdirAll("/work/plain", 0o755))
-	base := AutoMemPathInputs{ConfigHome: "/home/u/.claude", HomeDir: "/home/u", ProjectRoot: "/work/repo/sub/dir"}
+	base := AutoMemPathRequest{ConfigHome: "/home/u/.claude", HomeDir: "/home/u", ProjectRoot: "/work/repo/sub/dir"}
 
-	with := func(f func(*AutoMemPathInputs)) AutoMemPathInputs { in := base; f(&in); return in }
+	with := func(f func(*AutoMemPathRequest)) AutoMemPathRequest { in := base; f(&in); return in }
 	cases := []struct {
 		name   string
-		in     AutoMemPathInputs
+		in     AutoMemPathRequest
 		want   string
 		origin PathOrigin
 		source SettingSource
 	}{
 		{"default uses git root", base, "/home/u/.claude/projects/-work-repo/memory/", OriginDefault, 0},
-		{"default outside git", with(func(in *AutoMemPathInputs) { in.ProjectRoot = "/work/plain" }), "/home/u/.claude/projects/-work-plain/memory/", OriginDefault, 0},
-		{"remote base", with(func(in *AutoMemPathInputs) { in.RemoteMemoryDir = "/remote" }), "/remote/projects/-work-repo/memory/", OriginDefault, 0},
-		{"override", with(func(in *AutoMemPathInputs) { in.Override = "/ovr/mem" }), "/ovr/mem/", OriginOverride, 0},
-		{"override has no tilde expansion", with(func(in *AutoMemPathInputs) { in.Override = "~/mem" }), "/home/u/.claude/projects/-work-repo/memory/", OriginDefault, 0},
-		{"invalid override falls to setting", with(func(in *AutoMemPathInputs) {
+		{"default outside git", with(func(in *AutoMemPathRequest) { in.ProjectRoot = "/work/plain" }), "/home/u/.claude/projects/-work-plain/memory/", OriginDefault, 0},
+		{"remote base", with(func(in *AutoMemPathRequest) { in.RemoteMemoryDir = "/remote" }), "/remote/projects/-work-repo/memory/", OriginDefault, 0},
+		{"override", with(func(in *AutoMemPathRequest) { in.Override = "/ovr/mem" }), "/ovr/mem/", OriginOverride, 0},
+		{"override has no tilde expansion", with(func(in *AutoMemPathRequest) { in.Override = "~/mem" }), "/home/u/.claude/projects/-work-repo/memory/", OriginDefault, 0},
+		{"invalid override falls to setting", with(func(in *AutoMemPathRequest) {
 			in.Override = "rel"
 			in.AutoMemoryDirectory = map[SettingSource]string{SourceUser: "~/mem"}
 		}), "/home/u/mem/", OriginSetting, SourceUser},
-		{"override beats setting", with(func(in *AutoMemPathInputs) {
+		{"override beats setting", with(func(in *AutoMemPathRequest) {
 			in.Override = "/ovr"
 			in.AutoMemoryDirectory = map[SettingSource]string{SourcePolicy: "/pol"}
 		}), "/ovr/", OriginOverride, 0},
-		{"policy beats flag local user", with(func(in *AutoMemPathInputs) {
+		{"policy beats flag local user", with(func(in *AutoMemPathRequest) {
 			in.AutoMemoryDirectory = map[SettingSource]string{SourceUser: "/u1", SourceLocal: "/l1", SourceFlag: "/f1", SourcePolicy: "/p1"}
 		}), "/p1/", OriginSetting, SourcePolicy},
-		{"flag beats local", with(func(in *AutoMemPathInputs) {
+		{"flag beats local", with(func(in *AutoMemPathRequest) {
 			in.AutoMemoryDirectory = map[SettingSource]string{SourceUser: "/u1", SourceLocal: "/l1", SourceFlag: "/f1"}
 		}), "/f1/", OriginSetting, SourceFlag},
-		{"local beats user", with(func(in *AutoMemPathInputs) {
+		{"local beats user", with(func(in *AutoMemPathRequest) {
 			in.AutoMemoryDirectory = map[SettingSource]string{SourceUser: "/u1", SourceLocal: "/l1"}
 		}), "/l1/", OriginSetting, SourceLocal},
-		{"project settings are never trusted", with(func(in *AutoMemPathInputs) {
+		{"project settings are never trusted", with(func(in *AutoMemPathRequest) {
 			in.AutoMemoryDirectory = map[SettingSource]string{SourceProject: "~/.ssh"}
 		}), "/home/u/.claude/projects/-work-repo/memory/", OriginDefault, 0},
-		{"invalid setting falls to default", with(func(in *AutoMemPathInputs) {
+		{"invalid setting falls to default", with(func(in *AutoMemPathRequest) {
 			in.AutoMemoryDirectory = map[SettingSource]string{SourceLocal: "~/", SourceUser: "/u1"}
 		}), "/home/u/.claude/projects/-work-repo/memory/", OriginDefault, 0},
 	}
@@ -289,9 +289,9 @@ func TestResolveAutoMemPath(t *testing.T) {
 		})
 	}
 
-	_, err := ResolveAutoMemPath(fsys, with(func(in *AutoMemPathInputs) { in.ConfigHome = "" }))
+	_, err := ResolveAutoMemPath(fsys, with(func(in *AutoMemPathRequest) { in.ConfigHome = "" }))
 	assert.ErrorIs(t, err, ErrNoMemoryBase)
-	_, err = ResolveAutoMemPath(fsys, with(func(in *AutoMemPathInputs) { in.ProjectRoot = "" }))
+	_, err = ResolveAutoMemPath(fsys, with(func(in *AutoMemPathRequest) { in.ProjectRoot = "" }))
 	assert.ErrorIs(t, err, ErrNoProjectRoot)
 	assert.False(t, SourceProject.Trusted())
 	assert.True(t, SourcePolicy.Trusted())
@@ -299,12 +299,12 @@ func TestResolveAutoMemPath(t *testing.T) {
 
 func TestAutoMemPathInputsFromEnv(t *testing.T) {
 	env := map[string]string{"CLAUDE_COWORK_MEMORY_PATH_OVERRIDE": "/o", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/r"}
-	in := AutoMemPathInputsFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), "/home/u")
+	in := AutoMemPathRequestFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), "/home/u")
 	assert.Equal(t, "/home/u/.claude", in.ConfigHome)
 	assert.Equal(t, "/o", in.Override)
 	assert.Equal(t, "/r", in.RemoteMemoryDir)
 	env["CLAUDE_CONFIG_DIR"] = "/cfg"
-	in = AutoMemPathInputsFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), "/home/u")
+	in = AutoMemPathRequestFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), "/home/u")
 	assert.Equal(t, "/cfg", in.ConfigHome)
 }
 
@@ -427,14 +427,14 @@ func TestAgentMemoryDir(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, fsys.MkdirAll("/w/repo/.git", 0o755))
 	cases := []struct {
-		in   AgentMemoryInputs
+		in   AgentMemoryDirRequest
 		want string
 	}{
-		{AgentMemoryInputs{AgentType: "explorer", Scope: ScopeUser, ConfigHome: "/c"}, "/c/agent-memory/explorer/"},
-		{AgentMemoryInputs{AgentType: "plug:rev", Scope: ScopeUser, ConfigHome: "/c", RemoteMemoryDir: "/r"}, "/r/agent-memory/plug-rev/"},
-		{AgentMemoryInputs{AgentType: "plug:rev", Scope: ScopeProject, Cwd: "/w/repo"}, "/w/repo/.claude/agent-memory/plug-rev/"},
-		{AgentMemoryInputs{AgentType: "a", Scope: ScopeLocal, Cwd: "/w/repo"}, "/w/repo/.claude/agent-memory-local/a/"},
-		{AgentMemoryInputs{AgentType: "a", Scope: ScopeLocal, Cwd: "/w/repo", RemoteMemoryDir: "/r"}, "/r/projects/-w-repo/agent-memory-local/a/"},
+		{AgentMemoryDirRequest{AgentType: "explorer", Scope: ScopeUser, ConfigHome: "/c"}, "/c/agent-memory/explorer/"},
+		{AgentMemoryDirRequest{AgentType: "plug:rev", Scope: ScopeUser, ConfigHome: "/c", RemoteMemoryDir: "/r"}, "/r/agent-memory/plug-rev/"},
+		{AgentMemoryDirRequest{AgentType: "plug:rev", Scope: ScopeProject, Cwd: "/w/repo"}, "/w/repo/.claude/agent-memory/plug-rev/"},
+		{AgentMemoryDirRequest{AgentType: "a", Scope: ScopeLocal, Cwd: "/w/repo"}, "/w/repo/.claude/agent-memory-local/a/"},
+		{AgentMemoryDirRequest{AgentType: "a", Scope: ScopeLocal, Cwd: "/w/repo", RemoteMemoryDir: "/r"}, "/r/projects/-w-repo/agent-memory-local/a/"},
 	}
 	for _, c := range cases {
 		got, err := AgentMemoryDir(fsys, c.in)
@@ -442,12 +442,12 @@ func TestAgentMemoryDir(t *testing.T) {
 		assert.Equal(t, c.want, got)
 	}
 	for _, bad := range []string{"", "..", "a/b", `a\b`, "x\x00"} {
-		_, err := AgentMemoryDir(fsys, AgentMemoryInputs{AgentType: bad, Scope: ScopeUser, ConfigHome: "/c"})
+		_, err := AgentMemoryDir(fsys, AgentMemoryDirRequest{AgentType: bad, Scope: ScopeUser, ConfigHome: "/c"})
 		assert.ErrorIs(t, err, ErrInvalidAgentType, "%q", bad)
 	}
-	_, err := AgentMemoryDir(fsys, AgentMemoryInputs{AgentType: "a", Scope: "team", ConfigHome: "/c"})
+	_, err := AgentMemoryDir(fsys, AgentMemoryDirRequest{AgentType: "a", Scope: "team", ConfigHome: "/c"})
 	assert.Error(t, err)
-	_, err = AgentMemoryDir(fsys, AgentMemoryInputs{AgentType: "a", Scope: ScopeProject})
+	_, err = AgentMemoryDir(fsys, AgentMemoryDirRequest{AgentType: "a", Scope: ScopeProject})
 	assert.ErrorIs(t, err, ErrNoProjectRoot)
 }
 

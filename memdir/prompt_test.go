@@ -79,7 +79,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestCompatibilityFixture(t *testing.T) {
 	fsys := loadFixture(t)
-	p, err := ResolveAutoMemPath(fsys, AutoMemPathInputs{
+	p, err := ResolveAutoMemPath(fsys, AutoMemPathRequest{
 		ConfigHome:  fixtureHome + "/.claude",
 		HomeDir:     fixtureHome,
 		ProjectRoot: fixtureProject + "/cmd/server",
@@ -264,28 +264,28 @@ func TestLoadMemoryPromptDispatch(t *testing.T) {
 	var records []slog.Record
 	log := slog.New(recordingHandler{&records})
 
-	got, err := LoadMemoryPrompt(ctx, fsys, LoadPromptConfig{Enabled: false, AutoDir: fixtureMemDir, PromptOptions: PromptOptions{Logger: log}})
+	got, err := LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: false, AutoDir: fixtureMemDir, PromptOptions: PromptOptions{Logger: log}})
 	require.NoError(t, err)
 	assert.Equal(t, PromptDisabled, got.Mode)
 	assert.Empty(t, got.Text)
 	assert.Equal(t, []string{"memdir_disabled"}, events(records))
 
 	cases := []struct {
-		cfg  LoadPromptConfig
+		cfg  LoadPromptRequest
 		mode PromptMode
 		want func(t *testing.T) string
 	}{
-		{LoadPromptConfig{Enabled: true, AutoDir: fixtureMemDir}, PromptSingle, func(t *testing.T) string {
+		{LoadPromptRequest{Enabled: true, AutoDir: fixtureMemDir}, PromptSingle, func(t *testing.T) string {
 			s, err := BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir})
 			require.NoError(t, err)
 			return s
 		}},
-		{LoadPromptConfig{Enabled: true, AutoDir: fixtureMemDir, TeamActive: true}, PromptCombined, func(t *testing.T) string {
+		{LoadPromptRequest{Enabled: true, AutoDir: fixtureMemDir, TeamActive: true}, PromptCombined, func(t *testing.T) string {
 			s, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
 			require.NoError(t, err)
 			return s
 		}},
-		{LoadPromptConfig{Enabled: true, AutoDir: fixtureMemDir, TeamActive: true, DailyLog: true}, PromptDailyLog, func(t *testing.T) string {
+		{LoadPromptRequest{Enabled: true, AutoDir: fixtureMemDir, TeamActive: true, DailyLog: true}, PromptDailyLog, func(t *testing.T) string {
 			s, err := BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{AutoDir: fixtureMemDir})
 			require.NoError(t, err)
 			return s
@@ -299,13 +299,13 @@ func TestLoadMemoryPromptDispatch(t *testing.T) {
 			assert.Equal(t, c.want(t), got.Text)
 		})
 	}
-	_, err = LoadMemoryPrompt(ctx, fsys, LoadPromptConfig{Enabled: true})
+	_, err = LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: true})
 	assert.ErrorIs(t, err, ErrNoMemoryDir)
 }
 
 func TestLoadMemoryPromptCreatesDirs(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	_, err := LoadMemoryPrompt(context.Background(), fsys, LoadPromptConfig{Enabled: true, AutoDir: "/c/projects/x/memory/", TeamActive: true})
+	_, err := LoadMemoryPrompt(context.Background(), fsys, LoadPromptRequest{Enabled: true, AutoDir: "/c/projects/x/memory/", TeamActive: true})
 	require.NoError(t, err)
 	for _, d := range []string{"/c/projects/x/memory", "/c/projects/x/memory/team"} {
 		info, err := fsys.Stat(d)
@@ -318,7 +318,7 @@ func TestLoadMemoryPromptCreatesDirs(t *testing.T) {
 	// A read-only filesystem: the mkdir failure is logged, the prompt is built.
 	var records []slog.Record
 	ro := afero.NewReadOnlyFs(afero.NewMemMapFs())
-	got, err := LoadMemoryPrompt(context.Background(), ro, LoadPromptConfig{Enabled: true, AutoDir: "/ro/memory/", PromptOptions: PromptOptions{Logger: slog.New(recordingHandler{&records})}})
+	got, err := LoadMemoryPrompt(context.Background(), ro, LoadPromptRequest{Enabled: true, AutoDir: "/ro/memory/", PromptOptions: PromptOptions{Logger: slog.New(recordingHandler{&records})}})
 	require.NoError(t, err)
 	assert.Equal(t, PromptSingle, got.Mode)
 	assert.Contains(t, got.Text, "is empty for now")

@@ -23,8 +23,8 @@ const (
 
 // Errors returned by ResolveAutoMemPath when a required input is missing.
 var (
-	ErrNoMemoryBase  = errors.New("memdir: no config home or remote memory dir given (set AutoMemPathInputs.ConfigHome to an absolute path)")
-	ErrNoProjectRoot = errors.New("memdir: no project root given (set AutoMemPathInputs.ProjectRoot to an absolute path)")
+	ErrNoMemoryBase  = errors.New("memdir: no config home or remote memory dir given (set AutoMemPathRequest.ConfigHome to an absolute path)")
+	ErrNoProjectRoot = errors.New("memdir: no project root given (set AutoMemPathRequest.ProjectRoot to an absolute path)")
 )
 
 // SettingSource names where a setting came from. Only some sources may
@@ -71,8 +71,8 @@ func (s SettingSource) Trusted() bool {
 	return false
 }
 
-// AutoMemPathInputs is what ResolveAutoMemPath needs; the host fills it.
-type AutoMemPathInputs struct {
+// AutoMemPathRequest is what ResolveAutoMemPath needs; the host fills it.
+type AutoMemPathRequest struct {
 	// ConfigHome is the runtime's config root (Claude Code: ~/.claude).
 	ConfigHome string
 	// RemoteMemoryDir, when set, replaces ConfigHome as the memory base.
@@ -139,7 +139,7 @@ func MemoryBase(configHome, remoteMemoryDir string) string {
 //
 // A value that fails ValidateMemoryPath falls through to the next rule. fsys
 // is only read (to find the git root) when rule 3 applies.
-func ResolveAutoMemPath(fsys afero.Fs, in AutoMemPathInputs) (AutoMemPath, error) {
+func ResolveAutoMemPath(fsys afero.Fs, in AutoMemPathRequest) (AutoMemPath, error) {
 	if in.Override != "" {
 		if dir, err := ValidateMemoryPath(in.Override, ""); err == nil {
 			return AutoMemPath{Dir: dir, Origin: OriginOverride}, nil
@@ -193,16 +193,16 @@ func TeamMemPath(autoMemDir string) string {
 	return norm.NFC.String(filepath.Join(autoMemDir, TeamDirName) + string(filepath.Separator))
 }
 
-// AutoMemPathInputsFromEnv fills the environment part of AutoMemPathInputs
+// AutoMemPathRequestFromEnv fills the environment part of AutoMemPathRequest
 // through getenv, with home as the user's home directory: the override,
 // the remote memory dir, and the config home (names.ConfigDir, or
 // <home>/.claude). The host adds settings and the project root.
-func AutoMemPathInputsFromEnv(getenv func(string) string, names EnvNames, home string) AutoMemPathInputs {
+func AutoMemPathRequestFromEnv(getenv func(string) string, names EnvNames, home string) AutoMemPathRequest {
 	configHome := getenv(names.ConfigDir)
 	if configHome == "" && home != "" {
 		configHome = filepath.Join(home, ".claude")
 	}
-	return AutoMemPathInputs{
+	return AutoMemPathRequest{
 		ConfigHome:      configHome,
 		RemoteMemoryDir: getenv(names.RemoteMemoryDir),
 		HomeDir:         home,

@@ -183,7 +183,7 @@ func configHome(e env, c *common) (string, error) {
 type resolved struct {
 	path     memdir.AutoMemPath
 	project  string
-	inputs   memdir.AutoMemPathInputs
+	inputs   memdir.AutoMemPathRequest
 	ignored  []string // settings seen but not trusted, for path's explanation
 	explicit bool
 }
@@ -205,7 +205,7 @@ func resolve(e env, c *common) (resolved, error) {
 		}
 		return resolved{path: memdir.AutoMemPath{Dir: d + string(filepath.Separator), Origin: memdir.OriginOverride}, project: project, explicit: true}, nil
 	}
-	in := memdir.AutoMemPathInputsFromEnv(e.getenv, memdir.DefaultEnvNames(), e.home)
+	in := memdir.AutoMemPathRequestFromEnv(e.getenv, memdir.DefaultEnvNames(), e.home)
 	if c.configDir != "" {
 		in.ConfigHome = c.configDir
 	}

@@ -434,7 +434,7 @@ func (ms *memoryServer) noteFile(file string, exists bool) {
 // prompt serves the memory section of the system prompt.
 func (ms *memoryServer) prompt(ctx context.Context, _ *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	team, _ := afero.DirExists(ms.fs, memdir.TeamMemPath(ms.dir.Path()))
-	p, err := memdir.LoadMemoryPrompt(ctx, afero.NewReadOnlyFs(ms.fs), memdir.LoadPromptConfig{Enabled: true, AutoDir: ms.dir.Path(), TeamActive: team})
+	p, err := memdir.LoadMemoryPrompt(ctx, afero.NewReadOnlyFs(ms.fs), memdir.LoadPromptRequest{Enabled: true, AutoDir: ms.dir.Path(), TeamActive: team})
 	if err != nil {
 		return nil, errors.New("the memory prompt could not be built")
 	}

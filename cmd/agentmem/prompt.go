@@ -24,7 +24,7 @@ func runPrompt(e env, c *common, args []string, team, skipIndex bool) (int, erro
 		return exitError, err
 	}
 	// Read-only: the prompt must not create directories as a side effect.
-	p, err := memdir.LoadMemoryPrompt(context.Background(), afero.NewReadOnlyFs(e.fs), memdir.LoadPromptConfig{
+	p, err := memdir.LoadMemoryPrompt(context.Background(), afero.NewReadOnlyFs(e.fs), memdir.LoadPromptRequest{
 		Enabled:    true,
 		AutoDir:    r.path.Dir,
 		TeamActive: team,

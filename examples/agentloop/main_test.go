@@ -19,7 +19,7 @@ import (
 
 // memoryDir is where a person's memory for their shop checkout lives.
 func memoryDir(t *testing.T, home string) string {
-	p, err := memdir.ResolveAutoMemPath(afero.NewOsFs(), memdir.AutoMemPathInputs{ConfigHome: filepath.Join(home, ".claude"), ProjectRoot: filepath.Join(home, "shop")})
+	p, err := memdir.ResolveAutoMemPath(afero.NewOsFs(), memdir.AutoMemPathRequest{ConfigHome: filepath.Join(home, ".claude"), ProjectRoot: filepath.Join(home, "shop")})
 	require.NoError(t, err)
 	return p.Dir
 }

@@ -128,7 +128,7 @@ func run(w io.Writer, full bool) error {
 	}
 
 	// 7. The memory section of the system prompt (private + team).
-	prompt, err := memdir.LoadMemoryPrompt(ctx, fsys, memdir.LoadPromptConfig{
+	prompt, err := memdir.LoadMemoryPrompt(ctx, fsys, memdir.LoadPromptRequest{
 		Enabled:    true,
 		AutoDir:    memDir,
 		TeamActive: true,
