@@ -35,16 +35,17 @@ const (
 	pollInterval = 100 * time.Millisecond
 )
 
-// Clock is the time source; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
+// sleep waits d or until ctx ends, the default Config.Sleep.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // EventKind names what an Event reports.
 type EventKind string
@@ -95,7 +96,10 @@ type Config struct {
 	MaxTurns         int
 	WaitTimeout      time.Duration
 	StaleAfter       time.Duration
-	Clock            Clock
+	// Now is the clock (default time.Now); Sleep waits between the polls
+	// of WaitForUpdate (default a timer honouring ctx).
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 	// History, when set, takes a snapshot (Event.Checkpoint) before each
 	// update and tracks the summary file in it, so the update can be
 	// rewound. Give the summary its own filehistory.Tracker.
@@ -174,8 +178,11 @@ func New(cfg Config) (*Tracker, error) {
 	if cfg.UpdatePrompt == "" {
 		cfg.UpdatePrompt = DefaultUpdatePrompt
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -244,7 +251,7 @@ func (t *Tracker) Observe(ctx context.Context, obs Observation) bool {
 		t.cursor = obs.Messages[n-1].ID
 	}
 	t.running = true
-	t.startedAt = t.cfg.Clock.Now()
+	t.startedAt = t.cfg.Now()
 	t.wg.Add(1)
 	go t.update(ctx, fresh, obs.ContextTokens)
 	return true
@@ -270,7 +277,7 @@ func (t *Tracker) update(call context.Context, fresh []llm.Message, tokens int) 
 // edit it.
 func (t *Tracker) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, checkpoint string, _ error) {
 	if t.cfg.History != nil {
-		checkpoint = filehistory.CheckpointID("session-summary", time.Now())
+		checkpoint = filehistory.CheckpointID("session-summary", t.cfg.Now())
 		if err := t.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
 			return llm.Result{}, "", fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
 		}
@@ -339,22 +346,20 @@ func (t *Tracker) ensureFile() error {
 // ago (it is presumed stuck). It reports whether no update is running when
 // it returns.
 func (t *Tracker) WaitForUpdate(ctx context.Context) bool {
-	deadline := t.cfg.Clock.Now().Add(t.cfg.WaitTimeout)
+	deadline := t.cfg.Now().Add(t.cfg.WaitTimeout)
 	for {
 		t.mu.Lock()
 		running, started := t.running, t.startedAt
 		t.mu.Unlock()
-		now := t.cfg.Clock.Now()
+		now := t.cfg.Now()
 		switch {
 		case !running:
 			return true
 		case now.Sub(started) > t.cfg.StaleAfter, !now.Before(deadline):
 			return false
 		}
-		select {
-		case <-ctx.Done():
+		if t.cfg.Sleep(ctx, pollInterval) != nil {
 			return false
-		case <-t.cfg.Clock.After(pollInterval):
 		}
 	}
 }

@@ -24,14 +24,9 @@ type fakeClock struct {
 }
 
 func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	now := c.now
-	c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	ch <- now
-	return ch
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.Advance(d)
+	return ctx.Err()
 }
 func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
@@ -185,7 +180,7 @@ func TestSerialisedAndWaitRules(t *testing.T) {
 	started := make(chan struct{})
 	model := llmtest.New(llmtest.Step{Block: true, Started: started})
 	clock := &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	tr, _, events := newTracker(t, model, func(c *Config) { c.Clock = clock })
+	tr, _, events := newTracker(t, model, func(c *Config) { c.Now, c.Sleep = clock.Now, clock.Sleep })
 
 	assert.True(t, tr.WaitForUpdate(context.Background()), "nothing running: no wait")
 	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 10_000, Messages: msgs(0, false)}))
