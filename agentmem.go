@@ -263,7 +263,7 @@ func (m *Memory) build(model llm.Model) error {
 		if !teamOn {
 			teamOn, _ = afero.DirExists(m.fs, team)
 		}
-		if m.extractor, err = extract.New(extract.Config{Fs: m.fs, AutoDir: m.dir, Model: model, Team: teamOn, History: h, Logger: m.log}); err != nil {
+		if m.extractor, err = extract.New(m.fs, m.dir, model, extract.Config{Team: teamOn, History: h, Logger: m.log}); err != nil {
 			return err
 		}
 	}

@@ -17,12 +17,11 @@ func ExampleExtractor() {
 			"content": "---\nname: Answer style\ndescription: prefers short answers\ntype: user\n---\nKeep answers short.\n"}),
 		llmtest.Text("Saved the answer style."),
 	)
-	ex, _ := extract.New(extract.Config{Fs: fsys, AutoDir: "/mem", Model: model,
-		Observer: func(e extract.Event) {
-			if e.Kind == extract.EventFinished {
-				fmt.Println("memory updated:", e.Files)
-			}
-		}})
+	ex, _ := extract.New(fsys, "/mem", model, extract.Config{Observer: func(e extract.Event) {
+		if e.Kind == extract.EventFinished {
+			fmt.Println("memory updated:", e.Files)
+		}
+	}})
 	defer ex.Close()
 
 	conversation := []llm.Message{

@@ -78,11 +78,9 @@ type Event struct {
 // Config configures an Extractor. Fs, AutoDir and Model are required; the
 // zero value of the rest means the defaults.
 type Config struct {
-	Fs afero.Fs
-	// AutoDir is the auto-memory directory (its team/ is written only
-	// through the secret guard).
-	AutoDir string
-	Model   llm.Model
+	fs      afero.Fs
+	autoDir string
+	model   llm.Model
 	// Team tells the prompt that AutoDir/team/ is shared and how to route.
 	Team bool
 	// Disabled and Remote skip every turn (auto memory off; a remote
@@ -146,13 +144,16 @@ type Extractor struct {
 }
 
 // ErrMissingConfig is returned by New without Fs, AutoDir or Model.
-var ErrMissingConfig = errors.New("extract: Config needs Fs, AutoDir and Model")
+var ErrMissingConfig = errors.New("extract: New needs a filesystem, the memory directory and a model")
 
-// New returns an Extractor.
-func New(cfg Config) (*Extractor, error) {
-	if cfg.Fs == nil || cfg.AutoDir == "" || cfg.Model == nil {
+// New returns an Extractor that saves memories into autoDir (the
+// auto-memory directory; its team/ is written only through the secret
+// guard) on fsys, with model running the extraction agent.
+func New(fsys afero.Fs, autoDir string, model llm.Model, cfg Config) (*Extractor, error) {
+	if fsys == nil || autoDir == "" || model == nil {
 		return nil, ErrMissingConfig
 	}
+	cfg.fs, cfg.autoDir, cfg.model = fsys, autoDir, model
 	if cfg.EveryNTurns <= 0 {
 		cfg.EveryNTurns = 1
 	}
@@ -162,7 +163,7 @@ func New(cfg Config) (*Extractor, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
-	cfg.AutoDir = filepath.Clean(cfg.AutoDir)
+	cfg.autoDir = filepath.Clean(cfg.autoDir)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -291,7 +292,7 @@ func (e *Extractor) run(call context.Context, msgs, fresh []llm.Message, trailin
 
 // extract runs the forked agent over the new messages.
 func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []string, checkpoint string, _ llm.Result, _ error) {
-	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.Fs, e.cfg.AutoDir, memdir.ScanOptions{})
+	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.fs, e.cfg.autoDir, memdir.ScanOptions{})
 	if err != nil {
 		return nil, "", llm.Result{}, err
 	}
@@ -301,16 +302,16 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []s
 			return nil, "", llm.Result{}, fmt.Errorf("extract: checkpoint before the run: %w", err)
 		}
 	}
-	tools, err := memtools.New(e.cfg.Fs, []string{e.cfg.AutoDir}, memtools.Options{Tracker: e.cfg.History})
+	tools, err := memtools.New(e.cfg.fs, []string{e.cfg.autoDir}, memtools.Options{Tracker: e.cfg.History})
 	if err != nil {
 		return nil, checkpoint, llm.Result{}, err
 	}
-	res, err := llm.RunAgent(ctx, e.cfg.Model, llm.Task{
+	res, err := llm.RunAgent(ctx, e.cfg.model, llm.Task{
 		Purpose:    llm.PurposeExtractMemories,
-		System:     systemPrompt(e.cfg.AutoDir, e.cfg.Team),
-		Prompt:     userPrompt(e.cfg.AutoDir, headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
+		System:     systemPrompt(e.cfg.autoDir, e.cfg.Team),
+		Prompt:     userPrompt(e.cfg.autoDir, headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
 		Tools:      tools.Tools(),
-		Permission: memtools.ExtractPermission(e.cfg.Fs, e.cfg.AutoDir, nil),
+		Permission: memtools.ExtractPermission(e.cfg.fs, e.cfg.autoDir, nil),
 		MaxTurns:   e.cfg.MaxTurns,
 	})
 	if errors.Is(err, llm.ErrMaxTurns) {
@@ -398,7 +399,7 @@ func hasSubstantialUserMessage(msgs []llm.Message) bool {
 // mainAgentWroteMemory reports whether an assistant message wrote or
 // edited a file inside the auto-memory directory.
 func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
-	prefix := e.cfg.AutoDir + string(filepath.Separator)
+	prefix := e.cfg.autoDir + string(filepath.Separator)
 	for _, m := range msgs {
 		if m.Role != llm.RoleAssistant {
 			continue

@@ -51,11 +51,11 @@ func newExtractor(t *testing.T, model llm.Model, mutate func(*Config)) (*Extract
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, fsys.MkdirAll(auto, 0o755))
 	rec := &recorder{}
-	cfg := Config{Fs: fsys, AutoDir: auto, Model: model, Observer: rec.observe}
+	cfg := Config{Observer: rec.observe}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	e, err := New(cfg)
+	e, err := New(fsys, auto, model, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e, rec, fsys
@@ -201,12 +201,13 @@ func TestMainAgentWroteMemory(t *testing.T) {
 
 func TestThrottle(t *testing.T) {
 	model := llmtest.New(llmtest.Text("Nothing to save."), llmtest.Text("Nothing to save."))
-	var fsys *countingFs
-	e, rec, _ := newExtractor(t, model, func(c *Config) {
-		c.EveryNTurns = 2
-		fsys = &countingFs{Fs: c.Fs}
-		c.Fs = fsys
-	})
+	base := afero.NewMemMapFs()
+	require.NoError(t, base.MkdirAll(auto, 0o755))
+	fsys := &countingFs{Fs: base}
+	rec := &recorder{}
+	e, err := New(fsys, auto, model, Config{EveryNTurns: 2, Observer: rec.observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
 	var msgs []llm.Message
 	var reads []int64
 	for i := 0; i < 4; i++ {
@@ -360,9 +361,11 @@ func TestToolResultsWithinABudget(t *testing.T) {
 }
 
 func TestNewRequiresInputs(t *testing.T) {
-	_, err := New(Config{})
+	_, err := New(nil, auto, llmtest.New(), Config{})
 	assert.ErrorIs(t, err, ErrMissingConfig)
-	_, err = New(Config{Fs: afero.NewMemMapFs(), AutoDir: auto})
+	_, err = New(afero.NewMemMapFs(), auto, nil, Config{})
+	assert.True(t, errors.Is(err, ErrMissingConfig))
+	_, err = New(afero.NewMemMapFs(), "", llmtest.New(), Config{})
 	assert.True(t, errors.Is(err, ErrMissingConfig))
 }
 

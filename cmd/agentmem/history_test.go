@@ -38,12 +38,11 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 		llmtest.Text("Saved."),
 	)
 	var checkpoint string
-	ex, err := extract.New(extract.Config{Fs: afero.NewOsFs(), AutoDir: dir, Model: model, History: history,
-		Observer: func(ev extract.Event) {
-			if ev.Kind == extract.EventFinished {
-				checkpoint = ev.Checkpoint
-			}
-		}})
+	ex, err := extract.New(afero.NewOsFs(), dir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
+		if ev.Kind == extract.EventFinished {
+			checkpoint = ev.Checkpoint
+		}
+	}})
 	require.NoError(t, err)
 	ex.OnTurnEnd(context.Background(), []llm.Message{
 		{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Could we deploy on Friday?")}},

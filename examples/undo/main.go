@@ -63,12 +63,11 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 		llmtest.Text("Saved the deploy preference."),
 	)
 	var finished extract.Event
-	ex, err := extract.New(extract.Config{Fs: fsys, AutoDir: dir, Model: model, History: history,
-		Observer: func(ev extract.Event) {
-			if ev.Kind == extract.EventFinished {
-				finished = ev
-			}
-		}})
+	ex, err := extract.New(fsys, dir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
+		if ev.Kind == extract.EventFinished {
+			finished = ev
+		}
+	}})
 	if err != nil {
 		return err
 	}
