@@ -272,13 +272,13 @@ func (m *Memory) build(model llm.Model) error {
 		if err != nil {
 			return err
 		}
-		cfg := dream.Config{Fs: m.fs, AutoDir: m.dir, Model: model, SessionID: m.opts.SessionID, History: h, Logger: m.log}
+		cfg := dream.Config{SessionID: m.opts.SessionID, History: h, Logger: m.log}
 		if store != nil {
 			cfg.Transcripts = store
 		} else {
 			cfg.Transcripts = transcript.NewMemoryStore()
 		}
-		if m.dreamer, err = dream.New(cfg); err != nil {
+		if m.dreamer, err = dream.New(m.fs, m.dir, model, cfg); err != nil {
 			return err
 		}
 	}

@@ -42,12 +42,13 @@ const (
 	StopLocked        = "locked"
 )
 
-// Config configures a Dreamer. Fs, AutoDir, ConfigHome, OriginalCwd and
-// Model are required; the zero value of the rest means the defaults.
+// Config configures a Dreamer. Transcripts, or ConfigHome and
+// OriginalCwd, are required; the zero value of the rest means the
+// defaults.
 type Config struct {
-	Fs afero.Fs
-	// AutoDir is the auto-memory directory to consolidate.
-	AutoDir string
+	fs      afero.Fs
+	autoDir string
+	model   llm.Model
 	// ConfigHome and OriginalCwd locate Claude Code's session transcripts
 	// (<ConfigHome>/projects/<SanitizePath(OriginalCwd)>/*.jsonl), the
 	// default Transcripts.
@@ -59,7 +60,6 @@ type Config struct {
 	Transcripts transcript.Store
 	// SessionID is the current session, never counted.
 	SessionID string
-	Model     llm.Model
 	// Gate 1: any of these stops every run.
 	Disabled, DailyLog, Remote, AutoMemoryOff bool
 	// MinHours since the last consolidation (used when finite and > 0).
@@ -115,16 +115,18 @@ type Dreamer struct {
 }
 
 // ErrMissingConfig is returned by New without a required field.
-var ErrMissingConfig = errors.New("dream: Config needs Fs, AutoDir, Model, and Transcripts or ConfigHome and OriginalCwd")
+var ErrMissingConfig = errors.New("dream: New needs a filesystem, the memory directory, a model, and Config.Transcripts or Config.ConfigHome and OriginalCwd")
 
-// New returns a Dreamer.
-func New(cfg Config) (*Dreamer, error) {
-	if cfg.Fs == nil || cfg.AutoDir == "" || cfg.Model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
+// New returns a Dreamer that consolidates autoDir (the auto-memory
+// directory) on fsys with model.
+func New(fsys afero.Fs, autoDir string, model llm.Model, cfg Config) (*Dreamer, error) {
+	if fsys == nil || autoDir == "" || model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
 		return nil, ErrMissingConfig
 	}
+	cfg.fs, cfg.autoDir, cfg.model = fsys, autoDir, model
 	if cfg.Transcripts == nil {
-		dir, _ := transcript.FindProjectDir(cfg.Fs, cfg.ConfigHome, cfg.OriginalCwd)
-		store, err := transcript.NewJSONLStore(cfg.Fs, dir, transcript.Options{})
+		dir, _ := transcript.FindProjectDir(cfg.fs, cfg.ConfigHome, cfg.OriginalCwd)
+		store, err := transcript.NewJSONLStore(cfg.fs, dir, transcript.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -152,8 +154,8 @@ func New(cfg Config) (*Dreamer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg.AutoDir = filepath.Clean(cfg.AutoDir)
-	return &Dreamer{cfg: cfg, lock: NewLock(cfg.Fs, cfg.AutoDir, cfg.Lock), log: log}, nil
+	cfg.autoDir = filepath.Clean(cfg.autoDir)
+	return &Dreamer{cfg: cfg, lock: NewLock(cfg.fs, cfg.autoDir, cfg.Lock), log: log}, nil
 }
 
 // Lock returns the Dreamer's consolidation lock.
@@ -299,7 +301,7 @@ func (d *Dreamer) searchTool() llm.Tool {
 // directory, or on stage (a copy of it) when stage is not "". It returns
 // the lock's previous time, for a rollback.
 func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Outcome, time.Time) {
-	dir, history := d.cfg.AutoDir, d.cfg.History
+	dir, history := d.cfg.autoDir, d.cfg.History
 	if stage != "" {
 		dir, history = stage, nil // the copy needs no undo: rejecting it is the undo
 	}
@@ -323,12 +325,12 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	}
 	var tools *memtools.Toolset
 	if err == nil {
-		tools, err = memtools.New(d.cfg.Fs, append([]string{dir}, readRoots...), memtools.Options{Tracker: history})
+		tools, err = memtools.New(d.cfg.fs, append([]string{dir}, readRoots...), memtools.Options{Tracker: history})
 	}
 	if err == nil {
-		files := memtools.ExtractPermission(d.cfg.Fs, dir, readRoots)
+		files := memtools.ExtractPermission(d.cfg.fs, dir, readRoots)
 		var res llm.Result
-		res, err = llm.RunAgent(ctx, d.cfg.Model, llm.Task{
+		res, err = llm.RunAgent(ctx, d.cfg.model, llm.Task{
 			Purpose: llm.PurposeAutoDream,
 			System:  systemPrompt(dir),
 			Prompt:  userPrompt(dir, d.TranscriptDir(), sessions),

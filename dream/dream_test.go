@@ -16,6 +16,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/transcript"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,12 +80,12 @@ func tree(t *testing.T, n int, at time.Time) afero.Fs {
 
 func newDreamer(t *testing.T, fsys afero.Fs, model llm.Model, clock *testClock, mutate func(*Config)) *Dreamer {
 	t.Helper()
-	cfg := Config{Fs: fsys, AutoDir: autoDir, ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current, Model: model,
+	cfg := Config{ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current,
 		Now: clock.Now, Lock: LockOptions{PID: 4242, Alive: func(int) bool { return true }}}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	d, err := New(cfg)
+	d, err := New(fsys, autoDir, model, cfg)
 	require.NoError(t, err)
 	return d
 }
@@ -111,15 +112,15 @@ func TestGatesInOrder(t *testing.T) {
 		{name: "remote", cfg: func(c *Config) { c.Remote = true }, want: StopRemote},
 		{name: "auto memory off", cfg: func(c *Config) { c.AutoMemoryOff = true }, want: StopAutoMemoryOff},
 		{name: "too soon", want: StopTooSoon, before: func(d *Dreamer) {
-			require.NoError(t, afero.WriteFile(d.cfg.Fs, d.lock.Path(), nil, 0o644))
+			require.NoError(t, afero.WriteFile(d.cfg.fs, d.lock.Path(), nil, 0o644))
 			at := now0.Add(-23 * time.Hour)
-			require.NoError(t, d.cfg.Fs.Chtimes(d.lock.Path(), at, at))
+			require.NoError(t, d.cfg.fs.Chtimes(d.lock.Path(), at, at))
 		}},
 		{name: "few sessions", fsys: func() afero.Fs { return tree(t, 4, now0.Add(-time.Hour)) }, want: StopFewSessions},
 		{name: "locked", want: StopLocked, before: func(d *Dreamer) {
-			require.NoError(t, afero.WriteFile(d.cfg.Fs, d.lock.Path(), []byte("777"), 0o644))
+			require.NoError(t, afero.WriteFile(d.cfg.fs, d.lock.Path(), []byte("777"), 0o644))
 			at := now0.Add(-25 * time.Hour)
-			require.NoError(t, d.cfg.Fs.Chtimes(d.lock.Path(), at, at))
+			require.NoError(t, d.cfg.fs.Chtimes(d.lock.Path(), at, at))
 			d.cfg.MinHours = 24
 			d.lock.opts.StaleAfter = 48 * time.Hour // the holder is recent enough to count
 		}},
@@ -316,8 +317,23 @@ func TestLockTwoProcesses(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(Config{})
-	assert.ErrorIs(t, err, ErrMissingConfig)
+	fsys, model := afero.NewMemMapFs(), llmtest.New()
+	for _, c := range []struct {
+		fsys  afero.Fs
+		dir   string
+		model llm.Model
+		cfg   Config
+	}{
+		{nil, autoDir, model, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
+		{fsys, "", model, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
+		{fsys, autoDir, nil, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
+		{fsys, autoDir, model, Config{}},
+	} {
+		_, err := New(c.fsys, c.dir, c.model, c.cfg)
+		assert.ErrorIs(t, err, ErrMissingConfig)
+	}
+	_, err := New(fsys, autoDir, model, Config{Transcripts: transcript.NewMemoryStore()})
+	assert.NoError(t, err, "a host's own transcript store stands in for ConfigHome and OriginalCwd")
 }
 
 // MinHours is honoured only when finite and > 0; anything else falls back
@@ -326,9 +342,9 @@ func TestNewValidates(t *testing.T) {
 func TestMinHoursDefaultsUnlessFinitePositive(t *testing.T) {
 	clock := &testClock{now: now0}
 	lockAt := func(d *Dreamer, age time.Duration) {
-		require.NoError(t, afero.WriteFile(d.cfg.Fs, d.lock.Path(), nil, 0o644))
+		require.NoError(t, afero.WriteFile(d.cfg.fs, d.lock.Path(), nil, 0o644))
 		at := now0.Add(-age)
-		require.NoError(t, d.cfg.Fs.Chtimes(d.lock.Path(), at, at))
+		require.NoError(t, d.cfg.fs.Chtimes(d.lock.Path(), at, at))
 	}
 	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
 		t.Run(fmt.Sprint(bad), func(t *testing.T) {

@@ -12,10 +12,9 @@ import (
 func ExampleDreamer_MaybeRun() {
 	fsys := afero.NewMemMapFs()
 	_ = fsys.MkdirAll("/home/u/.claude/projects/-work-shop/memory", 0o755)
-	d, _ := dream.New(dream.Config{
-		Fs: fsys, AutoDir: "/home/u/.claude/projects/-work-shop/memory",
+	model := llmtest.New(llmtest.Text("Improved 0 memories.")) // the host's llm.Model
+	d, _ := dream.New(fsys, "/home/u/.claude/projects/-work-shop/memory", model, dream.Config{
 		ConfigHome: "/home/u/.claude", OriginalCwd: "/work/shop", SessionID: "current",
-		Model: llmtest.New(llmtest.Text("Improved 0 memories.")), // the host's llm.Model
 	})
 	out := d.MaybeRun(context.Background())
 	fmt.Println(out.Ran, out.Stopped)

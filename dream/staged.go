@@ -88,24 +88,24 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	}
 	dir := opts.Dir
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(d.cfg.AutoDir), "."+filehistory.CheckpointID(filepath.Base(d.cfg.AutoDir)+"-staged", d.cfg.Now()))
+		dir = filepath.Join(filepath.Dir(d.cfg.autoDir), "."+filehistory.CheckpointID(filepath.Base(d.cfg.autoDir)+"-staged", d.cfg.Now()))
 	}
 	if !filepath.IsAbs(dir) {
 		return nil, errors.New("dream: the stage directory must be absolute")
 	}
-	if ok, _ := afero.Exists(d.cfg.Fs, dir); ok {
+	if ok, _ := afero.Exists(d.cfg.fs, dir); ok {
 		return nil, fmt.Errorf("dream: the stage directory %s already exists", filepath.Base(dir))
 	}
-	before, err := snapshotTree(ctx, d.cfg.Fs, d.cfg.AutoDir)
+	before, err := snapshotTree(ctx, d.cfg.fs, d.cfg.autoDir)
 	if err != nil {
 		return nil, fmt.Errorf("dream: read the memory directory: %w", err)
 	}
 	for rel, data := range before {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := d.cfg.Fs.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := d.cfg.fs.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, fmt.Errorf("dream: make the stage: %w", err)
 		}
-		if err := afero.WriteFile(d.cfg.Fs, p, data, 0o644); err != nil {
+		if err := afero.WriteFile(d.cfg.fs, p, data, 0o644); err != nil {
 			return nil, fmt.Errorf("dream: make the stage: %w", err)
 		}
 	}
@@ -113,10 +113,10 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	out, prev := d.run(ctx, sessions, dir)
 	st.Outcome = d.finish(out)
 	if !st.Outcome.Ran || st.Outcome.Err != nil {
-		return st, d.cfg.Fs.RemoveAll(dir)
+		return st, d.cfg.fs.RemoveAll(dir)
 	}
 	st.prevLock, st.stamped = prev, true
-	after, err := snapshotTree(ctx, d.cfg.Fs, dir)
+	after, err := snapshotTree(ctx, d.cfg.fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("dream: read the stage: %w", err)
 	}
@@ -146,13 +146,13 @@ func (s *Stage) Accept(ctx context.Context) error {
 		return s.removeCopy() // nothing to change: the run still counts
 	}
 	d := s.d
-	gate, err := memdir.NewWriteGate(d.cfg.Fs, []string{d.cfg.AutoDir}, memdir.GateOptions{})
+	gate, err := memdir.NewWriteGate(d.cfg.fs, []string{d.cfg.autoDir}, memdir.GateOptions{})
 	if err != nil {
 		return err
 	}
-	abs := func(c StagedChange) string { return filepath.Join(d.cfg.AutoDir, filepath.FromSlash(c.Rel)) }
+	abs := func(c StagedChange) string { return filepath.Join(d.cfg.autoDir, filepath.FromSlash(c.Rel)) }
 	for _, c := range s.Changes {
-		cur, err := afero.ReadFile(d.cfg.Fs, abs(c))
+		cur, err := afero.ReadFile(d.cfg.fs, abs(c))
 		exists := err == nil
 		if (c.Kind == Added) == exists || (exists && !bytes.Equal(cur, c.Before)) {
 			return ErrStageStale
@@ -175,10 +175,10 @@ func (s *Stage) Accept(ctx context.Context) error {
 		if c.Kind == Deleted {
 			_, err = gate.Remove(abs(c))
 		} else {
-			_, err = gate.WriteFile(abs(c), c.After, modeOf(d.cfg.Fs, abs(c)))
+			_, err = gate.WriteFile(abs(c), c.After, modeOf(d.cfg.fs, abs(c)))
 		}
 		if err != nil {
-			undo(d.cfg.Fs, gate, abs, applied)
+			undo(d.cfg.fs, gate, abs, applied)
 			return fmt.Errorf("dream: accept %s (nothing applied): %w", c.Rel, err)
 		}
 		applied = append(applied, c)
@@ -227,7 +227,7 @@ func (s *Stage) removeCopy() error {
 	if s.Dir == "" {
 		return nil
 	}
-	err := s.d.cfg.Fs.RemoveAll(s.Dir)
+	err := s.d.cfg.fs.RemoveAll(s.Dir)
 	s.Dir = ""
 	return err
 }

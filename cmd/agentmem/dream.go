@@ -50,7 +50,7 @@ func dreamFlags(fs *flag.FlagSet) runner {
 		if err != nil {
 			return exitError, err
 		}
-		d, err := dream.New(dream.Config{Fs: e.fs, AutoDir: r.path.Dir, ConfigHome: home, OriginalCwd: r.project, Model: m, History: history})
+		d, err := dream.New(e.fs, r.path.Dir, m, dream.Config{ConfigHome: home, OriginalCwd: r.project, History: history})
 		if err != nil {
 			return exitError, err
 		}

@@ -116,7 +116,7 @@ func Run(ctx context.Context, w io.Writer, fsys afero.Fs, configHome, cwd string
 		llmtest.ToolUse("s1", dream.SearchSessionsTool, map[string]string{"query": "refunds service"}),
 		llmtest.Text("Nothing to change."),
 	)
-	d, err := dream.New(dream.Config{Fs: fsys, AutoDir: autoDir, Transcripts: store, Model: model, MinHours: 1e-9})
+	d, err := dream.New(fsys, autoDir, model, dream.Config{Transcripts: store, MinHours: 1e-9})
 	if err != nil {
 		return err
 	}
