@@ -249,8 +249,8 @@ func (m *Memory) build(model llm.Model) error {
 		if err != nil {
 			return err
 		}
-		if m.summary, err = sessionmem.New(sessionmem.Config{Fs: m.fs, ConfigHome: m.opts.ConfigHome, Cwd: m.opts.ProjectRoot,
-			SessionID: m.opts.SessionID, Model: model, History: h, Logger: m.log}); err != nil {
+		if m.summary, err = sessionmem.New(m.fs, model, sessionmem.Config{ConfigHome: m.opts.ConfigHome, Cwd: m.opts.ProjectRoot,
+			SessionID: m.opts.SessionID, History: h, Logger: m.log}); err != nil {
 			return err
 		}
 	}

@@ -78,11 +78,12 @@ type Event struct {
 // Config configures a Tracker. Fs, ConfigHome, Cwd, SessionID and Model
 // are required; every numeric option counts only when positive.
 type Config struct {
-	Fs         afero.Fs
+	fs    afero.Fs
+	model llm.Model
+	// ConfigHome, Cwd and SessionID place the summary file (SummaryPath).
 	ConfigHome string
 	Cwd        string
 	SessionID  string
-	Model      llm.Model
 	// Template replaces DefaultTemplate for a new summary file.
 	Template string
 	// UpdatePrompt replaces DefaultUpdatePrompt; {{currentNotes}} and
@@ -139,17 +140,19 @@ type Tracker struct {
 }
 
 // ErrMissingConfig is returned by New without a required field.
-var ErrMissingConfig = errors.New("sessionmem: Config needs Fs, ConfigHome, Cwd, SessionID and Model")
+var ErrMissingConfig = errors.New("sessionmem: New needs a filesystem, a model, and Config.ConfigHome, Cwd and SessionID")
 
 // ErrInvalidSessionID is returned for a session ID that cannot name a
 // directory.
 var ErrInvalidSessionID = errors.New("sessionmem: invalid session ID (use letters, digits, '-' and '_')")
 
-// New returns a Tracker. It creates nothing until the first update.
-func New(cfg Config) (*Tracker, error) {
-	if cfg.Fs == nil || cfg.ConfigHome == "" || cfg.Cwd == "" || cfg.SessionID == "" || cfg.Model == nil {
+// New returns a Tracker that keeps its summary on fsys and updates it with
+// model. It creates nothing until the first update.
+func New(fsys afero.Fs, model llm.Model, cfg Config) (*Tracker, error) {
+	if fsys == nil || model == nil || cfg.ConfigHome == "" || cfg.Cwd == "" || cfg.SessionID == "" {
 		return nil, ErrMissingConfig
 	}
+	cfg.fs, cfg.model = fsys, model
 	for _, r := range cfg.SessionID {
 		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
 			return nil, ErrInvalidSessionID
@@ -290,7 +293,7 @@ func (t *Tracker) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, c
 	if err := t.ensureFile(); err != nil {
 		return llm.Result{}, checkpoint, err
 	}
-	notes, err := afero.ReadFile(t.cfg.Fs, t.path)
+	notes, err := afero.ReadFile(t.cfg.fs, t.path)
 	if err != nil {
 		return llm.Result{}, checkpoint, err
 	}
@@ -298,14 +301,14 @@ func (t *Tracker) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, c
 	// its edits pass read-before-write unless the file changes meanwhile.
 	reads := filehistory.NewReadState(filehistory.ReadStateOptions{})
 	reads.RecordRead(filepath.Clean(t.path), notes, filehistory.View{})
-	tools, err := memtools.New(t.cfg.Fs, []string{filepath.Dir(t.path)}, memtools.Options{ReadState: reads, Tracker: t.cfg.History})
+	tools, err := memtools.New(t.cfg.fs, []string{filepath.Dir(t.path)}, memtools.Options{ReadState: reads, Tracker: t.cfg.History})
 	if err != nil {
 		return llm.Result{}, checkpoint, err
 	}
 	prompt := fill(t.cfg.UpdatePrompt, t.path, string(notes)) +
 		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
 		"\nThe new part of the conversation:\n\n" + llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: 40 << 10})
-	res, err := llm.RunAgent(ctx, t.cfg.Model, llm.Task{
+	res, err := llm.RunAgent(ctx, t.cfg.model, llm.Task{
 		Purpose: llm.PurposeSessionMemory,
 		System:  "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
 		Prompt:  prompt,
@@ -324,10 +327,10 @@ func (t *Tracker) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, c
 // ensureFile creates the summary from the template: the directory with
 // mode 0700, the file exclusively with mode 0600.
 func (t *Tracker) ensureFile() error {
-	if err := t.cfg.Fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+	if err := t.cfg.fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return fmt.Errorf("sessionmem: create the summary directory: %w", err)
 	}
-	f, err := t.cfg.Fs.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := t.cfg.fs.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
@@ -366,7 +369,7 @@ func (t *Tracker) WaitForUpdate(ctx context.Context) bool {
 
 // Summary returns the summary's content ("" when it does not exist yet).
 func (t *Tracker) Summary() (string, error) {
-	data, err := afero.ReadFile(t.cfg.Fs, t.path)
+	data, err := afero.ReadFile(t.cfg.fs, t.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -35,12 +35,12 @@ func newTracker(t *testing.T, model llm.Model, mutate func(*Config)) (*Tracker, 
 	fsys := afero.NewMemMapFs()
 	var mu sync.Mutex
 	events := &[]Event{}
-	cfg := Config{Fs: fsys, ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10", Model: model,
+	cfg := Config{ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10",
 		Observer: func(e Event) { mu.Lock(); *events = append(*events, e); mu.Unlock() }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	tr, err := New(cfg)
+	tr, err := New(fsys, model, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tr.Close() })
 	return tr, fsys, events
@@ -226,9 +226,9 @@ func TestSectionsForCompaction(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(Config{})
+	_, err := New(nil, llmtest.New(), Config{ConfigHome: "/c", Cwd: "/w", SessionID: "s"})
 	assert.ErrorIs(t, err, ErrMissingConfig)
-	_, err = New(Config{Fs: afero.NewMemMapFs(), ConfigHome: "/c", Cwd: "/w", SessionID: "../x", Model: llmtest.New()})
+	_, err = New(afero.NewMemMapFs(), llmtest.New(), Config{ConfigHome: "/c", Cwd: "/w", SessionID: "../x"})
 	assert.ErrorIs(t, err, ErrInvalidSessionID)
 }
 
@@ -239,7 +239,7 @@ func TestHistoryUndoesAnUpdate(t *testing.T) {
 	var history *filehistory.Tracker
 	tr, fsys, events := newTracker(t, model, func(c *Config) {
 		var err error
-		history, err = filehistory.NewTracker(c.Fs, "/history", "summary", filehistory.Options{})
+		history, err = filehistory.NewTracker(c.fs, "/history", "summary", filehistory.Options{})
 		require.NoError(t, err)
 		c.History = history
 	})
