@@ -35,7 +35,7 @@ func newTracker(t *testing.T, model llm.Model, mutate func(*Config)) (*Tracker, 
 	fsys := afero.NewMemMapFs()
 	var mu sync.Mutex
 	events := &[]Event{}
-	cfg := Config{ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10",
+	cfg := Config{fs: fsys, ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10",
 		Observer: func(e Event) { mu.Lock(); *events = append(*events, e); mu.Unlock() }}
 	if mutate != nil {
 		mutate(&cfg)
