@@ -226,7 +226,7 @@ func (m *Memory) build(model llm.Model) error {
 	team := memdir.TeamMemPath(m.dir)
 	m.guard = teammem.NewWriteGuard(team)
 	if m.on(Recall) {
-		if m.finder, err = recall.NewFinder(recall.FinderConfig{Fs: m.fs, Dir: m.dir, Logger: m.log}); err != nil {
+		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log}); err != nil {
 			return err
 		}
 		m.recall = recall.NewSession(m.finder, recall.SessionOptions{})

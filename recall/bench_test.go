@@ -75,7 +75,7 @@ func BenchmarkFindUnchanged(b *testing.B) {
 		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
 			dir := benchTree(b, n)
 			fsys := afero.NewOsFs()
-			f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir})
+			f, err := NewFinder(fsys, dir, FinderConfig{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func BenchmarkFindFirst(b *testing.B) {
 	ctx := context.Background()
 	var first, scan time.Duration
 	for i := 0; i < b.N; i++ {
-		f, err := NewFinder(FinderConfig{Fs: fsys, Dir: dir})
+		f, err := NewFinder(fsys, dir, FinderConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -60,9 +60,8 @@ const (
 // FinderConfig configures a Finder. Fs and Dir are required; the zero
 // value of the rest means the defaults.
 type FinderConfig struct {
-	Fs afero.Fs
-	// Dir is the auto-memory directory (team/ included).
-	Dir string
+	fs  afero.Fs
+	dir string
 	// Selector chooses among candidates; nil means the lexical selector
 	// with default options (a *LexicalSelector given here lends its
 	// options to the Finder's own cached index).
@@ -92,20 +91,22 @@ type Finder struct {
 }
 
 // ErrNoMemoryDir is returned by NewFinder without a filesystem or dir.
-var ErrNoMemoryDir = errors.New("recall: FinderConfig needs Fs and Dir")
+var ErrNoMemoryDir = errors.New("recall: NewFinder needs a filesystem and the memory directory")
 
-// NewFinder returns a Finder.
-func NewFinder(cfg FinderConfig) (*Finder, error) {
-	if cfg.Fs == nil || cfg.Dir == "" {
+// NewFinder returns a Finder over dir (the auto-memory directory, team/
+// included) on fsys.
+func NewFinder(fsys afero.Fs, dir string, cfg FinderConfig) (*Finder, error) {
+	if fsys == nil || dir == "" {
 		return nil, ErrNoMemoryDir
 	}
+	cfg.fs, cfg.dir = fsys, dir
 	if cfg.MaxCandidates <= 0 {
 		cfg.MaxCandidates = MaxCandidates
 	}
 	if cfg.MaxSelected <= 0 {
 		cfg.MaxSelected = MaxSelected
 	}
-	f := &Finder{cfg: cfg, corpus: newCorpus(cfg.Fs, filepath.Clean(cfg.Dir)), lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	f := &Finder{cfg: cfg, corpus: newCorpus(cfg.fs, filepath.Clean(cfg.dir)), lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
 	if ls, ok := cfg.Selector.(*LexicalSelector); ok {
 		f.lexical = ls.opts
 	}

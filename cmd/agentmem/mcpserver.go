@@ -56,7 +56,7 @@ func newMemoryServer(fsys afero.Fs, autoDir, version string) (*mcp.Server, error
 	if err != nil {
 		return nil, err
 	}
-	finder, err := recall.NewFinder(recall.FinderConfig{Fs: fsys, Dir: d.Path(), MaxSelected: mcpMaxRecall})
+	finder, err := recall.NewFinder(fsys, d.Path(), recall.FinderConfig{MaxSelected: mcpMaxRecall})
 	if err != nil {
 		return nil, err
 	}

@@ -290,9 +290,7 @@ type finderMethod struct {
 func (m *finderMethod) Name() string { return m.name }
 
 func (m *finderMethod) Prepare(ctx context.Context, dir string) error {
-	cfg := m.cfg
-	cfg.Fs, cfg.Dir = afero.NewOsFs(), dir
-	f, err := recall.NewFinder(cfg)
+	f, err := recall.NewFinder(afero.NewOsFs(), dir, m.cfg)
 	if err != nil {
 		return err
 	}
