@@ -303,8 +303,7 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token,
-		Fs: m.fs, TeamDir: team, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h})
+	client, err := teammem.NewClient(m.fs, team, teammem.ClientConfig{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte("from the server\n"), 0o644))
 	}
 	client := func(dir string) *teammem.Client {
-		c, err := teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token, Fs: afero.NewOsFs(), TeamDir: dir})
+		c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		require.NoError(t, err)
 		return c
 	}

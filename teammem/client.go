@@ -55,11 +55,10 @@ type ClientConfig struct {
 	// Path is the endpoint below BaseURL (default DefaultSyncPath).
 	Path string
 	// Repo is "owner/name".
-	Repo  string
-	Token string
-	Fs    afero.Fs
-	// TeamDir is the local team directory (TeamMemPath).
-	TeamDir string
+	Repo    string
+	Token   string
+	fs      afero.Fs
+	teamDir string
 	// HTTP sends requests (default an http.Client with a 30 s timeout).
 	HTTP HTTPDoer
 	// MaxRetries on network errors, timeouts, 429 and 5xx (default 3).
@@ -274,15 +273,19 @@ var (
 	ErrNoRepo  = errors.New("teammem: no repo (set ClientConfig.Repo to owner/name)")
 )
 
-// NewClient returns a Client.
-func NewClient(cfg ClientConfig) (*Client, error) {
+// NewClient returns a Client that syncs teamDir (the local team
+// directory, TeamMemPath) on fsys.
+func NewClient(fsys afero.Fs, teamDir string, cfg ClientConfig) (*Client, error) {
+	cfg.fs, cfg.teamDir = fsys, teamDir
 	switch {
 	case cfg.Token == "":
 		return nil, ErrNoToken
 	case cfg.Repo == "" || strings.Count(cfg.Repo, "/") != 1:
 		return nil, ErrNoRepo
-	case cfg.BaseURL == "" || cfg.Fs == nil || cfg.TeamDir == "":
-		return nil, errors.New("teammem: ClientConfig needs BaseURL, Fs and TeamDir")
+	case fsys == nil || teamDir == "":
+		return nil, errors.New("teammem: NewClient needs a filesystem and the team directory")
+	case cfg.BaseURL == "":
+		return nil, errors.New("teammem: ClientConfig needs the server's BaseURL")
 	}
 	if cfg.Path == "" {
 		cfg.Path = DefaultSyncPath
@@ -317,12 +320,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg.TeamDir = filepath.Clean(cfg.TeamDir)
+	cfg.teamDir = filepath.Clean(cfg.teamDir)
 	endpoint := strings.TrimRight(cfg.BaseURL, "/") + cfg.Path + "?repo=" + url.QueryEscape(cfg.Repo)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	gate, err := memdir.NewWriteGate(cfg.Fs, []string{cfg.TeamDir}, memdir.GateOptions{TeamDirs: []string{cfg.TeamDir}, Scanner: cfg.Scanner})
+	gate, err := memdir.NewWriteGate(cfg.fs, []string{cfg.teamDir}, memdir.GateOptions{TeamDirs: []string{cfg.teamDir}, Scanner: cfg.Scanner})
 	if err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
@@ -332,7 +335,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c.cfg.MaxReplyBytes = cfg.MaxReplyBytes
 	c.replyCap.Store(cfg.MaxReplyBytes)
-	if c.aside, err = memdir.NewWriteGate(cfg.Fs, []string{c.conflictsDir()}, memdir.GateOptions{TeamDirs: []string{}}); err != nil {
+	if c.aside, err = memdir.NewWriteGate(cfg.fs, []string{c.conflictsDir()}, memdir.GateOptions{TeamDirs: []string{}}); err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
 	return c, nil
@@ -449,7 +452,7 @@ func (c *Client) probe(ctx context.Context, st *SyncState, res *Result) error {
 // readLocal reads the pushable files of the team dir, sorted by key.
 func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, err error) {
 	var paths []fswalk.Entry
-	err = fswalk.Walk(ctx, c.cfg.Fs, c.cfg.TeamDir, func(e fswalk.Entry) error {
+	err = fswalk.Walk(ctx, c.cfg.fs, c.cfg.teamDir, func(e fswalk.Entry) error {
 		if e.Type.IsRegular() {
 			paths = append(paths, e)
 		}
@@ -469,7 +472,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || memdir.IsHiddenPath(e.Rel) {
 			continue
 		}
-		info, err := c.cfg.Fs.Stat(e.Abs)
+		info, err := c.cfg.fs.Stat(e.Abs)
 		if err != nil {
 			if isMissingOrDenied(err) {
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
@@ -485,7 +488,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "invalid_key"})
 			continue
 		}
-		data, err := afero.ReadFile(c.cfg.Fs, e.Abs)
+		data, err := afero.ReadFile(c.cfg.fs, e.Abs)
 		if err != nil {
 			if isMissingOrDenied(err) {
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)

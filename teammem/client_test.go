@@ -43,12 +43,12 @@ func startServer(t *testing.T, maxEntries int) syncEnv {
 
 func newClient(t *testing.T, e syncEnv, dir string, mutate func(*teammem.ClientConfig)) *teammem.Client {
 	t.Helper()
-	cfg := teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Fs: afero.NewOsFs(), TeamDir: dir,
+	cfg := teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: e.token,
 		Sleep: func(context.Context, time.Duration) error { return nil }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	c, err := teammem.NewClient(cfg)
+	c, err := teammem.NewClient(afero.NewOsFs(), dir, cfg)
 	require.NoError(t, err)
 	return c
 }
@@ -367,8 +367,7 @@ func TestRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	var delays []time.Duration
-	c, err := teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Fs: afero.NewMemMapFs(), TeamDir: "/team",
-		Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
+	c, err := teammem.NewClient(afero.NewMemMapFs(), "/team", teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
 	require.NoError(t, err)
 	res, err := c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
@@ -390,11 +389,13 @@ func TestRetries(t *testing.T) {
 		assert.Equal(t, tc.class, se.Class)
 		assert.Equal(t, tc.requests, res.Requests, "%d", tc.status)
 	}
-	_, err = teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Fs: afero.NewMemMapFs(), TeamDir: "/t"})
+	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop"})
 	assert.ErrorIs(t, err, teammem.ErrNoToken)
-	_, err = teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Token: "t", Fs: afero.NewMemMapFs(), TeamDir: "/t"})
+	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientConfig{BaseURL: srv.URL, Token: "t"})
 	assert.ErrorIs(t, err, teammem.ErrNoRepo)
 	assert.False(t, errors.Is(err, teammem.ErrNoToken))
+	_, err = teammem.NewClient(nil, "/t", teammem.ClientConfig{BaseURL: srv.URL, Token: "t", Repo: "acme/shop"})
+	assert.ErrorContains(t, err, "filesystem")
 }
 
 func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {

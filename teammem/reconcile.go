@@ -303,7 +303,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 			if !ok {
 				continue
 			}
-			abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, k)
+			abs, err := ValidateTeamMemKey(c.cfg.fs, c.cfg.teamDir, k)
 			if err != nil {
 				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "invalid_key"})
 				continue
@@ -331,7 +331,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 			base[k] = view.sums[k]
 			res.Written = append(res.Written, k)
 		case actPullDelete:
-			abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, k)
+			abs, err := ValidateTeamMemKey(c.cfg.fs, c.cfg.teamDir, k)
 			if err != nil || !track(k, abs) {
 				continue
 			}
@@ -343,7 +343,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 			// A copy of a key deleted on the server after this copy was last
 			// written: not an edit. It leaves the team directory and is kept
 			// aside, so nothing comes back from the dead and nothing is lost.
-			abs, err := ValidateTeamMemKey(c.cfg.Fs, c.cfg.TeamDir, k)
+			abs, err := ValidateTeamMemKey(c.cfg.fs, c.cfg.teamDir, k)
 			if err != nil || !track(k, abs) {
 				continue
 			}
@@ -372,7 +372,7 @@ func (c *Client) keepAside(key, content string) (string, error) {
 }
 
 func (c *Client) conflictsDir() string {
-	return filepath.Join(filepath.Dir(c.cfg.TeamDir), ConflictsDirName)
+	return filepath.Join(filepath.Dir(c.cfg.teamDir), ConflictsDirName)
 }
 
 // withinLimit drops uploads of new keys that would take the repo over its

@@ -36,7 +36,7 @@ func BenchmarkDeltaPush(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c, _ := teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token, Fs: afero.NewOsFs(), TeamDir: dir})
+	c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 	var st teammem.SyncState
 	full, err := c.Push(context.Background(), &st)
 	if err != nil {

@@ -119,7 +119,7 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 		return nil, pullErr
 	}
 	c := cfg.Client.cfg
-	if err := c.Fs.MkdirAll(c.TeamDir, 0o755); err != nil {
+	if err := c.fs.MkdirAll(c.teamDir, 0o755); err != nil {
 		return nil, fmt.Errorf("teammem: create the team directory: %w", err)
 	}
 	var fw *fsnotify.Watcher
@@ -128,7 +128,7 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 		if fw, err = fsnotify.NewWatcher(); err != nil {
 			return nil, fmt.Errorf("teammem: start watching: %w", err)
 		}
-		if err := addRecursive(c.Fs, fw, c.TeamDir); err != nil {
+		if err := addRecursive(c.fs, fw, c.teamDir); err != nil {
 			fw.Close()
 			return nil, fmt.Errorf("teammem: watch the team directory: %w", err)
 		}
@@ -267,8 +267,8 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 				continue
 			}
 			if ev.Has(fsnotify.Create) {
-				if info, err := w.cfg.Client.cfg.Fs.Stat(ev.Name); err == nil && info.IsDir() {
-					_ = addRecursive(w.cfg.Client.cfg.Fs, fw, ev.Name)
+				if info, err := w.cfg.Client.cfg.fs.Stat(ev.Name); err == nil && info.IsDir() {
+					_ = addRecursive(w.cfg.Client.cfg.fs, fw, ev.Name)
 				}
 			}
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
@@ -443,9 +443,9 @@ func (w *Watcher) report(res Result, err error) {
 func (w *Watcher) scan() map[string]string {
 	c := w.cfg.Client.cfg
 	out := map[string]string{}
-	_ = fswalk.Walk(context.Background(), c.Fs, c.TeamDir, func(e fswalk.Entry) error {
+	_ = fswalk.Walk(context.Background(), c.fs, c.teamDir, func(e fswalk.Entry) error {
 		if e.Type.IsRegular() {
-			if info, err := c.Fs.Stat(e.Abs); err == nil {
+			if info, err := c.fs.Stat(e.Abs); err == nil {
 				out[e.Rel] = strconv.FormatInt(info.Size(), 10) + "@" + strconv.FormatInt(info.ModTime().UnixNano(), 10)
 			}
 		}

@@ -69,8 +69,7 @@ func TestWatcherFsnotify(t *testing.T) {
 func TestWatcherPollingAndSuppression(t *testing.T) {
 	e := startServer(t, 2)
 	fsys := afero.NewMemMapFs()
-	c, err := teammem.NewClient(teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Fs: fsys, TeamDir: "/m/team",
-		Sleep: func(context.Context, time.Duration) error { return nil }})
+	c, err := teammem.NewClient(fsys, "/m/team", teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	var syncErrs []error
 	w, err := teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond,
@@ -97,7 +96,7 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 
 func TestWatcherPermanentFailureAtStart(t *testing.T) {
 	e := startServer(t, 10)
-	c, err := teammem.NewClient(teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: "wrong", Fs: afero.NewMemMapFs(), TeamDir: "/t"})
+	c, err := teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
 	require.NoError(t, err)
 	_, err = teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Poll: time.Millisecond})
 	var se *teammem.SyncError

@@ -332,7 +332,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
 		return exitAuth, nil
 	}
-	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token, Fs: e.fs, TeamDir: os.TempDir()})
+	client, err := teammem.NewClient(e.fs, os.TempDir(), teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token})
 	if err != nil {
 		return exitError, err
 	}
@@ -578,7 +578,6 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 			return nil, "", err
 		}
 	}
-	client, err := teammem.NewClient(teammem.ClientConfig{BaseURL: o.server, Repo: o.repo, Token: token, Fs: e.fs, TeamDir: abs,
-		KeepDeleted: o.keepDeleted, StateFile: o.state, History: history})
+	client, err := teammem.NewClient(e.fs, abs, teammem.ClientConfig{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted, StateFile: o.state, History: history})
 	return client, abs, err
 }

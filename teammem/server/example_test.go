@@ -27,7 +27,7 @@ func ExampleNewHandler() {
 	_ = os.WriteFile(filepath.Join(alice, "testing.md"), []byte("Integration tests hit a real database."), 0o644)
 
 	client := func(dir string) *teammem.Client {
-		c, _ := teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token, Fs: afero.NewOsFs(), TeamDir: dir})
+		c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		return c
 	}
 	pushed, _ := client(alice).Sync(context.Background(), &teammem.SyncState{})

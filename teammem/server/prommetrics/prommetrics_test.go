@@ -29,7 +29,7 @@ func TestMetricsPage(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("one"), 0o644))
-	c, err := teammem.NewClient(teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token, Fs: afero.NewOsFs(), TeamDir: dir})
+	c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 	require.NoError(t, err)
 	_, err = c.Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
