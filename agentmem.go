@@ -14,6 +14,7 @@ import (
 	"github.com/agentmem/agentmem/dream"
 	"github.com/agentmem/agentmem/extract"
 	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/internal/jobs"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
@@ -125,14 +126,13 @@ type Memory struct {
 	dreamer   *dream.Dreamer
 	watcher   *teammem.Watcher
 
-	stop func() // ends the background context
+	stop  func() // ends the background context (team sync)
+	bg    context.Context
+	dream *jobs.Runner // one consolidation check at a time
 
 	mu       sync.Mutex
 	recorded int  // messages of the main conversation recorded so far
 	closed   bool // Close was called
-	dreaming bool // a consolidation check is running
-	wg       sync.WaitGroup
-	bg       context.Context
 }
 
 // ErrNoProjectRoot is returned by New without Options.ProjectRoot.
@@ -161,7 +161,7 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Memory{fs: fsys, opts: opts, log: log, stop: func() {}}
+	m := &Memory{fs: fsys, opts: opts, log: log, stop: func() {}, dream: jobs.New()}
 	m.enabled = memdir.IsAutoMemoryEnabled(memdir.EnableSettingsFromEnv(getenv, memdir.DefaultEnvNames(), opts.AutoMemoryEnabled))
 	if !m.enabled {
 		return m, nil
@@ -408,11 +408,6 @@ func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
 		}
 		m.recorded = len(t.Messages) // a shorter list was compacted: record from here on
 	}
-	startDream := m.dreamer != nil && !m.dreaming
-	if startDream {
-		m.dreaming = true
-		m.wg.Add(1)
-	}
 	m.mu.Unlock()
 	if m.recorder != nil && len(fresh) > 0 {
 		if err := m.recorder.Record(context.WithoutCancel(ctx), fresh...); err != nil {
@@ -429,25 +424,13 @@ func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
 		}
 		m.summary.Observe(ctx, sessionmem.Observation{ContextTokens: tokens, Messages: t.Messages, SubAgent: t.SubAgent})
 	}
-	if startDream {
-		go func() {
-			defer m.wg.Done()
-			bg, done := m.background(ctx)
-			m.dreamer.MaybeRun(bg)
-			done()
-			m.mu.Lock()
-			m.dreaming = false
-			m.mu.Unlock()
-		}()
+	if m.dreamer != nil {
+		// The gates are cheap (a stat, then a throttled scan); a check
+		// already running makes this one unnecessary.
+		m.dream.Try(ctx, func(bool) func(context.Context) {
+			return func(ctx context.Context) { m.dreamer.MaybeRun(ctx) }
+		})
 	}
-}
-
-// background is a context with ctx's values that ends with Close or
-// when done is called.
-func (m *Memory) background(ctx context.Context) (bg context.Context, done func()) {
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(m.bg, cancel)
-	return bg, func() { stop(); cancel() }
 }
 
 func estimate(msgs []llm.Message) int {
@@ -478,13 +461,7 @@ func (m *Memory) Drain(ctx context.Context) error {
 	if m.summary != nil {
 		m.summary.WaitForUpdate(ctx)
 	}
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, ctx.Err())
-	}
+	errs = append(errs, m.dream.Drain(ctx))
 	return errors.Join(errs...)
 }
 
@@ -512,8 +489,8 @@ func (m *Memory) Close() error {
 	if m.summary != nil {
 		errs = append(errs, m.summary.Close())
 	}
+	m.dream.Close()
 	m.stop()
-	m.wg.Wait()
 	if m.watcher != nil {
 		errs = append(errs, m.watcher.Close())
 	}

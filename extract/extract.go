@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/internal/bgctx"
+	"github.com/agentmem/agentmem/internal/jobs"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
@@ -126,21 +126,14 @@ type TurnInfo struct {
 // background, after each main-agent turn. Create one per session. It is
 // safe for concurrent use; Close stops it and waits.
 type Extractor struct {
-	cfg    Config
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg  Config
+	log  *slog.Logger
+	jobs *jobs.Runner // one run at a time; a turn during a run is held
 
-	mu         sync.Mutex
-	cursor     string
-	running    bool
-	idle       chan struct{}   // closed when no run is in flight
-	pending    []llm.Message   // latest context stashed during a run
-	pendingCtx context.Context // the stashed turn's context
-	hasPending bool
-	turns      int
-	closed     bool
+	mu     sync.Mutex
+	cursor string
+	turns  int
+	closed bool
 }
 
 // ErrMissingConfig is returned by New without Fs, AutoDir or Model.
@@ -168,10 +161,7 @@ func New(fsys afero.Fs, autoDir string, model llm.Model, cfg Config) (*Extractor
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	idle := make(chan struct{})
-	close(idle)
-	return &Extractor{cfg: cfg, log: log, ctx: ctx, cancel: cancel, idle: idle}, nil
+	return &Extractor{cfg: cfg, log: log, jobs: jobs.New()}, nil
 }
 
 // Cursor returns the ID of the last message a successful run covered.
@@ -204,21 +194,31 @@ func (e *Extractor) OnTurnEnd(ctx context.Context, msgs []llm.Message, info Turn
 	}
 	msgs = append([]llm.Message(nil), msgs...)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	closed := e.closed
+	if closed {
 		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipClosed})
+	}
+	e.mu.Unlock()
+	if closed {
 		return
 	}
-	if e.running {
-		e.pending, e.pendingCtx, e.hasPending = msgs, ctx, true
-		e.emitLocked(Event{Kind: EventCoalesced})
-		return
+	// The runner calls prepare (and onHeld) with its lock held, then this
+	// one's: the per-turn rules run against a settled state.
+	prepare := func(held bool) func(context.Context) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if held && e.closed {
+			return nil
+		}
+		fresh, ok := e.eligibleLocked(msgs, held)
+		if !ok {
+			return nil
+		}
+		return func(ctx context.Context) { e.run(ctx, msgs, fresh, held) }
 	}
-	fresh, ok := e.eligibleLocked(msgs, false)
-	if !ok {
-		return
+	if e.jobs.Offer(ctx, prepare, func() { e.emit(Event{Kind: EventCoalesced}) }) == jobs.Closed {
+		e.emit(Event{Kind: EventSkipped, Reason: SkipClosed})
 	}
-	e.startLocked(ctx, msgs, fresh, false)
 }
 
 // eligibleLocked applies the per-turn rules and returns the new messages.
@@ -250,44 +250,19 @@ func (e *Extractor) eligibleLocked(msgs []llm.Message, trailing bool) ([]llm.Mes
 	return fresh, true
 }
 
-func (e *Extractor) startLocked(ctx context.Context, msgs, fresh []llm.Message, trailing bool) {
-	e.running = true
-	e.idle = make(chan struct{})
-	e.wg.Add(1)
-	go e.run(ctx, msgs, fresh, trailing)
-}
-
-// run extracts from fresh, then runs the trailing extraction if a turn
-// ended meanwhile.
-func (e *Extractor) run(call context.Context, msgs, fresh []llm.Message, trailing bool) {
-	defer e.wg.Done()
-	for {
-		e.emit(Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
-		ctx, done := bgctx.Detach(call, e.ctx)
-		files, checkpoint, res, err := e.extract(ctx, fresh)
-		done()
-		e.mu.Lock()
-		if err != nil {
-			e.emitLocked(Event{Kind: EventFailed, Trailing: trailing, Err: err, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns})
-		} else {
-			e.cursor = msgs[len(msgs)-1].ID
-			e.emitLocked(Event{Kind: EventFinished, Trailing: trailing, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns, Messages: len(fresh)})
-		}
-		next, ok := []llm.Message(nil), false
-		if e.hasPending && !e.closed {
-			next, call = e.pending, e.pendingCtx
-			e.pending, e.pendingCtx, e.hasPending = nil, nil, false
-			fresh, ok = e.eligibleLocked(next, true)
-		}
-		if !ok {
-			e.running = false
-			close(e.idle)
-			e.mu.Unlock()
-			return
-		}
-		msgs, trailing = next, true
-		e.mu.Unlock()
+// run extracts from fresh (a trailing run covers a turn that ended during
+// the run before it) and moves the cursor past msgs when it succeeds.
+func (e *Extractor) run(ctx context.Context, msgs, fresh []llm.Message, trailing bool) {
+	e.emit(Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
+	files, checkpoint, res, err := e.extract(ctx, fresh)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		e.emitLocked(Event{Kind: EventFailed, Trailing: trailing, Err: err, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns})
+		return
 	}
+	e.cursor = msgs[len(msgs)-1].ID
+	e.emitLocked(Event{Kind: EventFinished, Trailing: trailing, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns, Messages: len(fresh)})
 }
 
 // extract runs the forked agent over the new messages.
@@ -330,15 +305,7 @@ func (e *Extractor) Drain(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, e.cfg.DrainTimeout)
 		defer cancel()
 	}
-	e.mu.Lock()
-	idle := e.idle
-	e.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return e.jobs.Drain(ctx)
 }
 
 // Close cancels any run, drops a pending trailing run and waits for the
@@ -347,10 +314,8 @@ func (e *Extractor) Drain(ctx context.Context) error {
 func (e *Extractor) Close() error {
 	e.mu.Lock()
 	e.closed = true
-	e.pending, e.hasPending = nil, false
 	e.mu.Unlock()
-	e.cancel()
-	e.wg.Wait()
+	e.jobs.Close()
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/internal/bgctx"
+	"github.com/agentmem/agentmem/internal/jobs"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
@@ -123,18 +123,15 @@ type Observation struct {
 // Tracker keeps one session's summary file up to date. Safe for
 // concurrent use; Close stops it and waits.
 type Tracker struct {
-	cfg    Config
-	path   string
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg  Config
+	path string
+	log  *slog.Logger
+	jobs *jobs.Runner // one update at a time
 
 	mu          sync.Mutex
 	initialized bool
 	lastTokens  int
 	cursor      string
-	running     bool
 	closed      bool
 	startedAt   time.Time
 }
@@ -191,8 +188,7 @@ func New(fsys afero.Fs, model llm.Model, cfg Config) (*Tracker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Tracker{cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, ctx: ctx, cancel: cancel}, nil
+	return &Tracker{cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
 }
 
 // SummaryPath returns
@@ -235,45 +231,50 @@ func (t *Tracker) shouldLocked(obs Observation) bool {
 // whether it did. After Close it starts nothing.
 func (t *Tracker) Observe(ctx context.Context, obs Observation) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
+	closed, should := t.closed, !t.closed && t.shouldLocked(obs)
+	if closed {
 		t.emitLocked(Event{Kind: EventClosed, ContextTokens: obs.ContextTokens})
-		return false
-	}
-	if !t.shouldLocked(obs) {
-		return false
-	}
-	if t.running {
-		t.emitLocked(Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
-		return false
-	}
-	fresh := llm.MessagesAfter(obs.Messages, t.cursor)
-	t.initialized = true
-	t.lastTokens = obs.ContextTokens
-	if n := len(obs.Messages); n > 0 {
-		t.cursor = obs.Messages[n-1].ID
-	}
-	t.running = true
-	t.startedAt = t.cfg.Now()
-	t.wg.Add(1)
-	go t.update(ctx, fresh, obs.ContextTokens)
-	return true
-}
-
-func (t *Tracker) update(call context.Context, fresh []llm.Message, tokens int) {
-	defer t.wg.Done()
-	t.emit(Event{Kind: EventStarted, ContextTokens: tokens})
-	ctx, done := bgctx.Detach(call, t.ctx)
-	res, checkpoint, err := t.run(ctx, fresh)
-	done()
-	t.mu.Lock()
-	t.running = false
-	if err != nil {
-		t.emitLocked(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
-	} else {
-		t.emitLocked(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
 	}
 	t.mu.Unlock()
+	if !should {
+		return false
+	}
+	// The runner calls prepare with its lock held, then this one's: the
+	// thresholds are checked again against a settled state.
+	prepare := func(bool) func(context.Context) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.closed || !t.shouldLocked(obs) {
+			return nil
+		}
+		fresh := llm.MessagesAfter(obs.Messages, t.cursor)
+		t.initialized = true
+		t.lastTokens = obs.ContextTokens
+		if n := len(obs.Messages); n > 0 {
+			t.cursor = obs.Messages[n-1].ID
+		}
+		t.startedAt = t.cfg.Now()
+		return func(ctx context.Context) { t.update(ctx, fresh, obs.ContextTokens) }
+	}
+	switch t.jobs.Try(ctx, prepare) {
+	case jobs.Started:
+		return true
+	case jobs.Busy:
+		t.emit(Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
+	case jobs.Closed:
+		t.emit(Event{Kind: EventClosed, ContextTokens: obs.ContextTokens})
+	}
+	return false
+}
+
+func (t *Tracker) update(ctx context.Context, fresh []llm.Message, tokens int) {
+	t.emit(Event{Kind: EventStarted, ContextTokens: tokens})
+	res, checkpoint, err := t.run(ctx, fresh)
+	if err != nil {
+		t.emit(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
+	} else {
+		t.emit(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
+	}
 }
 
 // run performs one update: make sure the file exists, then let the model
@@ -351,8 +352,9 @@ func (t *Tracker) ensureFile() error {
 func (t *Tracker) WaitForUpdate(ctx context.Context) bool {
 	deadline := t.cfg.Now().Add(t.cfg.WaitTimeout)
 	for {
+		running := t.jobs.Running()
 		t.mu.Lock()
-		running, started := t.running, t.startedAt
+		started := t.startedAt
 		t.mu.Unlock()
 		now := t.cfg.Now()
 		switch {
@@ -392,8 +394,7 @@ func (t *Tracker) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
-	t.cancel()
-	t.wg.Wait()
+	t.jobs.Close()
 	return nil
 }
 
