@@ -397,35 +397,24 @@ func CheckTeamContainment(fsys afero.Fs, teamDir, rel string) error {
 // root like a write, so a directory swapped for a link cannot make it
 // remove a file outside. A file that does not exist is not an error.
 func (g *WriteGate) Remove(abs string) (Target, error) {
-	t, err := g.CheckPath(abs)
-	if err != nil {
-		return Target{}, err
-	}
-	fsys, name, done, err := g.open(t)
-	if err != nil {
-		return Target{}, err
-	}
-	defer done()
-	unlock, err := g.lock(fsys, name, t)
-	if err != nil {
-		return Target{}, err
-	}
-	defer unlock()
-	if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Target{}, confinedError(err, "remove "+filepath.Base(name))
-	}
-	return t, nil
+	return g.remove(abs, false)
 }
 
 // RemoveAll checks abs like CheckPath and removes it with everything
 // below it, confined to its root like a write. A memory root itself is
 // never removed. A path that does not exist is not an error.
 func (g *WriteGate) RemoveAll(abs string) (Target, error) {
+	return g.remove(abs, true)
+}
+
+// remove checks abs and removes it (all below it too when all is set),
+// confined to its root under the root's lock.
+func (g *WriteGate) remove(abs string, all bool) (Target, error) {
 	t, err := g.CheckPath(abs)
 	if err != nil {
 		return Target{}, err
 	}
-	if t.Rel == "." || t.Rel == "" {
+	if all && (t.Rel == "." || t.Rel == "") {
 		return Target{}, &PathTraversalError{Reason: ReasonNotMemoryPath, Detail: "a memory root cannot be removed"}
 	}
 	fsys, name, done, err := g.open(t)
@@ -438,7 +427,11 @@ func (g *WriteGate) RemoveAll(abs string) (Target, error) {
 		return Target{}, err
 	}
 	defer unlock()
-	if err := fsys.RemoveAll(name); err != nil {
+	rm := fsys.Remove
+	if all {
+		rm = fsys.RemoveAll
+	}
+	if err := rm(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Target{}, confinedError(err, "remove "+filepath.Base(name))
 	}
 	return t, nil

@@ -338,9 +338,17 @@ func TestWatchersConverge(t *testing.T) {
 // runIn runs the binary in dir ("" for the current one) with env.
 func runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return runBinary(t, dir, env, "", args...)
+}
+
+// runBinary runs the built command in dir with env added and stdin, and
+// returns its stdout, stderr and exit code.
+func runBinary(t *testing.T, dir string, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
