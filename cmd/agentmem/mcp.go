@@ -38,9 +38,10 @@ func mcpFlags(fs *flag.FlagSet) runner {
 		if !memoryEnabled(e, c, r.project) {
 			return exitError, errMemoryDisabled
 		}
-		// The directory is created on the first save; its parent must exist
-		// (a mistyped --dir is an error, not a new tree).
-		if info, err := e.fs.Stat(filepath.Dir(filepath.Clean(r.path.Dir))); err != nil || !info.IsDir() {
+		// The directory is created on the first save. A --dir's parent must
+		// exist (a mistyped --dir is an error, not a new tree); the
+		// project's own memory directory is created as Claude Code does.
+		if info, err := e.fs.Stat(filepath.Dir(filepath.Clean(r.path.Dir))); r.explicit && (err != nil || !info.IsDir()) {
 			return exitError, fmt.Errorf("the memory directory's parent does not exist: %s", filepath.Dir(filepath.Clean(r.path.Dir)))
 		}
 		srv, err := newMemoryServer(e.fs, r.path.Dir, version)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -336,4 +337,25 @@ func TestMCPKeepsTeamMemoryInSync(t *testing.T) {
 		res, txt := call(t, cs, "memory_read", map[string]any{"file": "team/ports.md"})
 		return !res.IsError && strings.Contains(txt, "8080")
 	}, 45*time.Second, 300*time.Millisecond, "the teammate's memory is readable through the MCP server")
+}
+
+// TestMCPAsClaudeCodeStartsIt starts `agentmem mcp` the way the README's
+// .mcp.json makes Claude Code start it: no flags, in a fresh project, with
+// CLAUDE_CONFIG_DIR set. A save lands in that project's memory directory.
+func TestMCPAsClaudeCodeStartsIt(t *testing.T) {
+	root := t.TempDir()
+	project := filepath.Join(root, "src", "shop")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	config := filepath.Join(root, "claude")
+	cmd := exec.Command(binary(t), "mcp")
+	cmd.Dir = project
+	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+config, "CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE=")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	res, txt := call(t, cs, "memory_save", map[string]any{"name": "Ports", "description": "which port", "type": "project", "body": "The API listens on 8080."})
+	require.False(t, res.IsError, txt)
+	data, err := os.ReadFile(filepath.Join(config, "projects", memdir.SanitizePath(project), "memory", "ports.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "8080")
 }
