@@ -178,25 +178,25 @@ func (d *Dreamer) TranscriptDir() string {
 // calling goroutine: call it from a background goroutine with a context
 // you can cancel. A failed or cancelled run rolls the lock back.
 func (d *Dreamer) MaybeRun(ctx context.Context) Outcome {
-	return d.finish(d.maybeRun(ctx))
+	return d.finish(ctx, d.maybeRun(ctx))
 }
 
 // Force consolidates now, skipping the time, throttle and session gates
 // but not gate 1 or the lock; a successful run stamps the lock with now.
 func (d *Dreamer) Force(ctx context.Context) Outcome {
 	if stop := d.gateEnabled(); stop != "" {
-		return d.finish(Outcome{Stopped: stop})
+		return d.finish(ctx, Outcome{Stopped: stop})
 	}
 	last, err := d.lock.LastConsolidation()
 	if err != nil {
-		return d.finish(Outcome{Err: err})
+		return d.finish(ctx, Outcome{Err: err})
 	}
 	sessions, err := d.sessionsSince(last)
 	if err != nil {
-		return d.finish(Outcome{Err: err})
+		return d.finish(ctx, Outcome{Err: err})
 	}
 	o, _ := d.run(ctx, sessions, "")
-	return d.finish(o)
+	return d.finish(ctx, o)
 }
 
 func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
@@ -357,7 +357,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	return out, prev
 }
 
-func (d *Dreamer) finish(o Outcome) Outcome {
+func (d *Dreamer) finish(ctx context.Context, o Outcome) Outcome {
 	attrs := []any{"event", "dream", "ran", o.Ran, "sessions", len(o.Sessions), "files", len(o.Files)}
 	if o.Stopped != "" {
 		attrs = append(attrs, "stopped", o.Stopped)
@@ -372,7 +372,7 @@ func (d *Dreamer) finish(o Outcome) Outcome {
 	case !o.Ran:
 		level = slog.LevelDebug // a gate said not yet: most checks end here
 	}
-	d.log.Log(context.Background(), level, "dream: outcome", attrs...)
+	d.log.Log(ctx, level, "dream: outcome", attrs...)
 	if d.cfg.Observer != nil {
 		d.cfg.Observer(o)
 	}

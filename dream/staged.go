@@ -76,7 +76,7 @@ type Stage struct {
 // the Outcome saying why. The lock is stamped as for a run in place.
 func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, error) {
 	if stop := d.gateEnabled(); stop != "" {
-		return &Stage{Outcome: d.finish(Outcome{Stopped: stop}), d: d}, nil
+		return &Stage{Outcome: d.finish(ctx, Outcome{Stopped: stop}), d: d}, nil
 	}
 	last, err := d.lock.LastConsolidation()
 	if err != nil {
@@ -111,7 +111,7 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	}
 	st := &Stage{Dir: dir, d: d}
 	out, prev := d.run(ctx, sessions, dir)
-	st.Outcome = d.finish(out)
+	st.Outcome = d.finish(ctx, out)
 	if !st.Outcome.Ran || st.Outcome.Err != nil {
 		return st, d.cfg.fs.RemoveAll(dir)
 	}

@@ -180,23 +180,23 @@ func (e *Extractor) Cursor() string {
 func (e *Extractor) OnTurnEnd(ctx context.Context, msgs []llm.Message, info TurnInfo) {
 	switch {
 	case info.SubAgent:
-		e.emit(Event{Kind: EventSkipped, Reason: SkipSubAgent})
+		e.emit(ctx, Event{Kind: EventSkipped, Reason: SkipSubAgent})
 		return
 	case e.cfg.Disabled:
-		e.emit(Event{Kind: EventSkipped, Reason: SkipDisabled})
+		e.emit(ctx, Event{Kind: EventSkipped, Reason: SkipDisabled})
 		return
 	case e.cfg.Remote:
-		e.emit(Event{Kind: EventSkipped, Reason: SkipRemote})
+		e.emit(ctx, Event{Kind: EventSkipped, Reason: SkipRemote})
 		return
 	case !endsWithFinalAnswer(msgs):
-		e.emit(Event{Kind: EventSkipped, Reason: SkipNotFinal})
+		e.emit(ctx, Event{Kind: EventSkipped, Reason: SkipNotFinal})
 		return
 	}
 	msgs = append([]llm.Message(nil), msgs...)
 	e.mu.Lock()
 	closed := e.closed
 	if closed {
-		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipClosed})
+		e.emitLocked(ctx, Event{Kind: EventSkipped, Reason: SkipClosed})
 	}
 	e.mu.Unlock()
 	if closed {
@@ -210,39 +210,39 @@ func (e *Extractor) OnTurnEnd(ctx context.Context, msgs []llm.Message, info Turn
 		if held && e.closed {
 			return nil
 		}
-		fresh, ok := e.eligibleLocked(msgs, held)
+		fresh, ok := e.eligibleLocked(ctx, msgs, held)
 		if !ok {
 			return nil
 		}
 		return func(ctx context.Context) { e.run(ctx, msgs, fresh, held) }
 	}
-	if e.jobs.Offer(ctx, prepare, func() { e.emit(Event{Kind: EventCoalesced}) }) == jobs.Closed {
-		e.emit(Event{Kind: EventSkipped, Reason: SkipClosed})
+	if e.jobs.Offer(ctx, prepare, func() { e.emit(ctx, Event{Kind: EventCoalesced}) }) == jobs.Closed {
+		e.emit(ctx, Event{Kind: EventSkipped, Reason: SkipClosed})
 	}
 }
 
 // eligibleLocked applies the per-turn rules and returns the new messages.
-func (e *Extractor) eligibleLocked(msgs []llm.Message, trailing bool) ([]llm.Message, bool) {
+func (e *Extractor) eligibleLocked(ctx context.Context, msgs []llm.Message, trailing bool) ([]llm.Message, bool) {
 	fresh := llm.MessagesAfter(msgs, e.cursor)
 	if len(fresh) == 0 {
-		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipNoNewMessages, Trailing: trailing})
+		e.emitLocked(ctx, Event{Kind: EventSkipped, Reason: SkipNoNewMessages, Trailing: trailing})
 		return nil, false
 	}
 	if e.mainAgentWroteMemory(fresh) {
 		// The main agent saved memory itself this turn: nothing to add, and
 		// later runs start after what it wrote.
 		e.cursor = msgs[len(msgs)-1].ID
-		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipMainAgentWrote, Trailing: trailing})
+		e.emitLocked(ctx, Event{Kind: EventSkipped, Reason: SkipMainAgentWrote, Trailing: trailing})
 		return nil, false
 	}
 	if !hasSubstantialUserMessage(fresh) {
-		e.emitLocked(Event{Kind: EventSkipped, Reason: SkipTooShort, Trailing: trailing})
+		e.emitLocked(ctx, Event{Kind: EventSkipped, Reason: SkipTooShort, Trailing: trailing})
 		return nil, false
 	}
 	if !trailing {
 		e.turns++
 		if e.turns < e.cfg.EveryNTurns {
-			e.emitLocked(Event{Kind: EventSkipped, Reason: SkipThrottled})
+			e.emitLocked(ctx, Event{Kind: EventSkipped, Reason: SkipThrottled})
 			return nil, false
 		}
 		e.turns = 0
@@ -253,16 +253,16 @@ func (e *Extractor) eligibleLocked(msgs []llm.Message, trailing bool) ([]llm.Mes
 // run extracts from fresh (a trailing run covers a turn that ended during
 // the run before it) and moves the cursor past msgs when it succeeds.
 func (e *Extractor) run(ctx context.Context, msgs, fresh []llm.Message, trailing bool) {
-	e.emit(Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
+	e.emit(ctx, Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
 	files, checkpoint, res, err := e.extract(ctx, fresh)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {
-		e.emitLocked(Event{Kind: EventFailed, Trailing: trailing, Err: err, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns})
+		e.emitLocked(ctx, Event{Kind: EventFailed, Trailing: trailing, Err: err, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns})
 		return
 	}
 	e.cursor = msgs[len(msgs)-1].ID
-	e.emitLocked(Event{Kind: EventFinished, Trailing: trailing, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns, Messages: len(fresh)})
+	e.emitLocked(ctx, Event{Kind: EventFinished, Trailing: trailing, Files: files, Checkpoint: checkpoint, Usage: res.Usage, Turns: res.Turns, Messages: len(fresh)})
 }
 
 // extract runs the forked agent over the new messages.
@@ -319,15 +319,15 @@ func (e *Extractor) Close() error {
 	return nil
 }
 
-func (e *Extractor) emit(ev Event) {
+func (e *Extractor) emit(ctx context.Context, ev Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.emitLocked(ev)
+	e.emitLocked(ctx, ev)
 }
 
 // emitLocked reports an event; observers are called with the lock held so
 // events arrive in order.
-func (e *Extractor) emitLocked(ev Event) {
+func (e *Extractor) emitLocked(ctx context.Context, ev Event) {
 	attrs := []any{"event", "extract_" + string(ev.Kind)}
 	if ev.Reason != "" {
 		attrs = append(attrs, "reason", ev.Reason)
@@ -338,7 +338,7 @@ func (e *Extractor) emitLocked(ev Event) {
 	if ev.Err != nil {
 		attrs = append(attrs, "error", ev.Err)
 	}
-	e.log.Log(context.Background(), ev.Kind.level(), "extract: "+string(ev.Kind), attrs...)
+	e.log.Log(ctx, ev.Kind.level(), "extract: "+string(ev.Kind), attrs...)
 	if e.cfg.Observer != nil {
 		e.cfg.Observer(ev)
 	}

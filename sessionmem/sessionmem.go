@@ -233,7 +233,7 @@ func (t *Tracker) Observe(ctx context.Context, obs Observation) bool {
 	t.mu.Lock()
 	closed, should := t.closed, !t.closed && t.shouldLocked(obs)
 	if closed {
-		t.emitLocked(Event{Kind: EventClosed, ContextTokens: obs.ContextTokens})
+		t.emitLocked(ctx, Event{Kind: EventClosed, ContextTokens: obs.ContextTokens})
 	}
 	t.mu.Unlock()
 	if !should {
@@ -260,20 +260,20 @@ func (t *Tracker) Observe(ctx context.Context, obs Observation) bool {
 	case jobs.Started:
 		return true
 	case jobs.Busy:
-		t.emit(Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
+		t.emit(ctx, Event{Kind: EventBusy, ContextTokens: obs.ContextTokens})
 	case jobs.Closed:
-		t.emit(Event{Kind: EventClosed, ContextTokens: obs.ContextTokens})
+		t.emit(ctx, Event{Kind: EventClosed, ContextTokens: obs.ContextTokens})
 	}
 	return false
 }
 
 func (t *Tracker) update(ctx context.Context, fresh []llm.Message, tokens int) {
-	t.emit(Event{Kind: EventStarted, ContextTokens: tokens})
+	t.emit(ctx, Event{Kind: EventStarted, ContextTokens: tokens})
 	res, checkpoint, err := t.run(ctx, fresh)
 	if err != nil {
-		t.emit(Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
+		t.emit(ctx, Event{Kind: EventFailed, Err: err, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
 	} else {
-		t.emit(Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
+		t.emit(ctx, Event{Kind: EventFinished, Usage: res.Usage, Turns: res.Turns, ContextTokens: tokens, Checkpoint: checkpoint})
 	}
 }
 
@@ -398,15 +398,15 @@ func (t *Tracker) Close() error {
 	return nil
 }
 
-func (t *Tracker) emit(ev Event) {
+func (t *Tracker) emit(ctx context.Context, ev Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.emitLocked(ev)
+	t.emitLocked(ctx, ev)
 }
 
 // emitLocked reports an event; the caller holds t.mu, so events keep their
 // order. Observers must not block or call the Tracker.
-func (t *Tracker) emitLocked(ev Event) {
+func (t *Tracker) emitLocked(ctx context.Context, ev Event) {
 	attrs := []any{"event", "sessionmem_" + string(ev.Kind), "context_tokens", ev.ContextTokens}
 	if ev.Err != nil {
 		attrs = append(attrs, "error", ev.Err)
@@ -418,7 +418,7 @@ func (t *Tracker) emitLocked(ev Event) {
 	case EventStarted, EventFinished:
 		level = slog.LevelInfo
 	}
-	t.log.Log(context.Background(), level, "sessionmem: "+string(ev.Kind), attrs...)
+	t.log.Log(ctx, level, "sessionmem: "+string(ev.Kind), attrs...)
 	if t.cfg.Observer != nil {
 		t.cfg.Observer(ev)
 	}
