@@ -500,13 +500,26 @@ func (m *Memory) Close() error {
 	return errors.Join(errs...)
 }
 
-// Extractor, SummaryTracker, Dreamer, Finder, RecallSession, Transcripts
-// and Toolset return the layers New built (nil when off), for what the
-// front door does not cover.
-func (m *Memory) Extractor() *extract.Extractor       { return m.extractor }
+// Extractor returns the extraction layer New built (nil when off).
+func (m *Memory) Extractor() *extract.Extractor { return m.extractor }
+
+// SummaryTracker returns the session summary layer (nil when off).
 func (m *Memory) SummaryTracker() *sessionmem.Tracker { return m.summary }
-func (m *Memory) Dreamer() *dream.Dreamer             { return m.dreamer }
-func (m *Memory) Finder() *recall.Finder              { return m.finder }
-func (m *Memory) RecallSession() *recall.Session      { return m.recall }
+
+// Dreamer returns the consolidation layer (nil when off).
+func (m *Memory) Dreamer() *dream.Dreamer { return m.dreamer }
+
+// Finder returns the recall index (nil when off).
+func (m *Memory) Finder() *recall.Finder { return m.finder }
+
+// RecallSession returns the per-session recall rules UserMessage applies
+// (nil when off): MarkRead when a tool reads a memory, Reset after
+// compaction.
+func (m *Memory) RecallSession() *recall.Session { return m.recall }
+
+// Transcripts returns the session transcript store (nil without a
+// ConfigHome), for listing, searching and resuming sessions.
 func (m *Memory) Transcripts() *transcript.JSONLStore { return m.store }
-func (m *Memory) Toolset() *memtools.Toolset          { return m.tools }
+
+// Toolset returns the memory tools behind Tools (nil when memory is off).
+func (m *Memory) Toolset() *memtools.Toolset { return m.tools }

@@ -28,6 +28,15 @@
 // context (trace IDs, loggers) but not its cancellation: it ends with
 // Close.
 //
+// # Security
+//
+// Every write the model makes through Tools, and every background job's
+// write, goes through the memory directory's write gate (memdir.WriteGate):
+// no path leaves the directory, through ".." or a symbolic link, and no
+// credential lands in the team directory. Guard applies the same rules to
+// the host's own file tools. See the Security sections of memdir,
+// memtools and teammem.
+//
 // # Concurrency
 //
 // A *Memory is safe for concurrent use. Close drains the background jobs,
