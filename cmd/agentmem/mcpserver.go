@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -357,6 +358,11 @@ func (ms *memoryServer) readResource(ctx context.Context, req *mcp.ReadResourceR
 		var ok bool
 		if file, ok = strings.CutPrefix(uri, mcpFilePrefix); !ok || file == "" {
 			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		// A client may percent-encode the path ("team%2Fci.md"); the name
+		// is validated after decoding, so an encoded ".." is still refused.
+		if decoded, err := url.PathUnescape(file); err == nil {
+			file = decoded
 		}
 	}
 	data, err := ms.read(file)
