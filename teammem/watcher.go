@@ -331,17 +331,51 @@ func (w *Watcher) retryDelay() time.Duration {
 	return min(w.cfg.Client.backoff(n, ""), w.cfg.Interval)
 }
 
-// flush syncs pending changes at shutdown.
+// flush syncs pending changes at shutdown: those the watcher was told of,
+// and those written so shortly before that no event has arrived yet (the
+// team directory differs from the last agreed state).
 func (w *Watcher) flush() {
 	w.mu.Lock()
-	run := w.dirty && w.suppressed == ""
+	dirty, suppressed := w.dirty, w.suppressed
 	w.dirty = false
 	w.mu.Unlock()
-	if run {
-		ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
-		defer cancel()
+	if suppressed != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	defer cancel()
+	if dirty || w.changedSinceSync(ctx) {
 		_ = w.sync(ctx)
 	}
+}
+
+// changedSinceSync reports whether the team directory's files differ from
+// the state both sides last agreed on (keys the client never syncs, such
+// as a file holding a secret, do not count).
+func (w *Watcher) changedSinceSync(ctx context.Context) bool {
+	files, _, skipped, err := w.cfg.Client.readLocal(ctx)
+	if err != nil {
+		return true
+	}
+	never := map[string]bool{}
+	for _, s := range skipped {
+		never[s.Key] = true
+	}
+	base := 0
+	for k := range w.st.Base {
+		if !never[k] {
+			base++
+		}
+	}
+	if len(files) != base {
+		return true
+	}
+	for _, f := range files {
+		if w.st.Base[f.key] != f.sum {
+			return true
+		}
+	}
+	return false
 }
 
 // sync runs one Client.Sync and records its outcome: a failure keeps the
