@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"text/tabwriter"
 	"time"
 
 	"github.com/agentmem/agentmem/memdir"
@@ -82,9 +83,11 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: agentmem COMMAND [flags]")
 	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-7s %-25s %s\n", c.name, c.args, c.summary)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.name, c.args, c.summary)
 	}
+	tw.Flush()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run agentmem COMMAND --help for a command's flags.")
 }
