@@ -1,0 +1,25 @@
+package postgres_test
+
+import (
+	"context"
+	"log"
+	"net/http"
+
+	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teammem/server/postgres"
+)
+
+// Several server processes share one PostgreSQL database (compiled, not
+// run: it needs a database).
+func ExampleOpen() {
+	store, err := postgres.Open(context.Background(), "postgres://agentmem@db.internal/agentmem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	h, err := server.NewHandler(server.Config{Store: store})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(http.ListenAndServe("127.0.0.1:8787", h))
+}
