@@ -297,7 +297,7 @@ func TestResolveAutoMemPath(t *testing.T) {
 	assert.True(t, SourcePolicy.Trusted())
 }
 
-func TestAutoMemPathInputsFromEnv(t *testing.T) {
+func TestAutoMemPathRequestFromEnv(t *testing.T) {
 	env := map[string]string{"CLAUDE_COWORK_MEMORY_PATH_OVERRIDE": "/o", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/r"}
 	in := AutoMemPathRequestFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), "/home/u")
 	assert.Equal(t, "/home/u/.claude", in.ConfigHome)
