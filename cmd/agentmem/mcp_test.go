@@ -364,3 +364,12 @@ func TestMCPAsClaudeCodeStartsIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), "8080")
 }
+
+func TestMCPToolPanicIsAToolError(t *testing.T) {
+	h := safe(func(context.Context, *mcp.CallToolRequest, fileIn) (*mcp.CallToolResult, readOut, error) {
+		panic("boom")
+	})
+	res, _, err := h(context.Background(), nil, fileIn{File: "x.md"})
+	assert.Nil(t, res)
+	assert.ErrorContains(t, err, "internal error in the memory server")
+}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net/url"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -151,7 +150,6 @@ func safe[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				_ = debug.Stack()
 				res, err = nil, errors.New("internal error in the memory server; nothing was changed by this call")
 			}
 		}()
