@@ -307,7 +307,7 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	w, err := teammem.StartWatcher(m.bg, teammem.WatcherConfig{Client: client, Logger: m.log})
+	w, err := teammem.StartWatcher(m.bg, client, teammem.WatcherConfig{Logger: m.log})
 	if w == nil {
 		return fmt.Errorf("agentmem: team sync: %w", err)
 	}

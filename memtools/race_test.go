@@ -44,7 +44,7 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 	// The server holds keys below flip/, pushed from a clean directory.
 	token, grant, err := server.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	h, err := server.NewHandler(server.Config{Store: server.NewMemoryStore(), Tokens: []server.TokenGrant{grant}})
+	h, err := server.NewHandler(server.NewMemoryStore(), server.Config{Tokens: []server.TokenGrant{grant}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()

@@ -34,7 +34,7 @@ func startServer(t *testing.T, maxEntries int) syncEnv {
 	token, grant, err := server.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	store := server.NewMemoryStore()
-	h, err := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}, MaxEntries: maxEntries})
+	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}, MaxEntries: maxEntries})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -65,7 +65,7 @@ func TestEightClientsNoLostUpdate(t *testing.T) {
 	token, grant, err := server.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	store := server.NewMemoryStore()
-	h, err := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}})
+	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}})
 	require.NoError(t, err)
 	log := &putLog{}
 	srv := httptest.NewServer(log.wrap(h))

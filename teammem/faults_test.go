@@ -64,7 +64,7 @@ func faultEnv(t *testing.T) (*faultProxy, syncEnv) {
 	token, grant, err := server.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	store := server.NewMemoryStore()
-	h, err := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}})
+	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}})
 	require.NoError(t, err)
 	p := &faultProxy{h: h}
 	srv := httptest.NewServer(p)

@@ -23,7 +23,7 @@ import (
 func BenchmarkDeltaPush(b *testing.B) {
 	token, grant, _ := server.NewToken("acme", []string{"acme/*"})
 	store := server.NewMemoryStore()
-	h, _ := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}, MaxEntries: 5000})
+	h, _ := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}, MaxEntries: 5000})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	dir := b.TempDir()
@@ -77,7 +77,7 @@ func BenchmarkHashesView(b *testing.B) {
 	if _, err := store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: entries, Now: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
-	h, _ := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}, RatePerToken: -1})
+	h, _ := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}, RatePerToken: -1})
 	real := httptest.NewServer(h)
 	defer real.Close()
 	sample, err := get(real.URL+teammem.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)

@@ -27,9 +27,9 @@ const (
 	DefaultInterval = 30 * time.Second
 )
 
-// WatcherConfig configures a Watcher. Client is required.
+// WatcherConfig configures a Watcher. The zero value means the defaults.
 type WatcherConfig struct {
-	Client *Client
+	client *Client
 	// State is the client's SyncState (default a fresh one).
 	State *SyncState
 	// Debounce defaults to DefaultDebounce.
@@ -89,10 +89,11 @@ type Watcher struct {
 // error is returned with a started watcher when it is not permanent (the
 // server may come back, and the watcher retries); a permanent one stops
 // here.
-func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("teammem: WatcherConfig needs a Client")
+func StartWatcher(ctx context.Context, client *Client, cfg WatcherConfig) (*Watcher, error) {
+	if client == nil {
+		return nil, errors.New("teammem: StartWatcher needs a Client")
 	}
+	cfg.client = client
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = DefaultDebounce
 	}
@@ -112,13 +113,13 @@ func StartWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 	}
 	w := &Watcher{cfg: cfg, st: st, log: log, notify: make(chan struct{}, 1), remote: make(chan struct{}, 1),
 		done: make(chan struct{}), stopped: make(chan struct{})}
-	res, pullErr := cfg.Client.Sync(ctx, st)
+	res, pullErr := cfg.client.Sync(ctx, st)
 	w.report(res, pullErr)
 	var se *SyncError
 	if errors.As(pullErr, &se) && se.Permanent() {
 		return nil, pullErr
 	}
-	c := cfg.Client.cfg
+	c := cfg.client.cfg
 	if err := c.fs.MkdirAll(c.teamDir, 0o755); err != nil {
 		return nil, fmt.Errorf("teammem: create the team directory: %w", err)
 	}
@@ -267,8 +268,8 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 				continue
 			}
 			if ev.Has(fsnotify.Create) {
-				if info, err := w.cfg.Client.cfg.fs.Stat(ev.Name); err == nil && info.IsDir() {
-					_ = addRecursive(w.cfg.Client.cfg.fs, fw, ev.Name)
+				if info, err := w.cfg.client.cfg.fs.Stat(ev.Name); err == nil && info.IsDir() {
+					_ = addRecursive(w.cfg.client.cfg.fs, fw, ev.Name)
 				}
 			}
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
@@ -328,7 +329,7 @@ func (w *Watcher) retryDelay() time.Duration {
 	if n == 0 {
 		return w.cfg.Debounce
 	}
-	return min(w.cfg.Client.backoff(n, ""), w.cfg.Interval)
+	return min(w.cfg.client.backoff(n, ""), w.cfg.Interval)
 }
 
 // flush syncs pending changes at shutdown: those the watcher was told of,
@@ -353,7 +354,7 @@ func (w *Watcher) flush() {
 // the state both sides last agreed on (keys the client never syncs, such
 // as a file holding a secret, do not count).
 func (w *Watcher) changedSinceSync(ctx context.Context) bool {
-	files, _, skipped, err := w.cfg.Client.readLocal(ctx)
+	files, _, skipped, err := w.cfg.client.readLocal(ctx)
 	if err != nil {
 		return true
 	}
@@ -382,7 +383,7 @@ func (w *Watcher) changedSinceSync(ctx context.Context) bool {
 // changes pending (and counts toward the backoff), a permanent one stops
 // the watcher's syncs.
 func (w *Watcher) sync(ctx context.Context) error {
-	res, err := w.cfg.Client.Sync(ctx, w.st)
+	res, err := w.cfg.client.Sync(ctx, w.st)
 	w.report(res, err)
 	var se *SyncError
 	w.mu.Lock()
@@ -430,13 +431,13 @@ func (w *Watcher) longPoll() {
 		etag := w.etag
 		w.mu.Unlock()
 		asked := time.Now()
-		changed, err := w.cfg.Client.WaitForChange(ctx, etag, w.cfg.LongPoll)
+		changed, err := w.cfg.client.WaitForChange(ctx, etag, w.cfg.LongPoll)
 		switch {
 		case errors.Is(err, ErrLongPollUnsupported):
 			return
 		case err != nil:
 			failures++
-			if sleepCtx(ctx, min(w.cfg.Client.backoff(failures, ""), w.cfg.Interval)) != nil {
+			if sleepCtx(ctx, min(w.cfg.client.backoff(failures, ""), w.cfg.Interval)) != nil {
 				return
 			}
 			continue
@@ -475,7 +476,7 @@ func (w *Watcher) report(res Result, err error) {
 
 // scan records every file's size and mtime, for polling mode.
 func (w *Watcher) scan() map[string]string {
-	c := w.cfg.Client.cfg
+	c := w.cfg.client.cfg
 	out := map[string]string{}
 	_ = fswalk.Walk(context.Background(), c.fs, c.teamDir, func(e fswalk.Entry) error {
 		if e.Type.IsRegular() {

@@ -50,7 +50,7 @@ func TestWatcherFsnotify(t *testing.T) {
 	require.NoError(t, err)
 
 	dir := filepath.Join(t.TempDir(), "memory", "team") // created by the watcher
-	w, err := teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: newClient(t, e, dir, noKeepAlive), Debounce: 50 * time.Millisecond})
+	w, err := teammem.StartWatcher(context.Background(), newClient(t, e, dir, noKeepAlive), teammem.WatcherConfig{Debounce: 50 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Equal(t, "from the team", readFile(t, filepath.Join(dir, "seed.md")))
 
@@ -72,8 +72,7 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 	c, err := teammem.NewClient(fsys, "/m/team", teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	var syncErrs []error
-	w, err := teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond,
-		Observer: func(ev teammem.SyncEvent) { syncErrs = append(syncErrs, ev.Err) }})
+	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherConfig{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Observer: func(ev teammem.SyncEvent) { syncErrs = append(syncErrs, ev.Err) }})
 	require.NoError(t, err)
 	defer w.Close()
 
@@ -98,11 +97,11 @@ func TestWatcherPermanentFailureAtStart(t *testing.T) {
 	e := startServer(t, 10)
 	c, err := teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
 	require.NoError(t, err)
-	_, err = teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Poll: time.Millisecond})
+	_, err = teammem.StartWatcher(context.Background(), c, teammem.WatcherConfig{Poll: time.Millisecond})
 	var se *teammem.SyncError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, teammem.ClassAuth, se.Class)
-	_, err = teammem.StartWatcher(context.Background(), teammem.WatcherConfig{})
+	_, err = teammem.StartWatcher(context.Background(), nil, teammem.WatcherConfig{})
 	assert.Error(t, err)
 }
 
@@ -124,9 +123,8 @@ func TestWatcherBringsInTeammatesChanges(t *testing.T) {
 			require.NoError(t, err)
 
 			dir := filepath.Join(t.TempDir(), "memory", "team")
-			cfg.Client = newClient(t, e, dir, nil)
 			cfg.Debounce = 50 * time.Millisecond
-			w, err := teammem.StartWatcher(context.Background(), cfg)
+			w, err := teammem.StartWatcher(context.Background(), newClient(t, e, dir, nil), cfg)
 			require.NoError(t, err)
 			defer w.Close()
 			time.Sleep(300 * time.Millisecond) // the long-poll is waiting now
@@ -172,12 +170,11 @@ func TestWatcherRetriesUntilTheChangeLands(t *testing.T) {
 		cfg.BaseDelay, cfg.MaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	})
 	var failures atomic.Int32
-	w, err := teammem.StartWatcher(context.Background(), teammem.WatcherConfig{Client: c, Debounce: 20 * time.Millisecond, Interval: time.Hour, LongPoll: -1,
-		Observer: func(ev teammem.SyncEvent) {
-			if ev.Err != nil {
-				failures.Add(1)
-			}
-		}})
+	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherConfig{Debounce: 20 * time.Millisecond, Interval: time.Hour, LongPoll: -1, Observer: func(ev teammem.SyncEvent) {
+		if ev.Err != nil {
+			failures.Add(1)
+		}
+	}})
 	require.NoError(t, err)
 	defer w.Close()
 	down.Store(true)
@@ -192,7 +189,7 @@ func TestWatcherStopsWithItsContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "memory", "team")
 	c := newClient(t, e, dir, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: c, Debounce: time.Hour, Interval: time.Hour, LongPoll: -1})
+	w, err := teammem.StartWatcher(ctx, c, teammem.WatcherConfig{Debounce: time.Hour, Interval: time.Hour, LongPoll: -1})
 	require.NoError(t, err)
 	writeFiles(t, dir, map[string]string{"pending.md": "written just before the host stopped"})
 	w.Notify() // pending, but the debounce is an hour away

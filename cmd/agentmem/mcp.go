@@ -57,7 +57,7 @@ func mcpFlags(fs *flag.FlagSet) runner {
 			if err != nil {
 				return exitError, err
 			}
-			w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, Logger: log})
+			w, err := teammem.StartWatcher(ctx, client, teammem.WatcherConfig{Logger: log})
 			if err != nil && w == nil {
 				return exitError, fmt.Errorf("team sync: %w", err)
 			}

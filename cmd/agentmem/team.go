@@ -256,10 +256,7 @@ func teamServe(e env, args []string) (int, error) {
 	defer store.Close()
 	day := 24 * time.Hour
 	metrics := prommetrics.New(store)
-	h, err := server.NewHandler(server.Config{Store: store, Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos,
-		RatePerToken: *rate, RateBurst: *burst, Metrics: metrics,
-		Retention: server.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
-		Logger:    slog.New(slog.NewTextHandler(e.stderr, nil))})
+	h, err := server.NewHandler(store, server.Config{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: server.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err
 	}
@@ -418,14 +415,12 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *verbose {
 			level = slog.LevelDebug
 		}
-		w, err := teammem.StartWatcher(ctx, teammem.WatcherConfig{Client: client, State: &st, Interval: *interval,
-			Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})),
-			Observer: func(ev teammem.SyncEvent) {
-				printResult(e, ev.Result, ev.Err)
-				if ev.Err != nil {
-					fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", ev.Err)
-				}
-			}})
+		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherConfig{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
+			printResult(e, ev.Result, ev.Err)
+			if ev.Err != nil {
+				fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", ev.Err)
+			}
+		}})
 		if err != nil && w == nil {
 			return classExit(e, name, err), nil
 		}

@@ -33,7 +33,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 	if err != nil {
 		return err
 	}
-	h, err := server.NewHandler(server.Config{Store: server.NewMemoryStore(), Tokens: []server.TokenGrant{grant}})
+	h, err := server.NewHandler(server.NewMemoryStore(), server.Config{Tokens: []server.TokenGrant{grant}})
 	if err != nil {
 		return err
 	}

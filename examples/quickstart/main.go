@@ -156,7 +156,7 @@ func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, au
 	if err != nil {
 		return err
 	}
-	h, err := server.NewHandler(server.Config{Store: server.NewMemoryStore(), Tokens: []server.TokenGrant{grant}})
+	h, err := server.NewHandler(server.NewMemoryStore(), server.Config{Tokens: []server.TokenGrant{grant}})
 	if err != nil {
 		return err
 	}

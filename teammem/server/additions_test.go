@@ -218,7 +218,7 @@ func (busyStore) Put(context.Context, server.Repo, server.PutRequest) (server.Sn
 func (busyStore) Ping(context.Context) error { return server.ErrOverloaded }
 
 func TestOverloadIs503NotA500(t *testing.T) {
-	f := newServer(t, func(c *server.Config) { c.Store = busyStore{server.NewMemoryStore()} })
+	f := newServerOn(t, busyStore{server.NewMemoryStore()}, nil)
 	for _, q := range []string{"", "&view=hashes"} {
 		resp, _ := f.do(t, http.MethodGet, f.acme, "acme/shop", q, nil, nil)
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, q)

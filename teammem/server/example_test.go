@@ -16,7 +16,7 @@ import (
 // contributor sees after the first one pushes.
 func ExampleNewHandler() {
 	token, grant, _ := server.NewToken("acme", []string{"acme/*"})
-	h, _ := server.NewHandler(server.Config{Store: server.NewMemoryStore(), Tokens: []server.TokenGrant{grant}})
+	h, _ := server.NewHandler(server.NewMemoryStore(), server.Config{Tokens: []server.TokenGrant{grant}})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 

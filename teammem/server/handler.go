@@ -18,7 +18,7 @@ import (
 
 // Config configures the sync handler. Store is required.
 type Config struct {
-	Store  Store
+	store  Store
 	Tokens []TokenGrant
 	// Metrics receives request and store measurements (nil: none).
 	Metrics Metrics
@@ -88,11 +88,12 @@ type Handler struct {
 	metrics Metrics
 }
 
-// NewHandler returns the sync handler.
-func NewHandler(cfg Config) (*Handler, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("server: Config needs a Store")
+// NewHandler returns the sync handler over store.
+func NewHandler(store Store, cfg Config) (*Handler, error) {
+	if store == nil {
+		return nil, errors.New("server: NewHandler needs a Store")
 	}
+	cfg.store = store
 	if cfg.Path == "" {
 		cfg.Path = wire.DefaultSyncPath
 	}
@@ -185,7 +186,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ReadyPath:
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := h.cfg.Store.Ping(ctx); err != nil {
+		if err := h.cfg.store.Ping(ctx); err != nil {
 			h.log.Warn("team memory store not ready", "error", err)
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
 			return
@@ -332,7 +333,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
 	start := time.Now()
-	snap, err := h.cfg.Store.Put(ctx, repo, PutRequest{
+	snap, err := h.cfg.store.Put(ctx, repo, PutRequest{
 		IfMatch: unquote(r.Header.Get("If-Match")), Entries: in.Entries, Deletes: in.SoftDeleteKeys,
 		MaxEntries: h.cfg.MaxEntries, MaxRepos: h.cfg.MaxRepos, Retention: h.cfg.Retention,
 		Author: grant.author(), Now: h.cfg.Now(),

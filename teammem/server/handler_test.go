@@ -27,22 +27,26 @@ type fixture struct {
 
 func newServer(t *testing.T, mutate func(*server.Config)) *fixture {
 	t.Helper()
+	return newServerOn(t, server.NewMemoryStore(), mutate)
+}
+
+func newServerOn(t *testing.T, store server.Store, mutate func(*server.Config)) *fixture {
+	t.Helper()
 	acme, acmeGrant, err := server.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	globex, globexGrant, err := server.NewToken("globex", []string{"globex/web"})
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
-	store := server.NewMemoryStore()
-	cfg := server.Config{Store: store, Tokens: []server.TokenGrant{acmeGrant, globexGrant}, MaxEntries: 5,
+	cfg := server.Config{Tokens: []server.TokenGrant{acmeGrant, globexGrant}, MaxEntries: 5,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	h, err := server.NewHandler(cfg)
+	h, err := server.NewHandler(store, cfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, acme: acme, globex: globex, logs: logs, store: cfg.Store, h: h}
+	return &fixture{srv: srv, acme: acme, globex: globex, logs: logs, store: store, h: h}
 }
 
 func (f *fixture) do(t *testing.T, method, token, repo, query string, body any, headers map[string]string) (*http.Response, []byte) {
@@ -242,6 +246,6 @@ func TestTokens(t *testing.T) {
 	}
 	_, _, err = server.NewToken("", []string{"a/b"})
 	assert.Error(t, err)
-	_, err = server.NewHandler(server.Config{})
+	_, err = server.NewHandler(nil, server.Config{})
 	assert.Error(t, err)
 }

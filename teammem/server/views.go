@@ -24,7 +24,7 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 	var bw *bufio.Writer
 	first := true
 	start := time.Now()
-	snap, err := h.cfg.Store.Stream(r.Context(), repo, func(head Snapshot) error {
+	snap, err := h.cfg.store.Stream(r.Context(), repo, func(head Snapshot) error {
 		if inm != "" && inm == head.Checksum {
 			return errNotModified
 		}
@@ -97,7 +97,7 @@ func writeJSONString(bw *bufio.Writer, s string) {
 // number, so a cache is never stale.
 func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 	start := time.Now()
-	head, err := h.cfg.Store.Head(r.Context(), repo)
+	head, err := h.cfg.store.Head(r.Context(), repo)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found_error", "team_memory_not_found", "no team memory for this repo yet")
@@ -108,7 +108,7 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 	}
 	body, checksum, ok := h.hashes.get(repo, head.Version, head.Checksum)
 	if !ok {
-		snap, err := h.cfg.Store.Get(r.Context(), repo, false)
+		snap, err := h.cfg.store.Get(r.Context(), repo, false)
 		if err != nil {
 			h.storeError(w, err)
 			return
@@ -139,7 +139,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "version must be a positive number")
 			return
 		}
-		rev, err := h.cfg.Store.Revision(r.Context(), repo, key, version)
+		rev, err := h.cfg.store.Revision(r.Context(), repo, key, version)
 		switch {
 		case errors.Is(err, ErrNoRevision):
 			writeError(w, http.StatusNotFound, "not_found_error", wire.CodeNoRevision, "the key has no such version (never written then, or past the retention)")
@@ -154,7 +154,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	revs, err := h.cfg.Store.History(r.Context(), repo, key, limit)
+	revs, err := h.cfg.store.History(r.Context(), repo, key, limit)
 	if err != nil {
 		h.storeError(w, err)
 		return
@@ -174,7 +174,7 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, repo Repo) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	changes, err := h.cfg.Store.Log(r.Context(), repo, since, limit)
+	changes, err := h.cfg.store.Log(r.Context(), repo, since, limit)
 	if err != nil {
 		h.storeError(w, err)
 		return

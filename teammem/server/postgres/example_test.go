@@ -17,7 +17,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	h, err := server.NewHandler(server.Config{Store: store})
+	h, err := server.NewHandler(store, server.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 func ExampleNew() {
 	store := server.NewMemoryStore()
 	m := prommetrics.New(store)
-	_, _ = server.NewHandler(server.Config{Store: store, Metrics: m})
+	_, _ = server.NewHandler(store, server.Config{Metrics: m})
 	page := httptest.NewServer(m.Handler())
 	defer page.Close()
 	resp, err := page.Client().Get(page.URL)

@@ -5,7 +5,7 @@
 // Prometheus client.
 //
 //	m := prommetrics.New(store)
-//	h, _ := server.NewHandler(server.Config{Store: store, Metrics: m, ...})
+//	h, _ := server.NewHandler(store, server.Config{Metrics: m, ...})
 //	go http.ListenAndServe("127.0.0.1:9090", m.Handler())
 package prommetrics
 

@@ -23,7 +23,7 @@ func TestMetricsPage(t *testing.T) {
 	m := prommetrics.New(store)
 	token, grant, err := server.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	h, err := server.NewHandler(server.Config{Store: store, Tokens: []server.TokenGrant{grant}, Metrics: m})
+	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}, Metrics: m})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
