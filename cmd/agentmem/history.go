@@ -12,23 +12,51 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 )
 
-// openHistory opens --session's file history, or says which exist.
-func openHistory(e env, c *common, session string) (*filehistory.Tracker, error) {
-	home, err := configHome(e, c)
+// historyNames returns the histories to show: --session's, or every one
+// under the config home.
+func historyNames(e env, home, session string) ([]string, error) {
+	if session != "" {
+		return []string{session}, nil
+	}
+	names, _ := filehistory.Sessions(e.fs, home)
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s holds no file history", filepath.Join(home, "file-history"))
+	}
+	return names, nil
+}
+
+// findHistory opens the history that holds checkpoint: --session's, or
+// the one history under the config home that has it.
+func findHistory(e env, home, session, checkpoint string) (*filehistory.Tracker, string, error) {
+	names, err := historyNames(e, home, session)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if session == "" {
-		names, _ := filehistory.Sessions(e.fs, home)
-		if len(names) == 0 {
-			return nil, fmt.Errorf("--session is required, and %s holds no file history", filepath.Join(home, "file-history"))
+	var found []string
+	var tr *filehistory.Tracker
+	for _, n := range names {
+		t, err := filehistory.Open(e.fs, home, n, filehistory.Options{})
+		if err != nil {
+			return nil, "", err
 		}
-		return nil, fmt.Errorf("--session is required; histories here: %s", strings.Join(names, ", "))
+		for _, s := range t.Snapshots() {
+			if s.MessageID == checkpoint {
+				found, tr = append(found, n), t
+				break
+			}
+		}
 	}
-	return filehistory.Open(e.fs, home, session, filehistory.Options{})
+	switch len(found) {
+	case 0:
+		return nil, "", fmt.Errorf("no checkpoint %q in %s (see agentmem history)", checkpoint, strings.Join(names, ", "))
+	case 1:
+		return tr, found[0], nil
+	}
+	return nil, "", fmt.Errorf("checkpoint %q is in several histories (%s): pick one with --session", checkpoint, strings.Join(found, ", "))
 }
 
 type historyEntry struct {
+	History    string        `json:"history"`
 	Checkpoint string        `json:"checkpoint"`
 	Time       string        `json:"time"`
 	Changed    []string      `json:"changed"`
@@ -45,37 +73,32 @@ type historyDiff struct {
 }
 
 func historyFlags(fs *flag.FlagSet) runner {
-	session := fs.String("session", "", "the history to show (a session id or a job's history name)")
+	session := fs.String("session", "", "the history to show (a session id or a job's history name; default every history)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	withDiff := fs.Bool("diff", false, "show each changed file's line counts, created and deleted files")
 	return func(e env, c *common, args []string) (int, error) {
 		if len(args) > 0 {
 			return exitError, fmt.Errorf("unexpected argument %q", args[0])
 		}
-		tr, err := openHistory(e, c, *session)
+		home, err := configHome(e, c)
 		if err != nil {
 			return exitError, err
 		}
-		var out []historyEntry
-		for _, s := range tr.Snapshots() {
-			h := historyEntry{Checkpoint: s.MessageID, Time: s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"), Changed: []string{}}
-			if *withDiff {
-				diffs, err := tr.Diff(s.MessageID)
-				if err != nil {
-					return exitError, err
-				}
-				for _, d := range diffs {
-					h.Changed = append(h.Changed, d.Path)
-					h.Diff = append(h.Diff, historyDiff{Path: d.Path, Created: d.Created, Deleted: d.Deleted, Insertions: d.Insertions, Deletions: d.Deletions})
-				}
-			} else {
-				changed, err := tr.Touched(s.MessageID)
-				if err != nil {
-					return exitError, err
-				}
-				h.Changed = append(h.Changed, changed...)
+		names, err := historyNames(e, home, *session)
+		if err != nil {
+			return exitError, err
+		}
+		out := []historyEntry{}
+		for _, name := range names {
+			tr, err := filehistory.Open(e.fs, home, name, filehistory.Options{})
+			if err != nil {
+				return exitError, err
 			}
-			out = append(out, h)
+			entries, err := historyOf(tr, name, *withDiff)
+			if err != nil {
+				return exitError, err
+			}
+			out = append(out, entries...)
 		}
 		if *asJSON {
 			enc := json.NewEncoder(e.stdout)
@@ -85,7 +108,12 @@ func historyFlags(fs *flag.FlagSet) runner {
 		if len(out) == 0 {
 			fmt.Fprintln(e.stdout, "no checkpoints")
 		}
+		shown := ""
 		for _, h := range out {
+			if len(names) > 1 && h.History != shown {
+				fmt.Fprintf(e.stdout, "history %s\n", h.History)
+				shown = h.History
+			}
 			fmt.Fprintf(e.stdout, "%s  %s  %d file(s) changed after it\n", h.Time, h.Checkpoint, len(h.Changed))
 			if h.Diff == nil {
 				for _, p := range h.Changed {
@@ -107,24 +135,52 @@ func historyFlags(fs *flag.FlagSet) runner {
 	}
 }
 
+// historyOf lists one history's checkpoints, oldest first, with the files
+// changed after each (and their line counts with diff).
+func historyOf(tr *filehistory.Tracker, name string, diff bool) ([]historyEntry, error) {
+	var out []historyEntry
+	for _, s := range tr.Snapshots() {
+		h := historyEntry{History: name, Checkpoint: s.MessageID, Time: s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"), Changed: []string{}}
+		if diff {
+			diffs, err := tr.Diff(s.MessageID)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range diffs {
+				h.Changed = append(h.Changed, d.Path)
+				h.Diff = append(h.Diff, historyDiff{Path: d.Path, Created: d.Created, Deleted: d.Deleted, Insertions: d.Insertions, Deletions: d.Deletions})
+			}
+		} else {
+			changed, err := tr.Touched(s.MessageID)
+			if err != nil {
+				return nil, err
+			}
+			h.Changed = append(h.Changed, changed...)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
 func rewindFlags(fs *flag.FlagSet) runner {
-	session := fs.String("session", "", "the history the checkpoint belongs to")
+	session := fs.String("session", "", "the history the checkpoint belongs to (default: the one that has it)")
 	dryRun := fs.Bool("dry-run", false, "show what would change and change nothing")
 	return func(e env, c *common, args []string) (int, error) {
 		if len(args) == 0 {
-			return exitError, errors.New("which checkpoint? (see agentmem history --session NAME)")
+			return exitError, errors.New("which checkpoint? (see agentmem history)")
 		}
 		if len(args) > 1 {
 			return exitError, fmt.Errorf("unexpected argument %q", args[1])
 		}
-		tr, err := openHistory(e, c, *session)
+		home, err := configHome(e, c)
+		if err != nil {
+			return exitError, err
+		}
+		tr, _, err := findHistory(e, home, *session, args[0])
 		if err != nil {
 			return exitError, err
 		}
 		st, err := tr.Rewind(context.Background(), args[0], filehistory.RewindOptions{DryRun: *dryRun})
-		if errors.Is(err, filehistory.ErrUnknownSnapshot) {
-			return exitError, fmt.Errorf("no checkpoint %q in history %q (see agentmem history --session %s)", args[0], *session, *session)
-		}
 		verb := "restored"
 		if *dryRun {
 			verb = "would restore"

@@ -52,11 +52,18 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 	require.NoError(t, ex.Close())
 	require.NotEmpty(t, checkpoint)
 
-	_, stderr, code := runBin(t, nil, "history", "--config-dir", config)
+	// Without --session every history is shown; the JSON names each one.
+	out, stderr, code := runBin(t, nil, "history", "--config-dir", config, "--json")
+	require.Equal(t, 0, code, stderr)
+	var all []historyEntry
+	require.NoError(t, json.Unmarshal([]byte(out), &all))
+	require.Len(t, all, 1)
+	assert.Equal(t, "extract-runs", all[0].History)
+	_, stderr, code = runBin(t, nil, "history", "--config-dir", filepath.Join(root, "empty"))
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, "histories here: extract-runs")
+	assert.Contains(t, stderr, "holds no file history")
 
-	out, stderr, code := runBin(t, nil, "history", "--config-dir", config, "--session", "extract-runs", "--json")
+	out, stderr, code = runBin(t, nil, "history", "--config-dir", config, "--session", "extract-runs", "--json")
 	require.Equal(t, 0, code, stderr)
 	var entries []historyEntry
 	require.NoError(t, json.Unmarshal([]byte(out), &entries))
@@ -76,7 +83,11 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "deploy_friday.md"))
 	require.NoError(t, err, "a dry run changes nothing")
 
-	out, stderr, code = runBin(t, nil, "rewind", checkpoint, "--config-dir", config, "--session", "extract-runs")
+	_, stderr, code = runBin(t, nil, "rewind", "extract-19990101T000000Z", "--config-dir", config)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no checkpoint")
+	// Without --session the one history that holds the checkpoint is used.
+	out, stderr, code = runBin(t, nil, "rewind", checkpoint, "--config-dir", config)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "removed "+dir+"/deploy_friday.md")
 	got, _ := os.ReadFile(filepath.Join(dir, "MEMORY.md"))

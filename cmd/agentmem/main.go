@@ -73,8 +73,8 @@ func commands() []command {
 		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
 		{"team", "serve|token|pull|push|sync|watch|log|restore", "run or use a team memory sync server (agentmem team --help)", teamFlags},
 		{"sessions", "ls|show|search", "list, show and search session transcripts (agentmem sessions --help)", sessionsFlags},
-		{"history", "--session NAME [--diff] [--json]", "list a file history's checkpoints and the files changed after each", historyFlags},
-		{"rewind", "CHECKPOINT --session NAME [--dry-run]", "put the files of a history back as they were at a checkpoint", rewindFlags},
+		{"history", "[--session NAME] [--diff] [--json]", "list the file histories' checkpoints and the files changed after each", historyFlags},
+		{"rewind", "CHECKPOINT [--session NAME] [--dry-run]", "put the files of a history back as they were at a checkpoint", rewindFlags},
 		{"dream", "[--staged [--yes]] [--model M]", "consolidate the memory directory now with the Anthropic API (undoable)", dreamFlags},
 		{"mcp", "[--http ADDR] [--team-server URL]", "serve the memory directory to MCP clients (stdio, or HTTP at /mcp)", mcpFlags},
 	}
