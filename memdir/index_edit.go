@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-
 	"path/filepath"
 	"strings"
 )
@@ -127,16 +126,15 @@ func (d *Dir) EnsurePointer(file string) (bool, error) {
 	return added, err
 }
 
-// readGated reads a memory file through the gate's confined open.
+// readGated reads a memory file's header lines (as a scan does) through
+// the gate's confined open.
 func readGated(d *Dir, file string) ([]byte, error) {
 	f, err := d.gate.Open(filepath.Join(d.path, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	buf := make([]byte, 16<<10)
-	n, _ := f.Read(buf)
-	return buf[:n], nil
+	return readLines(f, make([]byte, 0, 1024), FrontmatterMaxLines)
 }
 
 // editIndex rewrites an index under the gate's lock; an index that does
@@ -147,12 +145,11 @@ func (d *Dir) editIndex(index string, edit func(lines []string) []string) error 
 		if s := strings.TrimRight(string(old), "\n"); s != "" {
 			lines = strings.Split(s, "\n")
 		}
-		n := len(lines)
 		lines = edit(lines)
 		if !exists && len(lines) == 0 {
 			return nil, errNoIndexChange
 		}
-		if exists && len(lines) == n && strings.Join(lines, "\n") == strings.TrimRight(string(old), "\n") {
+		if exists && strings.Join(lines, "\n") == strings.TrimRight(string(old), "\n") {
 			return nil, errNoIndexChange
 		}
 		if len(lines) == 0 {

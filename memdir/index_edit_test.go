@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -84,4 +85,27 @@ func TestMoveAndEnsurePointers(t *testing.T) {
 	_, err = d.EnsurePointer("bare.md")
 	require.NoError(t, err)
 	assert.Contains(t, readFile(t, filepath.Join(root, "MEMORY.md")), "- [bare](bare.md)\n")
+}
+
+func TestIndexEditsWriteOnlyChanges(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "mem")
+	d, err := memdir.NewDir(afero.NewOsFs(), root)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(root, 0o755))
+	require.NoError(t, d.RemovePointers("nothing.md"))
+	assert.NoFileExists(t, filepath.Join(root, "MEMORY.md"), "an edit that leaves no line creates no index")
+
+	_, err = d.Save(memdir.Memory{Name: "Ports", Description: "which port", Body: "8080."})
+	require.NoError(t, err)
+	index := filepath.Join(root, "MEMORY.md")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(index, old, old))
+	require.NoError(t, d.RemovePointers("other.md"))
+	require.NoError(t, d.MovePointers("other.md", "elsewhere.md"))
+	added, err := d.EnsurePointer("ports.md")
+	require.NoError(t, err)
+	assert.False(t, added)
+	info, err := os.Stat(index)
+	require.NoError(t, err)
+	assert.True(t, info.ModTime().Equal(old), "an unchanged index is not rewritten")
 }
