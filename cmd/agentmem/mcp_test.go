@@ -373,3 +373,73 @@ func TestMCPToolPanicIsAToolError(t *testing.T) {
 	assert.Nil(t, res)
 	assert.ErrorContains(t, err, "internal error in the memory server")
 }
+
+// TestMCPListsPastTheManifestLimit: memory_list and resources/list show
+// more than the prompt manifest's 200 memories, and say when they stop.
+func TestMCPListsPastTheManifestLimit(t *testing.T) {
+	dir, _ := mcpTree(t)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for i := range mcpMaxList + 5 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)),
+			[]byte(fmt.Sprintf("---\nname: M%d\ndescription: memory %d\ntype: project\n---\nbody %d\n", i, i, i)), 0o644))
+	}
+	srv, err := newMemoryServer(afero.NewOsFs(), dir, "test")
+	require.NoError(t, err)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	res, txt := call(t, cs, "memory_list", map[string]any{})
+	require.False(t, res.IsError)
+	var out listOut
+	raw, _ := json.Marshal(res.StructuredContent)
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.Len(t, out.Memories, mcpMaxList, "well past the manifest's 200")
+	assert.True(t, out.More)
+	assert.Contains(t, txt, "older memories not shown")
+	resources := 0
+	for cursor := ""; ; {
+		page, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		require.NoError(t, err)
+		resources += len(page.Resources)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	assert.Equal(t, mcpMaxList+1, resources, "the index and one resource per listed memory, across pages")
+}
+
+// TestMCPResourcesFollowTheDisk: files another process writes or removes
+// show up in, and leave, the next resources/list.
+func TestMCPResourcesFollowTheDisk(t *testing.T) {
+	dir, _ := mcpTree(t)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	srv, err := newMemoryServer(afero.NewOsFs(), dir, "test")
+	require.NoError(t, err)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	uris := func() []string {
+		list, err := cs.ListResources(ctx, nil)
+		require.NoError(t, err)
+		var out []string
+		for _, r := range list.Resources {
+			out = append(out, r.URI)
+		}
+		return out
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "outside_write.md"), []byte("---\nname: W\ndescription: d\n---\nx\n"), 0o644))
+	assert.Contains(t, uris(), "memory://files/outside_write.md")
+	require.NoError(t, os.Remove(filepath.Join(dir, "outside_write.md")))
+	assert.NotContains(t, uris(), "memory://files/outside_write.md")
+}

@@ -34,6 +34,10 @@ const (
 	mcpMaxRecall     = 20
 	// mcpRecallBytes bounds each recalled memory's content.
 	mcpRecallBytes = 4096
+	// mcpMaxList bounds memory_list and the file resources, newest first
+	// (the prompt's manifest keeps 200; a client asking for the list wants
+	// more, but a model cannot use an unbounded one).
+	mcpMaxList = 1000
 )
 
 // memoryServer serves one memory directory over MCP.
@@ -78,10 +82,11 @@ func newMemoryServer(fsys afero.Fs, autoDir, version string) (*mcp.Server, error
 		Description: "One memory file, by its path in the memory directory (team/ for team memory)."}, ms.readResource)
 	srv.AddPrompt(&mcp.Prompt{Name: mcpPromptName, Title: "Memory",
 		Description: "The memory section of the system prompt: how to use memory, and the index."}, ms.prompt)
-	// The file resources follow the disk: every resources/list rescans.
+	// The file resources follow the disk: a resources/list rescans (its
+	// first page; later pages read the same listing).
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "resources/list" {
+			if r, ok := req.(*mcp.ListResourcesRequest); ok && (r.Params == nil || r.Params.Cursor == "") {
 				ms.syncResources(ctx)
 			}
 			return next(ctx, method, req)
@@ -121,6 +126,8 @@ type (
 	}
 	listOut struct {
 		Memories []memoryEntry `json:"memories"`
+		// More reports whether older memories were left out of the list.
+		More bool `json:"more,omitempty"`
 	}
 	readOut struct {
 		File    string `json:"file"`
@@ -162,9 +169,9 @@ func text(s string) *mcp.CallToolResult {
 }
 
 func (ms *memoryServer) addTools(srv *mcp.Server) {
-	mcp.AddTool(srv, &mcp.Tool{Name: "memory_list", Description: "List every memory: file, name, description, type and age, newest first."},
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_list", Description: "List the memories (the newest 1,000): file, name, description, type and age, newest first."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, _ listIn) (*mcp.CallToolResult, listOut, error) {
-			entries, err := ms.list(ctx)
+			entries, more, err := ms.list(ctx)
 			if err != nil {
 				return nil, listOut{}, err
 			}
@@ -175,7 +182,10 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			for _, m := range entries {
 				fmt.Fprintf(&b, "%s (%s, %s): %s — %s\n", m.File, m.Type, m.Age, m.Name, m.Description)
 			}
-			return text(b.String()), listOut{Memories: entries}, nil
+			if more {
+				fmt.Fprintf(&b, "(older memories not shown: only the newest %d are listed; find others with memory_recall or memory_search)\n", mcpMaxList)
+			}
+			return text(b.String()), listOut{Memories: entries, More: more}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_read", Description: "Read one memory file (or MEMORY.md, the index) in full."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, readOut, error) {
@@ -273,16 +283,19 @@ func toolError(err error) error {
 	return err
 }
 
-func (ms *memoryServer) list(ctx context.Context) ([]memoryEntry, error) {
-	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{})
+// list returns the newest mcpMaxList memories, and whether there are more.
+func (ms *memoryServer) list(ctx context.Context) ([]memoryEntry, bool, error) {
+	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{MaxFiles: mcpMaxList + 1})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, errors.New("the memory directory could not be read")
+		return nil, false, errors.New("the memory directory could not be read")
 	}
+	more := len(headers) > mcpMaxList
+	headers = headers[:min(len(headers), mcpMaxList)]
 	out := make([]memoryEntry, 0, len(headers))
 	for _, h := range headers {
 		out = append(out, ms.entry(h))
 	}
-	return out, nil
+	return out, more, nil
 }
 
 func (ms *memoryServer) entry(h memdir.MemoryHeader) memoryEntry {
@@ -383,7 +396,7 @@ func (ms *memoryServer) readResource(ctx context.Context, req *mcp.ReadResourceR
 // syncResources registers one resource per memory file on disk and drops
 // those of files that are gone.
 func (ms *memoryServer) syncResources(ctx context.Context) {
-	entries, err := ms.list(ctx)
+	entries, _, err := ms.list(ctx)
 	if err != nil {
 		return
 	}
