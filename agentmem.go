@@ -360,7 +360,7 @@ func (m *Memory) Tools() []llm.Tool {
 func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 	return func(ctx context.Context, call llm.ToolCall) llm.Decision {
 		if m.enabled {
-			tc, err := teammem.ToolCallFromJSON(call.Name, call.Input)
+			tc, err := memdir.ToolCallFromJSON(call.Name, call.Input)
 			if err == nil {
 				err = m.guard.Check(m.fs, tc)
 			}
@@ -389,9 +389,11 @@ func (m *Memory) UserMessage(ctx context.Context, text string) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// TurnEnded records the turn's new messages in the session transcript and
-// starts, in the background, extraction, the session summary update and
-// the consolidation check, each when its gates pass. It returns at once.
+// TurnEnded appends the turn's new messages to the session transcript (a
+// small write, done before it returns so a crash right after loses no
+// message) and starts, in the background, extraction, the session summary
+// update and the consolidation check, each when its gates pass; it does
+// not wait for them.
 func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
 	if !m.enabled {
 		return
