@@ -412,6 +412,16 @@ func TestMCPListsPastTheManifestLimit(t *testing.T) {
 		}
 	}
 	assert.Equal(t, mcpMaxList+1, resources, "the index and one resource per listed memory, across pages")
+
+	// memory_recall honours limit, and never goes past 20.
+	for limit, most := range map[int]int{2: 2, 50: mcpMaxRecall} {
+		res, txt = call(t, cs, "memory_recall", map[string]any{"query": "project memory body", "limit": limit})
+		require.False(t, res.IsError, txt)
+		var got listOut
+		raw, _ := json.Marshal(res.StructuredContent)
+		require.NoError(t, json.Unmarshal(raw, &got))
+		assert.Len(t, got.Memories, most, "limit %d (a thousand memories match)", limit)
+	}
 }
 
 // TestMCPResourcesFollowTheDisk: files another process writes or removes
