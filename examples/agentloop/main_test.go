@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,4 +95,10 @@ func TestHostCodeIsShort(t *testing.T) {
 	}
 	t.Logf("host code: %d lines", n)
 	assert.Less(t, n, 40)
+	// The README quotes the figure: it must be this one.
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`agentloop\x60 gives a scripted agent memory in (\d+) lines of\s+host code`).FindSubmatch(readme)
+	require.NotNil(t, m, "the README states the host code's length")
+	assert.Equal(t, strconv.Itoa(n), string(m[1]))
 }
