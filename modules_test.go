@@ -61,6 +61,14 @@ var floors = map[string]float64{
 	"": 6,
 }
 
+// forbidden are imports the floors alone would allow but the design does
+// not: the server speaks the protocol through wire, never through the
+// client.
+var forbidden = map[string][]string{
+	"teammem/server":           {"teammem", "memdir"},
+	"teammem/server/storetest": {"teammem", "memdir"},
+}
+
 // TestLayersPointOneWay checks every import inside the core module against
 // the floors: the server never imports the client, the memory layers never
 // import each other or the front door.
@@ -89,6 +97,7 @@ func TestLayersPointOneWay(t *testing.T) {
 				continue
 			}
 			assert.Less(t, floors[to], fromFloor, "%s imports %s: arrows point down only", from, to)
+			assert.NotContains(t, forbidden[from], to, "%s must not import %s", from, to)
 		}
 	}
 }
