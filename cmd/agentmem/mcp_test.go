@@ -164,18 +164,25 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) 
 	assert.NotContains(t, txt, deploys)
 }
 
-func TestMCPInMemory(t *testing.T) {
-	dir, outside := mcpTree(t)
+// inMemorySession connects a Go SDK client to a memory server for dir over
+// the in-memory transport; both close when the test ends.
+func inMemorySession(t *testing.T, dir string) *mcp.ClientSession {
+	t.Helper()
 	srv, err := newMemoryServer(afero.NewOsFs(), dir, "test")
 	require.NoError(t, err)
 	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
+	ss, err := srv.Connect(context.Background(), st, nil)
 	require.NoError(t, err)
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), ct, nil)
 	require.NoError(t, err)
-	defer cs.Close()
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func TestMCPInMemory(t *testing.T) {
+	dir, outside := mcpTree(t)
+	cs := inMemorySession(t, dir)
 	mcpScenario(t, cs, dir, outside, "")
 }
 
@@ -383,16 +390,8 @@ func TestMCPListsPastTheManifestLimit(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)),
 			[]byte(fmt.Sprintf("---\nname: M%d\ndescription: memory %d\ntype: project\n---\nbody %d\n", i, i, i)), 0o644))
 	}
-	srv, err := newMemoryServer(afero.NewOsFs(), dir, "test")
-	require.NoError(t, err)
-	ct, st := mcp.NewInMemoryTransports()
+	cs := inMemorySession(t, dir)
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	defer cs.Close()
 
 	res, txt := call(t, cs, "memory_list", map[string]any{})
 	require.False(t, res.IsError)
@@ -429,16 +428,8 @@ func TestMCPListsPastTheManifestLimit(t *testing.T) {
 func TestMCPResourcesFollowTheDisk(t *testing.T) {
 	dir, _ := mcpTree(t)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	srv, err := newMemoryServer(afero.NewOsFs(), dir, "test")
-	require.NoError(t, err)
-	ct, st := mcp.NewInMemoryTransports()
+	cs := inMemorySession(t, dir)
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	defer cs.Close()
 	uris := func() []string {
 		list, err := cs.ListResources(ctx, nil)
 		require.NoError(t, err)
