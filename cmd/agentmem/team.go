@@ -261,6 +261,7 @@ func teamServe(e env, args []string) (int, error) {
 		return exitError, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	srv.RegisterOnShutdown(h.Drain) // long-polls answer at once, so the drain does not wait for them
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	scheme := "http"

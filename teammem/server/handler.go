@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/teammem/wire"
@@ -86,6 +87,19 @@ type Handler struct {
 	hashes  *hashCache
 	limiter *rateLimiter
 	metrics Metrics
+	// draining is closed by Drain: long-polls answer at once.
+	draining  chan struct{}
+	drainOnce sync.Once
+}
+
+// Drain answers every waiting long-poll at once (304, as if its wait had
+// ended) and makes every later one answer without waiting, so that
+// http.Server.Shutdown, which waits for running requests, finishes at
+// once even with watchers connected. Register it with
+// srv.RegisterOnShutdown(h.Drain). Other requests are served as before.
+// Safe to call more than once, and concurrently.
+func (h *Handler) Drain() {
+	h.drainOnce.Do(func() { close(h.draining) })
 }
 
 // NewHandler returns the sync handler over store.
@@ -146,7 +160,7 @@ func NewHandler(store Store, cfg Config) (*Handler, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 10 * time.Second
 	}
-	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024)}
+	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), draining: make(chan struct{})}
 	if cfg.RatePerToken > 0 {
 		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
 	}
@@ -242,6 +256,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenan
 		return repoName, grant.Organization
 	}
 	repo := Repo{Tenant: grant.Organization, Name: repoName}
+	w.Header().Set(wire.StoreIDHeader, h.cfg.store.ID())
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout+wire.MaxLongPoll)
 	defer cancel()
 	r = r.WithContext(ctx)

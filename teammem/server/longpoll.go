@@ -55,6 +55,11 @@ func (h *Handler) waitForChange(w http.ResponseWriter, r *http.Request, repo Rep
 	if tag == "" || secs == 0 {
 		return true
 	}
+	select {
+	case <-h.draining:
+		return true // shutting down: answer now
+	default:
+	}
 	if h.changes.waiters.Add(1) > int64(h.cfg.MaxWaiters) {
 		h.changes.waiters.Add(-1)
 		return true // too many waiting: answer now
@@ -80,6 +85,13 @@ func (h *Handler) waitForChange(w http.ResponseWriter, r *http.Request, repo Rep
 		case <-woken:
 		case <-tick.C: // another server may have written
 		case <-deadline.C:
+			w.Header().Set("ETag", `"`+tag+`"`)
+			w.WriteHeader(http.StatusNotModified)
+			return false
+		case <-h.draining:
+			// Shutting down: end the wait now, as if it had run out, and
+			// close the connection so the client reconnects elsewhere.
+			w.Header().Set("Connection", "close")
 			w.Header().Set("ETag", `"`+tag+`"`)
 			w.WriteHeader(http.StatusNotModified)
 			return false

@@ -24,7 +24,8 @@ import (
 // (teammem/server/sqlite, teammem/server/postgres), so this module
 // compiles none. Safe for concurrent use.
 type SQLStore struct {
-	w *sql.DB // writes
+	id string
+	w  *sql.DB // writes
 	r *sql.DB // reads (the same pool on PostgreSQL)
 	d SQLDialect
 }
@@ -47,10 +48,25 @@ func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (*SQLStore, er
 	if _, err := w.ExecContext(ctx, sqlSchema); err != nil {
 		return nil, fmt.Errorf("server: prepare the database: %w", err)
 	}
-	return &SQLStore{w: w, r: r, d: d}, nil
+	s := &SQLStore{w: w, r: r, d: d}
+	// The identity is made by whichever server first opens the database;
+	// the others (and every later start) read it back.
+	if _, err := w.ExecContext(ctx, s.q(`INSERT INTO team_store (one, id) VALUES (1, ?) ON CONFLICT (one) DO NOTHING`), NewStoreID()); err != nil {
+		return nil, fmt.Errorf("server: prepare the database: %w", err)
+	}
+	if err := w.QueryRowContext(ctx, `SELECT id FROM team_store WHERE one = 1`).Scan(&s.id); err != nil {
+		return nil, fmt.Errorf("server: read the store identity: %w", err)
+	}
+	return s, nil
 }
 
+// ID implements Store: the identity kept in the database, so a copy of
+// the database (a backup) keeps it and a new database has its own.
+func (s *SQLStore) ID() string { return s.id }
+
 const sqlSchema = `
+CREATE TABLE IF NOT EXISTS team_store (
+	one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS team_repos (
 	tenant TEXT NOT NULL, name TEXT NOT NULL,
 	version BIGINT NOT NULL, checksum TEXT NOT NULL, last_modified_ms BIGINT NOT NULL,

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"maps"
@@ -137,9 +139,23 @@ type Store interface {
 	// Log lists the repo's accepted writes after version since, newest
 	// first, at most limit.
 	Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error)
+	// ID returns the store's identity: a random name made once, when the
+	// store itself was created, and never changed. Every server on one
+	// database reports the same ID; a new, emptied or replaced store has
+	// another, so a client can tell that the server it syncs with is no
+	// longer the store it agreed with (and must not delete on its word).
+	ID() string
 	// Ping reports whether the store can serve requests.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// NewStoreID returns a fresh store identity ("ams_" and 26 random
+// base32 characters).
+func NewStoreID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "ams_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 // apply computes the state after req on top of cur (which may be empty),
@@ -281,6 +297,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // MemoryStore keeps everything in memory: for tests and throwaway servers.
 type MemoryStore struct {
+	id      string
 	mu      sync.Mutex
 	repos   map[Repo]Snapshot
 	history map[Repo]map[string][]Revision // newest first
@@ -289,8 +306,11 @@ type MemoryStore struct {
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{repos: map[Repo]Snapshot{}, history: map[Repo]map[string][]Revision{}, log: map[Repo][]Change{}}
+	return &MemoryStore{id: NewStoreID(), repos: map[Repo]Snapshot{}, history: map[Repo]map[string][]Revision{}, log: map[Repo][]Change{}}
 }
+
+// ID implements Store: each MemoryStore has its own.
+func (s *MemoryStore) ID() string { return s.id }
 
 // Get implements Store.
 func (s *MemoryStore) Get(_ context.Context, repo Repo, withContent bool) (Snapshot, error) {

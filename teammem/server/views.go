@@ -146,7 +146,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 		case err != nil:
 			h.storeError(w, err)
 		default:
-			writeJSON(w, http.StatusOK, wire.RevisionView{Key: key, Version: rev.Version, Content: rev.Content})
+			writeJSON(w, http.StatusOK, wire.RevisionView{Key: key, Version: rev.Version, Content: rev.Content, Deleted: rev.Deleted})
 		}
 		return
 	}

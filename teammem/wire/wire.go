@@ -19,6 +19,14 @@ import (
 // DefaultSyncPath is the team memory endpoint, below the server's base URL.
 const DefaultSyncPath = "/api/claude_code/team_memory"
 
+// StoreIDHeader is the response header that names the server's store:
+// an identity made once with the store (a database) and never changed.
+// Every reply to an authenticated repo request carries it. A client that
+// sees another identity than the one it last agreed with, or a repo
+// version older than the one it saw, is talking to a store that was
+// replaced or restored from a backup, and must not delete on its word.
+const StoreIDHeader = "Agentmem-Store-Id"
+
 // Sync limits shared by the client and the reference server.
 const (
 	// MaxEntryBytes is the largest entry (UTF-8 bytes) that is synced.
@@ -166,6 +174,9 @@ type RevisionView struct {
 	Key     string `json:"key"`
 	Version int64  `json:"version"`
 	Content string `json:"content"`
+	// Deleted reports that this version is the key's deletion (Content is
+	// then empty and is not the memory's text).
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // LogEntry is one accepted write in GET ...&view=log (a JSON array,

@@ -29,6 +29,7 @@ func TestSQLiteReopen(t *testing.T) {
 	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
 	snap, err := s.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"a.md": "kept"}, Now: time.Now()})
 	require.NoError(t, err)
+	id := s.ID()
 	require.NoError(t, s.Close())
 	s, err = sqlite.Open(path)
 	require.NoError(t, err)
@@ -37,4 +38,5 @@ func TestSQLiteReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "kept", got.Entries["a.md"])
 	require.Equal(t, snap.Checksum, got.Checksum)
+	require.Equal(t, id, s.ID(), "a reopened database keeps its identity")
 }

@@ -33,6 +33,15 @@ func Run(t *testing.T, newStore func(t *testing.T) server.Store) {
 		return snap
 	}
 
+	t.Run("identity", func(t *testing.T) {
+		a, b := newStore(t), newStore(t)
+		require.NotEmpty(t, a.ID(), "a store has an identity from its creation")
+		assert.Equal(t, a.ID(), a.ID(), "the identity never changes")
+		put(t, a, server.PutRequest{Entries: map[string]string{"a.md": "alpha"}})
+		assert.Equal(t, a.ID(), a.ID(), "a write does not change the identity")
+		assert.NotEqual(t, a.ID(), b.ID(), "two new stores have different identities")
+	})
+
 	t.Run("empty", func(t *testing.T) {
 		s := newStore(t)
 		_, err := s.Get(ctx, repo, true)
