@@ -26,8 +26,8 @@ import (
 type SQLStore struct {
 	id string
 	w  *sql.DB // writes
-	r *sql.DB // reads (the same pool on PostgreSQL)
-	d SQLDialect
+	r  *sql.DB // reads (the same pool on PostgreSQL)
+	d  SQLDialect
 }
 
 // SQLDialect is what differs between SQL databases.
