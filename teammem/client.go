@@ -3,6 +3,8 @@ package teammem
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,6 +80,10 @@ type ClientConfig struct {
 	// three-way rules of SyncState, so only a deletion of a copy nobody
 	// changed since the last sync).
 	KeepDeleted bool
+	// AllowMassDelete lets a round delete more than MassDeleteThreshold
+	// memories on one side. By default such a round deletes nothing on
+	// that side and reports the deletions in Result.Held.
+	AllowMassDelete bool
 	// StateFile, when set, is where the SyncState is kept between runs
 	// (StatePath gives the usual place): every Pull, Push and Sync loads it
 	// into an empty SyncState first and saves it, atomically, after. A
@@ -136,7 +142,18 @@ type SyncState struct {
 	// ServerHasContent reports whether the server held any entry at the
 	// last sync (TeamMemoryActive's second input).
 	ServerHasContent bool
-	loaded           bool
+	// StoreID is the identity of the server's store (wire.StoreIDHeader)
+	// and Version the repo version, as of the last completed round. A
+	// round that meets another identity, or an older version, forgets
+	// Base: the server is not the store this client agreed with.
+	StoreID string
+	Version int64
+	// Resetting is set from the round that found the store replaced or
+	// restored until a round that may push completes: meanwhile nothing
+	// is deleted or moved aside on the server's word, and a key that
+	// differs keeps the local version (the server's is kept aside).
+	Resetting bool
+	loaded    bool
 }
 
 // Skip says why a key was not synced.
@@ -161,9 +178,17 @@ type Result struct {
 	// server to delete.
 	Uploaded, SoftDeleted []string
 	Skipped               []Skip
-	// Conflicts are keys both sides changed: the server's version took the
-	// file and the local one was kept aside.
+	// Conflicts are keys both sides changed: one version is in the file,
+	// the other kept aside (Conflict.SavedAs).
 	Conflicts []Conflict
+	// StoreReset, when set, says why this round forgot the sync base: the
+	// server's store has another identity, or its repo is older than the
+	// one last seen (a replaced store, a restored backup). Nothing was
+	// deleted on either side.
+	StoreReset string
+	// Held lists the deletions the mass-delete hold kept back
+	// (ClientConfig.AllowMassDelete lets them through).
+	Held []MassDeleteHold
 	// StateError is set when the state file could not be read (the run
 	// went on without a base, deleting nothing).
 	StateError error
@@ -184,6 +209,10 @@ func (r *Result) Add(o Result) {
 	r.SoftDeleted = append(r.SoftDeleted, o.SoftDeleted...)
 	r.Skipped = append(r.Skipped, o.Skipped...)
 	r.Conflicts = append(r.Conflicts, o.Conflicts...)
+	r.Held = append(r.Held, o.Held...)
+	if o.StoreReset != "" {
+		r.StoreReset = o.StoreReset
+	}
 	if o.StateError != nil {
 		r.StateError = o.StateError
 	}
@@ -207,7 +236,11 @@ const (
 	ClassParse          ErrorClass = "parse"
 	ClassConflict       ErrorClass = "conflict"
 	ClassTooManyEntries ErrorClass = "too_many_entries"
-	ClassUnknown        ErrorClass = "unknown"
+	// ClassTLS: the server's certificate could not be verified (an
+	// untrusted authority, another host name, expired), or it does not
+	// speak TLS. Not retried: the error says what to fix.
+	ClassTLS     ErrorClass = "tls"
+	ClassUnknown ErrorClass = "unknown"
 )
 
 // SyncError reports a failed sync request.
@@ -245,7 +278,7 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // (no token, no access, a client error other than 409 or 429).
 func (e *SyncError) Permanent() bool {
 	switch e.Class {
-	case ClassAuth, ClassForbidden, ClassTooManyEntries:
+	case ClassAuth, ClassForbidden, ClassTooManyEntries, ClassTLS:
 		return true
 	}
 	return e.Status >= 400 && e.Status < 500 && e.Status != 409 && e.Status != 429 && e.Status != 412
@@ -411,6 +444,10 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 			res.SoftDeleted = append(res.SoftDeleted, deletes...)
 		}
 		ifMatch, view.etag = pr.Checksum, pr.Checksum
+		view.version = pr.Version
+		if id := resp.Header.Get(StoreIDHeader); id != "" {
+			view.storeID = id
+		}
 		if RepoChecksum(view.sums) != pr.Checksum {
 			// The server holds more than we know: a PUT without If-Match
 			// (the repo was empty when read) met a teammate's write. The
@@ -565,6 +602,9 @@ func (c *Client) sendOnce(ctx context.Context, res *Result, method, u string, he
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
+		if why := tlsProblem(err); why != "" {
+			return nil, nil, &SyncError{Class: ClassTLS, Attempts: 1, Err: errors.New(why)}
+		}
 		return nil, nil, &SyncError{Class: ClassNetwork, Attempts: 1, Err: errors.New("the server could not be reached")}
 	}
 	defer resp.Body.Close()
@@ -605,6 +645,9 @@ func (c *Client) send(ctx context.Context, res *Result, method, u string, body [
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, nil, ctxErr
 			}
+			if why := tlsProblem(err); why != "" {
+				return nil, nil, &SyncError{Class: ClassTLS, Attempts: attempt, Err: errors.New(why)}
+			}
 			class := ClassNetwork
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -633,6 +676,32 @@ func (c *Client) send(ctx context.Context, res *Result, method, u string, body [
 		}
 		return nil, nil, c.statusError(resp, respBody, attempt)
 	}
+}
+
+// tlsProblem says what is wrong with the server's certificate when err is
+// a TLS failure, and "" otherwise.
+func tlsProblem(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var record tls.RecordHeaderError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return "the server's TLS certificate is signed by an authority this machine does not trust (add the CA to the system's trust store, or point SSL_CERT_FILE at its PEM file)"
+	case errors.As(err, &host):
+		return "the server's TLS certificate is not valid for " + host.Host + " (use the name the certificate was issued for)"
+	case errors.As(err, &invalid):
+		if invalid.Reason == x509.Expired {
+			return "the server's TLS certificate has expired or is not valid yet (check the server's certificate and this machine's clock)"
+		}
+		return "the server's TLS certificate is not valid: " + invalid.Error()
+	case errors.As(err, &record):
+		return "the server did not answer in TLS (is it served over http:// rather than https://?)"
+	case errors.As(err, &verify):
+		return "the server's TLS certificate could not be verified: " + verify.Err.Error()
+	}
+	return ""
 }
 
 // backoff is min(base*2^(n-1), max) plus up to 25 % jitter, or the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -42,14 +43,37 @@ func (c *Client) Log(ctx context.Context, since int64) ([]LogEntry, error) {
 // have.
 var ErrNotFoundOnServer = errors.New("teammem: the server has no such repo, key or version")
 
+// DeletionVersionError refuses to restore a version that is a key's
+// deletion: it has no content, and writing it back would give every
+// teammate an empty memory. LastWithContent is the newest earlier version
+// that has content (restore that one), or 0 when the server keeps none.
+type DeletionVersionError struct {
+	Key             string
+	Version         int64
+	LastWithContent int64
+}
+
+func (e *DeletionVersionError) Error() string {
+	msg := fmt.Sprintf("teammem: version %d of %s is its deletion and has no content to restore", e.Version, e.Key)
+	if e.LastWithContent > 0 {
+		return msg + fmt.Sprintf("; the last version with content is %d (restore that one)", e.LastWithContent)
+	}
+	return msg + "; the server keeps no earlier version with content"
+}
+
 // Restore writes a key's content at version back as a new version, on the
 // condition that the repo has not changed since it was read (a concurrent
 // change gives a *SyncError of class conflict and writes nothing). It
-// returns the new version. The local team directory is not touched: the
-// next sync brings the restored content in.
+// returns the new version. A version that is the key's deletion is
+// refused with a *DeletionVersionError naming the last version with
+// content: nothing is written. The local team directory is not touched:
+// the next sync brings the restored content in.
 func (c *Client) Restore(ctx context.Context, key string, version int64) (int64, error) {
 	rev, err := c.Revision(ctx, key, version)
 	if err != nil {
+		return 0, err
+	}
+	if err := c.refuseDeletion(ctx, rev); err != nil {
 		return 0, err
 	}
 	var res Result
@@ -74,6 +98,30 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 		return 0, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a restore is not valid")}
 	}
 	return pr.Version, nil
+}
+
+// refuseDeletion returns a *DeletionVersionError when rev is a deletion,
+// by its own flag or, from a server that does not send it, by the key's
+// history.
+func (c *Client) refuseDeletion(ctx context.Context, rev RevisionView) error {
+	hv, err := c.History(ctx, rev.Key, 0)
+	if err != nil && !rev.Deleted {
+		return nil // no history to ask: the revision's own word stands
+	}
+	deleted := rev.Deleted
+	var last int64
+	for _, v := range hv.Versions { // newest first
+		if v.Version == rev.Version && v.Deleted {
+			deleted = true
+		}
+		if v.Version < rev.Version && !v.Deleted && last == 0 {
+			last = v.Version
+		}
+	}
+	if !deleted {
+		return nil
+	}
+	return &DeletionVersionError{Key: rev.Key, Version: rev.Version, LastWithContent: last}
 }
 
 // getJSON reads one view into v.

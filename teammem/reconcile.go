@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -17,6 +18,33 @@ import (
 type Conflict struct {
 	Key     string
 	SavedAs string
+	// LocalKept reports that the file kept the local version and SavedAs
+	// holds the server's: the round found the store replaced or restored
+	// (Result.StoreReset), so the server's copy is the older one.
+	LocalKept bool
+}
+
+// MassDeleteHold reports deletions a round held back: more than
+// MassDeleteThreshold of the tracked memories would have gone on one
+// side at once (a wiped directory, a server emptied by mistake). Nothing
+// on that side was deleted; the keys stay tracked, so the next round
+// holds them again until the deletions are confirmed
+// (ClientConfig.AllowMassDelete) or the files come back.
+type MassDeleteHold struct {
+	// Side is "local" (files here would have been removed) or "server"
+	// (keys on the server would have been deleted).
+	Side string
+	Keys []string
+	// Tracked is how many memories the sync base tracked, Threshold the
+	// most one round may delete on a side.
+	Tracked, Threshold int
+}
+
+// MassDeleteThreshold is the most deletions one round may make on one
+// side without confirmation: max(50, 10 % of the tracked memories), as
+// Claude Code's mass-delete hold.
+func MassDeleteThreshold(tracked int) int {
+	return max(50, tracked/10)
 }
 
 // ConflictsDirName is the folder, beside the team directory, where the
@@ -44,9 +72,9 @@ func (c *Client) Sync(ctx context.Context, st *SyncState) (Result, error) {
 }
 
 // Pull applies the server's changes by the same rules as Sync and sends
-// nothing: local edits stay (they are not overwritten by the server's
-// older copy), a local deletion is not undone, and a conflict keeps the
-// local version under ConflictsDirName.
+// nothing: it never overwrites a local edit. A local deletion is not
+// undone, and a key both sides changed is left as it is here and
+// reported as skipped ("conflict") for a Sync to resolve.
 func (c *Client) Pull(ctx context.Context, st *SyncState) (Result, error) {
 	return c.reconcile(ctx, st, modePull)
 }
@@ -69,24 +97,45 @@ const (
 	actPushDelete        // tombstone the key on the server
 	actConflict          // keep the local copy aside, take the server's
 	actStale             // a local copy of a key deleted on the server after it was last written here
+	actKeepLocal         // the server went back: keep the server's copy aside, push the local one
 )
 
-// decide applies the three-way rules to one key: l, s and b are the
-// local, server and base checksums ("" for absent); tomb is the server's
-// deletion time of the key (zero when not deleted) and mtime the local
-// file's modification time.
-func decide(l, s, b string, tomb, mtime time.Time, keepDeleted bool) action {
+// keyState is what a round knows of one key: l, s and b are the local,
+// server and base checksums ("" for absent); tomb is the server's
+// deletion time of the key (zero when it has no tombstone) and mtime the
+// local file's modification time.
+type keyState struct {
+	l, s, b     string
+	tomb, mtime time.Time
+}
+
+// decide applies the three-way rules to one key. keepDeleted stops
+// deletions from propagating; resetting says the server is not the store
+// this client last agreed with (replaced, or restored from a backup), so
+// nothing is deleted or moved aside on its word and a key that differs
+// keeps the local side.
+func decide(k keyState, keepDeleted, resetting bool) action {
+	l, s, b := k.l, k.s, k.b
+	// stale: a copy older than the key's deletion on the server is not an
+	// edit (but a store that went back has no say on what is stale).
+	stale := b == "" && !resetting && !k.tomb.IsZero() && !k.mtime.After(k.tomb)
 	switch {
 	case l == s:
 		return actNone
 	case l == b: // only the server changed
-		if s == "" {
-			if keepDeleted {
-				return actNone
-			}
-			return actPullDelete
+		if s != "" {
+			return actPullWrite
 		}
-		return actPullWrite
+		// Deletion only on evidence: the server must say the key was
+		// deleted (a tombstone), not merely lack it; a key it lost
+		// without a record goes back to it.
+		switch {
+		case k.tomb.IsZero():
+			return actPush
+		case keepDeleted:
+			return actNone
+		}
+		return actPullDelete
 	case s == b: // only the local side changed
 		if l == "" {
 			if keepDeleted {
@@ -94,23 +143,27 @@ func decide(l, s, b string, tomb, mtime time.Time, keepDeleted bool) action {
 			}
 			return actPushDelete
 		}
-		if b == "" && !tomb.IsZero() && !mtime.After(tomb) {
-			return actStale // a copy older than the key's deletion: not an edit
+		if stale {
+			return actStale
 		}
 		return actPush
 	case l == "": // deleted here, edited there: the edit wins
 		return actPullWrite
 	case s == "": // deleted there, edited here: the edit wins
-		if b == "" && !tomb.IsZero() && !mtime.After(tomb) {
+		if stale {
 			return actStale
 		}
 		return actPush
+	case resetting:
+		return actKeepLocal
 	}
 	return actConflict
 }
 
 // serverView is what a round knows of the server.
 type serverView struct {
+	storeID   string // "" when the server does not name its store
+	version   int64
 	etag      string
 	sums      map[string]string
 	entries   map[string]string // nil when not fetched
@@ -165,6 +218,14 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 		return err
 	}
 
+	if reason := storeMoved(st, view); reason != "" {
+		// Not the store this client agreed with: forget the base, so that
+		// nothing is deleted on its word, and keep the local side.
+		c.log.Warn("teammem: "+reason+"; syncing without a base, deleting nothing", "event", "teammem_store_reset", "repo", c.cfg.Repo)
+		res.StoreReset = reason
+		st.Base, st.Resetting = nil, true
+	}
+
 	keys, plan, needContent := c.plan(st, local, unplanned, view, permIssues)
 	if mode&modePull != 0 && needContent && view.entries == nil && !view.empty {
 		// A 304 told us the sums, but a key needs its content.
@@ -173,6 +234,7 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 		}
 		keys, plan, _ = c.plan(st, local, unplanned, view, permIssues)
 	}
+	c.holdMassDeletes(st, plan, mode, res)
 
 	base := cloneMap(st.Base)
 	if base == nil {
@@ -195,7 +257,7 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 
 	// The local side.
 	if mode&modePull != 0 {
-		c.applyLocal(ctx, plan, view, local, base, res)
+		c.applyLocal(ctx, plan, mode, view, local, base, res)
 	}
 
 	// The server side.
@@ -204,6 +266,13 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 	for _, k := range sortedKeys(plan) {
 		switch plan[k] {
 		case actPush:
+			uploads = append(uploads, local[k])
+		case actKeepLocal:
+			if mode&modePull == 0 {
+				// A push alone has not kept the server's copy aside.
+				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "conflict"})
+				continue
+			}
 			uploads = append(uploads, local[k])
 		case actPushDelete:
 			deletes = append(deletes, k)
@@ -227,7 +296,59 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 	st.ServerChecksums = view.sums
 	st.Tombstones = view.tombs
 	st.ServerHasContent = len(view.sums) > 0
+	if view.storeID != "" {
+		st.StoreID = view.storeID
+	}
+	st.Version = view.version
+	if mode&modePush != 0 {
+		st.Resetting = false // the local side has reached the server
+	}
 	return nil
+}
+
+// storeMoved says why the server is not the store st last agreed with,
+// or "" when it is (or when there is nothing to compare yet).
+func storeMoved(st *SyncState, view serverView) string {
+	switch {
+	case st.StoreID != "" && view.storeID != "" && view.storeID != st.StoreID:
+		return "the server's store is not the one this directory last synced with (another identity: replaced or new)"
+	case view.empty && (len(st.Base) > 0 || st.Version > 0):
+		return "the server has no team memory for this repo although this directory synced with it (a new or emptied store)"
+	case !view.unchanged && view.version > 0 && view.version < st.Version:
+		return fmt.Sprintf("the server's repo is at version %d, older than version %d seen here (restored from a backup)", view.version, st.Version)
+	}
+	return ""
+}
+
+// holdMassDeletes turns a side's deletions into no action when they are
+// more than MassDeleteThreshold of the tracked memories, and reports them.
+func (c *Client) holdMassDeletes(st *SyncState, plan map[string]action, mode syncMode, res *Result) {
+	if c.cfg.AllowMassDelete {
+		return
+	}
+	tracked := len(st.Base)
+	limit := MassDeleteThreshold(tracked)
+	var local, remote []string
+	for _, k := range sortedKeys(plan) {
+		switch plan[k] {
+		case actPullDelete, actStale:
+			local = append(local, k)
+		case actPushDelete:
+			remote = append(remote, k)
+		}
+	}
+	hold := func(side string, keys []string, allowed bool) {
+		if !allowed || len(keys) <= limit {
+			return
+		}
+		for _, k := range keys {
+			delete(plan, k)
+		}
+		res.Held = append(res.Held, MassDeleteHold{Side: side, Keys: keys, Tracked: tracked, Threshold: limit})
+		c.log.Warn("teammem: holding a mass delete", "event", "teammem_mass_delete_held", "side", side, "count", len(keys), "tracked", tracked, "threshold", limit)
+	}
+	hold("local", local, mode&modePull != 0)
+	hold("server", remote, mode&modePush != 0)
 }
 
 // plan decides every key known to either side or the base.
@@ -256,14 +377,14 @@ func (c *Client) plan(st *SyncState, local map[string]localFile, unplanned map[s
 		if ok {
 			mtime = f.mtime
 		}
-		a := decide(f.sum, view.sums[k], st.Base[k], tomb, mtime, c.cfg.KeepDeleted)
+		a := decide(keyState{l: f.sum, s: view.sums[k], b: st.Base[k], tomb: tomb, mtime: mtime}, c.cfg.KeepDeleted, st.Resetting)
 		if a == actPushDelete && permIssues {
 			a = actNone // a directory we could not read is not a deletion
 		}
 		if a != actNone {
 			plan[k] = a
 		}
-		if a == actPullWrite || a == actConflict {
+		if a == actPullWrite || a == actConflict || a == actKeepLocal {
 			needContent = true
 		}
 	}
@@ -271,7 +392,7 @@ func (c *Client) plan(st *SyncState, local map[string]localFile, unplanned map[s
 }
 
 // applyLocal carries out the pull side of a plan.
-func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view serverView, local map[string]localFile, base map[string]string, res *Result) {
+func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode syncMode, view serverView, local map[string]localFile, base map[string]string, res *Result) {
 	// track hands a file to the history before it changes; a pull whose
 	// checkpoint cannot be taken changes nothing.
 	track := func(k, abs string) bool {
@@ -296,6 +417,30 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, view se
 	for _, k := range sortedKeys(plan) {
 		if ctx.Err() != nil {
 			return
+		}
+		switch plan[k] {
+		case actConflict:
+			if mode&modePush == 0 {
+				// A pull never overwrites a local edit: the key waits,
+				// untouched, for a sync to settle it.
+				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "conflict"})
+				continue
+			}
+		case actKeepLocal:
+			// The server went back: its copy is the older one. Keep it
+			// aside and leave the local file (a push sends it).
+			content, ok := view.entries[k]
+			if !ok {
+				continue
+			}
+			saved, err := c.keepAside(k, content)
+			if err != nil {
+				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "conflict"})
+				delete(plan, k) // never push over a copy we could not keep
+				continue
+			}
+			res.Conflicts = append(res.Conflicts, Conflict{Key: k, SavedAs: saved, LocalKept: true})
+			continue
 		}
 		switch plan[k] {
 		case actPullWrite, actConflict:
@@ -411,13 +556,14 @@ func (c *Client) fetch(ctx context.Context, st *SyncState, res *Result, useETag 
 	if err != nil {
 		return serverView{}, err
 	}
+	storeID := resp.Header.Get(StoreIDHeader)
 	switch resp.StatusCode {
 	case http.StatusNotModified:
 		res.NotModified = true
-		return serverView{etag: st.ETag, sums: cloneMap(st.ServerChecksums), tombs: st.Tombstones, unchanged: true}, nil
+		return serverView{storeID: storeID, version: st.Version, etag: st.ETag, sums: cloneMap(st.ServerChecksums), tombs: st.Tombstones, unchanged: true}, nil
 	case http.StatusNotFound:
 		res.ServerEmpty = true
-		return serverView{sums: map[string]string{}, empty: true}, nil
+		return serverView{storeID: storeID, sums: map[string]string{}, empty: true}, nil
 	}
 	if int64(len(body)) >= c.replyCap.Load() && c.learnLimits(ctx, res) {
 		return c.fetch(ctx, st, res, useETag) // the cap grew to what the server allows
@@ -434,7 +580,7 @@ func (c *Client) fetch(ctx context.Context, st *SyncState, res *Result, useETag 
 	if entries == nil {
 		entries = map[string]string{}
 	}
-	return serverView{etag: data.Checksum, sums: sums, entries: entries, tombs: data.Content.DeletedEntries}, nil
+	return serverView{storeID: storeID, version: data.Version, etag: data.Checksum, sums: sums, entries: entries, tombs: data.Content.DeletedEntries}, nil
 }
 
 // fetchHashes reads the repo's sums from the hashes view.
@@ -443,15 +589,16 @@ func (c *Client) fetchHashes(ctx context.Context, res *Result) (serverView, erro
 	if err != nil {
 		return serverView{}, err
 	}
+	storeID := resp.Header.Get(StoreIDHeader)
 	if resp.StatusCode == http.StatusNotFound {
 		res.ServerEmpty = true
-		return serverView{sums: map[string]string{}, empty: true}, nil
+		return serverView{storeID: storeID, sums: map[string]string{}, empty: true}, nil
 	}
 	var hv HashesView
 	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
 		return serverView{}, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
 	}
-	return serverView{etag: hv.Checksum, sums: hv.EntryChecksums, tombs: hv.DeletedEntries}, nil
+	return serverView{storeID: storeID, version: hv.Version, etag: hv.Checksum, sums: hv.EntryChecksums, tombs: hv.DeletedEntries}, nil
 }
 
 // appendSkips adds skips, once per key and reason.

@@ -42,6 +42,9 @@ type stateFile struct {
 	Tombstones       map[string]int64  `json:"tombstones,omitempty"`
 	MaxEntries       int               `json:"maxEntries,omitempty"`
 	ServerHasContent bool              `json:"serverHasContent,omitempty"`
+	StoreID          string            `json:"storeId,omitempty"`
+	Version          int64             `json:"version,omitempty"`
+	Resetting        bool              `json:"resetting,omitempty"`
 }
 
 // loadState fills an empty st from the state file, once. A missing file is
@@ -70,6 +73,7 @@ func (c *Client) loadState(st *SyncState, res *Result) {
 	}
 	st.Base, st.ETag, st.ServerChecksums, st.Tombstones = f.Base, f.ETag, f.ServerChecksums, f.Tombstones
 	st.MaxEntries, st.ServerHasContent = f.MaxEntries, f.ServerHasContent
+	st.StoreID, st.Version, st.Resetting = f.StoreID, f.Version, f.Resetting
 }
 
 // saveState writes st to the state file atomically (temp file, fsync,
@@ -80,7 +84,8 @@ func (c *Client) saveState(st *SyncState) error {
 	}
 	data, err := json.Marshal(stateFile{Format: 1, Server: c.cfg.BaseURL, Repo: c.cfg.Repo, Saved: c.now().UTC(),
 		Base: st.Base, ETag: st.ETag, ServerChecksums: st.ServerChecksums, Tombstones: st.Tombstones,
-		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent})
+		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent,
+		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting})
 	if err != nil {
 		return err
 	}

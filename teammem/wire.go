@@ -23,6 +23,7 @@ type (
 
 const (
 	DefaultSyncPath      = wire.DefaultSyncPath
+	StoreIDHeader        = wire.StoreIDHeader
 	MaxEntryBytes        = wire.MaxEntryBytes
 	MaxPutBodyBytes      = wire.MaxPutBodyBytes
 	MaxLongPoll          = wire.MaxLongPoll

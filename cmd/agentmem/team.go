@@ -36,11 +36,18 @@ const (
 	exitNetwork = 4 // the server could not be reached (or timed out)
 	exitServer  = 5 // the server refused or answered something unusable
 	exitLimit   = 6 // the repo's entry limit
-	// exitConflict: the sync finished, but some keys were edited on both
-	// sides; the server's version took each file and the local one was
-	// kept aside (printed).
+	// exitConflict: the run finished, but some keys were edited on both
+	// sides: a sync kept one version in the file and the other aside
+	// (printed); a pull or push left them as they were for a sync.
 	exitConflict = 7
+	// exitHeld: the mass-delete hold kept back more deletions than one
+	// run may make (printed, with the command that confirms them).
+	exitHeld = 8
 )
+
+// DefaultPullHistory is the file history the team client commands keep a
+// checkpoint in before a pull changes files (agentmem rewind undoes it).
+const DefaultPullHistory = "team-sync"
 
 // TokenEnv names the environment variable the team client commands read
 // the token from.
@@ -85,11 +92,19 @@ func teamUsage(w io.Writer) {
 
 --repo defaults to the project's git remote (owner/name), --dir to the
 project's team memory directory (<auto memory>/team). Deletions propagate
-unless --keep-deleted. Each (server, repo, dir) keeps its sync state in
-<auto memory>/.team-sync/; when both sides changed a memory, the server's
-version takes the file and yours is kept in <auto memory>/.team-conflicts/.
+unless --keep-deleted; a local file is deleted only when the server
+recorded its deletion, and a run that would delete more than
+max(50, 10%) of the tracked memories on one side deletes none of them
+until confirmed with --allow-mass-delete. Each (server, repo, dir) keeps
+its sync state in <auto memory>/.team-sync/; a server whose store was
+replaced or restored from a backup is detected, and nothing is deleted.
+pull never overwrites a local edit; when both sides changed a memory,
+sync puts the server's version in the file and keeps yours in
+<auto memory>/.team-conflicts/ (the path is printed). Before a pull
+changes files it takes a checkpoint (history "team-sync"; --no-checkpoint
+turns it off) and prints the agentmem rewind command that undoes it.
 The client commands read the token from $AGENTMEM_TEAM_TOKEN.
-Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 6 entry limit, 7 conflicts kept aside.
+Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network or TLS, 5 server refused, 6 entry limit, 7 conflicts, 8 mass delete held.
 `)
 }
 
@@ -341,6 +356,14 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 			return exitError, errors.New("restore needs --key and --version (see agentmem team log --key)")
 		}
 		v, err := client.Restore(ctx, *key, *version)
+		var dv *teammem.DeletionVersionError
+		if errors.As(err, &dv) {
+			fmt.Fprintf(e.stderr, "agentmem team restore: version %d of %s is its deletion: there is no content to restore (nothing was written)\n", dv.Version, dv.Key)
+			if dv.LastWithContent > 0 {
+				fmt.Fprintf(e.stderr, "  the last version with content is %d: agentmem team restore --key %s --version %d\n", dv.LastWithContent, dv.Key, dv.LastWithContent)
+			}
+			return exitError, nil
+		}
 		if err != nil {
 			return classExit(e, name, err), nil
 		}
@@ -381,7 +404,9 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	interval := fs.Duration("interval", teammem.DefaultInterval, "watch: the longest time between two syncs")
 	verbose := fs.Bool("verbose", false, "watch: log every sync decision to stderr")
 	stateFile := fs.String("state", "", "the sync state file (default <auto memory>/.team-sync/<server+repo>.json)")
-	historyName := fs.String("history", "", "keep a checkpoint before each pull that changes files in this file history (see agentmem history)")
+	historyName := fs.String("history", DefaultPullHistory, "the file history that keeps a checkpoint before each pull that changes files (see agentmem history)")
+	noCheckpoint := fs.Bool("no-checkpoint", false, "take no checkpoint before a pull changes files")
+	allowMassDelete := fs.Bool("allow-mass-delete", false, "let this run delete more than max(50, 10%) of the tracked memories on one side")
 	if ok, code := parseSub(e, fs, name, args); !ok {
 		return code, nil
 	}
@@ -394,8 +419,11 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if *configDir != "" {
 		c.configDir = *configDir
 	}
+	if *noCheckpoint || name == "push" {
+		*historyName = "" // a push changes no local file
+	}
 	o := teamClientOptions{server: *serverURL, repo: *repo, dir: *dir, state: *stateFile, history: *historyName, keepDeleted: *keepDeleted,
-		mustExist: name == "push"}
+		allowMassDelete: *allowMassDelete, mustExist: name == "push"}
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
@@ -416,8 +444,19 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *verbose {
 			level = slog.LevelDebug
 		}
+		var lastHeld string
 		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherConfig{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
-			printResult(e, ev.Result, ev.Err)
+			r := ev.Result
+			// A hold repeats every round until confirmed: say it again
+			// only when it changes.
+			if held := fmt.Sprint(r.Held); held == lastHeld {
+				r.Held = nil
+			} else {
+				lastHeld = held
+			}
+			if *verbose || changed(r) {
+				printResult(e, "watch", r, ev.Err)
+			}
 			if ev.Err != nil {
 				fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", ev.Err)
 			}
@@ -440,19 +479,40 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	case "sync":
 		res, err = client.Sync(ctx, &st)
 	}
-	printResult(e, res, err)
+	printResult(e, name, res, err)
 	if err != nil {
 		return classExit(e, name, err), nil
 	}
-	if len(res.Conflicts) > 0 {
+	if len(res.Held) > 0 {
+		return exitHeld, nil
+	}
+	if len(res.Conflicts) > 0 || hasSkip(res, "conflict") {
 		return exitConflict, nil
 	}
 	return exitOK, nil
 }
 
-func printResult(e env, r teammem.Result, err error) {
+// changed reports whether a round did or found anything worth a line.
+func changed(r teammem.Result) bool {
+	return len(r.Written)+len(r.Deleted)+len(r.Uploaded)+len(r.SoftDeleted)+len(r.Conflicts)+len(r.Skipped)+len(r.Held) > 0 ||
+		r.StoreReset != "" || r.StateError != nil
+}
+
+func hasSkip(r teammem.Result, reason string) bool {
+	for _, s := range r.Skipped {
+		if s.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+func printResult(e env, name string, r teammem.Result, err error) {
 	if r.StateError != nil {
 		fmt.Fprintf(e.stderr, "warning: %v\n", r.StateError)
+	}
+	if r.StoreReset != "" {
+		fmt.Fprintf(e.stderr, "warning: %s; this run deletes nothing, keeps every local memory and pushes what the server lacks\n", r.StoreReset)
 	}
 	for _, k := range r.Written {
 		fmt.Fprintln(e.stdout, "wrote   "+k)
@@ -467,6 +527,10 @@ func printResult(e env, r teammem.Result, err error) {
 		fmt.Fprintln(e.stdout, "removed "+k+" on the server")
 	}
 	for _, cf := range r.Conflicts {
+		if cf.LocalKept {
+			fmt.Fprintf(e.stdout, "conflict %s: kept yours (the server went back); the server's version is kept at %s\n", cf.Key, cf.SavedAs)
+			continue
+		}
 		fmt.Fprintf(e.stdout, "conflict %s: took the server's version; yours is kept at %s\n", cf.Key, cf.SavedAs)
 	}
 	for _, s := range r.Skipped {
@@ -474,10 +538,25 @@ func printResult(e env, r teammem.Result, err error) {
 		if s.Label != "" {
 			why += ": " + s.Label
 		}
+		if s.Reason == "conflict" {
+			why = "conflict: changed here and on the server; your file is untouched, agentmem team sync settles it"
+		}
 		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", s.Key, why)
 	}
+	for _, h := range r.Held {
+		where := "removed from this directory"
+		if h.Side == "server" {
+			where = "deleted on the server"
+		}
+		fmt.Fprintf(e.stderr, "held: %d memories would be %s (of %d tracked; at most %d at once); nothing was deleted\n", len(h.Keys), where, h.Tracked, h.Threshold)
+		if h.Side == "server" {
+			fmt.Fprintf(e.stderr, "  to delete them: agentmem team %s --allow-mass-delete (same flags); to bring them back here: agentmem team pull --keep-deleted\n", orDefault(name, "sync"))
+		} else {
+			fmt.Fprintf(e.stderr, "  to delete them here: agentmem team %s --allow-mass-delete (same flags)\n", orDefault(name, "sync"))
+		}
+	}
 	if r.Checkpoint != "" {
-		fmt.Fprintf(e.stdout, "checkpoint %s (agentmem rewind undoes the pull)\n", r.Checkpoint)
+		fmt.Fprintf(e.stdout, "checkpoint %s (undo this pull: agentmem rewind %s)\n", r.Checkpoint, r.Checkpoint)
 	}
 	if err == nil && (r.Requests > 0 || len(r.Written)+len(r.Uploaded) > 0) {
 		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", r.Requests, r.BytesSent)
@@ -494,7 +573,7 @@ func classExit(e env, name string, err error) int {
 	switch se.Class {
 	case teammem.ClassAuth, teammem.ClassForbidden:
 		return exitAuth
-	case teammem.ClassNetwork, teammem.ClassTimeout:
+	case teammem.ClassNetwork, teammem.ClassTimeout, teammem.ClassTLS:
 		return exitNetwork
 	case teammem.ClassTooManyEntries:
 		return exitLimit
@@ -506,7 +585,7 @@ func classExit(e env, name string, err error) int {
 // sync, watch and mcp --team-server.
 type teamClientOptions struct {
 	server, repo, dir, state, history string
-	keepDeleted                       bool
+	keepDeleted, allowMassDelete      bool
 	// mustExist: the team directory itself must exist (push).
 	mustExist bool
 }
@@ -568,12 +647,13 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 	if o.history != "" {
 		home, err := configHome(e, c)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("no place for the pull's checkpoint (%v); pass --config-dir, or --no-checkpoint to pull without one", err)
 		}
 		if history, err = filehistory.Open(e.fs, home, o.history, filehistory.Options{}); err != nil {
 			return nil, "", err
 		}
 	}
-	client, err := teammem.NewClient(e.fs, abs, teammem.ClientConfig{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted, StateFile: o.state, History: history})
+	client, err := teammem.NewClient(e.fs, abs, teammem.ClientConfig{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
+		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history})
 	return client, abs, err
 }
