@@ -1,0 +1,440 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run the built command against real server processes, the
+// way a team meets a server that is moved, replaced or restored: nothing
+// a teammate has may be lost, and every exit code is the documented one.
+
+// teammate is one person's team directory and environment.
+type teammate struct {
+	t    *testing.T
+	dir  string
+	env  []string
+	url  string
+	repo string
+}
+
+func newTeammate(t *testing.T, root, who, url, token string) *teammate {
+	t.Helper()
+	home := filepath.Join(root, who, "home")
+	dir := filepath.Join(root, who, "memory", "team")
+	require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o755))
+	return &teammate{t: t, dir: dir, url: url, repo: "acme/shop",
+		env: []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "AGENTMEM_TEAM_TOKEN=" + token}}
+}
+
+// run runs `agentmem team CMD --server URL --repo R --dir D ARGS...`.
+func (m *teammate) run(cmd string, args ...string) (string, string, int) {
+	m.t.Helper()
+	all := append([]string{"team", cmd, "--server", m.url, "--repo", m.repo, "--dir", m.dir}, args...)
+	return runBin(m.t, m.env, all...)
+}
+
+func (m *teammate) write(key, content string) {
+	m.t.Helper()
+	p := filepath.Join(m.dir, filepath.FromSlash(key))
+	require.NoError(m.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(m.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+// files returns key → content of every file in the team directory.
+func (m *teammate) files() map[string]string {
+	m.t.Helper()
+	out := map[string]string{}
+	_ = filepath.WalkDir(m.dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			return nil // lock files are not memories
+		}
+		data, rerr := os.ReadFile(p)
+		require.NoError(m.t, rerr)
+		rel, _ := filepath.Rel(m.dir, p)
+		out[filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	return out
+}
+
+// moveTo points the server at another database, at the same address.
+func (s *teamServer) moveTo(db string) {
+	s.kill()
+	s.db = db
+	s.start()
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, data, 0o600))
+}
+
+// stop ends the server with SIGTERM, as a service manager does.
+func (s *teamServer) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+}
+
+func threeMemories(m *teammate) map[string]string {
+	want := map[string]string{}
+	for i := range 3 {
+		k := fmt.Sprintf("m%d.md", i)
+		want[k] = fmt.Sprintf("---\nname: m%d\ndescription: memory %d\ntype: project\n---\nFact %d.\n", i, i, i)
+		m.write(k, want[k])
+	}
+	return want
+}
+
+func TestReplacedStoreDeletesNothing(t *testing.T) {
+	root := t.TempDir()
+	srv, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	want := threeMemories(ana)
+	_, errOut, code := ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+
+	// The server comes back at the same URL on an empty store.
+	srv.moveTo(filepath.Join(root, "new.db"))
+	out, errOut, code := ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "deleted")
+	assert.Contains(t, errOut, "warning: the server's store is not the one this directory last synced with")
+	assert.Contains(t, errOut, "this run deletes nothing, keeps every local memory and pushes what the server lacks")
+	assert.Equal(t, want, ana.files(), "every local memory is kept")
+	for k := range want {
+		assert.Contains(t, out, "pushed  "+k, "what the new store lacks is pushed")
+	}
+
+	// A teammate on the new store gets all three; ana's next sync is quiet.
+	ben := newTeammate(t, root, "ben", url, token)
+	_, errOut, code = ben.run("pull")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, want, ben.files())
+	out, errOut, code = ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "warning")
+	assert.NotContains(t, out, "pushed")
+
+	// Moved again, to a store that holds other data of the repo (another
+	// identity): nothing deleted, the local versions stay.
+	other := filepath.Join(root, "other.db")
+	srv.moveTo(other)
+	carl := newTeammate(t, root, "carl", url, token)
+	carl.write("m0.md", "carl's own m0\n")
+	_, errOut, code = carl.run("sync")
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code = ana.run("sync")
+	assert.Equal(t, exitConflict, code, errOut)
+	assert.Contains(t, errOut, "another identity")
+	assert.NotContains(t, out, "deleted")
+	assert.Regexp(t, `conflict m0\.md: kept yours \(the server went back\); the server's version is kept at `, out)
+	assert.Equal(t, want, ana.files())
+	kept, err := filepath.Glob(filepath.Join(root, "ana", "memory", ".team-conflicts", "m0.md.*.md"))
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	data, err := os.ReadFile(kept[0])
+	require.NoError(t, err)
+	assert.Equal(t, "carl's own m0\n", string(data), "the server's version is kept where the output says")
+}
+
+func TestRestoredBackupKeepsLaterMemories(t *testing.T) {
+	root := t.TempDir()
+	srv, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ana.write("early.md", "before the backup\n")
+	ana.write("edited.md", "first text\n")
+	_, errOut, code := ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+
+	// The README's backup: stop the server, copy the file.
+	srv.stop()
+	backup := filepath.Join(root, "backup.db")
+	copyFile(t, srv.db, backup)
+	srv.start()
+
+	ana.write("late.md", "after the backup\n")
+	ana.write("edited.md", "second text\n")
+	_, errOut, code = ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+
+	// Restore the backup over the database.
+	srv.stop()
+	copyFile(t, backup, srv.db)
+	srv.start()
+
+	out, errOut, code := ana.run("sync")
+	assert.Equal(t, exitConflict, code, "edited.md differs: yours stays, the server's older copy is kept aside\n%s%s", out, errOut)
+	assert.Contains(t, errOut, "restored from a backup")
+	assert.NotContains(t, out, "deleted")
+	assert.Contains(t, out, "pushed  late.md")
+	assert.Equal(t, map[string]string{"early.md": "before the backup\n", "late.md": "after the backup\n", "edited.md": "second text\n"}, ana.files())
+
+	ben := newTeammate(t, root, "ben", url, token)
+	_, errOut, code = ben.run("pull")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, ana.files(), ben.files(), "the restored server has everything back")
+}
+
+func TestWatcherAcrossAStoreReplacement(t *testing.T) {
+	root := t.TempDir()
+	srv, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	want := threeMemories(ana)
+	w := exec.Command(binary(t), "team", "watch", "--server", url, "--repo", "acme/shop", "--dir", ana.dir, "--interval", "1s")
+	w.Env = append(os.Environ(), ana.env...)
+	w.Stdout, w.Stderr = io.Discard, io.Discard
+	require.NoError(t, w.Start())
+	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
+
+	ben := newTeammate(t, root, "ben", url, token)
+	waitFor(t, func() bool { ben.run("pull"); return len(ben.files()) == 3 })
+
+	srv.moveTo(filepath.Join(root, "new.db"))
+	carl := newTeammate(t, root, "carl", url, token)
+	waitFor(t, func() bool { carl.run("pull"); return len(carl.files()) == 3 })
+	assert.Equal(t, want, ana.files(), "the watcher deleted nothing")
+	assert.Equal(t, want, carl.files(), "and pushed everything to the new store")
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, w.Wait())
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+func TestRestoreOfADeletion(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ana.write("x.md", "the text\n")
+	_, errOut, code := ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, os.Remove(filepath.Join(ana.dir, "x.md")))
+	out, errOut, code := ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "removed x.md on the server")
+
+	logKey := func() string {
+		out, errOut, code := runBin(t, ana.env, "team", "log", "--server", url, "--repo", "acme/shop", "--key", "x.md")
+		require.Equal(t, 0, code, errOut)
+		return out
+	}
+	out = logKey()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	require.Contains(t, lines[0], "deleted", "newest first")
+	deletion, content := strings.Fields(lines[0])[0], strings.Fields(lines[1])[0]
+
+	_, errOut, code = runBin(t, ana.env, "team", "restore", "--server", url, "--repo", "acme/shop", "--key", "x.md", "--version", deletion)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "version "+deletion+" of x.md is its deletion")
+	assert.Contains(t, errOut, "agentmem team restore --key x.md --version "+content)
+	out = logKey()
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, "nothing was written")
+
+	out, errOut, code = runBin(t, ana.env, "team", "restore", "--server", url, "--repo", "acme/shop", "--key", "x.md", "--version", content)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "restored x.md from version "+content)
+	ben := newTeammate(t, root, "ben", url, token)
+	_, errOut, code = ben.run("pull")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, map[string]string{"x.md": "the text\n"}, ben.files())
+	_, _, code = ana.run("sync")
+	require.Equal(t, 0, code)
+	assert.Equal(t, map[string]string{"x.md": "the text\n"}, ana.files())
+}
+
+// TestServeStopsWithWatchersConnected: SIGTERM to team serve with
+// watchers long-polling drains and exits 0 within a second.
+func TestServeStopsWithWatchersConnected(t *testing.T) {
+	dbs := map[string]string{"sqlite": ""}
+	if dsn := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN"); dsn != "" {
+		dbs["postgres"] = dsn
+	} else if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
+		t.Fatal("AGENTMEM_REQUIRE_POSTGRES is set but AGENTMEM_TEST_POSTGRES_DSN is not")
+	}
+	for name, db := range dbs {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			token, tokens := makeToken(t, root)
+			if db == "" {
+				db = filepath.Join(root, "team.db")
+			}
+			srv := &teamServer{t: t, addr: freeAddr(t), db: db, toks: tokens}
+			srv.start()
+			t.Cleanup(srv.kill)
+			url := "http://" + srv.addr
+			var watchers []*exec.Cmd
+			for i := range 2 {
+				m := newTeammate(t, root, fmt.Sprintf("w%d", i), url, token)
+				m.repo = fmt.Sprintf("acme/stop-%d", time.Now().UnixNano())
+				m.write("a.md", "a\n")
+				w := exec.Command(binary(t), "team", "watch", "--server", url, "--repo", m.repo, "--dir", m.dir, "--interval", "30s")
+				w.Env = append(os.Environ(), m.env...)
+				require.NoError(t, w.Start())
+				t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
+				watchers = append(watchers, w)
+			}
+			time.Sleep(2 * time.Second) // both are long-polling now
+			start := time.Now()
+			require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
+			err := srv.cmd.Wait()
+			took := time.Since(start)
+			assert.NoError(t, err, "team serve exits 0")
+			assert.Less(t, took, time.Second, "and within a second")
+			for _, w := range watchers {
+				require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+				assert.NoError(t, w.Wait(), "the watchers stop cleanly too")
+			}
+		})
+	}
+}
+
+func TestMassDeleteHold(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	for i := range 60 {
+		ana.write(fmt.Sprintf("m%02d.md", i), fmt.Sprintf("memory %d\n", i))
+	}
+	_, errOut, code := ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+	ben := newTeammate(t, root, "ben", url, token)
+	_, errOut, code = ben.run("sync")
+	require.Equal(t, 0, code, errOut)
+
+	// Ana's directory loses 55 of 60 (a wrong rm): the push holds them all.
+	for i := range 55 {
+		require.NoError(t, os.Remove(filepath.Join(ana.dir, fmt.Sprintf("m%02d.md", i))))
+	}
+	for _, cmd := range []string{"push", "sync"} {
+		out, errOut, code := ana.run(cmd)
+		assert.Equal(t, exitHeld, code, "%s: %s%s", cmd, out, errOut)
+		assert.Contains(t, errOut, "held: 55 memories would be deleted on the server (of 60 tracked; at most 50 at once); nothing was deleted")
+		assert.Contains(t, errOut, "agentmem team "+cmd+" --allow-mass-delete")
+		assert.NotContains(t, out, "removed")
+	}
+	_, _, code = ben.run("sync")
+	require.Equal(t, 0, code)
+	assert.Len(t, ben.files(), 60, "the server kept every memory")
+
+	// The way back the message names.
+	_, errOut, code = ana.run("pull", "--keep-deleted")
+	require.Equal(t, 0, code, errOut)
+	assert.Len(t, ana.files(), 60)
+
+	// Ben really means it: confirmed, the deletions go through, and Ana's
+	// next sync, which would remove 55 files here, holds them in turn.
+	for i := range 55 {
+		require.NoError(t, os.Remove(filepath.Join(ben.dir, fmt.Sprintf("m%02d.md", i))))
+	}
+	out, errOut, code := ben.run("sync", "--allow-mass-delete")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 55, strings.Count(out, "on the server"))
+	out, errOut, code = ana.run("sync")
+	assert.Equal(t, exitHeld, code, out)
+	assert.Contains(t, errOut, "held: 55 memories would be removed from this directory")
+	assert.Len(t, ana.files(), 60)
+	out, errOut, code = ana.run("sync", "--allow-mass-delete")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 55, strings.Count(out, "deleted "))
+	assert.Len(t, ana.files(), 5)
+	assert.Regexp(t, `checkpoint (\S+) \(undo this pull: agentmem rewind (\S+)\)`, out)
+}
+
+func TestPullTakesACheckpointThatUndoesIt(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ana.write("a.md", "one\n")
+	ana.write("b.md", "bee\n")
+	_, _, code := ana.run("sync")
+	require.Equal(t, 0, code)
+	ben := newTeammate(t, root, "ben", url, token)
+	_, _, code = ben.run("pull")
+	require.Equal(t, 0, code)
+	ben.write("a.md", "two\n")
+	require.NoError(t, os.Remove(filepath.Join(ben.dir, "b.md")))
+	_, _, code = ben.run("sync")
+	require.Equal(t, 0, code)
+
+	out, errOut, code := ana.run("pull")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "wrote   a.md")
+	assert.Contains(t, out, "deleted b.md")
+	m := regexp.MustCompile(`checkpoint (\S+) \(undo this pull: (agentmem rewind \S+)\)`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	out, errOut, code = runBin(t, ana.env, strings.Fields(m[2])[1:]...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, map[string]string{"a.md": "one\n", "b.md": "bee\n"}, ana.files(), "the rewind undid the pull: %s", out)
+}
+
+func TestConflictsExitSevenAndPullKeepsTheEdit(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ana.write("deploy.md", "Tuesdays\n")
+	_, _, code := ana.run("sync")
+	require.Equal(t, 0, code)
+	ben := newTeammate(t, root, "ben", url, token)
+	_, _, code = ben.run("pull")
+	require.Equal(t, 0, code)
+	ana.write("deploy.md", "Wednesdays\n")
+	_, _, code = ana.run("sync")
+	require.Equal(t, 0, code)
+	ben.write("deploy.md", "Thursdays\n")
+
+	out, _, code := ben.run("pull")
+	assert.Equal(t, exitConflict, code, out)
+	assert.Contains(t, out, "skipped deploy.md (conflict: changed here and on the server; your file is untouched")
+	assert.Equal(t, "Thursdays\n", ben.files()["deploy.md"], "pull never overwrites a local edit")
+	out, _, code = ben.run("push")
+	assert.Equal(t, exitConflict, code, out)
+	assert.Contains(t, out, "skipped deploy.md (conflict")
+	out, _, code = ben.run("sync")
+	assert.Equal(t, exitConflict, code, out)
+	assert.Contains(t, out, "conflict deploy.md: took the server's version; yours is kept at ")
+	assert.Equal(t, "Wednesdays\n", ben.files()["deploy.md"])
+	kept, _ := filepath.Glob(filepath.Join(root, "ben", "memory", ".team-conflicts", "deploy.md.*.md"))
+	require.Len(t, kept, 1)
+	data, _ := os.ReadFile(kept[0])
+	assert.Equal(t, "Thursdays\n", string(data))
+}
+
+func TestWatchIsQuietWhenNothingChanges(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ana.write("a.md", "a\n")
+	w := exec.Command(binary(t), "team", "watch", "--server", url, "--repo", "acme/shop", "--dir", ana.dir, "--interval", "300ms")
+	w.Env = append(os.Environ(), ana.env...)
+	var out strings.Builder
+	w.Stdout, w.Stderr = &out, &out
+	require.NoError(t, w.Start())
+	time.Sleep(3 * time.Second)
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, w.Wait())
+	assert.Equal(t, 1, strings.Count(out.String(), "pushed  a.md"), out.String())
+	assert.LessOrEqual(t, strings.Count(out.String(), "done:"), 1, "one line for the one change, none for the quiet rounds:\n%s", out.String())
+}
