@@ -78,7 +78,7 @@ func BuildMemoryPrompt(ctx context.Context, fsys afero.Fs, req MemoryPromptReque
 		return strings.TrimRight(b.String(), "\n") + "\n", nil
 	}
 	b.WriteString("## " + EntrypointName + "\n\n")
-	b.WriteString(indexBlock(fsys, req.Dir, req.IndexLimits, logger(req.Logger)))
+	b.WriteString(indexBlock(fsys, req.Dir, req.Dir, req.IndexLimits, logger(req.Logger)))
 	return b.String(), nil
 }
 
@@ -186,9 +186,9 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 	b.WriteString(instructionFiles(req.IndividualMemoryFiles))
 
 	b.WriteString("## " + EntrypointName + " (private)\n\n")
-	b.WriteString(indexBlock(fsys, req.AutoDir, req.IndexLimits, log))
+	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, log))
 	b.WriteString("\n## " + EntrypointName + " (team)\n\n")
-	b.WriteString(indexBlock(fsys, teamDir, req.IndexLimits, log))
+	b.WriteString(indexBlock(fsys, req.AutoDir, teamDir, req.IndexLimits, log))
 	listing, err := teamListing(ctx, fsys, teamDir)
 	if err != nil {
 		return "", err
@@ -235,7 +235,7 @@ func BuildDailyLogPrompt(ctx context.Context, fsys afero.Fs, req DailyLogPromptR
 	b.WriteString(sectionBeforeRecommending())
 	b.WriteString(sectionGuidelines(req.ExtraGuidelines))
 	b.WriteString("## " + EntrypointName + "\n\n(Maintained by the consolidation pass; read it, do not edit it.)\n\n")
-	b.WriteString(indexBlock(fsys, req.AutoDir, req.IndexLimits, logger(req.Logger)))
+	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, logger(req.Logger)))
 	return b.String(), nil
 }
 
@@ -254,12 +254,18 @@ func instructionFiles(files []InstructionFile) string {
 	return b.String()
 }
 
-// indexBlock loads dir/MEMORY.md for a prompt.
-func indexBlock(fsys afero.Fs, dir string, limits IndexLimits, log *slog.Logger) string {
-	raw, err := afero.ReadFile(fsys, filepath.Join(dir, EntrypointName))
+// indexBlock loads dir/MEMORY.md for a prompt (through ReadIndex, within
+// autoDir when dir is inside it).
+func indexBlock(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog.Logger) string {
+	root, rel := indexLocation(autoDir, dir)
+	raw, err := ReadIndex(fsys, root, rel)
+	var pte *PathTraversalError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return EntrypointName + " is empty for now. Saving the first memory here creates it.\n"
+	case errors.As(err, &pte):
+		log.Warn("memdir: memory index refused: it is a link that leads out of the memory directory", "event", "memdir_index_refused", "reason", pte.Reason)
+		return EntrypointName + " was not loaded: it is a link that leads out of the memory directory. Ask the user to replace it with a regular file.\n"
 	case err != nil:
 		log.Warn("memdir: memory index could not be read", "event", "memdir_index_unreadable", "error", err)
 		return EntrypointName + " could not be loaded this time; list the directory to find memories.\n"

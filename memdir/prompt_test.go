@@ -338,3 +338,52 @@ func TestPromptUnreadableIndex(t *testing.T) {
 	buf.WriteString(got)
 	assert.NotContains(t, buf.String(), "permission denied")
 }
+
+// TestIndexLinksOutAreNeverRead: an index that is, or lies below, a link
+// out of the memory directory is refused by every prompt, on a real disk.
+func TestIndexLinksOutAreNeverRead(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "hostname")
+	require.NoError(t, os.WriteFile(secret, []byte("OUTSIDE-SECRET\n"), 0o644))
+	fsys := afero.NewOsFs()
+	cases := map[string]func(auto string){
+		"team index is a link out": func(auto string) {
+			require.NoError(t, os.MkdirAll(filepath.Join(auto, "team"), 0o755))
+			require.NoError(t, os.Symlink(secret, filepath.Join(auto, "team", "MEMORY.md")))
+		},
+		"team directory is a link out": func(auto string) {
+			require.NoError(t, os.WriteFile(filepath.Join(outside, "MEMORY.md"), []byte("OUTSIDE-SECRET\n"), 0o644))
+			require.NoError(t, os.Symlink(outside, filepath.Join(auto, "team")))
+		},
+		"private index is a link out": func(auto string) {
+			require.NoError(t, os.Symlink(secret, filepath.Join(auto, "MEMORY.md")))
+		},
+	}
+	for name, plant := range cases {
+		t.Run(name, func(t *testing.T) {
+			auto := filepath.Join(t.TempDir(), "memory")
+			require.NoError(t, os.MkdirAll(auto, 0o755))
+			plant(auto)
+			out, err := BuildCombinedMemoryPrompt(context.Background(), fsys, CombinedPromptRequest{AutoDir: auto})
+			require.NoError(t, err)
+			assert.NotContains(t, out, "OUTSIDE-SECRET")
+			assert.Contains(t, out, "MEMORY.md was not loaded: it is a link that leads out of the memory directory")
+			if name == "private index is a link out" {
+				single, err := BuildMemoryPrompt(context.Background(), fsys, MemoryPromptRequest{Dir: auto})
+				require.NoError(t, err)
+				assert.NotContains(t, single, "OUTSIDE-SECRET")
+			}
+		})
+	}
+
+	// A link that stays inside is an ordinary index.
+	auto := filepath.Join(t.TempDir(), "memory")
+	require.NoError(t, os.MkdirAll(filepath.Join(auto, "team"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(auto, "team", "index.md"), []byte("- [x](x.md) inside\n"), 0o644))
+	require.NoError(t, os.Symlink("index.md", filepath.Join(auto, "team", "MEMORY.md")))
+	raw, err := ReadIndex(fsys, auto, filepath.Join("team", "MEMORY.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "- [x](x.md) inside\n", string(raw))
+	_, err = ReadIndex(fsys, auto, "MEMORY.md")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

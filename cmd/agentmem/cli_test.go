@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -147,4 +148,45 @@ func TestTeamTokenAdd(t *testing.T) {
 	srv := &teamServer{t: t, addr: freeAddr(t), db: db, toks: file}
 	srv.start()
 	srv.kill()
+}
+
+func TestLintRefusesAnIndexLinkOutAndPromptDoesNotReadIt(t *testing.T) {
+	dir := memTree(t)
+	outside := filepath.Join(t.TempDir(), "hostname")
+	require.NoError(t, os.WriteFile(outside, []byte("OUTSIDE-HOST\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "team"), 0o755))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "team", "MEMORY.md")))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}
+	out, errOut, code := runWithInput(t, env, "", "prompt", "--team", "--dir", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "OUTSIDE-HOST")
+	out, _, code = runWithInput(t, env, "", "lint", "--dir", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "team/MEMORY.md: index-link-out: is a link that leads out of the memory directory")
+	out, _, code = runWithInput(t, env, "", "lint", "--fix", "--dir", dir)
+	assert.Equal(t, 1, code, "--fix cannot mend a link out, and says so again")
+	assert.Contains(t, out, "index-link-out")
+	data, err := os.ReadFile(outside)
+	require.NoError(t, err)
+	assert.Equal(t, "OUTSIDE-HOST\n", string(data), "--fix wrote nothing through the link")
+}
+
+func TestLintFixSkipsBrokenFiles(t *testing.T) {
+	dir := memTree(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "blob.md"), []byte("\x00\x01\x02\xffbinary"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad\xffname.md"), []byte("---\nname: b\ndescription: bee\ntype: user\n---\nB\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "good.md"), []byte("---\nname: Good\ndescription: a good one\ntype: user\n---\nG\n"), 0o644))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}
+	out, _, code := runWithInput(t, env, "", "lint", "--fix", "--dir", dir)
+	assert.Equal(t, 1, code, "the broken files are still problems after --fix:\n%s", out)
+	assert.Contains(t, out, "fixed: MEMORY.md: added pointer")
+	assert.Contains(t, out, "blob.md: bad-frontmatter: the file is not UTF-8 text")
+	assert.Contains(t, out, "bad-file-name")
+	assert.NotContains(t, out, "no problems found")
+	index, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
+	require.NoError(t, err)
+	assert.True(t, utf8.Valid(index), "no invalid name reaches the index")
+	assert.Contains(t, string(index), "(good.md)")
+	assert.NotContains(t, string(index), "blob.md")
+	assert.NotContains(t, string(index), "name.md")
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentmem/agentmem/lexical"
@@ -35,6 +36,12 @@ const (
 	kindSecret             = "secret"
 	kindDuplicateName      = "duplicate-name"
 	kindSimilarDescription = "similar-description"
+	// kindIndexLinkOut: an index that is a link leading out of the memory
+	// directory; it is not read (nor into a prompt) until replaced.
+	kindIndexLinkOut = "index-link-out"
+	// kindBadFileName: a memory file whose name is not valid UTF-8 or
+	// holds control characters; it gets no index pointer.
+	kindBadFileName = "bad-file-name"
 )
 
 // maxEntryRunes is the index entry length lint reports: the limit the
@@ -117,6 +124,9 @@ func lintFlags(fs *flag.FlagSet) runner {
 
 // memFile is a memory file as lint sees it.
 type memFile struct {
+	// broken: lint found the file unreadable as a memory (its name or
+	// content), so --fix gives it no index pointer.
+	broken  bool
 	rel     string // relative to the memory dir, "/"-separated
 	fm      memdir.Frontmatter
 	rawType string
@@ -144,6 +154,10 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 			continue
 		}
 		f := memFile{rel: h.Filename, content: string(data)}
+		if !cleanName(h.Filename) {
+			add(strings.ToValidUTF8(h.Filename, "\uFFFD"), 0, kindBadFileName, "the file name is not valid UTF-8 or holds control characters; rename it")
+			f.broken = true
+		}
 		fm, _, perr := memdir.ParseFrontmatter(data)
 		f.fm = fm
 		hasHeader := strings.HasPrefix(strings.TrimLeft(strings.TrimPrefix(f.content, "\ufeff"), "\r\n"), "---")
@@ -160,6 +174,10 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 				}
 			}
 			add(f.rel, line, kindBadFrontmatter, "%s", why)
+			f.broken = true
+		case !utf8.ValidString(f.content) || strings.ContainsRune(f.content, 0):
+			add(f.rel, 0, kindBadFrontmatter, "the file is not UTF-8 text (binary, or another encoding)")
+			f.broken = true
 		case !hasHeader:
 			add(f.rel, 1, kindBadFrontmatter, "no frontmatter (--- name, description, type ---)")
 		default:
@@ -188,9 +206,13 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 	// the team files, MEMORY.md the rest.
 	for _, idx := range []struct{ rel, base string }{{memdir.EntrypointName, ""}, {memdir.TeamDirName + "/" + memdir.EntrypointName, memdir.TeamDirName + "/"}} {
 		pointed := map[string]bool{}
-		raw, err := afero.ReadFile(fsys, filepath.Join(dir, filepath.FromSlash(idx.rel)))
+		raw, err := memdir.ReadIndex(fsys, dir, filepath.FromSlash(idx.rel))
+		var pte *memdir.PathTraversalError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+		case errors.As(err, &pte):
+			add(idx.rel, 0, kindIndexLinkOut, "is a link that leads out of the memory directory (%s); it is not read, nor loaded into the prompt: replace it with a regular file", pte.Reason)
+			continue
 		case err != nil:
 			return nil, err
 		default:
@@ -226,7 +248,7 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 			if inTeam != (idx.base != "") {
 				continue
 			}
-			if !pointed[f.rel] {
+			if !pointed[f.rel] && !f.broken {
 				add(f.rel, 0, kindMissingPointer, "no pointer in %s", idx.rel)
 			}
 		}
@@ -311,6 +333,20 @@ func linkTargets(line string) []string {
 	return out
 }
 
+// cleanName reports whether a memory file's name may go into an index:
+// valid UTF-8 without control characters.
+func cleanName(rel string) bool {
+	if !utf8.ValidString(rel) {
+		return false
+	}
+	for _, r := range rel {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
 func readCapped(fsys afero.Fs, p string) ([]byte, error) {
 	f, err := fsys.Open(p)
 	if err != nil {
@@ -361,7 +397,7 @@ func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error)
 	for _, idx := range idxNames {
 		ed := edits[idx]
 		abs := filepath.Join(dir, filepath.FromSlash(idx))
-		raw, err := afero.ReadFile(fsys, abs)
+		raw, err := memdir.ReadIndex(fsys, dir, filepath.FromSlash(idx))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return done, err
 		}
