@@ -375,10 +375,27 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 	}
 }
 
-// UserMessage returns the memories relevant to a user message, as text to
-// put in front of the model with it ("" when none are, or memory or
-// recall is off). Each memory is surfaced once per session.
-func (m *Memory) UserMessage(ctx context.Context, text string) string {
+// UserMessage returns the user message to send for text: the user's text
+// as its first block and, when memories are relevant to it, those
+// memories in a second block of their own, marked llm.Block.Meta and
+// wrapped in <system-reminder> tags, so the transcript records them apart
+// from what the user typed (titles and search show only the user's
+// words). With memory or recall off, or nothing relevant, it has the one
+// text block. Each memory is surfaced once per session. The host sets
+// the message's ID.
+func (m *Memory) UserMessage(ctx context.Context, text string) llm.Message {
+	msg := llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock(text)}}
+	if r := m.Recalled(ctx, text); r != "" {
+		msg.Content = append(msg.Content, llm.MetaBlock("<system-reminder>\n"+r+"\n</system-reminder>"))
+	}
+	return msg
+}
+
+// Recalled returns the memories relevant to text, as plain text ("" when
+// none are, or memory or recall is off): for a host that builds its own
+// messages. Each memory is surfaced once per session (here and through
+// UserMessage).
+func (m *Memory) Recalled(ctx context.Context, text string) string {
 	if !m.enabled || m.recall == nil {
 		return ""
 	}

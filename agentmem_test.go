@@ -57,7 +57,7 @@ func TestDisabledMemoryIsANoOpThatCreatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, p)
 	assert.Nil(t, mem.Tools())
-	assert.Empty(t, mem.UserMessage(context.Background(), "deploy on friday?"))
+	assert.Equal(t, []llm.Block{llm.TextBlock("deploy on friday?")}, mem.UserMessage(context.Background(), "deploy on friday?").Content)
 	mem.TurnEnded(context.Background(), agentmem.Turn{Messages: []llm.Message{msg("u1", llm.RoleUser, "hi")}})
 	require.NoError(t, mem.Close())
 	assert.NoDirExists(t, config, "nothing is created")
@@ -155,6 +155,19 @@ func TestSystemPromptAndRecall(t *testing.T) {
 	assert.Contains(t, p, mem.Dir())
 	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever deploy on Fridays.\n"), 0o644))
 	got := mem.UserMessage(ctx, "can we deploy on friday?")
-	assert.Contains(t, got, "Never deploy on Fridays.")
-	assert.Empty(t, mem.UserMessage(ctx, "can we deploy on friday again?"), "a memory is surfaced once per session")
+	require.Len(t, got.Content, 2, "the user's text, then the memories as their own block")
+	assert.Equal(t, llm.TextBlock("can we deploy on friday?"), got.Content[0])
+	assert.True(t, got.Content[1].Meta)
+	assert.Contains(t, got.Content[1].Text, "Never deploy on Fridays.")
+	assert.True(t, strings.HasPrefix(got.Content[1].Text, "<system-reminder>\n"))
+	assert.Len(t, mem.UserMessage(ctx, "can we deploy on friday again?").Content, 1, "a memory is surfaced once per session")
+
+	// Recorded, the memories are not the user's words: the session's
+	// title is the prompt alone.
+	got.ID = "u1"
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: []llm.Message{got, msg("a1", llm.RoleAssistant, "No Friday deploys.")}})
+	sessions, err := mem.Transcripts().List(ctx)
+	require.NoError(t, err)
+	require.Len(t, sessions, 1)
+	assert.Equal(t, "can we deploy on friday?", sessions[0].Title)
 }

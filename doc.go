@@ -8,7 +8,7 @@
 //	section, err := mem.SystemPrompt(ctx)    // the memory section
 //	tools = append(tools, mem.Tools()...)     // Read, Write, Edit, ... on memory
 //	permission = mem.Guard(permission)        // team/ stays free of secrets and links out
-//	reminder := mem.UserMessage(ctx, prompt) // relevant memories for this message
+//	msg := mem.UserMessage(ctx, prompt)      // the prompt, and relevant memories as a block of their own
 //	mem.TurnEnded(ctx, agentmem.Turn{Messages: conversation})
 //
 // New resolves the memory directory as Claude Code does (override,

@@ -35,8 +35,8 @@ func ExampleNew() {
 
 	_ = os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"),
 		[]byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever deploy on Fridays.\n"), 0o644)
-	reminder := mem.UserMessage(ctx, "can I deploy on Friday?")
-	fmt.Println(strings.Contains(reminder, "Never deploy on Fridays."))
+	msg := mem.UserMessage(ctx, "can I deploy on Friday?") // the prompt, then the memories as their own block
+	fmt.Println(strings.Contains(msg.Content[1].Text, "Never deploy on Fridays."))
 	fmt.Println(len(mem.Tools()) > 0)
 	// Output:
 	// true

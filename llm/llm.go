@@ -65,10 +65,19 @@ type Block struct {
 	Input    json.RawMessage
 	// IsError marks a tool result that reports a failure or a refusal.
 	IsError bool
+	// Meta marks a text block the host or a library added for the model
+	// (recalled memories, a reminder), not typed by the user. Models see it
+	// as any text; transcripts record it apart (Claude Code's isMeta), so
+	// session titles and prompt search never show it as the user's words.
+	Meta bool
 }
 
 // TextBlock returns a text block.
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
+
+// MetaBlock returns a text block that is not the user's own words (see
+// Block.Meta).
+func MetaBlock(text string) Block { return Block{Type: BlockText, Text: text, Meta: true} }
 
 // ToolUseBlock returns a tool call block.
 func ToolUseBlock(id, name string, input json.RawMessage) Block {

@@ -135,14 +135,21 @@ func (r *Recorder) entriesFor(m llm.Message) []Entry {
 			}
 		}
 	default:
-		var texts []string
+		var texts, meta []string
 		for _, b := range m.Content {
-			if b.Type == llm.BlockText && b.Text != "" {
+			switch {
+			case b.Type != llm.BlockText || b.Text == "":
+			case b.Meta:
+				meta = append(meta, b.Text)
+			default:
 				texts = append(texts, b.Text)
 			}
 		}
 		if len(texts) > 0 {
 			add(MessageEntry{Type: TypeUser, Message: Message{Role: "user", Content: mustJSON(strings.Join(texts, "\n"))}})
+		}
+		if len(meta) > 0 { // what was added for the model is not the user's prompt
+			add(MessageEntry{Type: TypeUser, IsMeta: true, Message: Message{Role: "user", Content: mustJSON(strings.Join(meta, "\n"))}})
 		}
 		for _, b := range m.Content {
 			if b.Type != llm.BlockToolResult {

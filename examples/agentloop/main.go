@@ -32,8 +32,9 @@ func session(ctx context.Context, w io.Writer, model llm.Model, who, home, proje
 	}
 	var conversation []llm.Message
 	for i, prompt := range prompts {
-		prompt += mem.UserMessage(ctx, prompt) // relevant memories ride along
-		conversation = append(conversation, llm.Message{ID: fmt.Sprintf("u%d", i), Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock(prompt)}})
+		msg := mem.UserMessage(ctx, prompt) // the prompt; relevant memories ride along in a block of their own
+		msg.ID = fmt.Sprintf("u%d", i)
+		conversation = append(conversation, msg)
 		reply, err := model.Generate(ctx, llm.Request{System: system, Messages: conversation, Tools: toolSpecs(mem.Tools())})
 		if err != nil {
 			return err

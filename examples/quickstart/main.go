@@ -119,7 +119,7 @@ func run(w io.Writer, full bool) error {
 	// lexical ranking (recall.ModelSelector uses a model instead).
 	query := "should the new integration test mock the database?"
 	step("recall for %q:", query)
-	fmt.Fprintln(w, indent(mem.UserMessage(ctx, query)))
+	fmt.Fprintln(w, indent(mem.Recalled(ctx, query)))
 
 	// 6. Team memory: a sync server in this process, and a teammate's
 	// checkout pulling what this one pushes.
