@@ -218,6 +218,13 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 		return err
 	}
 
+	if mode&modePull != 0 {
+		// A pull leaves the team directory in place even when the server
+		// has nothing yet, so a teammate can write the first memory.
+		if err := c.cfg.fs.MkdirAll(c.cfg.teamDir, 0o755); err != nil {
+			return fmt.Errorf("teammem: create the team directory: %w", err)
+		}
+	}
 	if reason := storeMoved(st, view); reason != "" {
 		// Not the store this client agreed with: forget the base, so that
 		// nothing is deleted on its word, and keep the local side.
