@@ -696,7 +696,7 @@ func tlsProblem(err error) string {
 			return "the server's TLS certificate has expired or is not valid yet (check the server's certificate and this machine's clock)"
 		}
 		return "the server's TLS certificate is not valid: " + invalid.Error()
-	case errors.As(err, &record):
+	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return "the server did not answer in TLS (is it served over http:// rather than https://?)"
 	case errors.As(err, &verify):
 		return "the server's TLS certificate could not be verified: " + verify.Err.Error()

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -437,4 +439,14 @@ func TestWatchIsQuietWhenNothingChanges(t *testing.T) {
 	require.NoError(t, w.Wait())
 	assert.Equal(t, 1, strings.Count(out.String(), "pushed  a.md"), out.String())
 	assert.LessOrEqual(t, strings.Count(out.String(), "done:"), 1, "one line for the one change, none for the quiet rounds:\n%s", out.String())
+}
+
+func TestUntrustedCertificateIsNamed(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	m := newTeammate(t, t.TempDir(), "ana", srv.URL, "amt_x")
+	_, errOut, code := m.run("pull")
+	assert.Equal(t, exitNetwork, code)
+	assert.Contains(t, errOut, "the server's TLS certificate is signed by an authority this machine does not trust")
+	assert.NotContains(t, errOut, "could not be reached")
 }
