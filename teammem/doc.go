@@ -35,10 +35,27 @@
 // disk beside the team directory). See SyncState for the rules: a change
 // on one side goes to the other, deletions of unchanged copies propagate
 // (unless KeepDeleted), an edit beats a deletion, and when both sides
-// edited a key the server's version takes the file while the local one
-// is kept under ConflictsDirName and reported in Result.Conflicts. Pull
-// never overwrites a local edit; Push never overwrites a teammate's edit.
-// Without a base nothing is deleted.
+// edited a key, Sync puts the server's version in the file and keeps the
+// local one under ConflictsDirName (Result.Conflicts), while Pull and Push
+// leave the key as it is (Skip reason "conflict"): Pull never overwrites a
+// local edit, Push never a teammate's. Without a base nothing is deleted.
+//
+// # Data safety
+//
+// A local file is deleted only on evidence: the server's tombstone for
+// the key, never its mere absence (a key the server lost without a record
+// is pushed back). Every store has an identity (StoreIDHeader) that the
+// client keeps, with the repo version, in SyncState: another identity, a
+// repo the server no longer has, or an older version (a replaced store, a
+// restored backup) makes the round forget the base, delete nothing, keep
+// every local memory (a differing key keeps the local version; the
+// server's is kept aside, Conflict.LocalKept) and push what the server
+// lacks, reported in Result.StoreReset. A round that would delete more
+// than MassDeleteThreshold of the tracked memories on one side deletes
+// none of them there (Result.Held) unless ClientConfig.AllowMassDelete.
+// With ClientConfig.History every pull that writes or deletes takes a
+// checkpoint first (Result.Checkpoint). Restore refuses a version that is
+// a deletion (*DeletionVersionError).
 //
 // Each key passes ValidateTeamMemKey before it is written; entries over
 // MaxEntryBytes, entries holding a secret and keys the local filesystem
