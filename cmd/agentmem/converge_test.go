@@ -367,26 +367,12 @@ func runBinary(t *testing.T, dir string, env []string, stdin string, args ...str
 func TestTeamSessionFromTheREADME(t *testing.T) {
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
-	clone := func(who string) (string, []string) {
-		project := filepath.Join(root, who, "src", "shop")
-		require.NoError(t, os.MkdirAll(filepath.Join(project, ".git"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(project, ".git", "config"), []byte("[remote \"origin\"]\n\turl = git@github.com:acme/shop.git\n"), 0o644))
-		home := filepath.Join(root, who, "home")
-		return project, []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "AGENTMEM_TEAM_TOKEN=" + token}
+	withToken := func(project string, env []string) (string, []string) {
+		return project, append(env, "AGENTMEM_TEAM_TOKEN="+token)
 	}
-	teamDir := func(project string, env []string) string {
-		out, _, code := runIn(t, project, env, "path")
-		require.Equal(t, 0, code)
-		for _, line := range strings.Split(out, "\n") {
-			if f := strings.Fields(line); len(f) == 2 && f[0] == "team" {
-				return f[1]
-			}
-		}
-		t.Fatalf("no team line in %q", out)
-		return ""
-	}
-	ana, anaEnv := clone("ana")
-	ben, benEnv := clone("ben")
+	teamDir := func(project string, env []string) string { return projectTeamDir(t, project, env) }
+	ana, anaEnv := withToken(clone(t, root, "ana"))
+	ben, benEnv := withToken(clone(t, root, "ben"))
 	anaTeam, benTeam := teamDir(ana, anaEnv), teamDir(ben, benEnv)
 	require.NotEqual(t, anaTeam, benTeam)
 
