@@ -18,7 +18,8 @@ func parseSimpleHeader(content []byte) (fm Frontmatter, body []byte, ok bool) {
 		return Frontmatter{}, nil, false
 	}
 	rest := content[4:]
-	var seen [3]bool
+	var seen [2]bool
+	seenType := false
 	for {
 		nl := bytes.IndexByte(rest, '\n')
 		if nl < 0 {
@@ -33,22 +34,42 @@ func parseSimpleHeader(content []byte) (fm Frontmatter, body []byte, ok bool) {
 		if !ok {
 			return Frontmatter{}, nil, false
 		}
-		var slot int
 		switch key {
-		case "name":
-			slot, fm.Name = 0, value
-		case "description":
-			slot, fm.Description = 1, value
-		case "type":
-			slot = 2
-			fm.Type, _ = ParseMemoryType(value)
+		case "name", "description":
+			slot := 0
+			if key == "description" {
+				slot = 1
+			}
+			if seen[slot] {
+				return Frontmatter{}, nil, false
+			}
+			seen[slot] = true
+			if slot == 0 {
+				fm.Name = value
+			} else {
+				fm.Description = value
+			}
+		case "metadata":
+			return Frontmatter{}, nil, false // a map: the full parser reads it
 		default:
-			continue
+			// Every other key is metadata (2.1.328's read rule); a
+			// repeated one takes the full parser.
+			if key == "type" {
+				if seenType {
+					return Frontmatter{}, nil, false
+				}
+				seenType = true
+				fm.Type, _ = ParseMemoryType(value)
+				continue
+			}
+			if _, dup := fm.Metadata[key]; dup {
+				return Frontmatter{}, nil, false
+			}
+			if fm.Metadata == nil {
+				fm.Metadata = map[string]string{}
+			}
+			fm.Metadata[key] = value
 		}
-		if seen[slot] {
-			return Frontmatter{}, nil, false
-		}
-		seen[slot] = true
 	}
 }
 

@@ -43,12 +43,20 @@ func ParseMemoryType(s string) (t MemoryType, ok bool) {
 	return "", false
 }
 
-// Frontmatter is the header of a memory file.
+// Frontmatter is the header of a memory file, read as Claude Code 2.1.328
+// reads it: name, description and a metadata map, every other top-level
+// key merged into metadata (metadata winning a clash). Type comes from
+// metadata.type, else from a top-level type (the 2.1.88 layout).
 type Frontmatter struct {
 	Name        string
 	Description string
 	// Type is empty when the header names no known type.
 	Type MemoryType
+	// Metadata holds the header's metadata map and its other top-level
+	// keys except type (which is Type), scalar values as text (nested
+	// values are left out); nil when there are none. Claude Code keeps
+	// node_type, originSessionId and modified here.
+	Metadata map[string]string
 }
 
 // ErrFrontmatter is matched (errors.Is) by every *FrontmatterError.
@@ -113,17 +121,48 @@ func ParseFrontmatter(content []byte) (Frontmatter, []byte, error) {
 	if err != nil {
 		return Frontmatter{}, content, toFrontmatterError(err)
 	}
-	fm := Frontmatter{Name: fields.Name, Description: fields.Description}
-	fm.Type, _ = ParseMemoryType(fields.Type)
-	return fm, body, nil
+	return fields.frontmatter(), body, nil
+}
+
+// frontmatter applies the read rules to the decoded header.
+func (f headerFields) frontmatter() Frontmatter {
+	meta := f.metadata()
+	fm := Frontmatter{Name: f.Name, Description: f.Description}
+	fm.Type, _ = ParseMemoryType(meta["type"])
+	delete(meta, "type") // it is Type
+	if len(meta) > 0 {
+		fm.Metadata = meta
+	}
+	return fm
 }
 
 // headerFields decodes into strings, so YAML 1.1 booleans and numbers keep
 // their text: a memory named "no" stays "no", as in YAML 1.2 readers.
 type headerFields struct {
-	Name        string `yaml:"name"`
-	Description string `yaml:"description"`
-	Type        string `yaml:"type"`
+	Name        string            `yaml:"name"`
+	Description string            `yaml:"description"`
+	Type        string            `yaml:"type"`
+	Meta        map[string]string `yaml:"metadata"`
+	Rest        map[string]string `yaml:",inline"`
+}
+
+// metadata merges the top-level keys other than name and description
+// into the metadata map, the metadata map winning a clash.
+func (f headerFields) metadata() map[string]string {
+	// Scalars keep their text (decoded into strings); a nested value
+	// fails to decode as a string and is left out (empty).
+	out := map[string]string{}
+	for _, m := range []map[string]string{f.Rest, {"type": f.Type}, f.Meta} {
+		for k, v := range m {
+			if v != "" {
+				out[k] = v
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func unmarshalWithRetry(data []byte, v any) error {

@@ -3,6 +3,7 @@ package memdir
 import (
 	"bytes"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -316,15 +317,14 @@ func fullParse(content []byte) (Frontmatter, []byte, error) {
 	if err != nil {
 		return Frontmatter{}, content, err
 	}
-	fm := Frontmatter{Name: fields.Name, Description: fields.Description}
-	fm.Type, _ = ParseMemoryType(fields.Type)
-	return fm, body, nil
+	return fields.frontmatter(), body, nil
 }
 
 func TestSimpleHeaderFastPath(t *testing.T) {
 	fm, body, ok := parseSimpleHeader([]byte("---\nname: Memory 1\ndescription: Remembered fact (v2), see docs/x.md\ntype: project\nother: ignored\n---\n\nbody"))
 	require.True(t, ok)
-	assert.Equal(t, Frontmatter{Name: "Memory 1", Description: "Remembered fact (v2), see docs/x.md", Type: TypeProject}, fm)
+	assert.Equal(t, Frontmatter{Name: "Memory 1", Description: "Remembered fact (v2), see docs/x.md", Type: TypeProject,
+		Metadata: map[string]string{"other": "ignored"}}, fm)
 	assert.Equal(t, "\nbody", string(body))
 	for _, in := range []string{
 		"---\nname: a: b\n---\n", "---\nname: 'q'\n---\n", "---\nname: ~\n---\n", "---\nname: x #c\n---\n",
@@ -349,7 +349,7 @@ func FuzzSimpleHeaderAgrees(f *testing.F) {
 		if err != nil {
 			t.Fatalf("fast path accepted a header the full parser rejects: %v", err)
 		}
-		if fm != want || !bytes.Equal(body, wantBody) {
+		if !reflect.DeepEqual(fm, want) || !bytes.Equal(body, wantBody) {
 			t.Fatalf("fast path %+v %q, full parser %+v %q", fm, body, want, wantBody)
 		}
 	})
@@ -371,4 +371,35 @@ func TestFrontmatterErrorSaysWhy(t *testing.T) {
 
 	_, _, err = ParseFrontmatter([]byte("---\nname: fine\n---\nbinary \xff body\n"))
 	assert.NoError(t, err, "invalid UTF-8 in the body is not a header problem")
+}
+
+// TestClaudeCode2_1_328Layout: the header Claude Code 2.1.328 writes (type
+// under metadata, a slug as name) is read with its type; the read rules
+// merge other top-level keys into metadata, metadata winning.
+func TestClaudeCode2_1_328Layout(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     Frontmatter
+	}{
+		{"as written by 2.1.328", "---\nname: deploy-freeze-q3\ndescription: No deploys to prod after 2026-12-04 for the mobile release cut\nmetadata:\n  node_type: memory\n  type: project\n  originSessionId: 5d0c2a1e-7f3b-4c1a-9e2d-1b2c3d4e5f60\n  modified: 2026-12-01T19:02:17.192Z\n---\nbody\n",
+			Frontmatter{Name: "deploy-freeze-q3", Description: "No deploys to prod after 2026-12-04 for the mobile release cut", Type: TypeProject,
+				Metadata: map[string]string{"node_type": "memory", "originSessionId": "5d0c2a1e-7f3b-4c1a-9e2d-1b2c3d4e5f60", "modified": "2026-12-01T19:02:17.192Z"}}},
+		{"team dir: only modified added", "---\nname: ci\ndescription: CI stays green\nmetadata:\n  type: feedback\n  modified: 2026-12-01T19:02:17.192Z\n---\n",
+			Frontmatter{Name: "ci", Description: "CI stays green", Type: TypeFeedback, Metadata: map[string]string{"modified": "2026-12-01T19:02:17.192Z"}}},
+		{"metadata.type wins over a top-level type", "---\nname: a\ndescription: d\ntype: user\nmetadata:\n  type: reference\n---\n",
+			Frontmatter{Name: "a", Description: "d", Type: TypeReference}},
+		{"other top-level keys merge, metadata wins", "---\nname: a\ndescription: d\nowner: ana\ncolor: red\nmetadata:\n  color: blue\n  type: user\n---\n",
+			Frontmatter{Name: "a", Description: "d", Type: TypeUser, Metadata: map[string]string{"owner": "ana", "color": "blue"}}},
+		{"a nested metadata value is left out, the rest kept", "---\nname: a\ndescription: d\nmetadata:\n  type: project\n  tags: [x, y]\n---\n",
+			Frontmatter{Name: "a", Description: "d", Type: TypeProject}},
+		{"2.1.88 top-level type still counts", "---\nname: Deploy Freeze\ndescription: d\ntype: project\n---\n",
+			Frontmatter{Name: "Deploy Freeze", Description: "d", Type: TypeProject}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, _, err := ParseFrontmatter([]byte(c.in))
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
 }

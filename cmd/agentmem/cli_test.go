@@ -190,3 +190,12 @@ func TestLintFixSkipsBrokenFiles(t *testing.T) {
 	assert.NotContains(t, string(index), "blob.md")
 	assert.NotContains(t, string(index), "name.md")
 }
+
+func TestLsReadsTheTypeClaudeCodeWritesUnderMetadata(t *testing.T) {
+	dir := memTree(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy-freeze-q3.md"), []byte("---\nname: deploy-freeze-q3\ndescription: No deploys after the cut\nmetadata:\n  node_type: memory\n  type: reference\n  originSessionId: 5d0c2a1e\n  modified: 2026-12-01T19:02:17.192Z\n---\nbody\n"), 0o644))
+	out, errOut, code := runWithInput(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "", "ls", "--json", "--dir", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"file": "deploy-freeze-q3.md",
+    "type": "reference"`)
+}
