@@ -62,7 +62,7 @@ func Search(ctx context.Context, s Store, query string, limit int) ([]Hit, error
 			if e.Type != TypeUser && e.Type != TypeAssistant {
 				continue
 			}
-			text := e.Text()
+			text := searchText(e)
 			if strings.TrimSpace(text) == "" {
 				continue
 			}
@@ -116,4 +116,22 @@ func snippet(text, query string) string {
 		s += "…"
 	}
 	return s
+}
+
+// searchText is everything of an entry's message a search can match: its
+// text blocks, each tool call's name and input, and each tool result's
+// text (what sessions show prints, uncut).
+func searchText(e Entry) string {
+	var parts []string
+	for _, b := range e.Blocks() {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "tool_use":
+			parts = append(parts, b.Name+" "+string(b.Input))
+		case "tool_result":
+			parts = append(parts, b.ResultText())
+		}
+	}
+	return strings.Join(parts, "\n")
 }

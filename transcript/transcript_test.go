@@ -341,3 +341,27 @@ func TestSubagentTranscripts(t *testing.T) {
 	assert.Len(t, infos, 4, "sub-agent transcripts are not sessions")
 	assert.Error(t, s.AppendSubagent(ctx, sessA, "../x", e))
 }
+
+// TestSearchCoversToolCallsAndResults: a word that appears only in a tool
+// result, or only in a tool call's input, finds its session.
+func TestSearchCoversToolCallsAndResults(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	s, err := NewJSONLStore(fsys, "/home/u/.claude/projects/-work-shop", Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	rec, err := NewRecorder(s, Stamp{Cwd: "/work/shop"})
+	require.NoError(t, err)
+	require.NoError(t, rec.Record(ctx,
+		llm.Message{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("What does the config say?")}},
+		llm.Message{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.ToolUseBlock("t1", "Read", json.RawMessage(`{"file_path":"/work/shop/zanzibar.yaml"}`))}},
+		llm.Message{ID: "u2", Role: llm.RoleUser, Content: []llm.Block{llm.ToolResultBlock("t1", "retries: 7\nbackend: quetzalcoatl", false)}},
+		llm.Message{ID: "a2", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("It sets seven retries.")}},
+	))
+	for _, q := range []string{"quetzalcoatl", "zanzibar"} {
+		hits, err := Search(ctx, s, q, 10)
+		require.NoError(t, err)
+		require.Len(t, hits, 1, q)
+		assert.Equal(t, rec.SessionID(), hits[0].SessionID)
+		assert.Contains(t, strings.ToLower(hits[0].Snippet), q)
+	}
+}

@@ -163,7 +163,11 @@ func sessionsShow(ctx context.Context, e env, store *transcript.JSONLStore, id s
 	}
 	msgs := []shownMessage{}
 	for _, m := range r.Messages {
-		msgs = append(msgs, shownMessage{UUID: m.UUID, Type: m.Type, Text: transcript.Flatten(m.Entry)})
+		text := transcript.Flatten(m.Entry)
+		if strings.TrimSpace(text) == "" {
+			continue // an entry with nothing to show (an empty attachment)
+		}
+		msgs = append(msgs, shownMessage{UUID: m.UUID, Type: m.Type, Text: text})
 	}
 	if asJSON {
 		return printJSON(e.stdout, msgs)
