@@ -108,3 +108,21 @@ func keysOf(t *testing.T, arr string) []string {
 	}
 	return keys
 }
+
+func TestSessionsShowLeavesOutEmptyEntries(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "projects", "-work-shop")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	id := "0a1b2c3d-0000-4000-8000-000000000001"
+	lines := []string{
+		`{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"` + id + `","cwd":"/work/shop","timestamp":"2026-12-01T10:00:00.000Z","message":{"role":"user","content":"deploy on friday?"}}`,
+		`{"type":"attachment","uuid":"x1","parentUuid":"u1","sessionId":"` + id + `","timestamp":"2026-12-01T10:00:00.100Z","attachment":{"type":"hook_success","hookName":"SessionStart"}}`,
+		`{"type":"assistant","uuid":"a1","parentUuid":"x1","sessionId":"` + id + `","timestamp":"2026-12-01T10:00:01.000Z","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"No Friday deploys."}]}}`,
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	out, errOut, code := runBin(t, nil, "sessions", "show", id, "--config-dir", home, "--project", "/work/shop")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "user: deploy on friday?")
+	assert.Contains(t, out, "assistant: No Friday deploys.")
+	assert.NotContains(t, out, "attachment:")
+}
