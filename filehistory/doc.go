@@ -25,7 +25,10 @@
 // A tracker without a transcript, such as one per background job, is
 // opened with Open: its lines go to snapshots.jsonl beside its backups and
 // are restored from there, which is what `agentmem history` and `agentmem
-// rewind` read. Touched lists what the turn after a snapshot changed.
+// rewind` read. Touched lists what the turn after a snapshot changed. A
+// session Claude Code recorded, which has no journal, is opened from its
+// transcript: snapshot lines and 2.1.328's file-history-delta lines, whose
+// keys are relative to the project with each file's realParentDir.
 //
 // # Read before write
 //

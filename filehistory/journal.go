@@ -24,6 +24,14 @@ const JournalName = "snapshots.jsonl"
 // read it. Use it for trackers without a transcript, such as one per
 // background job. One process at a time may write a session's journal.
 // opts.Journal, when set, receives the lines instead of the file.
+//
+// A session that has no journal but a transcript of Claude Code's
+// (<configHome>/projects/*/<sessionID>.jsonl) is read from the snapshot
+// and file-history-delta lines of that transcript, in 2.1.88's layout
+// (absolute keys) or 2.1.328's (keys relative to the project, with the
+// file's real parent directory): its checkpoints list and rewind as
+// agentmem's own. Such a tracker journals nowhere (opts.Journal aside):
+// the transcript is Claude Code's to write.
 func Open(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tracker, error) {
 	t, err := NewTracker(fsys, configHome, sessionID, opts)
 	if err != nil {
@@ -33,6 +41,19 @@ func Open(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tracker, 
 	data, err := afero.ReadFile(fsys, path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("filehistory: read journal: %w", err)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if transcript, ok := claudeTranscript(fsys, configHome, sessionID); ok {
+			raw, err := afero.ReadFile(fsys, transcript)
+			if err != nil {
+				return nil, fmt.Errorf("filehistory: read the session's transcript: %w", err)
+			}
+			t.Restore(bytes.Split(raw, []byte("\n")))
+			if t.opts.Journal == nil {
+				t.opts.Journal = func(context.Context, []byte) error { return nil }
+			}
+			return t, nil
+		}
 	}
 	var lines [][]byte
 	for _, l := range bytes.Split(data, []byte("\n")) {
@@ -72,11 +93,35 @@ func Sessions(fsys afero.Fs, configHome string) ([]string, error) {
 	}
 	var out []string
 	for _, de := range des {
-		if ok, _ := afero.Exists(fsys, filepath.Join(root, de.Name(), JournalName)); de.IsDir() && ok {
+		if !de.IsDir() {
+			continue
+		}
+		ok, _ := afero.Exists(fsys, filepath.Join(root, de.Name(), JournalName))
+		if !ok {
+			_, ok = claudeTranscript(fsys, configHome, de.Name())
+		}
+		if ok {
 			out = append(out, de.Name())
 		}
 	}
 	return out, nil
+}
+
+// claudeTranscript returns the transcript Claude Code keeps for a session
+// (<configHome>/projects/<project>/<sessionID>.jsonl), if there is one.
+func claudeTranscript(fsys afero.Fs, configHome, sessionID string) (string, bool) {
+	projects := filepath.Join(configHome, "projects")
+	des, err := afero.ReadDir(fsys, projects)
+	if err != nil {
+		return "", false
+	}
+	for _, de := range des {
+		p := filepath.Join(projects, de.Name(), sessionID+".jsonl")
+		if fi, err := fsys.Stat(p); de.IsDir() && err == nil && fi.Mode().IsRegular() {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // Touched returns the files changed during the turn that followed the

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -394,6 +395,9 @@ type wireBackup struct {
 	BackupFileName *string `json:"backupFileName"`
 	Version        int     `json:"version"`
 	BackupTime     string  `json:"backupTime"`
+	// RealParentDir is the absolute real directory of the file, which
+	// Claude Code 2.1.328 records beside a key relative to the project.
+	RealParentDir string `json:"realParentDir,omitempty"`
 }
 
 type wireSnapshot struct {
@@ -407,6 +411,17 @@ type wireEntry struct {
 	MessageID        string       `json:"messageId"`
 	Snapshot         wireSnapshot `json:"snapshot"`
 	IsSnapshotUpdate bool         `json:"isSnapshotUpdate"`
+}
+
+// DeltaEntryType is the line Claude Code 2.1.328 writes when a turn first
+// tracks a file: one file added to the prompt's snapshot.
+const DeltaEntryType = "file-history-delta"
+
+type wireDelta struct {
+	Type              string     `json:"type"`
+	SnapshotMessageID string     `json:"snapshotMessageId"`
+	TrackingPath      string     `json:"trackingPath"`
+	Backup            wireBackup `json:"backup"`
 }
 
 // EncodeEntry returns the transcript line for a snapshot (update when it
@@ -434,20 +449,49 @@ func DecodeEntry(line []byte) (s Snapshot, update, ok bool) {
 	s = Snapshot{MessageID: we.Snapshot.MessageID, TrackedFileBackups: map[string]Backup{}}
 	s.Timestamp, _ = time.Parse(time.RFC3339Nano, we.Snapshot.Timestamp)
 	for p, wb := range we.Snapshot.TrackedFileBackups {
-		if !filepath.IsAbs(p) || wb.Version <= 0 {
-			continue
+		if abs, b, ok := decodeBackup(p, wb); ok {
+			s.TrackedFileBackups[abs] = b
 		}
-		b := Backup{Version: wb.Version}
-		b.BackupTime, _ = time.Parse(time.RFC3339Nano, wb.BackupTime)
-		if wb.BackupFileName != nil {
-			if filepath.Base(*wb.BackupFileName) != *wb.BackupFileName || *wb.BackupFileName == ".." {
-				continue // a name that would leave the backup directory
-			}
-			b.BackupFileName = *wb.BackupFileName
-		}
-		s.TrackedFileBackups[filepath.Clean(p)] = b
 	}
 	return s, we.IsSnapshotUpdate, true
+}
+
+// decodeBackup reads one tracked file: its key is an absolute path
+// (agentmem, Claude Code 2.1.88) or, as Claude Code 2.1.328 writes it,
+// relative to the project with the file's real parent directory beside
+// it. ok is false for a key or backup name that cannot be trusted.
+func decodeBackup(key string, wb wireBackup) (string, Backup, bool) {
+	if wb.Version <= 0 {
+		return "", Backup{}, false
+	}
+	abs := key
+	if !filepath.IsAbs(key) {
+		rel := filepath.Clean(filepath.FromSlash(key))
+		if !filepath.IsAbs(wb.RealParentDir) || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", Backup{}, false
+		}
+		abs = filepath.Join(wb.RealParentDir, filepath.Base(rel))
+	}
+	b := Backup{Version: wb.Version}
+	b.BackupTime, _ = time.Parse(time.RFC3339Nano, wb.BackupTime)
+	if wb.BackupFileName != nil {
+		if filepath.Base(*wb.BackupFileName) != *wb.BackupFileName || *wb.BackupFileName == ".." {
+			return "", Backup{}, false // a name that would leave the backup directory
+		}
+		b.BackupFileName = *wb.BackupFileName
+	}
+	return filepath.Clean(abs), b, true
+}
+
+// decodeDelta parses a file-history-delta line: the snapshot it adds to,
+// the file and its backup; ok is false for any other line.
+func decodeDelta(line []byte) (snapshotID, path string, b Backup, ok bool) {
+	var wd wireDelta
+	if json.Unmarshal(line, &wd) != nil || wd.Type != DeltaEntryType || wd.SnapshotMessageID == "" {
+		return "", "", Backup{}, false
+	}
+	path, b, ok = decodeBackup(wd.TrackingPath, wd.Backup)
+	return wd.SnapshotMessageID, path, b, ok
 }
 
 func (t *Tracker) journal(ctx context.Context, s Snapshot, update bool) error {
@@ -469,6 +513,15 @@ func (t *Tracker) Restore(lines [][]byte) {
 	t.snaps, t.order = nil, nil
 	t.first, t.latest, t.version, t.stamps = map[string]Backup{}, map[string]Backup{}, map[string]int{}, map[string]stamp{}
 	for _, line := range lines {
+		if !bytes.Contains(line, []byte(`"file-history-`)) {
+			continue // most transcript lines: no need to decode them
+		}
+		if id, p, b, ok := decodeDelta(line); ok {
+			if i := t.find(id); i >= 0 {
+				t.snaps[i].TrackedFileBackups[p] = b
+			}
+			continue
+		}
 		s, update, ok := DecodeEntry(line)
 		if !ok {
 			continue

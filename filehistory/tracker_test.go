@@ -470,3 +470,28 @@ func TestRewindRestoresAModeOnlyChange(t *testing.T) {
 	_, mode, _ := d.read("a.md")
 	assert.Equal(t, os.FileMode(0o644), mode)
 }
+
+func TestRelativeKeysNeedTheirRealParentDir(t *testing.T) {
+	name := "0123456789abcdef@v1"
+	cases := map[string]struct {
+		key, parent string
+		want        string
+	}{
+		"2.1.328 key":               {"sub/deep.txt", "/p/sub", "/p/sub/deep.txt"},
+		"2.1.88 absolute key":       {"/p/fh.txt", "", "/p/fh.txt"},
+		"relative without a parent": {"fh.txt", "", ""},
+		"a parent that is relative": {"fh.txt", "p", ""},
+		"a key that climbs":         {"../etc/passwd", "/p", ""},
+		"a key that is the project": {".", "/p", ""},
+	}
+	for label, c := range cases {
+		line := []byte(`{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{"` + c.key + `":{"backupFileName":"` + name + `","version":1,"backupTime":"2026-12-01T19:02:17.192Z","realParentDir":"` + c.parent + `"}},"timestamp":"2026-12-01T19:02:17.192Z"}}`)
+		s, _, ok := filehistory.DecodeEntry(line)
+		require.True(t, ok, label)
+		if c.want == "" {
+			assert.Empty(t, s.TrackedFileBackups, label)
+			continue
+		}
+		assert.Contains(t, s.TrackedFileBackups, c.want, label)
+	}
+}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,4 +138,76 @@ func TestTeamPullWithHistory(t *testing.T) {
 	assert.Contains(t, out, "removed "+filepath.Join(benDir, "deploy.md"))
 	_, err := os.Stat(filepath.Join(benDir, "deploy.md"))
 	assert.True(t, os.IsNotExist(err))
+}
+
+// TestClaudeCode2_1_328FileHistory: a session in which Claude Code 2.1.328
+// backed files up (keys relative to the project with realParentDir, and
+// file-history-delta lines) is listed by history and undone by rewind.
+func TestClaudeCode2_1_328FileHistory(t *testing.T) {
+	root := t.TempDir()
+	config := filepath.Join(root, ".claude")
+	proj := filepath.Join(root, "proj")
+	require.NoError(t, os.MkdirAll(filepath.Join(proj, "sub"), 0o755))
+	id := "5d0c2a1e-7f3b-4c1a-9e2d-1b2c3d4e5f60"
+	backups := filepath.Join(config, "file-history", id)
+	require.NoError(t, os.MkdirAll(backups, 0o700))
+	name := func(abs string, v int) string {
+		sum := sha256.Sum256([]byte(abs))
+		return fmt.Sprintf("%s@v%d", hex.EncodeToString(sum[:])[:16], v)
+	}
+	// Before the turn: fh.txt and sub/deep.txt; the turn edits both and
+	// creates new.txt.
+	fh, deep, created := filepath.Join(proj, "fh.txt"), filepath.Join(proj, "sub", "deep.txt"), filepath.Join(proj, "new.txt")
+	require.NoError(t, os.WriteFile(filepath.Join(backups, name(fh, 1)), []byte("one\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(backups, name(deep, 1)), []byte("deep one\n"), 0o600))
+	require.NoError(t, os.WriteFile(fh, []byte("two\n"), 0o644))
+	require.NoError(t, os.WriteFile(deep, []byte("deep two\n"), 0o644))
+	require.NoError(t, os.WriteFile(created, []byte("brand new\n"), 0o644))
+	ts := "2026-12-01T19:02:17.192Z"
+	delta := func(key, backup, parent string) string {
+		b := "null"
+		if backup != "" {
+			b = `"` + backup + `"`
+		}
+		return `{"type":"file-history-delta","messageId":"a1","snapshotMessageId":"p1","trackingPath":"` + key + `","backup":{"backupFileName":` + b + `,"version":1,"backupTime":"` + ts + `","realParentDir":"` + parent + `"},"timestamp":"` + ts + `"}`
+	}
+	lines := []string{
+		`{"type":"file-history-snapshot","messageId":"p1","snapshot":{"messageId":"p1","trackedFileBackups":{},"timestamp":"` + ts + `"},"isSnapshotUpdate":false}`,
+		`{"type":"user","uuid":"p1","parentUuid":null,"sessionId":"` + id + `","timestamp":"` + ts + `","message":{"role":"user","content":"edit the files"}}`,
+		`{"type":"api-request-shape","sessionId":"` + id + `","shapeHash":"h","timestamp":"` + ts + `","shape":{"system":"x"}}`,
+		delta("fh.txt", name(fh, 1), proj),
+		delta("sub/deep.txt", name(deep, 1), filepath.Join(proj, "sub")),
+		delta("new.txt", "", proj),
+		`{"type":"cost-state","sessionId":"` + id + `","totalCostUSD":0}`,
+	}
+	tdir := filepath.Join(config, "projects", strings.ReplaceAll(proj, "/", "-"))
+	require.NoError(t, os.MkdirAll(tdir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(tdir, id+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+
+	out, stderr, code := runBin(t, nil, "history", "--config-dir", config, "--session", id, "--json")
+	require.Equal(t, 0, code, stderr)
+	var entries []historyEntry
+	require.NoError(t, json.Unmarshal([]byte(out), &entries))
+	require.Len(t, entries, 1)
+	assert.Equal(t, "p1", entries[0].Checkpoint)
+	assert.ElementsMatch(t, []string{fh, deep, created}, entries[0].Changed)
+	out, stderr, code = runBin(t, nil, "history", "--config-dir", config)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "p1", "listed without --session too")
+
+	out, stderr, code = runBin(t, nil, "rewind", "p1", "--config-dir", config, "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "would restore "+fh)
+	got, _ := os.ReadFile(fh)
+	assert.Equal(t, "two\n", string(got), "a dry run changes nothing")
+
+	out, stderr, code = runBin(t, nil, "rewind", "p1", "--config-dir", config)
+	require.Equal(t, 0, code, stderr)
+	for p, want := range map[string]string{fh: "one\n", deep: "deep one\n"} {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), p)
+	}
+	assert.NoFileExists(t, created, "a file the turn created is removed")
+	assert.NoFileExists(t, filepath.Join(backups, filehistory.JournalName), "Claude Code's history is only read")
 }
