@@ -65,7 +65,7 @@ func TruncateEntrypointContent(raw string) EntrypointTruncation {
 // returned unchanged.
 func (l IndexLimits) Truncate(raw string) EntrypointTruncation {
 	l = l.withDefaults()
-	trimmed := strings.TrimFunc(raw, isJSSpace)
+	trimmed := strings.TrimFunc(CleanIndexText(raw), isJSSpace)
 	lineCount := strings.Count(trimmed, "\n") + 1
 	byteCount := utf16Len(trimmed)
 	res := EntrypointTruncation{
@@ -85,8 +85,67 @@ func (l IndexLimits) Truncate(raw string) EntrypointTruncation {
 	if utf16Len(kept) > l.MaxBytes {
 		kept = cutAtUnits(kept, l.MaxBytes)
 	}
-	res.Content = kept + "\n\n" + truncationWarning(res, l)
+	res.Content = kept + "\n\n" + truncationWarning(res, l) + " " + whereCut(trimmed, kept, lineCount) + " " + truncationAdvice
 	return res
+}
+
+const truncationAdvice = "Keep each index entry to a single line under about 200 characters and put the details in the topic files."
+
+// whereCut says where the loaded part of the index ends: the first line
+// left out (quoted, at most 80 characters) and how many lines went, or,
+// when the cut fell inside a line, after how many characters of it.
+func whereCut(trimmed, kept string, total int) string {
+	keptLines := strings.Count(kept, "\n") + 1
+	if rest := trimmed[len(kept):]; !strings.HasPrefix(rest, "\n") {
+		line := kept[strings.LastIndexByte(kept, '\n')+1:]
+		return "Everything after the first " + strconv.Itoa(utf8.RuneCountInString(line)) + " characters of line " + strconv.Itoa(keptLines) + " was cut off."
+	}
+	first := keptLines + 1
+	lines := strings.SplitN(trimmed[len(kept)+1:], "\n", 2)
+	quote := lines[0]
+	if r := []rune(quote); len(r) > 80 {
+		quote = string(r[:79]) + "…"
+	}
+	return strconv.Itoa(total-first+1) + " of " + strconv.Itoa(total) + " lines were cut off, starting at line " + strconv.Itoa(first) + " (\"" + quote + "\")."
+}
+
+// CleanIndexText prepares index text for a prompt as Claude Code does:
+// CRLF, CR, U+2028 and U+2029 become LF; C0 controls other than TAB and
+// LF, U+007F to U+009F, format, private-use, unassigned and surrogate
+// code points and other default-ignorable ones are dropped, except the
+// joiners U+200C and U+200D and the variation selectors U+FE0E and U+FE0F.
+// Text with none of them is returned as it is.
+func CleanIndexText(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == '\r' || dropFromIndex(r) || r == '\u2028' || r == '\u2029' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	s = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(s)
+	return strings.Map(func(r rune) rune {
+		if dropFromIndex(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func dropFromIndex(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n':
+		return false
+	case r == '\u200c' || r == '\u200d' || r == '\ufe0e' || r == '\ufe0f':
+		return false
+	case r < 0x20, r >= 0x7f && r <= 0x9f, r == utf8.RuneError:
+		return true
+	}
+	return unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs) || !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z) ||
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
 func truncationWarning(r EntrypointTruncation, l IndexLimits) string {
@@ -100,8 +159,7 @@ func truncationWarning(r EntrypointTruncation, l IndexLimits) string {
 		what = strconv.Itoa(r.LineCount) + " lines and " + FormatFileSize(r.ByteCount) +
 			" (the limits are " + strconv.Itoa(l.MaxLines) + " lines and " + FormatFileSize(l.MaxBytes) + ")"
 	}
-	return "> NOTE: " + EntrypointName + " holds " + what + ", so only its beginning was loaded above. " +
-		"Keep each index entry to a single line under about 200 characters and put the details in the topic files."
+	return "> NOTE: " + EntrypointName + " holds " + what + ", so only its beginning was loaded above."
 }
 
 // firstLines returns the first n '\n'-separated lines of s.

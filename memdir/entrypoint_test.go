@@ -139,7 +139,25 @@ func TestJSTrimCompatibility(t *testing.T) {
 	got := TruncateEntrypointContent("\ufeff\u00a0 x \u2028\u3000")
 	assert.Equal(t, "x", got.Content)
 	got = TruncateEntrypointContent("\u0085x\u0085")
-	assert.Equal(t, "\u0085x\u0085", got.Content, "JavaScript does not trim NEL")
+	assert.Equal(t, "x", got.Content, "NEL is a C1 control: cleaned out before the trim")
+}
+
+func TestIndexIsCleanedBeforeInjection(t *testing.T) {
+	in := "- [a](a.md) — one\r\n- [b](b.md)\u2028- [c](c.md)\u0007 bell\u200b\u202e\ue000 \u200d\ufe0f kept\t tab"
+	got := TruncateEntrypointContent(in)
+	assert.Equal(t, "- [a](a.md) — one\n- [b](b.md)\n- [c](c.md) bell \u200d\ufe0f kept\t tab", got.Content)
+	assert.Equal(t, "plain — text\n", CleanIndexText("plain — text\n"))
+}
+
+func TestTruncationSaysWhereItCut(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	got := IndexLimits{MaxLines: 2}.Truncate("one\ntwo\n" + long + "\nfour")
+	assert.Contains(t, got.Content, `2 of 4 lines were cut off, starting at line 3 ("`+strings.Repeat("x", 79)+`…").`)
+	got = IndexLimits{MaxBytes: 10}.Truncate(strings.Repeat("y", 30))
+	assert.Contains(t, got.Content, "Everything after the first 10 characters of line 1 was cut off.")
+	got = IndexLimits{MaxBytes: 12}.Truncate("aaaa\nbbbb\ncccc\ndddd")
+	assert.True(t, strings.HasPrefix(got.Content, "aaaa\nbbbb\n\n> NOTE"), got.Content)
+	assert.Contains(t, got.Content, `2 of 4 lines were cut off, starting at line 3 ("cccc").`)
 }
 
 func TestFormatFileSize(t *testing.T) {

@@ -210,7 +210,7 @@ func ExampleIndexLimits_Truncate() {
 	// - [a](a.md)
 	// - [b](b.md)
 	//
-	// > NOTE: MEMORY.md holds 3 lines (the limit is 2), so only its beginning was loaded above. Keep each index entry to a single line under about 200 characters and put the details in the topic files.
+	// > NOTE: MEMORY.md holds 3 lines (the limit is 2), so only its beginning was loaded above. 1 of 3 lines were cut off, starting at line 3 ("- [c](c.md)"). Keep each index entry to a single line under about 200 characters and put the details in the topic files.
 }
 
 func ExampleFormatFileSize() {

@@ -204,7 +204,8 @@ func TestPromptTruncatesLongIndex(t *testing.T) {
 	got, err := BuildMemoryPrompt(context.Background(), fsys, MemoryPromptRequest{Dir: "/m/"})
 	require.NoError(t, err)
 	assert.Contains(t, got, "- [Topic 199](topic_199.md)")
-	assert.NotContains(t, got, "- [Topic 200](topic_200.md)")
+	assert.NotContains(t, got, "\n- [Topic 200](topic_200.md)", "only quoted in the warning")
+	assert.Contains(t, got, `60 of 260 lines were cut off, starting at line 201 ("- [Topic 200](topic_200.md) — hook 200")`)
 	assert.Contains(t, got, "260 lines (the limit is 200)")
 }
 
