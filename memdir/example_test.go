@@ -147,7 +147,7 @@ func ExampleMemoryAgeDays() {
 	fmt.Println(memdir.MemoryHeaderLine("/mem/a.md", now.Add(-time.Hour), now))
 	// Output:
 	// 3 3 days ago
-	// Memory (saved today): /mem/a.md:
+	// Memory: /mem/a.md:
 }
 
 func ExampleBuildCombinedMemoryPrompt() {

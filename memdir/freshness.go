@@ -55,10 +55,11 @@ func MemoryFreshnessNote(mtime, now time.Time) string {
 
 // MemoryHeaderLine is the line that introduces a surfaced memory's
 // content: for a stale memory the caveat, a blank line and
-// "Memory: <path>:"; for a fresh one "Memory (saved today): <path>:".
+// "Memory: <path>:"; for a fresh one "Memory: <path>:" alone, as Claude
+// Code 2.1.328 writes it (2.1.88 wrote "Memory (saved today): <path>:").
 func MemoryHeaderLine(path string, mtime, now time.Time) string {
 	if text := MemoryFreshnessText(mtime, now); text != "" {
 		return text + "\n\nMemory: " + path + ":"
 	}
-	return "Memory (saved " + MemoryAge(mtime, now) + "): " + path + ":"
+	return "Memory: " + path + ":"
 }

@@ -203,7 +203,7 @@ func TestFreshness(t *testing.T) {
 			} else {
 				assert.Empty(t, text)
 				assert.Empty(t, note)
-				assert.Equal(t, "Memory (saved "+c.age+"): /m/a.md:", header)
+				assert.Equal(t, "Memory: /m/a.md:", header, "2.1.328 dropped the (saved %s) of a fresh memory", c.age)
 			}
 		})
 	}

@@ -20,7 +20,7 @@ func TestQuickstartRuns(t *testing.T) {
 			"- [feedback] testing_policy.md (", "- [project] team/build_invariants.md (",
 			"This memory was saved 40 days ago", "built the combined memory prompt",
 			"recall for \"should the new integration test mock the database?\"",
-			"Memory (saved today): ", "testing_policy.md:", "Integration tests run against the real database",
+			"Memory: ", "testing_policy.md:", "Integration tests run against the real database",
 			"team sync server listening on", "pushed [MEMORY.md build_invariants.md]", "pulled [MEMORY.md build_invariants.md]",
 			"## MEMORY.md (team)", "- [Build invariants](build_invariants.md)",
 		} {
