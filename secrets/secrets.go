@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -93,6 +94,28 @@ func secretRules() []secretRule {
 		rule("stripe-access-token", []string{"sk_", "rk_"}, 0, `(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}`, tokenChars, 110),
 		rule("shopify-access-token", []string{"shpat_"}, 0, `shpat_[a-fA-F0-9]{32}`, tokenChars, 38),
 		rule("shopify-shared-secret", []string{"shpss_"}, 0, `shpss_[a-fA-F0-9]{32}`, tokenChars, 38),
+		// Added in Claude Code 2.1.328's rule set.
+		// Google OAuth client secrets: "GOCSPX-" and 28 characters.
+		rule("google-oauth-client-secret", []string{"GOCSPX-"}, 0, `GOCSPX-[a-zA-Z0-9_\-]{28}`, tokenChars, 35),
+		rule("anthropic-oauth-token", []string{"sk-ant-oat01-"}, 0, `sk-ant-oat01-[a-zA-Z0-9_\-]{93}AA`, tokenChars, 108),
+		// The first OpenAI keys: "sk-", 20 characters, "T3BlbkFJ", 20 more.
+		rule("openai-legacy-api-key", []string{"T3BlbkFJ"}, 23, `sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20}`, tokenChars, 51),
+		rule("supabase-secret-key", []string{"sb_secret_"}, 0, `sb_secret_[a-zA-Z0-9_\-]{31,64}`, tokenChars, 74),
+		rule("supabase-access-token", []string{"sbp_"}, 0, `sbp_(?:v0_)?[a-f0-9]{40}`, tokenChars, 47),
+		rule("gitlab-runner-authentication-token", []string{"glrt-"}, 0, `glrt-[0-9a-zA-Z_\-]{20,300}`, tokenChars, 305),
+		rule("gitlab-oauth-app-secret", []string{"gloas-"}, 0, `gloas-[0-9a-zA-Z_\-]{64}`, tokenChars, 70),
+		rule("gitlab-pipeline-trigger-token", []string{"glptt-"}, 0, `glptt-[0-9a-f]{40}`, tokenChars, 46),
+		rule("gitlab-kubernetes-agent-token", []string{"glagent-"}, 0, `glagent-[0-9a-zA-Z_\-]{50}`, tokenChars, 58),
+		rule("gitlab-incoming-mail-token", []string{"glimt-"}, 0, `glimt-[0-9a-zA-Z_\-]{25}`, tokenChars, 31),
+		rule("gitlab-scim-oauth-token", []string{"glsoat-"}, 0, `glsoat-[0-9a-zA-Z_\-]{20}`, tokenChars, 27),
+		rule("gitlab-ci-build-token", []string{"glcbt-"}, 0, `glcbt-[0-9a-zA-Z]{1,5}_[0-9a-zA-Z_\-]{20}`, tokenChars, 32),
+		rule("gitlab-feed-token", []string{"glft-"}, 0, `glft-[0-9a-zA-Z_\-]{20}`, tokenChars, 25),
+		rule("gitlab-feature-flag-client-token", []string{"glffct-"}, 0, `glffct-[0-9a-zA-Z_\-]{20}`, tokenChars, 27),
+		// Slack configuration tokens: the refresh ("rotation") token and the
+		// access token that workflow and app configuration use.
+		rule("slack-rotation-token", []string{"xoxe-"}, 0, `xoxe-[0-9]-[A-Z0-9]{146}`, tokenChars, 153),
+		rule("slack-workflow-token", []string{"xoxe.xox"}, 0, `xoxe\.xox[bp]-[0-9]-[A-Z0-9]{163,166}`, tokenChars, 177),
+		rule("slack-webhook-url", []string{"hooks.slack.com/"}, 0, `hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}`, tokenChars, 82),
 		rule("private-key", []string{"-----BEGIN"}, 0,
 			`-----BEGIN[ A-Z0-9_\-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{64,}?-----END[ A-Z0-9_\-]{0,100}PRIVATE KEY(?: BLOCK)?-----`, "", 64<<10),
 	}
@@ -114,6 +137,7 @@ var labelWords = map[string]string{
 	"oauth": "OAuth", "npm": "NPM", "pypi": "PyPI", "jwt": "JWT", "github": "GitHub",
 	"gitlab": "GitLab", "openai": "OpenAI", "digitalocean": "DigitalOcean",
 	"huggingface": "HuggingFace", "hashicorp": "HashiCorp", "sendgrid": "SendGrid",
+	"ci": "CI", "scim": "SCIM",
 }
 
 // Label turns a rule ID into a name for people: "github-pat" →
@@ -141,31 +165,88 @@ type Match struct {
 // it: it is safe for concurrent use.
 type Scanner struct {
 	rules []secretRule
+	// pairs indexes every rule keyword by its first two bytes, so Scan
+	// and First find all candidates in one pass over the text.
+	pairs    map[uint16][]keywordRef
+	pairSeen [1 << 16 / 64]uint64
 }
 
-// New returns a Scanner with the 36 built-in rules.
-func New() *Scanner { return &Scanner{rules: secretRules()} }
+// keywordRef is one keyword of one rule.
+type keywordRef struct {
+	rule int
+	kw   string
+}
+
+// New returns a Scanner with the 53 built-in rules: the 52 high-confidence
+// rules of Claude Code 2.1.328 and the private-key check.
+func New() *Scanner {
+	s := &Scanner{rules: secretRules(), pairs: map[uint16][]keywordRef{}}
+	for i, r := range s.rules {
+		for _, k := range r.keywords {
+			p := uint16(k[0])<<8 | uint16(k[1]) // every keyword has two bytes or more
+			s.pairs[p] = append(s.pairs[p], keywordRef{rule: i, kw: k})
+			s.pairSeen[p/64] |= 1 << (p % 64)
+		}
+	}
+	return s
+}
+
+// scan calls hit for each rule that matches text, in text order of its
+// first matching keyword, once per rule, until hit returns false.
+func (s *Scanner) scan(text string, hit func(rule int) bool) {
+	var done []bool
+	for i := 0; i+1 < len(text); i++ {
+		p := uint16(text[i])<<8 | uint16(text[i+1])
+		if s.pairSeen[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, ref := range s.pairs[p] {
+			if done != nil && done[ref.rule] || !strings.HasPrefix(text[i:], ref.kw) {
+				continue
+			}
+			r := &s.rules[ref.rule]
+			start := i - r.offset
+			if start < 0 {
+				continue
+			}
+			if _, ok := r.matchAt(text, start); !ok {
+				continue
+			}
+			if done == nil {
+				done = make([]bool, len(s.rules))
+			}
+			done[ref.rule] = true
+			if !hit(ref.rule) {
+				return
+			}
+		}
+	}
+}
 
 // Scan returns one Match per rule that matches text, in rule order;
 // nil when the text is clean.
 func (s *Scanner) Scan(text string) []Match {
-	var out []Match
-	for i := range s.rules {
-		if _, _, ok := s.rules[i].next(text, 0); ok {
-			out = append(out, Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)})
-		}
+	var found []int
+	s.scan(text, func(rule int) bool { found = append(found, rule); return true })
+	if found == nil {
+		return nil
+	}
+	sort.Ints(found)
+	out := make([]Match, len(found))
+	for i, r := range found {
+		out[i] = Match{RuleID: s.rules[r].id, Label: Label(s.rules[r].id)}
 	}
 	return out
 }
 
-// First returns the first rule that matches text, and whether one did.
+// First returns the first rule (in rule order) that matches text, and
+// whether one did.
 func (s *Scanner) First(text string) (Match, bool) {
-	for i := range s.rules {
-		if _, _, ok := s.rules[i].next(text, 0); ok {
-			return Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)}, true
-		}
+	m := s.Scan(text)
+	if len(m) == 0 {
+		return Match{}, false
 	}
-	return Match{}, false
+	return m[0], true
 }
 
 // Redact replaces every secret in text with "[REDACTED]".

@@ -33,41 +33,58 @@ func cat(parts ...string) string { return strings.Join(parts, "") }
 // samples has one true positive per rule.
 func samples() map[string]string {
 	return map[string]string{
-		"aws-access-token":              cat("AK", "IA", rep(upper, 16)),
-		"gcp-api-key":                   cat("AI", "za", rep(alnum+"_-", 35)),
-		"azure-ad-client-secret":        cat("abc", "8Q", "~", rep(alnum+"~._-", 34)),
-		"digitalocean-pat":              cat("dop", "_v1_", rep(hexLo, 64)),
-		"digitalocean-access-token":     cat("doo", "_v1_", rep(hexLo, 64)),
-		"anthropic-api-key":             cat("sk-ant-", "api03-", rep(alnum+"_-", 93), "AA"),
-		"anthropic-admin-api-key":       cat("sk-ant-", "admin01-", rep(alnum+"_-", 93), "AA"),
-		"openai-api-key":                cat("sk-", "proj-", rep(alnum, 58), "T3Blbk", "FJ", rep(alnum, 58)),
-		"huggingface-access-token":      cat("hf", "_", rep("abcdefXYZqrs", 34)),
-		"github-pat":                    cat("gh", "p_", rep(alnum, 36)),
-		"github-fine-grained-pat":       cat("github", "_pat_", rep(alnum, 22), "_", rep(alnum, 59)),
-		"github-app-token":              cat("gh", "s_", rep(alnum, 36)),
-		"github-oauth":                  cat("gh", "o_", rep(alnum, 36)),
-		"github-refresh-token":          cat("gh", "r_", rep(alnum, 36)),
-		"gitlab-pat":                    cat("gl", "pat-", rep(alnum, 20)),
-		"gitlab-deploy-token":           cat("gl", "dt-", rep(alnum, 20)),
-		"slack-bot-token":               cat("xo", "xb-", "1234567890123-1234567890123-", rep(alnum, 24)),
-		"slack-user-token":              cat("xo", "xp-", "1234567890-1234567890-1234567890-", rep(alnum, 32)),
-		"slack-app-token":               cat("xa", "pp-1-", "A0123456789-1234567890123-", rep("abc123def456", 64)),
-		"twilio-api-key":                cat("S", "K", rep(hexLo, 32)),
-		"sendgrid-api-token":            cat("S", "G.", rep(alnum, 22), ".", rep(alnum+"_-", 43)),
-		"npm-access-token":              cat("np", "m_", rep(alnum, 36)),
-		"pypi-upload-token":             cat("pypi-", "AgEIcHlwaS5vcmc", rep(alnum+"_-", 70)),
-		"databricks-api-token":          cat("da", "pi", rep(hexLo, 32)),
-		"hashicorp-tf-api-token":        cat(rep(alnum, 14), ".atlas", "v1.", rep(alnum+"_-", 65)),
-		"pulumi-api-token":              cat("pu", "l-", rep(hexLo, 40)),
-		"postman-api-token":             cat("PM", "AK-", rep(hexLo, 24), "-", rep(hexLo, 34)),
-		"grafana-api-key":               cat("eyJr", "Ijoi", rep(alnum, 90), "=="),
-		"grafana-cloud-api-token":       cat("gl", "c_", rep(b64, 80), "="),
-		"grafana-service-account-token": cat("gl", "sa_", rep(alnum, 32), "_", rep(hexLo, 8)),
-		"sentry-user-token":             cat("sntr", "yu_", rep(hexLo, 64)),
-		"sentry-org-token":              cat("sntr", "ys_", "eyJpYXQiO", rep(b64, 120), "_", rep(alnum, 43)),
-		"stripe-access-token":           cat("sk", "_live_", rep(alnum, 24)),
-		"shopify-access-token":          cat("shp", "at_", rep(hexLo, 32)),
-		"shopify-shared-secret":         cat("shp", "ss_", rep(hexLo, 32)),
+		"aws-access-token":                   cat("AK", "IA", rep(upper, 16)),
+		"gcp-api-key":                        cat("AI", "za", rep(alnum+"_-", 35)),
+		"azure-ad-client-secret":             cat("abc", "8Q", "~", rep(alnum+"~._-", 34)),
+		"digitalocean-pat":                   cat("dop", "_v1_", rep(hexLo, 64)),
+		"digitalocean-access-token":          cat("doo", "_v1_", rep(hexLo, 64)),
+		"anthropic-api-key":                  cat("sk-ant-", "api03-", rep(alnum+"_-", 93), "AA"),
+		"anthropic-admin-api-key":            cat("sk-ant-", "admin01-", rep(alnum+"_-", 93), "AA"),
+		"openai-api-key":                     cat("sk-", "proj-", rep(alnum, 58), "T3Blbk", "FJ", rep(alnum, 58)),
+		"huggingface-access-token":           cat("hf", "_", rep("abcdefXYZqrs", 34)),
+		"github-pat":                         cat("gh", "p_", rep(alnum, 36)),
+		"github-fine-grained-pat":            cat("github", "_pat_", rep(alnum, 22), "_", rep(alnum, 59)),
+		"github-app-token":                   cat("gh", "s_", rep(alnum, 36)),
+		"github-oauth":                       cat("gh", "o_", rep(alnum, 36)),
+		"github-refresh-token":               cat("gh", "r_", rep(alnum, 36)),
+		"gitlab-pat":                         cat("gl", "pat-", rep(alnum, 20)),
+		"gitlab-deploy-token":                cat("gl", "dt-", rep(alnum, 20)),
+		"slack-bot-token":                    cat("xo", "xb-", "1234567890123-1234567890123-", rep(alnum, 24)),
+		"slack-user-token":                   cat("xo", "xp-", "1234567890-1234567890-1234567890-", rep(alnum, 32)),
+		"slack-app-token":                    cat("xa", "pp-1-", "A0123456789-1234567890123-", rep("abc123def456", 64)),
+		"twilio-api-key":                     cat("S", "K", rep(hexLo, 32)),
+		"sendgrid-api-token":                 cat("S", "G.", rep(alnum, 22), ".", rep(alnum+"_-", 43)),
+		"npm-access-token":                   cat("np", "m_", rep(alnum, 36)),
+		"pypi-upload-token":                  cat("pypi-", "AgEIcHlwaS5vcmc", rep(alnum+"_-", 70)),
+		"databricks-api-token":               cat("da", "pi", rep(hexLo, 32)),
+		"hashicorp-tf-api-token":             cat(rep(alnum, 14), ".atlas", "v1.", rep(alnum+"_-", 65)),
+		"pulumi-api-token":                   cat("pu", "l-", rep(hexLo, 40)),
+		"postman-api-token":                  cat("PM", "AK-", rep(hexLo, 24), "-", rep(hexLo, 34)),
+		"grafana-api-key":                    cat("eyJr", "Ijoi", rep(alnum, 90), "=="),
+		"grafana-cloud-api-token":            cat("gl", "c_", rep(b64, 80), "="),
+		"grafana-service-account-token":      cat("gl", "sa_", rep(alnum, 32), "_", rep(hexLo, 8)),
+		"sentry-user-token":                  cat("sntr", "yu_", rep(hexLo, 64)),
+		"sentry-org-token":                   cat("sntr", "ys_", "eyJpYXQiO", rep(b64, 120), "_", rep(alnum, 43)),
+		"stripe-access-token":                cat("sk", "_live_", rep(alnum, 24)),
+		"shopify-access-token":               cat("shp", "at_", rep(hexLo, 32)),
+		"shopify-shared-secret":              cat("shp", "ss_", rep(hexLo, 32)),
+		"google-oauth-client-secret":         cat("GOC", "SPX-", rep(alnum+"_-", 28)),
+		"anthropic-oauth-token":              cat("sk-ant-", "oat01-", rep(alnum+"_-", 93), "AA"),
+		"openai-legacy-api-key":              cat("sk-", rep(alnum, 20), "T3Blbk", "FJ", rep(alnum, 20)),
+		"supabase-secret-key":                cat("sb_", "secret_", rep(alnum+"_-", 40)),
+		"supabase-access-token":              cat("sb", "p_", rep(hexLo, 40)),
+		"gitlab-runner-authentication-token": cat("gl", "rt-", rep(alnum+"_-", 27)),
+		"gitlab-oauth-app-secret":            cat("gl", "oas-", rep(alnum, 64)),
+		"gitlab-pipeline-trigger-token":      cat("gl", "ptt-", rep(hexLo, 40)),
+		"gitlab-kubernetes-agent-token":      cat("gl", "agent-", rep(alnum, 50)),
+		"gitlab-incoming-mail-token":         cat("gl", "imt-", rep(alnum, 25)),
+		"gitlab-scim-oauth-token":            cat("gl", "soat-", rep(alnum, 20)),
+		"gitlab-ci-build-token":              cat("gl", "cbt-", "64", "_", rep(alnum, 20)),
+		"gitlab-feed-token":                  cat("gl", "ft-", rep(alnum, 20)),
+		"gitlab-feature-flag-client-token":   cat("gl", "ffct-", rep(alnum, 20)),
+		"slack-rotation-token":               cat("xo", "xe-1-", rep(upper, 146)),
+		"slack-workflow-token":               cat("xo", "xe.xoxp-1-", rep(upper, 164)),
+		"slack-webhook-url":                  cat("hooks.", "slack.com/services/", "T0123ABCD/B0123ABCD/", rep(alnum, 24)),
 		"private-key": cat("-----BEGIN ", "RSA PRIVATE KEY-----\n", rep(b64, 64), "\n", rep(b64, 64),
 			"\n-----END ", "RSA PRIVATE KEY-----"),
 	}
@@ -76,9 +93,9 @@ func samples() map[string]string {
 func TestSecretRulesTruePositives(t *testing.T) {
 	s := New()
 	ids := RuleIDs()
-	require.Len(t, ids, 36)
+	require.Len(t, ids, 53)
 	sm := samples()
-	require.Len(t, sm, 36, "one sample per rule")
+	require.Len(t, sm, 53, "one sample per rule")
 	for _, id := range ids {
 		t.Run(id, func(t *testing.T) {
 			token, ok := sm[id]
@@ -118,6 +135,15 @@ func TestSecretNearMisses(t *testing.T) {
 		cat("shp", "at_", rep("xyz", 32)),
 		cat("-----BEGIN ", "PUBLIC KEY-----\n", rep(b64, 64), "\n-----END ", "PUBLIC KEY-----"),
 		cat("-----BEGIN ", "RSA PRIVATE KEY-----\n", "-----END ", "RSA PRIVATE KEY-----"), // no body
+		cat("GOC", "SPX-", rep(alnum, 27)),                                                // one short
+		cat("sk-ant-", "oat01-", rep(alnum, 93), "AB"),                                    // wrong suffix
+		cat("sb", "p_", rep("xyz", 40)),                                                   // not hex
+		cat("gl", "ptt-", rep("XYZ", 40)),                                                 // not hex
+		cat("gl", "cbt-", rep(alnum, 20)),                                                 // no part before "_"
+		cat("gl", "ft-", rep(alnum, 19)),                                                  // one short
+		cat("xo", "xe-1-", rep("abc", 146)),                                               // lower case
+		cat("https://hooks.", "slack.com/services/", "T01"),                               // no secret part
+		cat("sk-", rep(alnum, 19), "T3Blbk", "FJ", rep(alnum, 20)),
 		"hf_short", "dapi-is-a-word", "xoxb-not-a-token", "the SKU list", "sk-learn", "task_dop_v1_",
 	}
 	s := New()
@@ -178,5 +204,45 @@ func TestLabel(t *testing.T) {
 		"sendgrid-api-token": "SendGrid API Token", "openai-api-key": "OpenAI API Key", "gitlab-pat": "GitLab PAT",
 	} {
 		assert.Equal(t, want, Label(id))
+	}
+}
+
+func TestSlackWebhookWithItsScheme(t *testing.T) {
+	url := cat("https://hooks.", "slack.com/services/", "T0123ABCD/B0123ABCD/", rep(alnum, 24))
+	m, ok := New().First("post to " + url + " on deploy")
+	require.True(t, ok)
+	assert.Equal(t, "slack-webhook-url", m.RuleID)
+	assert.Equal(t, "Slack Webhook Url", m.Label, "the label rule: only the listed words are special")
+	assert.Equal(t, "GitLab CI Build Token", Label("gitlab-ci-build-token"))
+	assert.Equal(t, "GitLab SCIM OAuth Token", Label("gitlab-scim-oauth-token"))
+}
+
+// TestOnePassScanAgreesWithEachRule: the one-pass keyword index finds
+// exactly the rules that each rule's own search finds, on random texts
+// made of true positives, near misses, keywords and noise.
+func TestOnePassScanAgreesWithEachRule(t *testing.T) {
+	s := New()
+	var pieces []string
+	for _, v := range samples() {
+		pieces = append(pieces, v, v[:len(v)/2], v[1:])
+	}
+	for _, r := range s.rules {
+		pieces = append(pieces, r.keywords...)
+	}
+	pieces = append(pieces, " ", "\n", "x", "_", "-", "/", "==", "https://")
+	rng := rand.New(rand.NewPCG(7, 11))
+	for n := 0; n < 3000; n++ {
+		var b strings.Builder
+		for k := rng.IntN(12); k >= 0; k-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		text := b.String()
+		var want []Match
+		for i := range s.rules {
+			if _, _, ok := s.rules[i].next(text, 0); ok {
+				want = append(want, Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)})
+			}
+		}
+		require.Equal(t, want, s.Scan(text), "%q", text)
 	}
 }

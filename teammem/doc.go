@@ -13,7 +13,7 @@
 //   - Tool calls: ToolCall (fill it from any LLM API), ToolDetector with
 //     IsTeamMemorySearch, IsTeamMemoryWriteOrEdit and
 //     AppendTeamMemorySummaryParts.
-//   - Secrets: Scanner (36 rules, SecretRuleIDs, SecretLabel), ScanSecrets,
+//   - Secrets: Scanner (53 rules, SecretRuleIDs, SecretLabel), ScanSecrets,
 //     RedactSecrets (aliases of package secrets), and WriteGuard, the check
 //     to put in front of Write, Edit, MultiEdit and NotebookEdit tools.
 //   - A confined filesystem for the real disk: package
@@ -138,7 +138,7 @@
 //     only the confined write closes the gap between them.
 //   - Treat team memory as untrusted input to the model: it is shared text,
 //     not instructions from the user.
-//   - Keep the scanner's limits in mind: it knows 36 documented token
+//   - Keep the scanner's limits in mind: it knows 53 documented token
 //     formats; a password in prose or an unknown token format passes.
 //
 // # Concurrency
