@@ -367,3 +367,43 @@ func TestOverRootfsWithSlashRoot(t *testing.T) {
 	_, err = run(t, ts, ToolWrite, map[string]any{"file_path": "/team/leak.md", "content": fakeToken()})
 	assert.ErrorContains(t, err, "GitHub PAT")
 }
+
+// TestIndexWriteNotices: a Write or Edit that brings MEMORY.md to 80 % of
+// a load limit answers with a note to compact it; one that goes over,
+// with an error text saying the write stayed.
+func TestIndexWriteNotices(t *testing.T) {
+	e := envs(t)[0]
+	index := filepath.Join(e.mem, "MEMORY.md")
+	entries := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "- [T%d](t%d.md) — hook %d\n", i, i, i)
+		}
+		return b.String()
+	}
+	_, err := run(t, e.ts, ToolRead, m{"file_path": index})
+	require.NoError(t, err)
+	out, err := run(t, e.ts, ToolWrite, m{"file_path": index, "content": entries(150)})
+	require.NoError(t, err)
+	assert.NotContains(t, out, "memory index", "75 %: nothing to say")
+
+	out, err = run(t, e.ts, ToolWrite, m{"file_path": index, "content": entries(170)})
+	require.NoError(t, err)
+	assert.Contains(t, out, "Note: the memory index "+index+" is now 170 lines, close to its 200-line load limit. Compact it to under 140 lines now")
+
+	out, err = run(t, e.ts, ToolEdit, m{"file_path": index, "old_string": "- [T0](t0.md) — hook 0\n", "new_string": entries(100)})
+	require.NoError(t, err)
+	assert.Contains(t, out, "Error: this write left the memory index "+index+" at 269 lines, over its 200-line load limit. The write was saved")
+	got, err := afero.ReadFile(e.fs, index)
+	require.NoError(t, err)
+	assert.Equal(t, 269, strings.Count(string(got), "\n"), "the write stayed")
+
+	long := strings.Repeat("- [Long entry](long.md) — "+strings.Repeat("x", 200)+"\n", 90) // few lines, large
+	out, err = run(t, e.ts, ToolWrite, m{"file_path": index, "content": long})
+	require.NoError(t, err)
+	assert.Contains(t, out, "KB, close to its 24.4KB load limit. Compact it to under 17.1KB now")
+
+	out, err = run(t, e.ts, ToolWrite, m{"file_path": filepath.Join(e.mem, "big.md"), "content": entries(300)})
+	require.NoError(t, err)
+	assert.NotContains(t, out, "memory index", "only an index gets the notice")
+}

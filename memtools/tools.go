@@ -16,6 +16,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
 )
 
 // ReadTool returns the Read tool: a file's lines, numbered, from an
@@ -162,7 +163,19 @@ func (t *Toolset) write(ctx context.Context, p, content string) (string, error) 
 		return "", t.fsError(clean, err)
 	}
 	t.recordWrite(clean, []byte(content))
-	return fmt.Sprintf("Wrote %d bytes to %s", len(content), clean), nil
+	return withIndexNotice(fmt.Sprintf("Wrote %d bytes to %s", len(content), clean), clean, content), nil
+}
+
+// withIndexNotice adds memdir.IndexNotice to a tool's answer when the
+// file written is an index.
+func withIndexNotice(answer, path, content string) string {
+	if filepath.Base(path) != memdir.EntrypointName {
+		return answer
+	}
+	if n := memdir.IndexNotice(path, content, memdir.IndexLimits{}); n != "" {
+		return answer + "\n\n" + n
+	}
+	return answer
 }
 
 // fsError explains a failed read or write: the gate's refusal, or what the
@@ -285,7 +298,7 @@ func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, err
 		return "", t.fsError(clean, err)
 	}
 	t.recordWrite(clean, written)
-	return "Edited " + clean, nil
+	return withIndexNotice("Edited "+clean, clean, string(written)), nil
 }
 
 // editLabel names edit i of n in an error ("edit 2: "), or nothing for a
