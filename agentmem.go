@@ -334,6 +334,13 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	if !m.enabled {
 		return "", nil
 	}
+	// A directory with topic files but no index gets one, as Claude Code
+	// builds it when it loads memory.
+	if d, err := memdir.NewDir(m.fs, m.dir); err == nil {
+		if _, err := d.BackfillIndex(ctx); err != nil {
+			m.log.WarnContext(ctx, "agentmem: the missing memory index could not be backfilled", "error", err)
+		}
+	}
 	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.dir + string(filepath.Separator),
 		TeamActive: team || m.opts.Team.ServerURL != "", PromptOptions: memdir.PromptOptions{Logger: m.log}})

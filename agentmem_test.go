@@ -171,3 +171,19 @@ func TestSystemPromptAndRecall(t *testing.T) {
 	require.Len(t, sessions, 1)
 	assert.Equal(t, "can we deploy on friday?", sessions[0].Title)
 }
+
+func TestSystemPromptBackfillsAMissingIndex(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	require.NoError(t, os.MkdirAll(mem.Dir(), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: deploys\ndescription: never deploy on Fridays\nmetadata:\n  type: project\n---\nNever.\n"), 0o644))
+	p, err := mem.SystemPrompt(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, p, "- [deploys](deploys.md) — never deploy on Fridays")
+	index, err := os.ReadFile(filepath.Join(mem.Dir(), "MEMORY.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "- [deploys](deploys.md) — never deploy on Fridays\n", string(index))
+}
