@@ -25,9 +25,9 @@ const MaxPromptRunes = 200
 // of its transcript only.
 type Info struct {
 	SessionID string `json:"sessionId"`
-	// Title is what to show: the custom title, else the AI title, else
-	// the summary, else the prompt, else the session id's first 8
-	// characters.
+	// Title is what to show, in Claude Code 2.1.328's order: the agent
+	// name, else the custom title, else the AI title, else the summary,
+	// else the prompt, else the session id's first 8 characters.
 	Title string `json:"title"`
 	// FirstPrompt is the last recorded prompt (last-prompt), else the
 	// first meaningful user prompt, cut to 200 characters.
@@ -93,7 +93,7 @@ func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
 }
 
 // listKeys are the fields listing reads from the windows.
-var listKeys = []string{"customTitle", "aiTitle", "summary", "lastPrompt", "gitBranch", "cwd", "timestamp"}
+var listKeys = []string{"agentName", "customTitle", "aiTitle", "summary", "lastPrompt", "gitBranch", "cwd", "timestamp"}
 
 // fieldIndex records, in one pass over a window, where each listed key
 // occurs first and last.
@@ -167,6 +167,10 @@ func describe(id string, head, tail []byte) (Info, bool) {
 		return inf, false // a sub-agent's or a team member's transcript
 	}
 	h, t := indexFields(head), indexFields(tail)
+	agent := t.lastValue("agentName")
+	if agent == "" {
+		agent = h.lastValue("agentName")
+	}
 	custom := t.lastValue("customTitle")
 	if custom == "" {
 		custom = h.lastValue("customTitle")
@@ -193,6 +197,8 @@ func describe(id string, head, tail []byte) (Info, bool) {
 		return inf, false // metadata only
 	}
 	switch {
+	case agent != "":
+		inf.Title = agent
 	case custom != "":
 		inf.Title = custom
 	case ai != "":
@@ -219,7 +225,7 @@ func stringField(name string) *regexp.Regexp {
 // changed after the package is loaded.
 var fieldRes = func() map[string]*regexp.Regexp {
 	m := map[string]*regexp.Regexp{}
-	for _, n := range []string{"customTitle", "aiTitle", "summary", "lastPrompt", "gitBranch", "cwd", "timestamp", "tag"} {
+	for _, n := range []string{"agentName", "customTitle", "aiTitle", "summary", "lastPrompt", "gitBranch", "cwd", "timestamp", "tag"} {
 		m[n] = stringField(n)
 	}
 	return m

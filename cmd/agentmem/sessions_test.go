@@ -126,3 +126,69 @@ func TestSessionsShowLeavesOutEmptyEntries(t *testing.T) {
 	assert.Contains(t, out, "assistant: No Friday deploys.")
 	assert.NotContains(t, out, "attachment:")
 }
+
+// write2_1_328Session writes a transcript with the entry types Claude Code
+// 2.1.328 adds (queue operations, attachments on the chain, request
+// shapes, requestRef, cost state, tools used, last-prompt with leafUuid).
+func write2_1_328Session(t *testing.T, home, id string, extra ...string) {
+	t.Helper()
+	dir := filepath.Join(home, "projects", "-work-shop")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	sid := `"sessionId":"` + id + `"`
+	lines := []string{
+		`{"type":"queue-operation","operation":"enqueue","timestamp":"2026-12-01T10:00:00.000Z",` + sid + `,"content":"what port does the api use?"}`,
+		`{"type":"queue-operation","operation":"dequeue","timestamp":"2026-12-01T10:00:00.001Z",` + sid + `}`,
+		`{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/work/shop",` + sid + `,"version":"2.1.328","gitBranch":"main","type":"user","message":{"role":"user","content":"what port does the api use?"},"uuid":"u1","timestamp":"2026-12-01T10:00:00.002Z","promptId":"p-1","promptSource":"sdk","turnOrigin":"sdk","turnPosition":{"promptIndex":0,"turnIndex":0}}`,
+		`{"parentUuid":"u1","isSidechain":false,` + sid + `,"type":"attachment","attachment":{"type":"date","date":"2026-12-01"},"rendered":"Today's date is 2026-12-01.","renderedRole":"system","uuid":"x1","timestamp":"2026-12-01T10:00:00.003Z"}`,
+		`{"parentUuid":"x1",` + sid + `,"type":"attachment","attachment":{"type":"prompt_snapshot"},"uuid":"x2","timestamp":"2026-12-01T10:00:00.004Z"}`,
+		`{"type":"api-request-shape",` + sid + `,"shapeHash":"abc","timestamp":"2026-12-01T10:00:00.005Z","version":"2.1.328","shape":{"system":"You are Claude Code.","tools":[{"name":"Read"}]}}`,
+		`{"type":"api-request",` + sid + `,"id":"req-1","timestamp":"2026-12-01T10:00:00.006Z","version":"2.1.328","querySource":"repl_main_thread","shapeHash":"abc","params":{"model":"claude-opus-5-5","max_tokens":32000},"keep":1,"tail":["h1"]}`,
+		`{"parentUuid":"x2",` + sid + `,"type":"assistant","message":{"id":"msg_1","role":"assistant","model":"claude-opus-5-5","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{"file_path":"/work/shop/config.toml"}}],"usage":{"input_tokens":10,"output_tokens":5,"output_tokens_details":{"reasoning_tokens":0}}},"requestRef":"req-1","apiBlockIndex":0,"madeBy":"model","uuid":"a1","timestamp":"2026-12-01T10:00:01.000Z"}`,
+		`{"parentUuid":"a1",` + sid + `,"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"port = 8443 # the xylophone service"}]},"sourceToolAssistantUUID":"a1","permissionDecision":{"decision":"accept","source":"config","reasonType":"rule","ruleSource":"cliArg"},"uuid":"u2","timestamp":"2026-12-01T10:00:01.500Z"}`,
+		`{"parentUuid":"u2",` + sid + `,"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"The API listens on 8443."}]},"requestRef":"req-2","uuid":"a2","timestamp":"2026-12-01T10:00:02.000Z"}`,
+		`{"type":"tools-used","tools":["Read"],` + sid + `}`,
+		`{"type":"last-prompt","lastPrompt":"what port does the api use?","leafUuid":"a2",` + sid + `}`,
+		`{"type":"cost-state",` + sid + `,"totalCostUSD":0.01,"totalAPIDuration":1200,"modelUsage":{"claude-opus-5-5":{"inputTokens":10}},"hasUnknownModelCost":false}`,
+	}
+	lines = append(lines, extra...)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+}
+
+func TestSessionsRead2_1_328Transcripts(t *testing.T) {
+	home := t.TempDir()
+	id := "0a1b2c3d-0000-4000-8000-000000000328"
+	write2_1_328Session(t, home, id)
+	args := func(a ...string) []string { return append(a, "--config-dir", home, "--project", "/work/shop") }
+
+	out, errOut, code := runBin(t, nil, args("sessions", "ls", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	var list []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	require.Len(t, list, 1)
+	assert.Equal(t, "what port does the api use?", list[0]["title"])
+	assert.Equal(t, "main", list[0]["gitBranch"])
+
+	out, errOut, code = runBin(t, nil, args("sessions", "show", id)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "user: what port does the api use?")
+	assert.Contains(t, out, "[tool Read")
+	assert.Contains(t, out, "xylophone")
+	assert.Contains(t, out, "assistant: The API listens on 8443.")
+	assert.NotContains(t, out, "attachment: \n", "an attachment with nothing rendered is left out")
+
+	out, errOut, code = runBin(t, nil, args("sessions", "search", "xylophone", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, id, "a word only in a tool result is found")
+
+	// The title follows Claude Code's order: an agent name comes first.
+	named := "0a1b2c3d-0000-4000-8000-000000000329"
+	write2_1_328Session(t, home, named, `{"type":"ai-title","aiTitle":"API port question","sessionId":"`+named+`"}`, `{"type":"agent-name","agentName":"port-finder","sessionId":"`+named+`"}`)
+	out, errOut, code = runBin(t, nil, args("sessions", "ls", "--json")...)
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	titles := map[string]any{}
+	for _, s := range list {
+		titles[s["sessionId"].(string)] = s["title"]
+	}
+	assert.Equal(t, "port-finder", titles[named])
+}
