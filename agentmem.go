@@ -336,7 +336,7 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	}
 	// A directory with topic files but no index gets one, as Claude Code
 	// builds it when it loads memory.
-	if d, err := memdir.NewDir(m.fs, m.dir); err == nil {
+	if d, err := memdir.NewDir(m.fs, m.dir, memdir.DirOptions{}); err == nil {
 		if _, err := d.BackfillIndex(ctx); err != nil {
 			m.log.WarnContext(ctx, "agentmem: the missing memory index could not be backfilled", "error", err)
 		}

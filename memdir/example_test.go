@@ -105,7 +105,7 @@ func ExampleParseFrontmatter() {
 
 func ExampleDir_Save() {
 	fsys := afero.NewMemMapFs()
-	dir, _ := memdir.NewDir(fsys, "/mem")
+	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
 	res, err := dir.Save(memdir.Memory{
 		Name:        "Testing policy",
 		Description: "Integration tests hit a real database",
@@ -124,7 +124,7 @@ func ExampleDir_Save() {
 
 func ExampleScanMemoryFiles() {
 	fsys := afero.NewMemMapFs()
-	dir, _ := memdir.NewDir(fsys, "/mem")
+	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
 	_, _ = dir.Save(memdir.Memory{File: "role.md", Description: "Data scientist", Type: memdir.TypeUser})
 	_, _ = dir.Save(memdir.Memory{File: "team/ci.md", Description: "CI must stay green", Type: memdir.TypeProject})
 	when := time.Date(2026, 3, 15, 10, 30, 0, 0, time.UTC)
@@ -152,7 +152,7 @@ func ExampleMemoryAgeDays() {
 
 func ExampleBuildCombinedMemoryPrompt() {
 	fsys := afero.NewMemMapFs()
-	dir, _ := memdir.NewDir(fsys, "/mem")
+	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
 	_, _ = dir.Save(memdir.Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: memdir.TypeProject})
 	prompt, err := memdir.BuildCombinedMemoryPrompt(context.Background(), fsys, memdir.CombinedPromptRequest{
 		AutoDir:               "/mem/",
@@ -220,16 +220,20 @@ func ExampleFormatFileSize() {
 }
 
 func ExampleFormatMemoryFile() {
+	at := func() time.Time { return time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC) }
 	out, _ := memdir.FormatMemoryFile(memdir.Memory{
 		Name: "Deploys", Description: "Deploys: Tuesdays only", Type: memdir.TypeProject,
 		Body: "No Friday deploys.", Why: "Two Friday outages.",
-	})
+	}, memdir.FormatOptions{Now: at}) // Claude Code 2.1.328's layout; Layout2_1_88 for the older one
 	fmt.Print(string(out))
 	// Output:
 	// ---
-	// name: Deploys
+	// name: deploys
 	// description: 'Deploys: Tuesdays only'
-	// type: project
+	// metadata:
+	//   node_type: memory
+	//   type: project
+	//   modified: 2026-12-01T09:30:00.000Z
 	// ---
 	//
 	// No Friday deploys.

@@ -55,7 +55,7 @@ func entries(t *testing.T, dir string) []string {
 
 func TestSaveTeamSecretRefused(t *testing.T) {
 	mem, _ := diskMemory(t)
-	d, err := NewDir(afero.NewOsFs(), mem)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
 	_, err = d.Save(Memory{File: "team/ci.md", Name: "CI", Body: "push with " + fakeToken()})
 	var se *secrets.Error
@@ -76,7 +76,7 @@ func TestSaveThroughLinkOutsideRefused(t *testing.T) {
 	mem, outside := diskMemory(t)
 	require.NoError(t, os.Symlink(outside, filepath.Join(mem, TeamDirName, "sub")))
 	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "private")))
-	d, err := NewDir(afero.NewOsFs(), mem)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
 	for _, file := range []string{"team/sub/x.md", "private/x.md"} {
 		_, err = d.Save(Memory{File: file, Name: "x", Body: "y"})
@@ -91,7 +91,7 @@ func TestSaveThroughLinkOutsideRefused(t *testing.T) {
 func TestSaveThroughLinkIntoTeamIsScanned(t *testing.T) {
 	mem, _ := diskMemory(t)
 	require.NoError(t, os.Symlink(TeamDirName, filepath.Join(mem, "shared")))
-	d, err := NewDir(afero.NewOsFs(), mem)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
 	_, err = d.Save(Memory{File: "shared/x.md", Name: "x", Body: fakeToken()})
 	assert.ErrorIs(t, err, secrets.ErrFound, "a link inside the memory dir that leads to team/ is a team write")
@@ -175,7 +175,7 @@ func TestSaveConcurrentIndex(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
-			d, err := NewDir(afero.NewOsFs(), mem)
+			d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -213,7 +213,7 @@ func TestHelperSaveProcess(t *testing.T) {
 	}
 	n, err := strconv.Atoi(os.Getenv("AGENTMEM_HELPER_SAVE_N"))
 	require.NoError(t, err)
-	d, err := NewDir(afero.NewOsFs(), dir)
+	d, err := NewDir(afero.NewOsFs(), dir, DirOptions{})
 	require.NoError(t, err)
 	for i := range n {
 		_, err := d.Save(Memory{File: fmt.Sprintf("p_%d.md", i), Name: "n", Body: "b"})

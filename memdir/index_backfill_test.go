@@ -34,7 +34,7 @@ func TestBackfillIndex(t *testing.T) {
 	write("bare.md", "", 3*time.Hour)
 	write("odd[1].md", "skipped: brackets", 0)
 	write("team/ci.md", "the team's own index covers it", 0)
-	d, err := NewDir(fsys, dir)
+	d, err := NewDir(fsys, dir, DirOptions{})
 	require.NoError(t, err)
 	n, err := d.BackfillIndex(context.Background())
 	require.NoError(t, err)
@@ -63,13 +63,13 @@ func TestBackfillStopsAtSeventyPercent(t *testing.T) {
 	for i := range 300 {
 		require.NoError(t, afero.WriteFile(fsys, fmt.Sprintf("/m/f%03d.md", i), []byte("---\nname: f\ndescription: d\n---\n"), 0o644))
 	}
-	d, err := NewDir(fsys, "/m")
+	d, err := NewDir(fsys, "/m", DirOptions{})
 	require.NoError(t, err)
 	n, err := d.BackfillIndex(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, BackfillMaxLines, n)
 
-	empty, err := NewDir(afero.NewMemMapFs(), "/none")
+	empty, err := NewDir(afero.NewMemMapFs(), "/none", DirOptions{})
 	require.NoError(t, err)
 	n, err = empty.BackfillIndex(context.Background())
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 func savedDir(t *testing.T) (*memdir.Dir, string) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "mem")
-	d, err := memdir.NewDir(afero.NewOsFs(), root)
+	d, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
 	require.NoError(t, err)
 	for _, m := range []memdir.Memory{
 		{Name: "Deploys", Description: "when we deploy", Body: "Tuesdays."},
@@ -89,7 +89,7 @@ func TestMoveAndEnsurePointers(t *testing.T) {
 
 func TestIndexEditsWriteOnlyChanges(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "mem")
-	d, err := memdir.NewDir(afero.NewOsFs(), root)
+	d, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(root, 0o755))
 	require.NoError(t, d.RemovePointers("nothing.md"))

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/adrg/frontmatter"
 
@@ -152,14 +153,14 @@ func TestFormatMemoryFileRoundTrip(t *testing.T) {
 		Why:         "Friday deploys broke prod twice.",
 		HowToApply:  "Refuse to schedule a Friday deploy.",
 	}
-	out, err := FormatMemoryFile(m)
+	out, err := FormatMemoryFile(m, FormatOptions{Layout: Layout2_1_88})
 	require.NoError(t, err)
 	fm, body, err := ParseFrontmatter(out)
 	require.NoError(t, err)
 	assert.Equal(t, Frontmatter{Name: m.Name, Description: m.Description, Type: TypeProject}, fm)
 	assert.Equal(t, "\nDeploys only on Tuesdays.\n\n**Why:** Friday deploys broke prod twice.\n**How to apply:** Refuse to schedule a Friday deploy.\n", string(body))
 
-	out, err = FormatMemoryFile(Memory{Name: "multi\nline", Description: "a\n\nb"})
+	out, err = FormatMemoryFile(Memory{Name: "multi\nline", Description: "a\n\nb"}, FormatOptions{Layout: Layout2_1_88})
 	require.NoError(t, err)
 	fm, _, err = ParseFrontmatter(out)
 	require.NoError(t, err)
@@ -169,7 +170,7 @@ func TestFormatMemoryFileRoundTrip(t *testing.T) {
 
 func TestSaveWritesFileAndPointer(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	d, err := NewDir(fsys, "/mem")
+	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
 
 	res, err := d.Save(Memory{Name: "Testing policy", Description: "Integration tests hit a real database", Type: TypeFeedback, Body: "Use the real DB."})
@@ -201,7 +202,7 @@ func TestSaveWritesFileAndPointer(t *testing.T) {
 func TestSaveKeepsHandWrittenIndexAndDropsDuplicates(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(fsys, "/mem/MEMORY.md", []byte("# My memory\n\n- [A](a.md) — first\n- [Old B](./b.md) — stale\n- [A again](a.md)\n- [C](c.md) — third"), 0o644))
-	d, err := NewDir(fsys, "/mem")
+	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
 	_, err = d.Save(Memory{File: "a.md", Name: "A", Description: "new"})
 	require.NoError(t, err)
@@ -214,7 +215,7 @@ func TestSaveKeepsHandWrittenIndexAndDropsDuplicates(t *testing.T) {
 
 func TestSaveTeamFileUsesTeamIndex(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	d, err := NewDir(fsys, "/mem")
+	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
 	res, err := d.Save(Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: TypeProject, Body: "b"})
 	require.NoError(t, err)
@@ -227,7 +228,7 @@ func TestSaveTeamFileUsesTeamIndex(t *testing.T) {
 }
 
 func TestSaveRejects(t *testing.T) {
-	d, err := NewDir(afero.NewMemMapFs(), "/mem")
+	d, err := NewDir(afero.NewMemMapFs(), "/mem", DirOptions{})
 	require.NoError(t, err)
 	for name, m := range map[string]Memory{
 		"no name or file": {Body: "x"},
@@ -250,9 +251,9 @@ func TestSaveRejects(t *testing.T) {
 			assert.ErrorIs(t, err, ErrInvalidMemory)
 		})
 	}
-	_, err = NewDir(nil, "/x")
+	_, err = NewDir(nil, "/x", DirOptions{})
 	assert.Error(t, err)
-	_, err = NewDir(afero.NewMemMapFs(), "rel")
+	_, err = NewDir(afero.NewMemMapFs(), "rel", DirOptions{})
 	assert.Error(t, err)
 }
 
@@ -260,7 +261,7 @@ func TestSaveIndexFailureKeepsOldIndex(t *testing.T) {
 	base := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(base, "/mem/MEMORY.md", []byte("- [A](a.md) — a\n"), 0o644))
 	fsys := &renameFailFs{Fs: base, failOn: "/mem/MEMORY.md"}
-	d, err := NewDir(fsys, "/mem")
+	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
 	_, err = d.Save(Memory{File: "b.md", Name: "B"})
 	require.Error(t, err)
@@ -284,7 +285,7 @@ func (f *renameFailFs) Rename(oldname, newname string) error {
 
 func TestSaveConcurrent(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	d, err := NewDir(fsys, "/mem")
+	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
 	const n = 40
 	errs := make(chan error, n)
@@ -402,4 +403,61 @@ func TestClaudeCode2_1_328Layout(t *testing.T) {
 			assert.Equal(t, c.want, got)
 		})
 	}
+}
+
+// TestFormatCurrentLayout: the header Claude Code 2.1.328 writes, byte for
+// byte, in its key order.
+func TestFormatCurrentLayout(t *testing.T) {
+	at := func() time.Time { return time.Date(2026, 12, 1, 19, 2, 17, 192_000_000, time.UTC) }
+	m := Memory{Name: "Deploy Freeze Q3", Description: "No deploys to prod after 2026-12-04 for the mobile release cut", Type: TypeProject, Body: "Freeze."}
+	out, err := FormatMemoryFile(m, FormatOptions{SessionID: "5d0c2a1e-7f3b-4c1a-9e2d-1b2c3d4e5f60", Now: at})
+	require.NoError(t, err)
+	assert.Equal(t, "---\nname: deploy-freeze-q3\ndescription: No deploys to prod after 2026-12-04 for the mobile release cut\nmetadata:\n  node_type: memory\n  type: project\n  originSessionId: 5d0c2a1e-7f3b-4c1a-9e2d-1b2c3d4e5f60\n  modified: 2026-12-01T19:02:17.192Z\n---\n\nFreeze.\n", string(out))
+	fm, _, err := ParseFrontmatter(out)
+	require.NoError(t, err)
+	assert.Equal(t, TypeProject, fm.Type)
+	assert.Equal(t, "2026-12-01T19:02:17.192Z", fm.Metadata["modified"])
+
+	// In the team directory: no slug, no node_type, no originSessionId.
+	out, err = FormatMemoryFile(m, FormatOptions{Team: true, SessionID: "s", Now: at})
+	require.NoError(t, err)
+	assert.Equal(t, "---\nname: Deploy Freeze Q3\ndescription: No deploys to prod after 2026-12-04 for the mobile release cut\nmetadata:\n  type: project\n  modified: 2026-12-01T19:02:17.192Z\n---\n\nFreeze.\n", string(out))
+
+	// Kept metadata stays; an origin already recorded wins over the session.
+	m.Metadata = map[string]string{"originSessionId": "first-session", "owner": "ana", "node_type": "memory"}
+	out, err = FormatMemoryFile(m, FormatOptions{SessionID: "later-session", Now: at})
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "metadata:\n  node_type: memory\n  type: project\n  originSessionId: first-session\n  modified: 2026-12-01T19:02:17.192Z\n  owner: ana\n")
+
+	for in, want := range map[string]string{"release-freeze": "release-freeze", "user_role": "user_role", "Release freeze": "release-freeze", "  A/B -- test! ": "a-b-test", "日本": "日本"} {
+		assert.Equal(t, want, NameSlug(in), in)
+	}
+}
+
+// TestSaveKeepsWhatOthersWrote: Save over a file Claude Code wrote keeps
+// its originSessionId and the keys agentmem does not know, refreshes
+// modified, and writes the 2.1.88 layout only when asked.
+func TestSaveKeepsWhatOthersWrote(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(fsys, "/mem/deploy-freeze.md", []byte("---\nname: deploy-freeze\ndescription: old\nmetadata:\n  node_type: memory\n  type: project\n  originSessionId: cc-session\n  modified: 2026-11-01T00:00:00.000Z\n  promoted: \"yes\"\n---\nold\n"), 0o644))
+	at := func() time.Time { return time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) }
+	d, err := NewDir(fsys, "/mem", DirOptions{SessionID: "agentmem-session", Now: at})
+	require.NoError(t, err)
+	_, err = d.Save(Memory{File: "deploy-freeze.md", Name: "Deploy freeze", Description: "new", Type: TypeProject, Body: "new"})
+	require.NoError(t, err)
+	got, err := afero.ReadFile(fsys, "/mem/deploy-freeze.md")
+	require.NoError(t, err)
+	fm, _, err := ParseFrontmatter(got)
+	require.NoError(t, err)
+	assert.Equal(t, "deploy-freeze", fm.Name)
+	assert.Equal(t, TypeProject, fm.Type)
+	assert.Equal(t, map[string]string{"node_type": "memory", "originSessionId": "cc-session", "modified": "2026-12-01T08:00:00.000Z", "promoted": "yes"}, fm.Metadata)
+
+	old, err := NewDir(fsys, "/mem", DirOptions{Layout: Layout2_1_88})
+	require.NoError(t, err)
+	_, err = old.Save(Memory{File: "role.md", Name: "Role", Description: "Data scientist", Type: TypeUser, Body: "x"})
+	require.NoError(t, err)
+	got, err = afero.ReadFile(fsys, "/mem/role.md")
+	require.NoError(t, err)
+	assert.Equal(t, "---\nname: Role\ndescription: Data scientist\ntype: user\n---\n\nx\n", string(got))
 }

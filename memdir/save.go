@@ -3,13 +3,14 @@ package memdir
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/afero"
-	"gopkg.in/yaml.v2"
 )
 
 // MaxIndexLineRunes is the length a pointer line in MEMORY.md is kept to;
@@ -43,6 +44,11 @@ type Memory struct {
 	// "**How to apply:**" lines.
 	Why        string
 	HowToApply string
+	// Metadata holds header fields to keep, as Frontmatter.Metadata reads
+	// them (node_type, originSessionId, modified and any other key): Save
+	// merges those of the file it replaces with these, so a rewrite never
+	// drops what another tool wrote. modified is always refreshed.
+	Metadata map[string]string
 }
 
 // SaveResult describes what Save wrote.
@@ -66,11 +72,23 @@ type Dir struct {
 	fs   afero.Fs
 	path string
 	gate *WriteGate
+	opts DirOptions
+}
+
+// DirOptions tunes a Dir; the zero value writes Claude Code 2.1.328's
+// layout with the real clock.
+type DirOptions struct {
+	// Layout of the memory files Save writes (default LayoutCurrent).
+	Layout Layout
+	// SessionID, when set, is the originSessionId of files Save creates.
+	SessionID string
+	// Now stamps metadata.modified (default time.Now).
+	Now func() time.Time
 }
 
 // NewDir returns the memory directory at path (absolute) on fsys. The
 // directory need not exist yet.
-func NewDir(fsys afero.Fs, path string) (*Dir, error) {
+func NewDir(fsys afero.Fs, path string, opts DirOptions) (*Dir, error) {
 	if fsys == nil {
 		return nil, errors.New("memdir: NewDir needs a filesystem (afero.Fs)")
 	}
@@ -82,7 +100,26 @@ func NewDir(fsys afero.Fs, path string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{fs: fsys, path: p, gate: gate}, nil
+	return &Dir{fs: fsys, path: p, gate: gate, opts: opts}, nil
+}
+
+// keptMetadata merges the header fields of the file at abs (when it
+// exists and can be read inside the directory) with extra, extra winning.
+func (d *Dir) keptMetadata(abs string, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	if f, err := d.gate.Open(abs); err == nil {
+		head, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+		f.Close()
+		if fm, _, err := ParseFrontmatter(head); err == nil {
+			for k, v := range fm.Metadata {
+				out[k] = v
+			}
+		}
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
 }
 
 // Gate returns the WriteGate every write into the directory goes through.
@@ -119,11 +156,13 @@ func (d *Dir) Save(m Memory) (SaveResult, error) {
 			return SaveResult{}, invalidMemory("unknown type %q (want user, feedback, project or reference)", m.Type)
 		}
 	}
-	content, err := FormatMemoryFile(m)
+	abs := filepath.Join(d.path, filepath.FromSlash(file))
+	team := strings.HasPrefix(file, TeamDirName+"/")
+	m.Metadata = d.keptMetadata(abs, m.Metadata)
+	content, err := FormatMemoryFile(m, FormatOptions{Layout: d.opts.Layout, Team: team, SessionID: d.opts.SessionID, Now: d.opts.Now})
 	if err != nil {
 		return SaveResult{}, err
 	}
-	abs := filepath.Join(d.path, filepath.FromSlash(file))
 	if _, err := d.gate.WriteFile(abs, content, 0o644); err != nil {
 		return SaveResult{}, saveError(file, err)
 	}
@@ -197,30 +236,22 @@ func slugify(name string) string {
 	return b.String()
 }
 
-type frontmatterOut struct {
-	Name        string `yaml:"name,omitempty"`
-	Description string `yaml:"description,omitempty"`
-	Type        string `yaml:"type,omitempty"`
-}
-
-// FormatMemoryFile renders m as a memory file: a YAML header (name,
-// description, type; values quoted when YAML needs it) and the body.
-// Newlines in Name and Description are folded to spaces, since both must be
-// one line.
-func FormatMemoryFile(m Memory) ([]byte, error) {
-	header, err := yaml.Marshal(frontmatterOut{
-		Name:        oneLine(m.Name),
-		Description: oneLine(m.Description),
-		Type:        string(m.Type),
-	})
+// FormatMemoryFile renders m as a memory file: a YAML header in the
+// layout opts asks for (LayoutCurrent by default; values quoted when YAML
+// needs it) and the body. Newlines in Name and Description are folded to
+// spaces, since both must be one line.
+func FormatMemoryFile(m Memory, opts FormatOptions) ([]byte, error) {
+	h, err := headerOut(m, opts)
 	if err != nil {
-		return nil, fmt.Errorf("memdir: encode frontmatter: %w", err)
+		return nil, err
+	}
+	header, err := encodeHeader(h)
+	if err != nil {
+		return nil, err
 	}
 	var b strings.Builder
 	b.WriteString("---\n")
-	if string(header) != "{}\n" {
-		b.Write(header)
-	}
+	b.Write(header)
 	b.WriteString("---\n\n")
 	b.WriteString(strings.TrimSpace(m.Body))
 	b.WriteByte('\n')

@@ -82,7 +82,8 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) 
 
 	res, txt = call(t, cs, "memory_read", map[string]any{"file": deploys})
 	require.False(t, res.IsError, txt)
-	assert.Contains(t, txt, strings.TrimSpace("name: Deploys "+tag))
+	assert.Contains(t, txt, memdir.NameSlug(strings.TrimSpace("Deploys "+tag)), "saved in Claude Code 2.1.328's layout")
+	assert.Contains(t, txt, "metadata:\n  node_type: memory\n  type: project\n")
 
 	res, txt = call(t, cs, "memory_search", map[string]any{"pattern": "nightly job"})
 	require.False(t, res.IsError, txt)

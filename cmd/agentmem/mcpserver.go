@@ -56,7 +56,7 @@ type memoryServer struct {
 // newMemoryServer builds the MCP server for the memory directory autoDir
 // (created on the first save).
 func newMemoryServer(fsys afero.Fs, autoDir, version string) (*mcp.Server, error) {
-	d, err := memdir.NewDir(fsys, autoDir)
+	d, err := memdir.NewDir(fsys, autoDir, memdir.DirOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func run(w io.Writer, full bool) error {
 	step("memory directory: %s", memDir)
 
 	// 2. Save memories: each is a topic file plus a pointer in MEMORY.md.
-	dir, err := memdir.NewDir(fsys, memDir)
+	dir, err := memdir.NewDir(fsys, memDir, memdir.DirOptions{})
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ check(!r.isError && text(r).includes("release_freeze.md"), "memory_list lists it
 r = await callTool("memory_recall", { query: "can I ship a release at the end of the quarter?" });
 check(!r.isError && text(r).includes("two approvals"), "memory_recall finds it");
 r = await callTool("memory_read", { file });
-check(!r.isError && text(r).includes("name: Release freeze"), "memory_read reads it");
+check(!r.isError && text(r).includes("name: release-freeze") && text(r).includes("  type: project"), "memory_read reads it (Claude Code 2.1.328's layout)");
 r = await callTool("memory_search", { pattern: "hotfix(es)?" });
 check(!r.isError && text(r).includes("release_freeze.md:"), "memory_search finds the line");
 const idx = await client.readResource({ uri: "memory://index" });

@@ -91,7 +91,7 @@ func New(fsys afero.Fs, root string, opts Options) (*Handler, error) {
 	if fsys == nil {
 		return nil, errors.New("memorytool: New needs a filesystem")
 	}
-	d, err := memdir.NewDir(fsys, root)
+	d, err := memdir.NewDir(fsys, root, memdir.DirOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("memorytool: %w", err)
 	}
