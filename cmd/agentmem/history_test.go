@@ -203,6 +203,7 @@ func TestClaudeCode2_1_328FileHistory(t *testing.T) {
 
 	out, stderr, code = runBin(t, nil, "rewind", "p1", "--config-dir", config)
 	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "removed "+created)
 	for p, want := range map[string]string{fh: "one\n", deep: "deep one\n"} {
 		got, err := os.ReadFile(p)
 		require.NoError(t, err)
