@@ -461,3 +461,8 @@ func TestSaveKeepsWhatOthersWrote(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "---\nname: Role\ndescription: Data scientist\ntype: user\n---\n\nx\n", string(got))
 }
+
+func TestLinks(t *testing.T) {
+	assert.Equal(t, []string{"deploy-freeze", "user_role", "ci"}, Links("See [[deploy-freeze]] and [[user_role|the role]].\n[[deploy-freeze]] again, [[ci]]; not [x](y.md) or [[]] or [[a\nb]]"))
+	assert.Nil(t, Links("no links"))
+}

@@ -199,3 +199,15 @@ func TestLsReadsTheTypeClaudeCodeWritesUnderMetadata(t *testing.T) {
 	assert.Contains(t, out, `"file": "deploy-freeze-q3.md",
     "type": "reference"`)
 }
+
+func TestLintListsUnresolvedLinksAsInformation(t *testing.T) {
+	dir := memTree(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "freeze.md"), []byte("---\nname: release-freeze\ndescription: no deploys after the cut\nmetadata:\n  type: project\n---\nSee [[deploys]], [[Deploy days]] and [[on-call-rota]].\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte("- [Deploy days](deploys.md) — never deploy on Fridays\n- [Freeze](freeze.md) — no deploys after the cut\n"), 0o644))
+	out, _, code := runWithInput(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "", "lint", "--dir", dir)
+	assert.Equal(t, 0, code, "a link to a memory not written yet is allowed:\n%s", out)
+	assert.Contains(t, out, "no problems found")
+	assert.Contains(t, out, "info: freeze.md: [[on-call-rota]] links to no memory yet (allowed)")
+	assert.NotContains(t, out, "[[deploys]]", "a file name resolves")
+	assert.NotContains(t, out, "[[Deploy days]]", "a name resolves")
+}

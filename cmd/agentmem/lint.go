@@ -92,6 +92,10 @@ func lintFlags(fs *flag.FlagSet) runner {
 				return exitError, err
 			}
 		}
+		info, err := unresolvedLinks(e.fs, dir)
+		if err != nil {
+			return exitError, err
+		}
 		if *asJSON {
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
@@ -101,7 +105,7 @@ func lintFlags(fs *flag.FlagSet) runner {
 			if problems == nil {
 				problems = []problem{}
 			}
-			if err := enc.Encode(map[string]any{"problems": problems, "fixed": fixed}); err != nil {
+			if err := enc.Encode(map[string]any{"problems": problems, "fixed": fixed, "info": info}); err != nil {
 				return exitError, err
 			}
 		} else {
@@ -110,6 +114,9 @@ func lintFlags(fs *flag.FlagSet) runner {
 			}
 			for _, p := range problems {
 				fmt.Fprintln(e.stdout, p.String())
+			}
+			for _, i := range info {
+				fmt.Fprintln(e.stdout, "info: "+i)
 			}
 			if len(problems) == 0 {
 				fmt.Fprintln(e.stdout, "no problems found")
@@ -331,6 +338,35 @@ func linkTargets(line string) []string {
 		out = append(out, t)
 	}
 	return out
+}
+
+// unresolvedLinks lists, as information (never a problem: Claude Code
+// 2.1.328 allows a link to a memory not written yet), each [[name]] link
+// that matches no memory's name or file name.
+func unresolvedLinks(fsys afero.Fs, dir string) ([]string, error) {
+	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, dir, memdir.ScanOptions{MaxFiles: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, h := range headers {
+		known[h.Name] = true
+		known[strings.TrimSuffix(path.Base(h.Filename), ".md")] = true
+	}
+	info := []string{}
+	for _, h := range headers {
+		data, err := readCapped(fsys, h.Path)
+		if err != nil {
+			continue
+		}
+		for _, name := range memdir.Links(string(data)) {
+			if !known[name] {
+				info = append(info, fmt.Sprintf("%s: [[%s]] links to no memory yet (allowed)", h.Filename, name))
+			}
+		}
+	}
+	sort.Strings(info)
+	return info, nil
 }
 
 // cleanName reports whether a memory file's name may go into an index:
