@@ -29,6 +29,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 )
 
@@ -445,7 +446,7 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 		}
 		ifMatch, view.etag = pr.Checksum, pr.Checksum
 		view.version = pr.Version
-		if id := resp.Header.Get(StoreIDHeader); id != "" {
+		if id := resp.Header.Get(wire.StoreIDHeader); id != "" {
 			view.storeID = id
 		}
 		if RepoChecksum(view.sums) != pr.Checksum {

@@ -44,7 +44,7 @@
 //
 // A local file is deleted only on evidence: the server's tombstone for
 // the key, never its mere absence (a key the server lost without a record
-// is pushed back). Every store has an identity (StoreIDHeader) that the
+// is pushed back). Every store has an identity (wire.StoreIDHeader) that the
 // client keeps, with the repo version, in SyncState: another identity, a
 // repo the server no longer has, or an older version (a replaced store, a
 // restored backup) makes the round forget the base, delete nothing, keep

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/teammem/wire"
 )
 
 // Conflict reports a key both sides changed differently since they last
@@ -563,7 +564,7 @@ func (c *Client) fetch(ctx context.Context, st *SyncState, res *Result, useETag 
 	if err != nil {
 		return serverView{}, err
 	}
-	storeID := resp.Header.Get(StoreIDHeader)
+	storeID := resp.Header.Get(wire.StoreIDHeader)
 	switch resp.StatusCode {
 	case http.StatusNotModified:
 		res.NotModified = true
@@ -596,7 +597,7 @@ func (c *Client) fetchHashes(ctx context.Context, res *Result) (serverView, erro
 	if err != nil {
 		return serverView{}, err
 	}
-	storeID := resp.Header.Get(StoreIDHeader)
+	storeID := resp.Header.Get(wire.StoreIDHeader)
 	if resp.StatusCode == http.StatusNotFound {
 		res.ServerEmpty = true
 		return serverView{storeID: storeID, sums: map[string]string{}, empty: true}, nil

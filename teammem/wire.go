@@ -23,7 +23,6 @@ type (
 
 const (
 	DefaultSyncPath      = wire.DefaultSyncPath
-	StoreIDHeader        = wire.StoreIDHeader
 	MaxEntryBytes        = wire.MaxEntryBytes
 	MaxPutBodyBytes      = wire.MaxPutBodyBytes
 	MaxLongPoll          = wire.MaxLongPoll
