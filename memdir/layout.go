@@ -63,7 +63,7 @@ func NameSlug(name string) string {
 // headerOut is the header FormatMemoryFile writes, in Claude Code's key
 // order: name, description, then metadata (or a top-level type in the
 // 2.1.88 layout, followed by kept keys).
-func headerOut(m Memory, opts FormatOptions) (yaml.MapSlice, error) {
+func headerOut(m Memory, opts FormatOptions) yaml.MapSlice {
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
@@ -97,7 +97,7 @@ func headerOut(m Memory, opts FormatOptions) (yaml.MapSlice, error) {
 		for _, k := range sortedKeys(kept) {
 			out = append(out, yaml.MapItem{Key: k, Value: kept[k]})
 		}
-		return out, nil
+		return out
 	}
 	var meta yaml.MapSlice
 	if !opts.Team {
@@ -122,7 +122,7 @@ func headerOut(m Memory, opts FormatOptions) (yaml.MapSlice, error) {
 	for _, k := range sortedKeys(kept) {
 		meta = append(meta, yaml.MapItem{Key: k, Value: kept[k]})
 	}
-	return append(out, yaml.MapItem{Key: "metadata", Value: meta}), nil
+	return append(out, yaml.MapItem{Key: "metadata", Value: meta})
 }
 
 func sortedKeys(m map[string]string) []string {

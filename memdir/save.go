@@ -3,7 +3,6 @@ package memdir
 import (
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"path/filepath"
 	"strings"
@@ -103,17 +102,13 @@ func NewDir(fsys afero.Fs, path string, opts DirOptions) (*Dir, error) {
 	return &Dir{fs: fsys, path: p, gate: gate, opts: opts}, nil
 }
 
-// keptMetadata merges the header fields of the file at abs (when it
-// exists and can be read inside the directory) with extra, extra winning.
-func (d *Dir) keptMetadata(abs string, extra map[string]string) map[string]string {
+// keptMetadata merges the header fields of old (the file being replaced,
+// nil when there is none) with extra, extra winning.
+func keptMetadata(old []byte, extra map[string]string) map[string]string {
 	out := map[string]string{}
-	if f, err := d.gate.Open(abs); err == nil {
-		head, _ := io.ReadAll(io.LimitReader(f, 64<<10))
-		f.Close()
-		if fm, _, err := ParseFrontmatter(head); err == nil {
-			for k, v := range fm.Metadata {
-				out[k] = v
-			}
+	if fm, _, err := ParseFrontmatter(old); err == nil {
+		for k, v := range fm.Metadata {
+			out[k] = v
 		}
 	}
 	for k, v := range extra {
@@ -157,13 +152,13 @@ func (d *Dir) Save(m Memory) (SaveResult, error) {
 		}
 	}
 	abs := filepath.Join(d.path, filepath.FromSlash(file))
-	team := strings.HasPrefix(file, TeamDirName+"/")
-	m.Metadata = d.keptMetadata(abs, m.Metadata)
-	content, err := FormatMemoryFile(m, FormatOptions{Layout: d.opts.Layout, Team: team, SessionID: d.opts.SessionID, Now: d.opts.Now})
-	if err != nil {
-		return SaveResult{}, err
-	}
-	if _, err := d.gate.WriteFile(abs, content, 0o644); err != nil {
+	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
+	// The header fields of the file it replaces are read under the same
+	// lock as the write, so a concurrent writer's fields are not lost.
+	if _, err := d.gate.UpdateFile(abs, func(old []byte, _ bool) ([]byte, error) {
+		m.Metadata = keptMetadata(old, m.Metadata)
+		return FormatMemoryFile(m, opts)
+	}, 0o644); err != nil {
 		return SaveResult{}, saveError(file, err)
 	}
 
@@ -241,11 +236,7 @@ func slugify(name string) string {
 // needs it) and the body. Newlines in Name and Description are folded to
 // spaces, since both must be one line.
 func FormatMemoryFile(m Memory, opts FormatOptions) ([]byte, error) {
-	h, err := headerOut(m, opts)
-	if err != nil {
-		return nil, err
-	}
-	header, err := encodeHeader(h)
+	header, err := encodeHeader(headerOut(m, opts))
 	if err != nil {
 		return nil, err
 	}
