@@ -102,8 +102,12 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 
 // refuseDeletion returns a *DeletionVersionError when rev is a deletion,
 // by its own flag or, from a server that does not send it, by the key's
-// history.
+// history. A revision with content is no deletion: the history is asked
+// only for an empty one.
 func (c *Client) refuseDeletion(ctx context.Context, rev RevisionView) error {
+	if !rev.Deleted && rev.Content != "" {
+		return nil
+	}
 	hv, err := c.History(ctx, rev.Key, 0)
 	if err != nil && !rev.Deleted {
 		return nil // no history to ask: the revision's own word stands
