@@ -115,6 +115,7 @@ type Memory struct {
 	dir     string
 	log     *slog.Logger
 
+	memDir    *memdir.Dir // backfills the index
 	tools     *memtools.Toolset
 	guard     *teammem.WriteGuard
 	finder    *recall.Finder
@@ -220,6 +221,9 @@ func (m *Memory) on(j Job) bool { return m.opts.Disable&j == 0 }
 
 func (m *Memory) build(model llm.Model) error {
 	var err error
+	if m.memDir, err = memdir.NewDir(m.fs, m.dir, memdir.DirOptions{SessionID: m.opts.SessionID}); err != nil {
+		return err
+	}
 	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{}); err != nil {
 		return err
 	}
@@ -336,10 +340,8 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	}
 	// A directory with topic files but no index gets one, as Claude Code
 	// builds it when it loads memory.
-	if d, err := memdir.NewDir(m.fs, m.dir, memdir.DirOptions{}); err == nil {
-		if _, err := d.BackfillIndex(ctx); err != nil {
-			m.log.WarnContext(ctx, "agentmem: the missing memory index could not be backfilled", "error", err)
-		}
+	if _, err := m.memDir.BackfillIndex(ctx); err != nil {
+		m.log.WarnContext(ctx, "agentmem: the missing memory index could not be backfilled", "error", err)
 	}
 	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.dir + string(filepath.Separator),

@@ -65,9 +65,7 @@ func TruncateEntrypointContent(raw string) EntrypointTruncation {
 // returned unchanged.
 func (l IndexLimits) Truncate(raw string) EntrypointTruncation {
 	l = l.withDefaults()
-	trimmed := strings.TrimFunc(CleanIndexText(raw), isJSSpace)
-	lineCount := strings.Count(trimmed, "\n") + 1
-	byteCount := utf16Len(trimmed)
+	trimmed, lineCount, byteCount := measureIndex(raw)
 	res := EntrypointTruncation{
 		Content:          trimmed,
 		LineCount:        lineCount,
@@ -87,6 +85,13 @@ func (l IndexLimits) Truncate(raw string) EntrypointTruncation {
 	}
 	res.Content = kept + "\n\n" + truncationWarning(res, l) + " " + whereCut(trimmed, kept, lineCount) + " " + truncationAdvice
 	return res
+}
+
+// measureIndex is the index text as the limits see it (cleaned, trimmed)
+// with its line count and its length in UTF-16 units.
+func measureIndex(raw string) (trimmed string, lines, units int) {
+	trimmed = strings.TrimFunc(CleanIndexText(raw), isJSSpace)
+	return trimmed, strings.Count(trimmed, "\n") + 1, utf16Len(trimmed)
 }
 
 const truncationAdvice = "Keep each index entry to a single line under about 200 characters and put the details in the topic files."

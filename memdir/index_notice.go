@@ -2,7 +2,6 @@ package memdir
 
 import (
 	"strconv"
-	"strings"
 )
 
 // IndexNotice is what a tool that wrote an index (MEMORY.md) tells the
@@ -14,12 +13,10 @@ import (
 // is dropped on every load. path names the index in the message.
 func IndexNotice(path, content string, limits IndexLimits) string {
 	l := limits.withDefaults()
-	trimmed := strings.TrimFunc(CleanIndexText(content), isJSSpace)
+	trimmed, lines, units := measureIndex(content)
 	if trimmed == "" {
 		return ""
 	}
-	lines := strings.Count(trimmed, "\n") + 1
-	units := utf16Len(trimmed)
 	lineRatio := float64(lines) / float64(l.MaxLines)
 	sizeRatio := float64(units) / float64(l.MaxBytes)
 	ratio := max(lineRatio, sizeRatio)
