@@ -450,3 +450,32 @@ func TestUntrustedCertificateIsNamed(t *testing.T) {
 	assert.Contains(t, errOut, "the server's TLS certificate is signed by an authority this machine does not trust")
 	assert.NotContains(t, errOut, "could not be reached")
 }
+
+// TestWatcherSaysAHoldOnce: a running watcher that meets a mass delete
+// holds it every round but prints it once, and deletes nothing.
+func TestWatcherSaysAHoldOnce(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	for i := range 60 {
+		ana.write(fmt.Sprintf("m%02d.md", i), fmt.Sprintf("memory %d\n", i))
+	}
+	_, errOut, code := ana.run("sync")
+	require.Equal(t, 0, code, errOut)
+	for i := range 55 {
+		require.NoError(t, os.Remove(filepath.Join(ana.dir, fmt.Sprintf("m%02d.md", i))))
+	}
+	w := exec.Command(binary(t), "team", "watch", "--server", url, "--repo", "acme/shop", "--dir", ana.dir, "--interval", "300ms")
+	w.Env = append(os.Environ(), ana.env...)
+	var out strings.Builder
+	w.Stdout, w.Stderr = &out, &out
+	require.NoError(t, w.Start())
+	time.Sleep(3 * time.Second) // about ten rounds
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, w.Wait())
+	assert.Equal(t, 1, strings.Count(out.String(), "held: 55 memories would be deleted on the server"), out.String())
+	ben := newTeammate(t, root, "ben", url, token)
+	_, _, code = ben.run("pull")
+	require.Equal(t, 0, code)
+	assert.Len(t, ben.files(), 60, "the server kept every memory")
+}
