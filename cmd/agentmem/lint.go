@@ -78,7 +78,7 @@ func lintFlags(fs *flag.FlagSet) runner {
 			return exitError, err
 		}
 		dir := filepath.Clean(r.path.Dir)
-		problems, err := lint(e.fs, dir)
+		problems, info, err := lint(e.fs, dir)
 		if err != nil {
 			return exitError, err
 		}
@@ -88,13 +88,9 @@ func lintFlags(fs *flag.FlagSet) runner {
 			if err != nil {
 				return exitError, err
 			}
-			if problems, err = lint(e.fs, dir); err != nil {
+			if problems, info, err = lint(e.fs, dir); err != nil {
 				return exitError, err
 			}
-		}
-		info, err := unresolvedLinks(e.fs, dir)
-		if err != nil {
-			return exitError, err
 		}
 		if *asJSON {
 			enc := json.NewEncoder(e.stdout)
@@ -142,11 +138,12 @@ type memFile struct {
 
 var typeLine = regexp.MustCompile(`(?m)^type:[ \t]*["']?([^"'\r\n]*?)["']?[ \t]*\r?$`)
 
-// lint checks the tree under dir and returns its problems, sorted.
-func lint(fsys afero.Fs, dir string) ([]problem, error) {
+// lint checks the tree under dir and returns its problems, sorted, and
+// information that is no problem (links to memories not written yet).
+func lint(fsys afero.Fs, dir string) ([]problem, []string, error) {
 	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, dir, memdir.ScanOptions{MaxFiles: 1 << 20})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	scanner := secrets.New()
 	var problems []problem
@@ -221,7 +218,7 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 			add(idx.rel, 0, kindIndexLinkOut, "is a link that leads out of the memory directory (%s); it is not read, nor loaded into the prompt: replace it with a regular file", pte.Reason)
 			continue
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		default:
 			text := string(raw)
 			t := memdir.TruncateEntrypointContent(text)
@@ -284,7 +281,7 @@ func lint(fsys afero.Fs, dir string) ([]problem, error) {
 		}
 		return problems[i].Kind < problems[j].Kind
 	})
-	return problems, nil
+	return problems, unresolvedLinks(files), nil
 }
 
 // similarity is the Jaccard index of two descriptions' terms; 0 when
@@ -342,31 +339,23 @@ func linkTargets(line string) []string {
 
 // unresolvedLinks lists, as information (never a problem: Claude Code
 // 2.1.328 allows a link to a memory not written yet), each [[name]] link
-// that matches no memory's name or file name.
-func unresolvedLinks(fsys afero.Fs, dir string) ([]string, error) {
-	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, dir, memdir.ScanOptions{MaxFiles: 1 << 20})
-	if err != nil {
-		return nil, err
-	}
+// of the files lint read that matches no memory's name or file name.
+func unresolvedLinks(files []memFile) []string {
 	known := map[string]bool{}
-	for _, h := range headers {
-		known[h.Name] = true
-		known[strings.TrimSuffix(path.Base(h.Filename), ".md")] = true
+	for _, f := range files {
+		known[f.fm.Name] = true
+		known[strings.TrimSuffix(path.Base(f.rel), ".md")] = true
 	}
 	info := []string{}
-	for _, h := range headers {
-		data, err := readCapped(fsys, h.Path)
-		if err != nil {
-			continue
-		}
-		for _, name := range memdir.Links(string(data)) {
+	for _, f := range files {
+		for _, name := range memdir.Links(f.content) {
 			if !known[name] {
-				info = append(info, fmt.Sprintf("%s: [[%s]] links to no memory yet (allowed)", h.Filename, name))
+				info = append(info, fmt.Sprintf("%s: [[%s]] links to no memory yet (allowed)", f.rel, name))
 			}
 		}
 	}
 	sort.Strings(info)
-	return info, nil
+	return info
 }
 
 // cleanName reports whether a memory file's name may go into an index:
