@@ -72,10 +72,17 @@ type Options struct {
 	// MaxAge, when positive, also drops snapshots older than this (the
 	// newest is always kept), with the backups only they named.
 	MaxAge time.Duration
-	// Journal, when set, receives each snapshot and each update of one as
-	// a transcript line (see the package comment). An error from it is
-	// returned by the call that produced the line; the snapshot is kept.
+	// Journal, when set, receives each snapshot and each file a turn adds
+	// to it as a transcript line (see the package comment). An error from
+	// it is returned by the call that produced the line; the snapshot is
+	// kept.
 	Journal func(ctx context.Context, line []byte) error
+	// SnapshotUpdates journals a file a turn adds to its snapshot as the
+	// whole snapshot again ("isSnapshotUpdate": true), as Claude Code
+	// 2.1.88 writes it, instead of one file-history-delta line (2.1.328).
+	// Each such line is as long as the snapshot, so a turn that touches n
+	// files journals O(n²) bytes; use it only for a reader that needs it.
+	SnapshotUpdates bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -97,6 +104,11 @@ type Tracker struct {
 	// stamps holds each path's stat when it last matched its newest
 	// version, so an unchanged file is recognised without reading it.
 	stamps map[string]stamp
+	// compact, set by Open, rewrites the journal file with the given
+	// lines; journalBytes is its size and compactAt the size at which
+	// the next rewrite is due.
+	compact                 func(data []byte) error
+	journalBytes, compactAt int
 }
 
 // stamp is what a stat says of a file: when it still says the same, the
@@ -253,7 +265,10 @@ func (t *Tracker) TrackEdit(ctx context.Context, path string) error {
 		t.first[path] = b
 	}
 	cur.TrackedFileBackups[path] = b
-	return t.journal(ctx, *cur, true)
+	if t.opts.SnapshotUpdates {
+		return t.journal(ctx, *cur, true)
+	}
+	return t.journalLine(ctx, EncodeDelta(cur.MessageID, path, b))
 }
 
 // currentVersion returns the newest version of path when the file still
@@ -419,9 +434,11 @@ const DeltaEntryType = "file-history-delta"
 
 type wireDelta struct {
 	Type              string     `json:"type"`
+	MessageID         string     `json:"messageId,omitempty"`
 	SnapshotMessageID string     `json:"snapshotMessageId"`
 	TrackingPath      string     `json:"trackingPath"`
 	Backup            wireBackup `json:"backup"`
+	Timestamp         string     `json:"timestamp,omitempty"`
 }
 
 // EncodeEntry returns the transcript line for a snapshot (update when it
@@ -437,6 +454,20 @@ func EncodeEntry(s Snapshot, update bool) []byte {
 		ws.TrackedFileBackups[p] = wb
 	}
 	line, _ := json.Marshal(wireEntry{Type: EntryType, MessageID: s.MessageID, Snapshot: ws, IsSnapshotUpdate: update})
+	return line
+}
+
+// EncodeDelta returns the file-history-delta line that adds path, at
+// backup b, to the snapshot of messageID. The key is the absolute path,
+// with its parent directory as realParentDir.
+func EncodeDelta(messageID, path string, b Backup) []byte {
+	wb := wireBackup{Version: b.Version, BackupTime: b.BackupTime.UTC().Format(journalTime), RealParentDir: filepath.Dir(path)}
+	if b.Existed() {
+		name := b.BackupFileName
+		wb.BackupFileName = &name
+	}
+	line, _ := json.Marshal(wireDelta{Type: DeltaEntryType, MessageID: messageID, SnapshotMessageID: messageID,
+		TrackingPath: path, Backup: wb, Timestamp: b.BackupTime.UTC().Format(journalTime)})
 	return line
 }
 
@@ -495,13 +526,47 @@ func decodeDelta(line []byte) (snapshotID, path string, b Backup, ok bool) {
 }
 
 func (t *Tracker) journal(ctx context.Context, s Snapshot, update bool) error {
+	return t.journalLine(ctx, EncodeEntry(s, update))
+}
+
+// compactFloor is the journal size below which Open's file is never
+// rewritten.
+const compactFloor = 1 << 20
+
+// journalLine hands line to the journal. A journal file that has grown
+// to twice what the kept snapshots need (past compactFloor) is then
+// rewritten with one line per kept snapshot, so a long-lived history
+// reads back in time proportional to what it keeps, not to its age.
+func (t *Tracker) journalLine(ctx context.Context, line []byte) error {
 	if t.opts.Journal == nil {
 		return nil
 	}
-	if err := t.opts.Journal(ctx, EncodeEntry(s, update)); err != nil {
+	if err := t.opts.Journal(ctx, line); err != nil {
 		return fmt.Errorf("filehistory: journal snapshot: %w", err)
 	}
+	if t.compact == nil {
+		return nil
+	}
+	t.journalBytes += len(line) + 1
+	if t.journalBytes < t.compactAt {
+		return nil
+	}
+	data := t.encodeKept()
+	if err := t.compact(data); err != nil {
+		return fmt.Errorf("filehistory: compact journal: %w", err)
+	}
+	t.journalBytes, t.compactAt = len(data), max(compactFloor, 2*len(data))
 	return nil
+}
+
+// encodeKept returns the journal of the kept snapshots: one line each.
+func (t *Tracker) encodeKept() []byte {
+	var buf bytes.Buffer
+	for _, s := range t.snaps {
+		buf.Write(EncodeEntry(s, false))
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes()
 }
 
 // Restore rebuilds the tracker from journaled lines in file order, as read
@@ -516,11 +581,13 @@ func (t *Tracker) Restore(lines [][]byte) {
 		if !bytes.Contains(line, []byte(`"file-history-`)) {
 			continue // most transcript lines: no need to decode them
 		}
-		if id, p, b, ok := decodeDelta(line); ok {
-			if i := t.find(id); i >= 0 {
-				t.snaps[i].TrackedFileBackups[p] = b
+		if bytes.Contains(line, []byte(`"`+DeltaEntryType+`"`)) {
+			if id, p, b, ok := decodeDelta(line); ok {
+				if i := t.find(id); i >= 0 {
+					t.snaps[i].TrackedFileBackups[p] = b
+				}
+				continue
 			}
-			continue
 		}
 		s, update, ok := DecodeEntry(line)
 		if !ok {

@@ -197,7 +197,7 @@ func TestSnapshotSurvivesRestartThroughTranscript(t *testing.T) {
 	require.NoError(t, err)
 	var lines [][]byte
 	for _, e := range entries {
-		if e.Type == transcript.TypeFileHistorySnapshot {
+		if e.Type == transcript.TypeFileHistorySnapshot || e.Type == transcript.TypeFileHistoryDelta {
 			lines = append(lines, e.Raw)
 		}
 	}

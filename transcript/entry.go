@@ -22,6 +22,7 @@ const (
 	TypeLastPrompt          = "last-prompt"
 	TypeTag                 = "tag"
 	TypeFileHistorySnapshot = "file-history-snapshot"
+	TypeFileHistoryDelta    = "file-history-delta" // one file added to a snapshot (2.1.328)
 )
 
 // SubtypeCompactBoundary marks a system entry after which a compacted
