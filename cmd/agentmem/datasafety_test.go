@@ -392,6 +392,52 @@ func TestPullTakesACheckpointThatUndoesIt(t *testing.T) {
 	assert.Equal(t, map[string]string{"a.md": "one\n", "b.md": "bee\n"}, ana.files(), "the rewind undid the pull: %s", out)
 }
 
+// One user, two projects: each team directory keeps its checkpoints in a
+// history of its own, so two watchers never append to one journal, and a
+// rewind undoes one project's pull only.
+func TestEachTeamDirectoryHasItsOwnHistory(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ben := newTeammate(t, root, "ben", url, token)
+	ben.write("a.md", "one\n")
+	_, _, code := ben.run("sync")
+	require.Equal(t, 0, code)
+
+	shop := newTeammate(t, root, "ana", url, token)
+	site := newTeammate(t, root, "ana", url, token)
+	site.dir = filepath.Join(root, "ana", "site", "memory", "team")
+	require.NoError(t, os.MkdirAll(filepath.Dir(site.dir), 0o755))
+	var checkpoints []string
+	for _, m := range []*teammate{shop, site} {
+		out, errOut, code := m.run("pull")
+		require.Equal(t, 0, code, errOut)
+		cp := regexp.MustCompile(`undo this pull: (agentmem rewind [^\s)]+)`).FindStringSubmatch(out)
+		require.NotNil(t, cp, out)
+		checkpoints = append(checkpoints, cp[1])
+	}
+	out, errOut, code := runBin(t, shop.env, "history")
+	require.Equal(t, 0, code, errOut)
+	names := regexp.MustCompile(`team-sync-[0-9a-f]{12}`).FindAllString(out, -1)
+	assert.Len(t, uniq(names), 2, "two team directories, two histories: %s", out)
+
+	_, errOut, code = runBin(t, shop.env, strings.Fields(checkpoints[1])[1:]...)
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, site.files(), "the rewind undid the second project's pull")
+	assert.Equal(t, map[string]string{"a.md": "one\n"}, shop.files(), "and left the first project alone")
+}
+
+func uniq(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func TestConflictsExitSevenAndPullKeepsTheEdit(t *testing.T) {
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)

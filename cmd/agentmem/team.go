@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -45,9 +47,18 @@ const (
 	exitHeld = 8
 )
 
-// DefaultPullHistory is the file history the team client commands keep a
-// checkpoint in before a pull changes files (agentmem rewind undoes it).
-const DefaultPullHistory = "team-sync"
+// PullHistoryPrefix starts the name of the file history the team client
+// commands keep a checkpoint in before a pull changes files (agentmem
+// rewind undoes it): one history per team directory, so that watchers of
+// two projects never write one journal.
+const PullHistoryPrefix = "team-sync-"
+
+// pullHistory returns the default history of the team directory dir
+// (absolute): PullHistoryPrefix and 12 hex digits of its SHA-256.
+func pullHistory(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return PullHistoryPrefix + hex.EncodeToString(sum[:6])
+}
 
 // TokenEnv names the environment variable the team client commands read
 // the token from.
@@ -101,8 +112,8 @@ replaced or restored from a backup is detected, and nothing is deleted.
 pull never overwrites a local edit; when both sides changed a memory,
 sync puts the server's version in the file and keeps yours in
 <auto memory>/.team-conflicts/ (the path is printed). Before a pull
-changes files it takes a checkpoint (history "team-sync"; --no-checkpoint
-turns it off) and prints the agentmem rewind command that undoes it.
+changes files it takes a checkpoint (history "team-sync-<hash of the
+directory>"; --no-checkpoint turns it off) and prints the agentmem rewind command that undoes it.
 The client commands read the token from $AGENTMEM_TEAM_TOKEN.
 Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network or TLS, 5 server refused, 6 entry limit, 7 conflicts, 8 mass delete held.
 `)
@@ -404,7 +415,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	interval := fs.Duration("interval", teammem.DefaultInterval, "watch: the longest time between two syncs")
 	verbose := fs.Bool("verbose", false, "watch: log every sync decision to stderr")
 	stateFile := fs.String("state", "", "the sync state file (default <auto memory>/.team-sync/<server+repo>.json)")
-	historyName := fs.String("history", DefaultPullHistory, "the file history that keeps a checkpoint before each pull that changes files (see agentmem history)")
+	historyName := fs.String("history", "", "the file history that keeps a checkpoint before each pull that changes files (default team-sync-<hash of the team directory>; see agentmem history)")
 	noCheckpoint := fs.Bool("no-checkpoint", false, "take no checkpoint before a pull changes files")
 	allowMassDelete := fs.Bool("allow-mass-delete", false, "let this run delete more than max(50, 10%) of the tracked memories on one side")
 	if ok, code := parseSub(e, fs, name, args); !ok {
@@ -419,11 +430,8 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if *configDir != "" {
 		c.configDir = *configDir
 	}
-	if *noCheckpoint || name == "push" {
-		*historyName = "" // a push changes no local file
-	}
 	o := teamClientOptions{server: *serverURL, repo: *repo, dir: *dir, state: *stateFile, history: *historyName, keepDeleted: *keepDeleted,
-		allowMassDelete: *allowMassDelete, mustExist: name == "push"}
+		allowMassDelete: *allowMassDelete, mustExist: name == "push", checkpoint: !*noCheckpoint && name != "push"} // a push changes no local file
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
@@ -585,6 +593,7 @@ func classExit(e env, name string, err error) int {
 // sync, watch and mcp --team-server.
 type teamClientOptions struct {
 	server, repo, dir, state, history string
+	checkpoint                        bool // keep a checkpoint in history (default pullHistory(dir))
 	keepDeleted, allowMassDelete      bool
 	// mustExist: the team directory itself must exist (push).
 	mustExist bool
@@ -644,7 +653,10 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		o.state = teammem.StatePath(abs, o.server, o.repo)
 	}
 	var history *filehistory.Tracker
-	if o.history != "" {
+	if o.checkpoint && o.history == "" {
+		o.history = pullHistory(abs)
+	}
+	if o.checkpoint {
 		home, err := configHome(e, c)
 		if err != nil {
 			return nil, "", fmt.Errorf("no place for the pull's checkpoint (%v); pass --config-dir, or --no-checkpoint to pull without one", err)
