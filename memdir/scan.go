@@ -38,6 +38,9 @@ type MemoryHeader struct {
 	Path    string
 	ModTime time.Time
 	Frontmatter
+	// Links are the [[name]] links in the body lines the scan read (the
+	// first HeaderLines of the file), in order, once each; see Links.
+	Links []string
 }
 
 // ScanOptions tunes ScanMemoryFiles; the zero value means the defaults.
@@ -88,8 +91,11 @@ func ScanMemoryFiles(ctx context.Context, fsys afero.Fs, dir string, opts ScanOp
 	}
 	out := make([]MemoryHeader, len(kept))
 	for i, c := range kept {
-		fm, _, _ := ParseFrontmatter(c.head)
+		fm, body, _ := ParseFrontmatter(c.head)
 		out[i] = MemoryHeader{Filename: c.rel, Path: c.abs, ModTime: c.mtime, Frontmatter: fm}
+		if bytes.Contains(body, []byte("[[")) {
+			out[i].Links = Links(string(body))
+		}
 	}
 	return out, nil
 }

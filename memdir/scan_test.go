@@ -260,3 +260,16 @@ func TestIsHiddenPath(t *testing.T) {
 		assert.Equal(t, want, IsHiddenPath(rel), rel)
 	}
 }
+
+func TestScanReadsLinks(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(fsys, "/m/freeze.md", []byte("---\nname: deploy-freeze\ndescription: d\nmetadata:\n  type: project\n---\nSee [[release-train]] and [[oncall|who is on call]], again [[release-train]].\n"), 0o644))
+	require.NoError(t, afero.WriteFile(fsys, "/m/plain.md", []byte("---\nname: plain\n---\nno links, [not] one\n"), 0o644))
+	got, err := ScanMemoryFiles(context.Background(), fsys, "/m", ScanOptions{})
+	require.NoError(t, err)
+	links := map[string][]string{}
+	for _, h := range got {
+		links[h.Filename] = h.Links
+	}
+	assert.Equal(t, map[string][]string{"freeze.md": {"release-train", "oncall"}, "plain.md": nil}, links)
+}

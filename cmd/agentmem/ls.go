@@ -23,6 +23,7 @@ type lsEntry struct {
 	Description string    `json:"description,omitempty"`
 	Modified    time.Time `json:"modified"`
 	AgeDays     int       `json:"age_days"`
+	Links       []string  `json:"links,omitempty"` // [[name]] links in the file's header lines
 }
 
 func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
@@ -45,7 +46,7 @@ func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
 		out := make([]lsEntry, len(headers))
 		for i, h := range headers {
 			out[i] = lsEntry{File: h.Filename, Type: string(h.Type), Name: h.Name, Description: h.Description,
-				Modified: h.ModTime.UTC(), AgeDays: memdir.MemoryAgeDays(h.ModTime, now)}
+				Modified: h.ModTime.UTC(), AgeDays: memdir.MemoryAgeDays(h.ModTime, now), Links: h.Links}
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
