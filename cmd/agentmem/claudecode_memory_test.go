@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/memdir"
+)
+
+// Claude Code writes a memory the way its model asks (a title as name, a
+// top-level type) and rewrites the header into 2.1.328's layout; agentmem
+// reads its type, slug and links, in the API, `ls` and the manifest.
+func TestClaudeCodeWritesAMemoryAgentmemReadsIt(t *testing.T) {
+	p := newCCProject(t)
+	file := filepath.Join(p.auto, "deploy_freeze.md")
+	p.stub.script["remember"] = []ccCall{{Name: "Write", Input: map[string]string{"file_path": file,
+		"content": "---\nname: Deploy Freeze Q3\ndescription: No deploys to prod after 2026-12-04\ntype: project\n---\nThe mobile release cut. See [[release-train]].\n"}}}
+	p.claude("step:remember the deploy freeze")
+
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	t.Logf("Claude Code wrote:\n%s", raw)
+	require.Contains(t, string(raw), "metadata:", "Claude Code rewrites the header into its layout")
+
+	h := scanOne(t, p.auto, "deploy_freeze.md")
+	assert.Equal(t, memdir.TypeProject, h.Type)
+	assert.Equal(t, "deploy-freeze-q3", h.Name)
+	assert.Equal(t, "No deploys to prod after 2026-12-04", h.Description)
+	assert.Equal(t, []string{"release-train"}, h.Links)
+	assert.Equal(t, "memory", h.Metadata["node_type"])
+	assert.NotEmpty(t, h.Metadata["originSessionId"])
+
+	out, errOut, code := p.agentmem("ls", "--json")
+	require.Equal(t, 0, code, errOut)
+	var listed []struct {
+		File, Type, Name string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &listed), out)
+	require.Len(t, listed, 1)
+	assert.Equal(t, "project", listed[0].Type, out)
+
+	out, errOut, code = p.agentmem("lint")
+	assert.Contains(t, out+errOut, "release-train", "lint names the link that matches no memory")
+	assert.NotContains(t, out+errOut, "error", "a dangling link is information, not an error")
+	_ = code
+}
+
+// A memory agentmem writes reaches Claude Code's next request, through the
+// index in the first user message; when Claude Code then edits the file,
+// the header keeps the type and agentmem still reads it.
+func TestAgentmemWritesAMemoryClaudeCodeReadsAndEditsIt(t *testing.T) {
+	p := newCCProject(t)
+	d, err := memdir.NewDir(afero.NewOsFs(), p.auto, memdir.DirOptions{SessionID: "agentmem-host-session"})
+	require.NoError(t, err)
+	_, err = d.Save(memdir.Memory{File: "testing_policy.md", Name: "Testing policy", Description: "integration tests hit a real database",
+		Type: memdir.TypeFeedback, Body: "Never mock the database in integration tests.\n\n**Why:** a mocked migration hid a broken one.\n"})
+	require.NoError(t, err)
+	index, err := os.ReadFile(filepath.Join(p.auto, "MEMORY.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(index), "testing_policy.md")
+
+	file := filepath.Join(p.auto, "testing_policy.md")
+	p.stub.script["edit"] = []ccCall{
+		{Name: "Read", Input: map[string]string{"file_path": file}},
+		{Name: "Edit", Input: map[string]any{"file_path": file, "old_string": "Never mock the database", "new_string": "Never, ever mock the database"}},
+	}
+	p.claude("step:edit the testing memory")
+
+	first := p.firstUserText("step:edit")
+	assert.Contains(t, first, "Contents of "+filepath.Join(p.auto, "MEMORY.md"), "the index reaches Claude Code in the first user message")
+	assert.Contains(t, first, "testing_policy.md")
+	assert.NotContains(t, p.systemText("step:edit"), "real DB in integration tests", "2.1.328 keeps the index out of the system prompt")
+
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	t.Logf("after Claude Code's edit:\n%s", raw)
+	require.Contains(t, string(raw), "Never, ever mock", "Claude Code's edit landed")
+	h := scanOne(t, p.auto, "testing_policy.md")
+	assert.Equal(t, memdir.TypeFeedback, h.Type, "the type survives Claude Code's rewrite")
+	assert.Equal(t, "testing-policy", h.Name)
+	assert.Equal(t, "agentmem-host-session", h.Metadata["originSessionId"], "Claude Code keeps the session that first wrote the file")
+
+	// agentmem's own rewrite keeps what Claude Code added.
+	before := h.Metadata
+	_, err = d.Save(memdir.Memory{File: "testing_policy.md", Name: "testing-policy", Description: h.Description, Type: memdir.TypeFeedback,
+		Body: "Never, ever mock the database in integration tests.\n"})
+	require.NoError(t, err)
+	after := scanOne(t, p.auto, "testing_policy.md")
+	assert.Equal(t, before["node_type"], after.Metadata["node_type"])
+	assert.Equal(t, before["originSessionId"], after.Metadata["originSessionId"])
+}
+
+// scanOne returns the scanned header of one memory file.
+func scanOne(t *testing.T, dir, file string) memdir.MemoryHeader {
+	t.Helper()
+	hs, err := memdir.ScanMemoryFiles(context.Background(), afero.NewOsFs(), dir, memdir.ScanOptions{})
+	require.NoError(t, err)
+	for _, h := range hs {
+		if h.Filename == file {
+			return h
+		}
+	}
+	var names []string
+	for _, h := range hs {
+		names = append(names, h.Filename)
+	}
+	t.Fatalf("%s not scanned in %s (found %s)", file, dir, strings.Join(names, ", "))
+	return memdir.MemoryHeader{}
+}
