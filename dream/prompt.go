@@ -25,7 +25,8 @@ func userPrompt(autoDir, transcriptDir string, sessions []string) string {
 		"long: do not read them whole).\n\n")
 	b.WriteString("3. Consolidate. Merge memories that say the same thing into one file, rewrite relative dates " +
 		"(\"yesterday\", \"next week\") as absolute ones, and remove facts that newer information contradicts. Keep the " +
-		"frontmatter (name, description, type) of every file correct.\n\n")
+		"header of every file correct (name, description, and the type under metadata:), and the [[name]] links " +
+		"between files pointing at the names that remain.\n\n")
 	b.WriteString("4. Prune and index. Keep " + memdir.EntrypointName + " under 200 lines and about 25 KB, one line per " +
 		"file (\"- [Title](file.md) — hook\"); shorten any entry over about 200 characters and move the detail into " +
 		"its topic file; drop pointers to files that no longer exist.\n\n")

@@ -29,8 +29,10 @@ func systemPrompt(autoDir string, team bool) string {
 		"1. Look at the memory list you are given. If a file already covers the topic, Read it and update it with Edit " +
 		"instead of writing a near-duplicate; correct or delete what the conversation shows to be wrong.\n" +
 		"2. Otherwise Write a new topic file whose name says its topic (for example testing_policy.md), starting with " +
-		"frontmatter lines name, description (one specific line) and type between --- lines. Start a feedback or project " +
-		"memory with the rule or fact, then a Why: line and a How to apply: line. Turn relative dates into absolute ones.\n" +
+		"a header between --- lines: name (a short name in lower-case words joined by hyphens, such as testing-policy), " +
+		"description (one specific line), and metadata: with type indented under it. Start a feedback or project " +
+		"memory with the rule or fact, then a Why: line and a How to apply: line. Turn relative dates into absolute ones. " +
+		"Name a related memory as [[its-name]].\n" +
 		"3. Keep " + filepath.Join(autoDir, memdir.EntrypointName) + " as an index: one line per file, " +
 		"\"- [Title](file.md) — hook\", under about 150 characters; add or update the line for every file you wrote.\n\n")
 	if team {

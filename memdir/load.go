@@ -20,6 +20,8 @@ const (
 	PromptCombined
 	// PromptSingle: BuildMemoryPrompt.
 	PromptSingle
+	// PromptLean: BuildLeanMemoryPrompt.
+	PromptLean
 )
 
 func (m PromptMode) String() string {
@@ -32,6 +34,8 @@ func (m PromptMode) String() string {
 		return "combined"
 	case PromptSingle:
 		return "single"
+	case PromptLean:
+		return "lean"
 	}
 	return fmt.Sprintf("PromptMode(%d)", int(m))
 }
@@ -54,8 +58,15 @@ type LoadPromptRequest struct {
 	IndividualMemoryFiles []InstructionFile
 	// OmitHowToSave drops the how-to-save section from the combined prompt.
 	OmitHowToSave bool
-	// SkipIndex selects the single-directory prompt without an index.
+	// SkipIndex selects the single-directory prompt without an index
+	// (for a host whose recall brings memories to each message).
 	SkipIndex bool
+	// Lean selects the short prompt (BuildLeanMemoryPrompt) when no team
+	// or daily log is active; its index always goes to IndexContext.
+	Lean bool
+	// IndexInUserMessage delivers the index as Claude Code 2.1.328 does:
+	// not in Text but in IndexContext, for the first user message.
+	IndexInUserMessage bool
 	// PromptOptions go to the chosen builder. Its Logger also receives
 	// memdir_disabled and memdir_mkdir_failed.
 	PromptOptions
@@ -66,6 +77,10 @@ type MemoryPrompt struct {
 	// Text is empty when Mode is PromptDisabled.
 	Text string
 	Mode PromptMode
+	// IndexContext, with IndexInUserMessage or Lean (and no SkipIndex),
+	// is BuildIndexContext's block for the first user message: "" when
+	// there is no index to send.
+	IndexContext string
 }
 
 // LoadMemoryPrompt builds the memory section a host puts into its system
@@ -103,16 +118,28 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 		mode = PromptCombined
 		text, err = BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
 			AutoDir: cfg.AutoDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
-			OmitHowToSave: cfg.OmitHowToSave, PromptOptions: cfg.PromptOptions,
+			OmitHowToSave: cfg.OmitHowToSave, IndexInUserMessage: cfg.IndexInUserMessage, PromptOptions: cfg.PromptOptions,
 		})
+	case cfg.Lean:
+		mode = PromptLean
+		text, err = BuildLeanMemoryPrompt(ctx, fsys, LeanPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex, PromptOptions: cfg.PromptOptions})
 	default:
 		mode = PromptSingle
-		text, err = BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex, PromptOptions: cfg.PromptOptions})
+		text, err = BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex,
+			IndexInUserMessage: cfg.IndexInUserMessage, PromptOptions: cfg.PromptOptions})
 	}
 	if err != nil {
 		return MemoryPrompt{}, err
 	}
-	return MemoryPrompt{Text: text, Mode: mode}, nil
+	p := MemoryPrompt{Text: text, Mode: mode}
+	if split := cfg.IndexInUserMessage || mode == PromptLean; split && !cfg.DailyLog && !(cfg.SkipIndex && mode != PromptCombined) {
+		p.IndexContext, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: cfg.AutoDir, Team: mode == PromptCombined,
+			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger})
+		if err != nil {
+			return MemoryPrompt{}, err
+		}
+	}
+	return p, nil
 }
 
 // EnsureMemoryDir creates dir and its parents (mode 0o755). It is

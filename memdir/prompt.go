@@ -44,6 +44,9 @@ type PromptOptions struct {
 	// Logger receives events such as memdir_index_unreadable; nil discards
 	// them.
 	Logger *slog.Logger
+	// Layout is the header layout the prompt teaches (default
+	// LayoutCurrent); give the one the host's Dir writes.
+	Layout Layout
 }
 
 // MemoryPromptRequest asks for the prompt of one memory directory.
@@ -53,6 +56,10 @@ type MemoryPromptRequest struct {
 	// SkipIndex drops the MEMORY.md step and the index: memories are plain
 	// topic files found by listing the directory.
 	SkipIndex bool
+	// IndexInUserMessage leaves the index out of the text: the host sends
+	// it with the first user message (BuildIndexContext), as Claude Code
+	// 2.1.328 does.
+	IndexInUserMessage bool
 	PromptOptions
 }
 
@@ -73,8 +80,8 @@ func BuildMemoryPrompt(ctx context.Context, fsys afero.Fs, req MemoryPromptReque
 	var b strings.Builder
 	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
 	b.WriteString(sectionIntro(req.Dir))
-	b.WriteString(singleDirBody(req.SkipIndex, req.ExtraGuidelines))
-	if req.SkipIndex {
+	b.WriteString(singleDirBody(req.SkipIndex, req.ExtraGuidelines, req.Layout))
+	if req.SkipIndex || req.IndexInUserMessage {
 		return strings.TrimRight(b.String(), "\n") + "\n", nil
 	}
 	b.WriteString("## " + EntrypointName + "\n\n")
@@ -82,14 +89,14 @@ func BuildMemoryPrompt(ctx context.Context, fsys afero.Fs, req MemoryPromptReque
 	return b.String(), nil
 }
 
-func singleDirBody(skipIndex bool, extra []string) string {
+func singleDirBody(skipIndex bool, extra []string, layout Layout) string {
 	var b strings.Builder
 	b.WriteString(sectionTypes(false))
 	b.WriteString(sectionWhatNotToSave(false))
 	if skipIndex {
-		b.WriteString(sectionHowToSaveNoIndex())
+		b.WriteString(sectionHowToSaveNoIndex(layout))
 	} else {
-		b.WriteString(sectionHowToSave([]string{EntrypointName}))
+		b.WriteString(sectionHowToSave([]string{EntrypointName}, layout))
 	}
 	b.WriteString(sectionWhenToUse())
 	b.WriteString(sectionBeforeRecommending())
@@ -123,7 +130,7 @@ func BuildAgentMemoryPrompt(ctx context.Context, fsys afero.Fs, req AgentMemoryP
 	if note := agentScopeNote(req.Scope); note != "" {
 		b.WriteString(note + "\n\n")
 	}
-	b.WriteString(singleDirBody(true, req.ExtraGuidelines))
+	b.WriteString(singleDirBody(true, req.ExtraGuidelines, LayoutCurrent))
 	return strings.TrimRight(b.String(), "\n") + "\n", nil
 }
 
@@ -139,6 +146,9 @@ type CombinedPromptRequest struct {
 	// OmitHowToSave leaves out the section on how to write a memory (it is
 	// in by default).
 	OmitHowToSave bool
+	// IndexInUserMessage leaves both indexes out of the text: the host
+	// sends them with the first user message (BuildIndexContext).
+	IndexInUserMessage bool
 	PromptOptions
 }
 
@@ -176,7 +186,7 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 		b.WriteString(sectionHowToSave([]string{
 			filepath.Join(req.AutoDir, EntrypointName),
 			filepath.Join(teamDir, EntrypointName),
-		}))
+		}, req.Layout))
 		b.WriteString("Save to the directory the kind of memory belongs in, and point to it from that directory's own index.\n\n")
 	}
 	b.WriteString(sectionWhenToUse())
@@ -185,10 +195,12 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 	b.WriteString(sectionGuidelines(req.ExtraGuidelines))
 	b.WriteString(instructionFiles(req.IndividualMemoryFiles))
 
-	b.WriteString("## " + EntrypointName + " (private)\n\n")
-	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, log))
-	b.WriteString("\n## " + EntrypointName + " (team)\n\n")
-	b.WriteString(indexBlock(fsys, req.AutoDir, teamDir, req.IndexLimits, log))
+	if !req.IndexInUserMessage {
+		b.WriteString("## " + EntrypointName + " (private)\n\n")
+		b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, log))
+		b.WriteString("\n## " + EntrypointName + " (team)\n\n")
+		b.WriteString(indexBlock(fsys, req.AutoDir, teamDir, req.IndexLimits, log))
+	}
 	listing, err := teamListing(ctx, fsys, teamDir)
 	if err != nil {
 		return "", err

@@ -92,33 +92,60 @@ func sectionWhatNotToSave(team bool) string {
 	return s
 }
 
-const frontmatterTemplate = "```markdown\n" +
-	"---\n" +
-	"name: <short title>\n" +
-	"description: <one specific line that will tell a later reader whether this memory matters>\n" +
-	"type: <user, feedback, project or reference>\n" +
-	"---\n\n" +
-	"<the memory itself>\n" +
-	"```\n"
+// frontmatterTemplate shows the model the header of a memory file in the
+// layout it should write.
+func frontmatterTemplate(layout Layout) string {
+	if layout == Layout2_1_88 {
+		return "```markdown\n" +
+			"---\n" +
+			"name: <short title>\n" +
+			"description: <one specific line that will tell a later reader whether this memory matters>\n" +
+			"type: <user, feedback, project or reference>\n" +
+			"---\n\n" +
+			"<the memory itself>\n" +
+			"```\n"
+	}
+	return "```markdown\n" +
+		"---\n" +
+		"name: <a short name in lower-case words joined by hyphens, such as testing-policy>\n" +
+		"description: <one specific line that will tell a later reader whether this memory matters>\n" +
+		"metadata:\n" +
+		"  type: <user, feedback, project or reference>\n" +
+		"---\n\n" +
+		"<the memory itself; name a related memory as [[its-name]]>\n" +
+		"```\n"
+}
 
-func sectionHowToSave(indexes []string) string {
+// sectionLinks explains [[name]] links (the current layout only).
+func sectionLinks(layout Layout) string {
+	if layout == Layout2_1_88 {
+		return ""
+	}
+	return "To connect memories, write `[[name]]` in a body, with the `name:` of the other memory. Link whenever a " +
+		"memory builds on, qualifies or contradicts another. A link to a memory nobody has written yet is fine: it " +
+		"marks one worth writing.\n\n"
+}
+
+func sectionHowToSave(indexes []string, layout Layout) string {
 	var b strings.Builder
 	b.WriteString("## How to save a memory\n\nSaving is two steps:\n\n")
 	b.WriteString("1. Write the memory into a topic file of its own (for example `testing_policy.md`) that begins with this frontmatter:\n\n")
-	b.WriteString(indent(frontmatterTemplate, "   "))
+	b.WriteString(indent(frontmatterTemplate(layout), "   "))
 	b.WriteString("\n2. Add a one-line pointer to that file in the index, ")
 	b.WriteString(joinOr(indexes))
 	b.WriteString(": `- [Title](file.md) — one-line hook`. The index only points; keep each entry under about 150 characters " +
 		"and never write memory content into it.\n\n")
+	b.WriteString(sectionLinks(layout))
 	b.WriteString(sectionUpkeep())
 	return b.String()
 }
 
-func sectionHowToSaveNoIndex() string {
+func sectionHowToSaveNoIndex(layout Layout) string {
 	return "## How to save a memory\n\n" +
 		"Write each memory into a topic file of its own (for example `testing_policy.md`) that begins with this frontmatter:\n\n" +
-		frontmatterTemplate + "\n" +
+		frontmatterTemplate(layout) + "\n" +
 		"There is no index file to maintain: to find memories, list or search the directory.\n\n" +
+		sectionLinks(layout) +
 		sectionUpkeep()
 }
 
