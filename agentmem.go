@@ -93,6 +93,22 @@ type Options struct {
 	// Logger receives the layers' events (skips at Debug, failures at
 	// Warn); nil discards them.
 	Logger *slog.Logger
+	// Prompt chooses the memory prompt's shape and where the index goes.
+	Prompt PromptOptions
+}
+
+// PromptOptions choose the memory prompt. The zero value is what Claude
+// Code 2.1.328 gives its default models: the long instructions in the
+// system prompt, the MEMORY.md index with the first user message.
+type PromptOptions struct {
+	// Lean uses the short prompt Claude Code gives its larger models. With
+	// recall on, it leaves the index step out and sends no index: recall
+	// brings the memories each message needs.
+	Lean bool
+	// IndexInSystemPrompt puts the index at the end of the system prompt,
+	// as Claude Code 2.1.88 did, instead of in the first user message. The
+	// system prompt then changes whenever the index does.
+	IndexInSystemPrompt bool
 }
 
 // Turn is what the host reports when the agent ends a turn.
@@ -131,9 +147,10 @@ type Memory struct {
 	bg    context.Context
 	dream *jobs.Runner // one consolidation check at a time
 
-	mu       sync.Mutex
-	recorded int  // messages of the main conversation recorded so far
-	closed   bool // Close was called
+	mu        sync.Mutex
+	recorded  int  // messages of the main conversation recorded so far
+	closed    bool // Close was called
+	indexSent bool // the first UserMessage carried the index
 }
 
 // ErrNoProjectRoot is returned by New without Options.ProjectRoot.
@@ -333,7 +350,10 @@ func (m *Memory) SessionID() string { return m.opts.SessionID }
 
 // SystemPrompt returns the memory section of the system prompt (private
 // and, when a team directory exists, team memory), or "" when memory is
-// off. It creates the memory directory so the model can write to it.
+// off. It creates the memory directory so the model can write to it. The
+// index is not in it (unless Options.Prompt.IndexInSystemPrompt): the
+// first UserMessage carries it, so the system prompt stays the same
+// while memories are saved.
 func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	if !m.enabled {
 		return "", nil
@@ -343,13 +363,47 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	if _, err := m.memDir.BackfillIndex(ctx); err != nil {
 		m.log.WarnContext(ctx, "agentmem: the missing memory index could not be backfilled", "error", err)
 	}
-	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
-	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.dir + string(filepath.Separator),
-		TeamActive: team || m.opts.Team.ServerURL != "", PromptOptions: memdir.PromptOptions{Logger: m.log}})
+	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
+		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, PromptOptions: memdir.PromptOptions{Logger: m.log}})
 	if err != nil {
 		return "", err
 	}
 	return p.Text, nil
+}
+
+// autoDir is the memory directory with its trailing separator.
+func (m *Memory) autoDir() string { return m.dir + string(filepath.Separator) }
+
+// teamActive reports whether the prompt covers team memory.
+func (m *Memory) teamActive() bool {
+	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
+	return team || m.opts.Team.ServerURL != ""
+}
+
+// skipIndex reports whether the prompt leaves the index out altogether:
+// the lean prompt with recall on.
+func (m *Memory) skipIndex() bool { return m.opts.Prompt.Lean && m.recall != nil }
+
+// indexContext returns the index block for the session's first user
+// message, once: "" on later calls, when the index is in the system
+// prompt or skipped, or when there is no index.
+func (m *Memory) indexContext(ctx context.Context) string {
+	if m.opts.Prompt.IndexInSystemPrompt || m.skipIndex() {
+		return ""
+	}
+	m.mu.Lock()
+	sent := m.indexSent
+	m.indexSent = true
+	m.mu.Unlock()
+	if sent {
+		return ""
+	}
+	block, err := memdir.BuildIndexContext(ctx, m.fs, memdir.IndexContextRequest{AutoDir: m.autoDir(), Team: m.teamActive(), Logger: m.log})
+	if err != nil {
+		m.log.WarnContext(ctx, "agentmem: the memory index could not be loaded", "error", err)
+	}
+	return block
 }
 
 // Tools returns the memory tools for the main agent (Read, Write, Edit,
@@ -384,16 +438,25 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 	}
 }
 
-// UserMessage returns the user message to send for text: the user's text
-// as its first block and, when memories are relevant to it, those
-// memories in a second block of their own, marked llm.Block.Meta and
-// wrapped in <system-reminder> tags, so the transcript records them apart
-// from what the user typed (titles and search show only the user's
-// words). With memory or recall off, or nothing relevant, it has the one
-// text block. Each memory is surfaced once per session. The host sets
-// the message's ID.
+// UserMessage returns the user message to send for text. The session's
+// first one starts with the MEMORY.md index in a block of its own (see
+// SystemPrompt). Then comes the user's text and, when memories are
+// relevant to it, those memories in a block of their own. Both added
+// blocks are marked llm.Block.Meta and wrapped in <system-reminder>
+// tags, so the transcript records them apart from what the user typed
+// (titles and search show only the user's words). With memory off, it
+// has the one text block. Each memory is surfaced once per session. The
+// host sets the message's ID.
 func (m *Memory) UserMessage(ctx context.Context, text string) llm.Message {
-	msg := llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock(text)}}
+	msg := llm.Message{Role: llm.RoleUser}
+	if !m.enabled {
+		msg.Content = []llm.Block{llm.TextBlock(text)}
+		return msg
+	}
+	if index := m.indexContext(ctx); index != "" {
+		msg.Content = append(msg.Content, llm.MetaBlock(index))
+	}
+	msg.Content = append(msg.Content, llm.TextBlock(text))
 	if r := m.Recalled(ctx, text); r != "" {
 		msg.Content = append(msg.Content, llm.MetaBlock("<system-reminder>\n"+r+"\n</system-reminder>"))
 	}

@@ -180,10 +180,58 @@ func TestSystemPromptBackfillsAMissingIndex(t *testing.T) {
 	defer mem.Close()
 	require.NoError(t, os.MkdirAll(mem.Dir(), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: deploys\ndescription: never deploy on Fridays\nmetadata:\n  type: project\n---\nNever.\n"), 0o644))
-	p, err := mem.SystemPrompt(context.Background())
+	_, err = mem.SystemPrompt(context.Background())
 	require.NoError(t, err)
-	assert.Contains(t, p, "- [deploys](deploys.md) — never deploy on Fridays")
 	index, err := os.ReadFile(filepath.Join(mem.Dir(), "MEMORY.md"))
 	require.NoError(t, err)
 	assert.Equal(t, "- [deploys](deploys.md) — never deploy on Fridays\n", string(index))
+	first := mem.UserMessage(context.Background(), "hello")
+	assert.Contains(t, first.Content[0].Text, "- [deploys](deploys.md) — never deploy on Fridays", "the backfilled index goes with the first message")
+}
+
+// As Claude Code 2.1.328 delivers it, the index goes with the session's
+// first user message, in a meta block before the user's text, and the
+// system prompt stays the same when memories are saved.
+func TestIndexGoesWithTheFirstUserMessage(t *testing.T) {
+	ctx := context.Background()
+	project, config := home(t)
+	open := func(p agentmem.PromptOptions) *agentmem.Memory {
+		mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+			Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation, Prompt: p})
+		require.NoError(t, err)
+		t.Cleanup(func() { mem.Close() })
+		return mem
+	}
+	mem := open(agentmem.PromptOptions{})
+	require.NoError(t, os.MkdirAll(mem.Dir(), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "MEMORY.md"), []byte("- [Deploys](deploys.md) — never on Fridays\n"), 0o644))
+	before, err := mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	assert.NotContains(t, before, "deploys.md)")
+
+	first := mem.UserMessage(ctx, "what about friday")
+	require.Len(t, first.Content, 2, "the index block, then the text")
+	assert.True(t, first.Content[0].Meta)
+	assert.Contains(t, first.Content[0].Text, "Contents of "+filepath.Join(mem.Dir(), "MEMORY.md")+" (user's auto-memory, persists across conversations):\n\n- [Deploys](deploys.md) — never on Fridays")
+	assert.Equal(t, "what about friday", first.Content[1].Text)
+	second := mem.UserMessage(ctx, "and monday")
+	assert.Len(t, second.Content, 1, "only the first message carries it")
+
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "MEMORY.md"), []byte("- [Deploys](deploys.md) — never on Fridays\n- [Oncall](oncall.md) — the rota\n"), 0o644))
+	after, err := mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "saving a memory leaves the system prompt as it was")
+
+	old := open(agentmem.PromptOptions{IndexInSystemPrompt: true})
+	p, err := old.SystemPrompt(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, p, "(oncall.md) — the rota", "the older delivery")
+	assert.Len(t, old.UserMessage(ctx, "hi").Content, 1)
+
+	lean := open(agentmem.PromptOptions{Lean: true})
+	p, err = lean.SystemPrompt(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, p, "4 KB", "with recall on, the lean prompt asks for files recall can show whole")
+	assert.NotContains(t, p, "MEMORY.md")
+	assert.Len(t, lean.UserMessage(ctx, "hi").Content, 1, "and no index is sent")
 }

@@ -77,7 +77,15 @@ func TestAgentmemWritesAMemoryClaudeCodeReadsAndEditsIt(t *testing.T) {
 	first := p.firstUserText("step:edit")
 	assert.Contains(t, first, "Contents of "+filepath.Join(p.auto, "MEMORY.md"), "the index reaches Claude Code in the first user message")
 	assert.Contains(t, first, "testing_policy.md")
-	assert.NotContains(t, p.systemText("step:edit"), "real DB in integration tests", "2.1.328 keeps the index out of the system prompt")
+	assert.NotContains(t, p.systemText("step:edit"), "integration tests hit a real database", "2.1.328 keeps the index out of the system prompt")
+	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.IndexContextRequest{AutoDir: p.auto})
+	require.NoError(t, err)
+	part := func(s string) string {
+		i, j := strings.Index(s, "Contents of "), strings.Index(s, "</system-reminder>")
+		require.True(t, i >= 0 && j > i, s)
+		return s[i:j]
+	}
+	assert.Equal(t, part(first), part(ours), "agentmem's index block holds what Claude Code's does")
 
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
