@@ -32,12 +32,12 @@ func TestClaudeCodeUsesAgentmemOverMCP(t *testing.T) {
 				require.NoError(t, err, "claude mcp add: %s", out)
 			}
 			p.ccArgs = []string{"--allowedTools", "mcp__agentmem"}
-			p.stub.script["mcp"] = []ccCall{
+			p.stub.script("mcp", []ccCall{
 				{Name: "ToolSearch", Input: map[string]any{"query": "select:mcp__agentmem__memory_save,mcp__agentmem__memory_list", "max_results": 5}},
 				{Name: "mcp__agentmem__memory_save", Input: map[string]string{"file": "oncall.md", "name": "On-call rota",
 					"description": "who is on call this week", "type": "reference", "body": "The rota lives in the ops wiki."}},
 				{Name: "mcp__agentmem__memory_list", Input: map[string]string{}},
-			}
+			})
 			p.claude("step:mcp save the on-call rota")
 
 			results := p.toolResults("step:mcp")

@@ -21,8 +21,8 @@ import (
 func TestClaudeCodeWritesAMemoryAgentmemReadsIt(t *testing.T) {
 	p := newCCProject(t)
 	file := filepath.Join(p.auto, "deploy_freeze.md")
-	p.stub.script["remember"] = []ccCall{{Name: "Write", Input: map[string]string{"file_path": file,
-		"content": "---\nname: Deploy Freeze Q3\ndescription: No deploys to prod after 2026-12-04\ntype: project\n---\nThe mobile release cut. See [[release-train]].\n"}}}
+	p.stub.script("remember", []ccCall{{Name: "Write", Input: map[string]string{"file_path": file,
+		"content": "---\nname: Deploy Freeze Q3\ndescription: No deploys to prod after 2026-12-04\ntype: project\n---\nThe mobile release cut. See [[release-train]].\n"}}})
 	p.claude("step:remember the deploy freeze")
 
 	raw, err := os.ReadFile(file)
@@ -68,10 +68,10 @@ func TestAgentmemWritesAMemoryClaudeCodeReadsAndEditsIt(t *testing.T) {
 	require.Contains(t, string(index), "testing_policy.md")
 
 	file := filepath.Join(p.auto, "testing_policy.md")
-	p.stub.script["edit"] = []ccCall{
+	p.stub.script("edit", []ccCall{
 		{Name: "Read", Input: map[string]string{"file_path": file}},
 		{Name: "Edit", Input: map[string]any{"file_path": file, "old_string": "Never mock the database", "new_string": "Never, ever mock the database"}},
-	}
+	})
 	p.claude("step:edit the testing memory")
 
 	first := p.firstUserText("step:edit")

@@ -25,7 +25,7 @@ func TestClaudeCodeSessionsThroughAgentmem(t *testing.T) {
 	p := newCCProject(t)
 	notes := filepath.Join(p.root, "notes.txt")
 	require.NoError(t, os.WriteFile(notes, []byte("the deploy password hint is quokka-marmalade\n"), 0o644))
-	p.stub.script["read"] = []ccCall{{Name: "Read", Input: map[string]string{"file_path": notes}}}
+	p.stub.script("read", []ccCall{{Name: "Read", Input: map[string]string{"file_path": notes}}})
 	res := p.claude("step:read the notes file please")
 
 	out, errOut, code := p.agentmem("sessions", "ls")
@@ -117,11 +117,11 @@ func TestClaudeCodeFileHistoryThroughAgentmem(t *testing.T) {
 	deep := filepath.Join(p.root, "sub", "deep.txt")
 	require.NoError(t, os.MkdirAll(filepath.Dir(deep), 0o755))
 	require.NoError(t, os.WriteFile(notes, []byte("v1\n"), 0o644))
-	p.stub.script["change"] = []ccCall{
+	p.stub.script("change", []ccCall{
 		{Name: "Read", Input: map[string]string{"file_path": notes}},
 		{Name: "Write", Input: map[string]string{"file_path": notes, "content": "v2\n"}},
 		{Name: "Write", Input: map[string]string{"file_path": deep, "content": "new and deep\n"}},
-	}
+	})
 	res := p.claude("step:change the notes")
 	got, err := os.ReadFile(notes)
 	require.NoError(t, err)

@@ -53,13 +53,13 @@ type ccCall struct {
 }
 
 // ccStub is the stand-in for the Messages API. A prompt that contains
-// "step:NAME" is answered with the calls of script[NAME], one per request,
+// "step:NAME" is answered with the calls set by script(NAME), one per request,
 // each after the result of the one before; then with the text "done." Any
 // other request (a side query, an extraction fork) gets the text "done."
 type ccStub struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
-	script map[string][]ccCall
+	steps  map[string][]ccCall
 	reqs   []ccRequest
 }
 
@@ -108,10 +108,17 @@ func (m ccMessage) text() string {
 }
 
 func newCCStub(t *testing.T) *ccStub {
-	s := &ccStub{script: map[string][]ccCall{}}
+	s := &ccStub{steps: map[string][]ccCall{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// script sets the calls the model makes for a prompt with "step:NAME".
+func (s *ccStub) script(name string, calls []ccCall) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steps[name] = calls
 }
 
 // requests returns what the stub received so far.
@@ -144,7 +151,7 @@ func (s *ccStub) next(req ccRequest) *ccCall {
 				}
 			}
 		}
-		if calls := s.script[name]; done < len(calls) {
+		if calls := s.steps[name]; done < len(calls) {
 			return &calls[done]
 		}
 		return nil
