@@ -11,9 +11,16 @@ var ErrFound = errors.New("secret in team memory write")
 type Error struct {
 	RuleID string
 	Label  string
+	// Synced says the write was headed for private memory that is synced
+	// to the user's account, not for team memory.
+	Synced bool
 }
 
 func (e *Error) Error() string {
+	if e.Synced {
+		return "refusing to write a " + e.Label + " into memory, which is synced to your account; " +
+			"remove the secret and write again"
+	}
 	return "refusing to write a " + e.Label + " into team memory, which every contributor can read; " +
 		"remove the secret and write again"
 }

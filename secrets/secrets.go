@@ -23,6 +23,37 @@ type secretRule struct {
 	inToken [256]bool
 	// maxLen bounds the text a single match may span.
 	maxLen int
+	// low marks a low-confidence rule: it redacts, and ScanAll reports
+	// it, but it never blocks (Scan, First and Check skip it).
+	low bool
+}
+
+// lowRule is rule for a low-confidence rule.
+func lowRule(id string, keywords []string, offset int, pattern, chars string, maxLen int) secretRule {
+	r := rule(id, keywords, offset, pattern, chars, maxLen)
+	r.low = true
+	return r
+}
+
+// Confidence says how sure a rule is that a match is a credential.
+type Confidence int
+
+const (
+	// High rules match a provider's own token format: their matches
+	// block writes into shared or synced memory.
+	High Confidence = iota
+	// Low rules match the shapes credentials often take (a password
+	// assignment, a URL with a password, a bearer header): their
+	// matches are redacted but never block, since ordinary prose and
+	// code hit them too.
+	Low
+)
+
+func (c Confidence) String() string {
+	if c == Low {
+		return "low"
+	}
+	return "high"
 }
 
 // Token characters shared by most rules; a token must not touch another
@@ -118,10 +149,52 @@ func secretRules() []secretRule {
 		rule("slack-webhook-url", []string{"hooks.slack.com/"}, 0, `hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}`, tokenChars, 82),
 		rule("private-key", []string{"-----BEGIN"}, 0,
 			`-----BEGIN[ A-Z0-9_\-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{64,}?-----END[ A-Z0-9_\-]{0,100}PRIVATE KEY(?: BLOCK)?-----`, "", 64<<10),
+
+		// Low confidence (Claude Code 2.1.328's 13): shapes, not formats.
+		// A URL with a password: scheme://user:password@host.
+		lowRule("url-userinfo", []string{"://"}, 0, `://[^\s/:@?#]+:[^\s/@?#]{3,}@[A-Za-z0-9.\-]+`, "", 512),
+		// A password with a slash in it: the URL parser would end the
+		// authority early and miss it.
+		lowRule("url-userinfo-tail", []string{"://"}, 0, `://[^\s/:@?#]+:[^\s@?#]*/[^\s@?#]*@[A-Za-z0-9.\-]+`, "", 512),
+		// A password with an "@" in it: the host follows the last one.
+		lowRule("url-userinfo-later-at", []string{"://"}, 0, `://[^\s/:@?#]+:[^\s/?#]*@[^\s/?#]*@[A-Za-z0-9.\-]+`, "", 512),
+		// The same, percent-encoded inside another URL or a log line.
+		lowRule("url-userinfo-encoded", []string{"%3A%2F%2F", "%3a%2f%2f"}, 0,
+			`%3[Aa]%2[Ff]%2[Ff][A-Za-z0-9._~\-]+%3[Aa][A-Za-z0-9._~%\-]{3,}%40[A-Za-z0-9.\-]+`, "", 512),
+		// A Google service account key file: its private_key_id field.
+		lowRule("gcp-service-account", []string{`"private_key_id"`}, 0, `"private_key_id"\s*:\s*"[a-f0-9]{40}"`, "", 80),
+		// Anything shaped like an Anthropic key that no exact rule took.
+		lowRule("loose-anthropic-key", []string{"sk-ant-"}, 0, `sk-ant-[A-Za-z0-9_\-]{24,}`, tokenChars, 300),
+		// An Authorization header's credentials.
+		lowRule("http-auth-scheme", []string{"Bearer ", "bearer ", "Basic ", "basic ", "Token ", "token "}, 0,
+			`(?:[Bb]earer|[Bb]asic|[Tt]oken) [A-Za-z0-9._~+/\-]{16,}=*`, tokenChars, 2048),
+		// A JSON Web Token: three base64url parts, the first two JSON.
+		lowRule("loose-jwt", []string{"eyJ"}, 0, `eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`, tokenChars, 4096),
+		// A value assigned to a name that says it is secret.
+		lowRule("sensitive-assign", sensitiveNames, 0,
+			`(?i:password|passwd|secret|token|api_?key|access_?key|private_?key)["']?\s*[:=]\s*["']?[^\s"'<>]{8,}`, "", 300),
+		// The same inside an escaped JSON string (\"password\":\"...\").
+		lowRule("sensitive-assign-escaped", sensitiveNames, 0,
+			`(?i:password|passwd|secret|token|api_?key|access_?key|private_?key)\\"\s*:\s*\\"[^\\"\s]{8,}`, "", 300),
+		// A cloud credential in an environment assignment.
+		lowRule("cloud-env-var", []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_CLIENT_SECRET", "AZURE_STORAGE_KEY",
+			"ARM_CLIENT_SECRET", "GOOGLE_API_KEY", "DIGITALOCEAN_ACCESS_TOKEN", "CLOUDFLARE_API_TOKEN"}, 0,
+			`[A-Z_]+\s*[:=]\s*["']?[A-Za-z0-9/+=._\-]{16,}`, "", 400),
+		// A value masked at the start whose rest is still in the clear.
+		lowRule("masked-value-rest", []string{"****"}, 0, `\*{4,}[A-Za-z0-9_\-]{16,}`, "", 300),
+		// An Anthropic key masked in the middle with its signed rest shown.
+		lowRule("anthropic-signed-key-rest", []string{"sk-ant-"}, 0, `sk-ant-[a-z]+[0-9]*-(?:\.{3}|\*{3,}|…)[A-Za-z0-9_\-]{16,}`, "", 300),
 	}
 }
 
-// RuleIDs lists the IDs of every secret rule, in scan order.
+// sensitiveNames are the keywords of the assignment rules, in the cases
+// code writes them.
+var sensitiveNames = []string{"password", "Password", "PASSWORD", "passwd", "PASSWD", "secret", "Secret", "SECRET",
+	"token", "Token", "TOKEN", "api_key", "apikey", "apiKey", "ApiKey", "API_KEY", "APIKEY", "access_key", "accessKey",
+	"ACCESS_KEY", "private_key", "privateKey", "PRIVATE_KEY"}
+
+// RuleIDs lists the IDs of every secret rule, in scan order: the
+// high-confidence ones and private-key, then the low-confidence ones.
 func RuleIDs() []string {
 	rules := secretRules()
 	ids := make([]string, len(rules))
@@ -157,18 +230,33 @@ func Label(ruleID string) string {
 // Match names a kind of secret found in a text. It never holds the
 // secret itself.
 type Match struct {
-	RuleID string
-	Label  string
+	RuleID     string
+	Label      string
+	Confidence Confidence
 }
 
 // Scanner finds credentials in text. Create one with New and reuse
 // it: it is safe for concurrent use.
 type Scanner struct {
 	rules []secretRule
-	// pairs indexes every rule keyword by its first two bytes, so Scan
-	// and First find all candidates in one pass over the text.
-	pairs    map[uint16][]keywordRef
-	pairSeen [1 << 16 / 64]uint64
+	high  keywordIndex // the high-confidence rules: what blocks
+	all   keywordIndex // every rule
+}
+
+// keywordIndex indexes rule keywords by their first two bytes, so a scan
+// finds all candidates in one pass over the text.
+type keywordIndex struct {
+	pairs map[uint16][]keywordRef
+	seen  [1 << 16 / 64]uint64
+}
+
+func (x *keywordIndex) add(rule int, kw string) {
+	if x.pairs == nil {
+		x.pairs = map[uint16][]keywordRef{}
+	}
+	p := uint16(kw[0])<<8 | uint16(kw[1]) // every keyword has two bytes or more
+	x.pairs[p] = append(x.pairs[p], keywordRef{rule: rule, kw: kw})
+	x.seen[p/64] |= 1 << (p % 64)
 }
 
 // keywordRef is one keyword of one rule.
@@ -177,30 +265,32 @@ type keywordRef struct {
 	kw   string
 }
 
-// New returns a Scanner with the 53 built-in rules: the 52 high-confidence
-// rules of Claude Code 2.1.328 and the private-key check.
+// New returns a Scanner with the 66 built-in rules: the 52
+// high-confidence rules of Claude Code 2.1.328, its private-key check,
+// and its 13 low-confidence rules (which redact but never block).
 func New() *Scanner {
-	s := &Scanner{rules: secretRules(), pairs: map[uint16][]keywordRef{}}
+	s := &Scanner{rules: secretRules()}
 	for i, r := range s.rules {
 		for _, k := range r.keywords {
-			p := uint16(k[0])<<8 | uint16(k[1]) // every keyword has two bytes or more
-			s.pairs[p] = append(s.pairs[p], keywordRef{rule: i, kw: k})
-			s.pairSeen[p/64] |= 1 << (p % 64)
+			s.all.add(i, k)
+			if !r.low {
+				s.high.add(i, k)
+			}
 		}
 	}
 	return s
 }
 
-// scan calls hit for each rule that matches text, in text order of its
-// first matching keyword, once per rule, until hit returns false.
-func (s *Scanner) scan(text string, hit func(rule int) bool) {
+// scan calls hit for each rule of x that matches text, in text order of
+// its first matching keyword, once per rule, until hit returns false.
+func (s *Scanner) scan(x *keywordIndex, text string, hit func(rule int) bool) {
 	var done []bool
 	for i := 0; i+1 < len(text); i++ {
 		p := uint16(text[i])<<8 | uint16(text[i+1])
-		if s.pairSeen[p/64]&(1<<(p%64)) == 0 {
+		if x.seen[p/64]&(1<<(p%64)) == 0 {
 			continue
 		}
-		for _, ref := range s.pairs[p] {
+		for _, ref := range x.pairs[p] {
 			if done != nil && done[ref.rule] || !strings.HasPrefix(text[i:], ref.kw) {
 				continue
 			}
@@ -223,11 +313,18 @@ func (s *Scanner) scan(text string, hit func(rule int) bool) {
 	}
 }
 
-// Scan returns one Match per rule that matches text, in rule order;
-// nil when the text is clean.
-func (s *Scanner) Scan(text string) []Match {
+// Scan returns one Match per high-confidence rule that matches text, in
+// rule order; nil when the text holds none. These are the matches that
+// block a write.
+func (s *Scanner) Scan(text string) []Match { return s.matches(&s.high, text) }
+
+// ScanAll is Scan with the low-confidence rules too (Match.Confidence
+// tells them apart): for reports and redaction, not for refusing writes.
+func (s *Scanner) ScanAll(text string) []Match { return s.matches(&s.all, text) }
+
+func (s *Scanner) matches(x *keywordIndex, text string) []Match {
 	var found []int
-	s.scan(text, func(rule int) bool { found = append(found, rule); return true })
+	s.scan(x, text, func(rule int) bool { found = append(found, rule); return true })
 	if found == nil {
 		return nil
 	}
@@ -235,12 +332,15 @@ func (s *Scanner) Scan(text string) []Match {
 	out := make([]Match, len(found))
 	for i, r := range found {
 		out[i] = Match{RuleID: s.rules[r].id, Label: Label(s.rules[r].id)}
+		if s.rules[r].low {
+			out[i].Confidence = Low
+		}
 	}
 	return out
 }
 
-// First returns the first rule (in rule order) that matches text, and
-// whether one did.
+// First returns the first high-confidence rule (in rule order) that
+// matches text, and whether one did.
 func (s *Scanner) First(text string) (Match, bool) {
 	m := s.Scan(text)
 	if len(m) == 0 {
@@ -249,7 +349,8 @@ func (s *Scanner) First(text string) (Match, bool) {
 	return m[0], true
 }
 
-// Redact replaces every secret in text with "[REDACTED]".
+// Redact replaces every match of every rule, low-confidence ones
+// included, with "[REDACTED]".
 func (s *Scanner) Redact(text string) string {
 	for i := range s.rules {
 		r := &s.rules[i]

@@ -87,33 +87,82 @@ func samples() map[string]string {
 		"slack-webhook-url":                  cat("hooks.", "slack.com/services/", "T0123ABCD/B0123ABCD/", rep(alnum, 24)),
 		"private-key": cat("-----BEGIN ", "RSA PRIVATE KEY-----\n", rep(b64, 64), "\n", rep(b64, 64),
 			"\n-----END ", "RSA PRIVATE KEY-----"),
+		// Low confidence.
+		"url-userinfo":              cat("postgres://", "admin:", "s3cretpass@", "db.internal:5432/app"),
+		"url-userinfo-tail":         cat("https://", "deploy:", "pa/ss/word@", "git.example.com/repo"),
+		"url-userinfo-later-at":     cat("https://", "deploy:", "p@ssword@", "git.example.com/repo"),
+		"url-userinfo-encoded":      cat("next=https", "%3A%2F%2F", "bot%3A", "hunter2secret%40", "ci.example.com"),
+		"gcp-service-account":       cat(`"private`, `_key_id": "`, rep(hexLo, 40), `"`),
+		"loose-anthropic-key":       cat("sk-ant-", "sid01-", rep(alnum, 40)),
+		"http-auth-scheme":          cat("Authorization: ", "Bearer ", rep(alnum, 32)),
+		"loose-jwt":                 cat("ey", "J", rep(alnum, 20), ".ey", "J", rep(alnum, 30), ".", rep(alnum+"_-", 43)),
+		"sensitive-assign":          cat("db_pass", "word = ", "Tr0ub4dor-x9"),
+		"sensitive-assign-escaped":  cat(`{\"api`, `_key\":\"`, rep(alnum, 24), `\"}`),
+		"cloud-env-var":             cat("AWS_SECRET", "_ACCESS_KEY=", rep(alnum+"/+", 40)),
+		"masked-value-rest":         cat("key ", "****************", rep(alnum, 20)),
+		"anthropic-signed-key-rest": cat("sk-ant-", "api03-", "...", rep(alnum, 30)),
 	}
+}
+
+// lowSecrets is the secret part of each low-confidence sample: what
+// redaction must remove (the rest of the shape may stay).
+func lowSecrets() map[string]string {
+	return map[string]string{
+		"url-userinfo": "s3cretpass", "url-userinfo-tail": "pa/ss/word", "url-userinfo-later-at": "p@ssword",
+		"url-userinfo-encoded": "hunter2secret", "gcp-service-account": rep(hexLo, 40), "loose-anthropic-key": rep(alnum, 40),
+		"http-auth-scheme": rep(alnum, 32), "loose-jwt": rep(alnum, 30), "sensitive-assign": "Tr0ub4dor-x9",
+		"sensitive-assign-escaped": rep(alnum, 24), "cloud-env-var": rep(alnum+"/+", 40), "masked-value-rest": rep(alnum, 20),
+		"anthropic-signed-key-rest": rep(alnum, 30),
+	}
+}
+
+// lowRules are the ids of the low-confidence rules.
+func lowRules() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range secretRules() {
+		if r.low {
+			out[r.id] = true
+		}
+	}
+	return out
 }
 
 func TestSecretRulesTruePositives(t *testing.T) {
 	s := New()
 	ids := RuleIDs()
-	require.Len(t, ids, 53)
+	require.Len(t, ids, 66, "52 high-confidence rules, private-key and 13 low-confidence rules")
+	low := lowRules()
+	require.Len(t, low, 13)
 	sm := samples()
-	require.Len(t, sm, 53, "one sample per rule")
+	require.Len(t, sm, 66, "one sample per rule")
 	for _, id := range ids {
 		t.Run(id, func(t *testing.T) {
 			token, ok := sm[id]
 			require.True(t, ok, "no sample for %s", id)
 			for _, text := range []string{token, "key: " + token + "\n", `"token": "` + token + `",`, "(" + token + ")"} {
-				got := s.Scan(text)
 				var hit bool
-				for _, m := range got {
+				for _, m := range s.ScanAll(text) {
 					if m.RuleID == id {
 						hit = true
 						assert.Equal(t, Label(id), m.Label)
+						assert.Equal(t, low[id], m.Confidence == Low)
 					}
 					assert.NotContains(t, fmt.Sprintf("%+v", m), token[4:12], "results never carry the secret, in any field")
 				}
 				assert.True(t, hit, "%s not found in %q", id, text)
+				blocked := false
+				for _, m := range s.Scan(text) {
+					blocked = blocked || m.RuleID == id
+				}
+				assert.Equal(t, !low[id], blocked, "only a high-confidence rule blocks (%s)", id)
 			}
 			red := s.Redact("before " + token + " after")
-			assert.Equal(t, "before [REDACTED] after", red)
+			if secret, ok := lowSecrets()[id]; ok {
+				assert.NotContains(t, red, secret, "a low-confidence match is redacted")
+				assert.Contains(t, red, "[REDACTED]")
+			} else {
+				assert.Equal(t, "before [REDACTED] after", red)
+			}
 		})
 	}
 }
@@ -149,6 +198,16 @@ func TestSecretNearMisses(t *testing.T) {
 	s := New()
 	for _, m := range misses {
 		assert.Empty(t, s.Scan(m), "%q must not match", m)
+	}
+	// Nor do these match a low-confidence rule.
+	lowMisses := []string{
+		"see https://example.com/path?user=me@example.com", "mail deploy@example.com", "https://user@host.example.com/",
+		"a password is needed to log in", "password: <ask the user>", "the token endpoint", "token = short",
+		"Bearer tokens expire", "Basic auth", "eyJhbGciOiJIUzI1NiJ9.not-a-jwt", "AWS_SECRET_ACCESS_KEY is read from the vault",
+		"**** the end ****", "sk-ant-short", `"private_key_id": "not-hex"`,
+	}
+	for _, m := range lowMisses {
+		assert.Empty(t, s.ScanAll(m), "%q must not match", m)
 	}
 }
 
@@ -193,7 +252,7 @@ func TestRedactSeveral(t *testing.T) {
 	text := "a " + gh + " " + gh + "\nb=" + npm + "."
 	assert.Equal(t, "a [REDACTED] [REDACTED]\nb=[REDACTED].", Redact(text))
 	got := Scan(text)
-	assert.Equal(t, []Match{{"github-pat", "GitHub PAT"}, {"npm-access-token", "NPM Access Token"}}, got)
+	assert.Equal(t, []Match{{"github-pat", "GitHub PAT", High}, {"npm-access-token", "NPM Access Token", High}}, got)
 }
 
 func TestLabel(t *testing.T) {
@@ -237,12 +296,19 @@ func TestOnePassScanAgreesWithEachRule(t *testing.T) {
 			b.WriteString(pieces[rng.IntN(len(pieces))])
 		}
 		text := b.String()
-		var want []Match
+		var want, wantAll []Match
 		for i := range s.rules {
 			if _, _, ok := s.rules[i].next(text, 0); ok {
-				want = append(want, Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)})
+				m := Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)}
+				if s.rules[i].low {
+					m.Confidence = Low
+				} else {
+					want = append(want, m)
+				}
+				wantAll = append(wantAll, m)
 			}
 		}
 		require.Equal(t, want, s.Scan(text), "%q", text)
+		require.Equal(t, wantAll, s.ScanAll(text), "%q", text)
 	}
 }
