@@ -95,6 +95,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Prompt chooses the memory prompt's shape and where the index goes.
 	Prompt PromptOptions
+	// SyncedMemory says the private memory directory is synced to the
+	// user's account (a private memory store): the memory tools and Save
+	// then refuse a secret in any memory file, as they do in team/.
+	SyncedMemory bool
 }
 
 // PromptOptions choose the memory prompt. The zero value is what Claude
@@ -238,10 +242,10 @@ func (m *Memory) on(j Job) bool { return m.opts.Disable&j == 0 }
 
 func (m *Memory) build(model llm.Model) error {
 	var err error
-	if m.memDir, err = memdir.NewDir(m.fs, m.dir, memdir.DirOptions{SessionID: m.opts.SessionID}); err != nil {
+	if m.memDir, err = memdir.NewDir(m.fs, m.dir, memdir.DirOptions{SessionID: m.opts.SessionID, Synced: m.opts.SyncedMemory}); err != nil {
 		return err
 	}
-	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{}); err != nil {
+	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{Synced: m.opts.SyncedMemory}); err != nil {
 		return err
 	}
 	team := memdir.TeamMemPath(m.dir)
@@ -345,6 +349,10 @@ func (m *Memory) Enabled() bool { return m.enabled }
 // Dir returns the memory directory ("" when memory is off).
 func (m *Memory) Dir() string { return m.dir }
 
+// MemoryDir returns the memory directory's object (nil when memory is
+// off): Save, Delete and the index edits for the host's own code.
+func (m *Memory) MemoryDir() *memdir.Dir { return m.memDir }
+
 // SessionID returns the session's id.
 func (m *Memory) SessionID() string { return m.opts.SessionID }
 
@@ -427,6 +435,9 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 			if err == nil {
 				err = m.guard.Check(m.fs, tc)
 			}
+			if err == nil && m.opts.SyncedMemory {
+				err = m.checkSynced(tc)
+			}
 			if err != nil {
 				return llm.Deny(err.Error())
 			}
@@ -436,6 +447,35 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 		}
 		return next(ctx, call)
 	}
+}
+
+// checkSynced refuses a host tool's write of a secret into synced
+// private memory: the written content, or each new text of an edit.
+// Writes elsewhere are the host's business.
+func (m *Memory) checkSynced(tc memdir.ToolCall) error {
+	path := tc.String("file_path")
+	if path == "" {
+		path = tc.String("notebook_path")
+	}
+	t, err := m.memDir.Gate().CheckPath(path)
+	if err != nil || !t.Synced {
+		return nil // not a memory write, or the team guard's
+	}
+	texts := []string{tc.String("content"), tc.String("new_string"), tc.String("new_source")}
+	if edits, ok := tc.Input["edits"].([]any); ok {
+		for _, e := range edits {
+			if em, ok := e.(map[string]any); ok {
+				s, _ := em["new_string"].(string)
+				texts = append(texts, s)
+			}
+		}
+	}
+	for _, text := range texts {
+		if err := m.memDir.Gate().CheckContent(t, text); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UserMessage returns the user message to send for text. The session's

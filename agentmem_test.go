@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentmem/agentmem"
 	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/transcript"
 )
 
@@ -120,6 +122,30 @@ func TestGuardKeepsSecretsOutOfTeam(t *testing.T) {
 	fine := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `/ci.md","content":"CI runs nightly"}`)}
 	assert.True(t, guard(context.Background(), fine).Allow)
 	assert.Equal(t, 1, calls, "only the allowed call reaches the host's own rule")
+}
+
+// With private memory synced to the account, a secret is kept out of
+// every memory file: through the host's own tools and the memory tools.
+func TestSyncedMemoryKeepsSecretsOut(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config, SyncedMemory: true})
+	require.NoError(t, err)
+	defer mem.Close()
+	guard := mem.Guard(nil)
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	write := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + mem.Dir() + `/k.md","content":"` + token + `"}`)}
+	d := guard(context.Background(), write)
+	assert.False(t, d.Allow)
+	assert.Contains(t, d.Reason, "synced to your account")
+	edit := llm.ToolCall{Name: "Edit", Input: []byte(`{"file_path":"` + mem.Dir() + `/k.md","old_string":"x","new_string":"` + token + `"}`)}
+	assert.False(t, guard(context.Background(), edit).Allow)
+	elsewhere := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + project + `/k.md","content":"` + token + `"}`)}
+	assert.True(t, guard(context.Background(), elsewhere).Allow, "the project's own files are the host's business")
+	fine := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + mem.Dir() + `/k.md","content":"deploys on tuesdays"}`)}
+	assert.True(t, guard(context.Background(), fine).Allow)
+
+	_, err = mem.MemoryDir().Save(memdir.Memory{File: "k.md", Name: "k", Body: token})
+	assert.ErrorIs(t, err, secrets.ErrFound)
 }
 
 func TestBackgroundJobsKeepTheTurnsContextValues(t *testing.T) {

@@ -58,6 +58,7 @@ type WriteGate struct {
 	roots   []string // cleaned, NFC, no trailing separator; longest first
 	teams   []string // team directories, same form
 	scanner *secrets.Scanner
+	synced  bool // every write is scanned (GateOptions.Synced)
 	// writeMu serialises this gate's writes; the root's lock file
 	// serialises them with other gates and processes (on the real disk;
 	// afero.MemMapFs has no atomic O_EXCL, so there one gate per
@@ -73,6 +74,11 @@ type GateOptions struct {
 	TeamDirs []string
 	// Scanner finds secrets; nil means secrets.New().
 	Scanner *secrets.Scanner
+	// Synced says the roots are private memory synced to the user's
+	// account (a private memory store): every write under them is
+	// scanned, not only team writes, and refused with a *secrets.Error
+	// whose Synced is set.
+	Synced bool
 }
 
 // NewWriteGate returns a gate that writes only below roots (absolute
@@ -85,7 +91,7 @@ func NewWriteGate(fsys afero.Fs, roots []string, opts GateOptions) (*WriteGate, 
 	if len(roots) == 0 {
 		return nil, errors.New("memdir: NewWriteGate needs at least one memory directory")
 	}
-	g := &WriteGate{fs: fsys, scanner: opts.Scanner}
+	g := &WriteGate{fs: fsys, scanner: opts.Scanner, synced: opts.Synced}
 	if g.scanner == nil {
 		g.scanner = secrets.New()
 	}
@@ -148,6 +154,9 @@ type Target struct {
 	// Team reports whether the write lands in a team directory (by name,
 	// or through a link inside the memory directory that leads there).
 	Team bool
+	// Synced reports whether the write lands in private memory that is
+	// synced to the user's account (GateOptions.Synced).
+	Synced bool
 }
 
 // Roots returns the gate's memory directories.
@@ -200,7 +209,7 @@ func (g *WriteGate) CheckPath(abs string) (Target, error) {
 		if err != nil {
 			return Target{}, containmentError(err, false)
 		}
-		t.Team = team
+		t.Team, t.Synced = team, g.synced && !team
 		return t, nil
 	}
 	for _, root := range g.roots {
@@ -255,13 +264,18 @@ func containmentError(err error, team bool) *PathTraversalError {
 	return &PathTraversalError{Reason: ReasonUnverifiable, Detail: errorCode(err)}
 }
 
-// CheckContent returns a *secrets.Error when t is a team write and
-// content holds a credential.
+// CheckContent returns a *secrets.Error when t is a team or synced
+// write and content holds a credential.
 func (g *WriteGate) CheckContent(t Target, content string) error {
-	if !t.Team {
+	if !t.Team && !t.Synced {
 		return nil
 	}
-	return g.scanner.Check(content)
+	err := g.scanner.Check(content)
+	var se *secrets.Error
+	if t.Synced && errors.As(err, &se) {
+		se.Synced = true
+	}
+	return err
 }
 
 // Check runs CheckPath and CheckContent.

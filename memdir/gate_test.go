@@ -72,6 +72,27 @@ func TestSaveTeamSecretRefused(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// Private memory synced to the user's account is scanned like team
+// memory, and the refusal says why.
+func TestSaveSyncedSecretRefused(t *testing.T) {
+	mem, _ := diskMemory(t)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{Synced: true})
+	require.NoError(t, err)
+	_, err = d.Save(Memory{File: "private.md", Name: "mine", Body: "push with " + fakeToken()})
+	var se *secrets.Error
+	require.ErrorAs(t, err, &se)
+	assert.True(t, se.Synced)
+	assert.Contains(t, err.Error(), "synced to your account")
+	assert.NotContains(t, err.Error(), fakeToken())
+	assert.NoFileExists(t, filepath.Join(mem, "private.md"))
+
+	_, err = d.Save(Memory{File: "team/ci.md", Name: "CI", Body: fakeToken()})
+	require.ErrorAs(t, err, &se)
+	assert.False(t, se.Synced, "a team write says team memory")
+	_, err = d.Save(Memory{File: "private.md", Name: "mine", Body: "the password = is kept in the vault, see https://vault.example.com"})
+	assert.NoError(t, err, "a low-confidence shape never blocks")
+}
+
 func TestSaveThroughLinkOutsideRefused(t *testing.T) {
 	mem, outside := diskMemory(t)
 	require.NoError(t, os.Symlink(outside, filepath.Join(mem, TeamDirName, "sub")))

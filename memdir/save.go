@@ -83,6 +83,9 @@ type DirOptions struct {
 	SessionID string
 	// Now stamps metadata.modified (default time.Now).
 	Now func() time.Time
+	// Synced says the directory is synced to the user's account: Save
+	// refuses a secret in any file, as in team memory (GateOptions.Synced).
+	Synced bool
 }
 
 // NewDir returns the memory directory at path (absolute) on fsys. The
@@ -95,7 +98,7 @@ func NewDir(fsys afero.Fs, path string, opts DirOptions) (*Dir, error) {
 		return nil, errors.New("memdir: NewDir needs an absolute directory path")
 	}
 	p := filepath.Clean(path)
-	gate, err := NewWriteGate(fsys, []string{p}, GateOptions{})
+	gate, err := NewWriteGate(fsys, []string{p}, GateOptions{Synced: opts.Synced})
 	if err != nil {
 		return nil, err
 	}

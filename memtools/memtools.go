@@ -55,6 +55,10 @@ type Options struct {
 	// then overwrite files the agent has not read. Only for hosts whose
 	// model cannot read first.
 	BlindWrites bool
+	// Synced says the memory directories are synced to the user's
+	// account: Write and Edit refuse a secret in any file, not only in
+	// team memory (memdir.GateOptions.Synced).
+	Synced bool
 	// Tracker, when set, is told of every file before Write or Edit
 	// changes it (filehistory.Tracker.TrackEdit), so the turn can be
 	// rewound. A tracking failure stops the write.
@@ -115,7 +119,7 @@ func New(fsys afero.Fs, roots []string, opts Options) (*Toolset, error) {
 		}
 		clean[i] = filepath.Clean(r)
 	}
-	gate, err := memdir.NewWriteGate(fsys, clean, memdir.GateOptions{})
+	gate, err := memdir.NewWriteGate(fsys, clean, memdir.GateOptions{Synced: opts.Synced})
 	if err != nil {
 		return nil, fmt.Errorf("memtools: %w", err)
 	}

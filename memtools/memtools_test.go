@@ -315,6 +315,16 @@ func TestTeamSecretsRefusedWithoutPermissionRule(t *testing.T) {
 	}
 }
 
+func TestSyncedMemorySecretsRefused(t *testing.T) {
+	mem := t.TempDir()
+	ts, err := New(afero.NewOsFs(), []string{mem}, Options{Synced: true, BlindWrites: true})
+	require.NoError(t, err)
+	_, err = run(t, ts, ToolWrite, map[string]any{"file_path": filepath.Join(mem, "mine.md"), "content": "token " + fakeToken()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "synced to your account")
+	assert.NoFileExists(t, filepath.Join(mem, "mine.md"))
+}
+
 func TestMultiEdit(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
