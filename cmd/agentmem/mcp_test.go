@@ -445,3 +445,23 @@ func TestMCPResourcesFollowTheDisk(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "outside_write.md")))
 	assert.NotContains(t, uris(), "memory://files/outside_write.md")
 }
+
+// A save whose pointer brings the index near its load limit says so, in
+// the text and in the structured result.
+func TestMCPSaveNearTheIndexLimitGetsANotice(t *testing.T) {
+	dir, _ := mcpTree(t)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte(strings.Repeat("- [A](a.md) — a memory\n", 165)), 0o644))
+	cs := inMemorySession(t, dir)
+	res, txt := call(t, cs, "memory_save", map[string]any{"name": "Deploys", "description": "when we ship", "type": "project", "body": "Tuesdays."})
+	require.False(t, res.IsError, txt)
+	assert.Contains(t, txt, "Note: the memory index MEMORY.md is now 166 lines, close to its 200-line load limit.")
+	var saved saveOut
+	raw, _ := json.Marshal(res.StructuredContent)
+	require.NoError(t, json.Unmarshal(raw, &saved))
+	assert.Contains(t, saved.Notice, "166 lines")
+
+	res, txt = call(t, cs, "memory_save", map[string]any{"name": "CI", "description": "the pipeline", "type": "reference", "body": "Nightly.", "file": "team/ci.md"})
+	require.False(t, res.IsError, txt)
+	assert.NotContains(t, txt, "Note:", "the team index is small")
+}

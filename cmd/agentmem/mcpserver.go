@@ -137,6 +137,8 @@ type (
 		File      string `json:"file"`
 		IndexLine string `json:"index_line"`
 		Replaced  bool   `json:"replaced"`
+		// Notice says the index nears or passes its load limit.
+		Notice string `json:"notice,omitempty"`
 	}
 	deleteOut struct {
 		File    string `json:"file"`
@@ -214,7 +216,12 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if res.ReplacedPointer {
 				verb = "Updated"
 			}
-			return text(fmt.Sprintf("%s %s; MEMORY.md: %s", verb, res.File, res.IndexLine)), saveOut{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer}, nil
+			answer := fmt.Sprintf("%s %s; MEMORY.md: %s", verb, res.File, res.IndexLine)
+			notice := ms.indexNotice(res.File)
+			if notice != "" {
+				answer += "\n\n" + notice
+			}
+			return text(answer), saveOut{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer, Notice: notice}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, deleteOut, error) {
@@ -284,6 +291,20 @@ func toolError(err error) error {
 }
 
 // list returns the newest mcpMaxList memories, and whether there are more.
+// indexNotice is what the model should know of the size of the index
+// that file's pointer went into (memdir.IndexNotice), "" when nothing.
+func (ms *memoryServer) indexNotice(file string) string {
+	rel := memdir.EntrypointName
+	if strings.HasPrefix(file, memdir.TeamDirName+"/") {
+		rel = memdir.TeamDirName + "/" + memdir.EntrypointName
+	}
+	index, err := ms.read(rel)
+	if err != nil {
+		return ""
+	}
+	return memdir.IndexNotice(rel, string(index), memdir.IndexLimits{})
+}
+
 func (ms *memoryServer) list(ctx context.Context) ([]memoryEntry, bool, error) {
 	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{MaxFiles: mcpMaxList + 1})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

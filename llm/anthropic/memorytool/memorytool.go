@@ -394,27 +394,49 @@ func (h *Handler) create(p, text string) (string, error) {
 	if err != nil {
 		return "", h.refusal(t, err)
 	}
-	h.indexAdded(t.rel)
-	return "File created successfully at: " + t.shown, nil
+	return h.withNotice("File created successfully at: "+t.shown, t, text), nil
 }
 
-// indexAdded gives a new memory file its pointer in MEMORY.md.
-func (h *Handler) indexAdded(rel string) {
-	if isMemoryFile(rel) {
-		_, _ = h.dir.EnsurePointer(rel)
+// withNotice adds to a write's answer what the model should know of the
+// index's size (memdir.IndexNotice): after a write of MEMORY.md itself,
+// or after the new pointer a memory file got in it.
+func (h *Handler) withNotice(answer string, t target, written string) string {
+	notice := ""
+	if path.Base(t.rel) == memdir.EntrypointName {
+		notice = memdir.IndexNotice(t.shown, written, memdir.IndexLimits{})
+	} else if h.indexAdded(t.rel) {
+		if index, err := afero.ReadFile(h.fs, filepath.Join(h.dir.Path(), memdir.EntrypointName)); err == nil {
+			notice = memdir.IndexNotice(memdir.EntrypointName, string(index), memdir.IndexLimits{})
+		}
 	}
+	if notice == "" {
+		return answer
+	}
+	return answer + "\n\n" + notice
 }
 
-// edit runs a locked read-modify-write cycle on an existing file.
-func (h *Handler) edit(t target, change func(old string) (string, error)) error {
+// indexAdded gives a new memory file its pointer in MEMORY.md, and
+// reports whether it added one.
+func (h *Handler) indexAdded(rel string) bool {
+	if !isMemoryFile(rel) {
+		return false
+	}
+	added, err := h.dir.EnsurePointer(rel)
+	return err == nil && added
+}
+
+// edit runs a locked read-modify-write cycle on an existing file and
+// returns what it wrote.
+func (h *Handler) edit(t target, change func(old string) (string, error)) (string, error) {
 	if t.rel == "" {
-		return toolErr("The path %s is not a file.", t.shown)
+		return "", toolErr("The path %s is not a file.", t.shown)
 	}
 	if info, err := h.fs.Stat(t.abs); err != nil {
-		return h.refusal(t, err)
+		return "", h.refusal(t, err)
 	} else if info.IsDir() {
-		return toolErr("The path %s is not a file.", t.shown)
+		return "", toolErr("The path %s is not a file.", t.shown)
 	}
+	var written string
 	_, err := h.gate.UpdateFile(t.abs, func(old []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, toolErr("The path %s does not exist. Please provide a valid path.", t.shown)
@@ -426,17 +448,17 @@ func (h *Handler) edit(t target, change func(old string) (string, error)) error 
 		if len(out) > maxFileBytes {
 			return nil, toolErr("The edited file would be over %d bytes; memory files should be short", maxFileBytes)
 		}
+		written = out
 		return []byte(out), nil
 	}, 0o644)
 	var te *Error
 	if errors.As(err, &te) {
-		return te
+		return "", te
 	}
 	if err != nil {
-		return h.refusal(t, err)
+		return "", h.refusal(t, err)
 	}
-	h.indexAdded(t.rel)
-	return nil
+	return written, nil
 }
 
 func (h *Handler) strReplace(p, oldStr, newStr string) (string, error) {
@@ -448,7 +470,7 @@ func (h *Handler) strReplace(p, oldStr, newStr string) (string, error) {
 		return "", toolErr("Parameter `old_str` must not be empty")
 	}
 	var snippet string
-	err = h.edit(t, func(content string) (string, error) {
+	written, err := h.edit(t, func(content string) (string, error) {
 		switch n := strings.Count(content, oldStr); {
 		case n == 0:
 			return "", toolErr("No replacement was performed, old_str `%s` did not appear verbatim in %s.", oldStr, t.shown)
@@ -478,7 +500,7 @@ func (h *Handler) strReplace(p, oldStr, newStr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return snippet, nil
+	return h.withNotice(snippet, t, written), nil
 }
 
 func (h *Handler) insert(p string, at int, text string) (string, error) {
@@ -486,7 +508,7 @@ func (h *Handler) insert(p string, at int, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = h.edit(t, func(content string) (string, error) {
+	written, err := h.edit(t, func(content string) (string, error) {
 		var lines []string
 		if trimmed := strings.TrimSuffix(content, "\n"); content != "" {
 			lines = strings.Split(trimmed, "\n")
@@ -500,7 +522,7 @@ func (h *Handler) insert(p string, at int, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("The file %s has been edited.", t.shown), nil
+	return h.withNotice(fmt.Sprintf("The file %s has been edited.", t.shown), t, written), nil
 }
 
 func (h *Handler) delete(p string) (string, error) {

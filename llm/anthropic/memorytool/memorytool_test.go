@@ -230,3 +230,25 @@ func TestInMemoryFs(t *testing.T) {
 	assert.Contains(t, ok(t, h, map[string]any{"command": "view", "path": "/memories"}), "/memories/x.md")
 	assert.Equal(t, "Successfully deleted /memories/x.md", ok(t, h, map[string]any{"command": "delete", "path": "/memories/x.md"}))
 }
+
+// A write of the index, or a pointer added to it, that brings it near or
+// over its load limit says so in the answer; the write stays.
+func TestIndexNearItsLimitGetsANotice(t *testing.T) {
+	h, root := newHandler(t)
+	lines := func(n int) string { return strings.Repeat("- [A](a.md) — a memory\n", n) }
+	const top = "- [Top](top.md) — the top\n"
+	out := ok(t, h, map[string]any{"command": "create", "path": "/memories/MEMORY.md", "file_text": top + lines(119)})
+	assert.Equal(t, "File created successfully at: /memories/MEMORY.md", out, "below 80 %: nothing to say")
+
+	out = ok(t, h, map[string]any{"command": "insert", "path": "/memories/MEMORY.md", "insert_line": 0, "insert_text": strings.TrimSuffix(lines(50), "\n")})
+	assert.Contains(t, out, "Note: the memory index /memories/MEMORY.md is now 170 lines, close to its 200-line load limit.")
+
+	out = ok(t, h, map[string]any{"command": "str_replace", "path": "/memories/MEMORY.md", "old_str": top, "new_str": top + lines(59)})
+	assert.Contains(t, out, "Error: this write left the memory index /memories/MEMORY.md at 229 lines")
+	assert.Contains(t, out, "The write was saved")
+	assert.Equal(t, 229, strings.Count(read(t, filepath.Join(root, "MEMORY.md")), "\n"), "the write stayed")
+
+	// A new memory's pointer pushes it further: that answer says so too.
+	out = ok(t, h, map[string]any{"command": "create", "path": "/memories/b.md", "file_text": "---\nname: b\ndescription: bee\n---\nb\n"})
+	assert.Contains(t, out, "Error: this write left the memory index MEMORY.md at 230 lines")
+}
