@@ -57,10 +57,10 @@ type ccCall struct {
 // each after the result of the one before; then with the text "done." Any
 // other request (a side query, an extraction fork) gets the text "done."
 type ccStub struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	steps  map[string][]ccCall
-	reqs   []ccRequest
+	srv   *httptest.Server
+	mu    sync.Mutex
+	steps map[string][]ccCall
+	reqs  []ccRequest
 }
 
 // ccRequest is one request the stub received.
