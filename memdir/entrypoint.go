@@ -121,14 +121,7 @@ func whereCut(trimmed, kept string, total int) string {
 // joiners U+200C and U+200D and the variation selectors U+FE0E and U+FE0F.
 // Text with none of them is returned as it is.
 func CleanIndexText(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == '\r' || dropFromIndex(r) || r == '\u2028' || r == '\u2029' {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if isCleanIndexText(s) {
 		return s
 	}
 	s = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(s)
@@ -138,6 +131,28 @@ func CleanIndexText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// isCleanIndexText reports whether CleanIndexText would leave s as it
+// is. ASCII, nearly all of an index, is judged a byte at a time; only
+// other runes consult the Unicode tables.
+func isCleanIndexText(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+				return false // a control character, CR included
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if dropFromIndex(r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+		i += size
+	}
+	return true
 }
 
 func dropFromIndex(r rune) bool {

@@ -113,5 +113,5 @@ func ExampleRedactSecrets() {
 	fmt.Println(teammem.ScanSecrets(text))
 	// Output:
 	// use [REDACTED] to publish
-	// [{npm-access-token NPM Access Token}]
+	// [{npm-access-token NPM Access Token high}]
 }
