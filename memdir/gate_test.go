@@ -3,6 +3,7 @@ package memdir
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -273,4 +274,41 @@ func TestGateRemoveAllAndRename(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(root, "archive"))
 	assert.FileExists(t, filepath.Join(outside, "keep.md"))
 	assert.DirExists(t, root)
+}
+
+// A Reader opens the files below its directory and nothing that leaves
+// the memory root, even through a link planted after it was opened.
+func TestReaderStaysInsideTheRoot(t *testing.T) {
+	mem, outside := diskMemory(t)
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.md"), []byte("OUTSIDE"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(mem, "notes"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mem, "notes", "a.md"), []byte("inside"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "out")))
+	g, err := NewWriteGate(afero.NewOsFs(), []string{mem}, GateOptions{})
+	require.NoError(t, err)
+
+	_, err = g.Reader(filepath.Join(mem, "out"))
+	var pte *PathTraversalError
+	assert.ErrorAs(t, err, &pte, "a directory that leads out through a link")
+	_, err = g.Reader(outside)
+	assert.ErrorAs(t, err, &pte, "a directory outside every root")
+
+	rd, err := g.Reader(mem)
+	require.NoError(t, err)
+	defer rd.Close()
+	f, err := rd.Open(filepath.Join(mem, "notes", "a.md"))
+	require.NoError(t, err)
+	data, _ := io.ReadAll(f)
+	f.Close()
+	assert.Equal(t, "inside", string(data))
+	_, err = rd.Open(filepath.Join(mem, "out", "secret.md"))
+	assert.ErrorAs(t, err, &pte, "a link out is refused at read time")
+	_, err = rd.Open(filepath.Join(mem, "..", "outside", "secret.md"))
+	assert.ErrorAs(t, err, &pte, "and so is a lexical escape")
+
+	// A file swapped for a link after the walk found it.
+	require.NoError(t, os.Remove(filepath.Join(mem, "notes", "a.md")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(mem, "notes", "a.md")))
+	_, err = rd.Open(filepath.Join(mem, "notes", "a.md"))
+	assert.ErrorAs(t, err, &pte)
 }

@@ -351,6 +351,15 @@ func (t *Toolset) grep(ctx context.Context, pattern, dir, glob string, content, 
 	if err != nil {
 		return "", err
 	}
+	searched := start
+	if len(files) == 1 && files[0].path == start {
+		searched = filepath.Dir(start) // a single file
+	}
+	rd, err := t.gate.Reader(searched)
+	if err != nil {
+		return "", describe(start, err)
+	}
+	defer rd.Close()
 	var b strings.Builder
 	hits, truncated := 0, false
 	var buf bytes.Buffer
@@ -366,7 +375,7 @@ func (t *Toolset) grep(ctx context.Context, pattern, dir, glob string, content, 
 				continue
 			}
 		}
-		data, ok := t.readSmall(f, &buf)
+		data, ok := t.readSmall(rd, f, &buf)
 		if !ok || !re.Match(data) {
 			continue
 		}
@@ -403,10 +412,10 @@ func (t *Toolset) grep(ctx context.Context, pattern, dir, glob string, content, 
 	return b.String(), nil
 }
 
-// readSmall reads a file the walk found unless it is over the size limit
-// or binary. buf is reused between calls.
-func (t *Toolset) readSmall(p string, buf *bytes.Buffer) ([]byte, bool) {
-	f, err := t.gate.Open(p)
+// readSmall reads a file the walk found, through rd, unless it is over
+// the size limit or binary. buf is reused between calls.
+func (t *Toolset) readSmall(rd *memdir.Reader, p string, buf *bytes.Buffer) ([]byte, bool) {
+	f, err := rd.Open(p)
 	if err != nil {
 		return nil, false
 	}
