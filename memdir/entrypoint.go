@@ -3,6 +3,7 @@ package memdir
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -147,6 +148,10 @@ func isCleanIndexText(s string) bool {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
+		if r < 0x10000 && bmpKept()[r/64]&(1<<(r%64)) != 0 {
+			i += size
+			continue
+		}
 		if dropFromIndex(r) || r == '\u2028' || r == '\u2029' {
 			return false
 		}
@@ -154,6 +159,19 @@ func isCleanIndexText(s string) bool {
 	}
 	return true
 }
+
+// bmpKept marks the code points below U+10000 that CleanIndexText keeps
+// as they are, so a non-ASCII rune is judged with one lookup; it is built
+// on first use (8 KiB).
+var bmpKept = sync.OnceValue(func() *[0x10000 / 64]uint64 {
+	var kept [0x10000 / 64]uint64
+	for r := rune(0x80); r < 0x10000; r++ {
+		if !dropFromIndex(r) && r != '\u2028' && r != '\u2029' {
+			kept[r/64] |= 1 << (r % 64)
+		}
+	}
+	return &kept
+})
 
 func dropFromIndex(r rune) bool {
 	switch {

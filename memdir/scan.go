@@ -177,12 +177,7 @@ func IsMemoryFile(rel string, typ fs.FileMode) bool {
 // ("."-prefixed) folder or name on its way: such paths hold sync state,
 // conflict copies, locks and staged copies, never memories.
 func IsHiddenPath(rel string) bool {
-	for _, seg := range strings.Split(rel, "/") {
-		if strings.HasPrefix(seg, ".") {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.")
 }
 
 // headerReader reads file headers for one worker, keeping the best max.
