@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/fswalk"
@@ -62,32 +64,51 @@ func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Info
-	scratch := make([]byte, 2*WindowBytes) // reused: the windows are not kept
-	for i, e := range entries {
-		if i%64 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+	var ids []string
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Rel, ".jsonl"); ok && IsSessionID(id) && e.Type.IsRegular() {
+			ids = append(ids, id)
 		}
-		id, ok := strings.CutSuffix(e.Rel, ".jsonl")
-		if !ok || !IsSessionID(id) || !e.Type.IsRegular() {
-			continue
-		}
-		head, tail, info, err := readWindows(s.fs, filepath.Join(dir, e.Rel), scratch)
-		if err != nil || info.Size() == 0 {
-			continue
-		}
-		inf, ok := describe(id, head, tail)
-		if !ok {
-			continue
-		}
-		inf.Modified, inf.Path, inf.Size = info.ModTime(), filepath.Join(dir, e.Rel), info.Size()
-		out = append(out, inf)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].Modified.Equal(out[j].Modified) {
-			return out[i].Modified.After(out[j].Modified)
+	// A few workers read the windows: the reads, not the parsing, are
+	// most of the time, and they overlap.
+	workers := max(1, min(runtime.GOMAXPROCS(0), 4, len(ids)/16))
+	found := make([][]Info, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			scratch := make([]byte, 2*WindowBytes) // reused: the windows are not kept
+			for i := w; i < len(ids); i += workers {
+				if i%64 == w && ctx.Err() != nil {
+					return
+				}
+				path := filepath.Join(dir, ids[i]+".jsonl")
+				head, tail, info, err := readWindows(s.fs, path, scratch)
+				if err != nil || info.Size() == 0 {
+					continue
+				}
+				inf, ok := describe(ids[i], head, tail)
+				if !ok {
+					continue
+				}
+				inf.Modified, inf.Path, inf.Size = info.ModTime(), path, info.Size()
+				found[w] = append(found[w], inf)
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, f := range found {
+		out = append(out, f...)
+	}
+	slices.SortFunc(out, func(a, b Info) int {
+		if c := b.Modified.Compare(a.Modified); c != 0 {
+			return c // newest first
 		}
-		return out[i].SessionID > out[j].SessionID
+		return strings.Compare(b.SessionID, a.SessionID)
 	})
 	return out, nil
 }
