@@ -144,7 +144,7 @@ func TestSyncedMemoryKeepsSecretsOut(t *testing.T) {
 	fine := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + mem.Dir() + `/k.md","content":"deploys on tuesdays"}`)}
 	assert.True(t, guard(context.Background(), fine).Allow)
 
-	_, err = mem.MemoryDir().Save(memdir.Memory{File: "k.md", Name: "k", Body: token})
+	_, err = mem.MemoryDir().Save(context.Background(), memdir.Memory{File: "k.md", Name: "k", Body: token})
 	assert.ErrorIs(t, err, secrets.ErrFound)
 }
 

@@ -173,9 +173,9 @@ func (s *Stage) Accept(ctx context.Context) error {
 	var applied []StagedChange
 	for _, c := range s.Changes {
 		if c.Kind == Deleted {
-			_, err = gate.Remove(abs(c))
+			_, err = gate.Remove(ctx, abs(c))
 		} else {
-			_, err = gate.WriteFile(abs(c), c.After, modeOf(d.cfg.fs, abs(c)))
+			_, err = gate.WriteFile(ctx, abs(c), c.After, modeOf(d.cfg.fs, abs(c)))
 		}
 		if err != nil {
 			undo(d.cfg.fs, gate, abs, applied)
@@ -186,14 +186,15 @@ func (s *Stage) Accept(ctx context.Context) error {
 	return s.removeCopy()
 }
 
-// undo puts back the files of applied changes.
+// undo puts back the files of applied changes. It runs to the end even
+// when the accept's context was cancelled: a half-applied stage is worse.
 func undo(fsys afero.Fs, gate *memdir.WriteGate, abs func(StagedChange) string, applied []StagedChange) {
 	for i := len(applied) - 1; i >= 0; i-- {
 		c := applied[i]
 		if c.Kind == Added {
-			_, _ = gate.Remove(abs(c))
+			_, _ = gate.Remove(context.Background(), abs(c))
 		} else {
-			_, _ = gate.WriteFile(abs(c), c.Before, modeOf(fsys, abs(c)))
+			_, _ = gate.WriteFile(context.Background(), abs(c), c.Before, modeOf(fsys, abs(c)))
 		}
 	}
 }

@@ -106,7 +106,7 @@ func ExampleParseFrontmatter() {
 func ExampleDir_Save() {
 	fsys := afero.NewMemMapFs()
 	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
-	res, err := dir.Save(memdir.Memory{
+	res, err := dir.Save(context.Background(), memdir.Memory{
 		Name:        "Testing policy",
 		Description: "Integration tests hit a real database",
 		Type:        memdir.TypeFeedback,
@@ -125,8 +125,8 @@ func ExampleDir_Save() {
 func ExampleScanMemoryFiles() {
 	fsys := afero.NewMemMapFs()
 	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
-	_, _ = dir.Save(memdir.Memory{File: "role.md", Description: "Data scientist", Type: memdir.TypeUser})
-	_, _ = dir.Save(memdir.Memory{File: "team/ci.md", Description: "CI must stay green", Type: memdir.TypeProject})
+	_, _ = dir.Save(context.Background(), memdir.Memory{File: "role.md", Description: "Data scientist", Type: memdir.TypeUser})
+	_, _ = dir.Save(context.Background(), memdir.Memory{File: "team/ci.md", Description: "CI must stay green", Type: memdir.TypeProject})
 	when := time.Date(2026, 3, 15, 10, 30, 0, 0, time.UTC)
 	_ = fsys.Chtimes("/mem/role.md", when, when)
 	_ = fsys.Chtimes("/mem/team/ci.md", when.Add(-time.Hour), when.Add(-time.Hour))
@@ -153,7 +153,7 @@ func ExampleMemoryAgeDays() {
 func ExampleBuildCombinedMemoryPrompt() {
 	fsys := afero.NewMemMapFs()
 	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
-	_, _ = dir.Save(memdir.Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: memdir.TypeProject})
+	_, _ = dir.Save(context.Background(), memdir.Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: memdir.TypeProject})
 	prompt, err := memdir.BuildCombinedMemoryPrompt(context.Background(), fsys, memdir.CombinedPromptRequest{
 		AutoDir:               "/mem/",
 		IndividualMemoryFiles: []memdir.InstructionFile{{Path: "CLAUDE.md", Content: "Run make check."}},

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/atomicfile"
@@ -48,9 +47,10 @@ const IndexLockTimeout = 30 * time.Second
 // rename, so read-modify-write cycles by several goroutines, Dir values,
 // tools or processes never lose each other's changes: the index keeps
 // every pointer, and a memory tool's "modified since read" check sees any
-// write that landed before its own. On afero.MemMapFs, which has no
-// atomic exclusive create, only the writes of one gate are serialised:
-// use one Dir (or gate) per in-memory directory.
+// write that landed before its own; on afero.MemMapFs too, where the
+// gates of one process over one filesystem share an in-process lock. A
+// write waits for the lock until its ctx ends, and at most
+// IndexLockTimeout.
 //
 // A WriteGate is safe for concurrent use.
 type WriteGate struct {
@@ -59,11 +59,6 @@ type WriteGate struct {
 	teams   []string // team directories, same form
 	scanner *secrets.Scanner
 	synced  bool // every write is scanned (GateOptions.Synced)
-	// writeMu serialises this gate's writes; the root's lock file
-	// serialises them with other gates and processes (on the real disk;
-	// afero.MemMapFs has no atomic O_EXCL, so there one gate per
-	// directory is the rule).
-	writeMu sync.Mutex
 }
 
 // GateOptions configures a WriteGate. The zero value means the defaults.
@@ -290,8 +285,8 @@ func (g *WriteGate) Check(abs, content string) (Target, error) {
 // WriteFile checks abs and content and replaces the file atomically,
 // creating parent directories, confined to the target's root (see the
 // type's documentation). A MEMORY.md is written under its lock.
-func (g *WriteGate) WriteFile(abs string, data []byte, perm fs.FileMode) (Target, error) {
-	return g.UpdateFile(abs, func([]byte, bool) ([]byte, error) { return data, nil }, perm)
+func (g *WriteGate) WriteFile(ctx context.Context, abs string, data []byte, perm fs.FileMode) (Target, error) {
+	return g.UpdateFile(ctx, abs, func([]byte, bool) ([]byte, error) { return data, nil }, perm)
 }
 
 // UpdateFile checks abs, then reads the file (exists reports whether it
@@ -300,7 +295,7 @@ func (g *WriteGate) WriteFile(abs string, data []byte, perm fs.FileMode) (Target
 // to the target's root. The whole cycle holds the root's lock, so
 // concurrent updates never lose each other. An error from update is
 // returned as it is and nothing is written.
-func (g *WriteGate) UpdateFile(abs string, update func(old []byte, exists bool) ([]byte, error), perm fs.FileMode) (Target, error) {
+func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old []byte, exists bool) ([]byte, error), perm fs.FileMode) (Target, error) {
 	t, err := g.CheckPath(abs)
 	if err != nil {
 		return Target{}, err
@@ -313,7 +308,7 @@ func (g *WriteGate) UpdateFile(abs string, update func(old []byte, exists bool) 
 	if err := fsys.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return Target{}, confinedError(err, "create the directory of "+filepath.Base(name))
 	}
-	unlock, err := g.lock(fsys, name, t)
+	unlock, err := g.lock(ctx, fsys, name, t)
 	if err != nil {
 		return Target{}, err
 	}
@@ -356,23 +351,24 @@ func (g *WriteGate) open(t Target) (afero.Fs, string, func(), error) {
 	return r, t.Rel, func() { _ = r.Close() }, nil
 }
 
-// lock takes the write lock of t's root: the gate's mutex, then the lock
-// file of the root's MEMORY.md (name is t's name in fsys, whose root is
-// t.Root on the real disk). It waits at most IndexLockTimeout.
-func (g *WriteGate) lock(fsys afero.Fs, name string, t Target) (func(), error) {
+// lock takes the write lock of t's root: the lock of the root's
+// MEMORY.md (name is t's name in fsys, whose root is t.Root on the real
+// disk). It waits until ctx ends, at most IndexLockTimeout.
+func (g *WriteGate) lock(ctx context.Context, fsys afero.Fs, name string, t Target) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	index := filepath.Join(t.Root, EntrypointName)
 	if name == t.Rel {
 		index = EntrypointName // fsys is confined to t.Root
 	}
-	g.writeMu.Lock()
-	ctx, cancel := context.WithTimeout(context.Background(), IndexLockTimeout)
+	ctx, cancel := context.WithTimeout(ctx, IndexLockTimeout)
 	unlock, err := filelock.Lock(ctx, fsys, index)
 	cancel()
 	if err != nil {
-		g.writeMu.Unlock()
 		return nil, confinedError(err, "lock the memory directory")
 	}
-	return func() { unlock(); g.writeMu.Unlock() }, nil
+	return unlock, nil
 }
 
 // confinedError explains a failed write. A path that os.Root refused to
@@ -410,20 +406,20 @@ func CheckTeamContainment(fsys afero.Fs, teamDir, rel string) error {
 // Remove checks abs like CheckPath and removes the file, confined to its
 // root like a write, so a directory swapped for a link cannot make it
 // remove a file outside. A file that does not exist is not an error.
-func (g *WriteGate) Remove(abs string) (Target, error) {
-	return g.remove(abs, false)
+func (g *WriteGate) Remove(ctx context.Context, abs string) (Target, error) {
+	return g.remove(ctx, abs, false)
 }
 
 // RemoveAll checks abs like CheckPath and removes it with everything
 // below it, confined to its root like a write. A memory root itself is
 // never removed. A path that does not exist is not an error.
-func (g *WriteGate) RemoveAll(abs string) (Target, error) {
-	return g.remove(abs, true)
+func (g *WriteGate) RemoveAll(ctx context.Context, abs string) (Target, error) {
+	return g.remove(ctx, abs, true)
 }
 
 // remove checks abs and removes it (all below it too when all is set),
 // confined to its root under the root's lock.
-func (g *WriteGate) remove(abs string, all bool) (Target, error) {
+func (g *WriteGate) remove(ctx context.Context, abs string, all bool) (Target, error) {
 	t, err := g.CheckPath(abs)
 	if err != nil {
 		return Target{}, err
@@ -436,7 +432,7 @@ func (g *WriteGate) remove(abs string, all bool) (Target, error) {
 		return Target{}, err
 	}
 	defer done()
-	unlock, err := g.lock(fsys, name, t)
+	unlock, err := g.lock(ctx, fsys, name, t)
 	if err != nil {
 		return Target{}, err
 	}
@@ -459,7 +455,7 @@ var ErrCrossRoot = errors.New("memdir: a rename cannot cross from one memory roo
 // Rename checks both paths like CheckPath and renames from to to inside
 // one memory root, confined to it like a write, creating to's parent
 // directories. It refuses to replace an existing to (fs.ErrExist).
-func (g *WriteGate) Rename(from, to string) error {
+func (g *WriteGate) Rename(ctx context.Context, from, to string) error {
 	tf, err := g.CheckPath(from)
 	if err != nil {
 		return err
@@ -483,7 +479,7 @@ func (g *WriteGate) Rename(from, to string) error {
 	if name == tf.Rel {
 		dest = tt.Rel // fsys is confined to the root
 	}
-	unlock, err := g.lock(fsys, name, tf)
+	unlock, err := g.lock(ctx, fsys, name, tf)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentmem/agentmem/internal/filelock"
 	"github.com/agentmem/agentmem/secrets"
@@ -58,7 +60,7 @@ func TestSaveTeamSecretRefused(t *testing.T) {
 	mem, _ := diskMemory(t)
 	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
-	_, err = d.Save(Memory{File: "team/ci.md", Name: "CI", Body: "push with " + fakeToken()})
+	_, err = d.Save(context.Background(), Memory{File: "team/ci.md", Name: "CI", Body: "push with " + fakeToken()})
 	var se *secrets.Error
 	require.ErrorAs(t, err, &se)
 	assert.ErrorIs(t, err, secrets.ErrFound)
@@ -67,9 +69,9 @@ func TestSaveTeamSecretRefused(t *testing.T) {
 	assert.Empty(t, entries(t, filepath.Join(mem, TeamDirName)), "nothing written: no file, no index, no temp file")
 
 	// A secret in the description is refused too; private memories may hold one.
-	_, err = d.Save(Memory{File: "team/ci.md", Name: "CI", Description: fakeToken(), Body: "x"})
+	_, err = d.Save(context.Background(), Memory{File: "team/ci.md", Name: "CI", Description: fakeToken(), Body: "x"})
 	assert.ErrorIs(t, err, secrets.ErrFound)
-	_, err = d.Save(Memory{File: "private.md", Name: "mine", Body: fakeToken()})
+	_, err = d.Save(context.Background(), Memory{File: "private.md", Name: "mine", Body: fakeToken()})
 	assert.NoError(t, err)
 }
 
@@ -79,7 +81,7 @@ func TestSaveSyncedSecretRefused(t *testing.T) {
 	mem, _ := diskMemory(t)
 	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{Synced: true})
 	require.NoError(t, err)
-	_, err = d.Save(Memory{File: "private.md", Name: "mine", Body: "push with " + fakeToken()})
+	_, err = d.Save(context.Background(), Memory{File: "private.md", Name: "mine", Body: "push with " + fakeToken()})
 	var se *secrets.Error
 	require.ErrorAs(t, err, &se)
 	assert.True(t, se.Synced)
@@ -87,10 +89,10 @@ func TestSaveSyncedSecretRefused(t *testing.T) {
 	assert.NotContains(t, err.Error(), fakeToken())
 	assert.NoFileExists(t, filepath.Join(mem, "private.md"))
 
-	_, err = d.Save(Memory{File: "team/ci.md", Name: "CI", Body: fakeToken()})
+	_, err = d.Save(context.Background(), Memory{File: "team/ci.md", Name: "CI", Body: fakeToken()})
 	require.ErrorAs(t, err, &se)
 	assert.False(t, se.Synced, "a team write says team memory")
-	_, err = d.Save(Memory{File: "private.md", Name: "mine", Body: "the password = is kept in the vault, see https://vault.example.com"})
+	_, err = d.Save(context.Background(), Memory{File: "private.md", Name: "mine", Body: "the password = is kept in the vault, see https://vault.example.com"})
 	assert.NoError(t, err, "a low-confidence shape never blocks")
 }
 
@@ -101,7 +103,7 @@ func TestSaveThroughLinkOutsideRefused(t *testing.T) {
 	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
 	for _, file := range []string{"team/sub/x.md", "private/x.md"} {
-		_, err = d.Save(Memory{File: file, Name: "x", Body: "y"})
+		_, err = d.Save(context.Background(), Memory{File: file, Name: "x", Body: "y"})
 		var pte *PathTraversalError
 		require.ErrorAs(t, err, &pte, file)
 	}
@@ -115,7 +117,7 @@ func TestSaveThroughLinkIntoTeamIsScanned(t *testing.T) {
 	require.NoError(t, os.Symlink(TeamDirName, filepath.Join(mem, "shared")))
 	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
-	_, err = d.Save(Memory{File: "shared/x.md", Name: "x", Body: fakeToken()})
+	_, err = d.Save(context.Background(), Memory{File: "shared/x.md", Name: "x", Body: fakeToken()})
 	assert.ErrorIs(t, err, secrets.ErrFound, "a link inside the memory dir that leads to team/ is a team write")
 }
 
@@ -167,10 +169,10 @@ func TestWriteGateRootIsFilesystemRoot(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	g, err := NewWriteGate(fsys, []string{"/"}, GateOptions{})
 	require.NoError(t, err)
-	tg, err := g.WriteFile("/team/plain.md", []byte("x"), 0o644)
+	tg, err := g.WriteFile(context.Background(), "/team/plain.md", []byte("x"), 0o644)
 	require.NoError(t, err)
 	assert.True(t, tg.Team)
-	_, err = g.WriteFile("/team/leak.md", []byte(fakeToken()), 0o644)
+	_, err = g.WriteFile(context.Background(), "/team/leak.md", []byte(fakeToken()), 0o644)
 	assert.ErrorIs(t, err, secrets.ErrFound)
 }
 
@@ -179,7 +181,7 @@ func TestWriteGateUpdateErrorWritesNothing(t *testing.T) {
 	g, err := NewWriteGate(fsys, []string{"/m"}, GateOptions{})
 	require.NoError(t, err)
 	boom := errors.New("boom")
-	_, err = g.UpdateFile("/m/a.md", func([]byte, bool) ([]byte, error) { return nil, boom }, 0o644)
+	_, err = g.UpdateFile(context.Background(), "/m/a.md", func([]byte, bool) ([]byte, error) { return nil, boom }, 0o644)
 	assert.ErrorIs(t, err, boom)
 	ok, _ := afero.Exists(fsys, "/m/a.md")
 	assert.False(t, ok)
@@ -202,9 +204,9 @@ func TestSaveConcurrentIndex(t *testing.T) {
 				return
 			}
 			for i := range each {
-				_, err := d.Save(Memory{File: fmt.Sprintf("g%d_%d.md", g, i), Name: "n", Body: "b"})
+				_, err := d.Save(context.Background(), Memory{File: fmt.Sprintf("g%d_%d.md", g, i), Name: "n", Body: "b"})
 				assert.NoError(t, err)
-				_, err = d.Save(Memory{File: fmt.Sprintf("team/g%d_%d.md", g, i), Name: "n", Body: "b"})
+				_, err = d.Save(context.Background(), Memory{File: fmt.Sprintf("team/g%d_%d.md", g, i), Name: "n", Body: "b"})
 				assert.NoError(t, err)
 			}
 		})
@@ -238,9 +240,9 @@ func TestHelperSaveProcess(t *testing.T) {
 	d, err := NewDir(afero.NewOsFs(), dir, DirOptions{})
 	require.NoError(t, err)
 	for i := range n {
-		_, err := d.Save(Memory{File: fmt.Sprintf("p_%d.md", i), Name: "n", Body: "b"})
+		_, err := d.Save(context.Background(), Memory{File: fmt.Sprintf("p_%d.md", i), Name: "n", Body: "b"})
 		require.NoError(t, err)
-		_, err = d.Save(Memory{File: fmt.Sprintf("team/p_%d.md", i), Name: "n", Body: "b"})
+		_, err = d.Save(context.Background(), Memory{File: fmt.Sprintf("team/p_%d.md", i), Name: "n", Body: "b"})
 		require.NoError(t, err)
 	}
 }
@@ -256,20 +258,20 @@ func TestGateRemoveAllAndRename(t *testing.T) {
 	g, err := NewWriteGate(fsys, []string{root}, GateOptions{})
 	require.NoError(t, err)
 
-	require.NoError(t, g.Rename(filepath.Join(root, "notes"), filepath.Join(root, "archive", "notes")))
+	require.NoError(t, g.Rename(context.Background(), filepath.Join(root, "notes"), filepath.Join(root, "archive", "notes")))
 	assert.FileExists(t, filepath.Join(root, "archive", "notes", "deep", "a.md"))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "b.md"), []byte("b"), 0o644))
-	assert.ErrorIs(t, g.Rename(filepath.Join(root, "b.md"), filepath.Join(root, "archive", "notes", "deep", "a.md")), fs.ErrExist)
-	assert.ErrorIs(t, g.Rename(filepath.Join(root, "b.md"), filepath.Join(root, "team", "b.md")), ErrCrossRoot)
+	assert.ErrorIs(t, g.Rename(context.Background(), filepath.Join(root, "b.md"), filepath.Join(root, "archive", "notes", "deep", "a.md")), fs.ErrExist)
+	assert.ErrorIs(t, g.Rename(context.Background(), filepath.Join(root, "b.md"), filepath.Join(root, "team", "b.md")), ErrCrossRoot)
 	var pte *PathTraversalError
-	assert.ErrorAs(t, g.Rename(filepath.Join(root, "b.md"), filepath.Join(root, "out", "b.md")), &pte)
-	assert.ErrorAs(t, g.Rename(filepath.Join(root, "out", "keep.md"), filepath.Join(root, "stolen.md")), &pte)
+	assert.ErrorAs(t, g.Rename(context.Background(), filepath.Join(root, "b.md"), filepath.Join(root, "out", "b.md")), &pte)
+	assert.ErrorAs(t, g.Rename(context.Background(), filepath.Join(root, "out", "keep.md"), filepath.Join(root, "stolen.md")), &pte)
 
-	_, err = g.RemoveAll(filepath.Join(root, "out"))
+	_, err = g.RemoveAll(context.Background(), filepath.Join(root, "out"))
 	assert.ErrorAs(t, err, &pte, "a link out is not removed through")
-	_, err = g.RemoveAll(root)
+	_, err = g.RemoveAll(context.Background(), root)
 	assert.Error(t, err, "the root itself is never removed")
-	_, err = g.RemoveAll(filepath.Join(root, "archive"))
+	_, err = g.RemoveAll(context.Background(), filepath.Join(root, "archive"))
 	require.NoError(t, err)
 	assert.NoDirExists(t, filepath.Join(root, "archive"))
 	assert.FileExists(t, filepath.Join(outside, "keep.md"))
@@ -311,4 +313,55 @@ func TestReaderStaysInsideTheRoot(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(mem, "notes", "a.md")))
 	_, err = rd.Open(filepath.Join(mem, "notes", "a.md"))
 	assert.ErrorAs(t, err, &pte)
+}
+
+// Several Dir values over one afero.MemMapFs share the index lock: no
+// pointer is lost (before, only the writes of one gate were serialised
+// there).
+func TestDirsOverOneMemMapFsShareTheLock(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	const dirs, each = 6, 30
+	var wg sync.WaitGroup
+	for g := range dirs {
+		wg.Go(func() {
+			d, err := NewDir(fsys, "/mem", DirOptions{})
+			if !assert.NoError(t, err) {
+				return
+			}
+			for i := range each {
+				_, err := d.Save(context.Background(), Memory{File: fmt.Sprintf("g%d_%d.md", g, i), Name: "n", Body: "b"})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	index, err := afero.ReadFile(fsys, "/mem/"+EntrypointName)
+	require.NoError(t, err)
+	assert.Equal(t, dirs*each, strings.Count(string(index), "\n"), "every pointer is kept")
+}
+
+// A write that waits for the lock gives up when its context ends, and
+// writes nothing.
+func TestWriteWaitsForTheLockOnlyAsLongAsItsContext(t *testing.T) {
+	mem, _ := diskMemory(t)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
+	require.NoError(t, err)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	go func() {
+		_, _ = d.Gate().UpdateFile(context.Background(), filepath.Join(mem, "slow.md"), func([]byte, bool) ([]byte, error) {
+			close(held)
+			<-release
+			return []byte("slow"), nil
+		}, 0o644)
+	}()
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = d.Save(ctx, Memory{File: "quick.md", Name: "q", Body: "b"})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second, "not the 30 s lock timeout")
+	close(release)
+	assert.NoFileExists(t, filepath.Join(mem, "quick.md"))
 }

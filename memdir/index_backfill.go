@@ -52,7 +52,7 @@ func (d *Dir) BackfillIndex(ctx context.Context) (int, error) {
 	if len(lines) == 0 {
 		return 0, nil
 	}
-	_, err = d.gate.UpdateFile(index, func(_ []byte, exists bool) ([]byte, error) {
+	_, err = d.gate.UpdateFile(ctx, index, func(_ []byte, exists bool) ([]byte, error) {
 		if exists {
 			return nil, errNoIndexChange
 		}

@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,7 +35,7 @@ func CheckFile(file string) error {
 // through the write gate (a path that leaves the directory is refused with
 // a *PathTraversalError). A file that does not exist gives
 // ErrMemoryNotFound; its stale pointers are still removed.
-func (d *Dir) Delete(file string) error {
+func (d *Dir) Delete(ctx context.Context, file string) error {
 	if err := CheckFile(file); err != nil {
 		return err
 	}
@@ -44,11 +45,11 @@ func (d *Dir) Delete(file string) error {
 	}
 	_, statErr := d.fs.Stat(abs)
 	if statErr == nil {
-		if _, err := d.gate.Remove(abs); err != nil {
+		if _, err := d.gate.Remove(ctx, abs); err != nil {
 			return fmt.Errorf("memdir: delete %s: %w", file, err)
 		}
 	}
-	if err := d.RemovePointers(file); err != nil {
+	if err := d.RemovePointers(ctx, file); err != nil {
 		return fmt.Errorf("memdir: %s deleted but %s could not be updated: %w", file, EntrypointName, err)
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
@@ -58,9 +59,9 @@ func (d *Dir) Delete(file string) error {
 }
 
 // RemovePointers drops every index line that links file.
-func (d *Dir) RemovePointers(file string) error {
+func (d *Dir) RemovePointers(ctx context.Context, file string) error {
 	index, target := d.indexFor(file)
-	return d.editIndex(index, func(lines []string) []string {
+	return d.editIndex(ctx, index, func(lines []string) []string {
 		out := lines[:0]
 		for _, l := range lines {
 			if !linksTo(l, target) {
@@ -74,11 +75,11 @@ func (d *Dir) RemovePointers(file string) error {
 // MovePointers makes the pointers to from point to to. Within one index
 // the line is rewritten in place; across indexes (into or out of team/)
 // it moves to the other index.
-func (d *Dir) MovePointers(from, to string) error {
+func (d *Dir) MovePointers(ctx context.Context, from, to string) error {
 	fromIndex, fromTarget := d.indexFor(from)
 	toIndex, toTarget := d.indexFor(to)
 	var moved []string
-	err := d.editIndex(fromIndex, func(lines []string) []string {
+	err := d.editIndex(ctx, fromIndex, func(lines []string) []string {
 		out := lines[:0]
 		for _, l := range lines {
 			if !linksTo(l, fromTarget) {
@@ -97,13 +98,13 @@ func (d *Dir) MovePointers(from, to string) error {
 	if err != nil || len(moved) == 0 {
 		return err
 	}
-	return d.editIndex(toIndex, func(lines []string) []string { return append(lines, moved...) })
+	return d.editIndex(ctx, toIndex, func(lines []string) []string { return append(lines, moved...) })
 }
 
 // EnsurePointer adds a pointer for file to its index unless one exists,
 // titled and hooked from the file's frontmatter (its name without ".md"
 // when it has none). It reports whether it added one.
-func (d *Dir) EnsurePointer(file string) (bool, error) {
+func (d *Dir) EnsurePointer(ctx context.Context, file string) (bool, error) {
 	if err := CheckFile(file); err != nil {
 		return false, err
 	}
@@ -114,7 +115,7 @@ func (d *Dir) EnsurePointer(file string) (bool, error) {
 	}
 	index, target := d.indexFor(file)
 	added := false
-	err := d.editIndex(index, func(lines []string) []string {
+	err := d.editIndex(ctx, index, func(lines []string) []string {
 		for _, l := range lines {
 			if linksTo(l, target) {
 				return lines
@@ -139,8 +140,8 @@ func readGated(d *Dir, file string) ([]byte, error) {
 
 // editIndex rewrites an index under the gate's lock; an index that does
 // not exist is created only when edit leaves lines in it.
-func (d *Dir) editIndex(index string, edit func(lines []string) []string) error {
-	_, err := d.gate.UpdateFile(index, func(old []byte, exists bool) ([]byte, error) {
+func (d *Dir) editIndex(ctx context.Context, index string, edit func(lines []string) []string) error {
+	_, err := d.gate.UpdateFile(ctx, index, func(old []byte, exists bool) ([]byte, error) {
 		var lines []string
 		if s := strings.TrimRight(string(old), "\n"); s != "" {
 			lines = strings.Split(s, "\n")

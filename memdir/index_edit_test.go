@@ -1,6 +1,7 @@
 package memdir_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ func savedDir(t *testing.T) (*memdir.Dir, string) {
 		{Name: "Ports", Description: "which port", Body: "8080."},
 		{File: "team/ci.md", Name: "CI", Description: "the pipeline", Body: "GitHub Actions."},
 	} {
-		_, err := d.Save(m)
+		_, err := d.Save(context.Background(), m)
 		require.NoError(t, err)
 	}
 	return d, root
@@ -39,17 +40,17 @@ func readFile(t *testing.T, p string) string {
 
 func TestDeleteRemovesTheFileAndItsPointers(t *testing.T) {
 	d, root := savedDir(t)
-	require.NoError(t, d.Delete("deploys.md"))
+	require.NoError(t, d.Delete(context.Background(), "deploys.md"))
 	assert.NoFileExists(t, filepath.Join(root, "deploys.md"))
 	assert.Equal(t, "- [Ports](ports.md) — which port\n", readFile(t, filepath.Join(root, "MEMORY.md")))
 
-	require.NoError(t, d.Delete("team/ci.md"))
+	require.NoError(t, d.Delete(context.Background(), "team/ci.md"))
 	assert.Equal(t, "", readFile(t, filepath.Join(root, "team", "MEMORY.md")))
 
-	err := d.Delete("deploys.md")
+	err := d.Delete(context.Background(), "deploys.md")
 	assert.ErrorIs(t, err, memdir.ErrMemoryNotFound)
 	for _, bad := range []string{"../x.md", "/etc/passwd.md", ".hidden/x.md", "MEMORY.md", "notes.txt", "a/../b.md"} {
-		assert.ErrorIs(t, d.Delete(bad), memdir.ErrInvalidMemory, bad)
+		assert.ErrorIs(t, d.Delete(context.Background(), bad), memdir.ErrInvalidMemory, bad)
 	}
 }
 
@@ -58,7 +59,7 @@ func TestDeleteRefusesALinkOut(t *testing.T) {
 	outside := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "victim.md"), []byte("keep"), 0o644))
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "out")))
-	err := d.Delete("out/victim.md")
+	err := d.Delete(context.Background(), "out/victim.md")
 	var pte *memdir.PathTraversalError
 	require.True(t, errors.As(err, &pte), "%v", err)
 	assert.Equal(t, "keep", readFile(t, filepath.Join(outside, "victim.md")))
@@ -66,23 +67,23 @@ func TestDeleteRefusesALinkOut(t *testing.T) {
 
 func TestMoveAndEnsurePointers(t *testing.T) {
 	d, root := savedDir(t)
-	require.NoError(t, d.MovePointers("ports.md", "infra/ports.md"))
+	require.NoError(t, d.MovePointers(context.Background(), "ports.md", "infra/ports.md"))
 	assert.Equal(t, "- [Deploys](deploys.md) — when we deploy\n- [Ports](infra/ports.md) — which port\n", readFile(t, filepath.Join(root, "MEMORY.md")))
 	// Into team/: the pointer leaves the private index for the team index.
-	require.NoError(t, d.MovePointers("deploys.md", "team/deploys.md"))
+	require.NoError(t, d.MovePointers(context.Background(), "deploys.md", "team/deploys.md"))
 	assert.Equal(t, "- [Ports](infra/ports.md) — which port\n", readFile(t, filepath.Join(root, "MEMORY.md")))
 	assert.Equal(t, "- [CI](ci.md) — the pipeline\n- [Deploys](deploys.md) — when we deploy\n", readFile(t, filepath.Join(root, "team", "MEMORY.md")))
 
 	require.NoError(t, os.WriteFile(filepath.Join(root, "new.md"), []byte("---\nname: New one\ndescription: a hook\n---\nbody\n"), 0o644))
-	added, err := d.EnsurePointer("new.md")
+	added, err := d.EnsurePointer(context.Background(), "new.md")
 	require.NoError(t, err)
 	assert.True(t, added)
-	added, err = d.EnsurePointer("new.md")
+	added, err = d.EnsurePointer(context.Background(), "new.md")
 	require.NoError(t, err)
 	assert.False(t, added, "once only")
 	assert.Contains(t, readFile(t, filepath.Join(root, "MEMORY.md")), "- [New one](new.md) — a hook\n")
 	require.NoError(t, os.WriteFile(filepath.Join(root, "bare.md"), []byte("no header\n"), 0o644))
-	_, err = d.EnsurePointer("bare.md")
+	_, err = d.EnsurePointer(context.Background(), "bare.md")
 	require.NoError(t, err)
 	assert.Contains(t, readFile(t, filepath.Join(root, "MEMORY.md")), "- [bare](bare.md)\n")
 }
@@ -92,17 +93,17 @@ func TestIndexEditsWriteOnlyChanges(t *testing.T) {
 	d, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(root, 0o755))
-	require.NoError(t, d.RemovePointers("nothing.md"))
+	require.NoError(t, d.RemovePointers(context.Background(), "nothing.md"))
 	assert.NoFileExists(t, filepath.Join(root, "MEMORY.md"), "an edit that leaves no line creates no index")
 
-	_, err = d.Save(memdir.Memory{Name: "Ports", Description: "which port", Body: "8080."})
+	_, err = d.Save(context.Background(), memdir.Memory{Name: "Ports", Description: "which port", Body: "8080."})
 	require.NoError(t, err)
 	index := filepath.Join(root, "MEMORY.md")
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	require.NoError(t, os.Chtimes(index, old, old))
-	require.NoError(t, d.RemovePointers("other.md"))
-	require.NoError(t, d.MovePointers("other.md", "elsewhere.md"))
-	added, err := d.EnsurePointer("ports.md")
+	require.NoError(t, d.RemovePointers(context.Background(), "other.md"))
+	require.NoError(t, d.MovePointers(context.Background(), "other.md", "elsewhere.md"))
+	added, err := d.EnsurePointer(context.Background(), "ports.md")
 	require.NoError(t, err)
 	assert.False(t, added)
 	info, err := os.Stat(index)

@@ -2,6 +2,7 @@ package memdir
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"reflect"
 	"strings"
@@ -173,18 +174,18 @@ func TestSaveWritesFileAndPointer(t *testing.T) {
 	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
 
-	res, err := d.Save(Memory{Name: "Testing policy", Description: "Integration tests hit a real database", Type: TypeFeedback, Body: "Use the real DB."})
+	res, err := d.Save(context.Background(), Memory{Name: "Testing policy", Description: "Integration tests hit a real database", Type: TypeFeedback, Body: "Use the real DB."})
 	require.NoError(t, err)
 	assert.Equal(t, "/mem/testing_policy.md", res.Path)
 	assert.Equal(t, "testing_policy.md", res.File)
 	assert.False(t, res.ReplacedPointer)
 	assert.Equal(t, "- [Testing policy](testing_policy.md) — Integration tests hit a real database", res.IndexLine)
 
-	_, err = d.Save(Memory{File: "user_role.md", Name: "Role", Description: "Data scientist", Type: TypeUser, Body: "x"})
+	_, err = d.Save(context.Background(), Memory{File: "user_role.md", Name: "Role", Description: "Data scientist", Type: TypeUser, Body: "x"})
 	require.NoError(t, err)
 
 	// Saving the same file again replaces its pointer in place.
-	res, err = d.Save(Memory{Name: "Testing policy", Description: "Integration tests must hit a real database, no mocks", Type: TypeFeedback, Body: "v2"})
+	res, err = d.Save(context.Background(), Memory{Name: "Testing policy", Description: "Integration tests must hit a real database, no mocks", Type: TypeFeedback, Body: "v2"})
 	require.NoError(t, err)
 	assert.True(t, res.ReplacedPointer)
 	index, err := afero.ReadFile(fsys, "/mem/MEMORY.md")
@@ -204,9 +205,9 @@ func TestSaveKeepsHandWrittenIndexAndDropsDuplicates(t *testing.T) {
 	require.NoError(t, afero.WriteFile(fsys, "/mem/MEMORY.md", []byte("# My memory\n\n- [A](a.md) — first\n- [Old B](./b.md) — stale\n- [A again](a.md)\n- [C](c.md) — third"), 0o644))
 	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
-	_, err = d.Save(Memory{File: "a.md", Name: "A", Description: "new"})
+	_, err = d.Save(context.Background(), Memory{File: "a.md", Name: "A", Description: "new"})
 	require.NoError(t, err)
-	_, err = d.Save(Memory{File: "b.md", Name: "B", Description: "fresh"})
+	_, err = d.Save(context.Background(), Memory{File: "b.md", Name: "B", Description: "fresh"})
 	require.NoError(t, err)
 	index, err := afero.ReadFile(fsys, "/mem/MEMORY.md")
 	require.NoError(t, err)
@@ -217,7 +218,7 @@ func TestSaveTeamFileUsesTeamIndex(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
-	res, err := d.Save(Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: TypeProject, Body: "b"})
+	res, err := d.Save(context.Background(), Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: TypeProject, Body: "b"})
 	require.NoError(t, err)
 	assert.Equal(t, "/mem/team/ci.md", res.Path)
 	index, err := afero.ReadFile(fsys, "/mem/team/MEMORY.md")
@@ -246,7 +247,7 @@ func TestSaveRejects(t *testing.T) {
 		"bad type":        {Name: "n", Type: "secret"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := d.Save(m)
+			_, err := d.Save(context.Background(), m)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrInvalidMemory)
 		})
@@ -263,7 +264,7 @@ func TestSaveIndexFailureKeepsOldIndex(t *testing.T) {
 	fsys := &renameFailFs{Fs: base, failOn: "/mem/MEMORY.md"}
 	d, err := NewDir(fsys, "/mem", DirOptions{})
 	require.NoError(t, err)
-	_, err = d.Save(Memory{File: "b.md", Name: "B"})
+	_, err = d.Save(context.Background(), Memory{File: "b.md", Name: "B"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "saved but MEMORY.md could not be updated")
 	index, err := afero.ReadFile(base, "/mem/MEMORY.md")
@@ -291,7 +292,7 @@ func TestSaveConcurrent(t *testing.T) {
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		go func(i int) {
-			_, err := d.Save(Memory{Name: "topic " + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Body: "b"})
+			_, err := d.Save(context.Background(), Memory{Name: "topic " + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Body: "b"})
 			errs <- err
 		}(i)
 	}
@@ -443,7 +444,7 @@ func TestSaveKeepsWhatOthersWrote(t *testing.T) {
 	at := func() time.Time { return time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) }
 	d, err := NewDir(fsys, "/mem", DirOptions{SessionID: "agentmem-session", Now: at})
 	require.NoError(t, err)
-	_, err = d.Save(Memory{File: "deploy-freeze.md", Name: "Deploy freeze", Description: "new", Type: TypeProject, Body: "new"})
+	_, err = d.Save(context.Background(), Memory{File: "deploy-freeze.md", Name: "Deploy freeze", Description: "new", Type: TypeProject, Body: "new"})
 	require.NoError(t, err)
 	got, err := afero.ReadFile(fsys, "/mem/deploy-freeze.md")
 	require.NoError(t, err)
@@ -455,7 +456,7 @@ func TestSaveKeepsWhatOthersWrote(t *testing.T) {
 
 	old, err := NewDir(fsys, "/mem", DirOptions{Layout: Layout2_1_88})
 	require.NoError(t, err)
-	_, err = old.Save(Memory{File: "role.md", Name: "Role", Description: "Data scientist", Type: TypeUser, Body: "x"})
+	_, err = old.Save(context.Background(), Memory{File: "role.md", Name: "Role", Description: "Data scientist", Type: TypeUser, Body: "x"})
 	require.NoError(t, err)
 	got, err = afero.ReadFile(fsys, "/mem/role.md")
 	require.NoError(t, err)

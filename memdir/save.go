@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -144,7 +145,7 @@ func (d *Dir) Path() string { return d.path }
 // pointers to it dropped) instead of being added again. The topic file is
 // written first: if the index update fails, the memory is saved but not
 // indexed, and the error says so.
-func (d *Dir) Save(m Memory) (SaveResult, error) {
+func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 	file, err := memoryFileName(m)
 	if err != nil {
 		return SaveResult{}, err
@@ -158,7 +159,7 @@ func (d *Dir) Save(m Memory) (SaveResult, error) {
 	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
 	// The header fields of the file it replaces are read under the same
 	// lock as the write, so a concurrent writer's fields are not lost.
-	if _, err := d.gate.UpdateFile(abs, func(old []byte, _ bool) ([]byte, error) {
+	if _, err := d.gate.UpdateFile(ctx, abs, func(old []byte, _ bool) ([]byte, error) {
 		m.Metadata = keptMetadata(old, m.Metadata)
 		return FormatMemoryFile(m, opts)
 	}, 0o644); err != nil {
@@ -173,7 +174,7 @@ func (d *Dir) Save(m Memory) (SaveResult, error) {
 	}
 	line := IndexLine(m, linkTarget)
 	replaced := false
-	_, err = d.gate.UpdateFile(filepath.Join(indexDir, EntrypointName), func(old []byte, _ bool) ([]byte, error) {
+	_, err = d.gate.UpdateFile(ctx, filepath.Join(indexDir, EntrypointName), func(old []byte, _ bool) ([]byte, error) {
 		var updated string
 		updated, replaced = upsertPointer(string(old), linkTarget, line)
 		return []byte(updated), nil

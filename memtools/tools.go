@@ -153,7 +153,7 @@ func (t *Toolset) write(ctx context.Context, p, content string) (string, error) 
 	if err := t.track(ctx, clean); err != nil {
 		return "", err
 	}
-	_, err = t.gate.UpdateFile(clean, func(old []byte, exists bool) ([]byte, error) {
+	_, err = t.gate.UpdateFile(ctx, clean, func(old []byte, exists bool) ([]byte, error) {
 		if err := t.checkWrite(clean, old, exists, true); err != nil {
 			return nil, err
 		}
@@ -267,7 +267,7 @@ func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, err
 		return "", err
 	}
 	var written []byte
-	_, err = t.gate.UpdateFile(clean, func(old []byte, exists bool) ([]byte, error) {
+	_, err = t.gate.UpdateFile(ctx, clean, func(old []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, toolErr("%s does not exist", clean)
 		}

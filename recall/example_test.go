@@ -12,9 +12,9 @@ import (
 func ExampleSession() {
 	fsys := afero.NewMemMapFs()
 	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
-	_, _ = dir.Save(memdir.Memory{File: "testing_policy.md", Name: "Testing policy", Type: memdir.TypeFeedback,
+	_, _ = dir.Save(context.Background(), memdir.Memory{File: "testing_policy.md", Name: "Testing policy", Type: memdir.TypeFeedback,
 		Description: "Integration tests hit the real database, never mocks", Body: "Use the testdb helper."})
-	_, _ = dir.Save(memdir.Memory{File: "deploy.md", Name: "Deploy days", Type: memdir.TypeProject,
+	_, _ = dir.Save(context.Background(), memdir.Memory{File: "deploy.md", Name: "Deploy days", Type: memdir.TypeProject,
 		Description: "Deploys happen on Tuesdays and Thursdays", Body: "No Friday deploys."})
 
 	finder, _ := recall.NewFinder(fsys, "/mem", recall.FinderConfig{

@@ -441,7 +441,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			if !ok {
 				continue
 			}
-			saved, err := c.keepAside(k, content)
+			saved, err := c.keepAside(ctx, k, content)
 			if err != nil {
 				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "conflict"})
 				delete(plan, k) // never push over a copy we could not keep
@@ -469,14 +469,14 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 				continue
 			}
 			if plan[k] == actConflict {
-				saved, err := c.keepAside(k, local[k].content)
+				saved, err := c.keepAside(ctx, k, local[k].content)
 				if err != nil {
 					res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "conflict"})
 					continue // never overwrite an edit we could not keep
 				}
 				res.Conflicts = append(res.Conflicts, Conflict{Key: k, SavedAs: saved})
 			}
-			if _, err := c.gate.WriteFile(abs, []byte(content), 0o644); err != nil {
+			if _, err := c.gate.WriteFile(ctx, abs, []byte(content), 0o644); err != nil {
 				skip, _ := gateSkip(k, err)
 				res.Skipped = appendSkips(res.Skipped, skip)
 				continue
@@ -488,7 +488,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			if err != nil || !track(k, abs) {
 				continue
 			}
-			if _, err := c.gate.Remove(abs); err == nil {
+			if _, err := c.gate.Remove(ctx, abs); err == nil {
 				delete(base, k)
 				res.Deleted = append(res.Deleted, k)
 			}
@@ -500,11 +500,11 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			if err != nil || !track(k, abs) {
 				continue
 			}
-			saved, err := c.keepAside(k, local[k].content)
+			saved, err := c.keepAside(ctx, k, local[k].content)
 			if err != nil {
 				continue
 			}
-			if _, err := c.gate.Remove(abs); err == nil {
+			if _, err := c.gate.Remove(ctx, abs); err == nil {
 				delete(base, k)
 				res.Deleted = append(res.Deleted, k)
 				res.Conflicts = append(res.Conflicts, Conflict{Key: k, SavedAs: saved})
@@ -515,10 +515,10 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 
 // keepAside saves the local side of a conflict under ConflictsDirName
 // beside the team directory and returns its path.
-func (c *Client) keepAside(key, content string) (string, error) {
+func (c *Client) keepAside(ctx context.Context, key, content string) (string, error) {
 	stamp := c.now().UTC().Format("20060102T150405.000Z")
 	p := filepath.Join(c.conflictsDir(), filepath.FromSlash(key)+"."+stamp+".md")
-	if _, err := c.aside.WriteFile(p, []byte(content), 0o644); err != nil {
+	if _, err := c.aside.WriteFile(ctx, p, []byte(content), 0o644); err != nil {
 		return "", err
 	}
 	return p, nil

@@ -60,7 +60,7 @@ func TestAgentmemWritesAMemoryClaudeCodeReadsAndEditsIt(t *testing.T) {
 	p := newCCProject(t)
 	d, err := memdir.NewDir(afero.NewOsFs(), p.auto, memdir.DirOptions{SessionID: "agentmem-host-session"})
 	require.NoError(t, err)
-	_, err = d.Save(memdir.Memory{File: "testing_policy.md", Name: "Testing policy", Description: "integration tests hit a real database",
+	_, err = d.Save(context.Background(), memdir.Memory{File: "testing_policy.md", Name: "Testing policy", Description: "integration tests hit a real database",
 		Type: memdir.TypeFeedback, Body: "Never mock the database in integration tests.\n\n**Why:** a mocked migration hid a broken one.\n"})
 	require.NoError(t, err)
 	index, err := os.ReadFile(filepath.Join(p.auto, "MEMORY.md"))
@@ -98,7 +98,7 @@ func TestAgentmemWritesAMemoryClaudeCodeReadsAndEditsIt(t *testing.T) {
 
 	// agentmem's own rewrite keeps what Claude Code added.
 	before := h.Metadata
-	_, err = d.Save(memdir.Memory{File: "testing_policy.md", Name: "testing-policy", Description: h.Description, Type: memdir.TypeFeedback,
+	_, err = d.Save(context.Background(), memdir.Memory{File: "testing_policy.md", Name: "testing-policy", Description: h.Description, Type: memdir.TypeFeedback,
 		Body: "Never, ever mock the database in integration tests.\n"})
 	require.NoError(t, err)
 	after := scanOne(t, p.auto, "testing_policy.md")

@@ -453,7 +453,7 @@ func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error)
 			add = append(add, line)
 			done = append(done, fmt.Sprintf("%s: added pointer %q", idx, line))
 		}
-		_, err = gate.UpdateFile(abs, func(cur []byte, _ bool) ([]byte, error) {
+		_, err = gate.UpdateFile(context.Background(), abs, func(cur []byte, _ bool) ([]byte, error) {
 			var kept []string
 			present := map[string]bool{}
 			if len(cur) > 0 {

@@ -207,7 +207,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if strings.TrimSpace(in.Name) == "" || strings.TrimSpace(in.Body) == "" {
 				return nil, saveOut{}, errors.New("name and body are required")
 			}
-			res, err := ms.dir.Save(memdir.Memory{File: in.File, Name: in.Name, Description: in.Description, Type: typ, Body: in.Body})
+			res, err := ms.dir.Save(ctx, memdir.Memory{File: in.File, Name: in.Name, Description: in.Description, Type: typ, Body: in.Body})
 			if err != nil {
 				return nil, saveOut{}, toolError(err)
 			}
@@ -225,7 +225,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, deleteOut, error) {
-			if err := ms.dir.Delete(in.File); err != nil {
+			if err := ms.dir.Delete(ctx, in.File); err != nil {
 				return nil, deleteOut{}, toolError(err)
 			}
 			ms.noteFile(in.File, false)

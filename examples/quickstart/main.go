@@ -97,7 +97,7 @@ func run(w io.Writer, full bool) error {
 		},
 	}
 	for _, m := range memories {
-		res, err := dir.Save(m)
+		res, err := dir.Save(context.Background(), m)
 		if err != nil {
 			return err
 		}

@@ -7,9 +7,10 @@
 // its own descriptor, so goroutines of one process exclude each other too.
 // On other filesystems the lock file is created with O_EXCL and removed on
 // unlock; a lock file older than StaleAfter is taken as abandoned. That
-// excludes only where the filesystem's exclusive create is atomic:
-// afero.MemMapFs's is not, so callers on it must also serialise
-// in-process (memdir.WriteGate holds a mutex).
+// excludes only where the filesystem's exclusive create is atomic, and
+// afero.MemMapFs's is not: so on such a filesystem the goroutines of one
+// process first take an in-process lock kept per filesystem and lock
+// file, which every caller over the same filesystem shares.
 package filelock
 
 import (
@@ -19,6 +20,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sync"
 	"time"
 
 	"github.com/spf13/afero"
@@ -46,7 +49,16 @@ type fder interface{ Fd() uintptr }
 func Lock(ctx context.Context, fsys afero.Fs, path string) (unlock func(), err error) {
 	name := Name(path)
 	if !osBacked(fsys) {
-		return exclusiveLock(ctx, fsys, name)
+		release, err := processLock(ctx, fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		unlock, err := exclusiveLock(ctx, fsys, name)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		return func() { unlock(); release() }, nil
 	}
 	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -75,6 +87,33 @@ func osBacked(fsys afero.Fs) bool {
 		return true
 	}
 	return false
+}
+
+// lockKey names one lock file of one filesystem value.
+type lockKey struct {
+	fs   afero.Fs
+	name string
+}
+
+// processLocks holds, per filesystem and lock file, a one-slot channel:
+// holding the slot is holding the in-process lock.
+var processLocks sync.Map // lockKey → chan struct{}
+
+// processLock takes the in-process lock of name on fsys, waiting until
+// ctx ends. A filesystem value that cannot be a map key (not a pointer)
+// gets none: its callers rely on the lock file alone.
+func processLock(ctx context.Context, fsys afero.Fs, name string) (func(), error) {
+	if reflect.ValueOf(fsys).Kind() != reflect.Pointer {
+		return func() {}, nil
+	}
+	v, _ := processLocks.LoadOrStore(lockKey{fs: fsys, name: name}, make(chan struct{}, 1))
+	slot := v.(chan struct{})
+	select {
+	case slot <- struct{}{}:
+		return func() { <-slot }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+	}
 }
 
 // exclusiveLock is the portable lock: create the lock file with O_EXCL.

@@ -14,11 +14,10 @@ import (
 )
 
 // TestLockExcludes: goroutines taking the lock never hold it at the same
-// time on the real disk (flock). (afero.MemMapFs has no atomic exclusive
-// create, so there callers serialise in-process, as memdir.WriteGate
-// does.)
+// time, on the real disk (flock) and on afero.MemMapFs (whose exclusive
+// create is not atomic: the in-process lock excludes there).
 func TestLockExcludes(t *testing.T) {
-	for name, fsys := range map[string]afero.Fs{"os": afero.NewOsFs()} {
+	for name, fsys := range map[string]afero.Fs{"os": afero.NewOsFs(), "mem": afero.NewMemMapFs()} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, fsys.MkdirAll(dir, 0o755))
@@ -47,6 +46,25 @@ func TestLockExcludes(t *testing.T) {
 			assert.Zero(t, overlaps.Load(), "two holders at once")
 		})
 	}
+}
+
+// On a MemMapFs the in-process lock waits as long as ctx allows, no more.
+func TestInProcessLockHonoursTheContext(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, fsys.MkdirAll("/m", 0o755))
+	unlock, err := Lock(context.Background(), fsys, "/m/MEMORY.md")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = Lock(ctx, fsys, "/m/MEMORY.md")
+	assert.ErrorIs(t, err, ErrTimeout)
+	unlock()
+	again, err := Lock(context.Background(), fsys, "/m/MEMORY.md")
+	require.NoError(t, err)
+	again()
+	other, err := Lock(context.Background(), afero.NewMemMapFs(), "/m/MEMORY.md")
+	require.NoError(t, err, "another filesystem has locks of its own")
+	other()
 }
 
 func TestLockTimesOutAndBreaksStaleLocks(t *testing.T) {

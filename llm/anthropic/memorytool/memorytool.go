@@ -143,7 +143,7 @@ func (h *Handler) Call(ctx context.Context, input json.RawMessage) (string, erro
 		if c.FileText == nil {
 			return "", toolErr("Parameter `file_text` is required for command: create")
 		}
-		return h.create(c.Path, *c.FileText)
+		return h.create(ctx, c.Path, *c.FileText)
 	case "str_replace":
 		if c.OldStr == nil {
 			return "", toolErr("Parameter `old_str` is required for command: str_replace")
@@ -152,16 +152,16 @@ func (h *Handler) Call(ctx context.Context, input json.RawMessage) (string, erro
 		if c.NewStr != nil {
 			newStr = *c.NewStr
 		}
-		return h.strReplace(c.Path, *c.OldStr, newStr)
+		return h.strReplace(ctx, c.Path, *c.OldStr, newStr)
 	case "insert":
 		if c.InsertLine == nil || c.InsertText == nil {
 			return "", toolErr("Parameters `insert_line` and `insert_text` are required for command: insert")
 		}
-		return h.insert(c.Path, *c.InsertLine, *c.InsertText)
+		return h.insert(ctx, c.Path, *c.InsertLine, *c.InsertText)
 	case "delete":
-		return h.delete(c.Path)
+		return h.delete(ctx, c.Path)
 	case "rename":
-		return h.rename(c.OldPath, c.NewPath)
+		return h.rename(ctx, c.OldPath, c.NewPath)
 	case "":
 		return "", toolErr("Parameter `command` is required (view, create, str_replace, insert, delete or rename)")
 	}
@@ -368,7 +368,7 @@ func formatSize(n int64) string {
 
 var errExists = errors.New("exists")
 
-func (h *Handler) create(p, text string) (string, error) {
+func (h *Handler) create(ctx context.Context, p, text string) (string, error) {
 	t, err := h.resolve(p)
 	if err != nil {
 		return "", err
@@ -382,7 +382,7 @@ func (h *Handler) create(p, text string) (string, error) {
 	if info, err := h.fs.Stat(t.abs); err == nil && info.IsDir() {
 		return "", toolErr("File %s already exists", t.shown)
 	}
-	_, err = h.gate.UpdateFile(t.abs, func(_ []byte, exists bool) ([]byte, error) {
+	_, err = h.gate.UpdateFile(ctx, t.abs, func(_ []byte, exists bool) ([]byte, error) {
 		if exists {
 			return nil, errExists
 		}
@@ -394,17 +394,17 @@ func (h *Handler) create(p, text string) (string, error) {
 	if err != nil {
 		return "", h.refusal(t, err)
 	}
-	return h.withNotice("File created successfully at: "+t.shown, t, text), nil
+	return h.withNotice(ctx, "File created successfully at: "+t.shown, t, text), nil
 }
 
 // withNotice adds to a write's answer what the model should know of the
 // index's size (memdir.IndexNotice): after a write of MEMORY.md itself,
 // or after the new pointer a memory file got in it.
-func (h *Handler) withNotice(answer string, t target, written string) string {
+func (h *Handler) withNotice(ctx context.Context, answer string, t target, written string) string {
 	notice := ""
 	if path.Base(t.rel) == memdir.EntrypointName {
 		notice = memdir.IndexNotice(t.shown, written, memdir.IndexLimits{})
-	} else if h.indexAdded(t.rel) {
+	} else if h.indexAdded(ctx, t.rel) {
 		if index, err := afero.ReadFile(h.fs, filepath.Join(h.dir.Path(), memdir.EntrypointName)); err == nil {
 			notice = memdir.IndexNotice(memdir.EntrypointName, string(index), memdir.IndexLimits{})
 		}
@@ -417,17 +417,17 @@ func (h *Handler) withNotice(answer string, t target, written string) string {
 
 // indexAdded gives a new memory file its pointer in MEMORY.md, and
 // reports whether it added one.
-func (h *Handler) indexAdded(rel string) bool {
+func (h *Handler) indexAdded(ctx context.Context, rel string) bool {
 	if !isMemoryFile(rel) {
 		return false
 	}
-	added, err := h.dir.EnsurePointer(rel)
+	added, err := h.dir.EnsurePointer(ctx, rel)
 	return err == nil && added
 }
 
 // edit runs a locked read-modify-write cycle on an existing file and
 // returns what it wrote.
-func (h *Handler) edit(t target, change func(old string) (string, error)) (string, error) {
+func (h *Handler) edit(ctx context.Context, t target, change func(old string) (string, error)) (string, error) {
 	if t.rel == "" {
 		return "", toolErr("The path %s is not a file.", t.shown)
 	}
@@ -437,7 +437,7 @@ func (h *Handler) edit(t target, change func(old string) (string, error)) (strin
 		return "", toolErr("The path %s is not a file.", t.shown)
 	}
 	var written string
-	_, err := h.gate.UpdateFile(t.abs, func(old []byte, exists bool) ([]byte, error) {
+	_, err := h.gate.UpdateFile(ctx, t.abs, func(old []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, toolErr("The path %s does not exist. Please provide a valid path.", t.shown)
 		}
@@ -461,7 +461,7 @@ func (h *Handler) edit(t target, change func(old string) (string, error)) (strin
 	return written, nil
 }
 
-func (h *Handler) strReplace(p, oldStr, newStr string) (string, error) {
+func (h *Handler) strReplace(ctx context.Context, p, oldStr, newStr string) (string, error) {
 	t, err := h.resolve(p)
 	if err != nil {
 		return "", err
@@ -470,7 +470,7 @@ func (h *Handler) strReplace(p, oldStr, newStr string) (string, error) {
 		return "", toolErr("Parameter `old_str` must not be empty")
 	}
 	var snippet string
-	written, err := h.edit(t, func(content string) (string, error) {
+	written, err := h.edit(ctx, t, func(content string) (string, error) {
 		switch n := strings.Count(content, oldStr); {
 		case n == 0:
 			return "", toolErr("No replacement was performed, old_str `%s` did not appear verbatim in %s.", oldStr, t.shown)
@@ -500,15 +500,15 @@ func (h *Handler) strReplace(p, oldStr, newStr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return h.withNotice(snippet, t, written), nil
+	return h.withNotice(ctx, snippet, t, written), nil
 }
 
-func (h *Handler) insert(p string, at int, text string) (string, error) {
+func (h *Handler) insert(ctx context.Context, p string, at int, text string) (string, error) {
 	t, err := h.resolve(p)
 	if err != nil {
 		return "", err
 	}
-	written, err := h.edit(t, func(content string) (string, error) {
+	written, err := h.edit(ctx, t, func(content string) (string, error) {
 		var lines []string
 		if trimmed := strings.TrimSuffix(content, "\n"); content != "" {
 			lines = strings.Split(trimmed, "\n")
@@ -522,10 +522,10 @@ func (h *Handler) insert(p string, at int, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return h.withNotice(fmt.Sprintf("The file %s has been edited.", t.shown), t, written), nil
+	return h.withNotice(ctx, fmt.Sprintf("The file %s has been edited.", t.shown), t, written), nil
 }
 
-func (h *Handler) delete(p string) (string, error) {
+func (h *Handler) delete(ctx context.Context, p string) (string, error) {
 	t, err := h.resolve(p)
 	if err != nil {
 		return "", err
@@ -542,18 +542,18 @@ func (h *Handler) delete(p string) (string, error) {
 	}
 	if info.IsDir() {
 		files := h.memoryFilesUnder(t)
-		if _, err := h.gate.RemoveAll(t.abs); err != nil {
+		if _, err := h.gate.RemoveAll(ctx, t.abs); err != nil {
 			return "", h.refusal(t, err)
 		}
 		for _, f := range files {
-			_ = h.dir.RemovePointers(f)
+			_ = h.dir.RemovePointers(ctx, f)
 		}
 	} else {
-		if _, err := h.gate.Remove(t.abs); err != nil {
+		if _, err := h.gate.Remove(ctx, t.abs); err != nil {
 			return "", h.refusal(t, err)
 		}
 		if isMemoryFile(t.rel) {
-			_ = h.dir.RemovePointers(t.rel)
+			_ = h.dir.RemovePointers(ctx, t.rel)
 		}
 	}
 	return "Successfully deleted " + t.shown, nil
@@ -576,7 +576,7 @@ func (h *Handler) memoryFilesUnder(t target) []string {
 	return out
 }
 
-func (h *Handler) rename(oldPath, newPath string) (string, error) {
+func (h *Handler) rename(ctx context.Context, oldPath, newPath string) (string, error) {
 	from, err := h.resolve(oldPath)
 	if err != nil {
 		return "", err
@@ -602,14 +602,14 @@ func (h *Handler) rename(oldPath, newPath string) (string, error) {
 	}
 	if info.IsDir() {
 		files := h.memoryFilesUnder(from)
-		if err := h.gate.Rename(from.abs, to.abs); err != nil {
+		if err := h.gate.Rename(ctx, from.abs, to.abs); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return "", toolErr("The destination %s already exists", to.shown)
 			}
 			return "", h.refusal(from, err)
 		}
 		for _, f := range files {
-			_ = h.dir.MovePointers(f, to.rel+strings.TrimPrefix(f, from.rel))
+			_ = h.dir.MovePointers(ctx, f, to.rel+strings.TrimPrefix(f, from.rel))
 		}
 		return fmt.Sprintf("Successfully renamed %s to %s", from.shown, to.shown), nil
 	}
@@ -619,7 +619,7 @@ func (h *Handler) rename(oldPath, newPath string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = h.gate.UpdateFile(to.abs, func(_ []byte, exists bool) ([]byte, error) {
+	_, err = h.gate.UpdateFile(ctx, to.abs, func(_ []byte, exists bool) ([]byte, error) {
 		if exists {
 			return nil, errExists
 		}
@@ -631,18 +631,18 @@ func (h *Handler) rename(oldPath, newPath string) (string, error) {
 	if err != nil {
 		return "", h.refusal(to, err)
 	}
-	if _, err := h.gate.Remove(from.abs); err != nil {
-		_, _ = h.gate.Remove(to.abs)
+	if _, err := h.gate.Remove(ctx, from.abs); err != nil {
+		_, _ = h.gate.Remove(ctx, to.abs)
 		return "", h.refusal(from, err)
 	}
 	switch {
 	case isMemoryFile(from.rel) && isMemoryFile(to.rel):
-		_ = h.dir.MovePointers(from.rel, to.rel)
-		h.indexAdded(to.rel)
+		_ = h.dir.MovePointers(ctx, from.rel, to.rel)
+		h.indexAdded(ctx, to.rel)
 	case isMemoryFile(from.rel):
-		_ = h.dir.RemovePointers(from.rel)
+		_ = h.dir.RemovePointers(ctx, from.rel)
 	default:
-		h.indexAdded(to.rel)
+		h.indexAdded(ctx, to.rel)
 	}
 	return fmt.Sprintf("Successfully renamed %s to %s", from.shown, to.shown), nil
 }
