@@ -23,7 +23,7 @@ func TestCoreModuleStaysLight(t *testing.T) {
 		"replace github.com/agentmem/agentmem => " + root + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(host, "go.mod"), []byte(gomod), 0o644))
 	var imports strings.Builder
-	for _, p := range []string{"", "/dream", "/extract", "/filehistory", "/lexical", "/llm", "/llm/llmtest", "/memdir", "/memtools",
+	for _, p := range []string{"", "/dream", "/extract", "/filehistory", "/lexical", "/llm", "/llm/llmtest", "/memdir", "/memorytool", "/memtools",
 		"/recall", "/rootfs", "/secrets", "/sessionmem", "/teammem", "/teammem/server", "/teammem/server/storetest", "/transcript"} {
 		imports.WriteString("\t_ \"github.com/agentmem/agentmem" + p + "\"\n")
 	}
@@ -56,7 +56,7 @@ var floors = map[string]float64{
 	"llm": 1, "rootfs": 1, "lexical": 1, "secrets": 1, "teammem/wire": 1, "llm/llmtest": 1.5,
 	"memdir": 2, "transcript": 2.5, "filehistory": 2.5,
 	"teammem":  3,
-	"memtools": 4, "teammem/server": 4, "teammem/server/storetest": 4.5,
+	"memtools": 4, "memorytool": 4, "teammem/server": 4, "teammem/server/storetest": 4.5,
 	"extract": 5, "recall": 5, "dream": 5, "sessionmem": 5,
 	"": 6,
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/anthropic"
-	"github.com/agentmem/agentmem/llm/anthropic/memorytool"
+	"github.com/agentmem/agentmem/memorytool"
 )
 
 func main() {

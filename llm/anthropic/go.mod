@@ -5,13 +5,10 @@ go 1.26.0
 require (
 	github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
-	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
-	github.com/BurntSushi/toml v0.3.1 // indirect
-	github.com/adrg/frontmatter v0.2.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/go-logr/logr v1.4.2 // indirect
@@ -30,8 +27,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
-	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
 
 replace github.com/agentmem/agentmem => ../..

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/llm/anthropic/memorytool"
+	"github.com/agentmem/agentmem/memorytool"
 )
 
 func ExampleHandler_Call() {
