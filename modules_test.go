@@ -24,7 +24,7 @@ func TestCoreModuleStaysLight(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(host, "go.mod"), []byte(gomod), 0o644))
 	var imports strings.Builder
 	for _, p := range []string{"", "/dream", "/extract", "/filehistory", "/lexical", "/llm", "/llm/llmtest", "/memdir", "/memorytool", "/memtools",
-		"/recall", "/rootfs", "/secrets", "/sessionmem", "/teammem", "/teammem/server", "/teammem/server/storetest", "/transcript"} {
+		"/recall", "/rootfs", "/secrets", "/sessionmem", "/teammem", "/teamserver", "/teamserver/storetest", "/transcript"} {
 		imports.WriteString("\t_ \"github.com/agentmem/agentmem" + p + "\"\n")
 	}
 	main := "package main\n\nimport (\n" + imports.String() + ")\n\nfunc main() {}\n"
@@ -56,7 +56,7 @@ var floors = map[string]float64{
 	"llm": 1, "rootfs": 1, "lexical": 1, "secrets": 1, "teammem/wire": 1, "llm/llmtest": 1.5,
 	"memdir": 2, "transcript": 2.5, "filehistory": 2.5,
 	"teammem":  3,
-	"memtools": 4, "memorytool": 4, "teammem/server": 4, "teammem/server/storetest": 4.5,
+	"memtools": 4, "memorytool": 4, "teamserver": 4, "teamserver/storetest": 4.5,
 	"extract": 5, "recall": 5, "dream": 5, "sessionmem": 5,
 	"": 6,
 }
@@ -65,8 +65,8 @@ var floors = map[string]float64{
 // not: the server speaks the protocol through wire, never through the
 // client.
 var forbidden = map[string][]string{
-	"teammem/server":           {"teammem", "memdir"},
-	"teammem/server/storetest": {"teammem", "memdir"},
+	"teamserver":           {"teammem", "memdir"},
+	"teamserver/storetest": {"teammem", "memdir"},
 }
 
 // TestLayersPointOneWay checks every import inside the core module against

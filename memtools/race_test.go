@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,9 +42,9 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 	}
 
 	// The server holds keys below flip/, pushed from a clean directory.
-	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	h, err := server.NewHandler(server.NewMemoryStore(), server.Config{Tokens: []server.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,15 +26,15 @@ import (
 type syncEnv struct {
 	url   string
 	token string
-	store *server.MemoryStore
+	store *teamserver.MemoryStore
 }
 
 func startServer(t *testing.T, maxEntries int) syncEnv {
 	t.Helper()
-	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	store := server.NewMemoryStore()
-	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}, MaxEntries: maxEntries})
+	store := teamserver.NewMemoryStore()
+	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: maxEntries})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -146,7 +146,7 @@ func TestPushNeverOverwritesATeammatesEdit(t *testing.T) {
 	res, err := cb.Push(context.Background(), &sb)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"y.md"}, res.Uploaded, "B's unchanged old copy is not an edit")
-	got, err := e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"x.md": "from a, v2", "y.md": "from b"}, got.Entries)
 	res, err = cb.Pull(context.Background(), &sb)
@@ -174,9 +174,9 @@ func TestPushNeverOverwritesATeammatesEdit(t *testing.T) {
 // PUT; the 412 starts the round again and nothing is lost.
 func TestConflictRetry(t *testing.T) {
 	e := startServer(t, 100)
-	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
+	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
 	proxy := teammateWritesOnFirstPut(t, e, map[string]string{"teammate.md": "theirs"})
-	_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"seed.md": "seed"}, Now: time.Now()})
+	_, err := e.store.Put(context.Background(), repo, teamserver.PutRequest{Entries: map[string]string{"seed.md": "seed"}, Now: time.Now()})
 	require.NoError(t, err)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"mine.md": "ours"})
@@ -226,7 +226,7 @@ func TestSkipsAndLimits(t *testing.T) {
 func TestHostileKeyFromServerRefused(t *testing.T) {
 	e := startServer(t, 100)
 	// Written straight into the store, past the handler's own checks.
-	_, err := e.store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{
+	_, err := e.store.Put(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{
 		Entries: map[string]string{"../../escape.md": "pwned", "ok.md": "fine", "．．／x.md": "pwned"}, Now: time.Now()})
 	require.NoError(t, err)
 	root := t.TempDir()
@@ -313,7 +313,7 @@ func TestStaleCopyOfADeletedMemory(t *testing.T) {
 	assert.Empty(t, res.Uploaded, "the stale copy is not pushed back")
 	require.Len(t, res.Conflicts, 1)
 	assert.Equal(t, "old", readFile(t, res.Conflicts[0].SavedAs))
-	got, err := e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
 	require.NoError(t, err)
 	assert.Empty(t, got.Entries)
 }
@@ -493,9 +493,9 @@ func TestReplyCapFollowsServerLimits(t *testing.T) {
 // its read and its write.
 func TestRestoreIsConditional(t *testing.T) {
 	e := startServer(t, 100)
-	repo := server.Repo{Tenant: "acme", Name: "acme/shop"}
+	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
 	for _, v := range []string{"one", "two"} {
-		_, err := e.store.Put(context.Background(), repo, server.PutRequest{Entries: map[string]string{"k.md": v}, Now: time.Now()})
+		_, err := e.store.Put(context.Background(), repo, teamserver.PutRequest{Entries: map[string]string{"k.md": v}, Now: time.Now()})
 		require.NoError(t, err)
 	}
 	c := newClient(t, e, t.TempDir(), nil)
@@ -547,7 +547,7 @@ func teammateWritesOnFirstPut(t *testing.T, e syncEnv, entries map[string]string
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut {
 			once.Do(func() {
-				_, err := e.store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: entries, Now: time.Now()})
+				_, err := e.store.Put(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: entries, Now: time.Now()})
 				require.NoError(t, err)
 			})
 		}

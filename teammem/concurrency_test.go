@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,10 +62,10 @@ func (l *putLog) wrap(h http.Handler) http.Handler {
 }
 
 func TestEightClientsNoLostUpdate(t *testing.T) {
-	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	store := server.NewMemoryStore()
-	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}})
+	store := teamserver.NewMemoryStore()
+	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
 	require.NoError(t, err)
 	log := &putLog{}
 	srv := httptest.NewServer(log.wrap(h))
@@ -92,7 +92,7 @@ func TestEightClientsNoLostUpdate(t *testing.T) {
 	}
 	wg.Wait()
 
-	final, err := store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	final, err := store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
 	require.NoError(t, err)
 	// Every key's final value is the one its latest successful PUT sent.
 	latest := map[string]loggedPut{}

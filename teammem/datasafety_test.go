@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,19 +21,19 @@ import (
 // swappable is a server whose store can be replaced behind one URL.
 type swappable struct {
 	syncEnv
-	grant server.TokenGrant
-	h     atomic.Pointer[server.Handler]
+	grant teamserver.TokenGrant
+	h     atomic.Pointer[teamserver.Handler]
 	id    string // the current store's identity
 }
 
-type handlerFunc func() *server.Handler
+type handlerFunc func() *teamserver.Handler
 
 func (f handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) { f().ServeHTTP(w, r) }
 
 // sameID is a store that reports a given identity: what a copy of a
 // database (a backup) is to the store it was taken from.
 type sameID struct {
-	*server.MemoryStore
+	*teamserver.MemoryStore
 	id string
 }
 
@@ -41,19 +41,19 @@ func (s sameID) ID() string { return s.id }
 
 func startSwappable(t *testing.T) *swappable {
 	t.Helper()
-	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	s := &swappable{grant: grant}
 	s.token = token
-	s.swap(t, server.NewMemoryStore())
-	srv := httptest.NewServer(handlerFunc(func() *server.Handler { return s.h.Load() }))
+	s.swap(t, teamserver.NewMemoryStore())
+	srv := httptest.NewServer(handlerFunc(func() *teamserver.Handler { return s.h.Load() }))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s
 }
 
-func (s *swappable) swap(t *testing.T, store server.Store) {
-	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{s.grant}})
+func (s *swappable) swap(t *testing.T, store teamserver.Store) {
+	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{s.grant}})
 	require.NoError(t, err)
 	s.h.Store(h)
 	s.id = store.ID()
@@ -71,7 +71,7 @@ func TestDeletionOnlyOnEvidence(t *testing.T) {
 	_, err := c.Sync(ctx, &teammem.SyncState{})
 	require.NoError(t, err)
 
-	e.swap(t, server.NewMemoryStore())
+	e.swap(t, teamserver.NewMemoryStore())
 	for _, mode := range []string{"pull", "sync"} {
 		var res teammem.Result
 		var st teammem.SyncState
@@ -112,7 +112,7 @@ func TestRestoredStoreVersionGoesBack(t *testing.T) {
 	// same identity, an older version. Nothing written after the backup
 	// is deleted; the edit after it keeps the local text.
 	e := startSwappable(t)
-	live := server.NewMemoryStore()
+	live := teamserver.NewMemoryStore()
 	e.swap(t, live)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "alpha", "edited.md": "first"})
@@ -121,8 +121,8 @@ func TestRestoredStoreVersionGoesBack(t *testing.T) {
 	ctx := context.Background()
 	_, err := c.Sync(ctx, &teammem.SyncState{})
 	require.NoError(t, err)
-	backup := server.NewMemoryStore()
-	_, err = backup.Put(ctx, server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: map[string]string{"a.md": "alpha", "edited.md": "first"}, Now: time.Now()})
+	backup := teamserver.NewMemoryStore()
+	_, err = backup.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"a.md": "alpha", "edited.md": "first"}, Now: time.Now()})
 	require.NoError(t, err)
 
 	writeFiles(t, dir, map[string]string{"late.md": "after the backup", "edited.md": "second"})
@@ -190,7 +190,7 @@ func TestMassDeleteHoldLibrary(t *testing.T) {
 	assert.Equal(t, 70, res.Held[0].Tracked)
 	assert.Empty(t, res.SoftDeleted)
 	assert.Equal(t, []string{"m119.md"}, res.Uploaded)
-	snap, err := e.store.Get(ctx, server.Repo{Tenant: "acme", Name: "acme/shop"}, false)
+	snap, err := e.store.Get(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, false)
 	require.NoError(t, err)
 	assert.Len(t, snap.Checksums, 70, "the server kept them")
 

@@ -18,7 +18,7 @@
 //     to put in front of Write, Edit, MultiEdit and NotebookEdit tools.
 //   - A confined filesystem for the real disk: package
 //     github.com/agentmem/agentmem/rootfs.
-//   - Sync with a server (package teammem/server is the reference one):
+//   - Sync with a server (package teamserver is the reference one):
 //     Client with Pull, Push, Sync and Hashes over a caller-owned
 //     SyncState (three-way base; StatePath, ClientConfig.StateFile),
 //     Result (written, deleted, uploaded, conflicts, skipped with

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,10 +61,10 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func faultEnv(t *testing.T) (*faultProxy, syncEnv) {
 	t.Helper()
-	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	store := server.NewMemoryStore()
-	h, err := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}})
+	store := teamserver.NewMemoryStore()
+	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
 	require.NoError(t, err)
 	p := &faultProxy{h: h}
 	srv := httptest.NewServer(p)
@@ -74,7 +74,7 @@ func faultEnv(t *testing.T) (*faultProxy, syncEnv) {
 
 func consistent(t *testing.T, e syncEnv) map[string]string {
 	t.Helper()
-	got, err := e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
 	if err != nil {
 		return nil
 	}
@@ -157,7 +157,7 @@ func TestResetAfterApplyIsResolved(t *testing.T) {
 	res, err := c.Push(context.Background(), &st)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"a.md": "alpha", "b.md": "beta"}, consistent(t, e))
-	got, err := e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, false)
+	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Version, "applied once")
 	assert.Empty(t, res.Uploaded)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
 )
 
@@ -21,9 +21,9 @@ import (
 // reports bytes and requests against a full upload of the same tree
 // (bytes-ratio, requests-ratio).
 func BenchmarkDeltaPush(b *testing.B) {
-	token, grant, _ := server.NewToken("acme", []string{"acme/*"})
-	store := server.NewMemoryStore()
-	h, _ := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}, MaxEntries: 5000})
+	token, grant, _ := teamserver.NewToken("acme", []string{"acme/*"})
+	store := teamserver.NewMemoryStore()
+	h, _ := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	dir := b.TempDir()
@@ -68,16 +68,16 @@ func BenchmarkDeltaPush(b *testing.B) {
 // as a floor handler that returns a constant body of the same size, and
 // reports x-floor (time per request relative to the floor).
 func BenchmarkHashesView(b *testing.B) {
-	token, grant, _ := server.NewToken("acme", []string{"acme/*"})
-	store := server.NewMemoryStore()
+	token, grant, _ := teamserver.NewToken("acme", []string{"acme/*"})
+	store := teamserver.NewMemoryStore()
 	entries := map[string]string{}
 	for i := 0; i < 200; i++ {
 		entries[fmt.Sprintf("notes/m%03d.md", i)] = fmt.Sprintf("memory %d", i)
 	}
-	if _, err := store.Put(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, server.PutRequest{Entries: entries, Now: time.Now()}); err != nil {
+	if _, err := store.Put(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: entries, Now: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
-	h, _ := server.NewHandler(store, server.Config{Tokens: []server.TokenGrant{grant}, RatePerToken: -1})
+	h, _ := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
 	real := httptest.NewServer(h)
 	defer real.Close()
 	sample, err := get(real.URL+teammem.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)

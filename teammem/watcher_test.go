@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +22,7 @@ import (
 
 func serverEntries(t *testing.T, e syncEnv) map[string]string {
 	t.Helper()
-	got, err := e.store.Get(context.Background(), server.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
 	if err != nil {
 		return nil
 	}

@@ -6,12 +6,12 @@ require github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
 
 require github.com/agentmem/agentmem/llm/anthropic v0.0.0-00010101000000-000000000000
 
-require github.com/agentmem/agentmem/teammem/server/sqlite v0.0.0-00010101000000-000000000000
+require github.com/agentmem/agentmem/teamserver/sqlite v0.0.0-00010101000000-000000000000
 
-require github.com/agentmem/agentmem/teammem/server/postgres v0.0.0-00010101000000-000000000000
+require github.com/agentmem/agentmem/teamserver/postgres v0.0.0-00010101000000-000000000000
 
 require (
-	github.com/agentmem/agentmem/teammem/server/prommetrics v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem/teamserver/prommetrics v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/spf13/afero v1.15.0
@@ -78,8 +78,8 @@ replace github.com/agentmem/agentmem => ../..
 
 replace github.com/agentmem/agentmem/llm/anthropic => ../../llm/anthropic
 
-replace github.com/agentmem/agentmem/teammem/server/sqlite => ../../teammem/server/sqlite
+replace github.com/agentmem/agentmem/teamserver/sqlite => ../../teamserver/sqlite
 
-replace github.com/agentmem/agentmem/teammem/server/postgres => ../../teammem/server/postgres
+replace github.com/agentmem/agentmem/teamserver/postgres => ../../teamserver/postgres
 
-replace github.com/agentmem/agentmem/teammem/server/prommetrics => ../../teammem/server/prommetrics
+replace github.com/agentmem/agentmem/teamserver/prommetrics => ../../teamserver/prommetrics

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,10 +48,10 @@ func serveArgs(t *testing.T, db, tokens string, extra ...string) (string, *exec.
 // manyTokens writes a token file with n tokens (one per client).
 func manyTokens(t *testing.T, dir string, n int) (string, []string) {
 	t.Helper()
-	var grants []server.TokenGrant
+	var grants []teamserver.TokenGrant
 	var tokens []string
 	for i := range n {
-		tok, g, err := server.NewToken("acme", []string{"acme/*"})
+		tok, g, err := teamserver.NewToken("acme", []string{"acme/*"})
 		require.NoError(t, err)
 		g.Name = fmt.Sprintf("client%d", i)
 		tokens = append(tokens, tok)

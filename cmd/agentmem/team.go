@@ -25,10 +25,10 @@ import (
 	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
-	"github.com/agentmem/agentmem/teammem/server/postgres"
-	"github.com/agentmem/agentmem/teammem/server/prommetrics"
-	"github.com/agentmem/agentmem/teammem/server/sqlite"
+	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem/agentmem/teamserver/postgres"
+	"github.com/agentmem/agentmem/teamserver/prommetrics"
+	"github.com/agentmem/agentmem/teamserver/sqlite"
 	"github.com/spf13/afero"
 )
 
@@ -154,7 +154,7 @@ func teamToken(e env, args []string) (int, error) {
 	if ok, code := parseSub(e, fs, "token", args); !ok {
 		return code, nil
 	}
-	token, grant, err := server.NewToken(*org, repos)
+	token, grant, err := teamserver.NewToken(*org, repos)
 	if err != nil {
 		return exitError, err
 	}
@@ -180,12 +180,12 @@ func teamToken(e env, args []string) (int, error) {
 // addGrant appends a grant to a token file, atomically and with mode 0600;
 // an existing file that does not parse, or that already has a grant with
 // the same name, is left as it is. It returns the number of grants.
-func addGrant(e env, path string, grant server.TokenGrant) (int, error) {
-	var grants []server.TokenGrant
+func addGrant(e env, path string, grant teamserver.TokenGrant) (int, error) {
+	var grants []teamserver.TokenGrant
 	data, err := afero.ReadFile(e.fs, path)
 	switch {
 	case err == nil:
-		if grants, err = server.LoadTokens(bytes.NewReader(data)); err != nil {
+		if grants, err = teamserver.LoadTokens(bytes.NewReader(data)); err != nil {
 			return 0, fmt.Errorf("%s is not a token file (%v); nothing was changed", path, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -224,12 +224,12 @@ func teamServe(e env, args []string) (int, error) {
 	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
 	db := fs.String("db", "agentmem-team.db", "the SQLite file that holds the team memory, or a postgres:// URL")
 	tokens := fs.String("tokens", "", "the token file (JSON array of grants)")
-	maxEntries := fs.Int("max-entries", server.DefaultMaxEntries, "entries one repo may hold")
-	maxRepos := fs.Int("max-repos", server.DefaultMaxRepos, "repos one organization may create (-1: no limit)")
+	maxEntries := fs.Int("max-entries", teamserver.DefaultMaxEntries, "entries one repo may hold")
+	maxRepos := fs.Int("max-repos", teamserver.DefaultMaxRepos, "repos one organization may create (-1: no limit)")
 	dbMaxConns := fs.Int("db-max-conns", sqlite.DefaultMaxConns, "database connections this server uses at most (requests beyond wait)")
 	maxConns := fs.Int("max-conns", 1024, "client connections served at once (more wait to be accepted)")
-	rate := fs.Float64("rate", server.DefaultRatePerToken, "requests per second per token (-1: no limit)")
-	burst := fs.Int("burst", server.DefaultRateBurst, "requests a token may send at once before --rate applies")
+	rate := fs.Float64("rate", teamserver.DefaultRatePerToken, "requests per second per token (-1: no limit)")
+	burst := fs.Int("burst", teamserver.DefaultRateBurst, "requests a token may send at once before --rate applies")
 	tombstoneDays := fs.Int("tombstone-days", 30, "days a deletion is remembered")
 	historyKeep := fs.Int("history-keep", 20, "versions kept per key")
 	historyDays := fs.Int("history-days", 90, "days versions are kept (each key's newest always)")
@@ -249,7 +249,7 @@ func teamServe(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, fmt.Errorf("read the token file: %w", err)
 	}
-	grants, err := server.LoadTokens(f)
+	grants, err := teamserver.LoadTokens(f)
 	f.Close()
 	if err != nil {
 		return exitError, err
@@ -260,7 +260,7 @@ func teamServe(e env, args []string) (int, error) {
 		return exitError, err
 	}
 	defer ln.Close()
-	ln = server.LimitListener(ln, *maxConns)
+	ln = teamserver.LimitListener(ln, *maxConns)
 	var mln net.Listener
 	if *metricsAddr != "" {
 		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
@@ -268,7 +268,7 @@ func teamServe(e env, args []string) (int, error) {
 		}
 		defer mln.Close()
 	}
-	var store *server.SQLStore
+	var store *teamserver.SQLStore
 	where := "SQLite " + filepath.Clean(*db)
 	if strings.HasPrefix(*db, "postgres://") || strings.HasPrefix(*db, "postgresql://") {
 		store, err = postgres.OpenMax(context.Background(), *db, *dbMaxConns)
@@ -282,7 +282,7 @@ func teamServe(e env, args []string) (int, error) {
 	defer store.Close()
 	day := 24 * time.Hour
 	metrics := prommetrics.New(store)
-	h, err := server.NewHandler(store, server.Config{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: server.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentmem/agentmem"
 	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 )
 
 func main() {
@@ -29,11 +29,11 @@ func main() {
 // Run plays the sessions under root: Ana's home and project, Ben's, and a
 // team sync server in this process.
 func Run(ctx context.Context, w io.Writer, root string) error {
-	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	if err != nil {
 		return err
 	}
-	h, err := server.NewHandler(server.NewMemoryStore(), server.Config{Tokens: []server.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/agentmem/agentmem"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teammem/server"
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
 )
 
@@ -152,11 +152,11 @@ func run(w io.Writer, full bool) error {
 // syncTeams pushes this project's team dir to an in-process server and
 // pulls it into a second contributor's team dir.
 func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, autoDir, tmp string) error {
-	token, grant, err := server.NewToken("acme", []string{"acme/*"})
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	if err != nil {
 		return err
 	}
-	h, err := server.NewHandler(server.NewMemoryStore(), server.Config{Tokens: []server.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
 	if err != nil {
 		return err
 	}

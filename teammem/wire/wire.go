@@ -1,7 +1,7 @@
 // Package wire holds the team memory sync protocol that client and server
 // share (SPEC 2.4 and 2.5): the bodies, the error codes, the limits, the
 // checksums and the syntax of a key. It knows nothing of files: package
-// teammem is the client, package teammem/server the reference server.
+// teammem is the client, package teamserver the reference server.
 package wire
 
 import (

@@ -1,0 +1,124 @@
+package teamserver
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// TokenGrant is one line of the token file: the SHA-256 of a bearer token
+// (never the token itself), the tenant it belongs to, and the repos it may
+// use ("owner/name" exactly, or "owner/*").
+type TokenGrant struct {
+	TokenSHA256  string   `json:"token_sha256"`
+	Organization string   `json:"organization"`
+	Repos        []string `json:"repos"`
+	// Name says who holds the token ("alice", "ci"): the author of their
+	// writes in the history and the log. Optional.
+	Name string `json:"name,omitempty"`
+}
+
+// author names the grant's holder in the history: its name, or the first
+// characters of its token hash.
+func (g TokenGrant) author() string {
+	if g.Name != "" {
+		return g.Name
+	}
+	return "token:" + g.TokenSHA256[:min(12, len(g.TokenSHA256))]
+}
+
+var (
+	slugRe    = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+	patternRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+/([A-Za-z0-9_.-]+|\*)$`)
+	hexRe     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// ValidRepoSlug reports whether s is "owner/name" with safe characters
+// (and neither part "." or "..").
+func ValidRepoSlug(s string) bool {
+	if !slugRe.MatchString(s) {
+		return false
+	}
+	owner, name, _ := strings.Cut(s, "/")
+	return owner != "." && owner != ".." && name != "." && name != ".."
+}
+
+// HashToken returns the hex SHA-256 of a bearer token, as the token file
+// stores it.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewToken returns a fresh random bearer token and its grant.
+func NewToken(org string, repos []string) (string, TokenGrant, error) {
+	g := TokenGrant{Organization: org, Repos: repos}
+	if err := g.validateScope(); err != nil {
+		return "", TokenGrant{}, err
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", TokenGrant{}, err
+	}
+	token := "amt_" + hex.EncodeToString(raw[:])
+	g.TokenSHA256 = HashToken(token)
+	return token, g, nil
+}
+
+func (g TokenGrant) validate() error {
+	if err := g.validateScope(); err != nil {
+		return err
+	}
+	if !hexRe.MatchString(g.TokenSHA256) {
+		return fmt.Errorf("token_sha256 must be 64 lower-case hex digits")
+	}
+	return nil
+}
+
+// validateScope checks the organization and repo patterns.
+func (g TokenGrant) validateScope() error {
+	if g.Organization == "" {
+		return fmt.Errorf("a grant needs an organization")
+	}
+	if len(g.Repos) == 0 {
+		return fmt.Errorf("a grant needs at least one repo pattern")
+	}
+	for _, p := range g.Repos {
+		if !patternRe.MatchString(p) {
+			return fmt.Errorf("repo pattern %q is not owner/name or owner/*", p)
+		}
+	}
+	return nil
+}
+
+// allows reports whether the grant covers repo.
+func (g TokenGrant) allows(repo string) bool {
+	owner, _, _ := strings.Cut(repo, "/")
+	for _, p := range g.Repos {
+		if p == repo || p == owner+"/*" {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadTokens reads a token file: a JSON array of grants.
+func LoadTokens(r io.Reader) ([]TokenGrant, error) {
+	var grants []TokenGrant
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&grants); err != nil {
+		return nil, fmt.Errorf("server: the token file is not a JSON array of grants: %w", err)
+	}
+	for i, g := range grants {
+		if err := g.validate(); err != nil {
+			return nil, fmt.Errorf("server: token file entry %d: %w", i+1, err)
+		}
+	}
+	return grants, nil
+}

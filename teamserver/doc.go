@@ -1,0 +1,62 @@
+// Package server is the reference team memory sync server: an
+// http.Handler that speaks the protocol of package teammem's client
+// (GET with ETag and If-None-Match, the hashes view, conditional PUT
+// upserts, tombstones, structured errors), over a Store.
+//
+// Beyond the base protocol it serves the limits view, the long-poll
+// (view=hashes&wait=N), each key's history and a write log
+// (view=history, view=log; restore = a conditional PUT of old content,
+// authored by the token's name), /healthz and /readyz, and measurements
+// through Config.Metrics (module teamserver/prommetrics exports them
+// to Prometheus).
+//
+// Every read is one snapshot (the version, checksum and entries of a
+// reply belong together); a full GET streams entries from the store, so
+// memory per request stays near one buffer; the hashes view is cached per
+// repo and version. Bounds: entries and bytes per repo and request,
+// repos per organization (MaxRepos), tombstones and history (Retention),
+// requests per token (RatePerToken: 429 with Retry-After), connections
+// (LimitListener), and the store's pool; a store that cannot take a
+// request in time answers 503 with Retry-After, never 500.
+//
+// Stores: MemoryStore for tests and throwaway servers, and SQLStore, one
+// implementation for SQL databases over database/sql (NewSQLStore with an
+// SQLDialect). The drivers live in modules of their own, so this package
+// compiles none: teamserver/sqlite opens it on one local file through
+// a pure-Go SQLite (no cgo), the default of `agentmem team serve`, and
+// teamserver/postgres on PostgreSQL for deployments that outgrow one
+// machine, shared by several server processes (writes to one repo are
+// serialised by a transaction-scoped advisory lock). All pass the suite
+// in package storetest, which also checks that two conditional writes
+// with the same If-Match never both succeed; another database implements
+// Store and runs the same suite.
+//
+// # Security
+//
+//   - Authentication: bearer tokens, stored only as SHA-256 hashes in the
+//     token file (TokenGrant, LoadTokens, NewToken). A missing or unknown
+//     token gets 401.
+//   - Authorisation: each token holds a tenant (its organizationId) and
+//     repo patterns ("owner/name" or "owner/*"). A repo outside them gets
+//     403, decided before the store is read, with the same body whether
+//     or not the repo has data: nothing about other repos leaks. Tenants
+//     never see each other's repos, even under the same name.
+//   - Input: repo slugs must be owner/name; every key passes
+//     wire.ValidateKeySyntax (no traversal, encoded or Unicode-folded
+//     included), and one bad key refuses the whole request; entries over
+//     MaxEntryBytes and bodies over MaxBodyBytes (enforced while reading)
+//     get 413; malformed JSON gets 400. Nothing of a refused request is
+//     written.
+//   - Output: error bodies carry a type, a message and a code, each at
+//     most 256 characters, never content or server paths. Logs carry the
+//     method, repo, tenant, status and duration, never contents or tokens.
+//
+// # Concurrency
+//
+// The handler and the stores are safe for concurrent use. On SQLite the
+// SQL store writes through one connection in IMMEDIATE transactions with
+// synchronous=FULL (an acknowledged write survives a crash; writers queue
+// in the process rather than in the busy timeout; several processes may
+// share the file) and reads on a pool beside it. On PostgreSQL it uses a
+// bounded pool and REPEATABLE READ read transactions.
+package teamserver

@@ -1,0 +1,41 @@
+package teamserver_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teamserver"
+	"github.com/spf13/afero"
+)
+
+// A server and two clients in one process: what the team's second
+// contributor sees after the first one pushes.
+func ExampleNewHandler() {
+	token, grant, _ := teamserver.NewToken("acme", []string{"acme/*"})
+	h, _ := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	tmp, _ := os.MkdirTemp("", "team")
+	defer os.RemoveAll(tmp)
+	alice, bob := filepath.Join(tmp, "alice"), filepath.Join(tmp, "bob")
+	_ = os.MkdirAll(alice, 0o755)
+	_ = os.WriteFile(filepath.Join(alice, "testing.md"), []byte("Integration tests hit a real database."), 0o644)
+
+	client := func(dir string) *teammem.Client {
+		c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		return c
+	}
+	pushed, _ := client(alice).Sync(context.Background(), &teammem.SyncState{})
+	pulled, _ := client(bob).Sync(context.Background(), &teammem.SyncState{})
+	content, _ := os.ReadFile(filepath.Join(bob, "testing.md"))
+	fmt.Println(pushed.Uploaded, pulled.Written)
+	fmt.Println(string(content))
+	// Output:
+	// [testing.md] [testing.md]
+	// Integration tests hit a real database.
+}

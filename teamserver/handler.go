@@ -1,0 +1,427 @@
+package teamserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/teammem/wire"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Config configures the sync handler. Store is required.
+type Config struct {
+	store  Store
+	Tokens []TokenGrant
+	// Metrics receives request and store measurements (nil: none).
+	Metrics Metrics
+	// Path is the endpoint (default wire.DefaultSyncPath).
+	Path string
+	// MaxEntries bounds the entries of one repo (default 2,000; negative
+	// means no limit).
+	MaxEntries int
+	// MaxEntryBytes bounds one entry (default wire.MaxEntryBytes).
+	MaxEntryBytes int
+	// MaxBodyBytes bounds a PUT body, enforced while reading (default 1 MiB).
+	MaxBodyBytes int64
+	// Logger receives one record per request: method, repo, tenant,
+	// status, duration; never contents or tokens. nil discards.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// MaxWaiters bounds the long-polls waiting at once (default 1,000);
+	// past it a long-poll is answered at once.
+	MaxWaiters int
+	// PollEvery is how often a waiting long-poll re-reads the store, so
+	// writes through another server on the same database are seen
+	// (default 1 s); writes through this server wake it at once.
+	PollEvery time.Duration
+	// MaxRepos bounds the repos one organization may create (default
+	// DefaultMaxRepos; negative: no limit).
+	MaxRepos int
+	// Retention bounds tombstones and history (defaults: tombstones for
+	// 30 days and at most MaxEntries per repo; 20 revisions per key,
+	// none older than 90 days but the newest).
+	Retention Retention
+	// RatePerToken and RateBurst bound each token's requests per second
+	// (default 100 and 500); past them the answer is 429 with
+	// Retry-After. RatePerToken < 0 turns the limit off.
+	RatePerToken float64
+	RateBurst    int
+	// StoreTimeout bounds how long a request waits for the store (a free
+	// connection, the writer); past it the answer is 503 with
+	// Retry-After (default 10 s).
+	StoreTimeout time.Duration
+}
+
+// Defaults of the handler's bounds.
+const (
+	DefaultMaxRepos     = 100
+	DefaultRatePerToken = 100
+	DefaultRateBurst    = 500
+)
+
+// Operational endpoints, beside the sync path.
+const (
+	HealthPath = "/healthz"
+	ReadyPath  = "/readyz"
+)
+
+// DefaultMaxEntries is the default entry limit of one repo.
+const DefaultMaxEntries = 2000
+
+// Handler serves the team memory sync protocol.
+type Handler struct {
+	cfg     Config
+	grants  map[string]TokenGrant // by token hash
+	log     *slog.Logger
+	changes *changeFeed
+	hashes  *hashCache
+	limiter *rateLimiter
+	metrics Metrics
+	// draining is closed by Drain: long-polls answer at once.
+	draining  chan struct{}
+	drainOnce sync.Once
+}
+
+// Drain answers every waiting long-poll at once (304, as if its wait had
+// ended) and makes every later one answer without waiting, so that
+// http.Server.Shutdown, which waits for running requests, finishes at
+// once even with watchers connected. Register it with
+// srv.RegisterOnShutdown(h.Drain). Other requests are served as before.
+// Safe to call more than once, and concurrently.
+func (h *Handler) Drain() {
+	h.drainOnce.Do(func() { close(h.draining) })
+}
+
+// NewHandler returns the sync handler over store.
+func NewHandler(store Store, cfg Config) (*Handler, error) {
+	if store == nil {
+		return nil, errors.New("server: NewHandler needs a Store")
+	}
+	cfg.store = store
+	if cfg.Path == "" {
+		cfg.Path = wire.DefaultSyncPath
+	}
+	if cfg.MaxEntries == 0 {
+		cfg.MaxEntries = DefaultMaxEntries
+	}
+	if cfg.MaxEntries < 0 {
+		cfg.MaxEntries = 0
+	}
+	if cfg.MaxEntryBytes <= 0 {
+		cfg.MaxEntryBytes = wire.MaxEntryBytes
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = 1000
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = time.Second
+	}
+	if cfg.MaxRepos == 0 {
+		cfg.MaxRepos = DefaultMaxRepos
+	}
+	if cfg.MaxRepos < 0 {
+		cfg.MaxRepos = 0
+	}
+	r := &cfg.Retention
+	if r.TombstoneAge == 0 {
+		r.TombstoneAge = 30 * 24 * time.Hour
+	}
+	if r.MaxTombstones == 0 {
+		r.MaxTombstones = max(cfg.MaxEntries, DefaultMaxEntries)
+	}
+	if r.HistoryKeep == 0 {
+		r.HistoryKeep = 20
+	}
+	if r.HistoryAge == 0 {
+		r.HistoryAge = 90 * 24 * time.Hour
+	}
+	if cfg.RatePerToken == 0 {
+		cfg.RatePerToken = DefaultRatePerToken
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = DefaultRateBurst
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 10 * time.Second
+	}
+	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), draining: make(chan struct{})}
+	if cfg.RatePerToken > 0 {
+		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
+	}
+	h.metrics = cfg.Metrics
+	if h.metrics == nil {
+		h.metrics = noMetrics{}
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	for i, g := range cfg.Tokens {
+		if err := g.validate(); err != nil {
+			return nil, fmt.Errorf("server: token %d: %w", i+1, err)
+		}
+		h.grants[g.TokenSHA256] = g
+	}
+	return h, nil
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	switch r.URL.Path {
+	case HealthPath:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	case ReadyPath:
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := h.cfg.store.Ping(ctx); err != nil {
+			h.log.Warn("team memory store not ready", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	repo, tenant := h.serve(sw, r)
+	route := r.Method + " " + r.URL.Query().Get("view")
+	h.metrics.Request(route, sw.status, time.Since(start))
+	h.log.Info("team memory request", "method", r.Method, "repo", repo, "tenant", tenant,
+		"view", r.URL.Query().Get("view"), "status", sw.status, "duration_ms", time.Since(start).Milliseconds())
+}
+
+// Flush lets a streamed reply reach the client as it is written.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenant string) {
+	if r.URL.Path != h.cfg.Path {
+		writeError(w, http.StatusNotFound, "not_found_error", "not_found", "no such endpoint")
+		return "", ""
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodPut {
+		w.Header().Set("Allow", "GET, PUT")
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, "use GET or PUT")
+		return "", ""
+	}
+	grant, ok := h.authenticate(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="team memory"`)
+		writeError(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, "a valid bearer token is required")
+		return "", ""
+	}
+	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", wire.CodeRateLimited, "too many requests for this token; retry after the given seconds")
+		return "", grant.Organization
+	}
+	repoName = r.URL.Query().Get("repo")
+	if !ValidRepoSlug(repoName) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidRepo, "repo must be owner/name")
+		return "", grant.Organization
+	}
+	// Decided before the store is touched: a 403 says nothing about
+	// whether the repo has data.
+	if !grant.allows(repoName) {
+		writeError(w, http.StatusForbidden, "permission_error", wire.CodeForbidden, "this token may not use that repo")
+		return repoName, grant.Organization
+	}
+	repo := Repo{Tenant: grant.Organization, Name: repoName}
+	w.Header().Set(wire.StoreIDHeader, h.cfg.store.ID())
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout+wire.MaxLongPoll)
+	defer cancel()
+	r = r.WithContext(ctx)
+	if r.Method == http.MethodGet {
+		h.get(w, r, repo)
+	} else {
+		h.put(w, r, repo, grant)
+	}
+	return repoName, grant.Organization
+}
+
+func (h *Handler) authenticate(r *http.Request) (TokenGrant, bool) {
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return TokenGrant{}, false
+	}
+	g, ok := h.grants[HashToken(strings.TrimSpace(token))]
+	return g, ok
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, repo Repo) {
+	view := r.URL.Query().Get("view")
+	switch view {
+	case "", "hashes", "history", "log":
+	case "limits":
+		writeJSON(w, http.StatusOK, wire.LimitsView{MaxEntries: h.cfg.MaxEntries, MaxEntryBytes: h.cfg.MaxEntryBytes,
+			MaxBodyBytes: h.cfg.MaxBodyBytes, MaxRepoBytes: h.maxRepoBytes()})
+		return
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "unknown view (want hashes, limits, history or log)")
+		return
+	}
+	switch view {
+	case "hashes":
+		if r.URL.Query().Has("wait") && !h.waitForChange(w, r, repo) {
+			return
+		}
+		h.getHashes(w, r, repo)
+	case "history":
+		h.getHistory(w, r, repo)
+	case "log":
+		h.getLog(w, r, repo)
+	default:
+		h.getFull(w, r, repo)
+	}
+}
+
+func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeBodyTooLarge,
+			"the request body is over "+strconv.FormatInt(h.cfg.MaxBodyBytes, 10)+" bytes; send fewer entries per request")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body could not be read")
+		return
+	}
+	var in wire.PutBody
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body is not valid JSON")
+		return
+	}
+	n := 0
+	for k, v := range in.Entries {
+		n++
+		if wire.ValidateKeySyntax(k) != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "an entry key is not a valid team memory key; nothing was written")
+			return
+		}
+		if !norm.NFC.IsNormalString(k) {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeKeyNotNFC, "an entry key is not in Unicode NFC form; send keys in NFC; nothing was written")
+			return
+		}
+		if len(v) > h.cfg.MaxEntryBytes {
+			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeEntryTooLarge,
+				"an entry is over "+strconv.Itoa(h.cfg.MaxEntryBytes)+" bytes; nothing was written")
+			return
+		}
+	}
+	for _, k := range in.SoftDeleteKeys {
+		if wire.ValidateKeySyntax(k) != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "a key to delete is not a valid team memory key; nothing was written")
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
+	defer cancel()
+	start := time.Now()
+	snap, err := h.cfg.store.Put(ctx, repo, PutRequest{
+		IfMatch: unquote(r.Header.Get("If-Match")), Entries: in.Entries, Deletes: in.SoftDeleteKeys,
+		MaxEntries: h.cfg.MaxEntries, MaxRepos: h.cfg.MaxRepos, Retention: h.cfg.Retention,
+		Author: grant.author(), Now: h.cfg.Now(),
+	})
+	h.metrics.StoreCall("put", time.Since(start))
+	var tooMany *TooManyEntriesError
+	var conflict *KeyConflictError
+	switch {
+	case errors.Is(err, ErrPreconditionFailed):
+		writeError(w, http.StatusPreconditionFailed, "conflict_error", wire.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
+		return
+	case errors.As(err, &conflict):
+		writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+			Type: "invalid_request_error", Message: "two keys could not both exist as files on a disk (one is a folder of the other, or they differ only in case or Unicode form); nothing was written",
+			Details: wire.ErrorDetails{ErrorCode: wire.CodeKeyConflict, Keys: conflict.Keys},
+		}})
+		return
+	case errors.Is(err, ErrTooManyRepos):
+		writeError(w, http.StatusForbidden, "permission_error", wire.CodeTooManyRepos, "the organization holds as many repos as the server allows; nothing was written")
+		return
+	case errors.As(err, &tooMany):
+		writeJSON(w, http.StatusRequestEntityTooLarge, wire.ErrorBody{Error: wire.ErrorInfo{
+			Type: "request_too_large", Message: "the repo would hold more entries than its limit; nothing was written",
+			Details: wire.ErrorDetails{ErrorCode: wire.CodeTooManyEntries, MaxEntries: tooMany.Max, ReceivedEntries: tooMany.Received},
+		}})
+		return
+	case err != nil:
+		h.storeError(w, err)
+		return
+	}
+	h.hashes.forget(repo)
+	h.changes.notify(repo)
+	w.Header().Set("ETag", `"`+snap.Checksum+`"`)
+	writeJSON(w, http.StatusOK, wire.PutResult{Checksum: snap.Checksum, LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Version: snap.Version})
+}
+
+// storeError answers a store failure: 503 with Retry-After when the store
+// is busy or the request waited too long for it (the client retries),
+// 500 otherwise.
+func (h *Handler) storeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded) {
+		h.log.Warn("team memory store busy", "error", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "overloaded_error", wire.CodeOverloaded, "the server is busy; retry shortly")
+		return
+	}
+	h.internal(w, err)
+}
+
+func (h *Handler) internal(w http.ResponseWriter, err error) {
+	h.log.Error("team memory store failed", "error", err)
+	writeError(w, http.StatusInternalServerError, "api_error", "internal_error", "the server could not complete the request")
+}
+
+func nonEmpty(m map[string]int64) map[string]int64 {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// unquote strips the quotes (and a weak-validator prefix) of an ETag.
+func unquote(tag string) string {
+	tag = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(tag), "W/"))
+	return strings.Trim(tag, `"`)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeJSON(w, status, wire.ErrorBody{Error: wire.ErrorInfo{Type: typ, Message: msg, Details: wire.ErrorDetails{ErrorCode: code}}})
+}

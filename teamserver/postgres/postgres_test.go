@@ -1,0 +1,95 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem/agentmem/teamserver/postgres"
+	"github.com/agentmem/agentmem/teamserver/storetest"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// postgresDSN returns the test database from AGENTMEM_TEST_POSTGRES_DSN.
+// .ci/run starts PostgreSQL and sets it, together with
+// AGENTMEM_REQUIRE_POSTGRES=1, which makes a missing database a failure
+// rather than a skip. Both are read here, inside the test, where Go's test
+// cache records them: a cached result from a run without a database is
+// not reused once they are set.
+func postgresDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
+			t.Fatal("AGENTMEM_TEST_POSTGRES_DSN is not set but PostgreSQL is required")
+		}
+		t.Skip("set AGENTMEM_TEST_POSTGRES_DSN to run the PostgreSQL store tests (.ci/run does)")
+	}
+	return dsn
+}
+
+// freshSchema creates an empty schema and returns a DSN that uses it.
+func freshSchema(t *testing.T, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "agentmem_test_" + hex.EncodeToString(b[:])
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			_ = c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(dsn)
+	require.NoError(t, err, "AGENTMEM_TEST_POSTGRES_DSN must be a postgres:// URL")
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func TestPostgresStore(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.Run(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+func TestPostgresTwoServersShareTheDatabase(t *testing.T) {
+	// Two store instances (as two server processes would have) on one
+	// database: a conditional write from one sees the other's.
+	ctx := context.Background()
+	schemaDSN := freshSchema(t, postgresDSN(t))
+	a, err := postgres.Open(ctx, schemaDSN)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := postgres.Open(ctx, schemaDSN)
+	require.NoError(t, err)
+	defer b.Close()
+	require.Equal(t, a.ID(), b.ID(), "servers on one database report one store identity")
+	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
+	first, err := a.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"x.md": "1"}})
+	require.NoError(t, err)
+	_, err = b.Put(ctx, repo, teamserver.PutRequest{IfMatch: first.Checksum, Entries: map[string]string{"x.md": "2"}})
+	require.NoError(t, err)
+	_, err = a.Put(ctx, repo, teamserver.PutRequest{IfMatch: first.Checksum, Entries: map[string]string{"x.md": "3"}})
+	require.ErrorIs(t, err, teamserver.ErrPreconditionFailed)
+	got, err := a.Get(ctx, repo, true)
+	require.NoError(t, err)
+	require.Equal(t, "2", got.Entries["x.md"])
+}

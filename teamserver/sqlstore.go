@@ -1,0 +1,490 @@
+package teamserver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SQLStore is the Store every SQL database shares, over database/sql with
+// any driver: the same tables, the same queries (written with "?" and
+// rebound per dialect), the same transactions. What differs is how writes
+// are serialised: SQLite runs every write through one connection (writes
+// queue in the process, not in the database's busy timeout) in IMMEDIATE
+// transactions; PostgreSQL takes a transaction-scoped advisory lock on the
+// repo (SQLDialect.LockRepo) and, when a write creates a repo, on its
+// tenant (so the repo limit holds across servers). Reads run in one read
+// transaction each, so a version, its checksum and its entries always
+// belong together. The drivers live in modules of their own
+// (teamserver/sqlite, teamserver/postgres), so this module
+// compiles none. Safe for concurrent use.
+type SQLStore struct {
+	id string
+	w  *sql.DB // writes
+	r  *sql.DB // reads (the same pool on PostgreSQL)
+	d  SQLDialect
+}
+
+// SQLDialect is what differs between SQL databases.
+type SQLDialect struct {
+	// Dollar rewrites "?" placeholders as $1, $2, ... (PostgreSQL).
+	Dollar bool
+	// LockRepo, when set, runs first in every write transaction with the
+	// repo's "tenant\nname" (or a tenant's "tenant\n") as its argument.
+	LockRepo string
+	// ReadOptions are the options of read transactions.
+	ReadOptions *sql.TxOptions
+}
+
+// NewSQLStore makes the store on open databases: writes go to w, reads to
+// r (the same pool is fine), and creates its tables if needed. It owns
+// both from then on: Close closes them.
+func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (*SQLStore, error) {
+	if _, err := w.ExecContext(ctx, sqlSchema); err != nil {
+		return nil, fmt.Errorf("server: prepare the database: %w", err)
+	}
+	s := &SQLStore{w: w, r: r, d: d}
+	// The identity is made by whichever server first opens the database;
+	// the others (and every later start) read it back.
+	if _, err := w.ExecContext(ctx, s.q(`INSERT INTO team_store (one, id) VALUES (1, ?) ON CONFLICT (one) DO NOTHING`), NewStoreID()); err != nil {
+		return nil, fmt.Errorf("server: prepare the database: %w", err)
+	}
+	if err := w.QueryRowContext(ctx, `SELECT id FROM team_store WHERE one = 1`).Scan(&s.id); err != nil {
+		return nil, fmt.Errorf("server: read the store identity: %w", err)
+	}
+	return s, nil
+}
+
+// ID implements Store: the identity kept in the database, so a copy of
+// the database (a backup) keeps it and a new database has its own.
+func (s *SQLStore) ID() string { return s.id }
+
+const sqlSchema = `
+CREATE TABLE IF NOT EXISTS team_store (
+	one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS team_repos (
+	tenant TEXT NOT NULL, name TEXT NOT NULL,
+	version BIGINT NOT NULL, checksum TEXT NOT NULL, last_modified_ms BIGINT NOT NULL,
+	PRIMARY KEY (tenant, name));
+CREATE TABLE IF NOT EXISTS team_entries (
+	tenant TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
+	content TEXT NOT NULL, checksum TEXT NOT NULL,
+	PRIMARY KEY (tenant, name, key));
+CREATE TABLE IF NOT EXISTS team_tombstones (
+	tenant TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL, deleted_ms BIGINT NOT NULL,
+	PRIMARY KEY (tenant, name, key));
+CREATE TABLE IF NOT EXISTS team_history (
+	tenant TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL, version BIGINT NOT NULL,
+	checksum TEXT NOT NULL, author TEXT NOT NULL, time_ms BIGINT NOT NULL, deleted INTEGER NOT NULL,
+	content TEXT NOT NULL,
+	PRIMARY KEY (tenant, name, key, version));
+CREATE TABLE IF NOT EXISTS team_log (
+	tenant TEXT NOT NULL, name TEXT NOT NULL, version BIGINT NOT NULL,
+	time_ms BIGINT NOT NULL, author TEXT NOT NULL, keys TEXT NOT NULL,
+	PRIMARY KEY (tenant, name, version));
+`
+
+// q rebinds a query's "?" placeholders for the dialect.
+func (s *SQLStore) q(query string) string {
+	if !s.d.Dollar {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Close implements Store.
+func (s *SQLStore) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// Ping implements Store.
+func (s *SQLStore) Ping(ctx context.Context) error {
+	return overloaded(errors.Join(s.w.PingContext(ctx), s.r.PingContext(ctx)))
+}
+
+// overloaded marks the errors that mean "busy, try again" with
+// ErrOverloaded: no free connection in time, SQLite's lock, PostgreSQL
+// out of connections.
+func overloaded(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY") ||
+		strings.Contains(msg, "too many clients") || strings.Contains(msg, "53300") {
+		return fmt.Errorf("%w: %v", ErrOverloaded, err)
+	}
+	return err
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// read runs fn in one read transaction.
+func (s *SQLStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, s.d.ReadOptions)
+	if err != nil {
+		return overloaded(err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return overloaded(err)
+	}
+	return tx.Commit()
+}
+
+func (s *SQLStore) head(ctx context.Context, q querier, repo Repo) (Snapshot, error) {
+	var snap Snapshot
+	var lastMS int64
+	err := q.QueryRowContext(ctx, s.q(`SELECT version, checksum, last_modified_ms FROM team_repos WHERE tenant = ? AND name = ?`),
+		repo.Tenant, repo.Name).Scan(&snap.Version, &snap.Checksum, &lastMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Snapshot{}, ErrNotFound
+	}
+	if err != nil {
+		return Snapshot{}, err
+	}
+	snap.LastModified = time.UnixMilli(lastMS).UTC()
+	return snap, nil
+}
+
+// load reads a repo's state in q (one transaction).
+func (s *SQLStore) load(ctx context.Context, q querier, repo Repo, withContent bool) (Snapshot, error) {
+	snap, err := s.head(ctx, q, repo)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	snap.Checksums, snap.Tombstones = map[string]string{}, map[string]int64{}
+	if withContent {
+		snap.Entries = map[string]string{}
+	}
+	// Contents are selected only when asked for: the hashes view never
+	// reads them.
+	cols := "key, checksum, ''"
+	if withContent {
+		cols = "key, checksum, content"
+	}
+	err = s.each(ctx, q, `SELECT `+cols+` FROM team_entries WHERE tenant = ? AND name = ?`, repo, func(rows *sql.Rows) error {
+		var k, sum, content string
+		if err := rows.Scan(&k, &sum, &content); err != nil {
+			return err
+		}
+		snap.Checksums[k] = sum
+		if withContent {
+			snap.Entries[k] = content
+		}
+		return nil
+	})
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return snap, s.tombstones(ctx, q, repo, snap.Tombstones)
+}
+
+func (s *SQLStore) tombstones(ctx context.Context, q querier, repo Repo, into map[string]int64) error {
+	return s.each(ctx, q, `SELECT key, deleted_ms FROM team_tombstones WHERE tenant = ? AND name = ?`, repo, func(rows *sql.Rows) error {
+		var k string
+		var ms int64
+		if err := rows.Scan(&k, &ms); err != nil {
+			return err
+		}
+		into[k] = ms
+		return nil
+	})
+}
+
+// each runs a per-repo query and calls fn for every row.
+func (s *SQLStore) each(ctx context.Context, q querier, query string, repo Repo, fn func(*sql.Rows) error, args ...any) error {
+	rows, err := q.QueryContext(ctx, s.q(query), append([]any{repo.Tenant, repo.Name}, args...)...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Get implements Store.
+func (s *SQLStore) Get(ctx context.Context, repo Repo, withContent bool) (Snapshot, error) {
+	var snap Snapshot
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		snap, err = s.load(ctx, tx, repo, withContent)
+		return err
+	})
+	return snap, err
+}
+
+// Head implements Store.
+func (s *SQLStore) Head(ctx context.Context, repo Repo) (Snapshot, error) {
+	snap, err := s.head(ctx, s.r, repo)
+	return snap, overloaded(err)
+}
+
+// Stream implements Store: one read transaction, entries row by row.
+func (s *SQLStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
+	var snap Snapshot
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		if snap, err = s.head(ctx, tx, repo); err != nil {
+			return err
+		}
+		if err := head(snap); err != nil {
+			return err
+		}
+		snap.Checksums, snap.Tombstones = map[string]string{}, map[string]int64{}
+		err = s.each(ctx, tx, `SELECT key, checksum, content FROM team_entries WHERE tenant = ? AND name = ? ORDER BY key`, repo, func(rows *sql.Rows) error {
+			var k, sum, content string
+			if err := rows.Scan(&k, &sum, &content); err != nil {
+				return err
+			}
+			snap.Checksums[k] = sum
+			return entry(k, content)
+		})
+		if err != nil {
+			return err
+		}
+		return s.tombstones(ctx, tx, repo, snap.Tombstones)
+	})
+	return snap, err
+}
+
+// Put implements Store, in one serialised transaction.
+func (s *SQLStore) Put(ctx context.Context, repo Repo, req PutRequest) (Snapshot, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Snapshot{}, overloaded(err)
+	}
+	defer tx.Rollback()
+	next, err := s.put(ctx, tx, repo, req)
+	if errors.Is(err, errNothingToWrite) {
+		return headOnly(next), nil
+	}
+	if err != nil {
+		return Snapshot{}, overloaded(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Snapshot{}, overloaded(err)
+	}
+	next.Entries = nil
+	return next, nil
+}
+
+func (s *SQLStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutRequest) (Snapshot, error) {
+	exec := func(query string, args ...any) error {
+		_, err := tx.ExecContext(ctx, s.q(query), args...)
+		return err
+	}
+	if s.d.LockRepo != "" {
+		if err := exec(s.d.LockRepo, repo.Tenant+"\n"+repo.Name); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	cur, err := s.load(ctx, tx, repo, false)
+	exists := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Snapshot{}, err
+	}
+	if !exists && req.MaxRepos > 0 && changes(cur, req) {
+		if s.d.LockRepo != "" {
+			if err := exec(s.d.LockRepo, repo.Tenant+"\n"); err != nil {
+				return Snapshot{}, err
+			}
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM team_repos WHERE tenant = ?`), repo.Tenant).Scan(&n); err != nil {
+			return Snapshot{}, err
+		}
+		if n >= req.MaxRepos {
+			return Snapshot{}, ErrTooManyRepos
+		}
+	}
+	next, err := apply(cur, exists, req)
+	if err != nil {
+		return next, err
+	}
+	for k := range cur.Tombstones {
+		if _, kept := next.Tombstones[k]; !kept {
+			if err := exec(`DELETE FROM team_tombstones WHERE tenant = ? AND name = ? AND key = ?`, repo.Tenant, repo.Name, k); err != nil {
+				return Snapshot{}, err
+			}
+		}
+	}
+	for _, k := range req.Deletes {
+		if _, gone := cur.Checksums[k]; !gone {
+			continue
+		}
+		if err := exec(`DELETE FROM team_entries WHERE tenant = ? AND name = ? AND key = ?`, repo.Tenant, repo.Name, k); err != nil {
+			return Snapshot{}, err
+		}
+		if ms, ok := next.Tombstones[k]; ok {
+			if err := exec(`INSERT INTO team_tombstones (tenant, name, key, deleted_ms) VALUES (?, ?, ?, ?)
+				ON CONFLICT (tenant, name, key) DO UPDATE SET deleted_ms = excluded.deleted_ms`, repo.Tenant, repo.Name, k, ms); err != nil {
+				return Snapshot{}, err
+			}
+		}
+	}
+	for k, v := range req.Entries {
+		if cur.Checksums[k] == next.Checksums[k] {
+			continue // unchanged
+		}
+		if err := exec(`INSERT INTO team_entries (tenant, name, key, content, checksum) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, name, key) DO UPDATE SET content = excluded.content, checksum = excluded.checksum`,
+			repo.Tenant, repo.Name, k, v, next.Checksums[k]); err != nil {
+			return Snapshot{}, err
+		}
+		if _, was := cur.Tombstones[k]; was {
+			if err := exec(`DELETE FROM team_tombstones WHERE tenant = ? AND name = ? AND key = ?`, repo.Tenant, repo.Name, k); err != nil {
+				return Snapshot{}, err
+			}
+		}
+	}
+	if err := exec(`INSERT INTO team_repos (tenant, name, version, checksum, last_modified_ms) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, name) DO UPDATE SET version = excluded.version, checksum = excluded.checksum, last_modified_ms = excluded.last_modified_ms`,
+		repo.Tenant, repo.Name, next.Version, next.Checksum, next.LastModified.UnixMilli()); err != nil {
+		return Snapshot{}, err
+	}
+	revs := revisions(cur, next, req)
+	keys := make([]string, 0, len(revs))
+	for _, r := range revs {
+		deleted := 0
+		if r.Deleted {
+			deleted = 1
+		}
+		if err := exec(`INSERT INTO team_history (tenant, name, key, version, checksum, author, time_ms, deleted, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			repo.Tenant, repo.Name, r.Key, r.Version, r.Checksum, r.Author, r.Time.UnixMilli(), deleted, r.Content); err != nil {
+			return Snapshot{}, err
+		}
+		if err := s.trimHistory(exec, repo, r.Key, req.Retention, req.Now); err != nil {
+			return Snapshot{}, err
+		}
+		keys = append(keys, r.Key)
+	}
+	rawKeys, _ := json.Marshal(keys)
+	if err := exec(`INSERT INTO team_log (tenant, name, version, time_ms, author, keys) VALUES (?, ?, ?, ?, ?, ?)`,
+		repo.Tenant, repo.Name, next.Version, req.Now.UnixMilli(), req.Author, string(rawKeys)); err != nil {
+		return Snapshot{}, err
+	}
+	if age := req.Retention.HistoryAge; age > 0 {
+		if err := exec(`DELETE FROM team_log WHERE tenant = ? AND name = ? AND time_ms < ?`, repo.Tenant, repo.Name, req.Now.Add(-age).UnixMilli()); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	return next, nil
+}
+
+// trimHistory applies the history retention to one key: the newest
+// HistoryKeep revisions, none older than HistoryAge but the newest.
+func (s *SQLStore) trimHistory(exec func(string, ...any) error, repo Repo, key string, r Retention, now time.Time) error {
+	if r.HistoryKeep > 0 {
+		if err := exec(`DELETE FROM team_history WHERE tenant = ? AND name = ? AND key = ? AND version NOT IN
+			(SELECT version FROM team_history WHERE tenant = ? AND name = ? AND key = ? ORDER BY version DESC LIMIT ?)`,
+			repo.Tenant, repo.Name, key, repo.Tenant, repo.Name, key, r.HistoryKeep); err != nil {
+			return err
+		}
+	}
+	if r.HistoryAge > 0 {
+		if err := exec(`DELETE FROM team_history WHERE tenant = ? AND name = ? AND key = ? AND time_ms < ? AND version <
+			(SELECT MAX(version) FROM team_history WHERE tenant = ? AND name = ? AND key = ?)`,
+			repo.Tenant, repo.Name, key, now.Add(-r.HistoryAge).UnixMilli(), repo.Tenant, repo.Name, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// History implements Store.
+func (s *SQLStore) History(ctx context.Context, repo Repo, key string, limit int) ([]Revision, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []Revision
+	err := s.each(ctx, s.r, `SELECT version, checksum, author, time_ms, deleted FROM team_history
+		WHERE tenant = ? AND name = ? AND key = ? ORDER BY version DESC LIMIT ?`, repo, func(rows *sql.Rows) error {
+		r := Revision{Key: key}
+		var ms int64
+		var deleted int
+		if err := rows.Scan(&r.Version, &r.Checksum, &r.Author, &ms, &deleted); err != nil {
+			return err
+		}
+		r.Time, r.Deleted = time.UnixMilli(ms).UTC(), deleted != 0
+		out = append(out, r)
+		return nil
+	}, key, limit)
+	return out, overloaded(err)
+}
+
+// Revision implements Store.
+func (s *SQLStore) Revision(ctx context.Context, repo Repo, key string, version int64) (Revision, error) {
+	r := Revision{Key: key, Version: version}
+	var ms int64
+	var deleted int
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT checksum, author, time_ms, deleted, content FROM team_history
+		WHERE tenant = ? AND name = ? AND key = ? AND version = ?`), repo.Tenant, repo.Name, key, version).
+		Scan(&r.Checksum, &r.Author, &ms, &deleted, &r.Content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Revision{}, ErrNoRevision
+	}
+	if err != nil {
+		return Revision{}, overloaded(err)
+	}
+	r.Time, r.Deleted = time.UnixMilli(ms).UTC(), deleted != 0
+	return r, nil
+}
+
+// Log implements Store.
+func (s *SQLStore) Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []Change
+	err := s.each(ctx, s.r, `SELECT version, time_ms, author, keys FROM team_log
+		WHERE tenant = ? AND name = ? AND version > ? ORDER BY version DESC LIMIT ?`, repo, func(rows *sql.Rows) error {
+		var c Change
+		var ms int64
+		var keys string
+		if err := rows.Scan(&c.Version, &ms, &c.Author, &keys); err != nil {
+			return err
+		}
+		c.Time = time.UnixMilli(ms).UTC()
+		_ = json.Unmarshal([]byte(keys), &c.Keys)
+		out = append(out, c)
+		return nil
+	}, since, limit)
+	return out, overloaded(err)
+}
+
+// Counts implements Counter.
+func (s *SQLStore) Counts(ctx context.Context) (repos, entries, tombstones int64, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM team_repos), (SELECT COUNT(*) FROM team_entries), (SELECT COUNT(*) FROM team_tombstones)`).
+		Scan(&repos, &entries, &tombstones)
+	return repos, entries, tombstones, err
+}
+
+// PoolStats implements PoolStats (the reading pool on SQLite).
+func (s *SQLStore) PoolStats() sql.DBStats { return s.r.Stats() }
