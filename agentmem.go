@@ -450,8 +450,9 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 }
 
 // checkSynced refuses a host tool's write of a secret into synced
-// private memory: the written content, or each new text of an edit.
-// Writes elsewhere are the host's business.
+// private memory: what the write would leave in the file (a Write's
+// content, the file after an Edit's replacements). Writes elsewhere are
+// the host's business.
 func (m *Memory) checkSynced(tc memdir.ToolCall) error {
 	path := tc.String("file_path")
 	if path == "" {
@@ -461,16 +462,7 @@ func (m *Memory) checkSynced(tc memdir.ToolCall) error {
 	if err != nil || !t.Synced {
 		return nil // not a memory write, or the team guard's
 	}
-	texts := []string{tc.String("content"), tc.String("new_string"), tc.String("new_source")}
-	if edits, ok := tc.Input["edits"].([]any); ok {
-		for _, e := range edits {
-			if em, ok := e.(map[string]any); ok {
-				s, _ := em["new_string"].(string)
-				texts = append(texts, s)
-			}
-		}
-	}
-	for _, text := range texts {
+	for _, text := range memdir.WrittenTexts(m.fs, t.Path, tc) {
 		if err := m.memDir.Gate().CheckContent(t, text); err != nil {
 			return err
 		}

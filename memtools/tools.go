@@ -274,19 +274,19 @@ func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, err
 		if err := t.checkWrite(clean, old, exists, false); err != nil {
 			return nil, err
 		}
-		text := string(old)
+		changes := make([]memdir.Edit, len(edits))
 		for i, e := range edits {
-			switch n := strings.Count(text, e.OldString); {
-			case n == 0:
-				return nil, toolErr("%sold_string was not found in %s", editLabel(i, len(edits)), clean)
-			case n > 1 && !e.ReplaceAll:
-				return nil, toolErr("%sold_string occurs %d times in %s; include more context to make it unique, or set replace_all", editLabel(i, len(edits)), n, clean)
-			}
-			if e.ReplaceAll {
-				text = strings.ReplaceAll(text, e.OldString, e.NewString)
-			} else {
-				text = strings.Replace(text, e.OldString, e.NewString, 1)
-			}
+			changes[i] = memdir.Edit{Old: e.OldString, New: e.NewString, All: e.ReplaceAll}
+		}
+		text, err := memdir.ApplyEdits(string(old), changes)
+		var ee *memdir.EditError
+		switch {
+		case errors.As(err, &ee) && ee.Count == 0:
+			return nil, toolErr("%sold_string was not found in %s", editLabel(ee.Index, len(edits)), clean)
+		case errors.As(err, &ee):
+			return nil, toolErr("%sold_string occurs %d times in %s; include more context to make it unique, or set replace_all", editLabel(ee.Index, len(edits)), ee.Count, clean)
+		case err != nil:
+			return nil, err
 		}
 		if int64(len(text)) > t.opts.MaxFileBytes {
 			return nil, toolErr("the edited file would be too large (%d bytes, limit %d)", len(text), t.opts.MaxFileBytes)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/agentmem/agentmem/memdir"
 )
 
 // WriteGuard is the check a host puts in front of its own file-writing
@@ -61,7 +63,7 @@ func (g *WriteGuard) Check(fsys afero.Fs, call ToolCall) error {
 	if isWrite {
 		return g.CheckContent(call.String("content"))
 	}
-	for _, text := range editedTexts(fsys, abs, call) {
+	for _, text := range memdir.WrittenTexts(fsys, abs, call) {
 		if err := g.CheckContent(text); err != nil {
 			return err
 		}
@@ -95,49 +97,4 @@ func namesTeamDir(teamDir, raw string) bool {
 	rest := strings.TrimPrefix(clean, withSep(parent))
 	first, below, ok := strings.Cut(rest, string(filepath.Separator))
 	return ok && below != "" && strings.HasPrefix(first, base)
-}
-
-// editedTexts returns the texts to scan for an edit call: the file as it
-// would be after the edits when it can be read and they apply, and every
-// new string on its own otherwise.
-func editedTexts(fsys afero.Fs, abs string, call ToolCall) []string {
-	type edit struct {
-		old, repl string
-		all       bool
-	}
-	var edits []edit
-	if raw, ok := call.Input["edits"].([]any); ok {
-		for _, e := range raw {
-			m, _ := e.(map[string]any)
-			old, _ := m["old_string"].(string)
-			repl, _ := m["new_string"].(string)
-			all, _ := m["replace_all"].(bool)
-			edits = append(edits, edit{old, repl, all})
-		}
-	} else if src, ok := call.Input["new_source"].(string); ok {
-		return []string{src}
-	} else {
-		all, _ := call.Input["replace_all"].(bool)
-		edits = append(edits, edit{call.String("old_string"), call.String("new_string"), all})
-	}
-	news := make([]string, 0, len(edits)+1)
-	for _, e := range edits {
-		news = append(news, e.repl)
-	}
-	data, err := afero.ReadFile(fsys, abs)
-	if err != nil {
-		return news
-	}
-	text := string(data)
-	for _, e := range edits {
-		if e.old == "" || !strings.Contains(text, e.old) {
-			return news
-		}
-		if e.all {
-			text = strings.ReplaceAll(text, e.old, e.repl)
-		} else {
-			text = strings.Replace(text, e.old, e.repl, 1)
-		}
-	}
-	return []string{text}
 }
