@@ -10,6 +10,8 @@ require github.com/agentmem/agentmem/teamserver/sqlite v0.0.0-00010101000000-000
 
 require github.com/agentmem/agentmem/teamserver/postgres v0.0.0-00010101000000-000000000000
 
+require github.com/agentmem/agentmem/mcpserver v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/agentmem/agentmem/teamserver/prommetrics v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
@@ -83,3 +85,5 @@ replace github.com/agentmem/agentmem/teamserver/sqlite => ../../teamserver/sqlit
 replace github.com/agentmem/agentmem/teamserver/postgres => ../../teamserver/postgres
 
 replace github.com/agentmem/agentmem/teamserver/prommetrics => ../../teamserver/prommetrics
+
+replace github.com/agentmem/agentmem/mcpserver => ../../mcpserver

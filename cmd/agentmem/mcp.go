@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentmem/agentmem/mcpserver"
 	"github.com/agentmem/agentmem/teammem"
 )
 
@@ -44,7 +45,7 @@ func mcpFlags(fs *flag.FlagSet) runner {
 		if info, err := e.fs.Stat(filepath.Dir(filepath.Clean(r.path.Dir))); r.explicit && (err != nil || !info.IsDir()) {
 			return exitError, fmt.Errorf("the memory directory's parent does not exist: %s", filepath.Dir(filepath.Clean(r.path.Dir)))
 		}
-		srv, err := newMemoryServer(e.fs, r.path.Dir, version)
+		srv, err := mcpserver.New(e.fs, r.path.Dir, mcpserver.Options{Version: version})
 		if err != nil {
 			return exitError, err
 		}
@@ -83,8 +84,8 @@ func serveMCPHTTP(ctx context.Context, e env, srv *mcp.Server, addr string) (int
 		return exitError, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	hs := &http.Server{Handler: http.NewCrossOriginProtection().Handler(mux), ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/mcp", mcpserver.HTTPHandler(srv))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(e.stderr, "agentmem mcp: listening on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

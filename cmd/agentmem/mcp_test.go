@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/mcpserver"
 )
 
 // mcpTree is a memory directory (not yet created) beside a directory
@@ -65,7 +67,7 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) 
 	res, txt = call(t, cs, "memory_save", map[string]any{"name": "CI " + tag, "description": "the pipeline", "type": "reference",
 		"body": "CI runs on every push; the nightly job runs the slow suite.", "file": "team/ci" + tag + ".md"})
 	require.False(t, res.IsError, txt)
-	var saved saveOut
+	var saved mcpserver.SaveOutput
 	raw, _ := json.Marshal(res.StructuredContent)
 	require.NoError(t, json.Unmarshal(raw, &saved))
 	assert.Equal(t, "team/ci"+tag+".md", saved.File)
@@ -169,7 +171,7 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) 
 // the in-memory transport; both close when the test ends.
 func inMemorySession(t *testing.T, dir string) *mcp.ClientSession {
 	t.Helper()
-	srv, err := newMemoryServer(afero.NewOsFs(), dir, "test")
+	srv, err := mcpserver.New(afero.NewOsFs(), dir, mcpserver.Options{Version: "test"})
 	require.NoError(t, err)
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)
@@ -373,21 +375,12 @@ func TestMCPAsClaudeCodeStartsIt(t *testing.T) {
 	assert.Contains(t, string(data), "8080")
 }
 
-func TestMCPToolPanicIsAToolError(t *testing.T) {
-	h := safe(func(context.Context, *mcp.CallToolRequest, fileIn) (*mcp.CallToolResult, readOut, error) {
-		panic("boom")
-	})
-	res, _, err := h(context.Background(), nil, fileIn{File: "x.md"})
-	assert.Nil(t, res)
-	assert.ErrorContains(t, err, "internal error in the memory server")
-}
-
 // TestMCPListsPastTheManifestLimit: memory_list and resources/list show
 // more than the prompt manifest's 200 memories, and say when they stop.
 func TestMCPListsPastTheManifestLimit(t *testing.T) {
 	dir, _ := mcpTree(t)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for i := range mcpMaxList + 5 {
+	for i := range mcpserver.MaxList + 5 {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)),
 			[]byte(fmt.Sprintf("---\nname: M%d\ndescription: memory %d\ntype: project\n---\nbody %d\n", i, i, i)), 0o644))
 	}
@@ -396,10 +389,10 @@ func TestMCPListsPastTheManifestLimit(t *testing.T) {
 
 	res, txt := call(t, cs, "memory_list", map[string]any{})
 	require.False(t, res.IsError)
-	var out listOut
+	var out mcpserver.ListOutput
 	raw, _ := json.Marshal(res.StructuredContent)
 	require.NoError(t, json.Unmarshal(raw, &out))
-	assert.Len(t, out.Memories, mcpMaxList, "well past the manifest's 200")
+	assert.Len(t, out.Memories, mcpserver.MaxList, "well past the manifest's 200")
 	assert.True(t, out.More)
 	assert.Contains(t, txt, "older memories not shown")
 	resources := 0
@@ -411,13 +404,13 @@ func TestMCPListsPastTheManifestLimit(t *testing.T) {
 			break
 		}
 	}
-	assert.Equal(t, mcpMaxList+1, resources, "the index and one resource per listed memory, across pages")
+	assert.Equal(t, mcpserver.MaxList+1, resources, "the index and one resource per listed memory, across pages")
 
 	// memory_recall honours limit, and never goes past 20.
-	for limit, most := range map[int]int{2: 2, 50: mcpMaxRecall} {
+	for limit, most := range map[int]int{2: 2, 50: 20} {
 		res, txt = call(t, cs, "memory_recall", map[string]any{"query": "project memory body", "limit": limit})
 		require.False(t, res.IsError, txt)
-		var got listOut
+		var got mcpserver.ListOutput
 		raw, _ := json.Marshal(res.StructuredContent)
 		require.NoError(t, json.Unmarshal(raw, &got))
 		assert.Len(t, got.Memories, most, "limit %d (a thousand memories match)", limit)
@@ -456,7 +449,7 @@ func TestMCPSaveNearTheIndexLimitGetsANotice(t *testing.T) {
 	res, txt := call(t, cs, "memory_save", map[string]any{"name": "Deploys", "description": "when we ship", "type": "project", "body": "Tuesdays."})
 	require.False(t, res.IsError, txt)
 	assert.Contains(t, txt, "Note: the memory index MEMORY.md is now 166 lines, close to its 200-line load limit.")
-	var saved saveOut
+	var saved mcpserver.SaveOutput
 	raw, _ := json.Marshal(res.StructuredContent)
 	require.NoError(t, json.Unmarshal(raw, &saved))
 	assert.Contains(t, saved.Notice, "166 lines")

@@ -1,4 +1,11 @@
-package main
+// Package mcpserver serves a memory directory to MCP clients (the Model
+// Context Protocol): the tools memory_list, memory_read, memory_save,
+// memory_delete, memory_recall and memory_search, the index and every
+// memory file as resources (memory://index, memory://files/{+file}),
+// and the memory prompt. Every write goes through the directory's write
+// gate, as the memory tools' do. New builds the server; run it on any
+// MCP transport, or serve it over streamable HTTP with HTTPHandler.
+package mcpserver
 
 import (
 	"context"
@@ -6,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -20,6 +28,11 @@ import (
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/recall"
 )
+
+// MaxList bounds memory_list and the file resources, newest first (the
+// prompt's manifest keeps 200; a client asking for the list wants more,
+// but a model cannot use an unbounded one).
+const MaxList = mcpMaxList
 
 // MCP names, fixed by the contract.
 const (
@@ -53,9 +66,15 @@ type memoryServer struct {
 	resource *mcp.Server
 }
 
-// newMemoryServer builds the MCP server for the memory directory autoDir
+// Options tune the server.
+type Options struct {
+	// Version is reported to clients as the implementation's version.
+	Version string
+}
+
+// New returns the MCP server of the memory directory autoDir on fsys
 // (created on the first save).
-func newMemoryServer(fsys afero.Fs, autoDir, version string) (*mcp.Server, error) {
+func New(fsys afero.Fs, autoDir string, opts Options) (*mcp.Server, error) {
 	d, err := memdir.NewDir(fsys, autoDir, memdir.DirOptions{})
 	if err != nil {
 		return nil, err
@@ -69,7 +88,7 @@ func newMemoryServer(fsys afero.Fs, autoDir, version string) (*mcp.Server, error
 		return nil, err
 	}
 	ms := &memoryServer{fs: fsys, dir: d, finder: finder, tools: tools, now: time.Now, listed: map[string]bool{}}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentmem", Version: version}, &mcp.ServerOptions{
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentmem", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Long-term memory for this project: Markdown files with a name, a one-line description and a type " +
 			"(user, feedback, project, reference), indexed in MEMORY.md. Call memory_recall with the user's request to find " +
 			"what is relevant, memory_read to read one, and memory_save to keep something worth remembering across sessions.",
@@ -116,7 +135,8 @@ type (
 		Pattern string `json:"pattern" jsonschema:"a regular expression (RE2 syntax) matched against each line"`
 	}
 
-	memoryEntry struct {
+	// MemoryEntry is one memory in memory_list and memory_recall.
+	MemoryEntry struct {
 		File        string `json:"file"`
 		Name        string `json:"name"`
 		Description string `json:"description"`
@@ -124,30 +144,36 @@ type (
 		Age         string `json:"age"`
 		Content     string `json:"content,omitempty"`
 	}
-	listOut struct {
-		Memories []memoryEntry `json:"memories"`
+	// ListOutput is the structured result of memory_list and memory_recall.
+	ListOutput struct {
+		Memories []MemoryEntry `json:"memories"`
 		// More reports whether older memories were left out of the list.
 		More bool `json:"more,omitempty"`
 	}
-	readOut struct {
+	// ReadOutput is the structured result of memory_read.
+	ReadOutput struct {
 		File    string `json:"file"`
 		Content string `json:"content"`
 	}
-	saveOut struct {
+	// SaveOutput is the structured result of memory_save.
+	SaveOutput struct {
 		File      string `json:"file"`
 		IndexLine string `json:"index_line"`
 		Replaced  bool   `json:"replaced"`
 		// Notice says the index nears or passes its load limit.
 		Notice string `json:"notice,omitempty"`
 	}
-	deleteOut struct {
+	// DeleteOutput is the structured result of memory_delete.
+	DeleteOutput struct {
 		File    string `json:"file"`
 		Deleted bool   `json:"deleted"`
 	}
-	searchOut struct {
-		Matches []searchMatch `json:"matches"`
+	// SearchOutput is the structured result of memory_search.
+	SearchOutput struct {
+		Matches []SearchMatch `json:"matches"`
 	}
-	searchMatch struct {
+	// SearchMatch is one line memory_search found.
+	SearchMatch struct {
 		File string `json:"file"`
 		Line int    `json:"line"`
 		Text string `json:"text"`
@@ -172,13 +198,13 @@ func text(s string) *mcp.CallToolResult {
 
 func (ms *memoryServer) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_list", Description: "List the memories (the newest 1,000): file, name, description, type and age, newest first."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, _ listIn) (*mcp.CallToolResult, listOut, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, _ listIn) (*mcp.CallToolResult, ListOutput, error) {
 			entries, more, err := ms.list(ctx)
 			if err != nil {
-				return nil, listOut{}, err
+				return nil, ListOutput{}, err
 			}
 			if len(entries) == 0 {
-				return text("No memories yet."), listOut{Memories: []memoryEntry{}}, nil
+				return text("No memories yet."), ListOutput{Memories: []MemoryEntry{}}, nil
 			}
 			var b strings.Builder
 			for _, m := range entries {
@@ -187,29 +213,29 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if more {
 				fmt.Fprintf(&b, "(older memories not shown: only the newest %d are listed; find others with memory_recall or memory_search)\n", mcpMaxList)
 			}
-			return text(b.String()), listOut{Memories: entries, More: more}, nil
+			return text(b.String()), ListOutput{Memories: entries, More: more}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_read", Description: "Read one memory file (or MEMORY.md, the index) in full."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, readOut, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, ReadOutput, error) {
 			data, err := ms.read(in.File)
 			if err != nil {
-				return nil, readOut{}, err
+				return nil, ReadOutput{}, err
 			}
-			return text(string(data)), readOut{File: in.File, Content: string(data)}, nil
+			return text(string(data)), ReadOutput{File: in.File, Content: string(data)}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_save", Description: "Save a memory: writes the file with its frontmatter and its pointer in MEMORY.md " +
 		"(replacing the file and pointer when the file exists). Never save secrets; team/ files are shared with the team and are refused when they hold a credential."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in saveIn) (*mcp.CallToolResult, saveOut, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in saveIn) (*mcp.CallToolResult, SaveOutput, error) {
 			typ, ok := memdir.ParseMemoryType(in.Type)
 			if !ok {
-				return nil, saveOut{}, fmt.Errorf("type must be user, feedback, project or reference, not %q", in.Type)
+				return nil, SaveOutput{}, fmt.Errorf("type must be user, feedback, project or reference, not %q", in.Type)
 			}
 			if strings.TrimSpace(in.Name) == "" || strings.TrimSpace(in.Body) == "" {
-				return nil, saveOut{}, errors.New("name and body are required")
+				return nil, SaveOutput{}, errors.New("name and body are required")
 			}
 			res, err := ms.dir.Save(ctx, memdir.Memory{File: in.File, Name: in.Name, Description: in.Description, Type: typ, Body: in.Body})
 			if err != nil {
-				return nil, saveOut{}, toolError(err)
+				return nil, SaveOutput{}, toolError(err)
 			}
 			ms.noteFile(res.File, true)
 			verb := "Saved"
@@ -221,21 +247,21 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if notice != "" {
 				answer += "\n\n" + notice
 			}
-			return text(answer), saveOut{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer, Notice: notice}, nil
+			return text(answer), SaveOutput{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer, Notice: notice}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, deleteOut, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, DeleteOutput, error) {
 			if err := ms.dir.Delete(ctx, in.File); err != nil {
-				return nil, deleteOut{}, toolError(err)
+				return nil, DeleteOutput{}, toolError(err)
 			}
 			ms.noteFile(in.File, false)
-			return text("Deleted " + in.File), deleteOut{File: in.File, Deleted: true}, nil
+			return text("Deleted " + in.File), DeleteOutput{File: in.File, Deleted: true}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_recall", Description: "Find the few memories relevant to a request, best first, with their content. " +
 		"Returns nothing when no memory is relevant."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in recallIn) (*mcp.CallToolResult, listOut, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in recallIn) (*mcp.CallToolResult, ListOutput, error) {
 			if strings.TrimSpace(in.Query) == "" {
-				return nil, listOut{}, errors.New("query is required")
+				return nil, ListOutput{}, errors.New("query is required")
 			}
 			limit := in.Limit
 			if limit <= 0 {
@@ -243,7 +269,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			}
 			limit = min(limit, mcpMaxRecall)
 			found := ms.finder.Find(ctx, in.Query, nil, nil)
-			out := listOut{Memories: []memoryEntry{}}
+			out := ListOutput{Memories: []MemoryEntry{}}
 			var b strings.Builder
 			for _, h := range found[:min(limit, len(found))] {
 				m := ms.entry(h)
@@ -259,13 +285,13 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			return text(b.String()), out, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_search", Description: "Search every memory file for lines matching a regular expression (RE2); returns file:line:text."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOut, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, SearchOutput, error) {
 			matches, more, err := ms.search(ctx, in.Pattern)
 			if err != nil {
-				return nil, searchOut{}, err
+				return nil, SearchOutput{}, err
 			}
 			if len(matches) == 0 {
-				return text("No line matches."), searchOut{Matches: []searchMatch{}}, nil
+				return text("No line matches."), SearchOutput{Matches: []SearchMatch{}}, nil
 			}
 			var b strings.Builder
 			for _, m := range matches {
@@ -274,7 +300,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if more {
 				b.WriteString("(more matches not shown; narrow the pattern)\n")
 			}
-			return text(b.String()), searchOut{Matches: matches}, nil
+			return text(b.String()), SearchOutput{Matches: matches}, nil
 		}))
 }
 
@@ -305,22 +331,22 @@ func (ms *memoryServer) indexNotice(file string) string {
 	return memdir.IndexNotice(rel, string(index), memdir.IndexLimits{})
 }
 
-func (ms *memoryServer) list(ctx context.Context) ([]memoryEntry, bool, error) {
+func (ms *memoryServer) list(ctx context.Context) ([]MemoryEntry, bool, error) {
 	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{MaxFiles: mcpMaxList + 1})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, errors.New("the memory directory could not be read")
 	}
 	more := len(headers) > mcpMaxList
 	headers = headers[:min(len(headers), mcpMaxList)]
-	out := make([]memoryEntry, 0, len(headers))
+	out := make([]MemoryEntry, 0, len(headers))
 	for _, h := range headers {
 		out = append(out, ms.entry(h))
 	}
 	return out, more, nil
 }
 
-func (ms *memoryServer) entry(h memdir.MemoryHeader) memoryEntry {
-	return memoryEntry{File: h.Filename, Name: h.Name, Description: h.Description, Type: string(h.Type), Age: memdir.MemoryAge(h.ModTime, ms.now())}
+func (ms *memoryServer) entry(h memdir.MemoryHeader) MemoryEntry {
+	return MemoryEntry{File: h.Filename, Name: h.Name, Description: h.Description, Type: string(h.Type), Age: memdir.MemoryAge(h.ModTime, ms.now())}
 }
 
 // read returns a memory file or an index, opened confined to the memory
@@ -353,7 +379,7 @@ func (ms *memoryServer) read(file string) ([]byte, error) {
 }
 
 // search runs the memory tools' Grep over the directory.
-func (ms *memoryServer) search(ctx context.Context, pattern string) ([]searchMatch, bool, error) {
+func (ms *memoryServer) search(ctx context.Context, pattern string) ([]SearchMatch, bool, error) {
 	if pattern == "" {
 		return nil, false, errors.New("pattern is required")
 	}
@@ -364,7 +390,7 @@ func (ms *memoryServer) search(ctx context.Context, pattern string) ([]searchMat
 	if err != nil {
 		return nil, false, err
 	}
-	var matches []searchMatch
+	var matches []SearchMatch
 	more := false
 	prefix := ms.dir.Path() + string(filepath.Separator)
 	for _, line := range strings.Split(out, "\n") {
@@ -377,7 +403,7 @@ func (ms *memoryServer) search(ctx context.Context, pattern string) ([]searchMat
 		num, txt, _ := strings.Cut(after, ":")
 		var n int
 		fmt.Sscan(num, &n)
-		matches = append(matches, searchMatch{File: filepath.ToSlash(file), Line: n, Text: txt})
+		matches = append(matches, SearchMatch{File: filepath.ToSlash(file), Line: n, Text: txt})
 	}
 	return matches, more, nil
 }
@@ -441,7 +467,7 @@ func (ms *memoryServer) syncResources(ctx context.Context) {
 	}
 }
 
-func (ms *memoryServer) addResourceLocked(m memoryEntry) {
+func (ms *memoryServer) addResourceLocked(m MemoryEntry) {
 	ms.listed[m.File] = true
 	name := m.Name
 	if name == "" {
@@ -466,7 +492,7 @@ func (ms *memoryServer) noteFile(file string, exists bool) {
 		return
 	}
 	fm, _, _ := memdir.ParseFrontmatter(data)
-	ms.addResourceLocked(memoryEntry{File: file, Name: fm.Name, Description: fm.Description})
+	ms.addResourceLocked(MemoryEntry{File: file, Name: fm.Name, Description: fm.Description})
 }
 
 // prompt serves the memory section of the system prompt.
@@ -478,4 +504,11 @@ func (ms *memoryServer) prompt(ctx context.Context, _ *mcp.GetPromptRequest) (*m
 	}
 	return &mcp.GetPromptResult{Description: "The memory section of the system prompt",
 		Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: p.Text}}}}, nil
+}
+
+// HTTPHandler serves srv over the streamable HTTP transport. Cross-origin
+// browser requests are refused (403): a web page must not reach a local
+// memory server. There is no authentication: listen on loopback only.
+func HTTPHandler(srv *mcp.Server) http.Handler {
+	return http.NewCrossOriginProtection().Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 }
