@@ -19,6 +19,7 @@ import (
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/sessionmem"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/transcript"
@@ -95,6 +96,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Prompt chooses the memory prompt's shape and where the index goes.
 	Prompt PromptOptions
+	// Scanner finds secrets for every layer: the memory tools, the
+	// background jobs, Guard and team sync (nil: secrets.New()).
+	Scanner *secrets.Scanner
 	// SyncedMemory says the private memory directory is synced to the
 	// user's account (a private memory store): the memory tools and Save
 	// then refuse a secret in any memory file, as they do in team/.
@@ -242,14 +246,17 @@ func (m *Memory) on(j Job) bool { return m.opts.Disable&j == 0 }
 
 func (m *Memory) build(model llm.Model) error {
 	var err error
-	if m.memDir, err = memdir.NewDir(m.fs, m.dir, memdir.DirOptions{SessionID: m.opts.SessionID, Synced: m.opts.SyncedMemory}); err != nil {
+	if m.memDir, err = memdir.NewDir(m.fs, m.dir, memdir.DirOptions{SessionID: m.opts.SessionID, Synced: m.opts.SyncedMemory, Scanner: m.opts.Scanner}); err != nil {
 		return err
 	}
-	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{Synced: m.opts.SyncedMemory}); err != nil {
+	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{Gate: m.memDir.Gate()}); err != nil {
 		return err
 	}
 	team := memdir.TeamMemPath(m.dir)
 	m.guard = teammem.NewWriteGuard(team)
+	if m.opts.Scanner != nil {
+		m.guard.Scanner = m.opts.Scanner
+	}
 	if m.on(Recall) {
 		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log}); err != nil {
 			return err
@@ -288,7 +295,7 @@ func (m *Memory) build(model llm.Model) error {
 		if !teamOn {
 			teamOn, _ = afero.DirExists(m.fs, team)
 		}
-		if m.extractor, err = extract.New(m.fs, m.dir, model, extract.Config{Team: teamOn, History: h, Logger: m.log}); err != nil {
+		if m.extractor, err = extract.New(m.memDir, model, extract.Config{Team: teamOn, History: h, Logger: m.log}); err != nil {
 			return err
 		}
 	}
@@ -303,7 +310,7 @@ func (m *Memory) build(model llm.Model) error {
 		} else {
 			cfg.Transcripts = transcript.NewMemoryStore()
 		}
-		if m.dreamer, err = dream.New(m.fs, m.dir, model, cfg); err != nil {
+		if m.dreamer, err = dream.New(m.memDir, model, cfg); err != nil {
 			return err
 		}
 	}
@@ -328,7 +335,7 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	client, err := teammem.NewClient(m.fs, team, teammem.ClientConfig{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h})
+	client, err := teammem.NewClient(m.fs, team, teammem.ClientConfig{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h, Scanner: m.opts.Scanner})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/agentmem/agentmem"
 	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/llm/llmtest"
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/transcript"
 )
@@ -146,6 +148,43 @@ func TestSyncedMemoryKeepsSecretsOut(t *testing.T) {
 
 	_, err = mem.MemoryDir().Save(context.Background(), memdir.Memory{File: "k.md", Name: "k", Body: token})
 	assert.ErrorIs(t, err, secrets.ErrFound)
+}
+
+// The front door builds one memory directory object and hands it to every
+// layer: extraction writes through the same gate, so synced memory keeps
+// a secret out of what the extraction model writes too.
+func TestExtractionWritesThroughTheSessionsDir(t *testing.T) {
+	project, config := home(t)
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	dir := filepath.Join(config, "projects", memdir.SanitizePath(project), "memory")
+	model := llmtest.New(
+		llmtest.ToolUse("t1", memtools.ToolWrite, map[string]any{"file_path": filepath.Join(dir, "leak.md"), "content": "token " + token}),
+		llmtest.Text("done"),
+	)
+	mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config, SyncedMemory: true,
+		Disable: agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	require.Equal(t, dir, mem.Dir())
+	mem.TurnEnded(context.Background(), agentmem.Turn{Messages: []llm.Message{msg("u1", llm.RoleUser, "our CI token is in the vault"), msg("a1", llm.RoleAssistant, "Noted.")}})
+	require.NoError(t, mem.Drain(context.Background()))
+	assert.NoFileExists(t, filepath.Join(dir, "leak.md"), "the extraction's write was refused by the session's gate")
+
+	// The same run on memory that is not synced writes the file: the
+	// refusal above came from the gate, not from a run that did nothing.
+	project2, config2 := home(t)
+	dir2 := filepath.Join(config2, "projects", memdir.SanitizePath(project2), "memory")
+	model2 := llmtest.New(
+		llmtest.ToolUse("t1", memtools.ToolWrite, map[string]any{"file_path": filepath.Join(dir2, "leak.md"), "content": "token " + token}),
+		llmtest.Text("done"),
+	)
+	plain, err := agentmem.New(afero.NewOsFs(), model2, agentmem.Options{ProjectRoot: project2, ConfigHome: config2,
+		Disable: agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer plain.Close()
+	plain.TurnEnded(context.Background(), agentmem.Turn{Messages: []llm.Message{msg("u1", llm.RoleUser, "our CI token is in the vault"), msg("a1", llm.RoleAssistant, "Noted.")}})
+	require.NoError(t, plain.Drain(context.Background()))
+	assert.FileExists(t, filepath.Join(dir2, "leak.md"))
 }
 
 func TestBackgroundJobsKeepTheTurnsContextValues(t *testing.T) {

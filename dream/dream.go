@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/transcript"
 	"github.com/spf13/afero"
@@ -46,6 +47,7 @@ const (
 // OriginalCwd, are required; the zero value of the rest means the
 // defaults.
 type Config struct {
+	dir     *memdir.Dir
 	fs      afero.Fs
 	autoDir string
 	model   llm.Model
@@ -115,15 +117,16 @@ type Dreamer struct {
 }
 
 // ErrMissingConfig is returned by New without a required field.
-var ErrMissingConfig = errors.New("dream: New needs a filesystem, the memory directory, a model, and Config.Transcripts or Config.ConfigHome and OriginalCwd")
+var ErrMissingConfig = errors.New("dream: New needs the memory directory (memdir.NewDir), a model, and Config.Transcripts or Config.ConfigHome and OriginalCwd")
 
-// New returns a Dreamer that consolidates autoDir (the auto-memory
-// directory) on fsys with model.
-func New(fsys afero.Fs, autoDir string, model llm.Model, cfg Config) (*Dreamer, error) {
-	if fsys == nil || autoDir == "" || model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
+// New returns a Dreamer that consolidates dir (the auto-memory
+// directory) with model; an accepted staged run writes through dir's
+// write gate.
+func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Dreamer, error) {
+	if dir == nil || model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
 		return nil, ErrMissingConfig
 	}
-	cfg.fs, cfg.autoDir, cfg.model = fsys, autoDir, model
+	cfg.dir, cfg.fs, cfg.autoDir, cfg.model = dir, dir.FS(), dir.Path(), model
 	if cfg.Transcripts == nil {
 		dir, _ := transcript.FindProjectDir(cfg.fs, cfg.ConfigHome, cfg.OriginalCwd)
 		store, err := transcript.NewJSONLStore(cfg.fs, dir, transcript.Options{})

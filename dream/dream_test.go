@@ -16,6 +16,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/transcript"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -85,7 +86,7 @@ func newDreamer(t *testing.T, fsys afero.Fs, model llm.Model, clock *testClock, 
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	d, err := New(fsys, autoDir, model, cfg)
+	d, err := New(mustDir(t, fsys, autoDir), model, cfg)
 	require.NoError(t, err)
 	return d
 }
@@ -318,22 +319,29 @@ func TestLockTwoProcesses(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	fsys, model := afero.NewMemMapFs(), llmtest.New()
+	dir := mustDir(t, fsys, autoDir)
 	for _, c := range []struct {
-		fsys  afero.Fs
-		dir   string
+		dir   *memdir.Dir
 		model llm.Model
 		cfg   Config
 	}{
-		{nil, autoDir, model, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
-		{fsys, "", model, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
-		{fsys, autoDir, nil, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
-		{fsys, autoDir, model, Config{}},
+		{nil, model, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
+		{dir, nil, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
+		{dir, model, Config{}},
 	} {
-		_, err := New(c.fsys, c.dir, c.model, c.cfg)
+		_, err := New(c.dir, c.model, c.cfg)
 		assert.ErrorIs(t, err, ErrMissingConfig)
 	}
-	_, err := New(fsys, autoDir, model, Config{Transcripts: transcript.NewMemoryStore()})
+	_, err := New(dir, model, Config{Transcripts: transcript.NewMemoryStore()})
 	assert.NoError(t, err, "a host's own transcript store stands in for ConfigHome and OriginalCwd")
+}
+
+// mustDir is the memory directory object at dir on fsys.
+func mustDir(t *testing.T, fsys afero.Fs, dir string) *memdir.Dir {
+	t.Helper()
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	return d
 }
 
 // MinHours is honoured only when finite and > 0; anything else falls back

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentmem/agentmem/dream"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 
@@ -13,7 +14,8 @@ func ExampleDreamer_MaybeRun() {
 	fsys := afero.NewMemMapFs()
 	_ = fsys.MkdirAll("/home/u/.claude/projects/-work-shop/memory", 0o755)
 	model := llmtest.New(llmtest.Text("Improved 0 memories.")) // the host's llm.Model
-	d, _ := dream.New(fsys, "/home/u/.claude/projects/-work-shop/memory", model, dream.Config{
+	dir, _ := memdir.NewDir(fsys, "/home/u/.claude/projects/-work-shop/memory", memdir.DirOptions{})
+	d, _ := dream.New(dir, model, dream.Config{
 		ConfigHome: "/home/u/.claude", OriginalCwd: "/work/shop", SessionID: "current",
 	})
 	out := d.MaybeRun(context.Background())

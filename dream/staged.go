@@ -146,10 +146,7 @@ func (s *Stage) Accept(ctx context.Context) error {
 		return s.removeCopy() // nothing to change: the run still counts
 	}
 	d := s.d
-	gate, err := memdir.NewWriteGate(d.cfg.fs, []string{d.cfg.autoDir}, memdir.GateOptions{})
-	if err != nil {
-		return err
-	}
+	gate := d.cfg.dir.Gate()
 	abs := func(c StagedChange) string { return filepath.Join(d.cfg.autoDir, filepath.FromSlash(c.Rel)) }
 	for _, c := range s.Changes {
 		cur, err := afero.ReadFile(d.cfg.fs, abs(c))
@@ -171,6 +168,7 @@ func (s *Stage) Accept(ctx context.Context) error {
 		}
 	}
 	var applied []StagedChange
+	var err error
 	for _, c := range s.Changes {
 		if c.Kind == Deleted {
 			_, err = gate.Remove(ctx, abs(c))

@@ -7,6 +7,7 @@ import (
 	"github.com/agentmem/agentmem/extract"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 
@@ -17,7 +18,8 @@ func ExampleExtractor() {
 			"content": "---\nname: Answer style\ndescription: prefers short answers\ntype: user\n---\nKeep answers short.\n"}),
 		llmtest.Text("Saved the answer style."),
 	)
-	ex, _ := extract.New(fsys, "/mem", model, extract.Config{Observer: func(e extract.Event) {
+	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
+	ex, _ := extract.New(dir, model, extract.Config{Observer: func(e extract.Event) {
 		if e.Kind == extract.EventFinished {
 			fmt.Println("memory updated:", e.Files)
 		}

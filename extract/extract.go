@@ -75,9 +75,10 @@ type Event struct {
 	Err        error
 }
 
-// Config configures an Extractor. Fs, AutoDir and Model are required; the
-// zero value of the rest means the defaults.
+// Config configures an Extractor. The zero value of each field means its
+// default.
 type Config struct {
+	dir     *memdir.Dir
 	fs      afero.Fs
 	autoDir string
 	model   llm.Model
@@ -137,16 +138,16 @@ type Extractor struct {
 }
 
 // ErrMissingConfig is returned by New without Fs, AutoDir or Model.
-var ErrMissingConfig = errors.New("extract: New needs a filesystem, the memory directory and a model")
+var ErrMissingConfig = errors.New("extract: New needs the memory directory (memdir.NewDir) and a model")
 
-// New returns an Extractor that saves memories into autoDir (the
-// auto-memory directory; its team/ is written only through the secret
-// guard) on fsys, with model running the extraction agent.
-func New(fsys afero.Fs, autoDir string, model llm.Model, cfg Config) (*Extractor, error) {
-	if fsys == nil || autoDir == "" || model == nil {
+// New returns an Extractor that saves memories into dir (the auto-memory
+// directory; its team/ is written only through the secret guard), through
+// dir's write gate, with model running the extraction agent.
+func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Extractor, error) {
+	if dir == nil || model == nil {
 		return nil, ErrMissingConfig
 	}
-	cfg.fs, cfg.autoDir, cfg.model = fsys, autoDir, model
+	cfg.dir, cfg.fs, cfg.autoDir, cfg.model = dir, dir.FS(), dir.Path(), model
 	if cfg.EveryNTurns <= 0 {
 		cfg.EveryNTurns = 1
 	}
@@ -277,7 +278,7 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []s
 			return nil, "", llm.Result{}, fmt.Errorf("extract: checkpoint before the run: %w", err)
 		}
 	}
-	tools, err := memtools.New(e.cfg.fs, []string{e.cfg.autoDir}, memtools.Options{Tracker: e.cfg.History})
+	tools, err := memtools.New(e.cfg.fs, []string{e.cfg.autoDir}, memtools.Options{Gate: e.cfg.dir.Gate(), Tracker: e.cfg.History})
 	if err != nil {
 		return nil, checkpoint, llm.Result{}, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +56,7 @@ func newExtractor(t *testing.T, model llm.Model, mutate func(*Config)) (*Extract
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	e, err := New(fsys, auto, model, cfg)
+	e, err := New(mustDir(t, fsys, auto), model, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e, rec, fsys
@@ -205,7 +206,7 @@ func TestThrottle(t *testing.T) {
 	require.NoError(t, base.MkdirAll(auto, 0o755))
 	fsys := &countingFs{Fs: base}
 	rec := &recorder{}
-	e, err := New(fsys, auto, model, Config{EveryNTurns: 2, Observer: rec.observe})
+	e, err := New(mustDir(t, fsys, auto), model, Config{EveryNTurns: 2, Observer: rec.observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	var msgs []llm.Message
@@ -361,12 +362,18 @@ func TestToolResultsWithinABudget(t *testing.T) {
 }
 
 func TestNewRequiresInputs(t *testing.T) {
-	_, err := New(nil, auto, llmtest.New(), Config{})
+	_, err := New(nil, llmtest.New(), Config{})
 	assert.ErrorIs(t, err, ErrMissingConfig)
-	_, err = New(afero.NewMemMapFs(), auto, nil, Config{})
+	_, err = New(mustDir(t, afero.NewMemMapFs(), auto), nil, Config{})
 	assert.True(t, errors.Is(err, ErrMissingConfig))
-	_, err = New(afero.NewMemMapFs(), "", llmtest.New(), Config{})
-	assert.True(t, errors.Is(err, ErrMissingConfig))
+}
+
+// mustDir is the memory directory object at dir on fsys.
+func mustDir(t *testing.T, fsys afero.Fs, dir string) *memdir.Dir {
+	t.Helper()
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	return d
 }
 
 type traceKey struct{}

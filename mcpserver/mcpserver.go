@@ -83,7 +83,7 @@ func New(fsys afero.Fs, autoDir string, opts Options) (*mcp.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := memtools.New(fsys, []string{d.Path()}, memtools.Options{})
+	tools, err := memtools.New(fsys, []string{d.Path()}, memtools.Options{Gate: d.Gate()})
 	if err != nil {
 		return nil, err
 	}

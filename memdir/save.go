@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/afero"
+
+	"github.com/agentmem/agentmem/secrets"
 )
 
 // MaxIndexLineRunes is the length a pointer line in MEMORY.md is kept to;
@@ -87,6 +89,10 @@ type DirOptions struct {
 	// Synced says the directory is synced to the user's account: Save
 	// refuses a secret in any file, as in team memory (GateOptions.Synced).
 	Synced bool
+	// Scanner finds secrets in the writes that are scanned; nil means
+	// secrets.New(). Give the host's own to have every write of every
+	// layer built on this Dir use it.
+	Scanner *secrets.Scanner
 }
 
 // NewDir returns the memory directory at path (absolute) on fsys. The
@@ -99,7 +105,7 @@ func NewDir(fsys afero.Fs, path string, opts DirOptions) (*Dir, error) {
 		return nil, errors.New("memdir: NewDir needs an absolute directory path")
 	}
 	p := filepath.Clean(path)
-	gate, err := NewWriteGate(fsys, []string{p}, GateOptions{Synced: opts.Synced})
+	gate, err := NewWriteGate(fsys, []string{p}, GateOptions{Synced: opts.Synced, Scanner: opts.Scanner})
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +135,9 @@ func (d *Dir) Gate() *WriteGate { return d.gate }
 func saveError(file string, err error) error {
 	return fmt.Errorf("memdir: write memory file %s: %w", file, err)
 }
+
+// FS returns the filesystem the directory lives on.
+func (d *Dir) FS() afero.Fs { return d.fs }
 
 // Path returns the directory's absolute path, without a trailing separator.
 func (d *Dir) Path() string { return d.path }

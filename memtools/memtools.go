@@ -55,9 +55,15 @@ type Options struct {
 	// then overwrite files the agent has not read. Only for hosts whose
 	// model cannot read first.
 	BlindWrites bool
+	// Gate is the write gate to write through, such as a memdir.Dir's
+	// (Dir.Gate), so the tools share the directory's scanner and options
+	// with every other layer; every root must lie in one of its roots.
+	// Nil builds one over the roots.
+	Gate *memdir.WriteGate
 	// Synced says the memory directories are synced to the user's
 	// account: Write and Edit refuse a secret in any file, not only in
-	// team memory (memdir.GateOptions.Synced).
+	// team memory (memdir.GateOptions.Synced). With Gate, the gate's own
+	// setting holds.
 	Synced bool
 	// Tracker, when set, is told of every file before Write or Edit
 	// changes it (filehistory.Tracker.TrackEdit), so the turn can be
@@ -119,9 +125,17 @@ func New(fsys afero.Fs, roots []string, opts Options) (*Toolset, error) {
 		}
 		clean[i] = filepath.Clean(r)
 	}
-	gate, err := memdir.NewWriteGate(fsys, clean, memdir.GateOptions{Synced: opts.Synced})
-	if err != nil {
-		return nil, fmt.Errorf("memtools: %w", err)
+	gate := opts.Gate
+	if gate == nil {
+		var err error
+		if gate, err = memdir.NewWriteGate(fsys, clean, memdir.GateOptions{Synced: opts.Synced}); err != nil {
+			return nil, fmt.Errorf("memtools: %w", err)
+		}
+	}
+	for _, r := range clean {
+		if !gate.Contains(r) && !slices.Contains(gate.Roots(), r) {
+			return nil, fmt.Errorf("memtools: memory directory %s is not below the gate's roots", r)
+		}
 	}
 	opts = opts.withDefaults()
 	return &Toolset{fs: fsys, roots: clean, gate: gate, opts: opts, reads: opts.ReadState}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/linediff"
 	"github.com/agentmem/agentmem/llm/anthropic"
+	"github.com/agentmem/agentmem/memdir"
 )
 
 // dreamHistory is the file history every CLI consolidation is recorded in.
@@ -50,7 +51,11 @@ func dreamFlags(fs *flag.FlagSet) runner {
 		if err != nil {
 			return exitError, err
 		}
-		d, err := dream.New(e.fs, r.path.Dir, m, dream.Config{ConfigHome: home, OriginalCwd: r.project, History: history})
+		memDir, err := memdir.NewDir(e.fs, r.path.Dir, memdir.DirOptions{})
+		if err != nil {
+			return exitError, err
+		}
+		d, err := dream.New(memDir, m, dream.Config{ConfigHome: home, OriginalCwd: r.project, History: history})
 		if err != nil {
 			return exitError, err
 		}

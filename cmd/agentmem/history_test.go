@@ -19,6 +19,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 )
 
 // TestHistoryAndRewindUndoAnExtraction: a host process runs extraction
@@ -41,7 +42,9 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 		llmtest.Text("Saved."),
 	)
 	var checkpoint string
-	ex, err := extract.New(afero.NewOsFs(), dir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
+	memDir, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	ex, err := extract.New(memDir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
 		if ev.Kind == extract.EventFinished {
 			checkpoint = ev.Checkpoint
 		}

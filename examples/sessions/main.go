@@ -19,6 +19,7 @@ import (
 	"github.com/agentmem/agentmem/dream"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/transcript"
 	"github.com/spf13/afero"
 )
@@ -116,7 +117,11 @@ func Run(ctx context.Context, w io.Writer, fsys afero.Fs, configHome, cwd string
 		llmtest.ToolUse("s1", dream.SearchSessionsTool, map[string]string{"query": "refunds service"}),
 		llmtest.Text("Nothing to change."),
 	)
-	d, err := dream.New(fsys, autoDir, model, dream.Config{Transcripts: store, MinHours: 1e-9})
+	memDir, err := memdir.NewDir(fsys, autoDir, memdir.DirOptions{})
+	if err != nil {
+		return err
+	}
+	d, err := dream.New(memDir, model, dream.Config{Transcripts: store, MinHours: 1e-9})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
 )
 
@@ -63,7 +64,11 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 		llmtest.Text("Saved the deploy preference."),
 	)
 	var finished extract.Event
-	ex, err := extract.New(fsys, dir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
+	memDir, err := memdir.NewDir(fsys, dir, memdir.DirOptions{})
+	if err != nil {
+		return err
+	}
+	ex, err := extract.New(memDir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
 		if ev.Kind == extract.EventFinished {
 			finished = ev
 		}
