@@ -432,9 +432,11 @@ func (m *Memory) Tools() []llm.Tool {
 }
 
 // Guard wraps the permission function of the host's own tools: a write by
-// Write, Edit, MultiEdit or NotebookEdit into the team directory that
-// leaves it or carries a secret is denied with a reason the model sees;
-// everything else goes to next (nil allows).
+// Write, Edit, MultiEdit or NotebookEdit into the memory directory that
+// leaves it (through ".." or a link), or that would put a secret in team
+// memory (or in synced memory, with Options.SyncedMemory), is denied
+// with a reason the model sees; everything else goes to next (nil
+// allows).
 func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 	return func(ctx context.Context, call llm.ToolCall) llm.Decision {
 		if m.enabled {
@@ -442,8 +444,8 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 			if err == nil {
 				err = m.guard.Check(m.fs, tc)
 			}
-			if err == nil && m.opts.SyncedMemory {
-				err = m.checkSynced(tc)
+			if err == nil {
+				err = m.memDir.CheckToolCall(tc)
 			}
 			if err != nil {
 				return llm.Deny(err.Error())
@@ -454,27 +456,6 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 		}
 		return next(ctx, call)
 	}
-}
-
-// checkSynced refuses a host tool's write of a secret into synced
-// private memory: what the write would leave in the file (a Write's
-// content, the file after an Edit's replacements). Writes elsewhere are
-// the host's business.
-func (m *Memory) checkSynced(tc memdir.ToolCall) error {
-	path := tc.String("file_path")
-	if path == "" {
-		path = tc.String("notebook_path")
-	}
-	t, err := m.memDir.Gate().CheckPath(path)
-	if err != nil || !t.Synced {
-		return nil // not a memory write, or the team guard's
-	}
-	for _, text := range memdir.WrittenTexts(m.fs, t.Path, tc) {
-		if err := m.memDir.Gate().CheckContent(t, text); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // UserMessage returns the user message to send for text. The session's

@@ -2,6 +2,8 @@ package memdir
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/afero"
@@ -100,4 +102,53 @@ func WrittenTexts(fsys afero.Fs, abs string, call ToolCall) []string {
 		return news
 	}
 	return []string{text}
+}
+
+// HostWriteTools are the host tools CheckToolCall checks: Claude Code's
+// names for the tools that write a file.
+var HostWriteTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
+
+// CheckToolCall is the check a host puts in front of its own file-writing
+// tools (HostWriteTools) for this directory. A call whose path does not
+// name the directory is the host's business and passes. One that does is
+// refused, with nothing written, when its path fails the gate's CheckPath
+// (it leaves the directory through ".." or a symbolic link: a
+// *PathTraversalError), or when it is a team or synced write and what it
+// would leave in the file (WrittenTexts) holds a credential (a
+// *secrets.Error). The check and the host's write are separate steps: a
+// host that can should let the directory write (the memory tools) instead.
+func (d *Dir) CheckToolCall(call ToolCall) error {
+	if !slices.Contains(HostWriteTools, call.Name) {
+		return nil
+	}
+	p := call.String("file_path")
+	if p == "" {
+		p = call.String("notebook_path")
+	}
+	if !d.names(p) {
+		return nil
+	}
+	t, err := d.gate.CheckPath(p)
+	if err != nil {
+		return err
+	}
+	if !t.Team && !t.Synced {
+		return nil
+	}
+	for _, text := range WrittenTexts(d.fs, t.Path, call) {
+		if err := d.gate.CheckContent(t, text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// names reports whether a raw path names the directory: it starts with
+// the directory and a separator, before or after cleaning.
+func (d *Dir) names(raw string) bool {
+	if raw == "" || !filepath.IsAbs(raw) {
+		return false
+	}
+	prefix := d.path + string(filepath.Separator)
+	return strings.HasPrefix(raw, prefix) || strings.HasPrefix(filepath.Clean(raw), prefix)
 }

@@ -1,11 +1,15 @@
 package memdir
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/secrets"
 )
 
 func TestApplyEdits(t *testing.T) {
@@ -43,4 +47,33 @@ func TestWrittenTexts(t *testing.T) {
 		"edits that do not apply: every new string on its own")
 	assert.Equal(t, []string{"x"}, WrittenTexts(fsys, "/m/missing.md", call("Edit", map[string]any{"old_string": "a", "new_string": "x"})))
 	assert.Nil(t, WrittenTexts(fsys, "/m/a.md", call("Read", map[string]any{"file_path": "/m/a.md"})))
+}
+
+func TestCheckToolCall(t *testing.T) {
+	mem, outside := diskMemory(t)
+	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "out")))
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
+	require.NoError(t, err)
+	write := func(path, content string) ToolCall {
+		return ToolCall{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}
+	}
+	var pte *PathTraversalError
+	assert.NoError(t, d.CheckToolCall(write("/elsewhere/x.go", fakeToken())), "not the memory directory: the host's business")
+	assert.NoError(t, d.CheckToolCall(write(filepath.Join(mem, "notes.md"), fakeToken())), "private memory that is not synced")
+	assert.ErrorAs(t, d.CheckToolCall(write(mem+"/../outside/x.md", "x")), &pte, "names the directory, leaves it")
+	assert.ErrorAs(t, d.CheckToolCall(write(filepath.Join(mem, "out", "x.md"), "x")), &pte, "a link out")
+	assert.ErrorIs(t, d.CheckToolCall(write(filepath.Join(mem, TeamDirName, "ci.md"), fakeToken())), secrets.ErrFound)
+	assert.NoError(t, d.CheckToolCall(ToolCall{Name: "Read", Input: map[string]any{"file_path": filepath.Join(mem, "out", "x.md")}}), "only writes are checked")
+
+	require.NoError(t, os.WriteFile(filepath.Join(mem, TeamDirName, "ci.md"), []byte("CI token: TBD later"), 0o644))
+	half := len(fakeToken()) / 2
+	split := ToolCall{Name: "MultiEdit", Input: map[string]any{"file_path": filepath.Join(mem, TeamDirName, "ci.md"), "edits": []any{
+		map[string]any{"old_string": "TBD", "new_string": fakeToken()[:half]},
+		map[string]any{"old_string": " later", "new_string": fakeToken()[half:]},
+	}}}
+	assert.ErrorIs(t, d.CheckToolCall(split), secrets.ErrFound, "a token split over two edits is seen whole")
+
+	synced, err := NewDir(afero.NewOsFs(), mem, DirOptions{Synced: true})
+	require.NoError(t, err)
+	assert.ErrorIs(t, synced.CheckToolCall(write(filepath.Join(mem, "notes.md"), fakeToken())), secrets.ErrFound)
 }
