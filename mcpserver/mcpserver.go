@@ -235,7 +235,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			}
 			res, err := ms.dir.Save(ctx, memdir.Memory{File: in.File, Name: in.Name, Description: in.Description, Type: typ, Body: in.Body})
 			if err != nil {
-				return nil, SaveOutput{}, toolError(err)
+				return nil, SaveOutput{}, toolError(in.File, err)
 			}
 			ms.noteFile(res.File, true)
 			verb := "Saved"
@@ -252,7 +252,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, DeleteOutput, error) {
 			if err := ms.dir.Delete(ctx, in.File); err != nil {
-				return nil, DeleteOutput{}, toolError(err)
+				return nil, DeleteOutput{}, toolError(in.File, err)
 			}
 			ms.noteFile(in.File, false)
 			return text("Deleted " + in.File), DeleteOutput{File: in.File, Deleted: true}, nil
@@ -304,19 +304,18 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 		}))
 }
 
-// toolError says what was refused without host paths.
-func toolError(err error) error {
-	var pte *memdir.PathTraversalError
-	switch {
-	case errors.As(err, &pte):
-		return fmt.Errorf("refused: the path leaves the memory directory or cannot be verified (%s)", pte.Reason)
-	case errors.Is(err, memdir.ErrMemoryNotFound):
+// toolError words a refusal for the model (memdir.Refusal), without host
+// paths.
+func toolError(file string, err error) error {
+	if r := memdir.Refusal(file, "memory", err); r != nil {
+		return r
+	}
+	if errors.Is(err, memdir.ErrMemoryNotFound) {
 		return errors.New("no such memory file (see memory_list)")
 	}
 	return err
 }
 
-// list returns the newest mcpMaxList memories, and whether there are more.
 // indexNotice is what the model should know of the size of the index
 // that file's pointer went into (memdir.IndexNotice), "" when nothing.
 func (ms *memoryServer) indexNotice(file string) string {
@@ -331,6 +330,7 @@ func (ms *memoryServer) indexNotice(file string) string {
 	return memdir.IndexNotice(rel, string(index), memdir.IndexLimits{})
 }
 
+// list returns the newest mcpMaxList memories, and whether there are more.
 func (ms *memoryServer) list(ctx context.Context) ([]MemoryEntry, bool, error) {
 	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{MaxFiles: mcpMaxList + 1})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -365,7 +365,7 @@ func (ms *memoryServer) read(file string) ([]byte, error) {
 		return nil, errors.New("no such memory file (see memory_list)")
 	}
 	if err != nil {
-		return nil, toolError(err)
+		return nil, toolError(file, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, mcpMaxRead+1))

@@ -44,7 +44,6 @@ import (
 
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/secrets"
 )
 
 // Root is the directory the model sees; it maps to the memory directory.
@@ -63,10 +62,9 @@ const maxFileBytes = 1 << 20
 const lineWidth = 6
 
 // Error is a refusal or failure meant for the model: send its message as
-// the tool result with is_error set.
-type Error struct{ Msg string }
-
-func (e *Error) Error() string { return e.Msg }
+// the tool result with is_error set. It is memdir.ToolError, the one type
+// (and wording of refusals) the memory tools and the MCP server share.
+type Error = memdir.ToolError
 
 func toolErr(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
 
@@ -232,17 +230,11 @@ func shorten(p string) string {
 
 // refusal turns a gate or filesystem error into text for the model.
 func (h *Handler) refusal(t target, err error) error {
-	var pte *memdir.PathTraversalError
-	var se *secrets.Error
-	switch {
-	case errors.As(err, &pte):
-		return toolErr("Path %s would escape %s directory (%s)", t.shown, Root, pte.Reason)
-	case errors.As(err, &se):
-		return toolErr("Refusing to write %s: it holds a credential (%s), and the team directory is shared with every teammate; remove the secret and try again", t.shown, se.Label)
-	case errors.Is(err, fs.ErrNotExist):
+	if r := memdir.Refusal(t.shown, Root, err); r != nil {
+		return r
+	}
+	if errors.Is(err, fs.ErrNotExist) {
 		return toolErr("The path %s does not exist. Please provide a valid path.", t.shown)
-	case errors.Is(err, memdir.ErrCrossRoot):
-		return toolErr("Cannot move a directory into or out of %s/team: move its files one by one", Root)
 	}
 	return toolErr("The operation on %s failed; the file was not changed", t.shown)
 }

@@ -25,7 +25,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// /mem/ci.md:2:flaky tests are quarantined
-	// the path is outside the memory directories (/mem)
+	// refused: the path is outside the memory directory
 }
 
 func ExampleExtractPermission() {

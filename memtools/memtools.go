@@ -15,7 +15,6 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 )
 
@@ -208,11 +207,11 @@ func (t *Toolset) recordWrite(p string, content []byte) {
 	t.written = append(t.written, p)
 }
 
-// ToolError is an error a tool reports to the model. Its text never holds
-// a host path outside the memory directories.
-type ToolError struct{ Msg string }
-
-func (e *ToolError) Error() string { return e.Msg }
+// ToolError is an error a tool reports to the model (memdir.ToolError:
+// one type, and one wording of every refusal, for the memory tools, the
+// memory tool handler and the MCP server). Its text names no host path
+// but the ones the model gave.
+type ToolError = memdir.ToolError
 
 func toolErr(format string, args ...any) error { return &ToolError{Msg: fmt.Sprintf(format, args...)} }
 
@@ -238,18 +237,12 @@ func (t *Toolset) resolve(p string, allowRoot bool) (string, error) {
 	return target.Path, nil
 }
 
-// refusal turns a WriteGate error into model-readable text: the reason
-// of a refused path, the kind of a secret, never a host path.
+// refusal words a WriteGate error for the model (memdir.Refusal, naming
+// no path: the tools' errors never hold a host path), or returns nil for
+// any other error.
 func (t *Toolset) refusal(err error) error {
-	var pte *memdir.PathTraversalError
-	var se *secrets.Error
-	switch {
-	case errors.As(err, &pte) && pte.Reason == memdir.ReasonNotMemoryPath:
-		return toolErr("the path is outside the memory directories (%s)", strings.Join(t.roots, ", "))
-	case errors.As(err, &pte):
-		return toolErr("refused: %s", pte.Reason)
-	case errors.As(err, &se):
-		return toolErr("%s", se.Error())
+	if r := memdir.Refusal("", "memory", err); r != nil {
+		return r
 	}
 	return nil
 }

@@ -1,0 +1,43 @@
+package memdir
+
+import (
+	"errors"
+
+	"github.com/agentmem/agentmem/secrets"
+)
+
+// ToolError is a refusal or a failure worded for a model: the text of a
+// tool result marked as an error. The memory tools, the memory tool
+// handler and the MCP server return it (memtools.ToolError and
+// memorytool.Error are this type), and word every refusal of the write
+// gate one way, with Refusal.
+type ToolError struct{ Msg string }
+
+func (e *ToolError) Error() string { return e.Msg }
+
+// Refusal words the write gate's refusal of a call for the model: path
+// and root as the model knows them (its own path, "" to name none, and
+// the directory it was given, such as "memory" or "/memories"). Every
+// refusal starts "refused:". It returns nil when err is not a refusal (a
+// *PathTraversalError, a *secrets.Error or ErrCrossRoot).
+func Refusal(path, root string, err error) *ToolError {
+	what := "the path"
+	if path != "" {
+		what = path
+	}
+	var pte *PathTraversalError
+	var se *secrets.Error
+	switch {
+	case errors.As(err, &pte) && pte.Reason == ReasonNotMemoryPath:
+		return &ToolError{Msg: "refused: " + what + " is outside the " + root + " directory"}
+	case errors.As(err, &pte):
+		return &ToolError{Msg: "refused: " + what + " would escape the " + root + " directory (" + string(pte.Reason) + ")"}
+	case errors.As(err, &se) && se.Synced:
+		return &ToolError{Msg: "refused: " + what + " would hold a credential (" + se.Label + "), and this memory is synced to your account; remove the secret and try again"}
+	case errors.As(err, &se):
+		return &ToolError{Msg: "refused: " + what + " would hold a credential (" + se.Label + "), and team memory is shared with every contributor; remove the secret and try again"}
+	case errors.Is(err, ErrCrossRoot):
+		return &ToolError{Msg: "refused: " + what + " cannot move into or out of the team directory; move its files one by one"}
+	}
+	return nil
+}
