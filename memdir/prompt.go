@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -302,7 +303,9 @@ func teamListing(ctx context.Context, fsys afero.Fs, teamDir string) (string, er
 	for i, f := range files {
 		names[i] = f.rel
 	}
-	sort.Strings(names)
+	if !slices.IsSorted(names) {
+		sort.Strings(names)
+	}
 	var b strings.Builder
 	for i, n := range names {
 		if i == MaxTeamListing {

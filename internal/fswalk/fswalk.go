@@ -7,7 +7,8 @@ import (
 	"context"
 	"io/fs"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/spf13/afero"
 )
@@ -93,6 +94,11 @@ func ReadDir(fsys afero.Fs, dir string) ([]Entry, error) {
 			out[i] = Entry{Rel: fi.Name(), Type: fi.Mode().Type()}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
+	if !slices.IsSortedFunc(out, byRel) { // most filesystems list in order already
+		slices.SortFunc(out, byRel)
+	}
 	return out, nil
 }
+
+// byRel orders entries by name.
+func byRel(a, b Entry) int { return strings.Compare(a.Rel, b.Rel) }
