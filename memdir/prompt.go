@@ -270,24 +270,49 @@ func instructionFiles(files []InstructionFile) string {
 // indexBlock loads dir/MEMORY.md for a prompt (through ReadIndex, within
 // autoDir when dir is inside it).
 func indexBlock(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog.Logger) string {
+	text, state := loadIndex(fsys, autoDir, dir, limits, log)
+	switch state {
+	case indexRefused:
+		return EntrypointName + " was not loaded: it is a link that leads out of the memory directory. Ask the user to replace it with a regular file.\n"
+	case indexUnreadable:
+		return EntrypointName + " could not be loaded this time; list the directory to find memories.\n"
+	case indexEmpty:
+		return EntrypointName + " is empty for now. Saving the first memory here creates it.\n"
+	}
+	return text + "\n"
+}
+
+// indexState is what loading an index found.
+type indexState int
+
+const (
+	indexLoaded  indexState = iota
+	indexEmpty              // missing, or nothing in it
+	indexRefused            // a link out of the memory directory
+	indexUnreadable
+)
+
+// loadIndex reads dir's MEMORY.md for a prompt, truncated to limits; a
+// refused or unreadable index is logged.
+func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog.Logger) (string, indexState) {
 	root, rel := indexLocation(autoDir, dir)
 	raw, err := ReadIndex(fsys, root, rel)
 	var pte *PathTraversalError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return EntrypointName + " is empty for now. Saving the first memory here creates it.\n"
+		return "", indexEmpty
 	case errors.As(err, &pte):
 		log.Warn("memdir: memory index refused: it is a link that leads out of the memory directory", "event", "memdir_index_refused", "reason", pte.Reason)
-		return EntrypointName + " was not loaded: it is a link that leads out of the memory directory. Ask the user to replace it with a regular file.\n"
+		return "", indexRefused
 	case err != nil:
 		log.Warn("memdir: memory index could not be read", "event", "memdir_index_unreadable", "error", err)
-		return EntrypointName + " could not be loaded this time; list the directory to find memories.\n"
+		return "", indexUnreadable
 	}
 	t := limits.Truncate(string(raw))
 	if t.Content == "" {
-		return EntrypointName + " is empty for now. Saving the first memory here creates it.\n"
+		return "", indexEmpty
 	}
-	return t.Content + "\n"
+	return t.Content, indexLoaded
 }
 
 // teamListing names the team's memory files, sorted, without reading them.

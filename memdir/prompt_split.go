@@ -2,8 +2,6 @@ package memdir
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"log/slog"
 	"strings"
 
@@ -67,21 +65,8 @@ const indexContextPreamble = "What follows is standing context the user keeps fo
 // indexForContext returns an index's text for the context block (""
 // when there is nothing to deliver) and its path.
 func indexForContext(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog.Logger) (string, string) {
-	root, rel := indexLocation(autoDir, dir)
-	path := strings.TrimRight(dir, "/\\") + "/" + EntrypointName
-	raw, err := ReadIndex(fsys, root, rel)
-	var pte *PathTraversalError
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", path
-	case errors.As(err, &pte):
-		log.Warn("memdir: memory index refused: it is a link that leads out of the memory directory", "event", "memdir_index_refused", "reason", pte.Reason)
-		return "", path
-	case err != nil:
-		log.Warn("memdir: memory index could not be read", "event", "memdir_index_unreadable", "error", err)
-		return "", path
-	}
-	return limits.Truncate(string(raw)).Content, path
+	text, _ := loadIndex(fsys, autoDir, dir, limits, log)
+	return text, strings.TrimRight(dir, "/\\") + "/" + EntrypointName
 }
 
 // LeanPromptRequest asks for the short memory section.
