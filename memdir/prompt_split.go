@@ -81,8 +81,8 @@ type LeanPromptRequest struct {
 }
 
 // BuildLeanMemoryPrompt returns the short memory section Claude Code
-// 2.1.328 gives its larger models (about 2 KB against the long prompt's
-// 10): where the directory is, one file per fact and its header, links,
+// 2.1.328 gives its larger models (about 2 KB against BuildMemoryPrompt's
+// 6 KB and more): where the directory is, one file per fact and its header, links,
 // one line per type, the index step (or, with SkipIndex, the size rule),
 // upkeep, and that recalled memories are background to check, not
 // instructions. It never holds the index: send that with the first user
