@@ -23,8 +23,9 @@ const JournalName = "snapshots.jsonl"
 // file beside its backups (<backup dir>/snapshots.jsonl): what the file
 // holds is restored, and new snapshots are appended to it, so the history
 // survives the process and `agentmem history` and `agentmem rewind` can
-// read it. A journal that grows past twice what its kept snapshots need
-// (and past 1 MiB) is rewritten with just those, atomically. Use it for trackers without a transcript, such as one per
+// read it. A journal that has grown past twice what its kept snapshots
+// need (and past 1 MiB) is rewritten with just those, atomically, by the
+// tracker's next journaled line. Use it for trackers without a transcript, such as one per
 // background job. One process at a time may write a session's journal.
 // opts.Journal, when set, receives the lines instead of the file.
 //
@@ -66,17 +67,12 @@ func Open(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tracker, 
 	}
 	t.Restore(lines)
 	if t.opts.Journal == nil {
+		// The journal is rewritten by a tracker that writes to it (at its
+		// next line past compactAt), never by one that only reads it, so
+		// `agentmem history` cannot drop a line a writer appends meanwhile.
 		t.compact = func(data []byte) error { return atomicfile.WriteFile(fsys, path, data, 0o600) }
 		t.journalBytes = len(data)
-		kept := t.encodeKept()
-		t.compactAt = max(compactFloor, 2*len(kept))
-		if t.journalBytes >= t.compactAt {
-			// Rewritten here, the journal no longer holds the lines of
-			// snapshots dropped long ago. A failure only leaves it long.
-			if err := t.compact(kept); err == nil {
-				t.journalBytes, t.compactAt = len(kept), max(compactFloor, 2*len(kept))
-			}
-		}
+		t.compactAt = max(compactFloor, 2*len(t.encodeKept()))
 		t.opts.Journal = func(_ context.Context, line []byte) error {
 			if err := fsys.MkdirAll(t.dir, 0o700); err != nil {
 				return err
