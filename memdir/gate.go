@@ -328,6 +328,9 @@ func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old 
 	if info, err := fsys.Stat(name); err == nil && info.IsDir() {
 		return Target{}, fmt.Errorf("memdir: %s is a directory", filepath.Base(name))
 	}
+	if err := track(ctx, t.Path); err != nil {
+		return Target{}, err
+	}
 	if err := atomicfile.WriteFile(fsys, name, data, perm); err != nil {
 		return Target{}, confinedError(err, "write "+filepath.Base(name))
 	}
@@ -437,6 +440,11 @@ func (g *WriteGate) remove(ctx context.Context, abs string, all bool) (Target, e
 		return Target{}, err
 	}
 	defer unlock()
+	if !all {
+		if err := track(ctx, t.Path); err != nil {
+			return Target{}, err
+		}
+	}
 	rm := fsys.Remove
 	if all {
 		rm = fsys.RemoveAll
@@ -518,6 +526,44 @@ func (g *WriteGate) Open(abs string) (afero.File, error) {
 	}
 	return f, err
 }
+
+// History records a file's version before a write replaces or removes it,
+// so the write can be undone (filehistory.Tracker satisfies it).
+type History interface {
+	TrackEdit(ctx context.Context, path string) error
+}
+
+type historyKey struct{}
+
+// WithHistory returns ctx carrying h: every gate write made with it
+// records the file's version in h under the write's lock, after the
+// checks and before the file changes, so the version saved is exactly
+// the one the write replaces. A History that fails stops the write.
+func WithHistory(ctx context.Context, h History) context.Context {
+	return context.WithValue(ctx, historyKey{}, h)
+}
+
+// track records path in the History ctx carries, if any.
+func track(ctx context.Context, path string) error {
+	h, _ := ctx.Value(historyKey{}).(History)
+	if h == nil {
+		return nil
+	}
+	if err := h.TrackEdit(ctx, path); err != nil {
+		return &HistoryError{Err: err}
+	}
+	return nil
+}
+
+// HistoryError reports a write refused because the file's previous
+// version could not be saved for undo; nothing was written.
+type HistoryError struct{ Err error }
+
+func (e *HistoryError) Error() string {
+	return "memdir: the previous version could not be saved for undo, so nothing was written: " + e.Err.Error()
+}
+
+func (e *HistoryError) Unwrap() error { return e.Err }
 
 // Reader opens many files below one directory of a memory root for
 // reading, through one handle: the directory is checked once, and each

@@ -365,3 +365,53 @@ func TestWriteWaitsForTheLockOnlyAsLongAsItsContext(t *testing.T) {
 	close(release)
 	assert.NoFileExists(t, filepath.Join(mem, "quick.md"))
 }
+
+// recordingHistory keeps what each tracked file held when it was tracked.
+type recordingHistory struct {
+	seen map[string]string
+	fail error
+}
+
+func (h *recordingHistory) TrackEdit(_ context.Context, path string) error {
+	if h.fail != nil {
+		return h.fail
+	}
+	data, _ := os.ReadFile(path)
+	h.seen[path] = string(data)
+	return nil
+}
+
+// A write made with WithHistory records, under its lock, exactly the
+// version it replaces; a refused write records nothing; a History that
+// fails stops the write.
+func TestWriteRecordsTheVersionItReplaces(t *testing.T) {
+	mem, _ := diskMemory(t)
+	g, err := NewWriteGate(afero.NewOsFs(), []string{mem}, GateOptions{})
+	require.NoError(t, err)
+	p := filepath.Join(mem, "a.md")
+	require.NoError(t, os.WriteFile(p, []byte("v1"), 0o644))
+	h := &recordingHistory{seen: map[string]string{}}
+	ctx := WithHistory(context.Background(), h)
+
+	_, err = g.UpdateFile(ctx, p, func(old []byte, _ bool) ([]byte, error) {
+		require.NoError(t, os.WriteFile(p, []byte("v1.5, written meanwhile"), 0o644)) // a write the lock does not cover
+		return []byte("v2"), nil
+	}, 0o644)
+	require.NoError(t, err)
+	assert.Equal(t, "v1.5, written meanwhile", h.seen[p], "the version recorded is the one the write replaced")
+
+	team := filepath.Join(mem, TeamDirName, "ci.md")
+	_, err = g.WriteFile(ctx, team, []byte(fakeToken()), 0o644)
+	assert.ErrorIs(t, err, secrets.ErrFound)
+	assert.NotContains(t, h.seen, team, "a refused write records nothing")
+
+	_, err = g.Remove(ctx, p)
+	require.NoError(t, err)
+	assert.Equal(t, "v2", h.seen[p], "a removal records the version it removes")
+
+	failing := WithHistory(context.Background(), &recordingHistory{fail: errors.New("disk full")})
+	_, err = g.WriteFile(failing, p, []byte("v3"), 0o644)
+	var he *HistoryError
+	require.ErrorAs(t, err, &he)
+	assert.NoFileExists(t, p, "nothing was written")
+}

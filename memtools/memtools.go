@@ -184,15 +184,14 @@ func (t *Toolset) checkWrite(clean string, old []byte, exists, whole bool) error
 	return nil
 }
 
-// track tells the host's file history that clean is about to change.
-func (t *Toolset) track(ctx context.Context, clean string) error {
+// tracked returns ctx carrying the Tracker, if any: the write gate then
+// records the file's version under the write's lock, just before the
+// write changes it (memdir.WithHistory).
+func (t *Toolset) tracked(ctx context.Context) context.Context {
 	if t.opts.Tracker == nil {
-		return nil
+		return ctx
 	}
-	if err := t.opts.Tracker.TrackEdit(ctx, clean); err != nil {
-		return toolErr("%s was not written: its previous version could not be saved for undo", clean)
-	}
-	return nil
+	return memdir.WithHistory(ctx, t.opts.Tracker)
 }
 
 func (t *Toolset) recordWrite(p string, content []byte) {

@@ -150,10 +150,7 @@ func (t *Toolset) write(ctx context.Context, p, content string) (string, error) 
 	if info, err := t.fs.Stat(clean); err == nil && info.IsDir() {
 		return "", toolErr("%s is a directory", clean)
 	}
-	if err := t.track(ctx, clean); err != nil {
-		return "", err
-	}
-	_, err = t.gate.UpdateFile(ctx, clean, func(old []byte, exists bool) ([]byte, error) {
+	_, err = t.gate.UpdateFile(t.tracked(ctx), clean, func(old []byte, exists bool) ([]byte, error) {
 		if err := t.checkWrite(clean, old, exists, true); err != nil {
 			return nil, err
 		}
@@ -187,6 +184,10 @@ func (t *Toolset) fsError(clean string, err error) error {
 	var te *ToolError
 	if errors.As(err, &te) {
 		return te
+	}
+	var he *memdir.HistoryError
+	if errors.As(err, &he) {
+		return toolErr("%s was not written: its previous version could not be saved for undo", clean)
 	}
 	return describe(clean, err)
 }
@@ -263,11 +264,8 @@ func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, err
 	if info.Size() > t.opts.MaxFileBytes {
 		return "", toolErr("%s is too large to edit", clean)
 	}
-	if err := t.track(ctx, clean); err != nil {
-		return "", err
-	}
 	var written []byte
-	_, err = t.gate.UpdateFile(ctx, clean, func(old []byte, exists bool) ([]byte, error) {
+	_, err = t.gate.UpdateFile(t.tracked(ctx), clean, func(old []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, toolErr("%s does not exist", clean)
 		}
