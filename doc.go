@@ -7,8 +7,8 @@
 //	defer mem.Close()
 //	section, err := mem.SystemPrompt(ctx)    // the memory section
 //	tools = append(tools, mem.Tools()...)     // Read, Write, Edit, ... on memory
-//	permission = mem.Guard(permission)        // team/ stays free of secrets and links out
-//	msg := mem.UserMessage(ctx, prompt)      // the prompt, and relevant memories as a block of their own
+//	permission = mem.Guard(permission)        // memory keeps no link out, team/ no secret
+//	msg := mem.UserMessage(ctx, prompt)      // the prompt, the index (first message) and relevant memories
 //	mem.TurnEnded(ctx, agentmem.Turn{Messages: conversation})
 //
 // New resolves the memory directory as Claude Code does (override,
