@@ -124,6 +124,14 @@ func TestGuardKeepsSecretsOutOfTeam(t *testing.T) {
 	fine := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `/ci.md","content":"CI runs nightly"}`)}
 	assert.True(t, guard(context.Background(), fine).Allow)
 	assert.Equal(t, 1, calls, "only the allowed call reaches the host's own rule")
+
+	// Private memory: a link that leads out of the memory directory.
+	outside := t.TempDir()
+	require.NoError(t, os.MkdirAll(mem.Dir(), 0o755))
+	require.NoError(t, os.Symlink(outside, filepath.Join(mem.Dir(), "notes")))
+	through := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + mem.Dir() + `/notes/x.md","content":"x"}`)}
+	assert.False(t, guard(context.Background(), through).Allow, "a write through a link out of memory")
+	assert.Equal(t, 1, calls)
 }
 
 // With private memory synced to the account, a secret is kept out of
