@@ -447,6 +447,9 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 			if err == nil {
 				err = m.memDir.CheckToolCall(tc)
 			}
+			if r := memdir.Refusal(tc.String("file_path"), "memory", err); r != nil {
+				return llm.Deny(r.Msg) // worded as the memory tools word it
+			}
 			if err != nil {
 				return llm.Deny(err.Error())
 			}

@@ -147,6 +147,7 @@ func TestSyncedMemoryKeepsSecretsOut(t *testing.T) {
 	d := guard(context.Background(), write)
 	assert.False(t, d.Allow)
 	assert.Contains(t, d.Reason, "synced to your account")
+	assert.True(t, strings.HasPrefix(d.Reason, "refused: "), "worded as the memory tools word a refusal: %s", d.Reason)
 	edit := llm.ToolCall{Name: "Edit", Input: []byte(`{"file_path":"` + mem.Dir() + `/k.md","old_string":"x","new_string":"` + token + `"}`)}
 	assert.False(t, guard(context.Background(), edit).Allow)
 	elsewhere := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + project + `/k.md","content":"` + token + `"}`)}
