@@ -91,8 +91,47 @@ func (l IndexLimits) Truncate(raw string) EntrypointTruncation {
 // measureIndex is the index text as the limits see it (cleaned, trimmed)
 // with its line count and its length in UTF-16 units.
 func measureIndex(raw string) (trimmed string, lines, units int) {
+	// An index is nearly always clean: trim it, then measure and judge it
+	// in one pass. Whatever cleaning would change at its ends is
+	// whitespace the trim drops as well.
+	trimmed = strings.TrimFunc(raw, isJSSpace)
+	if lines, units, ok := measureClean(trimmed); ok {
+		return trimmed, lines, units
+	}
 	trimmed = strings.TrimFunc(CleanIndexText(raw), isJSSpace)
 	return trimmed, strings.Count(trimmed, "\n") + 1, utf16Len(trimmed)
+}
+
+// measureClean counts the lines and UTF-16 units of s in one pass, and
+// reports false (with no counts) when CleanIndexText would change s.
+func measureClean(s string) (lines, units int, ok bool) {
+	lines = 1
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '\n':
+				lines++
+			case c < 0x20 && c != '\t' || c == 0x7f:
+				return 0, 0, false
+			}
+			units++
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		kept := r < 0x10000 && bmpKept()[r/64]&(1<<(r%64)) != 0
+		if !kept && (dropFromIndex(r) || r == '\u2028' || r == '\u2029') {
+			return 0, 0, false
+		}
+		if r >= 0x10000 {
+			units += 2
+		} else {
+			units++
+		}
+		i += size
+	}
+	return lines, units, true
 }
 
 const truncationAdvice = "Keep each index entry to a single line under about 200 characters and put the details in the topic files."

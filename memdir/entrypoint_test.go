@@ -2,6 +2,7 @@ package memdir
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -210,4 +211,28 @@ func FuzzTruncateEntrypointContent(f *testing.F) {
 			t.Fatalf("cut split a rune")
 		}
 	})
+}
+
+// The one-pass measure of a clean index agrees with cleaning first, on
+// text mixing what cleaning keeps, changes and drops.
+func TestMeasureIndexFastPathAgrees(t *testing.T) {
+	pieces := []string{"a", " ", "\n", "\t", "\r", "\r\n", "\x07", "\x7f", "\u0085", "\u2028", "\u2029", "\u200b", "\u200d", "\ufeff",
+		"\ufe0f", "—", "é", "😀", "\U000e0001", "\xff", "- [A](a.md) — hook", "  "}
+	slow := func(raw string) (string, int, int) {
+		trimmed := strings.TrimFunc(CleanIndexText(raw), isJSSpace)
+		return trimmed, strings.Count(trimmed, "\n") + 1, utf16Len(trimmed)
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for k := r.IntN(10); k >= 0; k-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		raw := b.String()
+		gotText, gotLines, gotUnits := measureIndex(raw)
+		wantText, wantLines, wantUnits := slow(raw)
+		require.Equal(t, wantText, gotText, "%q", raw)
+		require.Equal(t, wantLines, gotLines, "%q", raw)
+		require.Equal(t, wantUnits, gotUnits, "%q", raw)
+	}
 }
