@@ -566,16 +566,20 @@ func (e *HistoryError) Error() string {
 func (e *HistoryError) Unwrap() error { return e.Err }
 
 // Reader opens many files below one directory of a memory root for
-// reading, through one handle: the directory is checked once, and each
-// open is then confined by the operating system (an os.Root on the
-// memory root) instead of being checked link by link. A search over
+// reading: the directory is checked once, and each open is then confined
+// by the operating system (an os.Root on the memory root, and one on each
+// directory below it that a file is read in, so a file is one open)
+// instead of being checked link by link. A search over
 // every file of a directory uses it. Close it when done; it is not safe
 // for concurrent use.
 type Reader struct {
 	fs   afero.Fs
-	dir  string     // the directory opened, cleaned
-	root string     // the memory root holding it
-	r    *rootfs.Fs // nil off the real disk
+	dir  string   // the directory opened, cleaned
+	root string   // the memory root holding it
+	r    *os.Root // nil off the real disk
+	// subs are roots opened on directories below r, so that a file in
+	// one is a single open; a directory is opened once per Reader.
+	subs map[string]*os.Root
 }
 
 // Reader returns a Reader for dir: a memory root or a directory inside
@@ -602,11 +606,11 @@ func (g *WriteGate) Reader(dir string) (*Reader, error) {
 	}
 	rd := &Reader{fs: g.fs, dir: clean, root: root}
 	if _, ok := g.fs.(*afero.OsFs); ok {
-		r, err := rootfs.New(root)
+		r, err := os.OpenRoot(root)
 		if err != nil {
 			return nil, confinedError(err, "open the memory directory")
 		}
-		rd.r = r
+		rd.r, rd.subs = r, map[string]*os.Root{}
 	}
 	return rd, nil
 }
@@ -622,17 +626,43 @@ func (rd *Reader) Open(abs string) (afero.File, error) {
 	if rd.r == nil {
 		return rd.fs.Open(clean)
 	}
-	f, err := rd.r.Open(strings.TrimPrefix(clean[len(rd.root):], string(filepath.Separator)))
-	if err != nil && isEscape(err) {
-		return nil, &PathTraversalError{Reason: ReasonSymlinkEscape, Detail: "refused at read time"}
+	rel := strings.TrimPrefix(clean[len(rd.root):], string(filepath.Separator))
+	parent, name := rd.r, rel
+	if d, base := filepath.Split(rel); d != "" {
+		d = strings.TrimSuffix(d, string(filepath.Separator))
+		sub, ok := rd.subs[d]
+		if !ok {
+			var err error
+			if sub, err = rd.r.OpenRoot(d); err != nil {
+				return nil, readError(err)
+			}
+			rd.subs[d] = sub
+		}
+		parent, name = sub, base
 	}
-	return f, err
+	f, err := parent.Open(name)
+	if err != nil {
+		return nil, readError(err)
+	}
+	return f, nil
 }
 
-// Close releases the Reader's handle on the memory root.
+// readError is a Reader's open error: os.Root's refusal to leave the root
+// as a *PathTraversalError, anything else as it is.
+func readError(err error) error {
+	if isEscape(err) {
+		return &PathTraversalError{Reason: ReasonSymlinkEscape, Detail: "refused at read time"}
+	}
+	return err
+}
+
+// Close releases the Reader's handles on the memory root.
 func (rd *Reader) Close() error {
 	if rd.r == nil {
 		return nil
+	}
+	for _, sub := range rd.subs {
+		_ = sub.Close()
 	}
 	return rd.r.Close()
 }

@@ -313,6 +313,20 @@ func TestReaderStaysInsideTheRoot(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(mem, "notes", "a.md")))
 	_, err = rd.Open(filepath.Join(mem, "notes", "a.md"))
 	assert.ErrorAs(t, err, &pte)
+
+	// A directory the Reader already read in, swapped for a link out.
+	require.NoError(t, os.Rename(filepath.Join(mem, "notes"), filepath.Join(filepath.Dir(mem), "moved")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "notes")))
+	if f, err := rd.Open(filepath.Join(mem, "notes", "secret.md")); err == nil {
+		data, _ := io.ReadAll(f)
+		f.Close()
+		assert.NotEqual(t, "OUTSIDE", string(data), "never the file the link points to")
+	}
+	fresh, err := g.Reader(mem)
+	require.NoError(t, err)
+	defer fresh.Close()
+	_, err = fresh.Open(filepath.Join(mem, "notes", "secret.md"))
+	assert.ErrorAs(t, err, &pte, "a new Reader refuses the link")
 }
 
 // Several Dir values over one afero.MemMapFs share the index lock: no
