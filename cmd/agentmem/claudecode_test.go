@@ -248,11 +248,17 @@ type ccResult struct {
 // claude runs `claude -p PROMPT` in the project and returns its result.
 func (p *ccProject) claude(prompt string, args ...string) ccResult {
 	p.t.Helper()
+	return p.claudeIn(p.root, prompt, args...)
+}
+
+// claudeIn runs `claude -p PROMPT` in dir.
+func (p *ccProject) claudeIn(dir, prompt string, args ...string) ccResult {
+	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	all := append([]string{"-p", prompt, "--output-format", "json"}, p.ccArgs...)
 	cmd := exec.CommandContext(ctx, p.bin, append(all, args...)...)
-	cmd.Dir = p.root
+	cmd.Dir = dir
 	cmd.Env = append(p.env(), "ANTHROPIC_BASE_URL="+p.stub.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
 	var stdout, stderr bytes.Buffer
@@ -280,8 +286,14 @@ func lastJSONLine(out []byte) []byte {
 // agentmem runs the agentmem binary in the project.
 func (p *ccProject) agentmem(args ...string) (string, string, int) {
 	p.t.Helper()
+	return p.agentmemIn(p.root, args...)
+}
+
+// agentmemIn runs the agentmem binary in dir.
+func (p *ccProject) agentmemIn(dir string, args ...string) (string, string, int) {
+	p.t.Helper()
 	cmd := exec.Command(binary(p.t), args...)
-	cmd.Dir = p.root
+	cmd.Dir = dir
 	cmd.Env = p.env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
