@@ -273,3 +273,28 @@ func TestScanReadsLinks(t *testing.T) {
 	}
 	assert.Equal(t, map[string][]string{"freeze.md": {"release-train", "oncall"}, "plain.md": nil}, links)
 }
+
+// The prompt's team listing names exactly the files a scan reads.
+func TestMemoryFileNamesAgreesWithTheScanWalk(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"a.md", "b.txt", "MEMORY.md", "notes/c.md", "notes/deep/d.md", ".team-conflicts/x.md", "notes/.hidden/y.md", "z.md"} {
+		p := filepath.Join(root, filepath.FromSlash(f))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+	}
+	require.NoError(t, os.Symlink(filepath.Join(root, "notes"), filepath.Join(root, "linked")))
+	require.NoError(t, os.Symlink(filepath.Join(root, "a.md"), filepath.Join(root, "link.md")))
+	fsys := afero.NewOsFs()
+	files, err := memoryFiles(context.Background(), fsys, root)
+	require.NoError(t, err)
+	var want []string
+	for _, f := range files {
+		want = append(want, f.rel)
+	}
+	got, err := memoryFileNames(context.Background(), fsys, root, "")
+	require.NoError(t, err)
+	sort.Strings(want)
+	sort.Strings(got)
+	assert.Equal(t, want, got)
+	assert.Equal(t, []string{"a.md", "notes/c.md", "notes/deep/d.md", "z.md"}, got)
+}
