@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/spf13/afero"
-
-	"github.com/agentmem/agentmem/internal/fswalk"
 )
 
 // DefaultPromptHeading is the heading of the memory section of a system
@@ -315,41 +313,6 @@ func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog
 		return "", indexEmpty
 	}
 	return t.Content, indexLoaded
-}
-
-// memoryFileNames lists the memory files below dir by their "/"-separated
-// names relative to it (the walk of memoryFiles, without building a path
-// per file), skipping hidden folders, which hold none. Only a failure to
-// read dir itself is an error.
-func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	entries, err := fswalk.ReadDir(fsys, dir)
-	if err != nil {
-		if rel == "" {
-			return nil, err
-		}
-		return nil, nil
-	}
-	var names []string
-	for _, e := range entries {
-		name := e.Rel
-		if rel != "" {
-			name = rel + "/" + e.Rel
-		}
-		switch {
-		case e.Type.IsDir() && !strings.HasPrefix(e.Rel, "."):
-			below, err := memoryFileNames(ctx, fsys, dir+string(filepath.Separator)+e.Rel, name)
-			if err != nil {
-				return nil, err
-			}
-			names = append(names, below...)
-		case IsMemoryFile(name, e.Type):
-			names = append(names, name)
-		}
-	}
-	return names, nil
 }
 
 // teamListing names the team's memory files, sorted, without reading them.

@@ -155,14 +155,48 @@ func readCandidates(ctx context.Context, fsys afero.Fs, files []fileRef, opts Sc
 // except MEMORY.md, at any depth, without following links, outside hidden
 // folders (such as .team-conflicts).
 func memoryFiles(ctx context.Context, fsys afero.Fs, root string) ([]fileRef, error) {
-	var files []fileRef
-	err := fswalk.Walk(ctx, fsys, root, func(e fswalk.Entry) error {
-		if IsMemoryFile(e.Rel, e.Type) {
-			files = append(files, fileRef{rel: e.Rel, abs: e.Abs})
-		}
-		return nil
-	})
+	root = filepath.Clean(root)
+	names, err := memoryFileNames(ctx, fsys, root, "")
+	files := make([]fileRef, len(names))
+	for i, n := range names {
+		files[i] = fileRef{rel: n, abs: root + string(filepath.Separator) + filepath.FromSlash(n)}
+	}
 	return files, err
+}
+
+// memoryFileNames lists the memory files below dir by their "/"-separated
+// names relative to it (the walk of memoryFiles, without building a path
+// per file), skipping hidden folders, which hold none. Only a failure to
+// read dir itself is an error.
+func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := fswalk.ReadDir(fsys, dir)
+	if err != nil {
+		if rel == "" {
+			return nil, err
+		}
+		return nil, nil
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Rel
+		if rel != "" {
+			name = rel + "/" + e.Rel
+		}
+		switch {
+		case e.Type.IsDir() && !strings.HasPrefix(e.Rel, "."):
+			below, err := memoryFileNames(ctx, fsys, dir+string(filepath.Separator)+e.Rel, name)
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, below...)
+		case IsMemoryFile(name, e.Type):
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }
 
 // IsMemoryFile reports whether rel (relative to a memory directory, "/"

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/internal/fswalk"
 )
 
 var t0 = time.Date(2026, 3, 15, 10, 30, 0, 0, time.UTC)
@@ -274,7 +276,8 @@ func TestScanReadsLinks(t *testing.T) {
 	assert.Equal(t, map[string][]string{"freeze.md": {"release-train", "oncall"}, "plain.md": nil}, links)
 }
 
-// The prompt's team listing names exactly the files a scan reads.
+// The names-only walk that scans and the team listing use finds exactly
+// what a full walk finds.
 func TestMemoryFileNamesAgreesWithTheScanWalk(t *testing.T) {
 	root := t.TempDir()
 	for _, f := range []string{"a.md", "b.txt", "MEMORY.md", "notes/c.md", "notes/deep/d.md", ".team-conflicts/x.md", "notes/.hidden/y.md", "z.md"} {
@@ -285,14 +288,20 @@ func TestMemoryFileNamesAgreesWithTheScanWalk(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(root, "notes"), filepath.Join(root, "linked")))
 	require.NoError(t, os.Symlink(filepath.Join(root, "a.md"), filepath.Join(root, "link.md")))
 	fsys := afero.NewOsFs()
-	files, err := memoryFiles(context.Background(), fsys, root)
-	require.NoError(t, err)
-	var want []string
-	for _, f := range files {
-		want = append(want, f.rel)
-	}
+	var want []string // the reference: every entry of a full walk that IsMemoryFile takes
+	require.NoError(t, fswalk.Walk(context.Background(), fsys, root, func(e fswalk.Entry) error {
+		if IsMemoryFile(e.Rel, e.Type) {
+			want = append(want, e.Rel)
+		}
+		return nil
+	}))
 	got, err := memoryFileNames(context.Background(), fsys, root, "")
 	require.NoError(t, err)
+	files, err := memoryFiles(context.Background(), fsys, root)
+	require.NoError(t, err)
+	for _, f := range files {
+		assert.Equal(t, filepath.Join(root, filepath.FromSlash(f.rel)), f.abs)
+	}
 	sort.Strings(want)
 	sort.Strings(got)
 	assert.Equal(t, want, got)
