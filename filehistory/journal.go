@@ -71,8 +71,7 @@ func Open(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tracker, 
 		// next line past compactAt), never by one that only reads it, so
 		// `agentmem history` cannot drop a line a writer appends meanwhile.
 		t.compact = func(data []byte) error { return atomicfile.WriteFile(fsys, path, data, 0o600) }
-		t.journalBytes = len(data)
-		t.compactAt = max(compactFloor, 2*len(t.encodeKept()))
+		t.journalBytes, t.compactAt = len(data), compactFloor
 		t.opts.Journal = func(_ context.Context, line []byte) error {
 			if err := fsys.MkdirAll(t.dir, 0o700); err != nil {
 				return err

@@ -552,6 +552,10 @@ func (t *Tracker) journalLine(ctx context.Context, line []byte) error {
 		return nil
 	}
 	data := t.encodeKept()
+	if 2*len(data) > t.journalBytes {
+		t.compactAt = 2 * len(data) // mostly what it keeps: not worth a rewrite yet
+		return nil
+	}
 	if err := t.compact(data); err != nil {
 		return fmt.Errorf("filehistory: compact journal: %w", err)
 	}
