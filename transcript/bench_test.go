@@ -59,7 +59,7 @@ func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
 // sparseSessions writes n transcripts of size bytes each on the real disk:
 // real entries in the first and last few KiB, a hole between (sparse, so
 // 1,000 files of 1 MB cost almost no disk).
-func sparseSessions(b *testing.B, n int, size int64) string {
+func sparseSessions(b testing.TB, n int, size int64) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "projects", "-work")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

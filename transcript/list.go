@@ -78,8 +78,8 @@ func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
 	for w := range workers {
 		wg.Go(func() {
 			scratch := make([]byte, 2*WindowBytes) // reused: the windows are not kept
-			for i := w; i < len(ids); i += workers {
-				if i%64 == w && ctx.Err() != nil {
+			for n, i := 0, w; i < len(ids); n, i = n+1, i+workers {
+				if n%64 == 0 && ctx.Err() != nil {
 					return
 				}
 				path := filepath.Join(dir, ids[i]+".jsonl")

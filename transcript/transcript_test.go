@@ -365,3 +365,27 @@ func TestSearchCoversToolCallsAndResults(t *testing.T) {
 		assert.Contains(t, strings.ToLower(hits[0].Snippet), q)
 	}
 }
+
+// Listing with several workers finds every session once, newest first,
+// and a cancelled listing returns the context's error, not a partial list.
+func TestListWithWorkers(t *testing.T) {
+	dir := sparseSessions(t, 150, 1<<16)
+	s, err := NewJSONLStore(afero.NewOsFs(), dir, Options{})
+	require.NoError(t, err)
+	infos, err := s.List(context.Background())
+	require.NoError(t, err)
+	require.Len(t, infos, 150)
+	seen := map[string]bool{}
+	for i, inf := range infos {
+		assert.False(t, seen[inf.SessionID], "listed once")
+		seen[inf.SessionID] = true
+		if i > 0 {
+			assert.False(t, inf.Modified.After(infos[i-1].Modified), "newest first")
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got, err := s.List(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, got)
+}
