@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/transcript"
-	"github.com/spf13/afero"
 )
 
 // Defaults.
@@ -47,10 +45,8 @@ const (
 // OriginalCwd, are required; the zero value of the rest means the
 // defaults.
 type Config struct {
-	dir     *memdir.Dir
-	fs      afero.Fs
-	autoDir string
-	model   llm.Model
+	dir   *memdir.Dir
+	model llm.Model
 	// ConfigHome and OriginalCwd locate Claude Code's session transcripts
 	// (<ConfigHome>/projects/<SanitizePath(OriginalCwd)>/*.jsonl), the
 	// default Transcripts.
@@ -126,10 +122,10 @@ func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Dreamer, error) {
 	if dir == nil || model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
 		return nil, ErrMissingConfig
 	}
-	cfg.dir, cfg.fs, cfg.autoDir, cfg.model = dir, dir.FS(), dir.Path(), model
+	cfg.dir, cfg.model = dir, model
 	if cfg.Transcripts == nil {
-		dir, _ := transcript.FindProjectDir(cfg.fs, cfg.ConfigHome, cfg.OriginalCwd)
-		store, err := transcript.NewJSONLStore(cfg.fs, dir, transcript.Options{})
+		sessions, _ := transcript.FindProjectDir(dir.FS(), cfg.ConfigHome, cfg.OriginalCwd)
+		store, err := transcript.NewJSONLStore(dir.FS(), sessions, transcript.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -157,8 +153,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Dreamer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg.autoDir = filepath.Clean(cfg.autoDir)
-	return &Dreamer{cfg: cfg, lock: NewLock(cfg.fs, cfg.autoDir, cfg.Lock), log: log}, nil
+	return &Dreamer{cfg: cfg, lock: NewLock(dir.FS(), dir.Path(), cfg.Lock), log: log}, nil
 }
 
 // Lock returns the Dreamer's consolidation lock.
@@ -304,7 +299,7 @@ func (d *Dreamer) searchTool() llm.Tool {
 // directory, or on stage (a copy of it) when stage is not "". It returns
 // the lock's previous time, for a rollback.
 func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Outcome, time.Time) {
-	dir, history := d.cfg.autoDir, d.cfg.History
+	dir, history := d.cfg.dir.Path(), d.cfg.History
 	if stage != "" {
 		dir, history = stage, nil // the copy needs no undo: rejecting it is the undo
 	}
@@ -328,10 +323,10 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	}
 	var tools *memtools.Toolset
 	if err == nil {
-		tools, err = memtools.New(d.cfg.fs, append([]string{dir}, readRoots...), memtools.Options{Tracker: history})
+		tools, err = memtools.New(d.cfg.dir.FS(), append([]string{dir}, readRoots...), memtools.Options{Tracker: history})
 	}
 	if err == nil {
-		files := memtools.ExtractPermission(d.cfg.fs, dir, readRoots)
+		files := memtools.ExtractPermission(d.cfg.dir.FS(), dir, readRoots)
 		var res llm.Result
 		res, err = llm.RunAgent(ctx, d.cfg.model, llm.Task{
 			Purpose: llm.PurposeAutoDream,

@@ -88,24 +88,24 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	}
 	dir := opts.Dir
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(d.cfg.autoDir), "."+filehistory.CheckpointID(filepath.Base(d.cfg.autoDir)+"-staged", d.cfg.Now()))
+		dir = filepath.Join(filepath.Dir(d.cfg.dir.Path()), "."+filehistory.CheckpointID(filepath.Base(d.cfg.dir.Path())+"-staged", d.cfg.Now()))
 	}
 	if !filepath.IsAbs(dir) {
 		return nil, errors.New("dream: the stage directory must be absolute")
 	}
-	if ok, _ := afero.Exists(d.cfg.fs, dir); ok {
+	if ok, _ := afero.Exists(d.cfg.dir.FS(), dir); ok {
 		return nil, fmt.Errorf("dream: the stage directory %s already exists", filepath.Base(dir))
 	}
-	before, err := snapshotTree(ctx, d.cfg.fs, d.cfg.autoDir)
+	before, err := snapshotTree(ctx, d.cfg.dir.FS(), d.cfg.dir.Path())
 	if err != nil {
 		return nil, fmt.Errorf("dream: read the memory directory: %w", err)
 	}
 	for rel, data := range before {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := d.cfg.fs.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := d.cfg.dir.FS().MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, fmt.Errorf("dream: make the stage: %w", err)
 		}
-		if err := afero.WriteFile(d.cfg.fs, p, data, 0o644); err != nil {
+		if err := afero.WriteFile(d.cfg.dir.FS(), p, data, 0o644); err != nil {
 			return nil, fmt.Errorf("dream: make the stage: %w", err)
 		}
 	}
@@ -113,10 +113,10 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	out, prev := d.run(ctx, sessions, dir)
 	st.Outcome = d.finish(ctx, out)
 	if !st.Outcome.Ran || st.Outcome.Err != nil {
-		return st, d.cfg.fs.RemoveAll(dir)
+		return st, d.cfg.dir.FS().RemoveAll(dir)
 	}
 	st.prevLock, st.stamped = prev, true
-	after, err := snapshotTree(ctx, d.cfg.fs, dir)
+	after, err := snapshotTree(ctx, d.cfg.dir.FS(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("dream: read the stage: %w", err)
 	}
@@ -147,9 +147,9 @@ func (s *Stage) Accept(ctx context.Context) error {
 	}
 	d := s.d
 	gate := d.cfg.dir.Gate()
-	abs := func(c StagedChange) string { return filepath.Join(d.cfg.autoDir, filepath.FromSlash(c.Rel)) }
+	abs := func(c StagedChange) string { return filepath.Join(d.cfg.dir.Path(), filepath.FromSlash(c.Rel)) }
 	for _, c := range s.Changes {
-		cur, err := afero.ReadFile(d.cfg.fs, abs(c))
+		cur, err := afero.ReadFile(d.cfg.dir.FS(), abs(c))
 		exists := err == nil
 		if (c.Kind == Added) == exists || (exists && !bytes.Equal(cur, c.Before)) {
 			return ErrStageStale
@@ -173,10 +173,10 @@ func (s *Stage) Accept(ctx context.Context) error {
 		if c.Kind == Deleted {
 			_, err = gate.Remove(ctx, abs(c))
 		} else {
-			_, err = gate.WriteFile(ctx, abs(c), c.After, modeOf(d.cfg.fs, abs(c)))
+			_, err = gate.WriteFile(ctx, abs(c), c.After, modeOf(d.cfg.dir.FS(), abs(c)))
 		}
 		if err != nil {
-			undo(d.cfg.fs, gate, abs, applied)
+			undo(d.cfg.dir.FS(), gate, abs, applied)
 			return fmt.Errorf("dream: accept %s (nothing applied): %w", c.Rel, err)
 		}
 		applied = append(applied, c)
@@ -226,7 +226,7 @@ func (s *Stage) removeCopy() error {
 	if s.Dir == "" {
 		return nil
 	}
-	err := s.d.cfg.fs.RemoveAll(s.Dir)
+	err := s.d.cfg.dir.FS().RemoveAll(s.Dir)
 	s.Dir = ""
 	return err
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
-	"github.com/spf13/afero"
 )
 
 // Defaults.
@@ -78,10 +77,8 @@ type Event struct {
 // Config configures an Extractor. The zero value of each field means its
 // default.
 type Config struct {
-	dir     *memdir.Dir
-	fs      afero.Fs
-	autoDir string
-	model   llm.Model
+	dir   *memdir.Dir
+	model llm.Model
 	// Team tells the prompt that AutoDir/team/ is shared and how to route.
 	Team bool
 	// Disabled and Remote skip every turn (auto memory off; a remote
@@ -147,7 +144,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Extractor, error) {
 	if dir == nil || model == nil {
 		return nil, ErrMissingConfig
 	}
-	cfg.dir, cfg.fs, cfg.autoDir, cfg.model = dir, dir.FS(), dir.Path(), model
+	cfg.dir, cfg.model = dir, model
 	if cfg.EveryNTurns <= 0 {
 		cfg.EveryNTurns = 1
 	}
@@ -157,7 +154,6 @@ func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Extractor, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
-	cfg.autoDir = filepath.Clean(cfg.autoDir)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -268,7 +264,7 @@ func (e *Extractor) run(ctx context.Context, msgs, fresh []llm.Message, trailing
 
 // extract runs the forked agent over the new messages.
 func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []string, checkpoint string, _ llm.Result, _ error) {
-	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.fs, e.cfg.autoDir, memdir.ScanOptions{})
+	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.dir.FS(), e.cfg.dir.Path(), memdir.ScanOptions{})
 	if err != nil {
 		return nil, "", llm.Result{}, err
 	}
@@ -278,16 +274,16 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []s
 			return nil, "", llm.Result{}, fmt.Errorf("extract: checkpoint before the run: %w", err)
 		}
 	}
-	tools, err := memtools.New(e.cfg.fs, []string{e.cfg.autoDir}, memtools.Options{Gate: e.cfg.dir.Gate(), Tracker: e.cfg.History})
+	tools, err := memtools.New(e.cfg.dir.FS(), []string{e.cfg.dir.Path()}, memtools.Options{Gate: e.cfg.dir.Gate(), Tracker: e.cfg.History})
 	if err != nil {
 		return nil, checkpoint, llm.Result{}, err
 	}
 	res, err := llm.RunAgent(ctx, e.cfg.model, llm.Task{
 		Purpose:    llm.PurposeExtractMemories,
-		System:     systemPrompt(e.cfg.autoDir, e.cfg.Team),
-		Prompt:     userPrompt(e.cfg.autoDir, headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
+		System:     systemPrompt(e.cfg.dir.Path(), e.cfg.Team),
+		Prompt:     userPrompt(e.cfg.dir.Path(), headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
 		Tools:      tools.Tools(),
-		Permission: memtools.ExtractPermission(e.cfg.fs, e.cfg.autoDir, nil),
+		Permission: memtools.ExtractPermission(e.cfg.dir.FS(), e.cfg.dir.Path(), nil),
 		MaxTurns:   e.cfg.MaxTurns,
 	})
 	if errors.Is(err, llm.ErrMaxTurns) {
@@ -365,7 +361,7 @@ func hasSubstantialUserMessage(msgs []llm.Message) bool {
 // mainAgentWroteMemory reports whether an assistant message wrote or
 // edited a file inside the auto-memory directory.
 func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
-	prefix := e.cfg.autoDir + string(filepath.Separator)
+	prefix := e.cfg.dir.Path() + string(filepath.Separator)
 	for _, m := range msgs {
 		if m.Role != llm.RoleAssistant {
 			continue
