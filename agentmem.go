@@ -141,7 +141,6 @@ type Memory struct {
 
 	memDir    *memdir.Dir // backfills the index
 	tools     *memtools.Toolset
-	guard     *teammem.WriteGuard
 	finder    *recall.Finder
 	recall    *recall.Session
 	store     *transcript.JSONLStore
@@ -253,10 +252,6 @@ func (m *Memory) build(model llm.Model) error {
 		return err
 	}
 	team := memdir.TeamMemPath(m.dir)
-	m.guard = teammem.NewWriteGuard(team)
-	if m.opts.Scanner != nil {
-		m.guard.Scanner = m.opts.Scanner
-	}
 	if m.on(Recall) {
 		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log}); err != nil {
 			return err
@@ -442,10 +437,7 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 		if m.enabled {
 			tc, err := memdir.ToolCallFromJSON(call.Name, call.Input)
 			if err == nil {
-				err = m.guard.Check(m.fs, tc)
-			}
-			if err == nil {
-				err = m.memDir.CheckToolCall(tc)
+				err = m.memDir.CheckToolCall(tc) // one path check, one scan
 			}
 			if r := memdir.Refusal(tc.String("file_path"), "memory", err); r != nil {
 				return llm.Deny(r.Msg) // worded as the memory tools word it

@@ -121,6 +121,8 @@ func TestGuardKeepsSecretsOutOfTeam(t *testing.T) {
 	assert.False(t, guard(context.Background(), secret).Allow)
 	escape := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `/../../../etc/x.md","content":"x"}`)}
 	assert.False(t, guard(context.Background(), escape).Allow)
+	lookalike := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `-evil/x.md","content":"x"}`)}
+	assert.False(t, guard(context.Background(), lookalike).Allow, "a lookalike of the team directory")
 	fine := llm.ToolCall{Name: "Write", Input: []byte(`{"file_path":"` + team + `/ci.md","content":"CI runs nightly"}`)}
 	assert.True(t, guard(context.Background(), fine).Allow)
 	assert.Equal(t, 1, calls, "only the allowed call reaches the host's own rule")

@@ -112,8 +112,9 @@ var HostWriteTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
 // tools (HostWriteTools) for this directory. A call whose path does not
 // name the directory is the host's business and passes. One that does is
 // refused, with nothing written, when its path fails the gate's CheckPath
-// (it leaves the directory through ".." or a symbolic link: a
-// *PathTraversalError), or when it is a team or synced write and what it
+// (it leaves the directory through ".." or a symbolic link) or goes
+// through a lookalike of the team directory ("team-evil/"), both with a
+// *PathTraversalError, or when it is a team or synced write and what it
 // would leave in the file (WrittenTexts) holds a credential (a
 // *secrets.Error). The check and the host's write are separate steps: a
 // host that can should let the directory write (the memory tools) instead.
@@ -128,6 +129,9 @@ func (d *Dir) CheckToolCall(call ToolCall) error {
 	if !d.names(p) {
 		return nil
 	}
+	if d.namesTeamLookalike(p) {
+		return &PathTraversalError{Reason: ReasonEscapes}
+	}
 	t, err := d.gate.CheckPath(p)
 	if err != nil {
 		return err
@@ -141,6 +145,16 @@ func (d *Dir) CheckToolCall(call ToolCall) error {
 		}
 	}
 	return nil
+}
+
+// namesTeamLookalike reports whether a raw path goes through a folder
+// next to the team directory whose name starts like it ("team-evil/",
+// "team.bak/"): a write there is most likely meant for team memory, where
+// it would not be synced or scanned, so it is refused.
+func (d *Dir) namesTeamLookalike(raw string) bool {
+	rel := strings.TrimPrefix(filepath.Clean(raw), d.path+string(filepath.Separator))
+	first, below, ok := strings.Cut(rel, string(filepath.Separator))
+	return ok && below != "" && first != TeamDirName && strings.HasPrefix(first, TeamDirName)
 }
 
 // names reports whether a raw path names the directory: it starts with

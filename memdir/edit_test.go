@@ -63,6 +63,9 @@ func TestCheckToolCall(t *testing.T) {
 	assert.ErrorAs(t, d.CheckToolCall(write(mem+"/../outside/x.md", "x")), &pte, "names the directory, leaves it")
 	assert.ErrorAs(t, d.CheckToolCall(write(filepath.Join(mem, "out", "x.md"), "x")), &pte, "a link out")
 	assert.ErrorIs(t, d.CheckToolCall(write(filepath.Join(mem, TeamDirName, "ci.md"), fakeToken())), secrets.ErrFound)
+	assert.ErrorAs(t, d.CheckToolCall(write(filepath.Join(mem, "team-evil", "ci.md"), "x")), &pte, "a lookalike of the team directory")
+	assert.ErrorAs(t, d.CheckToolCall(write(filepath.Join(mem, "team.bak", "ci.md"), "x")), &pte)
+	assert.NoError(t, d.CheckToolCall(write(filepath.Join(mem, "teamwork.md"), "x")), "a file whose name starts like it is not a folder")
 	assert.NoError(t, d.CheckToolCall(ToolCall{Name: "Read", Input: map[string]any{"file_path": filepath.Join(mem, "out", "x.md")}}), "only writes are checked")
 
 	require.NoError(t, os.WriteFile(filepath.Join(mem, TeamDirName, "ci.md"), []byte("CI token: TBD later"), 0o644))
