@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/afero"
@@ -317,15 +315,12 @@ func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog
 
 // teamListing names the team's memory files, sorted, without reading them.
 func teamListing(ctx context.Context, fsys afero.Fs, teamDir string) (string, error) {
-	names, err := memoryFileNames(ctx, fsys, filepath.Clean(teamDir), "")
+	names, err := teamFileNames(ctx, fsys, filepath.Clean(teamDir))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return "", ctxErr
 		}
 		return "", nil // a missing or unreadable team dir lists nothing
-	}
-	if !slices.IsSorted(names) {
-		sort.Strings(names)
 	}
 	var b strings.Builder
 	for i, n := range names {

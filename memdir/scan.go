@@ -156,7 +156,7 @@ func readCandidates(ctx context.Context, fsys afero.Fs, files []fileRef, opts Sc
 // folders (such as .team-conflicts).
 func memoryFiles(ctx context.Context, fsys afero.Fs, root string) ([]fileRef, error) {
 	root = filepath.Clean(root)
-	names, err := memoryFileNames(ctx, fsys, root, "")
+	names, err := memoryFileNames(ctx, fsys, root, "", nil)
 	files := make([]fileRef, len(names))
 	for i, n := range names {
 		files[i] = fileRef{rel: n, abs: root + string(filepath.Separator) + filepath.FromSlash(n)}
@@ -167,8 +167,9 @@ func memoryFiles(ctx context.Context, fsys afero.Fs, root string) ([]fileRef, er
 // memoryFileNames lists the memory files below dir by their "/"-separated
 // names relative to it (the walk of memoryFiles, without building a path
 // per file), skipping hidden folders, which hold none. Only a failure to
-// read dir itself is an error.
-func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string) ([]string, error) {
+// read dir itself is an error. When seen is not nil, every folder read is
+// added to it.
+func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string, seen *[]string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -179,6 +180,9 @@ func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string) ([]str
 		}
 		return nil, nil
 	}
+	if seen != nil {
+		*seen = append(*seen, dir)
+	}
 	var names []string
 	for _, e := range entries {
 		name := e.Rel
@@ -187,7 +191,7 @@ func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string) ([]str
 		}
 		switch {
 		case e.Type.IsDir() && !strings.HasPrefix(e.Rel, "."):
-			below, err := memoryFileNames(ctx, fsys, dir+string(filepath.Separator)+e.Rel, name)
+			below, err := memoryFileNames(ctx, fsys, dir+string(filepath.Separator)+e.Rel, name, seen)
 			if err != nil {
 				return nil, err
 			}

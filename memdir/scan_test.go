@@ -295,7 +295,7 @@ func TestMemoryFileNamesAgreesWithTheScanWalk(t *testing.T) {
 		}
 		return nil
 	}))
-	got, err := memoryFileNames(context.Background(), fsys, root, "")
+	got, err := memoryFileNames(context.Background(), fsys, root, "", nil)
 	require.NoError(t, err)
 	files, err := memoryFiles(context.Background(), fsys, root)
 	require.NoError(t, err)
