@@ -21,6 +21,10 @@ type TokenGrant struct {
 	// Name says who holds the token ("alice", "ci"): the author of their
 	// writes in the history and the log. Optional.
 	Name string `json:"name,omitempty"`
+	// Stores are the memory stores the token may use: "*" for every store
+	// of its organization (and creating stores), or store IDs. A token
+	// without stores cannot use the Memory Stores API.
+	Stores []string `json:"stores,omitempty"`
 }
 
 // author names the grant's holder in the history: its name, or the first
@@ -55,9 +59,10 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// NewToken returns a fresh random bearer token and its grant.
-func NewToken(org string, repos []string) (string, TokenGrant, error) {
-	g := TokenGrant{Organization: org, Repos: repos}
+// NewToken returns a fresh random token and its grant: the repos it may
+// sync and the memory stores it may use ("*" or store IDs).
+func NewToken(org string, repos []string, stores ...string) (string, TokenGrant, error) {
+	g := TokenGrant{Organization: org, Repos: repos, Stores: stores}
 	if err := g.validateScope(); err != nil {
 		return "", TokenGrant{}, err
 	}
@@ -85,8 +90,13 @@ func (g TokenGrant) validateScope() error {
 	if g.Organization == "" {
 		return fmt.Errorf("a grant needs an organization")
 	}
-	if len(g.Repos) == 0 {
-		return fmt.Errorf("a grant needs at least one repo pattern")
+	if len(g.Repos) == 0 && len(g.Stores) == 0 {
+		return fmt.Errorf("a grant needs at least one repo pattern or memory store")
+	}
+	for _, st := range g.Stores {
+		if st != "*" && !strings.HasPrefix(st, StoreIDPrefix) {
+			return fmt.Errorf("memory store %q is not * or a store ID (%s...)", st, StoreIDPrefix)
+		}
 	}
 	for _, p := range g.Repos {
 		if !patternRe.MatchString(p) {

@@ -60,6 +60,10 @@ type Config struct {
 	// connection, the writer); past it the answer is 503 with
 	// Retry-After (default 10 s).
 	StoreTimeout time.Duration
+	// StoreLimits bound the Memory Stores API: stores per organization,
+	// memories and bytes per store (defaults DefaultMaxStores,
+	// DefaultMaxStoreMemories, DefaultMaxStoreBytes).
+	StoreLimits StoreLimits
 }
 
 // Defaults of the handler's bounds.
@@ -209,6 +213,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	if isStoresRoute(r.URL.Path) {
+		route, tenant := h.serveStores(sw, r)
+		h.metrics.Request(route, sw.status, time.Since(start))
+		h.log.Info("memory stores request", "method", r.Method, "route", route, "tenant", tenant,
+			"status", sw.status, "duration_ms", time.Since(start).Milliseconds())
+		return
+	}
 	repo, tenant := h.serve(sw, r)
 	route := r.Method + " " + r.URL.Query().Get("view")
 	h.metrics.Request(route, sw.status, time.Since(start))
@@ -268,10 +279,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenan
 	return repoName, grant.Organization
 }
 
+// authenticate finds the grant of the request's token: a bearer token
+// (Authorization: Bearer), or an API key (x-api-key) as Anthropic's SDKs
+// send it. Both are the same tokens of the token file.
 func (h *Handler) authenticate(r *http.Request) (TokenGrant, bool) {
-	auth := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		token = r.Header.Get("X-Api-Key")
+	}
+	if strings.TrimSpace(token) == "" {
 		return TokenGrant{}, false
 	}
 	g, ok := h.grants[HashToken(strings.TrimSpace(token))]

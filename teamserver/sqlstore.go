@@ -45,7 +45,7 @@ type SQLDialect struct {
 // r (the same pool is fine), and creates its tables if needed. It owns
 // both from then on: Close closes them.
 func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (*SQLStore, error) {
-	if _, err := w.ExecContext(ctx, sqlSchema); err != nil {
+	if _, err := w.ExecContext(ctx, sqlSchema+memStoreSchema); err != nil {
 		return nil, fmt.Errorf("server: prepare the database: %w", err)
 	}
 	s := &SQLStore{w: w, r: r, d: d}

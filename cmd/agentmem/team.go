@@ -150,11 +150,13 @@ func teamToken(e env, args []string) (int, error) {
 	name := fs.String("name", "", "who holds the token: the author of their writes in the history")
 	var repos multiFlag
 	fs.Var(&repos, "repo", "a repo the token may use: owner/name or owner/* (repeatable)")
+	var stores multiFlag
+	fs.Var(&stores, "store", "a memory store the token may use: * (every store of --org, and creating stores) or a store ID (repeatable)")
 	add := fs.String("add", "", "add the grant to this token file (created if missing) and print only the token")
 	if ok, code := parseSub(e, fs, "token", args); !ok {
 		return code, nil
 	}
-	token, grant, err := teamserver.NewToken(*org, repos)
+	token, grant, err := teamserver.NewToken(*org, repos, stores...)
 	if err != nil {
 		return exitError, err
 	}
@@ -236,6 +238,9 @@ func teamServe(e env, args []string) (int, error) {
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics on this address (off when empty)")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM) and --tls-key")
 	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
+	maxStores := fs.Int("max-stores", teamserver.DefaultMaxStores, "memory stores one organization may create")
+	maxStoreMemories := fs.Int("max-store-memories", teamserver.DefaultMaxStoreMemories, "memories one memory store may hold")
+	maxStoreBytes := fs.Int64("max-store-bytes", teamserver.DefaultMaxStoreBytes, "content bytes one memory store may hold")
 	if ok, code := parseSub(e, fs, "serve", args); !ok {
 		return code, nil
 	}
@@ -282,7 +287,8 @@ func teamServe(e env, args []string) (int, error) {
 	defer store.Close()
 	day := 24 * time.Hour
 	metrics := prommetrics.New(store)
-	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
+		StoreLimits: teamserver.StoreLimits{MaxStores: *maxStores, MaxMemories: *maxStoreMemories, MaxBytes: *maxStoreBytes}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err
 	}

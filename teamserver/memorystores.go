@@ -1,0 +1,249 @@
+package teamserver
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Memory stores are the second protocol of the server: Anthropic's Memory
+// Stores API (stores of path-keyed memories, sha256 preconditions, kept
+// versions), so the official SDKs and Claude Code's store client work
+// against a self-hosted server. They live in the same database as the team
+// sync repos, in tables of their own; only SQLStore serves them.
+
+// Limits of the Memory Stores API, as the hosted service sets them.
+const (
+	// MaxMemoryContentBytes bounds one memory's content.
+	MaxMemoryContentBytes = 102_400
+	// MaxMemoryPathBytes and MaxMemoryPathSegments bound a memory's path.
+	MaxMemoryPathBytes    = 1024
+	MaxMemoryPathSegments = 20
+	// MaxStoreNameChars and MaxStoreDescriptionChars bound a store's name
+	// and description.
+	MaxStoreNameChars        = 255
+	MaxStoreDescriptionChars = 1024
+	// DefaultMaxStores bounds the stores of one organization.
+	DefaultMaxStores = 100
+	// DefaultMaxStoreMemories and DefaultMaxStoreBytes bound one store.
+	DefaultMaxStoreMemories = 10_000
+	DefaultMaxStoreBytes    = 100 << 20
+)
+
+// ID prefixes of the Memory Stores API.
+const (
+	StoreIDPrefix   = "memstore_"
+	MemoryIDPrefix  = "mem_"
+	VersionIDPrefix = "memver_"
+)
+
+// Version operations.
+const (
+	OpCreated  = "created"
+	OpModified = "modified"
+	OpDeleted  = "deleted"
+)
+
+// MemStore is one memory store: a named container of memories that
+// belongs to one organization (the tenant of the tokens that reach it).
+type MemStore struct {
+	ID          string
+	Tenant      string
+	Name        string
+	Description string
+	Metadata    map[string]string
+	Created     time.Time
+	Updated     time.Time
+	// Archived is when the store was archived (zero: it is not); an
+	// archived store is read-only for good.
+	Archived time.Time
+}
+
+// Memory is one document of a store, keyed by its path.
+type Memory struct {
+	ID        string
+	StoreID   string
+	Path      string
+	Content   string
+	SHA256    string // hex, of Content
+	Size      int64
+	Created   time.Time
+	Updated   time.Time
+	VersionID string // the version that wrote it as it is
+}
+
+// Actor is who made a change: the token's holder.
+type Actor struct {
+	// Type is "api_actor" for a token of the token file.
+	Type string
+	// ID is the token's name, or "token:" and the first 12 hex digits of
+	// its hash.
+	ID string
+}
+
+// MemoryVersion is one change to a memory, kept after the memory is
+// deleted. A redacted version keeps who and when, and loses its path and
+// content.
+type MemoryVersion struct {
+	ID        string
+	StoreID   string
+	MemoryID  string
+	Seq       int64 // order of the change within its store
+	Operation string
+	Path      string
+	Content   string
+	SHA256    string
+	Size      int64
+	Created   time.Time
+	By        Actor
+	// Redacted is when the version was redacted (zero: it was not).
+	Redacted   time.Time
+	RedactedBy Actor
+}
+
+// APIError is a refusal of the Memory Stores API: the HTTP status, the
+// error type of the body ("invalid_request_error", "not_found_error",
+// "memory_precondition_failed_error", "memory_path_conflict_error", ...)
+// and its message. A path conflict names the memory that holds the path.
+type APIError struct {
+	Status          int
+	Type            string
+	Message         string
+	ConflictingPath string
+	ConflictingID   string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("memory stores: %s (%d): %s", e.Type, e.Status, e.Message)
+}
+
+func invalid(format string, args ...any) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(what string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Type: "not_found_error", Message: what + " not found"}
+}
+
+// The exact messages Claude Code's store client classifies.
+const (
+	msgContentTooLarge = "content must be at most 102400 bytes"
+	msgArchived        = "cannot modify archived resource"
+	msgStoreFullCount  = "memory store has reached its memory limit"
+	msgStoreFullBytes  = "memory store has reached its size limit"
+	msgSecret          = "memory content appears to contain a credential or API key; remove it before writing. If the credential is real, rotate it."
+)
+
+var errArchived = &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: msgArchived}
+
+func preconditionFailed(m Memory) *APIError {
+	return &APIError{Status: http.StatusConflict, Type: "memory_precondition_failed_error",
+		Message: "the memory's content_sha256 does not match the precondition; read it again and retry"}
+}
+
+func pathConflict(m Memory) *APIError {
+	return &APIError{Status: http.StatusConflict, Type: "memory_path_conflict_error",
+		Message: "another memory already has this path", ConflictingPath: m.Path, ConflictingID: m.ID}
+}
+
+// ValidateMemoryPath checks a memory path by the API's rules: it starts
+// with "/", is at most 1,024 bytes and 20 segments, has no empty, "." or
+// ".." segment, no control or format character (nor U+2028 and U+2029),
+// and is valid UTF-8 in NFC. The error is an *APIError with the message
+// the hosted service gives.
+func ValidateMemoryPath(p string) error {
+	switch {
+	case p == "" || !strings.HasPrefix(p, "/"):
+		return invalid("path must be absolute (start with /)")
+	case len(p) > MaxMemoryPathBytes:
+		return invalid("path must be at most 1024 bytes")
+	case !utf8.ValidString(p):
+		return invalid("path must be valid UTF-8")
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return invalid("path must not contain control or format characters")
+		}
+	}
+	segs := strings.Split(p[1:], "/")
+	if len(segs) > MaxMemoryPathSegments {
+		return invalid("path must be at most 20 segments deep")
+	}
+	for _, s := range segs {
+		switch s {
+		case ".", "..":
+			return invalid("path must not contain . or .. segments")
+		case "":
+			return invalid("path must not contain empty segments")
+		}
+	}
+	if !norm.NFC.IsNormalString(p) {
+		return invalid("path must be NFC-normalized")
+	}
+	return nil
+}
+
+// validatePathPrefix checks a listing's path_prefix: empty (the whole
+// store), or "/" and whole segments ending in "/".
+func validatePathPrefix(p string) error {
+	if p == "" || p == "/" {
+		return nil
+	}
+	if !strings.HasSuffix(p, "/") {
+		return invalid("path_prefix must end with /")
+	}
+	return ValidateMemoryPath(strings.TrimSuffix(p, "/"))
+}
+
+func validateContent(c string) error {
+	if len(c) > MaxMemoryContentBytes {
+		return invalid(msgContentTooLarge)
+	}
+	if !utf8.ValidString(c) {
+		return invalid("content must be valid UTF-8")
+	}
+	return nil
+}
+
+func validateStoreFields(name, description *string, metadata map[string]string) error {
+	if name != nil && (*name == "" || utf8.RuneCountInString(*name) > MaxStoreNameChars) {
+		return invalid("name must be 1 to 255 characters")
+	}
+	if description != nil && utf8.RuneCountInString(*description) > MaxStoreDescriptionChars {
+		return invalid("description must be at most 1024 characters")
+	}
+	if len(metadata) > 16 {
+		return invalid("metadata may hold at most 16 keys")
+	}
+	for k, v := range metadata {
+		if k == "" || len(k) > 64 || len(v) > 512 {
+			return invalid("metadata keys must be 1 to 64 bytes and values at most 512 bytes")
+		}
+	}
+	return nil
+}
+
+func contentSHA256(c string) string {
+	sum := sha256.Sum256([]byte(c))
+	return hex.EncodeToString(sum[:])
+}
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+
+// newID returns prefix and 26 random characters of [0-9a-v].
+func newID(prefix string) string {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported systems
+	}
+	return prefix + idEncoding.EncodeToString(raw[:])
+}

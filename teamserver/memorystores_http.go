@@ -1,0 +1,938 @@
+package teamserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/secrets"
+)
+
+// The Memory Stores API's routes. The public ones are those of Anthropic's
+// API and SDKs; Claude Code's store client addresses one store by a path
+// under CodeStorePrefix instead ("/v1/code/memory/<store>/memories...",
+// the store named by its ID or its name) and reads the NDJSON export.
+const (
+	StoresPath      = "/v1/memory_stores"
+	CodeStorePrefix = "/v1/code/memory/"
+)
+
+// MemoryStores is what a Store needs to serve the Memory Stores API;
+// SQLStore has it. On a store without it the routes answer 404.
+type MemoryStores interface {
+	CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error)
+	GetMemStore(ctx context.Context, tenant, id string) (MemStore, error)
+	FindMemStore(ctx context.Context, tenant, idOrName string) (MemStore, error)
+	ListMemStores(ctx context.Context, tenant string) ([]MemStore, error)
+	UpdateMemStore(ctx context.Context, tenant, id string, p StorePatch, now time.Time) (MemStore, error)
+	ArchiveMemStore(ctx context.Context, tenant, id string, now time.Time) (MemStore, error)
+	DeleteMemStore(ctx context.Context, tenant, id string) error
+	GetMemory(ctx context.Context, tenant, storeID, id string) (Memory, error)
+	EachMemory(ctx context.Context, tenant, storeID string, withContent bool, head func(MemStore) error, fn func(Memory) error) error
+	CreateMemory(ctx context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error)
+	UpdateMemory(ctx context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error)
+	DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error
+	ListVersions(ctx context.Context, tenant, storeID string, f VersionFilter) ([]MemoryVersion, error)
+	GetVersion(ctx context.Context, tenant, storeID, id string) (MemoryVersion, error)
+	RedactVersion(ctx context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error)
+}
+
+// isStoresRoute reports whether a request path belongs to the Memory
+// Stores API.
+func isStoresRoute(p string) bool {
+	return p == StoresPath || strings.HasPrefix(p, StoresPath+"/") || strings.HasPrefix(p, CodeStorePrefix)
+}
+
+// storesCall is one request to the Memory Stores API, authenticated.
+type storesCall struct {
+	h      *Handler
+	ms     MemoryStores
+	w      http.ResponseWriter
+	r      *http.Request
+	grant  TokenGrant
+	tenant string
+	code   bool // Claude Code's route
+}
+
+// serveStores answers a Memory Stores request and returns the route name
+// for the metrics and the log.
+func (h *Handler) serveStores(w http.ResponseWriter, r *http.Request) (route, tenant string) {
+	ms, ok := h.cfg.store.(MemoryStores)
+	if !ok {
+		writeStoresError(w, &APIError{Status: http.StatusNotFound, Type: "not_found_error", Message: "this server's store does not hold memory stores (use SQLite or PostgreSQL)"})
+		return "stores", ""
+	}
+	grant, ok := h.authenticate(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="memory stores"`)
+		writeStoresError(w, &APIError{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "a valid API key (x-api-key) or bearer token is required"})
+		return "stores", ""
+	}
+	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeStoresError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: "too many requests for this token; retry after the given seconds"})
+		return "stores", grant.Organization
+	}
+	if len(grant.Stores) == 0 {
+		writeStoresError(w, &APIError{Status: http.StatusForbidden, Type: "permission_error", Message: "this token may not use memory stores"})
+		return "stores", grant.Organization
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
+	defer cancel()
+	c := &storesCall{h: h, ms: ms, w: w, r: r.WithContext(ctx), grant: grant, tenant: grant.Organization}
+	w.Header().Set("request-id", newID("req_"))
+	return c.route(), grant.Organization
+}
+
+// route dispatches by path and method.
+func (c *storesCall) route() string {
+	p := c.r.URL.Path
+	var storeRef string
+	var rest []string
+	if after, ok := strings.CutPrefix(p, CodeStorePrefix); ok {
+		c.code = true
+		ref, tail, found := strings.Cut(after, "/memories")
+		if !found || ref == "" || (tail != "" && !strings.HasPrefix(tail, "/")) {
+			c.fail(notFound("route"))
+			return "code"
+		}
+		st, err := c.ms.FindMemStore(c.r.Context(), c.tenant, ref)
+		if err != nil {
+			c.fail(err)
+			return "code"
+		}
+		storeRef = st.ID
+		rest = append([]string{"memories"}, splitPath(tail)...)
+	} else {
+		parts := splitPath(strings.TrimPrefix(p, StoresPath))
+		if len(parts) == 0 {
+			switch c.r.Method {
+			case http.MethodPost:
+				c.createStore()
+				return "stores.create"
+			case http.MethodGet:
+				c.listStores()
+				return "stores.list"
+			}
+			c.notAllowed("GET, POST")
+			return "stores"
+		}
+		storeRef, rest = parts[0], parts[1:]
+	}
+	if !c.mayUse(storeRef) {
+		// The same answer as a store that does not exist: nothing leaks.
+		c.fail(notFound("memory store"))
+		return "stores"
+	}
+	m := c.r.Method
+	switch {
+	case len(rest) == 0 && !c.code:
+		switch m {
+		case http.MethodGet:
+			c.getStore(storeRef)
+			return "stores.get"
+		case http.MethodPost:
+			c.updateStore(storeRef)
+			return "stores.update"
+		case http.MethodDelete:
+			c.deleteStore(storeRef)
+			return "stores.delete"
+		}
+		c.notAllowed("GET, POST, DELETE")
+	case len(rest) == 1 && rest[0] == "archive" && !c.code:
+		if m == http.MethodPost {
+			c.archiveStore(storeRef)
+			return "stores.archive"
+		}
+		c.notAllowed("POST")
+	case len(rest) == 1 && rest[0] == "memories":
+		switch m {
+		case http.MethodPost:
+			c.createMemory(storeRef)
+			return "memories.create"
+		case http.MethodGet:
+			c.listMemories(storeRef)
+			return "memories.list"
+		}
+		c.notAllowed("GET, POST")
+	case len(rest) == 2 && rest[0] == "memories" && rest[1] == "export":
+		if m == http.MethodGet {
+			c.export(storeRef)
+			return "memories.export"
+		}
+		c.notAllowed("GET")
+	case len(rest) == 2 && rest[0] == "memories":
+		switch m {
+		case http.MethodGet:
+			c.getMemory(storeRef, rest[1])
+			return "memories.get"
+		case http.MethodPost:
+			c.updateMemory(storeRef, rest[1])
+			return "memories.update"
+		case http.MethodDelete:
+			c.deleteMemory(storeRef, rest[1])
+			return "memories.delete"
+		}
+		c.notAllowed("GET, POST, DELETE")
+	case len(rest) == 1 && rest[0] == "memory_versions" && !c.code:
+		if m == http.MethodGet {
+			c.listVersions(storeRef)
+			return "versions.list"
+		}
+		c.notAllowed("GET")
+	case len(rest) == 2 && rest[0] == "memory_versions" && !c.code:
+		if m == http.MethodGet {
+			c.getVersion(storeRef, rest[1])
+			return "versions.get"
+		}
+		c.notAllowed("GET")
+	case len(rest) == 3 && rest[0] == "memory_versions" && rest[2] == "redact" && !c.code:
+		if m == http.MethodPost {
+			c.redactVersion(storeRef, rest[1])
+			return "versions.redact"
+		}
+		c.notAllowed("POST")
+	default:
+		c.fail(notFound("route"))
+	}
+	return "stores"
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// mayUse reports whether the token reaches a store: "*" reaches every
+// store of its organization.
+func (c *storesCall) mayUse(storeID string) bool {
+	return slices.Contains(c.grant.Stores, "*") || slices.Contains(c.grant.Stores, storeID)
+}
+
+func (c *storesCall) actor() Actor { return Actor{Type: "api_actor", ID: c.grant.author()} }
+
+func (c *storesCall) now() time.Time { return c.h.cfg.Now() }
+
+func (c *storesCall) limits() StoreLimits { return c.h.cfg.StoreLimits }
+
+func (c *storesCall) notAllowed(allow string) {
+	c.w.Header().Set("Allow", allow)
+	c.fail(&APIError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use " + allow})
+}
+
+// fail answers an error: an *APIError as it says, a busy store 503 with
+// Retry-After, anything else 500 (logged, never shown).
+func (c *storesCall) fail(err error) {
+	var api *APIError
+	switch {
+	case errors.As(err, &api):
+		writeStoresError(c.w, api)
+	case errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded):
+		c.h.log.Warn("memory stores: store busy", "error", err)
+		c.w.Header().Set("Retry-After", "1")
+		writeStoresError(c.w, &APIError{Status: http.StatusServiceUnavailable, Type: "overloaded_error", Message: "the server is busy; retry shortly"})
+	default:
+		c.h.log.Error("memory stores: store failed", "error", err)
+		writeStoresError(c.w, &APIError{Status: http.StatusInternalServerError, Type: "api_error", Message: "the server could not complete the request"})
+	}
+}
+
+func writeStoresError(w http.ResponseWriter, e *APIError) {
+	body := map[string]any{"type": e.Type, "message": e.Message}
+	if e.ConflictingID != "" {
+		body["conflicting_memory_id"] = e.ConflictingID
+		body["conflicting_path"] = e.ConflictingPath
+	}
+	writeJSON(w, e.Status, map[string]any{"type": "error", "error": body})
+}
+
+// decode reads a JSON body within MaxBodyBytes; unknown fields are
+// refused, so a misspelt precondition is not silently ignored.
+func (c *storesCall) decode(v any) bool {
+	body := http.MaxBytesReader(c.w, c.r.Body, c.h.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			c.fail(&APIError{Status: http.StatusRequestEntityTooLarge, Type: "request_too_large", Message: "the request body is too large"})
+			return false
+		}
+		c.fail(invalid("the request body is not valid JSON for this call: %s", clip(err.Error())))
+		return false
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200]
+	}
+	return s
+}
+
+// ---- stores ----
+
+type storeJSON struct {
+	Type        string            `json:"type"`
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Metadata    map[string]string `json:"metadata"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+	ArchivedAt  *string           `json:"archived_at"`
+}
+
+func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func optTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := timeJSON(t)
+	return &s
+}
+
+func storeOut(st MemStore) storeJSON {
+	return storeJSON{Type: "memory_store", ID: st.ID, Name: st.Name, Description: st.Description, Metadata: st.Metadata,
+		CreatedAt: timeJSON(st.Created), UpdatedAt: timeJSON(st.Updated), ArchivedAt: optTime(st.Archived)}
+}
+
+func (c *storesCall) createStore() {
+	if !slices.Contains(c.grant.Stores, "*") {
+		c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error", Message: `this token may only use the stores it names; creating a store needs "stores": ["*"]`})
+		return
+	}
+	var req struct {
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		Metadata    map[string]string `json:"metadata"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	st, err := c.ms.CreateMemStore(c.r.Context(), c.tenant, MemStore{Name: req.Name, Description: req.Description, Metadata: req.Metadata}, c.limits(), c.now())
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, storeOut(st))
+}
+
+func (c *storesCall) getStore(id string) {
+	st, err := c.ms.GetMemStore(c.r.Context(), c.tenant, id)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, storeOut(st))
+}
+
+func (c *storesCall) updateStore(id string) {
+	var req struct {
+		Name        *string           `json:"name"`
+		Description *string           `json:"description"`
+		Metadata    map[string]string `json:"metadata"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	st, err := c.ms.UpdateMemStore(c.r.Context(), c.tenant, id, StorePatch{Name: req.Name, Description: req.Description, Metadata: req.Metadata}, c.now())
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, storeOut(st))
+}
+
+func (c *storesCall) archiveStore(id string) {
+	st, err := c.ms.ArchiveMemStore(c.r.Context(), c.tenant, id, c.now())
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, storeOut(st))
+}
+
+func (c *storesCall) deleteStore(id string) {
+	if err := c.ms.DeleteMemStore(c.r.Context(), c.tenant, id); err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, map[string]string{"id": id, "type": "memory_store_deleted"})
+}
+
+func (c *storesCall) listStores() {
+	q := c.r.URL.Query()
+	limit, ok := c.limit(q.Get("limit"), 100)
+	if !ok {
+		return
+	}
+	from, to, ok := c.timeRange(q.Get("created_at[gte]"), q.Get("created_at[lte]"))
+	if !ok {
+		return
+	}
+	all, err := c.ms.ListMemStores(c.r.Context(), c.tenant)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	after, ok := c.cursor(q.Get("page"))
+	if !ok {
+		return
+	}
+	includeArchived := q.Get("include_archived") == "true"
+	page := []storeJSON{}
+	next, last := "", ""
+	for _, st := range all { // newest first: the key grows down the list
+		key := fmt.Sprintf("%016d/%s", math.MaxInt64/1000-ms(st.Created), st.ID)
+		if (after != "" && key <= after) || !c.mayUse(st.ID) || (!includeArchived && !st.Archived.IsZero()) ||
+			(!from.IsZero() && st.Created.Before(from)) || (!to.IsZero() && st.Created.After(to)) {
+			continue
+		}
+		if len(page) == limit {
+			next = encodeCursor(last)
+			break
+		}
+		page = append(page, storeOut(st))
+		last = key
+	}
+	writeJSON(c.w, http.StatusOK, map[string]any{"data": page, "next_page": nullable(next)})
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ---- paging and query parameters ----
+
+func encodeCursor(key string) string { return base64.RawURLEncoding.EncodeToString([]byte("c1:" + key)) }
+
+// cursor decodes a page cursor; "" is the first page.
+func (c *storesCall) cursor(page string) (string, bool) {
+	if page == "" {
+		return "", true
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(page)
+	key, ok := strings.CutPrefix(string(raw), "c1:")
+	if err != nil || !ok || key == "" {
+		c.fail(invalid("page is not a next_page value this server gave"))
+		return "", false
+	}
+	return key, true
+}
+
+// limit reads the limit parameter: 1 to 100, 20 when absent, at most
+// maxLimit.
+func (c *storesCall) limit(v string, maxLimit int) (int, bool) {
+	if v == "" {
+		return min(20, maxLimit), true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 100 {
+		c.fail(invalid("limit must be an integer from 1 to 100"))
+		return 0, false
+	}
+	return min(n, maxLimit), true
+}
+
+func (c *storesCall) timeRange(gte, lte string) (from, to time.Time, ok bool) {
+	for _, p := range []struct {
+		v   string
+		out *time.Time
+	}{{gte, &from}, {lte, &to}} {
+		if p.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, p.v)
+		if err != nil {
+			c.fail(invalid("created_at filters must be RFC 3339 timestamps"))
+			return from, to, false
+		}
+		*p.out = t
+	}
+	return from, to, true
+}
+
+// view reads the view parameter: def when absent.
+func (c *storesCall) view(def string) (full bool, ok bool) {
+	switch v := c.r.URL.Query().Get("view"); v {
+	case "":
+		return def == "full", true
+	case "basic", "full":
+		return v == "full", true
+	}
+	c.fail(invalid("view must be basic or full"))
+	return false, false
+}
+
+// ---- memories ----
+
+type memoryJSON struct {
+	Type            string  `json:"type"`
+	ID              string  `json:"id"`
+	MemoryStoreID   string  `json:"memory_store_id"`
+	MemoryVersionID string  `json:"memory_version_id"`
+	Path            string  `json:"path"`
+	ContentSHA256   string  `json:"content_sha256"`
+	ContentSize     int64   `json:"content_size_bytes"`
+	CreatedAt       string  `json:"created_at"`
+	UpdatedAt       string  `json:"updated_at"`
+	Content         *string `json:"content"`
+}
+
+func memoryOut(m Memory, full bool) memoryJSON {
+	out := memoryJSON{Type: "memory", ID: m.ID, MemoryStoreID: m.StoreID, MemoryVersionID: m.VersionID, Path: m.Path,
+		ContentSHA256: m.SHA256, ContentSize: m.Size, CreatedAt: timeJSON(m.Created), UpdatedAt: timeJSON(m.Updated)}
+	if full {
+		content := m.Content
+		out.Content = &content
+	}
+	return out
+}
+
+type preconditionJSON struct {
+	Type          string `json:"type"`
+	ContentSHA256 string `json:"content_sha256"`
+}
+
+// screen refuses content that holds a credential, with the message the
+// hosted service gives.
+func screen(content *string) error {
+	if content != nil && len(secrets.Scan(*content)) > 0 {
+		return invalid(msgSecret)
+	}
+	return nil
+}
+
+func (c *storesCall) createMemory(storeID string) {
+	full, ok := c.view("basic")
+	if !ok {
+		return
+	}
+	var req struct {
+		Path         string            `json:"path"`
+		Content      *string           `json:"content"`
+		Precondition *preconditionJSON `json:"precondition"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	if req.Precondition != nil && req.Precondition.Type != "not_exists" {
+		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
+		return
+	}
+	if err := screen(req.Content); err != nil {
+		c.fail(err)
+		return
+	}
+	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, By: c.actor()}, c.limits(), c.now())
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, memoryOut(m, full))
+}
+
+func (c *storesCall) getMemory(storeID, id string) {
+	full, ok := c.view("full")
+	if !ok {
+		return
+	}
+	m, err := c.ms.GetMemory(c.r.Context(), c.tenant, storeID, id)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, memoryOut(m, full))
+}
+
+func (c *storesCall) updateMemory(storeID, id string) {
+	full, ok := c.view("basic")
+	if !ok {
+		return
+	}
+	var req struct {
+		Path         *string           `json:"path"`
+		Content      *string           `json:"content"`
+		Precondition *preconditionJSON `json:"precondition"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	w := MemoryWrite{Content: req.Content, By: c.actor()}
+	if req.Path != nil {
+		if *req.Path == "" {
+			c.fail(invalid("path must be absolute (start with /)"))
+			return
+		}
+		w.Path = *req.Path
+	}
+	if p := req.Precondition; p != nil {
+		if p.Type != "content_sha256" || !hexRe.MatchString(p.ContentSHA256) {
+			c.fail(invalid(`an update takes the precondition {"type": "content_sha256", "content_sha256": "<64 lower-case hex digits>"}`))
+			return
+		}
+		w.IfSHA256 = p.ContentSHA256
+	}
+	if err := screen(req.Content); err != nil {
+		c.fail(err)
+		return
+	}
+	m, err := c.ms.UpdateMemory(c.r.Context(), c.tenant, storeID, id, w, c.limits(), c.now())
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, memoryOut(m, full))
+}
+
+func (c *storesCall) deleteMemory(storeID, id string) {
+	expected := c.r.URL.Query().Get("expected_content_sha256")
+	if expected != "" && !hexRe.MatchString(expected) {
+		c.fail(invalid("expected_content_sha256 must be 64 lower-case hex digits"))
+		return
+	}
+	if err := c.ms.DeleteMemory(c.r.Context(), c.tenant, storeID, id, expected, c.actor(), c.now()); err != nil {
+		c.fail(err)
+		return
+	}
+	if c.code {
+		c.w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, map[string]string{"id": id, "type": "memory_deleted"})
+}
+
+// listItem is a memory or a memory_prefix of a listing; key orders them.
+type listItem struct {
+	key     string
+	prefix  bool
+	m       Memory
+	fetched bool // m holds its content
+}
+
+// listMemories serves one page of a store's memories under path_prefix,
+// in path order. With depth N, memories more than N segments below the
+// prefix are rolled into one memory_prefix item per folder at depth N.
+func (c *storesCall) listMemories(storeID string) {
+	q := c.r.URL.Query()
+	full, ok := c.view("basic")
+	if !ok {
+		return
+	}
+	maxLimit := 100
+	if full {
+		maxLimit = 20
+	}
+	limit, ok := c.limit(q.Get("limit"), maxLimit)
+	if !ok {
+		return
+	}
+	prefix := q.Get("path_prefix")
+	if err := validatePathPrefix(prefix); err != nil {
+		c.fail(err)
+		return
+	}
+	if prefix == "" {
+		prefix = "/"
+	}
+	depth := 0
+	if v := q.Get("depth"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxMemoryPathSegments {
+			c.fail(invalid("depth must be an integer from 0 to 20"))
+			return
+		}
+		depth = n
+	}
+	if by := q.Get("order_by"); by != "" && by != "path" {
+		c.fail(invalid("order_by must be path"))
+		return
+	}
+	desc := false
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		desc = true
+	default:
+		c.fail(invalid("order must be asc or desc"))
+		return
+	}
+	after, ok := c.cursor(q.Get("page"))
+	if !ok {
+		return
+	}
+	var items []listItem
+	err := c.ms.EachMemory(c.r.Context(), c.tenant, storeID, false, func(MemStore) error { return nil }, func(m Memory) error {
+		if !strings.HasPrefix(m.Path, prefix) {
+			return nil
+		}
+		if depth > 0 {
+			segs := strings.Split(m.Path[len(prefix):], "/")
+			if len(segs) > depth {
+				key := prefix + strings.Join(segs[:depth], "/") + "/"
+				items = append(items, listItem{key: key, prefix: true})
+				return nil
+			}
+		}
+		items = append(items, listItem{key: m.Path, m: m})
+		return nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	// Byte order, whatever the database's collation; a folder's memories
+	// sort together, so its prefix items are neighbours.
+	slices.SortStableFunc(items, func(a, b listItem) int { return strings.Compare(a.key, b.key) })
+	items = slices.CompactFunc(items, func(a, b listItem) bool { return a.prefix && b.prefix && a.key == b.key })
+	if desc {
+		slices.Reverse(items)
+	}
+	start := 0
+	if after != "" {
+		start = len(items)
+		for i, it := range items {
+			if (!desc && it.key > after) || (desc && it.key < after) {
+				start = i
+				break
+			}
+		}
+	}
+	page := items[start:min(len(items), start+limit)]
+	next := ""
+	if start+limit < len(items) {
+		next = encodeCursor(page[len(page)-1].key)
+	}
+	if full {
+		for i := range page {
+			if page[i].prefix {
+				continue
+			}
+			m, err := c.ms.GetMemory(c.r.Context(), c.tenant, storeID, page[i].m.ID)
+			if err != nil {
+				var api *APIError
+				if errors.As(err, &api) && api.Status == http.StatusNotFound {
+					continue // deleted since the listing: served without content
+				}
+				c.fail(err)
+				return
+			}
+			page[i].m, page[i].fetched = m, true
+		}
+	}
+	data := make([]any, 0, len(page))
+	prefixes := []any{}
+	for _, it := range page {
+		if it.prefix {
+			p := map[string]string{"type": "memory_prefix", "path": it.key}
+			if c.code {
+				prefixes = append(prefixes, p)
+			} else {
+				data = append(data, p)
+			}
+			continue
+		}
+		data = append(data, memoryOut(it.m, it.fetched))
+	}
+	body := map[string]any{"data": data, "next_page": nullable(next)}
+	if c.code {
+		body["prefixes"] = prefixes
+	}
+	writeJSON(c.w, http.StatusOK, body)
+}
+
+// export streams every memory of a store as NDJSON, from one read: a
+// "store" line, a "memory" line per memory (without content under
+// view=basic), and a "complete" line with the count. A reply without its
+// "complete" line was cut short.
+func (c *storesCall) export(storeID string) {
+	full, ok := c.view("full")
+	if !ok {
+		return
+	}
+	bw := bufio.NewWriterSize(c.w, 64<<10)
+	started := false
+	count := 0
+	enc := json.NewEncoder(bw)
+	err := c.ms.EachMemory(c.r.Context(), c.tenant, storeID, full, func(st MemStore) error {
+		c.w.Header().Set("Content-Type", "application/x-ndjson")
+		c.w.WriteHeader(http.StatusOK)
+		started = true
+		head := map[string]string{"type": "store", "id": st.ID, "name": st.Name}
+		if !full {
+			head["view"] = "basic"
+		}
+		return enc.Encode(head)
+	}, func(m Memory) error {
+		line := exportLine{Type: "memory", ID: m.ID, Path: m.Path, ContentSHA256: m.SHA256, ContentSize: m.Size, UpdatedAt: timeJSON(m.Updated)}
+		if full {
+			content := m.Content
+			line.Content = &content
+		}
+		count++
+		return enc.Encode(line)
+	})
+	if err != nil {
+		if !started {
+			c.fail(err)
+			return
+		}
+		// Headers are gone: leave the "complete" line out, so the client
+		// sees a cut-short export and does not trust it.
+		c.h.log.Error("memory stores: export cut short", "error", err)
+		_ = bw.Flush()
+		return
+	}
+	_ = enc.Encode(map[string]any{"type": "complete", "memory_count": count, "error_count": 0})
+	_ = bw.Flush()
+}
+
+type exportLine struct {
+	Type          string  `json:"type"`
+	ID            string  `json:"id"`
+	Path          string  `json:"path"`
+	ContentSHA256 string  `json:"content_sha256"`
+	ContentSize   int64   `json:"content_size_bytes"`
+	UpdatedAt     string  `json:"updated_at"`
+	Content       *string `json:"content,omitempty"`
+}
+
+// ---- versions ----
+
+type actorJSON struct {
+	Type     string `json:"type"`
+	APIKeyID string `json:"api_key_id"`
+}
+
+type versionJSON struct {
+	Type          string     `json:"type"`
+	ID            string     `json:"id"`
+	MemoryStoreID string     `json:"memory_store_id"`
+	MemoryID      string     `json:"memory_id"`
+	Operation     string     `json:"operation"`
+	Path          *string    `json:"path"`
+	Content       *string    `json:"content"`
+	ContentSHA256 *string    `json:"content_sha256"`
+	ContentSize   *int64     `json:"content_size_bytes"`
+	CreatedAt     string     `json:"created_at"`
+	CreatedBy     actorJSON  `json:"created_by"`
+	RedactedAt    *string    `json:"redacted_at"`
+	RedactedBy    *actorJSON `json:"redacted_by"`
+}
+
+func versionOut(v MemoryVersion, full bool) versionJSON {
+	out := versionJSON{Type: "memory_version", ID: v.ID, MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, Operation: v.Operation,
+		CreatedAt: timeJSON(v.Created), CreatedBy: actorJSON{Type: v.By.Type, APIKeyID: v.By.ID}, RedactedAt: optTime(v.Redacted)}
+	if !v.Redacted.IsZero() {
+		out.RedactedBy = &actorJSON{Type: v.RedactedBy.Type, APIKeyID: v.RedactedBy.ID}
+		return out
+	}
+	path, sha, size := v.Path, v.SHA256, v.Size
+	out.Path, out.ContentSHA256, out.ContentSize = &path, &sha, &size
+	if full && v.Operation != OpDeleted {
+		content := v.Content
+		out.Content = &content
+	}
+	return out
+}
+
+func (c *storesCall) listVersions(storeID string) {
+	q := c.r.URL.Query()
+	full, ok := c.view("basic")
+	if !ok {
+		return
+	}
+	maxLimit := 100
+	if full {
+		maxLimit = 20
+	}
+	limit, ok := c.limit(q.Get("limit"), maxLimit)
+	if !ok {
+		return
+	}
+	from, to, ok := c.timeRange(q.Get("created_at[gte]"), q.Get("created_at[lte]"))
+	if !ok {
+		return
+	}
+	op := q.Get("operation")
+	if op != "" && op != OpCreated && op != OpModified && op != OpDeleted {
+		c.fail(invalid("operation must be created, modified or deleted"))
+		return
+	}
+	after, ok := c.cursor(q.Get("page"))
+	if !ok {
+		return
+	}
+	var before int64
+	if after != "" {
+		n, err := strconv.ParseInt(after, 10, 64)
+		if err != nil || n <= 0 {
+			c.fail(invalid("page is not a next_page value this server gave"))
+			return
+		}
+		before = n
+	}
+	f := VersionFilter{MemoryID: q.Get("memory_id"), Operation: op, ActorID: q.Get("api_key_id"), From: from, To: to,
+		BeforeSeq: before, Limit: limit + 1, Content: full}
+	if q.Get("session_id") != "" || q.Get("service_account_id") != "" {
+		// No session or service-account actors write here: nothing matches.
+		writeJSON(c.w, http.StatusOK, map[string]any{"data": []any{}, "next_page": nil})
+		return
+	}
+	vs, err := c.ms.ListVersions(c.r.Context(), c.tenant, storeID, f)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	next := ""
+	if len(vs) > limit {
+		vs = vs[:limit]
+		next = encodeCursor(strconv.FormatInt(vs[limit-1].Seq, 10))
+	}
+	data := make([]versionJSON, len(vs))
+	for i, v := range vs {
+		data[i] = versionOut(v, full)
+	}
+	writeJSON(c.w, http.StatusOK, map[string]any{"data": data, "next_page": nullable(next)})
+}
+
+func (c *storesCall) getVersion(storeID, id string) {
+	full, ok := c.view("full")
+	if !ok {
+		return
+	}
+	v, err := c.ms.GetVersion(c.r.Context(), c.tenant, storeID, id)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, versionOut(v, full))
+}
+
+func (c *storesCall) redactVersion(storeID, id string) {
+	v, err := c.ms.RedactVersion(c.r.Context(), c.tenant, storeID, id, c.actor(), c.now())
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, versionOut(v, true))
+}

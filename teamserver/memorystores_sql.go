@@ -1,0 +1,682 @@
+package teamserver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Memory stores in SQL: three tables beside the sync repos. Every write to
+// a store runs in one write transaction that first takes the store's lock
+// (SQLDialect.LockRepo with "memstore\n<id>"; SQLite's single writer
+// already serialises), so a precondition checked is a precondition held.
+// Every read is one read transaction.
+const memStoreSchema = `
+CREATE TABLE IF NOT EXISTS ms_stores (
+	id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+	metadata TEXT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL, archived_ms BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS ms_stores_by_tenant ON ms_stores (tenant, created_ms);
+CREATE TABLE IF NOT EXISTS ms_memories (
+	store_id TEXT NOT NULL, id TEXT NOT NULL, path TEXT NOT NULL, content TEXT NOT NULL,
+	sha TEXT NOT NULL, size BIGINT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL,
+	version_id TEXT NOT NULL,
+	PRIMARY KEY (store_id, id), UNIQUE (store_id, path));
+CREATE TABLE IF NOT EXISTS ms_versions (
+	store_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, memory_id TEXT NOT NULL,
+	operation TEXT NOT NULL, path TEXT NOT NULL, content TEXT NOT NULL, sha TEXT NOT NULL, size BIGINT NOT NULL,
+	created_ms BIGINT NOT NULL, actor_type TEXT NOT NULL, actor_id TEXT NOT NULL,
+	redacted_ms BIGINT NOT NULL, redactor_type TEXT NOT NULL, redactor_id TEXT NOT NULL,
+	PRIMARY KEY (store_id, seq), UNIQUE (id));
+`
+
+// StoreLimits bound what an organization and a store may hold.
+type StoreLimits struct {
+	MaxStores   int   // stores per organization (<= 0: DefaultMaxStores)
+	MaxMemories int   // memories per store (<= 0: DefaultMaxStoreMemories)
+	MaxBytes    int64 // content bytes per store (<= 0: DefaultMaxStoreBytes)
+}
+
+func (l StoreLimits) orDefaults() StoreLimits {
+	if l.MaxStores <= 0 {
+		l.MaxStores = DefaultMaxStores
+	}
+	if l.MaxMemories <= 0 {
+		l.MaxMemories = DefaultMaxStoreMemories
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxStoreBytes
+	}
+	return l
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// write runs fn in one write transaction holding the lock on key.
+func (s *SQLStore) write(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return overloaded(err)
+	}
+	defer tx.Rollback()
+	if s.d.LockRepo != "" {
+		if _, err := tx.ExecContext(ctx, s.d.LockRepo, key); err != nil {
+			return overloaded(err)
+		}
+	}
+	if err := fn(tx); err != nil {
+		var api *APIError
+		if errors.As(err, &api) {
+			return err
+		}
+		return overloaded(err)
+	}
+	return overloaded(tx.Commit())
+}
+
+const storeColumns = `id, tenant, name, description, metadata, created_ms, updated_ms, archived_ms`
+
+func scanStore(row interface{ Scan(...any) error }) (MemStore, error) {
+	var st MemStore
+	var meta string
+	var created, updated, archived int64
+	if err := row.Scan(&st.ID, &st.Tenant, &st.Name, &st.Description, &meta, &created, &updated, &archived); err != nil {
+		return MemStore{}, err
+	}
+	st.Metadata = map[string]string{}
+	if err := json.Unmarshal([]byte(meta), &st.Metadata); err != nil {
+		return MemStore{}, fmt.Errorf("store %s: metadata: %w", st.ID, err)
+	}
+	st.Created, st.Updated, st.Archived = fromMS(created), fromMS(updated), fromMS(archived)
+	return st, nil
+}
+
+// memStore reads a store of tenant; another tenant's store is not found.
+func (s *SQLStore) memStore(ctx context.Context, q querier, tenant, id string) (MemStore, error) {
+	st, err := scanStore(q.QueryRowContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE id = ? AND tenant = ?`), id, tenant))
+	if errors.Is(err, sql.ErrNoRows) {
+		return MemStore{}, notFound("memory store")
+	}
+	return st, err
+}
+
+// CreateMemStore makes a store for tenant, within limits.MaxStores.
+func (s *SQLStore) CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error) {
+	if err := validateStoreFields(&st.Name, &st.Description, st.Metadata); err != nil {
+		return MemStore{}, err
+	}
+	limits = limits.orDefaults()
+	st.ID, st.Tenant, st.Created, st.Updated, st.Archived = newID(StoreIDPrefix), tenant, now.UTC().Truncate(time.Millisecond), now.UTC().Truncate(time.Millisecond), time.Time{}
+	if st.Metadata == nil {
+		st.Metadata = map[string]string{}
+	}
+	meta, err := json.Marshal(st.Metadata)
+	if err != nil {
+		return MemStore{}, err
+	}
+	err = s.write(ctx, "memstores\n"+tenant, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM ms_stores WHERE tenant = ?`), tenant).Scan(&n); err != nil {
+			return err
+		}
+		if n >= limits.MaxStores {
+			return invalid("this organization has reached its limit of %d memory stores", limits.MaxStores)
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_stores (`+storeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`),
+			st.ID, tenant, st.Name, st.Description, string(meta), ms(st.Created), ms(st.Updated))
+		return err
+	})
+	return st, err
+}
+
+// GetMemStore reads one store of tenant.
+func (s *SQLStore) GetMemStore(ctx context.Context, tenant, id string) (MemStore, error) {
+	var st MemStore
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		st, err = s.memStore(ctx, tx, tenant, id)
+		return err
+	})
+	return st, err
+}
+
+// FindMemStore resolves Claude Code's store path: a store ID, or else the
+// name of one of tenant's stores (the oldest with that name).
+func (s *SQLStore) FindMemStore(ctx context.Context, tenant, idOrName string) (MemStore, error) {
+	var st MemStore
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		st, err = s.memStore(ctx, tx, tenant, idOrName)
+		var api *APIError
+		if !errors.As(err, &api) {
+			return err
+		}
+		st, err = scanStore(tx.QueryRowContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? AND name = ? ORDER BY created_ms, id LIMIT 1`), tenant, idOrName))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("memory store")
+		}
+		return err
+	})
+	return st, err
+}
+
+// ListMemStores lists tenant's stores, newest first (the order of the
+// hosted service).
+func (s *SQLStore) ListMemStores(ctx context.Context, tenant string) ([]MemStore, error) {
+	var out []MemStore
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		out = nil
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? ORDER BY created_ms DESC, id DESC`), tenant)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			st, err := scanStore(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, st)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// StorePatch is an update of a store: nil fields stay; Metadata, when not
+// nil, sets those keys (an empty value removes one).
+type StorePatch struct {
+	Name        *string
+	Description *string
+	Metadata    map[string]string
+}
+
+// UpdateMemStore changes a store's name, description or metadata. An
+// archived store refuses.
+func (s *SQLStore) UpdateMemStore(ctx context.Context, tenant, id string, p StorePatch, now time.Time) (MemStore, error) {
+	if err := validateStoreFields(p.Name, p.Description, p.Metadata); err != nil {
+		return MemStore{}, err
+	}
+	var st MemStore
+	err := s.write(ctx, "memstore\n"+id, func(tx *sql.Tx) (err error) {
+		if st, err = s.memStore(ctx, tx, tenant, id); err != nil {
+			return err
+		}
+		if !st.Archived.IsZero() {
+			return errArchived
+		}
+		if p.Name != nil {
+			st.Name = *p.Name
+		}
+		if p.Description != nil {
+			st.Description = *p.Description
+		}
+		for k, v := range p.Metadata {
+			if v == "" {
+				delete(st.Metadata, k)
+			} else {
+				st.Metadata[k] = v
+			}
+		}
+		if len(st.Metadata) > 16 {
+			return invalid("metadata may hold at most 16 keys")
+		}
+		meta, _ := json.Marshal(st.Metadata)
+		st.Updated = now.UTC().Truncate(time.Millisecond)
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE ms_stores SET name = ?, description = ?, metadata = ?, updated_ms = ? WHERE id = ?`),
+			st.Name, st.Description, string(meta), ms(st.Updated), id)
+		return err
+	})
+	return st, err
+}
+
+// ArchiveMemStore makes a store read-only for good. Archiving an archived
+// store answers it as it is.
+func (s *SQLStore) ArchiveMemStore(ctx context.Context, tenant, id string, now time.Time) (MemStore, error) {
+	var st MemStore
+	err := s.write(ctx, "memstore\n"+id, func(tx *sql.Tx) (err error) {
+		if st, err = s.memStore(ctx, tx, tenant, id); err != nil || !st.Archived.IsZero() {
+			return err
+		}
+		st.Archived = now.UTC().Truncate(time.Millisecond)
+		st.Updated = st.Archived
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE ms_stores SET archived_ms = ?, updated_ms = ? WHERE id = ?`), ms(st.Archived), ms(st.Updated), id)
+		return err
+	})
+	return st, err
+}
+
+// DeleteMemStore removes a store with its memories and versions.
+func (s *SQLStore) DeleteMemStore(ctx context.Context, tenant, id string) error {
+	return s.write(ctx, "memstore\n"+id, func(tx *sql.Tx) error {
+		if _, err := s.memStore(ctx, tx, tenant, id); err != nil {
+			return err
+		}
+		for _, q := range []string{`DELETE FROM ms_versions WHERE store_id = ?`, `DELETE FROM ms_memories WHERE store_id = ?`, `DELETE FROM ms_stores WHERE id = ?`} {
+			if _, err := tx.ExecContext(ctx, s.q(q), id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+const memoryColumns = `id, store_id, path, sha, size, created_ms, updated_ms, version_id`
+
+func scanMemory(row interface{ Scan(...any) error }, content *string) (Memory, error) {
+	var m Memory
+	var created, updated int64
+	dest := []any{&m.ID, &m.StoreID, &m.Path, &m.SHA256, &m.Size, &created, &updated, &m.VersionID}
+	if content != nil {
+		dest = append(dest, content)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return Memory{}, err
+	}
+	m.Created, m.Updated = fromMS(created), fromMS(updated)
+	return m, nil
+}
+
+func (s *SQLStore) memoryBy(ctx context.Context, q querier, storeID, column, value string) (Memory, bool, error) {
+	var content string
+	m, err := scanMemory(q.QueryRowContext(ctx, s.q(`SELECT `+memoryColumns+`, content FROM ms_memories WHERE store_id = ? AND `+column+` = ?`), storeID, value), &content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Memory{}, false, nil
+	}
+	m.Content = content
+	return m, err == nil, err
+}
+
+// GetMemory reads one memory, with its content.
+func (s *SQLStore) GetMemory(ctx context.Context, tenant, storeID, id string) (Memory, error) {
+	var m Memory
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
+			return err
+		}
+		got, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
+		if err == nil && !ok {
+			err = notFound("memory")
+		}
+		m = got
+		return err
+	})
+	return m, err
+}
+
+// EachMemory calls fn for every memory of a store in one read (a
+// consistent snapshot), ordered by path, with content when withContent.
+// The store is passed to head first.
+func (s *SQLStore) EachMemory(ctx context.Context, tenant, storeID string, withContent bool, head func(MemStore) error, fn func(Memory) error) error {
+	return s.read(ctx, func(tx *sql.Tx) error {
+		st, err := s.memStore(ctx, tx, tenant, storeID)
+		if err != nil {
+			return err
+		}
+		if err := head(st); err != nil {
+			return err
+		}
+		cols := memoryColumns
+		if withContent {
+			cols += ", content"
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+cols+` FROM ms_memories WHERE store_id = ? ORDER BY path`), storeID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var content string
+			var m Memory
+			if withContent {
+				m, err = scanMemory(rows, &content)
+				m.Content = content
+			} else {
+				m, err = scanMemory(rows, nil)
+			}
+			if err != nil {
+				return err
+			}
+			if err := fn(m); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// MemoryWrite is a create or an update of one memory.
+type MemoryWrite struct {
+	// Path is the memory's path (create), or its new path (update; empty
+	// keeps it).
+	Path string
+	// Content is the new content; nil on an update keeps it.
+	Content *string
+	// IfSHA256, when set, must equal the stored content's sha256 (update).
+	IfSHA256 string
+	By       Actor
+}
+
+// CreateMemory adds a memory at a path no memory of the store has (a
+// taken path is a memory_path_conflict_error naming its holder).
+func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
+	if err := ValidateMemoryPath(w.Path); err != nil {
+		return Memory{}, err
+	}
+	if w.Content == nil {
+		return Memory{}, invalid("content is required")
+	}
+	if err := validateContent(*w.Content); err != nil {
+		return Memory{}, err
+	}
+	limits = limits.orDefaults()
+	var m Memory
+	err := s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
+		if err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
+			return err
+		}
+		if cur, ok, err := s.memoryBy(ctx, tx, storeID, "path", w.Path); err != nil || ok {
+			if err == nil {
+				err = pathConflict(cur)
+			}
+			return err
+		}
+		if err := s.checkRoom(ctx, tx, storeID, 1, int64(len(*w.Content)), limits); err != nil {
+			return err
+		}
+		t := now.UTC().Truncate(time.Millisecond)
+		m = Memory{ID: newID(MemoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
+			Size: int64(len(*w.Content)), Created: t, Updated: t}
+		v, err := s.addVersion(ctx, tx, m, OpCreated, w.By, t)
+		if err != nil {
+			return err
+		}
+		m.VersionID = v
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO ms_memories (`+memoryColumns+`, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			m.ID, storeID, m.Path, m.SHA256, m.Size, ms(t), ms(t), v, m.Content)
+		return err
+	})
+	return m, err
+}
+
+// UpdateMemory changes a memory's content, its path, or both. IfSHA256
+// is checked against the stored content; a mismatch is a
+// memory_precondition_failed_error, unless the memory already is exactly
+// what was asked. A move onto another memory's path is a
+// memory_path_conflict_error. A write that changes nothing adds no
+// version.
+func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
+	if w.Path != "" {
+		if err := ValidateMemoryPath(w.Path); err != nil {
+			return Memory{}, err
+		}
+	}
+	if w.Content != nil {
+		if err := validateContent(*w.Content); err != nil {
+			return Memory{}, err
+		}
+	}
+	limits = limits.orDefaults()
+	var m Memory
+	err := s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
+		if err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
+			return err
+		}
+		cur, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound("memory")
+		}
+		next := cur
+		if w.Path != "" {
+			next.Path = w.Path
+		}
+		if w.Content != nil {
+			next.Content, next.SHA256, next.Size = *w.Content, contentSHA256(*w.Content), int64(len(*w.Content))
+		}
+		same := next.Path == cur.Path && next.SHA256 == cur.SHA256
+		if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 {
+			if same {
+				m = cur
+				return nil
+			}
+			return preconditionFailed(cur)
+		}
+		if same {
+			m = cur
+			return nil
+		}
+		if next.Path != cur.Path {
+			if holder, taken, err := s.memoryBy(ctx, tx, storeID, "path", next.Path); err != nil || taken {
+				if err == nil {
+					err = pathConflict(holder)
+				}
+				return err
+			}
+		}
+		if err := s.checkRoom(ctx, tx, storeID, 0, next.Size-cur.Size, limits); err != nil {
+			return err
+		}
+		next.Updated = now.UTC().Truncate(time.Millisecond)
+		v, err := s.addVersion(ctx, tx, next, OpModified, w.By, next.Updated)
+		if err != nil {
+			return err
+		}
+		next.VersionID = v
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE ms_memories SET path = ?, content = ?, sha = ?, size = ?, updated_ms = ?, version_id = ? WHERE store_id = ? AND id = ?`),
+			next.Path, next.Content, next.SHA256, next.Size, ms(next.Updated), v, storeID, id)
+		m = next
+		return err
+	})
+	return m, err
+}
+
+// DeleteMemory removes a memory, keeping its versions and adding a
+// "deleted" one. ifSHA256, when set, must match the stored content.
+func (s *SQLStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
+	return s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
+		if err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
+			return err
+		}
+		cur, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound("memory")
+		}
+		if ifSHA256 != "" && ifSHA256 != cur.SHA256 {
+			return preconditionFailed(cur)
+		}
+		gone := cur
+		gone.Content = ""
+		if _, err := s.addVersion(ctx, tx, gone, OpDeleted, by, now.UTC().Truncate(time.Millisecond)); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM ms_memories WHERE store_id = ? AND id = ?`), storeID, id)
+		return err
+	})
+}
+
+func (s *SQLStore) writableStore(ctx context.Context, tx *sql.Tx, tenant, storeID string) error {
+	st, err := s.memStore(ctx, tx, tenant, storeID)
+	if err != nil {
+		return err
+	}
+	if !st.Archived.IsZero() {
+		return errArchived
+	}
+	return nil
+}
+
+// checkRoom refuses a write that would take the store past its limits.
+func (s *SQLStore) checkRoom(ctx context.Context, tx *sql.Tx, storeID string, addMemories int, addBytes int64, l StoreLimits) error {
+	var n, size int64
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*), COALESCE(SUM(size), 0) FROM ms_memories WHERE store_id = ?`), storeID).Scan(&n, &size); err != nil {
+		return err
+	}
+	if addMemories > 0 && n+int64(addMemories) > int64(l.MaxMemories) {
+		return invalid(msgStoreFullCount)
+	}
+	if addBytes > 0 && size+addBytes > l.MaxBytes {
+		return invalid(msgStoreFullBytes)
+	}
+	return nil
+}
+
+// addVersion records m as written by op and returns the version's ID.
+func (s *SQLStore) addVersion(ctx context.Context, tx *sql.Tx, m Memory, op string, by Actor, t time.Time) (string, error) {
+	var seq int64
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM ms_versions WHERE store_id = ?`), m.StoreID).Scan(&seq); err != nil {
+		return "", err
+	}
+	id := newID(VersionIDPrefix)
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_versions (store_id, seq, id, memory_id, operation, path, content, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', '')`),
+		m.StoreID, seq, id, m.ID, op, m.Path, m.Content, m.SHA256, m.Size, ms(t), by.Type, by.ID)
+	return id, err
+}
+
+const versionColumns = `store_id, seq, id, memory_id, operation, path, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id`
+
+func scanVersion(row interface{ Scan(...any) error }, content *string) (MemoryVersion, error) {
+	var v MemoryVersion
+	var created, redacted int64
+	dest := []any{&v.StoreID, &v.Seq, &v.ID, &v.MemoryID, &v.Operation, &v.Path, &v.SHA256, &v.Size, &created,
+		&v.By.Type, &v.By.ID, &redacted, &v.RedactedBy.Type, &v.RedactedBy.ID}
+	if content != nil {
+		dest = append(dest, content)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return MemoryVersion{}, err
+	}
+	v.Created, v.Redacted = fromMS(created), fromMS(redacted)
+	return v, nil
+}
+
+// VersionFilter narrows a version listing. Zero fields match everything.
+type VersionFilter struct {
+	MemoryID  string
+	Operation string
+	ActorID   string // the api_key_id of the writer
+	From, To  time.Time
+	// BeforeSeq lists only versions older than this one (paging; 0: from
+	// the newest).
+	BeforeSeq int64
+	Limit     int
+	Content   bool
+}
+
+// ListVersions lists a store's versions, newest first.
+func (s *SQLStore) ListVersions(ctx context.Context, tenant, storeID string, f VersionFilter) ([]MemoryVersion, error) {
+	var out []MemoryVersion
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		out = nil
+		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
+			return err
+		}
+		query := `SELECT ` + versionColumns
+		if f.Content {
+			query += `, content`
+		}
+		query += ` FROM ms_versions WHERE store_id = ?`
+		args := []any{storeID}
+		add := func(cond string, v any) { query += ` AND ` + cond; args = append(args, v) }
+		if f.MemoryID != "" {
+			add(`memory_id = ?`, f.MemoryID)
+		}
+		if f.Operation != "" {
+			add(`operation = ?`, f.Operation)
+		}
+		if f.ActorID != "" {
+			add(`actor_id = ?`, f.ActorID)
+		}
+		if !f.From.IsZero() {
+			add(`created_ms >= ?`, ms(f.From))
+		}
+		if !f.To.IsZero() {
+			add(`created_ms <= ?`, ms(f.To))
+		}
+		if f.BeforeSeq > 0 {
+			add(`seq < ?`, f.BeforeSeq)
+		}
+		query += ` ORDER BY seq DESC LIMIT ?`
+		args = append(args, f.Limit)
+		rows, err := tx.QueryContext(ctx, s.q(query), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var content string
+			var v MemoryVersion
+			if f.Content {
+				v, err = scanVersion(rows, &content)
+				v.Content = content
+			} else {
+				v, err = scanVersion(rows, nil)
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+func (s *SQLStore) version(ctx context.Context, q querier, storeID, id string) (MemoryVersion, error) {
+	var content string
+	v, err := scanVersion(q.QueryRowContext(ctx, s.q(`SELECT `+versionColumns+`, content FROM ms_versions WHERE store_id = ? AND id = ?`), storeID, id), &content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return MemoryVersion{}, notFound("memory version")
+	}
+	v.Content = content
+	return v, err
+}
+
+// GetVersion reads one version with its content.
+func (s *SQLStore) GetVersion(ctx context.Context, tenant, storeID, id string) (MemoryVersion, error) {
+	var v MemoryVersion
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		if _, err = s.memStore(ctx, tx, tenant, storeID); err != nil {
+			return err
+		}
+		v, err = s.version(ctx, tx, storeID, id)
+		return err
+	})
+	return v, err
+}
+
+// RedactVersion clears a version's path, content, sha256 and size, and
+// records who redacted it and when; who wrote it and when stay. The
+// memory itself is not changed, even when this is the version it is now
+// (rewrite or delete the memory to take the content out of the store).
+// Redacting a redacted version answers it as it is.
+func (s *SQLStore) RedactVersion(ctx context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error) {
+	var v MemoryVersion
+	err := s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) (err error) {
+		if _, err = s.memStore(ctx, tx, tenant, storeID); err != nil {
+			return err
+		}
+		if v, err = s.version(ctx, tx, storeID, id); err != nil || !v.Redacted.IsZero() {
+			return err
+		}
+		t := now.UTC().Truncate(time.Millisecond)
+		v.Path, v.Content, v.SHA256, v.Size, v.Redacted, v.RedactedBy = "", "", "", 0, t, by
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE ms_versions SET path = '', content = '', sha = '', size = 0, redacted_ms = ?, redactor_type = ?, redactor_id = ? WHERE store_id = ? AND id = ?`),
+			ms(t), by.Type, by.ID, storeID, id)
+		return err
+	})
+	return v, err
+}
