@@ -423,7 +423,9 @@ func nullable(s string) *string {
 
 // ---- paging and query parameters ----
 
-func encodeCursor(key string) string { return base64.RawURLEncoding.EncodeToString([]byte("c1:" + key)) }
+func encodeCursor(key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("c1:" + key))
+}
 
 // cursor decodes a page cursor; "" is the first page.
 func (c *storesCall) cursor(page string) (string, bool) {
