@@ -89,6 +89,7 @@ type Handler struct {
 	log     *slog.Logger
 	changes *changeFeed
 	hashes  *hashCache
+	indexes *storeIndexCache
 	limiter *rateLimiter
 	metrics Metrics
 	// draining is closed by Drain: long-polls answer at once.
@@ -164,7 +165,7 @@ func NewHandler(store Store, cfg Config) (*Handler, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 10 * time.Second
 	}
-	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), draining: make(chan struct{})}
+	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), indexes: newStoreIndexCache(200_000), draining: make(chan struct{})}
 	if cfg.RatePerToken > 0 {
 		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
 	}

@@ -66,6 +66,12 @@ type MemStore struct {
 	// Archived is when the store was archived (zero: it is not); an
 	// archived store is read-only for good.
 	Archived time.Time
+	// Generation moves on with every change to the store's memories, so a
+	// listing read at one generation can be served again until the next.
+	Generation int64
+	// Memories and Bytes count the store's memories and their content.
+	Memories int64
+	Bytes    int64
 }
 
 // Memory is one document of a store, keyed by its path.

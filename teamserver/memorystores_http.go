@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/secrets"
@@ -240,6 +241,9 @@ func (c *storesCall) fail(err error) {
 	switch {
 	case errors.As(err, &api):
 		writeStoresError(c.w, api)
+	case c.r.Context().Err() != nil && errors.Is(err, context.Canceled):
+		// The client went away: nobody reads the answer.
+		c.w.WriteHeader(statusClientClosed)
 	case errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded):
 		c.h.log.Warn("memory stores: store busy", "error", err)
 		c.w.Header().Set("Retry-After", "1")
@@ -249,6 +253,10 @@ func (c *storesCall) fail(err error) {
 		writeStoresError(c.w, &APIError{Status: http.StatusInternalServerError, Type: "api_error", Message: "the server could not complete the request"})
 	}
 }
+
+// statusClientClosed is what the metrics and the log record for a request
+// whose client went away before the answer.
+const statusClientClosed = 499
 
 func writeStoresError(w http.ResponseWriter, e *APIError) {
 	body := map[string]any{"type": e.Type, "message": e.Message}
@@ -682,29 +690,27 @@ func (c *storesCall) listMemories(storeID string) {
 	if !ok {
 		return
 	}
-	var items []listItem
-	err := c.ms.EachMemory(c.r.Context(), c.tenant, storeID, false, func(MemStore) error { return nil }, func(m Memory) error {
-		if !strings.HasPrefix(m.Path, prefix) {
-			return nil
-		}
-		if depth > 0 {
-			segs := strings.Split(m.Path[len(prefix):], "/")
-			if len(segs) > depth {
-				key := prefix + strings.Join(segs[:depth], "/") + "/"
-				items = append(items, listItem{key: key, prefix: true})
-				return nil
-			}
-		}
-		items = append(items, listItem{key: m.Path, m: m})
-		return nil
-	})
+	_, index, err := c.index(storeID)
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	// Byte order, whatever the database's collation; a folder's memories
-	// sort together, so its prefix items are neighbours.
-	slices.SortStableFunc(items, func(a, b listItem) int { return strings.Compare(a.key, b.key) })
+	var items []listItem
+	for _, m := range index {
+		if !strings.HasPrefix(m.Path, prefix) {
+			continue
+		}
+		if depth > 0 {
+			segs := strings.Split(m.Path[len(prefix):], "/")
+			if len(segs) > depth {
+				items = append(items, listItem{key: prefix + strings.Join(segs[:depth], "/") + "/", prefix: true})
+				continue
+			}
+		}
+		items = append(items, listItem{key: m.Path, m: m})
+	}
+	// The index is in byte order, so a folder's memories sit together and
+	// its prefix items are neighbours.
 	items = slices.CompactFunc(items, func(a, b listItem) bool { return a.prefix && b.prefix && a.key == b.key })
 	if desc {
 		slices.Reverse(items)
@@ -772,19 +778,20 @@ func (c *storesCall) export(storeID string) {
 		return
 	}
 	bw := bufio.NewWriterSize(c.w, 64<<10)
+	enc := json.NewEncoder(bw)
 	started := false
 	count := 0
-	enc := json.NewEncoder(bw)
-	err := c.ms.EachMemory(c.r.Context(), c.tenant, storeID, full, func(st MemStore) error {
+	head := func(st MemStore) error {
 		c.w.Header().Set("Content-Type", "application/x-ndjson")
 		c.w.WriteHeader(http.StatusOK)
 		started = true
-		head := map[string]string{"type": "store", "id": st.ID, "name": st.Name}
+		line := map[string]string{"type": "store", "id": st.ID, "name": st.Name}
 		if !full {
-			head["view"] = "basic"
+			line["view"] = "basic"
 		}
-		return enc.Encode(head)
-	}, func(m Memory) error {
+		return enc.Encode(line)
+	}
+	each := func(m Memory) error {
 		line := exportLine{Type: "memory", ID: m.ID, Path: m.Path, ContentSHA256: m.SHA256, ContentSize: m.Size, UpdatedAt: timeJSON(m.Updated)}
 		if full {
 			content := m.Content
@@ -792,7 +799,23 @@ func (c *storesCall) export(storeID string) {
 		}
 		count++
 		return enc.Encode(line)
-	})
+	}
+	var err error
+	if full {
+		err = c.ms.EachMemory(c.r.Context(), c.tenant, storeID, true, head, each)
+	} else {
+		var st MemStore
+		var index []Memory
+		if st, index, err = c.index(storeID); err == nil {
+			if err = head(st); err == nil {
+				for _, m := range index {
+					if err = each(m); err != nil {
+						break
+					}
+				}
+			}
+		}
+	}
 	if err != nil {
 		if !started {
 			c.fail(err)
@@ -806,6 +829,33 @@ func (c *storesCall) export(storeID string) {
 	}
 	_ = enc.Encode(map[string]any{"type": "complete", "memory_count": count, "error_count": 0})
 	_ = bw.Flush()
+}
+
+// index returns a store's memories without content, in byte order of
+// their paths, as of one generation of the store: from the cache while
+// the store's generation has not moved, else read in one transaction.
+func (c *storesCall) index(storeID string) (MemStore, []Memory, error) {
+	st, err := c.ms.GetMemStore(c.r.Context(), c.tenant, storeID)
+	if err != nil {
+		return MemStore{}, nil, err
+	}
+	if index, ok := c.h.indexes.get(st.ID, st.Generation); ok {
+		return st, index, nil
+	}
+	var index []Memory
+	err = c.ms.EachMemory(c.r.Context(), c.tenant, storeID, false, func(head MemStore) error {
+		st = head
+		return nil
+	}, func(m Memory) error {
+		index = append(index, m)
+		return nil
+	})
+	if err != nil {
+		return MemStore{}, nil, err
+	}
+	slices.SortFunc(index, func(a, b Memory) int { return strings.Compare(a.Path, b.Path) })
+	c.h.indexes.put(st.ID, st.Generation, index)
+	return st, index, nil
 }
 
 type exportLine struct {
@@ -937,4 +987,52 @@ func (c *storesCall) redactVersion(storeID, id string) {
 		return
 	}
 	writeJSON(c.w, http.StatusOK, versionOut(v, true))
+}
+
+// storeIndexCache keeps stores' content-free indexes by generation, up to
+// a total number of memories; past it, entries are dropped.
+type storeIndexCache struct {
+	mu    sync.Mutex
+	max   int
+	total int
+	byID  map[string]cachedIndex
+}
+
+type cachedIndex struct {
+	generation int64
+	memories   []Memory
+}
+
+func newStoreIndexCache(maxMemories int) *storeIndexCache {
+	return &storeIndexCache{max: maxMemories, byID: map[string]cachedIndex{}}
+}
+
+func (c *storeIndexCache) get(id string, generation int64) ([]Memory, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byID[id]
+	return e.memories, ok && e.generation == generation
+}
+
+func (c *storeIndexCache) put(id string, generation int64, memories []Memory) {
+	if len(memories) > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.byID[id]; ok {
+		if old.generation > generation {
+			return // a newer one is already here
+		}
+		c.total -= len(old.memories)
+	}
+	for k, e := range c.byID {
+		if c.total+len(memories) <= c.max {
+			break
+		}
+		c.total -= len(e.memories)
+		delete(c.byID, k)
+	}
+	c.byID[id] = cachedIndex{generation: generation, memories: memories}
+	c.total += len(memories)
 }

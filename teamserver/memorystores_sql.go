@@ -17,7 +17,8 @@ import (
 const memStoreSchema = `
 CREATE TABLE IF NOT EXISTS ms_stores (
 	id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
-	metadata TEXT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL, archived_ms BIGINT NOT NULL);
+	metadata TEXT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL, archived_ms BIGINT NOT NULL,
+	generation BIGINT NOT NULL, memory_count BIGINT NOT NULL, total_bytes BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS ms_stores_by_tenant ON ms_stores (tenant, created_ms);
 CREATE TABLE IF NOT EXISTS ms_memories (
 	store_id TEXT NOT NULL, id TEXT NOT NULL, path TEXT NOT NULL, content TEXT NOT NULL,
@@ -61,8 +62,13 @@ func fromMS(v int64) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
-// write runs fn in one write transaction holding the lock on key.
+// write runs fn in one write transaction holding the lock on key (again
+// on a fresh connection when the one it got was broken).
 func (s *SQLStore) write(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
+	return retryBadConn(ctx, func() error { return s.writeOnce(ctx, key, fn) })
+}
+
+func (s *SQLStore) writeOnce(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return overloaded(err)
@@ -83,13 +89,13 @@ func (s *SQLStore) write(ctx context.Context, key string, fn func(tx *sql.Tx) er
 	return overloaded(tx.Commit())
 }
 
-const storeColumns = `id, tenant, name, description, metadata, created_ms, updated_ms, archived_ms`
+const storeColumns = `id, tenant, name, description, metadata, created_ms, updated_ms, archived_ms, generation, memory_count, total_bytes`
 
 func scanStore(row interface{ Scan(...any) error }) (MemStore, error) {
 	var st MemStore
 	var meta string
 	var created, updated, archived int64
-	if err := row.Scan(&st.ID, &st.Tenant, &st.Name, &st.Description, &meta, &created, &updated, &archived); err != nil {
+	if err := row.Scan(&st.ID, &st.Tenant, &st.Name, &st.Description, &meta, &created, &updated, &archived, &st.Generation, &st.Memories, &st.Bytes); err != nil {
 		return MemStore{}, err
 	}
 	st.Metadata = map[string]string{}
@@ -131,7 +137,7 @@ func (s *SQLStore) CreateMemStore(ctx context.Context, tenant string, st MemStor
 		if n >= limits.MaxStores {
 			return invalid("this organization has reached its limit of %d memory stores", limits.MaxStores)
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_stores (`+storeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`),
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_stores (`+storeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)`),
 			st.ID, tenant, st.Name, st.Description, string(meta), ms(st.Created), ms(st.Updated))
 		return err
 	})
@@ -379,7 +385,8 @@ func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 	limits = limits.orDefaults()
 	var m Memory
 	err := s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
-		if err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
+		st, err := s.writableStore(ctx, tx, tenant, storeID)
+		if err != nil {
 			return err
 		}
 		if cur, ok, err := s.memoryBy(ctx, tx, storeID, "path", w.Path); err != nil || ok {
@@ -388,7 +395,7 @@ func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 			}
 			return err
 		}
-		if err := s.checkRoom(ctx, tx, storeID, 1, int64(len(*w.Content)), limits); err != nil {
+		if err := checkRoom(st, 1, int64(len(*w.Content)), limits); err != nil {
 			return err
 		}
 		t := now.UTC().Truncate(time.Millisecond)
@@ -399,9 +406,11 @@ func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 			return err
 		}
 		m.VersionID = v
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO ms_memories (`+memoryColumns+`, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			m.ID, storeID, m.Path, m.SHA256, m.Size, ms(t), ms(t), v, m.Content)
-		return err
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_memories (`+memoryColumns+`, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			m.ID, storeID, m.Path, m.SHA256, m.Size, ms(t), ms(t), v, m.Content); err != nil {
+			return err
+		}
+		return s.changed(ctx, tx, storeID, 1, m.Size)
 	})
 	return m, err
 }
@@ -426,7 +435,8 @@ func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 	limits = limits.orDefaults()
 	var m Memory
 	err := s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
-		if err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
+		st, err := s.writableStore(ctx, tx, tenant, storeID)
+		if err != nil {
 			return err
 		}
 		cur, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
@@ -463,7 +473,7 @@ func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 				return err
 			}
 		}
-		if err := s.checkRoom(ctx, tx, storeID, 0, next.Size-cur.Size, limits); err != nil {
+		if err := checkRoom(st, 0, next.Size-cur.Size, limits); err != nil {
 			return err
 		}
 		next.Updated = now.UTC().Truncate(time.Millisecond)
@@ -472,10 +482,12 @@ func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 			return err
 		}
 		next.VersionID = v
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE ms_memories SET path = ?, content = ?, sha = ?, size = ?, updated_ms = ?, version_id = ? WHERE store_id = ? AND id = ?`),
-			next.Path, next.Content, next.SHA256, next.Size, ms(next.Updated), v, storeID, id)
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ms_memories SET path = ?, content = ?, sha = ?, size = ?, updated_ms = ?, version_id = ? WHERE store_id = ? AND id = ?`),
+			next.Path, next.Content, next.SHA256, next.Size, ms(next.Updated), v, storeID, id); err != nil {
+			return err
+		}
 		m = next
-		return err
+		return s.changed(ctx, tx, storeID, 0, next.Size-cur.Size)
 	})
 	return m, err
 }
@@ -484,7 +496,7 @@ func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 // "deleted" one. ifSHA256, when set, must match the stored content.
 func (s *SQLStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
 	return s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
-		if err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
+		if _, err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
 			return err
 		}
 		cur, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
@@ -502,32 +514,38 @@ func (s *SQLStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA2
 		if _, err := s.addVersion(ctx, tx, gone, OpDeleted, by, now.UTC().Truncate(time.Millisecond)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM ms_memories WHERE store_id = ? AND id = ?`), storeID, id)
-		return err
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM ms_memories WHERE store_id = ? AND id = ?`), storeID, id); err != nil {
+			return err
+		}
+		return s.changed(ctx, tx, storeID, -1, -cur.Size)
 	})
 }
 
-func (s *SQLStore) writableStore(ctx context.Context, tx *sql.Tx, tenant, storeID string) error {
+func (s *SQLStore) writableStore(ctx context.Context, tx *sql.Tx, tenant, storeID string) (MemStore, error) {
 	st, err := s.memStore(ctx, tx, tenant, storeID)
 	if err != nil {
-		return err
+		return MemStore{}, err
 	}
 	if !st.Archived.IsZero() {
-		return errArchived
+		return MemStore{}, errArchived
 	}
-	return nil
+	return st, nil
+}
+
+// changed records a change to a store's memories: its generation moves on
+// (listings cached for the old one are stale) and its counts follow.
+func (s *SQLStore) changed(ctx context.Context, tx *sql.Tx, storeID string, memories, bytes int64) error {
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE ms_stores SET generation = generation + 1, memory_count = memory_count + ?, total_bytes = total_bytes + ? WHERE id = ?`),
+		memories, bytes, storeID)
+	return err
 }
 
 // checkRoom refuses a write that would take the store past its limits.
-func (s *SQLStore) checkRoom(ctx context.Context, tx *sql.Tx, storeID string, addMemories int, addBytes int64, l StoreLimits) error {
-	var n, size int64
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*), COALESCE(SUM(size), 0) FROM ms_memories WHERE store_id = ?`), storeID).Scan(&n, &size); err != nil {
-		return err
-	}
-	if addMemories > 0 && n+int64(addMemories) > int64(l.MaxMemories) {
+func checkRoom(st MemStore, addMemories, addBytes int64, l StoreLimits) error {
+	if addMemories > 0 && st.Memories+addMemories > int64(l.MaxMemories) {
 		return invalid(msgStoreFullCount)
 	}
-	if addBytes > 0 && size+addBytes > l.MaxBytes {
+	if addBytes > 0 && st.Bytes+addBytes > l.MaxBytes {
 		return invalid(msgStoreFullBytes)
 	}
 	return nil

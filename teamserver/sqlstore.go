@@ -3,6 +3,7 @@ package teamserver
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,8 +142,25 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// read runs fn in one read transaction.
+// read runs fn in one read transaction, again on a fresh connection when
+// the one it got turns out broken (driver.ErrBadConn: nothing was done).
 func (s *SQLStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return retryBadConn(ctx, func() error { return s.readOnce(ctx, fn) })
+}
+
+// retryBadConn runs op up to three times while it fails with
+// driver.ErrBadConn, which a driver returns only when the database did
+// nothing (a connection broken by an earlier, cancelled request), and ctx
+// is still alive.
+func retryBadConn(ctx context.Context, op func() error) error {
+	err := op()
+	for i := 0; i < 2 && errors.Is(err, driver.ErrBadConn) && ctx.Err() == nil; i++ {
+		err = op()
+	}
+	return err
+}
+
+func (s *SQLStore) readOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.r.BeginTx(ctx, s.d.ReadOptions)
 	if err != nil {
 		return overloaded(err)
@@ -275,7 +293,15 @@ func (s *SQLStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) er
 }
 
 // Put implements Store, in one serialised transaction.
-func (s *SQLStore) Put(ctx context.Context, repo Repo, req PutRequest) (Snapshot, error) {
+func (s *SQLStore) Put(ctx context.Context, repo Repo, req PutRequest) (snap Snapshot, err error) {
+	err = retryBadConn(ctx, func() (err error) {
+		snap, err = s.putOnce(ctx, repo, req)
+		return err
+	})
+	return snap, err
+}
+
+func (s *SQLStore) putOnce(ctx context.Context, repo Repo, req PutRequest) (Snapshot, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Snapshot{}, overloaded(err)

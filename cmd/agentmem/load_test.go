@@ -30,6 +30,9 @@ func serveArgs(t *testing.T, db, tokens string, extra ...string) (string, *exec.
 	t.Helper()
 	args := append([]string{"team", "serve", "--addr", "127.0.0.1:0", "--db", db, "--tokens", tokens}, extra...)
 	cmd := exec.Command(binary(t), args...)
+	if f := os.Getenv("AGENTMEM_SERVER_LOG"); f != "" {
+		cmd.Stderr, _ = os.OpenFile(f, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
