@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -347,6 +348,33 @@ func TestMemoryStoresWithTheOfficialGoSDK(t *testing.T) {
 			_, err = b.Beta.MemoryStores.Get(ctx, extra[0], anthropic.BetaMemoryStoreGetParams{})
 			status, _, _ = apiErr(t, err)
 			assert.Equal(t, http.StatusNotFound, status)
+		})
+	}
+}
+
+// TestMemoryStoresWithTheOfficialTypeScriptSDK runs
+// testdata/memorystores_sdk.cjs, which drives the official TypeScript SDK
+// (@anthropic-ai/sdk from npm, installed in AGENTMEM_TS_SDK_DIR) against
+// the built server. AGENTMEM_REQUIRE_TS_SDK makes a missing SDK a failure.
+func TestMemoryStoresWithTheOfficialTypeScriptSDK(t *testing.T) {
+	sdkDir := os.Getenv("AGENTMEM_TS_SDK_DIR")
+	if sdkDir == "" {
+		if os.Getenv("AGENTMEM_REQUIRE_TS_SDK") != "" {
+			t.Fatal("AGENTMEM_REQUIRE_TS_SDK is set but AGENTMEM_TS_SDK_DIR is not: npm install @anthropic-ai/sdk there")
+		}
+		t.Skip("set AGENTMEM_TS_SDK_DIR to a folder where @anthropic-ai/sdk is installed (.ci/run does)")
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "memorystores_sdk.cjs"))
+	require.NoError(t, err)
+	tokens, acmeKey, _, _ := storeTokens(t, t.TempDir())
+	for name, urls := range storeServers(t, tokens) {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command("node", script)
+			cmd.Env = append(os.Environ(), "BASE_URL="+urls[len(urls)-1], "API_KEY="+acmeKey,
+				"NODE_PATH="+filepath.Join(sdkDir, "node_modules"))
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			assert.Equal(t, "ok\n", string(out))
 		})
 	}
 }
