@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/agentmem/teamserver"
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -207,4 +208,34 @@ func TestClaudeCodeStoreRoute(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(b, "ci.md"))
 	require.NoError(t, err)
 	assert.Equal(t, "beside the stores", string(got))
+}
+
+// TestREADMEMemoryStoresSelfHosted runs the README's "Memory Stores,
+// self-hosted" commands as written, then reads the memory back with the
+// official Go SDK using the key they made.
+func TestREADMEMemoryStoresSelfHosted(t *testing.T) {
+	root := t.TempDir()
+	addr := freeAddr(t)
+	sh := newShell(t, root, nil, "127.0.0.1:8787", addr)
+	t.Cleanup(func() {
+		sh.run([]string{`[ -f team.pid ] && kill -KILL "$(cat team.pid)" 2>/dev/null || true`})
+	})
+	out, _ := sh.run(readmeBlock(t, "## Memory Stores, self-hosted"))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5, out) // the store, the memory, the export's three lines
+	store := decodeJSON(t, []byte(lines[0]))
+	assert.Equal(t, "memory_store", store["type"])
+	assert.Equal(t, "team-store", store["name"])
+	mem := decodeJSON(t, []byte(lines[1]))
+	assert.Equal(t, "/deploy.md", mem["path"])
+	assert.Equal(t, sha("Deploys freeze on Fridays."), mem["content_sha256"])
+	assert.Equal(t, "basic", decodeJSON(t, []byte(lines[2]))["view"])
+	assert.Equal(t, float64(1), decodeJSON(t, []byte(lines[4]))["memory_count"])
+
+	key, err := os.ReadFile(filepath.Join(root, "alice.key"))
+	require.NoError(t, err)
+	client := sdkClient("http://"+addr, strings.TrimSpace(string(key)))
+	got, err := client.Beta.MemoryStores.Memories.Get(t.Context(), mem["id"].(string), anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: store["id"].(string)})
+	require.NoError(t, err)
+	assert.Equal(t, "Deploys freeze on Fridays.", got.Content)
 }
