@@ -72,6 +72,8 @@ type MemStore struct {
 	// Memories and Bytes count the store's memories and their content.
 	Memories int64
 	Bytes    int64
+	// Seq numbers the organization's stores in the order they were made.
+	Seq int64
 }
 
 // Memory is one document of a store, keyed by its path.

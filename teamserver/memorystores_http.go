@@ -73,30 +73,34 @@ func (h *Handler) serveStores(w http.ResponseWriter, r *http.Request) (route, te
 		writeStoresError(w, &APIError{Status: http.StatusNotFound, Type: "not_found_error", Message: "this server's store does not hold memory stores (use SQLite or PostgreSQL)"})
 		return "stores", ""
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
+	defer cancel()
+	c := &storesCall{h: h, ms: ms, w: w, r: r.WithContext(ctx)}
+	route, run := c.route()
 	grant, ok := h.authenticate(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="memory stores"`)
 		writeStoresError(w, &APIError{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "a valid API key (x-api-key) or bearer token is required"})
-		return "stores", ""
+		return route, ""
 	}
 	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		writeStoresError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: "too many requests for this token; retry after the given seconds"})
-		return "stores", grant.Organization
+		return route, grant.Organization
 	}
 	if len(grant.Stores) == 0 {
 		writeStoresError(w, &APIError{Status: http.StatusForbidden, Type: "permission_error", Message: "this token may not use memory stores"})
-		return "stores", grant.Organization
+		return route, grant.Organization
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
-	defer cancel()
-	c := &storesCall{h: h, ms: ms, w: w, r: r.WithContext(ctx), grant: grant, tenant: grant.Organization}
+	c.grant, c.tenant = grant, grant.Organization
 	w.Header().Set("request-id", newID("req_"))
-	return c.route(), grant.Organization
+	run()
+	return route, grant.Organization
 }
 
-// route dispatches by path and method.
-func (c *storesCall) route() string {
+// route finds the call a request makes: its name (for the metrics and the
+// log, known before the token is checked) and what answers it.
+func (c *storesCall) route() (string, func()) {
 	p := c.r.URL.Path
 	var storeRef string
 	var rest []string
@@ -104,109 +108,102 @@ func (c *storesCall) route() string {
 		c.code = true
 		ref, tail, found := strings.Cut(after, "/memories")
 		if !found || ref == "" || (tail != "" && !strings.HasPrefix(tail, "/")) {
-			c.fail(notFound("route"))
-			return "code"
+			return "stores", func() { c.fail(notFound("route")) }
 		}
-		st, err := c.ms.FindMemStore(c.r.Context(), c.tenant, ref)
-		if err != nil {
-			c.fail(err)
-			return "code"
-		}
-		storeRef = st.ID
+		storeRef = ref
 		rest = append([]string{"memories"}, splitPath(tail)...)
 	} else {
 		parts := splitPath(strings.TrimPrefix(p, StoresPath))
 		if len(parts) == 0 {
 			switch c.r.Method {
 			case http.MethodPost:
-				c.createStore()
-				return "stores.create"
+				return "stores.create", c.createStore
 			case http.MethodGet:
-				c.listStores()
-				return "stores.list"
+				return "stores.list", c.listStores
 			}
-			c.notAllowed("GET, POST")
-			return "stores"
+			return "stores", func() { c.notAllowed("GET, POST") }
 		}
 		storeRef, rest = parts[0], parts[1:]
 	}
-	if !c.mayUse(storeRef) {
-		// The same answer as a store that does not exist: nothing leaks.
-		c.fail(notFound("memory store"))
-		return "stores"
+	name, run := c.storeRoute(rest)
+	return name, func() {
+		if c.code {
+			// Claude Code names a store by its path: its ID or its name.
+			st, err := c.ms.FindMemStore(c.r.Context(), c.tenant, storeRef)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			storeRef = st.ID
+		}
+		if !c.mayUse(storeRef) {
+			// The same answer as a store that does not exist: nothing leaks.
+			c.fail(notFound("memory store"))
+			return
+		}
+		run(storeRef)
 	}
+}
+
+// storeRoute finds the call below one store.
+func (c *storesCall) storeRoute(rest []string) (string, func(storeRef string)) {
 	m := c.r.Method
 	switch {
 	case len(rest) == 0 && !c.code:
 		switch m {
 		case http.MethodGet:
-			c.getStore(storeRef)
-			return "stores.get"
+			return "stores.get", c.getStore
 		case http.MethodPost:
-			c.updateStore(storeRef)
-			return "stores.update"
+			return "stores.update", c.updateStore
 		case http.MethodDelete:
-			c.deleteStore(storeRef)
-			return "stores.delete"
+			return "stores.delete", c.deleteStore
 		}
-		c.notAllowed("GET, POST, DELETE")
+		return "stores", func(string) { c.notAllowed("GET, POST, DELETE") }
 	case len(rest) == 1 && rest[0] == "archive" && !c.code:
 		if m == http.MethodPost {
-			c.archiveStore(storeRef)
-			return "stores.archive"
+			return "stores.archive", c.archiveStore
 		}
-		c.notAllowed("POST")
+		return "stores", func(string) { c.notAllowed("POST") }
 	case len(rest) == 1 && rest[0] == "memories":
 		switch m {
 		case http.MethodPost:
-			c.createMemory(storeRef)
-			return "memories.create"
+			return "memories.create", c.createMemory
 		case http.MethodGet:
-			c.listMemories(storeRef)
-			return "memories.list"
+			return "memories.list", c.listMemories
 		}
-		c.notAllowed("GET, POST")
+		return "stores", func(string) { c.notAllowed("GET, POST") }
 	case len(rest) == 2 && rest[0] == "memories" && rest[1] == "export":
 		if m == http.MethodGet {
-			c.export(storeRef)
-			return "memories.export"
+			return "memories.export", c.export
 		}
-		c.notAllowed("GET")
+		return "stores", func(string) { c.notAllowed("GET") }
 	case len(rest) == 2 && rest[0] == "memories":
 		switch m {
 		case http.MethodGet:
-			c.getMemory(storeRef, rest[1])
-			return "memories.get"
+			return "memories.get", func(id string) { c.getMemory(id, rest[1]) }
 		case http.MethodPost:
-			c.updateMemory(storeRef, rest[1])
-			return "memories.update"
+			return "memories.update", func(id string) { c.updateMemory(id, rest[1]) }
 		case http.MethodDelete:
-			c.deleteMemory(storeRef, rest[1])
-			return "memories.delete"
+			return "memories.delete", func(id string) { c.deleteMemory(id, rest[1]) }
 		}
-		c.notAllowed("GET, POST, DELETE")
+		return "stores", func(string) { c.notAllowed("GET, POST, DELETE") }
 	case len(rest) == 1 && rest[0] == "memory_versions" && !c.code:
 		if m == http.MethodGet {
-			c.listVersions(storeRef)
-			return "versions.list"
+			return "versions.list", c.listVersions
 		}
-		c.notAllowed("GET")
+		return "stores", func(string) { c.notAllowed("GET") }
 	case len(rest) == 2 && rest[0] == "memory_versions" && !c.code:
 		if m == http.MethodGet {
-			c.getVersion(storeRef, rest[1])
-			return "versions.get"
+			return "versions.get", func(id string) { c.getVersion(id, rest[1]) }
 		}
-		c.notAllowed("GET")
+		return "stores", func(string) { c.notAllowed("GET") }
 	case len(rest) == 3 && rest[0] == "memory_versions" && rest[2] == "redact" && !c.code:
 		if m == http.MethodPost {
-			c.redactVersion(storeRef, rest[1])
-			return "versions.redact"
+			return "versions.redact", func(id string) { c.redactVersion(id, rest[1]) }
 		}
-		c.notAllowed("POST")
-	default:
-		c.fail(notFound("route"))
+		return "stores", func(string) { c.notAllowed("POST") }
 	}
-	return "stores"
+	return "stores", func(string) { c.fail(notFound("route")) }
 }
 
 func splitPath(p string) []string {
@@ -407,7 +404,7 @@ func (c *storesCall) listStores() {
 	page := []storeJSON{}
 	next, last := "", ""
 	for _, st := range all { // newest first: the key grows down the list
-		key := fmt.Sprintf("%016d/%s", math.MaxInt64/1000-ms(st.Created), st.ID)
+		key := fmt.Sprintf("%019d", math.MaxInt64-st.Seq)
 		if (after != "" && key <= after) || !c.mayUse(st.ID) || (!includeArchived && !st.Archived.IsZero()) ||
 			(!from.IsZero() && st.Created.Before(from)) || (!to.IsZero() && st.Created.After(to)) {
 			continue

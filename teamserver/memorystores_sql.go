@@ -18,7 +18,7 @@ const memStoreSchema = `
 CREATE TABLE IF NOT EXISTS ms_stores (
 	id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
 	metadata TEXT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL, archived_ms BIGINT NOT NULL,
-	generation BIGINT NOT NULL, memory_count BIGINT NOT NULL, total_bytes BIGINT NOT NULL);
+	generation BIGINT NOT NULL, memory_count BIGINT NOT NULL, total_bytes BIGINT NOT NULL, seq BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS ms_stores_by_tenant ON ms_stores (tenant, created_ms);
 CREATE TABLE IF NOT EXISTS ms_memories (
 	store_id TEXT NOT NULL, id TEXT NOT NULL, path TEXT NOT NULL, content TEXT NOT NULL,
@@ -89,13 +89,13 @@ func (s *SQLStore) writeOnce(ctx context.Context, key string, fn func(tx *sql.Tx
 	return overloaded(tx.Commit())
 }
 
-const storeColumns = `id, tenant, name, description, metadata, created_ms, updated_ms, archived_ms, generation, memory_count, total_bytes`
+const storeColumns = `id, tenant, name, description, metadata, created_ms, updated_ms, archived_ms, generation, memory_count, total_bytes, seq`
 
 func scanStore(row interface{ Scan(...any) error }) (MemStore, error) {
 	var st MemStore
 	var meta string
 	var created, updated, archived int64
-	if err := row.Scan(&st.ID, &st.Tenant, &st.Name, &st.Description, &meta, &created, &updated, &archived, &st.Generation, &st.Memories, &st.Bytes); err != nil {
+	if err := row.Scan(&st.ID, &st.Tenant, &st.Name, &st.Description, &meta, &created, &updated, &archived, &st.Generation, &st.Memories, &st.Bytes, &st.Seq); err != nil {
 		return MemStore{}, err
 	}
 	st.Metadata = map[string]string{}
@@ -131,14 +131,14 @@ func (s *SQLStore) CreateMemStore(ctx context.Context, tenant string, st MemStor
 	}
 	err = s.write(ctx, "memstores\n"+tenant, func(tx *sql.Tx) error {
 		var n int
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM ms_stores WHERE tenant = ?`), tenant).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*), COALESCE(MAX(seq), 0) + 1 FROM ms_stores WHERE tenant = ?`), tenant).Scan(&n, &st.Seq); err != nil {
 			return err
 		}
 		if n >= limits.MaxStores {
 			return invalid("this organization has reached its limit of %d memory stores", limits.MaxStores)
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_stores (`+storeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)`),
-			st.ID, tenant, st.Name, st.Description, string(meta), ms(st.Created), ms(st.Updated))
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_stores (`+storeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, ?)`),
+			st.ID, tenant, st.Name, st.Description, string(meta), ms(st.Created), ms(st.Updated), st.Seq)
 		return err
 	})
 	return st, err
@@ -164,7 +164,7 @@ func (s *SQLStore) FindMemStore(ctx context.Context, tenant, idOrName string) (M
 		if !errors.As(err, &api) {
 			return err
 		}
-		st, err = scanStore(tx.QueryRowContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? AND name = ? ORDER BY created_ms, id LIMIT 1`), tenant, idOrName))
+		st, err = scanStore(tx.QueryRowContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? AND name = ? ORDER BY seq LIMIT 1`), tenant, idOrName))
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("memory store")
 		}
@@ -174,12 +174,12 @@ func (s *SQLStore) FindMemStore(ctx context.Context, tenant, idOrName string) (M
 }
 
 // ListMemStores lists tenant's stores, newest first (the order of the
-// hosted service).
+// hosted service; Seq orders stores created in one millisecond).
 func (s *SQLStore) ListMemStores(ctx context.Context, tenant string) ([]MemStore, error) {
 	var out []MemStore
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		out = nil
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? ORDER BY created_ms DESC, id DESC`), tenant)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? ORDER BY seq DESC`), tenant)
 		if err != nil {
 			return err
 		}

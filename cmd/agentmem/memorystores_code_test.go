@@ -239,3 +239,45 @@ func TestREADMEMemoryStoresSelfHosted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Deploys freeze on Fridays.", got.Content)
 }
+
+// TestMemoryStoresRateLimitMetricsAndLog checks that the server's bounds
+// and measurements cover the Memory Stores routes: a token past its rate
+// gets 429 with Retry-After, the metrics count each route, and the
+// request log names route, tenant and status, never a token or content.
+func TestMemoryStoresRateLimitMetricsAndLog(t *testing.T) {
+	dir := t.TempDir()
+	tokens, key, _, _ := storeTokens(t, dir)
+	metricsAddr := freeAddr(t)
+	logFile := filepath.Join(dir, "server.log")
+	t.Setenv("AGENTMEM_SERVER_LOG", logFile)
+	base, _ := serveArgs(t, filepath.Join(dir, "stores.db"), tokens, "--rate", "1", "--burst", "3", "--metrics-addr", metricsAddr)
+	code, _, body := storeHTTP(t, "POST", base+"/v1/memory_stores", key, true, map[string]any{"name": "s"})
+	require.Equal(t, 200, code, string(body))
+	id := decodeJSON(t, body)["id"].(string)
+	secret := "Deploy notes: the freeze starts on the 20th."
+	limited := 0
+	for range 6 {
+		code, hdr, body := storeHTTP(t, "POST", base+"/v1/memory_stores/"+id+"/memories", key, true, map[string]any{"path": "/n.md", "content": secret})
+		if code == 429 {
+			limited++
+			assert.NotEmpty(t, hdr.Get("Retry-After"))
+			assert.Equal(t, "rate_limit_error", decodeJSON(t, body)["error"].(map[string]any)["type"])
+		}
+	}
+	assert.Positive(t, limited, "a burst past --burst is limited")
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(metrics), `route="stores.create"`)
+	assert.Contains(t, string(metrics), `route="memories.create"`)
+	assert.Contains(t, string(metrics), `status="429"`)
+
+	logged, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(logged), `msg="memory stores request" method=POST route=memories.create tenant=acme status=429`)
+	assert.NotContains(t, string(logged), key)
+	assert.NotContains(t, string(logged), "freeze starts")
+}
