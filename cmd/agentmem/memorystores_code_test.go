@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -280,4 +281,38 @@ func TestMemoryStoresRateLimitMetricsAndLog(t *testing.T) {
 	assert.Contains(t, string(logged), `msg="memory stores request" method=POST route=memories.create tenant=acme status=429`)
 	assert.NotContains(t, string(logged), key)
 	assert.NotContains(t, string(logged), "freeze starts")
+}
+
+// TestMemoryStoresSurviveABackup takes the README's online SQLite backup
+// while the server runs, then serves the copy: the stores, their
+// memories and their versions are all in it.
+func TestMemoryStoresSurviveABackup(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" { // CI installs sqlite3 beside PostgreSQL
+			t.Fatal("sqlite3 is not installed")
+		}
+		t.Skip("sqlite3 is not installed (.ci/run installs it)")
+	}
+	dir := t.TempDir()
+	tokens, key, _, _ := storeTokens(t, dir)
+	db := filepath.Join(dir, "team.db")
+	base, _ := serveArgs(t, db, tokens)
+	code, _, body := storeHTTP(t, "POST", base+"/v1/memory_stores", key, true, map[string]any{"name": "kept"})
+	require.Equal(t, 200, code, string(body))
+	id := decodeJSON(t, body)["id"].(string)
+	code, _, body = storeHTTP(t, "POST", base+"/v1/memory_stores/"+id+"/memories", key, true, map[string]any{"path": "/a.md", "content": "one"})
+	require.Equal(t, 200, code, string(body))
+	mem := decodeJSON(t, body)["id"].(string)
+	code, _, body = storeHTTP(t, "POST", base+"/v1/memory_stores/"+id+"/memories/"+mem, key, true, map[string]any{"content": "two"})
+	require.Equal(t, 200, code, string(body))
+
+	out, err := exec.Command("sqlite3", db, ".backup "+filepath.Join(dir, "copy.db")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	copyURL, _ := serveArgs(t, filepath.Join(dir, "copy.db"), tokens)
+	code, _, body = storeHTTP(t, "GET", copyURL+"/v1/memory_stores/"+id+"/memories/"+mem, key, true, nil)
+	require.Equal(t, 200, code, string(body))
+	assert.Equal(t, "two", decodeJSON(t, body)["content"])
+	code, _, body = storeHTTP(t, "GET", copyURL+"/v1/memory_stores/"+id+"/memory_versions", key, true, nil)
+	require.Equal(t, 200, code, string(body))
+	assert.Len(t, decodeJSON(t, body)["data"], 2)
 }
