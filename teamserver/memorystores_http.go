@@ -782,7 +782,10 @@ func (c *storesCall) export(storeID string) {
 		c.w.Header().Set("Content-Type", "application/x-ndjson")
 		c.w.WriteHeader(http.StatusOK)
 		started = true
-		line := map[string]string{"type": "store", "id": st.ID, "name": st.Name}
+		// The ID and the generation (which only grows, and goes back only
+		// when the database is restored from a backup) let a sync client
+		// tell a replaced or restored store from deletions.
+		line := map[string]any{"type": "store", "id": st.ID, "name": st.Name, "generation": st.Generation}
 		if !full {
 			line["view"] = "basic"
 		}

@@ -1,0 +1,658 @@
+package storesync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/secrets"
+	"github.com/spf13/afero"
+)
+
+// Delete modes: what a file missing from the folder does to the store.
+const (
+	// DeleteCorroborate deletes from the store once the file has been
+	// missing on two walks at least 30 s apart (Claude Code's default).
+	DeleteCorroborate = "corroborate"
+	// DeleteImmediate deletes on the first walk that misses the file.
+	DeleteImmediate = "immediate"
+	// DeleteNever never deletes from the store.
+	DeleteNever = "never"
+)
+
+// MaxContentBytes is the largest file a store takes; larger ones are
+// skipped.
+const MaxContentBytes = 102_400
+
+// corroborateAge is how long a file must have been missing, over two
+// walks at least, before corroborate mode deletes it from the store.
+const corroborateAge = 30 * time.Second
+
+// ConflictsDirName is the folder, inside the mount, where the local side
+// of a conflict is kept (a dot folder: never synced).
+const ConflictsDirName = ".memory-sync-conflicts"
+
+// Config configures a Client. BaseURL, Token and Mount are required.
+type Config struct {
+	// BaseURL is the store host: agentmem's server or Anthropic's API.
+	BaseURL string
+	// Token is the bearer token (for a /v1/code/memory path) or the API
+	// key (for a /v1/memory_stores path).
+	Token string
+	Mount Mount
+	// HTTP is the client (default: 30 s timeout).
+	HTTP *http.Client
+	// DeleteMode is DeleteCorroborate (default), DeleteImmediate or
+	// DeleteNever.
+	DeleteMode string
+	// AllowMassDelete lets a round delete more than MassDeleteThreshold
+	// memories on one side.
+	AllowMassDelete bool
+	// Retries is how often a network error, a 429 or a 5xx is retried,
+	// honouring Retry-After (default 3; negative: none).
+	Retries int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Scanner finds secrets in pushed content (default secrets.New()).
+	Scanner *secrets.Scanner
+}
+
+// Client syncs one mount folder with its store.
+type Client struct {
+	fs   afero.Fs
+	dir  string
+	cfg  Config
+	conn *conn
+	gate *memdir.WriteGate
+}
+
+// New returns a client for the mount folder dir (Mount.Dir of the
+// auto-memory directory).
+func New(fsys afero.Fs, dir string, cfg Config) (*Client, error) {
+	if cfg.BaseURL == "" || cfg.Token == "" {
+		return nil, errors.New("storesync: a client needs the store's base URL and a token")
+	}
+	if err := cfg.Mount.fill(); err != nil {
+		return nil, fmt.Errorf("storesync: %w", err)
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("storesync: the base URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	switch cfg.DeleteMode {
+	case "":
+		cfg.DeleteMode = DeleteCorroborate
+	case DeleteCorroborate, DeleteImmediate, DeleteNever:
+	default:
+		return nil, fmt.Errorf("storesync: delete mode %q is not corroborate, immediate or never", cfg.DeleteMode)
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 3
+	}
+	if cfg.Retries < 0 {
+		cfg.Retries = 0
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Scanner == nil {
+		cfg.Scanner = secrets.New()
+	}
+	dir = filepath.Clean(dir)
+	gate, err := memdir.NewWriteGate(fsys, []string{dir}, memdir.GateOptions{TeamDirs: []string{}})
+	if err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
+	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: gate,
+		conn: &conn{http: cfg.HTTP, base: base, path: cfg.Mount.Path, token: cfg.Token,
+			public: strings.HasPrefix(cfg.Mount.Path, "/v1/memory_stores/"), retries: cfg.Retries}}, nil
+}
+
+// Dir is the mount folder.
+func (c *Client) Dir() string { return c.dir }
+
+// Conflict is a memory both sides changed differently: the store's
+// version took the file, and the local one was kept at SavedAs. After a
+// BasisReset it is the other way round (LocalKept): the local file was
+// pushed and the store's older version kept at SavedAs.
+type Conflict struct {
+	Path      string
+	SavedAs   string
+	LocalKept bool
+}
+
+// Skip is a file a round left alone, and why: "secret", "oversized",
+// "read-only", "changed-during-sync", or "refused: <the store's message>".
+type Skip struct {
+	Path   string
+	Reason string
+}
+
+// MassDeleteHold reports deletions held back on one side ("local" or
+// "store"): more than MassDeleteThreshold at once. They stay tracked and
+// are held again next round until confirmed (Config.AllowMassDelete) or
+// the files come back.
+type MassDeleteHold struct {
+	Side      string
+	Paths     []string
+	Tracked   int
+	Threshold int
+}
+
+// MassDeleteThreshold is the most deletions one round makes on one side
+// without confirmation: max(50, 10 % of the tracked memories).
+func MassDeleteThreshold(tracked int) int { return max(50, tracked/10) }
+
+// Result says what a round did. Paths are store paths ("/deploy.md").
+type Result struct {
+	Pulled, Pushed               []string
+	DeletedLocal, DeletedInStore []string
+	Conflicts                    []Conflict
+	Skipped                      []Skip
+	// Pending are local deletions waiting for corroboration.
+	Pending []string
+	Held    []MassDeleteHold
+	// BasisReset reports that the store did not know what this folder
+	// last agreed with it (a replaced store, or one restored from a
+	// backup): the round deleted nothing on either side and pushed what
+	// the store lacked.
+	BasisReset bool
+}
+
+// Changed reports whether the round changed anything on either side.
+func (r Result) Changed() bool {
+	return len(r.Pulled)+len(r.Pushed)+len(r.DeletedLocal)+len(r.DeletedInStore)+len(r.Conflicts) > 0
+}
+
+var errLocalChanged = errors.New("storesync: the file changed during the sync")
+
+// Sync runs one round: list the store, walk the folder, reconcile them
+// against the basis, then record the new basis. A failed listing changes
+// nothing; a failed push or pull leaves that file for the next round.
+func (c *Client) Sync(ctx context.Context) (Result, error) {
+	var res Result
+	user := c.cfg.Mount.Scope == "user"
+	if err := checkMountDir(c.fs, c.dir, c.cfg.Mount.Path, user); err != nil {
+		return res, err
+	}
+	remote, head, err := c.conn.list(ctx)
+	if err != nil {
+		return res, err
+	}
+	basis := readBasis(c.fs, c.dir, c.cfg.Mount.Path)
+	local, walkOK, err := c.walk(ctx, &res)
+	if err != nil {
+		return res, err
+	}
+	seen := readIdentity(c.fs, c.dir)
+	if !c.basisTrusted(basis, remote) || !seen.sameStore(head) {
+		res.BasisReset = true
+		basis.Entries = map[string]BasisEntry{}
+		basis.Deletes = map[string]PendingDelete{}
+	}
+	now := c.cfg.Now()
+	paths := map[string]bool{}
+	for p := range local {
+		paths[p] = true
+	}
+	for p := range remote {
+		paths[p] = true
+	}
+	for p := range basis.Entries {
+		paths[p] = true
+	}
+	// Decide first, so the deletions of each side can be counted against
+	// the mass-delete threshold before any happens.
+	type step struct {
+		path string
+		act  action
+	}
+	var steps []step
+	var storeDeletes, localDeletes []string
+	for _, p := range sortedKeys(paths) {
+		a := decide(basis.Entries[p], hasEntry(basis, p), local[p], remote[p])
+		switch a {
+		case deleteInStore:
+			if !walkOK || c.cfg.Mount.ReadOnly() {
+				a = keep
+			} else if !c.corroborated(&basis, p, now, &res) {
+				a = keep
+			} else {
+				storeDeletes = append(storeDeletes, p)
+			}
+		case deleteLocal:
+			localDeletes = append(localDeletes, p)
+		}
+		steps = append(steps, step{p, a})
+	}
+	tracked := len(basis.Entries)
+	holdStore := c.hold(&res, "store", storeDeletes, tracked)
+	holdLocal := c.hold(&res, "local", localDeletes, tracked)
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		a := s.act
+		if (a == deleteInStore && holdStore) || (a == deleteLocal && holdLocal) {
+			continue
+		}
+		if c.cfg.Mount.ReadOnly() && (a == push || a == deleteInStore) {
+			res.Skipped = append(res.Skipped, Skip{Path: s.path, Reason: "read-only"})
+			continue
+		}
+		if err := c.apply(ctx, a, s.path, local[s.path], remote[s.path], &basis, &res); err != nil {
+			return res, err
+		}
+	}
+	for p := range basis.Deletes {
+		if _, ok := basis.Entries[p]; !ok {
+			delete(basis.Deletes, p)
+		}
+	}
+	if err := c.saveBasis(ctx, basis); err != nil {
+		return res, err
+	}
+	// The store's generation moved on by one for each write of ours, so it
+	// is at least this now; a store found below it later went back.
+	if head.Generation != nil {
+		g := *head.Generation + int64(len(res.Pushed)+len(res.DeletedInStore))
+		head.Generation = &g
+	}
+	return res, c.saveIdentity(ctx, head)
+}
+
+// localFile is one synced file of the folder.
+type localFile struct {
+	abs     string
+	content string
+	sha     string
+}
+
+// walk reads the folder's synced files by store path. ok is false when a
+// folder could not be read: that round deletes nothing in the store.
+func (c *Client) walk(ctx context.Context, res *Result) (map[string]*localFile, bool, error) {
+	out := map[string]*localFile{}
+	ok := true
+	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
+		if e.Type.IsDir() || !e.Type.IsRegular() || !c.cfg.Mount.syncable(e.Rel) {
+			return nil
+		}
+		p := "/" + e.Rel
+		info, err := c.fs.Stat(e.Abs)
+		if err != nil {
+			ok = false
+			return nil
+		}
+		if info.Size() > MaxContentBytes {
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "oversized"})
+			return nil
+		}
+		raw, err := afero.ReadFile(c.fs, e.Abs)
+		if err != nil {
+			ok = false
+			return nil
+		}
+		out[p] = &localFile{abs: e.Abs, content: string(raw), sha: sha256Hex(string(raw))}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, true, nil
+	}
+	return out, ok, err
+}
+
+// basisTrusted reports whether the store is the one the basis was made
+// with: no path the store lists carries another memory ID than the basis
+// recorded, and the store still has one memory of the basis at least (an
+// empty store under a basis is taken as replaced: nothing is deleted here,
+// and the files are pushed back).
+func (c *Client) basisTrusted(b Basis, remote map[string]remoteMemory) bool {
+	if len(b.Entries) == 0 {
+		return true
+	}
+	known := 0
+	for p, e := range b.Entries {
+		r, ok := remote[p]
+		if !ok {
+			continue
+		}
+		if r.ID != e.ID {
+			return false
+		}
+		known++
+	}
+	return known > 0
+}
+
+func hasEntry(b Basis, p string) bool { _, ok := b.Entries[p]; return ok }
+
+// action is what a round does for one path.
+type action int
+
+const (
+	keep action = iota
+	agree
+	push
+	pull
+	conflict
+	deleteInStore
+	deleteLocal
+	forget
+)
+
+// decide applies the three-way rules to one path.
+func decide(b BasisEntry, inBasis bool, l *localFile, r remoteMemory) action {
+	hasR := r.ID != ""
+	switch {
+	case l != nil && hasR && l.sha == r.SHA256:
+		return agree
+	case l == nil && !hasR:
+		return forget
+	case !inBasis:
+		switch {
+		case l != nil && !hasR:
+			return push
+		case l == nil:
+			return pull
+		default:
+			return conflict
+		}
+	}
+	lChanged := l == nil || l.sha != b.SHA256
+	rChanged := !hasR || r.SHA256 != b.SHA256 || r.ID != b.ID
+	switch {
+	case lChanged && !rChanged:
+		if l == nil {
+			return deleteInStore
+		}
+		return push
+	case rChanged && !lChanged:
+		if !hasR {
+			return deleteLocal
+		}
+		return pull
+	case l == nil: // deleted here, edited there: the edit wins
+		return pull
+	case !hasR: // edited here, deleted there: the edit wins
+		return push
+	default:
+		return conflict
+	}
+}
+
+// corroborated records a local deletion and reports whether the delete
+// mode lets it reach the store now.
+func (c *Client) corroborated(b *Basis, p string, now time.Time, res *Result) bool {
+	switch c.cfg.DeleteMode {
+	case DeleteImmediate:
+		return true
+	case DeleteNever:
+		return false
+	}
+	d, ok := b.Deletes[p]
+	if !ok {
+		d = PendingDelete{FirstMissedMS: now.UnixMilli()}
+	}
+	d.Walks++
+	b.Deletes[p] = d
+	if d.Walks >= 2 && now.Sub(time.UnixMilli(d.FirstMissedMS)) >= corroborateAge {
+		return true
+	}
+	res.Pending = append(res.Pending, p)
+	return false
+}
+
+// hold reports whether one side's deletions are held.
+func (c *Client) hold(res *Result, side string, paths []string, tracked int) bool {
+	limit := MassDeleteThreshold(tracked)
+	if len(paths) <= limit || c.cfg.AllowMassDelete {
+		return false
+	}
+	res.Held = append(res.Held, MassDeleteHold{Side: side, Paths: paths, Tracked: tracked, Threshold: limit})
+	return true
+}
+
+// apply carries out one decision.
+func (c *Client) apply(ctx context.Context, a action, p string, l *localFile, r remoteMemory, b *Basis, res *Result) error {
+	switch a {
+	case agree:
+		b.Entries[p] = BasisEntry{ID: r.ID, SHA256: r.SHA256}
+		delete(b.Deletes, p)
+	case forget:
+		delete(b.Entries, p)
+	case push:
+		return c.push(ctx, p, l, r, b, res)
+	case conflict:
+		if res.BasisReset {
+			return c.pushOver(ctx, p, l, r, b, res)
+		}
+		return c.pull(ctx, p, l, r, true, b, res)
+	case pull:
+		return c.pull(ctx, p, l, r, false, b, res)
+	case deleteInStore:
+		entry := b.Entries[p]
+		err := c.conn.remove(ctx, r.ID, entry.SHA256)
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusConflict) {
+			return nil // gone already, or changed there: the next round sees it
+		}
+		if err != nil {
+			return err
+		}
+		delete(b.Entries, p)
+		delete(b.Deletes, p)
+		res.DeletedInStore = append(res.DeletedInStore, p)
+	case deleteLocal:
+		entry := b.Entries[p]
+		_, err := c.gate.UpdateFile(ctx, l.abs, func(old []byte, exists bool) ([]byte, error) {
+			if !exists || sha256Hex(string(old)) != entry.SHA256 {
+				return nil, errLocalChanged
+			}
+			return old, nil
+		}, 0o644)
+		if errors.Is(err, errLocalChanged) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := c.gate.Remove(ctx, l.abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		delete(b.Entries, p)
+		res.DeletedLocal = append(res.DeletedLocal, p)
+	}
+	return nil
+}
+
+// push sends a local file: a create when the store has no memory at the
+// path, else an update conditional on the sha256 both last agreed on.
+func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemory, b *Basis, res *Result) error {
+	if len(c.cfg.Scanner.Scan(l.content)) > 0 {
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "secret"})
+		return nil
+	}
+	var m remoteMemory
+	var err error
+	if r.ID == "" {
+		m, err = c.conn.create(ctx, p, l.content)
+	} else {
+		m, err = c.conn.update(ctx, r.ID, l.content, b.Entries[p].SHA256)
+	}
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		switch {
+		case apiErr.Status == http.StatusConflict:
+			return nil // someone wrote in between: the next round reconciles it
+		case apiErr.Status == http.StatusBadRequest || apiErr.Status == http.StatusRequestEntityTooLarge:
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "refused: " + apiErr.Message})
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	b.Entries[p] = BasisEntry{ID: m.ID, SHA256: l.sha}
+	delete(b.Deletes, p)
+	res.Pushed = append(res.Pushed, p)
+	return nil
+}
+
+// pull writes the store's version into the folder, only over the version
+// the decision was made on; on a conflict the local one is kept first.
+func (c *Client) pull(ctx context.Context, p string, l *localFile, r remoteMemory, isConflict bool, b *Basis, res *Result) error {
+	m, err := c.conn.get(ctx, r.ID)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+		return nil // deleted since the listing
+	}
+	if err != nil {
+		return err
+	}
+	if sha256Hex(m.Content) != m.SHA256 {
+		return fmt.Errorf("storesync: %s arrived with content that does not match its sha256; nothing was written", p)
+	}
+	abs := filepath.Join(c.dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
+	if isConflict && l != nil {
+		saved, err := c.keepAside(ctx, p, l.content)
+		if err != nil {
+			return err
+		}
+		res.Conflicts = append(res.Conflicts, Conflict{Path: p, SavedAs: saved})
+	}
+	_, err = c.gate.UpdateFile(ctx, abs, func(old []byte, exists bool) ([]byte, error) {
+		if (l == nil && exists) || (l != nil && (!exists || sha256Hex(string(old)) != l.sha)) {
+			return nil, errLocalChanged
+		}
+		return []byte(m.Content), nil
+	}, 0o644)
+	if errors.Is(err, errLocalChanged) {
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "changed-during-sync"})
+		return nil
+	}
+	var pte *memdir.PathTraversalError
+	if errors.As(err, &pte) {
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "refused: " + err.Error()})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b.Entries[p] = BasisEntry{ID: m.ID, SHA256: m.SHA256}
+	delete(b.Deletes, p)
+	res.Pulled = append(res.Pulled, p)
+	return nil
+}
+
+// pushOver resolves a conflict with a store that was replaced or restored
+// from a backup: its copy is the older one, so the local file stays and
+// is pushed, and the store's version is kept aside (and reported).
+func (c *Client) pushOver(ctx context.Context, p string, l *localFile, r remoteMemory, b *Basis, res *Result) error {
+	if c.cfg.Mount.ReadOnly() {
+		return c.pull(ctx, p, l, r, true, b, res)
+	}
+	m, err := c.conn.get(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	saved, err := c.keepAside(ctx, p, m.Content)
+	if err != nil {
+		return err
+	}
+	res.Conflicts = append(res.Conflicts, Conflict{Path: p, SavedAs: saved, LocalKept: true})
+	b.Entries[p] = BasisEntry{ID: r.ID, SHA256: m.SHA256}
+	return c.push(ctx, p, l, r, b, res)
+}
+
+// keepAside saves the local side of a conflict under ConflictsDirName.
+func (c *Client) keepAside(ctx context.Context, p, content string) (string, error) {
+	stamp := c.cfg.Now().UTC().Format("20060102T150405.000Z")
+	rel := strings.TrimPrefix(p, "/")
+	ext := filepath.Ext(rel)
+	saved := filepath.Join(c.dir, ConflictsDirName, filepath.FromSlash(strings.TrimSuffix(rel, ext)+"."+stamp+ext))
+	if _, err := c.gate.WriteFile(ctx, saved, []byte(content), 0o644); err != nil {
+		return "", fmt.Errorf("storesync: keep the local side of %s: %w (nothing was overwritten)", p, err)
+	}
+	return saved, nil
+}
+
+// saveBasis writes the manifest and the basis.
+func (c *Client) saveBasis(ctx context.Context, b Basis) error {
+	if err := c.fs.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	if _, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, ManifestName), marshalManifest(c.cfg.Mount.Path), 0o644); err != nil {
+		return err
+	}
+	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, BasisName), b.marshal(), 0o644)
+	return err
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+
+// IdentityName is agentmem's own file beside the manifests: the store ID
+// and generation the last round saw, where the server names them (a dot
+// file: neither agentmem nor Claude Code syncs it).
+const IdentityName = ".memory-sync-store"
+
+type identity struct {
+	V          int    `json:"v"`
+	StoreID    string `json:"store_id,omitempty"`
+	Generation *int64 `json:"generation,omitempty"`
+}
+
+func readIdentity(fsys afero.Fs, dir string) identity {
+	var id identity
+	raw, err := afero.ReadFile(fsys, filepath.Join(dir, IdentityName))
+	if err == nil {
+		_ = json.Unmarshal(raw, &id)
+	}
+	return id
+}
+
+// sameStore reports whether head can be the store seen last: the same ID,
+// and a generation that did not go back (a restored backup's does).
+func (id identity) sameStore(head storeHead) bool {
+	if id.StoreID != "" && head.ID != "" && id.StoreID != head.ID {
+		return false
+	}
+	return id.Generation == nil || head.Generation == nil || *head.Generation >= *id.Generation
+}
+
+func (c *Client) saveIdentity(ctx context.Context, head storeHead) error {
+	if head.ID == "" && head.Generation == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(identity{V: 1, StoreID: head.ID, Generation: head.Generation})
+	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, IdentityName), raw, 0o644)
+	return err
+}

@@ -1,0 +1,299 @@
+package storesync
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// remoteMemory is one memory as a listing gives it (Content only when
+// fetched).
+type remoteMemory struct {
+	ID      string `json:"id"`
+	Path    string `json:"path"`
+	SHA256  string `json:"content_sha256"`
+	Content string `json:"content"`
+}
+
+// APIError is a refusal by the store: its HTTP status, error type and
+// message. A path conflict names the memory that holds the path.
+type APIError struct {
+	Status        int
+	Type          string
+	Message       string
+	ConflictingID string
+	RetryAfter    time.Duration
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("storesync: the store answered %d %s: %s", e.Status, e.Type, e.Message)
+}
+
+// Temporary reports an answer worth retrying later: 429 and 5xx.
+func (e *APIError) Temporary() bool { return e.Status == http.StatusTooManyRequests || e.Status >= 500 }
+
+// conn speaks the store protocol to one store.
+type conn struct {
+	http    *http.Client
+	base    string // scheme://host[:port]
+	path    string // the store's path, without a trailing "/"
+	token   string
+	public  bool // /v1/memory_stores/...: x-api-key and the beta header
+	retries int
+}
+
+func (c *conn) do(ctx context.Context, method, rel string, body any) (int, []byte, error) {
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	for attempt := 0; ; attempt++ {
+		var r io.Reader
+		if raw != nil {
+			r = bytes.NewReader(raw)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.base+c.path+rel, r)
+		if err != nil {
+			return 0, nil, err
+		}
+		if c.public {
+			req.Header.Set("x-api-key", c.token)
+			req.Header.Set("anthropic-version", "2023-06-01")
+			req.Header.Set("anthropic-beta", "agent-memory-2026-07-22")
+		} else {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		req.Header.Set("Accept", "application/json, text/plain, */*")
+		if raw != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			if attempt < c.retries && ctx.Err() == nil {
+				if !sleep(ctx, backoff(attempt)) {
+					return 0, nil, ctx.Err()
+				}
+				continue
+			}
+			return 0, nil, err
+		}
+		out, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		resp.Body.Close()
+		if err != nil {
+			return 0, nil, err
+		}
+		if resp.StatusCode < 300 {
+			return resp.StatusCode, out, nil
+		}
+		apiErr := parseError(resp, out)
+		if apiErr.Temporary() && attempt < c.retries {
+			wait := apiErr.RetryAfter
+			if wait == 0 {
+				wait = backoff(attempt)
+			}
+			if !sleep(ctx, min(wait, time.Hour)) {
+				return 0, nil, ctx.Err()
+			}
+			continue
+		}
+		return resp.StatusCode, out, apiErr
+	}
+}
+
+func backoff(attempt int) time.Duration { return time.Duration(200<<attempt) * time.Millisecond }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func parseError(resp *http.Response, body []byte) *APIError {
+	e := &APIError{Status: resp.StatusCode}
+	var env struct {
+		Error struct {
+			Type          string `json:"type"`
+			Message       string `json:"message"`
+			ConflictingID string `json:"conflicting_memory_id"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil {
+		e.Type, e.Message, e.ConflictingID = env.Error.Type, env.Error.Message, env.Error.ConflictingID
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		e.RetryAfter = time.Duration(s) * time.Second
+	}
+	return e
+}
+
+// storeHead is what an export's first line says of the store: agentmem's
+// server names its ID and generation; other servers may not.
+type storeHead struct {
+	ID         string `json:"id"`
+	Generation *int64 `json:"generation"`
+}
+
+// list returns every memory of the store without content: by the
+// export's basic view, or page by page where the server has no export.
+func (c *conn) list(ctx context.Context) (map[string]remoteMemory, storeHead, error) {
+	var head storeHead
+	_, body, err := c.do(ctx, http.MethodGet, "/memories/export?view=basic", nil)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed) {
+		m, err := c.listPaged(ctx)
+		return m, head, err
+	}
+	if err != nil {
+		return nil, head, err
+	}
+	out := map[string]remoteMemory{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 630_784)
+	first, complete := true, false
+	for sc.Scan() {
+		var line struct {
+			Type       string `json:"type"`
+			View       string `json:"view"`
+			Count      int    `json:"memory_count"`
+			Errs       int    `json:"error_count"`
+			Generation *int64 `json:"generation"`
+			remoteMemory
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return nil, head, fmt.Errorf("storesync: the export has a line that is not JSON: %w", err)
+		}
+		if first {
+			first = false
+			if line.Type != "store" || line.View != "basic" {
+				m, err := c.listPaged(ctx) // the basic view was not honoured
+				return m, head, err
+			}
+			head = storeHead{ID: line.ID, Generation: line.Generation}
+			continue
+		}
+		switch line.Type {
+		case "memory", "memory_metadata":
+			out[normalPath(line.Path)] = line.remoteMemory
+		case "memory_error":
+			return nil, head, errors.New("storesync: the export reported a memory it could not read; try again later")
+		case "complete":
+			if line.Errs > 0 || line.Count != len(out) {
+				return nil, head, fmt.Errorf("storesync: the export is inconsistent (%d memories, %d listed, %d errors)", line.Count, len(out), line.Errs)
+			}
+			complete = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, head, fmt.Errorf("storesync: read the export: %w", err)
+	}
+	if !complete {
+		return nil, head, errors.New("storesync: the export was cut short (no complete line); nothing was changed")
+	}
+	return out, head, nil
+}
+
+// listPaged lists the store with the paged list (limit 100, basic).
+func (c *conn) listPaged(ctx context.Context) (map[string]remoteMemory, error) {
+	out := map[string]remoteMemory{}
+	page := ""
+	for {
+		q := url.Values{"limit": {"100"}, "view": {"basic"}}
+		if page != "" {
+			q.Set("page", page)
+		}
+		_, body, err := c.do(ctx, http.MethodGet, "/memories?"+q.Encode(), nil)
+		if err != nil {
+			return nil, err
+		}
+		var reply struct {
+			Data     []remoteMemory `json:"data"`
+			NextPage *string        `json:"next_page"`
+		}
+		if err := json.Unmarshal(body, &reply); err != nil {
+			return nil, fmt.Errorf("storesync: the listing is not JSON: %w", err)
+		}
+		for _, m := range reply.Data {
+			if m.ID != "" {
+				out[normalPath(m.Path)] = m
+			}
+		}
+		if reply.NextPage == nil || *reply.NextPage == "" {
+			return out, nil
+		}
+		if *reply.NextPage == page {
+			return nil, errors.New("storesync: the listing's cursor did not advance")
+		}
+		page = *reply.NextPage
+	}
+}
+
+// get reads one memory with its content.
+func (c *conn) get(ctx context.Context, id string) (remoteMemory, error) {
+	_, body, err := c.do(ctx, http.MethodGet, "/memories/"+url.PathEscape(id), nil)
+	if err != nil {
+		return remoteMemory{}, err
+	}
+	var m remoteMemory
+	if err := json.Unmarshal(body, &m); err != nil {
+		return remoteMemory{}, fmt.Errorf("storesync: a memory is not JSON: %w", err)
+	}
+	return m, nil
+}
+
+// create adds a memory at a path no memory has.
+func (c *conn) create(ctx context.Context, p, content string) (remoteMemory, error) {
+	body := map[string]any{"path": p, "content": content}
+	if !c.public {
+		body["precondition"] = map[string]string{"type": "not_exists"}
+	}
+	_, out, err := c.do(ctx, http.MethodPost, "/memories", body)
+	if err != nil {
+		return remoteMemory{}, err
+	}
+	var m remoteMemory
+	err = json.Unmarshal(out, &m)
+	return m, err
+}
+
+// update rewrites a memory whose content still has sha256 ifSHA.
+func (c *conn) update(ctx context.Context, id, content, ifSHA string) (remoteMemory, error) {
+	_, out, err := c.do(ctx, http.MethodPost, "/memories/"+url.PathEscape(id), map[string]any{"content": content,
+		"precondition": map[string]string{"type": "content_sha256", "content_sha256": ifSHA}})
+	if err != nil {
+		return remoteMemory{}, err
+	}
+	var m remoteMemory
+	err = json.Unmarshal(out, &m)
+	return m, err
+}
+
+// remove deletes a memory whose content still has sha256 ifSHA.
+func (c *conn) remove(ctx context.Context, id, ifSHA string) error {
+	_, _, err := c.do(ctx, http.MethodDelete, "/memories/"+url.PathEscape(id)+"?expected_content_sha256="+ifSHA, nil)
+	return err
+}
+
+// normalPath gives a store path a leading "/" and collapses runs of "/".
+func normalPath(p string) string {
+	for strings.Contains(p, "//") {
+		p = strings.ReplaceAll(p, "//", "/")
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return p
+}
