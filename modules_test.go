@@ -55,7 +55,7 @@ func TestCoreModuleStaysLight(t *testing.T) {
 var floors = map[string]float64{
 	"llm": 1, "rootfs": 1, "lexical": 1, "secrets": 1, "teammem/wire": 1, "llm/llmtest": 1.5,
 	"memdir": 2, "transcript": 2.5, "filehistory": 2.5,
-	"teammem":  3, "storesync": 3,
+	"teammem": 3, "storesync": 3,
 	"memtools": 4, "memorytool": 4, "teamserver": 4, "teamserver/storetest": 4.5,
 	"extract": 5, "recall": 5, "dream": 5, "sessionmem": 5,
 	"": 6,

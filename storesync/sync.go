@@ -618,7 +618,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-
 // IdentityName is agentmem's own file beside the manifests: the store ID
 // and generation the last round saw, where the server names them (a dot
 // file: neither agentmem nor Claude Code syncs it).
