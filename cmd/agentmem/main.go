@@ -72,6 +72,7 @@ func commands() []command {
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
 		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
 		{"team", "serve|token|pull|push|sync|watch|log|restore", "run or use a team memory sync server (agentmem team --help)", teamFlags},
+		{"store", "ls|sync|watch", "keep memory folders in step with memory stores, in Claude Code's layout (agentmem store --help)", storeFlags},
 		{"sessions", "ls|show|search", "list, show and search session transcripts (agentmem sessions --help)", sessionsFlags},
 		{"history", "[--session NAME] [--diff] [--json]", "list the file histories' checkpoints and the files changed after each", historyFlags},
 		{"rewind", "CHECKPOINT [--session NAME] [--dry-run]", "put the files of a history back as they were at a checkpoint", rewindFlags},
@@ -109,7 +110,7 @@ func run(args []string, e env) int {
 		var com common
 		com.register(fs)
 		runSub := c.setup(fs)
-		if c.name == "team" || c.name == "sessions" {
+		if c.name == "team" || c.name == "sessions" || c.name == "store" {
 			// The team commands parse their own flags.
 			code, err := runSub(e, &com, args[1:])
 			if err != nil {
@@ -136,7 +137,7 @@ func run(args []string, e env) int {
 		}
 		return code
 	}
-	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, sessions, history, rewind, dream or mcp)\n", args[0])
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, store, sessions, history, rewind, dream or mcp)\n", args[0])
 	return exitError
 }
 

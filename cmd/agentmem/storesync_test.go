@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -288,4 +289,70 @@ func TestStoreSyncSurvivesAReplacedOrRestoredStore(t *testing.T) {
 	assert.Equal(t, "early, edited", readFile(t, cDir, "early.md"), "the newer local version stays")
 	require.Len(t, res.Conflicts, 1)
 	assert.True(t, res.Conflicts[0].LocalKept)
+}
+
+// TestStoreCommand runs agentmem store as a user does: the mounts from
+// CLAUDE_MEMORY_STORES, the token from AGENTMEM_STORE_TOKEN, two
+// teammates' projects, `store ls`, `store sync` and a `store watch` that
+// pushes a new file within seconds and stops cleanly on SIGTERM.
+func TestStoreCommand(t *testing.T) {
+	f := newSyncFixture(t, "")
+	root := t.TempDir()
+	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"},{"path":"/v1/code/memory/team-store","mount":"mirror","mode":"ro"}]`
+	ana, anaEnv := clone(t, root, "ana")
+	ben, benEnv := clone(t, root, "ben")
+	anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+	benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+
+	out, errOut, code := runIn(t, ana, anaEnv, "store", "ls")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	assert.Regexp(t, `^proj +team +rw +/v1/code/memory/team-store +/.*/team/proj$`, lines[0])
+	assert.Regexp(t, `^mirror +team +ro `, lines[1])
+	anaDir := strings.Fields(lines[0])[4]
+
+	_, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url, "--mount", "proj")
+	require.Equal(t, 0, code, errOut)
+	writeFile(t, anaDir, "deploy.md", "Deploys freeze on Fridays.\n")
+	out, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url, "--mount", "proj")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "proj: pushed  /deploy.md\n", out)
+
+	out, errOut, code = runIn(t, ben, benEnv, "store", "sync", "--server", f.url)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "proj: pulled  /deploy.md\n")
+	assert.Contains(t, out, "mirror: pulled  /deploy.md\n")
+	benOut, _, _ := runIn(t, ben, benEnv, "store", "ls")
+	benMirror := strings.Fields(strings.Split(strings.TrimSpace(benOut), "\n")[1])[4]
+	writeFile(t, benMirror, "local-only.md", "never pushed from a read-only mount")
+	out, errOut, code = runIn(t, ben, benEnv, "store", "sync", "--server", f.url, "--mount", "mirror")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "mirror: skipped /local-only.md (read-only)")
+
+	_, errOut, code = runIn(t, ana, append(anaEnv, "AGENTMEM_STORE_TOKEN="), "store", "sync", "--server", f.url)
+	assert.Equal(t, 3, code, errOut)
+	_, errOut, code = runIn(t, ana, append(anaEnv, "AGENTMEM_STORE_TOKEN=amt_wrong"), "store", "sync", "--server", f.url)
+	assert.Equal(t, 3, code, errOut)
+	_, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", "http://"+freeAddr(t))
+	assert.Equal(t, 4, code, errOut)
+
+	// watch: a new file reaches the store within seconds.
+	cmd := exec.Command(binary(t), "store", "watch", "--server", f.url, "--mount", "proj")
+	cmd.Dir = ana
+	cmd.Env = append(os.Environ(), anaEnv...)
+	var watchOut strings.Builder
+	cmd.Stdout = &watchOut
+	require.NoError(t, cmd.Start())
+	time.Sleep(time.Second)
+	writeFile(t, anaDir, "watched.md", "seen by the watcher")
+	start := time.Now()
+	waitFor(t, func() bool {
+		code, _, body := storeHTTP(t, "GET", f.url+"/v1/code/memory/team-store/memories/export?view=basic", f.key, false, nil)
+		return code == 200 && strings.Contains(string(body), `"/watched.md"`)
+	})
+	t.Logf("the watcher pushed a new file %.1f s after it was written", time.Since(start).Seconds())
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "watch exits 0 on SIGTERM")
+	assert.Contains(t, watchOut.String(), "proj: pushed  /watched.md")
 }

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentmem/agentmem/storesync"
+)
+
+// StoreTokenEnv and MemoryStoresEnv name what agentmem store reads from
+// the environment: the token or API key, and the mounts (Claude Code's
+// CLAUDE_MEMORY_STORES).
+const (
+	StoreTokenEnv   = "AGENTMEM_STORE_TOKEN"
+	MemoryStoresEnv = "CLAUDE_MEMORY_STORES"
+)
+
+func storeFlags(fs *flag.FlagSet) runner {
+	return func(e env, c *common, args []string) (int, error) {
+		if len(args) == 0 {
+			storeUsage(e.stdout)
+			return exitError, nil
+		}
+		sub, rest := args[0], args[1:]
+		switch sub {
+		case "ls", "sync", "watch":
+			return storeCommand(e, c, sub, rest)
+		case "help", "-h", "--help":
+			storeUsage(e.stdout)
+			return exitOK, nil
+		}
+		return exitError, fmt.Errorf("unknown store command %q (want ls, sync or watch)", sub)
+	}
+}
+
+func storeUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: agentmem store COMMAND [flags]
+
+  ls     [--stores JSON]                                  the mounted stores and their folders
+  sync   --server URL [--stores JSON] [--mount NAME]      one round for each store (or the one named)
+  watch  --server URL [--stores JSON] [--mount NAME]      keep the folders in step until interrupted
+
+The stores are read from --stores or $CLAUDE_MEMORY_STORES, Claude Code's
+JSON: ["/v1/code/memory/team-store"] or objects with path, mode (rw, ro),
+scope (team, user), mount and promptIndex. A team store lives in
+<auto memory>/team/<mount>/, the user store in <auto memory>/ itself,
+with Claude Code's .memory-sync and .memory-sync-basis beside the files.
+--server is the store host: agentmem team serve, or https://api.anthropic.com
+for a /v1/memory_stores/<id> path. The token (or API key) is read from
+$AGENTMEM_STORE_TOKEN. Deletes follow --delete-mode (corroborate: a file
+missing on two walks 30 s apart; immediate; never); more than
+max(50, 10%) of the tracked memories deleted on one side at once are held
+until --allow-mass-delete. A store that was replaced or restored from a
+backup deletes nothing. When both sides changed a memory, the store's
+version takes the file and yours is kept in .memory-sync-conflicts/.
+watch pushes about 2 s after a local change and resyncs every --resync.
+Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 7 conflicts, 8 mass delete held.
+`)
+}
+
+func storeCommand(e env, c *common, name string, args []string) (int, error) {
+	fs := flag.NewFlagSet("agentmem store "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	server := fs.String("server", "", "the store host's base URL")
+	stores := fs.String("stores", "", "the mounted stores as JSON (default $"+MemoryStoresEnv+")")
+	mount := fs.String("mount", "", "only this mount")
+	project := fs.String("project", "", "the project directory (default: the current directory)")
+	configDir := fs.String("config-dir", "", "config home (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
+	deleteMode := fs.String("delete-mode", storesync.DeleteCorroborate, "corroborate, immediate or never")
+	allowMassDelete := fs.Bool("allow-mass-delete", false, "let a round delete more than max(50, 10%) of the tracked memories on one side")
+	resync := fs.Duration("resync", storesync.DefaultResync, "watch: the time between full rounds")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			storeUsage(e.stdout)
+			fmt.Fprintln(e.stdout, "\nFlags:")
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			return exitOK, nil
+		}
+		fmt.Fprintf(e.stderr, "agentmem store %s: %v (see agentmem store --help)\n", name, err)
+		return exitError, nil
+	}
+	if *project != "" {
+		c.project = *project
+	}
+	if *configDir != "" {
+		c.configDir = *configDir
+	}
+	raw := *stores
+	if raw == "" {
+		raw = e.getenv(MemoryStoresEnv)
+	}
+	if raw == "" {
+		return exitError, fmt.Errorf("no stores: set $%s or pass --stores", MemoryStoresEnv)
+	}
+	mounts, err := storesync.ParseMounts(raw)
+	if err != nil {
+		return exitError, err
+	}
+	if *mount != "" {
+		var picked []storesync.Mount
+		for _, m := range mounts {
+			if m.Name == *mount {
+				picked = append(picked, m)
+			}
+		}
+		if len(picked) == 0 {
+			return exitError, fmt.Errorf("no mount named %q", *mount)
+		}
+		mounts = picked
+	}
+	r, err := resolve(e, c)
+	if err != nil {
+		return exitError, err
+	}
+	auto := r.path.Dir
+	if name == "ls" {
+		for _, m := range mounts {
+			fmt.Fprintf(e.stdout, "%-16s %-5s %-4s %s  %s\n", m.Name, m.Scope, m.Mode, m.Path, m.Dir(auto))
+		}
+		return exitOK, nil
+	}
+	if *server == "" {
+		return exitError, errors.New("--server is required")
+	}
+	token := e.getenv(StoreTokenEnv)
+	if token == "" {
+		fmt.Fprintf(e.stderr, "agentmem store %s: no token: set %s\n", name, StoreTokenEnv)
+		return exitAuth, nil
+	}
+	var clients []*storesync.Client
+	for _, m := range mounts {
+		sc, err := storesync.New(e.fs, m.Dir(auto), storesync.Config{BaseURL: *server, Token: token, Mount: m,
+			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete})
+		if err != nil {
+			return exitError, err
+		}
+		clients = append(clients, sc)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if name == "watch" {
+		done := make(chan struct{}, len(clients))
+		for i, sc := range clients {
+			m := mounts[i]
+			go func() {
+				_ = storesync.Watch(ctx, sc, storesync.WatchConfig{Resync: *resync, OnRound: func(res storesync.Result, err error) {
+					printStoreResult(e, m.Name, res, err)
+				}})
+				done <- struct{}{}
+			}()
+		}
+		for range clients {
+			<-done
+		}
+		return exitOK, nil
+	}
+	code := exitOK
+	for i, sc := range clients {
+		res, err := sc.Sync(ctx)
+		printStoreResult(e, mounts[i].Name, res, err)
+		code = max(code, storeExit(res, err))
+	}
+	return code, nil
+}
+
+// printStoreResult prints one round: a line per file changed, conflict,
+// skip and hold, then an error if the round failed.
+func printStoreResult(e env, mount string, r storesync.Result, err error) {
+	for _, p := range r.Pulled {
+		fmt.Fprintf(e.stdout, "%s: pulled  %s\n", mount, p)
+	}
+	for _, p := range r.Pushed {
+		fmt.Fprintf(e.stdout, "%s: pushed  %s\n", mount, p)
+	}
+	for _, p := range r.DeletedLocal {
+		fmt.Fprintf(e.stdout, "%s: deleted %s (deleted in the store)\n", mount, p)
+	}
+	for _, p := range r.DeletedInStore {
+		fmt.Fprintf(e.stdout, "%s: deleted %s in the store\n", mount, p)
+	}
+	for _, p := range r.Pending {
+		fmt.Fprintf(e.stdout, "%s: pending deletion of %s (confirmed on a later run, 30 s on)\n", mount, p)
+	}
+	for _, cf := range r.Conflicts {
+		if cf.LocalKept {
+			fmt.Fprintf(e.stdout, "%s: conflict %s: kept yours; the store's older version is in %s\n", mount, cf.Path, cf.SavedAs)
+		} else {
+			fmt.Fprintf(e.stdout, "%s: conflict %s: took the store's version; yours is in %s\n", mount, cf.Path, cf.SavedAs)
+		}
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, s.Path, s.Reason)
+	}
+	for _, h := range r.Held {
+		fmt.Fprintf(e.stderr, "%s: held %d deletion(s) on the %s side: more than %d of %d tracked memories at once; nothing was deleted (pass --allow-mass-delete to confirm)\n",
+			mount, len(h.Paths), h.Side, h.Threshold, h.Tracked)
+	}
+	if r.BasisReset {
+		fmt.Fprintf(e.stderr, "%s: warning: the store does not know this folder's last sync (replaced, or restored from a backup); nothing was deleted, and what it lacked was pushed\n", mount)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "agentmem store: %s: %v\n", mount, err)
+	}
+}
+
+// storeExit maps a round to the exit codes of agentmem team.
+func storeExit(r storesync.Result, err error) int {
+	var apiErr *storesync.APIError
+	var netErr net.Error
+	var foreign *storesync.ForeignDirError
+	switch {
+	case err == nil && len(r.Held) > 0:
+		return exitHeld
+	case err == nil && len(r.Conflicts) > 0:
+		return exitConflict
+	case err == nil:
+		return exitOK
+	case errors.As(err, &foreign):
+		return exitError
+	case errors.As(err, &apiErr) && (apiErr.Status == 401 || apiErr.Status == 403):
+		return exitAuth
+	case errors.As(err, &apiErr):
+		return exitServer
+	case errors.As(err, &netErr), errors.Is(err, syscall.ECONNREFUSED):
+		return exitNetwork
+	}
+	return exitError
+}
