@@ -326,7 +326,7 @@ func TestStoreCommand(t *testing.T) {
 	benOut, _, _ := runIn(t, ben, benEnv, "store", "ls")
 	benMirror := strings.Fields(strings.Split(strings.TrimSpace(benOut), "\n")[1])[4]
 	writeFile(t, benMirror, "local-only.md", "never pushed from a read-only mount")
-	out, errOut, code = runIn(t, ben, benEnv, "store", "sync", "--server", f.url, "--mount", "mirror")
+	_, errOut, code = runIn(t, ben, benEnv, "store", "sync", "--server", f.url, "--mount", "mirror")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "mirror: skipped /local-only.md (read-only)")
 
