@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/agentmem/agentmem/recall"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/sessionmem"
+	"github.com/agentmem/agentmem/storesync"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/transcript"
 )
@@ -58,6 +60,23 @@ type TeamOptions struct {
 	Token string
 }
 
+// StoreOptions turn on memory-store sync (package storesync): each mounted
+// store's folder is kept in step with its store while the Memory is open,
+// in Claude Code's layout, and the memory prompt names the stores.
+type StoreOptions struct {
+	// BaseURL is the store host (agentmem team serve, or Anthropic's API);
+	// empty means no store sync.
+	BaseURL string
+	// Token is the bearer token or API key.
+	Token string
+	// Mounts are the stores; nil reads CLAUDE_MEMORY_STORES through
+	// Options.Getenv (Claude Code's JSON).
+	Mounts []storesync.Mount
+	// DeleteMode is storesync.DeleteCorroborate (default), DeleteImmediate
+	// or DeleteNever.
+	DeleteMode string
+}
+
 // Options configures a Memory. ProjectRoot is required, and ConfigHome
 // unless MemoryDir is set and Transcripts and SessionSummary are off; the
 // zero value of the rest means the defaults.
@@ -84,6 +103,8 @@ type Options struct {
 	Getenv func(string) string
 	// Team turns on team sync.
 	Team TeamOptions
+	// Stores turns on memory-store sync.
+	Stores StoreOptions
 	// Disable leaves background layers out.
 	Disable Job
 	// History keeps a file history per job (extract-runs, dream-runs,
@@ -149,6 +170,9 @@ type Memory struct {
 	extractor *extract.Extractor
 	dreamer   *dream.Dreamer
 	watcher   *teammem.Watcher
+	mounts    []storesync.Mount
+	stores    []*storesync.Client // one per mount
+	storeSync sync.WaitGroup      // the store watchers
 
 	stop  func() // ends the background context (team sync)
 	bg    context.Context
@@ -193,6 +217,24 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	}
 	if err := m.resolve(getenv); err != nil {
 		return nil, err
+	}
+	if opts.Stores.BaseURL != "" {
+		m.mounts = opts.Stores.Mounts
+		if m.mounts == nil {
+			raw := getenv("CLAUDE_MEMORY_STORES")
+			if raw == "" {
+				return nil, errors.New("agentmem: Stores.BaseURL is set but there are no mounts (Stores.Mounts, or CLAUDE_MEMORY_STORES through Getenv)")
+			}
+			var err error
+			if m.mounts, err = storesync.ParseMounts(raw); err != nil {
+				return nil, err
+			}
+		}
+		for _, mt := range m.mounts {
+			if mt.Scope == "user" {
+				m.opts.SyncedMemory = true // private memory leaves the machine: refuse secrets in it
+			}
+		}
 	}
 	if m.opts.SessionID == "" {
 		m.opts.SessionID = transcript.NewUUID()
@@ -314,7 +356,48 @@ func (m *Memory) build(model llm.Model) error {
 			return err
 		}
 	}
+	return m.startStoreSync()
+}
+
+// startStoreSync starts one watcher per mounted store.
+func (m *Memory) startStoreSync() error {
+	for _, mt := range m.mounts {
+		c, err := storesync.New(m.fs, mt.Dir(m.dir), storesync.Config{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
+			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode, Scanner: m.opts.Scanner})
+		if err != nil {
+			return err
+		}
+		m.stores = append(m.stores, c)
+		m.storeSync.Add(1)
+		go func() {
+			defer m.storeSync.Done()
+			_ = storesync.Watch(m.bg, c, storesync.WatchConfig{OnRound: func(r storesync.Result, err error) {
+				if err != nil {
+					m.log.Warn("agentmem: memory store sync failed; retrying later", "mount", mt.Name, "error", err)
+					return
+				}
+				m.log.Debug("agentmem: memory store synced", "mount", mt.Name, "pulled", len(r.Pulled), "pushed", len(r.Pushed),
+					"conflicts", len(r.Conflicts), "held", len(r.Held), "reset", r.BasisReset)
+			}})
+		}()
+	}
 	return nil
+}
+
+// SyncStores runs one round for every mounted store now and returns
+// their results by mount (the watchers also run on their own).
+func (m *Memory) SyncStores(ctx context.Context) (map[string]storesync.Result, error) {
+	out := map[string]storesync.Result{}
+	var errs []error
+	for i, c := range m.stores {
+		mt := m.mounts[i]
+		r, err := c.Sync(ctx)
+		out[mt.Name] = r
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", mt.Name, err))
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 func (m *Memory) startTeamSync(team string) error {
@@ -375,11 +458,20 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	}
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
 		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
-		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, PromptOptions: memdir.PromptOptions{Logger: m.log}})
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), PromptOptions: memdir.PromptOptions{Logger: m.log}})
 	if err != nil {
 		return "", err
 	}
 	return p.Text, nil
+}
+
+// mountedStores names the mounted stores for the prompt.
+func (m *Memory) mountedStores() []memdir.MountedStore {
+	var out []memdir.MountedStore
+	for _, mt := range m.mounts {
+		out = append(out, memdir.MountedStore{Name: mt.Name, Dir: mt.Dir(m.dir), ReadOnly: mt.ReadOnly(), User: mt.Scope == "user", PromptIndex: mt.PromptIndex})
+	}
+	return out
 }
 
 // autoDir is the memory directory with its trailing separator.
@@ -388,7 +480,7 @@ func (m *Memory) autoDir() string { return m.dir + string(filepath.Separator) }
 // teamActive reports whether the prompt covers team memory.
 func (m *Memory) teamActive() bool {
 	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
-	return team || m.opts.Team.ServerURL != ""
+	return team || m.opts.Team.ServerURL != "" || slices.ContainsFunc(m.mounts, func(mt storesync.Mount) bool { return mt.Scope == "team" })
 }
 
 // skipIndex reports whether the prompt leaves the index out altogether:
@@ -597,6 +689,7 @@ func (m *Memory) Close() error {
 	}
 	m.dream.Close()
 	m.stop()
+	m.storeSync.Wait()
 	if m.watcher != nil {
 		errs = append(errs, m.watcher.Close())
 	}

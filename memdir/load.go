@@ -67,6 +67,9 @@ type LoadPromptRequest struct {
 	// IndexInUserMessage delivers the index as Claude Code 2.1.328 does:
 	// not in Text but in IndexContext, for the first user message.
 	IndexInUserMessage bool
+	// Stores are the memory stores synced into the directory: the prompt
+	// ends with BuildStoresSection.
+	Stores []MountedStore
 	// PromptOptions go to the chosen builder. Its Logger also receives
 	// memdir_disabled and memdir_mkdir_failed.
 	PromptOptions
@@ -131,7 +134,11 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 	if err != nil {
 		return MemoryPrompt{}, err
 	}
-	p := MemoryPrompt{Text: text, Mode: mode}
+	stores, err := BuildStoresSection(ctx, fsys, cfg.AutoDir, cfg.Stores)
+	if err != nil {
+		return MemoryPrompt{}, err
+	}
+	p := MemoryPrompt{Text: text + stores, Mode: mode}
 	if split := cfg.IndexInUserMessage || mode == PromptLean; split && !cfg.DailyLog && !(cfg.SkipIndex && mode != PromptCombined) {
 		p.IndexContext, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: cfg.AutoDir, Team: mode == PromptCombined,
 			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger})

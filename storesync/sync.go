@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/fswalk"
@@ -71,11 +72,12 @@ type Config struct {
 
 // Client syncs one mount folder with its store.
 type Client struct {
-	fs   afero.Fs
-	dir  string
-	cfg  Config
-	conn *conn
-	gate *memdir.WriteGate
+	round sync.Mutex // one round at a time
+	fs    afero.Fs
+	dir   string
+	cfg   Config
+	conn  *conn
+	gate  *memdir.WriteGate
 }
 
 // New returns a client for the mount folder dir (Mount.Dir of the
@@ -183,9 +185,12 @@ func (r Result) Changed() bool {
 var errLocalChanged = errors.New("storesync: the file changed during the sync")
 
 // Sync runs one round: list the store, walk the folder, reconcile them
-// against the basis, then record the new basis. A failed listing changes
+// against the basis, then record the new basis. Rounds of one Client run
+// one at a time. A failed listing changes
 // nothing; a failed push or pull leaves that file for the next round.
 func (c *Client) Sync(ctx context.Context) (Result, error) {
+	c.round.Lock()
+	defer c.round.Unlock()
 	var res Result
 	user := c.cfg.Mount.Scope == "user"
 	if err := checkMountDir(c.fs, c.dir, c.cfg.Mount.Path, user); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem"
 	"github.com/agentmem/agentmem/storesync"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -355,4 +356,45 @@ func TestStoreCommand(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "watch exits 0 on SIGTERM")
 	assert.Contains(t, watchOut.String(), "proj: pushed  /watched.md")
+}
+
+// TestFrontDoorMountsStores opens the front door with store sync on, the
+// mounts read from CLAUDE_MEMORY_STORES through the host's Getenv: the
+// store's memories arrive in <memory>/team/<mount>/, the memory prompt
+// names both stores, marks the read-only one, and carries the store's
+// index; a file the model writes there is pushed by the watcher.
+func TestFrontDoorMountsStores(t *testing.T) {
+	f := newSyncFixture(t, "")
+	code, _, body := storeHTTP(t, "POST", f.url+"/v1/code/memory/team-store/memories", f.key, false,
+		map[string]any{"path": "/MEMORY.md", "content": "- [CI](ci.md) — where CI runs <main>\n"})
+	require.Equal(t, 200, code, string(body))
+	code, _, body = storeHTTP(t, "POST", f.url+"/v1/code/memory/team-store/memories", f.key, false,
+		map[string]any{"path": "/ci.md", "content": "CI runs on main.\n"})
+	require.Equal(t, 200, code, string(body))
+	root := t.TempDir()
+	env := map[string]string{"CLAUDE_MEMORY_STORES": `[{"path":"/v1/code/memory/team-store","mount":"proj","promptIndex":"MEMORY.md"},{"path":"/v1/code/memory/team-store","mount":"ref","mode":"ro"}]`}
+	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: root, MemoryDir: filepath.Join(root, "memory"),
+		Getenv: func(k string) string { return env[k] }, Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation | agentmem.Transcripts,
+		Stores: agentmem.StoreOptions{BaseURL: f.url, Token: f.key}})
+	require.NoError(t, err)
+	defer mem.Close()
+	results, err := mem.SyncStores(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, results, 2)
+	proj := filepath.Join(root, "memory", "team", "proj")
+	assert.Equal(t, "CI runs on main.\n", readFile(t, proj, "ci.md"))
+
+	prompt, err := mem.SystemPrompt(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, prompt, "## Memory stores")
+	assert.Contains(t, prompt, "- `"+proj+"`: the store proj, shared with your team.\n")
+	assert.Contains(t, prompt, "the store ref, shared with your team; read-only this session: do not write there")
+	assert.Contains(t, prompt, "<memory path=\"team/proj/MEMORY.md\">\n- [CI](ci.md) — where CI runs &lt;main>\n</memory>")
+
+	writeFile(t, proj, "release.md", "Releases on Tuesdays.\n")
+	waitFor(t, func() bool {
+		code, _, body := storeHTTP(t, "GET", f.url+"/v1/code/memory/team-store/memories/export?view=basic", f.key, false, nil)
+		return code == 200 && strings.Contains(string(body), `"/release.md"`)
+	})
+	require.NoError(t, mem.Close())
 }
