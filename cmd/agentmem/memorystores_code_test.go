@@ -316,3 +316,40 @@ func TestMemoryStoresSurviveABackup(t *testing.T) {
 	require.Equal(t, 200, code, string(body))
 	assert.Len(t, decodeJSON(t, body)["data"], 2)
 }
+
+// TestREADMEStoreSync runs the README's "Syncing a memory folder with a
+// store" commands as written, in a project, against the server the
+// README's "Memory Stores, self-hosted" commands start.
+func TestREADMEStoreSync(t *testing.T) {
+	root := t.TempDir()
+	addr := freeAddr(t)
+	sh := newShell(t, root, nil, "127.0.0.1:8787", addr)
+	t.Cleanup(func() {
+		sh.run([]string{`[ -f team.pid ] && kill -KILL "$(cat team.pid)" 2>/dev/null || true`})
+	})
+	sh.run(readmeBlock(t, "## Memory Stores, self-hosted"))
+	project, env := clone(t, root, "ana")
+	keyFile := filepath.Join(root, "alice.key")
+	ps := newShell(t, project, env, "127.0.0.1:8787", addr, "cat alice.key", "cat "+keyFile)
+	t.Cleanup(func() {
+		ps.run([]string{`[ -f store.pid ] && kill -TERM "$(cat store.pid)" 2>/dev/null || true`})
+	})
+	out, errOut := ps.run(readmeBlock(t, "## Syncing a memory folder with a store"))
+	assert.Regexp(t, `(?m)^proj +team +rw +/v1/code/memory/team-store +/.*/team/proj$`, out)
+	assert.Contains(t, out, "proj: pulled  /deploy.md\n", errOut)
+	var folder string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 5 && f[0] == "proj" {
+			folder = f[4]
+		}
+	}
+	require.NotEmpty(t, folder)
+	assert.Equal(t, "Deploys freeze on Fridays.", readFile(t, folder, "deploy.md"))
+	writeFile(t, folder, "watched.md", "pushed by the watcher")
+	key, err := os.ReadFile(keyFile)
+	require.NoError(t, err)
+	waitFor(t, func() bool {
+		code, _, body := storeHTTP(t, "GET", "http://"+addr+"/v1/code/memory/team-store/memories/export?view=basic", strings.TrimSpace(string(key)), false, nil)
+		return code == 200 && strings.Contains(string(body), `"/watched.md"`)
+	})
+}

@@ -116,6 +116,13 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		}
 		mounts = picked
 	}
+	proj := c.project
+	if proj == "" {
+		proj = e.cwd
+	}
+	if !memoryEnabled(e, c, proj) {
+		return exitError, errMemoryDisabled
+	}
 	r, err := resolve(e, c)
 	if err != nil {
 		return exitError, err

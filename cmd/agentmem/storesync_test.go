@@ -398,3 +398,12 @@ func TestFrontDoorMountsStores(t *testing.T) {
 	})
 	require.NoError(t, mem.Close())
 }
+
+func TestStoreCommandHonoursTheEnableChain(t *testing.T) {
+	root := t.TempDir()
+	project, env := clone(t, root, "ana")
+	env = append(env, `CLAUDE_MEMORY_STORES=["/v1/code/memory/team-store"]`, "AGENTMEM_STORE_TOKEN=x", "CLAUDE_CODE_DISABLE_AUTO_MEMORY=1")
+	_, errOut, code := runIn(t, project, env, "store", "sync", "--server", "http://127.0.0.1:1")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "auto memory is disabled here")
+}
