@@ -407,3 +407,27 @@ func TestStoreCommandHonoursTheEnableChain(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "auto memory is disabled here")
 }
+
+// TestStoreSyncUserStore mounts a user store over the whole auto-memory
+// directory: its own files sync, team/, logs/ and dot folders do not, and
+// a secret in private memory is not pushed.
+func TestStoreSyncUserStore(t *testing.T) {
+	f := newSyncFixture(t, "")
+	mounts, err := storesync.ParseMounts(`[{"path":"/v1/code/memory/team-store","scope":"user","mount":"me"}]`)
+	require.NoError(t, err)
+	auto := filepath.Join(t.TempDir(), "memory")
+	dir := mounts[0].Dir(auto)
+	assert.Equal(t, auto, dir)
+	writeFile(t, auto, "MEMORY.md", "- [Prefs](prefs.md)\n")
+	writeFile(t, auto, "prefs.md", "Likes terse answers.\n")
+	writeFile(t, auto, "team/shared.md", "team memory, not the user store's")
+	writeFile(t, auto, "logs/2026/12/02.md", "a daily log")
+	writeFile(t, auto, ".team-sync/state.json", "{}")
+	writeFile(t, auto, "key.md", "token ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5 end")
+	c, err := storesync.New(afero.NewOsFs(), dir, storesync.Config{BaseURL: f.url, Token: f.key, Mount: mounts[0]})
+	require.NoError(t, err)
+	res := syncOK(t, c)
+	assert.ElementsMatch(t, []string{"/MEMORY.md", "/prefs.md"}, res.Pushed, "an auto-memory folder with files is the user store's own")
+	assert.Contains(t, res.Skipped, storesync.Skip{Path: "/key.md", Reason: "secret"})
+	assert.Len(t, storeFiles(t, f.url, f.key), 2)
+}
