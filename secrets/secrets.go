@@ -246,17 +246,24 @@ type Scanner struct {
 // keywordIndex indexes rule keywords by their first two bytes, so a scan
 // finds all candidates in one pass over the text.
 type keywordIndex struct {
-	pairs map[uint16][]keywordRef
-	seen  [1 << 16 / 64]uint64
+	// slot maps a byte pair to its group in groups (0: no keyword starts
+	// with it): a table lookup per byte of text, no hashing.
+	slot   *[1 << 16]uint16
+	groups [][]keywordRef
 }
 
 func (x *keywordIndex) add(rule int, kw string) {
-	if x.pairs == nil {
-		x.pairs = map[uint16][]keywordRef{}
+	if x.slot == nil {
+		x.slot = new([1 << 16]uint16)
+		x.groups = [][]keywordRef{nil}
 	}
 	p := uint16(kw[0])<<8 | uint16(kw[1]) // every keyword has two bytes or more
-	x.pairs[p] = append(x.pairs[p], keywordRef{rule: rule, kw: kw})
-	x.seen[p/64] |= 1 << (p % 64)
+	if x.slot[p] == 0 {
+		x.slot[p] = uint16(len(x.groups))
+		x.groups = append(x.groups, nil)
+	}
+	g := x.slot[p]
+	x.groups[g] = append(x.groups[g], keywordRef{rule: rule, kw: kw})
 }
 
 // keywordRef is one keyword of one rule.
@@ -285,12 +292,16 @@ func New() *Scanner {
 // its first matching keyword, once per rule, until hit returns false.
 func (s *Scanner) scan(x *keywordIndex, text string, hit func(rule int) bool) {
 	var done []bool
+	if x.slot == nil {
+		return
+	}
+	slot := x.slot
 	for i := 0; i+1 < len(text); i++ {
-		p := uint16(text[i])<<8 | uint16(text[i+1])
-		if x.seen[p/64]&(1<<(p%64)) == 0 {
+		g := slot[uint16(text[i])<<8|uint16(text[i+1])]
+		if g == 0 {
 			continue
 		}
-		for _, ref := range x.pairs[p] {
+		for _, ref := range x.groups[g] {
 			if done != nil && done[ref.rule] || !strings.HasPrefix(text[i:], ref.kw) {
 				continue
 			}
