@@ -201,9 +201,17 @@ func (c *Client) Sync(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	basis := readBasis(c.fs, c.dir, c.cfg.Mount.Path)
-	local, walkOK, err := c.walk(ctx, &res)
+	local, untouchable, walkOK, err := c.walk(ctx, &res)
 	if err != nil {
 		return res, err
+	}
+	// The store's paths that this folder never syncs (dot names, a user
+	// store's team/ and logs/, other extensions) are left alone: a server
+	// cannot write the manifests or reach outside the synced files.
+	for p := range remote {
+		if !c.cfg.Mount.syncable(strings.TrimPrefix(p, "/")) {
+			delete(remote, p)
+		}
 	}
 	seen := readIdentity(c.fs, c.dir)
 	if !c.basisTrusted(basis, remote) || !seen.sameStore(head) {
@@ -231,6 +239,9 @@ func (c *Client) Sync(ctx context.Context) (Result, error) {
 	var steps []step
 	var storeDeletes, localDeletes []string
 	for _, p := range sortedKeys(paths) {
+		if untouchable[p] {
+			continue // there, but not synced this round
+		}
 		a := decide(basis.Entries[p], hasEntry(basis, p), local[p], remote[p])
 		switch a {
 		case deleteInStore:
@@ -289,37 +300,45 @@ type localFile struct {
 	sha     string
 }
 
-// walk reads the folder's synced files by store path. ok is false when a
-// folder could not be read: that round deletes nothing in the store.
-func (c *Client) walk(ctx context.Context, res *Result) (map[string]*localFile, bool, error) {
-	out := map[string]*localFile{}
-	ok := true
-	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
-		if e.Type.IsDir() || !e.Type.IsRegular() || !c.cfg.Mount.syncable(e.Rel) {
+// walk reads the folder's synced files by store path. untouchable holds
+// the paths of files that are there but not synced this round (too large,
+// not a regular file, unreadable): they count as present, so nothing is
+// deleted for them. ok is false when a folder could not be read: that
+// round deletes nothing in the store.
+func (c *Client) walk(ctx context.Context, res *Result) (files map[string]*localFile, untouchable map[string]bool, ok bool, err error) {
+	files, untouchable, ok = map[string]*localFile{}, map[string]bool{}, true
+	err = fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
+		if e.Type.IsDir() || !c.cfg.Mount.syncable(e.Rel) {
 			return nil
 		}
 		p := "/" + e.Rel
+		if !e.Type.IsRegular() {
+			untouchable[p] = true
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "not a regular file"})
+			return nil
+		}
 		info, err := c.fs.Stat(e.Abs)
 		if err != nil {
-			ok = false
+			untouchable[p], ok = true, false
 			return nil
 		}
 		if info.Size() > MaxContentBytes {
+			untouchable[p] = true
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "oversized"})
 			return nil
 		}
 		raw, err := afero.ReadFile(c.fs, e.Abs)
 		if err != nil {
-			ok = false
+			untouchable[p], ok = true, false
 			return nil
 		}
-		out[p] = &localFile{abs: e.Abs, content: string(raw), sha: sha256Hex(string(raw))}
+		files[p] = &localFile{abs: e.Abs, content: string(raw), sha: sha256Hex(string(raw))}
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, true, nil
+		return files, untouchable, true, nil
 	}
-	return out, ok, err
+	return files, untouchable, ok, err
 }
 
 // basisTrusted reports whether the store is the one the basis was made

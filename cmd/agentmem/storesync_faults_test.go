@@ -6,6 +6,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,6 +40,21 @@ func faultyProxy(t *testing.T, target string, fault *atomic.Value, hits *atomic.
 			_, _ = w.Write([]byte("{not json\n"))
 		case mode == "no-export" && export:
 			http.NotFound(w, r)
+		case mode == "hostile" && strings.Contains(r.URL.Path, "/memories/mem_evil"):
+			evilPath := map[bool]string{true: "/.memory-sync", false: "/../escape.md"}[strings.HasSuffix(r.URL.Path, "mem_evil1")]
+			_, _ = w.Write([]byte(`{"id":"` + filepath.Base(r.URL.Path) + `","path":"` + evilPath + `","content":"x","content_sha256":"` + sha("x") + `"}`))
+		case mode == "hostile" && export:
+			rec := httptest.NewRecorder()
+			forward.ServeHTTP(rec, r)
+			lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+			evil := []string{
+				`{"type":"memory","id":"mem_evil1","path":"/.memory-sync","content_sha256":"` + sha("x") + `","updated_at":"2026-12-01T00:00:00.000Z"}`,
+				`{"type":"memory","id":"mem_evil2","path":"/../escape.md","content_sha256":"` + sha("x") + `","updated_at":"2026-12-01T00:00:00.000Z"}`,
+			}
+			n := len(lines) - 2 + len(evil)
+			out := append(append(lines[:len(lines)-1:len(lines)-1], evil...), `{"type":"complete","memory_count":`+strconv.Itoa(n)+`,"error_count":0}`)
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			_, _ = w.Write([]byte(strings.Join(out, "\n") + "\n"))
 		case mode == "429-always":
 			w.Header().Set("Retry-After", "0")
 			http.Error(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, http.StatusTooManyRequests)
@@ -87,6 +105,26 @@ func TestStoreSyncUnderServerFaults(t *testing.T) {
 	res, err := client().Sync(context.Background())
 	require.NoError(t, err, "a 500 is retried")
 	assert.Equal(t, []string{"/c.md"}, res.Pushed)
+
+	// A store that lists a manifest or a path out of the folder: ignored.
+	fault.Store("hostile")
+	manifest := readFile(t, aDir, ".memory-sync")
+	res, err = client().Sync(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, res.Pulled, "nothing of what the store should not hold is pulled")
+	assert.NotContains(t, readFile(t, aDir, ".memory-sync-basis"), "mem_evil")
+	assert.Equal(t, manifest, readFile(t, aDir, ".memory-sync"))
+	assert.NoFileExists(t, filepath.Join(filepath.Dir(aDir), "escape.md"))
+
+	// A file grown past the store's limit is skipped, never taken as deleted.
+	fault.Store("")
+	writeFile(t, aDir, "b.md", strings.Repeat("x", storesync.MaxContentBytes+1))
+	res, err = client().Sync(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, res.Skipped, storesync.Skip{Path: "/b.md", Reason: "oversized"})
+	assert.Empty(t, res.DeletedInStore)
+	assert.Equal(t, "kept too", storeFiles(t, f.url, f.key)["/b.md"])
+	require.NoError(t, os.WriteFile(filepath.Join(aDir, "b.md"), []byte("kept too"), 0o644))
 
 	// The public route, with no export: the paged list is used.
 	fault.Store("no-export")
