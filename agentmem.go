@@ -2,6 +2,7 @@ package agentmem
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -515,7 +516,63 @@ func (m *Memory) Tools() []llm.Tool {
 	if !m.enabled {
 		return nil
 	}
-	return m.tools.Tools()
+	tools := m.tools.Tools()
+	for i, t := range tools {
+		if t.Spec.Name != "Read" {
+			continue
+		}
+		call := t.Call
+		tools[i].Call = func(ctx context.Context, input json.RawMessage) (string, error) {
+			out, err := call(ctx, input)
+			if err == nil {
+				m.ToolCalled(llm.ToolCall{Name: "Read", Input: input})
+			}
+			return out, err
+		}
+	}
+	return tools
+}
+
+// ToolCalled tells the memory about a tool call that ran: a Read (or
+// Anthropic's memory tool "view") of a memory file marks it read, so
+// recall does not bring it again this session. The memory's own Tools
+// report their reads themselves; a host calls this for its own file
+// tools.
+func (m *Memory) ToolCalled(call llm.ToolCall) {
+	if !m.enabled || m.recall == nil {
+		return
+	}
+	var in struct {
+		FilePath string `json:"file_path"`
+		Command  string `json:"command"`
+		Path     string `json:"path"`
+	}
+	if json.Unmarshal(call.Input, &in) != nil {
+		return
+	}
+	p := in.FilePath
+	if call.Name == "memory" && in.Command == "view" {
+		p = in.Path
+	}
+	if p != "" && filepath.IsAbs(p) {
+		m.recall.MarkRead(p)
+	}
+}
+
+// Compacted tells the memory that the host compacted the conversation:
+// what recall surfaced and what was read are forgotten (they are gone from
+// the context, so they may be brought again), and the next UserMessage
+// carries the MEMORY.md index again.
+func (m *Memory) Compacted() {
+	if !m.enabled {
+		return
+	}
+	if m.recall != nil {
+		m.recall.Reset()
+	}
+	m.mu.Lock()
+	m.indexSent = false
+	m.mu.Unlock()
 }
 
 // Guard wraps the permission function of the host's own tools: a write by

@@ -2,6 +2,7 @@ package agentmem_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -310,4 +311,46 @@ func TestIndexGoesWithTheFirstUserMessage(t *testing.T) {
 	assert.Contains(t, p, "4 KB", "with recall on, the lean prompt asks for files recall can show whole")
 	assert.NotContains(t, p, "MEMORY.md")
 	assert.Len(t, lean.UserMessage(ctx, "hi").Content, 1, "and no index is sent")
+}
+
+// TestReadMemoriesAreNotRecalledAndCompactionForgets: a memory the agent
+// read through Tools is not brought by recall; after Compacted it is again,
+// and the index goes with the next user message once more.
+func TestReadMemoriesAreNotRecalledAndCompactionForgets(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	ctx := context.Background()
+	_, err = mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	file := filepath.Join(mem.Dir(), "deploys.md")
+	require.NoError(t, os.WriteFile(file, []byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever deploy on Fridays.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "MEMORY.md"), []byte("- [Deploy days](deploys.md) — never on Fridays\n"), 0o644))
+	first := mem.UserMessage(ctx, "hello")
+	require.Len(t, first.Content, 2, "the index, then the text")
+
+	var read llm.Tool
+	for _, tool := range mem.Tools() {
+		if tool.Spec.Name == "Read" {
+			read = tool
+		}
+	}
+	input, _ := json.Marshal(map[string]string{"file_path": file})
+	out, err := read.Call(ctx, input)
+	require.NoError(t, err)
+	require.Contains(t, out, "Never deploy on Fridays.")
+	assert.Len(t, mem.UserMessage(ctx, "can we deploy on friday?").Content, 1, "a memory the agent read is not recalled")
+
+	mem.Compacted()
+	again := mem.UserMessage(ctx, "can we deploy on friday?")
+	require.Len(t, again.Content, 3, "after compaction: the index again, the text, the memory")
+	assert.Contains(t, again.Content[0].Text, "MEMORY.md")
+	assert.Contains(t, again.Content[2].Text, "Never deploy on Fridays.")
+
+	// A host's own file tool reports its reads through ToolCalled.
+	mem.Compacted()
+	mem.ToolCalled(llm.ToolCall{Name: "Read", Input: input})
+	assert.Len(t, mem.UserMessage(ctx, "can we deploy on friday?").Content, 2, "the index and the text; the memory was read")
 }
