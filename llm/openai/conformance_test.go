@@ -1,0 +1,135 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/llm/openai"
+)
+
+// chatStandIn answers Chat Completions calls with replies, in the API's
+// shape, and reads every request back into an llm.Request.
+func chatStandIn(t *testing.T, replies []llm.Response) (llm.Model, func() []llm.Request) {
+	var mu sync.Mutex
+	var seen []llm.Request
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, readChatRequest(t, raw))
+		i := n
+		n++
+		mu.Unlock()
+		if i >= len(replies) {
+			http.Error(w, `{"error":{"message":"no reply left","type":"server_error"}}`, 500)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(chatReply(replies[i]))
+	}))
+	t.Cleanup(srv.Close)
+	m, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, func() []llm.Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]llm.Request(nil), seen...)
+	}
+}
+
+func chatReply(r llm.Response) []byte {
+	msg := map[string]any{"role": "assistant", "content": nil}
+	if text := r.Message.Text(); text != "" {
+		msg["content"] = text
+	}
+	var calls []any
+	for _, u := range r.Message.ToolUses() {
+		calls = append(calls, map[string]any{"id": u.ToolUseID, "type": "function", "function": map[string]any{"name": u.ToolName, "arguments": string(u.Input)}})
+	}
+	if calls != nil {
+		msg["tool_calls"] = calls
+	}
+	finish := map[llm.StopReason]string{llm.StopToolUse: "tool_calls", llm.StopMaxTokens: "length", llm.StopRefusal: "content_filter"}[r.StopReason]
+	if finish == "" {
+		finish = "stop"
+	}
+	out, _ := json.Marshal(map[string]any{"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "stand-in",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens}})
+	return out
+}
+
+// readChatRequest reads a Chat Completions request back into llm terms:
+// tool messages become tool results of the next user turn.
+func readChatRequest(t *testing.T, raw []byte) llm.Request {
+	var body struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			Content    any    `json:"content"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Errorf("the request is not JSON: %v", err)
+	}
+	var req llm.Request
+	userTurn := func() *llm.Message {
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == llm.RoleUser {
+			return &req.Messages[n-1]
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser})
+		return &req.Messages[len(req.Messages)-1]
+	}
+	for _, m := range body.Messages {
+		text, _ := m.Content.(string)
+		switch m.Role {
+		case "system":
+			req.System = text
+		case "user":
+			u := userTurn()
+			u.Content = append(u.Content, llm.TextBlock(text))
+		case "tool":
+			u := userTurn()
+			isErr := strings.HasPrefix(text, "Error: ")
+			u.Content = append(u.Content, llm.ToolResultBlock(m.ToolCallID, strings.TrimPrefix(text, "Error: "), isErr))
+		case "assistant":
+			a := llm.Message{Role: llm.RoleAssistant}
+			if text != "" {
+				a.Content = append(a.Content, llm.TextBlock(text))
+			}
+			for _, c := range m.ToolCalls {
+				a.Content = append(a.Content, llm.ToolUseBlock(c.ID, c.Function.Name, json.RawMessage(c.Function.Arguments)))
+			}
+			req.Messages = append(req.Messages, a)
+		}
+	}
+	for _, tool := range body.Tools {
+		req.Tools = append(req.Tools, llm.ToolSpec{Name: tool.Function.Name})
+	}
+	return req
+}
+
+func TestConformance(t *testing.T) {
+	llmtest.Conformance(t, llmtest.Provider{New: chatStandIn})
+}
