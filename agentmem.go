@@ -121,6 +121,10 @@ type Options struct {
 	// Scanner finds secrets for every layer: the memory tools, the
 	// background jobs, Guard and team sync (nil: secrets.New()).
 	Scanner *secrets.Scanner
+	// Observer receives every layer's events, on the goroutine of the
+	// layer that made them (keep it quick; nil: none). Background jobs'
+	// events carry the tokens they spent.
+	Observer func(Event)
 	// SyncedMemory says the private memory directory is synced to the
 	// user's account (a private memory store): the memory tools and Save
 	// then refuse a secret in any memory file, as they do in team/.
@@ -139,6 +143,43 @@ type PromptOptions struct {
 	// as Claude Code 2.1.88 did, instead of in the first user message. The
 	// system prompt then changes whenever the index does.
 	IndexInSystemPrompt bool
+}
+
+// Layers named by Event.Layer.
+const (
+	LayerExtraction     = "extraction"
+	LayerRecall         = "recall"
+	LayerConsolidation  = "consolidation"
+	LayerSessionSummary = "session_summary"
+	LayerTeamSync       = "team_sync"
+	LayerStoreSync      = "store_sync"
+)
+
+// Event is one thing a layer did, for Options.Observer.
+type Event struct {
+	// Layer is one of the Layer constants.
+	Layer string
+	// Usage is what a model call or a background job spent (zero for the
+	// layers that call no model).
+	Usage llm.Usage
+	// Err is the layer's failure, if any.
+	Err error
+	// Detail is the layer's own event: extract.Event, recall.Event,
+	// dream.Outcome, sessionmem.Event, teammem.SyncEvent or StoreEvent.
+	Detail any
+}
+
+// StoreEvent is one round of memory-store sync.
+type StoreEvent struct {
+	Mount  string
+	Result storesync.Result
+}
+
+// observe hands an event to Options.Observer.
+func (m *Memory) observe(e Event) {
+	if m.opts.Observer != nil {
+		m.opts.Observer(e)
+	}
 }
 
 // Turn is what the host reports when the agent ends a turn.
@@ -296,7 +337,8 @@ func (m *Memory) build(model llm.Model) error {
 	}
 	team := memdir.TeamMemPath(m.dir)
 	if m.on(Recall) {
-		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log}); err != nil {
+		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log,
+			Observer: func(e recall.Event) { m.observe(Event{Layer: LayerRecall, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}
 		m.recall = recall.NewSession(m.finder, recall.SessionOptions{})
@@ -320,7 +362,10 @@ func (m *Memory) build(model llm.Model) error {
 			return err
 		}
 		if m.summary, err = sessionmem.New(m.fs, model, sessionmem.Config{ConfigHome: m.opts.ConfigHome, Cwd: m.opts.ProjectRoot,
-			SessionID: m.opts.SessionID, History: h, Logger: m.log}); err != nil {
+			SessionID: m.opts.SessionID, History: h, Logger: m.log,
+			Observer: func(e sessionmem.Event) {
+				m.observe(Event{Layer: LayerSessionSummary, Usage: e.Usage, Err: e.Err, Detail: e})
+			}}); err != nil {
 			return err
 		}
 	}
@@ -333,7 +378,8 @@ func (m *Memory) build(model llm.Model) error {
 		if !teamOn {
 			teamOn, _ = afero.DirExists(m.fs, team)
 		}
-		if m.extractor, err = extract.New(m.memDir, model, extract.Config{Team: teamOn, History: h, Logger: m.log}); err != nil {
+		if m.extractor, err = extract.New(m.memDir, model, extract.Config{Team: teamOn, History: h, Logger: m.log,
+			Observer: func(e extract.Event) { m.observe(Event{Layer: LayerExtraction, Usage: e.Usage, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}
 	}
@@ -342,7 +388,10 @@ func (m *Memory) build(model llm.Model) error {
 		if err != nil {
 			return err
 		}
-		cfg := dream.Config{SessionID: m.opts.SessionID, History: h, Logger: m.log}
+		cfg := dream.Config{SessionID: m.opts.SessionID, History: h, Logger: m.log,
+			Observer: func(o dream.Outcome) {
+				m.observe(Event{Layer: LayerConsolidation, Usage: o.Usage, Err: o.Err, Detail: o})
+			}}
 		if store != nil {
 			cfg.Transcripts = store
 		} else {
@@ -373,6 +422,7 @@ func (m *Memory) startStoreSync() error {
 		go func() {
 			defer m.storeSync.Done()
 			_ = storesync.Watch(m.bg, c, storesync.WatchConfig{OnRound: func(r storesync.Result, err error) {
+				m.observe(Event{Layer: LayerStoreSync, Err: err, Detail: StoreEvent{Mount: mt.Name, Result: r}})
 				if err != nil {
 					m.log.Warn("agentmem: memory store sync failed; retrying later", "mount", mt.Name, "error", err)
 					return
@@ -418,7 +468,8 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	w, err := teammem.StartWatcher(m.bg, client, teammem.WatcherConfig{Logger: m.log})
+	w, err := teammem.StartWatcher(m.bg, client, teammem.WatcherConfig{Logger: m.log,
+		Observer: func(e teammem.SyncEvent) { m.observe(Event{Layer: LayerTeamSync, Err: e.Err, Detail: e}) }})
 	if w == nil {
 		return fmt.Errorf("agentmem: team sync: %w", err)
 	}

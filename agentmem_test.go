@@ -18,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/llm/llmtest"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem/agentmem/recall"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/transcript"
 )
@@ -353,4 +354,44 @@ func TestReadMemoriesAreNotRecalledAndCompactionForgets(t *testing.T) {
 	mem.Compacted()
 	mem.ToolCalled(llm.ToolCall{Name: "Read", Input: input})
 	assert.Len(t, mem.UserMessage(ctx, "can we deploy on friday?").Content, 2, "the index and the text; the memory was read")
+}
+
+// TestObserverGetsEveryLayersEvents: extraction, the session summary and
+// recall report to the one Options.Observer, the jobs with the tokens they
+// spent, cached ones included.
+func TestObserverGetsEveryLayersEvents(t *testing.T) {
+	project, config := home(t)
+	model := llm.ModelFunc(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("done.")}}, StopReason: llm.StopEndTurn,
+			Usage: llm.Usage{InputTokens: 1000, OutputTokens: 20, CacheReadTokens: 800}}, nil
+	})
+	var mu sync.Mutex
+	var events []agentmem.Event
+	mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config, Disable: agentmem.Consolidation,
+		Observer: func(e agentmem.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever.\n"), 0o644))
+	mem.UserMessage(ctx, "can we deploy on friday?")
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: []llm.Message{msg("u1", llm.RoleUser, "We deploy on Tuesdays."), msg("a1", llm.RoleAssistant, "Noted.")}, ContextTokens: 20_000})
+	require.NoError(t, mem.Drain(ctx))
+	require.NoError(t, mem.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	byLayer := map[string]agentmem.Event{}
+	for _, e := range events {
+		if _, seen := byLayer[e.Layer]; !seen || e.Usage.InputTokens > 0 {
+			byLayer[e.Layer] = e
+		}
+	}
+	require.Contains(t, byLayer, agentmem.LayerRecall)
+	assert.IsType(t, recall.Event{}, byLayer[agentmem.LayerRecall].Detail)
+	for _, layer := range []string{agentmem.LayerExtraction, agentmem.LayerSessionSummary} {
+		e, ok := byLayer[layer]
+		require.True(t, ok, "an event from %s", layer)
+		assert.GreaterOrEqual(t, e.Usage.InputTokens, 1000, layer)
+		assert.GreaterOrEqual(t, e.Usage.CacheReadTokens, 800, layer)
+	}
 }

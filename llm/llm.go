@@ -155,15 +155,21 @@ const (
 	StopRefusal   StopReason = "refusal"
 )
 
-// Usage counts tokens.
+// Usage counts tokens. InputTokens counts every input token, the cached
+// ones included; CacheReadTokens of them were read from the provider's
+// prompt cache, and CacheWriteTokens were written to it (where the
+// provider says).
 type Usage struct {
-	InputTokens  int
-	OutputTokens int
+	InputTokens      int
+	OutputTokens     int
+	CacheReadTokens  int
+	CacheWriteTokens int
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens}
 }
 
 // Response is a model's reply.

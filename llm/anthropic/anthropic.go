@@ -267,8 +267,10 @@ func (m *Model) response(req llm.Request, msg *sdk.Message) llm.Response {
 	out := llm.Response{
 		Message:    llm.Message{ID: msg.ID, Role: llm.RoleAssistant},
 		StopReason: llm.StopReason(msg.StopReason),
-		Usage:      llm.Usage{InputTokens: int(msg.Usage.InputTokens), OutputTokens: int(msg.Usage.OutputTokens)},
-		Model:      string(msg.Model),
+		Usage: llm.Usage{InputTokens: int(msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens),
+			OutputTokens: int(msg.Usage.OutputTokens), CacheReadTokens: int(msg.Usage.CacheReadInputTokens),
+			CacheWriteTokens: int(msg.Usage.CacheCreationInputTokens)},
+		Model: string(msg.Model),
 	}
 	structured := len(req.OutputSchema) > 0 && m.cfg.Structured == StructuredForcedTool
 	for _, b := range msg.Content {

@@ -216,3 +216,16 @@ func TestProviderDefinedMemoryTool(t *testing.T) {
 	}
 	assert.Nil(t, body, "a refused tool never reaches the API")
 }
+
+// TestCacheUsage: the prompt cache's reads and writes count in the usage,
+// and InputTokens is every input token, cached ones included.
+func TestCacheUsage(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":50,"output_tokens":7,"cache_read_input_tokens":900,"cache_creation_input_tokens":100}}`))
+	}))
+	defer srv.Close()
+	resp, err := newModel(t, srv, nil).Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("x")}}}})
+	require.NoError(t, err)
+	assert.Equal(t, llm.Usage{InputTokens: 1050, OutputTokens: 7, CacheReadTokens: 900, CacheWriteTokens: 100}, resp.Usage)
+}

@@ -243,8 +243,9 @@ func response(c *sdk.ChatCompletion) (llm.Response, error) {
 	ch := c.Choices[0]
 	out := llm.Response{
 		Message: llm.Message{ID: c.ID, Role: llm.RoleAssistant},
-		Usage:   llm.Usage{InputTokens: int(c.Usage.PromptTokens), OutputTokens: int(c.Usage.CompletionTokens)},
-		Model:   c.Model,
+		Usage: llm.Usage{InputTokens: int(c.Usage.PromptTokens), OutputTokens: int(c.Usage.CompletionTokens),
+			CacheReadTokens: int(c.Usage.PromptTokensDetails.CachedTokens)},
+		Model: c.Model,
 	}
 	if ch.Message.Content != "" {
 		out.Message.Content = append(out.Message.Content, llm.TextBlock(ch.Message.Content))
