@@ -98,6 +98,11 @@ type Options struct {
 	AutoMemoryEnabled *bool
 	// SessionID names this session (default a new UUID).
 	SessionID string
+	// Resume continues SessionID's recorded session instead of starting
+	// one: Resumed returns its conversation (as Claude Code rebuilds it),
+	// the transcript continues after its last message, the index is not
+	// sent again, and the memories it read are not recalled.
+	Resume bool
 	// Getenv reads the host's environment for the enable chain and the
 	// path override (Claude Code's variable names); nil reads none. The
 	// library never reads the process environment itself.
@@ -224,6 +229,7 @@ type Memory struct {
 	recorded  int  // messages of the main conversation recorded so far
 	closed    bool // Close was called
 	indexSent bool // the first UserMessage carried the index
+	resumed   []llm.Message
 }
 
 // ErrNoProjectRoot is returned by New without Options.ProjectRoot.
@@ -351,7 +357,11 @@ func (m *Memory) build(model llm.Model) error {
 		}
 		store = m.store
 	}
-	if m.on(Transcripts) {
+	if m.opts.Resume {
+		if err := m.resume(store); err != nil {
+			return err
+		}
+	} else if m.on(Transcripts) {
 		if m.recorder, err = transcript.NewRecorder(store, transcript.Stamp{SessionID: m.opts.SessionID, Cwd: m.opts.ProjectRoot}); err != nil {
 			return err
 		}
@@ -408,6 +418,40 @@ func (m *Memory) build(model llm.Model) error {
 	}
 	return m.startStoreSync()
 }
+
+// resume loads the session to continue and continues its transcript.
+func (m *Memory) resume(store transcript.Store) error {
+	if store == nil {
+		return errors.New("agentmem: Options.Resume needs ConfigHome, where the transcripts are")
+	}
+	r, err := transcript.Resume(context.Background(), store, m.opts.SessionID)
+	if err != nil {
+		return fmt.Errorf("agentmem: resume session %s: %w", m.opts.SessionID, err)
+	}
+	if len(r.Messages) == 0 {
+		return fmt.Errorf("agentmem: session %s has nothing to resume", m.opts.SessionID)
+	}
+	m.resumed = transcript.ToLLM(r.Messages)
+	if m.on(Transcripts) {
+		if m.recorder, err = transcript.ContinueRecorder(store, r, transcript.Stamp{Cwd: m.opts.ProjectRoot}); err != nil {
+			return err
+		}
+	}
+	m.recorded, m.indexSent = len(m.resumed), true
+	if m.recall != nil {
+		for _, msg := range m.resumed {
+			for _, b := range msg.ToolUses() {
+				m.ToolCalled(llm.ToolCall{Name: b.ToolName, Input: b.Input})
+			}
+		}
+	}
+	return nil
+}
+
+// Resumed returns the conversation of the session Options.Resume
+// continues (nil otherwise): send it, then the new messages, and pass it
+// with them to TurnEnded.
+func (m *Memory) Resumed() []llm.Message { return append([]llm.Message(nil), m.resumed...) }
 
 // startStoreSync starts one watcher per mounted store.
 func (m *Memory) startStoreSync() error {

@@ -395,3 +395,45 @@ func TestObserverGetsEveryLayersEvents(t *testing.T) {
 		assert.GreaterOrEqual(t, e.Usage.CacheReadTokens, 800, layer)
 	}
 }
+
+// TestResumeContinuesTheSession: a session recorded by one Memory is
+// continued by the next (a process restart): its conversation comes back,
+// the transcript goes on from its last message in one chain, the index is
+// not sent again, and a memory it read is not recalled.
+func TestResumeContinuesTheSession(t *testing.T) {
+	project, config := home(t)
+	opts := agentmem.Options{ProjectRoot: project, ConfigHome: config, SessionID: transcript.NewUUID(),
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation}
+	ctx := context.Background()
+	mem, err := agentmem.New(afero.NewOsFs(), nil, opts)
+	require.NoError(t, err)
+	_, err = mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	file := filepath.Join(mem.Dir(), "deploys.md")
+	require.NoError(t, os.WriteFile(file, []byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever deploy on Fridays.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "MEMORY.md"), []byte("- [Deploy days](deploys.md)\n"), 0o644))
+	input, _ := json.Marshal(map[string]string{"file_path": file})
+	first := mem.UserMessage(ctx, "what do we know about deploys?")
+	first.ID = "u1"
+	conv := []llm.Message{first,
+		{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.ToolUseBlock("call_1", "Read", input)}},
+		{ID: "u2", Role: llm.RoleUser, Content: []llm.Block{llm.ToolResultBlock("call_1", "Never deploy on Fridays.", false)}},
+		msg("a2", llm.RoleAssistant, "Never on Fridays.")}
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: conv})
+	require.NoError(t, mem.Close())
+
+	opts.Resume = true
+	again, err := agentmem.New(afero.NewOsFs(), nil, opts)
+	require.NoError(t, err)
+	defer again.Close()
+	resumed := again.Resumed()
+	require.Len(t, resumed, 5, "the index block is recorded apart from the user's words, as Claude Code records it")
+	assert.Equal(t, "Never on Fridays.", resumed[4].Text())
+	next := again.UserMessage(ctx, "so can we deploy on friday?")
+	assert.Len(t, next.Content, 1, "no index again, and the memory it read is not recalled")
+	next.ID = "u3"
+	again.TurnEnded(ctx, agentmem.Turn{Messages: append(resumed, next, msg("a3", llm.RoleAssistant, "No."))})
+	r, err := transcript.Resume(ctx, again.Transcripts(), opts.SessionID)
+	require.NoError(t, err)
+	require.Len(t, transcript.ToLLM(r.Messages), 7, "one chain: the resumed messages, then the new ones, each once")
+}
