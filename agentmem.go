@@ -197,6 +197,10 @@ type Turn struct {
 	// SubAgent marks a sub-agent's turn: it is not recorded, extracted or
 	// summarised.
 	SubAgent bool
+	// Prefix is the main agent's system prompt and tools as it sent them:
+	// extraction then sends the same prefix, so it reads the main agent's
+	// prompt cache (with llm/anthropic's Config.PromptCache).
+	Prefix *llm.Prefix
 }
 
 // Memory is the memory of one agent session. Safe for concurrent use.
@@ -765,7 +769,7 @@ func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
 		}
 	}
 	if m.extractor != nil {
-		m.extractor.OnTurnEnd(ctx, t.Messages, extract.TurnInfo{SubAgent: t.SubAgent})
+		m.extractor.OnTurnEnd(ctx, t.Messages, extract.TurnInfo{SubAgent: t.SubAgent, Prefix: t.Prefix})
 	}
 	if m.summary != nil {
 		tokens := t.ContextTokens

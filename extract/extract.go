@@ -118,6 +118,11 @@ type TurnInfo struct {
 	// SubAgent is true for a sub-agent's turn: only the main agent's turns
 	// are extracted.
 	SubAgent bool
+	// Prefix, when set, is the main agent's system prompt and tools: the
+	// run sends them as they are (so it reads the parent's prompt cache)
+	// and puts its own instructions in its first user message. Calls to
+	// the parent's tools that are not memory tools are refused.
+	Prefix *llm.Prefix
 }
 
 // Extractor saves what a conversation taught the agent, in the
@@ -211,7 +216,7 @@ func (e *Extractor) OnTurnEnd(ctx context.Context, msgs []llm.Message, info Turn
 		if !ok {
 			return nil
 		}
-		return func(ctx context.Context) { e.run(ctx, msgs, fresh, held) }
+		return func(ctx context.Context) { e.run(ctx, msgs, fresh, held, info.Prefix) }
 	}
 	if e.jobs.Offer(ctx, prepare, func() { e.emit(ctx, Event{Kind: EventCoalesced}) }) == jobs.Closed {
 		e.emit(ctx, Event{Kind: EventSkipped, Reason: SkipClosed})
@@ -249,9 +254,9 @@ func (e *Extractor) eligibleLocked(ctx context.Context, msgs []llm.Message, trai
 
 // run extracts from fresh (a trailing run covers a turn that ended during
 // the run before it) and moves the cursor past msgs when it succeeds.
-func (e *Extractor) run(ctx context.Context, msgs, fresh []llm.Message, trailing bool) {
+func (e *Extractor) run(ctx context.Context, msgs, fresh []llm.Message, trailing bool, prefix *llm.Prefix) {
 	e.emit(ctx, Event{Kind: EventStarted, Trailing: trailing, Messages: len(fresh)})
-	files, checkpoint, res, err := e.extract(ctx, fresh)
+	files, checkpoint, res, err := e.extract(ctx, fresh, prefix)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {
@@ -263,7 +268,7 @@ func (e *Extractor) run(ctx context.Context, msgs, fresh []llm.Message, trailing
 }
 
 // extract runs the forked agent over the new messages.
-func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []string, checkpoint string, _ llm.Result, _ error) {
+func (e *Extractor) extract(ctx context.Context, fresh []llm.Message, prefix *llm.Prefix) (files []string, checkpoint string, _ llm.Result, _ error) {
 	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.dir.FS(), e.cfg.dir.Path(), memdir.ScanOptions{})
 	if err != nil {
 		return nil, "", llm.Result{}, err
@@ -278,14 +283,20 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message) (files []s
 	if err != nil {
 		return nil, checkpoint, llm.Result{}, err
 	}
-	res, err := llm.RunAgent(ctx, e.cfg.model, llm.Task{
+	task := llm.Task{
 		Purpose:    llm.PurposeExtractMemories,
 		System:     systemPrompt(e.cfg.dir.Path(), e.cfg.Team),
 		Prompt:     userPrompt(e.cfg.dir.Path(), headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
 		Tools:      tools.Tools(),
 		Permission: memtools.ExtractPermission(e.cfg.dir.FS(), e.cfg.dir.Path(), nil),
 		MaxTurns:   e.cfg.MaxTurns,
-	})
+	}
+	if prefix != nil {
+		task.Prompt = task.System + "\n\n" + task.Prompt
+		task.System = prefix.System
+		task.Tools = forkTools(prefix.Tools, task.Tools)
+	}
+	res, err := llm.RunAgent(ctx, e.cfg.model, task)
 	if errors.Is(err, llm.ErrMaxTurns) {
 		err = nil // a run that used all its turns still saved what it wrote
 	}
@@ -401,4 +412,27 @@ func (k EventKind) level() slog.Level {
 		return slog.LevelInfo
 	}
 	return slog.LevelDebug
+}
+
+// forkTools offers the parent's tool specs unchanged (the cache key), run
+// by the memory tool of the same name; a parent tool with no memory
+// counterpart refuses every call.
+func forkTools(parent []llm.ToolSpec, mine []llm.Tool) []llm.Tool {
+	byName := map[string]llm.Tool{}
+	for _, t := range mine {
+		byName[t.Spec.Name] = t
+	}
+	out := make([]llm.Tool, len(parent))
+	for i, spec := range parent {
+		t, ok := byName[spec.Name]
+		if !ok {
+			name := spec.Name
+			t.Call = func(context.Context, json.RawMessage) (string, error) {
+				return "", fmt.Errorf("%s is not available while saving memories: use Read, Write, Edit, Grep, Glob or List on the memory directory", name)
+			}
+		}
+		t.Spec = spec
+		out[i] = t
+	}
+	return out
 }

@@ -131,6 +131,15 @@ type ToolSpec struct {
 	Type string
 }
 
+// Prefix is the start of a request a prompt cache keys on: the system
+// prompt and the tools, in order. A background job that sends its
+// parent's Prefix byte for byte reads the parent's cached prefix instead of
+// paying for it again.
+type Prefix struct {
+	System string
+	Tools  []ToolSpec
+}
+
 // Request is one call to a model.
 type Request struct {
 	Purpose  Purpose

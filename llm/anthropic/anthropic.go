@@ -69,6 +69,11 @@ type Config struct {
 	MaxRetries int
 	// Options are passed to the SDK client as they are.
 	Options []option.RequestOption
+	// PromptCache marks cache breakpoints at the end of the system prompt
+	// and of the tools, so requests that share them (a main agent and the
+	// background jobs forked from it with the same llm.Prefix) read them
+	// from the prompt cache.
+	PromptCache bool
 }
 
 // Model is an llm.Model backed by the Messages API.
@@ -193,6 +198,14 @@ func (m *Model) params(req llm.Request) (sdk.MessageNewParams, error) {
 			return p, err
 		}
 		p.Tools = append(p.Tools, tool)
+	}
+	if m.cfg.PromptCache {
+		if n := len(p.System); n > 0 {
+			p.System[n-1].CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
+		if n := len(p.Tools); n > 0 && p.Tools[n-1].OfTool != nil {
+			p.Tools[n-1].OfTool.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
 	}
 	if len(req.OutputSchema) > 0 {
 		switch m.cfg.Structured {
