@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -126,6 +127,10 @@ type Options struct {
 	// Scanner finds secrets for every layer: the memory tools, the
 	// background jobs, Guard and team sync (nil: secrets.New()).
 	Scanner *secrets.Scanner
+	// Budget bounds the tokens the background jobs spend per hour and per
+	// day; past it their model calls fail with ErrBudgetSpent (an Event
+	// of LayerBudget says so once).
+	Budget Budget
 	// Observer receives every layer's events, on the goroutine of the
 	// layer that made them (keep it quick; nil: none). Background jobs'
 	// events carry the tokens they spent.
@@ -297,6 +302,10 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	m.bg, m.stop = bg, cancel
+	if model != nil && (opts.Budget.TokensPerHour > 0 || opts.Budget.TokensPerDay > 0) {
+		model = &budgetedModel{next: model, budget: opts.Budget, now: time.Now,
+			notify: func(err error) { m.observe(Event{Layer: LayerBudget, Err: err, Detail: opts.Budget}) }}
+	}
 	if err := m.build(model); err != nil {
 		_ = m.Close()
 		return nil, err

@@ -3,10 +3,13 @@ package agentmem_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -436,4 +439,45 @@ func TestResumeContinuesTheSession(t *testing.T) {
 	r, err := transcript.Resume(ctx, again.Transcripts(), opts.SessionID)
 	require.NoError(t, err)
 	require.Len(t, transcript.ToLLM(r.Messages), 7, "one chain: the resumed messages, then the new ones, each once")
+}
+
+// TestBudgetStopsTheBackgroundJobs: past Options.Budget the jobs' model
+// calls are not sent; the job fails with ErrBudgetSpent and one budget
+// event says so.
+func TestBudgetStopsTheBackgroundJobs(t *testing.T) {
+	project, config := home(t)
+	var calls atomic.Int64
+	model := llm.ModelFunc(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		calls.Add(1)
+		return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("done.")}}, StopReason: llm.StopEndTurn,
+			Usage: llm.Usage{InputTokens: 900, OutputTokens: 100}}, nil
+	})
+	var mu sync.Mutex
+	var budgetEvents, failed int
+	mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Consolidation | agentmem.SessionSummary, Budget: agentmem.Budget{TokensPerHour: 1500},
+		Observer: func(e agentmem.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			if e.Layer == agentmem.LayerBudget {
+				budgetEvents++
+			}
+			if e.Layer == agentmem.LayerExtraction && errors.Is(e.Err, agentmem.ErrBudgetSpent) {
+				failed++
+			}
+		}})
+	require.NoError(t, err)
+	defer mem.Close()
+	ctx := context.Background()
+	conv := []llm.Message{msg("u1", llm.RoleUser, "We deploy on Tuesdays."), msg("a1", llm.RoleAssistant, "Noted.")}
+	for i := range 4 {
+		conv = append(conv, msg(fmt.Sprintf("u%d", i+2), llm.RoleUser, "And another thing."), msg(fmt.Sprintf("a%d", i+2), llm.RoleAssistant, "Noted."))
+		mem.TurnEnded(ctx, agentmem.Turn{Messages: conv})
+		require.NoError(t, mem.Drain(ctx))
+	}
+	assert.Equal(t, int64(2), calls.Load(), "two runs spend 2,000 tokens; the bound of 1,500 stops the rest")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 1, budgetEvents, "one event when the budget is spent")
+	assert.Equal(t, 2, failed)
 }
