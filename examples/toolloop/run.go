@@ -65,7 +65,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 	if err != nil {
 		return err
 	}
-	if conv, err = turn(ctx, w, mem, model, host, conv, "Also keep the deploy token for the team."); err != nil {
+	if _, err = turn(ctx, w, mem, model, host, conv, "Also keep the deploy token for the team."); err != nil {
 		return err
 	}
 	mem.Compacted() // the host summarised the conversation
