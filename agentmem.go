@@ -127,6 +127,11 @@ type Options struct {
 	// Scanner finds secrets for every layer: the memory tools, the
 	// background jobs, Guard and team sync (nil: secrets.New()).
 	Scanner *secrets.Scanner
+	// ToolNames maps the host's tool names to the Claude Code tool whose
+	// input each takes ("write_file": "Write"; also "Edit", "MultiEdit",
+	// "NotebookEdit", "Read"), for Guard and ToolCalled. Claude Code's own
+	// names need no entry.
+	ToolNames map[string]string
 	// Budget bounds the tokens the background jobs spend per hour and per
 	// day; past it their model calls fail with ErrBudgetSpent (an Event
 	// of LayerBudget says so once).
@@ -658,6 +663,9 @@ func (m *Memory) ToolCalled(call llm.ToolCall) {
 	if json.Unmarshal(call.Input, &in) != nil {
 		return
 	}
+	if m.toolName(call.Name) != "Read" && call.Name != "memory" {
+		return
+	}
 	p := in.FilePath
 	if call.Name == "memory" && in.Command == "view" {
 		p = in.Path
@@ -665,6 +673,14 @@ func (m *Memory) ToolCalled(call llm.ToolCall) {
 	if p != "" && filepath.IsAbs(p) {
 		m.recall.MarkRead(p)
 	}
+}
+
+// toolName is the Claude Code tool a host tool stands for (ToolNames).
+func (m *Memory) toolName(name string) string {
+	if cc, ok := m.opts.ToolNames[name]; ok {
+		return cc
+	}
+	return name
 }
 
 // Compacted tells the memory that the host compacted the conversation:
@@ -692,7 +708,7 @@ func (m *Memory) Compacted() {
 func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 	return func(ctx context.Context, call llm.ToolCall) llm.Decision {
 		if m.enabled {
-			tc, err := memdir.ToolCallFromJSON(call.Name, call.Input)
+			tc, err := memdir.ToolCallFromJSON(m.toolName(call.Name), call.Input)
 			if err == nil {
 				err = m.memDir.CheckToolCall(tc) // one path check, one scan
 			}

@@ -481,3 +481,18 @@ func TestBudgetStopsTheBackgroundJobs(t *testing.T) {
 	assert.Equal(t, 1, budgetEvents, "one event when the budget is spent")
 	assert.Equal(t, 2, failed)
 }
+
+// TestGuardKnowsTheHostsToolNames: with Options.ToolNames, a host tool
+// named its own way is checked as the Claude Code tool it stands for.
+func TestGuardKnowsTheHostsToolNames(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		ToolNames: map[string]string{"write_file": "Write"}, Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	team := filepath.Join(mem.Dir(), "team")
+	input := []byte(`{"file_path":"` + team + `/k.md","content":"ghp_` + strings.Repeat("a1B2", 9) + `"}`)
+	guard := mem.Guard(nil)
+	assert.False(t, guard(context.Background(), llm.ToolCall{Name: "write_file", Input: input}).Allow, "write_file is checked as Write")
+	assert.True(t, guard(context.Background(), llm.ToolCall{Name: "save_file", Input: input}).Allow, "a tool the map does not name is not the guard's")
+}
