@@ -115,7 +115,9 @@ type Options struct {
 	// Disable leaves background layers out.
 	Disable Job
 	// History keeps a file history per job (extract-runs, dream-runs,
-	// session-summary, team-pulls under ConfigHome/file-history), so
+	// session-summary, team-pulls under ConfigHome/file-history) and one
+	// for the main agent's memory writes named by the session ID, with a
+	// checkpoint per UserMessage (the message's ID), so
 	// `agentmem history` and `agentmem rewind` can review and undo every
 	// background write.
 	History bool
@@ -244,6 +246,9 @@ type Memory struct {
 	closed    bool // Close was called
 	indexSent bool // the first UserMessage carried the index
 	resumed   []llm.Message
+	// mainHistory is the session's file history of the main agent's
+	// memory writes (Options.History).
+	mainHistory *filehistory.Tracker
 }
 
 // ErrNoProjectRoot is returned by New without Options.ProjectRoot.
@@ -356,7 +361,12 @@ func (m *Memory) build(model llm.Model) error {
 	if m.memDir, err = memdir.NewDir(m.fs, m.dir, memdir.DirOptions{SessionID: m.opts.SessionID, Synced: m.opts.SyncedMemory, Scanner: m.opts.Scanner}); err != nil {
 		return err
 	}
-	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{Gate: m.memDir.Gate()}); err != nil {
+	// The main agent's own memory writes keep the session's file history
+	// (as Claude Code's do): UserMessage takes a checkpoint per message.
+	if m.mainHistory, err = m.history(m.opts.SessionID); err != nil {
+		return err
+	}
+	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{Gate: m.memDir.Gate(), Tracker: m.mainHistory}); err != nil {
 		return err
 	}
 	team := memdir.TeamMemPath(m.dir)
@@ -740,6 +750,14 @@ func (m *Memory) UserMessage(ctx context.Context, text string) llm.Message {
 	if !m.enabled {
 		msg.Content = []llm.Block{llm.TextBlock(text)}
 		return msg
+	}
+	if m.mainHistory != nil {
+		// A checkpoint before the message is handled: rewinding to the
+		// message's ID undoes the memory writes of its turn.
+		msg.ID = transcript.NewUUID()
+		if err := m.mainHistory.MakeSnapshot(context.WithoutCancel(ctx), msg.ID); err != nil {
+			m.log.WarnContext(ctx, "agentmem: the turn's checkpoint could not be taken", "error", err)
+		}
 	}
 	if index := m.indexContext(ctx); index != "" {
 		msg.Content = append(msg.Content, llm.MetaBlock(index))

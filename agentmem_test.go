@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem/agentmem"
+	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
 	"github.com/agentmem/agentmem/memdir"
@@ -495,4 +496,45 @@ func TestGuardKnowsTheHostsToolNames(t *testing.T) {
 	guard := mem.Guard(nil)
 	assert.False(t, guard(context.Background(), llm.ToolCall{Name: "write_file", Input: input}).Allow, "write_file is checked as Write")
 	assert.True(t, guard(context.Background(), llm.ToolCall{Name: "save_file", Input: input}).Allow, "a tool the map does not name is not the guard's")
+}
+
+// TestMainAgentWritesAreUndoable: with Options.History, each UserMessage
+// takes a checkpoint in the session's file history, and rewinding to a
+// message's ID undoes the memory writes of its turn.
+func TestMainAgentWritesAreUndoable(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config, History: true,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	tools := map[string]llm.Tool{}
+	for _, tool := range mem.Tools() {
+		tools[tool.Spec.Name] = tool
+	}
+	file := filepath.Join(mem.Dir(), "deploys.md")
+	first := mem.UserMessage(ctx, "remember the deploy day")
+	in, _ := json.Marshal(map[string]string{"file_path": file, "content": "---\nname: Deploys\ndescription: d\ntype: project\n---\nTuesdays.\n"})
+	_, err = tools["Write"].Call(ctx, in)
+	require.NoError(t, err)
+	second := mem.UserMessage(ctx, "no, Thursdays")
+	_, err = tools["Read"].Call(ctx, json.RawMessage(`{"file_path":"`+file+`"}`))
+	require.NoError(t, err)
+	in, _ = json.Marshal(map[string]string{"file_path": file, "old_string": "Tuesdays.", "new_string": "Thursdays."})
+	_, err = tools["Edit"].Call(ctx, in)
+	require.NoError(t, err)
+	require.NoError(t, mem.Close())
+
+	h, err := filehistory.Open(afero.NewOsFs(), config, mem.SessionID(), filehistory.Options{})
+	require.NoError(t, err)
+	require.True(t, h.CanRewind(first.ID) && h.CanRewind(second.ID))
+	_, err = h.Rewind(ctx, second.ID, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	got, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "Tuesdays.", "the edit of the second turn is undone")
+	_, err = h.Rewind(ctx, first.ID, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.NoFileExists(t, file, "the memory the first turn wrote is gone")
 }
