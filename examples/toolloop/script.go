@@ -43,7 +43,7 @@ func (m *scriptedModel) Generate(_ context.Context, req llm.Request) (llm.Respon
 	case strings.HasPrefix(prompt, "Also keep the deploy token") && !afterTool:
 		return use("Write", map[string]string{"file_path": filepath.Join(m.memoryDir, "team", "deploy_token.md"),
 			"content": "token ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"}), nil
-	case strings.HasPrefix(prompt, "Can I deploy on Friday?") && !afterTool && !recalled:
+	case strings.HasPrefix(prompt, "Can I deploy on Friday?") && !afterTool:
 		return use("Read", map[string]string{"file_path": filepath.Join(m.memoryDir, "deploy_days.md")}), nil
 	case recalled:
 		return reply(llm.TextBlock("No: memory says we never deploy on Fridays.")), nil
