@@ -538,3 +538,79 @@ func TestMainAgentWritesAreUndoable(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoFileExists(t, file, "the memory the first turn wrote is gone")
 }
+
+// TestModelMiddleware: a host loop with no memory calls of its own but
+// mem.Model around its model: the memory section joins the system prompt,
+// a user message gains its recalled memories (the same blocks on the
+// repeat call of a tool loop), a read is reported, a reply with no tool
+// call ends the turn (recorded), and a shorter conversation is taken as a
+// compaction.
+func TestModelMiddleware(t *testing.T) {
+	project, config := home(t)
+	var mu sync.Mutex
+	var seen []llm.Request
+	file := ""
+	inner := llm.ModelFunc(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		if last.Text() == "can we deploy on friday?" || strings.Contains(last.Text(), "can we deploy on friday?") {
+			raw, _ := json.Marshal(map[string]string{"file_path": file})
+			return llm.Response{Message: llm.Message{ID: "a-read", Role: llm.RoleAssistant, Content: []llm.Block{llm.ToolUseBlock("call_1", "Read", raw)}}, StopReason: llm.StopToolUse}, nil
+		}
+		return llm.Response{Message: llm.Message{ID: fmt.Sprintf("a%d", len(req.Messages)), Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}}, StopReason: llm.StopEndTurn}, nil
+	})
+	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	model := mem.Model(inner)
+	ctx := context.Background()
+	tools := map[string]llm.Tool{}
+	for _, tool := range mem.Tools() {
+		tools[tool.Spec.Name] = tool
+	}
+	// The host's loop: call, run tools, repeat until a reply has no call.
+	loop := func(conv []llm.Message) []llm.Message {
+		for {
+			resp, err := model.Generate(ctx, llm.Request{System: "You are the host's agent.", Messages: conv})
+			require.NoError(t, err)
+			conv = append(conv, resp.Message)
+			if len(resp.Message.ToolUses()) == 0 {
+				return conv
+			}
+			var results []llm.Block
+			for _, u := range resp.Message.ToolUses() {
+				out, err := tools[u.ToolName].Call(ctx, u.Input)
+				require.NoError(t, err)
+				results = append(results, llm.ToolResultBlock(u.ToolUseID, out, false))
+			}
+			conv = append(conv, llm.Message{ID: "tr" + u0(len(conv)), Role: llm.RoleUser, Content: results})
+		}
+	}
+	conv := loop([]llm.Message{msg("u1", llm.RoleUser, "hello")})
+	assert.Contains(t, seen[0].System, "You are the host's agent.")
+	assert.Contains(t, seen[0].System, mem.Dir(), "the memory section joined the system prompt")
+
+	file = filepath.Join(mem.Dir(), "deploys.md")
+	require.NoError(t, os.WriteFile(file, []byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever deploy on Fridays.\n"), 0o644))
+	conv = loop(append(conv, msg("u2", llm.RoleUser, "can we deploy on friday?")))
+	require.Len(t, seen, 3)
+	asked, again := seen[1].Messages[2], seen[2].Messages[2]
+	require.Len(t, asked.Content, 2, "the text, then the recalled memory")
+	assert.Contains(t, asked.Content[1].Text, "Never deploy on Fridays.")
+	assert.Equal(t, asked.Content, again.Content, "the same blocks on the repeat call")
+
+	sessions, err := mem.Transcripts().List(ctx)
+	require.NoError(t, err)
+	require.Len(t, sessions, 1, "the turns were recorded")
+
+	// A shorter conversation: compacted. The memory that was read may come again.
+	loop([]llm.Message{msg("s1", llm.RoleUser, "Summary so far."), msg("s2", llm.RoleAssistant, "ok"), msg("u9", llm.RoleUser, "deploy on fridays, is it allowed?")})
+	last := seen[len(seen)-1].Messages[2]
+	assert.Len(t, last.Content, 2, "after the compaction recall brings the memory again")
+	_ = conv
+}
+
+func u0(n int) string { return fmt.Sprint(n) }
