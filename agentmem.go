@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -471,10 +472,21 @@ func (m *Memory) resume(store transcript.Store) error {
 			for _, b := range msg.ToolUses() {
 				m.ToolCalled(llm.ToolCall{Name: b.ToolName, Input: b.Input})
 			}
+			// Memories recall brought before are in the conversation
+			// already: not again.
+			if msg.Role == llm.RoleUser {
+				for _, sub := range recalledPathRe.FindAllStringSubmatch(msg.Text(), -1) {
+					m.recall.MarkRead(sub[1])
+				}
+			}
 		}
 	}
 	return nil
 }
+
+// recalledPathRe finds the memories a recall block carries (the header
+// line memdir.MemoryHeaderLine writes above each).
+var recalledPathRe = regexp.MustCompile(`(?m)^Memory: (/.+):$`)
 
 // Resumed returns the conversation of the session Options.Resume
 // continues (nil otherwise): send it, then the new messages, and pass it

@@ -614,3 +614,28 @@ func TestModelMiddleware(t *testing.T) {
 }
 
 func u0(n int) string { return fmt.Sprint(n) }
+
+// TestResumeDoesNotRecallAgain: a memory recall brought before a restart
+// is in the resumed conversation already, so it is not brought again.
+func TestResumeDoesNotRecallAgain(t *testing.T) {
+	project, config := home(t)
+	opts := agentmem.Options{ProjectRoot: project, ConfigHome: config, SessionID: transcript.NewUUID(),
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation}
+	ctx := context.Background()
+	mem, err := agentmem.New(afero.NewOsFs(), nil, opts)
+	require.NoError(t, err)
+	_, err = mem.SystemPrompt(ctx)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: Deploy days\ndescription: never deploy on Fridays\ntype: project\n---\nNever deploy on Fridays.\n"), 0o644))
+	first := mem.UserMessage(ctx, "can we deploy on friday?")
+	require.Len(t, first.Content, 2, "the memory is recalled")
+	first.ID = "u1"
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: []llm.Message{first, msg("a1", llm.RoleAssistant, "No.")}})
+	require.NoError(t, mem.Close())
+
+	opts.Resume = true
+	again, err := agentmem.New(afero.NewOsFs(), nil, opts)
+	require.NoError(t, err)
+	defer again.Close()
+	assert.Len(t, again.UserMessage(ctx, "friday deploy after all?").Content, 1, "already in the resumed conversation")
+}
