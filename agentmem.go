@@ -130,6 +130,10 @@ type Options struct {
 	// Scanner finds secrets for every layer: the memory tools, the
 	// background jobs, Guard and team sync (nil: secrets.New()).
 	Scanner *secrets.Scanner
+	// TranscriptStore records the session (and serves Resume and the
+	// consolidation's review) instead of Claude Code's JSONL files under
+	// ConfigHome: a host's own database, say. The Memory closes it.
+	TranscriptStore transcript.Store
 	// ToolNames maps the host's tool names to the Claude Code tool whose
 	// input each takes ("write_file": "Write"; also "Edit", "MultiEdit",
 	// "NotebookEdit", "Read"), for Guard and ToolCalled. Claude Code's own
@@ -228,7 +232,7 @@ type Memory struct {
 	tools     *memtools.Toolset
 	finder    *recall.Finder
 	recall    *recall.Session
-	store     *transcript.JSONLStore
+	store     transcript.Store
 	recorder  *transcript.Recorder
 	summary   *sessionmem.Tracker
 	extractor *extract.Extractor
@@ -307,7 +311,7 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	if m.opts.SessionID == "" {
 		m.opts.SessionID = transcript.NewUUID()
 	}
-	needHome := opts.Disable&(Transcripts|SessionSummary) != Transcripts|SessionSummary || opts.History
+	needHome := opts.Disable&SessionSummary == 0 || opts.History || (opts.Disable&Transcripts == 0 && opts.TranscriptStore == nil)
 	if needHome && opts.ConfigHome == "" {
 		return nil, errors.New("agentmem: Options.ConfigHome is required for transcripts, the session summary and history (or Disable them)")
 	}
@@ -379,12 +383,17 @@ func (m *Memory) build(model llm.Model) error {
 		m.recall = recall.NewSession(m.finder, recall.SessionOptions{})
 	}
 	var store transcript.Store
-	if m.opts.ConfigHome != "" {
+	switch {
+	case m.opts.TranscriptStore != nil:
+		m.store = m.opts.TranscriptStore
+		store = m.store
+	case m.opts.ConfigHome != "":
 		dir := transcript.ProjectDir(m.opts.ConfigHome, m.opts.ProjectRoot)
-		if m.store, err = transcript.NewJSONLStore(m.fs, dir, transcript.Options{}); err != nil {
+		js, err := transcript.NewJSONLStore(m.fs, dir, transcript.Options{})
+		if err != nil {
 			return err
 		}
-		store = m.store
+		m.store, store = js, js
 	}
 	if m.opts.Resume {
 		if err := m.resume(store); err != nil {
@@ -927,9 +936,10 @@ func (m *Memory) Finder() *recall.Finder { return m.finder }
 // compaction.
 func (m *Memory) RecallSession() *recall.Session { return m.recall }
 
-// Transcripts returns the session transcript store (nil without a
-// ConfigHome), for listing, searching and resuming sessions.
-func (m *Memory) Transcripts() *transcript.JSONLStore { return m.store }
+// Transcripts returns the session transcript store: Options.TranscriptStore,
+// or the JSONL files under ConfigHome (nil with neither), for listing,
+// searching and resuming sessions.
+func (m *Memory) Transcripts() transcript.Store { return m.store }
 
 // Toolset returns the memory tools behind Tools (nil when memory is off).
 func (m *Memory) Toolset() *memtools.Toolset { return m.tools }

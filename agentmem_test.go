@@ -639,3 +639,27 @@ func TestResumeDoesNotRecallAgain(t *testing.T) {
 	defer again.Close()
 	assert.Len(t, again.UserMessage(ctx, "friday deploy after all?").Content, 1, "already in the resumed conversation")
 }
+
+// TestHostsOwnTranscriptStore: Options.TranscriptStore records the session
+// without a ConfigHome, and a later Memory resumes from it.
+func TestHostsOwnTranscriptStore(t *testing.T) {
+	project, _ := home(t)
+	store := transcript.NewMemoryStore()
+	opts := agentmem.Options{ProjectRoot: project, MemoryDir: filepath.Join(t.TempDir(), "memory"), SessionID: transcript.NewUUID(),
+		TranscriptStore: store, Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation}
+	ctx := context.Background()
+	mem, err := agentmem.New(afero.NewOsFs(), nil, opts)
+	require.NoError(t, err)
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: []llm.Message{msg("u1", llm.RoleUser, "hello there"), msg("a1", llm.RoleAssistant, "hi")}})
+	sessions, err := mem.Transcripts().List(ctx)
+	require.NoError(t, err)
+	require.Len(t, sessions, 1)
+	require.NoError(t, mem.Close())
+
+	opts.Resume = true
+	again, err := agentmem.New(afero.NewOsFs(), nil, opts)
+	require.NoError(t, err)
+	defer again.Close()
+	require.Len(t, again.Resumed(), 2)
+	assert.Equal(t, "hi", again.Resumed()[1].Text())
+}
