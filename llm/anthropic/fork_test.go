@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -105,4 +106,67 @@ func TestForkSharesTheParentsCachedPrefix(t *testing.T) {
 	require.Positive(t, usage.CacheReadTokens, "the fork read the parent's prefix from the cache")
 	t.Logf("the fork read %d of its %d input tokens from the prompt cache (%.0f%%)", usage.CacheReadTokens, usage.InputTokens,
 		100*float64(usage.CacheReadTokens)/float64(usage.InputTokens))
+}
+
+// BenchmarkForkCacheReadShare runs the extraction fork after a main-agent
+// request with a system prompt and tools of a realistic size (about 12 KB
+// and 7 tools) against the caching stand-in, and reports the share of the
+// fork's input read from the prompt cache (cache-read-share), with and
+// without Turn's Prefix.
+func BenchmarkForkCacheReadShare(b *testing.B) {
+	schema := json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string"},"content":{"type":"string"}},"required":["file_path"]}`)
+	var tools []llm.ToolSpec
+	for _, name := range []string{"Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "Bash"} {
+		tools = append(tools, llm.ToolSpec{Name: name, Description: "The " + name + " tool of the coding agent, described at length. " + strings.Repeat("It has rules. ", 40), InputSchema: schema})
+	}
+	prefix := llm.Prefix{System: strings.Repeat("You are a careful coding agent; follow the project's conventions. ", 190), Tools: tools}
+	conv := []llm.Message{
+		{ID: "u1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("We deploy on Tuesdays; remember that.")}},
+		{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Noted.")}},
+	}
+	for _, shared := range []bool{true, false} {
+		name := "prefix=shared"
+		if !shared {
+			name = "prefix=own"
+		}
+		b.Run(name, func(b *testing.B) {
+			stand := &cachingStandIn{cached: map[string]bool{}}
+			srv := httptest.NewServer(stand)
+			defer srv.Close()
+			model, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1, PromptCache: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := model.Generate(ctx, llm.Request{System: prefix.System, Tools: prefix.Tools, Messages: conv[:1]}); err != nil {
+				b.Fatal(err)
+			}
+			var read, input int
+			for range b.N {
+				dir, err := memdir.NewDir(afero.NewOsFs(), b.TempDir(), memdir.DirOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ex, err := extract.New(dir, model, extract.Config{Observer: func(e extract.Event) {
+					if e.Kind == extract.EventFinished {
+						read += e.Usage.CacheReadTokens
+						input += e.Usage.InputTokens
+					}
+				}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				info := extract.TurnInfo{}
+				if shared {
+					info.Prefix = &prefix
+				}
+				ex.OnTurnEnd(ctx, conv, info)
+				if err := ex.Drain(ctx); err != nil {
+					b.Fatal(err)
+				}
+				_ = ex.Close()
+			}
+			b.ReportMetric(float64(read)/float64(max(input, 1)), "cache-read-share")
+		})
+	}
 }
