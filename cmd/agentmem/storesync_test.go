@@ -431,3 +431,38 @@ func TestStoreSyncUserStore(t *testing.T) {
 	assert.Contains(t, res.Skipped, storesync.Skip{Path: "/key.md", Reason: "secret"})
 	assert.Len(t, storeFiles(t, f.url, f.key), 2)
 }
+
+// TestStoreWatchPullsWhatOthersPush: a running `agentmem store watch`
+// brings a teammate's new memory into its folder at the next resync, with
+// nothing changed locally (a watcher that only pushed would never get it).
+func TestStoreWatchPullsWhatOthersPush(t *testing.T) {
+	f := newSyncFixture(t, "")
+	root := t.TempDir()
+	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`
+	ana, anaEnv := clone(t, root, "ana")
+	ben, benEnv := clone(t, root, "ben")
+	anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+	benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+	out, errOut, code := runIn(t, ana, anaEnv, "store", "ls")
+	require.Equal(t, 0, code, errOut)
+	anaDir := strings.Fields(out)[4]
+	out, _, _ = runIn(t, ben, benEnv, "store", "ls")
+	benDir := strings.Fields(out)[4]
+
+	cmd := exec.Command(binary(t), "store", "watch", "--server", f.url, "--resync", "1s")
+	cmd.Dir = ben
+	cmd.Env = append(os.Environ(), benEnv...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	_, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url) // mount Ana's folder
+	require.Equal(t, 0, code, errOut)
+	writeFile(t, anaDir, "from-ana.md", "pushed by Ana\n")
+	_, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url)
+	require.Equal(t, 0, code, errOut)
+	waitFor(t, func() bool {
+		raw, err := os.ReadFile(filepath.Join(benDir, "from-ana.md"))
+		return err == nil && string(raw) == "pushed by Ana\n"
+	})
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait())
+}
