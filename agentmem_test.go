@@ -601,6 +601,7 @@ func TestModelMiddleware(t *testing.T) {
 	require.Len(t, asked.Content, 2, "the text, then the recalled memory")
 	assert.Contains(t, asked.Content[1].Text, "Never deploy on Fridays.")
 	assert.Equal(t, asked.Content, again.Content, "the same blocks on the repeat call")
+	assert.Equal(t, seen[0].System, seen[2].System, "the system prompt stays the same while memories are saved")
 
 	sessions, err := mem.Transcripts().List(ctx)
 	require.NoError(t, err)

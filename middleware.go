@@ -9,7 +9,8 @@ import (
 
 // Model wraps the host's main model with the memory's hooks, for a loop
 // that has no place of its own for them: before each call the memory
-// section joins the system prompt, and each new user message gains the
+// section (built once per conversation, so it stays byte for byte the
+// same) joins the system prompt, and each new user message gains the
 // index (the session's first) and the memories recalled for it (the same
 // blocks on every later call, so the prompt cache holds); the tool calls
 // whose results come back are reported (ToolCalled); a conversation that
@@ -26,6 +27,7 @@ type memoryModel struct {
 	next llm.Model
 
 	mu       sync.Mutex
+	section  *string             // the memory section, built once per conversation
 	seen     int                 // messages of the conversation already handled
 	extra    map[int][]llm.Block // blocks added to the user message at an index
 	reported map[string]bool     // tool calls already reported
@@ -35,7 +37,7 @@ func (w *memoryModel) Generate(ctx context.Context, req llm.Request) (llm.Respon
 	if !w.m.enabled || req.Purpose != "" {
 		return w.next.Generate(ctx, req)
 	}
-	section, err := w.m.SystemPrompt(ctx)
+	section, err := w.systemSection(ctx)
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -48,7 +50,7 @@ func (w *memoryModel) Generate(ctx context.Context, req llm.Request) (llm.Respon
 	w.mu.Lock()
 	if len(req.Messages) < w.seen {
 		w.m.Compacted()
-		w.seen, w.extra, w.reported = 0, map[int][]llm.Block{}, nil
+		w.seen, w.extra, w.reported, w.section = 0, map[int][]llm.Block{}, nil, nil
 	}
 	if w.reported == nil {
 		w.reported = map[string]bool{}
@@ -96,4 +98,21 @@ func (w *memoryModel) Generate(ctx context.Context, req llm.Request) (llm.Respon
 			ContextTokens: resp.Usage.InputTokens, Prefix: &llm.Prefix{System: req.System, Tools: specs}})
 	}
 	return resp, err
+}
+
+// systemSection returns the memory section, built on the conversation's
+// first call and kept until a compaction, so the system prompt stays the
+// same byte for byte (a prompt cache holds) while memories are saved.
+func (w *memoryModel) systemSection(ctx context.Context) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.section != nil {
+		return *w.section, nil
+	}
+	s, err := w.m.SystemPrompt(ctx)
+	if err != nil {
+		return "", err
+	}
+	w.section = &s
+	return s, nil
 }
