@@ -759,7 +759,9 @@ func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 
 // UserMessage returns the user message to send for text. The session's
 // first one starts with the MEMORY.md index in a block of its own (see
-// SystemPrompt). Then comes the user's text and, when memories are
+// SystemPrompt), then, when memory files the agent wrote were changed or
+// deleted by someone else since (ChangedFiles), a block naming them. Then
+// comes the user's text and, when memories are
 // relevant to it, those memories in a block of their own. Both added
 // blocks are marked llm.Block.Meta and wrapped in <system-reminder>
 // tags, so the transcript records them apart from what the user typed
@@ -783,11 +785,44 @@ func (m *Memory) UserMessage(ctx context.Context, text string) llm.Message {
 	if index := m.indexContext(ctx); index != "" {
 		msg.Content = append(msg.Content, llm.MetaBlock(index))
 	}
+	if changed := m.changedNotice(); changed != "" {
+		msg.Content = append(msg.Content, llm.MetaBlock(changed))
+	}
 	msg.Content = append(msg.Content, llm.TextBlock(text))
 	if r := m.Recalled(ctx, text); r != "" {
 		msg.Content = append(msg.Content, llm.MetaBlock("<system-reminder>\n"+r+"\n</system-reminder>"))
 	}
 	return msg
+}
+
+// ChangedFiles returns the memory files the agent wrote through Tools that
+// someone else (the user, a teammate's sync, another agent) has changed or
+// deleted since, each reported once. UserMessage reports them itself; a
+// host that builds its own messages calls this instead.
+func (m *Memory) ChangedFiles() []filehistory.Change {
+	if !m.enabled || m.tools == nil {
+		return nil
+	}
+	return m.tools.ChangedFiles()
+}
+
+// changedNotice tells the model which of its memory files changed under it.
+func (m *Memory) changedNotice() string {
+	changes := m.ChangedFiles()
+	if len(changes) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<system-reminder>\nThese memory files were changed by someone else after you last wrote them; read one again before you edit it:\n")
+	for _, c := range changes {
+		state := "modified"
+		if c.Deleted {
+			state = "deleted"
+		}
+		fmt.Fprintf(&b, "- %s (%s)\n", c.Path, state)
+	}
+	b.WriteString("</system-reminder>")
+	return b.String()
 }
 
 // Recalled returns the memories relevant to text, as plain text ("" when

@@ -664,3 +664,47 @@ func TestHostsOwnTranscriptStore(t *testing.T) {
 	require.Len(t, again.Resumed(), 2)
 	assert.Equal(t, "hi", again.Resumed()[1].Text())
 }
+
+// TestChangedFilesReachTheNextMessage: a memory file the agent wrote and
+// someone else then edits or deletes is named, once, in the next user
+// message, and ChangedFiles lists it for a host building its own messages.
+func TestChangedFilesReachTheNextMessage(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation | agentmem.Recall})
+	require.NoError(t, err)
+	defer mem.Close()
+	ctx := context.Background()
+	tools := map[string]llm.Tool{}
+	for _, tool := range mem.Tools() {
+		tools[tool.Spec.Name] = tool
+	}
+	write := func(name string) string {
+		p := filepath.Join(mem.Dir(), name)
+		in, _ := json.Marshal(map[string]string{"file_path": p, "content": "---\nname: " + name + "\ndescription: d\ntype: project\n---\nbody\n"})
+		_, err := tools["Write"].Call(ctx, in)
+		require.NoError(t, err)
+		return p
+	}
+	edited, deleted, kept := write("deploys.md"), write("oncall.md"), write("style.md")
+	mem.UserMessage(ctx, "first")
+	assert.Empty(t, mem.ChangedFiles(), "nothing changed yet")
+
+	require.NoError(t, os.WriteFile(edited, []byte("---\nname: deploys\ndescription: d\ntype: project\n---\nA teammate's version.\n"), 0o644))
+	require.NoError(t, os.Remove(deleted))
+	next := mem.UserMessage(ctx, "second")
+	var notice string
+	for _, b := range next.Content {
+		if b.Meta && strings.Contains(b.Text, "changed by someone else") {
+			notice = b.Text
+		}
+	}
+	require.NotEmpty(t, notice, "the next message names the changed files")
+	assert.Contains(t, notice, edited+" (modified)")
+	assert.Contains(t, notice, deleted+" (deleted)")
+	assert.NotContains(t, notice, kept)
+	assert.Equal(t, "second", next.Text()[len(next.Text())-len("second"):], "the user's words stay last")
+	for _, b := range mem.UserMessage(ctx, "third").Content {
+		assert.NotContains(t, b.Text, "changed by someone else", "each change is reported once")
+	}
+}

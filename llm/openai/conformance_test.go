@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +16,13 @@ import (
 )
 
 // chatStandIn answers Chat Completions calls with replies, in the API's
-// shape, and reads every request back into an llm.Request.
+// shape (as server-sent chunks when the request asks to stream), and reads
+// every request back into an llm.Request.
 func chatStandIn(t *testing.T, replies []llm.Response) (llm.Model, func() []llm.Request) {
+	return chatStandInWith(t, replies, openai.Config{})
+}
+
+func chatStandInWith(t *testing.T, replies []llm.Response, cfg openai.Config) (llm.Model, func() []llm.Request) {
 	var mu sync.Mutex
 	var seen []llm.Request
 	n := 0
@@ -31,11 +37,20 @@ func chatStandIn(t *testing.T, replies []llm.Response) (llm.Model, func() []llm.
 			http.Error(w, `{"error":{"message":"no reply left","type":"server_error"}}`, 500)
 			return
 		}
+		if wantsStream(raw) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, chunk := range chatChunks(replies[i]) {
+				_, _ = w.Write([]byte("data: " + string(chunk) + "\n\n"))
+			}
+			_, _ = w.Write([]byte("data: [DONE]\n\n"))
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(chatReply(replies[i]))
 	}))
 	t.Cleanup(srv.Close)
-	m, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1})
+	cfg.APIKey, cfg.BaseURL, cfg.MaxRetries = "test-key", srv.URL, -1
+	m, err := openai.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +59,53 @@ func chatStandIn(t *testing.T, replies []llm.Response) (llm.Model, func() []llm.
 		defer mu.Unlock()
 		return append([]llm.Request(nil), seen...)
 	}
+}
+
+func wantsStream(raw []byte) bool {
+	var body struct {
+		Stream        bool `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	_ = json.Unmarshal(raw, &body)
+	return body.Stream && body.StreamOptions.IncludeUsage
+}
+
+// chatChunks is r as the API streams it: the text in pieces, each tool
+// call's arguments in two pieces, the finish reason, then the usage.
+func chatChunks(r llm.Response) [][]byte {
+	var out [][]byte
+	chunk := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1, "model": "stand-in",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		out = append(out, b)
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	for _, piece := range strings.SplitAfter(r.Message.Text(), " ") {
+		if piece != "" {
+			chunk(map[string]any{"content": piece}, nil)
+		}
+	}
+	for i, u := range r.Message.ToolUses() {
+		args := string(u.Input)
+		half := len(args) / 2
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": u.ToolUseID, "type": "function",
+			"function": map[string]any{"name": u.ToolName, "arguments": args[:half]}}}}, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": args[half:]}}}}, nil)
+	}
+	chunk(map[string]any{}, finishReason(r.StopReason))
+	usage, _ := json.Marshal(map[string]any{"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1, "model": "stand-in",
+		"choices": []any{}, "usage": map[string]any{"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens}})
+	return append(out, usage)
+}
+
+func finishReason(s llm.StopReason) string {
+	finish := map[llm.StopReason]string{llm.StopToolUse: "tool_calls", llm.StopMaxTokens: "length", llm.StopRefusal: "content_filter"}[s]
+	if finish == "" {
+		finish = "stop"
+	}
+	return finish
 }
 
 func chatReply(r llm.Response) []byte {
@@ -58,10 +120,7 @@ func chatReply(r llm.Response) []byte {
 	if calls != nil {
 		msg["tool_calls"] = calls
 	}
-	finish := map[llm.StopReason]string{llm.StopToolUse: "tool_calls", llm.StopMaxTokens: "length", llm.StopRefusal: "content_filter"}[r.StopReason]
-	if finish == "" {
-		finish = "stop"
-	}
+	finish := finishReason(r.StopReason)
 	out, _ := json.Marshal(map[string]any{"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "stand-in",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   map[string]any{"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens}})
@@ -132,4 +191,37 @@ func readChatRequest(t *testing.T, raw []byte) llm.Request {
 
 func TestConformance(t *testing.T) {
 	llmtest.Conformance(t, llmtest.Provider{New: chatStandIn})
+}
+
+// TestConformanceStreaming runs the same suite with Config.Stream: the
+// replies come as server-sent chunks and must assemble to the same results.
+func TestConformanceStreaming(t *testing.T) {
+	var pieces []string
+	var mu sync.Mutex
+	llmtest.Conformance(t, llmtest.Provider{New: func(t *testing.T, replies []llm.Response) (llm.Model, func() []llm.Request) {
+		return chatStandInWith(t, replies, openai.Config{Stream: true, OnText: func(p string) { mu.Lock(); pieces = append(pieces, p); mu.Unlock() }})
+	}})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pieces) < 2 {
+		t.Errorf("OnText saw %d pieces of streamed text, want the text piece by piece", len(pieces))
+	}
+}
+
+// TestStreamCut: a stream that ends before its finish reason is an error,
+// not a shorter reply.
+func TestStreamCut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Half a "},"finish_reason":null}]}` + "\n\n"))
+	}))
+	t.Cleanup(srv.Close)
+	m, err := openai.New(openai.Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Generate(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("hi")}}}})
+	if !errors.Is(err, openai.ErrStreamCut) {
+		t.Fatalf("a cut stream gave %v, want ErrStreamCut", err)
+	}
 }

@@ -10,7 +10,8 @@
 // user turn); tool specs as function tools; OutputSchema as a JSON-schema
 // response format; MaxTokens as max_completion_tokens. Replies come back
 // as text, tool use, stop reason and usage. Errors from the API come back
-// as *llm.APIError with the HTTP status.
+// as *llm.APIError with the HTTP status. With Config.Stream the reply comes
+// as server-sent events and is assembled into the same result.
 //
 // # Concurrency
 //
@@ -61,6 +62,14 @@ type Config struct {
 	MaxRetries int
 	// Options are passed to the SDK client as they are.
 	Options []option.RequestOption
+	// Stream receives each reply as server-sent events (stream: true,
+	// usage in the last chunk) and assembles it: the result is the same as
+	// without it, but no connection idles for a whole reply (proxies that
+	// cut quiet requests), and OnText sees the text as it comes.
+	Stream bool
+	// OnText receives each piece of reply text as it streams in (with
+	// Stream only; called on the Generate goroutine, keep it quick).
+	OnText func(piece string)
 }
 
 // Model is an llm.Model backed by the Chat Completions API.
@@ -111,18 +120,61 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if err != nil {
 		return llm.Response{}, err
 	}
-	out, err := m.client.Chat.Completions.New(ctx, params)
+	var out *sdk.ChatCompletion
+	if m.cfg.Stream {
+		out, err = m.stream(ctx, params)
+	} else {
+		out, err = m.client.Chat.Completions.New(ctx, params)
+	}
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return llm.Response{}, ctxErr
-		}
-		var apiErr *sdk.Error
-		if errors.As(err, &apiErr) {
-			return llm.Response{}, &llm.APIError{StatusCode: apiErr.StatusCode, Type: apiErr.Type, Message: apiErr.Message}
-		}
-		return llm.Response{}, fmt.Errorf("openai: %w", err)
+		return llm.Response{}, apiError(ctx, err)
 	}
 	return response(out)
+}
+
+// ErrStreamCut is returned when a streamed reply ends before its last
+// choice finished: what came is not a whole reply, so none of it is used.
+var ErrStreamCut = errors.New("openai: the streamed reply ended before it finished (retry the request)")
+
+// stream sends params with stream: true and assembles the chunks.
+func (m *Model) stream(ctx context.Context, params sdk.ChatCompletionNewParams) (*sdk.ChatCompletion, error) {
+	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	s := m.client.Chat.Completions.NewStreaming(ctx, params)
+	defer s.Close()
+	var acc sdk.ChatCompletionAccumulator
+	for s.Next() {
+		chunk := s.Current()
+		if !acc.AddChunk(chunk) {
+			return nil, errors.New("openai: the streamed reply has chunks that do not fit together")
+		}
+		if m.cfg.OnText != nil {
+			for _, ch := range chunk.Choices {
+				if ch.Index == 0 && ch.Delta.Content != "" {
+					m.cfg.OnText(ch.Delta.Content)
+				}
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		return nil, ErrStreamCut
+	}
+	return &acc.ChatCompletion, nil
+}
+
+// apiError maps an SDK failure: a cancelled context as itself, an API
+// error as *llm.APIError.
+func apiError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		return &llm.APIError{StatusCode: apiErr.StatusCode, Type: apiErr.Type, Message: apiErr.Message}
+	}
+	return fmt.Errorf("openai: %w", err)
 }
 
 func (m *Model) modelFor(p llm.Purpose) string {
