@@ -47,6 +47,7 @@ type Index struct {
 	postings map[string][]posting
 	total    float64
 	scratch  sync.Pool // *scorer
+	stems    sync.Pool // stemCache, one per preparing goroutine
 }
 
 // Hit is one search result.
@@ -94,38 +95,58 @@ func (ix *Index) Has(key string) bool {
 	return ok
 }
 
-// Put adds d, replacing any document with the same key.
-func (ix *Index) Put(d Document) {
-	tf := map[string]float32{}
-	length := 0.0
+// Prepared is a document tokenized for PutPrepared.
+type Prepared struct {
+	key    string
+	tf     map[string]float32
+	length float64
+}
+
+// Prepare tokenizes d for PutPrepared. It takes no lock on the index, so
+// several goroutines can prepare documents at once.
+func (ix *Index) Prepare(d Document) Prepared {
+	stems, _ := ix.stems.Get().(stemCache)
+	if stems == nil {
+		stems = stemCache{}
+	}
+	p := Prepared{key: d.Key, tf: map[string]float32{}}
 	add := func(terms []string, w float32) {
 		for _, t := range terms {
-			tf[t] += w
-			length += float64(w)
+			p.tf[t] += w
+			p.length += float64(w)
 		}
 	}
-	add(TokenizeName(d.Name), nameWeight)
-	add(Tokenize(d.Description), descWeight)
-	add(Tokenize(d.Body), bodyWeight)
-	terms := make([]string, 0, len(tf))
-	for t := range tf {
+	add(appendTokens(nil, d.Name, true, stems), nameWeight)
+	add(appendTokens(nil, d.Description, false, stems), descWeight)
+	add(appendTokens(nil, d.Body, false, stems), bodyWeight)
+	ix.stems.Put(stems)
+	return p
+}
+
+// Put adds d, replacing any document with the same key.
+func (ix *Index) Put(d Document) { ix.PutPrepared(ix.Prepare(d)) }
+
+// PutPrepared adds a prepared document, replacing any with the same key.
+func (ix *Index) PutPrepared(p Prepared) {
+	terms := make([]string, 0, len(p.tf))
+	for t := range p.tf {
 		terms = append(terms, t)
 	}
-
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.deleteLocked(d.Key)
+	ix.deleteLocked(p.key)
 	var id int32
+	info := docInfo{key: p.key, length: p.length, terms: terms}
 	if n := len(ix.free); n > 0 {
 		id, ix.free = ix.free[n-1], ix.free[:n-1]
-		ix.docs[id] = docInfo{key: d.Key, length: length, terms: terms}
+		ix.docs[id] = info
 	} else {
 		id = int32(len(ix.docs))
-		ix.docs = append(ix.docs, docInfo{key: d.Key, length: length, terms: terms})
+		ix.docs = append(ix.docs, info)
 	}
-	ix.byKey[d.Key] = id
-	ix.total += length
-	for t, n := range tf {
+	ix.byKey[p.key] = id
+	ix.total += p.length
+	for t, n := range p.tf {
 		ix.postings[t] = append(ix.postings[t], posting{doc: id, tf: n})
 	}
 }

@@ -25,17 +25,39 @@ import (
 //     "tried"...) are dropped: they say how a question is asked, not what
 //     it is about.
 func Tokenize(text string) []string {
-	return appendTokens(nil, text, false)
+	return appendTokens(nil, text, false, nil)
 }
 
 // TokenizeName is Tokenize for a short title: numbers and one-letter
 // words are dropped as well, since titles such as "Caroline s4 fact 1"
 // number things rather than name a topic.
 func TokenizeName(text string) []string {
-	return appendTokens(nil, text, true)
+	return appendTokens(nil, text, true, nil)
 }
 
-func appendTokens(out []string, text string, title bool) []string {
+// stemCache remembers stems: a memory directory repeats its vocabulary, and
+// the stemmer is most of the cost of indexing. Not safe for concurrent use.
+type stemCache map[string]string
+
+// maxStemCache bounds a stemCache; a full one starts over.
+const maxStemCache = 1 << 16
+
+func (c stemCache) stem(w string) string {
+	if c == nil {
+		return stem(w)
+	}
+	if s, ok := c[w]; ok {
+		return s
+	}
+	if len(c) >= maxStemCache {
+		clear(c)
+	}
+	s := stem(w)
+	c[w] = s
+	return s
+}
+
+func appendTokens(out []string, text string, title bool, stems stemCache) []string {
 	emit := func(w string) {
 		if w == "" || isStopWord(w) {
 			return
@@ -43,7 +65,7 @@ func appendTokens(out []string, text string, title bool) []string {
 		if title && (utf8.RuneCountInString(w) == 1 || isNumber(w)) {
 			return
 		}
-		out = append(out, stem(w))
+		out = append(out, stems.stem(w))
 	}
 	i := 0
 	for i < len(text) {
@@ -116,6 +138,9 @@ func isNumber(w string) bool {
 
 // identifierParts splits a word at underscores and case changes.
 func identifierParts(word string) []string {
+	if plainWord(word) {
+		return []string{word}
+	}
 	var parts []string
 	for _, chunk := range strings.Split(word, "_") {
 		if chunk == "" {
@@ -140,10 +165,35 @@ func identifierParts(word string) []string {
 	return parts
 }
 
-func isWordRune(r rune) bool { return (unicode.IsLetter(r) || unicode.IsDigit(r)) && !isCJK(r) }
+// plainWord reports whether word is one part as it stands: ASCII lower-case
+// letters only, or digits only (most words of a text).
+func plainWord(word string) bool {
+	if word == "" {
+		return false
+	}
+	letters, digits := false, false
+	for i := 0; i < len(word); i++ {
+		switch b := word[i]; {
+		case b >= 'a' && b <= 'z':
+			letters = true
+		case b >= '0' && b <= '9':
+			digits = true
+		default:
+			return false
+		}
+	}
+	return !(letters && digits)
+}
+
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+	}
+	return (unicode.IsLetter(r) || unicode.IsDigit(r)) && !isCJK(r)
+}
 
 func isCJK(r rune) bool {
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+	return r >= 0x1100 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
 // stem reduces an English word to its Snowball stem; words with
