@@ -942,6 +942,9 @@ func (m *Memory) Close() error {
 	if m.summary != nil {
 		errs = append(errs, m.summary.Close())
 	}
+	if m.finder != nil {
+		errs = append(errs, m.finder.Close())
+	}
 	m.dream.Close()
 	m.stop()
 	m.storeSync.Wait()

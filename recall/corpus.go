@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,12 +27,14 @@ const (
 	maxIndexedBytes = 16 << 10
 )
 
-// corpus is a memory directory kept indexed between queries: each refresh
-// is a stat walk, and only files whose size or mtime changed are read
-// again; removed files leave the index.
+// corpus is a memory directory kept indexed between queries: a refresh
+// walks the tree only when the change detector cannot vouch for it, and
+// then reads again only files whose size or mtime changed; removed files
+// leave the index.
 type corpus struct {
-	fs  afero.Fs
-	dir string
+	fs      afero.Fs
+	dir     string
+	changes *changeDetector
 
 	mu    sync.Mutex // one refresh at a time
 	files map[string]fileState
@@ -50,8 +54,8 @@ type fileState struct {
 	header memdir.MemoryHeader
 }
 
-func newCorpus(fsys afero.Fs, dir string) *corpus {
-	return &corpus{fs: fsys, dir: dir, files: map[string]fileState{}, index: lexical.NewIndex()}
+func newCorpus(fsys afero.Fs, dir string, changes *changeDetector) *corpus {
+	return &corpus{fs: fsys, dir: dir, changes: changes, files: map[string]fileState{}, index: lexical.NewIndex()}
 }
 
 // statFile is one memory file met by the walk.
@@ -67,10 +71,14 @@ type statFile struct {
 func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	stats, err := c.walk(ctx)
+	if c.snap != nil && c.changes.unchanged() {
+		return c.snap, nil
+	}
+	start := c.changes.walking()
+	stats, dirs, err := c.walk(ctx)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		stats = nil
+		stats, dirs = nil, []string{c.dir}
 	case err != nil && ctx.Err() != nil:
 		return nil, err
 	case err != nil:
@@ -82,26 +90,28 @@ func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 	}
 	changed := false
 	seen := make(map[string]bool, len(stats))
-	for i, s := range stats {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
+	var stale []statFile
+	for _, s := range stats {
 		seen[s.rel] = true
 		old, ok := c.files[s.rel]
-		if ok && old.size == s.size && old.mtime.Equal(s.mtime) {
-			continue
+		if !ok || old.size != s.size || !old.mtime.Equal(s.mtime) {
+			stale = append(stale, s)
 		}
+	}
+	read, err := c.readAll(ctx, stale)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range stale {
 		changed = true
-		doc, header, ok := c.read(s)
-		if !ok {
+		r := read[i]
+		if !r.ok {
 			delete(c.files, s.rel)
 			c.index.Delete(s.rel)
 			continue
 		}
-		c.files[s.rel] = fileState{size: s.size, mtime: s.mtime, header: header}
-		c.index.Put(doc)
+		c.files[s.rel] = fileState{size: s.size, mtime: s.mtime, header: r.header}
+		c.index.PutPrepared(r.doc)
 	}
 	for rel := range c.files {
 		if !seen[rel] {
@@ -125,16 +135,21 @@ func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 		})
 		c.snap = &snapshot{headers: headers, byName: byName}
 	}
+	c.changes.walked(start, dirs)
 	return c.snap, nil
 }
 
 // walk lists the memory files (memdir.IsMemoryFile: "*.md" files except
 // MEMORY.md, at any depth, outside hidden folders, links not followed)
-// with their size and mtime.
-func (c *corpus) walk(ctx context.Context) ([]statFile, error) {
+// with their size and mtime, and the folders that can hold them.
+func (c *corpus) walk(ctx context.Context) ([]statFile, []string, error) {
 	lstater, _ := c.fs.(afero.Lstater)
 	var out []statFile
+	dirs := []string{c.dir}
 	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
+		if e.Type.IsDir() && !hidden(e.Rel) {
+			dirs = append(dirs, e.Abs)
+		}
 		if !memdir.IsMemoryFile(e.Rel, e.Type) {
 			return nil
 		}
@@ -151,7 +166,42 @@ func (c *corpus) walk(ctx context.Context) ([]statFile, error) {
 		out = append(out, statFile{rel: e.Rel, abs: e.Abs, size: info.Size(), mtime: info.ModTime()})
 		return nil
 	})
-	return out, err
+	return out, dirs, err
+}
+
+// hidden reports whether a path below the directory has a dot-named part.
+func hidden(rel string) bool {
+	return strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.")
+}
+
+// readFile is what read found in one file.
+type readFile struct {
+	doc    lexical.Prepared
+	header memdir.MemoryHeader
+	ok     bool
+}
+
+// readAll reads and tokenizes files, several at a time when there are
+// many (the first Find of a directory reads them all).
+func (c *corpus) readAll(ctx context.Context, files []statFile) ([]readFile, error) {
+	out := make([]readFile, len(files))
+	workers := max(1, min(runtime.GOMAXPROCS(0), 4, len(files)/32))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for k := w; k < len(files); k += workers {
+				if k%256 == w && ctx.Err() != nil {
+					return
+				}
+				doc, header, ok := c.read(files[k])
+				if ok {
+					out[k] = readFile{doc: c.index.Prepare(doc), header: header, ok: true}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out, ctx.Err()
 }
 
 // read loads one file's header and the start of its body.

@@ -5,10 +5,15 @@
 // A Finder keeps the memory directory indexed (package lexical: BM25F
 // over name, description and body, Snowball stemming, question words
 // dropped, code identifiers split, Chinese, Japanese and Korean as
-// character pairs). Each Find walks the directory and stats its files,
-// re-reads only the files whose size or mtime changed and drops removed
-// ones, so a per-turn Find on an unchanged directory reads no file; then
-// it drops memories already surfaced and picks up to five.
+// character pairs). A Find on an unchanged directory does not walk it: on
+// the real disk the Finder watches its folders for change notices
+// (fsnotify) and stats each folder (a file added, removed or renamed moves
+// its folder's mtime), and walks only when either says something changed,
+// when a folder changed within the last 2 s, or when FullWalkEvery (30 s)
+// has passed since the last walk; a walk re-reads only the files whose
+// size or mtime changed and drops removed ones. On other filesystems every
+// Find walks. Then it drops memories already surfaced and picks up to
+// five. Close releases the watcher.
 //
 // Candidates are chosen by relevance over every memory (ByRelevance, the
 // default): the lexical selection (no model needed, the default) picks

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/lexical"
@@ -71,6 +72,10 @@ type FinderConfig struct {
 	// MaxCandidates and MaxSelected override the defaults.
 	MaxCandidates int
 	MaxSelected   int
+	// FullWalkEvery is how often Find walks the whole directory even when
+	// nothing says it changed (default DefaultFullWalkEvery; negative:
+	// on every Find, as on a filesystem other than the real disk).
+	FullWalkEvery time.Duration
 	// Observer receives one Event per selection; it must not block.
 	Observer func(Event)
 	// Logger receives failures; nil discards them.
@@ -78,16 +83,16 @@ type FinderConfig struct {
 }
 
 // Finder selects the memories relevant to a query. It keeps the directory
-// indexed between calls: each Find walks the directory and stats its
-// files, reads again only files whose size or mtime changed, and drops
-// removed ones, so a Find on an unchanged directory reads no file. It
+// indexed between calls and walks it only when it may have changed (see
+// the package doc): a Find on an unchanged directory reads nothing. It
 // never fails a turn: any error gives an empty result and an Event
 // carrying it. Safe for concurrent use.
 type Finder struct {
-	cfg     FinderConfig
-	corpus  *corpus
-	lexical LexicalOptions
-	log     *slog.Logger
+	cfg       FinderConfig
+	corpus    *corpus
+	closeOnce sync.Once
+	lexical   LexicalOptions
+	log       *slog.Logger
 }
 
 // ErrNoMemoryDir is returned by NewFinder without a filesystem or dir.
@@ -106,7 +111,12 @@ func NewFinder(fsys afero.Fs, dir string, cfg FinderConfig) (*Finder, error) {
 	if cfg.MaxSelected <= 0 {
 		cfg.MaxSelected = MaxSelected
 	}
-	f := &Finder{cfg: cfg, corpus: newCorpus(cfg.fs, filepath.Clean(cfg.dir)), lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	if cfg.FullWalkEvery == 0 {
+		cfg.FullWalkEvery = DefaultFullWalkEvery
+	}
+	dir = filepath.Clean(dir)
+	changes := newChangeDetector(fsys, dir, cfg.FullWalkEvery, cfg.FullWalkEvery > 0, time.Now)
+	f := &Finder{cfg: cfg, corpus: newCorpus(cfg.fs, dir, changes), lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
 	if ls, ok := cfg.Selector.(*LexicalSelector); ok {
 		f.lexical = ls.opts
 	}
@@ -265,6 +275,14 @@ func (f *Finder) Rank(ctx context.Context, query string, k int) ([]lexical.Hit, 
 		return nil, err
 	}
 	return f.corpus.search(query, k, nil), nil
+}
+
+// Close stops watching the directory for changes. Find still works after
+// it, walking the directory's folders as it would without change notices.
+// A second Close does nothing.
+func (f *Finder) Close() error {
+	f.closeOnce.Do(f.corpus.changes.close)
+	return nil
 }
 
 // Options returns the lexical selection rules the Finder applies.

@@ -34,6 +34,7 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
+	defer finder.Close()
 	if explain {
 		hits, err := finder.Rank(ctx, query, 10)
 		if err != nil {

@@ -290,6 +290,9 @@ type finderMethod struct {
 func (m *finderMethod) Name() string { return m.name }
 
 func (m *finderMethod) Prepare(ctx context.Context, dir string) error {
+	if m.f != nil {
+		m.f.Close() // the previous directory's
+	}
 	f, err := recall.NewFinder(afero.NewOsFs(), dir, m.cfg)
 	if err != nil {
 		return err
