@@ -158,3 +158,24 @@ func TestSearchTopKMatchesFullSort(t *testing.T) {
 	}
 	assert.True(t, slices.IsSortedFunc(all, better))
 }
+
+func TestSameSubject(t *testing.T) {
+	subject := SubjectOf
+	tuesday := subject("deploy window", "the deploy window is Tuesday afternoon")
+	thursday := subject("deploy window", "the deploy window moved to Thursday afternoon")
+	oncall := subject("oncall rotation", "the pager rotates weekly between four engineers")
+	if !SameSubject(tuesday, thursday) {
+		t.Errorf("two values of the deploy window are one subject: %v / %v", tuesday, thursday)
+	}
+	if SameSubject(tuesday, oncall) {
+		t.Errorf("the deploy window and the pager are not one subject")
+	}
+	if SameSubject(tuesday, tuesday) {
+		t.Errorf("a memory said twice in the same words is not a newer value")
+	}
+	caroline := subject("Caroline s4 fact 1", "Caroline started taking piano lessons to unwind")
+	jon := subject("Jon s6 fact 2", "Jon started taking violin lessons to unwind")
+	if SameSubject(caroline, jon) {
+		t.Errorf("two people's lessons are two subjects")
+	}
+}

@@ -1,6 +1,7 @@
 package lexical
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -226,4 +227,59 @@ func isStopWord(w string) bool {
 		return true
 	}
 	return false
+}
+
+// Subject is what a memory is about, for SameSubject: the distinct terms
+// of its name, and of its name and description together, each sorted.
+type Subject struct {
+	Name  []string
+	Terms []string
+}
+
+// SubjectOf returns the Subject of a memory with name and description.
+func SubjectOf(name, description string) Subject {
+	n := TokenizeName(name)
+	terms := append(slices.Clone(n), Tokenize(description)...)
+	slices.Sort(n)
+	slices.Sort(terms)
+	return Subject{Name: slices.Compact(n), Terms: slices.Compact(terms)}
+}
+
+// SameSubjectOverlap is the share of terms (Jaccard) two memories must
+// have in common, in their names and in all, to speak of the same thing.
+const SameSubjectOverlap = 0.5
+
+// SameSubject reports whether two memories speak of the same thing with
+// different values: their names share at least SameSubjectOverlap of
+// their terms (memories of two people or two services are two subjects),
+// and so do their names and descriptions together, but not all of them
+// ("the deploy window is Tuesday", later "the deploy window moved to
+// Thursday"). The newer of such a pair may supersede the older.
+func SameSubject(a, b Subject) bool {
+	if len(a.Name) > 0 && len(b.Name) > 0 {
+		shared, union := overlap(a.Name, b.Name)
+		if float64(shared) < SameSubjectOverlap*float64(union) {
+			return false
+		}
+	}
+	shared, union := overlap(a.Terms, b.Terms)
+	return union > 0 && shared < union && float64(shared) >= SameSubjectOverlap*float64(union)
+}
+
+// overlap counts the terms two sorted sets share and their union.
+func overlap(a, b []string) (shared, union int) {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			shared++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return shared, len(a) + len(b) - shared
 }

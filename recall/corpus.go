@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -40,18 +41,31 @@ type corpus struct {
 	files map[string]fileState
 	index *lexical.Index
 	snap  *snapshot // as of the last refresh; never changed once made
+
+	// With an Embedder: vectors by the hash of the text embedded, and the
+	// texts still to embed (kept until an Embed call succeeds).
+	embedder Embedder
+	vectors  map[[32]byte]vector
+	pending  map[[32]byte]string
 }
 
 // snapshot is the directory's memories as of one refresh.
 type snapshot struct {
 	headers []memdir.MemoryHeader // newest first, ties by name
 	byName  map[string]memdir.MemoryHeader
+	// subjects are each memory's name and description terms, sorted.
+	subjects map[string]lexical.Subject
+	// links are each memory's [[name]] links, resolved to files.
+	links map[string][]string
 }
 
 type fileState struct {
-	size   int64
-	mtime  time.Time
-	header memdir.MemoryHeader
+	size    int64
+	mtime   time.Time
+	header  memdir.MemoryHeader
+	subject lexical.Subject
+	links   []string // [[name]] as written
+	hash    [32]byte // of the embedded text
 }
 
 func newCorpus(fsys afero.Fs, dir string, changes *changeDetector) *corpus {
@@ -110,8 +124,13 @@ func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 			c.index.Delete(s.rel)
 			continue
 		}
-		c.files[s.rel] = fileState{size: s.size, mtime: s.mtime, header: r.header}
+		c.files[s.rel] = fileState{size: s.size, mtime: s.mtime, header: r.header, subject: r.subject, links: r.links, hash: r.hash}
 		c.index.PutPrepared(r.doc)
+		if c.embedder != nil {
+			if _, ok := c.vectors[r.hash]; !ok {
+				c.pending[r.hash] = r.text
+			}
+		}
 	}
 	for rel := range c.files {
 		if !seen[rel] {
@@ -133,10 +152,93 @@ func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 			}
 			return headers[i].Filename < headers[j].Filename
 		})
-		c.snap = &snapshot{headers: headers, byName: byName}
+		c.snap = c.snapshot(headers, byName)
 	}
 	c.changes.walked(start, dirs)
 	return c.snap, nil
+}
+
+// snapshot builds a snapshot of the files (under c.mu), and drops the
+// vectors no file holds any more.
+func (c *corpus) snapshot(headers []memdir.MemoryHeader, byName map[string]memdir.MemoryHeader) *snapshot {
+	snap := &snapshot{headers: headers, byName: byName, subjects: make(map[string]lexical.Subject, len(c.files)), links: map[string][]string{}}
+	byLinkName := make(map[string]string, len(c.files))
+	for rel, f := range c.files {
+		snap.subjects[rel] = f.subject
+		stem := strings.TrimSuffix(rel[strings.LastIndex(rel, "/")+1:], ".md")
+		for _, n := range []string{stem, f.header.Frontmatter.Name} {
+			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+				if old, taken := byLinkName[n]; !taken || rel < old {
+					byLinkName[n] = rel
+				}
+			}
+		}
+	}
+	for rel, f := range c.files {
+		for _, l := range f.links {
+			if to, ok := byLinkName[strings.ToLower(strings.TrimSpace(l))]; ok && to != rel {
+				snap.links[rel] = append(snap.links[rel], to)
+			}
+		}
+	}
+	if c.embedder != nil {
+		live := make(map[[32]byte]bool, len(c.files))
+		for _, f := range c.files {
+			live[f.hash] = true
+		}
+		for h := range c.vectors {
+			if !live[h] {
+				delete(c.vectors, h)
+			}
+		}
+		for h := range c.pending {
+			if !live[h] {
+				delete(c.pending, h)
+			}
+		}
+	}
+	return snap
+}
+
+// embedPending embeds the texts read but not embedded yet; what fails
+// stays pending for the next Find.
+func (c *corpus) embedPending(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return nil
+	}
+	hashes := make([][32]byte, 0, len(c.pending))
+	for h := range c.pending {
+		hashes = append(hashes, h)
+	}
+	sort.Slice(hashes, func(i, j int) bool { return string(hashes[i][:]) < string(hashes[j][:]) })
+	texts := make([]string, len(hashes))
+	for i, h := range hashes {
+		texts[i] = c.pending[h]
+	}
+	vecs, err := embedAll(ctx, c.embedder, texts)
+	if err != nil {
+		return err
+	}
+	for i, h := range hashes {
+		c.vectors[h] = vecs[i]
+		delete(c.pending, h)
+	}
+	return nil
+}
+
+// nearest ranks the embedded memories by cosine to q, the k best.
+func (c *corpus) nearest(q vector, keep func(rel string) bool, k int) []scored {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vecs := make(map[string]vector, len(c.files))
+	for rel, f := range c.files {
+		if v, ok := c.vectors[f.hash]; ok {
+			vecs[rel] = v
+		}
+	}
+	return nearest(q, vecs, keep, k)
 }
 
 // walk lists the memory files (memdir.IsMemoryFile: "*.md" files except
@@ -176,9 +278,13 @@ func hidden(rel string) bool {
 
 // readFile is what read found in one file.
 type readFile struct {
-	doc    lexical.Prepared
-	header memdir.MemoryHeader
-	ok     bool
+	doc     lexical.Prepared
+	header  memdir.MemoryHeader
+	subject lexical.Subject
+	links   []string
+	text    string // to embed (with an Embedder)
+	hash    [32]byte
+	ok      bool
 }
 
 // readAll reads and tokenizes files, several at a time when there are
@@ -194,9 +300,16 @@ func (c *corpus) readAll(ctx context.Context, files []statFile) ([]readFile, err
 					return
 				}
 				doc, header, ok := c.read(files[k])
-				if ok {
-					out[k] = readFile{doc: c.index.Prepare(doc), header: header, ok: true}
+				if !ok {
+					continue
 				}
+				r := readFile{doc: c.index.Prepare(doc), header: header, ok: true,
+					subject: lexical.SubjectOf(doc.Name, doc.Description), links: memdir.Links(doc.Body)}
+				if c.embedder != nil {
+					r.text = embedText(doc.Name, doc.Description, doc.Body)
+					r.hash = sha256.Sum256([]byte(r.text))
+				}
+				out[k] = r
 			}
 		})
 	}

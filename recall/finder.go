@@ -39,7 +39,10 @@ type Event struct {
 	// Dropped counts names the selector returned that are not candidates.
 	Dropped int
 	// Err is why the selection failed (the result is then empty).
-	Err      error
+	Err error
+	// EmbedErr is why the embedder failed: this selection used words
+	// alone.
+	EmbedErr error
 	Duration time.Duration
 }
 
@@ -72,6 +75,16 @@ type FinderConfig struct {
 	// MaxCandidates and MaxSelected override the defaults.
 	MaxCandidates int
 	MaxSelected   int
+	// Embedder, when set, makes the lexical selection hybrid: the
+	// memories are also ranked by the cosine of their embeddings to the
+	// message's, and the two rankings are fused (reciprocal rank fusion),
+	// so a message that names a thing by another word still finds it.
+	// Embeddings are cached by the hash of the text embedded. Nil: words
+	// alone.
+	Embedder Embedder
+	// MinSimilarity is the cosine at which a memory counts as relevant by
+	// meaning alone (default 0.4; it depends on the embedding model).
+	MinSimilarity float64
 	// FullWalkEvery is how often Find walks the whole directory even when
 	// nothing says it changed (default DefaultFullWalkEvery; negative:
 	// on every Find, as on a filesystem other than the real disk).
@@ -116,7 +129,14 @@ func NewFinder(fsys afero.Fs, dir string, cfg FinderConfig) (*Finder, error) {
 	}
 	dir = filepath.Clean(dir)
 	changes := newChangeDetector(fsys, dir, cfg.FullWalkEvery, cfg.FullWalkEvery > 0, time.Now)
-	f := &Finder{cfg: cfg, corpus: newCorpus(cfg.fs, dir, changes), lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	if cfg.MinSimilarity <= 0 {
+		cfg.MinSimilarity = DefaultMinSimilarity
+	}
+	c := newCorpus(cfg.fs, dir, changes)
+	if cfg.Embedder != nil {
+		c.embedder, c.vectors, c.pending = cfg.Embedder, map[[32]byte]vector{}, map[[32]byte]string{}
+	}
+	f := &Finder{cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
 	if ls, ok := cfg.Selector.(*LexicalSelector); ok {
 		f.lexical = ls.opts
 	}
@@ -204,7 +224,7 @@ func (f *Finder) find(ctx context.Context, query string, surfaced map[string]boo
 			return nil, err
 		}
 	} else {
-		names = f.lexical.choose(f.corpus.search(query, f.cfg.MaxSelected, skip), f.cfg.MaxSelected, len(snap.headers))
+		names = f.selectLexical(ctx, query, snap, skip, ev)
 	}
 	var out []memdir.MemoryHeader
 	seen := map[string]bool{}

@@ -1,0 +1,174 @@
+package recall
+
+import (
+	"context"
+	"slices"
+
+	"github.com/agentmem/agentmem/lexical"
+)
+
+// DefaultMinSimilarity is FinderConfig.MinSimilarity's default.
+const DefaultMinSimilarity = 0.4
+
+// selectLexical is the selection without a model: the lexical ranking
+// (fused with the embedding ranking when there is an Embedder), newer
+// values of a subject ahead of older ones, cut by the lexical rules, then
+// linked memories that also score in the last free slots.
+func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event) []string {
+	max, n := f.cfg.MaxSelected, len(snap.headers)
+	pool := f.corpus.search(query, fusionDepth, skip)
+	lexScore := make(map[string]float64, len(pool))
+	for _, h := range pool {
+		lexScore[h.Key] = h.Score
+	}
+	lexicalOK := len(pool) > 0 && !f.lexical.Abstain(pool[0], n)
+
+	var ranked []scored
+	var similar map[string]float64 // by meaning, at or above MinSimilarity
+	vec, err := f.vectorRanking(ctx, query, skip)
+	if err != nil {
+		ev.EmbedErr = err
+		f.log.Warn("recall: the embedder failed; selecting by words alone", "event", "recall_embed_failed", "error", err)
+	}
+	if vec != nil {
+		similar = map[string]float64{}
+		keys := make([]string, len(vec))
+		for i, v := range vec {
+			keys[i] = v.key
+			if v.score >= f.cfg.MinSimilarity {
+				similar[v.key] = v.score
+			}
+		}
+		lexKeys := make([]string, 0, len(pool))
+		if lexicalOK {
+			for _, h := range pool {
+				lexKeys = append(lexKeys, h.Key)
+			}
+		}
+		for _, s := range fuse(lexKeys, keys) {
+			// Kept: what either side finds relevant on its own terms.
+			if lexicalOK && lexScore[s.key] >= f.lexical.MinRelative*pool[0].Score || similar[s.key] > 0 {
+				ranked = append(ranked, s)
+			}
+		}
+	} else if lexicalOK {
+		for _, h := range pool {
+			if h.Score < f.lexical.MinRelative*pool[0].Score {
+				break
+			}
+			ranked = append(ranked, scored{h.Key, h.Score})
+		}
+	}
+	if len(ranked) == 0 {
+		return nil
+	}
+	// Newer values first: within the selection a newer memory on the same
+	// subject goes before the older one, and one from outside it comes
+	// in when it scores at least half as well (the older's wording may
+	// match the message better); the lowest-ranked leave to make room.
+	if len(ranked) > max {
+		ranked = ranked[:max]
+	}
+	candidates := append([]scored(nil), ranked...)
+	for _, h := range pool {
+		if !slices.ContainsFunc(candidates, func(s scored) bool { return s.key == h.Key }) {
+			candidates = append(candidates, scored{h.Key, h.Score})
+		}
+	}
+	var out []string
+	for _, s := range supersede(ranked, candidates, snap) {
+		if len(out) == max {
+			break
+		}
+		out = append(out, s.key)
+	}
+	return addLinked(out, max, snap, func(key string) bool {
+		return !skip(key) && (lexScore[key] > 0 || similar[key] > 0)
+	})
+}
+
+// vectorRanking ranks the memories by meaning (nil without an Embedder).
+func (f *Finder) vectorRanking(ctx context.Context, query string, skip func(string) bool) ([]scored, error) {
+	if f.corpus.embedder == nil {
+		return nil, nil
+	}
+	if err := f.corpus.embedPending(ctx); err != nil {
+		return nil, err
+	}
+	q, err := embedAll(ctx, f.corpus.embedder, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	return f.corpus.nearest(q[0], func(rel string) bool { return !skip(rel) }, fusionDepth), nil
+}
+
+// supersede puts, for each memory of ranked, a newer memory of candidates
+// on the same subject (lexical.SameSubject) scoring at least half as well
+// right before it, so the current value of a thing ranks above the one it
+// replaced.
+func supersede(ranked, candidates []scored, snap *snapshot) []scored {
+	out := make([]scored, 0, len(ranked))
+	placed := map[string]bool{}
+	var place func(s scored, depth int)
+	place = func(s scored, depth int) {
+		if placed[s.key] {
+			return
+		}
+		if depth < 4 { // a chain of updates: the newest first
+			if newer, ok := newestOnSubject(s, candidates, snap, placed); ok {
+				place(scored{newer, s.score}, depth+1)
+			}
+		}
+		placed[s.key] = true
+		out = append(out, s)
+	}
+	for _, s := range ranked {
+		place(s, 0)
+	}
+	return out
+}
+
+// newestOnSubject returns the newest candidate not placed yet that speaks
+// of s's subject, is newer, and scores at least half as well.
+func newestOnSubject(s scored, candidates []scored, snap *snapshot, placed map[string]bool) (string, bool) {
+	key := s.key
+	mine, ok := snap.byName[key]
+	if !ok {
+		return "", false
+	}
+	best, found := mine.ModTime, ""
+	for _, c := range candidates {
+		if c.key == key || placed[c.key] || c.score < s.score/2 {
+			continue
+		}
+		h := snap.byName[c.key]
+		if h.ModTime.After(best) && lexical.SameSubject(snap.subjects[key], snap.subjects[c.key]) {
+			best, found = h.ModTime, c.key
+		}
+	}
+	return found, found != ""
+}
+
+// addLinked fills the free slots with the [[name]] neighbours of the
+// chosen memories, in order, that also score for the query.
+func addLinked(chosen []string, max int, snap *snapshot, scores func(string) bool) []string {
+	if len(chosen) == 0 || len(chosen) >= max {
+		return chosen
+	}
+	in := map[string]bool{}
+	for _, k := range chosen {
+		in[k] = true
+	}
+	for i := 0; i < len(chosen) && len(chosen) < max; i++ {
+		for _, to := range snap.links[chosen[i]] {
+			if len(chosen) == max {
+				break
+			}
+			if !in[to] && scores(to) {
+				in[to] = true
+				chosen = append(chosen, to)
+			}
+		}
+	}
+	return chosen
+}
