@@ -140,7 +140,9 @@ func TestEmbedderAnswersAreChecked(t *testing.T) {
 			}
 			return out, nil
 		},
-		"empty": func(_ context.Context, texts []string) ([][]float32, error) { return make([][]float32, len(texts)), nil },
+		"empty": func(_ context.Context, texts []string) ([][]float32, error) {
+			return make([][]float32, len(texts)), nil
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := embedAll(context.Background(), e, []string{"a", "b", "c"})
