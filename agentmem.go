@@ -147,6 +147,10 @@ type Options struct {
 	// layer that made them (keep it quick; nil: none). Background jobs'
 	// events carry the tokens they spent.
 	Observer func(Event)
+	// Embedder makes recall hybrid: memories are found by meaning as well
+	// as by words (recall.FinderConfig.Embedder; llm/openai's Model is
+	// one). Nil: recall by words alone.
+	Embedder recall.Embedder
 	// SyncedMemory says the private memory directory is synced to the
 	// user's account (a private memory store): the memory tools and Save
 	// then refuse a secret in any memory file, as they do in team/.
@@ -376,7 +380,7 @@ func (m *Memory) build(model llm.Model) error {
 	}
 	team := memdir.TeamMemPath(m.dir)
 	if m.on(Recall) {
-		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log,
+		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log, Embedder: m.opts.Embedder,
 			Observer: func(e recall.Event) { m.observe(Event{Layer: LayerRecall, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}

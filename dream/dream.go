@@ -295,6 +295,16 @@ func (d *Dreamer) searchTool() llm.Tool {
 		}}
 }
 
+// conflicts finds the memories of dir that disagree (the newest
+// memdir.ScanMemoryFiles returns); a failed scan names none.
+func (d *Dreamer) conflicts(ctx context.Context, dir string) []Conflict {
+	headers, err := memdir.ScanMemoryFiles(ctx, d.cfg.dir.FS(), dir, memdir.ScanOptions{})
+	if err != nil {
+		return nil
+	}
+	return Conflicts(headers)
+}
+
 // run takes the lock and runs the consolidation agent on the memory
 // directory, or on stage (a copy of it) when stage is not "". It returns
 // the lock's previous time, for a rollback.
@@ -331,7 +341,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 		res, err = llm.RunAgent(ctx, d.cfg.model, llm.Task{
 			Purpose: llm.PurposeAutoDream,
 			System:  systemPrompt(dir),
-			Prompt:  userPrompt(dir, d.TranscriptDir(), sessions),
+			Prompt:  userPrompt(dir, d.TranscriptDir(), sessions, d.conflicts(ctx, dir)),
 			Tools:   append(tools.Tools(), d.searchTool()),
 			Permission: func(ctx context.Context, call llm.ToolCall) llm.Decision {
 				if call.Name == SearchSessionsTool {

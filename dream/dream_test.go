@@ -393,3 +393,27 @@ func TestHistoryUndoesARun(t *testing.T) {
 	exists, _ = afero.Exists(fsys, autoDir+"/deploys.md")
 	assert.False(t, exists, "the run's new memory is gone")
 }
+
+// TestConsolidationIsToldWhichMemoriesConflict: two memories giving two
+// values for one thing are named to the consolidation, newer first; a
+// memory on another subject is not.
+func TestConsolidationIsToldWhichMemoriesConflict(t *testing.T) {
+	clock := &testClock{now: now0}
+	fsys := tree(t, 6, now0.Add(-time.Hour))
+	write := func(file, name, desc string, at time.Time) {
+		p := autoDir + "/" + file
+		require.NoError(t, afero.WriteFile(fsys, p, []byte("---\nname: "+name+"\ndescription: "+desc+"\ntype: project\n---\nx\n"), 0o644))
+		require.NoError(t, fsys.Chtimes(p, at, at))
+	}
+	write("deploy-window.md", "deploy-window", "the deploy window is tuesday afternoon", now0.Add(-72*time.Hour))
+	write("deploy-window-moved.md", "deploy-window", "the deploy window moved to thursday afternoon", now0.Add(-24*time.Hour))
+	write("pager.md", "pager-rotation", "the pager rotates weekly", now0.Add(-48*time.Hour))
+	model := consolidation()
+	d := newDreamer(t, fsys, model, clock, nil)
+	require.NoError(t, d.MaybeRun(context.Background()).Err)
+	prompt := model.Requests()[0].Messages[0].Text()
+	assert.Contains(t, prompt, "- deploy-window-moved.md ("+now0.Add(-24*time.Hour).Format("2006-01-02")+") is newer than deploy-window.md")
+	assert.NotContains(t, prompt, "pager.md")
+
+	assert.Empty(t, Conflicts(nil))
+}

@@ -1,11 +1,60 @@
 package dream
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/memdir"
 )
+
+// maxConflicts bounds the pairs the prompt names.
+const maxConflicts = 20
+
+// Conflict is two memories that seem to speak of the same thing with
+// different values (lexical.SameSubject); Newer is the later one.
+type Conflict struct {
+	Older, Newer memdir.MemoryHeader
+}
+
+// Conflicts returns the pairs of memories that speak of one subject with
+// different values, newest pairs first, at most maxConflicts: the
+// consolidation is told to keep the newer value. Only memories sharing a
+// name term are compared, so a large directory is not compared pair by
+// pair.
+func Conflicts(headers []memdir.MemoryHeader) []Conflict {
+	subjects := make([]lexical.Subject, len(headers))
+	byTerm := map[string][]int{}
+	for i, h := range headers {
+		subjects[i] = lexical.SubjectOf(h.Name, h.Description)
+		for _, t := range subjects[i].Name {
+			byTerm[t] = append(byTerm[t], i)
+		}
+	}
+	var out []Conflict
+	seen := map[[2]int]bool{}
+	for i := range headers { // newest first
+		for _, t := range subjects[i].Name {
+			for _, j := range byTerm[t] {
+				pair := [2]int{min(i, j), max(i, j)}
+				if i == j || seen[pair] || !lexical.SameSubject(subjects[i], subjects[j]) {
+					continue
+				}
+				seen[pair] = true
+				newer, older := headers[pair[0]], headers[pair[1]]
+				if older.ModTime.After(newer.ModTime) {
+					newer, older = older, newer
+				}
+				out = append(out, Conflict{Older: older, Newer: newer})
+				if len(out) == maxConflicts {
+					return out
+				}
+			}
+		}
+	}
+	return out
+}
 
 func systemPrompt(autoDir string) string {
 	return "You tidy the long-term memory of an AI coding assistant: the Markdown files in " + autoDir +
@@ -14,7 +63,7 @@ func systemPrompt(autoDir string) string {
 		"and never write a secret or anything personal into the team directory " + memdir.TeamMemPath(autoDir) + "."
 }
 
-func userPrompt(autoDir, transcriptDir string, sessions []string) string {
+func userPrompt(autoDir, transcriptDir string, sessions []string, conflicts []Conflict) string {
 	var b strings.Builder
 	b.WriteString("Consolidate the memory directory in four phases.\n\n")
 	b.WriteString("1. Orient. List " + autoDir + ", read " + memdir.EntrypointName + ", and skim the topic files so you know what " +
@@ -30,6 +79,15 @@ func userPrompt(autoDir, transcriptDir string, sessions []string) string {
 	b.WriteString("4. Prune and index. Keep " + memdir.EntrypointName + " under 200 lines and about 25 KB, one line per " +
 		"file (\"- [Title](file.md) — hook\"); shorten any entry over about 200 characters and move the detail into " +
 		"its topic file; drop pointers to files that no longer exist.\n\n")
+	if len(conflicts) > 0 {
+		b.WriteString("These memories seem to give different values for the same thing; read each pair, keep the newer " +
+			"value unless the older is still true as well, and merge or delete the other:\n")
+		for _, c := range conflicts {
+			fmt.Fprintf(&b, "- %s (%s) is newer than %s (%s)\n", c.Newer.Filename, c.Newer.ModTime.Format("2006-01-02"),
+				c.Older.Filename, c.Older.ModTime.Format("2006-01-02"))
+		}
+		b.WriteString("\n")
+	}
 	if len(sessions) == 0 {
 		b.WriteString("No session transcripts need review this time.\n")
 	} else {

@@ -38,6 +38,8 @@ const (
 	DefaultMaxTokens = 4096
 	// OutputSchemaName names the response format of a structured request.
 	OutputSchemaName = "output"
+	// DefaultEmbeddingModel is what Embed uses when Config names none.
+	DefaultEmbeddingModel = "text-embedding-3-small"
 )
 
 // Config configures a Model. The zero value of each optional field means
@@ -70,6 +72,12 @@ type Config struct {
 	// OnText receives each piece of reply text as it streams in (with
 	// Stream only; called on the Generate goroutine, keep it quick).
 	OnText func(piece string)
+	// EmbeddingModel is the model Embed uses (default
+	// DefaultEmbeddingModel).
+	EmbeddingModel string
+	// EmbeddingDimensions shortens the vectors (models that allow it);
+	// 0 means the model's own length.
+	EmbeddingDimensions int
 }
 
 // Model is an llm.Model backed by the Chat Completions API.
@@ -130,6 +138,44 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 		return llm.Response{}, apiError(ctx, err)
 	}
 	return response(out)
+}
+
+// Embed returns one embedding per text, in order, from the Embeddings
+// API: a Model is a recall.Embedder, for hybrid recall
+// (recall.FinderConfig.Embedder, agentmem.Options.Embedder).
+func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	model := m.cfg.EmbeddingModel
+	if model == "" {
+		model = DefaultEmbeddingModel
+	}
+	p := sdk.EmbeddingNewParams{Model: sdk.EmbeddingModel(model), Input: sdk.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}}
+	if m.cfg.EmbeddingDimensions > 0 {
+		p.Dimensions = sdk.Int(int64(m.cfg.EmbeddingDimensions))
+	}
+	res, err := m.client.Embeddings.New(ctx, p)
+	if err != nil {
+		return nil, apiError(ctx, err)
+	}
+	out := make([][]float32, len(texts))
+	for _, e := range res.Data {
+		if e.Index < 0 || int(e.Index) >= len(texts) || out[e.Index] != nil {
+			return nil, fmt.Errorf("openai: the embeddings reply has an entry at index %d for %d texts", e.Index, len(texts))
+		}
+		v := make([]float32, len(e.Embedding))
+		for i, x := range e.Embedding {
+			v[i] = float32(x)
+		}
+		out[e.Index] = v
+	}
+	for i, v := range out {
+		if v == nil {
+			return nil, fmt.Errorf("openai: the embeddings reply has no vector for text %d", i)
+		}
+	}
+	return out, nil
 }
 
 // ErrStreamCut is returned when a streamed reply ends before its last

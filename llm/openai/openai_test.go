@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/openai"
+	"github.com/agentmem/agentmem/recall"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,10 +18,14 @@ import (
 // standIn is a stand-in for the Chat Completions API: it records each
 // request body and answers with the given status and body.
 func standIn(t *testing.T, status int, reply string) (*httptest.Server, *[]map[string]any) {
+	return standInAt(t, "/chat/completions", status, reply)
+}
+
+func standInAt(t *testing.T, path string, status int, reply string) (*httptest.Server, *[]map[string]any) {
 	t.Helper()
 	var got []map[string]any
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		assert.Equal(t, "/chat/completions", r.URL.Path)
+		assert.Equal(t, path, r.URL.Path)
 		assert.Equal(t, "Bearer test-key", r.Header.Get("Authorization"))
 		raw, err := io.ReadAll(r.Body)
 		require.NoError(t, err)
@@ -196,4 +201,35 @@ func TestAgentLoop(t *testing.T) {
 	assert.Equal(t, 2, calls)
 	assert.Equal(t, "Deploys freeze on Fridays.", res.Final)
 	assert.Equal(t, llm.Usage{InputTokens: 45, OutputTokens: 9}, res.Usage)
+}
+
+// TestEmbed: a Model embeds through the Embeddings API, in the order of
+// the texts whatever the reply's order, and is a recall.Embedder.
+func TestEmbed(t *testing.T) {
+	srv, got := standInAt(t, "/embeddings", 200, `{"object":"list","model":"text-embedding-3-small","data":[`+
+		`{"object":"embedding","index":1,"embedding":[0,1]},{"object":"embedding","index":0,"embedding":[1,0.5]}],"usage":{"prompt_tokens":4,"total_tokens":4}}`)
+	m, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1, EmbeddingDimensions: 2})
+	require.NoError(t, err)
+	var e recall.Embedder = m
+	vecs, err := e.Embed(context.Background(), []string{"deploy window", "pager"})
+	require.NoError(t, err)
+	assert.Equal(t, [][]float32{{1, 0.5}, {0, 1}}, vecs)
+	require.Len(t, *got, 1)
+	assert.Equal(t, "text-embedding-3-small", (*got)[0]["model"])
+	assert.Equal(t, []any{"deploy window", "pager"}, (*got)[0]["input"])
+	assert.Equal(t, float64(2), (*got)[0]["dimensions"])
+
+	short, _ := standInAt(t, "/embeddings", 200, `{"object":"list","model":"m","data":[{"object":"embedding","index":0,"embedding":[1]}],"usage":{}}`)
+	m2, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: short.URL, MaxRetries: -1})
+	require.NoError(t, err)
+	_, err = m2.Embed(context.Background(), []string{"a", "b"})
+	assert.ErrorContains(t, err, "no vector for text 1")
+
+	down, _ := standInAt(t, "/embeddings", 429, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
+	m3, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: down.URL, MaxRetries: -1})
+	require.NoError(t, err)
+	_, err = m3.Embed(context.Background(), []string{"a"})
+	var apiErr *llm.APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 429, apiErr.StatusCode)
 }
