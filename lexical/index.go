@@ -315,3 +315,19 @@ func siftDown(h []Hit, i int) {
 		i = worst
 	}
 }
+
+// Holders returns the keys of the documents that hold term (a term as
+// Tokenize gives it), at most max of them.
+func (ix *Index) Holders(term string, max int) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ps := ix.postings[term]
+	out := make([]string, 0, min(len(ps), max))
+	for _, p := range ps {
+		if len(out) == max {
+			break
+		}
+		out = append(out, ix.docs[p.doc].key)
+	}
+	return out
+}

@@ -179,3 +179,17 @@ func TestSameSubject(t *testing.T) {
 		t.Errorf("two people's lessons are two subjects")
 	}
 }
+
+func TestNames(t *testing.T) {
+	assert.Equal(t, []string{"freya"}, Names("What is Freya's occupation?"))
+	assert.Equal(t, []string{"lisbon", "kwame"}, Names("Where in Lisbon does Kwame work? Thanks"), "a sentence's first word is no name")
+	assert.Empty(t, Names("thanks, that looks good"))
+}
+
+func TestHolders(t *testing.T) {
+	ix := NewIndex(Document{Key: "a", Body: "Freya is a pilot"}, Document{Key: "b", Body: "the pilot flies"})
+	assert.Equal(t, []string{"a"}, ix.Holders("freya", 2))
+	assert.Len(t, ix.Holders("pilot", 2), 2)
+	assert.Len(t, ix.Holders("pilot", 1), 1)
+	assert.Empty(t, ix.Holders("nobody", 2))
+}

@@ -283,3 +283,21 @@ func overlap(a, b []string) (shared, union int) {
 	}
 	return shared, len(a) + len(b) - shared
 }
+
+// Names returns the terms of the words of text written with a capital
+// that does not start a sentence ("What is Freya's job?" gives freya):
+// the names of people, places and things the text speaks of.
+func Names(text string) []string {
+	var out []string
+	start := true // the next word starts a sentence
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return unicode.IsSpace(r) }) {
+		word := strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if r, _ := utf8.DecodeRuneInString(word); word != "" && !start && unicode.IsUpper(r) {
+			out = append(out, Tokenize(word)...)
+		}
+		if word != "" {
+			start = strings.ContainsAny(w[len(w)-1:], ".!?:")
+		}
+	}
+	return out
+}

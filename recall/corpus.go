@@ -57,6 +57,8 @@ type snapshot struct {
 	subjects map[string]lexical.Subject
 	// links are each memory's [[name]] links, resolved to files.
 	links map[string][]string
+	// age is each memory's place in headers (0: the newest).
+	age map[string]int
 }
 
 type fileState struct {
@@ -161,7 +163,11 @@ func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 // snapshot builds a snapshot of the files (under c.mu), and drops the
 // vectors no file holds any more.
 func (c *corpus) snapshot(headers []memdir.MemoryHeader, byName map[string]memdir.MemoryHeader) *snapshot {
-	snap := &snapshot{headers: headers, byName: byName, subjects: make(map[string]lexical.Subject, len(c.files)), links: map[string][]string{}}
+	snap := &snapshot{headers: headers, byName: byName, subjects: make(map[string]lexical.Subject, len(c.files)), links: map[string][]string{},
+		age: make(map[string]int, len(headers))}
+	for i, h := range headers {
+		snap.age[h.Filename] = i
+	}
 	byLinkName := make(map[string]string, len(c.files))
 	for rel, f := range c.files {
 		snap.subjects[rel] = f.subject

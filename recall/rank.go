@@ -10,18 +10,57 @@ import (
 // DefaultMinSimilarity is FinderConfig.MinSimilarity's default.
 const DefaultMinSimilarity = 0.4
 
+// Recency as a tie-breaker.
+const (
+	// recencyWeight is how much newer counts among close scores: a
+	// memory's score grows by up to this share, the newest the most, so
+	// when the words cannot tell memories apart the recent ones come
+	// first (what is true now was most likely said last), while a
+	// clearly better match still wins.
+	recencyWeight = 0.1
+	// recencyDepth is how many lexical hits the recency order looks at.
+	recencyDepth = 100
+)
+
+// recencyOrder re-ranks hits with the recency boost.
+func recencyOrder(hits []lexical.Hit, snap *snapshot) []lexical.Hit {
+	n := len(snap.headers)
+	if n < 2 || recencyWeight == 0 {
+		return hits
+	}
+	for i := range hits {
+		age, ok := snap.age[hits[i].Key]
+		if ok {
+			hits[i].Score *= 1 + recencyWeight*(1-float64(age)/float64(n-1))
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b lexical.Hit) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return 0
+	})
+	return hits
+}
+
 // selectLexical is the selection without a model: the lexical ranking
 // (fused with the embedding ranking when there is an Embedder), newer
 // values of a subject ahead of older ones, cut by the lexical rules, then
 // linked memories that also score in the last free slots.
 func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event) []string {
 	max, n := f.cfg.MaxSelected, len(snap.headers)
-	pool := f.corpus.search(query, fusionDepth, skip)
+	pool := recencyOrder(f.corpus.search(query, recencyDepth, skip), snap)
+	if len(pool) > fusionDepth {
+		pool = pool[:fusionDepth]
+	}
 	lexScore := make(map[string]float64, len(pool))
 	for _, h := range pool {
 		lexScore[h.Key] = h.Score
 	}
-	lexicalOK := len(pool) > 0 && !f.lexical.Abstain(pool[0], n)
+	lexicalOK := len(pool) > 0 && (!f.lexical.Abstain(pool[0], n) || f.namesOnlyIt(query, pool[0].Key))
 
 	var ranked []scored
 	var similar map[string]float64 // by meaning, at or above MinSimilarity
@@ -85,6 +124,19 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	return addLinked(out, max, snap, func(key string) bool {
 		return !skip(key) && (lexScore[key] > 0 || similar[key] > 0)
 	})
+}
+
+// namesOnlyIt reports whether the message names something (a capitalized
+// word inside a sentence: a person, a place, a product) that key alone
+// holds: one weak word is then a strong answer ("What is Freya's job?"
+// and the one memory that speaks of Freya).
+func (f *Finder) namesOnlyIt(query, key string) bool {
+	for _, name := range lexical.Names(query) {
+		if h := f.corpus.index.Holders(name, 2); len(h) == 1 && h[0] == key {
+			return true
+		}
+	}
+	return false
 }
 
 // vectorRanking ranks the memories by meaning (nil without an Embedder).

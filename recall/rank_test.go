@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -167,4 +168,19 @@ func TestEmbedBatches(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, got, len(texts))
 	assert.Equal(t, EmbedBatch, most)
+}
+
+// TestANameOnlyOneMemoryHoldsIsAnAnswer: a message whose only match is a
+// name that one memory alone holds gets that memory, while a lone weak
+// word that is no name still gets nothing.
+func TestANameOnlyOneMemoryHoldsIsAnAnswer(t *testing.T) {
+	mems := [][3]string{{"partner.md", "Ingrid's partner Freya works as a pilot", "Freya flies long haul."}}
+	for i := range 40 {
+		mems = append(mems, [3]string{fmt.Sprintf("m%02d.md", i), fmt.Sprintf("note %d on the build cache", i), "Cache keys and eviction."})
+	}
+	fsys, dir := memTree(t, mems...)
+	f, err := NewFinder(fsys, dir, FinderConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"partner.md"}, names(f, "What is Freya's occupation?"))
+	assert.Empty(t, names(f, "what does a pilot earn"), "one weak word that is no name: nothing")
 }

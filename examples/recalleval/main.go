@@ -19,7 +19,9 @@
 // messages that got nothing), abstain (share of need-nothing messages that
 // got nothing) and ms/query. The methods: the default Finder; the Finder
 // with Claude Code's newest-200 candidate rule; agentmem's BM25 ranking
-// cut at five with no thresholds; minisearch (the npm BM25 library, with
+// cut at five with no thresholds; the hybrid Finder with TrigramEmbedder
+// (hashed character trigrams: the fusion measured offline, with an
+// embedder far weaker than a model's); minisearch (the npm BM25 library, with
 // prefix and fuzzy matching) when node and npm are on the PATH; the
 // model selector with -model and an API key.
 //
@@ -43,6 +45,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/examples/recalleval/convset"
+	"github.com/agentmem/agentmem/examples/recalleval/updateset"
 	"github.com/agentmem/agentmem/llm/anthropic"
 	"github.com/agentmem/agentmem/recall"
 	"github.com/spf13/afero"
@@ -95,12 +98,13 @@ func main() {
 	shop := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "recall", "shop.json")
 	setPath := flag.String("set", shop, "labelled set (JSON) to run besides the conversational one")
 	conv := flag.Bool("conv", true, "run the generated conversational set")
+	updates := flag.Bool("updates", true, "run the generated set with knowledge updates")
 	dir := flag.String("dir", "", "evaluate on your own memory directory (with -labels)")
 	labels := flag.String("labels", "", "labels for -dir (JSON)")
 	peer := flag.Bool("peer", true, "run minisearch (node and npm) beside agentmem")
 	model := flag.Bool("model", false, "also run the model selector (needs ANTHROPIC_API_KEY)")
 	flag.Parse()
-	cfg := Config{SetPath: *setPath, Conv: *conv, Dir: *dir, Labels: *labels, Peer: *peer}
+	cfg := Config{SetPath: *setPath, Conv: *conv, Updates: *updates, Dir: *dir, Labels: *labels, Peer: *peer}
 	if *model {
 		cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
 		if cfg.APIKey == "" {
@@ -118,6 +122,7 @@ func main() {
 type Config struct {
 	SetPath     string // a JSON set ("" for none)
 	Conv        bool   // the conversational set
+	Updates     bool   // the set with knowledge updates
 	Dir, Labels string // a user's own tree and labels
 	Peer        bool   // minisearch beside agentmem
 	APIKey      string // the model selector too
@@ -170,6 +175,33 @@ func Run(ctx context.Context, w io.Writer, cfg Config) error {
 		}
 		fmt.Fprintf(w, "\nconversational, one directory of %d memories\n", len(set.Memories))
 		if err := table(ctx, w, methods, []Group{{Dir: root, Queries: set.Queries}}); err != nil {
+			return err
+		}
+	}
+	if cfg.Updates {
+		set, kinds := Updates()
+		root, err := Materialise(set)
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(root)
+		groups := PerDirectory(root, set.Queries)
+		fmt.Fprintf(w, "\nknowledge updates, per directory: %d directories, %d memories, %d questions\n", len(groups), len(set.Memories), len(set.Queries))
+		if err := table(ctx, w, methods, groups); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nknowledge updates, one directory of %d memories\n", len(set.Memories))
+		if err := table(ctx, w, methods, []Group{{Dir: root, Queries: set.Queries}}); err != nil {
+			return err
+		}
+		var current []Query
+		for i, q := range set.Queries {
+			if kinds[i] == "current" {
+				current = append(current, q)
+			}
+		}
+		fmt.Fprintf(w, "\nknowledge updates, the %d questions for a current value (the newest memory of its chain), per directory\n", len(current))
+		if err := table(ctx, w, methods, PerDirectory(root, current)); err != nil {
 			return err
 		}
 	}
@@ -270,6 +302,7 @@ func Methods(apiKey string) []Method {
 		&finderMethod{name: "agentmem"},
 		&finderMethod{name: "agentmem-newest200", cfg: recall.FinderConfig{Candidates: recall.Newest}},
 		&finderMethod{name: "agentmem-bm25-top5", rankOnly: true},
+		&finderMethod{name: "agentmem+trigrams", cfg: recall.FinderConfig{Embedder: TrigramEmbedder{}}},
 	}
 	if apiKey != "" {
 		if model, err := anthropic.New(anthropic.Config{APIKey: apiKey}); err == nil {
@@ -358,6 +391,22 @@ func Conversational() *Set {
 		s.Queries = append(s.Queries, Query{Query: q.Query, Needs: q.Needs})
 	}
 	return s
+}
+
+// Updates returns the generated set with knowledge updates (seed 1) and
+// each question's kind (current, previous, single, chain).
+func Updates() (*Set, []string) {
+	g := updateset.Generate(updateset.Options{Seed: 1})
+	s := &Set{}
+	for _, m := range g.Memories {
+		s.Memories = append(s.Memories, Memory{File: m.Dir + "/" + m.File, Type: m.Type, Name: m.Name, Description: m.Description, Body: m.Body, Date: m.Date})
+	}
+	kinds := make([]string, len(g.Queries))
+	for i, q := range g.Queries {
+		s.Queries = append(s.Queries, Query{Query: q.Query, Needs: q.Needs})
+		kinds[i] = q.Kind
+	}
+	return s, kinds
 }
 
 // PerDirectory splits queries by the first directory of what they need:
