@@ -3,7 +3,7 @@ module github.com/agentmem/agentmem/mcpserver
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1
@@ -27,5 +27,3 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
-
-replace github.com/agentmem/agentmem => ..

@@ -2,18 +2,18 @@ module github.com/agentmem/agentmem/cmd/agentmem
 
 go 1.26.0
 
-require github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
+require github.com/agentmem/agentmem v0.1.0
 
-require github.com/agentmem/agentmem/llm/anthropic v0.0.0-00010101000000-000000000000
+require github.com/agentmem/agentmem/llm/anthropic v0.1.0
 
-require github.com/agentmem/agentmem/teamserver/sqlite v0.0.0-00010101000000-000000000000
+require github.com/agentmem/agentmem/teamserver/sqlite v0.1.0
 
-require github.com/agentmem/agentmem/teamserver/postgres v0.0.0-00010101000000-000000000000
+require github.com/agentmem/agentmem/teamserver/postgres v0.1.0
 
-require github.com/agentmem/agentmem/mcpserver v0.0.0-00010101000000-000000000000
+require github.com/agentmem/agentmem/mcpserver v0.1.0
 
 require (
-	github.com/agentmem/agentmem/teamserver/prommetrics v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem/teamserver/prommetrics v0.1.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
@@ -75,15 +75,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-replace github.com/agentmem/agentmem => ../..
-
-replace github.com/agentmem/agentmem/llm/anthropic => ../../llm/anthropic
-
-replace github.com/agentmem/agentmem/teamserver/sqlite => ../../teamserver/sqlite
-
-replace github.com/agentmem/agentmem/teamserver/postgres => ../../teamserver/postgres
-
-replace github.com/agentmem/agentmem/teamserver/prommetrics => ../../teamserver/prommetrics
-
-replace github.com/agentmem/agentmem/mcpserver => ../../mcpserver

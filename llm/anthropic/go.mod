@@ -3,7 +3,7 @@ module github.com/agentmem/agentmem/llm/anthropic
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem v0.1.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1
@@ -35,5 +35,3 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
-
-replace github.com/agentmem/agentmem => ../..

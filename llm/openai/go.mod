@@ -12,9 +12,7 @@ require (
 )
 
 require (
-	github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem v0.1.0
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/stretchr/testify v1.12.1
 )
-
-replace github.com/agentmem/agentmem => ../..

@@ -3,7 +3,7 @@ module github.com/agentmem/agentmem/teamserver/postgres
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem v0.1.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stretchr/testify v1.12.1
 )
@@ -24,5 +24,3 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
-
-replace github.com/agentmem/agentmem => ../..

@@ -3,7 +3,7 @@ module github.com/agentmem/agentmem/teamserver/prommetrics
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem v0.1.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1
@@ -27,5 +27,3 @@ require (
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
-
-replace github.com/agentmem/agentmem => ../..

@@ -3,7 +3,7 @@ module github.com/agentmem/agentmem/teamserver/sqlite
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000
+	github.com/agentmem/agentmem v0.1.0
 	github.com/stretchr/testify v1.12.1
 	modernc.org/sqlite v1.62.0
 )
@@ -26,5 +26,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/agentmem/agentmem => ../..
