@@ -11,6 +11,7 @@
 //	agentmem history / rewind                   review and undo what a job changed
 //	agentmem dream   [--staged [--yes]]         consolidate now (ANTHROPIC_API_KEY)
 //	agentmem mcp     [--http ADDR]              serve memory to MCP clients
+//	agentmem version                            the version (also --version)
 //
 // Every subcommand takes --config-dir (default $CLAUDE_CONFIG_DIR, else
 // ~/.claude), --project (default the current directory) and --dir (a
@@ -90,10 +91,13 @@ func usage(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run agentmem COMMAND --help for a command's flags.")
+	fmt.Fprintln(w, "Run agentmem COMMAND --help for a command's flags; agentmem version (or --version) prints the version.")
 }
 
 func run(args []string, e env) int {
+	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		return printVersion(e)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(e.stdout)
 		if len(args) == 0 {
@@ -137,7 +141,7 @@ func run(args []string, e env) int {
 		}
 		return code
 	}
-	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, store, sessions, history, rewind, dream or mcp)\n", args[0])
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, store, sessions, history, rewind, dream, mcp or version)\n", args[0])
 	return exitError
 }
 

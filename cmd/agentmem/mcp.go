@@ -21,9 +21,6 @@ import (
 	"github.com/agentmem/agentmem/teammem"
 )
 
-// version is reported to MCP clients.
-const version = "0.1.0"
-
 func mcpFlags(fs *flag.FlagSet) runner {
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback only: there is no auth)")
 	teamServer := fs.String("team-server", "", "keep team memory synced with this server while serving ("+TokenEnv+" holds the token)")
@@ -45,7 +42,7 @@ func mcpFlags(fs *flag.FlagSet) runner {
 		if info, err := e.fs.Stat(filepath.Dir(filepath.Clean(r.path.Dir))); r.explicit && (err != nil || !info.IsDir()) {
 			return exitError, fmt.Errorf("the memory directory's parent does not exist: %s", filepath.Dir(filepath.Clean(r.path.Dir)))
 		}
-		srv, err := mcpserver.New(e.fs, r.path.Dir, mcpserver.Options{Version: version})
+		srv, err := mcpserver.New(e.fs, r.path.Dir, mcpserver.Options{Version: version()})
 		if err != nil {
 			return exitError, err
 		}

@@ -1,0 +1,258 @@
+package agentmem_test
+
+import (
+	"archive/zip"
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const modulePath = "github.com/agentmem/agentmem"
+
+// releaseModules reads modules.txt: the version and the module folders in
+// dependency order.
+func releaseModules(t *testing.T) (string, []string) {
+	t.Helper()
+	data, err := os.ReadFile("modules.txt")
+	require.NoError(t, err)
+	var version string
+	var dirs []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "version "):
+			version = strings.TrimPrefix(line, "version ")
+		default:
+			dirs = append(dirs, line)
+		}
+	}
+	require.NotEmpty(t, version, "modules.txt names no version")
+	return version, dirs
+}
+
+func pathOf(dir string) string {
+	if dir == "." {
+		return modulePath
+	}
+	return modulePath + "/" + dir
+}
+
+// TestModulesList: modules.txt lists exactly go.work's modules, each
+// module requires the others at the listed version and only those listed
+// above it, no go.mod holds a replace line, and go.work maps every listed
+// version to the tree.
+func TestModulesList(t *testing.T) {
+	version, dirs := releaseModules(t)
+	work, err := os.ReadFile("go.work")
+	require.NoError(t, err)
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	require.NoError(t, err)
+	root, err := filepath.Abs(".")
+	require.NoError(t, err)
+	var used []string
+	for _, d := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, d)
+		require.NoError(t, err)
+		used = append(used, filepath.ToSlash(rel))
+	}
+	assert.ElementsMatch(t, used, dirs, "modules.txt and go.work list the same modules")
+	above := map[string]bool{}
+	for _, dir := range dirs {
+		gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(gomod), "replace ", "%s/go.mod: no replace lines (go install refuses them)", dir)
+		for _, line := range strings.Split(string(gomod), "\n") {
+			f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+			if len(f) < 2 || !strings.HasPrefix(f[0], modulePath) {
+				continue
+			}
+			assert.Equal(t, version, f[1], "%s/go.mod requires %s at the release version", dir, f[0])
+			assert.True(t, above[f[0]], "%s/go.mod requires %s, which modules.txt does not list above it", dir, f[0])
+		}
+		assert.Contains(t, string(work), pathOf(dir)+" "+version+" => ./"+strings.TrimPrefix(dir, "."), "go.work maps %s", dir)
+		above[pathOf(dir)] = true
+	}
+}
+
+// proxyModule writes one module of the tree at version into a file://
+// module proxy: the files git tracks in dir, without the folders of other
+// modules, zipped as Go's module zips are.
+func proxyModule(t *testing.T, proxy, dir, version string, nested []string) {
+	t.Helper()
+	path := pathOf(dir)
+	at := filepath.Join(proxy, filepath.FromSlash(path), "@v")
+	require.NoError(t, os.MkdirAll(at, 0o755))
+	out, err := exec.Command("git", "ls-files", "-z", "--", dir).Output()
+	require.NoError(t, err)
+	zf, err := os.Create(filepath.Join(at, version+".zip"))
+	require.NoError(t, err)
+	zw := zip.NewWriter(zf)
+	files := 0
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		rel := f
+		if dir != "." {
+			rel = strings.TrimPrefix(f, dir+"/")
+		}
+		inner := false
+		for _, n := range nested {
+			if strings.HasPrefix(f+"/", n+"/") && n != dir {
+				inner = true
+			}
+		}
+		if inner || f == "" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		w, err := zw.Create(path + "@" + version + "/" + rel)
+		require.NoError(t, err)
+		_, err = w.Write(data)
+		require.NoError(t, err)
+		files++
+	}
+	require.NoError(t, zw.Close())
+	require.NoError(t, zf.Close())
+	require.Positive(t, files, dir)
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(at, version+".mod"), gomod, 0o644))
+	info := fmt.Sprintf(`{"Version":%q,"Time":%q}`, version, time.Now().UTC().Format(time.RFC3339))
+	require.NoError(t, os.WriteFile(filepath.Join(at, version+".info"), []byte(info), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(at, "list"), []byte(version+"\n"), 0o644))
+}
+
+// installCommands returns the commands of the README's Install section.
+func installCommands(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Install\n")
+	require.True(t, ok, "README.md has an Install section")
+	_, block, ok := strings.Cut(section, "```sh\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+	var cmds []string
+	sc := bufio.NewScanner(strings.NewReader(block))
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		if line = strings.TrimSpace(line); line != "" {
+			cmds = append(cmds, line)
+		}
+	}
+	return cmds
+}
+
+// hostImports is one package a host imports from each library module.
+var hostImports = map[string]string{
+	".":                      modulePath,
+	"llm/anthropic":          modulePath + "/llm/anthropic",
+	"llm/openai":             modulePath + "/llm/openai",
+	"mcpserver":              modulePath + "/mcpserver",
+	"teamserver/sqlite":      modulePath + "/teamserver/sqlite",
+	"teamserver/postgres":    modulePath + "/teamserver/postgres",
+	"teamserver/prommetrics": modulePath + "/teamserver/prommetrics",
+}
+
+// TestInstallFromAModuleProxy is a user's first step at a release: a
+// module proxy holds this tree's modules at the release version; with an
+// empty module cache, no workspace and no network, the README's install
+// commands run as they stand (go install of the command, go get of every
+// library module in a new host module), a host importing every library
+// module builds, and the installed command reports the version.
+//
+// The third-party modules come from a second file:// proxy: a module
+// cache filled first, by the same commands, from this machine's module
+// cache and the network's module proxy (a module's own build can select
+// other versions than this workspace's). Both runs build with -trimpath
+// (through GOFLAGS, so the commands stay as written), which keeps the
+// build cache valid across their two module caches.
+func TestInstallFromAModuleProxy(t *testing.T) {
+	version, dirs := releaseModules(t)
+	proxy := t.TempDir()
+	for _, dir := range dirs {
+		proxyModule(t, proxy, dir, version, dirs)
+	}
+	goenv := func(name string) string {
+		out, err := exec.Command("go", "env", name).Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	file := func(dir string) string { return "file://" + filepath.ToSlash(dir) }
+	local := filepath.Join(goenv("GOMODCACHE"), "cache", "download")
+
+	// Fill a module cache with every module the commands need.
+	warm := t.TempDir()
+	installAll(t, version, warm, strings.Join([]string{file(proxy), file(local), goenv("GOPROXY")}, ","))
+	// Then again with nothing but the two proxies on disk.
+	installAll(t, version, t.TempDir(), file(proxy)+","+file(filepath.Join(warm, "go", "pkg", "mod", "cache", "download")))
+}
+
+// installAll runs the README's install commands in a new host module
+// under home, with modules from goproxy only, builds a host of every
+// library module, and checks the installed command's version.
+func installAll(t *testing.T, version, home, goproxy string) {
+	t.Helper()
+	gopath, bin, host := filepath.Join(home, "go"), filepath.Join(home, "bin"), filepath.Join(home, "host")
+	require.NoError(t, os.MkdirAll(host, 0o755))
+	env := append(os.Environ(),
+		"GOPROXY="+goproxy, "GOPATH="+gopath, "GOMODCACHE="+filepath.Join(gopath, "pkg", "mod"), "GOBIN="+bin,
+		"GOWORK=off", "GOFLAGS=-mod=mod -trimpath", "GOSUMDB=off", "GONOSUMDB=", "GOPRIVATE=", "GONOPROXY=", "GOTOOLCHAIN=local",
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Cleanup(func() {
+		clean := exec.Command("go", "clean", "-modcache")
+		clean.Env = env
+		_ = clean.Run() // the module cache is read-only: remove it the way Go does
+	})
+	run := func(dir string, args ...string) string {
+		t.Helper()
+		name := args[0]
+		if name == "agentmem" { // installed into GOBIN, which is on the commands' PATH but not this process's
+			name = filepath.Join(bin, name)
+		}
+		cmd := exec.Command(name, args[1:]...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s: %s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	run(host, "go", "mod", "init", "example.com/host")
+
+	cmds := installCommands(t)
+	got := map[string]bool{}
+	var printed string
+	for _, c := range cmds {
+		args := strings.Fields(c)
+		out := run(host, args...)
+		if args[0] == "go" && len(args) == 3 && args[1] == "get" {
+			path, v, _ := strings.Cut(args[2], "@")
+			assert.Equal(t, version, v, c)
+			got[path] = true
+		}
+		if args[0] == "agentmem" {
+			printed = out
+		}
+	}
+	assert.Contains(t, cmds, "go install "+modulePath+"/cmd/agentmem@"+version)
+	assert.True(t, strings.HasPrefix(printed, "agentmem "+version+" "), "agentmem version printed %q", printed)
+
+	var imports strings.Builder
+	for dir, pkg := range hostImports {
+		assert.True(t, got[pathOf(dir)], "the README gets %s", pathOf(dir))
+		fmt.Fprintf(&imports, "\t_ %q\n", pkg)
+	}
+	main := "package main\n\nimport (\n" + imports.String() + ")\n\nfunc main() {}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(host, "main.go"), []byte(main), 0o644))
+	run(host, "go", "build", "-o", filepath.Join(home, "hostbin"), ".")
+	gomod, err := os.ReadFile(filepath.Join(host, "go.mod"))
+	require.NoError(t, err)
+	assert.Contains(t, string(gomod), modulePath+" "+version)
+}
