@@ -16,6 +16,7 @@ if [ -n "$(git status --porcelain)" ]; then
   echo "release.sh: the work tree has uncommitted changes; commit or stash them first" >&2; exit 1
 fi
 base=github.com/agentmem/agentmem
+old=$(sed -n 's/^version //p' modules.txt)
 mapfile -t dirs < <(grep -v '^#' modules.txt | grep -v '^version ' | sed '/^$/d')
 path_of() { if [ "$1" = . ]; then echo "$base"; else echo "$base/$1"; fi; }
 
@@ -29,7 +30,7 @@ for dir in "${dirs[@]}"; do
 done
 for dep in "${dirs[@]}"; do
   p=$(path_of "$dep")
-  go work edit -dropreplace="$p" -replace="$p@$version=./${dep#.}"
+  go work edit -dropreplace="$p@$old" -replace="$p@$version=./${dep#.}"
 done
 sed -i "s/^version .*/version $version/" modules.txt
 git commit -q -am "release $version" || true
