@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/atomicfile"
 	"github.com/agentmem/agentmem/internal/hostile"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/rootfs"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/spf13/afero"
@@ -148,7 +149,7 @@ func TestDanglingLinkInsideIsTheValidatorsJob(t *testing.T) {
 	_, err := teammem.ValidateTeamMemKey(fsys, "/", "ptr.md")
 	var pte *teammem.PathTraversalError
 	require.ErrorAs(t, err, &pte)
-	assert.Equal(t, teammem.ReasonDangling, pte.Reason)
+	assert.Equal(t, memdir.ReasonDangling, pte.Reason)
 	require.NoError(t, afero.WriteFile(fsys, "ptr.md", []byte("x"), 0o644), "documented: os.Root allows it")
 	_, err = os.Stat(filepath.Join(team, "target.md"))
 	assert.NoError(t, err, "and the write stays inside the root")

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentmem/agentmem/secrets"
+
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/agentmem/agentmem/memdir"
@@ -55,7 +57,7 @@ type HTTPDoer interface {
 type ClientConfig struct {
 	// BaseURL is the server, such as https://team.example.com.
 	BaseURL string
-	// Path is the endpoint below BaseURL (default DefaultSyncPath).
+	// Path is the endpoint below BaseURL (default wire.DefaultSyncPath).
 	Path string
 	// Repo is "owner/name".
 	Repo    string
@@ -97,8 +99,8 @@ type ClientConfig struct {
 	// ask the server's limits view once and raise the bound to what the
 	// server can hold, so any repo the server accepts can be pulled.
 	MaxReplyBytes int64
-	// Scanner checks pushed files for secrets (default NewScanner()).
-	Scanner *Scanner
+	// Scanner checks pushed files for secrets (default secrets.New()).
+	Scanner *secrets.Scanner
 	// History, when set, makes each pull that changes files undoable: a
 	// snapshot (Result.Checkpoint) is taken before its first write and
 	// every file it writes or removes is tracked in it. Give the client
@@ -322,7 +324,7 @@ func NewClient(fsys afero.Fs, teamDir string, cfg ClientConfig) (*Client, error)
 		return nil, errors.New("teammem: ClientConfig needs the server's BaseURL")
 	}
 	if cfg.Path == "" {
-		cfg.Path = DefaultSyncPath
+		cfg.Path = wire.DefaultSyncPath
 	}
 	var defaultHTTP *http.Client
 	if cfg.HTTP == nil {
@@ -348,7 +350,7 @@ func NewClient(fsys afero.Fs, teamDir string, cfg ClientConfig) (*Client, error)
 		cfg.Sleep = sleepCtx
 	}
 	if cfg.Scanner == nil {
-		cfg.Scanner = NewScanner()
+		cfg.Scanner = secrets.New()
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -396,7 +398,7 @@ type localFile struct {
 // first), each conditional on the server state the plan was made from;
 // every accepted batch moves view and base forward.
 func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uploads []localFile, deletes []string, base map[string]string) error {
-	bs := batches(uploads, MaxPutBodyBytes)
+	bs := batches(uploads, wire.MaxPutBodyBytes)
 	if len(bs) == 0 {
 		bs = [][]localFile{nil} // deletions alone still need a request
 	}
@@ -405,7 +407,7 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 	}
 	ifMatch := view.etag
 	for i, batch := range bs {
-		body := PutBody{Entries: map[string]string{}}
+		body := wire.PutBody{Entries: map[string]string{}}
 		for _, f := range batch {
 			body.Entries[f.key] = f.content
 		}
@@ -424,7 +426,7 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 		if err != nil {
 			return err
 		}
-		var pr PutResult
+		var pr wire.PutResult
 		if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
 			return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
 		}
@@ -449,7 +451,7 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 		if id := resp.Header.Get(wire.StoreIDHeader); id != "" {
 			view.storeID = id
 		}
-		if RepoChecksum(view.sums) != pr.Checksum {
+		if wire.RepoChecksum(view.sums) != pr.Checksum {
 			// The server holds more than we know: a PUT without If-Match
 			// (the repo was empty when read) met a teammate's write. The
 			// tag no longer describes our view, so the next read must be
@@ -479,7 +481,7 @@ func (c *Client) probe(ctx context.Context, st *SyncState, res *Result) error {
 		st.ETag, st.ServerChecksums = "", map[string]string{}
 		return nil
 	}
-	var hv HashesView
+	var hv wire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
 		return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
 	}
@@ -518,7 +520,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			}
 			return nil, permIssues, skipped, err
 		}
-		if info.Size() > MaxEntryBytes {
+		if info.Size() > wire.MaxEntryBytes {
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "too_large"})
 			continue
 		}
@@ -539,7 +541,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "secret", RuleID: m.RuleID, Label: m.Label})
 			continue
 		}
-		files = append(files, localFile{key: e.Rel, content: string(data), sum: EntryChecksum(string(data)), mtime: info.ModTime()})
+		files = append(files, localFile{key: e.Rel, content: string(data), sum: wire.EntryChecksum(string(data)), mtime: info.ModTime()})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].key < files[j].key })
 	return files, permIssues, skipped, nil
@@ -724,7 +726,7 @@ func (c *Client) backoff(attempt int, retryAfter string) time.Duration {
 }
 
 func (c *Client) statusError(resp *http.Response, body []byte, attempts int) error {
-	var eb ErrorBody
+	var eb wire.ErrorBody
 	_ = json.Unmarshal(body, &eb)
 	e := &SyncError{Status: resp.StatusCode, Code: eb.Error.Details.ErrorCode, Attempts: attempts}
 	switch {
@@ -734,7 +736,7 @@ func (c *Client) statusError(resp *http.Response, body []byte, attempts int) err
 		e.Class = ClassForbidden
 	case resp.StatusCode == http.StatusPreconditionFailed:
 		e.Class = ClassConflict
-	case resp.StatusCode == http.StatusRequestEntityTooLarge && e.Code == CodeTooManyEntries:
+	case resp.StatusCode == http.StatusRequestEntityTooLarge && e.Code == wire.CodeTooManyEntries:
 		e.Class = ClassTooManyEntries
 		e.MaxEntries = eb.Error.Details.MaxEntries
 		e.Err = fmt.Errorf("the server holds at most %d entries for this repo", eb.Error.Details.MaxEntries)
@@ -760,7 +762,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // context) are not skips.
 func gateSkip(key string, err error) (Skip, bool) {
 	var pte *PathTraversalError
-	var se *SecretError
+	var se *secrets.Error
 	switch {
 	case errors.As(err, &pte):
 		return Skip{Key: key, Reason: "invalid_key"}, true
@@ -784,7 +786,7 @@ func (c *Client) learnLimits(ctx context.Context, res *Result) bool {
 		if err != nil || resp.StatusCode != http.StatusOK {
 			return
 		}
-		var lv LimitsView
+		var lv wire.LimitsView
 		if json.Unmarshal(body, &lv) != nil || lv.MaxRepoBytes <= 0 {
 			return
 		}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/teammem/wire"
+
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
@@ -197,7 +199,7 @@ func TestSkipsAndLimits(t *testing.T) {
 	writeFiles(t, a, map[string]string{
 		"a.md": "1", "b.md": "2", "c.md": "3", "d.md": "4",
 		"secret.md": "deploy key " + token,
-		"huge.md":   strings.Repeat("x", teammem.MaxEntryBytes+1),
+		"huge.md":   strings.Repeat("x", wire.MaxEntryBytes+1),
 	})
 	c := newClient(t, e, a, nil)
 	var st teammem.SyncState
@@ -450,10 +452,10 @@ func TestPullSkipsWhatItCannotWrite(t *testing.T) {
 	entries := map[string]string{"a.md": "a", "fd.md": "file", "fd.md/child.md": "child", "leak.md": "token " + "gh" + "p_" + strings.Repeat("a1B2", 9), "z.md": "z"}
 	sums := map[string]string{}
 	for k, v := range entries {
-		sums[k] = teammem.EntryChecksum(v)
+		sums[k] = wire.EntryChecksum(v)
 	}
-	body, err := json.Marshal(teammem.TeamMemoryData{Repo: "acme/shop", Version: 1, Checksum: teammem.RepoChecksum(sums),
-		Content: teammem.Content{Entries: entries, EntryChecksums: sums}})
+	body, err := json.Marshal(wire.TeamMemoryData{Repo: "acme/shop", Version: 1, Checksum: wire.RepoChecksum(sums),
+		Content: wire.Content{Entries: entries, EntryChecksums: sums}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
 	defer srv.Close()

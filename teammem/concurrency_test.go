@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentmem/agentmem/teammem/wire"
+
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -51,8 +53,8 @@ func (l *putLog) wrap(h http.Handler) http.Handler {
 		if rec.status != 200 {
 			return
 		}
-		var in teammem.PutBody
-		var out teammem.PutResult
+		var in wire.PutBody
+		var out wire.PutResult
 		if json.Unmarshal(body, &in) == nil && json.Unmarshal(rec.body.Bytes(), &out) == nil {
 			l.mu.Lock()
 			l.puts = append(l.puts, loggedPut{version: out.Version, entries: in.Entries})
@@ -110,7 +112,7 @@ func TestEightClientsNoLostUpdate(t *testing.T) {
 	assert.Equal(t, int64(len(log.puts)), final.Version, "one version per successful PUT")
 	sums := map[string]string{}
 	for k, v := range final.Entries {
-		sums[k] = teammem.EntryChecksum(v)
+		sums[k] = wire.EntryChecksum(v)
 	}
-	assert.Equal(t, teammem.RepoChecksum(sums), final.Checksum)
+	assert.Equal(t, wire.RepoChecksum(sums), final.Checksum)
 }

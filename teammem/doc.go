@@ -13,9 +13,8 @@
 //   - Tool calls: ToolCall (fill it from any LLM API), ToolDetector with
 //     IsTeamMemorySearch, IsTeamMemoryWriteOrEdit and
 //     AppendTeamMemorySummaryParts.
-//   - Secrets: Scanner (53 rules, SecretRuleIDs, SecretLabel), ScanSecrets,
-//     RedactSecrets (aliases of package secrets), and WriteGuard, the check
-//     to put in front of Write, Edit, MultiEdit and NotebookEdit tools.
+//   - Secrets: WriteGuard, the check to put in front of Write, Edit,
+//     MultiEdit and NotebookEdit tools, with a scanner of package secrets.
 //   - A confined filesystem for the real disk: package
 //     github.com/agentmem/agentmem/rootfs.
 //   - Sync with a server (package teamserver is the reference one):
@@ -25,7 +24,7 @@
 //     reasons, requests, bytes), SyncError with an ErrorClass,
 //     WaitForChange (the long-poll), and Watcher (syncs both ways;
 //     Notify, Suppressed, Resume, Close). The wire format is in wire.go
-//     (EntryChecksum, RepoChecksum, the JSON bodies, LimitsView).
+//     (wire.EntryChecksum, wire.RepoChecksum, the JSON bodies, wire.LimitsView).
 //
 // # Sync semantics
 //
@@ -58,12 +57,12 @@
 // a deletion (*DeletionVersionError).
 //
 // Each key passes ValidateTeamMemKey before it is written; entries over
-// MaxEntryBytes, entries holding a secret and keys the local filesystem
+// wire.MaxEntryBytes, entries holding a secret and keys the local filesystem
 // cannot hold (Skip reason "write_failed") are skipped and reported while
 // the rest are written, through memdir's WriteGate. Push reads regular
 // .md and .txt files not starting with "." (skipping those over
-// MaxEntryBytes and those holding a secret), packs the changes sorted by
-// key into PUT bodies of at most MaxPutBodyBytes, each conditional on the
+// wire.MaxEntryBytes and those holding a secret), packs the changes sorted by
+// key into PUT bodies of at most wire.MaxPutBodyBytes, each conditional on the
 // server state the decision was made from; a 412 starts the round again
 // (at most ConflictRetries times); a 413 teaches the entry limit and
 // later pushes leave out new keys beyond it. Network errors, timeouts,
@@ -84,11 +83,11 @@
 //     server's Code, and Permanent() for failures that retrying cannot fix.
 //     ErrNoToken and ErrNoRepo: the client is not configured.
 //   - *PathTraversalError: a key or path was refused; Reason says why
-//     (ReasonEscapes, ReasonSymlinkEscape, ReasonDangling, ReasonLoop,
-//     ReasonEncoded, ReasonUnicode, ...). ReasonUnverifiable means the
+//     (memdir.ReasonEscapes, memdir.ReasonSymlinkEscape, memdir.ReasonDangling, memdir.ReasonLoop,
+//     memdir.ReasonEncoded, memdir.ReasonUnicode, ...). memdir.ReasonUnverifiable means the
 //     filesystem failed while checking and the path was refused to be safe
 //     (fail closed). The message holds at most the offending key.
-//   - *SecretError (errors.Is ErrSecret): a write into the team directory
+//   - *secrets.Error (errors.Is secrets.ErrFound): a write into the team directory
 //     carries a credential; Label names its kind, never its value.
 //
 // # Security
@@ -143,6 +142,6 @@
 //
 // # Concurrency
 //
-// All functions are safe for concurrent use; Scanner, ToolDetector and
+// All functions are safe for concurrent use; secrets.Scanner, ToolDetector and
 // WriteGuard hold only immutable data once built.
 package teammem

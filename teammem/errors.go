@@ -7,25 +7,6 @@ import "github.com/agentmem/agentmem/memdir"
 // path, so errors.As finds it under either name.
 type PathTraversalError = memdir.PathTraversalError
 
-// TraversalReason says why a key or path was refused.
-type TraversalReason = memdir.TraversalReason
-
-// The reasons a *PathTraversalError gives.
-const (
-	ReasonNUL           = memdir.ReasonNUL
-	ReasonEncoded       = memdir.ReasonEncoded
-	ReasonUnicode       = memdir.ReasonUnicode
-	ReasonBackslash     = memdir.ReasonBackslash
-	ReasonAbsolute      = memdir.ReasonAbsolute
-	ReasonTooLong       = memdir.ReasonTooLong
-	ReasonNotAbsolute   = memdir.ReasonNotAbsolute
-	ReasonEscapes       = memdir.ReasonEscapes
-	ReasonSymlinkEscape = memdir.ReasonSymlinkEscape
-	ReasonDangling      = memdir.ReasonDangling
-	ReasonLoop          = memdir.ReasonLoop
-	ReasonUnverifiable  = memdir.ReasonUnverifiable
-)
-
-func traversal(r TraversalReason, key string) *PathTraversalError {
+func traversal(r memdir.TraversalReason, key string) *PathTraversalError {
 	return &PathTraversalError{Reason: r, Key: key}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/spf13/afero"
 )
@@ -50,7 +51,7 @@ func ExampleWriteGuard() {
 		"content":   "token: " + "ghp_" + "aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h",
 	}}
 	err := writeTool(secret)
-	fmt.Println(errors.Is(err, teammem.ErrSecret), err)
+	fmt.Println(errors.Is(err, secrets.ErrFound), err)
 	// Output:
 	// <nil>
 	// agentmem: path escapes the team memory directory through a symbolic link
@@ -105,13 +106,4 @@ func ExampleToolDetector() {
 	fmt.Println(parts)
 	// Output:
 	// [Edited team/notes/foo.md Searched team/decisions/]
-}
-
-func ExampleRedactSecrets() {
-	text := "use " + "npm_" + "aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h" + " to publish"
-	fmt.Println(teammem.RedactSecrets(text))
-	fmt.Println(teammem.ScanSecrets(text))
-	// Output:
-	// use [REDACTED] to publish
-	// [{npm-access-token NPM Access Token high}]
 }

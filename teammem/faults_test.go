@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/teammem/wire"
+
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -80,9 +82,9 @@ func consistent(t *testing.T, e syncEnv) map[string]string {
 	}
 	sums := map[string]string{}
 	for k, v := range got.Entries {
-		sums[k] = teammem.EntryChecksum(v)
+		sums[k] = wire.EntryChecksum(v)
 	}
-	assert.Equal(t, teammem.RepoChecksum(sums), got.Checksum, "the server's checksum is the function of its entries")
+	assert.Equal(t, wire.RepoChecksum(sums), got.Checksum, "the server's checksum is the function of its entries")
 	return got.Entries
 }
 

@@ -1,10 +1,11 @@
 package teammem
 
 import (
-	"github.com/agentmem/agentmem/internal/hostile"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/agentmem/internal/hostile"
 
 	"github.com/spf13/afero"
 )

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmem/agentmem/secrets"
+
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 
@@ -18,14 +20,14 @@ import (
 type WriteGuard struct {
 	// Detector says which tools write and where the team directory is.
 	Detector ToolDetector
-	// Scanner finds secrets; nil means NewScanner().
-	Scanner *Scanner
+	// Scanner finds secrets; nil means secrets.New().
+	Scanner *secrets.Scanner
 }
 
 // NewWriteGuard returns a WriteGuard for teamDir with Claude Code's tool
 // names and the built-in secret rules.
 func NewWriteGuard(teamDir string) *WriteGuard {
-	return &WriteGuard{Detector: ToolDetector{TeamDir: teamDir}, Scanner: NewScanner()}
+	return &WriteGuard{Detector: ToolDetector{TeamDir: teamDir}, Scanner: secrets.New()}
 }
 
 // Check returns nil for a call that is not a write, or whose path does not
@@ -35,7 +37,7 @@ func NewWriteGuard(teamDir string) *WriteGuard {
 //     and leaves it ("<team>/../../etc/x", a lookalike sibling directory
 //     such as "team-evil/"), or that reaches outside it through symbolic
 //     links (ValidateTeamMemWritePath);
-//   - with a *SecretError, a call whose result would hold a credential:
+//   - with a *secrets.Error, a call whose result would hold a credential:
 //     the whole content of a Write, and for Edit, MultiEdit and
 //     NotebookEdit the file as it would be after the edits (read through
 //     fsys; when the edits do not apply, every new string on its own).
@@ -71,7 +73,7 @@ func (g *WriteGuard) Check(fsys afero.Fs, call ToolCall) error {
 	return nil
 }
 
-// CheckContent returns a *SecretError when text contains a secret.
+// CheckContent returns a *secrets.Error when text contains a secret.
 func (g *WriteGuard) CheckContent(text string) error {
 	return g.Scanner.Check(text)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/agentmem/agentmem/secrets"
+
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,9 +17,9 @@ func TestWriteGuard(t *testing.T) {
 	token := fakeGitHubToken()
 
 	err := g.Check(fsys, call("Write", "file_path", "/m/team/ci.md", "content", "use token "+token))
-	var se *SecretError
+	var se *secrets.Error
 	require.ErrorAs(t, err, &se)
-	assert.True(t, errors.Is(err, ErrSecret))
+	assert.True(t, errors.Is(err, secrets.ErrFound))
 	assert.Equal(t, "github-pat", se.RuleID)
 	assert.Contains(t, err.Error(), "GitHub PAT")
 	assert.NotContains(t, err.Error(), token)
@@ -25,9 +27,9 @@ func TestWriteGuard(t *testing.T) {
 	err = g.Check(fsys, call("Edit", "file_path", "/m/team/ci.md", "old_string", token, "new_string", "removed"))
 	assert.NoError(t, err, "an edit that removes a secret is fine")
 	err = g.Check(fsys, call("Edit", "file_path", "/m/team/ci.md", "old_string", "x", "new_string", token))
-	assert.ErrorIs(t, err, ErrSecret)
+	assert.ErrorIs(t, err, secrets.ErrFound)
 	err = g.Check(fsys, call("NotebookEdit", "notebook_path", "/m/team/n.ipynb", "new_source", token))
-	assert.ErrorIs(t, err, ErrSecret)
+	assert.ErrorIs(t, err, secrets.ErrFound)
 
 	// Outside the team dir the guard stays out of the way.
 	assert.NoError(t, g.Check(fsys, call("Write", "file_path", "/m/private.md", "content", token)))
@@ -63,13 +65,13 @@ func TestWriteGuardMultiEditAndFinalContent(t *testing.T) {
 		return ToolCall{Name: "MultiEdit", Input: map[string]any{"file_path": "/m/team/ci.md", "edits": list}}
 	}
 	err := g.Check(fsys, multi(map[string]any{"old_string": "a", "new_string": "b"}, map[string]any{"old_string": "c", "new_string": "key " + token}))
-	assert.ErrorIs(t, err, ErrSecret, "MultiEdit is a write tool by default")
+	assert.ErrorIs(t, err, secrets.ErrFound, "MultiEdit is a write tool by default")
 
 	// A token split over two edits only exists in the final content.
 	require.NoError(t, afero.WriteFile(fsys, "/m/team/ci.md", []byte("token: HEAD-TAIL\n"), 0o644))
 	half := len(token) / 2
 	err = g.Check(fsys, multi(map[string]any{"old_string": "HEAD", "new_string": token[:half]}, map[string]any{"old_string": "-TAIL", "new_string": token[half:]}))
-	assert.ErrorIs(t, err, ErrSecret, "the file after the edits holds a token")
+	assert.ErrorIs(t, err, secrets.ErrFound, "the file after the edits holds a token")
 	err = g.Check(fsys, call("Edit", "file_path", "/m/team/ci.md", "old_string", "HEAD-", "new_string", token[:half]))
 	assert.NoError(t, err, "half a token is no token")
 
@@ -79,6 +81,6 @@ func TestWriteGuardMultiEditAndFinalContent(t *testing.T) {
 
 	// Host tool names are configurable.
 	custom := &WriteGuard{Detector: ToolDetector{TeamDir: "/m/team/", Names: ToolNames{Write: []string{"create_file"}, Edit: []string{"str_replace"}}}}
-	assert.ErrorIs(t, custom.Check(fsys, call("create_file", "file_path", "/m/team/x.md", "content", token)), ErrSecret)
+	assert.ErrorIs(t, custom.Check(fsys, call("create_file", "file_path", "/m/team/x.md", "content", token)), secrets.ErrFound)
 	assert.NoError(t, custom.Check(fsys, call("Write", "file_path", "/m/team/x.md", "content", token)), "not a write tool of this host")
 }

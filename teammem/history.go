@@ -8,34 +8,36 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/agentmem/agentmem/teammem/wire"
 )
 
 // History lists a key's recorded versions on the server, newest first
 // (at most limit; 0 means the server's default).
-func (c *Client) History(ctx context.Context, key string, limit int) (HistoryView, error) {
+func (c *Client) History(ctx context.Context, key string, limit int) (wire.HistoryView, error) {
 	if err := ValidateKeySyntax(key); err != nil {
-		return HistoryView{}, err
+		return wire.HistoryView{}, err
 	}
 	u := c.endpoint + "&view=history&key=" + url.QueryEscape(key)
 	if limit > 0 {
 		u += "&limit=" + strconv.Itoa(limit)
 	}
-	var hv HistoryView
+	var hv wire.HistoryView
 	return hv, c.getJSON(ctx, u, &hv)
 }
 
 // Revision returns a key's content at one version.
-func (c *Client) Revision(ctx context.Context, key string, version int64) (RevisionView, error) {
+func (c *Client) Revision(ctx context.Context, key string, version int64) (wire.RevisionView, error) {
 	if err := ValidateKeySyntax(key); err != nil {
-		return RevisionView{}, err
+		return wire.RevisionView{}, err
 	}
-	var rv RevisionView
+	var rv wire.RevisionView
 	return rv, c.getJSON(ctx, c.endpoint+"&view=history&key="+url.QueryEscape(key)+"&version="+strconv.FormatInt(version, 10), &rv)
 }
 
 // Log lists the repo's writes after version since, newest first.
-func (c *Client) Log(ctx context.Context, since int64) ([]LogEntry, error) {
-	var out []LogEntry
+func (c *Client) Log(ctx context.Context, since int64) ([]wire.LogEntry, error) {
+	var out []wire.LogEntry
 	return out, c.getJSON(ctx, c.endpoint+"&view=log&since="+strconv.FormatInt(since, 10), &out)
 }
 
@@ -81,7 +83,7 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	if err != nil {
 		return 0, err
 	}
-	raw, err := json.Marshal(PutBody{Entries: map[string]string{key: rev.Content}})
+	raw, err := json.Marshal(wire.PutBody{Entries: map[string]string{key: rev.Content}})
 	if err != nil {
 		return 0, err
 	}
@@ -93,7 +95,7 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	if err != nil {
 		return 0, err
 	}
-	var pr PutResult
+	var pr wire.PutResult
 	if err := json.Unmarshal(body, &pr); err != nil {
 		return 0, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a restore is not valid")}
 	}
@@ -104,7 +106,7 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 // by its own flag or, from a server that does not send it, by the key's
 // history. A revision with content is no deletion: the history is asked
 // only for an empty one.
-func (c *Client) refuseDeletion(ctx context.Context, rev RevisionView) error {
+func (c *Client) refuseDeletion(ctx context.Context, rev wire.RevisionView) error {
 	if !rev.Deleted && rev.Content != "" {
 		return nil
 	}

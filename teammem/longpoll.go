@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/agentmem/agentmem/teammem/wire"
 )
 
 // ErrLongPollUnsupported reports a server that does not offer the
@@ -14,11 +16,11 @@ import (
 var ErrLongPollUnsupported = errors.New("teammem: the server does not support waiting for changes")
 
 // WaitForChange asks the server to answer as soon as the repo's checksum
-// differs from etag, or after wait (at most MaxLongPoll). It reports
+// differs from etag, or after wait (at most wire.MaxLongPoll). It reports
 // whether the repo changed. A server without the long-poll gives
 // ErrLongPollUnsupported.
 func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Duration) (bool, error) {
-	wait = min(max(wait, time.Second), MaxLongPoll)
+	wait = min(max(wait, time.Second), wire.MaxLongPoll)
 	u := c.endpoint + "&view=hashes&wait=" + strconv.Itoa(int(wait/time.Second))
 	headers := map[string]string{}
 	if etag != "" {
@@ -39,7 +41,7 @@ func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Durat
 	case http.StatusNotFound:
 		return etag != "", nil // the repo is gone or still empty
 	}
-	var hv HashesView
+	var hv wire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil {
 		return false, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view is not valid")}
 	}

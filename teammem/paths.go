@@ -71,7 +71,7 @@ func SanitizeKey(key string) error { return fromWire(wire.SanitizeKey(key)) }
 func fromWire(err error) error {
 	var ke *wire.KeyError
 	if errors.As(err, &ke) {
-		return traversal(TraversalReason(ke.Reason), ke.Key)
+		return traversal(memdir.TraversalReason(ke.Reason), ke.Key)
 	}
 	return err
 }
@@ -79,7 +79,7 @@ func fromWire(err error) error {
 // ValidateTeamMemKey turns a sync key such as "notes/ci.md" into the
 // absolute path to use under teamDir, or explains with a
 // *PathTraversalError why it must not be used: the key fails SanitizeKey,
-// is longer than MaxKeyLength (or has a segment over MaxKeySegmentLength),
+// is longer than wire.MaxKeyLength (or has a segment over wire.MaxKeySegmentLength),
 // does not name something strictly inside teamDir once cleaned (so
 // "../x", "a/../../x" and a sibling "team-evil/" never pass), or reaches
 // outside teamDir through a symbolic link (see ValidateTeamMemWritePath).
@@ -87,24 +87,24 @@ func ValidateTeamMemKey(fsys afero.Fs, teamDir, key string) (string, error) {
 	if err := SanitizeKey(key); err != nil {
 		return "", err
 	}
-	if len(key) > MaxKeyLength {
-		return "", traversal(ReasonTooLong, key)
+	if len(key) > wire.MaxKeyLength {
+		return "", traversal(memdir.ReasonTooLong, key)
 	}
 	for _, seg := range strings.Split(key, "/") {
-		if len(seg) > MaxKeySegmentLength {
-			return "", traversal(ReasonTooLong, key)
+		if len(seg) > wire.MaxKeySegmentLength {
+			return "", traversal(memdir.ReasonTooLong, key)
 		}
 	}
 	// Judge the key on its own first: joined to a root of "/", a leading
 	// ".." would be clamped away by cleaning and look harmless.
 	clean := path.Clean(key)
 	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", traversal(ReasonEscapes, key)
+		return "", traversal(memdir.ReasonEscapes, key)
 	}
 	root := withSep(teamDir)
 	full := filepath.Join(root, filepath.FromSlash(clean))
 	if !strings.HasPrefix(full, root) {
-		return "", traversal(ReasonEscapes, key)
+		return "", traversal(memdir.ReasonEscapes, key)
 	}
 	if err := memdir.CheckTeamContainment(fsys, root, clean); err != nil {
 		var pte *PathTraversalError
@@ -132,15 +132,15 @@ func ValidateTeamMemKey(fsys afero.Fs, teamDir, key string) (string, error) {
 // swapped in between cannot redirect it.
 func ValidateTeamMemWritePath(fsys afero.Fs, teamDir, absPath string) (string, error) {
 	if strings.IndexByte(absPath, 0) >= 0 {
-		return "", traversal(ReasonNUL, "")
+		return "", traversal(memdir.ReasonNUL, "")
 	}
 	if !filepath.IsAbs(absPath) {
-		return "", traversal(ReasonNotAbsolute, "")
+		return "", traversal(memdir.ReasonNotAbsolute, "")
 	}
 	root := withSep(teamDir)
 	full := filepath.Clean(absPath)
 	if !strings.HasPrefix(full, root) {
-		return "", traversal(ReasonEscapes, "")
+		return "", traversal(memdir.ReasonEscapes, "")
 	}
 	if err := memdir.CheckTeamContainment(fsys, root, strings.TrimPrefix(full, root)); err != nil {
 		return "", err

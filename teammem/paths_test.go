@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/agentmem/memdir"
+
 	"github.com/agentmem/agentmem/internal/hostile"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -14,14 +16,14 @@ import (
 )
 
 // reasonNames maps the reason names of testdata/hostile/keys.txt.
-var reasonNames = map[string]TraversalReason{
-	"escapes": ReasonEscapes, "absolute": ReasonAbsolute, "nul": ReasonNUL, "encoded": ReasonEncoded,
-	"backslash": ReasonBackslash, "unicode": ReasonUnicode, "too-long": ReasonTooLong,
+var reasonNames = map[string]memdir.TraversalReason{
+	"escapes": memdir.ReasonEscapes, "absolute": memdir.ReasonAbsolute, "nul": memdir.ReasonNUL, "encoded": memdir.ReasonEncoded,
+	"backslash": memdir.ReasonBackslash, "unicode": memdir.ReasonUnicode, "too-long": memdir.ReasonTooLong,
 }
 
 type hostileKey struct {
 	key    string
-	reason TraversalReason
+	reason memdir.TraversalReason
 }
 
 // loadHostileKeys returns the shared hostile table plus generated long keys.
@@ -36,8 +38,8 @@ func loadHostileKeys(tb testing.TB) []hostileKey {
 		out = append(out, hostileKey{k.Key, r})
 	}
 	return append(out,
-		hostileKey{strings.Repeat("a/", 600) + "x.md", ReasonTooLong},
-		hostileKey{strings.Repeat("n", 256) + ".md", ReasonTooLong},
+		hostileKey{strings.Repeat("a/", 600) + "x.md", memdir.ReasonTooLong},
+		hostileKey{strings.Repeat("n", 256) + ".md", memdir.ReasonTooLong},
 	)
 }
 
@@ -82,19 +84,19 @@ func TestValidateTeamMemWritePathHostile(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	cases := []struct {
 		path   string
-		reason TraversalReason
+		reason memdir.TraversalReason
 	}{
-		{"/m/team-evil/x.md", ReasonEscapes},
-		{"/m/team", ReasonEscapes},
-		{"/m/team/", ReasonEscapes},
-		{"/m/team/.", ReasonEscapes},
-		{"/m/team/../x.md", ReasonEscapes},
-		{"/m/team/a/../../x.md", ReasonEscapes},
-		{"/m/teamx.md", ReasonEscapes},
-		{"/etc/passwd", ReasonEscapes},
-		{"team/x.md", ReasonNotAbsolute},
-		{"", ReasonNotAbsolute},
-		{"/m/team/x\x00.md", ReasonNUL},
+		{"/m/team-evil/x.md", memdir.ReasonEscapes},
+		{"/m/team", memdir.ReasonEscapes},
+		{"/m/team/", memdir.ReasonEscapes},
+		{"/m/team/.", memdir.ReasonEscapes},
+		{"/m/team/../x.md", memdir.ReasonEscapes},
+		{"/m/team/a/../../x.md", memdir.ReasonEscapes},
+		{"/m/teamx.md", memdir.ReasonEscapes},
+		{"/etc/passwd", memdir.ReasonEscapes},
+		{"team/x.md", memdir.ReasonNotAbsolute},
+		{"", memdir.ReasonNotAbsolute},
+		{"/m/team/x\x00.md", memdir.ReasonNUL},
 	}
 	for _, c := range cases {
 		_, err := ValidateTeamMemWritePath(fsys, "/m/team/", c.path)
@@ -125,9 +127,9 @@ func TestPathPredicates(t *testing.T) {
 }
 
 func TestPathTraversalErrorMessage(t *testing.T) {
-	err := &PathTraversalError{Reason: ReasonEncoded, Key: strings.Repeat("k", 500)}
+	err := &PathTraversalError{Reason: memdir.ReasonEncoded, Key: strings.Repeat("k", 500)}
 	assert.LessOrEqual(t, len(err.Error()), 300)
-	assert.Equal(t, `agentmem: backslash in key: key "a\\b"`, (&PathTraversalError{Reason: ReasonBackslash, Key: `a\b`}).Error())
+	assert.Equal(t, `agentmem: backslash in key: key "a\\b"`, (&PathTraversalError{Reason: memdir.ReasonBackslash, Key: `a\b`}).Error())
 }
 
 // diskTeam builds <tmp>/memory/team and <tmp>/outside on the real disk.
@@ -166,17 +168,17 @@ func TestSymlinksOnDisk(t *testing.T) {
 	must(os.MkdirAll(filepath.Join(filepath.Dir(team), "team-evil"), 0o755))
 
 	fsys := afero.NewOsFs()
-	bad := map[string]TraversalReason{
-		"abs.md":        ReasonSymlinkEscape,
-		"rel.md":        ReasonSymlinkEscape,
-		"l1/x.md":       ReasonSymlinkEscape, // chain of three links
-		"l1":            ReasonSymlinkEscape,
-		"sub/x/f.md":    ReasonSymlinkEscape, // linked middle directory
-		"sub/secret.md": ReasonSymlinkEscape,
-		"dangling.md":   ReasonDangling,
-		"loopA":         ReasonLoop,
-		"loopA/x.md":    ReasonLoop,
-		"sibling/x.md":  ReasonSymlinkEscape,
+	bad := map[string]memdir.TraversalReason{
+		"abs.md":        memdir.ReasonSymlinkEscape,
+		"rel.md":        memdir.ReasonSymlinkEscape,
+		"l1/x.md":       memdir.ReasonSymlinkEscape, // chain of three links
+		"l1":            memdir.ReasonSymlinkEscape,
+		"sub/x/f.md":    memdir.ReasonSymlinkEscape, // linked middle directory
+		"sub/secret.md": memdir.ReasonSymlinkEscape,
+		"dangling.md":   memdir.ReasonDangling,
+		"loopA":         memdir.ReasonLoop,
+		"loopA/x.md":    memdir.ReasonLoop,
+		"sibling/x.md":  memdir.ReasonSymlinkEscape,
 	}
 	for key, reason := range bad {
 		t.Run("key "+key, func(t *testing.T) {
@@ -229,7 +231,7 @@ func TestTeamDirIsALink(t *testing.T) {
 	_, err = ValidateTeamMemKey(afero.NewOsFs(), team, "up/x.md")
 	var pte *PathTraversalError
 	require.ErrorAs(t, err, &pte)
-	assert.Equal(t, ReasonSymlinkEscape, pte.Reason)
+	assert.Equal(t, memdir.ReasonSymlinkEscape, pte.Reason)
 }
 
 // errFs fails Lstat with an unexpected error, to check the fail-closed rule.
@@ -243,7 +245,7 @@ func TestUnknownErrorsFailClosed(t *testing.T) {
 	_, err := ValidateTeamMemKey(errFs{afero.NewMemMapFs()}, "/m/team", "a.md")
 	var pte *PathTraversalError
 	require.ErrorAs(t, err, &pte)
-	assert.Equal(t, ReasonUnverifiable, pte.Reason)
+	assert.Equal(t, memdir.ReasonUnverifiable, pte.Reason)
 }
 
 // lstatOnlyFs reports links but cannot read them.
@@ -259,7 +261,7 @@ func TestUnreadableLinkFailsClosed(t *testing.T) {
 	_, err := ValidateTeamMemKey(lstatOnlyFs{afero.NewOsFs()}, team, "sub/x.md")
 	var pte *PathTraversalError
 	require.ErrorAs(t, err, &pte)
-	assert.Equal(t, ReasonUnverifiable, pte.Reason)
+	assert.Equal(t, memdir.ReasonUnverifiable, pte.Reason)
 }
 
 func TestValidateKeySyntax(t *testing.T) {

@@ -461,7 +461,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "invalid_key"})
 				continue
 			}
-			if len(content) > MaxEntryBytes {
+			if len(content) > wire.MaxEntryBytes {
 				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "too_large"})
 				continue
 			}
@@ -557,7 +557,7 @@ func (c *Client) fetch(ctx context.Context, st *SyncState, res *Result, useETag 
 	headers := map[string]string{}
 	// A 304 means "the sums you have": ask only when they are the ones
 	// the tag stands for.
-	if useETag && st.ETag != "" && st.ServerChecksums != nil && RepoChecksum(st.ServerChecksums) == st.ETag {
+	if useETag && st.ETag != "" && st.ServerChecksums != nil && wire.RepoChecksum(st.ServerChecksums) == st.ETag {
 		headers["If-None-Match"] = `"` + st.ETag + `"`
 	}
 	resp, body, err := c.send(ctx, res, http.MethodGet, c.endpoint, nil, headers)
@@ -576,7 +576,7 @@ func (c *Client) fetch(ctx context.Context, st *SyncState, res *Result, useETag 
 	if int64(len(body)) >= c.replyCap.Load() && c.learnLimits(ctx, res) {
 		return c.fetch(ctx, st, res, useETag) // the cap grew to what the server allows
 	}
-	var data TeamMemoryData
+	var data wire.TeamMemoryData
 	if err := json.Unmarshal(body, &data); err != nil {
 		return serverView{}, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply is not team memory JSON")}
 	}
@@ -602,7 +602,7 @@ func (c *Client) fetchHashes(ctx context.Context, res *Result) (serverView, erro
 		res.ServerEmpty = true
 		return serverView{storeID: storeID, sums: map[string]string{}, empty: true}, nil
 	}
-	var hv HashesView
+	var hv wire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
 		return serverView{}, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
 	}

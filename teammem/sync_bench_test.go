@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/teammem/wire"
+
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
@@ -80,7 +82,7 @@ func BenchmarkHashesView(b *testing.B) {
 	h, _ := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
 	real := httptest.NewServer(h)
 	defer real.Close()
-	sample, err := get(real.URL+teammem.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)
+	sample, err := get(real.URL+wire.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func BenchmarkHashesView(b *testing.B) {
 		wg.Wait()
 		return time.Since(start)
 	}
-	path := teammem.DefaultSyncPath + "?repo=acme/shop&view=hashes"
+	path := wire.DefaultSyncPath + "?repo=acme/shop&view=hashes"
 	b.ResetTimer()
 	realT := run(real.URL+path, b.N)
 	b.StopTimer()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/teammem/wire"
+
 	"github.com/agentmem/agentmem/internal/fswalk"
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/afero"
@@ -463,7 +465,7 @@ func (w *Watcher) longPoll() {
 func (w *Watcher) fileRemoved() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.suppressed == CodeTooManyEntries {
+	if w.suppressed == wire.CodeTooManyEntries {
 		w.suppressed = ""
 	}
 }

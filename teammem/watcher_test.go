@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/teammem/wire"
+
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/spf13/afero"
@@ -79,7 +81,7 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 	for _, k := range []string{"a.md", "b.md", "c.md"} {
 		require.NoError(t, afero.WriteFile(fsys, "/m/team/"+k, []byte(k), 0o644))
 	}
-	assert.Eventually(t, func() bool { return w.Suppressed() == teammem.CodeTooManyEntries }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return w.Suppressed() == wire.CodeTooManyEntries }, 5*time.Second, 10*time.Millisecond)
 	// While suppressed, changes are not pushed.
 	require.NoError(t, afero.WriteFile(fsys, "/m/team/d.md", []byte("d"), 0o644))
 	time.Sleep(150 * time.Millisecond)

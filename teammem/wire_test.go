@@ -22,5 +22,5 @@ func TestWireReasonsMatchMemdir(t *testing.T) {
 	err := ValidateKeySyntax("a/../../etc/passwd")
 	var pte *PathTraversalError
 	assert.ErrorAs(t, err, &pte)
-	assert.Equal(t, ReasonEscapes, pte.Reason)
+	assert.Equal(t, memdir.ReasonEscapes, pte.Reason)
 }

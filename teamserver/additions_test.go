@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teammem/wire"
+
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,9 +17,9 @@ import (
 
 func TestKeysThatCannotCoexistAreRefused(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Config) { c.MaxEntries = 100 })
-	put := func(entries map[string]string) (*http.Response, teammem.ErrorBody) {
-		resp, body := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: entries}, nil)
-		var eb teammem.ErrorBody
+	put := func(entries map[string]string) (*http.Response, wire.ErrorBody) {
+		resp, body := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: entries}, nil)
+		var eb wire.ErrorBody
 		_ = json.Unmarshal(body, &eb)
 		return resp, eb
 	}
@@ -33,12 +34,12 @@ func TestKeysThatCannotCoexistAreRefused(t *testing.T) {
 	} {
 		resp, eb := put(entries)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, name)
-		assert.Equal(t, teammem.CodeKeyConflict, eb.Error.Details.ErrorCode, name)
+		assert.Equal(t, wire.CodeKeyConflict, eb.Error.Details.ErrorCode, name)
 		assert.NotEmpty(t, eb.Error.Details.Keys, name)
 	}
 	resp, eb := put(map[string]string{"cafe\u0301.md": "not NFC"})
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.Equal(t, teammem.CodeKeyNotNFC, eb.Error.Details.ErrorCode)
+	assert.Equal(t, wire.CodeKeyNotNFC, eb.Error.Details.ErrorCode)
 	resp, _ = put(map[string]string{"notes/a.md": "fine", "fd2.md": "fine"})
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "keys that can coexist are accepted")
 	snap, err := f.store.Get(t.Context(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
@@ -50,16 +51,16 @@ func TestLimitsView(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Config) { c.MaxEntries = 50 })
 	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=limits", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var lv teammem.LimitsView
+	var lv wire.LimitsView
 	require.NoError(t, json.Unmarshal(body, &lv))
-	assert.Equal(t, teammem.LimitsView{MaxEntries: 50, MaxEntryBytes: teammem.MaxEntryBytes, MaxBodyBytes: 1 << 20, MaxRepoBytes: 50 * teammem.MaxEntryBytes}, lv)
+	assert.Equal(t, wire.LimitsView{MaxEntries: 50, MaxEntryBytes: wire.MaxEntryBytes, MaxBodyBytes: 1 << 20, MaxRepoBytes: 50 * wire.MaxEntryBytes}, lv)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=nonsense", nil, nil)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }
 
 func TestLongPoll(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Config) { c.PollEvery = time.Hour }) // only this server's writes wake it
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	etag := resp.Header.Get("ETag")
 
@@ -78,12 +79,12 @@ func TestLongPoll(t *testing.T) {
 		got, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes&wait=30", nil, map[string]string{"If-None-Match": etag})
 	})
 	time.Sleep(200 * time.Millisecond)
-	resp, _ = f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"b.md": "2"}}, nil)
+	resp, _ = f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"b.md": "2"}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	wg.Wait()
 	assert.Equal(t, http.StatusOK, got.StatusCode)
 	assert.Less(t, time.Since(start), 5*time.Second, "woken by the write, not by the 30 s wait")
-	var hv teammem.HashesView
+	var hv wire.HashesView
 	require.NoError(t, json.Unmarshal(body, &hv))
 	assert.Contains(t, hv.EntryChecksums, "b.md")
 
@@ -98,7 +99,7 @@ func TestLongPollSeesAnotherServersWrite(t *testing.T) {
 	// A write straight into the store stands for another server on the
 	// same database: this server learns of it by re-reading the store.
 	f := newServer(t, func(c *teamserver.Config) { c.PollEvery = 50 * time.Millisecond })
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	etag := resp.Header.Get("ETag")
 	done := make(chan int, 1)
 	start := time.Now()
@@ -118,7 +119,7 @@ func TestHistoryAndLogViews(t *testing.T) {
 	require.NoError(t, err)
 	aliceGrant.Name = "alice"
 	f := newServer(t, func(c *teamserver.Config) { c.Tokens = append(c.Tokens, aliceGrant) })
-	put := func(token string, body teammem.PutBody, ifMatch string) *http.Response {
+	put := func(token string, body wire.PutBody, ifMatch string) *http.Response {
 		h := map[string]string{}
 		if ifMatch != "" {
 			h["If-Match"] = ifMatch
@@ -126,12 +127,12 @@ func TestHistoryAndLogViews(t *testing.T) {
 		resp, _ := f.do(t, http.MethodPut, token, "acme/shop", "", body, h)
 		return resp
 	}
-	require.Equal(t, http.StatusOK, put(alice, teammem.PutBody{Entries: map[string]string{"deploy.md": "Tuesdays"}}, "").StatusCode)
-	require.Equal(t, http.StatusOK, put(f.acme, teammem.PutBody{Entries: map[string]string{"deploy.md": "Fridays"}}, "").StatusCode)
+	require.Equal(t, http.StatusOK, put(alice, wire.PutBody{Entries: map[string]string{"deploy.md": "Tuesdays"}}, "").StatusCode)
+	require.Equal(t, http.StatusOK, put(f.acme, wire.PutBody{Entries: map[string]string{"deploy.md": "Fridays"}}, "").StatusCode)
 
 	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var hv teammem.HistoryView
+	var hv wire.HistoryView
 	require.NoError(t, json.Unmarshal(body, &hv))
 	require.Len(t, hv.Versions, 2)
 	assert.Equal(t, "alice", hv.Versions[1].Author, "the token's name")
@@ -140,9 +141,9 @@ func TestHistoryAndLogViews(t *testing.T) {
 
 	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md&version=1", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var rv teammem.RevisionView
+	var rv wire.RevisionView
 	require.NoError(t, json.Unmarshal(body, &rv))
-	assert.Equal(t, teammem.RevisionView{Key: "deploy.md", Version: 1, Content: "Tuesdays"}, rv)
+	assert.Equal(t, wire.RevisionView{Key: "deploy.md", Version: 1, Content: "Tuesdays"}, rv)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md&version=9", nil, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=../x", nil, nil)
@@ -150,7 +151,7 @@ func TestHistoryAndLogViews(t *testing.T) {
 
 	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=log", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var log []teammem.LogEntry
+	var log []wire.LogEntry
 	require.NoError(t, json.Unmarshal(body, &log))
 	require.Len(t, log, 2)
 	assert.Equal(t, int64(2), log[0].Version)
@@ -163,23 +164,23 @@ func TestHistoryAndLogViews(t *testing.T) {
 	// A restore is a conditional PUT of old content: a stale tag is 412.
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, nil)
 	etag := resp.Header.Get("ETag")
-	require.Equal(t, http.StatusOK, put(f.acme, teammem.PutBody{Entries: map[string]string{"other.md": "x"}}, "").StatusCode)
-	assert.Equal(t, http.StatusPreconditionFailed, put(f.acme, teammem.PutBody{Entries: map[string]string{"deploy.md": rv.Content}}, etag).StatusCode)
+	require.Equal(t, http.StatusOK, put(f.acme, wire.PutBody{Entries: map[string]string{"other.md": "x"}}, "").StatusCode)
+	assert.Equal(t, http.StatusPreconditionFailed, put(f.acme, wire.PutBody{Entries: map[string]string{"deploy.md": rv.Content}}, etag).StatusCode)
 }
 
 func TestEmptyPutCreatesNoRepoAndReposAreBounded(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Config) { c.MaxRepos = 2 })
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/empty", "", teammem.PutBody{Entries: map[string]string{}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/empty", "", wire.PutBody{Entries: map[string]string{}}, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/empty", "", nil, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "an empty PUT creates nothing")
 	for _, r := range []string{"acme/one", "acme/two"} {
-		resp, _ = f.do(t, http.MethodPut, f.acme, r, "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+		resp, _ = f.do(t, http.MethodPut, f.acme, r, "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
-	resp, body := f.do(t, http.MethodPut, f.acme, "acme/three", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, body := f.do(t, http.MethodPut, f.acme, "acme/three", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
-	assert.Contains(t, string(body), teammem.CodeTooManyRepos)
+	assert.Contains(t, string(body), wire.CodeTooManyRepos)
 }
 
 func TestRateLimitPerToken(t *testing.T) {
@@ -224,7 +225,7 @@ func TestOverloadIs503NotA500(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, q)
 		assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	}
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	r, err := http.Get(f.srv.URL + teamserver.ReadyPath)
 	require.NoError(t, err)
@@ -248,15 +249,15 @@ func TestHealthAndReady(t *testing.T) {
 
 func TestHashesViewCachedAndFresh(t *testing.T) {
 	f := newServer(t, nil)
-	hashes := func() teammem.HashesView {
+	hashes := func() wire.HashesView {
 		resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		var hv teammem.HashesView
+		var hv wire.HashesView
 		require.NoError(t, json.Unmarshal(body, &hv))
 		assert.Equal(t, `"`+hv.Checksum+`"`, resp.Header.Get("ETag"))
 		return hv
 	}
-	f.do(t, http.MethodPut, f.acme, "acme/shop", "", teammem.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	first := hashes()
 	assert.Equal(t, first, hashes(), "served from the cache")
 	// A write through another server (straight into the store) is seen:
@@ -265,5 +266,5 @@ func TestHashesViewCachedAndFresh(t *testing.T) {
 	require.NoError(t, err)
 	second := hashes()
 	assert.Contains(t, second.EntryChecksums, "b.md")
-	assert.Equal(t, teammem.RepoChecksum(second.EntryChecksums), second.Checksum)
+	assert.Equal(t, wire.RepoChecksum(second.EntryChecksums), second.Checksum)
 }

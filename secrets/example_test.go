@@ -1,0 +1,16 @@
+package secrets_test
+
+import (
+	"fmt"
+
+	"github.com/agentmem/agentmem/secrets"
+)
+
+func ExampleRedact() {
+	text := "use " + "npm_" + "aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h" + " to publish"
+	fmt.Println(secrets.Redact(text))
+	fmt.Println(secrets.Scan(text))
+	// Output:
+	// use [REDACTED] to publish
+	// [{npm-access-token NPM Access Token high}]
+}
