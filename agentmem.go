@@ -743,11 +743,11 @@ func (m *Memory) Compacted() {
 func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 	return func(ctx context.Context, call llm.ToolCall) llm.Decision {
 		if m.enabled {
-			tc, err := memdir.ToolCallFromJSON(m.toolName(call.Name), call.Input)
-			if err == nil {
-				err = m.memDir.CheckToolCall(tc) // one path check, one scan
-			}
-			if r := memdir.Refusal(tc.String("file_path"), "memory", err); r != nil {
+			asClaudeCode := llm.ToolCall{ID: call.ID, Name: m.toolName(call.Name), Input: call.Input}
+			err := m.memDir.CheckToolCall(asClaudeCode) // one path check, one scan
+			in, _ := call.Fields()
+			path, _ := in["file_path"].(string)
+			if r := memdir.Refusal(path, "memory", err); r != nil {
 				return llm.Deny(r.Msg) // worded as the memory tools word it
 			}
 			if err != nil {

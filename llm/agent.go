@@ -26,11 +26,26 @@ type Tool struct {
 	Call func(ctx context.Context, input json.RawMessage) (string, error)
 }
 
-// ToolCall is a tool call the model asked for.
+// ToolCall is a tool call the model asked for: the one form every layer
+// takes (permission functions, the memory's write checks, the team
+// detectors), whatever API it came from.
 type ToolCall struct {
 	ID    string
 	Name  string
 	Input json.RawMessage
+}
+
+// Fields decodes Input, a JSON object, into a map (no input: an empty
+// map).
+func (c ToolCall) Fields() (map[string]any, error) {
+	m := map[string]any{}
+	if len(c.Input) == 0 {
+		return m, nil
+	}
+	if err := json.Unmarshal(c.Input, &m); err != nil {
+		return nil, fmt.Errorf("the input of tool %s is not a JSON object: %w", c.Name, err)
+	}
+	return m, nil
 }
 
 // Decision is a permission function's answer.

@@ -227,3 +227,16 @@ func TestScriptExhausted(t *testing.T) {
 	_, err := llm.RunAgent(context.Background(), llmtest.New(), llm.Task{Prompt: "go"})
 	assert.ErrorIs(t, err, llmtest.ErrScriptExhausted)
 }
+
+func TestToolCallFields(t *testing.T) {
+	in, err := llm.ToolCall{Name: "Write", Input: json.RawMessage(`{"file_path":"/m/team/x.md","n":3}`)}.Fields()
+	if err != nil || in["file_path"] != "/m/team/x.md" || in["n"] != float64(3) {
+		t.Fatalf("Fields = %v, %v", in, err)
+	}
+	if in, err := (llm.ToolCall{Name: "List"}).Fields(); err != nil || len(in) != 0 {
+		t.Fatalf("no input: %v, %v; want an empty map", in, err)
+	}
+	if _, err := (llm.ToolCall{Name: "Write", Input: json.RawMessage(`[1,2]`)}).Fields(); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Fatalf("an array input gave %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmem/agentmem/llm"
 	"github.com/spf13/afero"
 )
 
@@ -54,8 +55,16 @@ func ApplyEdits(text string, edits []Edit) (string, error) {
 // ToolCallEdits returns the edits of an Edit or MultiEdit call (its
 // old_string, new_string and replace_all, or its edits), and whether the
 // call has any.
-func ToolCallEdits(call ToolCall) ([]Edit, bool) {
-	if raw, ok := call.Input["edits"].([]any); ok {
+func ToolCallEdits(call llm.ToolCall) ([]Edit, bool) {
+	in, err := decodeCall(call)
+	if err != nil {
+		return nil, false
+	}
+	return in.edits()
+}
+
+func (in toolInput) edits() ([]Edit, bool) {
+	if raw, ok := in["edits"].([]any); ok {
 		var edits []Edit
 		for _, e := range raw {
 			m, _ := e.(map[string]any)
@@ -66,11 +75,11 @@ func ToolCallEdits(call ToolCall) ([]Edit, bool) {
 		}
 		return edits, len(edits) > 0
 	}
-	if _, ok := call.Input["old_string"]; !ok {
+	if _, ok := in["old_string"]; !ok {
 		return nil, false
 	}
-	all, _ := call.Input["replace_all"].(bool)
-	return []Edit{{Old: call.String("old_string"), New: call.String("new_string"), All: all}}, true
+	all, _ := in["replace_all"].(bool)
+	return []Edit{{Old: in.str("old_string"), New: in.str("new_string"), All: all}}, true
 }
 
 // WrittenTexts returns what a write tool call would put in the file at
@@ -78,14 +87,22 @@ func ToolCallEdits(call ToolCall) ([]Edit, bool) {
 // NotebookEdit's new_source, and for Edit and MultiEdit the file as the
 // edits would leave it (read through fsys) or, when they do not apply,
 // every new string on its own.
-func WrittenTexts(fsys afero.Fs, abs string, call ToolCall) []string {
-	if c, ok := call.Input["content"].(string); ok {
+func WrittenTexts(fsys afero.Fs, abs string, call llm.ToolCall) []string {
+	in, err := decodeCall(call)
+	if err != nil {
+		return nil
+	}
+	return in.writtenTexts(fsys, abs)
+}
+
+func (in toolInput) writtenTexts(fsys afero.Fs, abs string) []string {
+	if c, ok := in["content"].(string); ok {
 		return []string{c}
 	}
-	if src, ok := call.Input["new_source"].(string); ok {
+	if src, ok := in["new_source"].(string); ok {
 		return []string{src}
 	}
-	edits, ok := ToolCallEdits(call)
+	edits, ok := in.edits()
 	if !ok {
 		return nil
 	}
@@ -118,13 +135,17 @@ var HostWriteTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
 // would leave in the file (WrittenTexts) holds a credential (a
 // *secrets.Error). The check and the host's write are separate steps: a
 // host that can should let the directory write (the memory tools) instead.
-func (d *Dir) CheckToolCall(call ToolCall) error {
+func (d *Dir) CheckToolCall(call llm.ToolCall) error {
 	if !slices.Contains(HostWriteTools, call.Name) {
 		return nil
 	}
-	p := call.String("file_path")
+	in, err := decodeCall(call)
+	if err != nil {
+		return fmt.Errorf("memdir: %w", err)
+	}
+	p := in.str("file_path")
 	if p == "" {
-		p = call.String("notebook_path")
+		p = in.str("notebook_path")
 	}
 	if !d.names(p) {
 		return nil
@@ -139,7 +160,7 @@ func (d *Dir) CheckToolCall(call ToolCall) error {
 	if !t.Team && !t.Synced {
 		return nil
 	}
-	for _, text := range WrittenTexts(d.fs, t.Path, call) {
+	for _, text := range in.writtenTexts(d.fs, t.Path) {
 		if err := d.gate.CheckContent(t, text); err != nil {
 			return err
 		}

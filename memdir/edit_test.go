@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/secrets"
 )
 
@@ -33,7 +35,9 @@ func TestApplyEdits(t *testing.T) {
 func TestWrittenTexts(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(fsys, "/m/a.md", []byte("one two three"), 0o644))
-	call := func(name string, input map[string]any) ToolCall { return ToolCall{Name: name, Input: input} }
+	call := func(name string, input map[string]any) llm.ToolCall {
+		return llm.ToolCall{Name: name, Input: js(input)}
+	}
 
 	assert.Equal(t, []string{"new"}, WrittenTexts(fsys, "/m/a.md", call("Write", map[string]any{"file_path": "/m/a.md", "content": "new"})))
 	assert.Equal(t, []string{"cell"}, WrittenTexts(fsys, "/m/a.ipynb", call("NotebookEdit", map[string]any{"new_source": "cell"})))
@@ -54,8 +58,8 @@ func TestCheckToolCall(t *testing.T) {
 	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "out")))
 	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
-	write := func(path, content string) ToolCall {
-		return ToolCall{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}
+	write := func(path, content string) llm.ToolCall {
+		return llm.ToolCall{Name: "Write", Input: js(map[string]any{"file_path": path, "content": content})}
 	}
 	var pte *PathTraversalError
 	assert.NoError(t, d.CheckToolCall(write("/elsewhere/x.go", fakeToken())), "not the memory directory: the host's business")
@@ -66,17 +70,26 @@ func TestCheckToolCall(t *testing.T) {
 	assert.ErrorAs(t, d.CheckToolCall(write(filepath.Join(mem, "team-evil", "ci.md"), "x")), &pte, "a lookalike of the team directory")
 	assert.ErrorAs(t, d.CheckToolCall(write(filepath.Join(mem, "team.bak", "ci.md"), "x")), &pte)
 	assert.NoError(t, d.CheckToolCall(write(filepath.Join(mem, "teamwork.md"), "x")), "a file whose name starts like it is not a folder")
-	assert.NoError(t, d.CheckToolCall(ToolCall{Name: "Read", Input: map[string]any{"file_path": filepath.Join(mem, "out", "x.md")}}), "only writes are checked")
+	assert.NoError(t, d.CheckToolCall(llm.ToolCall{Name: "Read", Input: js(map[string]any{"file_path": filepath.Join(mem, "out", "x.md")})}), "only writes are checked")
 
 	require.NoError(t, os.WriteFile(filepath.Join(mem, TeamDirName, "ci.md"), []byte("CI token: TBD later"), 0o644))
 	half := len(fakeToken()) / 2
-	split := ToolCall{Name: "MultiEdit", Input: map[string]any{"file_path": filepath.Join(mem, TeamDirName, "ci.md"), "edits": []any{
+	split := llm.ToolCall{Name: "MultiEdit", Input: js(map[string]any{"file_path": filepath.Join(mem, TeamDirName, "ci.md"), "edits": []any{
 		map[string]any{"old_string": "TBD", "new_string": fakeToken()[:half]},
 		map[string]any{"old_string": " later", "new_string": fakeToken()[half:]},
-	}}}
+	}})}
 	assert.ErrorIs(t, d.CheckToolCall(split), secrets.ErrFound, "a token split over two edits is seen whole")
 
 	synced, err := NewDir(afero.NewOsFs(), mem, DirOptions{Synced: true})
 	require.NoError(t, err)
 	assert.ErrorIs(t, synced.CheckToolCall(write(filepath.Join(mem, "notes.md"), fakeToken())), secrets.ErrFound)
+}
+
+// js is a tool input as a model sends it.
+func js(in map[string]any) json.RawMessage {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -1,32 +1,20 @@
 package memdir
 
 import (
-	"encoding/json"
-	"fmt"
+	"github.com/agentmem/agentmem/llm"
 )
 
-// ToolCall is one tool use by a model, in a form any LLM API can fill:
-// the tool's name and its JSON input decoded into a map. Write guards
-// (teammem.WriteGuard) and permission rules read it.
-type ToolCall struct {
-	Name  string
-	Input map[string]any
+// toolInput is a tool call's input, decoded.
+type toolInput map[string]any
+
+// decodeCall decodes call's input (llm.ToolCall.Fields).
+func decodeCall(call llm.ToolCall) (toolInput, error) {
+	m, err := call.Fields()
+	return toolInput(m), err
 }
 
-// ToolCallFromJSON builds a ToolCall from a tool name and the raw JSON
-// object of its input.
-func ToolCallFromJSON(name string, input []byte) (ToolCall, error) {
-	var m map[string]any
-	if len(input) > 0 {
-		if err := json.Unmarshal(input, &m); err != nil {
-			return ToolCall{}, fmt.Errorf("memdir: tool input for %s is not a JSON object: %w", name, err)
-		}
-	}
-	return ToolCall{Name: name, Input: m}, nil
-}
-
-// String returns the named input field, or "" when absent or not text.
-func (c ToolCall) String(field string) string {
-	s, _ := c.Input[field].(string)
+// str returns the named input field, or "" when absent or not text.
+func (in toolInput) str(field string) string {
+	s, _ := in[field].(string)
 	return s
 }

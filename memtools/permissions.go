@@ -27,28 +27,28 @@ func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.Pe
 	}
 	guard := teammem.NewWriteGuard(memdir.TeamMemPath(autoDir))
 	return func(_ context.Context, call llm.ToolCall) llm.Decision {
-		tc, err := teammem.ToolCallFromJSON(call.Name, call.Input)
+		tc, err := call.Fields()
 		if err != nil {
 			return llm.Deny("the tool input is not a JSON object")
 		}
 		switch call.Name {
 		case ToolRead:
-			return inside(tc.String("file_path"), roots, false, "read")
+			return inside(str(tc, "file_path"), roots, false, "read")
 		case ToolGrep, ToolGlob, ToolList:
-			p := tc.String("path")
-			if p == "" && call.Name == ToolGlob && filepath.IsAbs(tc.String("pattern")) {
-				p = tc.String("pattern")
+			p := str(tc, "path")
+			if p == "" && call.Name == ToolGlob && filepath.IsAbs(str(tc, "pattern")) {
+				p = str(tc, "pattern")
 			}
 			if p == "" {
 				return llm.Allow() // the tools default to the memory directory
 			}
 			return inside(p, roots, true, "search")
 		case ToolWrite, ToolEdit, ToolMultiEdit:
-			p := tc.String("file_path")
+			p := str(tc, "file_path")
 			if d := inside(p, []string{auto}, false, "write"); !d.Allow {
 				return d
 			}
-			if err := guard.Check(fsys, tc); err != nil {
+			if err := guard.Check(fsys, call); err != nil {
 				return llm.Deny(err.Error())
 			}
 			return llm.Allow()
@@ -65,11 +65,11 @@ func SessionPermission(file string) llm.PermissionFunc {
 		if call.Name != ToolEdit {
 			return llm.Deny("only the Edit tool on " + want + " is available here")
 		}
-		tc, err := teammem.ToolCallFromJSON(call.Name, call.Input)
+		tc, err := call.Fields()
 		if err != nil {
 			return llm.Deny("the tool input is not a JSON object")
 		}
-		if p := tc.String("file_path"); p == "" || filepath.Clean(p) != want {
+		if p := str(tc, "file_path"); p == "" || filepath.Clean(p) != want {
 			return llm.Deny("only " + want + " may be edited")
 		}
 		return llm.Allow()
@@ -89,4 +89,10 @@ func inside(p string, roots []string, allowRoot bool, verb string) llm.Decision 
 		}
 	}
 	return llm.Deny("you may only " + verb + " inside " + strings.Join(roots, " or "))
+}
+
+// str returns a text field of a decoded tool input.
+func str(in map[string]any, name string) string {
+	s, _ := in[name].(string)
+	return s
 }

@@ -1,11 +1,13 @@
 package teammem_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/rootfs"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/teammem"
@@ -26,30 +28,32 @@ func ExampleWriteGuard() {
 	defer confined.Close()
 
 	// writeTool is what the model's Write tool call runs.
-	writeTool := func(call teammem.ToolCall) error {
+	writeTool := func(call llm.ToolCall) error {
 		if err := guard.Check(afero.NewOsFs(), call); err != nil {
 			return err // safe to show the model: no host paths, no secrets
 		}
-		rel, _ := filepath.Rel(teamDir, call.String("file_path"))
-		return afero.WriteFile(confined, rel, []byte(call.String("content")), 0o644)
+		var in struct {
+			FilePath string `json:"file_path"`
+			Content  string `json:"content"`
+		}
+		_ = json.Unmarshal(call.Input, &in)
+		rel, _ := filepath.Rel(teamDir, in.FilePath)
+		return afero.WriteFile(confined, rel, []byte(in.Content), 0o644)
+	}
+	write := func(path, content string) llm.ToolCall {
+		input, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
+		return llm.ToolCall{Name: "Write", Input: input}
 	}
 
-	ok := teammem.ToolCall{Name: "Write", Input: map[string]any{
-		"file_path": filepath.Join(teamDir, "ci.md"), "content": "CI must stay green.",
-	}}
+	ok := write(filepath.Join(teamDir, "ci.md"), "CI must stay green.")
 	fmt.Println(writeTool(ok))
 
 	// A link planted in the team dir that leads out of it.
 	_ = os.Symlink(dir, filepath.Join(teamDir, "notes"))
-	escape := teammem.ToolCall{Name: "Write", Input: map[string]any{
-		"file_path": filepath.Join(teamDir, "notes", "x.md"), "content": "x",
-	}}
+	escape := write(filepath.Join(teamDir, "notes", "x.md"), "x")
 	fmt.Println(writeTool(escape))
 
-	secret := teammem.ToolCall{Name: "Write", Input: map[string]any{
-		"file_path": filepath.Join(teamDir, "deploy.md"),
-		"content":   "token: " + "ghp_" + "aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h",
-	}}
+	secret := write(filepath.Join(teamDir, "deploy.md"), "token: "+"ghp_"+"aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h")
 	err := writeTool(secret)
 	fmt.Println(errors.Is(err, secrets.ErrFound), err)
 	// Output:
@@ -94,10 +98,10 @@ func ExampleValidateTeamMemWritePath() {
 
 func ExampleToolDetector() {
 	d := teammem.ToolDetector{TeamDir: "/m/team/", AutoMemDir: "/m/"}
-	calls := []teammem.ToolCall{
-		{Name: "Edit", Input: map[string]any{"file_path": "/m/team/notes/foo.md"}},
-		{Name: "Grep", Input: map[string]any{"pattern": "flaky", "path": "/m/team/decisions"}},
-		{Name: "Edit", Input: map[string]any{"file_path": "/m/private.md"}},
+	calls := []llm.ToolCall{
+		{Name: "Edit", Input: json.RawMessage(`{"file_path": "/m/team/notes/foo.md"}`)},
+		{Name: "Grep", Input: json.RawMessage(`{"pattern": "flaky", "path": "/m/team/decisions"}`)},
+		{Name: "Edit", Input: json.RawMessage(`{"file_path": "/m/private.md"}`)},
 	}
 	var parts []string
 	for _, c := range calls {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/secrets"
 
 	"github.com/spf13/afero"
@@ -47,7 +48,7 @@ func NewWriteGuard(teamDir string) *WriteGuard {
 // write are separate steps: on a real disk, perform the write through
 // rootfs (or memtools, which does) so a link swapped in between cannot
 // redirect it.
-func (g *WriteGuard) Check(fsys afero.Fs, call ToolCall) error {
+func (g *WriteGuard) Check(fsys afero.Fs, call llm.ToolCall) error {
 	n := g.Detector.Names.withDefaults()
 	isWrite := slices.Contains(n.Write, call.Name)
 	if !isWrite && !slices.Contains(n.Edit, call.Name) {
@@ -63,7 +64,7 @@ func (g *WriteGuard) Check(fsys afero.Fs, call ToolCall) error {
 		return err
 	}
 	if isWrite {
-		return g.CheckContent(call.String("content"))
+		return g.CheckContent(field(call, "content"))
 	}
 	for _, text := range memdir.WrittenTexts(fsys, abs, call) {
 		if err := g.CheckContent(text); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/secrets"
 
 	"github.com/spf13/afero"
@@ -57,12 +58,12 @@ func TestWriteGuardMultiEditAndFinalContent(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	g := NewWriteGuard("/m/team/")
 	token := fakeGitHubToken()
-	multi := func(edits ...map[string]any) ToolCall {
+	multi := func(edits ...map[string]any) llm.ToolCall {
 		list := make([]any, len(edits))
 		for i, e := range edits {
 			list[i] = e
 		}
-		return ToolCall{Name: "MultiEdit", Input: map[string]any{"file_path": "/m/team/ci.md", "edits": list}}
+		return llm.ToolCall{Name: "MultiEdit", Input: js(map[string]any{"file_path": "/m/team/ci.md", "edits": list})}
 	}
 	err := g.Check(fsys, multi(map[string]any{"old_string": "a", "new_string": "b"}, map[string]any{"old_string": "c", "new_string": "key " + token}))
 	assert.ErrorIs(t, err, secrets.ErrFound, "MultiEdit is a write tool by default")

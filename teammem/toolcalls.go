@@ -5,17 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/llm"
 )
-
-// ToolCall is memdir.ToolCall: one tool use by a model (memdir keeps it
-// beside the write gate, which memtools and hosts use without teammem).
-type ToolCall = memdir.ToolCall
-
-// ToolCallFromJSON is memdir.ToolCallFromJSON.
-func ToolCallFromJSON(name string, input []byte) (ToolCall, error) {
-	return memdir.ToolCallFromJSON(name, input)
-}
 
 // Tool names and input fields that the detectors know; hosts with other
 // names configure ToolNames.
@@ -67,20 +58,28 @@ type ToolDetector struct {
 	Names      ToolNames
 }
 
+// field returns a text field of a call's input ("" when absent, not text,
+// or the input is not a JSON object: such a call targets nothing).
+func field(c llm.ToolCall, name string) string {
+	in, _ := c.Fields()
+	s, _ := in[name].(string)
+	return s
+}
+
 // targetPath returns the file a write or edit call targets.
-func targetPath(c ToolCall) string {
-	if p := c.String("file_path"); p != "" {
+func targetPath(c llm.ToolCall) string {
+	if p := field(c, "file_path"); p != "" {
 		return p
 	}
-	return c.String("notebook_path")
+	return field(c, "notebook_path")
 }
 
 // searchPath returns the directory or pattern a search call targets.
-func searchPath(c ToolCall) string {
-	if p := c.String("path"); p != "" {
+func searchPath(c llm.ToolCall) string {
+	if p := field(c, "path"); p != "" {
 		return p
 	}
-	if p := c.String("pattern"); filepath.IsAbs(p) {
+	if p := field(c, "pattern"); filepath.IsAbs(p) {
 		return p
 	}
 	return ""
@@ -88,7 +87,7 @@ func searchPath(c ToolCall) string {
 
 // IsTeamMemorySearch reports whether call is a search (Grep, Glob or a
 // configured equivalent) whose target lies inside the team directory.
-func (d ToolDetector) IsTeamMemorySearch(call ToolCall) bool {
+func (d ToolDetector) IsTeamMemorySearch(call llm.ToolCall) bool {
 	if !slices.Contains(d.Names.withDefaults().Search, call.Name) {
 		return false
 	}
@@ -99,7 +98,7 @@ func (d ToolDetector) IsTeamMemorySearch(call ToolCall) bool {
 // IsTeamMemoryWriteOrEdit reports whether call writes or edits a file
 // inside the team directory. allowedTools scopes it: when non-nil, only
 // calls of tools it names count (a tool the agent may not use is ignored).
-func (d ToolDetector) IsTeamMemoryWriteOrEdit(call ToolCall, allowedTools []string) bool {
+func (d ToolDetector) IsTeamMemoryWriteOrEdit(call llm.ToolCall, allowedTools []string) bool {
 	if allowedTools != nil && !slices.Contains(allowedTools, call.Name) {
 		return false
 	}
@@ -115,7 +114,7 @@ func (d ToolDetector) IsTeamMemoryWriteOrEdit(call ToolCall, allowedTools []stri
 // "Wrote team/ci.md", "Searched team/decisions/") and returns the slice; a
 // call that did not touch team memory leaves parts as they were. Callers
 // compose several calls into one summary this way.
-func (d ToolDetector) AppendTeamMemorySummaryParts(parts []string, call ToolCall, allowedTools []string) []string {
+func (d ToolDetector) AppendTeamMemorySummaryParts(parts []string, call llm.ToolCall, allowedTools []string) []string {
 	n := d.Names.withDefaults()
 	switch {
 	case d.IsTeamMemoryWriteOrEdit(call, allowedTools):
@@ -125,7 +124,7 @@ func (d ToolDetector) AppendTeamMemorySummaryParts(parts []string, call ToolCall
 		}
 		return append(parts, verb+" "+d.display(targetPath(call), false))
 	case (allowedTools == nil || slices.Contains(allowedTools, call.Name)) && d.IsTeamMemorySearch(call):
-		return append(parts, "Searched "+d.display(searchPath(call), call.String("path") != ""))
+		return append(parts, "Searched "+d.display(searchPath(call), field(call, "path") != ""))
 	}
 	return parts
 }

@@ -1,24 +1,25 @@
 package teammem
 
 import (
+	"encoding/json"
 	"testing"
 
+	"github.com/agentmem/agentmem/llm"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
-func call(name string, kv ...string) ToolCall {
+func call(name string, kv ...string) llm.ToolCall {
 	in := map[string]any{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		in[kv[i]] = kv[i+1]
 	}
-	return ToolCall{Name: name, Input: in}
+	return llm.ToolCall{Name: name, Input: js(in)}
 }
 
 func TestToolDetection(t *testing.T) {
 	d := ToolDetector{TeamDir: "/m/team/", AutoMemDir: "/m/"}
 	cases := []struct {
-		call          ToolCall
+		call          llm.ToolCall
 		search, write bool
 		summary       string
 	}{
@@ -35,8 +36,8 @@ func TestToolDetection(t *testing.T) {
 		{call("Read", "file_path", "/m/team/a.md"), false, false, ""},
 		{call("Grep", "pattern", "x"), false, false, ""},
 		{call("Grep", "pattern", "x", "path", "/m/"), false, false, ""},
-		{ToolCall{Name: "Edit", Input: map[string]any{"file_path": 42}}, false, false, ""},
-		{ToolCall{Name: "Edit"}, false, false, ""},
+		{llm.ToolCall{Name: "Edit", Input: js(map[string]any{"file_path": 42})}, false, false, ""},
+		{llm.ToolCall{Name: "Edit"}, false, false, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.call.Name+" "+c.summary, func(t *testing.T) {
@@ -69,13 +70,11 @@ func TestToolDetectionCustomNames(t *testing.T) {
 	assert.True(t, d.IsTeamMemorySearch(call("search", "path", "/m/team/x")))
 }
 
-func TestToolCallFromJSON(t *testing.T) {
-	c, err := ToolCallFromJSON("Edit", []byte(`{"file_path":"/m/team/a.md","old_string":"a","new_string":"b"}`))
-	require.NoError(t, err)
-	assert.Equal(t, "/m/team/a.md", c.String("file_path"))
-	_, err = ToolCallFromJSON("Edit", []byte(`[1,2]`))
-	assert.Error(t, err)
-	c, err = ToolCallFromJSON("Edit", nil)
-	require.NoError(t, err)
-	assert.Equal(t, "", c.String("file_path"))
+// js is a tool input as a model sends it.
+func js(in map[string]any) json.RawMessage {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
