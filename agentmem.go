@@ -666,14 +666,14 @@ func (m *Memory) Tools() []llm.Tool {
 	}
 	tools := m.tools.Tools()
 	for i, t := range tools {
-		if t.Spec.Name != "Read" {
+		if t.Spec.Name != memdir.ToolRead {
 			continue
 		}
 		call := t.Call
 		tools[i].Call = func(ctx context.Context, input json.RawMessage) (string, error) {
 			out, err := call(ctx, input)
 			if err == nil {
-				m.ToolCalled(llm.ToolCall{Name: "Read", Input: input})
+				m.ToolCalled(llm.ToolCall{Name: memdir.ToolRead, Input: input})
 			}
 			return out, err
 		}
@@ -698,7 +698,7 @@ func (m *Memory) ToolCalled(call llm.ToolCall) {
 	if json.Unmarshal(call.Input, &in) != nil {
 		return
 	}
-	if m.toolName(call.Name) != "Read" && call.Name != "memory" {
+	if m.toolName(call.Name) != memdir.ToolRead && call.Name != "memory" {
 		return
 	}
 	p := in.FilePath

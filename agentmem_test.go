@@ -21,7 +21,6 @@ import (
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
 	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/recall"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/transcript"
@@ -175,7 +174,7 @@ func TestExtractionWritesThroughTheSessionsDir(t *testing.T) {
 	token := "ghp_" + strings.Repeat("a1B2", 9)
 	dir := filepath.Join(config, "projects", memdir.SanitizePath(project), "memory")
 	model := llmtest.New(
-		llmtest.ToolUse("t1", memtools.ToolWrite, map[string]any{"file_path": filepath.Join(dir, "leak.md"), "content": "token " + token}),
+		llmtest.ToolUse("t1", memdir.ToolWrite, map[string]any{"file_path": filepath.Join(dir, "leak.md"), "content": "token " + token}),
 		llmtest.Text("done"),
 	)
 	mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config, SyncedMemory: true,
@@ -192,7 +191,7 @@ func TestExtractionWritesThroughTheSessionsDir(t *testing.T) {
 	project2, config2 := home(t)
 	dir2 := filepath.Join(config2, "projects", memdir.SanitizePath(project2), "memory")
 	model2 := llmtest.New(
-		llmtest.ToolUse("t1", memtools.ToolWrite, map[string]any{"file_path": filepath.Join(dir2, "leak.md"), "content": "token " + token}),
+		llmtest.ToolUse("t1", memdir.ToolWrite, map[string]any{"file_path": filepath.Join(dir2, "leak.md"), "content": "token " + token}),
 		llmtest.Text("done"),
 	)
 	plain, err := agentmem.New(afero.NewOsFs(), model2, agentmem.Options{ProjectRoot: project2, ConfigHome: config2,

@@ -379,7 +379,7 @@ func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
 		}
 		for _, b := range m.ToolUses() {
 			switch b.ToolName {
-			case memtools.ToolWrite, memtools.ToolEdit, "MultiEdit", "NotebookEdit":
+			case memdir.ToolWrite, memdir.ToolEdit, memdir.ToolMultiEdit, memdir.ToolNotebookEdit:
 			default:
 				continue
 			}

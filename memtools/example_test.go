@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/spf13/afero"
 )
@@ -31,7 +32,7 @@ func ExampleNew() {
 func ExampleExtractPermission() {
 	perm := memtools.ExtractPermission(afero.NewMemMapFs(), "/mem", nil)
 	for _, input := range []string{`{"file_path":"/mem/a.md","content":"x"}`, `{"file_path":"/home/u/.bashrc","content":"x"}`} {
-		d := perm(context.Background(), llm.ToolCall{Name: memtools.ToolWrite, Input: json.RawMessage(input)})
+		d := perm(context.Background(), llm.ToolCall{Name: memdir.ToolWrite, Input: json.RawMessage(input)})
 		fmt.Println(strings.TrimSpace(fmt.Sprint(d.Allow, " ", d.Reason)))
 	}
 	// Output:

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 
@@ -17,7 +18,7 @@ import (
 // matches a pattern ("*" within a name, "**" across directories), newest
 // first.
 func (t *Toolset) GlobTool() llm.Tool {
-	return tool(ToolGlob,
+	return tool(memdir.ToolGlob,
 		"Find memory files by name pattern, such as **/*.md or team/*.md. Newest first.",
 		`{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"absolute directory to search; defaults to the memory directory"}},"required":["pattern"],"additionalProperties":false}`,
 		func(ctx context.Context, input json.RawMessage) (string, error) {
@@ -125,7 +126,7 @@ func matchSegs(pat, name []string) (bool, error) {
 
 // ListTool returns the List tool: the entries of a directory.
 func (t *Toolset) ListTool() llm.Tool {
-	return tool(ToolList,
+	return tool(memdir.ToolList,
 		"List a memory directory. Directories end in /.",
 		`{"type":"object","properties":{"path":{"type":"string","description":"absolute directory; defaults to the memory directory"}},"additionalProperties":false}`,
 		func(ctx context.Context, input json.RawMessage) (string, error) {

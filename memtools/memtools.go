@@ -18,18 +18,6 @@ import (
 	"github.com/spf13/afero"
 )
 
-// Tool names.
-const (
-	ToolRead  = "Read"
-	ToolWrite = "Write"
-	ToolEdit  = "Edit"
-	// ToolMultiEdit applies several Edit replacements to one file at once.
-	ToolMultiEdit = "MultiEdit"
-	ToolGrep      = "Grep"
-	ToolGlob      = "Glob"
-	ToolList      = "List"
-)
-
 // Options bounds what the tools read and return. The zero value means the
 // defaults given for each field.
 type Options struct {

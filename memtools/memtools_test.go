@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/rootfs"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -66,19 +67,19 @@ type m = map[string]any
 func TestRead(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
-			out, err := run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "a.md")})
+			out, err := run(t, e.ts, memdir.ToolRead, m{"file_path": filepath.Join(e.mem, "a.md")})
 			require.NoError(t, err)
 			assert.Equal(t, "     1\tline one\n     2\tline two\n     3\talpha beta\n", out)
-			out, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "a.md"), "offset": 2, "limit": 1})
+			out, err = run(t, e.ts, memdir.ToolRead, m{"file_path": filepath.Join(e.mem, "a.md"), "offset": 2, "limit": 1})
 			require.NoError(t, err)
 			assert.Equal(t, "     2\tline two\n(more lines follow; read on with offset=3)\n", out)
-			_, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "a.md"), "offset": 9})
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": filepath.Join(e.mem, "a.md"), "offset": 9})
 			assert.ErrorContains(t, err, "has only 3 lines")
-			_, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "nope.md")})
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": filepath.Join(e.mem, "nope.md")})
 			assert.ErrorContains(t, err, "does not exist")
-			_, err = run(t, e.ts, ToolRead, m{"file_path": filepath.Join(e.mem, "team")})
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": filepath.Join(e.mem, "team")})
 			assert.ErrorContains(t, err, "is a directory")
-			_, err = run(t, e.ts, ToolRead, m{"file_path": 42})
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": 42})
 			assert.ErrorContains(t, err, "not valid")
 		})
 	}
@@ -96,14 +97,14 @@ func TestHostilePaths(t *testing.T) {
 				e.mem + "/team/../../outside/secret.md",
 			}
 			for _, p := range hostile {
-				for _, tool := range []string{ToolRead, ToolWrite, ToolEdit} {
+				for _, tool := range []string{memdir.ToolRead, memdir.ToolWrite, memdir.ToolEdit} {
 					_, err := run(t, e.ts, tool, m{"file_path": p, "content": "x", "old_string": "a", "new_string": "b"})
 					require.Error(t, err, "%s %s", tool, p)
 					assert.NotContains(t, err.Error(), e.outside, "errors never show paths outside the memory dirs")
 					var te *ToolError
 					assert.ErrorAs(t, err, &te)
 				}
-				for _, tool := range []string{ToolGrep, ToolGlob, ToolList} {
+				for _, tool := range []string{memdir.ToolGrep, memdir.ToolGlob, memdir.ToolList} {
 					_, err := run(t, e.ts, tool, m{"path": p, "pattern": "alpha"})
 					require.Error(t, err, "%s %s", tool, p)
 					assert.NotContains(t, err.Error(), e.outside)
@@ -123,16 +124,16 @@ func TestSymlinksOutOnDisk(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(e.outside, "secret.md"), filepath.Join(e.mem, "link.md")))
 	require.NoError(t, os.Symlink(filepath.Join(e.outside, "new.md"), filepath.Join(e.mem, "dangling.md")))
 	for _, p := range []string{"sub/secret.md", "sub/new.md", "link.md", "dangling.md"} {
-		for _, tool := range []string{ToolRead, ToolWrite, ToolEdit} {
+		for _, tool := range []string{memdir.ToolRead, memdir.ToolWrite, memdir.ToolEdit} {
 			_, err := run(t, e.ts, tool, m{"file_path": filepath.Join(e.mem, p), "content": "pwned", "old_string": "outside", "new_string": "pwned"})
 			require.Error(t, err, "%s %s", tool, p)
 			assert.Contains(t, err.Error(), "refused")
 		}
 	}
-	_, err := run(t, e.ts, ToolList, m{"path": filepath.Join(e.mem, "sub")})
+	_, err := run(t, e.ts, memdir.ToolList, m{"path": filepath.Join(e.mem, "sub")})
 	assert.Error(t, err)
 	// Grep and Glob over the memory dir do not follow the links out.
-	out, err := run(t, e.ts, ToolGrep, m{"pattern": "outside"})
+	out, err := run(t, e.ts, memdir.ToolGrep, m{"pattern": "outside"})
 	require.NoError(t, err)
 	assert.Contains(t, out, "No matches")
 	got, err := os.ReadFile(filepath.Join(e.outside, "secret.md"))
@@ -146,27 +147,27 @@ func TestWriteAndEdit(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
 			p := filepath.Join(e.mem, "notes", "new.md")
-			out, err := run(t, e.ts, ToolWrite, m{"file_path": p, "content": "hello world\nhello again\n"})
+			out, err := run(t, e.ts, memdir.ToolWrite, m{"file_path": p, "content": "hello world\nhello again\n"})
 			require.NoError(t, err)
 			assert.Contains(t, out, "Wrote 24 bytes")
-			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "hello", "new_string": "bye"})
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": p, "old_string": "hello", "new_string": "bye"})
 			assert.ErrorContains(t, err, "occurs 2 times")
-			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "missing", "new_string": "x"})
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": p, "old_string": "missing", "new_string": "x"})
 			assert.ErrorContains(t, err, "was not found")
-			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "", "new_string": "x"})
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": p, "old_string": "", "new_string": "x"})
 			assert.ErrorContains(t, err, "must not be empty")
-			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "x", "new_string": "x"})
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": p, "old_string": "x", "new_string": "x"})
 			assert.ErrorContains(t, err, "the same")
-			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "hello world", "new_string": "hi world"})
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": p, "old_string": "hello world", "new_string": "hi world"})
 			require.NoError(t, err)
-			_, err = run(t, e.ts, ToolEdit, m{"file_path": p, "old_string": "hello", "new_string": "yo", "replace_all": true})
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": p, "old_string": "hello", "new_string": "yo", "replace_all": true})
 			require.NoError(t, err)
 			got, err := afero.ReadFile(e.fs, p)
 			require.NoError(t, err)
 			assert.Equal(t, "hi world\nyo again\n", string(got))
-			_, err = run(t, e.ts, ToolWrite, m{"file_path": p})
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": p})
 			assert.ErrorContains(t, err, "content is required")
-			_, err = run(t, e.ts, ToolWrite, m{"file_path": filepath.Join(e.mem, "team"), "content": "x"})
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "team"), "content": "x"})
 			assert.ErrorContains(t, err, "is a directory")
 			assert.Equal(t, []string{p}, e.ts.Written())
 			entries, err := afero.ReadDir(e.fs, filepath.Dir(p))
@@ -183,28 +184,28 @@ func TestHugeAndBinaryFiles(t *testing.T) {
 			require.NoError(t, err)
 			huge := filepath.Join(e.mem, "huge.md")
 			require.NoError(t, afero.WriteFile(e.fs, huge, []byte(strings.Repeat("x", 2<<20)), 0o644))
-			_, err = run(t, ts, ToolRead, m{"file_path": huge})
+			_, err = run(t, ts, memdir.ToolRead, m{"file_path": huge})
 			assert.ErrorContains(t, err, "too large")
-			_, err = run(t, ts, ToolEdit, m{"file_path": huge, "old_string": "x", "new_string": "y"})
+			_, err = run(t, ts, memdir.ToolEdit, m{"file_path": huge, "old_string": "x", "new_string": "y"})
 			assert.ErrorContains(t, err, "too large")
-			_, err = run(t, ts, ToolWrite, m{"file_path": huge, "content": strings.Repeat("y", 2<<20)})
+			_, err = run(t, ts, memdir.ToolWrite, m{"file_path": huge, "content": strings.Repeat("y", 2<<20)})
 			assert.ErrorContains(t, err, "too large")
 
 			long := filepath.Join(e.mem, "long.md")
 			require.NoError(t, afero.WriteFile(e.fs, long, []byte(strings.Repeat("line\n", 500)+strings.Repeat("z", 5000)+"\n"), 0o644))
-			out, err := run(t, ts, ToolRead, m{"file_path": long})
+			out, err := run(t, ts, memdir.ToolRead, m{"file_path": long})
 			require.NoError(t, err)
 			assert.Equal(t, 101, strings.Count(out, "\n"), "bounded to MaxReadLines plus a note")
 			assert.Contains(t, out, "offset=101")
-			out, err = run(t, ts, ToolRead, m{"file_path": long, "offset": 501})
+			out, err = run(t, ts, memdir.ToolRead, m{"file_path": long, "offset": 501})
 			require.NoError(t, err)
 			assert.Contains(t, out, "[line cut]")
 
 			bin := filepath.Join(e.mem, "bin.md")
 			require.NoError(t, afero.WriteFile(e.fs, bin, []byte("abc\x00def alpha"), 0o644))
-			_, err = run(t, ts, ToolRead, m{"file_path": bin})
+			_, err = run(t, ts, memdir.ToolRead, m{"file_path": bin})
 			assert.ErrorContains(t, err, "binary")
-			out, err = run(t, ts, ToolGrep, m{"pattern": "def"})
+			out, err = run(t, ts, memdir.ToolGrep, m{"pattern": "def"})
 			require.NoError(t, err)
 			assert.Contains(t, out, "No matches", "binary files are not searched")
 		})
@@ -214,29 +215,29 @@ func TestHugeAndBinaryFiles(t *testing.T) {
 func TestGrepGlobList(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
-			out, err := run(t, e.ts, ToolGrep, m{"pattern": "alpha"})
+			out, err := run(t, e.ts, memdir.ToolGrep, m{"pattern": "alpha"})
 			require.NoError(t, err)
 			assert.Equal(t, filepath.Join(e.mem, "MEMORY.md")+"\n"+filepath.Join(e.mem, "a.md")+"\n", out)
-			out, err = run(t, e.ts, ToolGrep, m{"pattern": "ALPHA", "case_insensitive": true, "output_mode": "content", "glob": "a.md"})
+			out, err = run(t, e.ts, memdir.ToolGrep, m{"pattern": "ALPHA", "case_insensitive": true, "output_mode": "content", "glob": "a.md"})
 			require.NoError(t, err)
 			assert.Equal(t, filepath.Join(e.mem, "a.md")+":3:alpha beta\n", out)
-			out, err = run(t, e.ts, ToolGrep, m{"pattern": "green", "path": filepath.Join(e.mem, "team")})
+			out, err = run(t, e.ts, memdir.ToolGrep, m{"pattern": "green", "path": filepath.Join(e.mem, "team")})
 			require.NoError(t, err)
 			assert.Contains(t, out, "ci.md")
-			_, err = run(t, e.ts, ToolGrep, m{"pattern": "("})
+			_, err = run(t, e.ts, memdir.ToolGrep, m{"pattern": "("})
 			assert.ErrorContains(t, err, "not a valid regular expression")
 
-			out, err = run(t, e.ts, ToolGlob, m{"pattern": "**/*.md"})
+			out, err = run(t, e.ts, memdir.ToolGlob, m{"pattern": "**/*.md"})
 			require.NoError(t, err)
 			assert.Equal(t, 3, strings.Count(out, "\n"))
-			out, err = run(t, e.ts, ToolGlob, m{"pattern": "team/*.md"})
+			out, err = run(t, e.ts, memdir.ToolGlob, m{"pattern": "team/*.md"})
 			require.NoError(t, err)
 			assert.Equal(t, filepath.Join(e.mem, "team", "ci.md")+"\n", out)
-			out, err = run(t, e.ts, ToolGlob, m{"pattern": filepath.Join(e.mem, "team", "*.md")})
+			out, err = run(t, e.ts, memdir.ToolGlob, m{"pattern": filepath.Join(e.mem, "team", "*.md")})
 			require.NoError(t, err)
 			assert.Contains(t, out, "ci.md")
 
-			out, err = run(t, e.ts, ToolList, m{})
+			out, err = run(t, e.ts, memdir.ToolList, m{})
 			require.NoError(t, err)
 			assert.Contains(t, out, "  team/\n")
 			assert.Contains(t, out, "  a.md\n")
@@ -251,7 +252,7 @@ func TestGrepBoundedOutput(t *testing.T) {
 	}
 	ts, err := New(fsys, []string{"/m"}, Options{MaxResults: 30})
 	require.NoError(t, err)
-	out, err := run(t, ts, ToolGrep, m{"pattern": "needle", "output_mode": "content"})
+	out, err := run(t, ts, memdir.ToolGrep, m{"pattern": "needle", "output_mode": "content"})
 	require.NoError(t, err)
 	assert.Equal(t, 31, strings.Count(out, "\n"))
 	assert.Contains(t, out, "more matches not shown")
@@ -288,19 +289,19 @@ func TestTeamSecretsRefusedWithoutPermissionRule(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
 			ci := filepath.Join(e.mem, "team", "ci.md")
-			_, err := run(t, e.ts, ToolWrite, map[string]any{"file_path": filepath.Join(e.mem, "team", "new.md"), "content": "token " + fakeToken()})
+			_, err := run(t, e.ts, memdir.ToolWrite, map[string]any{"file_path": filepath.Join(e.mem, "team", "new.md"), "content": "token " + fakeToken()})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "GitHub PAT")
 			assert.NotContains(t, err.Error(), fakeToken())
 			exists, _ := afero.Exists(e.fs, filepath.Join(e.mem, "team", "new.md"))
 			assert.False(t, exists)
 
-			_, err = run(t, e.ts, ToolRead, map[string]any{"file_path": ci})
+			_, err = run(t, e.ts, memdir.ToolRead, map[string]any{"file_path": ci})
 			require.NoError(t, err)
-			_, err = run(t, e.ts, ToolEdit, map[string]any{"file_path": ci, "old_string": "green", "new_string": fakeToken()})
+			_, err = run(t, e.ts, memdir.ToolEdit, map[string]any{"file_path": ci, "old_string": "green", "new_string": fakeToken()})
 			assert.ErrorContains(t, err, "GitHub PAT")
 			half := len(fakeToken()) / 2
-			_, err = run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": ci, "edits": []map[string]any{
+			_, err = run(t, e.ts, memdir.ToolMultiEdit, map[string]any{"file_path": ci, "edits": []map[string]any{
 				{"old_string": "CI", "new_string": fakeToken()[:half]},
 				{"old_string": " must", "new_string": fakeToken()[half:]},
 			}})
@@ -309,7 +310,7 @@ func TestTeamSecretsRefusedWithoutPermissionRule(t *testing.T) {
 			assert.Equal(t, "CI must stay green\n", string(data), "nothing written")
 
 			// Private memory is not team memory.
-			_, err = run(t, e.ts, ToolWrite, map[string]any{"file_path": filepath.Join(e.mem, "mine.md"), "content": fakeToken()})
+			_, err = run(t, e.ts, memdir.ToolWrite, map[string]any{"file_path": filepath.Join(e.mem, "mine.md"), "content": fakeToken()})
 			assert.NoError(t, err)
 		})
 	}
@@ -319,7 +320,7 @@ func TestSyncedMemorySecretsRefused(t *testing.T) {
 	mem := t.TempDir()
 	ts, err := New(afero.NewOsFs(), []string{mem}, Options{Synced: true, BlindWrites: true})
 	require.NoError(t, err)
-	_, err = run(t, ts, ToolWrite, map[string]any{"file_path": filepath.Join(mem, "mine.md"), "content": "token " + fakeToken()})
+	_, err = run(t, ts, memdir.ToolWrite, map[string]any{"file_path": filepath.Join(mem, "mine.md"), "content": "token " + fakeToken()})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "synced to your account")
 	assert.NoFileExists(t, filepath.Join(mem, "mine.md"))
@@ -329,9 +330,9 @@ func TestMultiEdit(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
 			a := filepath.Join(e.mem, "a.md")
-			_, err := run(t, e.ts, ToolRead, map[string]any{"file_path": a})
+			_, err := run(t, e.ts, memdir.ToolRead, map[string]any{"file_path": a})
 			require.NoError(t, err)
-			out, err := run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{
+			out, err := run(t, e.ts, memdir.ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{
 				{"old_string": "line one", "new_string": "first"},
 				{"old_string": "first\nline two", "new_string": "first\nsecond"},
 			}})
@@ -340,7 +341,7 @@ func TestMultiEdit(t *testing.T) {
 			data, _ := afero.ReadFile(e.fs, a)
 			assert.Equal(t, "first\nsecond\nalpha beta\n", string(data), "each edit sees the text the ones before left")
 
-			_, err = run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{
+			_, err = run(t, e.ts, memdir.ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{
 				{"old_string": "first", "new_string": "1st"},
 				{"old_string": "missing", "new_string": "x"},
 			}})
@@ -348,7 +349,7 @@ func TestMultiEdit(t *testing.T) {
 			data, _ = afero.ReadFile(e.fs, a)
 			assert.Equal(t, "first\nsecond\nalpha beta\n", string(data), "all or none")
 
-			_, err = run(t, e.ts, ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{}})
+			_, err = run(t, e.ts, memdir.ToolMultiEdit, map[string]any{"file_path": a, "edits": []map[string]any{}})
 			assert.Error(t, err)
 		})
 	}
@@ -366,15 +367,15 @@ func TestOverRootfsWithSlashRoot(t *testing.T) {
 	defer confined.Close()
 	ts, err := New(confined, []string{"/"}, Options{})
 	require.NoError(t, err)
-	_, err = run(t, ts, ToolWrite, map[string]any{"file_path": "/team/plain.md", "content": "hello\n"})
+	_, err = run(t, ts, memdir.ToolWrite, map[string]any{"file_path": "/team/plain.md", "content": "hello\n"})
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(dir, "team", "plain.md"))
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(data))
-	out, err := run(t, ts, ToolRead, map[string]any{"file_path": "/team/plain.md"})
+	out, err := run(t, ts, memdir.ToolRead, map[string]any{"file_path": "/team/plain.md"})
 	require.NoError(t, err)
 	assert.Contains(t, out, "hello")
-	_, err = run(t, ts, ToolWrite, map[string]any{"file_path": "/team/leak.md", "content": fakeToken()})
+	_, err = run(t, ts, memdir.ToolWrite, map[string]any{"file_path": "/team/leak.md", "content": fakeToken()})
 	assert.ErrorContains(t, err, "GitHub PAT")
 }
 
@@ -391,17 +392,17 @@ func TestIndexWriteNotices(t *testing.T) {
 		}
 		return b.String()
 	}
-	_, err := run(t, e.ts, ToolRead, m{"file_path": index})
+	_, err := run(t, e.ts, memdir.ToolRead, m{"file_path": index})
 	require.NoError(t, err)
-	out, err := run(t, e.ts, ToolWrite, m{"file_path": index, "content": entries(150)})
+	out, err := run(t, e.ts, memdir.ToolWrite, m{"file_path": index, "content": entries(150)})
 	require.NoError(t, err)
 	assert.NotContains(t, out, "memory index", "75 %: nothing to say")
 
-	out, err = run(t, e.ts, ToolWrite, m{"file_path": index, "content": entries(170)})
+	out, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": index, "content": entries(170)})
 	require.NoError(t, err)
 	assert.Contains(t, out, "Note: the memory index "+index+" is now 170 lines, close to its 200-line load limit. Compact it to under 140 lines now")
 
-	out, err = run(t, e.ts, ToolEdit, m{"file_path": index, "old_string": "- [T0](t0.md) — hook 0\n", "new_string": entries(100)})
+	out, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": index, "old_string": "- [T0](t0.md) — hook 0\n", "new_string": entries(100)})
 	require.NoError(t, err)
 	assert.Contains(t, out, "Error: this write left the memory index "+index+" at 269 lines, over its 200-line load limit. The write was saved")
 	got, err := afero.ReadFile(e.fs, index)
@@ -409,11 +410,11 @@ func TestIndexWriteNotices(t *testing.T) {
 	assert.Equal(t, 269, strings.Count(string(got), "\n"), "the write stayed")
 
 	long := strings.Repeat("- [Long entry](long.md) — "+strings.Repeat("x", 200)+"\n", 90) // few lines, large
-	out, err = run(t, e.ts, ToolWrite, m{"file_path": index, "content": long})
+	out, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": index, "content": long})
 	require.NoError(t, err)
 	assert.Contains(t, out, "KB, close to its 24.4KB load limit. Compact it to under 17.1KB now")
 
-	out, err = run(t, e.ts, ToolWrite, m{"file_path": filepath.Join(e.mem, "big.md"), "content": entries(300)})
+	out, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "big.md"), "content": entries(300)})
 	require.NoError(t, err)
 	assert.NotContains(t, out, "memory index", "only an index gets the notice")
 }

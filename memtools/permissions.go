@@ -32,18 +32,18 @@ func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.Pe
 			return llm.Deny("the tool input is not a JSON object")
 		}
 		switch call.Name {
-		case ToolRead:
+		case memdir.ToolRead:
 			return inside(str(tc, "file_path"), roots, false, "read")
-		case ToolGrep, ToolGlob, ToolList:
+		case memdir.ToolGrep, memdir.ToolGlob, memdir.ToolList:
 			p := str(tc, "path")
-			if p == "" && call.Name == ToolGlob && filepath.IsAbs(str(tc, "pattern")) {
+			if p == "" && call.Name == memdir.ToolGlob && filepath.IsAbs(str(tc, "pattern")) {
 				p = str(tc, "pattern")
 			}
 			if p == "" {
 				return llm.Allow() // the tools default to the memory directory
 			}
 			return inside(p, roots, true, "search")
-		case ToolWrite, ToolEdit, ToolMultiEdit:
+		case memdir.ToolWrite, memdir.ToolEdit, memdir.ToolMultiEdit:
 			p := str(tc, "file_path")
 			if d := inside(p, []string{auto}, false, "write"); !d.Allow {
 				return d
@@ -62,7 +62,7 @@ func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.Pe
 func SessionPermission(file string) llm.PermissionFunc {
 	want := filepath.Clean(file)
 	return func(_ context.Context, call llm.ToolCall) llm.Decision {
-		if call.Name != ToolEdit {
+		if call.Name != memdir.ToolEdit {
 			return llm.Deny("only the Edit tool on " + want + " is available here")
 		}
 		tc, err := call.Fields()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,13 +40,13 @@ func TestExtractPermissionTable(t *testing.T) {
 		allow                bool
 	}
 	var table []row
-	readTools := []string{ToolRead, ToolGrep, ToolGlob, ToolList}
+	readTools := []string{memdir.ToolRead, memdir.ToolGrep, memdir.ToolGlob, memdir.ToolList}
 	for _, tool := range readTools {
 		for place, ok := range map[string]bool{"inside": true, "team": true, "outside": false, "sibling": false, "dotdot": false} {
 			table = append(table, row{tool, place, "", ok})
 		}
 	}
-	for _, tool := range []string{ToolWrite, ToolEdit} {
+	for _, tool := range []string{memdir.ToolWrite, memdir.ToolEdit} {
 		for place, ok := range map[string]bool{"inside": true, "team": true, "outside": false, "sibling": false, "dotdot": false} {
 			table = append(table, row{tool, place, "fine", ok})
 		}
@@ -64,21 +65,21 @@ func TestExtractPermissionTable(t *testing.T) {
 			}
 		})
 	}
-	assert.True(t, decide(t, perm, ToolGrep, map[string]any{"pattern": "x"}).Allow, "no path: the tool's own default")
-	assert.True(t, decide(t, perm, ToolRead, map[string]any{"file_path": "/c/projects/p/memory/logs/2026/01/x.md"}).Allow)
-	assert.False(t, decide(t, perm, ToolWrite, map[string]any{"file_path": "relative.md", "content": "x"}).Allow)
-	d := perm(context.Background(), llm.ToolCall{Name: ToolWrite, Input: json.RawMessage(`[1]`)})
+	assert.True(t, decide(t, perm, memdir.ToolGrep, map[string]any{"pattern": "x"}).Allow, "no path: the tool's own default")
+	assert.True(t, decide(t, perm, memdir.ToolRead, map[string]any{"file_path": "/c/projects/p/memory/logs/2026/01/x.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolWrite, map[string]any{"file_path": "relative.md", "content": "x"}).Allow)
+	d := perm(context.Background(), llm.ToolCall{Name: memdir.ToolWrite, Input: json.RawMessage(`[1]`)})
 	assert.False(t, d.Allow)
 }
 
 func TestSessionPermission(t *testing.T) {
 	perm := SessionPermission("/c/s/summary.md")
-	assert.True(t, decide(t, perm, ToolEdit, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
-	assert.True(t, decide(t, perm, ToolEdit, map[string]any{"file_path": "/c/s/./summary.md"}).Allow)
-	assert.False(t, decide(t, perm, ToolEdit, map[string]any{"file_path": "/c/s/other.md"}).Allow)
-	assert.False(t, decide(t, perm, ToolEdit, map[string]any{}).Allow)
-	assert.False(t, decide(t, perm, ToolWrite, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
-	assert.False(t, decide(t, perm, ToolRead, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+	assert.True(t, decide(t, perm, memdir.ToolEdit, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+	assert.True(t, decide(t, perm, memdir.ToolEdit, map[string]any{"file_path": "/c/s/./summary.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolEdit, map[string]any{"file_path": "/c/s/other.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolEdit, map[string]any{}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolWrite, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolRead, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
 }
 
 func TestAgentWithMemoryTools(t *testing.T) {
@@ -90,8 +91,8 @@ func TestAgentWithMemoryTools(t *testing.T) {
 	ts, err := New(fsys, []string{auto}, Options{})
 	require.NoError(t, err)
 	steps := []llm.Response{
-		toolUse("1", ToolWrite, map[string]any{"file_path": "/etc/cron.d/x", "content": "x"}),
-		toolUse("2", ToolWrite, map[string]any{"file_path": auto + "/user_role.md", "content": "---\nname: Role\ntype: user\n---\nData scientist\n"}),
+		toolUse("1", memdir.ToolWrite, map[string]any{"file_path": "/etc/cron.d/x", "content": "x"}),
+		toolUse("2", memdir.ToolWrite, map[string]any{"file_path": auto + "/user_role.md", "content": "---\nname: Role\ntype: user\n---\nData scientist\n"}),
 		{Message: llm.Message{Content: []llm.Block{llm.TextBlock("saved")}}, StopReason: llm.StopEndTurn},
 	}
 	i := 0

@@ -6,13 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentmem/agentmem/llm"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem/agentmem/memdir"
 
 	"github.com/agentmem/agentmem/memtools"
 	"github.com/agentmem/agentmem/teammem"
@@ -145,9 +147,9 @@ func TestNoReadEscapesUnderSymlinkRace(t *testing.T) {
 	var read, grep llm.Tool
 	for _, tl := range tools.Tools() {
 		switch tl.Spec.Name {
-		case memtools.ToolRead:
+		case memdir.ToolRead:
 			read = tl
-		case memtools.ToolGrep:
+		case memdir.ToolGrep:
 			grep = tl
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/memdir"
 )
 
 func TestReadBeforeWrite(t *testing.T) {
@@ -24,37 +25,37 @@ func TestReadBeforeWrite(t *testing.T) {
 			a := filepath.Join(e.mem, "a.md")
 			edit := m{"file_path": a, "old_string": "alpha", "new_string": "gamma"}
 
-			_, err := run(t, e.ts, ToolEdit, edit)
+			_, err := run(t, e.ts, memdir.ToolEdit, edit)
 			assert.ErrorContains(t, err, "has not been read yet")
-			_, err = run(t, e.ts, ToolWrite, m{"file_path": a, "content": "x\n"})
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "x\n"})
 			assert.ErrorContains(t, err, "has not been read yet")
-			_, err = run(t, e.ts, ToolWrite, m{"file_path": filepath.Join(e.mem, "new.md"), "content": "x\n"})
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "new.md"), "content": "x\n"})
 			assert.NoError(t, err, "creating a file overwrites nothing")
 
 			// Part of the file: Edit may go on, Write may not.
-			_, err = run(t, e.ts, ToolRead, m{"file_path": a, "offset": 2, "limit": 1})
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": a, "offset": 2, "limit": 1})
 			require.NoError(t, err)
-			_, err = run(t, e.ts, ToolWrite, m{"file_path": a, "content": "x\n"})
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "x\n"})
 			assert.ErrorContains(t, err, "has not been read yet")
-			_, err = run(t, e.ts, ToolEdit, edit)
+			_, err = run(t, e.ts, memdir.ToolEdit, edit)
 			require.NoError(t, err)
 			// Its own write counts as read.
-			_, err = run(t, e.ts, ToolEdit, m{"file_path": a, "old_string": "gamma", "new_string": "delta"})
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": a, "old_string": "gamma", "new_string": "delta"})
 			require.NoError(t, err)
 
 			// Someone else changes the file: refused, nothing lost.
 			require.NoError(t, afero.WriteFile(e.fs, a, []byte("the user's version\n"), 0o644))
-			_, err = run(t, e.ts, ToolWrite, m{"file_path": a, "content": "mine\n"})
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "mine\n"})
 			assert.ErrorContains(t, err, "has been modified since you read it")
 			data, _ := afero.ReadFile(e.fs, a)
 			assert.Equal(t, "the user's version\n", string(data))
 
 			// A full read whose content still matches passes, whatever the mtime.
-			_, err = run(t, e.ts, ToolRead, m{"file_path": a})
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": a})
 			require.NoError(t, err)
 			future := time.Now().Add(time.Hour)
 			require.NoError(t, e.fs.Chtimes(a, future, future))
-			_, err = run(t, e.ts, ToolWrite, m{"file_path": a, "content": "mine\n"})
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "mine\n"})
 			assert.NoError(t, err)
 		})
 	}
@@ -64,7 +65,7 @@ func TestBlindWritesOption(t *testing.T) {
 	e := envs(t)[1]
 	ts, err := New(e.fs, []string{e.mem}, Options{BlindWrites: true})
 	require.NoError(t, err)
-	_, err = run(t, ts, ToolWrite, m{"file_path": filepath.Join(e.mem, "a.md"), "content": "x\n"})
+	_, err = run(t, ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "a.md"), "content": "x\n"})
 	assert.NoError(t, err)
 }
 
@@ -84,7 +85,7 @@ func TestConcurrentWritersOneWins(t *testing.T) {
 		job, err := New(e.fs, []string{e.mem}, Options{})
 		require.NoError(t, err)
 		for _, ts := range []*Toolset{main, job} {
-			_, err := run(t, ts, ToolRead, m{"file_path": a})
+			_, err := run(t, ts, memdir.ToolRead, m{"file_path": a})
 			require.NoError(t, err)
 		}
 		var wg sync.WaitGroup
@@ -94,12 +95,12 @@ func TestConcurrentWritersOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, editErr = callTool(main, ToolEdit, m{"file_path": a, "old_string": "shared line", "new_string": "main agent's line"})
+			_, editErr = callTool(main, memdir.ToolEdit, m{"file_path": a, "old_string": "shared line", "new_string": "main agent's line"})
 		}()
 		go func() {
 			defer wg.Done()
 			<-start
-			_, writeErr = callTool(job, ToolWrite, m{"file_path": a, "content": base + "background job's line\n"})
+			_, writeErr = callTool(job, memdir.ToolWrite, m{"file_path": a, "content": base + "background job's line\n"})
 		}()
 		close(start)
 		wg.Wait()
@@ -137,7 +138,7 @@ func TestChangedFiles(t *testing.T) {
 			n := filepath.Join(e.mem, "note.md")
 			gone := filepath.Join(e.mem, "gone.md")
 			for _, p := range []string{n, gone} {
-				_, err := run(t, e.ts, ToolWrite, m{"file_path": p, "content": "mine\n"})
+				_, err := run(t, e.ts, memdir.ToolWrite, m{"file_path": p, "content": "mine\n"})
 				require.NoError(t, err)
 			}
 			assert.Empty(t, e.ts.ChangedFiles())
@@ -153,7 +154,7 @@ func TestChangedFiles(t *testing.T) {
 			assert.True(t, byPath[gone].Deleted)
 			assert.Empty(t, e.ts.ChangedFiles(), "each change is reported once")
 			// The model was told: it may edit the new content.
-			_, err := run(t, e.ts, ToolEdit, m{"file_path": n, "old_string": "theirs", "new_string": "ours"})
+			_, err := run(t, e.ts, memdir.ToolEdit, m{"file_path": n, "old_string": "theirs", "new_string": "ours"})
 			assert.NoError(t, err)
 		})
 	}
@@ -171,11 +172,11 @@ func TestToolsetTrackerRewindsToolWrites(t *testing.T) {
 	before, _ := os.ReadFile(a)
 
 	require.NoError(t, tr.MakeSnapshot(ctx, "m1"))
-	_, err = run(t, ts, ToolRead, m{"file_path": a})
+	_, err = run(t, ts, memdir.ToolRead, m{"file_path": a})
 	require.NoError(t, err)
-	_, err = run(t, ts, ToolEdit, m{"file_path": a, "old_string": "alpha", "new_string": "wrong"})
+	_, err = run(t, ts, memdir.ToolEdit, m{"file_path": a, "old_string": "alpha", "new_string": "wrong"})
 	require.NoError(t, err)
-	_, err = run(t, ts, ToolWrite, m{"file_path": filepath.Join(e.mem, "bad.md"), "content": "a wrong memory\n"})
+	_, err = run(t, ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "bad.md"), "content": "a wrong memory\n"})
 	require.NoError(t, err)
 
 	st, err := tr.Rewind(ctx, "m1", filehistory.RewindOptions{})
@@ -189,7 +190,7 @@ func TestToolsetTrackerRewindsToolWrites(t *testing.T) {
 	// Without a snapshot the tracker refuses, and so does the write.
 	tr2, _ := filehistory.NewTracker(e.fs, home, "s2", filehistory.Options{})
 	ts2, _ := New(e.fs, []string{e.mem}, Options{Tracker: tr2})
-	_, err = run(t, ts2, ToolWrite, m{"file_path": filepath.Join(e.mem, "x.md"), "content": "x"})
+	_, err = run(t, ts2, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "x.md"), "content": "x"})
 	assert.ErrorContains(t, err, "could not be saved for undo")
 	assert.False(t, strings.Contains(err.Error(), home), "no host path of the backup store")
 }

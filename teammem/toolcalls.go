@@ -6,21 +6,12 @@ import (
 	"strings"
 
 	"github.com/agentmem/agentmem/llm"
-)
-
-// Tool names and input fields that the detectors know; hosts with other
-// names configure ToolNames.
-const (
-	ToolWrite        = "Write"
-	ToolEdit         = "Edit"
-	ToolMultiEdit    = "MultiEdit"
-	ToolNotebookEdit = "NotebookEdit"
-	ToolGrep         = "Grep"
-	ToolGlob         = "Glob"
+	"github.com/agentmem/agentmem/memdir"
 )
 
 // ToolNames maps a host's tool names to the roles the detectors look for.
-// The zero value means Claude Code's names.
+// The zero value means Claude Code's names (memdir.ToolWrite and the
+// rest).
 type ToolNames struct {
 	// Write tools replace a whole file ("file_path", "content").
 	Write []string
@@ -35,13 +26,13 @@ type ToolNames struct {
 
 func (n ToolNames) withDefaults() ToolNames {
 	if n.Write == nil {
-		n.Write = []string{ToolWrite}
+		n.Write = []string{memdir.ToolWrite}
 	}
 	if n.Edit == nil {
-		n.Edit = []string{ToolEdit, ToolMultiEdit, ToolNotebookEdit}
+		n.Edit = []string{memdir.ToolEdit, memdir.ToolMultiEdit, memdir.ToolNotebookEdit}
 	}
 	if n.Search == nil {
-		n.Search = []string{ToolGrep, ToolGlob}
+		n.Search = []string{memdir.ToolGrep, memdir.ToolGlob}
 	}
 	return n
 }

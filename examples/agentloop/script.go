@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem/agentmem/memdir"
 )
 
 // scriptedModel plays every model the front door calls: the main agent
@@ -67,17 +67,17 @@ func (m *scriptedModel) Generate(_ context.Context, req llm.Request) (llm.Respon
 		}
 		team := filepath.Join(dir[1], "team")
 		if step == 0 {
-			return use(memtools.ToolWrite, map[string]any{"file_path": filepath.Join(team, "deploy_days.md"),
+			return use(memdir.ToolWrite, map[string]any{"file_path": filepath.Join(team, "deploy_days.md"),
 				"content": "---\nname: Deploy days\ndescription: when releases may go out (never on Fridays)\ntype: project\n---\nWe never deploy on Fridays; releases go out on Tuesdays.\n"})
 		}
-		return use(memtools.ToolWrite, map[string]any{"file_path": filepath.Join(team, "MEMORY.md"),
+		return use(memdir.ToolWrite, map[string]any{"file_path": filepath.Join(team, "MEMORY.md"),
 			"content": "- [Deploy days](deploy_days.md) — when releases may go out (never on Fridays)\n"})
 	case llm.PurposeSessionMemory:
 		notes := notesRe.FindStringSubmatch(req.System)
 		if notes == nil || step > 0 {
 			return text("Updated.", 0)
 		}
-		return use(memtools.ToolEdit, map[string]any{"file_path": notes[1], "old_string": "_A short title for what this session is about._",
+		return use(memdir.ToolEdit, map[string]any{"file_path": notes[1], "old_string": "_A short title for what this session is about._",
 			"new_string": "_A short title for what this session is about._\nRelease planning"})
 	case llm.PurposeAutoDream:
 		dir := dreamDirRe.FindStringSubmatch(req.System)
@@ -87,9 +87,9 @@ func (m *scriptedModel) Generate(_ context.Context, req llm.Request) (llm.Respon
 		}
 		switch step {
 		case 0:
-			return use(memtools.ToolRead, map[string]any{"file_path": file})
+			return use(memdir.ToolRead, map[string]any{"file_path": file})
 		case 1:
-			return use(memtools.ToolEdit, map[string]any{"file_path": file, "old_string": "go out on Tuesdays.", "new_string": "go out on Tuesdays (confirmed in six sessions)."})
+			return use(memdir.ToolEdit, map[string]any{"file_path": file, "old_string": "go out on Tuesdays.", "new_string": "go out on Tuesdays (confirmed in six sessions)."})
 		}
 		return text("Consolidated: improved 1 memory.", 0)
 	}

@@ -114,15 +114,15 @@ func run(ctx context.Context, w io.Writer, apiKey string) error {
 // try (and fail) to write outside, add the index pointer, answer.
 func scripted(autoDir string) llm.Model {
 	return llmtest.New(
-		llmtest.ToolUse("t1", memtools.ToolList, map[string]any{}),
-		llmtest.ToolUse("t2", memtools.ToolWrite, map[string]any{
+		llmtest.ToolUse("t1", memdir.ToolList, map[string]any{}),
+		llmtest.ToolUse("t2", memdir.ToolWrite, map[string]any{
 			"file_path": filepath.Join(autoDir, "testing_policy.md"),
 			"content": "---\nname: Testing policy\ndescription: Integration tests hit the real database, never mocks\ntype: feedback\n---\n\n" +
 				"Integration tests use the real database, never mocks.\n\n**Why:** a mocked test hid a broken migration.\n" +
 				"**How to apply:** use the real database in every new integration test.\n",
 		}),
-		llmtest.ToolUse("t3", memtools.ToolWrite, map[string]any{"file_path": "/etc/cron.d/memory", "content": "* * * * * true"}),
-		llmtest.ToolUse("t4", memtools.ToolWrite, map[string]any{
+		llmtest.ToolUse("t3", memdir.ToolWrite, map[string]any{"file_path": "/etc/cron.d/memory", "content": "* * * * * true"}),
+		llmtest.ToolUse("t4", memdir.ToolWrite, map[string]any{
 			"file_path": filepath.Join(autoDir, memdir.EntrypointName),
 			"content":   "- [Testing policy](testing_policy.md) — integration tests hit the real database, never mocks\n",
 		}),

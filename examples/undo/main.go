@@ -56,10 +56,10 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 		return err
 	}
 	model := llmtest.New(
-		llmtest.ToolUse("t1", memtools.ToolRead, map[string]any{"file_path": dir + "/MEMORY.md"}),
-		llmtest.ToolUse("t2", memtools.ToolWrite, map[string]any{"file_path": dir + "/deploy_friday.md",
+		llmtest.ToolUse("t1", memdir.ToolRead, map[string]any{"file_path": dir + "/MEMORY.md"}),
+		llmtest.ToolUse("t2", memdir.ToolWrite, map[string]any{"file_path": dir + "/deploy_friday.md",
 			"content": "---\nname: Deploy days\ndescription: deploy on Friday evenings\ntype: feedback\n---\nAlways deploy on Friday evening.\n"}),
-		llmtest.ToolUse("t3", memtools.ToolEdit, map[string]any{"file_path": dir + "/MEMORY.md", "old_string": "Fridays\n",
+		llmtest.ToolUse("t3", memdir.ToolEdit, map[string]any{"file_path": dir + "/MEMORY.md", "old_string": "Fridays\n",
 			"new_string": "Fridays\n- [Deploy days](deploy_friday.md) — deploy on Friday evenings\n"}),
 		llmtest.Text("Saved the deploy preference."),
 	)
@@ -114,13 +114,13 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 		return fmt.Errorf("no tool %s", name)
 	}
 	path := dir + "/MEMORY.md"
-	if err := call(memtools.ToolRead, `{"file_path":"`+path+`"}`); err != nil {
+	if err := call(memdir.ToolRead, `{"file_path":"`+path+`"}`); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, []byte(index+"- [On call](on_call.md) — the user's own line\n"), 0o644); err != nil {
 		return err
 	}
-	err = call(memtools.ToolWrite, `{"file_path":"`+path+`","content":"- overwritten\n"}`)
+	err = call(memdir.ToolWrite, `{"file_path":"`+path+`","content":"- overwritten\n"}`)
 	fmt.Fprintf(w, "agent's stale write: %v\n", err)
 	return nil
 }
