@@ -148,7 +148,7 @@ type Options struct {
 	// events carry the tokens they spent.
 	Observer func(Event)
 	// Embedder makes recall hybrid: memories are found by meaning as well
-	// as by words (recall.FinderConfig.Embedder; llm/openai's Model is
+	// as by words (recall.FinderOptions.Embedder; llm/openai's Model is
 	// one). Nil: recall by words alone.
 	Embedder recall.Embedder
 	// SyncedMemory says the private memory directory is synced to the
@@ -380,7 +380,7 @@ func (m *Memory) build(model llm.Model) error {
 	}
 	team := memdir.TeamMemPath(m.dir)
 	if m.on(Recall) {
-		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderConfig{Logger: m.log, Embedder: m.opts.Embedder,
+		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderOptions{Logger: m.log, Embedder: m.opts.Embedder,
 			Observer: func(e recall.Event) { m.observe(Event{Layer: LayerRecall, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}
@@ -413,7 +413,7 @@ func (m *Memory) build(model llm.Model) error {
 		if err != nil {
 			return err
 		}
-		if m.summary, err = sessionmem.New(m.fs, model, sessionmem.Config{ConfigHome: m.opts.ConfigHome, Cwd: m.opts.ProjectRoot,
+		if m.summary, err = sessionmem.New(m.fs, model, sessionmem.Options{ConfigHome: m.opts.ConfigHome, Cwd: m.opts.ProjectRoot,
 			SessionID: m.opts.SessionID, History: h, Logger: m.log,
 			Observer: func(e sessionmem.Event) {
 				m.observe(Event{Layer: LayerSessionSummary, Usage: e.Usage, Err: e.Err, Detail: e})
@@ -430,7 +430,7 @@ func (m *Memory) build(model llm.Model) error {
 		if !teamOn {
 			teamOn, _ = afero.DirExists(m.fs, team)
 		}
-		if m.extractor, err = extract.New(m.memDir, model, extract.Config{Team: teamOn, History: h, Logger: m.log,
+		if m.extractor, err = extract.New(m.memDir, model, extract.Options{Team: teamOn, History: h, Logger: m.log,
 			Observer: func(e extract.Event) { m.observe(Event{Layer: LayerExtraction, Usage: e.Usage, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}
@@ -440,7 +440,7 @@ func (m *Memory) build(model llm.Model) error {
 		if err != nil {
 			return err
 		}
-		cfg := dream.Config{SessionID: m.opts.SessionID, History: h, Logger: m.log,
+		cfg := dream.Options{SessionID: m.opts.SessionID, History: h, Logger: m.log,
 			Observer: func(o dream.Outcome) {
 				m.observe(Event{Layer: LayerConsolidation, Usage: o.Usage, Err: o.Err, Detail: o})
 			}}
@@ -509,7 +509,7 @@ func (m *Memory) Resumed() []llm.Message { return append([]llm.Message(nil), m.r
 // startStoreSync starts one watcher per mounted store.
 func (m *Memory) startStoreSync() error {
 	for _, mt := range m.mounts {
-		c, err := storesync.New(m.fs, mt.Dir(m.dir), storesync.Config{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
+		c, err := storesync.New(m.fs, mt.Dir(m.dir), storesync.Options{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
 			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode, Scanner: m.opts.Scanner})
 		if err != nil {
 			return err
@@ -518,7 +518,7 @@ func (m *Memory) startStoreSync() error {
 		m.storeSync.Add(1)
 		go func() {
 			defer m.storeSync.Done()
-			_ = storesync.Watch(m.bg, c, storesync.WatchConfig{OnRound: func(r storesync.Result, err error) {
+			_ = storesync.Watch(m.bg, c, storesync.WatchOptions{OnRound: func(r storesync.Result, err error) {
 				m.observe(Event{Layer: LayerStoreSync, Err: err, Detail: StoreEvent{Mount: mt.Name, Result: r}})
 				if err != nil {
 					m.log.Warn("agentmem: memory store sync failed; retrying later", "mount", mt.Name, "error", err)
@@ -561,11 +561,11 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	client, err := teammem.NewClient(m.fs, team, teammem.ClientConfig{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h, Scanner: m.opts.Scanner})
+	client, err := teammem.NewClient(m.fs, team, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h, Scanner: m.opts.Scanner})
 	if err != nil {
 		return err
 	}
-	w, err := teammem.StartWatcher(m.bg, client, teammem.WatcherConfig{Logger: m.log,
+	w, err := teammem.StartWatcher(m.bg, client, teammem.WatcherOptions{Logger: m.log,
 		Observer: func(e teammem.SyncEvent) { m.observe(Event{Layer: LayerTeamSync, Err: e.Err, Detail: e}) }})
 	if w == nil {
 		return fmt.Errorf("agentmem: team sync: %w", err)

@@ -15,7 +15,7 @@
 //     throttles too);
 //  4. StopFewSessions: fewer than MinSessions (5) sessions touched since
 //     the last consolidation, other than the current one, as listed by
-//     Config.Transcripts (a transcript.Store; by default Claude Code's
+//     Options.Transcripts (a transcript.Store; by default Claude Code's
 //     JSONL transcripts in <config home>/projects/<SanitizePath(original
 //     cwd)>/), so any host that records its sessions passes it;
 //  5. StopLocked: another process holds the Lock.
@@ -31,7 +31,7 @@
 // writes pass the path and secret checks). A run costs one agent task of
 // up to MaxTurns (30) model calls, at most once a day by default.
 //
-// With Config.History (a filehistory.Tracker) a run takes a snapshot
+// With Options.History (a filehistory.Tracker) a run takes a snapshot
 // before the agent writes (Outcome.Checkpoint) and tracks every file its
 // tools change, so rewinding the tracker to it undoes the run. The tools
 // apply read-before-write: the agent must read a memory before it edits
@@ -41,7 +41,7 @@
 // and returns a Stage: its Changes (added, changed, deleted files, with
 // content before and after) are for review; Accept applies them through
 // the write gate, all or none (ErrStageStale when the directory changed
-// meanwhile; a checkpoint first with Config.History), and Discard drops
+// meanwhile; a checkpoint first with Options.History), and Discard drops
 // them. Accepting leaves the directory as the same run in place would.
 //
 // # Concurrency

@@ -41,10 +41,10 @@ const (
 	StopLocked        = "locked"
 )
 
-// Config configures a Dreamer. Transcripts, or ConfigHome and
+// Options configures a Dreamer. Transcripts, or ConfigHome and
 // OriginalCwd, are required; the zero value of the rest means the
 // defaults.
-type Config struct {
+type Options struct {
 	dir   *memdir.Dir
 	model llm.Model
 	// ConfigHome and OriginalCwd locate Claude Code's session transcripts
@@ -93,7 +93,7 @@ type Outcome struct {
 	Sessions []string
 	// Files are the memory files it wrote or edited.
 	Files []string
-	// Checkpoint names the snapshot taken before the run (Config.History);
+	// Checkpoint names the snapshot taken before the run (Options.History);
 	// rewinding to it undoes the run.
 	Checkpoint string
 	Usage      llm.Usage
@@ -104,7 +104,7 @@ type Outcome struct {
 // Dreamer decides when to consolidate a memory directory and runs the
 // consolidation. Safe for concurrent use; runs are serialised by the lock.
 type Dreamer struct {
-	cfg  Config
+	cfg  Options
 	lock *Lock
 	log  *slog.Logger
 
@@ -113,12 +113,12 @@ type Dreamer struct {
 }
 
 // ErrMissingConfig is returned by New without a required field.
-var ErrMissingConfig = errors.New("dream: New needs the memory directory (memdir.NewDir), a model, and Config.Transcripts or Config.ConfigHome and OriginalCwd")
+var ErrMissingConfig = errors.New("dream: New needs the memory directory (memdir.NewDir), a model, and Options.Transcripts or Options.ConfigHome and OriginalCwd")
 
 // New returns a Dreamer that consolidates dir (the auto-memory
 // directory) with model; an accepted staged run writes through dir's
 // write gate.
-func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Dreamer, error) {
+func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 	if dir == nil || model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
 		return nil, ErrMissingConfig
 	}

@@ -79,9 +79,9 @@ func tree(t *testing.T, n int, at time.Time) afero.Fs {
 	return fsys
 }
 
-func newDreamer(t *testing.T, fsys afero.Fs, model llm.Model, clock *testClock, mutate func(*Config)) *Dreamer {
+func newDreamer(t *testing.T, fsys afero.Fs, model llm.Model, clock *testClock, mutate func(*Options)) *Dreamer {
 	t.Helper()
-	cfg := Config{ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current,
+	cfg := Options{ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current,
 		Now: clock.Now, Lock: LockOptions{PID: 4242, Alive: func(int) bool { return true }}}
 	if mutate != nil {
 		mutate(&cfg)
@@ -103,15 +103,15 @@ func TestGatesInOrder(t *testing.T) {
 	clock := &testClock{now: now0}
 	cases := []struct {
 		name   string
-		cfg    func(*Config)
+		cfg    func(*Options)
 		want   string
 		fsys   func() afero.Fs
 		before func(d *Dreamer)
 	}{
-		{name: "disabled", cfg: func(c *Config) { c.Disabled = true; c.DailyLog = true }, want: StopDisabled},
-		{name: "daily log", cfg: func(c *Config) { c.DailyLog = true; c.Remote = true }, want: StopDailyLog},
-		{name: "remote", cfg: func(c *Config) { c.Remote = true }, want: StopRemote},
-		{name: "auto memory off", cfg: func(c *Config) { c.AutoMemoryOff = true }, want: StopAutoMemoryOff},
+		{name: "disabled", cfg: func(c *Options) { c.Disabled = true; c.DailyLog = true }, want: StopDisabled},
+		{name: "daily log", cfg: func(c *Options) { c.DailyLog = true; c.Remote = true }, want: StopDailyLog},
+		{name: "remote", cfg: func(c *Options) { c.Remote = true }, want: StopRemote},
+		{name: "auto memory off", cfg: func(c *Options) { c.AutoMemoryOff = true }, want: StopAutoMemoryOff},
 		{name: "too soon", want: StopTooSoon, before: func(d *Dreamer) {
 			require.NoError(t, afero.WriteFile(d.cfg.dir.FS(), d.lock.Path(), nil, 0o644))
 			at := now0.Add(-23 * time.Hour)
@@ -154,7 +154,7 @@ func TestRunAndScanThrottle(t *testing.T) {
 	}
 	model := consolidation()
 	var outcomes []Outcome
-	d := newDreamer(t, fsys, model, clock, func(c *Config) { c.Observer = func(o Outcome) { outcomes = append(outcomes, o) } })
+	d := newDreamer(t, fsys, model, clock, func(c *Options) { c.Observer = func(o Outcome) { outcomes = append(outcomes, o) } })
 	out := d.MaybeRun(context.Background())
 	require.NoError(t, out.Err)
 	require.True(t, out.Ran)
@@ -234,7 +234,7 @@ func TestForce(t *testing.T) {
 	require.NoError(t, afero.WriteFile(fsys, d.Lock().Path(), []byte("777"), 0o644))
 	d2 := newDreamer(t, fsys, llmtest.New(), clock, nil)
 	assert.Equal(t, StopLocked, d2.Force(context.Background()).Stopped)
-	d3 := newDreamer(t, fsys, llmtest.New(), clock, func(c *Config) { c.Remote = true })
+	d3 := newDreamer(t, fsys, llmtest.New(), clock, func(c *Options) { c.Remote = true })
 	assert.Equal(t, StopRemote, d3.Force(context.Background()).Stopped)
 }
 
@@ -323,16 +323,16 @@ func TestNewValidates(t *testing.T) {
 	for _, c := range []struct {
 		dir   *memdir.Dir
 		model llm.Model
-		cfg   Config
+		cfg   Options
 	}{
-		{nil, model, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
-		{dir, nil, Config{ConfigHome: cfgHome, OriginalCwd: cwd}},
-		{dir, model, Config{}},
+		{nil, model, Options{ConfigHome: cfgHome, OriginalCwd: cwd}},
+		{dir, nil, Options{ConfigHome: cfgHome, OriginalCwd: cwd}},
+		{dir, model, Options{}},
 	} {
 		_, err := New(c.dir, c.model, c.cfg)
 		assert.ErrorIs(t, err, ErrMissingConfig)
 	}
-	_, err := New(dir, model, Config{Transcripts: transcript.NewMemoryStore()})
+	_, err := New(dir, model, Options{Transcripts: transcript.NewMemoryStore()})
 	assert.NoError(t, err, "a host's own transcript store stands in for ConfigHome and OriginalCwd")
 }
 
@@ -356,14 +356,14 @@ func TestMinHoursDefaultsUnlessFinitePositive(t *testing.T) {
 	}
 	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
 		t.Run(fmt.Sprint(bad), func(t *testing.T) {
-			d := newDreamer(t, tree(t, 6, now0.Add(-time.Hour)), llmtest.New(), clock, func(c *Config) { c.MinHours = bad })
+			d := newDreamer(t, tree(t, 6, now0.Add(-time.Hour)), llmtest.New(), clock, func(c *Options) { c.MinHours = bad })
 			assert.Equal(t, float64(DefaultMinHours), d.cfg.MinHours)
 			lockAt(d, 23*time.Hour)
 			assert.Equal(t, StopTooSoon, d.MaybeRun(context.Background()).Stopped)
 		})
 	}
 	t.Run("finite positive kept", func(t *testing.T) {
-		d := newDreamer(t, tree(t, 4, now0.Add(-time.Hour)), llmtest.New(), clock, func(c *Config) { c.MinHours = 1.5 })
+		d := newDreamer(t, tree(t, 4, now0.Add(-time.Hour)), llmtest.New(), clock, func(c *Options) { c.MinHours = 1.5 })
 		assert.Equal(t, 1.5, d.cfg.MinHours)
 		lockAt(d, 2*time.Hour)
 		// Past the time gate, stopped by the next one.
@@ -371,7 +371,7 @@ func TestMinHoursDefaultsUnlessFinitePositive(t *testing.T) {
 	})
 }
 
-// TestHistoryUndoesARun: with Config.History the run's writes can be
+// TestHistoryUndoesARun: with Options.History the run's writes can be
 // rewound from its Outcome.Checkpoint.
 func TestHistoryUndoesARun(t *testing.T) {
 	ctx := context.Background()
@@ -379,7 +379,7 @@ func TestHistoryUndoesARun(t *testing.T) {
 	fsys := tree(t, 1, now0.Add(-time.Hour))
 	history, err := filehistory.NewTracker(fsys, "/history", "dream", filehistory.Options{})
 	require.NoError(t, err)
-	d := newDreamer(t, fsys, consolidation(), clock, func(c *Config) { c.History = history })
+	d := newDreamer(t, fsys, consolidation(), clock, func(c *Options) { c.History = history })
 	out := d.Force(ctx)
 	require.NoError(t, out.Err)
 	require.NotEmpty(t, out.Checkpoint)

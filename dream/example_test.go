@@ -15,7 +15,7 @@ func ExampleDreamer_MaybeRun() {
 	_ = fsys.MkdirAll("/home/u/.claude/projects/-work-shop/memory", 0o755)
 	model := llmtest.New(llmtest.Text("Improved 0 memories.")) // the host's llm.Model
 	dir, _ := memdir.NewDir(fsys, "/home/u/.claude/projects/-work-shop/memory", memdir.DirOptions{})
-	d, _ := dream.New(dir, model, dream.Config{
+	d, _ := dream.New(dir, model, dream.Options{
 		ConfigHome: "/home/u/.claude", OriginalCwd: "/work/shop", SessionID: "current",
 	})
 	out := d.MaybeRun(context.Background())

@@ -58,7 +58,7 @@ type Stage struct {
 	// Dir is the copy the agent consolidated.
 	Dir     string
 	Changes []StagedChange
-	// Checkpoint names the snapshot Accept took first (Config.History):
+	// Checkpoint names the snapshot Accept took first (Options.History):
 	// rewinding to it undoes the accepted consolidation.
 	Checkpoint string
 	d          *Dreamer
@@ -138,7 +138,7 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 // Accept applies the stage's changes to the memory directory through its
 // write gate, all or none: it first checks that every file still holds
 // what the stage started from (else ErrStageStale), and if a write fails
-// it puts back the files already written. With Config.History a
+// it puts back the files already written. With Options.History a
 // checkpoint is taken first and every file is tracked, so the accepted
 // consolidation can be rewound later. The copy is removed.
 func (s *Stage) Accept(ctx context.Context) error {

@@ -134,7 +134,7 @@ func TestStagedAcceptCanBeRewound(t *testing.T) {
 	history, err := filehistory.NewTracker(fsys, "/history", "dream", filehistory.Options{})
 	require.NoError(t, err)
 	stageDir := "/c/projects/-work-shop/.memory-staged"
-	d := newDreamer(t, fsys, mergeIn(stageDir), clock, func(c *Config) { c.History = history })
+	d := newDreamer(t, fsys, mergeIn(stageDir), clock, func(c *Options) { c.History = history })
 	st, err := d.ForceStaged(ctx, StageOptions{Dir: stageDir})
 	require.NoError(t, err)
 	require.NoError(t, st.Accept(ctx))

@@ -11,7 +11,7 @@
 //     SkipNotFinal (the turn ended in a tool call), SkipNoNewMessages,
 //     SkipTooShort (no new user message of MinUserWords words),
 //     SkipMainAgentWrote (the main agent wrote memory itself; the cursor
-//     moves past it), SkipThrottled (Config.EveryNTurns).
+//     moves past it), SkipThrottled (Options.EveryNTurns).
 //   - Cursor: the ID of the last message a successful run covered; a
 //     failed run leaves it, so those messages are offered again.
 //   - Coalescing: a turn that ends during a run is stashed (the latest
@@ -22,7 +22,7 @@
 //
 // # Undo
 //
-// With Config.History (a filehistory.Tracker) every run takes a snapshot
+// With Options.History (a filehistory.Tracker) every run takes a snapshot
 // before its tools write and tracks each file they change; the finished
 // or failed Event names it in Checkpoint, and History.Rewind to it puts
 // the memory directory back as it was before the run. The tools also
@@ -33,7 +33,7 @@
 //
 // Every decision is an Event (skipped with a reason, coalesced, started,
 // finished with the files written and token usage, failed with the
-// error), sent to Config.Observer and logged through Config.Logger with
+// error), sent to Options.Observer and logged through Options.Logger with
 // an "event" attribute. Observers run with the Extractor's lock held, in
 // order: they must not block or call the Extractor.
 //

@@ -19,7 +19,7 @@ func ExampleExtractor() {
 		llmtest.Text("Saved the answer style."),
 	)
 	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
-	ex, _ := extract.New(dir, model, extract.Config{Observer: func(e extract.Event) {
+	ex, _ := extract.New(dir, model, extract.Options{Observer: func(e extract.Event) {
 		if e.Kind == extract.EventFinished {
 			fmt.Println("memory updated:", e.Files)
 		}

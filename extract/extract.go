@@ -66,7 +66,7 @@ type Event struct {
 	Messages int
 	// Files are the memory files a finished run wrote.
 	Files []string
-	// Checkpoint names the snapshot taken before the run (Config.History);
+	// Checkpoint names the snapshot taken before the run (Options.History);
 	// rewinding to it undoes the run.
 	Checkpoint string
 	Usage      llm.Usage
@@ -74,9 +74,9 @@ type Event struct {
 	Err        error
 }
 
-// Config configures an Extractor. The zero value of each field means its
+// Options configures an Extractor. The zero value of each field means its
 // default.
-type Config struct {
+type Options struct {
 	dir   *memdir.Dir
 	model llm.Model
 	// Team tells the prompt that AutoDir/team/ is shared and how to route.
@@ -129,7 +129,7 @@ type TurnInfo struct {
 // background, after each main-agent turn. Create one per session. It is
 // safe for concurrent use; Close stops it and waits.
 type Extractor struct {
-	cfg  Config
+	cfg  Options
 	log  *slog.Logger
 	jobs *jobs.Runner // one run at a time; a turn during a run is held
 
@@ -145,7 +145,7 @@ var ErrMissingConfig = errors.New("extract: New needs the memory directory (memd
 // New returns an Extractor that saves memories into dir (the auto-memory
 // directory; its team/ is written only through the secret guard), through
 // dir's write gate, with model running the extraction agent.
-func New(dir *memdir.Dir, model llm.Model, cfg Config) (*Extractor, error) {
+func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Extractor, error) {
 	if dir == nil || model == nil {
 		return nil, ErrMissingConfig
 	}

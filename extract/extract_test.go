@@ -47,12 +47,12 @@ func (r *recorder) kinds() []string {
 	return out
 }
 
-func newExtractor(t *testing.T, model llm.Model, mutate func(*Config)) (*Extractor, *recorder, afero.Fs) {
+func newExtractor(t *testing.T, model llm.Model, mutate func(*Options)) (*Extractor, *recorder, afero.Fs) {
 	t.Helper()
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, fsys.MkdirAll(auto, 0o755))
 	rec := &recorder{}
-	cfg := Config{Observer: rec.observe}
+	cfg := Options{Observer: rec.observe}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -148,14 +148,14 @@ func TestSkipPaths(t *testing.T) {
 	model := llmtest.New()
 	cases := []struct {
 		name   string
-		cfg    func(*Config)
+		cfg    func(*Options)
 		msgs   []llm.Message
 		info   TurnInfo
 		reason string
 	}{
 		{"sub-agent", nil, convo, TurnInfo{SubAgent: true}, SkipSubAgent},
-		{"disabled", func(c *Config) { c.Disabled = true }, convo, TurnInfo{}, SkipDisabled},
-		{"remote", func(c *Config) { c.Remote = true }, convo, TurnInfo{}, SkipRemote},
+		{"disabled", func(c *Options) { c.Disabled = true }, convo, TurnInfo{}, SkipDisabled},
+		{"remote", func(c *Options) { c.Remote = true }, convo, TurnInfo{}, SkipRemote},
 		{"not final", nil, []llm.Message{user("u1", "please do the thing now"), toolCall("a1", "Bash", map[string]any{"command": "ls"})}, TurnInfo{}, SkipNotFinal},
 		{"empty", nil, nil, TurnInfo{}, SkipNotFinal},
 		{"too short", nil, []llm.Message{user("u1", "ok thanks"), assistant("a1", "Sure.")}, TurnInfo{}, SkipTooShort},
@@ -206,7 +206,7 @@ func TestThrottle(t *testing.T) {
 	require.NoError(t, base.MkdirAll(auto, 0o755))
 	fsys := &countingFs{Fs: base}
 	rec := &recorder{}
-	e, err := New(mustDir(t, fsys, auto), model, Config{EveryNTurns: 2, Observer: rec.observe})
+	e, err := New(mustDir(t, fsys, auto), model, Options{EveryNTurns: 2, Observer: rec.observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	var msgs []llm.Message
@@ -316,7 +316,7 @@ func TestDrainTimeoutAndClose(t *testing.T) {
 	before := runtime.NumGoroutine()
 	started := make(chan struct{})
 	model := llmtest.New(llmtest.Step{Block: true, Started: started})
-	e, rec, _ := newExtractor(t, model, func(c *Config) { c.DrainTimeout = 50 * time.Millisecond })
+	e, rec, _ := newExtractor(t, model, func(c *Options) { c.DrainTimeout = 50 * time.Millisecond })
 	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
 	<-started
 	start := time.Now()
@@ -362,9 +362,9 @@ func TestToolResultsWithinABudget(t *testing.T) {
 }
 
 func TestNewRequiresInputs(t *testing.T) {
-	_, err := New(nil, llmtest.New(), Config{})
+	_, err := New(nil, llmtest.New(), Options{})
 	assert.ErrorIs(t, err, ErrMissingConfig)
-	_, err = New(mustDir(t, afero.NewMemMapFs(), auto), nil, Config{})
+	_, err = New(mustDir(t, afero.NewMemMapFs(), auto), nil, Options{})
 	assert.True(t, errors.Is(err, ErrMissingConfig))
 }
 
@@ -410,7 +410,7 @@ func (h *levelLog) WithGroup(string) slog.Handler      { return h }
 func TestLogLevels(t *testing.T) {
 	h := &levelLog{levels: map[string]slog.Level{}}
 	failing := llm.ModelFunc(func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, errors.New("boom") })
-	e, _, _ := newExtractor(t, failing, func(c *Config) { c.Logger = slog.New(h) })
+	e, _, _ := newExtractor(t, failing, func(c *Options) { c.Logger = slog.New(h) })
 	e.OnTurnEnd(context.Background(), convo, TurnInfo{SubAgent: true})
 	e.OnTurnEnd(context.Background(), convo, TurnInfo{})
 	require.NoError(t, e.Drain(context.Background()))

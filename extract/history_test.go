@@ -35,7 +35,7 @@ func TestHistoryUndoesARun(t *testing.T) {
 		llmtest.Text("Saved."),
 	)
 	rec := &recorder{}
-	e, err := New(mustDir(t, afero.NewOsFs(), dir), model, Config{Observer: rec.observe, History: history})
+	e, err := New(mustDir(t, afero.NewOsFs(), dir), model, Options{Observer: rec.observe, History: history})
 	require.NoError(t, err)
 	defer e.Close()
 	e.OnTurnEnd(context.Background(), convo, TurnInfo{})

@@ -79,7 +79,7 @@ func New(fsys afero.Fs, autoDir string, opts Options) (*mcp.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	finder, err := recall.NewFinder(fsys, d.Path(), recall.FinderConfig{MaxSelected: mcpMaxRecall})
+	finder, err := recall.NewFinder(fsys, d.Path(), recall.FinderOptions{MaxSelected: mcpMaxRecall})
 	if err != nil {
 		return nil, err
 	}

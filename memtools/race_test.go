@@ -46,7 +46,7 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 	// The server holds keys below flip/, pushed from a clean directory.
 	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
-	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -57,7 +57,7 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte("from the server\n"), 0o644))
 	}
 	client := func(dir string) *teammem.Client {
-		c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		require.NoError(t, err)
 		return c
 	}

@@ -62,7 +62,7 @@ func TestFinderSeesChangesWithoutAFullWalk(t *testing.T) {
 		"team/oncall.md":  "the pager moves weekly",
 		"team/grafana.md": "dashboards live in grafana",
 	})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderConfig{FullWalkEvery: time.Hour})
+	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
 	require.NoError(t, err)
 	defer f.Close()
 	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
@@ -98,7 +98,7 @@ func TestFinderSeesChangesWithoutAFullWalk(t *testing.T) {
 // and the periodic full walk finds it.
 func TestFinderSkipsTheWalkAndWalksOnSchedule(t *testing.T) {
 	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderConfig{FullWalkEvery: 300 * time.Millisecond})
+	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: 300 * time.Millisecond})
 	require.NoError(t, err)
 	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
 	require.NoError(t, f.Close()) // no more notices
@@ -118,7 +118,7 @@ func TestFinderSkipsTheWalkAndWalksOnSchedule(t *testing.T) {
 // walked on every Find, so a change in the same clock tick is not missed.
 func TestFinderRacyFolder(t *testing.T) {
 	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderConfig{FullWalkEvery: time.Hour})
+	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, f.Close()) // no notices: only the folders tell
 	now := time.Now()
@@ -135,7 +135,7 @@ func TestFinderRacyFolder(t *testing.T) {
 // and its folders' mtimes do not move, so every Find walks.
 func TestFinderOnMemMapFsWalksEveryTime(t *testing.T) {
 	fsys, dir := sampleTree(t)
-	f, err := NewFinder(fsys, dir, FinderConfig{})
+	f, err := NewFinder(fsys, dir, FinderOptions{})
 	require.NoError(t, err)
 	defer f.Close()
 	require.Equal(t, []string{"deploy.md"}, names(f, "deploys tuesdays"))

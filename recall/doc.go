@@ -19,7 +19,7 @@
 // default): the lexical selection (no model needed, the default) picks
 // straight from the ranking of the whole directory; a ModelSelector (a
 // model with structured JSON output) is offered the 200 lexically best.
-// Claude Code's rule, the 200 newest memories only, is FinderConfig
+// Claude Code's rule, the 200 newest memories only, is FinderOptions
 // Candidates: Newest. The lexical selection returns nothing only when the
 // best match holds one word of the message, weakly, and that word is not
 // a subject of the directory (LexicalOptions, calibrated on the messages
@@ -34,7 +34,7 @@
 // an Event that carries it, and every selection emits an Event with its
 // candidate and selected counts.
 //
-// With FinderConfig.Embedder the lexical selection is hybrid: the
+// With FinderOptions.Embedder the lexical selection is hybrid: the
 // memories are also ranked by the cosine of their embeddings to the
 // message's and the two rankings fused (reciprocal rank fusion);
 // embeddings are cached by the hash of the text embedded, computed in

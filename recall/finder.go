@@ -61,9 +61,9 @@ const (
 	Newest
 )
 
-// FinderConfig configures a Finder. Fs and Dir are required; the zero
+// FinderOptions configures a Finder. Fs and Dir are required; the zero
 // value of the rest means the defaults.
-type FinderConfig struct {
+type FinderOptions struct {
 	fs  afero.Fs
 	dir string
 	// Selector chooses among candidates; nil means the lexical selector
@@ -101,7 +101,7 @@ type FinderConfig struct {
 // never fails a turn: any error gives an empty result and an Event
 // carrying it. Safe for concurrent use.
 type Finder struct {
-	cfg       FinderConfig
+	cfg       FinderOptions
 	corpus    *corpus
 	closeOnce sync.Once
 	lexical   LexicalOptions
@@ -113,7 +113,7 @@ var ErrNoMemoryDir = errors.New("recall: NewFinder needs a filesystem and the me
 
 // NewFinder returns a Finder over dir (the auto-memory directory, team/
 // included) on fsys.
-func NewFinder(fsys afero.Fs, dir string, cfg FinderConfig) (*Finder, error) {
+func NewFinder(fsys afero.Fs, dir string, cfg FinderOptions) (*Finder, error) {
 	if fsys == nil || dir == "" {
 		return nil, ErrNoMemoryDir
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/agentmem/agentmem/lexical"
 )
 
-// DefaultMinSimilarity is FinderConfig.MinSimilarity's default.
+// DefaultMinSimilarity is FinderOptions.MinSimilarity's default.
 const DefaultMinSimilarity = 0.4
 
 // Recency as a tie-breaker.

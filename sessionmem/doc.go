@@ -10,7 +10,7 @@
 //   - Where: SummaryPath, <config home>/projects/<SanitizePath(cwd)>/<session
 //     ID>/session-memory/summary.md; the directory is created with mode 0700
 //     and the file exclusively with mode 0600 from DefaultTemplate (ten
-//     sections) or Config.Template.
+//     sections) or Options.Template.
 //   - When (ShouldUpdate): the first update once the context reaches
 //     10,000 tokens; then when it grew by 5,000 since the last update and
 //     either 3 tool calls were made since or the last assistant turn made
@@ -18,7 +18,7 @@
 //     Sub-agents never update; updates are serialised (EventBusy).
 //   - How: a forked agent (llm.RunAgent) whose only permitted call is Edit
 //     on the summary (memtools.SessionPermission), prompted with
-//     DefaultUpdatePrompt or Config.UpdatePrompt ({{currentNotes}} and
+//     DefaultUpdatePrompt or Options.UpdatePrompt ({{currentNotes}} and
 //     {{notesPath}} substituted in one pass), plus a reminder to condense
 //     when a section is over 2,000 tokens or the file over 12,000
 //     (EstimateTokens: chars/4).
@@ -26,12 +26,12 @@
 //     update that started more than 60 s ago.
 //   - IsEmpty: only the template so far. SectionsForCompaction: the
 //     sections cut at line boundaries to 8,000 characters each.
-//   - Undo: with Config.History (a filehistory.Tracker) each update takes
+//   - Undo: with Options.History (a filehistory.Tracker) each update takes
 //     a snapshot first (Event.Checkpoint) and tracks the summary in it.
 //     The prompt holds the whole file, which counts as the agent's read
 //     for read-before-write.
 //
-// A session costs one model run (a few calls, at most Config.MaxTurns) at
+// A session costs one model run (a few calls, at most Options.MaxTurns) at
 // 10,000 tokens and one per 5,000 tokens of growth after that.
 //
 // # Concurrency

@@ -20,7 +20,7 @@ func ExampleTracker() {
 			"new_string": "_A short title for what this session is about._\nRetry refunds on timeout\n"}),
 		llmtest.Text("Notes updated."),
 	)
-	tr, _ := sessionmem.New(fsys, model, sessionmem.Config{ConfigHome: "/home/u/.claude", Cwd: "/work/shop", SessionID: "s1"})
+	tr, _ := sessionmem.New(fsys, model, sessionmem.Options{ConfigHome: "/home/u/.claude", Cwd: "/work/shop", SessionID: "s1"})
 	defer tr.Close()
 
 	conversation := []llm.Message{{ID: "a1", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Done.")}}}

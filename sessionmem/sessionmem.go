@@ -35,7 +35,7 @@ const (
 	pollInterval = 100 * time.Millisecond
 )
 
-// sleep waits d or until ctx ends, the default Config.Sleep.
+// sleep waits d or until ctx ends, the default Options.Sleep.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -71,13 +71,13 @@ type Event struct {
 	// ContextTokens is the context size that triggered the update.
 	ContextTokens int
 	// Checkpoint names the snapshot taken before the update
-	// (Config.History); rewinding to it undoes the update.
+	// (Options.History); rewinding to it undoes the update.
 	Checkpoint string
 }
 
-// Config configures a Tracker. Fs, ConfigHome, Cwd, SessionID and Model
+// Options configures a Tracker. Fs, ConfigHome, Cwd, SessionID and Model
 // are required; every numeric option counts only when positive.
-type Config struct {
+type Options struct {
 	fs    afero.Fs
 	model llm.Model
 	// ConfigHome, Cwd and SessionID place the summary file (SummaryPath).
@@ -123,7 +123,7 @@ type Observation struct {
 // Tracker keeps one session's summary file up to date. Safe for
 // concurrent use; Close stops it and waits.
 type Tracker struct {
-	cfg  Config
+	cfg  Options
 	path string
 	log  *slog.Logger
 	jobs *jobs.Runner // one update at a time
@@ -137,7 +137,7 @@ type Tracker struct {
 }
 
 // ErrMissingConfig is returned by New without a required field.
-var ErrMissingConfig = errors.New("sessionmem: New needs a filesystem, a model, and Config.ConfigHome, Cwd and SessionID")
+var ErrMissingConfig = errors.New("sessionmem: New needs a filesystem, a model, and Options.ConfigHome, Cwd and SessionID")
 
 // ErrInvalidSessionID is returned for a session ID that cannot name a
 // directory.
@@ -145,7 +145,7 @@ var ErrInvalidSessionID = errors.New("sessionmem: invalid session ID (use letter
 
 // New returns a Tracker that keeps its summary on fsys and updates it with
 // model. It creates nothing until the first update.
-func New(fsys afero.Fs, model llm.Model, cfg Config) (*Tracker, error) {
+func New(fsys afero.Fs, model llm.Model, cfg Options) (*Tracker, error) {
 	if fsys == nil || model == nil || cfg.ConfigHome == "" || cfg.Cwd == "" || cfg.SessionID == "" {
 		return nil, ErrMissingConfig
 	}

@@ -30,12 +30,12 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-func newTracker(t *testing.T, model llm.Model, mutate func(*Config)) (*Tracker, afero.Fs, *[]Event) {
+func newTracker(t *testing.T, model llm.Model, mutate func(*Options)) (*Tracker, afero.Fs, *[]Event) {
 	t.Helper()
 	fsys := afero.NewMemMapFs()
 	var mu sync.Mutex
 	events := &[]Event{}
-	cfg := Config{fs: fsys, ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10",
+	cfg := Options{fs: fsys, ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10",
 		Observer: func(e Event) { mu.Lock(); *events = append(*events, e); mu.Unlock() }}
 	if mutate != nil {
 		mutate(&cfg)
@@ -145,7 +145,7 @@ func TestUpdateCreatesFileAndEdits(t *testing.T) {
 
 func TestCustomTemplateAndPrompt(t *testing.T) {
 	model := llmtest.New(llmtest.Text("nothing new"))
-	tr, _, _ := newTracker(t, model, func(c *Config) {
+	tr, _, _ := newTracker(t, model, func(c *Options) {
 		c.Template = "# Goal\n_what we want_\n\n# Notes\n_anything else; literal {{notesPath}} stays_\n"
 		c.UpdatePrompt = "Edit {{notesPath}}. Notes so far:\n{{currentNotes}}\nEnd."
 		c.InitTokens = 100
@@ -180,7 +180,7 @@ func TestSerialisedAndWaitRules(t *testing.T) {
 	started := make(chan struct{})
 	model := llmtest.New(llmtest.Step{Block: true, Started: started})
 	clock := &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	tr, _, events := newTracker(t, model, func(c *Config) { c.Now, c.Sleep = clock.Now, clock.Sleep })
+	tr, _, events := newTracker(t, model, func(c *Options) { c.Now, c.Sleep = clock.Now, clock.Sleep })
 
 	assert.True(t, tr.WaitForUpdate(context.Background()), "nothing running: no wait")
 	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 10_000, Messages: msgs(0, false)}))
@@ -226,18 +226,18 @@ func TestSectionsForCompaction(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(nil, llmtest.New(), Config{ConfigHome: "/c", Cwd: "/w", SessionID: "s"})
+	_, err := New(nil, llmtest.New(), Options{ConfigHome: "/c", Cwd: "/w", SessionID: "s"})
 	assert.ErrorIs(t, err, ErrMissingConfig)
-	_, err = New(afero.NewMemMapFs(), llmtest.New(), Config{ConfigHome: "/c", Cwd: "/w", SessionID: "../x"})
+	_, err = New(afero.NewMemMapFs(), llmtest.New(), Options{ConfigHome: "/c", Cwd: "/w", SessionID: "../x"})
 	assert.ErrorIs(t, err, ErrInvalidSessionID)
 }
 
-// TestHistoryUndoesAnUpdate: with Config.History an update can be
+// TestHistoryUndoesAnUpdate: with Options.History an update can be
 // rewound; the first one created the summary, so the rewind removes it.
 func TestHistoryUndoesAnUpdate(t *testing.T) {
 	model := llmtest.New()
 	var history *filehistory.Tracker
-	tr, fsys, events := newTracker(t, model, func(c *Config) {
+	tr, fsys, events := newTracker(t, model, func(c *Options) {
 		var err error
 		history, err = filehistory.NewTracker(c.fs, "/history", "summary", filehistory.Options{})
 		require.NoError(t, err)

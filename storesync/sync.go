@@ -45,8 +45,8 @@ const corroborateAge = 30 * time.Second
 // of a conflict is kept (a dot folder: never synced).
 const ConflictsDirName = ".memory-sync-conflicts"
 
-// Config configures a Client. BaseURL, Token and Mount are required.
-type Config struct {
+// Options configures a Client. BaseURL, Token and Mount are required.
+type Options struct {
 	// BaseURL is the store host: agentmem's server or Anthropic's API.
 	BaseURL string
 	// Token is the bearer token (for a /v1/code/memory path) or the API
@@ -75,14 +75,14 @@ type Client struct {
 	round sync.Mutex // one round at a time
 	fs    afero.Fs
 	dir   string
-	cfg   Config
+	cfg   Options
 	conn  *conn
 	gate  *memdir.WriteGate
 }
 
 // New returns a client for the mount folder dir (Mount.Dir of the
 // auto-memory directory).
-func New(fsys afero.Fs, dir string, cfg Config) (*Client, error) {
+func New(fsys afero.Fs, dir string, cfg Options) (*Client, error) {
 	if cfg.BaseURL == "" || cfg.Token == "" {
 		return nil, errors.New("storesync: a client needs the store's base URL and a token")
 	}
@@ -148,7 +148,7 @@ type Skip struct {
 
 // MassDeleteHold reports deletions held back on one side ("local" or
 // "store"): more than MassDeleteThreshold at once. They stay tracked and
-// are held again next round until confirmed (Config.AllowMassDelete) or
+// are held again next round until confirmed (Options.AllowMassDelete) or
 // the files come back.
 type MassDeleteHold struct {
 	Side      string

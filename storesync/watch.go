@@ -17,8 +17,8 @@ const (
 	DefaultPoll     = 500 * time.Millisecond
 )
 
-// WatchConfig configures Watch.
-type WatchConfig struct {
+// WatchOptions configures Watch.
+type WatchOptions struct {
 	// Debounce is how long the folder must stay unchanged before a round
 	// pushes its changes (default DefaultDebounce).
 	Debounce time.Duration
@@ -36,7 +36,7 @@ type WatchConfig struct {
 // change and one every Resync, until ctx ends; it returns nil then. A
 // failed round is reported to OnRound and retried at the next change or
 // resync, after at least Debounce.
-func Watch(ctx context.Context, c *Client, cfg WatchConfig) error {
+func Watch(ctx context.Context, c *Client, cfg WatchOptions) error {
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = DefaultDebounce
 	}

@@ -52,9 +52,9 @@ type HTTPDoer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
-// ClientConfig configures a sync Client. BaseURL, Repo, Token, Fs and
+// ClientOptions configures a sync Client. BaseURL, Repo, Token, Fs and
 // TeamDir are required; the zero value of the rest means the defaults.
-type ClientConfig struct {
+type ClientOptions struct {
 	// BaseURL is the server, such as https://team.example.com.
 	BaseURL string
 	// Path is the endpoint below BaseURL (default wire.DefaultSyncPath).
@@ -112,7 +112,7 @@ type ClientConfig struct {
 // SyncState is what a client remembers between calls: the three-way
 // base of the sync. The caller creates one (the zero value) per team
 // directory and server and passes it to every call, or sets
-// ClientConfig.StateFile to keep it on disk between processes.
+// ClientOptions.StateFile to keep it on disk between processes.
 //
 // For each key, Base holds the checksum the two sides last agreed on.
 // With it, every Pull, Push and Sync decides each key by comparing the
@@ -165,7 +165,7 @@ type Skip struct {
 	// Reason is "secret", "too_large", "invalid_key" or, on pull,
 	// "write_failed" (the file could not be written, such as a key below
 	// a name that is a file here; the other keys are still written) or
-	// "checkpoint_failed" (ClientConfig.History could not save the file's
+	// "checkpoint_failed" (ClientOptions.History could not save the file's
 	// previous version, so it was left as it is; the next pull retries).
 	Reason string
 	// RuleID and Label name the secret found (Reason "secret").
@@ -190,13 +190,13 @@ type Result struct {
 	// deleted on either side.
 	StoreReset string
 	// Held lists the deletions the mass-delete hold kept back
-	// (ClientConfig.AllowMassDelete lets them through).
+	// (ClientOptions.AllowMassDelete lets them through).
 	Held []MassDeleteHold
 	// StateError is set when the state file could not be read (the run
 	// went on without a base, deleting nothing).
 	StateError error
 	// Checkpoint names the snapshot taken before the pull changed files
-	// (ClientConfig.History); rewinding to it undoes the pull's writes.
+	// (ClientOptions.History); rewinding to it undoes the pull's writes.
 	Checkpoint string
 	// NotModified: the pull got 304. ServerEmpty: the server has no data.
 	NotModified, ServerEmpty bool
@@ -290,7 +290,7 @@ func (e *SyncError) Permanent() bool {
 // Client syncs one team directory with the server. Safe for concurrent
 // use, but calls sharing one SyncState must not overlap.
 type Client struct {
-	cfg   ClientConfig
+	cfg   ClientOptions
 	gate  *memdir.WriteGate // writes into the team directory
 	aside *memdir.WriteGate // writes conflict copies beside it
 	// defaultHTTP is the client made when the config gave none.
@@ -305,13 +305,13 @@ type Client struct {
 
 // Configuration errors.
 var (
-	ErrNoToken = errors.New("teammem: no sync token (set ClientConfig.Token)")
-	ErrNoRepo  = errors.New("teammem: no repo (set ClientConfig.Repo to owner/name)")
+	ErrNoToken = errors.New("teammem: no sync token (set ClientOptions.Token)")
+	ErrNoRepo  = errors.New("teammem: no repo (set ClientOptions.Repo to owner/name)")
 )
 
 // NewClient returns a Client that syncs teamDir (the local team
 // directory, TeamMemPath) on fsys.
-func NewClient(fsys afero.Fs, teamDir string, cfg ClientConfig) (*Client, error) {
+func NewClient(fsys afero.Fs, teamDir string, cfg ClientOptions) (*Client, error) {
 	cfg.fs, cfg.teamDir = fsys, teamDir
 	switch {
 	case cfg.Token == "":
@@ -321,7 +321,7 @@ func NewClient(fsys afero.Fs, teamDir string, cfg ClientConfig) (*Client, error)
 	case fsys == nil || teamDir == "":
 		return nil, errors.New("teammem: NewClient needs a filesystem and the team directory")
 	case cfg.BaseURL == "":
-		return nil, errors.New("teammem: ClientConfig needs the server's BaseURL")
+		return nil, errors.New("teammem: ClientOptions needs the server's BaseURL")
 	}
 	if cfg.Path == "" {
 		cfg.Path = wire.DefaultSyncPath

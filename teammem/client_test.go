@@ -36,16 +36,16 @@ func startServer(t *testing.T, maxEntries int) syncEnv {
 	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	store := teamserver.NewMemoryStore()
-	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: maxEntries})
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: maxEntries})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return syncEnv{url: srv.URL, token: token, store: store}
 }
 
-func newClient(t *testing.T, e syncEnv, dir string, mutate func(*teammem.ClientConfig)) *teammem.Client {
+func newClient(t *testing.T, e syncEnv, dir string, mutate func(*teammem.ClientOptions)) *teammem.Client {
 	t.Helper()
-	cfg := teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: e.token,
+	cfg := teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token,
 		Sleep: func(context.Context, time.Duration) error { return nil }}
 	if mutate != nil {
 		mutate(&cfg)
@@ -279,7 +279,7 @@ func TestDeletionPropagation(t *testing.T) {
 
 	// KeepDeleted: a local delete does not propagate; the file is restored.
 	c := t.TempDir()
-	cc := newClient(t, e, c, func(cfg *teammem.ClientConfig) { cfg.KeepDeleted = true })
+	cc := newClient(t, e, c, func(cfg *teammem.ClientOptions) { cfg.KeepDeleted = true })
 	var sc teammem.SyncState
 	_, err = cc.Sync(context.Background(), &sc)
 	require.NoError(t, err)
@@ -329,7 +329,7 @@ func TestStateFile(t *testing.T) {
 	writeFiles(t, team, map[string]string{"a.md": "a", "b.md": "b"})
 	statePath := teammem.StatePath(team, e.url, "acme/shop")
 	assert.Equal(t, filepath.Join(root, teammem.StateDirName), filepath.Dir(statePath), "beside the team dir, not in it")
-	withState := func(cfg *teammem.ClientConfig) { cfg.StateFile = statePath }
+	withState := func(cfg *teammem.ClientOptions) { cfg.StateFile = statePath }
 	_, err := newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	require.FileExists(t, statePath)
@@ -369,7 +369,7 @@ func TestRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	var delays []time.Duration
-	c, err := teammem.NewClient(afero.NewMemMapFs(), "/team", teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
+	c, err := teammem.NewClient(afero.NewMemMapFs(), "/team", teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
 	require.NoError(t, err)
 	res, err := c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
@@ -391,12 +391,12 @@ func TestRetries(t *testing.T) {
 		assert.Equal(t, tc.class, se.Class)
 		assert.Equal(t, tc.requests, res.Requests, "%d", tc.status)
 	}
-	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop"})
+	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop"})
 	assert.ErrorIs(t, err, teammem.ErrNoToken)
-	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientConfig{BaseURL: srv.URL, Token: "t"})
+	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientOptions{BaseURL: srv.URL, Token: "t"})
 	assert.ErrorIs(t, err, teammem.ErrNoRepo)
 	assert.False(t, errors.Is(err, teammem.ErrNoToken))
-	_, err = teammem.NewClient(nil, "/t", teammem.ClientConfig{BaseURL: srv.URL, Token: "t", Repo: "acme/shop"})
+	_, err = teammem.NewClient(nil, "/t", teammem.ClientOptions{BaseURL: srv.URL, Token: "t", Repo: "acme/shop"})
 	assert.ErrorContains(t, err, "filesystem")
 }
 
@@ -406,7 +406,7 @@ func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {
 	e := startServer(t, 3)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "1", "b.md": "2", "c.md": "3"})
-	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { _ = cfg })
+	c := newClient(t, e, dir, func(cfg *teammem.ClientOptions) { _ = cfg })
 	var st teammem.SyncState
 	_, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
@@ -430,7 +430,7 @@ func TestSkippedFileIsNotDeleted(t *testing.T) {
 	e := startServer(t, 100)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"deploy.md": "deploys on Tuesdays"})
-	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { _ = cfg })
+	c := newClient(t, e, dir, func(cfg *teammem.ClientOptions) { _ = cfg })
 	var st teammem.SyncState
 	_, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
@@ -485,7 +485,7 @@ func TestReplyCapFollowsServerLimits(t *testing.T) {
 	_, err := newClient(t, e, src, nil).Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	dst := t.TempDir()
-	res, err := newClient(t, e, dst, func(c *teammem.ClientConfig) { c.MaxReplyBytes = 4 << 10 }).Pull(context.Background(), &teammem.SyncState{})
+	res, err := newClient(t, e, dst, func(c *teammem.ClientOptions) { c.MaxReplyBytes = 4 << 10 }).Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err, "a 120 KB repo through a 4 KiB initial cap")
 	assert.Len(t, res.Written, 20)
 }

@@ -67,7 +67,7 @@ func TestEightClientsNoLostUpdate(t *testing.T) {
 	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	store := teamserver.NewMemoryStore()
-	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
 	require.NoError(t, err)
 	log := &putLog{}
 	srv := httptest.NewServer(log.wrap(h))

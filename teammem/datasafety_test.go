@@ -53,7 +53,7 @@ func startSwappable(t *testing.T) *swappable {
 }
 
 func (s *swappable) swap(t *testing.T, store teamserver.Store) {
-	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{s.grant}})
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{s.grant}})
 	require.NoError(t, err)
 	s.h.Store(h)
 	s.id = store.ID()
@@ -66,7 +66,7 @@ func TestDeletionOnlyOnEvidence(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "alpha", "b.md": "bee"})
 	state := filepath.Join(t.TempDir(), "state.json")
-	c := newClient(t, e.syncEnv, dir, func(cfg *teammem.ClientConfig) { cfg.StateFile = state })
+	c := newClient(t, e.syncEnv, dir, func(cfg *teammem.ClientOptions) { cfg.StateFile = state })
 	ctx := context.Background()
 	_, err := c.Sync(ctx, &teammem.SyncState{})
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestRestoredStoreVersionGoesBack(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "alpha", "edited.md": "first"})
 	state := filepath.Join(t.TempDir(), "state.json")
-	c := newClient(t, e.syncEnv, dir, func(cfg *teammem.ClientConfig) { cfg.StateFile = state })
+	c := newClient(t, e.syncEnv, dir, func(cfg *teammem.ClientOptions) { cfg.StateFile = state })
 	ctx := context.Background()
 	_, err := c.Sync(ctx, &teammem.SyncState{})
 	require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestMassDeleteHoldLibrary(t *testing.T) {
 	res, err = c.Sync(ctx, &st)
 	require.NoError(t, err)
 	require.Len(t, res.Held, 1)
-	confirmed := newClient(t, e, dir, func(cfg *teammem.ClientConfig) { cfg.AllowMassDelete = true })
+	confirmed := newClient(t, e, dir, func(cfg *teammem.ClientOptions) { cfg.AllowMassDelete = true })
 	res, err = confirmed.Sync(ctx, &st)
 	require.NoError(t, err)
 	assert.Empty(t, res.Held)

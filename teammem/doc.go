@@ -19,7 +19,7 @@
 //     github.com/agentmem/agentmem/rootfs.
 //   - Sync with a server (package teamserver is the reference one):
 //     Client with Pull, Push, Sync and Hashes over a caller-owned
-//     SyncState (three-way base; StatePath, ClientConfig.StateFile),
+//     SyncState (three-way base; StatePath, ClientOptions.StateFile),
 //     Result (written, deleted, uploaded, conflicts, skipped with
 //     reasons, requests, bytes), SyncError with an ErrorClass,
 //     WaitForChange (the long-poll), and Watcher (syncs both ways;
@@ -30,7 +30,7 @@
 //
 // Pull, Push, Sync and the Watcher all decide each key three ways: the
 // local file, the server's entry and the base (the checksum both sides
-// last agreed on, kept in SyncState and, with ClientConfig.StateFile, on
+// last agreed on, kept in SyncState and, with ClientOptions.StateFile, on
 // disk beside the team directory). See SyncState for the rules: a change
 // on one side goes to the other, deletions of unchanged copies propagate
 // (unless KeepDeleted), an edit beats a deletion, and when both sides
@@ -51,8 +51,8 @@
 // server's is kept aside, Conflict.LocalKept) and push what the server
 // lacks, reported in Result.StoreReset. A round that would delete more
 // than MassDeleteThreshold of the tracked memories on one side deletes
-// none of them there (Result.Held) unless ClientConfig.AllowMassDelete.
-// With ClientConfig.History every pull that writes or deletes takes a
+// none of them there (Result.Held) unless ClientOptions.AllowMassDelete.
+// With ClientOptions.History every pull that writes or deletes takes a
 // checkpoint first (Result.Checkpoint). Restore refuses a version that is
 // a deletion (*DeletionVersionError).
 //

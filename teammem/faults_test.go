@@ -66,7 +66,7 @@ func faultEnv(t *testing.T) (*faultProxy, syncEnv) {
 	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	store := teamserver.NewMemoryStore()
-	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
 	require.NoError(t, err)
 	p := &faultProxy{h: h}
 	srv := httptest.NewServer(p)
@@ -93,7 +93,7 @@ func TestFaultsRetriedWithinBounds(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "alpha"})
 	var delays []time.Duration
-	c := newClient(t, e, dir, func(cfg *teammem.ClientConfig) {
+	c := newClient(t, e, dir, func(cfg *teammem.ClientOptions) {
 		cfg.HTTP = &http.Client{Timeout: 100 * time.Millisecond}
 		cfg.Jitter = func() float64 { return 0 }
 		cfg.Sleep = func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }

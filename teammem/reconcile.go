@@ -30,7 +30,7 @@ type Conflict struct {
 // side at once (a wiped directory, a server emptied by mistake). Nothing
 // on that side was deleted; the keys stay tracked, so the next round
 // holds them again until the deletions are confirmed
-// (ClientConfig.AllowMassDelete) or the files come back.
+// (ClientOptions.AllowMassDelete) or the files come back.
 type MassDeleteHold struct {
 	// Side is "local" (files here would have been removed) or "server"
 	// (keys on the server would have been deleted).

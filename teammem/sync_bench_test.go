@@ -25,7 +25,7 @@ import (
 func BenchmarkDeltaPush(b *testing.B) {
 	token, grant, _ := teamserver.NewToken("acme", []string{"acme/*"})
 	store := teamserver.NewMemoryStore()
-	h, _ := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000})
+	h, _ := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	dir := b.TempDir()
@@ -38,7 +38,7 @@ func BenchmarkDeltaPush(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+	c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 	var st teammem.SyncState
 	full, err := c.Push(context.Background(), &st)
 	if err != nil {
@@ -79,7 +79,7 @@ func BenchmarkHashesView(b *testing.B) {
 	if _, err := store.Put(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: entries, Now: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
-	h, _ := teamserver.NewHandler(store, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
+	h, _ := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
 	real := httptest.NewServer(h)
 	defer real.Close()
 	sample, err := get(real.URL+wire.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)

@@ -29,8 +29,8 @@ const (
 	DefaultInterval = 30 * time.Second
 )
 
-// WatcherConfig configures a Watcher. The zero value means the defaults.
-type WatcherConfig struct {
+// WatcherOptions configures a Watcher. The zero value means the defaults.
+type WatcherOptions struct {
 	client *Client
 	// State is the client's SyncState (default a fresh one).
 	State *SyncState
@@ -68,7 +68,7 @@ type SyncEvent struct {
 // entry limit, until a file is deleted. Close stops it, waits for a sync
 // in flight and flushes pending changes. Safe for concurrent use.
 type Watcher struct {
-	cfg     WatcherConfig
+	cfg     WatcherOptions
 	st      *SyncState
 	log     *slog.Logger
 	notify  chan struct{}
@@ -91,7 +91,7 @@ type Watcher struct {
 // error is returned with a started watcher when it is not permanent (the
 // server may come back, and the watcher retries); a permanent one stops
 // here.
-func StartWatcher(ctx context.Context, client *Client, cfg WatcherConfig) (*Watcher, error) {
+func StartWatcher(ctx context.Context, client *Client, cfg WatcherOptions) (*Watcher, error) {
 	if client == nil {
 		return nil, errors.New("teammem: StartWatcher needs a Client")
 	}

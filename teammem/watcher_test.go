@@ -41,7 +41,7 @@ func waitGoroutines(t *testing.T, want int) {
 
 func TestWatcherFsnotify(t *testing.T) {
 	e := startServer(t, 100)
-	noKeepAlive := func(c *teammem.ClientConfig) {
+	noKeepAlive := func(c *teammem.ClientOptions) {
 		c.HTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	}
 	before := runtime.NumGoroutine()
@@ -52,7 +52,7 @@ func TestWatcherFsnotify(t *testing.T) {
 	require.NoError(t, err)
 
 	dir := filepath.Join(t.TempDir(), "memory", "team") // created by the watcher
-	w, err := teammem.StartWatcher(context.Background(), newClient(t, e, dir, noKeepAlive), teammem.WatcherConfig{Debounce: 50 * time.Millisecond})
+	w, err := teammem.StartWatcher(context.Background(), newClient(t, e, dir, noKeepAlive), teammem.WatcherOptions{Debounce: 50 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Equal(t, "from the team", readFile(t, filepath.Join(dir, "seed.md")))
 
@@ -71,10 +71,10 @@ func TestWatcherFsnotify(t *testing.T) {
 func TestWatcherPollingAndSuppression(t *testing.T) {
 	e := startServer(t, 2)
 	fsys := afero.NewMemMapFs()
-	c, err := teammem.NewClient(fsys, "/m/team", teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
+	c, err := teammem.NewClient(fsys, "/m/team", teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	var syncErrs []error
-	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherConfig{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Observer: func(ev teammem.SyncEvent) { syncErrs = append(syncErrs, ev.Err) }})
+	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Observer: func(ev teammem.SyncEvent) { syncErrs = append(syncErrs, ev.Err) }})
 	require.NoError(t, err)
 	defer w.Close()
 
@@ -97,13 +97,13 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 
 func TestWatcherPermanentFailureAtStart(t *testing.T) {
 	e := startServer(t, 10)
-	c, err := teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientConfig{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
+	c, err := teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
 	require.NoError(t, err)
-	_, err = teammem.StartWatcher(context.Background(), c, teammem.WatcherConfig{Poll: time.Millisecond})
+	_, err = teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Poll: time.Millisecond})
 	var se *teammem.SyncError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, teammem.ClassAuth, se.Class)
-	_, err = teammem.StartWatcher(context.Background(), nil, teammem.WatcherConfig{})
+	_, err = teammem.StartWatcher(context.Background(), nil, teammem.WatcherOptions{})
 	assert.Error(t, err)
 }
 
@@ -111,7 +111,7 @@ func TestWatcherPermanentFailureAtStart(t *testing.T) {
 // teammate's write reaches the watched directory, through the interval
 // and through the server's long-poll.
 func TestWatcherBringsInTeammatesChanges(t *testing.T) {
-	for name, cfg := range map[string]teammem.WatcherConfig{
+	for name, cfg := range map[string]teammem.WatcherOptions{
 		"interval":  {Interval: 100 * time.Millisecond, LongPoll: -1},
 		"long-poll": {Interval: time.Hour, LongPoll: 5 * time.Second},
 	} {
@@ -167,12 +167,12 @@ func TestWatcherRetriesUntilTheChangeLands(t *testing.T) {
 	}))
 	defer gate.Close()
 	dir := filepath.Join(t.TempDir(), "memory", "team")
-	c := newClient(t, syncEnv{url: gate.URL, token: e.token, store: e.store}, dir, func(cfg *teammem.ClientConfig) {
+	c := newClient(t, syncEnv{url: gate.URL, token: e.token, store: e.store}, dir, func(cfg *teammem.ClientOptions) {
 		cfg.Sleep = func(context.Context, time.Duration) error { return nil }
 		cfg.BaseDelay, cfg.MaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	})
 	var failures atomic.Int32
-	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherConfig{Debounce: 20 * time.Millisecond, Interval: time.Hour, LongPoll: -1, Observer: func(ev teammem.SyncEvent) {
+	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Debounce: 20 * time.Millisecond, Interval: time.Hour, LongPoll: -1, Observer: func(ev teammem.SyncEvent) {
 		if ev.Err != nil {
 			failures.Add(1)
 		}
@@ -191,7 +191,7 @@ func TestWatcherStopsWithItsContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "memory", "team")
 	c := newClient(t, e, dir, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := teammem.StartWatcher(ctx, c, teammem.WatcherConfig{Debounce: time.Hour, Interval: time.Hour, LongPoll: -1})
+	w, err := teammem.StartWatcher(ctx, c, teammem.WatcherOptions{Debounce: time.Hour, Interval: time.Hour, LongPoll: -1})
 	require.NoError(t, err)
 	writeFiles(t, dir, map[string]string{"pending.md": "written just before the host stopped"})
 	w.Notify() // pending, but the debounce is an hour away

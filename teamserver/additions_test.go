@@ -16,7 +16,7 @@ import (
 )
 
 func TestKeysThatCannotCoexistAreRefused(t *testing.T) {
-	f := newServer(t, func(c *teamserver.Config) { c.MaxEntries = 100 })
+	f := newServer(t, func(c *teamserver.Options) { c.MaxEntries = 100 })
 	put := func(entries map[string]string) (*http.Response, wire.ErrorBody) {
 		resp, body := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: entries}, nil)
 		var eb wire.ErrorBody
@@ -48,7 +48,7 @@ func TestKeysThatCannotCoexistAreRefused(t *testing.T) {
 }
 
 func TestLimitsView(t *testing.T) {
-	f := newServer(t, func(c *teamserver.Config) { c.MaxEntries = 50 })
+	f := newServer(t, func(c *teamserver.Options) { c.MaxEntries = 50 })
 	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=limits", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var lv wire.LimitsView
@@ -59,7 +59,7 @@ func TestLimitsView(t *testing.T) {
 }
 
 func TestLongPoll(t *testing.T) {
-	f := newServer(t, func(c *teamserver.Config) { c.PollEvery = time.Hour }) // only this server's writes wake it
+	f := newServer(t, func(c *teamserver.Options) { c.PollEvery = time.Hour }) // only this server's writes wake it
 	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	etag := resp.Header.Get("ETag")
@@ -98,7 +98,7 @@ func TestLongPoll(t *testing.T) {
 func TestLongPollSeesAnotherServersWrite(t *testing.T) {
 	// A write straight into the store stands for another server on the
 	// same database: this server learns of it by re-reading the store.
-	f := newServer(t, func(c *teamserver.Config) { c.PollEvery = 50 * time.Millisecond })
+	f := newServer(t, func(c *teamserver.Options) { c.PollEvery = 50 * time.Millisecond })
 	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	etag := resp.Header.Get("ETag")
 	done := make(chan int, 1)
@@ -118,7 +118,7 @@ func TestHistoryAndLogViews(t *testing.T) {
 	alice, aliceGrant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	aliceGrant.Name = "alice"
-	f := newServer(t, func(c *teamserver.Config) { c.Tokens = append(c.Tokens, aliceGrant) })
+	f := newServer(t, func(c *teamserver.Options) { c.Tokens = append(c.Tokens, aliceGrant) })
 	put := func(token string, body wire.PutBody, ifMatch string) *http.Response {
 		h := map[string]string{}
 		if ifMatch != "" {
@@ -169,7 +169,7 @@ func TestHistoryAndLogViews(t *testing.T) {
 }
 
 func TestEmptyPutCreatesNoRepoAndReposAreBounded(t *testing.T) {
-	f := newServer(t, func(c *teamserver.Config) { c.MaxRepos = 2 })
+	f := newServer(t, func(c *teamserver.Options) { c.MaxRepos = 2 })
 	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/empty", "", wire.PutBody{Entries: map[string]string{}}, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/empty", "", nil, nil)
@@ -184,7 +184,7 @@ func TestEmptyPutCreatesNoRepoAndReposAreBounded(t *testing.T) {
 }
 
 func TestRateLimitPerToken(t *testing.T) {
-	f := newServer(t, func(c *teamserver.Config) { c.RatePerToken, c.RateBurst = 1, 3 })
+	f := newServer(t, func(c *teamserver.Options) { c.RatePerToken, c.RateBurst = 1, 3 })
 	codes := map[int]int{}
 	var retryAfter string
 	for range 6 {

@@ -7,7 +7,7 @@
 // (view=hashes&wait=N), each key's history and a write log
 // (view=history, view=log; restore = a conditional PUT of old content,
 // authored by the token's name), /healthz and /readyz, and measurements
-// through Config.Metrics (module teamserver/prommetrics exports them
+// through Options.Metrics (module teamserver/prommetrics exports them
 // to Prometheus).
 //
 // Every read is one snapshot (the version, checksum and entries of a

@@ -16,7 +16,7 @@ import (
 // contributor sees after the first one pushes.
 func ExampleNewHandler() {
 	token, grant, _ := teamserver.NewToken("acme", []string{"acme/*"})
-	h, _ := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
+	h, _ := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -27,7 +27,7 @@ func ExampleNewHandler() {
 	_ = os.WriteFile(filepath.Join(alice, "testing.md"), []byte("Integration tests hit a real database."), 0o644)
 
 	client := func(dir string) *teammem.Client {
-		c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		return c
 	}
 	pushed, _ := client(alice).Sync(context.Background(), &teammem.SyncState{})

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Config configures the sync handler. Store is required.
-type Config struct {
+// Options configures the sync handler. Store is required.
+type Options struct {
 	store  Store
 	Tokens []TokenGrant
 	// Metrics receives request and store measurements (nil: none).
@@ -84,7 +84,7 @@ const DefaultMaxEntries = 2000
 
 // Handler serves the team memory sync protocol.
 type Handler struct {
-	cfg     Config
+	cfg     Options
 	grants  map[string]TokenGrant // by token hash
 	log     *slog.Logger
 	changes *changeFeed
@@ -108,7 +108,7 @@ func (h *Handler) Drain() {
 }
 
 // NewHandler returns the sync handler over store.
-func NewHandler(store Store, cfg Config) (*Handler, error) {
+func NewHandler(store Store, cfg Options) (*Handler, error) {
 	if store == nil {
 		return nil, errors.New("server: NewHandler needs a Store")
 	}

@@ -26,19 +26,19 @@ type fixture struct {
 	h            *teamserver.Handler
 }
 
-func newServer(t *testing.T, mutate func(*teamserver.Config)) *fixture {
+func newServer(t *testing.T, mutate func(*teamserver.Options)) *fixture {
 	t.Helper()
 	return newServerOn(t, teamserver.NewMemoryStore(), mutate)
 }
 
-func newServerOn(t *testing.T, store teamserver.Store, mutate func(*teamserver.Config)) *fixture {
+func newServerOn(t *testing.T, store teamserver.Store, mutate func(*teamserver.Options)) *fixture {
 	t.Helper()
 	acme, acmeGrant, err := teamserver.NewToken("acme", []string{"acme/*"})
 	require.NoError(t, err)
 	globex, globexGrant, err := teamserver.NewToken("globex", []string{"globex/web"})
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
-	cfg := teamserver.Config{Tokens: []teamserver.TokenGrant{acmeGrant, globexGrant}, MaxEntries: 5,
+	cfg := teamserver.Options{Tokens: []teamserver.TokenGrant{acmeGrant, globexGrant}, MaxEntries: 5,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	if mutate != nil {
 		mutate(&cfg)
@@ -157,7 +157,7 @@ func TestPullPushCycle(t *testing.T) {
 }
 
 func TestLimitsAndBadInput(t *testing.T) {
-	f := newServer(t, func(c *teamserver.Config) { c.MaxBodyBytes = 4096; c.MaxEntryBytes = 1000 })
+	f := newServer(t, func(c *teamserver.Options) { c.MaxBodyBytes = 4096; c.MaxEntryBytes = 1000 })
 	entries := map[string]string{}
 	for _, k := range []string{"a.md", "b.md", "c.md", "d.md", "e.md", "f.md"} {
 		entries[k] = "x"
@@ -247,6 +247,6 @@ func TestTokens(t *testing.T) {
 	}
 	_, _, err = teamserver.NewToken("", []string{"a/b"})
 	assert.Error(t, err)
-	_, err = teamserver.NewHandler(nil, teamserver.Config{})
+	_, err = teamserver.NewHandler(nil, teamserver.Options{})
 	assert.Error(t, err)
 }

@@ -43,7 +43,7 @@ func dreamFlags(fs *flag.FlagSet) runner {
 		if err != nil {
 			return exitError, err
 		}
-		m, err := anthropic.New(anthropic.Config{APIKey: key, Model: *model, BaseURL: e.getenv("ANTHROPIC_BASE_URL")})
+		m, err := anthropic.New(anthropic.Options{APIKey: key, Model: *model, BaseURL: e.getenv("ANTHROPIC_BASE_URL")})
 		if err != nil {
 			return exitError, err
 		}
@@ -55,7 +55,7 @@ func dreamFlags(fs *flag.FlagSet) runner {
 		if err != nil {
 			return exitError, err
 		}
-		d, err := dream.New(memDir, m, dream.Config{ConfigHome: home, OriginalCwd: r.project, History: history})
+		d, err := dream.New(memDir, m, dream.Options{ConfigHome: home, OriginalCwd: r.project, History: history})
 		if err != nil {
 			return exitError, err
 		}

@@ -44,7 +44,7 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 	var checkpoint string
 	memDir, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
 	require.NoError(t, err)
-	ex, err := extract.New(memDir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
+	ex, err := extract.New(memDir, model, extract.Options{History: history, Observer: func(ev extract.Event) {
 		if ev.Kind == extract.EventFinished {
 			checkpoint = ev.Checkpoint
 		}

@@ -55,7 +55,7 @@ func mcpFlags(fs *flag.FlagSet) runner {
 			if err != nil {
 				return exitError, err
 			}
-			w, err := teammem.StartWatcher(ctx, client, teammem.WatcherConfig{Logger: log})
+			w, err := teammem.StartWatcher(ctx, client, teammem.WatcherOptions{Logger: log})
 			if err != nil && w == nil {
 				return exitError, fmt.Errorf("team sync: %w", err)
 			}

@@ -30,7 +30,7 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 		return exitError, err
 	}
 	ctx := context.Background()
-	finder, err := recall.NewFinder(e.fs, r.path.Dir, recall.FinderConfig{})
+	finder, err := recall.NewFinder(e.fs, r.path.Dir, recall.FinderOptions{})
 	if err != nil {
 		return exitError, err
 	}

@@ -144,7 +144,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	}
 	var clients []*storesync.Client
 	for _, m := range mounts {
-		sc, err := storesync.New(e.fs, m.Dir(auto), storesync.Config{BaseURL: *server, Token: token, Mount: m,
+		sc, err := storesync.New(e.fs, m.Dir(auto), storesync.Options{BaseURL: *server, Token: token, Mount: m,
 			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete})
 		if err != nil {
 			return exitError, err
@@ -158,7 +158,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		for i, sc := range clients {
 			m := mounts[i]
 			go func() {
-				_ = storesync.Watch(ctx, sc, storesync.WatchConfig{Resync: *resync, OnRound: func(res storesync.Result, err error) {
+				_ = storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, OnRound: func(res storesync.Result, err error) {
 					printStoreResult(e, m.Name, res, err)
 				}})
 				done <- struct{}{}

@@ -287,7 +287,7 @@ func teamServe(e env, args []string) (int, error) {
 	defer store.Close()
 	day := 24 * time.Hour
 	metrics := prommetrics.New(store)
-	h, err := teamserver.NewHandler(store, teamserver.Config{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
 		StoreLimits: teamserver.StoreLimits{MaxStores: *maxStores, MaxMemories: *maxStoreMemories, MaxBytes: *maxStoreBytes}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err
@@ -362,7 +362,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
 		return exitAuth, nil
 	}
-	client, err := teammem.NewClient(e.fs, os.TempDir(), teammem.ClientConfig{BaseURL: *serverURL, Repo: *repo, Token: token})
+	client, err := teammem.NewClient(e.fs, os.TempDir(), teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token})
 	if err != nil {
 		return exitError, err
 	}
@@ -459,7 +459,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 			level = slog.LevelDebug
 		}
 		var lastHeld string
-		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherConfig{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
+		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherOptions{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
 			r := ev.Result
 			// A hold repeats every round until confirmed: say it again
 			// only when it changes.
@@ -671,7 +671,7 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 			return nil, "", err
 		}
 	}
-	client, err := teammem.NewClient(e.fs, abs, teammem.ClientConfig{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
+	client, err := teammem.NewClient(e.fs, abs, teammem.ClientOptions{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
 		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history})
 	return client, abs, err
 }

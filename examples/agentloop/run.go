@@ -33,7 +33,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 	if err != nil {
 		return err
 	}
-	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
 	if err != nil {
 		return err
 	}

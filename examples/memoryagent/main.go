@@ -59,7 +59,7 @@ func run(ctx context.Context, w io.Writer, apiKey string) error {
 
 	var model llm.Model
 	if apiKey != "" {
-		model, err = anthropic.New(anthropic.Config{APIKey: apiKey})
+		model, err = anthropic.New(anthropic.Options{APIKey: apiKey})
 		if err != nil {
 			return err
 		}

@@ -31,11 +31,11 @@ func main() {
 		os.Exit(1)
 	}
 	defer os.RemoveAll(root)
-	cfg := anthropic.Config{APIKey: os.Getenv("ANTHROPIC_API_KEY")}
+	cfg := anthropic.Options{APIKey: os.Getenv("ANTHROPIC_API_KEY")}
 	if cfg.APIKey == "" {
 		srv := httptest.NewServer(scriptedAPI())
 		defer srv.Close()
-		cfg = anthropic.Config{APIKey: "offline", BaseURL: srv.URL, MaxRetries: -1}
+		cfg = anthropic.Options{APIKey: "offline", BaseURL: srv.URL, MaxRetries: -1}
 	}
 	if err := Run(context.Background(), os.Stdout, filepath.Join(root, "memory"), cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "memorytool:", err)
@@ -44,7 +44,7 @@ func main() {
 }
 
 // Run gives the model the memory tool on dir and prints every call.
-func Run(ctx context.Context, w io.Writer, dir string, cfg anthropic.Config) error {
+func Run(ctx context.Context, w io.Writer, dir string, cfg anthropic.Options) error {
 	model, err := anthropic.New(cfg)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func TestMemoryToolThroughTheAdapter(t *testing.T) {
 	defer srv.Close()
 	dir := filepath.Join(t.TempDir(), "memory")
 	var out bytes.Buffer
-	require.NoError(t, Run(context.Background(), &out, dir, anthropic.Config{APIKey: "offline", BaseURL: srv.URL, MaxRetries: -1}))
+	require.NoError(t, Run(context.Background(), &out, dir, anthropic.Options{APIKey: "offline", BaseURL: srv.URL, MaxRetries: -1}))
 	s := out.String()
 	assert.Contains(t, s, "ok: File created successfully at: /memories/go_style.md")
 	assert.Contains(t, s, "ok: The memory file has been edited.")

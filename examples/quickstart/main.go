@@ -156,7 +156,7 @@ func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, au
 	if err != nil {
 		return err
 	}
-	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Config{Tokens: []teamserver.TokenGrant{grant}})
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, au
 	step("team sync server listening on %s (in this process)", srv.URL)
 	teammate := filepath.Join(tmp, "teammate", "memory", "team")
 	for _, dir := range []string{teammem.TeamMemPath(autoDir), teammate} {
-		c, err := teammem.NewClient(fsys, dir, teammem.ClientConfig{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, err := teammem.NewClient(fsys, dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		if err != nil {
 			return err
 		}

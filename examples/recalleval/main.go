@@ -300,13 +300,13 @@ func Evaluate(ctx context.Context, m Method, groups []Group) (Metrics, error) {
 func Methods(apiKey string) []Method {
 	ms := []Method{
 		&finderMethod{name: "agentmem"},
-		&finderMethod{name: "agentmem-newest200", cfg: recall.FinderConfig{Candidates: recall.Newest}},
+		&finderMethod{name: "agentmem-newest200", cfg: recall.FinderOptions{Candidates: recall.Newest}},
 		&finderMethod{name: "agentmem-bm25-top5", rankOnly: true},
-		&finderMethod{name: "agentmem+trigrams", cfg: recall.FinderConfig{Embedder: TrigramEmbedder{}}},
+		&finderMethod{name: "agentmem+trigrams", cfg: recall.FinderOptions{Embedder: TrigramEmbedder{}}},
 	}
 	if apiKey != "" {
-		if model, err := anthropic.New(anthropic.Config{APIKey: apiKey}); err == nil {
-			ms = append(ms, &finderMethod{name: "agentmem-model", cfg: recall.FinderConfig{Selector: recall.ModelSelector{Model: model}}})
+		if model, err := anthropic.New(anthropic.Options{APIKey: apiKey}); err == nil {
+			ms = append(ms, &finderMethod{name: "agentmem-model", cfg: recall.FinderOptions{Selector: recall.ModelSelector{Model: model}}})
 		}
 	}
 	return ms
@@ -314,7 +314,7 @@ func Methods(apiKey string) []Method {
 
 type finderMethod struct {
 	name     string
-	cfg      recall.FinderConfig
+	cfg      recall.FinderOptions
 	rankOnly bool
 	f        *recall.Finder
 	dir      string

@@ -121,7 +121,7 @@ func Run(ctx context.Context, w io.Writer, fsys afero.Fs, configHome, cwd string
 	if err != nil {
 		return err
 	}
-	d, err := dream.New(memDir, model, dream.Config{Transcripts: store, MinHours: 1e-9})
+	d, err := dream.New(memDir, model, dream.Options{Transcripts: store, MinHours: 1e-9})
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 	if err != nil {
 		return err
 	}
-	ex, err := extract.New(memDir, model, extract.Config{History: history, Observer: func(ev extract.Event) {
+	ex, err := extract.New(memDir, model, extract.Options{History: history, Observer: func(ev extract.Event) {
 		if ev.Kind == extract.EventFinished {
 			finished = ev
 		}

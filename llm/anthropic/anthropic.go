@@ -26,7 +26,7 @@ import (
 
 // Defaults.
 const (
-	// DefaultModel answers when Config names none for a purpose.
+	// DefaultModel answers when Options names none for a purpose.
 	DefaultModel = "claude-sonnet-4-5"
 	// DefaultMaxTokens bounds a reply when the request sets no limit.
 	DefaultMaxTokens = 4096
@@ -46,9 +46,9 @@ const (
 	StructuredJSONOutput
 )
 
-// Config configures a Model. The zero value of each optional field means
+// Options configures a Model. The zero value of each optional field means
 // its default.
-type Config struct {
+type Options struct {
 	// APIKey authenticates (a host reads it from ANTHROPIC_API_KEY).
 	APIKey string
 	// Model is used for every purpose not in Models (default DefaultModel).
@@ -79,16 +79,16 @@ type Config struct {
 // Model is an llm.Model backed by the Messages API.
 type Model struct {
 	client sdk.Client
-	cfg    Config
+	cfg    Options
 }
 
 var _ llm.Model = (*Model)(nil)
 
 // ErrNoAPIKey is returned by New when no key and no options are given.
-var ErrNoAPIKey = errors.New("anthropic: no API key given (set Config.APIKey, e.g. from ANTHROPIC_API_KEY)")
+var ErrNoAPIKey = errors.New("anthropic: no API key given (set Options.APIKey, e.g. from ANTHROPIC_API_KEY)")
 
 // New returns a Model. It makes no network call.
-func New(cfg Config) (*Model, error) {
+func New(cfg Options) (*Model, error) {
 	if cfg.APIKey == "" && len(cfg.Options) == 0 {
 		return nil, ErrNoAPIKey
 	}

@@ -64,9 +64,9 @@ func replay(t *testing.T, name string) (*httptest.Server, *int) {
 	return srv, &calls
 }
 
-func newModel(t *testing.T, srv *httptest.Server, mutate func(*anthropic.Config)) *anthropic.Model {
+func newModel(t *testing.T, srv *httptest.Server, mutate func(*anthropic.Options)) *anthropic.Model {
 	t.Helper()
-	cfg := anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1,
+	cfg := anthropic.Options{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1,
 		Models: map[llm.Purpose]string{llm.PurposeMemoryRelevance: "claude-haiku-4-5"}}
 	if mutate != nil {
 		mutate(&cfg)
@@ -140,7 +140,7 @@ func TestStructuredForcedTool(t *testing.T) {
 
 func TestStructuredJSONOutput(t *testing.T) {
 	srv, _ := replay(t, "structured_json")
-	resp, err := newModel(t, srv, func(c *anthropic.Config) { c.Structured = anthropic.StructuredJSONOutput; c.Models = nil }).
+	resp, err := newModel(t, srv, func(c *anthropic.Options) { c.Structured = anthropic.StructuredJSONOutput; c.Models = nil }).
 		Generate(context.Background(), llm.Request{
 			Purpose:      llm.PurposeMemoryRelevance,
 			Messages:     []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Query: hello")}}},
@@ -153,7 +153,7 @@ func TestStructuredJSONOutput(t *testing.T) {
 
 func TestMaxTokensStop(t *testing.T) {
 	srv, _ := replay(t, "max_tokens")
-	resp, err := newModel(t, srv, func(c *anthropic.Config) { c.MaxTokens = 16 }).Generate(context.Background(), llm.Request{
+	resp, err := newModel(t, srv, func(c *anthropic.Options) { c.MaxTokens = 16 }).Generate(context.Background(), llm.Request{
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("Describe the memory directory.")}}},
 	})
 	require.NoError(t, err)
@@ -180,9 +180,9 @@ func TestAPIErrors(t *testing.T) {
 }
 
 func TestRequestValidation(t *testing.T) {
-	_, err := anthropic.New(anthropic.Config{})
+	_, err := anthropic.New(anthropic.Options{})
 	assert.ErrorIs(t, err, anthropic.ErrNoAPIKey)
-	m, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: "http://127.0.0.1:1"})
+	m, err := anthropic.New(anthropic.Options{APIKey: "k", BaseURL: "http://127.0.0.1:1"})
 	require.NoError(t, err)
 	_, err = m.Generate(context.Background(), llm.Request{Messages: []llm.Message{{Role: "system", Content: []llm.Block{llm.TextBlock("x")}}}})
 	assert.ErrorContains(t, err, "unknown role")

@@ -35,7 +35,7 @@ func messagesStandIn(t *testing.T, replies []llm.Response) (llm.Model, func() []
 		_, _ = w.Write(messagesReply(replies[i], forced))
 	}))
 	t.Cleanup(srv.Close)
-	m, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1})
+	m, err := anthropic.New(anthropic.Options{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // A host routes the cheap relevance job to a small model and everything
 // else to the default one.
 func ExampleNew() {
-	model, err := anthropic.New(anthropic.Config{
+	model, err := anthropic.New(anthropic.Options{
 		APIKey: os.Getenv("ANTHROPIC_API_KEY"),
 		Models: map[llm.Purpose]string{llm.PurposeMemoryRelevance: "claude-haiku-4-5"},
 	})

@@ -63,7 +63,7 @@ func TestForkSharesTheParentsCachedPrefix(t *testing.T) {
 	stand := &cachingStandIn{cached: map[string]bool{}}
 	srv := httptest.NewServer(stand)
 	defer srv.Close()
-	model, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1, PromptCache: true})
+	model, err := anthropic.New(anthropic.Options{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1, PromptCache: true})
 	require.NoError(t, err)
 	ctx := context.Background()
 	schema := json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string"}},"required":["file_path"]}`)
@@ -81,7 +81,7 @@ func TestForkSharesTheParentsCachedPrefix(t *testing.T) {
 	dir, err := memdir.NewDir(afero.NewOsFs(), t.TempDir(), memdir.DirOptions{})
 	require.NoError(t, err)
 	var usage llm.Usage
-	ex, err := extract.New(dir, model, extract.Config{Observer: func(e extract.Event) {
+	ex, err := extract.New(dir, model, extract.Options{Observer: func(e extract.Event) {
 		if e.Kind == extract.EventFinished {
 			usage = e.Usage
 		}
@@ -133,7 +133,7 @@ func BenchmarkForkCacheReadShare(b *testing.B) {
 			stand := &cachingStandIn{cached: map[string]bool{}}
 			srv := httptest.NewServer(stand)
 			defer srv.Close()
-			model, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1, PromptCache: true})
+			model, err := anthropic.New(anthropic.Options{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1, PromptCache: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func BenchmarkForkCacheReadShare(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ex, err := extract.New(dir, model, extract.Config{Observer: func(e extract.Event) {
+				ex, err := extract.New(dir, model, extract.Options{Observer: func(e extract.Event) {
 					if e.Kind == extract.EventFinished {
 						read += e.Usage.CacheReadTokens
 						input += e.Usage.InputTokens

@@ -19,10 +19,10 @@ import (
 // shape (as server-sent chunks when the request asks to stream), and reads
 // every request back into an llm.Request.
 func chatStandIn(t *testing.T, replies []llm.Response) (llm.Model, func() []llm.Request) {
-	return chatStandInWith(t, replies, openai.Config{})
+	return chatStandInWith(t, replies, openai.Options{})
 }
 
-func chatStandInWith(t *testing.T, replies []llm.Response, cfg openai.Config) (llm.Model, func() []llm.Request) {
+func chatStandInWith(t *testing.T, replies []llm.Response, cfg openai.Options) (llm.Model, func() []llm.Request) {
 	var mu sync.Mutex
 	var seen []llm.Request
 	n := 0
@@ -193,13 +193,13 @@ func TestConformance(t *testing.T) {
 	llmtest.Conformance(t, llmtest.Provider{New: chatStandIn})
 }
 
-// TestConformanceStreaming runs the same suite with Config.Stream: the
+// TestConformanceStreaming runs the same suite with Options.Stream: the
 // replies come as server-sent chunks and must assemble to the same results.
 func TestConformanceStreaming(t *testing.T) {
 	var pieces []string
 	var mu sync.Mutex
 	llmtest.Conformance(t, llmtest.Provider{New: func(t *testing.T, replies []llm.Response) (llm.Model, func() []llm.Request) {
-		return chatStandInWith(t, replies, openai.Config{Stream: true, OnText: func(p string) { mu.Lock(); pieces = append(pieces, p); mu.Unlock() }})
+		return chatStandInWith(t, replies, openai.Options{Stream: true, OnText: func(p string) { mu.Lock(); pieces = append(pieces, p); mu.Unlock() }})
 	}})
 	mu.Lock()
 	defer mu.Unlock()
@@ -216,7 +216,7 @@ func TestStreamCut(t *testing.T) {
 		_, _ = w.Write([]byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Half a "},"finish_reason":null}]}` + "\n\n"))
 	}))
 	t.Cleanup(srv.Close)
-	m, err := openai.New(openai.Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1, Stream: true})
+	m, err := openai.New(openai.Options{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}

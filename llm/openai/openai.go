@@ -10,7 +10,7 @@
 // user turn); tool specs as function tools; OutputSchema as a JSON-schema
 // response format; MaxTokens as max_completion_tokens. Replies come back
 // as text, tool use, stop reason and usage. Errors from the API come back
-// as *llm.APIError with the HTTP status. With Config.Stream the reply comes
+// as *llm.APIError with the HTTP status. With Options.Stream the reply comes
 // as server-sent events and is assembled into the same result.
 //
 // # Concurrency
@@ -32,19 +32,19 @@ import (
 
 // Defaults.
 const (
-	// DefaultModel answers when Config names none for a purpose.
+	// DefaultModel answers when Options names none for a purpose.
 	DefaultModel = "gpt-5-mini"
 	// DefaultMaxTokens bounds a reply when the request sets no limit.
 	DefaultMaxTokens = 4096
 	// OutputSchemaName names the response format of a structured request.
 	OutputSchemaName = "output"
-	// DefaultEmbeddingModel is what Embed uses when Config names none.
+	// DefaultEmbeddingModel is what Embed uses when Options names none.
 	DefaultEmbeddingModel = "text-embedding-3-small"
 )
 
-// Config configures a Model. The zero value of each optional field means
+// Options configures a Model. The zero value of each optional field means
 // its default.
-type Config struct {
+type Options struct {
 	// APIKey authenticates (a host reads it from OPENAI_API_KEY).
 	APIKey string
 	// Model is used for every purpose not in Models (default DefaultModel).
@@ -83,16 +83,16 @@ type Config struct {
 // Model is an llm.Model backed by the Chat Completions API.
 type Model struct {
 	client sdk.Client
-	cfg    Config
+	cfg    Options
 }
 
 var _ llm.Model = (*Model)(nil)
 
 // ErrNoAPIKey is returned by New when no key and no options are given.
-var ErrNoAPIKey = errors.New("openai: no API key given (set Config.APIKey, e.g. from OPENAI_API_KEY)")
+var ErrNoAPIKey = errors.New("openai: no API key given (set Options.APIKey, e.g. from OPENAI_API_KEY)")
 
 // New returns a Model. It makes no network call.
-func New(cfg Config) (*Model, error) {
+func New(cfg Options) (*Model, error) {
 	if cfg.APIKey == "" && len(cfg.Options) == 0 {
 		return nil, ErrNoAPIKey
 	}
@@ -142,7 +142,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 
 // Embed returns one embedding per text, in order, from the Embeddings
 // API: a Model is a recall.Embedder, for hybrid recall
-// (recall.FinderConfig.Embedder, agentmem.Options.Embedder).
+// (recall.FinderOptions.Embedder, agentmem.Options.Embedder).
 func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil

@@ -42,7 +42,7 @@ func standInAt(t *testing.T, path string, status int, reply string) (*httptest.S
 
 func newModel(t *testing.T, srv *httptest.Server) *openai.Model {
 	t.Helper()
-	m, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1,
+	m, err := openai.New(openai.Options{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1,
 		Models: map[llm.Purpose]string{llm.PurposeMemoryRelevance: "gpt-5-nano"}})
 	require.NoError(t, err)
 	return m
@@ -151,7 +151,7 @@ func TestAPIErrors(t *testing.T) {
 }
 
 func TestRequestValidation(t *testing.T) {
-	_, err := openai.New(openai.Config{})
+	_, err := openai.New(openai.Options{})
 	assert.ErrorIs(t, err, openai.ErrNoAPIKey)
 	srv, got := standIn(t, 200, textReply)
 	m := newModel(t, srv)
@@ -208,7 +208,7 @@ func TestAgentLoop(t *testing.T) {
 func TestEmbed(t *testing.T) {
 	srv, got := standInAt(t, "/embeddings", 200, `{"object":"list","model":"text-embedding-3-small","data":[`+
 		`{"object":"embedding","index":1,"embedding":[0,1]},{"object":"embedding","index":0,"embedding":[1,0.5]}],"usage":{"prompt_tokens":4,"total_tokens":4}}`)
-	m, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1, EmbeddingDimensions: 2})
+	m, err := openai.New(openai.Options{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1, EmbeddingDimensions: 2})
 	require.NoError(t, err)
 	var e recall.Embedder = m
 	vecs, err := e.Embed(context.Background(), []string{"deploy window", "pager"})
@@ -220,13 +220,13 @@ func TestEmbed(t *testing.T) {
 	assert.Equal(t, float64(2), (*got)[0]["dimensions"])
 
 	short, _ := standInAt(t, "/embeddings", 200, `{"object":"list","model":"m","data":[{"object":"embedding","index":0,"embedding":[1]}],"usage":{}}`)
-	m2, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: short.URL, MaxRetries: -1})
+	m2, err := openai.New(openai.Options{APIKey: "test-key", BaseURL: short.URL, MaxRetries: -1})
 	require.NoError(t, err)
 	_, err = m2.Embed(context.Background(), []string{"a", "b"})
 	assert.ErrorContains(t, err, "no vector for text 1")
 
 	down, _ := standInAt(t, "/embeddings", 429, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
-	m3, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: down.URL, MaxRetries: -1})
+	m3, err := openai.New(openai.Options{APIKey: "test-key", BaseURL: down.URL, MaxRetries: -1})
 	require.NoError(t, err)
 	_, err = m3.Embed(context.Background(), []string{"a"})
 	var apiErr *llm.APIError

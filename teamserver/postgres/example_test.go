@@ -17,7 +17,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	h, err := teamserver.NewHandler(store, teamserver.Config{})
+	h, err := teamserver.NewHandler(store, teamserver.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

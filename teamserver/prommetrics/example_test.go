@@ -14,7 +14,7 @@ import (
 func ExampleNew() {
 	store := teamserver.NewMemoryStore()
 	m := prommetrics.New(store)
-	_, _ = teamserver.NewHandler(store, teamserver.Config{Metrics: m})
+	_, _ = teamserver.NewHandler(store, teamserver.Options{Metrics: m})
 	page := httptest.NewServer(m.Handler())
 	defer page.Close()
 	resp, err := page.Client().Get(page.URL)

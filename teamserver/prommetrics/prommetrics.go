@@ -5,7 +5,7 @@
 // Prometheus client.
 //
 //	m := prommetrics.New(store)
-//	h, _ := teamserver.NewHandler(store, teamserver.Config{Metrics: m, ...})
+//	h, _ := teamserver.NewHandler(store, teamserver.Options{Metrics: m, ...})
 //	go http.ListenAndServe("127.0.0.1:9090", m.Handler())
 package prommetrics
 

@@ -31,7 +31,7 @@ func BenchmarkMemoryStoreReads(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := teamserver.NewHandler(s, teamserver.Config{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
+	h, err := teamserver.NewHandler(s, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
