@@ -98,7 +98,8 @@ type Options struct {
 	AutoMemoryDirectory map[memdir.SettingSource]string
 	// AutoMemoryEnabled is the host's merged autoMemoryEnabled setting.
 	AutoMemoryEnabled *bool
-	// SessionID names this session (default a new UUID).
+	// SessionID names this session: a UUID, as Claude Code names sessions
+	// (transcript.IsSessionID; default a new one).
 	SessionID string
 	// Resume continues SessionID's recorded session instead of starting
 	// one: Resumed returns its conversation (as Claude Code rebuilds it),
@@ -314,6 +315,9 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	}
 	if m.opts.SessionID == "" {
 		m.opts.SessionID = transcript.NewUUID()
+	}
+	if !transcript.IsSessionID(m.opts.SessionID) {
+		return nil, fmt.Errorf("agentmem: Options.SessionID %q: %w", m.opts.SessionID, transcript.ErrInvalidSessionID)
 	}
 	needHome := opts.Disable&SessionSummary == 0 || opts.History || (opts.Disable&Transcripts == 0 && opts.TranscriptStore == nil)
 	if needHome && opts.ConfigHome == "" {

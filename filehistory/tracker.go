@@ -30,9 +30,11 @@ const EntryType = "file-history-snapshot"
 
 // Errors.
 var (
-	// ErrInvalidSessionID: a session id names the backup directory, so it
-	// must be one path element of letters, digits, '.', '_' or '-'.
-	ErrInvalidSessionID = errors.New("filehistory: invalid session id (use letters, digits, '.', '_' or '-')")
+	// ErrInvalidHistoryName: a history is named by its session ID (or, for
+	// a background job's history, by the job: "extract-runs"), and the
+	// name is its backup directory, so it must be one path element of
+	// letters, digits, '.', '_' or '-'.
+	ErrInvalidHistoryName = errors.New("filehistory: invalid history name (a session ID, or a job's name of letters, digits, '.', '_' and '-')")
 	// ErrRelativePath: tracked paths must be absolute, so that a backup
 	// names one file whatever the working directory.
 	ErrRelativePath = errors.New("filehistory: path is not absolute")
@@ -138,7 +140,7 @@ func (t *Tracker) keepStamp(path string, info fs.FileInfo) {
 	}
 }
 
-var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+var historyNameRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
 // BackupDir returns where a session's backups live.
 func BackupDir(configHome, sessionID string) string {
@@ -160,8 +162,8 @@ func NewTracker(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tra
 	if configHome == "" || !filepath.IsAbs(configHome) {
 		return nil, fmt.Errorf("filehistory: config home must be an absolute directory: %w", ErrRelativePath)
 	}
-	if !sessionIDRe.MatchString(sessionID) || sessionID == "." || sessionID == ".." {
-		return nil, ErrInvalidSessionID
+	if !historyNameRe.MatchString(sessionID) || sessionID == "." || sessionID == ".." {
+		return nil, ErrInvalidHistoryName
 	}
 	if opts.MaxSnapshots <= 0 {
 		opts.MaxSnapshots = MaxSnapshots

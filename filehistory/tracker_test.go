@@ -272,7 +272,7 @@ func TestSnapshotCapAndErrors(t *testing.T) {
 	ctx := context.Background()
 	d := newDisk(t)
 	_, err := filehistory.NewTracker(d.fs, d.home, "../escape", filehistory.Options{})
-	assert.ErrorIs(t, err, filehistory.ErrInvalidSessionID)
+	assert.ErrorIs(t, err, filehistory.ErrInvalidHistoryName)
 	_, err = filehistory.NewTracker(d.fs, "relative", session, filehistory.Options{})
 	assert.ErrorIs(t, err, filehistory.ErrRelativePath)
 

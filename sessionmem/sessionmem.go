@@ -17,6 +17,7 @@ import (
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem/agentmem/transcript"
 	"github.com/spf13/afero"
 )
 
@@ -139,10 +140,6 @@ type Tracker struct {
 // ErrMissingConfig is returned by New without a required field.
 var ErrMissingConfig = errors.New("sessionmem: New needs a filesystem, a model, and Options.ConfigHome, Cwd and SessionID")
 
-// ErrInvalidSessionID is returned for a session ID that cannot name a
-// directory.
-var ErrInvalidSessionID = errors.New("sessionmem: invalid session ID (use letters, digits, '-' and '_')")
-
 // New returns a Tracker that keeps its summary on fsys and updates it with
 // model. It creates nothing until the first update.
 func New(fsys afero.Fs, model llm.Model, cfg Options) (*Tracker, error) {
@@ -150,10 +147,8 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Tracker, error) {
 		return nil, ErrMissingConfig
 	}
 	cfg.fs, cfg.model = fsys, model
-	for _, r := range cfg.SessionID {
-		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return nil, ErrInvalidSessionID
-		}
+	if !transcript.IsSessionID(cfg.SessionID) {
+		return nil, fmt.Errorf("sessionmem: %w", transcript.ErrInvalidSessionID)
 	}
 	def := func(v *int, d int) {
 		if *v <= 0 {

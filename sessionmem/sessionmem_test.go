@@ -12,6 +12,7 @@ import (
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem/agentmem/transcript"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -229,7 +230,7 @@ func TestNewValidates(t *testing.T) {
 	_, err := New(nil, llmtest.New(), Options{ConfigHome: "/c", Cwd: "/w", SessionID: "s"})
 	assert.ErrorIs(t, err, ErrMissingConfig)
 	_, err = New(afero.NewMemMapFs(), llmtest.New(), Options{ConfigHome: "/c", Cwd: "/w", SessionID: "../x"})
-	assert.ErrorIs(t, err, ErrInvalidSessionID)
+	assert.ErrorIs(t, err, transcript.ErrInvalidSessionID)
 }
 
 // TestHistoryUndoesAnUpdate: with Options.History an update can be

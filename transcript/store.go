@@ -44,7 +44,10 @@ var (
 
 var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// IsSessionID reports whether id is a UUID, the only names listing accepts.
+// IsSessionID reports whether id is a session ID: a UUID, as Claude Code
+// names its sessions. It is the one rule for session IDs (transcripts,
+// session summaries, the front door's Options.SessionID); listing takes
+// only files so named.
 func IsSessionID(id string) bool { return uuidRe.MatchString(id) }
 
 // Options configures a JSONLStore.
