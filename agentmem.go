@@ -239,7 +239,7 @@ type Memory struct {
 	recall    *recall.Session
 	store     transcript.Store
 	recorder  *transcript.Recorder
-	summary   *sessionmem.Tracker
+	summary   *sessionmem.Summarizer
 	extractor *extract.Extractor
 	dreamer   *dream.Dreamer
 	watcher   *teammem.Watcher
@@ -968,8 +968,8 @@ func (m *Memory) Close() error {
 // Extractor returns the extraction layer New built (nil when off).
 func (m *Memory) Extractor() *extract.Extractor { return m.extractor }
 
-// SummaryTracker returns the session summary layer (nil when off).
-func (m *Memory) SummaryTracker() *sessionmem.Tracker { return m.summary }
+// Summarizer returns the session summary layer (nil when off).
+func (m *Memory) Summarizer() *sessionmem.Summarizer { return m.summary }
 
 // Dreamer returns the consolidation layer (nil when off).
 func (m *Memory) Dreamer() *dream.Dreamer { return m.dreamer }

@@ -8,8 +8,7 @@ import (
 
 // ToolError is a refusal or a failure worded for a model: the text of a
 // tool result marked as an error. The memory tools, the memory tool
-// handler and the MCP server return it (memtools.ToolError and
-// memorytool.Error are this type), and word every refusal of the write
+// handler and the MCP server return it, and word every refusal of the write
 // gate one way, with Refusal.
 type ToolError struct{ Msg string }
 

@@ -5,7 +5,7 @@
 // index stays in step with the files.
 //
 // Results and refusals are text for the model, worded as the official
-// helpers word them: Call returns the result, or an *Error whose message is
+// helpers word them: Call returns the result, or a *memdir.ToolError whose message is
 // sent back as an error tool result.
 //
 // # Security
@@ -61,12 +61,12 @@ const maxFileBytes = 1 << 20
 // lineWidth is the width of the line numbers in a view.
 const lineWidth = 6
 
-// Error is a refusal or failure meant for the model: send its message as
-// the tool result with is_error set. It is memdir.ToolError, the one type
-// (and wording of refusals) the memory tools and the MCP server share.
-type Error = memdir.ToolError
-
-func toolErr(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
+// toolErr is a refusal or failure meant for the model (a
+// *memdir.ToolError: send its message as the tool result with is_error
+// set), the one type and wording the memory tools and the MCP server share.
+func toolErr(format string, args ...any) error {
+	return &memdir.ToolError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // Options configures a Handler. The zero value means the defaults.
 type Options struct {
@@ -123,7 +123,7 @@ type command struct {
 }
 
 // Call runs one command given as the tool call's JSON input and returns
-// the result text, or an *Error for the model. Any other error is not the
+// the result text, or an *memdir.ToolError for the model. Any other error is not the
 // model's to see (the context ended).
 func (h *Handler) Call(ctx context.Context, input json.RawMessage) (string, error) {
 	if err := ctx.Err(); err != nil {
@@ -443,7 +443,7 @@ func (h *Handler) edit(ctx context.Context, t target, change func(old string) (s
 		written = out
 		return []byte(out), nil
 	}, 0o644)
-	var te *Error
+	var te *memdir.ToolError
 	if errors.As(err, &te) {
 		return "", te
 	}

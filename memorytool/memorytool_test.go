@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,7 +178,7 @@ func TestHostilePaths(t *testing.T) {
 	for _, p := range hostile {
 		for i, shape := range shapes {
 			out, err := do(t, h, shape(p))
-			var te *Error
+			var te *memdir.ToolError
 			require.True(t, errors.As(err, &te), "%q shape %d: want a refusal, got %q, %v", p, i, out, err)
 			if !strings.Contains(p, base) { // echoing the model's own input is no leak
 				assert.NotContains(t, te.Msg, base, "no host path: %q shape %d", p, i)
@@ -197,7 +198,7 @@ func TestMalformedInput(t *testing.T) {
 	for _, in := range []string{`not json`, `[]`, `{"command":7}`, `{"command":"explode","path":"/memories"}`, `{}`,
 		`{"command":"create","path":"/memories/x.md"}`, `{"command":"insert","path":"/memories/x.md","insert_line":"one","insert_text":"a"}`} {
 		_, err := h.Call(context.Background(), json.RawMessage(in))
-		var te *Error
+		var te *memdir.ToolError
 		assert.True(t, errors.As(err, &te), "%s: %v", in, err)
 	}
 }

@@ -29,7 +29,7 @@
 //
 // # Errors
 //
-// Tool failures come back as *ToolError, whose text is meant for the
+// Tool failures come back as *memdir.ToolError, whose text is meant for the
 // model: it names only paths inside the memory directories (a path outside
 // is never echoed), never file contents of other files, and says what to
 // do next (read on with an offset, add context to make an edit unique,

@@ -194,13 +194,13 @@ func (t *Toolset) recordWrite(p string, content []byte) {
 	t.written = append(t.written, p)
 }
 
-// ToolError is an error a tool reports to the model (memdir.ToolError:
-// one type, and one wording of every refusal, for the memory tools, the
-// memory tool handler and the MCP server). Its text names no host path
-// but the ones the model gave.
-type ToolError = memdir.ToolError
-
-func toolErr(format string, args ...any) error { return &ToolError{Msg: fmt.Sprintf(format, args...)} }
+// toolErr is an error a tool reports to the model: a *memdir.ToolError,
+// the one type (and one wording of every refusal) of the memory tools, the
+// memory tool handler and the MCP server. Its text names no host path but
+// the ones the model gave.
+func toolErr(format string, args ...any) error {
+	return &memdir.ToolError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // resolve checks that p is an absolute path inside one of the roots, with
 // no symbolic link leading out (the memory WriteGate's check), and returns

@@ -101,7 +101,7 @@ func TestHostilePaths(t *testing.T) {
 					_, err := run(t, e.ts, tool, m{"file_path": p, "content": "x", "old_string": "a", "new_string": "b"})
 					require.Error(t, err, "%s %s", tool, p)
 					assert.NotContains(t, err.Error(), e.outside, "errors never show paths outside the memory dirs")
-					var te *ToolError
+					var te *memdir.ToolError
 					assert.ErrorAs(t, err, &te)
 				}
 				for _, tool := range []string{memdir.ToolGrep, memdir.ToolGlob, memdir.ToolList} {

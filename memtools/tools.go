@@ -181,7 +181,7 @@ func (t *Toolset) fsError(clean string, err error) error {
 	if refused := t.refusal(err); refused != nil {
 		return refused
 	}
-	var te *ToolError
+	var te *memdir.ToolError
 	if errors.As(err, &te) {
 		return te
 	}

@@ -3,7 +3,7 @@
 // conversation has grown enough, so a host can compact its context with
 // it and a resumed session knows where it was.
 //
-// The host creates a Tracker per session and calls Observe after each
+// The host creates a Summarizer per session and calls Observe after each
 // main-thread model response with the context size and the messages. The
 // rules, by the name to look for:
 //
@@ -36,7 +36,7 @@
 //
 // # Concurrency
 //
-// A Tracker is safe for concurrent use. Each update runs in its own
+// A Summarizer is safe for concurrent use. Each update runs in its own
 // goroutine; Close cancels it and waits. Observers run under the
-// Tracker's lock and must not block or call it.
+// Summarizer's lock and must not block or call it.
 package sessionmem

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/afero"
 )
 
-func ExampleTracker() {
+func ExampleSummarizer() {
 	fsys := afero.NewMemMapFs()
 	const session = "7f3e2a10-5c4b-4d8e-9a61-0b2c3d4e5f60" // a UUID, as Claude Code names sessions
 	path := sessionmem.SummaryPath("/home/u/.claude", "/work/shop", session)

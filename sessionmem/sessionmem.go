@@ -76,7 +76,7 @@ type Event struct {
 	Checkpoint string
 }
 
-// Options configures a Tracker. Fs, ConfigHome, Cwd, SessionID and Model
+// Options configures a Summarizer. Fs, ConfigHome, Cwd, SessionID and Model
 // are required; every numeric option counts only when positive.
 type Options struct {
 	fs    afero.Fs
@@ -121,9 +121,9 @@ type Observation struct {
 	SubAgent bool
 }
 
-// Tracker keeps one session's summary file up to date. Safe for
+// Summarizer keeps one session's summary file up to date. Safe for
 // concurrent use; Close stops it and waits.
-type Tracker struct {
+type Summarizer struct {
 	cfg  Options
 	path string
 	log  *slog.Logger
@@ -140,9 +140,9 @@ type Tracker struct {
 // ErrMissingConfig is returned by New without a required field.
 var ErrMissingConfig = errors.New("sessionmem: New needs a filesystem, a model, and Options.ConfigHome, Cwd and SessionID")
 
-// New returns a Tracker that keeps its summary on fsys and updates it with
+// New returns a Summarizer that keeps its summary on fsys and updates it with
 // model. It creates nothing until the first update.
-func New(fsys afero.Fs, model llm.Model, cfg Options) (*Tracker, error) {
+func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 	if fsys == nil || model == nil || cfg.ConfigHome == "" || cfg.Cwd == "" || cfg.SessionID == "" {
 		return nil, ErrMissingConfig
 	}
@@ -183,7 +183,7 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Tracker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Tracker{cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
+	return &Summarizer{cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
 }
 
 // SummaryPath returns
@@ -193,20 +193,20 @@ func SummaryPath(configHome, cwd, sessionID string) string {
 }
 
 // Path returns the summary file's path.
-func (t *Tracker) Path() string { return t.path }
+func (t *Summarizer) Path() string { return t.path }
 
 // ShouldUpdate applies the thresholds to an observation without changing
 // anything: the first update once the context reaches InitTokens; later
 // ones when it grew by MinGrowthTokens since the last update and either
 // MinToolCalls tool calls were made since then or the last assistant turn
 // made none.
-func (t *Tracker) ShouldUpdate(obs Observation) bool {
+func (t *Summarizer) ShouldUpdate(obs Observation) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.shouldLocked(obs)
 }
 
-func (t *Tracker) shouldLocked(obs Observation) bool {
+func (t *Summarizer) shouldLocked(obs Observation) bool {
 	if obs.SubAgent {
 		return false
 	}
@@ -224,7 +224,7 @@ func (t *Tracker) shouldLocked(obs Observation) bool {
 // the last message and starts an update in the background, with ctx's
 // values but not its cancellation (the update ends with Close); it reports
 // whether it did. After Close it starts nothing.
-func (t *Tracker) Observe(ctx context.Context, obs Observation) bool {
+func (t *Summarizer) Observe(ctx context.Context, obs Observation) bool {
 	t.mu.Lock()
 	closed, should := t.closed, !t.closed && t.shouldLocked(obs)
 	if closed {
@@ -262,7 +262,7 @@ func (t *Tracker) Observe(ctx context.Context, obs Observation) bool {
 	return false
 }
 
-func (t *Tracker) update(ctx context.Context, fresh []llm.Message, tokens int) {
+func (t *Summarizer) update(ctx context.Context, fresh []llm.Message, tokens int) {
 	t.emit(ctx, Event{Kind: EventStarted, ContextTokens: tokens})
 	res, checkpoint, err := t.run(ctx, fresh)
 	if err != nil {
@@ -274,7 +274,7 @@ func (t *Tracker) update(ctx context.Context, fresh []llm.Message, tokens int) {
 
 // run performs one update: make sure the file exists, then let the model
 // edit it.
-func (t *Tracker) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, checkpoint string, _ error) {
+func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, checkpoint string, _ error) {
 	if t.cfg.History != nil {
 		checkpoint = filehistory.CheckpointID("session-summary", t.cfg.Now())
 		if err := t.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
@@ -322,7 +322,7 @@ func (t *Tracker) run(ctx context.Context, fresh []llm.Message) (_ llm.Result, c
 
 // ensureFile creates the summary from the template: the directory with
 // mode 0700, the file exclusively with mode 0600.
-func (t *Tracker) ensureFile() error {
+func (t *Summarizer) ensureFile() error {
 	if err := t.cfg.fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return fmt.Errorf("sessionmem: create the summary directory: %w", err)
 	}
@@ -344,7 +344,7 @@ func (t *Tracker) ensureFile() error {
 // WaitTimeout; it does not wait for one that started more than StaleAfter
 // ago (it is presumed stuck). It reports whether no update is running when
 // it returns.
-func (t *Tracker) WaitForUpdate(ctx context.Context) bool {
+func (t *Summarizer) WaitForUpdate(ctx context.Context) bool {
 	deadline := t.cfg.Now().Add(t.cfg.WaitTimeout)
 	for {
 		running := t.jobs.Running()
@@ -365,7 +365,7 @@ func (t *Tracker) WaitForUpdate(ctx context.Context) bool {
 }
 
 // Summary returns the summary's content ("" when it does not exist yet).
-func (t *Tracker) Summary() (string, error) {
+func (t *Summarizer) Summary() (string, error) {
 	data, err := afero.ReadFile(t.cfg.fs, t.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -375,7 +375,7 @@ func (t *Tracker) Summary() (string, error) {
 
 // IsEmpty reports whether the summary holds nothing beyond the template
 // (or does not exist).
-func (t *Tracker) IsEmpty() (bool, error) {
+func (t *Summarizer) IsEmpty() (bool, error) {
 	s, err := t.Summary()
 	if err != nil {
 		return false, err
@@ -385,7 +385,7 @@ func (t *Tracker) IsEmpty() (bool, error) {
 
 // Close cancels a running update and waits for it. A second Close is a
 // no-op.
-func (t *Tracker) Close() error {
+func (t *Summarizer) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
@@ -393,15 +393,15 @@ func (t *Tracker) Close() error {
 	return nil
 }
 
-func (t *Tracker) emit(ctx context.Context, ev Event) {
+func (t *Summarizer) emit(ctx context.Context, ev Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.emitLocked(ctx, ev)
 }
 
 // emitLocked reports an event; the caller holds t.mu, so events keep their
-// order. Observers must not block or call the Tracker.
-func (t *Tracker) emitLocked(ctx context.Context, ev Event) {
+// order. Observers must not block or call the Summarizer.
+func (t *Summarizer) emitLocked(ctx context.Context, ev Event) {
 	attrs := []any{"event", "sessionmem_" + string(ev.Kind), "context_tokens", ev.ContextTokens}
 	if ev.Err != nil {
 		attrs = append(attrs, "error", ev.Err)

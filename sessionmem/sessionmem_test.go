@@ -31,7 +31,7 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-func newTracker(t *testing.T, model llm.Model, mutate func(*Options)) (*Tracker, afero.Fs, *[]Event) {
+func newTracker(t *testing.T, model llm.Model, mutate func(*Options)) (*Summarizer, afero.Fs, *[]Event) {
 	t.Helper()
 	fsys := afero.NewMemMapFs()
 	var mu sync.Mutex
