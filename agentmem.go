@@ -221,7 +221,7 @@ type Turn struct {
 	SubAgent bool
 	// Prefix is the main agent's system prompt and tools as it sent them:
 	// extraction then sends the same prefix, so it reads the main agent's
-	// prompt cache (with llm/anthropic's Config.PromptCache).
+	// prompt cache (with llm/anthropic's Options.PromptCache).
 	Prefix *llm.Prefix
 }
 
