@@ -68,14 +68,7 @@ func TestConversationalQuality(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, old.RecallAt5, 0.2, "the newest-200 rule cannot reach old memories in a large directory")
 
-	peer, err := NewMinisearch()
-	if err != nil {
-		if os.Getenv("AGENTMEM_REQUIRE_PEER") != "" {
-			t.Fatalf("the peer must run here: %v", err)
-		}
-		t.Skipf("minisearch cannot run on this machine (%v); .ci/run installs node and requires it", err)
-	}
-	defer peer.Close()
+	peer := minisearchPeer(t)
 	for name, groups := range map[string][]Group{"per-directory": per, "merged": merged} {
 		m, err := Evaluate(ctx, peer, groups)
 		require.NoError(t, err)
@@ -171,14 +164,7 @@ func TestUpdatesQuality(t *testing.T) {
 		assert.GreaterOrEqual(t, m.RecallAt5, floor[name], name)
 		assert.Less(t, m.Empty, 0.05, name)
 	}
-	peer, err := NewMinisearch()
-	if err != nil {
-		if os.Getenv("AGENTMEM_REQUIRE_PEER") != "" {
-			t.Fatalf("the peer must run here: %v", err)
-		}
-		t.Skipf("minisearch cannot run on this machine (%v); .ci/run installs node and requires it", err)
-	}
-	defer peer.Close()
+	peer := minisearchPeer(t)
 	for name, groups := range runs {
 		m, err := Evaluate(ctx, peer, groups)
 		require.NoError(t, err)
@@ -218,4 +204,19 @@ func TestUpdatesetShape(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, len(a.Memories), 500)
 	assert.GreaterOrEqual(t, len(a.Queries), 300)
+}
+
+// minisearchPeer starts the peer, or skips where node is missing, unless
+// AGENTMEM_REQUIRE_PEER (set by .ci/run) makes a missing peer a failure.
+func minisearchPeer(t *testing.T) *Minisearch {
+	t.Helper()
+	peer, err := NewMinisearch()
+	if err != nil {
+		if os.Getenv("AGENTMEM_REQUIRE_PEER") != "" {
+			t.Fatalf("the peer must run here: %v", err)
+		}
+		t.Skipf("minisearch cannot run on this machine (%v); .ci/run installs node and requires it", err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return peer
 }
