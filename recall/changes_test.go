@@ -142,3 +142,30 @@ func TestFinderOnMemMapFsWalksEveryTime(t *testing.T) {
 	require.NoError(t, afero.WriteFile(fsys, "/mem/deploy.md", []byte(memoryText("deploy.md", "releases ship thursday")), 0o644))
 	assert.Equal(t, []string{"deploy.md"}, names(f, "releases ship thursday"))
 }
+
+// TestFinderSeesADirectoryReplaced: the memory directory removed and made
+// again (a restore, a sync that swaps folders) is read anew, even when
+// its mtime is set back to the old one.
+func TestFinderSeesADirectoryReplaced(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+	require.NoError(t, os.RemoveAll(dir))
+	assert.Empty(t, names(f, "when do deploys happen"), "gone")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kafka.md"), []byte(memoryText("kafka", "kafka consumer lag alerts")), 0o644))
+	backdate(t, dir)
+	assert.Equal(t, []string{"kafka.md"}, names(f, "kafka consumer lag"), "the new directory is read")
+
+	// Replaced between two Finds, the new one's mtime set to the old one's.
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vault.md"), []byte(memoryText("vault", "vault secret storage")), 0o644))
+	backdate(t, dir)
+	assert.Eventually(t, func() bool {
+		got := names(f, "vault secret storage")
+		return len(got) == 1 && got[0] == "vault.md"
+	}, 5*time.Second, 10*time.Millisecond)
+}
