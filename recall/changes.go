@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -46,7 +47,10 @@ type changeDetector struct {
 	watch   bool              // start a watcher at the first walk
 	watcher *fsnotify.Watcher // nil: no change notices
 	closed  bool
-	dirty   bool // a change notice arrived since the last walk began
+	// dirty reports a change notice since the last walk began. It is
+	// apart from the detector so the watcher's goroutine does not keep the
+	// Finder reachable (see NewFinder's cleanup).
+	dirty *atomic.Bool
 }
 
 // dirMark is a folder as the last walk saw it.
@@ -58,7 +62,7 @@ type dirMark struct {
 }
 
 func newChangeDetector(fsys afero.Fs, root string, fullEvery time.Duration, watch bool, now func() time.Time) *changeDetector {
-	d := &changeDetector{root: root, fullEvery: fullEvery, now: now, watch: watch}
+	d := &changeDetector{root: root, fullEvery: fullEvery, now: now, watch: watch, dirty: new(atomic.Bool)}
 	if _, ok := fsys.(*afero.OsFs); ok {
 		d.disk = true
 	}
@@ -77,12 +81,13 @@ func (d *changeDetector) startWatching() {
 	d.watch = false // one try
 	if w, err := fsnotify.NewWatcher(); err == nil {
 		d.watcher = w
-		d.loop.Go(func() { d.listen(w) })
+		dirty := d.dirty
+		d.loop.Go(func() { listen(w, dirty) })
 	}
 }
 
 // listen marks the directory dirty on every notice that can matter.
-func (d *changeDetector) listen(w *fsnotify.Watcher) {
+func listen(w *fsnotify.Watcher, dirty *atomic.Bool) {
 	for {
 		select {
 		case ev, ok := <-w.Events:
@@ -90,18 +95,14 @@ func (d *changeDetector) listen(w *fsnotify.Watcher) {
 				return
 			}
 			if matters(ev) {
-				d.mu.Lock()
-				d.dirty = true
-				d.mu.Unlock()
+				dirty.Store(true)
 			}
 		case _, ok := <-w.Errors:
 			if !ok {
 				return
 			}
 			// An overflowed queue dropped notices: walk next time.
-			d.mu.Lock()
-			d.dirty = true
-			d.mu.Unlock()
+			dirty.Store(true)
 		}
 	}
 }
@@ -123,10 +124,7 @@ func (d *changeDetector) unchanged() bool {
 	if !d.disk || d.dirs == nil || d.now().Sub(d.lastWalk) >= d.fullEvery {
 		return false
 	}
-	d.mu.Lock()
-	dirty := d.dirty
-	d.mu.Unlock()
-	if dirty {
+	if d.dirty.Load() {
 		return false
 	}
 	for dir, mark := range d.dirs {
@@ -144,9 +142,7 @@ func (d *changeDetector) unchanged() bool {
 // walking is called as a full walk begins: notices from here on count
 // against the new walk.
 func (d *changeDetector) walking() time.Time {
-	d.mu.Lock()
-	d.dirty = false
-	d.mu.Unlock()
+	d.dirty.Store(false)
 	return d.now()
 }
 

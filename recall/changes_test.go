@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -168,4 +169,28 @@ func TestFinderSeesADirectoryReplaced(t *testing.T) {
 		got := names(f, "vault secret storage")
 		return len(got) == 1 && got[0] == "vault.md"
 	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestAnUnclosedFinderReleasesItsWatcher: a Finder dropped without Close
+// stops its watcher once it is collected.
+func TestAnUnclosedFinderReleasesItsWatcher(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	var d *changeDetector // held past the Finder, which it does not reach
+	func() {
+		f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen")) // starts the watcher
+		d = f.corpus.changes
+	}()
+	released := func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.closed && d.watcher == nil
+	}
+	require.False(t, released(), "the watcher runs while the Finder is in use")
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return released()
+	}, 5*time.Second, 20*time.Millisecond, "the watcher is closed once the Finder is collected")
+	d.loop.Wait() // and its goroutine has ended
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -137,6 +138,8 @@ func NewFinder(fsys afero.Fs, dir string, cfg FinderOptions) (*Finder, error) {
 		c.embedder, c.vectors, c.pending = cfg.Embedder, map[[32]byte]vector{}, map[[32]byte]string{}
 	}
 	f := &Finder{cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	// A Finder nobody closed releases its watcher when it is collected.
+	runtime.AddCleanup(f, func(c *changeDetector) { c.close() }, changes)
 	if ls, ok := cfg.Selector.(*LexicalSelector); ok {
 		f.lexical = ls.opts
 	}
@@ -299,7 +302,8 @@ func (f *Finder) Rank(ctx context.Context, query string, k int) ([]lexical.Hit, 
 
 // Close stops watching the directory for changes. Find still works after
 // it, walking the directory's folders as it would without change notices.
-// A second Close does nothing.
+// A second Close does nothing. A Finder that becomes unreachable without a
+// Close releases its watcher when the garbage collector frees it.
 func (f *Finder) Close() error {
 	f.closeOnce.Do(f.corpus.changes.close)
 	return nil
