@@ -24,8 +24,9 @@
 // best match holds one word of the message, weakly, and that word is not
 // a subject of the directory (LexicalOptions, calibrated on the messages
 // of testdata/recall/shop.json that need no memory), unless that word is a
-// name (capitalized inside a sentence) one memory alone holds; otherwise
-// it returns up to five, dropping those under a fifth of the best score.
+// name (capitalized inside a sentence) that at most three memories hold;
+// otherwise it returns up to five, dropping those under a fifth of the
+// best score.
 // Among close scores newer memories rank first (up to 10% more score for
 // the newest), a newer memory on the same subject (lexical.SameSubject)
 // goes before the one it replaced, and a chosen memory's [[name]] links
@@ -44,7 +45,7 @@
 // Measured with examples/recalleval, with minisearch in the same run
 // (README, "How well recall works"): recall@5 is 0.64 per conversation
 // and 0.64 merged on the conversational set (minisearch 0.57 and 0.56),
-// 0.65 per user and 0.59 merged on the knowledge-update set (minisearch
+// 0.65 per user and 0.60 merged on the knowledge-update set (minisearch
 // 0.63 and 0.62), and 0.37 on that set's questions for a current value
 // (minisearch 0.40).
 //

@@ -7,6 +7,10 @@ import (
 	"github.com/agentmem/agentmem/lexical"
 )
 
+// maxNameHolders is how many memories may hold a name the message gives
+// for the best match on it alone to be an answer.
+const maxNameHolders = 3
+
 // DefaultMinSimilarity is FinderOptions.MinSimilarity's default.
 const DefaultMinSimilarity = 0.4
 
@@ -127,12 +131,12 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 }
 
 // namesOnlyIt reports whether the message names something (a capitalized
-// word inside a sentence: a person, a place, a product) that key alone
-// holds: one weak word is then a strong answer ("What is Freya's job?"
-// and the one memory that speaks of Freya).
+// word inside a sentence: a person, a place, a product) that key holds
+// and at most maxNameHolders memories do: one weak word is then a strong
+// answer ("What is Freya's job?" and the memory that speaks of Freya).
 func (f *Finder) namesOnlyIt(query, key string) bool {
 	for _, name := range lexical.Names(query) {
-		if h := f.corpus.index.Holders(name, 2); len(h) == 1 && h[0] == key {
+		if h := f.corpus.index.Holders(name, maxNameHolders+1); len(h) <= maxNameHolders && slices.Contains(h, key) {
 			return true
 		}
 	}

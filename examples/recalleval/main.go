@@ -99,12 +99,13 @@ func main() {
 	setPath := flag.String("set", shop, "labelled set (JSON) to run besides the conversational one")
 	conv := flag.Bool("conv", true, "run the generated conversational set")
 	updates := flag.Bool("updates", true, "run the generated set with knowledge updates")
+	seed := flag.Uint64("seed", 1, "generate the conversational and knowledge-update sets with this seed (other people, values and questions)")
 	dir := flag.String("dir", "", "evaluate on your own memory directory (with -labels)")
 	labels := flag.String("labels", "", "labels for -dir (JSON)")
 	peer := flag.Bool("peer", true, "run minisearch (node and npm) beside agentmem")
 	model := flag.Bool("model", false, "also run the model selector (needs ANTHROPIC_API_KEY)")
 	flag.Parse()
-	cfg := Config{SetPath: *setPath, Conv: *conv, Updates: *updates, Dir: *dir, Labels: *labels, Peer: *peer}
+	cfg := Config{SetPath: *setPath, Conv: *conv, Updates: *updates, Seed: *seed, Dir: *dir, Labels: *labels, Peer: *peer}
 	if *model {
 		cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
 		if cfg.APIKey == "" {
@@ -123,6 +124,7 @@ type Config struct {
 	SetPath     string // a JSON set ("" for none)
 	Conv        bool   // the conversational set
 	Updates     bool   // the set with knowledge updates
+	Seed        uint64 // of the generated sets (0 means 1)
 	Dir, Labels string // a user's own tree and labels
 	Peer        bool   // minisearch beside agentmem
 	APIKey      string // the model selector too
@@ -130,6 +132,9 @@ type Config struct {
 
 // Run evaluates every method on every set of cfg and prints a table.
 func Run(ctx context.Context, w io.Writer, cfg Config) error {
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
 	methods := Methods(cfg.APIKey)
 	if cfg.Peer {
 		if ms, err := NewMinisearch(); err == nil {
@@ -162,7 +167,7 @@ func Run(ctx context.Context, w io.Writer, cfg Config) error {
 		}
 	}
 	if cfg.Conv {
-		set := Conversational()
+		set := Conversational(cfg.Seed)
 		root, err := Materialise(set)
 		if err != nil {
 			return err
@@ -179,7 +184,7 @@ func Run(ctx context.Context, w io.Writer, cfg Config) error {
 		}
 	}
 	if cfg.Updates {
-		set, kinds := Updates()
+		set, kinds := Updates(cfg.Seed)
 		root, err := Materialise(set)
 		if err != nil {
 			return err
@@ -380,9 +385,10 @@ func LoadLabels(path string) ([]Query, error) {
 	return qs, nil
 }
 
-// Conversational returns the generated conversational set (seed 1).
-func Conversational() *Set {
-	g := convset.Generate(convset.Options{Seed: 1})
+// Conversational returns the generated conversational set (the figures
+// in the README are seed 1's).
+func Conversational(seed uint64) *Set {
+	g := convset.Generate(convset.Options{Seed: seed})
 	s := &Set{}
 	for _, m := range g.Memories {
 		s.Memories = append(s.Memories, Memory{File: m.Dir + "/" + m.File, Type: "user", Name: m.Name, Description: m.Description, Body: m.Body, Date: m.Date})
@@ -393,10 +399,11 @@ func Conversational() *Set {
 	return s
 }
 
-// Updates returns the generated set with knowledge updates (seed 1) and
+// Updates returns the generated set with knowledge updates (the figures
+// in the README are seed 1's) and
 // each question's kind (current, previous, single, chain).
-func Updates() (*Set, []string) {
-	g := updateset.Generate(updateset.Options{Seed: 1})
+func Updates(seed uint64) (*Set, []string) {
+	g := updateset.Generate(updateset.Options{Seed: seed})
 	s := &Set{}
 	for _, m := range g.Memories {
 		s.Memories = append(s.Memories, Memory{File: m.Dir + "/" + m.File, Type: m.Type, Name: m.Name, Description: m.Description, Body: m.Body, Date: m.Date})
