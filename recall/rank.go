@@ -66,7 +66,9 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	}
 	lexicalOK := len(pool) > 0 && (!f.lexical.Abstain(pool[0], n) || f.namesOnlyIt(query, pool[0].Key))
 
-	var ranked []scored
+	// all is the whole ranking, on one scale (BM25, or fused ranks with an
+	// embedder); ranked is what of it the rules keep.
+	var all, ranked []scored
 	var similar map[string]float64 // by meaning, at or above MinSimilarity
 	vec, err := f.vectorRanking(ctx, query, skip)
 	if err != nil {
@@ -88,7 +90,8 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 				lexKeys = append(lexKeys, h.Key)
 			}
 		}
-		for _, s := range fuse(lexKeys, keys) {
+		all = fuse(lexKeys, keys)
+		for _, s := range all {
 			// Kept: what either side finds relevant on its own terms.
 			if lexicalOK && lexScore[s.key] >= f.lexical.MinRelative*pool[0].Score || similar[s.key] > 0 {
 				ranked = append(ranked, s)
@@ -96,28 +99,24 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 		}
 	} else if lexicalOK {
 		for _, h := range pool {
-			if h.Score < f.lexical.MinRelative*pool[0].Score {
-				break
+			all = append(all, scored{h.Key, h.Score})
+			if h.Score >= f.lexical.MinRelative*pool[0].Score {
+				ranked = append(ranked, scored{h.Key, h.Score})
 			}
-			ranked = append(ranked, scored{h.Key, h.Score})
 		}
 	}
 	if len(ranked) == 0 {
 		return nil
 	}
 	// Newer values first: within the selection a newer memory on the same
-	// subject goes before the older one, and one from outside it comes
-	// in when it scores at least half as well (the older's wording may
-	// match the message better); the lowest-ranked leave to make room.
+	// subject goes before the older one, and one from the rest of the
+	// ranking comes in when it scores at least half as well (the older's
+	// wording may match the message better); the lowest-ranked leave to
+	// make room.
 	if len(ranked) > max {
 		ranked = ranked[:max]
 	}
-	candidates := append([]scored(nil), ranked...)
-	for _, h := range pool {
-		if !slices.ContainsFunc(candidates, func(s scored) bool { return s.key == h.Key }) {
-			candidates = append(candidates, scored{h.Key, h.Score})
-		}
-	}
+	candidates := all
 	var out []string
 	for _, s := range supersede(ranked, candidates, snap) {
 		if len(out) == max {
