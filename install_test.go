@@ -256,3 +256,65 @@ func installAll(t *testing.T, version, home, goproxy string) {
 	require.NoError(t, err)
 	assert.Contains(t, string(gomod), modulePath+" "+version)
 }
+
+// TestReleaseScript runs release.sh on a clone: it refuses a version that
+// is not one and a work tree with changes, and otherwise moves every
+// requirement and go.work's mapping to the version, commits, and tags the
+// modules in modules.txt's order (the root as the version, the others as
+// DIR/VERSION).
+func TestReleaseScript(t *testing.T) {
+	_, dirs := releaseModules(t)
+	clone := filepath.Join(t.TempDir(), "repo")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = clone
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return string(out)
+	}
+	out, err := exec.Command("git", "clone", "-q", ".", clone).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	release := func(version string) (string, error) {
+		cmd := exec.Command("bash", "release.sh", version)
+		cmd.Dir = clone
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GOWORK=", "GOFLAGS=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	_, err = release("9.9")
+	require.Error(t, err, "not a version")
+	_, err = release("v2.0.0")
+	require.Error(t, err, "a major version that needs /v2 paths")
+	require.NoError(t, os.WriteFile(filepath.Join(clone, "README.md"), []byte("changed"), 0o644))
+	_, err = release("v0.9.9")
+	require.Error(t, err, "a work tree with changes")
+	git("checkout", "-q", "README.md")
+
+	printed, err := release("v0.9.9")
+	require.NoError(t, err, printed)
+	var want []string
+	for _, d := range dirs {
+		tag := "v0.9.9"
+		if d != "." {
+			tag = d + "/v0.9.9"
+		}
+		want = append(want, tag)
+	}
+	assert.Equal(t, want, strings.Fields(printed), "the tags, in dependency order")
+	assert.ElementsMatch(t, want, strings.Fields(git("tag")))
+	assert.Contains(t, git("log", "-1", "--format=%s"), "release v0.9.9")
+	assert.Empty(t, git("status", "--porcelain"))
+	gomod, err := os.ReadFile(filepath.Join(clone, "cmd", "agentmem", "go.mod"))
+	require.NoError(t, err)
+	assert.Contains(t, string(gomod), modulePath+" v0.9.9")
+	assert.Contains(t, string(gomod), modulePath+"/llm/anthropic v0.9.9")
+	work, err := os.ReadFile(filepath.Join(clone, "go.work"))
+	require.NoError(t, err)
+	assert.Contains(t, string(work), modulePath+"/llm/anthropic v0.9.9 => ./llm/anthropic")
+	assert.NotContains(t, string(work), "v0.1.0", "the previous version's mapping is gone")
+	list, err := os.ReadFile(filepath.Join(clone, "modules.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(list), "\nversion v0.9.9\n")
+}

@@ -12,6 +12,9 @@ version="${1:-}"
 if ! [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
   echo "usage: ./release.sh vMAJOR.MINOR.PATCH" >&2; exit 2
 fi
+if ! [[ "$version" =~ ^v[01]\. ]]; then
+  echo "release.sh: $version: a major version of 2 or more needs /vN module paths, which this script does not change" >&2; exit 2
+fi
 if [ -n "$(git status --porcelain)" ]; then
   echo "release.sh: the work tree has uncommitted changes; commit or stash them first" >&2; exit 1
 fi
