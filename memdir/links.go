@@ -1,6 +1,10 @@
 package memdir
 
-import "regexp"
+import (
+	"path"
+	"regexp"
+	"strings"
+)
 
 // linkRe matches a [[name]] link; a "|label" after the name is allowed.
 var linkRe = regexp.MustCompile(`\[\[([^\[\]\n|]+?)(?:\|[^\[\]\n]*)?\]\]`)
@@ -19,4 +23,19 @@ func Links(body string) []string {
 		}
 	}
 	return out
+}
+
+// LinkKey is how a [[name]] link is matched to a memory: trimmed and
+// case-folded, so [[Deploy-Window]] finds the memory named deploy-window.
+func LinkKey(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+
+// LinkNames returns the keys a memory answers to in [[name]] links: its
+// name: and its file name without ".md" (rel is its path in the memory
+// directory).
+func LinkNames(rel, name string) []string {
+	keys := []string{LinkKey(strings.TrimSuffix(path.Base(rel), ".md"))}
+	if k := LinkKey(name); k != "" && k != keys[0] {
+		keys = append(keys, k)
+	}
+	return keys
 }

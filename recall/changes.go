@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/afero"
 )
@@ -114,7 +115,7 @@ func matters(ev fsnotify.Event) bool {
 		return true
 	}
 	base := filepath.Base(ev.Name)
-	return strings.HasSuffix(base, ".md") && base != "MEMORY.md"
+	return strings.HasSuffix(base, ".md") && base != memdir.EntrypointName
 }
 
 // unchanged reports whether the last walk still holds: no full walk is
@@ -145,6 +146,10 @@ func (d *changeDetector) walking() time.Time {
 	d.dirty.Store(false)
 	return d.now()
 }
+
+// walkFailed is called when a walk that began did not finish (cancelled,
+// unreadable): what the notices said before it still stands.
+func (d *changeDetector) walkFailed() { d.dirty.Store(true) }
 
 // walked records the folders a full walk that began at start met, and
 // watches the new ones.

@@ -194,3 +194,21 @@ func TestAnUnclosedFinderReleasesItsWatcher(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond, "the watcher is closed once the Finder is collected")
 	d.loop.Wait() // and its goroutine has ended
 }
+
+// TestACancelledWalkKeepsTheNotice: a change notice that a Find's walk
+// was cancelled before acting on is still acted on by the next Find.
+func TestACancelledWalkKeepsTheNotice(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.md"), []byte(memoryText("deploy.md", "releases ship on thursday now")), 0o644))
+	backdate(t, dir)
+	require.Eventually(t, f.corpus.changes.dirty.Load, 5*time.Second, 5*time.Millisecond, "the notice arrives")
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.Empty(t, f.Find(cancelled, "releases ship thursday", nil, nil), "a cancelled Find finds nothing")
+	assert.Equal(t, []string{"deploy.md"}, names(f, "releases ship thursday"), "the next Find walks")
+}

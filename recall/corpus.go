@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +89,16 @@ func (c *corpus) refresh(ctx context.Context) (*snapshot, error) {
 	if c.snap != nil && c.changes.unchanged() {
 		return c.snap, nil
 	}
+	snap, err := c.walkAndRead(ctx)
+	if err != nil {
+		c.changes.walkFailed()
+	}
+	return snap, err
+}
+
+// walkAndRead walks the directory, reads what changed and records the
+// walk with the change detector.
+func (c *corpus) walkAndRead(ctx context.Context) (*snapshot, error) {
 	start := c.changes.walking()
 	stats, dirs, err := c.walk(ctx)
 	switch {
@@ -171,18 +180,15 @@ func (c *corpus) snapshot(headers []memdir.MemoryHeader, byName map[string]memdi
 	byLinkName := make(map[string]string, len(c.files))
 	for rel, f := range c.files {
 		snap.subjects[rel] = f.subject
-		stem := strings.TrimSuffix(rel[strings.LastIndex(rel, "/")+1:], ".md")
-		for _, n := range []string{stem, f.header.Frontmatter.Name} {
-			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-				if old, taken := byLinkName[n]; !taken || rel < old {
-					byLinkName[n] = rel
-				}
+		for _, n := range memdir.LinkNames(rel, f.header.Name) {
+			if old, taken := byLinkName[n]; !taken || rel < old {
+				byLinkName[n] = rel
 			}
 		}
 	}
 	for rel, f := range c.files {
 		for _, l := range f.links {
-			if to, ok := byLinkName[strings.ToLower(strings.TrimSpace(l))]; ok && to != rel {
+			if to, ok := byLinkName[memdir.LinkKey(l)]; ok && to != rel {
 				snap.links[rel] = append(snap.links[rel], to)
 			}
 		}
@@ -238,13 +244,14 @@ func (c *corpus) embedPending(ctx context.Context) error {
 func (c *corpus) nearest(q vector, keep func(rel string) bool, k int) []scored {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	vecs := make(map[string]vector, len(c.files))
+	out := make([]scored, 0, len(c.files))
 	for rel, f := range c.files {
-		if v, ok := c.vectors[f.hash]; ok {
-			vecs[rel] = v
+		if v, ok := c.vectors[f.hash]; ok && keep(rel) {
+			out = append(out, scored{rel, cosine(q, v)})
 		}
 	}
-	return nearest(q, vecs, keep, k)
+	sortScored(out)
+	return out[:min(k, len(out))]
 }
 
 // walk lists the memory files (memdir.IsMemoryFile: "*.md" files except
@@ -255,7 +262,7 @@ func (c *corpus) walk(ctx context.Context) ([]statFile, []string, error) {
 	var out []statFile
 	dirs := []string{c.dir}
 	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
-		if e.Type.IsDir() && !hidden(e.Rel) {
+		if e.Type.IsDir() && !memdir.IsHiddenPath(e.Rel) {
 			dirs = append(dirs, e.Abs)
 		}
 		if !memdir.IsMemoryFile(e.Rel, e.Type) {
@@ -275,11 +282,6 @@ func (c *corpus) walk(ctx context.Context) ([]statFile, []string, error) {
 		return nil
 	})
 	return out, dirs, err
-}
-
-// hidden reports whether a path below the directory has a dot-named part.
-func hidden(rel string) bool {
-	return strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.")
 }
 
 // readFile is what read found in one file.

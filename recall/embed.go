@@ -115,27 +115,6 @@ type scored struct {
 	score float64
 }
 
-// nearest ranks keys by cosine to q, best first, the k best.
-func nearest(q vector, vecs map[string]vector, keep func(string) bool, k int) []scored {
-	out := make([]scored, 0, len(vecs))
-	for key, v := range vecs {
-		if keep != nil && !keep(key) {
-			continue
-		}
-		out = append(out, scored{key, cosine(q, v)})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
-		}
-		return out[i].key < out[j].key
-	})
-	if len(out) > k {
-		out = out[:k]
-	}
-	return out
-}
-
 // fuse merges rankings by reciprocal rank fusion: each key scores
 // Σ 1/(rrfK + rank) over the rankings it is in; best first.
 func fuse(rankings ...[]string) []scored {
@@ -149,11 +128,16 @@ func fuse(rankings ...[]string) []scored {
 	for k, s := range score {
 		out = append(out, scored{k, s})
 	}
+	sortScored(out)
+	return out
+}
+
+// sortScored orders a ranking best first, ties by key.
+func sortScored(out []scored) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].score != out[j].score {
 			return out[i].score > out[j].score
 		}
 		return out[i].key < out[j].key
 	})
-	return out
 }

@@ -29,7 +29,7 @@ const (
 // recencyOrder re-ranks hits with the recency boost.
 func recencyOrder(hits []lexical.Hit, snap *snapshot) []lexical.Hit {
 	n := len(snap.headers)
-	if n < 2 || recencyWeight == 0 {
+	if n < 2 {
 		return hits
 	}
 	for i := range hits {
@@ -56,7 +56,11 @@ func recencyOrder(hits []lexical.Hit, snap *snapshot) []lexical.Hit {
 // linked memories that also score in the last free slots.
 func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event) []string {
 	max, n := f.cfg.MaxSelected, len(snap.headers)
-	pool := recencyOrder(f.corpus.search(query, recencyDepth, skip), snap)
+	pool := f.corpus.search(query, recencyDepth, skip)
+	// Whether words answer at all is the best match's to say, before
+	// recency reorders close matches.
+	lexicalOK := len(pool) > 0 && (!f.lexical.Abstain(pool[0], n) || f.namesOnlyIt(query, pool[0].Key))
+	pool = recencyOrder(pool, snap)
 	if len(pool) > fusionDepth {
 		pool = pool[:fusionDepth]
 	}
@@ -64,7 +68,6 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	for _, h := range pool {
 		lexScore[h.Key] = h.Score
 	}
-	lexicalOK := len(pool) > 0 && (!f.lexical.Abstain(pool[0], n) || f.namesOnlyIt(query, pool[0].Key))
 
 	// all is the whole ranking, on one scale (BM25, or fused ranks with an
 	// embedder); ranked is what of it the rules keep.
@@ -116,9 +119,8 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	if len(ranked) > max {
 		ranked = ranked[:max]
 	}
-	candidates := all
 	var out []string
-	for _, s := range supersede(ranked, candidates, snap) {
+	for _, s := range supersede(ranked, all, snap) {
 		if len(out) == max {
 			break
 		}

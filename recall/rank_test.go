@@ -51,7 +51,7 @@ func TestLinkedNeighboursFillFreeSlots(t *testing.T) {
 	}
 	without := find("")
 	require.Equal(t, []string{"release.md"}, without, "the neighbour scores below the cut on its own")
-	with := find("See [[canary-checks]] and [[lunch-menu]].")
+	with := find("See [[Canary-Checks]] and [[lunch-menu]].") // links match names case-folded
 	assert.Equal(t, []string{"release.md", "canary.md"}, with, "the linked neighbour that scores joins; the one that does not stays out")
 }
 

@@ -343,13 +343,14 @@ func linkTargets(line string) []string {
 func unresolvedLinks(files []memFile) []string {
 	known := map[string]bool{}
 	for _, f := range files {
-		known[f.fm.Name] = true
-		known[strings.TrimSuffix(path.Base(f.rel), ".md")] = true
+		for _, k := range memdir.LinkNames(f.rel, f.fm.Name) {
+			known[k] = true
+		}
 	}
 	info := []string{}
 	for _, f := range files {
 		for _, name := range memdir.Links(f.content) {
-			if !known[name] {
+			if !known[memdir.LinkKey(name)] {
 				info = append(info, fmt.Sprintf("%s: [[%s]] links to no memory yet (allowed)", f.rel, name))
 			}
 		}
