@@ -97,10 +97,15 @@ func (ix *Index) Has(key string) bool {
 
 // Prepared is a document tokenized for PutPrepared.
 type Prepared struct {
-	key    string
-	tf     map[string]float32
-	length float64
+	key     string
+	tf      map[string]float32
+	length  float64
+	subject Subject
 }
+
+// Subject is the document's Subject (SubjectOf its name and description),
+// from the terms Prepare found anyway.
+func (p Prepared) Subject() Subject { return p.subject }
 
 // Prepare tokenizes d for PutPrepared. It takes no lock on the index, so
 // several goroutines can prepare documents at once.
@@ -116,9 +121,11 @@ func (ix *Index) Prepare(d Document) Prepared {
 			p.length += float64(w)
 		}
 	}
-	add(appendTokens(nil, d.Name, true, stems), nameWeight)
-	add(appendTokens(nil, d.Description, false, stems), descWeight)
+	name, desc := appendTokens(nil, d.Name, true, stems), appendTokens(nil, d.Description, false, stems)
+	add(name, nameWeight)
+	add(desc, descWeight)
 	add(appendTokens(nil, d.Body, false, stems), bodyWeight)
+	p.subject = subjectOf(name, desc)
 	ix.stems.Put(stems)
 	return p
 }

@@ -193,3 +193,10 @@ func TestHolders(t *testing.T) {
 	assert.Len(t, ix.Holders("pilot", 1), 1)
 	assert.Empty(t, ix.Holders("nobody", 2))
 }
+
+// TestPreparedSubject: Prepare's subject is SubjectOf the same name and
+// description.
+func TestPreparedSubject(t *testing.T) {
+	d := Document{Key: "a", Name: "deploy-window", Description: "The deploy window moved to Thursday", Body: "body words"}
+	assert.Equal(t, SubjectOf(d.Name, d.Description), NewIndex().Prepare(d).Subject())
+}

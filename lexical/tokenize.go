@@ -238,8 +238,14 @@ type Subject struct {
 
 // SubjectOf returns the Subject of a memory with name and description.
 func SubjectOf(name, description string) Subject {
-	n := TokenizeName(name)
-	terms := append(slices.Clone(n), Tokenize(description)...)
+	return subjectOf(TokenizeName(name), Tokenize(description))
+}
+
+// subjectOf builds a Subject from the name's and the description's terms
+// (it does not change them).
+func subjectOf(name, description []string) Subject {
+	n := slices.Clone(name)
+	terms := append(slices.Clone(name), description...)
 	slices.Sort(n)
 	slices.Sort(terms)
 	return Subject{Name: slices.Compact(n), Terms: slices.Compact(terms)}

@@ -311,8 +311,8 @@ func (c *corpus) readAll(ctx context.Context, files []statFile) ([]readFile, err
 				if !ok {
 					continue
 				}
-				r := readFile{doc: c.index.Prepare(doc), header: header, ok: true,
-					subject: lexical.SubjectOf(doc.Name, doc.Description), links: memdir.Links(doc.Body)}
+				prepared := c.index.Prepare(doc)
+				r := readFile{doc: prepared, header: header, ok: true, subject: prepared.Subject(), links: memdir.Links(doc.Body)}
 				if c.embedder != nil {
 					r.text = embedText(doc.Name, doc.Description, doc.Body)
 					r.hash = sha256.Sum256([]byte(r.text))
