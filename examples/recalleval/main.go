@@ -167,50 +167,57 @@ func Run(ctx context.Context, w io.Writer, cfg Config) error {
 		}
 	}
 	if cfg.Conv {
-		set := Conversational(cfg.Seed)
-		root, err := Materialise(set)
+		root, err := perAndMerged(ctx, w, methods, "conversational", Conversational(cfg.Seed))
+		if root != "" {
+			defer os.RemoveAll(root)
+		}
 		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(root)
-		groups := PerDirectory(root, set.Queries)
-		fmt.Fprintf(w, "\nconversational, per directory: %d directories, %d memories, %d questions\n", len(groups), len(set.Memories), len(set.Queries))
-		if err := table(ctx, w, methods, groups); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\nconversational, one directory of %d memories\n", len(set.Memories))
-		if err := table(ctx, w, methods, []Group{{Dir: root, Queries: set.Queries}}); err != nil {
 			return err
 		}
 	}
 	if cfg.Updates {
 		set, kinds := Updates(cfg.Seed)
-		root, err := Materialise(set)
+		root, err := perAndMerged(ctx, w, methods, "knowledge updates", set)
+		if root != "" {
+			defer os.RemoveAll(root)
+		}
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(root)
-		groups := PerDirectory(root, set.Queries)
-		fmt.Fprintf(w, "\nknowledge updates, per directory: %d directories, %d memories, %d questions\n", len(groups), len(set.Memories), len(set.Queries))
-		if err := table(ctx, w, methods, groups); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\nknowledge updates, one directory of %d memories\n", len(set.Memories))
-		if err := table(ctx, w, methods, []Group{{Dir: root, Queries: set.Queries}}); err != nil {
-			return err
-		}
-		var current []Query
-		for i, q := range set.Queries {
-			if kinds[i] == "current" {
-				current = append(current, q)
-			}
-		}
+		current := OfKind(set.Queries, kinds, "current")
 		fmt.Fprintf(w, "\nknowledge updates, the %d questions for a current value (the newest memory of its chain), per directory\n", len(current))
 		if err := table(ctx, w, methods, PerDirectory(root, current)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// perAndMerged writes a generated set to disk and prints its tables per
+// directory and merged into one; the caller removes the returned root.
+func perAndMerged(ctx context.Context, w io.Writer, methods []Method, title string, set *Set) (string, error) {
+	root, err := Materialise(set)
+	if err != nil {
+		return "", err
+	}
+	groups := PerDirectory(root, set.Queries)
+	fmt.Fprintf(w, "\n%s, per directory: %d directories, %d memories, %d questions\n", title, len(groups), len(set.Memories), len(set.Queries))
+	if err := table(ctx, w, methods, groups); err != nil {
+		return root, err
+	}
+	fmt.Fprintf(w, "\n%s, one directory of %d memories\n", title, len(set.Memories))
+	return root, table(ctx, w, methods, []Group{{Dir: root, Queries: set.Queries}})
+}
+
+// OfKind returns the queries whose kind (Updates' second result) is kind.
+func OfKind(qs []Query, kinds []string, kind string) []Query {
+	var out []Query
+	for i, q := range qs {
+		if kinds[i] == kind {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func table(ctx context.Context, w io.Writer, methods []Method, groups []Group) error {

@@ -143,12 +143,7 @@ func TestUpdatesQuality(t *testing.T) {
 	require.NoError(t, err)
 	defer os.RemoveAll(root)
 	ctx := context.Background()
-	var current []Query
-	for i, q := range set.Queries {
-		if kinds[i] == "current" {
-			current = append(current, q)
-		}
-	}
+	current := OfKind(set.Queries, kinds, "current")
 	runs := map[string][]Group{
 		"per-directory": PerDirectory(root, set.Queries),
 		"merged":        {{Dir: root, Queries: set.Queries}},
