@@ -88,10 +88,7 @@ func TestFinderSeesChangesWithoutAFullWalk(t *testing.T) {
 	backdate(t, dir)
 	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.md"), []byte(memoryText("deploy.md", "releases ship on thursday now")), 0o644))
-	assert.Eventually(t, func() bool {
-		got := names(f, "releases ship thursday")
-		return len(got) == 1 && got[0] == "deploy.md"
-	}, 5*time.Second, 10*time.Millisecond, "an edit in place is seen through its change notice")
+	eventuallyFinds(t, f, "releases ship thursday", "deploy.md", "an edit in place is seen through its change notice")
 }
 
 // TestFinderSkipsTheWalkAndWalksOnSchedule: with every folder settled and
@@ -109,10 +106,7 @@ func TestFinderSkipsTheWalkAndWalksOnSchedule(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.md"), []byte(memoryText("deploy.md", "releases ship on thursday now")), 0o644))
 	backdate(t, dir)
 	assert.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"), "no walk: the old text is still indexed")
-	assert.Eventually(t, func() bool {
-		got := names(f, "releases ship thursday")
-		return len(got) == 1 && got[0] == "deploy.md"
-	}, 5*time.Second, 20*time.Millisecond, "the periodic full walk finds it")
+	eventuallyFinds(t, f, "releases ship thursday", "deploy.md", "the periodic full walk finds it")
 }
 
 // TestFinderRacyFolder: a folder whose mtime is within the racy window is
@@ -165,10 +159,7 @@ func TestFinderSeesADirectoryReplaced(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "vault.md"), []byte(memoryText("vault", "vault secret storage")), 0o644))
 	backdate(t, dir)
-	assert.Eventually(t, func() bool {
-		got := names(f, "vault secret storage")
-		return len(got) == 1 && got[0] == "vault.md"
-	}, 5*time.Second, 10*time.Millisecond)
+	eventuallyFinds(t, f, "vault secret storage", "vault.md", "found")
 }
 
 // TestAnUnclosedFinderReleasesItsWatcher: a Finder dropped without Close
@@ -211,4 +202,14 @@ func TestACancelledWalkKeepsTheNotice(t *testing.T) {
 	cancel()
 	assert.Empty(t, f.Find(cancelled, "releases ship thursday", nil, nil), "a cancelled Find finds nothing")
 	assert.Equal(t, []string{"deploy.md"}, names(f, "releases ship thursday"), "the next Find walks")
+}
+
+// eventuallyFinds waits (up to 5 s) for query to find exactly want: what
+// a change notice or a scheduled walk brings is not there at once.
+func eventuallyFinds(t *testing.T, f *Finder, query, want, msg string) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		got := names(f, query)
+		return len(got) == 1 && got[0] == want
+	}, 5*time.Second, 10*time.Millisecond, msg)
 }
