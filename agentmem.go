@@ -798,7 +798,7 @@ func (m *Memory) UserMessage(ctx context.Context, text string) llm.Message {
 	}
 	msg.Content = append(msg.Content, llm.TextBlock(text))
 	if r := m.Recalled(ctx, text); r != "" {
-		msg.Content = append(msg.Content, llm.MetaBlock("<system-reminder>\n"+r+"\n</system-reminder>"))
+		msg.Content = append(msg.Content, llm.MetaBlock(reminder(r)))
 	}
 	return msg
 }
@@ -821,17 +821,20 @@ func (m *Memory) changedNotice() string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("<system-reminder>\nThese memory files were changed by someone else after you last wrote them; read one again before you edit it:\n")
+	b.WriteString("These memory files were changed by someone else after you last wrote them; read one again before you edit it:")
 	for _, c := range changes {
 		state := "modified"
 		if c.Deleted {
 			state = "deleted"
 		}
-		fmt.Fprintf(&b, "- %s (%s)\n", c.Path, state)
+		fmt.Fprintf(&b, "\n- %s (%s)", c.Path, state)
 	}
-	b.WriteString("</system-reminder>")
-	return b.String()
+	return reminder(b.String())
 }
+
+// reminder wraps text for the model as Claude Code marks what it adds to
+// a user message: a <system-reminder> block.
+func reminder(text string) string { return "<system-reminder>\n" + text + "\n</system-reminder>" }
 
 // Recalled returns the memories relevant to text, as plain text ("" when
 // none are, or memory or recall is off): for a host that builds its own
