@@ -200,3 +200,18 @@ func TestPreparedSubject(t *testing.T) {
 	d := Document{Key: "a", Name: "deploy-window", Description: "The deploy window moved to Thursday", Body: "body words"}
 	assert.Equal(t, SubjectOf(d.Name, d.Description), NewIndex().Prepare(d).Subject())
 }
+
+// TestPlainWordsTokenizeAsIdentifiersWould: the fast path for plain words
+// gives what splitting them as identifiers gives.
+func TestPlainWordsTokenizeAsIdentifiersWould(t *testing.T) {
+	for _, w := range []string{"deploy", "Caroline", "Deploys", "2026", "I", "x"} {
+		require.True(t, plainWord(w), w)
+		parts := identifierParts(w)
+		require.Len(t, parts, 1, w)
+		assert.Equal(t, w, parts[0])
+	}
+	for _, w := range []string{"parseConfig", "HTTPServer", "s4", "A1", "snake_case", "café"} {
+		assert.False(t, plainWord(w), w)
+	}
+	assert.Equal(t, []string{"carolin", "deploy", "parseconfig", "pars", "config"}, Tokenize("Caroline deploys parseConfig"))
+}

@@ -104,6 +104,11 @@ func appendTokens(out []string, text string, title bool, stems stemCache) []stri
 			if j+2 < len(text) && (text[j] == '\'') && (text[j+1] == 's' || text[j+1] == 'S') && !isWordByte(text[j+2]) {
 				j += 2
 			}
+			if plainWord(word) { // most words: one part, no identifier
+				emit(strings.ToLower(word))
+				i = j
+				continue
+			}
 			parts := identifierParts(word)
 			at := len(out)
 			for _, p := range parts {
@@ -139,9 +144,6 @@ func isNumber(w string) bool {
 
 // identifierParts splits a word at underscores and case changes.
 func identifierParts(word string) []string {
-	if plainWord(word) {
-		return []string{word}
-	}
 	var parts []string
 	for _, chunk := range strings.Split(word, "_") {
 		if chunk == "" {
@@ -166,8 +168,9 @@ func identifierParts(word string) []string {
 	return parts
 }
 
-// plainWord reports whether word is one part as it stands: ASCII lower-case
-// letters only, or digits only (most words of a text).
+// plainWord reports whether word is one part as it stands: ASCII letters,
+// lower-case but for the first ("deploy", "Caroline"), or digits only
+// (most words of a text).
 func plainWord(word string) bool {
 	if word == "" {
 		return false
@@ -175,7 +178,7 @@ func plainWord(word string) bool {
 	letters, digits := false, false
 	for i := 0; i < len(word); i++ {
 		switch b := word[i]; {
-		case b >= 'a' && b <= 'z':
+		case b >= 'a' && b <= 'z', i == 0 && b >= 'A' && b <= 'Z':
 			letters = true
 		case b >= '0' && b <= '9':
 			digits = true
