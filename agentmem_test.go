@@ -84,6 +84,8 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
 	require.NoError(t, err, "no model is needed when no job needs one")
 	require.NoError(t, mem.Close())
+	_, err = agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config, SessionID: "../session"})
+	assert.ErrorIs(t, err, transcript.ErrInvalidSessionID, "a session ID is a UUID")
 }
 
 func TestTurnEndedRecordsEachMessageOnce(t *testing.T) {
