@@ -10,6 +10,11 @@ import (
 	"github.com/spf13/afero"
 )
 
+// StoreManifestName is the manifest a memory store's sync keeps in the
+// folder it mounts (Claude Code's ".memory-sync"): a folder that holds one
+// belongs to that store, and team sync never carries it.
+const StoreManifestName = ".memory-sync"
+
 // MountedStore is a memory store synced into a folder of the memory
 // directory, as the prompt names it.
 type MountedStore struct {

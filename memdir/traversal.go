@@ -13,12 +13,15 @@ type TraversalReason string
 
 // The reasons a *PathTraversalError gives.
 const (
-	ReasonNUL           TraversalReason = "null byte in path"
-	ReasonEncoded       TraversalReason = "percent-encoded traversal in key"
-	ReasonUnicode       TraversalReason = "Unicode-normalized traversal in key"
-	ReasonBackslash     TraversalReason = "backslash in key"
-	ReasonAbsolute      TraversalReason = "absolute key"
-	ReasonTooLong       TraversalReason = "key too long"
+	ReasonNUL       TraversalReason = "null byte in path"
+	ReasonEncoded   TraversalReason = "percent-encoded traversal in key"
+	ReasonUnicode   TraversalReason = "Unicode-normalized traversal in key"
+	ReasonBackslash TraversalReason = "backslash in key"
+	ReasonAbsolute  TraversalReason = "absolute key"
+	ReasonTooLong   TraversalReason = "key too long"
+	// ReasonControl: a key that is not valid UTF-8 or holds a control or
+	// format character (an escape sequence a terminal would run).
+	ReasonControl       TraversalReason = "control character or invalid UTF-8 in key"
 	ReasonNotAbsolute   TraversalReason = "write path is not absolute"
 	ReasonEscapes       TraversalReason = "path escapes the team memory directory"
 	ReasonSymlinkEscape TraversalReason = "path escapes the team memory directory through a symbolic link"

@@ -8,12 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentmem/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 
 // The two manifest files Claude Code keeps in a mount's folder.
 const (
-	ManifestName = ".memory-sync"
+	ManifestName = memdir.StoreManifestName
 	BasisName    = ".memory-sync-basis"
 )
 

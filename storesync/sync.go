@@ -14,12 +14,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/internal/synctext"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Delete modes: what a file missing from the folder does to the store.
@@ -140,10 +143,37 @@ type Conflict struct {
 }
 
 // Skip is a file a round left alone, and why: "secret", "oversized",
-// "read-only", "changed-during-sync", or "refused: <the store's message>".
+// "read-only", "changed-during-sync", "refused: <the store's message>",
+// or one of the refusals below (Refused reports those).
 type Skip struct {
 	Path   string
 	Reason string
+}
+
+// Reasons a file is refused and left exactly as it is, on both sides: its
+// bytes or its name cannot travel exactly, or its path cannot exist on a
+// disk beside another memory's.
+const (
+	// SkipNotUTF8: the file's bytes are not valid UTF-8 (JSON would carry
+	// other bytes).
+	SkipNotUTF8 = "not-utf8: the file is not valid UTF-8 text, which the store protocol cannot carry exactly"
+	// SkipNULByte: the file holds a NUL byte, which not every store keeps.
+	SkipNULByte = "nul-byte: the file holds a NUL byte, which not every store can keep"
+	// SkipBadName: the file's name is not valid UTF-8 in NFC form, or
+	// holds a control or format character.
+	SkipBadName = "bad-name: the name is not NFC UTF-8 or holds a control character; rename the file"
+	// SkipPathClash starts the reason of a path that is a folder of
+	// another memory's path, or lies below one ("/a.md" beside
+	// "/a.md/b.md"): both cannot be files on a disk. The other path
+	// follows the colon.
+	SkipPathClash = "path-clash"
+)
+
+// Refused reports whether the skip is one of the refusals that leave the
+// file as it is until someone renames or fixes it (SkipNotUTF8,
+// SkipNULByte, SkipBadName, SkipPathClash).
+func (s Skip) Refused() bool {
+	return s.Reason == SkipNotUTF8 || s.Reason == SkipNULByte || s.Reason == SkipBadName || strings.HasPrefix(s.Reason, SkipPathClash)
 }
 
 // MassDeleteHold reports deletions held back on one side ("local" or
@@ -213,8 +243,16 @@ func (c *Client) Sync(ctx context.Context) (Result, error) {
 			delete(remote, p)
 		}
 	}
+	// A store is taken as replaced or restored on its own word only: its
+	// ID changed, or its generation went back. A memory deleted and made
+	// again (a new ID at a known path) is a delete and a create. Only a
+	// store that names neither is judged by the basis.
 	seen := readIdentity(c.fs, c.dir)
-	if !c.basisTrusted(basis, remote) || !seen.sameStore(head) {
+	trusted := seen.sameStore(head)
+	if seen.StoreID == "" || head.ID == "" {
+		trusted = trusted && c.basisTrusted(basis, remote)
+	}
+	if !trusted {
 		res.BasisReset = true
 		basis.Entries = map[string]BasisEntry{}
 		basis.Deletes = map[string]PendingDelete{}
@@ -238,6 +276,13 @@ func (c *Client) Sync(ctx context.Context) (Result, error) {
 	}
 	var steps []step
 	var storeDeletes, localDeletes []string
+	// Two paths of which one is a folder of the other cannot both be
+	// files here: each one this folder does not already hold as a file is
+	// left alone and reported; the rest of the round goes on.
+	for p, other := range folderClashes(paths, local) {
+		untouchable[p] = true
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
+	}
 	for _, p := range sortedKeys(paths) {
 		if untouchable[p] {
 			continue // there, but not synced this round
@@ -327,9 +372,26 @@ func (c *Client) walk(ctx context.Context, res *Result) (files map[string]*local
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "oversized"})
 			return nil
 		}
+		if synctext.CheckName(p) != nil || !norm.NFC.IsNormalString(p) {
+			untouchable[p] = true
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipBadName})
+			return nil
+		}
 		raw, err := afero.ReadFile(c.fs, e.Abs)
 		if err != nil {
 			untouchable[p], ok = true, false
+			return nil
+		}
+		var te *synctext.Error
+		if errors.As(synctext.CheckContent(raw), &te) {
+			// JSON would carry other bytes than the file's: never pushed,
+			// and never overwritten by a pull.
+			reason := SkipNotUTF8
+			if te.Reason == synctext.ReasonNUL {
+				reason = SkipNULByte
+			}
+			untouchable[p] = true
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: reason})
 			return nil
 		}
 		files[p] = &localFile{abs: e.Abs, content: string(raw), sha: sha256Hex(string(raw))}
@@ -341,27 +403,48 @@ func (c *Client) walk(ctx context.Context, res *Result) (files map[string]*local
 	return files, untouchable, ok, err
 }
 
-// basisTrusted reports whether the store is the one the basis was made
-// with: no path the store lists carries another memory ID than the basis
-// recorded, and the store still has one memory of the basis at least (an
-// empty store under a basis is taken as replaced: nothing is deleted here,
-// and the files are pushed back).
+// basisTrusted reports, for a store that does not name its identity,
+// whether it is the one the basis was made with: it still has one memory
+// of the basis at least, at its path with its ID (a store that has none
+// of them is taken as replaced: nothing is deleted here, and the files
+// are pushed back). A path whose memory has another ID than the basis
+// recorded was deleted and made again, and proves nothing.
 func (c *Client) basisTrusted(b Basis, remote map[string]remoteMemory) bool {
 	if len(b.Entries) == 0 {
 		return true
 	}
-	known := 0
 	for p, e := range b.Entries {
-		r, ok := remote[p]
-		if !ok {
-			continue
+		if r, ok := remote[p]; ok && r.ID == e.ID {
+			return true
 		}
-		if r.ID != e.ID {
-			return false
-		}
-		known++
 	}
-	return known > 0
+	return false
+}
+
+// folderClashes finds the paths that cannot be files beside another path
+// of the set, one being a folder of the other ("/a.md" and "/a.md/b.md"),
+// mapped to a path in their way. A path the folder holds as a file stays
+// (the other is the one that cannot be written here); of two that are
+// only in the store, both are left alone.
+func folderClashes(paths map[string]bool, local map[string]*localFile) map[string]string {
+	out := map[string]string{}
+	for p := range paths {
+		for i := len(p) - 1; i > 0; i-- {
+			if p[i] != '/' || !paths[p[:i]] {
+				continue
+			}
+			folder := p[:i] // a path of the set that p needs as a folder
+			_, fileHere := local[folder]
+			_, belowHere := local[p]
+			if !belowHere {
+				out[p] = folder
+			}
+			if !fileHere {
+				out[folder] = p
+			}
+		}
+	}
+	return out
 }
 
 func hasEntry(b Basis, p string) bool { _, ok := b.Entries[p]; return ok }
@@ -522,6 +605,9 @@ func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemor
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
 		switch {
+		case apiErr.Type == FolderConflictType:
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + orDefault(apiErr.ConflictingPath, "another memory") + " is in the way in the store"})
+			return nil
 		case apiErr.Status == http.StatusConflict:
 			return nil // someone wrote in between: the next round reconciles it
 		case apiErr.Status == http.StatusBadRequest || apiErr.Status == http.StatusRequestEntityTooLarge:
@@ -573,6 +659,12 @@ func (c *Client) pull(ctx context.Context, p string, l *localFile, r remoteMemor
 	var pte *memdir.PathTraversalError
 	if errors.As(err, &pte) {
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "refused: " + err.Error()})
+		return nil
+	}
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.EEXIST) {
+		// A file where a folder must be, or a folder where the file must
+		// be: this path alone is left, the round goes on.
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": a file or folder here is in the way"})
 		return nil
 	}
 	if err != nil {
@@ -678,4 +770,11 @@ func (c *Client) saveIdentity(ctx context.Context, head storeHead) error {
 	raw, _ := json.Marshal(identity{V: 1, StoreID: head.ID, Generation: head.Generation})
 	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, IdentityName), raw, 0o644)
 	return err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

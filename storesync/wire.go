@@ -24,14 +24,19 @@ type remoteMemory struct {
 	Content string `json:"content"`
 }
 
+// FolderConflictType is the error type of agentmem's server for a path
+// that is a folder of another memory's path, or lies below one (409).
+const FolderConflictType = "memory_path_folder_conflict_error"
+
 // APIError is a refusal by the store: its HTTP status, error type and
 // message. A path conflict names the memory that holds the path.
 type APIError struct {
-	Status        int
-	Type          string
-	Message       string
-	ConflictingID string
-	RetryAfter    time.Duration
+	Status          int
+	Type            string
+	Message         string
+	ConflictingID   string
+	ConflictingPath string
+	RetryAfter      time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -126,13 +131,14 @@ func parseError(resp *http.Response, body []byte) *APIError {
 	e := &APIError{Status: resp.StatusCode}
 	var env struct {
 		Error struct {
-			Type          string `json:"type"`
-			Message       string `json:"message"`
-			ConflictingID string `json:"conflicting_memory_id"`
+			Type            string `json:"type"`
+			Message         string `json:"message"`
+			ConflictingID   string `json:"conflicting_memory_id"`
+			ConflictingPath string `json:"conflicting_path"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &env) == nil {
-		e.Type, e.Message, e.ConflictingID = env.Error.Type, env.Error.Message, env.Error.ConflictingID
+		e.Type, e.Message, e.ConflictingID, e.ConflictingPath = env.Error.Type, env.Error.Message, env.Error.ConflictingID, env.Error.ConflictingPath
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second

@@ -30,9 +30,11 @@ import (
 
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem/agentmem/internal/synctext"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/teammem/wire"
 	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Client defaults.
@@ -99,6 +101,13 @@ type ClientOptions struct {
 	// ask the server's limits view once and raise the bound to what the
 	// server can hold, so any repo the server accepts can be pulled.
 	MaxReplyBytes int64
+	// SkipDirs are folders of the team directory ("/"-separated, relative
+	// to it, such as a memory store's mount "proj") that this client never
+	// carries: their files are not pushed, pulled, deleted or reported.
+	// A folder that holds a memory store's manifest
+	// (memdir.StoreManifestName) is skipped too, listed here or not: a
+	// store folder is kept in step by its store's sync alone.
+	SkipDirs []string
 	// Scanner checks pushed files for secrets (default secrets.New()).
 	Scanner *secrets.Scanner
 	// History, when set, makes each pull that changes files undoable: a
@@ -162,7 +171,12 @@ type SyncState struct {
 // Skip says why a key was not synced.
 type Skip struct {
 	Key string
-	// Reason is "secret", "too_large", "invalid_key" or, on pull,
+	// Reason is "secret", "too_large", "invalid_key", "not_utf8" (the
+	// file's bytes are not valid UTF-8: JSON could not carry them exactly),
+	// "nul_byte" (the file holds a NUL, which not every store can keep),
+	// "not_nfc" (the file's name is not in Unicode NFC form, which the
+	// server refuses), all three left as they are and never overwritten
+	// by a pull, or, on pull,
 	// "write_failed" (the file could not be written, such as a key below
 	// a name that is a file here; the other keys are still written) or
 	// "checkpoint_failed" (ClientOptions.History could not save the file's
@@ -489,24 +503,63 @@ func (c *Client) probe(ctx context.Context, st *SyncState, res *Result) error {
 	return nil
 }
 
-// readLocal reads the pushable files of the team dir, sorted by key.
-func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, err error) {
+// Skip reasons for files whose bytes or name a push cannot carry exactly.
+const (
+	SkipNotUTF8 = "not_utf8"
+	SkipNULByte = "nul_byte"
+	SkipNotNFC  = "not_nfc"
+)
+
+// skipDirs returns the folders this client never carries: SkipDirs and
+// those of the manifests found.
+func (c *Client) skipDirs(manifests []string) []string {
+	out := make([]string, 0, len(c.cfg.SkipDirs)+len(manifests))
+	for _, d := range append(append([]string{}, c.cfg.SkipDirs...), manifests...) {
+		if d = strings.Trim(path.Clean(filepath.ToSlash(d)), "/"); d != "" && d != "." {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// underDirs reports whether key lies in one of dirs.
+func underDirs(key string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(key, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// readLocal reads the pushable files of the team dir, sorted by key, and
+// returns the folders the client never carries (SkipDirs and store
+// folders), whose files it leaves out.
+func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, skipDirs []string, err error) {
 	var paths []fswalk.Entry
+	var manifests []string
 	err = fswalk.Walk(ctx, c.cfg.fs, c.cfg.teamDir, func(e fswalk.Entry) error {
+		if path.Base(e.Rel) == memdir.StoreManifestName && !e.Type.IsDir() {
+			manifests = append(manifests, path.Dir(e.Rel))
+		}
 		if e.Type.IsRegular() {
 			paths = append(paths, e)
 		}
 		return nil
 	})
+	skipDirs = c.skipDirs(manifests)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, false, nil, nil
+		return nil, false, nil, skipDirs, nil
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
-		return nil, true, nil, nil
+		return nil, true, nil, skipDirs, nil
 	case err != nil:
-		return nil, false, nil, err
+		return nil, false, nil, skipDirs, err
 	}
 	for _, e := range paths {
+		if underDirs(e.Rel, skipDirs) {
+			continue
+		}
 		name := path.Base(e.Rel)
 		ext := path.Ext(name)
 		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || memdir.IsHiddenPath(e.Rel) {
@@ -518,7 +571,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
 				continue
 			}
-			return nil, permIssues, skipped, err
+			return nil, permIssues, skipped, skipDirs, err
 		}
 		if info.Size() > wire.MaxEntryBytes {
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "too_large"})
@@ -528,13 +581,31 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "invalid_key"})
 			continue
 		}
+		if !norm.NFC.IsNormalString(e.Rel) {
+			// The server refuses a batch that holds such a key: skipped
+			// here, the rest of the push goes through.
+			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipNotNFC})
+			continue
+		}
 		data, err := afero.ReadFile(c.cfg.fs, e.Abs)
 		if err != nil {
 			if isMissingOrDenied(err) {
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
 				continue
 			}
-			return nil, permIssues, skipped, err
+			return nil, permIssues, skipped, skipDirs, err
+		}
+		var te *synctext.Error
+		if errors.As(synctext.CheckContent(data), &te) {
+			// JSON would carry other bytes than the file's: never pushed,
+			// and (unplanned) never overwritten by a pull.
+			reason := SkipNotUTF8
+			if te.Reason == synctext.ReasonNUL {
+				reason = SkipNULByte
+			}
+			c.log.Warn("teammem: file skipped: its bytes cannot be synced exactly", "event", "teammem_text_skipped", "reason", reason)
+			skipped = append(skipped, Skip{Key: e.Rel, Reason: reason})
+			continue
 		}
 		if m, ok := c.cfg.Scanner.First(string(data)); ok {
 			c.log.Warn("teammem: file skipped: it contains a secret", "event", "teammem_secret_skipped", "rule", m.RuleID)
@@ -544,7 +615,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 		files = append(files, localFile{key: e.Rel, content: string(data), sum: wire.EntryChecksum(string(data)), mtime: info.ModTime()})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].key < files[j].key })
-	return files, permIssues, skipped, nil
+	return files, permIssues, skipped, skipDirs, nil
 }
 
 func isMissingOrDenied(err error) bool {

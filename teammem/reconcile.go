@@ -195,16 +195,23 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode syncMode) (R
 // round reads both sides, decides every key and carries out what mode
 // allows.
 func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *Result) error {
-	files, permIssues, skipped, err := c.readLocal(ctx)
+	files, permIssues, skipped, skipDirs, err := c.readLocal(ctx)
 	if err != nil {
 		return err
+	}
+	// A store's folder is its store sync's alone: never pushed, pulled,
+	// deleted or tracked here.
+	for k := range st.Base {
+		if underDirs(k, skipDirs) {
+			delete(st.Base, k)
+		}
 	}
 	res.Skipped = appendSkips(res.Skipped, skipped...)
 	local := make(map[string]localFile, len(files))
 	for _, f := range files {
 		local[f.key] = f
 	}
-	unplanned := map[string]bool{} // on disk but not syncable (secret, size, key)
+	unplanned := map[string]bool{} // on disk but not syncable (secret, size, key, bytes)
 	for _, sk := range skipped {
 		unplanned[sk.Key] = true
 	}
@@ -217,6 +224,17 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 	}
 	if err != nil {
 		return err
+	}
+
+	for k := range view.sums {
+		if underDirs(k, skipDirs) {
+			unplanned[k] = true
+		}
+	}
+	for k := range view.tombs {
+		if underDirs(k, skipDirs) {
+			unplanned[k] = true
+		}
 	}
 
 	if mode&modePull != 0 {

@@ -356,7 +356,7 @@ func (w *Watcher) flush() {
 // the state both sides last agreed on (keys the client never syncs, such
 // as a file holding a secret, do not count).
 func (w *Watcher) changedSinceSync(ctx context.Context) bool {
-	files, _, skipped, err := w.cfg.client.readLocal(ctx)
+	files, _, skipped, skipDirs, err := w.cfg.client.readLocal(ctx)
 	if err != nil {
 		return true
 	}
@@ -366,7 +366,7 @@ func (w *Watcher) changedSinceSync(ctx context.Context) bool {
 	}
 	base := 0
 	for k := range w.st.Base {
-		if !never[k] {
+		if !never[k] && !underDirs(k, skipDirs) {
 			base++
 		}
 	}

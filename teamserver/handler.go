@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/synctext"
 	"github.com/agentmem/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
@@ -332,6 +333,13 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body could not be read")
+		return
+	}
+	// Checked on the raw bytes: decoding would turn what JSON cannot
+	// carry into U+FFFD silently, and the store would keep the damage.
+	if err := synctext.CheckJSONBody(body); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidText,
+			"a key or entry "+strings.TrimPrefix(err.Error(), "synctext: ")+"; send every entry exactly as valid UTF-8 without NUL; nothing was written")
 		return
 	}
 	var in wire.PutBody

@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentmem/agentmem/internal/synctext"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -163,6 +163,16 @@ func pathConflict(m Memory) *APIError {
 		Message: "another memory already has this path", ConflictingPath: m.Path, ConflictingID: m.ID}
 }
 
+// folderConflict refuses a path that is a folder of another memory's path,
+// or has another memory's path as a folder: the two could not both be
+// files on a disk, so no client could sync the store. It names the
+// memory in the way.
+func folderConflict(m Memory) *APIError {
+	return &APIError{Status: http.StatusConflict, Type: "memory_path_folder_conflict_error",
+		Message:         "another memory's path is a folder of this path, or lies below it as a folder; both cannot be files on a disk",
+		ConflictingPath: m.Path, ConflictingID: m.ID}
+}
+
 // ValidateMemoryPath checks a memory path by the API's rules: it starts
 // with "/", is at most 1,024 bytes and 20 segments, has no empty, "." or
 // ".." segment, no control or format character (nor U+2028 and U+2029),
@@ -177,10 +187,8 @@ func ValidateMemoryPath(p string) error {
 	case !utf8.ValidString(p):
 		return invalid("path must be valid UTF-8")
 	}
-	for _, r := range p {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			return invalid("path must not contain control or format characters")
-		}
+	if synctext.CheckName(p) != nil {
+		return invalid("path must not contain control or format characters")
 	}
 	segs := strings.Split(p[1:], "/")
 	if len(segs) > MaxMemoryPathSegments {
@@ -216,7 +224,10 @@ func validateContent(c string) error {
 	if len(c) > MaxMemoryContentBytes {
 		return invalid(msgContentTooLarge)
 	}
-	if !utf8.ValidString(c) {
+	if err := synctext.CheckContent([]byte(c)); err != nil {
+		if err.(*synctext.Error).Reason == synctext.ReasonNUL {
+			return invalid("content must not contain a NUL character")
+		}
 		return invalid("content must be valid UTF-8")
 	}
 	return nil

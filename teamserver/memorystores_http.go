@@ -2,6 +2,7 @@ package teamserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/synctext"
 	"github.com/agentmem/agentmem/secrets"
 )
 
@@ -127,6 +129,12 @@ func (c *storesCall) route() (string, func()) {
 	}
 	name, run := c.storeRoute(rest)
 	return name, func() {
+		// An ID no store can hold (a NUL, a control character, invalid
+		// UTF-8) is refused alike on every store, before any is asked.
+		if synctext.CheckName(p) != nil {
+			c.fail(&APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "a store or memory ID in the URL is not valid UTF-8 or holds a control character"})
+			return
+		}
 		if c.code {
 			// Claude Code names a store by its path: its ID or its name.
 			st, err := c.ms.FindMemStore(c.r.Context(), c.tenant, storeRef)
@@ -267,15 +275,26 @@ func writeStoresError(w http.ResponseWriter, e *APIError) {
 // decode reads a JSON body within MaxBodyBytes; unknown fields are
 // refused, so a misspelt precondition is not silently ignored.
 func (c *storesCall) decode(v any) bool {
-	body := http.MaxBytesReader(c.w, c.r.Body, c.h.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
+	raw, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.h.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		c.fail(&APIError{Status: http.StatusRequestEntityTooLarge, Type: "request_too_large", Message: "the request body is too large"})
+		return false
+	}
+	if err != nil {
+		c.fail(invalid("the request body could not be read"))
+		return false
+	}
+	// Checked on the raw bytes: decoding would turn what JSON cannot carry
+	// into U+FFFD silently, and the store would keep the damage.
+	if err := synctext.CheckJSONBody(raw); err != nil {
+		c.fail(&APIError{Status: http.StatusBadRequest, Type: "invalid_request_error",
+			Message: "a string of the request " + strings.TrimPrefix(err.Error(), "synctext: ") + "; send content and paths as valid UTF-8 without NUL (nothing was written)"})
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			c.fail(&APIError{Status: http.StatusRequestEntityTooLarge, Type: "request_too_large", Message: "the request body is too large"})
-			return false
-		}
 		c.fail(invalid("the request body is not valid JSON for this call: %s", clip(err.Error())))
 		return false
 	}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Memory stores in SQL: three tables beside the sync repos. Every write to
@@ -300,6 +302,36 @@ func (s *SQLStore) memoryBy(ctx context.Context, q querier, storeID, column, val
 	return m, err == nil, err
 }
 
+// folderClash finds a memory other than selfID that could not sit beside
+// a memory at p on a disk: one whose path is a folder of p ("/a.md" for
+// "/a.md/b.md"), or one below p as a folder ("/a.md/b.md" for "/a.md").
+func (s *SQLStore) folderClash(ctx context.Context, q querier, storeID, p, selfID string) (Memory, bool, error) {
+	var folders []any
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			folders = append(folders, p[:i])
+		}
+	}
+	scan := func(query string, args ...any) (Memory, bool, error) {
+		var content string
+		m, err := scanMemory(q.QueryRowContext(ctx, s.q(query), args...), &content)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Memory{}, false, nil
+		}
+		return m, err == nil, err
+	}
+	if len(folders) > 0 {
+		in := strings.TrimSuffix(strings.Repeat("?, ", len(folders)), ", ")
+		args := append([]any{storeID, selfID}, folders...)
+		if m, ok, err := scan(`SELECT `+memoryColumns+`, '' FROM ms_memories WHERE store_id = ? AND id <> ? AND path IN (`+in+`) LIMIT 1`, args...); err != nil || ok {
+			return m, ok, err
+		}
+	}
+	below := p + "/"
+	return scan(`SELECT `+memoryColumns+`, '' FROM ms_memories WHERE store_id = ? AND id <> ? AND substr(path, 1, ?) = ? LIMIT 1`,
+		storeID, selfID, utf8.RuneCountInString(below), below)
+}
+
 // GetMemory reads one memory, with its content.
 func (s *SQLStore) GetMemory(ctx context.Context, tenant, storeID, id string) (Memory, error) {
 	var m Memory
@@ -395,6 +427,12 @@ func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 			}
 			return err
 		}
+		if holder, ok, err := s.folderClash(ctx, tx, storeID, w.Path, ""); err != nil || ok {
+			if err == nil {
+				err = folderConflict(holder)
+			}
+			return err
+		}
 		if err := checkRoom(st, 1, int64(len(*w.Content)), limits); err != nil {
 			return err
 		}
@@ -469,6 +507,12 @@ func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 			if holder, taken, err := s.memoryBy(ctx, tx, storeID, "path", next.Path); err != nil || taken {
 				if err == nil {
 					err = pathConflict(holder)
+				}
+				return err
+			}
+			if holder, ok, err := s.folderClash(ctx, tx, storeID, next.Path, id); err != nil || ok {
+				if err == nil {
+					err = folderConflict(holder)
 				}
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -78,7 +79,7 @@ func lintFlags(fs *flag.FlagSet) runner {
 			return exitError, err
 		}
 		dir := filepath.Clean(r.path.Dir)
-		problems, info, err := lint(e.fs, dir)
+		problems, info, err := lint(e.fs, dir, storeMountDirs(e))
 		if err != nil {
 			return exitError, err
 		}
@@ -88,7 +89,7 @@ func lintFlags(fs *flag.FlagSet) runner {
 			if err != nil {
 				return exitError, err
 			}
-			if problems, info, err = lint(e.fs, dir); err != nil {
+			if problems, info, err = lint(e.fs, dir, storeMountDirs(e)); err != nil {
 				return exitError, err
 			}
 		}
@@ -140,11 +141,33 @@ var typeLine = regexp.MustCompile(`(?m)^type:[ \t]*["']?([^"'\r\n]*?)["']?[ \t]*
 
 // lint checks the tree under dir and returns its problems, sorted, and
 // information that is no problem (links to memories not written yet).
-func lint(fsys afero.Fs, dir string) ([]problem, []string, error) {
+// The folders of memory stores below the team directory (mounts, the
+// names in the folders of team/, and any folder there holding a store
+// manifest) are their stores' files, not team memories: lint leaves them.
+func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, error) {
 	headers, err := memdir.ScanMemoryFiles(context.Background(), fsys, dir, memdir.ScanOptions{MaxFiles: 1 << 20})
 	if err != nil {
 		return nil, nil, err
 	}
+	storeDirs := map[string]bool{}
+	for _, m := range mounts {
+		storeDirs[memdir.TeamDirName+"/"+m+"/"] = true
+	}
+	if entries, err := afero.ReadDir(fsys, filepath.Join(dir, memdir.TeamDirName)); err == nil {
+		for _, d := range entries {
+			if ok, _ := afero.Exists(fsys, filepath.Join(dir, memdir.TeamDirName, d.Name(), memdir.StoreManifestName)); d.IsDir() && ok {
+				storeDirs[memdir.TeamDirName+"/"+d.Name()+"/"] = true
+			}
+		}
+	}
+	headers = slices.DeleteFunc(headers, func(h memdir.MemoryHeader) bool {
+		for d := range storeDirs {
+			if strings.HasPrefix(filepath.ToSlash(h.Filename), d) {
+				return true
+			}
+		}
+		return false
+	})
 	scanner := secrets.New()
 	var problems []problem
 	add := func(file string, line int, kind, format string, a ...any) {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/agentmem/agentmem/storesync"
@@ -61,7 +63,11 @@ until --allow-mass-delete. A store that was replaced or restored from a
 backup deletes nothing. When both sides changed a memory, the store's
 version takes the file and yours is kept in .memory-sync-conflicts/.
 watch pushes about 2 s after a local change and resyncs every --resync.
-Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 7 conflicts, 8 mass delete held.
+A file whose bytes are not valid UTF-8 or hold a NUL, whose name is not
+NFC or holds a control character, or whose path is a folder of another
+memory's path (/a.md beside /a.md/b.md) is left as it is on both sides
+and printed with the reason; the rest of the round goes on (exit 9).
+Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 7 conflicts, 8 mass delete held, 9 files refused.
 `)
 }
 
@@ -182,10 +188,10 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 // skip and hold, then an error if the round failed.
 func printStoreResult(e env, mount string, r storesync.Result, err error) {
 	for _, p := range r.Pulled {
-		fmt.Fprintf(e.stdout, "%s: pulled  %s\n", mount, p)
+		fmt.Fprintf(e.stdout, "%s: pulled  %s\n", mount, shown(p))
 	}
 	for _, p := range r.Pushed {
-		fmt.Fprintf(e.stdout, "%s: pushed  %s\n", mount, p)
+		fmt.Fprintf(e.stdout, "%s: pushed  %s\n", mount, shown(p))
 	}
 	for _, p := range r.DeletedLocal {
 		fmt.Fprintf(e.stdout, "%s: deleted %s (deleted in the store)\n", mount, p)
@@ -204,7 +210,7 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 		}
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, s.Path, s.Reason)
+		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, shown(s.Path), s.Reason)
 	}
 	for _, h := range r.Held {
 		fmt.Fprintf(e.stderr, "%s: held %d deletion(s) on the %s side: more than %d of %d tracked memories at once; nothing was deleted (pass --allow-mass-delete to confirm)\n",
@@ -221,13 +227,16 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 // storeExit maps a round to the exit codes of agentmem team.
 func storeExit(r storesync.Result, err error) int {
 	var apiErr *storesync.APIError
-	var netErr net.Error
+	var urlErr *url.Error
+	var opErr *net.OpError
 	var foreign *storesync.ForeignDirError
 	switch {
 	case err == nil && len(r.Held) > 0:
 		return exitHeld
 	case err == nil && len(r.Conflicts) > 0:
 		return exitConflict
+	case err == nil && slices.ContainsFunc(r.Skipped, storesync.Skip.Refused):
+		return exitRefused
 	case err == nil:
 		return exitOK
 	case errors.As(err, &foreign):
@@ -236,7 +245,9 @@ func storeExit(r storesync.Result, err error) int {
 		return exitAuth
 	case errors.As(err, &apiErr):
 		return exitServer
-	case errors.As(err, &netErr), errors.Is(err, syscall.ECONNREFUSED):
+	case errors.As(err, &urlErr), errors.As(err, &opErr), errors.Is(err, syscall.ECONNREFUSED):
+		// A request that did not reach the store (a local file error is
+		// not one, though its errno also reads as a net.Error).
 		return exitNetwork
 	}
 	return exitError

@@ -17,13 +17,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentmem/agentmem/filehistory"
 	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem/agentmem/internal/synctext"
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/storesync"
 	"github.com/agentmem/agentmem/teammem"
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/agentmem/agentmem/teamserver/postgres"
@@ -45,7 +48,39 @@ const (
 	// exitHeld: the mass-delete hold kept back more deletions than one
 	// run may make (printed, with the command that confirms them).
 	exitHeld = 8
+	// exitRefused: the run finished, but some files were refused and left
+	// exactly as they are (printed with the reason): bytes that are not
+	// valid UTF-8 or hold a NUL, a name not in NFC form, or (store sync)
+	// a path that is a folder of another memory's path. Fix or rename
+	// them; nothing else waits for them.
+	exitRefused = 9
 )
+
+// refusedSkip reports whether a team skip is a refusal of exitRefused.
+func refusedSkip(s teammem.Skip) bool {
+	switch s.Reason {
+	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC:
+		return true
+	}
+	return false
+}
+
+// skipWhy says in a few words why a file was refused.
+var skipWhy = map[string]string{
+	teammem.SkipNotUTF8: "not_utf8: the file is not valid UTF-8 text, which sync cannot carry exactly; left as it is",
+	teammem.SkipNULByte: "nul_byte: the file holds a NUL byte, which not every server store can keep; left as it is",
+	teammem.SkipNotNFC:  "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
+}
+
+// shown returns a key or path fit for a terminal: quoted when it holds
+// a control character or invalid UTF-8, so an escape sequence in a name
+// is printed, never run.
+func shown(k string) string {
+	if synctext.CheckName(k) != nil {
+		return strconv.Quote(k)
+	}
+	return k
+}
 
 // PullHistoryPrefix starts the name of the file history the team client
 // commands keep a checkpoint in before a pull changes files (agentmem
@@ -115,7 +150,12 @@ sync puts the server's version in the file and keeps yours in
 changes files it takes a checkpoint (history "team-sync-<hash of the
 directory>"; --no-checkpoint turns it off) and prints the agentmem rewind command that undoes it.
 The client commands read the token from $AGENTMEM_TEAM_TOKEN.
-Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network or TLS, 5 server refused, 6 entry limit, 7 conflicts, 8 mass delete held.
+Files whose bytes are not valid UTF-8 or hold a NUL, and names not in
+NFC form, are never pushed (nor overwritten by a pull): each is printed
+with the reason, the rest goes through, and the run exits 9. A memory
+store's folder (a CLAUDE_MEMORY_STORES mount, or any folder holding a
+.memory-sync manifest) is never carried: agentmem store syncs it.
+Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network or TLS, 5 server refused, 6 entry limit, 7 conflicts, 8 mass delete held, 9 files refused.
 `)
 }
 
@@ -503,6 +543,11 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if len(res.Conflicts) > 0 || hasSkip(res, "conflict") {
 		return exitConflict, nil
 	}
+	for _, s := range res.Skipped {
+		if refusedSkip(s) {
+			return exitRefused, nil
+		}
+	}
 	return exitOK, nil
 }
 
@@ -529,23 +574,23 @@ func printResult(e env, name string, r teammem.Result, err error) {
 		fmt.Fprintf(e.stderr, "warning: %s; this run deletes nothing, keeps every local memory and pushes what the server lacks\n", r.StoreReset)
 	}
 	for _, k := range r.Written {
-		fmt.Fprintln(e.stdout, "wrote   "+k)
+		fmt.Fprintln(e.stdout, "wrote   "+shown(k))
 	}
 	for _, k := range r.Deleted {
-		fmt.Fprintln(e.stdout, "deleted "+k)
+		fmt.Fprintln(e.stdout, "deleted "+shown(k))
 	}
 	for _, k := range r.Uploaded {
-		fmt.Fprintln(e.stdout, "pushed  "+k)
+		fmt.Fprintln(e.stdout, "pushed  "+shown(k))
 	}
 	for _, k := range r.SoftDeleted {
-		fmt.Fprintln(e.stdout, "removed "+k+" on the server")
+		fmt.Fprintln(e.stdout, "removed "+shown(k)+" on the server")
 	}
 	for _, cf := range r.Conflicts {
 		if cf.LocalKept {
-			fmt.Fprintf(e.stdout, "conflict %s: kept yours (the server went back); the server's version is kept at %s\n", cf.Key, cf.SavedAs)
+			fmt.Fprintf(e.stdout, "conflict %s: kept yours (the server went back); the server's version is kept at %s\n", shown(cf.Key), cf.SavedAs)
 			continue
 		}
-		fmt.Fprintf(e.stdout, "conflict %s: took the server's version; yours is kept at %s\n", cf.Key, cf.SavedAs)
+		fmt.Fprintf(e.stdout, "conflict %s: took the server's version; yours is kept at %s\n", shown(cf.Key), cf.SavedAs)
 	}
 	for _, s := range r.Skipped {
 		why := s.Reason
@@ -555,7 +600,10 @@ func printResult(e env, name string, r teammem.Result, err error) {
 		if s.Reason == "conflict" {
 			why = "conflict: changed here and on the server; your file is untouched, agentmem team sync settles it"
 		}
-		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", s.Key, why)
+		if w, ok := skipWhy[s.Reason]; ok {
+			why = w
+		}
+		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", shown(s.Key), why)
 	}
 	for _, h := range r.Held {
 		where := "removed from this directory"
@@ -672,6 +720,29 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		}
 	}
 	client, err := teammem.NewClient(e.fs, abs, teammem.ClientOptions{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
-		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history})
+		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history, SkipDirs: storeMountDirs(e)})
 	return client, abs, err
+}
+
+// storeMountDirs returns the folders of the team directory that the
+// memory stores of $CLAUDE_MEMORY_STORES mount: team sync leaves them to
+// agentmem store (a folder with a store's manifest is left alone anyway;
+// this covers a mount not synced yet). Stores that do not parse are
+// agentmem store's to report.
+func storeMountDirs(e env) []string {
+	raw := e.getenv(MemoryStoresEnv)
+	if raw == "" {
+		return nil
+	}
+	mounts, err := storesync.ParseMounts(raw)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, m := range mounts {
+		if m.Scope != "user" {
+			dirs = append(dirs, m.Name)
+		}
+	}
+	return dirs
 }

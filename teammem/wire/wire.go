@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem/agentmem/internal/synctext"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -120,11 +121,15 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeKeyConflict      = "team_memory_key_conflict"
 	CodeKeyNotNFC        = "team_memory_key_not_nfc"
-	CodeInvalidView      = "team_memory_invalid_view"
-	CodeTooManyRepos     = "team_memory_too_many_repos"
-	CodeNoRevision       = "team_memory_no_revision"
-	CodeRateLimited      = "rate_limited"
-	CodeOverloaded       = "overloaded"
+	// CodeInvalidText: a string of the body is not valid UTF-8, or holds
+	// a NUL or a lone surrogate escape: JSON would not carry it exactly,
+	// or a store could not hold it.
+	CodeInvalidText  = "team_memory_invalid_text"
+	CodeInvalidView  = "team_memory_invalid_view"
+	CodeTooManyRepos = "team_memory_too_many_repos"
+	CodeNoRevision   = "team_memory_no_revision"
+	CodeRateLimited  = "rate_limited"
+	CodeOverloaded   = "overloaded"
 )
 
 // EntryChecksum is "sha256:" + the hex SHA-256 of content's UTF-8 bytes.
@@ -208,6 +213,7 @@ const (
 	ReasonBackslash = "backslash in key"
 	ReasonAbsolute  = "absolute key"
 	ReasonTooLong   = "key too long"
+	ReasonControl   = "control character or invalid UTF-8 in key"
 	ReasonEscapes   = "path escapes the team memory directory"
 )
 
@@ -221,10 +227,11 @@ func (e *KeyError) Error() string { return "wire: " + e.Reason }
 
 func keyErr(reason, key string) *KeyError { return &KeyError{Reason: reason, Key: key} }
 
-// SanitizeKey runs the five checks every key passes before it is used: no
+// SanitizeKey runs the six checks every key passes before it is used: no
 // NUL byte; no traversal once percent-decoded (up to three times, overlong
 // UTF-8 forms included); no traversal once NFKC-folded (fullwidth dots and
-// slashes); no backslash; not absolute.
+// slashes); no backslash; not absolute; valid UTF-8 with no control or
+// format character (the rule of a memory store's path, synctext.CheckName).
 func SanitizeKey(key string) error {
 	if strings.IndexByte(key, 0) >= 0 {
 		return keyErr(ReasonNUL, key)
@@ -251,6 +258,9 @@ func SanitizeKey(key string) error {
 	}
 	if strings.HasPrefix(key, "/") {
 		return keyErr(ReasonAbsolute, key)
+	}
+	if synctext.CheckName(key) != nil {
+		return keyErr(ReasonControl, key)
 	}
 	return nil
 }

@@ -1,0 +1,516 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentmem/agentmem/storesync"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem/agentmem/teamserver/sqlite"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// syncTokens writes a token file with one token for acme that reaches
+// both the team repos and every memory store, and returns it and the
+// token.
+func syncTokens(t *testing.T, dir string) (path, token string) {
+	t.Helper()
+	tok, g, err := teamserver.NewToken("acme", []string{"acme/*"}, "*")
+	require.NoError(t, err)
+	g.Name = "ana"
+	data, err := json.Marshal([]teamserver.TokenGrant{g})
+	require.NoError(t, err)
+	path = filepath.Join(dir, "tokens.json")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path, tok
+}
+
+// randomBytes is what a file may hold: any bytes, Latin-1 text, UTF-8
+// with the characters that JSON and databases treat specially (NUL,
+// U+FFFD, controls, encoded surrogates), or plain text.
+func randomBytes(r *rand.Rand) []byte {
+	n := 1 + r.IntN(120)
+	var b []byte
+	switch r.IntN(5) {
+	case 0: // any bytes
+		for range n {
+			b = append(b, byte(r.IntN(256)))
+		}
+	case 1: // Latin-1 text
+		for range n {
+			const latin1 = " abc\xe9\xfc\xe0\n"
+			b = append(b, latin1[r.IntN(len(latin1))])
+		}
+	case 2: // UTF-8 runes, some of them hostile
+		special := []string{"\x00", "\uFFFD", "\u001b]0;T\u0007", "\xed\xa0\x80", "\xed\xbf\xbf", "\U0001F600", "\u2028", "\\u0000", `"`, "\xc0\xae", "\xf4\x90\x80\x80"}
+		for range n / 4 {
+			if r.IntN(3) == 0 {
+				b = append(b, special[r.IntN(len(special))]...)
+			} else {
+				b = utf8.AppendRune(b, rune(r.IntN(0x3000)))
+			}
+		}
+	case 3: // plain text with one byte changed
+		b = []byte(strings.Repeat("Deploys freeze on Fridays. ", 1+n/27))
+		b[r.IntN(len(b))] = byte(r.IntN(256))
+	default:
+		b = []byte(fmt.Sprintf("note %d: café ünïcode ✓\n", r.IntN(1000)))
+	}
+	return b
+}
+
+// inProcessServer is the real handler over a SQLite store.
+func inProcessServer(t *testing.T) (url, token string) {
+	t.Helper()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	tok, g, err := teamserver.NewToken("acme", []string{"acme/*"}, "*")
+	require.NoError(t, err)
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{g}, RatePerToken: -1})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL, tok
+}
+
+// TestSyncCarriesBytesExactlyOrRefuses is the property both protocols
+// hold for any bytes a file may hold: a teammate receives exactly those
+// bytes, or the file is refused (reported as skipped) and left as it was
+// on the author's disk, never overwritten by a pull.
+func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 7))
+	url, token := inProcessServer(t)
+	ctx := context.Background()
+
+	// A copy damaged by an older client is on the server: the author's
+	// file of that name must not be overwritten by it.
+	code, _, body := storeHTTP(t, "PUT", url+"/api/claude_code/team_memory?repo=acme/shop", token, false, map[string]any{"entries": map[string]string{"old.md": "caf\uFFFD"}})
+	require.Equal(t, 200, code, string(body))
+
+	type side struct {
+		dir  string
+		sync func() ([]string, error) // the skipped files' names
+	}
+	teamSide := func(name string) side {
+		dir := filepath.Join(t.TempDir(), name, "team")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: url, Repo: "acme/shop", Token: token})
+		require.NoError(t, err)
+		var st teammem.SyncState
+		return side{dir, func() ([]string, error) {
+			res, err := c.Sync(ctx, &st)
+			var skipped []string
+			for _, s := range res.Skipped {
+				skipped = append(skipped, s.Key)
+			}
+			return skipped, err
+		}}
+	}
+	code, _, body = storeHTTP(t, "POST", url+"/v1/memory_stores", token, true, map[string]any{"name": "team-store"})
+	require.Equal(t, 200, code, string(body))
+	mounts, err := storesync.ParseMounts(`[{"path": "/v1/code/memory/team-store", "mount": "proj"}]`)
+	require.NoError(t, err)
+	storeSide := func(name string) side {
+		dir := mounts[0].Dir(filepath.Join(t.TempDir(), name))
+		c, err := storesync.New(afero.NewOsFs(), dir, storesync.Options{BaseURL: url, Token: token, Mount: mounts[0]})
+		require.NoError(t, err)
+		return side{dir, func() ([]string, error) {
+			res, err := c.Sync(ctx)
+			var skipped []string
+			for _, s := range res.Skipped {
+				skipped = append(skipped, strings.TrimPrefix(s.Path, "/"))
+			}
+			return skipped, err
+		}}
+	}
+
+	for _, proto := range []struct {
+		name string
+		make func(string) side
+	}{{"team", teamSide}, {"store", storeSide}} {
+		t.Run(proto.name, func(t *testing.T) {
+			ana, ben := proto.make("ana"), proto.make("ben")
+			_, err := ana.sync()
+			require.NoError(t, err)
+			if proto.name == "team" {
+				require.NoError(t, os.WriteFile(filepath.Join(ana.dir, "old.md"), []byte("caf\xe9"), 0o644))
+			}
+			want := map[string][]byte{}
+			for round := range 4 {
+				for i := range 30 {
+					name := fmt.Sprintf("f%d-%02d.md", round, i)
+					b := randomBytes(r)
+					want[name] = b
+					require.NoError(t, os.WriteFile(filepath.Join(ana.dir, name), b, 0o644))
+				}
+				skipped, err := ana.sync()
+				require.NoError(t, err)
+				_, err = ben.sync()
+				require.NoError(t, err)
+				_, err = ana.sync() // a second round must not pull anything over a refused file
+				require.NoError(t, err)
+				refused := map[string]bool{}
+				for _, k := range skipped {
+					refused[k] = true
+				}
+				for name, b := range want {
+					mine, err := os.ReadFile(filepath.Join(ana.dir, name))
+					require.NoError(t, err)
+					assert.Equal(t, b, mine, "%s: the author's file changed", name)
+					got, err := os.ReadFile(filepath.Join(ben.dir, name))
+					if err == nil {
+						assert.Equal(t, b, got, "%s (%q): the teammate received other bytes", name, b)
+						continue
+					}
+					if strings.HasPrefix(name, fmt.Sprintf("f%d-", round)) {
+						assert.True(t, refused[name], "%s (%q): neither received nor reported as refused", name, b)
+					}
+				}
+			}
+			if proto.name == "team" {
+				old, err := os.ReadFile(filepath.Join(ana.dir, "old.md"))
+				require.NoError(t, err)
+				assert.Equal(t, "caf\xe9", string(old), "a damaged copy on the server never overwrites the file")
+			}
+		})
+	}
+}
+
+// rawHTTP sends body's bytes as they are (no JSON encoding on the way).
+func rawHTTP(t *testing.T, method, u, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// errorType returns error.type and error.details.error_code of a reply.
+func errorType(out map[string]any) (typ, code string) {
+	e, _ := out["error"].(map[string]any)
+	typ, _ = e["type"].(string)
+	if d, ok := e["details"].(map[string]any); ok {
+		code, _ = d["error_code"].(string)
+	}
+	return typ, code
+}
+
+// TestServersRefuseWhatTheyCannotHoldExactly sends both protocols what a
+// JSON decoder would change or a store could not keep, as raw bytes, to
+// the built server on SQLite and on PostgreSQL: every store answers the
+// same 400 and keeps nothing; a path that would be a folder of another
+// memory's path (or hold one) is refused with 409.
+func TestServersRefuseWhatTheyCannotHoldExactly(t *testing.T) {
+	tokens, token := syncTokens(t, t.TempDir())
+	for name, urls := range storeServers(t, tokens) {
+		t.Run(name, func(t *testing.T) {
+			url := urls[0]
+			team := url + "/api/claude_code/team_memory?repo=acme/shop"
+			for _, body := range []string{
+				"{\"entries\":{\"a.md\":\"caf\xe9\"}}",
+				`{"entries":{"a.md":"a\u0000b"}}`,
+				`{"entries":{"a.md":"x\ud800y"}}`,
+				"{\"entries\":{\"caf\xe9.md\":\"x\"}}",
+			} {
+				code, out := rawHTTP(t, "PUT", team, token, body)
+				_, ecode := errorType(out)
+				assert.Equal(t, 400, code, "%q", body)
+				assert.Equal(t, "team_memory_invalid_text", ecode, "%q", body)
+			}
+			code, out := rawHTTP(t, "PUT", team, token, `{"entries":{"a\u001b]0;TITLE\u0007.md":"x"}}`)
+			_, ecode := errorType(out)
+			assert.Equal(t, 400, code)
+			assert.Equal(t, "team_memory_invalid_key", ecode, "a key with an escape sequence")
+			code, out = rawHTTP(t, "GET", team, token, "")
+			assert.Equal(t, 404, code, "nothing was written: %v", out)
+
+			code, out = rawHTTP(t, "POST", url+"/v1/memory_stores", token, `{"name":"s`+name[:1]+`"}`)
+			require.Equal(t, 200, code, "%v", out)
+			store := url + "/v1/memory_stores/" + out["id"].(string)
+			for _, body := range []string{
+				"{\"path\":\"/a.md\",\"content\":\"caf\xe9\"}",
+				`{"path":"/a.md","content":"a\u0000b"}`,
+				`{"path":"/a.md","content":"\udfff"}`,
+				`{"path":"/a\u0000.md","content":"x"}`,
+				"{\"path\":\"/caf\xe9.md\",\"content\":\"x\"}",
+			} {
+				code, out := rawHTTP(t, "POST", store+"/memories", token, body)
+				typ, _ := errorType(out)
+				assert.Equal(t, 400, code, "%q: %v", body, out)
+				assert.Equal(t, "invalid_request_error", typ, "%q", body)
+			}
+			code, out = rawHTTP(t, "GET", store+"/memories/mem_%00x", token, "")
+			assert.Equal(t, 400, code, "an ID with a NUL: %v", out)
+			code, out = rawHTTP(t, "GET", store+"%00/memories", token, "")
+			assert.Equal(t, 400, code, "a store ID with a NUL: %v", out)
+
+			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/clash.md","content":"file"}`)
+			require.Equal(t, 200, code, "%v", out)
+			fileID := out["id"].(string)
+			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/clash.md/inner.md","content":"below a file"}`)
+			typ, _ := errorType(out)
+			assert.Equal(t, 409, code, "%v", out)
+			assert.Equal(t, "memory_path_folder_conflict_error", typ)
+			assert.Equal(t, fileID, out["error"].(map[string]any)["conflicting_memory_id"])
+			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/dir/inner.md","content":"x"}`)
+			require.Equal(t, 200, code, "%v", out)
+			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/dir","content":"a file over a folder"}`)
+			typ, _ = errorType(out)
+			assert.Equal(t, 409, code, "%v", out)
+			assert.Equal(t, "memory_path_folder_conflict_error", typ)
+			code, out = rawHTTP(t, "POST", store+"/memories/"+fileID, token, `{"path":"/dir/inner.md/deeper.md"}`)
+			typ, _ = errorType(out)
+			assert.Equal(t, 409, code, "a move below a file: %v", out)
+			assert.Equal(t, "memory_path_folder_conflict_error", typ)
+			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/clash.mdx/ok.md","content":"a sibling name is fine"}`)
+			assert.Equal(t, 200, code, "%v", out)
+		})
+	}
+}
+
+// TestStoreSyncDeleteAndRecreateIsNotAReplacedStore: Ana deletes y.md,
+// and deletes x.md then writes it again (a new memory ID). Ben's round
+// falls between her two; Cy was offline through both and comes back with
+// a one-shot `agentmem store sync`. Nobody takes the new ID for a
+// replaced store: y.md stays deleted everywhere and the newer x.md wins
+// everywhere.
+func TestStoreSyncDeleteAndRecreateIsNotAReplacedStore(t *testing.T) {
+	f := newSyncFixture(t, "")
+	ana, anaDir := f.client("ana", storesync.DeleteImmediate)
+	ben, benDir := f.client("ben", storesync.DeleteImmediate)
+	writeFile(t, anaDir, "x.md", "x, first")
+	writeFile(t, anaDir, "y.md", "y")
+	syncOK(t, ana)
+	syncOK(t, ben)
+
+	root := t.TempDir()
+	cy, cyEnv := clone(t, root, "cy")
+	cyEnv = append(cyEnv, `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/team-store","mount":"proj"}]`, "AGENTMEM_STORE_TOKEN="+f.key)
+	store := func() (string, string, int) {
+		return runIn(t, cy, cyEnv, "store", "sync", "--server", f.url, "--delete-mode", "immediate")
+	}
+	_, errOut, code := store()
+	require.Equal(t, 0, code, errOut)
+	out, _, _ := runIn(t, cy, cyEnv, "store", "ls")
+	cyDir := strings.Fields(out)[4]
+	assert.Equal(t, "x, first", readFile(t, cyDir, "x.md"))
+
+	require.NoError(t, os.Remove(filepath.Join(anaDir, "x.md")))
+	require.NoError(t, os.Remove(filepath.Join(anaDir, "y.md")))
+	res := syncOK(t, ana)
+	assert.ElementsMatch(t, []string{"/x.md", "/y.md"}, res.DeletedInStore)
+
+	res = syncOK(t, ben) // between Ana's two rounds
+	assert.False(t, res.BasisReset)
+	assert.ElementsMatch(t, []string{"/x.md", "/y.md"}, res.DeletedLocal)
+
+	writeFile(t, anaDir, "x.md", "x, second: newer")
+	res = syncOK(t, ana)
+	assert.Equal(t, []string{"/x.md"}, res.Pushed)
+
+	for _, c := range []struct {
+		name string
+		sync func() storesync.Result
+		dir  string
+	}{{"ben", func() storesync.Result { return syncOK(t, ben) }, benDir}} {
+		res := c.sync()
+		assert.False(t, res.BasisReset, c.name)
+		assert.Equal(t, []string{"/x.md"}, res.Pulled, c.name)
+		assert.Equal(t, "x, second: newer", readFile(t, c.dir, "x.md"), c.name)
+		assert.NoFileExists(t, filepath.Join(c.dir, "y.md"), c.name)
+	}
+
+	// Cy, offline until now: the store has the same ID and a later
+	// generation, so its word on x.md and y.md stands.
+	out, errOut, code = store()
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.NotContains(t, errOut, "does not know this folder's last sync")
+	assert.Contains(t, out, "proj: pulled  /x.md")
+	assert.Contains(t, out, "proj: deleted /y.md (deleted in the store)")
+	assert.Equal(t, "x, second: newer", readFile(t, cyDir, "x.md"))
+	assert.NoFileExists(t, filepath.Join(cyDir, "y.md"))
+	assert.Empty(t, conflictCopies(t, cyDir))
+
+	// The store holds what Ana left: no y.md came back, x.md is hers.
+	got := storeFiles(t, f.url, f.key)
+	assert.Equal(t, map[string]string{"/x.md": "x, second: newer"}, got)
+	res = syncOK(t, ana)
+	assert.False(t, res.Changed())
+}
+
+// conflictCopies lists the files kept aside in a mount's conflict folder.
+func conflictCopies(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(dir, storesync.ConflictsDirName), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestStoreSyncSkipsAPathClash: a folder holds /clash.md/inner.md while
+// the store has /clash.md (a file where the folder must be). Neither can
+// be written beside the other: the client skips the clashing paths with
+// their reason and exit 9, syncs the rest, and every later round goes
+// on; the server refuses to make the clash from this side.
+func TestStoreSyncSkipsAPathClash(t *testing.T) {
+	f := newSyncFixture(t, "")
+	ben, benDir := f.client("ben")
+	writeFile(t, benDir, "clash.md", "a file")
+	syncOK(t, ben)
+
+	root := t.TempDir()
+	ana, anaEnv := clone(t, root, "ana")
+	anaEnv = append(anaEnv, `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/team-store","mount":"proj"}]`, "AGENTMEM_STORE_TOKEN="+f.key)
+	out, _, _ := runIn(t, ana, anaEnv, "store", "ls")
+	anaDir := strings.Fields(out)[4]
+	_, errOut, code := runIn(t, ana, anaEnv, "store", "sync", "--server", f.url)
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, os.Remove(filepath.Join(anaDir, "clash.md")))
+	writeFile(t, anaDir, "clash.md/inner.md", "below what is a file in the store")
+	writeFile(t, anaDir, "other.md", "the rest of the round goes on")
+	for round := range 2 {
+		out, errOut, code := runIn(t, ana, anaEnv, "store", "sync", "--server", f.url)
+		assert.Equal(t, 9, code, "round %d: %s%s", round, out, errOut)
+		assert.Contains(t, errOut, "proj: skipped /clash.md (path-clash: /clash.md/inner.md is in the way)")
+		assert.Contains(t, errOut, "proj: skipped /clash.md/inner.md (path-clash")
+		assert.NotContains(t, errOut, "mkdirat")
+		if round == 0 {
+			assert.Contains(t, out, "proj: pushed  /other.md")
+		}
+	}
+	assert.Equal(t, "below what is a file in the store", readFile(t, anaDir, "clash.md/inner.md"))
+	got := storeFiles(t, f.url, f.key)
+	assert.Equal(t, map[string]string{"/clash.md": "a file", "/other.md": "the rest of the round goes on"}, got)
+	res := syncOK(t, ben)
+	assert.Equal(t, []string{"/other.md"}, res.Pulled)
+}
+
+// TestTeamSyncLeavesStoreFoldersToStoreSync runs a project with team sync
+// and two store mounts (the built binary, one server for both
+// protocols): team sync never carries a store's folder (a configured
+// mount, or a folder holding a store manifest), so a teammate's store
+// sync finds its folders its own, and both kinds converge.
+func TestTeamSyncLeavesStoreFoldersToStoreSync(t *testing.T) {
+	dir := t.TempDir()
+	tokens, token := syncTokens(t, dir)
+	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+	for _, name := range []string{"team-store", "docs-store"} {
+		code, _, body := storeHTTP(t, "POST", url+"/v1/memory_stores", token, true, map[string]any{"name": name})
+		require.Equal(t, 200, code, string(body))
+	}
+	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"},{"path":"/v1/code/memory/docs-store","mount":"docs"}]`
+	root := t.TempDir()
+	type person struct {
+		project string
+		env     []string
+		team    string
+	}
+	newPerson := func(who string) person {
+		project, env := clone(t, root, who)
+		env = append(env, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+token, "AGENTMEM_TEAM_TOKEN="+token)
+		return person{project, env, projectTeamDir(t, project, env)}
+	}
+	ana, ben := newPerson("ana"), newPerson("ben")
+	run := func(p person, args ...string) string {
+		t.Helper()
+		out, errOut, code := runIn(t, p.project, p.env, args...)
+		require.Equal(t, 0, code, "%v: %s%s", args, out, errOut)
+		return out + errOut
+	}
+	team := func(p person) string { return run(p, "team", "sync", "--server", url) }
+	store := func(p person) string { return run(p, "store", "sync", "--server", url) }
+
+	store(ana) // mounts the two (empty) folders
+	writeFile(t, ana.team, "notes.md", "team note")
+	writeFile(t, ana.team, "proj/deploy.md", "store note")
+	writeFile(t, ana.team, "docs/guide.md", "docs note")
+	out := team(ana)
+	assert.NotContains(t, out, "proj/")
+	assert.NotContains(t, out, "docs/")
+	store(ana)
+	team(ana)
+	entries, err := serverEntries(url, token)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"notes.md": "team note"}, entries, "the team repo holds no store file")
+
+	// Ben runs team sync before store sync has ever mounted his folders:
+	// the configured mounts alone keep them out, and a file he put in one
+	// is not pushed.
+	writeFile(t, ben.team, "docs/draft.md", "not for the team repo")
+	out = team(ben)
+	assert.NotContains(t, out, "proj/")
+	assert.NotContains(t, out, "docs/")
+	require.NoError(t, os.Remove(filepath.Join(ben.team, "docs", "draft.md")))
+	out = store(ben)
+	assert.NotContains(t, out, "holds files and no")
+	want := func(p person) {
+		t.Helper()
+		assert.Equal(t, "team note", readFile(t, p.team, "notes.md"))
+		assert.Equal(t, "store note", readFile(t, p.team, "proj/deploy.md"))
+		assert.Equal(t, "docs note", readFile(t, p.team, "docs/guide.md"))
+	}
+	want(ben)
+
+	// Edits and deletes on both sides, each kind by its own sync.
+	writeFile(t, ben.team, "proj/deploy.md", "store note, edited by ben")
+	writeFile(t, ben.team, "notes.md", "team note, edited by ben")
+	require.NoError(t, os.Remove(filepath.Join(ben.team, "docs", "guide.md")))
+	for range 2 {
+		team(ben)
+		run(ben, "store", "sync", "--server", url, "--delete-mode", "immediate")
+		team(ana)
+		store(ana)
+	}
+	for _, p := range []person{ana, ben} {
+		assert.Equal(t, "team note, edited by ben", readFile(t, p.team, "notes.md"))
+		assert.Equal(t, "store note, edited by ben", readFile(t, p.team, "proj/deploy.md"))
+		assert.NoFileExists(t, filepath.Join(p.team, "docs", "guide.md"))
+	}
+	entries, err = serverEntries(url, token)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"notes.md": "team note, edited by ben"}, entries)
+
+	// Without the mounts configured, a folder with a store's manifest is
+	// still left alone by team sync.
+	noStores := append(append([]string{}, ana.env...), "CLAUDE_MEMORY_STORES=")
+	var errOut string
+	var code int
+	writeFile(t, ana.team, "proj/more.md", "written while stores are off")
+	out, errOut, code = runIn(t, ana.project, noStores, "team", "sync", "--server", url)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.NotContains(t, out, "proj/")
+	entries, err = serverEntries(url, token)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"notes.md"}, keys(entries))
+
+	// lint does not take a store's files for team problems.
+	out, errOut, _ = runIn(t, ana.project, ana.env, "lint")
+	assert.NotContains(t, out+errOut, "proj/")
+	assert.NotContains(t, out+errOut, "docs/")
+}
