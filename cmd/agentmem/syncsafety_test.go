@@ -514,3 +514,32 @@ func TestTeamSyncLeavesStoreFoldersToStoreSync(t *testing.T) {
 	assert.NotContains(t, out+errOut, "proj/")
 	assert.NotContains(t, out+errOut, "docs/")
 }
+
+// TestTeamPushSkipsWhatItCannotCarry: one file named in NFD, one in
+// Latin-1 and one holding a NUL do not stop a push: each is printed with
+// its reason, the rest reaches the teammate, the run exits 9, and the
+// files are left exactly as they were.
+func TestTeamPushSkipsWhatItCannotCarry(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ben := newTeammate(t, root, "ben", url, token)
+	nfd := "cafe\u0301.md" // é as e and a combining accent
+	ana.write(nfd, "named in NFD")
+	ana.write("latin1.md", "caf\xe9")
+	ana.write("nul.md", "a\x00b")
+	ana.write("fine.md", "plain text")
+	out, errOut, code := ana.run("push")
+	assert.Equal(t, 9, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "pushed  fine.md")
+	assert.Contains(t, out, "skipped "+nfd+" (not_nfc:")
+	assert.Contains(t, out, "skipped latin1.md (not_utf8:")
+	assert.Contains(t, out, "skipped nul.md (nul_byte:")
+	_, errOut, code = ben.run("pull")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, map[string]string{"fine.md": "plain text"}, ben.files())
+	assert.Equal(t, map[string]string{nfd: "named in NFD", "latin1.md": "caf\xe9", "nul.md": "a\x00b", "fine.md": "plain text"}, ana.files())
+	out, errOut, code = ana.run("sync")
+	assert.Equal(t, 9, code, "every run says so until the files are fixed: %s%s", out, errOut)
+	assert.Equal(t, "caf\xe9", ana.files()["latin1.md"])
+}
