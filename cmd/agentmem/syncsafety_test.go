@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -542,4 +543,164 @@ func TestTeamPushSkipsWhatItCannotCarry(t *testing.T) {
 	out, errOut, code = ana.run("sync")
 	assert.Equal(t, 9, code, "every run says so until the files are fixed: %s%s", out, errOut)
 	assert.Equal(t, "caf\xe9", ana.files()["latin1.md"])
+}
+
+// killMidway starts the built binary and SIGKILLs it once progress
+// reports that the round has begun but not finished; it reports whether
+// the kill landed mid-round (a round that ended first is still checked).
+func killMidway(t *testing.T, dir string, env []string, progress func() bool, args ...string) bool {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		if progress() {
+			_ = cmd.Process.Kill()
+			<-done
+			return true
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	_ = cmd.Process.Kill()
+	<-done
+	return false
+}
+
+// countFiles counts the regular files below dir whose names do not start
+// with "." (a temporary file of an atomic write does).
+func countFiles(dir string) int {
+	n := 0
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// TestSyncKilledMidRoundTearsNothing SIGKILLs the built client in the
+// middle of a round that writes or pushes many files, on both protocols:
+// every file is either as it was or as the server has it, never torn,
+// and the next round finishes and converges.
+func TestSyncKilledMidRoundTearsNothing(t *testing.T) {
+	const files = 400
+	content := func(i int, v string) string {
+		return fmt.Sprintf("memory %d, %s\n%s", i, v, strings.Repeat("a line of text that makes the file long enough to take time\n", 40))
+	}
+	dir := t.TempDir()
+	tokens, token := syncTokens(t, dir)
+	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+
+	t.Run("team", func(t *testing.T) {
+		root := t.TempDir()
+		ana := newTeammate(t, root, "ana", url, token)
+		ben := newTeammate(t, root, "ben", url, token)
+		old := map[string]string{}
+		for i := range files {
+			k := fmt.Sprintf("n%03d.md", i)
+			ana.write(k, content(i, "ana's"))
+			if i%2 == 0 {
+				ben.write(k, content(i, "ana's")) // as it was, in step
+				old[k] = content(i, "ana's")
+			}
+		}
+		_, errOut, code := ben.run("sync")
+		require.Equal(t, 0, code, errOut)
+		// Ana pushes, killed midway: her files never change.
+		mid := killMidway(t, "", ana.env, func() bool {
+			e, err := serverEntries(url, token)
+			return err == nil && len(e) > files/2
+		}, "team", "push", "--server", url, "--repo", ana.repo, "--dir", ana.dir)
+		t.Logf("push killed mid-round: %v", mid)
+		for k, v := range ana.files() {
+			require.Equal(t, content(mustIndex(k), "ana's"), v, k)
+		}
+		_, errOut, code = ana.run("push")
+		require.Equal(t, 0, code, errOut)
+		entries, err := serverEntries(url, token)
+		require.NoError(t, err)
+		require.Len(t, entries, files)
+
+		// Ben pulls them all, killed midway: each file is as it was or as
+		// the server has it.
+		mid = killMidway(t, "", ben.env, func() bool {
+			return countFiles(ben.dir) > files*3/4
+		}, "team", "pull", "--server", url, "--repo", ben.repo, "--dir", ben.dir, "--no-checkpoint")
+		t.Logf("pull killed mid-round: %v", mid)
+		for k, v := range ben.files() {
+			if v != entries[k] {
+				assert.Equal(t, old[k], v, "%s is neither as it was nor as the server has it", k)
+			}
+		}
+		_, errOut, code = ben.run("sync")
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, entries, ben.files())
+	})
+
+	t.Run("store", func(t *testing.T) {
+		code, _, body := storeHTTP(t, "POST", url+"/v1/memory_stores", token, true, map[string]any{"name": "kill-store"})
+		require.Equal(t, 200, code, string(body))
+		stores := `[{"path":"/v1/code/memory/kill-store","mount":"proj"}]`
+		root := t.TempDir()
+		ana, anaEnv := clone(t, root, "ana")
+		ben, benEnv := clone(t, root, "ben")
+		anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+token)
+		benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+token)
+		mountDir := func(project string, env []string) string {
+			out, errOut, code := runIn(t, project, env, "store", "sync", "--server", url)
+			require.Equal(t, 0, code, errOut)
+			out, _, _ = runIn(t, project, env, "store", "ls")
+			return strings.Fields(out)[4]
+		}
+		anaDir, benDir := mountDir(ana, anaEnv), mountDir(ben, benEnv)
+		for i := range files / 4 {
+			writeFile(t, anaDir, fmt.Sprintf("n%03d.md", i), content(i, "ana's"))
+		}
+		remote := func() map[string]string {
+			code, _, body := storeHTTP(t, "GET", url+"/v1/code/memory/kill-store/memories/export", token, false, nil)
+			require.Equal(t, 200, code, string(body))
+			mems, whole := readExport(body)
+			require.True(t, whole)
+			out := map[string]string{}
+			for p, m := range mems {
+				out[strings.TrimPrefix(p, "/")] = m.Content
+			}
+			return out
+		}
+		mid := killMidway(t, ana, anaEnv, func() bool { return len(remote()) > files/8 }, "store", "sync", "--server", url)
+		t.Logf("store push killed mid-round: %v", mid)
+		_, errOut, code := runIn(t, ana, anaEnv, "store", "sync", "--server", url)
+		require.Equal(t, 0, code, errOut)
+		want := remote()
+		require.Len(t, want, files/4)
+		mid = killMidway(t, ben, benEnv, func() bool { return countFiles(benDir) > files/8 }, "store", "sync", "--server", url)
+		t.Logf("store pull killed mid-round: %v", mid)
+		got := folderFiles(t, benDir)
+		for p, v := range got {
+			assert.Equal(t, want[strings.TrimPrefix(p, "/")], v, "%s is torn", p)
+		}
+		_, errOut, code = runIn(t, ben, benEnv, "store", "sync", "--server", url)
+		require.Equal(t, 0, code, errOut)
+		got = folderFiles(t, benDir)
+		assert.Len(t, got, files/4)
+		for p, v := range got {
+			assert.Equal(t, want[strings.TrimPrefix(p, "/")], v, p)
+		}
+	})
+}
+
+func mustIndex(key string) int {
+	var i int
+	_, _ = fmt.Sscanf(key, "n%03d.md", &i)
+	return i
 }
