@@ -458,7 +458,9 @@ func (c *storesCall) cursor(page string) (string, bool) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(page)
 	key, ok := strings.CutPrefix(string(raw), "c1:")
-	if err != nil || !ok || key == "" {
+	// A forged cursor could carry what no store can compare (invalid
+	// UTF-8, a NUL): refused alike on every store.
+	if err != nil || !ok || key == "" || synctext.CheckContent([]byte(key)) != nil {
 		c.fail(invalid("page is not a next_page value this server gave"))
 		return "", false
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -266,6 +267,10 @@ func TestServersRefuseWhatTheyCannotHoldExactly(t *testing.T) {
 			assert.Equal(t, 400, code, "an ID with a NUL: %v", out)
 			code, out = rawHTTP(t, "GET", store+"%00/memories", token, "")
 			assert.Equal(t, 400, code, "a store ID with a NUL: %v", out)
+			for _, forged := range []string{"c1:\x00", "c1:caf\xe9"} {
+				code, out = rawHTTP(t, "GET", store+"/memories?page="+base64.RawURLEncoding.EncodeToString([]byte(forged)), token, "")
+				assert.Equal(t, 400, code, "a forged cursor %q: %v", forged, out)
+			}
 
 			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/clash.md","content":"file"}`)
 			require.Equal(t, 200, code, "%v", out)
