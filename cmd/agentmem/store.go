@@ -194,19 +194,19 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 		fmt.Fprintf(e.stdout, "%s: pushed  %s\n", mount, shown(p))
 	}
 	for _, p := range r.DeletedLocal {
-		fmt.Fprintf(e.stdout, "%s: deleted %s (deleted in the store)\n", mount, p)
+		fmt.Fprintf(e.stdout, "%s: deleted %s (deleted in the store)\n", mount, shown(p))
 	}
 	for _, p := range r.DeletedInStore {
-		fmt.Fprintf(e.stdout, "%s: deleted %s in the store\n", mount, p)
+		fmt.Fprintf(e.stdout, "%s: deleted %s in the store\n", mount, shown(p))
 	}
 	for _, p := range r.Pending {
-		fmt.Fprintf(e.stdout, "%s: pending deletion of %s (confirmed on a later run, 30 s on)\n", mount, p)
+		fmt.Fprintf(e.stdout, "%s: pending deletion of %s (confirmed on a later run, 30 s on)\n", mount, shown(p))
 	}
 	for _, cf := range r.Conflicts {
 		if cf.LocalKept {
-			fmt.Fprintf(e.stdout, "%s: conflict %s: kept yours; the store's older version is in %s\n", mount, cf.Path, cf.SavedAs)
+			fmt.Fprintf(e.stdout, "%s: conflict %s: kept yours; the store's older version is in %s\n", mount, shown(cf.Path), cf.SavedAs)
 		} else {
-			fmt.Fprintf(e.stdout, "%s: conflict %s: took the store's version; yours is in %s\n", mount, cf.Path, cf.SavedAs)
+			fmt.Fprintf(e.stdout, "%s: conflict %s: took the store's version; yours is in %s\n", mount, shown(cf.Path), cf.SavedAs)
 		}
 	}
 	for _, s := range r.Skipped {
