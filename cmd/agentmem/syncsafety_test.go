@@ -174,10 +174,10 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 				for name, b := range want {
 					mine, err := os.ReadFile(filepath.Join(ana.dir, name))
 					require.NoError(t, err)
-					assert.Equal(t, b, mine, "%s: the author's file changed", name)
+					assert.Equal(t, string(b), string(mine), "%s: the author's file changed", name)
 					got, err := os.ReadFile(filepath.Join(ben.dir, name))
 					if err == nil {
-						assert.Equal(t, b, got, "%s (%q): the teammate received other bytes", name, b)
+						assert.Equal(t, string(b), string(got), "%s (%q): the teammate received other bytes", name, b)
 						continue
 					}
 					if strings.HasPrefix(name, fmt.Sprintf("f%d-", round)) {
