@@ -662,9 +662,9 @@ func TestSyncKilledMidRoundTearsNothing(t *testing.T) {
 		anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+token)
 		benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+token)
 		mountDir := func(project string, env []string) string {
-			out, errOut, code := runIn(t, project, env, "store", "sync", "--server", url)
+			_, errOut, code := runIn(t, project, env, "store", "sync", "--server", url)
 			require.Equal(t, 0, code, errOut)
-			out, _, _ = runIn(t, project, env, "store", "ls")
+			out, _, _ := runIn(t, project, env, "store", "ls")
 			return strings.Fields(out)[4]
 		}
 		anaDir, benDir := mountDir(ana, anaEnv), mountDir(ben, benEnv)
