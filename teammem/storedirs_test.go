@@ -1,0 +1,62 @@
+package teammem_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/teammem"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStoreFoldersAreNotTeamMemory: a folder named in SkipDirs, or one
+// holding a store manifest, is never pushed, pulled or deleted by team
+// sync, whatever the server holds under its name.
+func TestStoreFoldersAreNotTeamMemory(t *testing.T) {
+	e := startServer(t, 0)
+	ctx := context.Background()
+	// A teammate without the fix once pushed files of both folders.
+	old := t.TempDir()
+	writeFiles(t, old, map[string]string{"proj/a.md": "old copy", "docs/b.md": "old copy", "notes.md": "team"})
+	oldClient, oldSt := newClient(t, e, old, nil), &teammem.SyncState{}
+	_, err := oldClient.Sync(ctx, oldSt)
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"proj/" + memdir.StoreManifestName: `{"v":1,"partition":"/v1/code/memory/p"}`,
+		"proj/a.md":                        "the store's own copy",
+		"proj/new.md":                      "store only",
+		"docs/c.md":                        "a configured mount not synced yet",
+		"mine.md":                          "team",
+	})
+	c := newClient(t, e, dir, func(o *teammem.ClientOptions) { o.SkipDirs = []string{"docs"} })
+	var st teammem.SyncState
+	res, err := c.Sync(ctx, &st)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"mine.md"}, res.Uploaded)
+	assert.Equal(t, []string{"notes.md"}, res.Written)
+	assert.Empty(t, res.Skipped, "a store's files are not even reported")
+	for k, v := range map[string]string{"proj/a.md": "the store's own copy", "proj/new.md": "store only", "docs/c.md": "a configured mount not synced yet"} {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(k)))
+		require.NoError(t, err)
+		assert.Equal(t, v, string(got), k)
+	}
+	assert.NoFileExists(t, filepath.Join(dir, "docs", "b.md"), "nothing is pulled into a store's folder")
+
+	// A deletion on the server under a store's folder deletes nothing here,
+	// and a file removed from a store's folder deletes nothing there.
+	require.NoError(t, os.Remove(filepath.Join(old, "proj", "a.md")))
+	res, err = oldClient.Sync(ctx, oldSt)
+	require.NoError(t, err)
+	require.Equal(t, []string{"proj/a.md"}, res.SoftDeleted)
+	require.NoError(t, os.Remove(filepath.Join(dir, "proj", "new.md")))
+	res, err = c.Sync(ctx, &st)
+	require.NoError(t, err)
+	assert.Empty(t, res.Deleted)
+	assert.Empty(t, res.SoftDeleted)
+	assert.FileExists(t, filepath.Join(dir, "proj", "a.md"))
+}
