@@ -60,3 +60,27 @@ func TestStoreFoldersAreNotTeamMemory(t *testing.T) {
 	assert.Empty(t, res.SoftDeleted)
 	assert.FileExists(t, filepath.Join(dir, "proj", "a.md"))
 }
+
+// TestFilesThatCannotTravelExactlyAreSkipped: Latin-1 bytes, a NUL and a
+// name in NFD are reported and left as they are, the rest is pushed, and
+// a damaged copy on the server never overwrites the author's file.
+func TestFilesThatCannotTravelExactlyAreSkipped(t *testing.T) {
+	e := startServer(t, 0)
+	ctx := context.Background()
+	other := t.TempDir()
+	writeFiles(t, other, map[string]string{"latin1.md": "caf\uFFFD"}) // what an older client made of it
+	_, err := newClient(t, e, other, nil).Sync(ctx, &teammem.SyncState{})
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	nfd := "cafe\u0301.md"
+	writeFiles(t, dir, map[string]string{"latin1.md": "caf\xe9", "nul.md": "a\x00b", nfd: "x", "ok.md": "fine"})
+	res, err := newClient(t, e, dir, nil).Sync(ctx, &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ok.md"}, res.Uploaded)
+	assert.Empty(t, res.Written)
+	assert.ElementsMatch(t, []teammem.Skip{{Key: "latin1.md", Reason: teammem.SkipNotUTF8}, {Key: "nul.md", Reason: teammem.SkipNULByte}, {Key: nfd, Reason: teammem.SkipNotNFC}}, res.Skipped)
+	got, err := os.ReadFile(filepath.Join(dir, "latin1.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "caf\xe9", string(got))
+}
