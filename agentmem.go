@@ -84,7 +84,8 @@ type StoreOptions struct {
 // unless MemoryDir is set and Transcripts and SessionSummary are off; the
 // zero value of the rest means the defaults.
 type Options struct {
-	// ProjectRoot is the project the agent works in (absolute).
+	// ProjectRoot is the project the agent works in; a relative path is
+	// taken from the process's working directory.
 	ProjectRoot string
 	// ConfigHome is the runtime's config root (Claude Code: ~/.claude):
 	// memory, transcripts and session summaries live below it.
@@ -261,7 +262,7 @@ type Memory struct {
 	mainHistory *filehistory.Tracker
 }
 
-// ErrNoProjectRoot is returned by New without Options.ProjectRoot.
+// ErrNoProjectRoot is returned by New when Options.ProjectRoot is empty.
 var ErrNoProjectRoot = errors.New("agentmem: Options.ProjectRoot is required (the project the agent works in)")
 
 // New builds a Memory for one session. fsys is where memory lives
@@ -273,8 +274,17 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	if fsys == nil {
 		return nil, errors.New("agentmem: New needs a filesystem (afero.NewOsFs() for the real disk)")
 	}
-	if opts.ProjectRoot == "" || !filepath.IsAbs(opts.ProjectRoot) {
+	if opts.ProjectRoot == "" {
 		return nil, ErrNoProjectRoot
+	}
+	if !filepath.IsAbs(opts.ProjectRoot) {
+		// A relative root ("." from a command line) is the process's
+		// working directory's.
+		abs, err := filepath.Abs(opts.ProjectRoot)
+		if err != nil {
+			return nil, fmt.Errorf("agentmem: Options.ProjectRoot %q could not be made absolute: %w", opts.ProjectRoot, err)
+		}
+		opts.ProjectRoot = abs
 	}
 	if model == nil && opts.Disable&modelJobs != modelJobs {
 		return nil, errors.New("agentmem: a model is required for extraction, the session summary and consolidation (or Disable them)")

@@ -149,7 +149,10 @@ func (d *Dir) Path() string { return d.path }
 // outside the directory through a symbolic link is refused with a
 // *PathTraversalError, and a team memory (File under "team/") whose text
 // holds a credential with a *secrets.Error (errors.Is secrets.ErrFound);
-// nothing is written then. A pointer
+// a memory that `agentmem lint` would report (CheckMemoryFile,
+// CheckIndexLine: a body that is not UTF-8 text, no name or description,
+// a name that makes the index line too long) with a *MemoryError
+// (errors.Is ErrInvalidMemory); nothing is written then. A pointer
 // that already links the same file is replaced in place (and any duplicate
 // pointers to it dropped) instead of being added again. The topic file is
 // written first: if the index update fails, the memory is saved but not
@@ -164,17 +167,6 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 			return SaveResult{}, invalidMemory("unknown type %q (want user, feedback, project or reference)", m.Type)
 		}
 	}
-	abs := filepath.Join(d.path, filepath.FromSlash(file))
-	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
-	// The header fields of the file it replaces are read under the same
-	// lock as the write, so a concurrent writer's fields are not lost.
-	if _, err := d.gate.UpdateFile(ctx, abs, func(old []byte, _ bool) ([]byte, error) {
-		m.Metadata = keptMetadata(old, m.Metadata)
-		return FormatMemoryFile(m, opts)
-	}, 0o644); err != nil {
-		return SaveResult{}, saveError(file, err)
-	}
-
 	// The pointer goes into the index of the directory that holds the file
 	// directly: team/x.md is indexed in team/MEMORY.md.
 	indexDir, linkTarget := d.path, file
@@ -182,6 +174,32 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 		indexDir, linkTarget = filepath.Join(d.path, TeamDirName), strings.TrimPrefix(file, TeamDirName+"/")
 	}
 	line := IndexLine(m, linkTarget)
+	if err := CheckIndexLine(line); err != nil {
+		return SaveResult{}, err
+	}
+	abs := filepath.Join(d.path, filepath.FromSlash(file))
+	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
+	// The header fields of the file it replaces are read under the same
+	// lock as the write, so a concurrent writer's fields are not lost.
+	if _, err := d.gate.UpdateFile(ctx, abs, func(old []byte, _ bool) ([]byte, error) {
+		m.Metadata = keptMetadata(old, m.Metadata)
+		data, err := FormatMemoryFile(m, opts)
+		if err != nil {
+			return nil, err
+		}
+		// What lint would report is not written.
+		if problems := CheckMemoryFile(file, data); len(problems) > 0 {
+			return nil, problems[0]
+		}
+		return data, nil
+	}, 0o644); err != nil {
+		var me *MemoryError
+		if errors.As(err, &me) {
+			return SaveResult{}, err
+		}
+		return SaveResult{}, saveError(file, err)
+	}
+
 	replaced := false
 	_, err = d.gate.UpdateFile(ctx, filepath.Join(indexDir, EntrypointName), func(old []byte, _ bool) ([]byte, error) {
 		var updated string
