@@ -389,7 +389,7 @@ func (m *Memory) build(model llm.Model) error {
 	if m.mainHistory, err = m.history(m.opts.SessionID); err != nil {
 		return err
 	}
-	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{Gate: m.memDir.Gate(), Tracker: m.mainHistory}); err != nil {
+	if m.tools, err = memtools.New(m.memDir.WithHistory(m.mainHistory), memtools.Options{}); err != nil {
 		return err
 	}
 	team := memdir.TeamMemPath(m.dir)
@@ -523,8 +523,17 @@ func (m *Memory) Resumed() []llm.Message { return append([]llm.Message(nil), m.r
 // startStoreSync starts one watcher per mounted store.
 func (m *Memory) startStoreSync() error {
 	for _, mt := range m.mounts {
-		c, err := storesync.New(m.fs, mt.Dir(m.dir), storesync.Options{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
-			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode, Scanner: m.opts.Scanner})
+		// The mount folder is the memory directory (a user store) or a
+		// view of its folder (team/<name>): one lock, scanner and synced
+		// flag with every other writer.
+		view := m.memDir
+		if rel, err := filepath.Rel(m.dir, mt.Dir(m.dir)); err == nil && rel != "." {
+			if view, err = m.memDir.Sub(filepath.ToSlash(rel)); err != nil {
+				return err
+			}
+		}
+		c, err := storesync.New(view, storesync.Options{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
+			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode})
 		if err != nil {
 			return err
 		}
@@ -575,7 +584,11 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	client, err := teammem.NewClient(m.fs, team, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h, Scanner: m.opts.Scanner})
+	view, err := m.memDir.Sub(memdir.TeamDirName)
+	if err != nil {
+		return err
+	}
+	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h})
 	if err != nil {
 		return err
 	}

@@ -359,7 +359,7 @@ func readCapped(fsys afero.Fs, p string) ([]byte, error) {
 // rewrite per index under the index lock that Save and the memory tools
 // also take, and describes each change. It never touches a topic file.
 func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error) {
-	gate, err := memdir.NewWriteGate(fsys, []string{dir}, memdir.GateOptions{})
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +427,7 @@ func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error)
 			add = append(add, line)
 			done = append(done, fmt.Sprintf("%s: added pointer %q", idx, line))
 		}
-		_, err = gate.UpdateFile(context.Background(), abs, func(cur []byte, _ bool) ([]byte, error) {
+		_, err = d.Gate().UpdateFile(context.Background(), abs, func(cur []byte, _ bool) ([]byte, error) {
 			var kept []string
 			present := map[string]bool{}
 			if len(cur) > 0 {
