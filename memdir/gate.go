@@ -168,24 +168,6 @@ func (g *WriteGate) Roots() []string {
 	return append([]string(nil), g.roots...)
 }
 
-// Contains reports whether abs, cleaned, is strictly inside one of the
-// roots (a pure string check; CheckPath also follows links).
-func (g *WriteGate) Contains(abs string) bool {
-	if !filepath.IsAbs(abs) {
-		return false
-	}
-	clean := norm.NFC.String(filepath.Clean(abs))
-	if g.within != "" {
-		return inside(g.within, clean)
-	}
-	for _, r := range g.roots {
-		if inside(r, clean) {
-			return true
-		}
-	}
-	return false
-}
-
 // CheckPath checks that abs may be written: absolute, no NUL, strictly
 // inside a root once cleaned, and still inside it once links are
 // followed. A team write is judged against the team directory itself.

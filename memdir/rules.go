@@ -7,31 +7,33 @@ import (
 	"unicode/utf8"
 )
 
-// MemoryProblem names a rule that a memory file or an index line breaks,
-// one that makes the file or the line unusable: `agentmem lint` reports
+// The rules a memory file or an index line can break, one that makes the
+// file or the line unusable (MemoryError.Problem): `agentmem lint` reports
 // each one it finds in a directory, and Save refuses to write one. (Lint's
 // advice, such as a missing description or a near-duplicate, is not a
 // rule: Save writes such a memory.)
-type MemoryProblem string
-
-// The rules CheckMemoryFile and CheckIndexLine apply.
 const (
-	// ProblemFileName: the file's name is not valid UTF-8 or holds
+	// problemFileName: the file's name is not valid UTF-8 or holds
 	// control characters (an index pointer could not name it).
-	ProblemFileName MemoryProblem = "bad-file-name"
-	// ProblemNotText: the content is not valid UTF-8 or holds a NUL byte.
-	ProblemNotText MemoryProblem = "not-text"
-	// ProblemFrontmatter: the header is not valid YAML (or not UTF-8).
-	ProblemFrontmatter MemoryProblem = "bad-frontmatter"
-	// ProblemLongEntry: an index line is longer than MaxIndexLineRunes.
-	ProblemLongEntry MemoryProblem = "long-entry"
+	problemFileName = "bad-file-name"
+	// problemNotText: the content is not valid UTF-8 or holds a NUL byte.
+	problemNotText = "not-text"
+	// problemFrontmatter: the header is not valid YAML (or not UTF-8).
+	problemFrontmatter = "bad-frontmatter"
+	// problemLongEntry: an index line is longer than MaxIndexLineRunes.
+	problemLongEntry = "long-entry"
 )
 
 // MemoryError reports a memory file or index line that breaks a rule.
 // errors.Is(err, ErrInvalidMemory) is true. The message names the rule,
 // never the content.
 type MemoryError struct {
-	Problem MemoryProblem
+	// Problem names the rule: "bad-file-name" (the file's name is not
+	// valid UTF-8 or holds control characters), "not-text" (the content
+	// is not valid UTF-8 or holds a NUL byte), "bad-frontmatter" (the
+	// header is not valid YAML or not UTF-8) or "long-entry" (an index
+	// line longer than MaxIndexLineRunes).
+	Problem string
 	// Line is the line at fault (1-based) when known, else 0.
 	Line int
 	// Detail says what is wrong and what to do.
@@ -39,7 +41,7 @@ type MemoryError struct {
 }
 
 func (e *MemoryError) Error() string {
-	msg := "memdir: " + ErrInvalidMemory.Error() + ": " + string(e.Problem)
+	msg := "memdir: " + ErrInvalidMemory.Error() + ": " + e.Problem
 	if e.Line > 0 {
 		msg += " (line " + strconv.Itoa(e.Line) + ")"
 	}
@@ -55,7 +57,7 @@ func (e *MemoryError) Is(target error) bool { return target == ErrInvalidMemory 
 func CheckMemoryFile(rel string, content []byte) []*MemoryError {
 	var out []*MemoryError
 	if !validName(rel) {
-		out = append(out, &MemoryError{Problem: ProblemFileName, Detail: "the file name is not valid UTF-8 or holds control characters; rename it"})
+		out = append(out, &MemoryError{Problem: problemFileName, Detail: "the file name is not valid UTF-8 or holds control characters; rename it"})
 	}
 	_, _, err := ParseFrontmatter(content)
 	if err != nil {
@@ -69,10 +71,10 @@ func CheckMemoryFile(rel string, content []byte) []*MemoryError {
 				why = "the frontmatter is not valid UTF-8"
 			}
 		}
-		return append(out, &MemoryError{Problem: ProblemFrontmatter, Line: line, Detail: why})
+		return append(out, &MemoryError{Problem: problemFrontmatter, Line: line, Detail: why})
 	}
 	if !utf8.Valid(content) || strings.ContainsRune(string(content), 0) {
-		return append(out, &MemoryError{Problem: ProblemNotText, Detail: "the file is not UTF-8 text (binary, or another encoding)"})
+		return append(out, &MemoryError{Problem: problemNotText, Detail: "the file is not UTF-8 text (binary, or another encoding)"})
 	}
 	return out
 }
@@ -81,7 +83,7 @@ func CheckMemoryFile(rel string, content []byte) []*MemoryError {
 // MEMORY.md, is longer than MaxIndexLineRunes; nil otherwise.
 func CheckIndexLine(line string) *MemoryError {
 	if n := utf8.RuneCountInString(line); n > MaxIndexLineRunes {
-		return &MemoryError{Problem: ProblemLongEntry, Detail: strconv.Itoa(n) + " characters; keep index entries under ~" +
+		return &MemoryError{Problem: problemLongEntry, Detail: strconv.Itoa(n) + " characters; keep index entries under ~" +
 			strconv.Itoa(MaxIndexLineRunes) + " and move detail into the topic file"}
 	}
 	return nil

@@ -18,12 +18,12 @@ func TestSaveRefusesWhatLintReports(t *testing.T) {
 	cases := []struct {
 		name string
 		m    Memory
-		want MemoryProblem
+		want string
 	}{
-		{"body not UTF-8", Memory{Name: "Deploys", Description: "when we deploy", Body: "Tuesdays \xff\xfe"}, ProblemNotText},
-		{"NUL in the body", Memory{Name: "Deploys", Description: "when we deploy", Body: "Tues\x00days"}, ProblemNotText},
-		{"name too long for the index", Memory{File: "deploys.md", Name: strings.Repeat("n", 5000), Description: "when we deploy", Body: "Tuesdays."}, ProblemLongEntry},
-		{"file name with a control character", Memory{File: "de\x07ploys.md", Name: "Deploys", Description: "d", Body: "Tuesdays."}, ProblemFileName},
+		{"body not UTF-8", Memory{Name: "Deploys", Description: "when we deploy", Body: "Tuesdays \xff\xfe"}, problemNotText},
+		{"NUL in the body", Memory{Name: "Deploys", Description: "when we deploy", Body: "Tues\x00days"}, problemNotText},
+		{"name too long for the index", Memory{File: "deploys.md", Name: strings.Repeat("n", 5000), Description: "when we deploy", Body: "Tuesdays."}, problemLongEntry},
+		{"file name with a control character", Memory{File: "de\x07ploys.md", Name: "Deploys", Description: "d", Body: "Tuesdays."}, problemFileName},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -159,7 +159,7 @@ func lint(fsys afero.Fs, dir string) ([]problem, []string, error) {
 		unreadable := false
 		for _, p := range memdir.CheckMemoryFile(h.Filename, data) {
 			name, kind := f.rel, kindBadFrontmatter
-			if p.Problem == memdir.ProblemFileName {
+			if p.Problem == kindBadFileName {
 				name, kind = strings.ToValidUTF8(h.Filename, "\uFFFD"), kindBadFileName
 			} else {
 				unreadable = true
