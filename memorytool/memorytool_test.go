@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -261,4 +262,23 @@ func mustDir(fsys afero.Fs, path string) *memdir.Dir {
 		panic(err)
 	}
 	return d
+}
+
+// TestHandlerUsesTheDirsScanner: the handler writes through the Dir it
+// is given, so its scanner judges: one that knows no rule lets a
+// credential into team memory, and a synced Dir refuses one anywhere.
+func TestHandlerUsesTheDirsScanner(t *testing.T) {
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	lax, err := memdir.NewDir(afero.NewMemMapFs(), "/mem", memdir.DirOptions{Scanner: &secrets.Scanner{}})
+	require.NoError(t, err)
+	h, err := New(lax)
+	require.NoError(t, err)
+	ok(t, h, map[string]any{"command": "create", "path": "/memories/team/k.md", "file_text": "key " + token})
+
+	synced, err := memdir.NewDir(afero.NewMemMapFs(), "/mem", memdir.DirOptions{Synced: true})
+	require.NoError(t, err)
+	h, err = New(synced)
+	require.NoError(t, err)
+	_, err = do(t, h, map[string]any{"command": "create", "path": "/memories/private.md", "file_text": "key " + token})
+	assert.ErrorContains(t, err, "credential")
 }

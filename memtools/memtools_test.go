@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -431,4 +432,27 @@ func TestIndexWriteNotices(t *testing.T) {
 	out, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "big.md"), "content": entries(300)})
 	require.NoError(t, err)
 	assert.NotContains(t, out, "memory index", "only an index gets the notice")
+}
+
+// TestToolsUseTheDirsScanner: the tools write through the Dir they are
+// given, so its scanner judges: the default one refuses a credential in
+// team memory, one that knows no rule lets it through.
+func TestToolsUseTheDirsScanner(t *testing.T) {
+	for _, lax := range []bool{false, true} {
+		fsys := afero.NewMemMapFs()
+		opts := memdir.DirOptions{}
+		if lax {
+			opts.Scanner = &secrets.Scanner{}
+		}
+		d, err := memdir.NewDir(fsys, "/m", opts)
+		require.NoError(t, err)
+		ts, err := New(d, Options{})
+		require.NoError(t, err)
+		_, err = run(t, ts, memdir.ToolWrite, map[string]any{"file_path": "/m/team/k.md", "content": "key " + fakeToken()})
+		if lax {
+			assert.NoError(t, err)
+		} else {
+			assert.ErrorContains(t, err, "refused")
+		}
+	}
 }

@@ -2,8 +2,10 @@ package teammem_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/agentmem/agentmem/teammem"
 )
 
@@ -90,4 +94,34 @@ func TestPullUndoRestoresWhatThePullReplaced(t *testing.T) {
 	_, err = history.Rewind(ctx, res.Checkpoint, filehistory.RewindOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, replaced, readFile(t, target), "the rewind puts back exactly what the pull replaced")
+}
+
+// TestClientUsesTheTeamDirsScanner: the client checks what it pushes with
+// the team directory's own scanner: the default one holds back a file
+// with a credential, one that knows no rule lets it go.
+func TestClientUsesTheTeamDirsScanner(t *testing.T) {
+	ctx := context.Background()
+	e := startServer(t, 100)
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	for _, lax := range []bool{false, true} {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"ci.md": "the deploy key is " + token + "\n"})
+		opts := memdir.DirOptions{Team: true}
+		if lax {
+			opts.Scanner = &secrets.Scanner{}
+		}
+		team, err := memdir.NewDir(afero.NewOsFs(), dir, opts)
+		require.NoError(t, err)
+		c, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: e.url, Repo: "acme/lax" + fmt.Sprint(lax), Token: e.token})
+		require.NoError(t, err)
+		res, err := c.Push(ctx, &teammem.SyncState{})
+		if lax {
+			if err == nil {
+				assert.NotContains(t, fmt.Sprint(res.Skipped), "secret", "the team directory's scanner knows no rule")
+			}
+			continue
+		}
+		require.NoError(t, err)
+		assert.Contains(t, fmt.Sprint(res.Skipped), "secret", "the default scanner holds the file back")
+	}
 }
