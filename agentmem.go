@@ -84,7 +84,8 @@ type StoreOptions struct {
 // unless MemoryDir is set and Transcripts and SessionSummary are off; the
 // zero value of the rest means the defaults.
 type Options struct {
-	// ProjectRoot is the project the agent works in (absolute).
+	// ProjectRoot is the project the agent works in; a relative path is
+	// taken from the process's working directory.
 	ProjectRoot string
 	// ConfigHome is the runtime's config root (Claude Code: ~/.claude):
 	// memory, transcripts and session summaries live below it.
@@ -261,7 +262,7 @@ type Memory struct {
 	mainHistory *filehistory.Tracker
 }
 
-// ErrNoProjectRoot is returned by New without Options.ProjectRoot.
+// ErrNoProjectRoot is returned by New when Options.ProjectRoot is empty.
 var ErrNoProjectRoot = errors.New("agentmem: Options.ProjectRoot is required (the project the agent works in)")
 
 // New builds a Memory for one session. fsys is where memory lives
@@ -273,8 +274,17 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	if fsys == nil {
 		return nil, errors.New("agentmem: New needs a filesystem (afero.NewOsFs() for the real disk)")
 	}
-	if opts.ProjectRoot == "" || !filepath.IsAbs(opts.ProjectRoot) {
+	if opts.ProjectRoot == "" {
 		return nil, ErrNoProjectRoot
+	}
+	if !filepath.IsAbs(opts.ProjectRoot) {
+		// A relative root ("." from a command line) is the process's
+		// working directory's.
+		abs, err := filepath.Abs(opts.ProjectRoot)
+		if err != nil {
+			return nil, fmt.Errorf("agentmem: Options.ProjectRoot %q could not be made absolute: %w", opts.ProjectRoot, err)
+		}
+		opts.ProjectRoot = abs
 	}
 	if model == nil && opts.Disable&modelJobs != modelJobs {
 		return nil, errors.New("agentmem: a model is required for extraction, the session summary and consolidation (or Disable them)")
@@ -379,7 +389,7 @@ func (m *Memory) build(model llm.Model) error {
 	if m.mainHistory, err = m.history(m.opts.SessionID); err != nil {
 		return err
 	}
-	if m.tools, err = memtools.New(m.fs, []string{m.dir}, memtools.Options{Gate: m.memDir.Gate(), Tracker: m.mainHistory}); err != nil {
+	if m.tools, err = memtools.New(m.memDir.WithHistory(m.mainHistory), memtools.Options{}); err != nil {
 		return err
 	}
 	team := memdir.TeamMemPath(m.dir)
@@ -513,8 +523,17 @@ func (m *Memory) Resumed() []llm.Message { return append([]llm.Message(nil), m.r
 // startStoreSync starts one watcher per mounted store.
 func (m *Memory) startStoreSync() error {
 	for _, mt := range m.mounts {
-		c, err := storesync.New(m.fs, mt.Dir(m.dir), storesync.Options{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
-			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode, Scanner: m.opts.Scanner})
+		// The mount folder is the memory directory (a user store) or a
+		// view of its folder (team/<name>): one lock, scanner and synced
+		// flag with every other writer.
+		view := m.memDir
+		if rel, err := filepath.Rel(m.dir, mt.Dir(m.dir)); err == nil && rel != "." {
+			if view, err = m.memDir.Sub(filepath.ToSlash(rel)); err != nil {
+				return err
+			}
+		}
+		c, err := storesync.New(view, storesync.Options{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
+			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode})
 		if err != nil {
 			return err
 		}
@@ -565,7 +584,11 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	client, err := teammem.NewClient(m.fs, team, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h, Scanner: m.opts.Scanner})
+	view, err := m.memDir.Sub(memdir.TeamDirName)
+	if err != nil {
+		return err
+	}
+	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h})
 	if err != nil {
 		return err
 	}

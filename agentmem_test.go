@@ -709,3 +709,19 @@ func TestChangedFilesReachTheNextMessage(t *testing.T) {
 		assert.NotContains(t, b.Text, "changed by someone else", "each change is reported once")
 	}
 }
+
+// TestRelativeProjectRootIsMadeAbsolute: ProjectRoot "." is the working
+// directory, as a command line means it.
+func TestRelativeProjectRootIsMadeAbsolute(t *testing.T) {
+	project, config := home(t)
+	t.Chdir(project)
+	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: ".", ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	want, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer want.Close()
+	assert.Equal(t, want.Dir(), mem.Dir(), "the same memory directory as the absolute path's")
+}

@@ -331,12 +331,22 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 			err = fmt.Errorf("dream: checkpoint before the run: %w", err)
 		}
 	}
+	// The tools write through the host's Dir (its scanner, synced flag
+	// and lock), or a copy of it with the same rules for a stage, and
+	// record each file's version under the write's lock.
 	var tools *memtools.Toolset
-	if err == nil {
-		tools, err = memtools.New(d.cfg.dir.FS(), append([]string{dir}, readRoots...), memtools.Options{Tracker: history})
+	target := d.cfg.dir
+	if err == nil && stage != "" {
+		target, err = target.WithPath(stage)
 	}
 	if err == nil {
-		files := memtools.ExtractPermission(d.cfg.dir.FS(), dir, readRoots)
+		var reach *memdir.Dir
+		if reach, err = target.WithRoots(readRoots...); err == nil {
+			tools, err = memtools.New(reach.WithHistory(history), memtools.Options{})
+		}
+	}
+	if err == nil {
+		files := memtools.ExtractPermission(target, readRoots)
 		var res llm.Result
 		res, err = llm.RunAgent(ctx, d.cfg.model, llm.Task{
 			Purpose: llm.PurposeAutoDream,

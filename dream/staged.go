@@ -161,11 +161,8 @@ func (s *Stage) Accept(ctx context.Context) error {
 			return fmt.Errorf("dream: checkpoint before accepting: %w", err)
 		}
 		s.Checkpoint = checkpoint
-		for _, c := range s.Changes {
-			if err := d.cfg.History.TrackEdit(ctx, abs(c)); err != nil {
-				return fmt.Errorf("dream: checkpoint before accepting: %w", err)
-			}
-		}
+		// Each write records the file it replaces, under its lock.
+		gate = d.cfg.dir.WithHistory(d.cfg.History).Gate()
 	}
 	var applied []StagedChange
 	var err error

@@ -279,7 +279,7 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message, prefix *ll
 			return nil, "", llm.Result{}, fmt.Errorf("extract: checkpoint before the run: %w", err)
 		}
 	}
-	tools, err := memtools.New(e.cfg.dir.FS(), []string{e.cfg.dir.Path()}, memtools.Options{Gate: e.cfg.dir.Gate(), Tracker: e.cfg.History})
+	tools, err := memtools.New(e.cfg.dir.WithHistory(e.cfg.History), memtools.Options{})
 	if err != nil {
 		return nil, checkpoint, llm.Result{}, err
 	}
@@ -288,7 +288,7 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message, prefix *ll
 		System:     systemPrompt(e.cfg.dir.Path(), e.cfg.Team),
 		Prompt:     userPrompt(e.cfg.dir.Path(), headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
 		Tools:      tools.Tools(),
-		Permission: memtools.ExtractPermission(e.cfg.dir.FS(), e.cfg.dir.Path(), nil),
+		Permission: memtools.ExtractPermission(e.cfg.dir, nil),
 		MaxTurns:   e.cfg.MaxTurns,
 	}
 	if prefix != nil {

@@ -72,18 +72,19 @@ type Options struct {
 	Version string
 }
 
-// New returns the MCP server of the memory directory autoDir on fsys
-// (created on the first save).
-func New(fsys afero.Fs, autoDir string, opts Options) (*mcp.Server, error) {
-	d, err := memdir.NewDir(fsys, autoDir, memdir.DirOptions{})
-	if err != nil {
-		return nil, err
+// New returns the MCP server of the memory directory d (created on the
+// first save): every save and tool call writes through d, with its
+// scanner, synced flag, lock and history.
+func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
+	if d == nil {
+		return nil, errors.New("mcpserver: New needs the memory directory (memdir.NewDir)")
 	}
+	fsys := d.FS()
 	finder, err := recall.NewFinder(fsys, d.Path(), recall.FinderOptions{MaxSelected: mcpMaxRecall})
 	if err != nil {
 		return nil, err
 	}
-	tools, err := memtools.New(fsys, []string{d.Path()}, memtools.Options{Gate: d.Gate()})
+	tools, err := memtools.New(d, memtools.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentmem/agentmem/memdir"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -28,7 +29,9 @@ func TestToolPanicIsAToolError(t *testing.T) {
 // own mux, and an official-SDK client saves and lists a memory.
 func TestEmbeddedOverHTTP(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "memory")
-	srv, err := New(afero.NewOsFs(), dir, Options{Version: "test"})
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	srv, err := New(d, Options{Version: "test"})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/memory/mcp", HTTPHandler(srv))

@@ -121,12 +121,12 @@ func (in toolInput) writtenTexts(fsys afero.Fs, abs string) []string {
 	return []string{text}
 }
 
-// WriteTools are the tools that write a file, by Claude Code's names: the
+// writeTools are the tools that write a file, by Claude Code's names: the
 // ones CheckToolCall checks.
-var WriteTools = []string{ToolWrite, ToolEdit, ToolMultiEdit, ToolNotebookEdit}
+var writeTools = []string{ToolWrite, ToolEdit, ToolMultiEdit, ToolNotebookEdit}
 
 // CheckToolCall is the check a host puts in front of its own file-writing
-// tools (WriteTools) for this directory. A call whose path does not
+// tools (Write, Edit, MultiEdit, NotebookEdit) for this directory. A call whose path does not
 // name the directory is the host's business and passes. One that does is
 // refused, with nothing written, when its path fails the gate's CheckPath
 // (it leaves the directory through ".." or a symbolic link) or goes
@@ -136,7 +136,7 @@ var WriteTools = []string{ToolWrite, ToolEdit, ToolMultiEdit, ToolNotebookEdit}
 // *secrets.Error). The check and the host's write are separate steps: a
 // host that can should let the directory write (the memory tools) instead.
 func (d *Dir) CheckToolCall(call llm.ToolCall) error {
-	if !slices.Contains(WriteTools, call.Name) {
+	if !slices.Contains(writeTools, call.Name) {
 		return nil
 	}
 	in, err := decodeCall(call)

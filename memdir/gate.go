@@ -58,11 +58,16 @@ type WriteGate struct {
 	roots   []string // cleaned, NFC, no trailing separator; longest first
 	teams   []string // team directories, same form
 	scanner *secrets.Scanner
-	synced  bool // every write is scanned (GateOptions.Synced)
+	synced  bool // every write is scanned (gateOptions.Synced)
+	// within, when set, confines the gate to one directory below its
+	// roots (a view: Dir.Sub); targets keep the root they have in the
+	// whole directory, so the view shares its lock.
+	within  string
+	history History // records a file's version before a write (Dir.WithHistory)
 }
 
-// GateOptions configures a WriteGate. The zero value means the defaults.
-type GateOptions struct {
+// gateOptions configures a WriteGate. The zero value means the defaults.
+type gateOptions struct {
 	// TeamDirs are directories whose writes are scanned for secrets. By
 	// default: the team directory (TeamMemPath) of every root, and every root
 	// whose own name is "team".
@@ -76,15 +81,16 @@ type GateOptions struct {
 	Synced bool
 }
 
-// NewWriteGate returns a gate that writes only below roots (absolute
+// newWriteGate returns a gate that writes only below roots (absolute
 // memory directories, such as the auto-memory directory or an
-// agent-memory directory) on fsys.
-func NewWriteGate(fsys afero.Fs, roots []string, opts GateOptions) (*WriteGate, error) {
+// agent-memory directory) on fsys. A Dir builds it: every layer takes
+// the Dir, so none builds a gate of its own.
+func newWriteGate(fsys afero.Fs, roots []string, opts gateOptions) (*WriteGate, error) {
 	if fsys == nil {
-		return nil, errors.New("memdir: NewWriteGate needs a filesystem (afero.Fs)")
+		return nil, errors.New("memdir: a memory directory needs a filesystem (afero.Fs)")
 	}
 	if len(roots) == 0 {
-		return nil, errors.New("memdir: NewWriteGate needs at least one memory directory")
+		return nil, errors.New("memdir: a memory directory needs at least one path")
 	}
 	g := &WriteGate{fs: fsys, scanner: opts.Scanner, synced: opts.Synced}
 	if g.scanner == nil {
@@ -150,26 +156,16 @@ type Target struct {
 	// or through a link inside the memory directory that leads there).
 	Team bool
 	// Synced reports whether the write lands in private memory that is
-	// synced to the user's account (GateOptions.Synced).
+	// synced to the user's account (DirOptions.Synced).
 	Synced bool
 }
 
-// Roots returns the gate's memory directories.
-func (g *WriteGate) Roots() []string { return append([]string(nil), g.roots...) }
-
-// Contains reports whether abs, cleaned, is strictly inside one of the
-// roots (a pure string check; CheckPath also follows links).
-func (g *WriteGate) Contains(abs string) bool {
-	if !filepath.IsAbs(abs) {
-		return false
+// Roots returns the gate's memory directories (a view's own directory).
+func (g *WriteGate) Roots() []string {
+	if g.within != "" {
+		return []string{g.within}
 	}
-	clean := norm.NFC.String(filepath.Clean(abs))
-	for _, r := range g.roots {
-		if inside(r, clean) {
-			return true
-		}
-	}
-	return false
+	return append([]string(nil), g.roots...)
 }
 
 // CheckPath checks that abs may be written: absolute, no NUL, strictly
@@ -183,6 +179,9 @@ func (g *WriteGate) CheckPath(abs string) (Target, error) {
 		return Target{}, &PathTraversalError{Reason: ReasonNotAbsolute}
 	}
 	clean := norm.NFC.String(filepath.Clean(abs))
+	if g.within != "" && !inside(g.within, clean) {
+		return Target{}, &PathTraversalError{Reason: ReasonNotMemoryPath}
+	}
 	for _, team := range g.teams {
 		if inside(team, clean) {
 			t := Target{Path: clean, Root: team, Rel: strings.TrimPrefix(clean[len(team):], string(filepath.Separator)), Team: true}
@@ -328,7 +327,7 @@ func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old 
 	if info, err := fsys.Stat(name); err == nil && info.IsDir() {
 		return Target{}, fmt.Errorf("memdir: %s is a directory", filepath.Base(name))
 	}
-	if err := track(ctx, t.Path); err != nil {
+	if err := g.track(ctx, t.Path); err != nil {
 		return Target{}, err
 	}
 	if err := atomicfile.WriteFile(fsys, name, data, perm); err != nil {
@@ -441,7 +440,7 @@ func (g *WriteGate) remove(ctx context.Context, abs string, all bool) (Target, e
 	}
 	defer unlock()
 	if !all {
-		if err := track(ctx, t.Path); err != nil {
+		if err := g.track(ctx, t.Path); err != nil {
 			return Target{}, err
 		}
 	}
@@ -495,6 +494,11 @@ func (g *WriteGate) Rename(ctx context.Context, from, to string) error {
 	if _, err := fsys.Stat(dest); err == nil {
 		return fmt.Errorf("memdir: rename to %s: %w", filepath.Base(dest), fs.ErrExist)
 	}
+	for _, p := range []string{tf.Path, tt.Path} {
+		if err := g.track(ctx, p); err != nil {
+			return err
+		}
+	}
 	if err := fsys.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return confinedError(err, "make the directory of "+filepath.Base(dest))
 	}
@@ -533,23 +537,12 @@ type History interface {
 	TrackEdit(ctx context.Context, path string) error
 }
 
-type historyKey struct{}
-
-// WithHistory returns ctx carrying h: every gate write made with it
-// records the file's version in h under the write's lock, after the
-// checks and before the file changes, so the version saved is exactly
-// the one the write replaces. A History that fails stops the write.
-func WithHistory(ctx context.Context, h History) context.Context {
-	return context.WithValue(ctx, historyKey{}, h)
-}
-
-// track records path in the History ctx carries, if any.
-func track(ctx context.Context, path string) error {
-	h, _ := ctx.Value(historyKey{}).(History)
-	if h == nil {
+// track records path in the gate's History, if it has one.
+func (g *WriteGate) track(ctx context.Context, path string) error {
+	if g.history == nil {
 		return nil
 	}
-	if err := h.TrackEdit(ctx, path); err != nil {
+	if err := g.history.TrackEdit(ctx, path); err != nil {
 		return &HistoryError{Err: err}
 	}
 	return nil
@@ -589,6 +582,9 @@ func (g *WriteGate) Reader(dir string) (*Reader, error) {
 		return nil, &PathTraversalError{Reason: ReasonNotAbsolute}
 	}
 	clean := norm.NFC.String(filepath.Clean(dir))
+	if g.within != "" && clean != g.within && !inside(g.within, clean) {
+		return nil, &PathTraversalError{Reason: ReasonNotMemoryPath}
+	}
 	root := ""
 	for _, r := range g.roots {
 		if r == clean || inside(r, clean) {

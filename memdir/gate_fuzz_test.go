@@ -34,7 +34,7 @@ func FuzzWriteGate(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	g, err := NewWriteGate(afero.NewOsFs(), []string{mem}, GateOptions{})
+	g, err := newWriteGate(afero.NewOsFs(), []string{mem}, gateOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}

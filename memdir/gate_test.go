@@ -128,7 +128,7 @@ func TestWriteGateCheckPath(t *testing.T) {
 	require.NoError(t, os.Symlink(outside, filepath.Join(team, "out")))
 	require.NoError(t, os.Symlink("missing", filepath.Join(team, "dangling")))
 	require.NoError(t, os.Symlink("loop", filepath.Join(team, "loop")))
-	g, err := NewWriteGate(fsys, []string{mem}, GateOptions{})
+	g, err := newWriteGate(fsys, []string{mem}, gateOptions{})
 	require.NoError(t, err)
 	cases := []struct {
 		path   string
@@ -167,7 +167,7 @@ func TestWriteGateRootIsFilesystemRoot(t *testing.T) {
 	// A gate over "/" (a host that hands it a confined filesystem) must
 	// accept plain paths below it.
 	fsys := afero.NewMemMapFs()
-	g, err := NewWriteGate(fsys, []string{"/"}, GateOptions{})
+	g, err := newWriteGate(fsys, []string{"/"}, gateOptions{})
 	require.NoError(t, err)
 	tg, err := g.WriteFile(context.Background(), "/team/plain.md", []byte("x"), 0o644)
 	require.NoError(t, err)
@@ -178,7 +178,7 @@ func TestWriteGateRootIsFilesystemRoot(t *testing.T) {
 
 func TestWriteGateUpdateErrorWritesNothing(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	g, err := NewWriteGate(fsys, []string{"/m"}, GateOptions{})
+	g, err := newWriteGate(fsys, []string{"/m"}, gateOptions{})
 	require.NoError(t, err)
 	boom := errors.New("boom")
 	_, err = g.UpdateFile(context.Background(), "/m/a.md", func([]byte, bool) ([]byte, error) { return nil, boom }, 0o644)
@@ -255,7 +255,7 @@ func TestGateRemoveAllAndRename(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "notes", "deep", "a.md"), []byte("a"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "keep.md"), []byte("keep"), 0o644))
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "out")))
-	g, err := NewWriteGate(fsys, []string{root}, GateOptions{})
+	g, err := newWriteGate(fsys, []string{root}, gateOptions{})
 	require.NoError(t, err)
 
 	require.NoError(t, g.Rename(context.Background(), filepath.Join(root, "notes"), filepath.Join(root, "archive", "notes")))
@@ -286,7 +286,7 @@ func TestReaderStaysInsideTheRoot(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(mem, "notes"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(mem, "notes", "a.md"), []byte("inside"), 0o644))
 	require.NoError(t, os.Symlink(outside, filepath.Join(mem, "out")))
-	g, err := NewWriteGate(afero.NewOsFs(), []string{mem}, GateOptions{})
+	g, err := newWriteGate(afero.NewOsFs(), []string{mem}, gateOptions{})
 	require.NoError(t, err)
 
 	_, err = g.Reader(filepath.Join(mem, "out"))
@@ -395,17 +395,18 @@ func (h *recordingHistory) TrackEdit(_ context.Context, path string) error {
 	return nil
 }
 
-// A write made with WithHistory records, under its lock, exactly the
-// version it replaces; a refused write records nothing; a History that
-// fails stops the write.
+// A write through a Dir made WithHistory records, under its lock,
+// exactly the version it replaces; a refused write records nothing; a
+// History that fails stops the write; a view of the Dir records too.
 func TestWriteRecordsTheVersionItReplaces(t *testing.T) {
 	mem, _ := diskMemory(t)
-	g, err := NewWriteGate(afero.NewOsFs(), []string{mem}, GateOptions{})
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
 	require.NoError(t, err)
 	p := filepath.Join(mem, "a.md")
 	require.NoError(t, os.WriteFile(p, []byte("v1"), 0o644))
 	h := &recordingHistory{seen: map[string]string{}}
-	ctx := WithHistory(context.Background(), h)
+	g := d.WithHistory(h).Gate()
+	ctx := context.Background()
 
 	_, err = g.UpdateFile(ctx, p, func(old []byte, _ bool) ([]byte, error) {
 		require.NoError(t, os.WriteFile(p, []byte("v1.5, written meanwhile"), 0o644)) // a write the lock does not cover
@@ -423,9 +424,52 @@ func TestWriteRecordsTheVersionItReplaces(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v2", h.seen[p], "a removal records the version it removes")
 
-	failing := WithHistory(context.Background(), &recordingHistory{fail: errors.New("disk full")})
-	_, err = g.WriteFile(failing, p, []byte("v3"), 0o644)
+	_, err = d.WithHistory(&recordingHistory{fail: errors.New("disk full")}).Gate().WriteFile(ctx, p, []byte("v3"), 0o644)
 	var he *HistoryError
 	require.ErrorAs(t, err, &he)
 	assert.NoFileExists(t, p, "nothing was written")
+
+	_, err = d.Gate().WriteFile(ctx, p, []byte("v4"), 0o644)
+	require.NoError(t, err)
+	assert.NotEqual(t, "v4", h.seen[p], "the Dir itself records nothing")
+
+	sub, err := d.WithHistory(h).Sub("notes")
+	require.NoError(t, err)
+	q := filepath.Join(mem, "notes", "b.md")
+	require.NoError(t, os.MkdirAll(filepath.Dir(q), 0o755))
+	require.NoError(t, os.WriteFile(q, []byte("b1"), 0o644))
+	_, err = sub.Gate().WriteFile(ctx, q, []byte("b2"), 0o644)
+	require.NoError(t, err)
+	assert.Equal(t, "b1", h.seen[q], "a view records through the same history")
+	_, err = sub.Gate().WriteFile(ctx, p, []byte("v5"), 0o644)
+	var pte *PathTraversalError
+	assert.ErrorAs(t, err, &pte, "a view writes only in its folder")
+}
+
+// TestSubViewSharesTheDirsRules: a view of a synced Dir refuses a
+// credential in any file, as the Dir does, and a view scans with the
+// Dir's own scanner (one that knows no rule lets the same text through).
+func TestSubViewSharesTheDirsRules(t *testing.T) {
+	ctx := context.Background()
+	views := []string{TeamDirName, "stores/notes", ".conflicts"}
+	d, err := NewDir(afero.NewMemMapFs(), "/mem", DirOptions{Synced: true})
+	require.NoError(t, err)
+	for _, rel := range views {
+		v, err := d.Sub(rel)
+		require.NoError(t, err, rel)
+		_, err = v.Gate().WriteFile(ctx, filepath.Join(v.Path(), "k.md"), []byte(fakeToken()), 0o644)
+		assert.ErrorIs(t, err, secrets.ErrFound, "%s: the synced flag holds in the view", rel)
+	}
+	lax, err := NewDir(afero.NewMemMapFs(), "/mem", DirOptions{Synced: true, Scanner: &secrets.Scanner{}})
+	require.NoError(t, err)
+	for _, rel := range views {
+		v, err := lax.Sub(rel)
+		require.NoError(t, err, rel)
+		_, err = v.Gate().WriteFile(ctx, filepath.Join(v.Path(), "k.md"), []byte(fakeToken()), 0o644)
+		assert.NoError(t, err, "%s: the view scans with the Dir's scanner", rel)
+	}
+	for _, bad := range []string{"../out", "", ".", "/abs", "a/../../b"} {
+		_, err = d.Sub(bad)
+		assert.Error(t, err, bad)
+	}
 }

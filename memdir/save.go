@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -87,12 +88,16 @@ type DirOptions struct {
 	// Now stamps metadata.modified (default time.Now).
 	Now func() time.Time
 	// Synced says the directory is synced to the user's account: Save
-	// refuses a secret in any file, as in team memory (GateOptions.Synced).
+	// refuses a secret in any file, as in team memory.
 	Synced bool
 	// Scanner finds secrets in the writes that are scanned; nil means
 	// secrets.New(). Give the host's own to have every write of every
 	// layer built on this Dir use it.
 	Scanner *secrets.Scanner
+	// Team says the directory is itself a team directory, whatever its
+	// name (a team directory synced on its own): every write is scanned,
+	// as in the team directory of a memory directory.
+	Team bool
 }
 
 // NewDir returns the memory directory at path (absolute) on fsys. The
@@ -105,11 +110,87 @@ func NewDir(fsys afero.Fs, path string, opts DirOptions) (*Dir, error) {
 		return nil, errors.New("memdir: NewDir needs an absolute directory path")
 	}
 	p := filepath.Clean(path)
-	gate, err := NewWriteGate(fsys, []string{p}, GateOptions{Synced: opts.Synced, Scanner: opts.Scanner})
+	gopts := gateOptions{Synced: opts.Synced, Scanner: opts.Scanner}
+	if opts.Team {
+		gopts.TeamDirs = []string{p}
+	}
+	gate, err := newWriteGate(fsys, []string{p}, gopts)
 	if err != nil {
 		return nil, err
 	}
 	return &Dir{fs: fsys, path: p, gate: gate, opts: opts}, nil
+}
+
+// Scanner returns the secret scanner every scanned write into the
+// directory uses (DirOptions.Scanner, or the default one).
+func (d *Dir) Scanner() *secrets.Scanner { return d.gate.scanner }
+
+// Sub returns a view of the folder rel (relative, "/"-separated, inside
+// the directory) such as the team directory, a store mount or a
+// conflicts folder: a Dir whose path is that folder and whose writes may
+// land only there, sharing d's filesystem, locks, scanner, synced flag and
+// history. A write through the view is the write d would make of the same
+// path: a file in the team directory is a team write (scanned, under the
+// team index's lock) whichever handle makes it.
+func (d *Dir) Sub(rel string) (*Dir, error) {
+	if rel == "" || strings.ContainsRune(rel, 0) || path.IsAbs(rel) || filepath.IsAbs(rel) || path.Clean(rel) != rel || rel == "." || strings.HasPrefix(rel, "../") || rel == ".." {
+		return nil, &PathTraversalError{Reason: ReasonNotMemoryPath, Detail: "a view needs a clean relative folder inside the memory directory"}
+	}
+	abs := filepath.Join(d.path, filepath.FromSlash(rel))
+	if _, err := d.gate.CheckPath(abs); err != nil {
+		return nil, err
+	}
+	g := *d.gate
+	g.within = cleanDir(abs)
+	return &Dir{fs: d.fs, path: abs, gate: &g, opts: d.opts}, nil
+}
+
+// WithHistory returns a handle on the same directory (or view) whose
+// every write, by any layer it is given to, first records the file's
+// version in h under the write's lock, after the checks and just before
+// the file changes, so the version saved for undo is exactly the one the
+// write replaces (a rename records both paths; RemoveAll records none).
+// A History that fails stops the write with a *HistoryError. A nil h
+// returns a handle that records nothing.
+func (d *Dir) WithHistory(h History) *Dir {
+	if v := reflect.ValueOf(h); h != nil && v.Kind() == reflect.Pointer && v.IsNil() {
+		h = nil // a nil *filehistory.Tracker records nothing
+	}
+	g := *d.gate
+	g.history = h
+	c := *d
+	c.gate = &g
+	return &c
+}
+
+// WithRoots returns a handle on the same directory whose tools may also
+// reach dirs (absolute; read-only material such as session transcripts,
+// which a permission function keeps the model from writing), with d's
+// scanner, synced flag and history.
+func (d *Dir) WithRoots(dirs ...string) (*Dir, error) {
+	if d.gate.within != "" {
+		return nil, errors.New("memdir: a view of a folder cannot take more roots")
+	}
+	roots := append(d.gate.Roots(), dirs...)
+	g, err := newWriteGate(d.fs, roots, gateOptions{Synced: d.opts.Synced, Scanner: d.gate.scanner})
+	if err != nil {
+		return nil, err
+	}
+	g.history = d.gate.history
+	c := *d
+	c.gate = g
+	return &c, nil
+}
+
+// WithPath returns the memory directory at path (absolute) with d's
+// filesystem, layout, scanner and synced flag, and no history: a folder
+// beside d with d's rules, such as a consolidation's stage or the
+// conflicts folder beside a team directory (which is not a team
+// directory: DirOptions.Team is not carried).
+func (d *Dir) WithPath(path string) (*Dir, error) {
+	opts := d.opts
+	opts.Team, opts.Scanner = false, d.gate.scanner
+	return NewDir(d.fs, path, opts)
 }
 
 // keptMetadata merges the header fields of old (the file being replaced,
@@ -149,7 +230,10 @@ func (d *Dir) Path() string { return d.path }
 // outside the directory through a symbolic link is refused with a
 // *PathTraversalError, and a team memory (File under "team/") whose text
 // holds a credential with a *secrets.Error (errors.Is secrets.ErrFound);
-// nothing is written then. A pointer
+// a memory that `agentmem lint` would report (CheckMemoryFile,
+// CheckIndexLine: a body that is not UTF-8 text, no name or description,
+// a name that makes the index line too long) with a *MemoryError
+// (errors.Is ErrInvalidMemory); nothing is written then. A pointer
 // that already links the same file is replaced in place (and any duplicate
 // pointers to it dropped) instead of being added again. The topic file is
 // written first: if the index update fails, the memory is saved but not
@@ -164,17 +248,6 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 			return SaveResult{}, invalidMemory("unknown type %q (want user, feedback, project or reference)", m.Type)
 		}
 	}
-	abs := filepath.Join(d.path, filepath.FromSlash(file))
-	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
-	// The header fields of the file it replaces are read under the same
-	// lock as the write, so a concurrent writer's fields are not lost.
-	if _, err := d.gate.UpdateFile(ctx, abs, func(old []byte, _ bool) ([]byte, error) {
-		m.Metadata = keptMetadata(old, m.Metadata)
-		return FormatMemoryFile(m, opts)
-	}, 0o644); err != nil {
-		return SaveResult{}, saveError(file, err)
-	}
-
 	// The pointer goes into the index of the directory that holds the file
 	// directly: team/x.md is indexed in team/MEMORY.md.
 	indexDir, linkTarget := d.path, file
@@ -182,6 +255,32 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 		indexDir, linkTarget = filepath.Join(d.path, TeamDirName), strings.TrimPrefix(file, TeamDirName+"/")
 	}
 	line := IndexLine(m, linkTarget)
+	if err := CheckIndexLine(line); err != nil {
+		return SaveResult{}, err
+	}
+	abs := filepath.Join(d.path, filepath.FromSlash(file))
+	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
+	// The header fields of the file it replaces are read under the same
+	// lock as the write, so a concurrent writer's fields are not lost.
+	if _, err := d.gate.UpdateFile(ctx, abs, func(old []byte, _ bool) ([]byte, error) {
+		m.Metadata = keptMetadata(old, m.Metadata)
+		data, err := FormatMemoryFile(m, opts)
+		if err != nil {
+			return nil, err
+		}
+		// What lint would report is not written.
+		if problems := CheckMemoryFile(file, data); len(problems) > 0 {
+			return nil, problems[0]
+		}
+		return data, nil
+	}, 0o644); err != nil {
+		var me *MemoryError
+		if errors.As(err, &me) {
+			return SaveResult{}, err
+		}
+		return SaveResult{}, saveError(file, err)
+	}
+
 	replaced := false
 	_, err = d.gate.UpdateFile(ctx, filepath.Join(indexDir, EntrypointName), func(old []byte, _ bool) ([]byte, error) {
 		var updated string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentmem/agentmem/memdir"
 
 	"github.com/spf13/afero"
 
@@ -11,7 +12,8 @@ import (
 )
 
 func ExampleHandler_Call() {
-	h, _ := memorytool.New(afero.NewMemMapFs(), "/home/you/.claude/projects/-shop/memory", memorytool.Options{})
+	dir, _ := memdir.NewDir(afero.NewMemMapFs(), "/home/you/.claude/projects/-shop/memory", memdir.DirOptions{})
+	h, _ := memorytool.New(dir)
 	for _, in := range []map[string]any{
 		{"command": "create", "path": "/memories/tabs.md", "file_text": "---\nname: Tabs\ndescription: Go style\n---\nTabs, not spaces.\n"},
 		{"command": "view", "path": "/memories/tabs.md", "view_range": []int{5, 5}},

@@ -68,13 +68,6 @@ func toolErr(format string, args ...any) error {
 	return &memdir.ToolError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// Options configures a Handler. The zero value means the defaults.
-type Options struct {
-	// Gate adds options to the memory directory's write gate (such as
-	// other team directories or a secret scanner).
-	Gate memdir.GateOptions
-}
-
 // Handler runs memory tool commands on one memory directory.
 type Handler struct {
 	fs   afero.Fs
@@ -83,23 +76,14 @@ type Handler struct {
 	root string
 }
 
-// New returns a Handler for the memory directory root (absolute; created
-// on the first write).
-func New(fsys afero.Fs, root string, opts Options) (*Handler, error) {
-	if fsys == nil {
-		return nil, errors.New("memorytool: New needs a filesystem")
+// New returns a Handler for the memory directory d (created on the
+// first write): every command writes through d, with its scanner, synced
+// flag, lock and history.
+func New(d *memdir.Dir) (*Handler, error) {
+	if d == nil {
+		return nil, errors.New("memorytool: New needs the memory directory (memdir.NewDir)")
 	}
-	d, err := memdir.NewDir(fsys, root, memdir.DirOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("memorytool: %w", err)
-	}
-	gate := d.Gate()
-	if opts.Gate.Scanner != nil || len(opts.Gate.TeamDirs) > 0 {
-		if gate, err = memdir.NewWriteGate(fsys, []string{d.Path()}, opts.Gate); err != nil {
-			return nil, fmt.Errorf("memorytool: %w", err)
-		}
-	}
-	return &Handler{fs: fsys, dir: d, gate: gate, root: d.Path()}, nil
+	return &Handler{fs: d.FS(), dir: d, gate: d.Gate(), root: d.Path()}, nil
 }
 
 // Tool returns the memory tool for llm.RunAgent: a provider-defined tool

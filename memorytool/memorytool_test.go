@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ import (
 func newHandler(t *testing.T) (*Handler, string) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "mem")
-	h, err := New(afero.NewOsFs(), root, Options{})
+	h, err := New(mustDir(afero.NewOsFs(), root))
 	require.NoError(t, err)
 	return h, root
 }
@@ -225,7 +226,7 @@ func TestConcurrentEditsAllLand(t *testing.T) {
 }
 
 func TestInMemoryFs(t *testing.T) {
-	h, err := New(afero.NewMemMapFs(), "/mem", Options{})
+	h, err := New(mustDir(afero.NewMemMapFs(), "/mem"))
 	require.NoError(t, err)
 	ok(t, h, map[string]any{"command": "create", "path": "/memories/x.md", "file_text": "---\nname: X\n---\nbody\n"})
 	assert.Contains(t, ok(t, h, map[string]any{"command": "view", "path": "/memories"}), "/memories/x.md")
@@ -252,4 +253,32 @@ func TestIndexNearItsLimitGetsANotice(t *testing.T) {
 	// A new memory's pointer pushes it further: that answer says so too.
 	out = ok(t, h, map[string]any{"command": "create", "path": "/memories/b.md", "file_text": "---\nname: b\ndescription: bee\n---\nb\n"})
 	assert.Contains(t, out, "Error: this write left the memory index MEMORY.md at 230 lines")
+}
+
+// mustDir is the memory directory at path on fsys.
+func mustDir(fsys afero.Fs, path string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, path, memdir.DirOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// TestHandlerUsesTheDirsScanner: the handler writes through the Dir it
+// is given, so its scanner judges: one that knows no rule lets a
+// credential into team memory, and a synced Dir refuses one anywhere.
+func TestHandlerUsesTheDirsScanner(t *testing.T) {
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	lax, err := memdir.NewDir(afero.NewMemMapFs(), "/mem", memdir.DirOptions{Scanner: &secrets.Scanner{}})
+	require.NoError(t, err)
+	h, err := New(lax)
+	require.NoError(t, err)
+	ok(t, h, map[string]any{"command": "create", "path": "/memories/team/k.md", "file_text": "key " + token})
+
+	synced, err := memdir.NewDir(afero.NewMemMapFs(), "/mem", memdir.DirOptions{Synced: true})
+	require.NoError(t, err)
+	h, err = New(synced)
+	require.NoError(t, err)
+	_, err = do(t, h, map[string]any{"command": "create", "path": "/memories/private.md", "file_text": "key " + token})
+	assert.ErrorContains(t, err, "credential")
 }

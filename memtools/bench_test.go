@@ -39,7 +39,7 @@ func BenchmarkGrep(b *testing.B) {
 		paths = append(paths, p)
 	}
 	fsys := afero.NewOsFs()
-	ts, err := New(fsys, []string{dir}, Options{})
+	ts, err := New(dirAt(fsys, dir), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,9 +23,9 @@
 // once exactly one lands and the other is refused; nothing is lost.
 // Creating a file needs no read. ChangedFiles lists the files the agent
 // wrote that someone else has changed since, for the host's next turn.
-// Options.BlindWrites turns the rule off. Options.Tracker hands every
-// file to a filehistory.Tracker before it changes, so a turn's tool writes
-// can be rewound.
+// Options.BlindWrites turns the rule off. Tools made on a Dir made
+// WithHistory record every file's version under the write's lock before it
+// changes, so a turn's tool writes can be rewound.
 //
 // # Errors
 //

@@ -15,7 +15,8 @@ import (
 func ExampleNew() {
 	fsys := afero.NewMemMapFs()
 	_ = afero.WriteFile(fsys, "/mem/ci.md", []byte("CI must stay green\nflaky tests are quarantined\n"), 0o644)
-	tools, _ := memtools.New(fsys, []string{"/mem"}, memtools.Options{})
+	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
+	tools, _ := memtools.New(dir, memtools.Options{})
 
 	grep := tools.GrepTool()
 	out, _ := grep.Call(context.Background(), json.RawMessage(`{"pattern":"flaky","output_mode":"content"}`))
@@ -30,7 +31,8 @@ func ExampleNew() {
 }
 
 func ExampleExtractPermission() {
-	perm := memtools.ExtractPermission(afero.NewMemMapFs(), "/mem", nil)
+	dir, _ := memdir.NewDir(afero.NewMemMapFs(), "/mem", memdir.DirOptions{})
+	perm := memtools.ExtractPermission(dir, nil)
 	for _, input := range []string{`{"file_path":"/mem/a.md","content":"x"}`, `{"file_path":"/home/u/.bashrc","content":"x"}`} {
 		d := perm(context.Background(), llm.ToolCall{Name: memdir.ToolWrite, Input: json.RawMessage(input)})
 		fmt.Println(strings.TrimSpace(fmt.Sprint(d.Allow, " ", d.Reason)))

@@ -42,20 +42,6 @@ type Options struct {
 	// then overwrite files the agent has not read. Only for hosts whose
 	// model cannot read first.
 	BlindWrites bool
-	// Gate is the write gate to write through, such as a memdir.Dir's
-	// (Dir.Gate), so the tools share the directory's scanner and options
-	// with every other layer; every root must lie in one of its roots.
-	// Nil builds one over the roots.
-	Gate *memdir.WriteGate
-	// Synced says the memory directories are synced to the user's
-	// account: Write and Edit refuse a secret in any file, not only in
-	// team memory (memdir.GateOptions.Synced). With Gate, the gate's own
-	// setting holds.
-	Synced bool
-	// Tracker, when set, is told of every file before Write or Edit
-	// changes it (filehistory.Tracker.TrackEdit), so the turn can be
-	// rewound. A tracking failure stops the write.
-	Tracker *filehistory.Tracker
 }
 
 func (o Options) withDefaults() Options {
@@ -95,37 +81,18 @@ type Toolset struct {
 	written []string
 }
 
-// New returns tools over fsys that may touch only files below roots
-// (absolute memory directories, such as the auto-memory dir). At least
-// one root is required.
-func New(fsys afero.Fs, roots []string, opts Options) (*Toolset, error) {
-	if fsys == nil {
-		return nil, errors.New("memtools: no filesystem given")
+// New returns tools confined to the memory directory d (or a view of it,
+// and to the roots d.WithRoots added): every write goes through d's gate,
+// with d's scanner, synced flag and, for a d made WithHistory, its
+// history, so each file's version is recorded under the write's lock and
+// the turn can be rewound.
+func New(d *memdir.Dir, opts Options) (*Toolset, error) {
+	if d == nil {
+		return nil, errors.New("memtools: no memory directory given (memdir.NewDir)")
 	}
-	if len(roots) == 0 {
-		return nil, errors.New("memtools: no memory directory given")
-	}
-	clean := make([]string, len(roots))
-	for i, r := range roots {
-		if !filepath.IsAbs(r) {
-			return nil, fmt.Errorf("memtools: memory directory %d is not an absolute path", i)
-		}
-		clean[i] = filepath.Clean(r)
-	}
-	gate := opts.Gate
-	if gate == nil {
-		var err error
-		if gate, err = memdir.NewWriteGate(fsys, clean, memdir.GateOptions{Synced: opts.Synced}); err != nil {
-			return nil, fmt.Errorf("memtools: %w", err)
-		}
-	}
-	for _, r := range clean {
-		if !gate.Contains(r) && !slices.Contains(gate.Roots(), r) {
-			return nil, fmt.Errorf("memtools: memory directory %s is not below the gate's roots", r)
-		}
-	}
+	gate := d.Gate()
 	opts = opts.withDefaults()
-	return &Toolset{fs: fsys, roots: clean, gate: gate, opts: opts, reads: opts.ReadState}, nil
+	return &Toolset{fs: d.FS(), roots: gate.Roots(), gate: gate, opts: opts, reads: opts.ReadState}, nil
 }
 
 // Tools returns the seven tools: Read, Write, Edit, MultiEdit, Grep, Glob,
@@ -170,16 +137,6 @@ func (t *Toolset) checkWrite(clean string, old []byte, exists, whole bool) error
 		return toolErr("%s has been modified since you read it (by the user, a teammate's sync or another agent); nothing was written; Read it again, then write", clean)
 	}
 	return nil
-}
-
-// tracked returns ctx carrying the Tracker, if any: the write gate then
-// records the file's version under the write's lock, just before the
-// write changes it (memdir.WithHistory).
-func (t *Toolset) tracked(ctx context.Context) context.Context {
-	if t.opts.Tracker == nil {
-		return ctx
-	}
-	return memdir.WithHistory(ctx, t.opts.Tracker)
 }
 
 func (t *Toolset) recordWrite(p string, content []byte) {

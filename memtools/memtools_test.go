@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,7 +41,7 @@ func envs(t *testing.T) []env {
 		require.NoError(t, afero.WriteFile(e.fs, filepath.Join(e.mem, "a.md"), []byte("line one\nline two\nalpha beta\n"), 0o644))
 		require.NoError(t, afero.WriteFile(e.fs, filepath.Join(e.mem, "team", "ci.md"), []byte("CI must stay green\n"), 0o644))
 		require.NoError(t, afero.WriteFile(e.fs, filepath.Join(e.outside, "secret.md"), []byte("outside alpha\n"), 0o644))
-		ts, err := New(e.fs, []string{e.mem}, Options{})
+		ts, err := New(dirAt(e.fs, e.mem), Options{})
 		require.NoError(t, err)
 		e.ts = ts
 		out = append(out, e)
@@ -180,7 +181,7 @@ func TestWriteAndEdit(t *testing.T) {
 func TestHugeAndBinaryFiles(t *testing.T) {
 	for _, e := range envs(t) {
 		t.Run(e.name, func(t *testing.T) {
-			ts, err := New(e.fs, []string{e.mem}, Options{MaxFileBytes: 1 << 20, MaxReadLines: 100})
+			ts, err := New(dirAt(e.fs, e.mem), Options{MaxFileBytes: 1 << 20, MaxReadLines: 100})
 			require.NoError(t, err)
 			huge := filepath.Join(e.mem, "huge.md")
 			require.NoError(t, afero.WriteFile(e.fs, huge, []byte(strings.Repeat("x", 2<<20)), 0o644))
@@ -250,7 +251,7 @@ func TestGrepBoundedOutput(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		require.NoError(t, afero.WriteFile(fsys, fmt.Sprintf("/m/f%02d.md", i), []byte(strings.Repeat("needle\n", 20)), 0o644))
 	}
-	ts, err := New(fsys, []string{"/m"}, Options{MaxResults: 30})
+	ts, err := New(dirAt(fsys, "/m"), Options{MaxResults: 30})
 	require.NoError(t, err)
 	out, err := run(t, ts, memdir.ToolGrep, m{"pattern": "needle", "output_mode": "content"})
 	require.NoError(t, err)
@@ -273,12 +274,26 @@ func TestMatchGlob(t *testing.T) {
 }
 
 func TestNewRequiresInputs(t *testing.T) {
-	_, err := New(nil, []string{"/m"}, Options{})
+	_, err := New(nil, Options{})
 	assert.Error(t, err)
-	_, err = New(afero.NewMemMapFs(), nil, Options{})
-	assert.Error(t, err)
-	_, err = New(afero.NewMemMapFs(), []string{"rel"}, Options{})
-	assert.Error(t, err)
+}
+
+// dirAt is the memory directory at path on fsys.
+func dirAt(fsys afero.Fs, path string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, path, memdir.DirOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// syncedDirAt is the memory directory at path, synced to an account.
+func syncedDirAt(fsys afero.Fs, path string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, path, memdir.DirOptions{Synced: true})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // fakeToken is a made-up token in GitHub's PAT format, built at run time
@@ -318,7 +333,7 @@ func TestTeamSecretsRefusedWithoutPermissionRule(t *testing.T) {
 
 func TestSyncedMemorySecretsRefused(t *testing.T) {
 	mem := t.TempDir()
-	ts, err := New(afero.NewOsFs(), []string{mem}, Options{Synced: true, BlindWrites: true})
+	ts, err := New(syncedDirAt(afero.NewOsFs(), mem), Options{BlindWrites: true})
 	require.NoError(t, err)
 	_, err = run(t, ts, memdir.ToolWrite, map[string]any{"file_path": filepath.Join(mem, "mine.md"), "content": "token " + fakeToken()})
 	require.Error(t, err)
@@ -365,7 +380,7 @@ func TestOverRootfsWithSlashRoot(t *testing.T) {
 	confined, err := rootfs.New(dir)
 	require.NoError(t, err)
 	defer confined.Close()
-	ts, err := New(confined, []string{"/"}, Options{})
+	ts, err := New(dirAt(confined, "/"), Options{})
 	require.NoError(t, err)
 	_, err = run(t, ts, memdir.ToolWrite, map[string]any{"file_path": "/team/plain.md", "content": "hello\n"})
 	require.NoError(t, err)
@@ -417,4 +432,27 @@ func TestIndexWriteNotices(t *testing.T) {
 	out, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "big.md"), "content": entries(300)})
 	require.NoError(t, err)
 	assert.NotContains(t, out, "memory index", "only an index gets the notice")
+}
+
+// TestToolsUseTheDirsScanner: the tools write through the Dir they are
+// given, so its scanner judges: the default one refuses a credential in
+// team memory, one that knows no rule lets it through.
+func TestToolsUseTheDirsScanner(t *testing.T) {
+	for _, lax := range []bool{false, true} {
+		fsys := afero.NewMemMapFs()
+		opts := memdir.DirOptions{}
+		if lax {
+			opts.Scanner = &secrets.Scanner{}
+		}
+		d, err := memdir.NewDir(fsys, "/m", opts)
+		require.NoError(t, err)
+		ts, err := New(d, Options{})
+		require.NoError(t, err)
+		_, err = run(t, ts, memdir.ToolWrite, map[string]any{"file_path": "/m/team/k.md", "content": "key " + fakeToken()})
+		if lax {
+			assert.NoError(t, err)
+		} else {
+			assert.ErrorContains(t, err, "refused")
+		}
+	}
 }

@@ -7,25 +7,23 @@ import (
 
 	"github.com/agentmem/agentmem/llm"
 	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/teammem"
-	"github.com/spf13/afero"
 )
 
 // ExtractPermission is the rule for background extraction and
-// consolidation: Read, Grep, Glob and List anywhere below readRoots (the
-// memory directories); Write, Edit and MultiEdit only inside autoDir, and
-// inside its team directory only when the path passes the team guard
-// (teammem.WriteGuard: containment, and a secret scan of the content as it
-// would be written); every other tool is denied. Each denial
-// carries a reason the model can act on.
-func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.PermissionFunc {
-	auto := filepath.Clean(autoDir)
+// consolidation: Read, Grep, Glob and List anywhere below dir and
+// readRoots; Write, Edit and MultiEdit only inside dir, and only when the
+// call passes dir's own check of a tool call (memdir.Dir.CheckToolCall:
+// containment, no lookalike of the team directory, and for a team or
+// synced write the dir's scanner on the content as it would be written);
+// every other tool is denied. Each denial carries a reason the model can
+// act on.
+func ExtractPermission(dir *memdir.Dir, readRoots []string) llm.PermissionFunc {
+	auto := filepath.Clean(dir.Path())
 	roots := make([]string, 0, len(readRoots)+1)
 	roots = append(roots, auto)
 	for _, r := range readRoots {
 		roots = append(roots, filepath.Clean(r))
 	}
-	guard := teammem.NewWriteGuard(memdir.TeamMemPath(autoDir))
 	return func(_ context.Context, call llm.ToolCall) llm.Decision {
 		tc, err := call.Fields()
 		if err != nil {
@@ -48,7 +46,7 @@ func ExtractPermission(fsys afero.Fs, autoDir string, readRoots []string) llm.Pe
 			if d := inside(p, []string{auto}, false, "write"); !d.Allow {
 				return d
 			}
-			if err := guard.Check(fsys, call); err != nil {
+			if err := dir.CheckToolCall(call); err != nil {
 				return llm.Deny(err.Error())
 			}
 			return llm.Allow()

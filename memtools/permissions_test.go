@@ -23,7 +23,7 @@ func decide(t *testing.T, perm llm.PermissionFunc, name string, input map[string
 func TestExtractPermissionTable(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	const auto = "/c/projects/p/memory"
-	perm := ExtractPermission(fsys, auto+"/", []string{"/c/projects/p/memory/logs"})
+	perm := ExtractPermission(dirAt(fsys, auto+"/"), []string{"/c/projects/p/memory/logs"})
 	secret := "token " + "ghp_" + strings.Repeat("aB3dE5fG7h", 3) + "aB3dE5"
 	places := map[string]string{
 		"inside":  auto + "/notes.md",
@@ -88,7 +88,7 @@ func TestAgentWithMemoryTools(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	const auto = "/c/memory"
 	require.NoError(t, fsys.MkdirAll(auto, 0o755))
-	ts, err := New(fsys, []string{auto}, Options{})
+	ts, err := New(dirAt(fsys, auto), Options{})
 	require.NoError(t, err)
 	steps := []llm.Response{
 		toolUse("1", memdir.ToolWrite, map[string]any{"file_path": "/etc/cron.d/x", "content": "x"}),
@@ -97,7 +97,7 @@ func TestAgentWithMemoryTools(t *testing.T) {
 	}
 	i := 0
 	model := llm.ModelFunc(func(context.Context, llm.Request) (llm.Response, error) { i++; return steps[i-1], nil })
-	res, err := llm.RunAgent(context.Background(), model, llm.Task{Prompt: "save", Tools: ts.Tools(), Permission: ExtractPermission(fsys, auto, nil)})
+	res, err := llm.RunAgent(context.Background(), model, llm.Task{Prompt: "save", Tools: ts.Tools(), Permission: ExtractPermission(dirAt(fsys, auto), nil)})
 	require.NoError(t, err)
 	require.Len(t, res.ToolCalls, 2)
 	assert.True(t, res.ToolCalls[0].Denied)

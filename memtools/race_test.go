@@ -57,14 +57,14 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte("from the server\n"), 0o644))
 	}
 	client := func(dir string) *teammem.Client {
-		c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		require.NoError(t, err)
 		return c
 	}
 	_, err = client(seed).Push(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 
-	tools, err := memtools.New(afero.NewOsFs(), []string{mem}, memtools.Options{})
+	tools, err := memtools.New(dirAt(afero.NewOsFs(), mem), memtools.Options{})
 	require.NoError(t, err)
 	write := tools.WriteTool()
 	puller := client(team)
@@ -142,7 +142,7 @@ func TestNoReadEscapesUnderSymlinkRace(t *testing.T) {
 	require.NoError(t, os.MkdirAll(outside, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(flip, "x.md"), []byte("inside\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "x.md"), []byte("TOP SECRET\n"), 0o644))
-	tools, err := memtools.New(afero.NewOsFs(), []string{mem}, memtools.Options{})
+	tools, err := memtools.New(dirAt(afero.NewOsFs(), mem), memtools.Options{})
 	require.NoError(t, err)
 	var read, grep llm.Tool
 	for _, tl := range tools.Tools() {
@@ -181,4 +181,22 @@ func TestNoReadEscapesUnderSymlinkRace(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Zero(t, leaks.Load(), "reads through the swapped link")
+}
+
+// teamDirAt is a team directory on its own at dir, for a sync client.
+func teamDirAt(fsys afero.Fs, dir string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{Team: true})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// dirAt is the memory directory at path on fsys.
+func dirAt(fsys afero.Fs, path string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, path, memdir.DirOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

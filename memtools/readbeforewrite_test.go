@@ -63,7 +63,7 @@ func TestReadBeforeWrite(t *testing.T) {
 
 func TestBlindWritesOption(t *testing.T) {
 	e := envs(t)[1]
-	ts, err := New(e.fs, []string{e.mem}, Options{BlindWrites: true})
+	ts, err := New(dirAt(e.fs, e.mem), Options{BlindWrites: true})
 	require.NoError(t, err)
 	_, err = run(t, ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "a.md"), "content": "x\n"})
 	assert.NoError(t, err)
@@ -80,9 +80,9 @@ func TestConcurrentWritersOneWins(t *testing.T) {
 	for i := range 200 {
 		base := fmt.Sprintf("round %d\nshared line\n", i)
 		require.NoError(t, os.WriteFile(a, []byte(base), 0o644))
-		main, err := New(e.fs, []string{e.mem}, Options{})
+		main, err := New(dirAt(e.fs, e.mem), Options{})
 		require.NoError(t, err)
-		job, err := New(e.fs, []string{e.mem}, Options{})
+		job, err := New(dirAt(e.fs, e.mem), Options{})
 		require.NoError(t, err)
 		for _, ts := range []*Toolset{main, job} {
 			_, err := run(t, ts, memdir.ToolRead, m{"file_path": a})
@@ -166,7 +166,7 @@ func TestToolsetTrackerRewindsToolWrites(t *testing.T) {
 	home := filepath.Join(filepath.Dir(e.mem), "home")
 	tr, err := filehistory.NewTracker(e.fs, home, "s1", filehistory.Options{})
 	require.NoError(t, err)
-	ts, err := New(e.fs, []string{e.mem}, Options{Tracker: tr})
+	ts, err := New(dirAt(e.fs, e.mem).WithHistory(tr), Options{})
 	require.NoError(t, err)
 	a := filepath.Join(e.mem, "a.md")
 	before, _ := os.ReadFile(a)
@@ -189,7 +189,7 @@ func TestToolsetTrackerRewindsToolWrites(t *testing.T) {
 
 	// Without a snapshot the tracker refuses, and so does the write.
 	tr2, _ := filehistory.NewTracker(e.fs, home, "s2", filehistory.Options{})
-	ts2, _ := New(e.fs, []string{e.mem}, Options{Tracker: tr2})
+	ts2, _ := New(dirAt(e.fs, e.mem).WithHistory(tr2), Options{})
 	_, err = run(t, ts2, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "x.md"), "content": "x"})
 	assert.ErrorContains(t, err, "could not be saved for undo")
 	assert.False(t, strings.Contains(err.Error(), home), "no host path of the backup store")

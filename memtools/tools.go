@@ -150,7 +150,7 @@ func (t *Toolset) write(ctx context.Context, p, content string) (string, error) 
 	if info, err := t.fs.Stat(clean); err == nil && info.IsDir() {
 		return "", toolErr("%s is a directory", clean)
 	}
-	_, err = t.gate.UpdateFile(t.tracked(ctx), clean, func(old []byte, exists bool) ([]byte, error) {
+	_, err = t.gate.UpdateFile(ctx, clean, func(old []byte, exists bool) ([]byte, error) {
 		if err := t.checkWrite(clean, old, exists, true); err != nil {
 			return nil, err
 		}
@@ -265,7 +265,7 @@ func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, err
 		return "", toolErr("%s is too large to edit", clean)
 	}
 	var written []byte
-	_, err = t.gate.UpdateFile(t.tracked(ctx), clean, func(old []byte, exists bool) ([]byte, error) {
+	_, err = t.gate.UpdateFile(ctx, clean, func(old []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, toolErr("%s does not exist", clean)
 		}

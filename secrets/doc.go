@@ -17,7 +17,7 @@
 //
 // Every write into team memory and every push runs it: memdir's write
 // gate refuses content headed for a team directory (or, with
-// GateOptions.Synced, for private memory synced to an account) that holds
+// memdir.DirOptions.Synced, for private memory synced to an account) that holds
 // a match, and the sync client skips such files.
 //
 // A Match names the rule and a label for people ("github-pat",

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -280,13 +279,17 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 		if err := t.cfg.History.MakeSnapshot(ctx, checkpoint); err != nil {
 			return llm.Result{}, "", fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
 		}
-		// Tracked before ensureFile, so a rewind also removes a summary
-		// this update created.
-		if err := t.cfg.History.TrackEdit(ctx, filepath.Clean(t.path)); err != nil {
-			return llm.Result{}, checkpoint, fmt.Errorf("sessionmem: checkpoint before the update: %w", err)
-		}
 	}
-	if err := t.ensureFile(); err != nil {
+	// The summary's folder, with the history: every write into it (the
+	// template, the model's edits) records the file's version under the
+	// write's lock, so a rewind puts back exactly what the update
+	// replaced, and removes a summary this update created.
+	dir, err := memdir.NewDir(t.cfg.fs, filepath.Dir(t.path), memdir.DirOptions{})
+	if err != nil {
+		return llm.Result{}, checkpoint, err
+	}
+	dir = dir.WithHistory(t.cfg.History)
+	if err := t.ensureFile(ctx, dir); err != nil {
 		return llm.Result{}, checkpoint, err
 	}
 	notes, err := afero.ReadFile(t.cfg.fs, t.path)
@@ -297,7 +300,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 	// its edits pass read-before-write unless the file changes meanwhile.
 	reads := filehistory.NewReadState(filehistory.ReadStateOptions{})
 	reads.RecordRead(filepath.Clean(t.path), notes, filehistory.View{})
-	tools, err := memtools.New(t.cfg.fs, []string{filepath.Dir(t.path)}, memtools.Options{ReadState: reads, Tracker: t.cfg.History})
+	tools, err := memtools.New(dir, memtools.Options{ReadState: reads})
 	if err != nil {
 		return llm.Result{}, checkpoint, err
 	}
@@ -322,23 +325,24 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 
 // ensureFile creates the summary from the template: the directory with
 // mode 0700, the file exclusively with mode 0600.
-func (t *Summarizer) ensureFile() error {
+func (t *Summarizer) ensureFile(ctx context.Context, dir *memdir.Dir) error {
 	if err := t.cfg.fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return fmt.Errorf("sessionmem: create the summary directory: %w", err)
 	}
-	f, err := t.cfg.fs.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
+	_, err := dir.Gate().UpdateFile(ctx, t.path, func(_ []byte, exists bool) ([]byte, error) {
+		if exists {
+			return nil, errSummaryExists // nothing to write, nothing recorded
+		}
+		return []byte(t.cfg.Template), nil
+	}, 0o600)
+	if err != nil && !errors.Is(err, errSummaryExists) {
 		return fmt.Errorf("sessionmem: create the summary: %w", err)
 	}
-	if _, err := f.WriteString(t.cfg.Template); err != nil {
-		f.Close()
-		return fmt.Errorf("sessionmem: write the template: %w", err)
-	}
-	return f.Close()
+	return nil
 }
+
+// errSummaryExists stops ensureFile's write of a summary that exists.
+var errSummaryExists = errors.New("sessionmem: the summary exists")
 
 // WaitForUpdate waits for an update in flight, polling, for at most
 // WaitTimeout; it does not wait for one that started more than StaleAfter

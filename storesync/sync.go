@@ -69,8 +69,6 @@ type Options struct {
 	Retries int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Scanner finds secrets in pushed content (default secrets.New()).
-	Scanner *secrets.Scanner
 }
 
 // Client syncs one mount folder with its store.
@@ -81,11 +79,19 @@ type Client struct {
 	cfg   Options
 	conn  *conn
 	gate  *memdir.WriteGate
+	// scanner checks pushed content: the folder's.
+	scanner *secrets.Scanner
 }
 
-// New returns a client for the mount folder dir (Mount.Dir of the
-// auto-memory directory).
-func New(fsys afero.Fs, dir string, cfg Options) (*Client, error) {
+// New returns a client for the mount folder d: the view of the memory
+// directory on Mount.Dir (memdir.Dir.Sub), or a folder on its own
+// (memdir.NewDir). Every pull writes through it, with its scanner, synced
+// flag and lock; pushed content is checked with its scanner.
+func New(d *memdir.Dir, cfg Options) (*Client, error) {
+	if d == nil {
+		return nil, errors.New("storesync: a client needs the mount folder (a memdir.Dir)")
+	}
+	fsys, dir := d.FS(), d.Path()
 	if cfg.BaseURL == "" || cfg.Token == "" {
 		return nil, errors.New("storesync: a client needs the store's base URL and a token")
 	}
@@ -115,16 +121,10 @@ func New(fsys afero.Fs, dir string, cfg Options) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Scanner == nil {
-		cfg.Scanner = secrets.New()
-	}
 	dir = filepath.Clean(dir)
-	gate, err := memdir.NewWriteGate(fsys, []string{dir}, memdir.GateOptions{TeamDirs: []string{}})
-	if err != nil {
-		return nil, err
-	}
+	gate := d.Gate()
 	base := strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
-	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: gate,
+	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: gate, scanner: d.Scanner(),
 		conn: &conn{http: cfg.HTTP, base: base, path: cfg.Mount.Path, token: cfg.Token,
 			public: strings.HasPrefix(cfg.Mount.Path, "/v1/memory_stores/"), retries: cfg.Retries}}, nil
 }
@@ -591,7 +591,7 @@ func (c *Client) apply(ctx context.Context, a action, p string, l *localFile, r 
 // push sends a local file: a create when the store has no memory at the
 // path, else an update conditional on the sha256 both last agreed on.
 func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemory, b *Basis, res *Result) error {
-	if len(c.cfg.Scanner.Scan(l.content)) > 0 {
+	if len(c.scanner.Scan(l.content)) > 0 {
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "secret"})
 		return nil
 	}

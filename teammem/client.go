@@ -66,6 +66,7 @@ type ClientOptions struct {
 	Token   string
 	fs      afero.Fs
 	teamDir string
+	scanner *secrets.Scanner // the team directory's
 	// HTTP sends requests (default an http.Client with a 30 s timeout).
 	HTTP HTTPDoer
 	// MaxRetries on network errors, timeouts, 429 and 5xx (default 3).
@@ -108,12 +109,11 @@ type ClientOptions struct {
 	// (memdir.StoreManifestName) is skipped too, listed here or not: a
 	// store folder is kept in step by its store's sync alone.
 	SkipDirs []string
-	// Scanner checks pushed files for secrets (default secrets.New()).
-	Scanner *secrets.Scanner
 	// History, when set, makes each pull that changes files undoable: a
-	// snapshot (Result.Checkpoint) is taken before its first write and
-	// every file it writes or removes is tracked in it. Give the client
-	// its own filehistory.Tracker.
+	// snapshot (Result.Checkpoint) is taken before its first write, and
+	// every file it writes or removes is recorded in it by the write
+	// itself, under the write's lock (memdir.Dir.WithHistory). Give the
+	// client its own filehistory.Tracker.
 	History *filehistory.Tracker
 	Logger  *slog.Logger
 }
@@ -323,9 +323,17 @@ var (
 	ErrNoRepo  = errors.New("teammem: no repo (set ClientOptions.Repo to owner/name)")
 )
 
-// NewClient returns a Client that syncs teamDir (the local team
-// directory, TeamMemPath) on fsys.
-func NewClient(fsys afero.Fs, teamDir string, cfg ClientOptions) (*Client, error) {
+// NewClient returns a Client that syncs the team directory team: the
+// team view of a memory directory (Dir.Sub(memdir.TeamDirName)), or a
+// team directory on its own (memdir.NewDir with DirOptions.Team). Every
+// pull writes through it, with its scanner, synced flag and lock; pushed
+// files are checked with its scanner; conflict copies go to a folder
+// beside it (ConflictsDirName) with the same rules.
+func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
+	if team == nil {
+		return nil, errors.New("teammem: NewClient needs the team directory (a memdir.Dir: its filesystem and path)")
+	}
+	fsys, teamDir := team.FS(), team.Path()
 	cfg.fs, cfg.teamDir = fsys, teamDir
 	switch {
 	case cfg.Token == "":
@@ -363,9 +371,7 @@ func NewClient(fsys afero.Fs, teamDir string, cfg ClientOptions) (*Client, error
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
-	if cfg.Scanner == nil {
-		cfg.Scanner = secrets.New()
-	}
+	cfg.scanner = team.Scanner()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -375,19 +381,18 @@ func NewClient(fsys afero.Fs, teamDir string, cfg ClientOptions) (*Client, error
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	gate, err := memdir.NewWriteGate(cfg.fs, []string{cfg.teamDir}, memdir.GateOptions{TeamDirs: []string{cfg.teamDir}, Scanner: cfg.Scanner})
-	if err != nil {
-		return nil, fmt.Errorf("teammem: %w", err)
-	}
-	c := &Client{cfg: cfg, endpoint: endpoint, log: log, gate: gate, defaultHTTP: defaultHTTP}
+	team = team.WithHistory(cfg.History)
+	c := &Client{cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
 	if cfg.MaxReplyBytes <= 0 {
 		cfg.MaxReplyBytes = DefaultReplyCap
 	}
 	c.cfg.MaxReplyBytes = cfg.MaxReplyBytes
 	c.replyCap.Store(cfg.MaxReplyBytes)
-	if c.aside, err = memdir.NewWriteGate(cfg.fs, []string{c.conflictsDir()}, memdir.GateOptions{TeamDirs: []string{}}); err != nil {
+	aside, err := team.WithPath(c.conflictsDir())
+	if err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
+	c.aside = aside.Gate() // a conflict copy adds a file and replaces none: nothing to undo
 	return c, nil
 }
 
@@ -607,7 +612,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: reason})
 			continue
 		}
-		if m, ok := c.cfg.Scanner.First(string(data)); ok {
+		if m, ok := c.cfg.scanner.First(string(data)); ok {
 			c.log.Warn("teammem: file skipped: it contains a secret", "event", "teammem_secret_skipped", "rule", m.RuleID)
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "secret", RuleID: m.RuleID, Label: m.Label})
 			continue
@@ -834,7 +839,10 @@ func sortedKeys[V any](m map[string]V) []string {
 func gateSkip(key string, err error) (Skip, bool) {
 	var pte *PathTraversalError
 	var se *secrets.Error
+	var he *memdir.HistoryError
 	switch {
+	case errors.As(err, &he):
+		return Skip{Key: key, Reason: "checkpoint_failed"}, true
 	case errors.As(err, &pte):
 		return Skip{Key: key, Reason: "invalid_key"}, true
 	case errors.As(err, &se):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentmem/agentmem/memdir"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -50,7 +51,7 @@ func newClient(t *testing.T, e syncEnv, dir string, mutate func(*teammem.ClientO
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	c, err := teammem.NewClient(afero.NewOsFs(), dir, cfg)
+	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), cfg)
 	require.NoError(t, err)
 	return c
 }
@@ -369,7 +370,7 @@ func TestRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	var delays []time.Duration
-	c, err := teammem.NewClient(afero.NewMemMapFs(), "/team", teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
+	c, err := teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/team"), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
 	require.NoError(t, err)
 	res, err := c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
@@ -391,12 +392,12 @@ func TestRetries(t *testing.T) {
 		assert.Equal(t, tc.class, se.Class)
 		assert.Equal(t, tc.requests, res.Requests, "%d", tc.status)
 	}
-	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop"})
+	_, err = teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop"})
 	assert.ErrorIs(t, err, teammem.ErrNoToken)
-	_, err = teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientOptions{BaseURL: srv.URL, Token: "t"})
+	_, err = teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: srv.URL, Token: "t"})
 	assert.ErrorIs(t, err, teammem.ErrNoRepo)
 	assert.False(t, errors.Is(err, teammem.ErrNoToken))
-	_, err = teammem.NewClient(nil, "/t", teammem.ClientOptions{BaseURL: srv.URL, Token: "t", Repo: "acme/shop"})
+	_, err = teammem.NewClient(nil, teammem.ClientOptions{BaseURL: srv.URL, Token: "t", Repo: "acme/shop"})
 	assert.ErrorContains(t, err, "filesystem")
 }
 
@@ -558,4 +559,13 @@ func teammateWritesOnFirstPut(t *testing.T, e syncEnv, entries map[string]string
 	}))
 	t.Cleanup(proxy.Close)
 	return proxy
+}
+
+// teamDirAt is a team directory on its own at dir, for a sync client.
+func teamDirAt(fsys afero.Fs, dir string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{Team: true})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -419,25 +419,20 @@ func (c *Client) plan(st *SyncState, local map[string]localFile, unplanned map[s
 
 // applyLocal carries out the pull side of a plan.
 func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode syncMode, view serverView, local map[string]localFile, base map[string]string, res *Result) {
-	// track hands a file to the history before it changes; a pull whose
-	// checkpoint cannot be taken changes nothing.
-	track := func(k, abs string) bool {
+	// track takes the pull's checkpoint before its first change (the
+	// writes record each file in it themselves, under their lock); a pull
+	// whose checkpoint cannot be taken changes nothing.
+	track := func(k, _ string) bool {
 		h := c.cfg.History
-		if h == nil {
+		if h == nil || res.Checkpoint != "" {
 			return true
 		}
-		if res.Checkpoint == "" {
-			id := filehistory.CheckpointID("team-pull", c.now())
-			if err := h.MakeSnapshot(ctx, id); err != nil {
-				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "checkpoint_failed"})
-				return false
-			}
-			res.Checkpoint = id
-		}
-		if err := h.TrackEdit(ctx, abs); err != nil {
+		id := filehistory.CheckpointID("team-pull", c.now())
+		if err := h.MakeSnapshot(ctx, id); err != nil {
 			res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "checkpoint_failed"})
 			return false
 		}
+		res.Checkpoint = id
 		return true
 	}
 	for _, k := range sortedKeys(plan) {

@@ -71,7 +71,7 @@ func TestWatcherFsnotify(t *testing.T) {
 func TestWatcherPollingAndSuppression(t *testing.T) {
 	e := startServer(t, 2)
 	fsys := afero.NewMemMapFs()
-	c, err := teammem.NewClient(fsys, "/m/team", teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
+	c, err := teammem.NewClient(teamDirAt(fsys, "/m/team"), teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	var syncErrs []error
 	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Observer: func(ev teammem.SyncEvent) { syncErrs = append(syncErrs, ev.Err) }})
@@ -97,7 +97,7 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 
 func TestWatcherPermanentFailureAtStart(t *testing.T) {
 	e := startServer(t, 10)
-	c, err := teammem.NewClient(afero.NewMemMapFs(), "/t", teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
+	c, err := teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
 	require.NoError(t, err)
 	_, err = teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Poll: time.Millisecond})
 	var se *teammem.SyncError

@@ -3,6 +3,7 @@ package teamserver_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentmem/agentmem/memdir"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func ExampleNewHandler() {
 	_ = os.WriteFile(filepath.Join(alice, "testing.md"), []byte("Integration tests hit a real database."), 0o644)
 
 	client := func(dir string) *teammem.Client {
-		c, _ := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, _ := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		return c
 	}
 	pushed, _ := client(alice).Sync(context.Background(), &teammem.SyncState{})
@@ -38,4 +39,13 @@ func ExampleNewHandler() {
 	// Output:
 	// [testing.md] [testing.md]
 	// Integration tests hit a real database.
+}
+
+// teamDirAt is a team directory on its own at dir, for a sync client.
+func teamDirAt(fsys afero.Fs, dir string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{Team: true})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

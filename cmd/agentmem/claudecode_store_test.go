@@ -150,7 +150,7 @@ func TestClaudeCodeTakesAStoreFolderAgentmemSynced(t *testing.T) {
 	mounts, err := storesync.ParseMounts(stores)
 	require.NoError(t, err)
 	folder := mounts[0].Dir(p.auto)
-	client, err := storesync.New(afero.NewOsFs(), folder, storesync.Options{BaseURL: srvURL, Token: key, Mount: mounts[0]})
+	client, err := storesync.New(folderAt(afero.NewOsFs(), folder), storesync.Options{BaseURL: srvURL, Token: key, Mount: mounts[0]})
 	require.NoError(t, err)
 	_, err = client.Sync(context.Background())
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func TestClaudeCodeTakesAStoreFolderAgentmemSynced(t *testing.T) {
 	// mount it (and touches nothing).
 	otherFolder := mounts[1].Dir(p.auto)
 	writeFile(t, otherFolder, "stray.md", "not from any sync")
-	otherClient, err := storesync.New(afero.NewOsFs(), otherFolder, storesync.Options{BaseURL: srvURL, Token: key, Mount: mounts[1]})
+	otherClient, err := storesync.New(folderAt(afero.NewOsFs(), otherFolder), storesync.Options{BaseURL: srvURL, Token: key, Mount: mounts[1]})
 	require.NoError(t, err)
 	_, err = otherClient.Sync(context.Background())
 	var foreign *storesync.ForeignDirError

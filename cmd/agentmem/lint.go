@@ -14,8 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/memdir"
@@ -44,10 +42,6 @@ const (
 	// holds control characters; it gets no index pointer.
 	kindBadFileName = "bad-file-name"
 )
-
-// maxEntryRunes is the index entry length lint reports: the limit the
-// prompt tells the model and Save keeps pointers to.
-const maxEntryRunes = memdir.MaxIndexLineRunes
 
 // maxLintFileBytes bounds how much of a memory file lint reads.
 const maxLintFileBytes = 1 << 20
@@ -181,30 +175,23 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 			continue
 		}
 		f := memFile{rel: h.Filename, content: string(data)}
-		if !cleanName(h.Filename) {
-			add(strings.ToValidUTF8(h.Filename, "\uFFFD"), 0, kindBadFileName, "the file name is not valid UTF-8 or holds control characters; rename it")
-			f.broken = true
-		}
-		fm, _, perr := memdir.ParseFrontmatter(data)
+		fm, _, _ := memdir.ParseFrontmatter(data)
 		f.fm = fm
 		hasHeader := strings.HasPrefix(strings.TrimLeft(strings.TrimPrefix(f.content, "\ufeff"), "\r\n"), "---")
-		switch {
-		case perr != nil:
-			line, why := 0, "the frontmatter is not valid YAML, even with values quoted"
-			var fe *memdir.FrontmatterError
-			if errors.As(perr, &fe) {
-				if fe.Line > 0 {
-					line = fe.Line + 1 // the file line: after the opening ---
-				}
-				if fe.Reason == memdir.ReasonNotUTF8 {
-					why = "the frontmatter is not valid UTF-8"
-				}
+		// The rules Save also keeps (memdir.CheckMemoryFile).
+		unreadable := false
+		for _, p := range memdir.CheckMemoryFile(h.Filename, data) {
+			name, kind := f.rel, kindBadFrontmatter
+			if p.Problem == kindBadFileName {
+				name, kind = strings.ToValidUTF8(h.Filename, "\uFFFD"), kindBadFileName
+			} else {
+				unreadable = true
 			}
-			add(f.rel, line, kindBadFrontmatter, "%s", why)
+			add(name, p.Line, kind, "%s", p.Detail)
 			f.broken = true
-		case !utf8.ValidString(f.content) || strings.ContainsRune(f.content, 0):
-			add(f.rel, 0, kindBadFrontmatter, "the file is not UTF-8 text (binary, or another encoding)")
-			f.broken = true
+		}
+		switch {
+		case unreadable:
 		case !hasHeader:
 			add(f.rel, 1, kindBadFrontmatter, "no frontmatter (--- name, description, type ---)")
 		default:
@@ -252,8 +239,8 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 				add(idx.rel, 0, kindIndexTooLarge, "%s; only the first %s reach the prompt", memdir.FormatFileSize(t.ByteCount), memdir.FormatFileSize(memdir.MaxEntrypointBytes))
 			}
 			for i, line := range strings.Split(text, "\n") {
-				if n := utf8.RuneCountInString(line); n > maxEntryRunes {
-					add(idx.rel, i+1, kindLongEntry, "%d characters; keep index entries under ~%d and move detail into the topic file", n, maxEntryRunes)
+				if p := memdir.CheckIndexLine(line); p != nil {
+					add(idx.rel, i+1, kindLongEntry, "%s", p.Detail)
 				}
 				for _, target := range linkTargets(line) {
 					rel := path.Clean(idx.base + strings.TrimPrefix(target, "./"))
@@ -382,20 +369,6 @@ func unresolvedLinks(files []memFile) []string {
 	return info
 }
 
-// cleanName reports whether a memory file's name may go into an index:
-// valid UTF-8 without control characters.
-func cleanName(rel string) bool {
-	if !utf8.ValidString(rel) {
-		return false
-	}
-	for _, r := range rel {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
-}
-
 func readCapped(fsys afero.Fs, p string) ([]byte, error) {
 	f, err := fsys.Open(p)
 	if err != nil {
@@ -409,7 +382,7 @@ func readCapped(fsys afero.Fs, p string) ([]byte, error) {
 // rewrite per index under the index lock that Save and the memory tools
 // also take, and describes each change. It never touches a topic file.
 func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error) {
-	gate, err := memdir.NewWriteGate(fsys, []string{dir}, memdir.GateOptions{})
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +450,7 @@ func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error)
 			add = append(add, line)
 			done = append(done, fmt.Sprintf("%s: added pointer %q", idx, line))
 		}
-		_, err = gate.UpdateFile(context.Background(), abs, func(cur []byte, _ bool) ([]byte, error) {
+		_, err = d.Gate().UpdateFile(context.Background(), abs, func(cur []byte, _ bool) ([]byte, error) {
 			var kept []string
 			present := map[string]bool{}
 			if len(cur) > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/agentmem/agentmem/memdir"
 	"io"
 	"log/slog"
 	"net"
@@ -42,7 +43,11 @@ func mcpFlags(fs *flag.FlagSet) runner {
 		if info, err := e.fs.Stat(filepath.Dir(filepath.Clean(r.path.Dir))); r.explicit && (err != nil || !info.IsDir()) {
 			return exitError, fmt.Errorf("the memory directory's parent does not exist: %s", filepath.Dir(filepath.Clean(r.path.Dir)))
 		}
-		srv, err := mcpserver.New(e.fs, r.path.Dir, mcpserver.Options{Version: version()})
+		d, err := memdir.NewDir(e.fs, r.path.Dir, memdir.DirOptions{})
+		if err != nil {
+			return exitError, err
+		}
+		srv, err := mcpserver.New(d, mcpserver.Options{Version: version()})
 		if err != nil {
 			return exitError, err
 		}

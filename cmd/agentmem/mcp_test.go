@@ -171,7 +171,9 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) 
 // the in-memory transport; both close when the test ends.
 func inMemorySession(t *testing.T, dir string) *mcp.ClientSession {
 	t.Helper()
-	srv, err := mcpserver.New(afero.NewOsFs(), dir, mcpserver.Options{Version: "test"})
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	srv, err := mcpserver.New(d, mcpserver.Options{Version: "test"})
 	require.NoError(t, err)
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)

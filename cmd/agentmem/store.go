@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/agentmem/agentmem/memdir"
 	"io"
 	"net"
 	"net/url"
@@ -150,7 +151,11 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	}
 	var clients []*storesync.Client
 	for _, m := range mounts {
-		sc, err := storesync.New(e.fs, m.Dir(auto), storesync.Options{BaseURL: *server, Token: token, Mount: m,
+		folder, err := memdir.NewDir(e.fs, m.Dir(auto), memdir.DirOptions{})
+		if err != nil {
+			return exitError, err
+		}
+		sc, err := storesync.New(folder, storesync.Options{BaseURL: *server, Token: token, Mount: m,
 			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete})
 		if err != nil {
 			return exitError, err

@@ -93,7 +93,7 @@ func TestStoreSyncConvergence(t *testing.T) {
 	var agents []*agent
 	for _, name := range []string{"ana", "ben", "cy"} {
 		d := mounts[0].Dir(filepath.Join(dir, name))
-		c, err := storesync.New(afero.NewOsFs(), d, storesync.Options{BaseURL: url, Token: key, Mount: mounts[0], Now: clock, Retries: -1})
+		c, err := storesync.New(folderAt(afero.NewOsFs(), d), storesync.Options{BaseURL: url, Token: key, Mount: mounts[0], Now: clock, Retries: -1})
 		require.NoError(t, err)
 		agents = append(agents, &agent{name, c, d})
 	}

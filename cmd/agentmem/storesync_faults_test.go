@@ -82,7 +82,7 @@ func TestStoreSyncUnderServerFaults(t *testing.T) {
 	proxy := faultyProxy(t, f.url, &fault, &hits)
 	dir := aDir
 	client := func() *storesync.Client {
-		c, err := storesync.New(afero.NewOsFs(), dir, storesync.Options{BaseURL: proxy, Token: f.key, Mount: f.mount, DeleteMode: storesync.DeleteImmediate})
+		c, err := storesync.New(folderAt(afero.NewOsFs(), dir), storesync.Options{BaseURL: proxy, Token: f.key, Mount: f.mount, DeleteMode: storesync.DeleteImmediate})
 		require.NoError(t, err)
 		return c
 	}
@@ -134,7 +134,7 @@ func TestStoreSyncUnderServerFaults(t *testing.T) {
 	mounts, err := storesync.ParseMounts(`[{"path":"/v1/memory_stores/` + id + `","mount":"public"}]`)
 	require.NoError(t, err)
 	pubDir := mounts[0].Dir(t.TempDir())
-	pub, err := storesync.New(afero.NewOsFs(), pubDir, storesync.Options{BaseURL: proxy, Token: f.key, Mount: mounts[0]})
+	pub, err := storesync.New(folderAt(afero.NewOsFs(), pubDir), storesync.Options{BaseURL: proxy, Token: f.key, Mount: mounts[0]})
 	require.NoError(t, err)
 	res, err = pub.Sync(context.Background())
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentmem/agentmem/memdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +70,7 @@ func (f *syncFixture) newClient(name string, mode ...string) (*storesync.Client,
 	if len(mode) > 0 {
 		cfg.DeleteMode = mode[0]
 	}
-	c, err := storesync.New(afero.NewOsFs(), dir, cfg)
+	c, err := storesync.New(folderAt(afero.NewOsFs(), dir), cfg)
 	require.NoError(f.t, err)
 	return c, dir
 }
@@ -280,7 +281,7 @@ func TestStoreSyncSurvivesAReplacedOrRestoredStore(t *testing.T) {
 	writeFile(t, cDir, "early.md", "early, edited")
 	syncOK(t, c)
 	restored, _ := serveArgs(t, filepath.Join(dir, "backup.db"), g.tokens)
-	c2, err := storesync.New(afero.NewOsFs(), cDir, storesync.Options{BaseURL: restored, Token: g.key, Mount: g.mount, DeleteMode: storesync.DeleteImmediate})
+	c2, err := storesync.New(folderAt(afero.NewOsFs(), cDir), storesync.Options{BaseURL: restored, Token: g.key, Mount: g.mount, DeleteMode: storesync.DeleteImmediate})
 	require.NoError(t, err)
 	res = syncOK(t, c2)
 	assert.True(t, res.BasisReset, "the restored store's generation went back")
@@ -424,7 +425,7 @@ func TestStoreSyncUserStore(t *testing.T) {
 	writeFile(t, auto, "logs/2026/12/02.md", "a daily log")
 	writeFile(t, auto, ".team-sync/state.json", "{}")
 	writeFile(t, auto, "key.md", "token ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5 end")
-	c, err := storesync.New(afero.NewOsFs(), dir, storesync.Options{BaseURL: f.url, Token: f.key, Mount: mounts[0]})
+	c, err := storesync.New(folderAt(afero.NewOsFs(), dir), storesync.Options{BaseURL: f.url, Token: f.key, Mount: mounts[0]})
 	require.NoError(t, err)
 	res := syncOK(t, c)
 	assert.ElementsMatch(t, []string{"/MEMORY.md", "/prefs.md"}, res.Pushed, "an auto-memory folder with files is the user store's own")
@@ -465,4 +466,13 @@ func TestStoreWatchPullsWhatOthersPush(t *testing.T) {
 	})
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait())
+}
+
+// folderAt is a mount folder on its own at dir, for a store client.
+func folderAt(fsys afero.Fs, dir string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

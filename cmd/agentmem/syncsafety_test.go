@@ -112,7 +112,7 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 	teamSide := func(name string) side {
 		dir := filepath.Join(t.TempDir(), name, "team")
 		require.NoError(t, os.MkdirAll(dir, 0o755))
-		c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: url, Repo: "acme/shop", Token: token})
+		c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: url, Repo: "acme/shop", Token: token})
 		require.NoError(t, err)
 		var st teammem.SyncState
 		return side{dir, func() ([]string, error) {
@@ -130,7 +130,7 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 	require.NoError(t, err)
 	storeSide := func(name string) side {
 		dir := mounts[0].Dir(filepath.Join(t.TempDir(), name))
-		c, err := storesync.New(afero.NewOsFs(), dir, storesync.Options{BaseURL: url, Token: token, Mount: mounts[0]})
+		c, err := storesync.New(folderAt(afero.NewOsFs(), dir), storesync.Options{BaseURL: url, Token: token, Mount: mounts[0]})
 		require.NoError(t, err)
 		return side{dir, func() ([]string, error) {
 			res, err := c.Sync(ctx)

@@ -402,7 +402,11 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
 		return exitAuth, nil
 	}
-	client, err := teammem.NewClient(e.fs, os.TempDir(), teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token})
+	scratch, err := memdir.NewDir(e.fs, os.TempDir(), memdir.DirOptions{Team: true})
+	if err != nil {
+		return exitError, err
+	}
+	client, err := teammem.NewClient(scratch, teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token})
 	if err != nil {
 		return exitError, err
 	}
@@ -719,7 +723,11 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 			return nil, "", err
 		}
 	}
-	client, err := teammem.NewClient(e.fs, abs, teammem.ClientOptions{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
+	team, err := memdir.NewDir(e.fs, abs, memdir.DirOptions{Team: true})
+	if err != nil {
+		return nil, "", err
+	}
+	client, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
 		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history, SkipDirs: storeMountDirs(e)})
 	return client, abs, err
 }

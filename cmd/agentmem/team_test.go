@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/agentmem/agentmem/memdir"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -160,7 +161,7 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 			if !assert.NoError(t, os.MkdirAll(local, 0o755)) {
 				return
 			}
-			c, err := teammem.NewClient(afero.NewOsFs(), local, teammem.ClientOptions{BaseURL: url, Repo: "acme/shop", Token: token, MaxRetries: 1, Sleep: func(context.Context, time.Duration) error { return nil }})
+			c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), local), teammem.ClientOptions{BaseURL: url, Repo: "acme/shop", Token: token, MaxRetries: 1, Sleep: func(context.Context, time.Duration) error { return nil }})
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -205,7 +206,7 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 	require.NotEmpty(t, acked)
 
 	url2, _ := serve(t, db, tokens)
-	c, err := teammem.NewClient(afero.NewOsFs(), filepath.Join(dir, "check"), teammem.ClientOptions{BaseURL: url2, Repo: "acme/shop", Token: token})
+	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), filepath.Join(dir, "check")), teammem.ClientOptions{BaseURL: url2, Repo: "acme/shop", Token: token})
 	require.NoError(t, err)
 	_, err = c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
@@ -276,4 +277,13 @@ func freshPostgresSchema(t *testing.T, dsn string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// teamDirAt is a team directory on its own at dir, for a sync client.
+func teamDirAt(fsys afero.Fs, dir string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{Team: true})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -51,11 +51,15 @@ func run(ctx context.Context, w io.Writer, apiKey string) error {
 
 	// The memory tools, confined to the memory directory, and the rule the
 	// background extraction runs under.
-	tools, err := memtools.New(fsys, []string{autoDir}, memtools.Options{})
+	memDir, err := memdir.NewDir(fsys, autoDir, memdir.DirOptions{})
 	if err != nil {
 		return err
 	}
-	perm := memtools.ExtractPermission(fsys, autoDir, nil)
+	tools, err := memtools.New(memDir, memtools.Options{})
+	if err != nil {
+		return err
+	}
+	perm := memtools.ExtractPermission(memDir, nil)
 
 	var model llm.Model
 	if apiKey != "" {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentmem/agentmem/memdir"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +50,11 @@ func Run(ctx context.Context, w io.Writer, dir string, cfg anthropic.Options) er
 	if err != nil {
 		return err
 	}
-	handler, err := memorytool.New(afero.NewOsFs(), dir, memorytool.Options{})
+	memDir, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	if err != nil {
+		return err
+	}
+	handler, err := memorytool.New(memDir)
 	if err != nil {
 		return err
 	}

@@ -165,7 +165,11 @@ func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, au
 	step("team sync server listening on %s (in this process)", srv.URL)
 	teammate := filepath.Join(tmp, "teammate", "memory", "team")
 	for _, dir := range []string{teammem.TeamMemPath(autoDir), teammate} {
-		c, err := teammem.NewClient(fsys, dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		team, err := memdir.NewDir(fsys, dir, memdir.DirOptions{Team: true})
+		if err != nil {
+			return err
+		}
+		c, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		if err != nil {
 			return err
 		}

@@ -100,7 +100,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 
 	// Read-before-write: the main agent read the index, the user edits it,
 	// the agent's Write is refused and nothing of the user's edit is lost.
-	tools, err := memtools.New(fsys, []string{dir}, memtools.Options{})
+	tools, err := memtools.New(memDir, memtools.Options{})
 	if err != nil {
 		return err
 	}

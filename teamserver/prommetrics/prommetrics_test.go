@@ -2,6 +2,7 @@ package prommetrics_test
 
 import (
 	"context"
+	"github.com/agentmem/agentmem/memdir"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +30,7 @@ func TestMetricsPage(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("one"), 0o644))
-	c, err := teammem.NewClient(afero.NewOsFs(), dir, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 	require.NoError(t, err)
 	_, err = c.Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
@@ -44,4 +45,13 @@ func TestMetricsPage(t *testing.T) {
 		`agentmem_team_store_seconds_count{op="put"} 1`, "go_goroutines"} {
 		assert.Contains(t, string(text), name)
 	}
+}
+
+// teamDirAt is a team directory on its own at dir, for a sync client.
+func teamDirAt(fsys afero.Fs, dir string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{Team: true})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -1,0 +1,127 @@
+package teammem_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem/agentmem/teammem"
+)
+
+// racingFs is a history's filesystem that, once the history has read
+// target and starts to journal it, runs concurrent (a write that takes
+// the directory's lock) and waits for it a moment: a writer that lands
+// just after the file's version was saved, unless the save happens under
+// the write's lock.
+type racingFs struct {
+	afero.Fs
+	target     string
+	read, done atomic.Bool
+	concurrent func() error
+	finished   chan error
+}
+
+func (f *racingFs) Open(name string) (afero.File, error) {
+	if filepath.Clean(name) == f.target {
+		f.read.Store(true)
+	}
+	return f.Fs.Open(name)
+}
+
+func (f *racingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && f.read.Load() && f.done.CompareAndSwap(false, true) {
+		go func() { f.finished <- f.concurrent() }()
+		select {
+		case err := <-f.finished:
+			f.finished <- err
+		case <-time.After(300 * time.Millisecond): // held by the lock
+		}
+	}
+	return f.Fs.OpenFile(name, flag, perm)
+}
+
+// TestPullUndoRestoresWhatThePullReplaced: a teammate's write that lands
+// while a pull records its checkpoint is either replaced by the pull (and
+// is what a rewind puts back) or comes after it; a rewind never puts back
+// a version the pull did not replace.
+func TestPullUndoRestoresWhatThePullReplaced(t *testing.T) {
+	ctx := context.Background()
+	e := startServer(t, 100)
+	a, b := t.TempDir(), t.TempDir()
+	target := filepath.Join(b, "ci.md")
+	rfs := &racingFs{Fs: afero.NewOsFs(), target: target, finished: make(chan error, 1)}
+	rfs.concurrent = func() error {
+		_, err := teamDirAt(afero.NewOsFs(), b).Gate().WriteFile(context.Background(), target, []byte("a local edit\n"), 0o644)
+		return err
+	}
+	history, err := filehistory.NewTracker(rfs, filepath.Join(t.TempDir(), "config"), "team-pull", filehistory.Options{})
+	require.NoError(t, err)
+	ca := newClient(t, e, a, nil)
+	cb := newClient(t, e, b, nil)
+	var sa, sb teammem.SyncState
+	writeFiles(t, a, map[string]string{"ci.md": "CI stays green\n"})
+	_, err = ca.Push(ctx, &sa)
+	require.NoError(t, err)
+	_, err = cb.Pull(ctx, &sb)
+	require.NoError(t, err)
+
+	writeFiles(t, a, map[string]string{"ci.md": "CI may be red on Fridays\n"})
+	_, err = ca.Push(ctx, &sa)
+	require.NoError(t, err)
+	cb = newClient(t, e, b, func(c *teammem.ClientOptions) { c.History = history })
+	res, err := cb.Pull(ctx, &sb)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Checkpoint)
+	require.True(t, rfs.done.Load(), "the concurrent write ran")
+	require.NoError(t, <-rfs.finished)
+
+	replaced := "CI stays green\n"
+	if readFile(t, target) != "a local edit\n" {
+		replaced = "a local edit\n" // it landed first: the pull replaced it
+	}
+	_, err = history.Rewind(ctx, res.Checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, replaced, readFile(t, target), "the rewind puts back exactly what the pull replaced")
+}
+
+// TestClientUsesTheTeamDirsScanner: the client checks what it pushes with
+// the team directory's own scanner: the default one holds back a file
+// with a credential, one that knows no rule lets it go.
+func TestClientUsesTheTeamDirsScanner(t *testing.T) {
+	ctx := context.Background()
+	e := startServer(t, 100)
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	for _, lax := range []bool{false, true} {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"ci.md": "the deploy key is " + token + "\n"})
+		opts := memdir.DirOptions{Team: true}
+		if lax {
+			opts.Scanner = &secrets.Scanner{}
+		}
+		team, err := memdir.NewDir(afero.NewOsFs(), dir, opts)
+		require.NoError(t, err)
+		c, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: e.url, Repo: "acme/lax" + fmt.Sprint(lax), Token: e.token})
+		require.NoError(t, err)
+		res, err := c.Push(ctx, &teammem.SyncState{})
+		if lax {
+			if err == nil {
+				assert.NotContains(t, fmt.Sprint(res.Skipped), "secret", "the team directory's scanner knows no rule")
+			}
+			continue
+		}
+		require.NoError(t, err)
+		assert.Contains(t, fmt.Sprint(res.Skipped), "secret", "the default scanner holds the file back")
+	}
+}
