@@ -42,9 +42,9 @@ func (e *Error) Error() string {
 	}
 	dest := "memory"
 	if e.Shared {
-		dest = "shared memory, which other people's sessions read,"
+		dest = "shared memory that other people's sessions read"
 	}
-	return fmt.Sprintf("refusing to write %s (%s) at %s into %s: state it as a fact about the project instead, and write again",
+	return fmt.Sprintf("refusing to write %s (%s) at %s into %s; state it as a fact about the project instead",
 		e.Label, e.RuleID, where, dest)
 }
 

@@ -356,6 +356,15 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 			return
 		}
 	}
+	for _, k := range entryKeys(in.Entries) {
+		if se := screenEntry(k, in.Entries[k]); se != nil {
+			writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+				Type: "invalid_request_error", Message: se.Error() + "; nothing was written",
+				Details: wire.ErrorDetails{ErrorCode: screenCode(se), Keys: []string{k}},
+			}})
+			return
+		}
+	}
 	for _, k := range in.SoftDeleteKeys {
 		if wire.ValidateKeySyntax(k) != nil {
 			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "a key to delete is not a valid team memory key; nothing was written")

@@ -257,6 +257,9 @@ const statusClientClosed = 499
 
 func writeStoresError(w http.ResponseWriter, e *APIError) {
 	body := map[string]any{"type": e.Type, "message": e.Message}
+	if e.Code != "" {
+		body["error_code"] = e.Code
+	}
 	if e.ConflictingID != "" {
 		body["conflicting_memory_id"] = e.ConflictingID
 		body["conflicting_path"] = e.ConflictingPath
@@ -520,11 +523,19 @@ type preconditionJSON struct {
 	ContentSHA256 string `json:"content_sha256"`
 }
 
-// screen refuses content that holds a credential, with the message the
-// hosted service gives.
-func screen(content *string) error {
-	if content != nil && len(secrets.Scan(*content)) > 0 {
+// screenMemory refuses content that holds a credential, with the
+// message the hosted service gives, and content that the screens refuse
+// in shared memory (an invisible character, a high-confidence injection,
+// a foreign link in a MEMORY.md at path), with their error code.
+func screenMemory(path string, content *string) error {
+	if content == nil {
+		return nil
+	}
+	if len(secrets.Scan(*content)) > 0 {
 		return invalid(msgSecret)
+	}
+	if se := screenEntry(path, *content); se != nil {
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: se.Error(), Code: screenCode(se)}
 	}
 	return nil
 }
@@ -546,7 +557,7 @@ func (c *storesCall) createMemory(storeID string) {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
-	if err := screen(req.Content); err != nil {
+	if err := screenMemory(req.Path, req.Content); err != nil {
 		c.fail(err)
 		return
 	}
@@ -599,7 +610,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		}
 		w.IfSHA256 = p.ContentSHA256
 	}
-	if err := screen(req.Content); err != nil {
+	if err := screenMemory(w.Path, req.Content); err != nil {
 		c.fail(err)
 		return
 	}
