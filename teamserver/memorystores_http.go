@@ -77,8 +77,12 @@ func (h *Handler) serveStores(w http.ResponseWriter, r *http.Request) (route, te
 	defer cancel()
 	c := &storesCall{h: h, ms: ms, w: w, r: r.WithContext(ctx)}
 	route, run := c.route()
+	if h.authRefused(w, r, true) {
+		return route, ""
+	}
 	grant, ok := h.authenticate(r)
 	if !ok {
+		h.authFailed(r)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="memory stores"`)
 		writeStoresError(w, &APIError{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "a valid API key (x-api-key) or bearer token is required"})
 		return route, ""
@@ -367,7 +371,25 @@ func (c *storesCall) updateStore(id string) {
 	writeJSON(c.w, http.StatusOK, storeOut(st))
 }
 
+// mayManage answers 403 unless the token may archive or delete the
+// store itself: a "*" token, or a grant with Manage.
+func (c *storesCall) mayManage() bool {
+	if slices.Contains(c.grant.Stores, "*") || c.grant.Manage {
+		return true
+	}
+	c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error",
+		Message: "this token may use the store's memories but not archive or delete the store; issue a token with --manage for that", Code: CodeStoreNotManaged})
+	return false
+}
+
+// CodeStoreNotManaged is the error_code of a 403 to a token that may use a
+// store but not archive or delete it (TokenGrant.Manage).
+const CodeStoreNotManaged = "store_not_managed"
+
 func (c *storesCall) archiveStore(id string) {
+	if !c.mayManage() {
+		return
+	}
 	st, err := c.ms.ArchiveMemStore(c.r.Context(), c.tenant, id, c.now())
 	if err != nil {
 		c.fail(err)
@@ -377,6 +399,9 @@ func (c *storesCall) archiveStore(id string) {
 }
 
 func (c *storesCall) deleteStore(id string) {
+	if !c.mayManage() {
+		return
+	}
 	if err := c.ms.DeleteMemStore(c.r.Context(), c.tenant, id); err != nil {
 		c.fail(err)
 		return

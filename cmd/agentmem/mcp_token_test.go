@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentmem/agentmem/teamserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,4 +88,24 @@ func TestMCPHTTPRequiresItsToken(t *testing.T) {
 			mcpScenario(t, cs, dir, outside, strings.ReplaceAll(name, " ", "-"))
 		})
 	}
+}
+
+// team token --manage lets a token limited to a store archive and delete it.
+func TestTeamTokenManage(t *testing.T) {
+	var out, errOut strings.Builder
+	e := env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
+	code := run([]string{"team", "token", "--org", "acme", "--store", teamserver.StoreIDPrefix + "abc", "--manage"}, e)
+	require.Equal(t, exitOK, code, errOut.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2)
+	var g teamserver.TokenGrant
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &g))
+	assert.True(t, g.Manage)
+	assert.Equal(t, []string{teamserver.StoreIDPrefix + "abc"}, g.Stores)
+
+	out.Reset()
+	errOut.Reset()
+	code = run([]string{"team", "token", "--org", "acme", "--repo", "acme/*", "--manage"}, e)
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, errOut.String(), "--manage needs --store")
 }

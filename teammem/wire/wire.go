@@ -124,7 +124,10 @@ const (
 	CodeTooManyRepos     = "team_memory_too_many_repos"
 	CodeNoRevision       = "team_memory_no_revision"
 	CodeRateLimited      = "rate_limited"
-	CodeOverloaded       = "overloaded"
+	// CodeAuthRateLimited answers a client address that failed
+	// authentication too often (429 with Retry-After).
+	CodeAuthRateLimited = "auth_rate_limited"
+	CodeOverloaded      = "overloaded"
 	// CodeInvisibleCharacter, CodeInjection and CodeIndexLink refuse an
 	// entry (or a Memory Stores memory) that a screen of package screen
 	// refuses: an invisible or direction-control character, a
