@@ -100,11 +100,7 @@ func Blocking(text string, opts Options) []Finding {
 		out = append(out, IndexLinks(text)...)
 	}
 	if opts.Shared {
-		for _, f := range Injection(text) {
-			if f.Confidence == High {
-				out = append(out, f)
-			}
-		}
+		out = append(out, injection(text, false)...)
 	}
 	sortFindings(out)
 	return out
