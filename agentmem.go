@@ -61,7 +61,26 @@ type TeamOptions struct {
 	Repo string
 	// Token authenticates to the server.
 	Token string
+	// Prompt says when the prompt has the team section (default
+	// TeamPromptAuto).
+	Prompt TeamPrompt
 }
+
+// TeamPrompt says when the memory prompt has the team section.
+type TeamPrompt int
+
+const (
+	// TeamPromptAuto: with a ServerURL, only when the last sync found
+	// content on the server for this project (recorded in the sync
+	// state, refreshed by every sync, so an empty team layer costs no
+	// prompt tokens); without one, when a team directory exists or a
+	// team store is mounted.
+	TeamPromptAuto TeamPrompt = iota
+	// TeamPromptAlways includes the team section whenever memory is on.
+	TeamPromptAlways
+	// TeamPromptNever leaves the team section out.
+	TeamPromptNever
+)
 
 // StoreOptions turn on memory-store sync (package storesync): each mounted
 // store's folder is kept in step with its store while the Memory is open,
@@ -244,6 +263,7 @@ type Memory struct {
 	extractor *extract.Extractor
 	dreamer   *dream.Dreamer
 	watcher   *teammem.Watcher
+	teamState string // the team sync's state file ("" without sync)
 	mounts    []storesync.Mount
 	stores    []*storesync.Client // one per mount
 	storeSync sync.WaitGroup      // the store watchers
@@ -584,11 +604,12 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
+	m.teamState = teammem.StatePath(team, m.opts.Team.ServerURL, repo)
 	view, err := m.memDir.Sub(memdir.TeamDirName)
 	if err != nil {
 		return err
 	}
-	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: teammem.StatePath(team, m.opts.Team.ServerURL, repo), History: h})
+	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: m.teamState, History: h})
 	if err != nil {
 		return err
 	}
@@ -653,10 +674,21 @@ func (m *Memory) mountedStores() []memdir.MountedStore {
 // autoDir is the memory directory with its trailing separator.
 func (m *Memory) autoDir() string { return m.dir + string(filepath.Separator) }
 
-// teamActive reports whether the prompt covers team memory.
+// teamActive reports whether the prompt covers team memory
+// (Options.Team.Prompt): with team sync, only when the last sync found
+// content on the server.
 func (m *Memory) teamActive() bool {
+	switch m.opts.Team.Prompt {
+	case TeamPromptAlways:
+		return true
+	case TeamPromptNever:
+		return false
+	}
+	if m.opts.Team.ServerURL != "" {
+		return teammem.TeamMemoryActive(true, m.teamState != "" && teammem.ServerHasContent(m.fs, m.teamState))
+	}
 	team, _ := afero.DirExists(m.fs, memdir.TeamMemPath(m.dir))
-	return team || m.opts.Team.ServerURL != "" || slices.ContainsFunc(m.mounts, func(mt storesync.Mount) bool { return mt.Scope == "team" })
+	return team || slices.ContainsFunc(m.mounts, func(mt storesync.Mount) bool { return mt.Scope == "team" })
 }
 
 // skipIndex reports whether the prompt leaves the index out altogether:

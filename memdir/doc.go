@@ -57,6 +57,11 @@
 //     type teammem.PathTraversalError. Its message never holds a host path.
 //   - *secrets.Error (errors.Is secrets.ErrFound): content headed for a
 //     team directory holds a credential; its Label names the kind.
+//   - *screen.Error (errors.Is screen.ErrInvisible, ErrIndexLink or
+//     ErrInjection): a write adds an invisible or direction-control
+//     character, an index line with a second link or a link out of its
+//     directory, or (team and synced writes) a high-confidence injection;
+//     it names the rule, the line, the byte offset and the code point.
 //   - ErrNoMemoryBase, ErrNoProjectRoot, ErrNoMemoryDir,
 //     ErrInvalidAgentType: a required input is missing or unusable.
 //

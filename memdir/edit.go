@@ -131,9 +131,11 @@ var writeTools = []string{ToolWrite, ToolEdit, ToolMultiEdit, ToolNotebookEdit}
 // refused, with nothing written, when its path fails the gate's CheckPath
 // (it leaves the directory through ".." or a symbolic link) or goes
 // through a lookalike of the team directory ("team-evil/"), both with a
-// *PathTraversalError, or when it is a team or synced write and what it
-// would leave in the file (WrittenTexts) holds a credential (a
-// *secrets.Error). The check and the host's write are separate steps: a
+// *PathTraversalError, or when what it would leave in the file
+// (WrittenTexts) fails the gate's content check (CheckContent: a
+// credential in a team or synced write, a *secrets.Error; an invisible
+// character, a foreign index link or, in a team or synced write, an
+// injection that the call adds, a *screen.Error). The check and the host's write are separate steps: a
 // host that can should let the directory write (the memory tools) instead.
 func (d *Dir) CheckToolCall(call llm.ToolCall) error {
 	if !slices.Contains(writeTools, call.Name) {
@@ -157,11 +159,9 @@ func (d *Dir) CheckToolCall(call llm.ToolCall) error {
 	if err != nil {
 		return err
 	}
-	if !t.Team && !t.Synced {
-		return nil
-	}
+	old, _ := afero.ReadFile(d.fs, t.Path)
 	for _, text := range in.writtenTexts(d.fs, t.Path) {
-		if err := d.gate.CheckContent(t, text); err != nil {
+		if err := d.gate.checkChange(t, string(old), text); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentmem/agentmem/internal/filelock"
 	"github.com/agentmem/agentmem/internal/realpath"
 	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem/agentmem/screen"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
@@ -32,8 +33,10 @@ const IndexLockTimeout = 30 * time.Second
 // is not strictly inside one of its roots once cleaned and once symbolic
 // links are followed (under the strict policy of one resolver: a dangling
 // link, a loop, more than 40 links or a link that cannot be read are
-// refused); and, with a *secrets.Error, content headed for a team
-// directory that holds a credential.
+// refused); with a *secrets.Error, content headed for a team
+// directory that holds a credential; and, with a *screen.Error, content
+// that adds an invisible character, an index line with a foreign link,
+// or (shared writes only) a high-confidence injection (CheckContent).
 //
 // On the real disk (afero.OsFs) every write goes through an os.Root opened
 // on the target's memory root (package rootfs), so a directory swapped for
@@ -258,18 +261,51 @@ func containmentError(err error, team bool) *PathTraversalError {
 	return &PathTraversalError{Reason: ReasonUnverifiable, Detail: errorCode(err)}
 }
 
-// CheckContent returns a *secrets.Error when t is a team or synced
-// write and content holds a credential.
+// CheckContent checks content as the whole of what a write would leave
+// at t: a team or synced write holding a credential is refused with a
+// *secrets.Error; any write holding an invisible or direction-control
+// character, or an index (MEMORY.md) whose line carries a second link or
+// a link out of its directory, with a *screen.Error; a team or synced
+// write holding a high-confidence injection (text addressed to the model
+// as instructions, fake system or tool-call markup) with a *screen.Error
+// whose Shared is set.
 func (g *WriteGate) CheckContent(t Target, content string) error {
-	if !t.Team && !t.Synced {
+	return g.checkChange(t, "", content)
+}
+
+// checkChange is CheckContent for a write that replaces old with
+// content: the screens refuse only what the write adds, so a line that
+// old already held (written before the screens, or outside agentmem)
+// never blocks a write; agentmem lint reports it. The secret scanner
+// judges the whole content, as before.
+func (g *WriteGate) checkChange(t Target, old, content string) error {
+	shared := t.Team || t.Synced
+	if shared {
+		if err := g.scanner.Check(content); err != nil {
+			var se *secrets.Error
+			if t.Synced && errors.As(err, &se) {
+				se.Synced = true
+			}
+			return err
+		}
+	}
+	found := screen.Blocking(content, screen.Options{Shared: shared, Index: filepath.Base(t.Path) == EntrypointName})
+	if len(found) == 0 {
 		return nil
 	}
-	err := g.scanner.Check(content)
-	var se *secrets.Error
-	if t.Synced && errors.As(err, &se) {
-		se.Synced = true
+	var had map[string]bool
+	if old != "" {
+		had = map[string]bool{}
+		for _, l := range strings.Split(old, "\n") {
+			had[l] = true
+		}
 	}
-	return err
+	for _, f := range found {
+		if !had[screen.LineAt(content, f.Offset)] {
+			return &screen.Error{Finding: f, Shared: shared}
+		}
+	}
+	return nil
 }
 
 // Check runs CheckPath and CheckContent.
@@ -321,7 +357,7 @@ func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old 
 	if err != nil {
 		return Target{}, err
 	}
-	if err := g.CheckContent(t, string(data)); err != nil {
+	if err := g.checkChange(t, string(old), string(data)); err != nil {
 		return Target{}, err
 	}
 	if info, err := fsys.Stat(name); err == nil && info.IsDir() {

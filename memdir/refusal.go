@@ -3,6 +3,7 @@ package memdir
 import (
 	"errors"
 
+	"github.com/agentmem/agentmem/screen"
 	"github.com/agentmem/agentmem/secrets"
 )
 
@@ -18,7 +19,7 @@ func (e *ToolError) Error() string { return e.Msg }
 // and root as the model knows them (its own path, "" to name none, and
 // the directory it was given, such as "memory" or "/memories"). Every
 // refusal starts "refused:". It returns nil when err is not a refusal (a
-// *PathTraversalError, a *secrets.Error or ErrCrossRoot).
+// *PathTraversalError, a *secrets.Error, a *screen.Error or ErrCrossRoot).
 func Refusal(path, root string, err error) *ToolError {
 	what := "the path"
 	if path != "" {
@@ -26,7 +27,14 @@ func Refusal(path, root string, err error) *ToolError {
 	}
 	var pte *PathTraversalError
 	var se *secrets.Error
+	var sc *screen.Error
 	switch {
+	case errors.As(err, &sc) && sc.Screen == screen.ScreenInvisible:
+		return &ToolError{Msg: "refused: " + what + " would hold an invisible character, " + sc.CodePointName() + " (" + sc.RuleID + "), at " + sc.Where() + "; remove it and try again"}
+	case errors.As(err, &sc) && sc.Screen == screen.ScreenIndexLink:
+		return &ToolError{Msg: "refused: " + what + " would get an index line whose links are not one link to a memory file in this directory (" + sc.RuleID + ") at " + sc.Where() + "; a pointer line links its memory file only, so take other links out and try again"}
+	case errors.As(err, &sc):
+		return &ToolError{Msg: "refused: " + what + " would hold " + sc.Label + " (" + sc.RuleID + ") at " + sc.Where() + ", and this memory is shared; state it as a fact about the project instead and try again"}
 	case errors.As(err, &pte) && pte.Reason == ReasonNotMemoryPath:
 		return &ToolError{Msg: "refused: " + what + " is outside the " + root + " directory"}
 	case errors.As(err, &pte):

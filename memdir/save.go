@@ -374,7 +374,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // IndexLine renders the MEMORY.md pointer for m stored at target (relative
 // to the index): "- [Title](target) — hook", kept within
-// MaxIndexLineRunes by shortening the hook.
+// MaxIndexLineRunes by shortening the hook. The line carries one link:
+// brackets in the title and the hook become parentheses, and angle
+// brackets in the hook become ‹ and ›.
 func IndexLine(m Memory, target string) string {
 	title := oneLine(m.Name)
 	if title == "" {
@@ -382,7 +384,10 @@ func IndexLine(m Memory, target string) string {
 	}
 	title = strings.NewReplacer("[", "(", "]", ")").Replace(title)
 	line := "- [" + title + "](" + target + ")"
-	hook := oneLine(m.Description)
+	// The hook is text, never a link: a description's brackets and angle
+	// brackets would give the pointer line a second link, perhaps out of
+	// the directory.
+	hook := hookText.Replace(oneLine(m.Description))
 	if hook == "" {
 		return line
 	}
@@ -396,6 +401,10 @@ func IndexLine(m Memory, target string) string {
 	}
 	return line + " — " + hook
 }
+
+// hookText turns the characters that open a Markdown link or autolink
+// into ones that do not.
+var hookText = strings.NewReplacer("[", "(", "]", ")", "<", "‹", ">", "›")
 
 // upsertPointer replaces the first index line that links target with line
 // and drops later lines linking the same target; with none, it appends.

@@ -30,6 +30,19 @@ func StatePath(teamDir, baseURL, repo string) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName, hex.EncodeToString(sum[:8])+".json")
 }
 
+// ServerHasContent reports whether the last sync recorded in the state
+// file found content on the server (SyncState.ServerHasContent): the
+// cached input of TeamMemoryActive, refreshed by every sync. A missing or
+// unreadable file reports false.
+func ServerHasContent(fsys afero.Fs, path string) bool {
+	data, err := afero.ReadFile(fsys, path)
+	if err != nil {
+		return false
+	}
+	var f stateFile
+	return json.Unmarshal(data, &f) == nil && f.ServerHasContent
+}
+
 // stateFile is the JSON form of a SyncState on disk.
 type stateFile struct {
 	Format           int               `json:"format"`

@@ -25,6 +25,10 @@ type TokenGrant struct {
 	// of its organization (and creating stores), or store IDs. A token
 	// without stores cannot use the Memory Stores API.
 	Stores []string `json:"stores,omitempty"`
+	// Manage lets a token limited to some stores archive and delete them;
+	// without it such a token reads and writes their memories only. A
+	// "*" token always may.
+	Manage bool `json:"manage,omitempty"`
 }
 
 // author names the grant's holder in the history: its name, or the first

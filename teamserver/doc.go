@@ -41,7 +41,10 @@
 //
 //   - Authentication: bearer tokens, stored only as SHA-256 hashes in the
 //     token file (TokenGrant, LoadTokens, NewToken). A missing or unknown
-//     token gets 401.
+//     token gets 401. Failed authentications are limited per client
+//     address (Options.AuthFailRate, AuthFailBurst): past them every
+//     request from the address gets 429 (auth_rate_limited) before its
+//     token is looked at.
 //   - Authorisation: each token holds a tenant (its organizationId) and
 //     repo patterns ("owner/name" or "owner/*"). A repo outside them gets
 //     403, decided before the store is read, with the same body whether
@@ -51,11 +54,19 @@
 //     wire.ValidateKeySyntax (no traversal, encoded or Unicode-folded
 //     included), and one bad key refuses the whole request; entries over
 //     MaxEntryBytes and bodies over MaxBodyBytes (enforced while reading)
-//     get 413; malformed JSON gets 400. Nothing of a refused request is
-//     written.
+//     get 413; malformed JSON gets 400. Content that the screens of
+//     package screen refuse in shared memory (an invisible or
+//     direction-control character, a high-confidence prompt injection, a
+//     MEMORY.md line with a foreign link) gets 400 (invisible_character,
+//     prompt_injection, index_link). Nothing of a refused request is
+//     written. A token limited to some memory stores archives or deletes
+//     them only with TokenGrant.Manage (403 store_not_managed).
 //   - Output: error bodies carry a type, a message and a code, each at
 //     most 256 characters, never content or server paths. Logs carry the
-//     method, repo, tenant, status and duration, never contents or tokens.
+//     method, repo, tenant, status and duration, never contents or tokens;
+//     the method and view of the log and the metrics come from a fixed
+//     set, whatever a request sends. Every response carries
+//     X-Content-Type-Options: nosniff.
 //
 // # Concurrency
 //

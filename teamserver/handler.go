@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,6 +58,14 @@ type Options struct {
 	// Retry-After. RatePerToken < 0 turns the limit off.
 	RatePerToken float64
 	RateBurst    int
+	// AuthFailRate and AuthFailBurst bound the failed authentications
+	// of one client address (the connection's IP) per second (default
+	// 0.5 and 20): past them every request from that address is answered
+	// 429 with Retry-After, before its token is looked at, until the
+	// budget refills. Behind a reverse proxy every client shares the
+	// proxy's address. AuthFailRate < 0 turns the limit off.
+	AuthFailRate  float64
+	AuthFailBurst int
 	// StoreTimeout bounds how long a request waits for the store (a free
 	// connection, the writer); past it the answer is 503 with
 	// Retry-After (default 10 s).
@@ -72,6 +81,10 @@ const (
 	DefaultMaxRepos     = 100
 	DefaultRatePerToken = 100
 	DefaultRateBurst    = 500
+	// DefaultAuthFailRate and DefaultAuthFailBurst bound failed
+	// authentications per client address.
+	DefaultAuthFailRate  = 0.5
+	DefaultAuthFailBurst = 20
 )
 
 // Operational endpoints, beside the sync path.
@@ -92,7 +105,9 @@ type Handler struct {
 	hashes  *hashCache
 	indexes *storeIndexCache
 	limiter *rateLimiter
-	metrics Metrics
+	// authFails limits failed authentications per client address.
+	authFails *rateLimiter
+	metrics   Metrics
 	// draining is closed by Drain: long-polls answer at once.
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -166,9 +181,18 @@ func NewHandler(store Store, cfg Options) (*Handler, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 10 * time.Second
 	}
+	if cfg.AuthFailRate == 0 {
+		cfg.AuthFailRate = DefaultAuthFailRate
+	}
+	if cfg.AuthFailBurst <= 0 {
+		cfg.AuthFailBurst = DefaultAuthFailBurst
+	}
 	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), indexes: newStoreIndexCache(200_000), draining: make(chan struct{})}
 	if cfg.RatePerToken > 0 {
 		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
+	}
+	if cfg.AuthFailRate > 0 {
+		h.authFails = newRateLimiter(cfg.AuthFailRate, cfg.AuthFailBurst, cfg.Now)
 	}
 	h.metrics = cfg.Metrics
 	if h.metrics == nil {
@@ -199,6 +223,7 @@ func (w *statusWriter) WriteHeader(code int) {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	switch r.URL.Path {
 	case HealthPath:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -223,11 +248,62 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	repo, tenant := h.serve(sw, r)
-	route := r.Method + " " + r.URL.Query().Get("view")
-	h.metrics.Request(route, sw.status, time.Since(start))
-	h.log.Info("team memory request", "method", r.Method, "repo", repo, "tenant", tenant,
-		"view", r.URL.Query().Get("view"), "status", sw.status, "duration_ms", time.Since(start).Milliseconds())
+	method, view := methodLabel(r.Method), viewLabel(r.URL.Query().Get("view"))
+	h.metrics.Request(method+" "+view, sw.status, time.Since(start))
+	h.log.Info("team memory request", "method", method, "repo", repo, "tenant", tenant,
+		"view", view, "status", sw.status, "duration_ms", time.Since(start).Milliseconds())
 }
+
+// methodLabel is the method as the metrics and the log name it: one of
+// a fixed set, whatever the client sent.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodHead, http.MethodOptions, http.MethodPatch:
+		return m
+	}
+	return "other"
+}
+
+// viewLabel is the view parameter as the metrics and the log name it:
+// one of the views the protocol knows, or "other".
+func viewLabel(v string) string {
+	switch v {
+	case "", "hashes", "limits", "history", "log":
+		return v
+	}
+	return "other"
+}
+
+// clientAddr is the address failed authentications are counted by: the
+// connection's IP.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// authRefused answers a request from an address that has failed
+// authentication too often (429, true), before its token is looked at.
+func (h *Handler) authRefused(w http.ResponseWriter, r *http.Request, stores bool) bool {
+	wait, blocked := h.authFails.exhausted(clientAddr(r))
+	if !blocked {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	const msg = "too many failed authentications from this address; retry after the given seconds"
+	if stores {
+		writeStoresError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: msg, Code: wire.CodeAuthRateLimited})
+	} else {
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", wire.CodeAuthRateLimited, msg)
+	}
+	return true
+}
+
+// authFailed counts a failed authentication against the request's
+// address.
+func (h *Handler) authFailed(r *http.Request) { h.authFails.allow(clientAddr(r)) }
 
 // Flush lets a streamed reply reach the client as it is written.
 func (w *statusWriter) Flush() {
@@ -246,8 +322,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenan
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, "use GET or PUT")
 		return "", ""
 	}
+	if h.authRefused(w, r, false) {
+		return "", ""
+	}
 	grant, ok := h.authenticate(r)
 	if !ok {
+		h.authFailed(r)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="team memory"`)
 		writeError(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, "a valid bearer token is required")
 		return "", ""
@@ -361,6 +441,15 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 		if len(v) > h.cfg.MaxEntryBytes {
 			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeEntryTooLarge,
 				"an entry is over "+strconv.Itoa(h.cfg.MaxEntryBytes)+" bytes; nothing was written")
+			return
+		}
+	}
+	for _, k := range entryKeys(in.Entries) {
+		if se := screenEntry(k, in.Entries[k]); se != nil {
+			writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+				Type: "invalid_request_error", Message: se.Error() + "; nothing was written",
+				Details: wire.ErrorDetails{ErrorCode: screenCode(se), Keys: []string{k}},
+			}})
 			return
 		}
 	}

@@ -128,6 +128,8 @@ type APIError struct {
 	Message         string
 	ConflictingPath string
 	ConflictingID   string
+	// Code is the error's code (error_code), when it has one.
+	Code string
 }
 
 func (e *APIError) Error() string {

@@ -79,8 +79,12 @@ func (h *Handler) serveStores(w http.ResponseWriter, r *http.Request) (route, te
 	defer cancel()
 	c := &storesCall{h: h, ms: ms, w: w, r: r.WithContext(ctx)}
 	route, run := c.route()
+	if h.authRefused(w, r, true) {
+		return route, ""
+	}
 	grant, ok := h.authenticate(r)
 	if !ok {
+		h.authFailed(r)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="memory stores"`)
 		writeStoresError(w, &APIError{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "a valid API key (x-api-key) or bearer token is required"})
 		return route, ""
@@ -265,6 +269,9 @@ const statusClientClosed = 499
 
 func writeStoresError(w http.ResponseWriter, e *APIError) {
 	body := map[string]any{"type": e.Type, "message": e.Message}
+	if e.Code != "" {
+		body["error_code"] = e.Code
+	}
 	if e.ConflictingID != "" {
 		body["conflicting_memory_id"] = e.ConflictingID
 		body["conflicting_path"] = e.ConflictingPath
@@ -383,7 +390,25 @@ func (c *storesCall) updateStore(id string) {
 	writeJSON(c.w, http.StatusOK, storeOut(st))
 }
 
+// mayManage answers 403 unless the token may archive or delete the
+// store itself: a "*" token, or a grant with Manage.
+func (c *storesCall) mayManage() bool {
+	if slices.Contains(c.grant.Stores, "*") || c.grant.Manage {
+		return true
+	}
+	c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error",
+		Message: "this token may use the store's memories but not archive or delete the store; issue a token with --manage for that", Code: CodeStoreNotManaged})
+	return false
+}
+
+// CodeStoreNotManaged is the error_code of a 403 to a token that may use a
+// store but not archive or delete it (TokenGrant.Manage).
+const CodeStoreNotManaged = "store_not_managed"
+
 func (c *storesCall) archiveStore(id string) {
+	if !c.mayManage() {
+		return
+	}
 	st, err := c.ms.ArchiveMemStore(c.r.Context(), c.tenant, id, c.now())
 	if err != nil {
 		c.fail(err)
@@ -393,6 +418,9 @@ func (c *storesCall) archiveStore(id string) {
 }
 
 func (c *storesCall) deleteStore(id string) {
+	if !c.mayManage() {
+		return
+	}
 	if err := c.ms.DeleteMemStore(c.r.Context(), c.tenant, id); err != nil {
 		c.fail(err)
 		return
@@ -541,11 +569,19 @@ type preconditionJSON struct {
 	ContentSHA256 string `json:"content_sha256"`
 }
 
-// screen refuses content that holds a credential, with the message the
-// hosted service gives.
-func screen(content *string) error {
-	if content != nil && len(secrets.Scan(*content)) > 0 {
+// screenMemory refuses content that holds a credential, with the
+// message the hosted service gives, and content that the screens refuse
+// in shared memory (an invisible character, a high-confidence injection,
+// a foreign link in a MEMORY.md at path), with their error code.
+func screenMemory(path string, content *string) error {
+	if content == nil {
+		return nil
+	}
+	if len(secrets.Scan(*content)) > 0 {
 		return invalid(msgSecret)
+	}
+	if se := screenEntry(path, *content); se != nil {
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: se.Error(), Code: screenCode(se)}
 	}
 	return nil
 }
@@ -567,7 +603,7 @@ func (c *storesCall) createMemory(storeID string) {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
-	if err := screen(req.Content); err != nil {
+	if err := screenMemory(req.Path, req.Content); err != nil {
 		c.fail(err)
 		return
 	}
@@ -620,7 +656,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		}
 		w.IfSHA256 = p.ContentSHA256
 	}
-	if err := screen(req.Content); err != nil {
+	if err := screenMemory(w.Path, req.Content); err != nil {
 		c.fail(err)
 		return
 	}

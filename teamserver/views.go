@@ -253,6 +253,26 @@ func newRateLimiter(rate float64, burst int, now func() time.Time) *rateLimiter 
 	return &rateLimiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
 }
 
+// exhausted reports whether key's bucket is empty, and how long until it
+// holds one request again, without taking from it. A nil limiter never
+// is.
+func (l *rateLimiter) exhausted(key string) (time.Duration, bool) {
+	if l == nil {
+		return 0, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[key]
+	if !ok {
+		return 0, false
+	}
+	tokens := min(l.burst, b.tokens+l.now().Sub(b.last).Seconds()*l.rate)
+	if tokens >= 1 {
+		return 0, false
+	}
+	return time.Duration((1 - tokens) / l.rate * float64(time.Second)), true
+}
+
 // allow takes one request from key's bucket, or says how long to wait.
 // A nil limiter allows everything.
 func (l *rateLimiter) allow(key string) (time.Duration, bool) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentmem/agentmem/lexical"
 	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem/agentmem/screen"
 	"github.com/agentmem/agentmem/secrets"
 	"github.com/spf13/afero"
 )
@@ -41,6 +42,16 @@ const (
 	// kindBadFileName: a memory file whose name is not valid UTF-8 or
 	// holds control characters; it gets no index pointer.
 	kindBadFileName = "bad-file-name"
+	// kindInvisible: an invisible or direction-control character (the
+	// write gate refuses a write that adds one).
+	kindInvisible = "invisible-character"
+	// kindIndexLink: an index line with a second link or a link out of
+	// its directory.
+	kindIndexLink = "index-link"
+	// kindInjection: text addressed to the model as instructions, or fake
+	// system or tool-call markup (high confidence: a shared write that
+	// adds it is refused; low confidence is information).
+	kindInjection = "injection"
 )
 
 // maxLintFileBytes bounds how much of a memory file lint reads.
@@ -167,6 +178,23 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 	add := func(file string, line int, kind, format string, a ...any) {
 		problems = append(problems, problem{File: file, Line: line, Kind: kind, Message: fmt.Sprintf(format, a...)})
 	}
+	var screened []string // low-confidence findings: information
+	screenText := func(rel, text string, index bool) {
+		for _, f := range screen.ScanAll(text, index) {
+			switch {
+			case f.Screen == screen.ScreenInvisible:
+				add(rel, f.Line, kindInvisible, "%s (%s) at byte %d; remove it", f.CodePointName(), f.RuleID, f.Offset)
+			case f.Screen == screen.ScreenIndexLink && f.RuleID == screen.RuleIndexExtraLink:
+				add(rel, f.Line, kindIndexLink, "a second link on a pointer line (%s) at byte %d; a pointer line links its memory file only", f.RuleID, f.Offset)
+			case f.Screen == screen.ScreenIndexLink:
+				add(rel, f.Line, kindIndexLink, "a link out of the directory on a pointer line (%s) at byte %d; a pointer line links a memory file in this directory", f.RuleID, f.Offset)
+			case f.Confidence == screen.High:
+				add(rel, f.Line, kindInjection, "%s (%s) at byte %d; state it as a fact about the project instead", f.Label, f.RuleID, f.Offset)
+			default:
+				screened = append(screened, fmt.Sprintf("%s:%d: %s (%s, low confidence) at byte %d", rel, f.Line, f.Label, f.RuleID, f.Offset))
+			}
+		}
+	}
 	var files []memFile
 	for _, h := range headers {
 		data, err := readCapped(fsys, h.Path)
@@ -213,6 +241,7 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 		for _, s := range scanner.Scan(f.content) {
 			add(f.rel, 0, kindSecret, "contains what looks like a %s; remove it", s.Label)
 		}
+		screenText(f.rel, f.content, false)
 		files = append(files, f)
 	}
 
@@ -256,6 +285,7 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 			for _, s := range scanner.Scan(text) {
 				add(idx.rel, 0, kindSecret, "contains what looks like a %s; remove it", s.Label)
 			}
+			screenText(idx.rel, text, true)
 		}
 		for _, f := range files {
 			inTeam := strings.HasPrefix(f.rel, memdir.TeamDirName+"/")
@@ -291,7 +321,8 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 		}
 		return problems[i].Kind < problems[j].Kind
 	})
-	return problems, unresolvedLinks(files), nil
+	sort.Strings(screened)
+	return problems, append(unresolvedLinks(files), screened...), nil
 }
 
 // similarity is the Jaccard index of two descriptions' terms; 0 when

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,17 +14,20 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/afero"
 
 	"github.com/agentmem/agentmem/mcpserver"
 	"github.com/agentmem/agentmem/teammem"
 )
 
 func mcpFlags(fs *flag.FlagSet) runner {
-	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp instead of stdio (loopback only: there is no auth)")
+	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp instead of stdio (a non-loopback ADDR needs a token: "+MCPTokenEnv+" or --token-file)")
+	tokenFile := fs.String("token-file", "", "with --http: require this file's token (one line) as Authorization: Bearer on every request ("+MCPTokenEnv+" may hold it instead)")
 	teamServer := fs.String("team-server", "", "keep team memory synced with this server while serving ("+TokenEnv+" holds the token)")
 	repo := fs.String("repo", "", "with --team-server: owner/name (default: the project's git remote)")
 	return func(e env, c *common, args []string) (int, error) {
@@ -73,20 +77,106 @@ func mcpFlags(fs *flag.FlagSet) runner {
 			}
 			return exitError, err
 		}
-		return serveMCPHTTP(ctx, e, srv, *httpAddr)
+		token, err := mcpToken(e, *tokenFile)
+		if err != nil {
+			return exitError, err
+		}
+		return serveMCPHTTP(ctx, e, srv, *httpAddr, token)
 	}
+}
+
+// MCPTokenEnv names the environment variable that holds the token
+// `agentmem mcp --http` requires of its clients.
+const MCPTokenEnv = "AGENTMEM_MCP_TOKEN"
+
+// minMCPTokenLen is the shortest token the HTTP server accepts.
+const minMCPTokenLen = 16
+
+// mcpToken reads the HTTP server's token from the file (when given) or
+// MCPTokenEnv; "" when neither is set.
+func mcpToken(e env, file string) (string, error) {
+	token := e.getenv(MCPTokenEnv)
+	if file != "" {
+		data, err := afero.ReadFile(e.fs, file)
+		if err != nil {
+			return "", fmt.Errorf("read the MCP token file: %w", err)
+		}
+		token = string(data)
+	}
+	token = strings.TrimSpace(token)
+	if token != "" && len(token) < minMCPTokenLen {
+		return "", fmt.Errorf("the MCP token is %d characters; use at least %d (for example: openssl rand -hex 32)", len(token), minMCPTokenLen)
+	}
+	return token, nil
+}
+
+// ErrListenWithoutToken refuses an HTTP listener off loopback without a
+// token: anyone who reaches the address could read and write memory.
+var ErrListenWithoutToken = errors.New("refusing to serve MCP over HTTP on an address other than loopback without a token: " +
+	"set " + MCPTokenEnv + " (or --token-file) and have clients send it as Authorization: Bearer, or listen on 127.0.0.1")
+
+// loopbackOnly reports whether addr (host:port) names only loopback
+// addresses: an empty host or 0.0.0.0 listens on every interface.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if ip == nil {
+		ips, err := net.LookupIP(host)
+		if err != nil || len(ips) == 0 {
+			return false
+		}
+		for _, a := range ips {
+			if !a.IsLoopback() {
+				return false
+			}
+		}
+		return true
+	}
+	return ip.IsLoopback()
+}
+
+// requireToken answers 401 to a request whose Authorization is not
+// "Bearer <token>" (compared in constant time).
+func requireToken(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentmem mcp"`)
+			http.Error(w, "a valid bearer token is required (Authorization: Bearer <token>)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // serveMCPHTTP serves the streamable HTTP transport at /mcp until ctx ends.
 // Cross-origin browser requests are refused (403): a web page must not
-// reach a local memory server.
-func serveMCPHTTP(ctx context.Context, e env, srv *mcp.Server, addr string) (int, error) {
+// reach a local memory server. An address off loopback is refused
+// without a token; with one, every request must carry it (401).
+func serveMCPHTTP(ctx context.Context, e env, srv *mcp.Server, addr, token string) (int, error) {
+	if token == "" && !loopbackOnly(addr) {
+		return exitError, ErrListenWithoutToken
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return exitError, err
 	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); token == "" && (!ok || !ta.IP.IsLoopback()) {
+		_ = ln.Close()
+		return exitError, ErrListenWithoutToken
+	}
+	var h http.Handler = mcpserver.HTTPHandler(srv)
+	if token != "" {
+		h = requireToken(token, h)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.HTTPHandler(srv))
+	mux.Handle("/mcp", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(e.stderr, "agentmem mcp: listening on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)

@@ -203,9 +203,15 @@ func TestMCPBinaryOverStdio(t *testing.T) {
 	assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "the server exits 0 when its client closes stdin")
 }
 
-// startMCPHTTP runs `agentmem mcp --http` and returns its endpoint.
+// startMCPHTTP runs `agentmem mcp --http` on loopback and returns its
+// endpoint.
 func startMCPHTTP(t *testing.T, env []string, args ...string) string {
-	cmd := exec.Command(binary(t), append([]string{"mcp", "--http", "127.0.0.1:0"}, args...)...)
+	return startMCPHTTPOn(t, "127.0.0.1:0", env, args...)
+}
+
+// startMCPHTTPOn runs `agentmem mcp --http addr` and returns its endpoint.
+func startMCPHTTPOn(t *testing.T, addr string, env []string, args ...string) string {
+	cmd := exec.Command(binary(t), append([]string{"mcp", "--http", addr}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

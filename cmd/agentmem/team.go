@@ -192,15 +192,19 @@ func teamToken(e env, args []string) (int, error) {
 	fs.Var(&repos, "repo", "a repo the token may use: owner/name or owner/* (repeatable)")
 	var stores multiFlag
 	fs.Var(&stores, "store", "a memory store the token may use: * (every store of --org, and creating stores) or a store ID (repeatable)")
+	manage := fs.Bool("manage", false, "with --store IDs: the token may also archive and delete those stores (a * token always may)")
 	add := fs.String("add", "", "add the grant to this token file (created if missing) and print only the token")
 	if ok, code := parseSub(e, fs, "token", args); !ok {
 		return code, nil
+	}
+	if *manage && len(stores) == 0 {
+		return exitError, errors.New("--manage needs --store: it lets the token archive and delete its stores")
 	}
 	token, grant, err := teamserver.NewToken(*org, repos, stores...)
 	if err != nil {
 		return exitError, err
 	}
-	grant.Name = *name
+	grant.Name, grant.Manage = *name, *manage
 	if *add != "" {
 		n, err := addGrant(e, *add, grant)
 		if err != nil {
@@ -326,8 +330,14 @@ func teamServe(e env, args []string) (int, error) {
 	}
 	defer store.Close()
 	day := 24 * time.Hour
-	metrics := prommetrics.New(store)
-	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: metrics, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
+	// Measurements are kept only when they are served.
+	var metrics *prommetrics.Metrics
+	var hm teamserver.Metrics
+	if mln != nil {
+		metrics = prommetrics.New(store)
+		hm = metrics
+	}
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: hm, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
 		StoreLimits: teamserver.StoreLimits{MaxStores: *maxStores, MaxMemories: *maxStoreMemories, MaxBytes: *maxStoreBytes}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err

@@ -129,7 +129,19 @@ const (
 	CodeTooManyRepos = "team_memory_too_many_repos"
 	CodeNoRevision   = "team_memory_no_revision"
 	CodeRateLimited  = "rate_limited"
-	CodeOverloaded   = "overloaded"
+	// CodeAuthRateLimited answers a client address that failed
+	// authentication too often (429 with Retry-After).
+	CodeAuthRateLimited = "auth_rate_limited"
+	CodeOverloaded      = "overloaded"
+	// CodeInvisibleCharacter, CodeInjection and CodeIndexLink refuse an
+	// entry (or a Memory Stores memory) that a screen of package screen
+	// refuses: an invisible or direction-control character, a
+	// high-confidence prompt injection, an index line with a foreign
+	// link. The message names the rule, the line, the byte offset and the
+	// code point; Details.Keys names the entry.
+	CodeInvisibleCharacter = "invisible_character"
+	CodeInjection          = "prompt_injection"
+	CodeIndexLink          = "index_link"
 )
 
 // EntryChecksum is "sha256:" + the hex SHA-256 of content's UTF-8 bytes.

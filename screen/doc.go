@@ -1,0 +1,66 @@
+// Package screen finds text that should not reach a model's context
+// through memory: invisible and direction-control characters, text
+// addressed to the model as instructions, fake system or tool-call
+// markup, and index pointer lines that carry a second link or a link out
+// of their directory. It has the shape of package secrets: rules with
+// ids (RuleIDs), high and low confidence, a Finding that names the rule
+// and where it was found (byte offset, line, code point) and never
+// quotes the text, and an *Error for a refused write.
+//
+// # The screens
+//
+// Invisible (every rule high confidence, refused on every write):
+//
+//   - unicode-tag: U+E0000-U+E007F, which render as nothing and can
+//     spell a hidden message. Allowed only inside an emoji subdivision
+//     flag: U+1F3F4, then 2 to 6 tag letters or digits
+//     (U+E0061-U+E007A, U+E0030-U+E0039), then CANCEL TAG U+E007F.
+//   - bidi-control: the embeddings, overrides and isolates U+202A-U+202E
+//     and U+2066-U+2069, which reorder what a reader sees ("Trojan
+//     Source"). Always refused.
+//   - bidi-mark: LEFT-TO-RIGHT MARK U+200E, RIGHT-TO-LEFT MARK U+200F
+//     and ARABIC LETTER MARK U+061C. Right-to-left text needs them, so
+//     they are allowed on a line that holds a right-to-left letter
+//     (bidi class R or AL: Hebrew, Arabic, Persian...), refused on any
+//     other line.
+//   - zero-width: ZERO WIDTH SPACE U+200B, WORD JOINER U+2060, the
+//     invisible operators U+2061-U+2064, and ZERO WIDTH NO-BREAK SPACE
+//     U+FEFF except as a byte order mark at the very start. Always
+//     refused.
+//   - zero-width-joiner: ZERO WIDTH JOINER U+200D and ZERO WIDTH
+//     NON-JOINER U+200C outside a legitimate join. A join is legitimate
+//     when the characters right before and right after it are both
+//     letters or marks of one script that shapes with joiners, or the
+//     one before is a mark of such a script (a virama: a half form, a
+//     chillu at the end of a word) (Arabic,
+//     which Persian and Urdu are written in, Syriac, N'Ko, Mongolian,
+//     Devanagari, Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu,
+//     Kannada, Malayalam, Sinhala, Myanmar, Khmer); for U+200D also when
+//     it sits between two emoji (the one before may be a skin-tone
+//     modifier or VARIATION SELECTOR-16), as in a family or a
+//     profession emoji.
+//
+// Injection (Injection; high confidence refused on shared writes, low
+// confidence reported only): text addressed to the model as
+// instructions ("ignore previous instructions", "you are now in
+// developer mode", a role marker followed by an order), and fake system
+// or tool-call markup (<system-reminder>, <function_calls>,
+// <|im_start|>, [INST]...).
+//
+// Index links (IndexLinks, refused on every write of a MEMORY.md): a
+// pointer line carries exactly one link, to a file inside the index's
+// own directory. A second link (index-extra-link) or a link that leaves
+// the directory (index-link-out: a URL, an absolute path, "..", an
+// autolink or a reference definition) is refused.
+//
+// # Security
+//
+// The screens are heuristics for what a write adds, not a sandbox: the
+// injection rules catch the common phrasings and markup, not every way
+// to address a model. They run where package secrets runs, at the write
+// gate (memdir), and on the server's write routes (teamserver).
+//
+// # Concurrency
+//
+// Every function is safe for concurrent use; the rules are immutable.
+package screen

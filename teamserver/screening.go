@@ -1,0 +1,45 @@
+package teamserver
+
+import (
+	"errors"
+	"path"
+	"sort"
+
+	"github.com/agentmem/agentmem/screen"
+	"github.com/agentmem/agentmem/teammem/wire"
+)
+
+// screenEntry returns the screens' refusal of content written at key (a
+// team key or a store path), or nil. Everything the server holds is
+// shared, so high-confidence injection is refused as well as invisible
+// characters, and a MEMORY.md is screened for foreign links.
+func screenEntry(key, content string) *screen.Error {
+	err := screen.Check(content, screen.Options{Shared: true, Index: path.Base(key) == "MEMORY.md"})
+	var se *screen.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+// screenCode is the error code of a screen's refusal.
+func screenCode(se *screen.Error) string {
+	switch se.Screen {
+	case screen.ScreenInvisible:
+		return wire.CodeInvisibleCharacter
+	case screen.ScreenIndexLink:
+		return wire.CodeIndexLink
+	}
+	return wire.CodeInjection
+}
+
+// entryKeys returns m's keys in byte order, so the refusal of a batch
+// names the same entry every time.
+func entryKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
