@@ -62,7 +62,9 @@ func mcpFlags(fs *flag.FlagSet) runner {
 			defer w.Close()
 		}
 		if *httpAddr == "" {
-			err := srv.Run(ctx, &mcp.StdioTransport{})
+			// AnswerAll: a client that pipes several requests and closes
+			// stdin gets every answer before the server exits.
+			err := srv.Run(ctx, mcpserver.AnswerAll(&mcp.StdioTransport{}))
 			if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {
 				return exitOK, nil
 			}
