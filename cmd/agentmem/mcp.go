@@ -29,6 +29,11 @@ func mcpFlags(fs *flag.FlagSet) runner {
 		if len(args) > 0 {
 			return exitError, fmt.Errorf("unexpected argument %q", args[0])
 		}
+		if *teamServer != "" {
+			if err := checkServerURL("--team-server", *teamServer); err != nil {
+				return exitError, err
+			}
+		}
 		r, err := resolve(e, c)
 		if err != nil {
 			return exitError, err
