@@ -140,3 +140,23 @@ func TestNewRefusesWhatItShouldNot(t *testing.T) {
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "disabled")
 }
+
+// TestREADMEFirstMemories runs the README's first-memories lines verbatim
+// in a fresh project, then the undo command rm printed.
+func TestREADMEFirstMemories(t *testing.T) {
+	root := t.TempDir()
+	project := filepath.Join(root, "shop")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(root, "cfg")}
+	sh := newShell(t, project, env)
+	out, _ := sh.run(readmeBlock(t, "say to start with `agentmem new`"))
+	assert.Contains(t, out, "saved feedback memory testing_policy.md")
+	assert.Contains(t, out, "saved project memory deploy_days.md")
+	assert.Contains(t, out, "We deploy on Tuesdays and Thursdays.", "show printed the memory")
+	assert.Contains(t, out, "removed deploy_days.md and its pointer in MEMORY.md")
+	m := undoRe.FindAllStringSubmatch(out, -1)
+	require.Len(t, m, 3, out)
+	rm := m[2]
+	out, _ = sh.run([]string{"agentmem rewind " + rm[1] + " --session " + rm[2], "agentmem show deploy_days.md"})
+	assert.Contains(t, out, "We deploy on Tuesdays and Thursdays.", "the rewind rm printed brought it back")
+}
