@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -18,7 +17,12 @@ import (
 // deleted), through the SDK and on the wire.
 func TestMemoryStoresDeletedVersionHasNoContent(t *testing.T) {
 	tokens, acmeKey, _, _ := storeTokens(t, t.TempDir())
-	url, _ := serveArgs(t, filepath.Join(t.TempDir(), "stores.db"), tokens)
+	for name, urls := range storeServers(t, tokens) {
+		t.Run(name, func(t *testing.T) { deletedVersionHasNoContent(t, urls[len(urls)-1], acmeKey) })
+	}
+}
+
+func deletedVersionHasNoContent(t *testing.T, url, acmeKey string) {
 	ctx := context.Background()
 	c := sdkClient(url, acmeKey)
 	st := &c.Beta.MemoryStores
@@ -59,7 +63,12 @@ func TestMemoryStoresDeletedVersionHasNoContent(t *testing.T) {
 // deleting memories, redacting versions and deleting the store still work.
 func TestMemoryStoresArchivedStore(t *testing.T) {
 	tokens, acmeKey, _, _ := storeTokens(t, t.TempDir())
-	url, _ := serveArgs(t, filepath.Join(t.TempDir(), "stores.db"), tokens)
+	for name, urls := range storeServers(t, tokens) {
+		t.Run(name, func(t *testing.T) { archivedStore(t, urls[0], acmeKey) })
+	}
+}
+
+func archivedStore(t *testing.T, url, acmeKey string) {
 	ctx := context.Background()
 	c := sdkClient(url, acmeKey)
 	st := &c.Beta.MemoryStores
