@@ -4,7 +4,9 @@
 // memory file as resources (memory://index, memory://files/{+file}),
 // and the memory prompt. Every write goes through the directory's write
 // gate, as the memory tools' do. New builds the server; run it on any
-// MCP transport, or serve it over streamable HTTP with HTTPHandler.
+// MCP transport (through AnswerAll for stdio, so a client that pipes
+// requests and closes its input gets every answer), or serve it over
+// streamable HTTP with HTTPHandler.
 package mcpserver
 
 import (

@@ -293,6 +293,12 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 	return SaveResult{Path: abs, File: file, IndexLine: line, ReplacedPointer: replaced}, nil
 }
 
+// MemoryFileName returns the file Save writes m to, relative to the
+// memory directory: m.File when set, else derived from m.Name
+// ("Testing policy" gives "testing_policy.md"). A file Save would refuse
+// gives an error matching ErrInvalidMemory.
+func MemoryFileName(m Memory) (string, error) { return memoryFileName(m) }
+
 // memoryFileName validates m.File, or derives it from m.Name.
 func memoryFileName(m Memory) (string, error) {
 	file := m.File

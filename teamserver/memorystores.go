@@ -63,8 +63,11 @@ type MemStore struct {
 	Metadata    map[string]string
 	Created     time.Time
 	Updated     time.Time
-	// Archived is when the store was archived (zero: it is not); an
-	// archived store is read-only for good.
+	// Archived is when the store was archived (zero: it is not). Archiving
+	// is for good: an archived store refuses new and changed memories and
+	// changes to itself (400 "cannot modify archived resource"), and still
+	// lets its memories be read and deleted, its versions redacted and
+	// itself deleted, as the hosted API does.
 	Archived time.Time
 	// Generation moves on with every change to the store's memories, so a
 	// listing read at one generation can be served again until the next.

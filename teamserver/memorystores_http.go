@@ -955,9 +955,16 @@ func versionOut(v MemoryVersion, full bool) versionJSON {
 		out.RedactedBy = &actorJSON{Type: v.RedactedBy.Type, APIKeyID: v.RedactedBy.ID}
 		return out
 	}
-	path, sha, size := v.Path, v.SHA256, v.Size
-	out.Path, out.ContentSHA256, out.ContentSize = &path, &sha, &size
-	if full && v.Operation != OpDeleted {
+	path := v.Path
+	out.Path = &path
+	if v.Operation == OpDeleted {
+		// A deleted version has no content: content, its hash and its size
+		// are null; the version before it records what was deleted.
+		return out
+	}
+	sha, size := v.SHA256, v.Size
+	out.ContentSHA256, out.ContentSize = &sha, &size
+	if full {
 		content := v.Content
 		out.Content = &content
 	}

@@ -537,10 +537,12 @@ func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 }
 
 // DeleteMemory removes a memory, keeping its versions and adding a
-// "deleted" one. ifSHA256, when set, must match the stored content.
+// "deleted" one. ifSHA256, when set, must match the stored content. An
+// archived store's memories may still be deleted, as the hosted API
+// allows: archiving stops writes, not clean-up.
 func (s *SQLStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
 	return s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
-		if _, err := s.writableStore(ctx, tx, tenant, storeID); err != nil {
+		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
 			return err
 		}
 		cur, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)

@@ -1,6 +1,11 @@
 package main
 
-import "flag"
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"strings"
+)
 
 // parseAnywhere parses flags wherever they stand among the positional
 // arguments ("recall 'deploy friday' --dir X" as well as "recall --dir X
@@ -24,4 +29,18 @@ func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// checkServerURL reports a --server (or --team-server) value that is not
+// an http:// or https:// URL with a host, saying what to type instead:
+// "127.0.0.1:8787" alone would otherwise fail with Go's URL parse error.
+func checkServerURL(name, s string) error {
+	u, err := url.Parse(s)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	if !strings.Contains(s, "://") {
+		return fmt.Errorf("%s %s: the server address needs http:// or https://, such as %s http://%s (nothing was done)", name, s, name, s)
+	}
+	return fmt.Errorf("%s %s: want an http:// or https:// URL with a host, such as %s https://team.example.com (nothing was done)", name, s, name)
 }

@@ -222,6 +222,10 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 		case unreadable:
 		case !hasHeader:
 			add(f.rel, 1, kindBadFrontmatter, "no frontmatter (--- name, description, type ---)")
+		case unclosedHeader(f.content) > 0:
+			open := unclosedHeader(f.content)
+			add(f.rel, open, kindBadFrontmatter, "the frontmatter opened by the --- on line %d is not closed: add a line --- after its last field (until then the file has no name, description or type)", open)
+			f.broken = true
 		default:
 			if fm.Name == "" {
 				add(f.rel, 0, kindMissingName, "the frontmatter has no name")
@@ -347,6 +351,30 @@ func termSet(s string) map[string]bool {
 		out[t] = true
 	}
 	return out
+}
+
+// unclosedHeader returns the line (from 1) of the "---" that opens the
+// file's frontmatter when no later "---" line closes it, else 0.
+func unclosedHeader(content string) int {
+	lines := strings.Split(strings.TrimPrefix(content, "\ufeff"), "\n")
+	open := -1
+	for i, l := range lines {
+		l = strings.TrimRight(l, "\r")
+		if open < 0 {
+			if l == "" {
+				continue
+			}
+			if strings.TrimSpace(l) != "---" {
+				return 0
+			}
+			open = i
+			continue
+		}
+		if strings.TrimSpace(l) == "---" {
+			return 0
+		}
+	}
+	return open + 1
 }
 
 // headerBlock returns the text between the leading "---" line and the next.

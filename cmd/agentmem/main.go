@@ -1,10 +1,14 @@
 // Command agentmem looks at a real memory tree from a terminal: where it
 // lives, what the model will see, what is wrong with it, and what recall
-// would pick.
+// would pick; it also writes memories by hand (new, rm), through the same
+// write gate as the model's tools.
 //
 //	agentmem path    [--project DIR]           where memory lives, and why
 //	agentmem prompt  [--team] [--skip-index]   the memory section of the system prompt
 //	agentmem ls      [--json]                  the memory files, newest first
+//	agentmem new     --type T --name N --description D [--body TEXT]   save a memory (body on stdin by default)
+//	agentmem show    FILE|NAME                 print one memory
+//	agentmem rm      FILE|NAME                 remove a memory and its pointer (undoable)
 //	agentmem lint    [--fix] [--json]          problems in the tree (exit 1 when any)
 //	agentmem recall  [--explain] "QUERY"       what recall would surface for a message
 //	agentmem team    serve|token|pull|push|sync|watch   team memory sync (see agentmem team --help)
@@ -70,6 +74,9 @@ func commands() []command {
 		{"path", "[--project DIR]", "print the memory directories and why they were chosen", pathFlags},
 		{"prompt", "[--team] [--skip-index]", "print the memory section of the system prompt", promptFlags},
 		{"ls", "[--json]", "list memory files, newest first", lsFlags},
+		{"new", "--type T --name N --description D [--body B]", "save a memory and its pointer in MEMORY.md, creating the directory; undo with the agentmem rewind command it prints", newFlags},
+		{"show", "FILE|NAME", "print one memory file", showFlags},
+		{"rm", "FILE|NAME", "remove a memory and its pointer in MEMORY.md; undo with the agentmem rewind command it prints (agentmem history --session agentmem-cli lists them)", rmFlags},
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
 		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
 		{"team", "serve|token|pull|push|sync|watch|log|restore", "run or use a team memory sync server (agentmem team --help)", teamFlags},
@@ -141,7 +148,7 @@ func run(args []string, e env) int {
 		}
 		return code
 	}
-	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, lint, recall, team, store, sessions, history, rewind, dream, mcp or version)\n", args[0])
+	fmt.Fprintf(e.stderr, "agentmem: unknown command %q (want path, prompt, ls, new, show, rm, lint, recall, team, store, sessions, history, rewind, dream, mcp or version)\n", args[0])
 	return exitError
 }
 

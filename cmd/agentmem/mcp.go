@@ -34,6 +34,11 @@ func mcpFlags(fs *flag.FlagSet) runner {
 		if len(args) > 0 {
 			return exitError, fmt.Errorf("unexpected argument %q", args[0])
 		}
+		if *teamServer != "" {
+			if err := checkServerURL("--team-server", *teamServer); err != nil {
+				return exitError, err
+			}
+		}
 		r, err := resolve(e, c)
 		if err != nil {
 			return exitError, err
@@ -71,7 +76,9 @@ func mcpFlags(fs *flag.FlagSet) runner {
 			defer w.Close()
 		}
 		if *httpAddr == "" {
-			err := srv.Run(ctx, &mcp.StdioTransport{})
+			// AnswerAll: a client that pipes several requests and closes
+			// stdin gets every answer before the server exits.
+			err := srv.Run(ctx, mcpserver.AnswerAll(&mcp.StdioTransport{}))
 			if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {
 				return exitOK, nil
 			}

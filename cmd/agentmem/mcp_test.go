@@ -466,3 +466,41 @@ func TestMCPSaveNearTheIndexLimitGetsANotice(t *testing.T) {
 	require.False(t, res.IsError, txt)
 	assert.NotContains(t, txt, "Note:", "the team index is small")
 }
+
+// TestMCPBinaryAnswersPipedRequests pipes several requests into `agentmem
+// mcp` and closes stdin: every request read before the end of input is
+// answered before the server exits 0.
+func TestMCPBinaryAnswersPipedRequests(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_save","arguments":{"name":"Piped","description":"saved from a pipe","type":"project","body":"Saved before stdin closed."}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"resources/list"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"prompts/list"}`,
+	}
+	cmd := exec.Command(binary(t), "mcp", "--dir", dir)
+	cmd.Env = append(os.Environ(), "CLAUDE_CODE_DISABLE_AUTO_MEMORY=")
+	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	answered := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error json.RawMessage `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		assert.Empty(t, m.Error, line)
+		answered[string(m.ID)] = true
+	}
+	for _, id := range []string{"1", "2", "3", "4", "5"} {
+		assert.True(t, answered[id], "request %s answered; stdout:\n%s", id, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "piped.md"))
+	require.NoError(t, err, "the save ran to the end")
+	assert.Contains(t, string(data), "Saved before stdin closed.")
+}

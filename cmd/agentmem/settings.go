@@ -94,7 +94,7 @@ func existingMemory(e env, c *common) (resolved, error) {
 	}
 	info, err := e.fs.Stat(r.path.Dir)
 	if err != nil || !info.IsDir() {
-		return r, fmt.Errorf("no memory directory at %s (see agentmem path)", r.path.Dir)
+		return r, fmt.Errorf("no memory directory at %s yet: save a first memory with agentmem new (see agentmem new --help and agentmem path)", r.path.Dir)
 	}
 	return r, nil
 }

@@ -144,6 +144,9 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	if *server == "" {
 		return exitError, errors.New("--server is required")
 	}
+	if err := checkServerURL("--server", *server); err != nil {
+		return exitError, err
+	}
 	token := e.getenv(StoreTokenEnv)
 	if token == "" {
 		fmt.Fprintf(e.stderr, "agentmem store %s: no token: set %s\n", name, StoreTokenEnv)

@@ -396,6 +396,9 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 	if *serverURL == "" {
 		return exitError, errors.New("--server is required")
 	}
+	if err := checkServerURL("--server", *serverURL); err != nil {
+		return exitError, err
+	}
 	if *repo == "" {
 		root := *project
 		if root == "" {
@@ -483,6 +486,9 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	}
 	if *serverURL == "" {
 		return exitError, errors.New("--server is required")
+	}
+	if err := checkServerURL("--server", *serverURL); err != nil {
+		return exitError, err
 	}
 	if *project != "" {
 		c.project = *project

@@ -14,7 +14,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 
@@ -25,13 +28,21 @@ import (
 const DefaultMaxConns = 20
 
 // Open opens (creating if needed) the store in the file at path, with
-// DefaultMaxConns reading connections.
+// DefaultMaxConns reading connections. The file's folder must exist: when
+// it does not, the error names it and matches fs.ErrNotExist.
 func Open(path string) (*teamserver.SQLStore, error) { return OpenMax(path, DefaultMaxConns) }
 
 // OpenMax is Open with maxConns reading connections.
 func OpenMax(path string, maxConns int) (*teamserver.SQLStore, error) {
 	if maxConns <= 0 {
 		maxConns = DefaultMaxConns
+	}
+	// SQLite's own error for a missing folder ("unable to open database
+	// file (14)") names neither the path nor the cause.
+	if dir := filepath.Dir(path); path != ":memory:" {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() { // a missing folder, or a file in its place
+			return nil, fmt.Errorf("sqlite: cannot create the database %s: the folder %s does not exist; create it first or choose another path: %w", path, dir, fs.ErrNotExist)
+		}
 	}
 	dsn := func(lock string) string {
 		q := url.Values{}
@@ -57,7 +68,7 @@ func OpenMax(path string, maxConns int) (*teamserver.SQLStore, error) {
 	if err != nil {
 		w.Close()
 		r.Close()
-		return nil, err
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	return s, nil
 }

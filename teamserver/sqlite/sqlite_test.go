@@ -2,10 +2,12 @@ package sqlite_test
 
 import (
 	"context"
+	"io/fs"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem/agentmem/teamserver"
@@ -39,4 +41,18 @@ func TestSQLiteReopen(t *testing.T) {
 	require.Equal(t, "kept", got.Entries["a.md"])
 	require.Equal(t, snap.Checksum, got.Checksum)
 	require.Equal(t, id, s.ID(), "a reopened database keeps its identity")
+}
+
+// A database in a folder that does not exist is refused with an error
+// that names the folder, not SQLite's "unable to open database file".
+func TestOpenInAMissingFolderSaysWhich(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-folder")
+	db := filepath.Join(missing, "team.db")
+	_, err := sqlite.Open(db)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Contains(t, err.Error(), db)
+	assert.Contains(t, err.Error(), "the folder "+missing+" does not exist")
+	assert.NotContains(t, err.Error(), "(14)")
+	assert.NoDirExists(t, missing, "nothing was created")
 }
