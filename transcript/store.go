@@ -85,6 +85,7 @@ type session struct {
 	title   string
 	tag     *string
 	prompt  string
+	leaf    string // the entry the session continues from
 	written bool
 }
 
@@ -238,8 +239,17 @@ func (s *JSONLStore) append(key, path string, entries []Entry) error {
 			ss.title = e.CustomTitle
 		case TypeTag:
 			ss.tag = e.Tag
-		case TypeUser:
-			if p := promptText(&e); p != "" {
+		case TypeLastPrompt:
+			if e.LeafUUID != "" {
+				ss.leaf = e.LeafUUID
+			}
+			if e.LastPrompt != "" {
+				ss.prompt = e.LastPrompt
+			}
+		}
+		if e.IsMessage() && !e.IsSidechain {
+			ss.leaf = e.UUID
+			if p := promptText(&e); e.Type == TypeUser && p != "" {
 				ss.prompt = p
 			}
 		}
@@ -328,8 +338,9 @@ func (s *JSONLStore) SetTag(ctx context.Context, sessionID, tag string) error {
 }
 
 // Close implements Store: it flushes, then re-appends each written
-// session's last prompt, title and tag, as Claude Code does at exit, so
-// they stay within the tail that listing reads.
+// session's last prompt (with the leaf it continues from), title and tag,
+// as Claude Code does at exit, so they stay within the tail that listing
+// reads.
 func (s *JSONLStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -340,7 +351,11 @@ func (s *JSONLStore) Close() error {
 			continue
 		}
 		var meta bytes.Buffer
-		if ss.prompt != "" {
+		switch {
+		case ss.leaf != "":
+			meta.Write(LastPromptEntry(id, ss.prompt, ss.leaf).Raw)
+			meta.WriteByte('\n')
+		case ss.prompt != "":
 			meta.Write(MetadataEntry(TypeLastPrompt, id, ss.prompt).Raw)
 			meta.WriteByte('\n')
 		}

@@ -193,7 +193,13 @@ func TestRecordRoundTrip(t *testing.T) {
 	data, err := afero.ReadFile(fsys, s.Path(rec.SessionID()))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	assert.Len(t, lines, 1+3+2+1+1+2, "prompt, three assistant blocks, two results, reply, title, then last-prompt and title again")
+	assert.Len(t, lines, 1+3+1+2+1+1+1+2, "prompt, three assistant blocks, last-prompt, two results, reply, last-prompt, title, then last-prompt and title again")
+	last, ok := ParseLine([]byte(lines[len(lines)-2]))
+	require.True(t, ok)
+	reply, ok := ParseLine([]byte(lines[7]))
+	require.True(t, ok)
+	assert.Equal(t, TypeLastPrompt, last.Type)
+	assert.Equal(t, reply.UUID, last.LeafUUID, "the closing last-prompt names the reply as the leaf")
 	for _, l := range lines {
 		e, ok := ParseLine([]byte(l))
 		require.True(t, ok, l)
@@ -388,4 +394,62 @@ func TestListWithWorkers(t *testing.T) {
 	got, err := s.List(ctx)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Nil(t, got)
+}
+
+// TestResumeFollowsTheNamedLeaf: the newest last-prompt line's leafUuid
+// decides the leaf, as it does for Claude Code, even when a newer branch
+// exists; a Recorder continuing the session attaches to that entry (an
+// attachment after the reply) and names its own tip.
+func TestResumeFollowsTheNamedLeaf(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemoryStore()
+	id := NewUUID()
+	st := Stamp{SessionID: id, Cwd: "/p"}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	text := func(s string) json.RawMessage { return mustJSON(s) }
+	u1 := MessageEntry{Type: TypeUser, Time: at, Message: Message{Role: "user", Content: text("first")}}.Encode(st)
+	a1 := MessageEntry{Type: TypeAssistant, Parent: u1.UUID, Time: at.Add(time.Second), Message: Message{ID: "msg_1", Role: "assistant", Content: mustJSON([]Block{{Type: "text", Text: "one"}})}}.Encode(st)
+	att, ok := ParseLine([]byte(`{"parentUuid":"` + a1.UUID + `","isSidechain":false,"attachment":{"type":"prompt_snapshot"},"type":"attachment","uuid":"` + NewUUID() + `","timestamp":"2026-12-01T10:00:02.000Z","sessionId":"` + id + `"}`))
+	require.True(t, ok)
+	// A newer branch off the reply that no last-prompt names.
+	u2 := MessageEntry{Type: TypeUser, Parent: a1.UUID, Time: at.Add(time.Minute), Message: Message{Role: "user", Content: text("stray")}}.Encode(st)
+	require.NoError(t, s.Append(ctx, id, u1, a1, att, LastPromptEntry(id, "first", att.UUID), u2))
+	require.NoError(t, s.Flush(ctx))
+
+	r, err := Resume(ctx, s, id)
+	require.NoError(t, err)
+	require.Len(t, r.Messages, 2, "u1 and a1 (the attachment after it adds nothing); not the stray branch")
+	assert.Equal(t, "one", r.Messages[1].Text())
+	assert.Equal(t, att.UUID, r.LeafUUID, "the entry to continue from is the named one")
+	assert.Equal(t, NotInterrupted, r.Interruption)
+
+	rec, err := ContinueRecorder(s, r, Stamp{})
+	require.NoError(t, err)
+	require.NoError(t, rec.Record(ctx, llm.Message{ID: "n1", Role: llm.RoleUser, Content: []llm.Block{llm.MetaBlock("<system-reminder>\nctx\n</system-reminder>"), llm.TextBlock("second")}},
+		llm.Message{ID: "n2", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("two")}}))
+	entries, err := s.Load(ctx, id)
+	require.NoError(t, err)
+	var meta, prompt Entry
+	for _, e := range entries {
+		switch {
+		case e.Type == TypeUser && e.IsMeta:
+			meta = e
+		case e.Type == TypeUser && e.Text() == "second":
+			prompt = e
+		}
+	}
+	assert.Equal(t, att.UUID, meta.Parent(), "the new turn continues from the named leaf")
+	assert.Equal(t, meta.UUID, prompt.Parent(), "the context block is recorded before the prompt, where it was sent")
+	last := entries[len(entries)-1]
+	require.Equal(t, TypeLastPrompt, last.Type)
+	assert.Equal(t, "second", last.LastPrompt)
+
+	r, err = Resume(ctx, s, id)
+	require.NoError(t, err)
+	assert.Equal(t, last.LeafUUID, r.LeafUUID)
+	msgs := ToLLM(r.Messages)
+	require.Len(t, msgs, 4)
+	assert.True(t, msgs[2].Content[0].Meta, "the context block comes back as context, before the prompt")
+	assert.Equal(t, "second", msgs[2].Content[1].Text)
+	assert.Equal(t, "two", msgs[3].Text())
 }
