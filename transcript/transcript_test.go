@@ -453,3 +453,76 @@ func TestResumeFollowsTheNamedLeaf(t *testing.T) {
 	assert.Equal(t, "second", msgs[2].Content[1].Text)
 	assert.Equal(t, "two", msgs[3].Text())
 }
+
+// TestClaudeCode2_1_332Transcript: a session the real Claude Code 2.1.332
+// wrote (-p, then --resume; its fields rowSource and sentAtMs on user
+// entries, thread on api-request lines), with a hybrid-organization and a
+// host-row line as 2.1.332 writes them in sessions -p does not make, is
+// listed, searched and resumed, and survives a rewrite byte for byte.
+func TestClaudeCode2_1_332Transcript(t *testing.T) {
+	const id = "80ccc899-0226-4cf9-acc7-2963ca8d1f96"
+	ctx := context.Background()
+	src := filepath.Join("..", "testdata", "transcripts", "cc-2.1.332", "-work-shop")
+	orig, err := os.ReadFile(filepath.Join(src, id+".jsonl"))
+	require.NoError(t, err)
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(fsys, "/p/"+id+".jsonl", orig, 0o600))
+	s, err := NewJSONLStore(fsys, "/p", Options{})
+	require.NoError(t, err)
+
+	infos, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.Equal(t, "step:again", infos[0].FirstPrompt, "the last prompt, as Claude Code lists it")
+	assert.Equal(t, "master", infos[0].GitBranch)
+	hits, err := Search(ctx, s, "again", 10)
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	assert.Equal(t, id, hits[0].SessionID)
+
+	r, err := Resume(ctx, s, id)
+	require.NoError(t, err)
+	var conv []string
+	for _, m := range ToLLM(r.Messages) {
+		for _, b := range m.Content {
+			if !b.Meta {
+				conv = append(conv, string(m.Role)+": "+b.Text)
+			}
+		}
+	}
+	assert.Equal(t, []string{"user: step:probe it", "assistant: done.", "user: step:again", "assistant: done."}, conv)
+	assert.Equal(t, NotInterrupted, r.Interruption)
+	entries, err := s.Load(ctx, id)
+	require.NoError(t, err)
+	var leaf string
+	types := map[string]bool{}
+	for _, e := range entries {
+		types[e.Type] = true
+		if e.Type == TypeLastPrompt {
+			leaf = e.LeafUUID
+		}
+	}
+	assert.True(t, types["hybrid-organization"] && types["host-row"] && types["api-request"], "every line is read")
+	assert.Equal(t, leaf, r.LeafUUID, "the leaf Claude Code named")
+
+	// Rewritten through the store, every line comes back as it was.
+	require.NoError(t, s.Append(ctx, NewUUID())) // nothing: no file
+	copyStore, err := NewJSONLStore(fsys, "/copy", Options{})
+	require.NoError(t, err)
+	require.NoError(t, copyStore.Append(ctx, id, entries...))
+	require.NoError(t, copyStore.Flush(ctx))
+	got, err := afero.ReadFile(fsys, "/copy/"+id+".jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, string(orig), string(got), "unknown fields and entry types are kept")
+
+	// Continuing it leaves what Claude Code wrote as it was.
+	rec, err := ContinueRecorder(s, r, Stamp{})
+	require.NoError(t, err)
+	require.NoError(t, rec.Record(ctx, llm.Message{ID: "n1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("third")}}))
+	after, err := afero.ReadFile(fsys, "/p/"+id+".jsonl")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(after), string(orig)))
+	r, err = Resume(ctx, s, id)
+	require.NoError(t, err)
+	assert.Equal(t, "third", r.Messages[len(r.Messages)-2].Text(), "the new prompt follows Claude Code's last turn")
+}
