@@ -196,3 +196,29 @@ func TestClaudeCodeDropsIndexCommentsAsAgentmemDoes(t *testing.T) {
 	}
 	assert.Equal(t, part(first), want, "agentmem's index block holds what Claude Code's does")
 }
+
+// Claude Code's memory prompt and agentmem's ask for the same header: a
+// kebab-case name and the type under metadata; a memory written that way
+// through Claude Code's Write tool is read with its type and name.
+func TestClaudeCodeAndAgentmemAskForTheSameHeader(t *testing.T) {
+	p := newCCProject(t)
+	require.NoError(t, os.MkdirAll(p.auto, 0o755))
+	file := filepath.Join(p.auto, "release_train.md")
+	p.stub.script("header", []ccCall{{Name: "Write", Input: map[string]string{"file_path": file,
+		"content": "---\nname: release-train\ndescription: Releases leave every second Tuesday\nmetadata:\n  type: project\n---\nThe train leaves every second Tuesday.\n"}}})
+	p.claude("step:header write the release train")
+	sys := p.systemText("step:header")
+	require.Contains(t, sys, "metadata:\n  type:", "Claude Code asks for the type under metadata")
+	require.Regexp(t, `(?m)^name: <[^>]*kebab[^>]*>$`, sys, "and a kebab-case name")
+	require.NotRegexp(t, `(?m)^type:`, sys, "and no top-level type")
+
+	out, errOut, code := p.agentmem("prompt")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "metadata:\n     type: <user, feedback, project or reference>", "agentmem's prompt asks for the same layout")
+	assert.Regexp(t, `(?m)^\s*name: <a short name in lower-case words joined by hyphens`, out)
+	assert.NotRegexp(t, `(?m)^   type:`, out, "no top-level type in agentmem's template")
+
+	h := scanOne(t, p.auto, "release_train.md")
+	assert.Equal(t, memdir.TypeProject, h.Type)
+	assert.Equal(t, "release-train", h.Name)
+}
