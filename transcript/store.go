@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -394,12 +395,15 @@ func (s *JSONLStore) Load(ctx context.Context, sessionID string) ([]Entry, error
 }
 
 // Fork copies a session's resumed conversation under a new session id
-// and returns it.
+// and returns it. Each user and assistant entry is copied with every field
+// it has, whatever this package models, under a new uuid chained to the
+// one before.
 func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (string, error) {
-	r, err := Resume(ctx, s, sessionID)
+	entries, err := s.Load(ctx, sessionID) // with each line, unlike Resume
 	if err != nil {
 		return "", err
 	}
+	r := rebuild(sessionID, entries)
 	id := NewUUID()
 	stamp.SessionID = id
 	if stamp.Cwd == "" {
@@ -411,7 +415,10 @@ func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (s
 		if e.Synthetic || e.Message == nil || (e.Type != TypeUser && e.Type != TypeAssistant) {
 			continue
 		}
-		n := MessageEntry{Type: e.Type, Parent: parent, Message: *e.Message, Time: e.Time(), IsMeta: e.IsMeta}.Encode(stamp)
+		n, ok := rechain(e.Entry, id, parent)
+		if !ok {
+			n = MessageEntry{Type: e.Type, Parent: parent, Message: *e.Message, Time: e.Time(), IsMeta: e.IsMeta}.Encode(stamp)
+		}
 		parent = n.UUID
 		out = append(out, n)
 	}
@@ -419,6 +426,35 @@ func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (s
 		return "", err
 	}
 	return id, s.Flush(ctx)
+}
+
+// rechain returns a copy of a message entry's line under session id, with
+// a new uuid and parent as its parentUuid, its other fields as they were;
+// ok is false when the line does not hold those fields as expected.
+func rechain(e Entry, sessionID, parent string) (Entry, bool) {
+	raw := string(e.Raw)
+	quote := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	oldParent := `"parentUuid":null`
+	if e.ParentUUID != nil {
+		oldParent = `"parentUuid":` + quote(*e.ParentUUID)
+	}
+	newParent := `"parentUuid":null`
+	if parent != "" {
+		newParent = `"parentUuid":` + quote(parent)
+	}
+	swaps := [][2]string{
+		{oldParent, newParent},
+		{`"uuid":` + quote(e.UUID), `"uuid":` + quote(NewUUID())},
+		{`"sessionId":` + quote(e.SessionID), `"sessionId":` + quote(sessionID)},
+	}
+	for _, sw := range swaps {
+		if strings.Count(raw, sw[0]) != 1 {
+			return Entry{}, false
+		}
+		raw = strings.Replace(raw, sw[0], sw[1], 1)
+	}
+	n, ok := ParseLine([]byte(raw))
+	return n, ok && n.SessionID == sessionID && n.Parent() == parent
 }
 
 // readWindows reads the first and last half of scratch's length of a file

@@ -526,3 +526,34 @@ func TestClaudeCode2_1_332Transcript(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "third", r.Messages[len(r.Messages)-2].Text(), "the new prompt follows Claude Code's last turn")
 }
+
+// TestForkKeepsEveryField: a fork of Claude Code 2.1.332's session keeps
+// the fields this package does not model on each copied entry.
+func TestForkKeepsEveryField(t *testing.T) {
+	const id = "80ccc899-0226-4cf9-acc7-2963ca8d1f96"
+	ctx := context.Background()
+	orig, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", "cc-2.1.332", "-work-shop", id+".jsonl"))
+	require.NoError(t, err)
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(fsys, "/p/"+id+".jsonl", orig, 0o600))
+	s, err := NewJSONLStore(fsys, "/p", Options{})
+	require.NoError(t, err)
+	forked, err := s.Fork(ctx, id, Stamp{})
+	require.NoError(t, err)
+	entries, err := s.Load(ctx, forked)
+	require.NoError(t, err)
+	require.Len(t, entries, 4)
+	parent := ""
+	for _, e := range entries {
+		assert.Equal(t, forked, e.SessionID)
+		assert.Equal(t, parent, e.Parent(), "one chain")
+		assert.NotContains(t, string(e.Raw), id)
+		parent = e.UUID
+	}
+	assert.Contains(t, string(entries[0].Raw), `"rowSource":"local"`)
+	assert.Contains(t, string(entries[0].Raw), `"sentAtMs":`)
+	assert.Contains(t, string(entries[1].Raw), `"requestedModel":`)
+	r, err := Resume(ctx, s, forked)
+	require.NoError(t, err)
+	assert.Equal(t, "step:again", r.Messages[2].Text())
+}
