@@ -438,7 +438,7 @@ func (m *Memory) build(model llm.Model) error {
 			return err
 		}
 	} else if m.on(Transcripts) {
-		if m.recorder, err = transcript.NewRecorder(store, transcript.Stamp{SessionID: m.opts.SessionID, Cwd: m.opts.ProjectRoot}); err != nil {
+		if m.recorder, err = transcript.NewRecorder(store, m.stamp()); err != nil {
 			return err
 		}
 	}
@@ -509,7 +509,7 @@ func (m *Memory) resume(store transcript.Store) error {
 	}
 	m.resumed = transcript.ToLLM(r.Messages)
 	if m.on(Transcripts) {
-		if m.recorder, err = transcript.ContinueRecorder(store, r, transcript.Stamp{Cwd: m.opts.ProjectRoot}); err != nil {
+		if m.recorder, err = transcript.ContinueRecorder(store, r, m.stamp()); err != nil {
 			return err
 		}
 	}
@@ -529,6 +529,16 @@ func (m *Memory) resume(store transcript.Store) error {
 		}
 	}
 	return nil
+}
+
+// stamp is what the session's transcript entries carry: the session, the
+// project and, when the project is a git checkout, its branch.
+func (m *Memory) stamp() transcript.Stamp {
+	st := transcript.Stamp{SessionID: m.opts.SessionID, Cwd: m.opts.ProjectRoot}
+	if m.opts.ProjectRoot != "" {
+		st.GitBranch, _ = memdir.GitBranch(m.fs, m.opts.ProjectRoot)
+	}
+	return st
 }
 
 // recalledPathRe finds the memories a recall block carries (the header

@@ -432,15 +432,19 @@ func TestResumeContinuesTheSession(t *testing.T) {
 	require.NoError(t, err)
 	defer again.Close()
 	resumed := again.Resumed()
-	require.Len(t, resumed, 5, "the index block is recorded apart from the user's words, as Claude Code records it")
-	assert.Equal(t, "Never on Fridays.", resumed[4].Text())
+	require.Len(t, resumed, 4)
+	require.Len(t, resumed[0].Content, 2, "the index block is recorded apart from the user's words")
+	assert.True(t, resumed[0].Content[0].Meta, "and comes back where it was sent: before them")
+	assert.Contains(t, resumed[0].Content[0].Text, "Contents of ")
+	assert.Equal(t, "what do we know about deploys?", resumed[0].Content[1].Text)
+	assert.Equal(t, "Never on Fridays.", resumed[3].Text())
 	next := again.UserMessage(ctx, "so can we deploy on friday?")
 	assert.Len(t, next.Content, 1, "no index again, and the memory it read is not recalled")
 	next.ID = "u3"
 	again.TurnEnded(ctx, agentmem.Turn{Messages: append(resumed, next, msg("a3", llm.RoleAssistant, "No."))})
 	r, err := transcript.Resume(ctx, again.Transcripts(), opts.SessionID)
 	require.NoError(t, err)
-	require.Len(t, transcript.ToLLM(r.Messages), 7, "one chain: the resumed messages, then the new ones, each once")
+	require.Len(t, transcript.ToLLM(r.Messages), 6, "one chain: the resumed messages, then the new ones, each once")
 }
 
 // TestBudgetStopsTheBackgroundJobs: past Options.Budget the jobs' model

@@ -107,3 +107,32 @@ func readSmallFile(fsys afero.Fs, p string) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(f, maxGitFileSize))
 	return string(b), err
 }
+
+// GitBranch returns the branch checked out in the git checkout that holds
+// start, as `git rev-parse --abbrev-ref HEAD` prints it ("HEAD" when the
+// head is detached); ok is false outside a checkout or when its HEAD
+// cannot be read. A linked worktree's own HEAD is read.
+func GitBranch(fsys afero.Fs, start string) (branch string, ok bool) {
+	root, ok := FindGitRoot(fsys, start)
+	if !ok {
+		return "", false
+	}
+	gitDir := filepath.Join(root, ".git")
+	if info, err := fsys.Stat(gitDir); err == nil && !info.IsDir() {
+		head, err := readSmallFile(fsys, gitDir)
+		if err != nil || !strings.HasPrefix(head, "gitdir:") {
+			return "", false
+		}
+		gitDir = resolveAgainst(root, strings.TrimSpace(strings.TrimPrefix(head, "gitdir:")))
+	}
+	head, err := readSmallFile(fsys, filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", false
+	}
+	head = strings.TrimSpace(head)
+	if ref, isRef := strings.CutPrefix(head, "ref:"); isRef {
+		ref = strings.TrimSpace(ref)
+		return strings.TrimPrefix(ref, "refs/heads/"), ref != ""
+	}
+	return "HEAD", head != ""
+}

@@ -494,3 +494,28 @@ func FuzzValidateMemoryPath(f *testing.F) {
 		}
 	})
 }
+
+// GitBranch reads what `git rev-parse --abbrev-ref HEAD` prints, in the
+// main checkout, a linked worktree and on a detached head.
+func TestGitBranchWithRealGit(t *testing.T) {
+	top := realTempDir(t)
+	main := filepath.Join(top, "main")
+	require.NoError(t, os.MkdirAll(filepath.Join(main, "pkg"), 0o755))
+	runGit(t, main, "init", "-q", "-b", "trunk")
+	fsys := afero.NewOsFs()
+	got, ok := GitBranch(fsys, filepath.Join(main, "pkg"))
+	require.True(t, ok)
+	assert.Equal(t, "trunk", got, "a new repository names its branch before any commit")
+	runGit(t, main, "commit", "-q", "--allow-empty", "-m", "init")
+	wt := filepath.Join(top, "wt")
+	runGit(t, main, "worktree", "add", "-q", "-b", "feature/x", wt)
+	got, ok = GitBranch(fsys, wt)
+	require.True(t, ok)
+	assert.Equal(t, "feature/x", got, "a worktree's own branch")
+	runGit(t, main, "checkout", "-q", "--detach")
+	got, ok = GitBranch(fsys, main)
+	require.True(t, ok)
+	assert.Equal(t, "HEAD", got)
+	_, ok = GitBranch(fsys, top)
+	assert.False(t, ok, "outside a checkout")
+}

@@ -25,6 +25,7 @@ type Recorder struct {
 
 	mu       sync.Mutex
 	last     string            // the uuid of the chain's tip
+	prompt   string            // the session's last prompt, for last-prompt lines
 	recorded map[string]bool   // llm message ids already written
 	toolUse  map[string]string // tool_use id → the assistant entry's uuid
 }
@@ -45,8 +46,9 @@ func NewRecorder(s Store, stamp Stamp) (*Recorder, error) {
 }
 
 // ContinueRecorder returns a Recorder that appends to a resumed session
-// after its last recorded message (the synthetic messages of resume are
-// not in the file and are not continued from).
+// after the entry it continues from (Resumed.LeafUUID, the leaf Claude
+// Code continues from too; the synthetic messages of resume are not in
+// the file and are not continued from).
 func ContinueRecorder(s Store, r *Resumed, stamp Stamp) (*Recorder, error) {
 	stamp.SessionID = r.SessionID
 	if stamp.Cwd == "" {
@@ -62,11 +64,17 @@ func ContinueRecorder(s Store, r *Resumed, stamp Stamp) (*Recorder, error) {
 		}
 		rec.last = m.UUID
 		rec.recorded[m.UUID] = true
+		if m.Type == TypeUser && !m.IsMeta && !m.IsCompactSummary && !m.isToolResult() {
+			rec.prompt = lastPromptText(m.Text())
+		}
 		for _, b := range m.Blocks() {
 			if b.Type == "tool_use" {
 				rec.toolUse[b.ID] = m.UUID
 			}
 		}
+	}
+	if r.LeafUUID != "" {
+		rec.last = r.LeafUUID
 	}
 	for _, m := range ToLLM(r.Messages) {
 		rec.recorded[m.ID] = true
@@ -74,10 +82,21 @@ func ContinueRecorder(s Store, r *Resumed, stamp Stamp) (*Recorder, error) {
 	return rec, nil
 }
 
+// lastPromptText is a prompt as a last-prompt line holds it: on one line,
+// at most 200 characters and an ellipsis.
+func lastPromptText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
 // SessionID returns the session being recorded.
 func (r *Recorder) SessionID() string { return r.stamp.SessionID }
 
-// Record appends the messages not recorded yet and flushes.
+// Record appends the messages not recorded yet, then a last-prompt line
+// naming the new tip as the leaf to continue from, and flushes.
 func (r *Recorder) Record(ctx context.Context, msgs ...llm.Message) error {
 	r.mu.Lock()
 	var entries []Entry
@@ -89,6 +108,9 @@ func (r *Recorder) Record(ctx context.Context, msgs ...llm.Message) error {
 		if m.ID != "" {
 			r.recorded[m.ID] = true
 		}
+	}
+	if len(entries) > 0 {
+		entries = append(entries, LastPromptEntry(r.stamp.SessionID, r.prompt, r.last))
 	}
 	r.mu.Unlock()
 	if len(entries) == 0 {
@@ -135,22 +157,33 @@ func (r *Recorder) entriesFor(m llm.Message) []Entry {
 			}
 		}
 	default:
-		var texts, meta []string
+		// What was added for the model is not the user's prompt: the meta
+		// blocks before the text and those after it are entries of their
+		// own, in the order they were sent.
+		var before, texts, after []string
 		for _, b := range m.Content {
 			switch {
 			case b.Type != llm.BlockText || b.Text == "":
+			case b.Meta && len(texts) == 0:
+				before = append(before, b.Text)
 			case b.Meta:
-				meta = append(meta, b.Text)
+				after = append(after, b.Text)
 			default:
 				texts = append(texts, b.Text)
 			}
 		}
+		meta := func(parts []string) {
+			if len(parts) > 0 {
+				add(MessageEntry{Type: TypeUser, IsMeta: true, Message: Message{Role: "user", Content: mustJSON(strings.Join(parts, "\n"))}})
+			}
+		}
+		meta(before)
 		if len(texts) > 0 {
-			add(MessageEntry{Type: TypeUser, Message: Message{Role: "user", Content: mustJSON(strings.Join(texts, "\n"))}})
+			text := strings.Join(texts, "\n")
+			add(MessageEntry{Type: TypeUser, Message: Message{Role: "user", Content: mustJSON(text)}})
+			r.prompt = lastPromptText(text)
 		}
-		if len(meta) > 0 { // what was added for the model is not the user's prompt
-			add(MessageEntry{Type: TypeUser, IsMeta: true, Message: Message{Role: "user", Content: mustJSON(strings.Join(meta, "\n"))}})
-		}
+		meta(after)
 		for _, b := range m.Content {
 			if b.Type != llm.BlockToolResult {
 				continue
@@ -165,8 +198,10 @@ func (r *Recorder) entriesFor(m llm.Message) []Entry {
 
 // ToLLM turns a resumed conversation into model messages: the entries of
 // one assistant API message become one message, consecutive tool results
-// one user message; system and attachment entries are left out. Each
-// message's ID is its first entry's uuid.
+// one user message, a meta entry (context added for the model, as
+// llm.MetaBlock) one message with the user's text next to it, in file
+// order; system and attachment entries are left out. Each message's ID is
+// its first entry's uuid.
 func ToLLM(msgs []ResumedEntry) []llm.Message {
 	var out []llm.Message
 	lastAPI := ""
@@ -178,7 +213,11 @@ func ToLLM(msgs []ResumedEntry) []llm.Message {
 		for _, b := range m.Blocks() {
 			switch b.Type {
 			case "text":
-				blocks = append(blocks, llm.TextBlock(b.Text))
+				if m.IsMeta {
+					blocks = append(blocks, llm.MetaBlock(b.Text))
+				} else {
+					blocks = append(blocks, llm.TextBlock(b.Text))
+				}
 			case "tool_use":
 				blocks = append(blocks, llm.ToolUseBlock(b.ID, b.Name, b.Input))
 			case "tool_result":
@@ -200,7 +239,9 @@ func ToLLM(msgs []ResumedEntry) []llm.Message {
 			prev := &out[n-1]
 			sameAPI := role == llm.RoleAssistant && prev.Role == llm.RoleAssistant && apiID != "" && apiID == lastAPI
 			bothResults := role == llm.RoleUser && prev.Role == llm.RoleUser && allResults(blocks) && allResults(prev.Content)
-			if sameAPI || bothResults {
+			withMeta := role == llm.RoleUser && prev.Role == llm.RoleUser && (m.IsMeta || allMeta(prev.Content)) &&
+				noResults(blocks) && noResults(prev.Content)
+			if sameAPI || bothResults || withMeta {
 				prev.Content = append(prev.Content, blocks...)
 				continue
 			}
@@ -209,6 +250,26 @@ func ToLLM(msgs []ResumedEntry) []llm.Message {
 		lastAPI = apiID
 	}
 	return out
+}
+
+// allMeta reports whether every block is context added for the model.
+func allMeta(bs []llm.Block) bool {
+	for _, b := range bs {
+		if !b.Meta {
+			return false
+		}
+	}
+	return len(bs) > 0
+}
+
+// noResults reports whether no block is a tool result.
+func noResults(bs []llm.Block) bool {
+	for _, b := range bs {
+		if b.Type == llm.BlockToolResult {
+			return false
+		}
+	}
+	return true
 }
 
 func allResults(bs []llm.Block) bool {

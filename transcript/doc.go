@@ -16,13 +16,17 @@
 //     Close (re-appends the last prompt, title and tag so they stay in
 //     the tail listing reads), SetTitle, SetTag; MessageEntry.Encode and
 //     MetadataEntry build lines in Claude Code's field order; Recorder
-//     records a host's own llm.Messages in one call per turn.
+//     records a host's own llm.Messages in one call per turn, each turn
+//     closed by a last-prompt line naming its tip (LastPromptEntry).
+//     Every line keeps the fields and entry types this package does not
+//     model (Entry.Raw), so a copy through the store is byte for byte.
 //   - Reading: ParseLine and ParseAll (torn and malformed lines skipped),
 //     Store.Load, Store.List (only the first and last 64 KiB of each file:
 //     title, prompt, branch, tag, cwd, created and modified times; newest
 //     first), Search (listing fields by substring, then message text by the
 //     lexical index recall uses, with snippets).
-//   - Resuming: Resume (leaf, chain, parallel tool results, filters,
+//   - Resuming: Resume (the leaf the newest last-prompt line names, as
+//     Claude Code follows it, else the newest; chain, parallel tool results, filters,
 //     interruption, the synthetic messages of resume; files over 5 MiB
 //     read from the last compact boundary), ToLLM, ContinueRecorder, and
 //     JSONLStore.Fork.

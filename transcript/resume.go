@@ -49,6 +49,11 @@ type Resumed struct {
 	Interruption Interruption
 	Title, Tag   string
 	Cwd          string
+	// LeafUUID is the entry a new turn continues from: the leaf the
+	// session's newest last-prompt line names (leafUuid), else the last
+	// entry of the newest branch. It may be an entry Messages leaves out
+	// (an attachment after the last reply).
+	LeafUUID string
 }
 
 // ResumedEntry is one message of a resumed conversation.
@@ -160,8 +165,10 @@ func (l *lineReader) next() ([]byte, error) {
 }
 
 // Resume rebuilds a session's conversation from its transcript, as Claude
-// Code does when it resumes: the leaf is the newest user or assistant
-// message nobody continues (sidechains left out); the chain is walked
+// Code does when it resumes: the leaf is the one the newest last-prompt
+// line names (leafUuid), else the newest user or assistant message nobody
+// continues (sidechains left out), and Resumed.LeafUUID the entry to
+// continue from; the chain is walked
 // through parentUuid to the root; tool results of parallel tool calls and
 // the other blocks of one API message are put back; assistant messages
 // whose tool calls all lack results, and thinking-only or blank ones, are
@@ -229,30 +236,46 @@ func rebuild(sessionID string, entries []Entry) *Resumed {
 			hasChild[p] = true
 		}
 	}
-	var leaf *Entry
-	for _, id := range order {
-		if hasChild[id] {
-			continue
-		}
-		// Walk up to the nearest user or assistant message.
-		e := byUUID[id]
+	// walkUp returns the nearest user or assistant message at or above e.
+	walkUp := func(e *Entry) *Entry {
 		for steps := 0; e != nil && steps <= len(order); steps++ {
 			if (e.Type == TypeUser || e.Type == TypeAssistant) && !e.IsSidechain {
-				break
+				return e
 			}
 			e = byUUID[parentOf(e)]
 		}
-		if e == nil || e.IsSidechain || (e.Type != TypeUser && e.Type != TypeAssistant) {
+		return nil
+	}
+	var leaf, tip *Entry
+	// The newest last-prompt line that names a leaf of this file decides,
+	// as it does for Claude Code.
+	for i := len(entries) - 1; i >= 0 && leaf == nil; i-- {
+		if e := &entries[i]; e.Type == TypeLastPrompt && e.LeafUUID != "" {
+			if t := byUUID[e.LeafUUID]; t != nil && !t.IsSidechain {
+				leaf, tip = walkUp(t), t
+			}
+		}
+	}
+	named := leaf != nil
+	for _, id := range order {
+		if named {
+			break
+		}
+		if hasChild[id] {
+			continue
+		}
+		e := walkUp(byUUID[id])
+		if e == nil {
 			continue
 		}
 		if leaf == nil || e.Timestamp >= leaf.Timestamp { // ties: the later line
-			leaf = e
+			leaf, tip = e, byUUID[id]
 		}
 	}
 	if leaf == nil {
 		return r
 	}
-	r.Cwd = leaf.Cwd
+	r.Cwd, r.LeafUUID = leaf.Cwd, tip.UUID
 	// The chain from the leaf to the root.
 	var chain []*Entry
 	onChain := map[string]bool{}

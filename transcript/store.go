@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,6 +86,7 @@ type session struct {
 	title   string
 	tag     *string
 	prompt  string
+	leaf    string // the entry the session continues from
 	written bool
 }
 
@@ -238,8 +240,17 @@ func (s *JSONLStore) append(key, path string, entries []Entry) error {
 			ss.title = e.CustomTitle
 		case TypeTag:
 			ss.tag = e.Tag
-		case TypeUser:
-			if p := promptText(&e); p != "" {
+		case TypeLastPrompt:
+			if e.LeafUUID != "" {
+				ss.leaf = e.LeafUUID
+			}
+			if e.LastPrompt != "" {
+				ss.prompt = e.LastPrompt
+			}
+		}
+		if e.IsMessage() && !e.IsSidechain {
+			ss.leaf = e.UUID
+			if p := promptText(&e); e.Type == TypeUser && p != "" {
 				ss.prompt = p
 			}
 		}
@@ -328,8 +339,9 @@ func (s *JSONLStore) SetTag(ctx context.Context, sessionID, tag string) error {
 }
 
 // Close implements Store: it flushes, then re-appends each written
-// session's last prompt, title and tag, as Claude Code does at exit, so
-// they stay within the tail that listing reads.
+// session's last prompt (with the leaf it continues from), title and tag,
+// as Claude Code does at exit, so they stay within the tail that listing
+// reads.
 func (s *JSONLStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -340,7 +352,11 @@ func (s *JSONLStore) Close() error {
 			continue
 		}
 		var meta bytes.Buffer
-		if ss.prompt != "" {
+		switch {
+		case ss.leaf != "":
+			meta.Write(LastPromptEntry(id, ss.prompt, ss.leaf).Raw)
+			meta.WriteByte('\n')
+		case ss.prompt != "":
 			meta.Write(MetadataEntry(TypeLastPrompt, id, ss.prompt).Raw)
 			meta.WriteByte('\n')
 		}
@@ -379,12 +395,15 @@ func (s *JSONLStore) Load(ctx context.Context, sessionID string) ([]Entry, error
 }
 
 // Fork copies a session's resumed conversation under a new session id
-// and returns it.
+// and returns it. Each user and assistant entry is copied with every field
+// it has, whatever this package models, under a new uuid chained to the
+// one before.
 func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (string, error) {
-	r, err := Resume(ctx, s, sessionID)
+	entries, err := s.Load(ctx, sessionID) // with each line, unlike Resume
 	if err != nil {
 		return "", err
 	}
+	r := rebuild(sessionID, entries)
 	id := NewUUID()
 	stamp.SessionID = id
 	if stamp.Cwd == "" {
@@ -396,7 +415,10 @@ func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (s
 		if e.Synthetic || e.Message == nil || (e.Type != TypeUser && e.Type != TypeAssistant) {
 			continue
 		}
-		n := MessageEntry{Type: e.Type, Parent: parent, Message: *e.Message, Time: e.Time(), IsMeta: e.IsMeta}.Encode(stamp)
+		n, ok := rechain(e.Entry, id, parent)
+		if !ok {
+			n = MessageEntry{Type: e.Type, Parent: parent, Message: *e.Message, Time: e.Time(), IsMeta: e.IsMeta}.Encode(stamp)
+		}
 		parent = n.UUID
 		out = append(out, n)
 	}
@@ -404,6 +426,35 @@ func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (s
 		return "", err
 	}
 	return id, s.Flush(ctx)
+}
+
+// rechain returns a copy of a message entry's line under session id, with
+// a new uuid and parent as its parentUuid, its other fields as they were;
+// ok is false when the line does not hold those fields as expected.
+func rechain(e Entry, sessionID, parent string) (Entry, bool) {
+	raw := string(e.Raw)
+	quote := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	oldParent := `"parentUuid":null`
+	if e.ParentUUID != nil {
+		oldParent = `"parentUuid":` + quote(*e.ParentUUID)
+	}
+	newParent := `"parentUuid":null`
+	if parent != "" {
+		newParent = `"parentUuid":` + quote(parent)
+	}
+	swaps := [][2]string{
+		{oldParent, newParent},
+		{`"uuid":` + quote(e.UUID), `"uuid":` + quote(NewUUID())},
+		{`"sessionId":` + quote(e.SessionID), `"sessionId":` + quote(sessionID)},
+	}
+	for _, sw := range swaps {
+		if strings.Count(raw, sw[0]) != 1 {
+			return Entry{}, false
+		}
+		raw = strings.Replace(raw, sw[0], sw[1], 1)
+	}
+	n, ok := ParseLine([]byte(raw))
+	return n, ok && n.SessionID == sessionID && n.Parent() == parent
 }
 
 // readWindows reads the first and last half of scratch's length of a file

@@ -193,7 +193,13 @@ func TestRecordRoundTrip(t *testing.T) {
 	data, err := afero.ReadFile(fsys, s.Path(rec.SessionID()))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	assert.Len(t, lines, 1+3+2+1+1+2, "prompt, three assistant blocks, two results, reply, title, then last-prompt and title again")
+	assert.Len(t, lines, 1+3+1+2+1+1+1+2, "prompt, three assistant blocks, last-prompt, two results, reply, last-prompt, title, then last-prompt and title again")
+	last, ok := ParseLine([]byte(lines[len(lines)-2]))
+	require.True(t, ok)
+	reply, ok := ParseLine([]byte(lines[7]))
+	require.True(t, ok)
+	assert.Equal(t, TypeLastPrompt, last.Type)
+	assert.Equal(t, reply.UUID, last.LeafUUID, "the closing last-prompt names the reply as the leaf")
 	for _, l := range lines {
 		e, ok := ParseLine([]byte(l))
 		require.True(t, ok, l)
@@ -388,4 +394,166 @@ func TestListWithWorkers(t *testing.T) {
 	got, err := s.List(ctx)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Nil(t, got)
+}
+
+// TestResumeFollowsTheNamedLeaf: the newest last-prompt line's leafUuid
+// decides the leaf, as it does for Claude Code, even when a newer branch
+// exists; a Recorder continuing the session attaches to that entry (an
+// attachment after the reply) and names its own tip.
+func TestResumeFollowsTheNamedLeaf(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemoryStore()
+	id := NewUUID()
+	st := Stamp{SessionID: id, Cwd: "/p"}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	text := func(s string) json.RawMessage { return mustJSON(s) }
+	u1 := MessageEntry{Type: TypeUser, Time: at, Message: Message{Role: "user", Content: text("first")}}.Encode(st)
+	a1 := MessageEntry{Type: TypeAssistant, Parent: u1.UUID, Time: at.Add(time.Second), Message: Message{ID: "msg_1", Role: "assistant", Content: mustJSON([]Block{{Type: "text", Text: "one"}})}}.Encode(st)
+	att, ok := ParseLine([]byte(`{"parentUuid":"` + a1.UUID + `","isSidechain":false,"attachment":{"type":"prompt_snapshot"},"type":"attachment","uuid":"` + NewUUID() + `","timestamp":"2026-12-01T10:00:02.000Z","sessionId":"` + id + `"}`))
+	require.True(t, ok)
+	// A newer branch off the reply that no last-prompt names.
+	u2 := MessageEntry{Type: TypeUser, Parent: a1.UUID, Time: at.Add(time.Minute), Message: Message{Role: "user", Content: text("stray")}}.Encode(st)
+	require.NoError(t, s.Append(ctx, id, u1, a1, att, LastPromptEntry(id, "first", att.UUID), u2))
+	require.NoError(t, s.Flush(ctx))
+
+	r, err := Resume(ctx, s, id)
+	require.NoError(t, err)
+	require.Len(t, r.Messages, 2, "u1 and a1 (the attachment after it adds nothing); not the stray branch")
+	assert.Equal(t, "one", r.Messages[1].Text())
+	assert.Equal(t, att.UUID, r.LeafUUID, "the entry to continue from is the named one")
+	assert.Equal(t, NotInterrupted, r.Interruption)
+
+	rec, err := ContinueRecorder(s, r, Stamp{})
+	require.NoError(t, err)
+	require.NoError(t, rec.Record(ctx, llm.Message{ID: "n1", Role: llm.RoleUser, Content: []llm.Block{llm.MetaBlock("<system-reminder>\nctx\n</system-reminder>"), llm.TextBlock("second")}},
+		llm.Message{ID: "n2", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("two")}}))
+	entries, err := s.Load(ctx, id)
+	require.NoError(t, err)
+	var meta, prompt Entry
+	for _, e := range entries {
+		switch {
+		case e.Type == TypeUser && e.IsMeta:
+			meta = e
+		case e.Type == TypeUser && e.Text() == "second":
+			prompt = e
+		}
+	}
+	assert.Equal(t, att.UUID, meta.Parent(), "the new turn continues from the named leaf")
+	assert.Equal(t, meta.UUID, prompt.Parent(), "the context block is recorded before the prompt, where it was sent")
+	last := entries[len(entries)-1]
+	require.Equal(t, TypeLastPrompt, last.Type)
+	assert.Equal(t, "second", last.LastPrompt)
+
+	r, err = Resume(ctx, s, id)
+	require.NoError(t, err)
+	assert.Equal(t, last.LeafUUID, r.LeafUUID)
+	msgs := ToLLM(r.Messages)
+	require.Len(t, msgs, 4)
+	assert.True(t, msgs[2].Content[0].Meta, "the context block comes back as context, before the prompt")
+	assert.Equal(t, "second", msgs[2].Content[1].Text)
+	assert.Equal(t, "two", msgs[3].Text())
+}
+
+// TestClaudeCode2_1_332Transcript: a session the real Claude Code 2.1.332
+// wrote (-p, then --resume; its fields rowSource and sentAtMs on user
+// entries, thread on api-request lines), with a hybrid-organization and a
+// host-row line as 2.1.332 writes them in sessions -p does not make, is
+// listed, searched and resumed, and survives a rewrite byte for byte.
+func TestClaudeCode2_1_332Transcript(t *testing.T) {
+	const id = "80ccc899-0226-4cf9-acc7-2963ca8d1f96"
+	ctx := context.Background()
+	src := filepath.Join("..", "testdata", "transcripts", "cc-2.1.332", "-work-shop")
+	orig, err := os.ReadFile(filepath.Join(src, id+".jsonl"))
+	require.NoError(t, err)
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(fsys, "/p/"+id+".jsonl", orig, 0o600))
+	s, err := NewJSONLStore(fsys, "/p", Options{})
+	require.NoError(t, err)
+
+	infos, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.Equal(t, "step:again", infos[0].FirstPrompt, "the last prompt, as Claude Code lists it")
+	assert.Equal(t, "master", infos[0].GitBranch)
+	hits, err := Search(ctx, s, "again", 10)
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	assert.Equal(t, id, hits[0].SessionID)
+
+	r, err := Resume(ctx, s, id)
+	require.NoError(t, err)
+	var conv []string
+	for _, m := range ToLLM(r.Messages) {
+		for _, b := range m.Content {
+			if !b.Meta {
+				conv = append(conv, string(m.Role)+": "+b.Text)
+			}
+		}
+	}
+	assert.Equal(t, []string{"user: step:probe it", "assistant: done.", "user: step:again", "assistant: done."}, conv)
+	assert.Equal(t, NotInterrupted, r.Interruption)
+	entries, err := s.Load(ctx, id)
+	require.NoError(t, err)
+	var leaf string
+	types := map[string]bool{}
+	for _, e := range entries {
+		types[e.Type] = true
+		if e.Type == TypeLastPrompt {
+			leaf = e.LeafUUID
+		}
+	}
+	assert.True(t, types["hybrid-organization"] && types["host-row"] && types["api-request"], "every line is read")
+	assert.Equal(t, leaf, r.LeafUUID, "the leaf Claude Code named")
+
+	// Rewritten through the store, every line comes back as it was.
+	require.NoError(t, s.Append(ctx, NewUUID())) // nothing: no file
+	copyStore, err := NewJSONLStore(fsys, "/copy", Options{})
+	require.NoError(t, err)
+	require.NoError(t, copyStore.Append(ctx, id, entries...))
+	require.NoError(t, copyStore.Flush(ctx))
+	got, err := afero.ReadFile(fsys, "/copy/"+id+".jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, string(orig), string(got), "unknown fields and entry types are kept")
+
+	// Continuing it leaves what Claude Code wrote as it was.
+	rec, err := ContinueRecorder(s, r, Stamp{})
+	require.NoError(t, err)
+	require.NoError(t, rec.Record(ctx, llm.Message{ID: "n1", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("third")}}))
+	after, err := afero.ReadFile(fsys, "/p/"+id+".jsonl")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(after), string(orig)))
+	r, err = Resume(ctx, s, id)
+	require.NoError(t, err)
+	assert.Equal(t, "third", r.Messages[len(r.Messages)-2].Text(), "the new prompt follows Claude Code's last turn")
+}
+
+// TestForkKeepsEveryField: a fork of Claude Code 2.1.332's session keeps
+// the fields this package does not model on each copied entry.
+func TestForkKeepsEveryField(t *testing.T) {
+	const id = "80ccc899-0226-4cf9-acc7-2963ca8d1f96"
+	ctx := context.Background()
+	orig, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", "cc-2.1.332", "-work-shop", id+".jsonl"))
+	require.NoError(t, err)
+	fsys := afero.NewMemMapFs()
+	require.NoError(t, afero.WriteFile(fsys, "/p/"+id+".jsonl", orig, 0o600))
+	s, err := NewJSONLStore(fsys, "/p", Options{})
+	require.NoError(t, err)
+	forked, err := s.Fork(ctx, id, Stamp{})
+	require.NoError(t, err)
+	entries, err := s.Load(ctx, forked)
+	require.NoError(t, err)
+	require.Len(t, entries, 4)
+	parent := ""
+	for _, e := range entries {
+		assert.Equal(t, forked, e.SessionID)
+		assert.Equal(t, parent, e.Parent(), "one chain")
+		assert.NotContains(t, string(e.Raw), id)
+		parent = e.UUID
+	}
+	assert.Contains(t, string(entries[0].Raw), `"rowSource":"local"`)
+	assert.Contains(t, string(entries[0].Raw), `"sentAtMs":`)
+	assert.Contains(t, string(entries[1].Raw), `"requestedModel":`)
+	r, err := Resume(ctx, s, forked)
+	require.NoError(t, err)
+	assert.Equal(t, "step:again", r.Messages[2].Text())
 }

@@ -145,3 +145,17 @@ func MetadataEntry(typ, sessionID, value string) Entry {
 	e, _ := ParseLine(o.done())
 	return e
 }
+
+// LastPromptEntry renders the last-prompt line Claude Code writes after a
+// turn: the session's last prompt (left out when "") and leafUUID, the
+// entry the next turn continues from, which Claude Code and Resume follow
+// when they resume the session.
+func LastPromptEntry(sessionID, prompt, leafUUID string) Entry {
+	o := newObject().set("type", TypeLastPrompt)
+	if prompt != "" {
+		o.set("lastPrompt", prompt)
+	}
+	o.set("leafUuid", leafUUID).set("sessionId", sessionID)
+	e, _ := ParseLine(o.done())
+	return e
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -122,4 +123,102 @@ func scanOne(t *testing.T, dir, file string) memdir.MemoryHeader {
 	}
 	t.Fatalf("%s not scanned in %s (found %s)", file, dir, strings.Join(names, ", "))
 	return memdir.MemoryHeader{}
+}
+
+// ccCommentedIndex is a MEMORY.md with HTML comments in every place the
+// Markdown grammar treats differently: blocks of their own (one line,
+// several lines, indented, after a paragraph, a list or a quote, with
+// text after them), comments in list items, quotes, text, code and other
+// HTML blocks, unclosed ones, and link definitions.
+const ccCommentedIndex = "<!-- maintained by the team: one line per memory -->\n" +
+	"# Memory index\n" +
+	"<!-- single comment line -->\n" +
+	"- [A](a.md) — first\n" +
+	"   <!-- indented inside the item -->\n" +
+	"- [B](b.md) — second <!-- trailing comment -->\n" +
+	"<!-- multi\nline\ncomment -->\n" +
+	"<!-- one --> text after\n" +
+	"before <!-- mid --> after\n" +
+	"a paragraph line\n" +
+	"<!-- right after a paragraph -->\n" +
+	"  <!-- two spaces in -->\n" +
+	"\n\n" +
+	"    <!-- indented code -->\n" +
+	"\n" +
+	"> a quote <!-- in the quote -->\n" +
+	"> <!-- quoted comment -->\n" +
+	"<!-- after the quote -->\n" +
+	"10. [D](d.md) — ordered\n" +
+	"  <!-- under an ordered item -->\n" +
+	"\n" +
+	"[ref]: https://example.com/x\n" +
+	"[other]: <https://example.com/y> \"title\"\n" +
+	"<!-- a --><!-- b -->\n" +
+	"<!-->\n" +
+	"```\n<!-- in a fence -->\n```\n" +
+	"~~~md\n<!-- in a tilde fence -->\n~~~\n" +
+	"<div>html</div>\n" +
+	"<!-- inside the div block -->\n" +
+	"\n" +
+	"<!-- after the div -->\n" +
+	"- [E](e.md)\n" +
+	"\n" +
+	"<!-- after a blank line under a list -->\n" +
+	"end line\n" +
+	"<!-- unclosed at the end\n" +
+	"last line\n"
+
+// Claude Code drops the comment blocks of MEMORY.md before it sends the
+// index and keeps link definitions; agentmem's index block holds exactly
+// what Claude Code's does.
+func TestClaudeCodeDropsIndexCommentsAsAgentmemDoes(t *testing.T) {
+	p := newCCProject(t)
+	require.NoError(t, os.MkdirAll(p.auto, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(p.auto, "MEMORY.md"), []byte(ccCommentedIndex), 0o644))
+	p.claude("step:look at the index")
+	first := p.firstUserText("step:look")
+	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.IndexContextRequest{AutoDir: p.auto})
+	require.NoError(t, err)
+	part := func(s string) string {
+		i, j := strings.Index(s, "Contents of "), strings.Index(s, "</system-reminder>")
+		require.True(t, i >= 0 && j > i, s)
+		return s[i:j]
+	}
+	t.Logf("Claude Code sent:\n%s", part(first))
+	assert.NotContains(t, part(first), "single comment line", "Claude Code drops a comment block")
+	want := part(ours)
+	if versionLess(claudeVersion(t, p.bin), "2.1.330") {
+		// Before 2.1.330 Claude Code also dropped link definitions;
+		// agentmem sends what the newer versions send.
+		want = regexp.MustCompile(`(?m)^\[[^\]]+\]:.*\n`).ReplaceAllString(want, "")
+	} else {
+		assert.Contains(t, part(first), "[ref]: https://example.com/x", "Claude Code keeps a link definition")
+	}
+	assert.Equal(t, part(first), want, "agentmem's index block holds what Claude Code's does")
+}
+
+// Claude Code's memory prompt and agentmem's ask for the same header: a
+// kebab-case name and the type under metadata; a memory written that way
+// through Claude Code's Write tool is read with its type and name.
+func TestClaudeCodeAndAgentmemAskForTheSameHeader(t *testing.T) {
+	p := newCCProject(t)
+	require.NoError(t, os.MkdirAll(p.auto, 0o755))
+	file := filepath.Join(p.auto, "release_train.md")
+	p.stub.script("header", []ccCall{{Name: "Write", Input: map[string]string{"file_path": file,
+		"content": "---\nname: release-train\ndescription: Releases leave every second Tuesday\nmetadata:\n  type: project\n---\nThe train leaves every second Tuesday.\n"}}})
+	p.claude("step:header write the release train")
+	sys := p.systemText("step:header")
+	require.Contains(t, sys, "metadata:\n  type:", "Claude Code asks for the type under metadata")
+	require.Regexp(t, `(?m)^name: <[^>]*kebab[^>]*>$`, sys, "and a kebab-case name")
+	require.NotRegexp(t, `(?m)^type:`, sys, "and no top-level type")
+
+	out, errOut, code := p.agentmem("prompt")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "metadata:\n     type: <user, feedback, project or reference>", "agentmem's prompt asks for the same layout")
+	assert.Regexp(t, `(?m)^\s*name: <a short name in lower-case words joined by hyphens`, out)
+	assert.NotRegexp(t, `(?m)^   type:`, out, "no top-level type in agentmem's template")
+
+	h := scanOne(t, p.auto, "release_train.md")
+	assert.Equal(t, memdir.TypeProject, h.Type)
+	assert.Equal(t, "release-train", h.Name)
 }

@@ -1,7 +1,7 @@
 package main
 
 // Tests against the real Claude Code: the binary from npm
-// (@anthropic-ai/claude-code@2.1.328), driven offline with -p against a
+// (@anthropic-ai/claude-code, the version .ci/run pins), driven offline with -p against a
 // scripted stand-in for the Messages API that streams as the real one
 // does. $AGENTMEM_CLAUDE_BIN names the binary; without it these tests
 // skip, unless $AGENTMEM_REQUIRE_CLAUDE is set (as .ci/run sets it), when
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,14 @@ import (
 	"github.com/agentmem/agentmem/memdir"
 )
 
+// ccPinned is the Claude Code version CI installs (.ci/run); the tests
+// also run against any other version $AGENTMEM_CLAUDE_BIN names, as long as
+// it is not older than ccOldest.
+const (
+	ccPinned = "2.1.332"
+	ccOldest = "2.1.328"
+)
+
 // claudeBinary returns the real Claude Code binary, or skips the test
 // when none is configured and none is required.
 func claudeBinary(t *testing.T) string {
@@ -36,14 +45,36 @@ func claudeBinary(t *testing.T) string {
 	required := os.Getenv("AGENTMEM_REQUIRE_CLAUDE") != ""
 	if bin == "" {
 		if required {
-			t.Fatal("AGENTMEM_REQUIRE_CLAUDE is set but AGENTMEM_CLAUDE_BIN is not: install @anthropic-ai/claude-code@2.1.328 and point it at node_modules/.bin/claude")
+			t.Fatal("AGENTMEM_REQUIRE_CLAUDE is set but AGENTMEM_CLAUDE_BIN is not: install @anthropic-ai/claude-code@" + ccPinned + " and point it at node_modules/.bin/claude")
 		}
-		t.Skip("set AGENTMEM_CLAUDE_BIN to the claude binary of @anthropic-ai/claude-code@2.1.328 to run the Claude Code tests")
+		t.Skip("set AGENTMEM_CLAUDE_BIN to the claude binary of @anthropic-ai/claude-code@" + ccPinned + " to run the Claude Code tests")
 	}
+	v := claudeVersion(t, bin)
+	require.False(t, versionLess(v, ccOldest), "Claude Code %s is older than %s, the oldest these tests are written for", v, ccOldest)
+	return bin
+}
+
+// claudeVersion returns the version `bin --version` prints ("2.1.332").
+func claudeVersion(t *testing.T, bin string) string {
+	t.Helper()
 	out, err := exec.Command(bin, "--version").Output()
 	require.NoError(t, err, "%s --version", bin)
-	require.Contains(t, string(out), "2.1.328", "these tests are written against Claude Code 2.1.328")
-	return bin
+	f := strings.Fields(string(out))
+	require.NotEmpty(t, f, "%s --version printed nothing", bin)
+	return f[0]
+}
+
+// versionLess reports whether dotted version a is older than b.
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(as) < len(bs)
 }
 
 // ccCall is one tool call the stand-in model makes.
