@@ -7,6 +7,7 @@
 //	agentmem ls      [--json]                  the memory files, newest first
 //	agentmem lint    [--fix] [--json]          problems in the tree (exit 1 when any)
 //	agentmem recall  [--explain] "QUERY"       what recall would surface for a message
+//	agentmem recall check-embedder --embedder NAME ...   what an embedder brings to recall
 //	agentmem team    serve|token|pull|push|sync|watch   team memory sync (see agentmem team --help)
 //	agentmem history / rewind                   review and undo what a job changed
 //	agentmem dream   [--staged [--yes]]         consolidate now (ANTHROPIC_API_KEY)
@@ -71,7 +72,7 @@ func commands() []command {
 		{"prompt", "[--team] [--skip-index]", "print the memory section of the system prompt", promptFlags},
 		{"ls", "[--json]", "list memory files, newest first", lsFlags},
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
-		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
+		{"recall", "[--explain] QUERY | check-embedder", "show what recall would surface for a message; check-embedder: measure what an embedder brings (agentmem recall check-embedder --help)", recallFlags},
 		{"team", "serve|token|pull|push|sync|watch|log|restore", "run or use a team memory sync server (agentmem team --help)", teamFlags},
 		{"store", "ls|sync|watch", "keep memory folders in step with memory stores, in Claude Code's layout (agentmem store --help)", storeFlags},
 		{"sessions", "ls|show|search", "list, show and search session transcripts (agentmem sessions --help)", sessionsFlags},
@@ -104,6 +105,9 @@ func run(args []string, e env) int {
 			return exitError
 		}
 		return exitOK
+	}
+	if args[0] == "recall" && len(args) > 1 && args[1] == checkEmbedderCommand {
+		return runCheckEmbedder(e, args[2:])
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {
