@@ -36,7 +36,7 @@ Paths are relative to the memory directory; questions needing nothing
 are skipped.
 
 --embedder is an OpenAI-compatible endpoint ("openai": OPENAI_API_KEY,
---openai-url, --openai-model) or a control that knows nothing of meaning
+--openai-url or OPENAI_BASE_URL, --openai-model) or a control that knows nothing of meaning
 (` + "zero, random, hashed-words, word-vectors" + `), which should change nothing.
 
 Flags:
@@ -67,7 +67,7 @@ func runCheckEmbedder(e env, args []string) int {
 	perFolder := fs.Bool("per-folder", false, "ask each question of the top folder holding what it needs, as its own memory directory")
 	k := fs.Int("k", recall.MaxSelected, "measure recall@K (memories selected per question)")
 	weight := fs.Float64("vector-weight", 0, "recall.FinderOptions.VectorWeight (default 1)")
-	url := fs.String("openai-url", "", "with --embedder openai: the endpoint, up to before /embeddings (default OpenAI's)")
+	url := fs.String("openai-url", "", "with --embedder openai: the endpoint, up to before /embeddings (default $OPENAI_BASE_URL, else OpenAI's)")
 	model := fs.String("openai-model", "", "with --embedder openai: the embedding model (default "+openai.DefaultEmbeddingModel+")")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	if _, err := parseAnywhere(fs, args); err != nil {
@@ -148,6 +148,9 @@ func checkedEmbedder(e env, name, url, model string) (recall.Embedder, string, e
 	case "":
 		return nil, "", fmt.Errorf("--embedder is required: openai, or a control (%s)", strings.Join(recall.ControlEmbedderNames(), ", "))
 	case "openai":
+		if url == "" {
+			url = e.getenv("OPENAI_BASE_URL")
+		}
 		key := e.getenv("OPENAI_API_KEY")
 		if key == "" {
 			return nil, "", errors.New("--embedder openai needs OPENAI_API_KEY (any value for an endpoint that takes none)")

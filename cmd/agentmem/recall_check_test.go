@@ -136,3 +136,30 @@ func TestCheckEmbedderRefusesBadInput(t *testing.T) {
 	assert.Contains(t, out, "usage: agentmem recall check-embedder")
 	assert.Contains(t, out, "-per-folder")
 }
+
+// TestReadmeCheckEmbedder runs the README's check-embedder commands: the
+// generated sets written as JSON and checked with a control, and a
+// memory directory with labels checked over an OpenAI-compatible
+// endpoint.
+func TestReadmeCheckEmbedder(t *testing.T) {
+	sets := t.TempDir()
+	mem := t.TempDir()
+	write := func(name, desc, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(mem, name), []byte("---\nname: "+strings.TrimSuffix(name, ".md")+"\ndescription: "+desc+"\ntype: project\n---\n\n"+body+"\n"), 0o644))
+	}
+	write("car.md", "Priya bought a used sedan", "A blue sedan.")
+	for i := range 8 {
+		write(fmt.Sprintf("note%d.md", i), fmt.Sprintf("note %d on the build cache", i), "Cache keys.")
+	}
+	labels := filepath.Join(t.TempDir(), "labels.json")
+	require.NoError(t, os.WriteFile(labels, []byte(`[{"query": "which automobile did she get", "needs": ["car.md"]}]`), 0o644))
+	srv := embeddingServer(t, "automobile", "sedan")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	sh := newShell(t, root, []string{"OPENAI_BASE_URL=" + srv.URL},
+		"-write-sets sets", "-write-sets "+sets, "--set sets/", "--set "+sets+"/",
+		"~/.claude/projects/<project>/memory", mem, "labels.json", labels, "sk-...", "test")
+	out, _ := sh.run(readmeBlock(t, "Check what an embedder brings before turning it on"))
+	assert.Contains(t, out, "hashed-words helps on these questions")
+	assert.Contains(t, out, "with the embedder 1.000  (+1.000; better on 1")
+}
