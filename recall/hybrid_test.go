@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/agentmem/agentmem/lexical"
@@ -217,4 +218,32 @@ func TestControlEmbedders(t *testing.T) {
 	}
 	_, err := ControlEmbedder("bert")
 	assert.ErrorIs(t, err, ErrUnknownControl)
+}
+
+// TestTheBestWordMatchStays: memories found by meaning, given a large
+// weight, bring a newer memory on their subject in; the best word match
+// still stays in the selection.
+func TestTheBestWordMatchStays(t *testing.T) {
+	mems := [][3]string{
+		{"best.md", "the deploy window is friday", "Deploy in the window."},
+		{"zebra-stripes-a.md", "the zebra stripes are black afternoon", "Stripes."},
+		{"zebra-stripes-b.md", "the zebra stripes moved to white afternoon", "Stripes, newer."},
+	}
+	for i := range 10 {
+		mems = append(mems, [3]string{fmt.Sprintf("note%02d.md", i), fmt.Sprintf("note %d on the build cache", i), "Cache keys."})
+	}
+	fsys, dir := memTree(t, mems...)
+	near := EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
+		out := make([][]float32, len(texts))
+		for i, text := range texts {
+			out[i] = []float32{0, 1}
+			if text == "deploy window friday" || strings.Contains(text, "zebra") {
+				out[i] = []float32{1, 0}
+			}
+		}
+		return out, nil
+	})
+	f, err := NewFinder(fsys, dir, FinderOptions{Embedder: near, VectorWeight: 5, MaxSelected: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"zebra-stripes-b.md", "best.md"}, names(f, "deploy window friday"))
 }

@@ -97,6 +97,11 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 		}
 		out = append(out, s.key)
 	}
+	if len(found) > 0 && len(pool) > 0 && !slices.Contains(out, pool[0].Key) && slices.ContainsFunc(ranked, func(s scored) bool { return s.key == pool[0].Key }) {
+		// Memories found by meaning brought newer ones in: the best word
+		// match stays all the same.
+		out[len(out)-1] = pool[0].Key
+	}
 	inPool := make(map[string]bool, len(pool))
 	for _, h := range pool {
 		inPool[h.Key] = true
