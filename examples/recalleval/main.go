@@ -368,7 +368,7 @@ func CheckEmbedders(ctx context.Context, w io.Writer, seed uint64, conv, updates
 	}
 	for _, s := range sets {
 		fmt.Fprintf(w, "\n%s (seed %d): recall@5 by words alone and with each embedder\n", s.name, seed)
-		fmt.Fprintf(w, "  %-16s %31s   %31s\n", "", "per directory", "one directory")
+		fmt.Fprintf(w, "  %-16s %29s   %29s\n", "", "per directory", "one directory")
 		fmt.Fprintf(w, "  %-16s %7s %7s %7s %5s   %7s %7s %7s %5s\n", "embedder", "words", "hybrid", "gain", "worse", "words", "hybrid", "gain", "worse")
 		rows, err := EmbedderRows(ctx, s.set)
 		if err != nil {
