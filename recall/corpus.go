@@ -240,8 +240,9 @@ func (c *corpus) embedPending(ctx context.Context) error {
 	return nil
 }
 
-// nearest ranks the embedded memories by cosine to q, the k best.
-func (c *corpus) nearest(q vector, keep func(rel string) bool, k int) []scored {
+// similarities returns the cosine to q of every embedded memory keep
+// keeps, in no order.
+func (c *corpus) similarities(q vector, keep func(rel string) bool) []scored {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]scored, 0, len(c.files))
@@ -250,8 +251,7 @@ func (c *corpus) nearest(q vector, keep func(rel string) bool, k int) []scored {
 			out = append(out, scored{rel, cosine(q, v)})
 		}
 	}
-	sortScored(out)
-	return out[:min(k, len(out))]
+	return out
 }
 
 // walk lists the memory files (memdir.IsMemoryFile: "*.md" files except

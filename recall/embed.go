@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -32,10 +33,13 @@ const (
 	// MaxEmbeddedBytes is how much of a memory (name, description, body)
 	// is embedded.
 	MaxEmbeddedBytes = 2048
-	// rrfK is reciprocal rank fusion's constant: 1/(rrfK + rank).
-	rrfK = 60
-	// fusionDepth is how deep each ranking goes into the fusion.
-	fusionDepth = 30
+	// selectionDepth is how deep the lexical ranking goes into the
+	// selection and into supersession.
+	selectionDepth = 30
+	// falseAlarm is the vector side's false-alarm rate: the chance that
+	// an embedder whose similarities say nothing (noise) still has a
+	// memory of a directory found with confidence, for one message.
+	falseAlarm = 0.01
 )
 
 // ErrEmbedding is wrapped around an embedder's failure or a malformed
@@ -115,21 +119,71 @@ type scored struct {
 	score float64
 }
 
-// fuse merges rankings by reciprocal rank fusion: each key scores
-// Σ 1/(rrfK + rank) over the rankings it is in; best first.
-func fuse(rankings ...[]string) []scored {
-	score := map[string]float64{}
-	for _, r := range rankings {
-		for i, key := range r {
-			score[key] += 1 / float64(rrfK+i+1)
+// confident returns the memories whose similarity stands out from the
+// rest, each with its confidence in (0, 1); nil when none does.
+//
+// The similarities of the memories a message does not need are the
+// background; a memory is found by meaning when its similarity lies
+// further above the background's median than the largest of n draws from
+// it would reach except with probability falseAlarm. The background's
+// spread is estimated robustly (the larger of the median absolute
+// deviation and the mean absolute deviation from the median, each scaled
+// to a normal distribution's standard deviation), so the few memories a
+// message needs do not hide themselves by widening it; a memory's
+// z-score is its distance above the median in that spread, and it is
+// found when z reaches t, the normal quantile of 1 - falseAlarm/n (about
+// 3.3 at 20 memories, 4.1 at 2,000). Its confidence is 1 - t/z. When the
+// similarities do not spread at all (an embedder that gives every text
+// the same or the zero vector), or spread evenly (random vectors, an
+// embedder that knows nothing of these texts), nothing stands out and
+// the embedder abstains: the selection is then the lexical one. A
+// directory of three memories or fewer cannot show an outlier at this
+// rate. minSimilarity, when positive, is a cosine below which nothing
+// counts whatever its z.
+func confident(sims []scored, minSimilarity float64) map[string]float64 {
+	n := len(sims)
+	if n < 2 {
+		return nil
+	}
+	vals := make([]float64, n)
+	for i, s := range sims {
+		vals[i] = s.score
+	}
+	slices.Sort(vals)
+	median := medianSorted(vals)
+	var absDev float64
+	for i, v := range vals {
+		vals[i] = math.Abs(v - median)
+		absDev += vals[i]
+	}
+	slices.Sort(vals)
+	// 1.4826 and 1.2533 make each estimate a normal distribution's sigma.
+	spread := max(1.4826*medianSorted(vals), 1.2533*absDev/float64(n))
+	if spread <= 1e-9 {
+		return nil
+	}
+	t := math.Sqrt2 * math.Erfcinv(2*falseAlarm/float64(n))
+	var out map[string]float64
+	for _, s := range sims {
+		z := (s.score - median) / spread
+		if z < t || s.score < minSimilarity {
+			continue
 		}
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[s.key] = 1 - t/z
 	}
-	out := make([]scored, 0, len(score))
-	for k, s := range score {
-		out = append(out, scored{k, s})
-	}
-	sortScored(out)
 	return out
+}
+
+// medianSorted returns the median of sorted values.
+func medianSorted(v []float64) float64 {
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // sortScored orders a ranking best first, ties by key.

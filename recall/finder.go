@@ -44,7 +44,10 @@ type Event struct {
 	// EmbedErr is why the embedder failed: this selection used words
 	// alone.
 	EmbedErr error
-	Duration time.Duration
+	// VectorMatches is how many memories the embedder found with
+	// confidence (0: it abstained, or there is no Embedder).
+	VectorMatches int
+	Duration      time.Duration
 }
 
 // CandidateRule says which memories a selector chooses from.
@@ -76,15 +79,26 @@ type FinderOptions struct {
 	// MaxCandidates and MaxSelected override the defaults.
 	MaxCandidates int
 	MaxSelected   int
-	// Embedder, when set, makes the lexical selection hybrid: the
-	// memories are also ranked by the cosine of their embeddings to the
-	// message's, and the two rankings are fused (reciprocal rank fusion),
-	// so a message that names a thing by another word still finds it.
-	// Embeddings are cached by the hash of the text embedded. Nil: words
-	// alone.
+	// Embedder, when set, makes the lexical selection hybrid: a memory
+	// whose embedding stands out in similarity to the message's, beyond
+	// what noise would give (see the package doc), is found by meaning
+	// too, so a message that names a thing by another word still finds
+	// it. An embedder whose similarities do not separate the memories
+	// abstains and leaves the lexical selection as it is. Embeddings are
+	// cached by the hash of the text embedded. Nil: words alone. Check
+	// what an embedder brings with CompareEmbedder.
 	Embedder Embedder
-	// MinSimilarity is the cosine at which a memory counts as relevant by
-	// meaning alone (default 0.4; it depends on the embedding model).
+	// VectorWeight is how much a memory found by meaning counts against
+	// the word matches: its confidence (0 to 1) times VectorWeight is
+	// added to its share of the best word match's score (default
+	// DefaultVectorWeight, 1). Lower it to let meaning only fill slots
+	// words leave free, raise it to let meaning outrank weak word
+	// matches sooner. Word matches scoring at least half the best are
+	// never displaced.
+	VectorWeight float64
+	// MinSimilarity, when positive, is a cosine below which no memory
+	// counts as found by meaning, however it stands out (default none;
+	// it depends on the embedding model).
 	MinSimilarity float64
 	// FullWalkEvery is how often Find walks the whole directory even when
 	// nothing says it changed (default DefaultFullWalkEvery; negative:
@@ -130,8 +144,8 @@ func NewFinder(fsys afero.Fs, dir string, cfg FinderOptions) (*Finder, error) {
 	}
 	dir = filepath.Clean(dir)
 	changes := newChangeDetector(fsys, dir, cfg.FullWalkEvery, cfg.FullWalkEvery > 0, time.Now)
-	if cfg.MinSimilarity <= 0 {
-		cfg.MinSimilarity = DefaultMinSimilarity
+	if cfg.VectorWeight <= 0 {
+		cfg.VectorWeight = DefaultVectorWeight
 	}
 	c := newCorpus(cfg.fs, dir, changes)
 	if cfg.Embedder != nil {
@@ -227,7 +241,7 @@ func (f *Finder) find(ctx context.Context, query string, surfaced map[string]boo
 			return nil, err
 		}
 	} else {
-		names = f.selectLexical(ctx, query, snap, skip, ev)
+		names = f.selectLexical(ctx, query, snap, skip, ev, true)
 	}
 	var out []memdir.MemoryHeader
 	seen := map[string]bool{}

@@ -11,8 +11,10 @@ import (
 // for the best match on it alone to be an answer.
 const maxNameHolders = 3
 
-// DefaultMinSimilarity is FinderOptions.MinSimilarity's default.
-const DefaultMinSimilarity = 0.4
+// DefaultVectorWeight is FinderOptions.VectorWeight's default: a memory
+// found by meaning with full confidence counts as much as the best word
+// match.
+const DefaultVectorWeight = 1.0
 
 // Recency as a tie-breaker.
 const (
@@ -51,63 +53,35 @@ func recencyOrder(hits []lexical.Hit, snap *snapshot) []lexical.Hit {
 }
 
 // selectLexical is the selection without a model: the lexical ranking
-// (fused with the embedding ranking when there is an Embedder), newer
-// values of a subject ahead of older ones, cut by the lexical rules, then
-// linked memories that also score in the last free slots.
-func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event) []string {
+// (weighed with the memories the embedder finds with confidence, when
+// there is an Embedder and vectors is set), newer values of a subject
+// ahead of older ones, cut by the lexical rules, then linked memories
+// that also score in the last free slots.
+func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event, vectors bool) []string {
 	max, n := f.cfg.MaxSelected, len(snap.headers)
 	pool := f.corpus.search(query, recencyDepth, skip)
 	// Whether words answer at all is the best match's to say, before
 	// recency reorders close matches.
 	lexicalOK := len(pool) > 0 && (!f.lexical.Abstain(pool[0], n) || f.namesOnlyIt(query, pool[0].Key))
-	pool = recencyOrder(pool, snap)
-	if len(pool) > fusionDepth {
-		pool = pool[:fusionDepth]
+	if !lexicalOK {
+		pool = nil
 	}
-	lexScore := make(map[string]float64, len(pool))
-	for _, h := range pool {
-		lexScore[h.Key] = h.Score
+	pool = recencyOrder(pool, snap)
+	if len(pool) > selectionDepth {
+		pool = pool[:selectionDepth]
 	}
 
-	// all is the whole ranking, on one scale (BM25, or fused ranks with an
-	// embedder); ranked is what of it the rules keep.
-	var all, ranked []scored
-	var similar map[string]float64 // by meaning, at or above MinSimilarity
-	vec, err := f.vectorRanking(ctx, query, skip)
-	if err != nil {
-		ev.EmbedErr = err
-		f.log.Warn("recall: the embedder failed; selecting by words alone", "event", "recall_embed_failed", "error", err)
+	var found map[string]float64 // by meaning, with confidence
+	if vectors {
+		var err error
+		found, err = f.vectorMatches(ctx, query, skip)
+		if err != nil {
+			ev.EmbedErr = err
+			f.log.Warn("recall: the embedder failed; selecting by words alone", "event", "recall_embed_failed", "error", err)
+		}
+		ev.VectorMatches = len(found)
 	}
-	if vec != nil {
-		similar = map[string]float64{}
-		keys := make([]string, len(vec))
-		for i, v := range vec {
-			keys[i] = v.key
-			if v.score >= f.cfg.MinSimilarity {
-				similar[v.key] = v.score
-			}
-		}
-		lexKeys := make([]string, 0, len(pool))
-		if lexicalOK {
-			for _, h := range pool {
-				lexKeys = append(lexKeys, h.Key)
-			}
-		}
-		all = fuse(lexKeys, keys)
-		for _, s := range all {
-			// Kept: what either side finds relevant on its own terms.
-			if lexicalOK && lexScore[s.key] >= f.lexical.MinRelative*pool[0].Score || similar[s.key] > 0 {
-				ranked = append(ranked, s)
-			}
-		}
-	} else if lexicalOK {
-		for _, h := range pool {
-			all = append(all, scored{h.Key, h.Score})
-			if h.Score >= f.lexical.MinRelative*pool[0].Score {
-				ranked = append(ranked, scored{h.Key, h.Score})
-			}
-		}
-	}
+	all, ranked, base := weigh(pool, found, f.lexical.MinRelative, f.cfg.VectorWeight, max)
 	if len(ranked) == 0 {
 		return nil
 	}
@@ -116,19 +90,95 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	// ranking comes in when it scores at least half as well (the older's
 	// wording may match the message better); the lowest-ranked leave to
 	// make room.
-	if len(ranked) > max {
-		ranked = ranked[:max]
-	}
 	var out []string
-	for _, s := range supersede(ranked, all, snap) {
+	for _, s := range supersede(ranked, all, base, snap) {
 		if len(out) == max {
 			break
 		}
 		out = append(out, s.key)
 	}
+	if len(found) > 0 && len(pool) > 0 && !slices.Contains(out, pool[0].Key) && slices.ContainsFunc(ranked, func(s scored) bool { return s.key == pool[0].Key }) {
+		// Memories found by meaning brought newer ones in: the best word
+		// match stays all the same.
+		out[len(out)-1] = pool[0].Key
+	}
+	inPool := make(map[string]bool, len(pool))
+	for _, h := range pool {
+		inPool[h.Key] = true
+	}
 	return addLinked(out, max, snap, func(key string) bool {
-		return !skip(key) && (lexScore[key] > 0 || similar[key] > 0)
+		return !skip(key) && (inPool[key] || found[key] > 0)
 	})
+}
+
+// weigh merges the lexical ranking (best first, nil when words do not
+// answer) with the memories found by meaning with confidence (each with
+// its confidence in (0, 1)) on one scale: a memory scores its share of
+// the best word match plus weight times its confidence by meaning. It
+// returns every memory either side found (all: what supersession may
+// bring in), the selection, best first, at most max, and each memory's
+// own-side score (base: its share of the best word match, or for one
+// words did not find, its weighed confidence by meaning).
+//
+// The selection takes the memories of the lexical selection (the first
+// max word matches at or above minRelative of the best) and those found
+// by meaning, by score. The best word match always stays; a weaker one
+// leaves only for a memory whose score beats its own, that is one found
+// by meaning more confidently than words found it. With nothing found by
+// meaning the selection is the lexical one, whole and in its order.
+func weigh(pool []lexical.Hit, found map[string]float64, minRelative, weight float64, max int) (all, ranked []scored, base map[string]float64) {
+	score := make(map[string]float64, len(pool)+len(found))
+	base = make(map[string]float64, len(pool)+len(found))
+	kept := map[string]bool{}
+	for i, h := range pool {
+		s := h.Score / pool[0].Score
+		score[h.Key], base[h.Key] = s, s
+		if s >= minRelative && i < max {
+			kept[h.Key] = true
+		}
+	}
+	for key, c := range found {
+		if _, ok := base[key]; !ok {
+			base[key] = weight * c
+		}
+		score[key] += weight * c
+		kept[key] = true
+	}
+	for k, s := range score {
+		all = append(all, scored{k, s})
+	}
+	sortScored(all)
+	if len(found) == 0 {
+		// The lexical selection as it is, in its (recency) order.
+		for _, h := range pool {
+			if len(ranked) == max || !kept[h.Key] {
+				break
+			}
+			ranked = append(ranked, scored{h.Key, score[h.Key]})
+		}
+		return all, ranked, base
+	}
+	in := make(map[string]bool, max)
+	free := max
+	if len(pool) > 0 && kept[pool[0].Key] {
+		in[pool[0].Key] = true
+		free--
+	}
+	for _, s := range all {
+		if free == 0 {
+			break
+		}
+		if kept[s.key] && !in[s.key] {
+			in[s.key] = true
+			free--
+		}
+	}
+	for _, s := range all {
+		if in[s.key] {
+			ranked = append(ranked, s)
+		}
+	}
+	return all, ranked, base
 }
 
 // namesOnlyIt reports whether the message names something (a capitalized
@@ -144,8 +194,9 @@ func (f *Finder) namesOnlyIt(query, key string) bool {
 	return false
 }
 
-// vectorRanking ranks the memories by meaning (nil without an Embedder).
-func (f *Finder) vectorRanking(ctx context.Context, query string, skip func(string) bool) ([]scored, error) {
+// vectorMatches returns the memories the embedder finds with confidence
+// (see confident), each with its confidence; nil without an Embedder.
+func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(string) bool) (map[string]float64, error) {
 	if f.corpus.embedder == nil {
 		return nil, nil
 	}
@@ -156,46 +207,49 @@ func (f *Finder) vectorRanking(ctx context.Context, query string, skip func(stri
 	if err != nil {
 		return nil, err
 	}
-	return f.corpus.nearest(q[0], func(rel string) bool { return !skip(rel) }, fusionDepth), nil
+	return confident(f.corpus.similarities(q[0], func(rel string) bool { return !skip(rel) }), f.cfg.MinSimilarity), nil
 }
 
 // supersede puts, for each memory of ranked, a newer memory of candidates
 // on the same subject (lexical.SameSubject) scoring at least half as well
-// right before it, so the current value of a thing ranks above the one it
-// replaced.
-func supersede(ranked, candidates []scored, snap *snapshot) []scored {
+// on its own side (base) right before it, so the current value of a thing
+// ranks above the one it replaced. Candidates are only memories words
+// found or meaning found with confidence.
+func supersede(ranked, candidates []scored, base map[string]float64, snap *snapshot) []scored {
 	out := make([]scored, 0, len(ranked))
 	placed := map[string]bool{}
-	var place func(s scored, depth int)
-	place = func(s scored, depth int) {
+	// bar is what the first of a chain scores on its own side: a newer
+	// memory comes in when it scores at least half of it.
+	var place func(s scored, bar float64, depth int)
+	place = func(s scored, bar float64, depth int) {
 		if placed[s.key] {
 			return
 		}
 		if depth < 4 { // a chain of updates: the newest first
-			if newer, ok := newestOnSubject(s, candidates, snap, placed); ok {
-				place(scored{newer, s.score}, depth+1)
+			if newer, ok := newestOnSubject(s.key, bar/2, candidates, base, snap, placed); ok {
+				place(scored{newer, s.score}, bar, depth+1)
 			}
 		}
 		placed[s.key] = true
 		out = append(out, s)
 	}
 	for _, s := range ranked {
-		place(s, 0)
+		place(s, base[s.key], 0)
 	}
 	return out
 }
 
 // newestOnSubject returns the newest candidate not placed yet that speaks
-// of s's subject, is newer, and scores at least half as well.
-func newestOnSubject(s scored, candidates []scored, snap *snapshot, placed map[string]bool) (string, bool) {
-	key := s.key
+// of key's subject, is newer, and scores at least least on its own side
+// (base).
+func newestOnSubject(key string, least float64, candidates []scored, base map[string]float64, snap *snapshot, placed map[string]bool) (string, bool) {
 	mine, ok := snap.byName[key]
 	if !ok {
 		return "", false
 	}
 	best, found := mine.ModTime, ""
 	for _, c := range candidates {
-		if c.key == key || placed[c.key] || c.score < s.score/2 {
+		if c.key == key || placed[c.key] || base[c.key] < least {
 			continue
 		}
 		h := snap.byName[c.key]

@@ -105,6 +105,8 @@ func TestHybridRecallFindsOtherWords(t *testing.T) {
 		[3]string{"car.md", "Priya bought a used sedan", "A blue sedan, bought in March."},
 		[3]string{"doctor.md", "Omar's new physician", "Dr. Lee at the Elm Street practice."},
 		[3]string{"trip.md", "vacation plans", "Two weeks in Lisbon in June."},
+		[3]string{"lunch.md", "what the team orders for lunch", "Tacos on Fridays."},
+		[3]string{"build.md", "the build cache", "Cache keys and eviction."},
 	)
 	lexicalOnly, err := NewFinder(fsys, dir, FinderOptions{})
 	require.NoError(t, err)
@@ -117,12 +119,12 @@ func TestHybridRecallFindsOtherWords(t *testing.T) {
 	assert.Equal(t, []string{"car.md"}, names(f, "which automobile did she get"))
 	assert.Equal(t, []string{"doctor.md"}, names(f, "who is the doctor now"))
 	assert.Equal(t, []string{"trip.md"}, names(f, "vacation plans for summer"), "a word match still counts")
-	assert.Equal(t, int32(3+3), emb.texts.Load(), "three memories embedded once, plus one text per message")
+	assert.Equal(t, int32(5+3), emb.texts.Load(), "five memories embedded once, plus one text per message")
 
 	// A changed memory is embedded again, the others are not.
 	require.NoError(t, afero.WriteFile(fsys, "/mem/car.md", []byte("---\nname: car\ndescription: Priya sold the sedan\n---\n\nSold in May.\n"), 0o644))
 	names(f, "which automobile")
-	assert.Equal(t, int32(6+2), emb.texts.Load())
+	assert.Equal(t, int32(8+2), emb.texts.Load())
 
 	// A failing embedder: words alone, and the event says why.
 	emb.fail.Store(true)

@@ -11,6 +11,7 @@
 //	agentmem rm      FILE|NAME                 remove a memory and its pointer (undoable)
 //	agentmem lint    [--fix] [--json]          problems in the tree (exit 1 when any)
 //	agentmem recall  [--explain] "QUERY"       what recall would surface for a message
+//	agentmem recall check-embedder --embedder NAME ...   what an embedder brings to recall
 //	agentmem team    serve|token|pull|push|sync|watch   team memory sync (see agentmem team --help)
 //	agentmem history / rewind                   review and undo what a job changed
 //	agentmem dream   [--staged [--yes]]         consolidate now (ANTHROPIC_API_KEY)
@@ -78,7 +79,7 @@ func commands() []command {
 		{"show", "FILE|NAME", "print one memory file", showFlags},
 		{"rm", "FILE|NAME", "remove a memory and its pointer in MEMORY.md; undo with the agentmem rewind command it prints (agentmem history --session agentmem-cli lists them)", rmFlags},
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
-		{"recall", "[--explain] QUERY", "show what recall would surface for a message", recallFlags},
+		{"recall", "[--explain] QUERY | check-embedder", "show what recall would surface for a message; check-embedder: measure what an embedder brings (agentmem recall check-embedder --help)", recallFlags},
 		{"team", "serve|token|pull|push|sync|watch|log|restore", "run or use a team memory sync server (agentmem team --help)", teamFlags},
 		{"store", "ls|sync|watch", "keep memory folders in step with memory stores, in Claude Code's layout (agentmem store --help)", storeFlags},
 		{"sessions", "ls|show|search", "list, show and search session transcripts (agentmem sessions --help)", sessionsFlags},
@@ -111,6 +112,9 @@ func run(args []string, e env) int {
 			return exitError
 		}
 		return exitOK
+	}
+	if args[0] == "recall" && len(args) > 1 && args[1] == checkEmbedderCommand {
+		return runCheckEmbedder(e, args[2:])
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {

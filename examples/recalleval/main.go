@@ -5,6 +5,8 @@
 //	go run ./examples/recalleval                 # shop set + conversational set
 //	go run ./examples/recalleval -dir ~/.claude/projects/x/memory -labels labels.json
 //	ANTHROPIC_API_KEY=... go run ./examples/recalleval -model
+//	go run ./examples/recalleval -embedders -seed 2  # what each control embedder and the oracle bring
+//	go run ./examples/recalleval -write-sets DIR -seed 2  # the generated sets as JSON, for agentmem recall check-embedder
 //
 // Two sets ship with it: testdata/recall/shop.json (150 coding-assistant
 // memories, 61 messages, 14 that need no memory; the lexical thresholds
@@ -24,6 +26,11 @@
 // embedder far weaker than a model's); minisearch (the npm BM25 library, with
 // prefix and fuzzy matching) when node and npm are on the PATH; the
 // model selector with -model and an API key.
+//
+// With -embedders it prints instead, for the generated sets, recall@5 by
+// words alone and with each control embedder (recall.ControlEmbedder,
+// TrigramEmbedder) and with an Oracle built from the set's answers at
+// several qualities, per directory and merged (recall.CompareEmbedder).
 //
 // A labels file for -dir is JSON: [{"query": "...", "needs":
 // ["file.md", "team/other.md"]}, ...], paths relative to the directory;
@@ -65,7 +72,7 @@ type Memory struct {
 	Name        string    `json:"name"`
 	Description string    `json:"description"`
 	Body        string    `json:"body"`
-	Date        time.Time `json:"-"`
+	Date        time.Time `json:"date,omitzero"` // the file's mtime (default: one hour apart in set order)
 }
 
 // Query is one message and the memories it needs.
@@ -104,7 +111,22 @@ func main() {
 	labels := flag.String("labels", "", "labels for -dir (JSON)")
 	peer := flag.Bool("peer", true, "run minisearch (node and npm) beside agentmem")
 	model := flag.Bool("model", false, "also run the model selector (needs ANTHROPIC_API_KEY)")
+	embedders := flag.Bool("embedders", false, "instead of the methods, measure what each control embedder and the oracle at several qualities bring to recall (recall.CompareEmbedder) on the generated sets")
+	writeSets := flag.String("write-sets", "", "write the generated sets of -seed as JSON files into this directory (for agentmem recall check-embedder --set) and exit")
 	flag.Parse()
+	if *writeSets != "" || *embedders {
+		var err error
+		if *writeSets != "" {
+			err = WriteSets(*writeSets, *seed)
+		} else {
+			err = CheckEmbedders(context.Background(), os.Stdout, *seed, *conv, *updates)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "recalleval:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg := Config{SetPath: *setPath, Conv: *conv, Updates: *updates, Seed: *seed, Dir: *dir, Labels: *labels, Peer: *peer}
 	if *model {
 		cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
@@ -306,6 +328,116 @@ func Evaluate(ctx context.Context, m Method, groups []Group) (Metrics, error) {
 	return out, nil
 }
 
+// WriteSets writes the conversational and knowledge-update sets of seed
+// into dir as conversational-seedN.json and updates-seedN.json.
+func WriteSets(dir string, seed uint64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	upd, _ := Updates(seed)
+	for name, set := range map[string]*Set{"conversational": Conversational(seed), "updates": upd} {
+		data, err := json.MarshalIndent(set, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-seed%d.json", name, seed)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OracleQualities are the oracle qualities CheckEmbedders measures.
+var OracleQualities = []float64{0.25, 0.5, 1}
+
+// CheckEmbedders prints, for the generated sets of seed, recall@5 by
+// words alone and with each control embedder (recall.ControlEmbedder,
+// TrigramEmbedder) and the oracle at OracleQualities, per directory and
+// merged into one.
+func CheckEmbedders(ctx context.Context, w io.Writer, seed uint64, conv, updates bool) error {
+	if seed == 0 {
+		seed = 1
+	}
+	var sets []namedSet
+	if conv {
+		sets = append(sets, namedSet{"conversational", Conversational(seed)})
+	}
+	if updates {
+		upd, _ := Updates(seed)
+		sets = append(sets, namedSet{"knowledge updates", upd})
+	}
+	for _, s := range sets {
+		fmt.Fprintf(w, "\n%s (seed %d): recall@5 by words alone and with each embedder\n", s.name, seed)
+		fmt.Fprintf(w, "  %-16s %29s   %29s\n", "", "per directory", "one directory")
+		fmt.Fprintf(w, "  %-16s %7s %7s %7s %5s   %7s %7s %7s %5s\n", "embedder", "words", "hybrid", "gain", "worse", "words", "hybrid", "gain", "worse")
+		rows, err := EmbedderRows(ctx, s.set)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			fmt.Fprintf(w, "  %-16s %7.3f %7.3f %+7.3f %5d   %7.3f %7.3f %+7.3f %5d\n", r.Name,
+				r.Per.WordsRecall, r.Per.HybridRecall, r.Per.Gain(), r.Per.Worse, r.Merged.WordsRecall, r.Merged.HybridRecall, r.Merged.Gain(), r.Merged.Worse)
+		}
+	}
+	return nil
+}
+
+type namedSet struct {
+	name string
+	set  *Set
+}
+
+// EmbedderRow is what one embedder brings to a set.
+type EmbedderRow struct {
+	Name        string
+	Per, Merged recall.EmbedderComparison
+}
+
+// Embedders returns the control embedders and the oracle of set at
+// OracleQualities, in the order CheckEmbedders prints them.
+func Embedders(set *Set) ([]string, map[string]recall.Embedder) {
+	names := append([]string{}, recall.ControlEmbedderNames()...)
+	out := map[string]recall.Embedder{"trigrams": TrigramEmbedder{}}
+	for _, n := range names {
+		out[n], _ = recall.ControlEmbedder(n)
+	}
+	names = append(names, "trigrams")
+	for _, q := range OracleQualities {
+		n := fmt.Sprintf("oracle %.2f", q)
+		names = append(names, n)
+		out[n] = NewOracle(set, q)
+	}
+	return names, out
+}
+
+// EmbedderRows measures every embedder of Embedders on set, per
+// directory and merged.
+func EmbedderRows(ctx context.Context, set *Set) ([]EmbedderRow, error) {
+	root, err := Materialise(set)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(root)
+	names, embs := Embedders(set)
+	var rows []EmbedderRow
+	for _, n := range names {
+		r := EmbedderRow{Name: n}
+		for _, per := range []bool{true, false} {
+			c, err := recall.CompareEmbedder(ctx, recall.CompareRequest{Fs: afero.NewOsFs(), Dir: root, Questions: Labelled(set.Queries), Embedder: embs[n], PerFolder: per})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n, err)
+			}
+			if per {
+				r.Per = c
+			} else {
+				r.Merged = c
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
 // Methods returns agentmem's methods: the default Finder, the Finder with
 // the newest-200 rule, the plain BM25 top five and, with an API key, the
 // model selector.
@@ -395,7 +527,11 @@ func LoadLabels(path string) ([]Query, error) {
 // Conversational returns the generated conversational set (the figures
 // in the README are seed 1's).
 func Conversational(seed uint64) *Set {
-	g := convset.Generate(convset.Options{Seed: seed})
+	return FromConvset(convset.Generate(convset.Options{Seed: seed}))
+}
+
+// FromConvset converts a generated conversational set.
+func FromConvset(g *convset.Set) *Set {
 	s := &Set{}
 	for _, m := range g.Memories {
 		s.Memories = append(s.Memories, Memory{File: m.Dir + "/" + m.File, Type: "user", Name: m.Name, Description: m.Description, Body: m.Body, Date: m.Date})
@@ -410,7 +546,12 @@ func Conversational(seed uint64) *Set {
 // in the README are seed 1's) and
 // each question's kind (current, previous, single, chain).
 func Updates(seed uint64) (*Set, []string) {
-	g := updateset.Generate(updateset.Options{Seed: seed})
+	return FromUpdateset(updateset.Generate(updateset.Options{Seed: seed}))
+}
+
+// FromUpdateset converts a generated knowledge-update set and returns
+// each question's kind.
+func FromUpdateset(g *updateset.Set) (*Set, []string) {
 	s := &Set{}
 	for _, m := range g.Memories {
 		s.Memories = append(s.Memories, Memory{File: m.Dir + "/" + m.File, Type: m.Type, Name: m.Name, Description: m.Description, Body: m.Body, Date: m.Date})
