@@ -12,26 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/docstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// readmeBlock returns the lines of the first fenced code block after the
-// README line that contains marker.
-func readmeBlock(t *testing.T, marker string) []string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	text := string(data)
-	i := strings.Index(text, marker)
-	require.GreaterOrEqual(t, i, 0, "README has %q", marker)
-	start := strings.Index(text[i:], "```sh\n")
-	require.GreaterOrEqual(t, start, 0)
-	body := text[i+start+len("```sh\n"):]
-	end := strings.Index(body, "\n```")
-	require.GreaterOrEqual(t, end, 0)
-	return strings.Split(body[:end], "\n")
-}
+// repoRoot is the repository's root, where README.md and docs/ are.
+const repoRoot = "../.."
 
 // shell runs README lines verbatim with bash in dir, the built command
 // first on PATH, after replacing the README's placeholders.
@@ -116,7 +103,7 @@ func projectTeamDir(t *testing.T, project string, env []string) string {
 // TestREADMETwoTeammatesVerbatim runs the README's two-teammate session
 // as written, on a fresh setup: Ana's watcher, then Ben's lines.
 func TestREADMETwoTeammatesVerbatim(t *testing.T) {
-	lines := readmeBlock(t, "A session with two\nteammates, Ana and Ben")
+	lines := docstest.Block(t, repoRoot, "A session with two\nteammates, Ana and Ben")
 	split := -1
 	for i, l := range lines {
 		if strings.HasPrefix(l, "# Ben") {
@@ -177,7 +164,7 @@ func TestREADMEMovingOrRestoringAServer(t *testing.T) {
 		}
 		t.Skip("sqlite3 is not installed (.ci/run installs it)")
 	}
-	lines := readmeBlock(t, "### Moving or restoring a server")
+	lines := docstest.Block(t, repoRoot, "### Moving or restoring a server")
 	var restore, move []string
 	for i, l := range lines {
 		if strings.HasPrefix(l, "# Move to PostgreSQL") {
