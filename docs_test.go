@@ -119,10 +119,7 @@ func headingAnchors(t *testing.T, file string) map[string]bool {
 // notRun names the ```sh blocks of the guides that no test runs, by a
 // marker just before each, with the reason. The list only shrinks.
 var notRun = map[string]string{
-	"Self-hosting on one machine takes three\ncommands:": "installs into the user's GOPATH/bin and serves on 0.0.0.0:8787 until stopped",
-	"### Running it for a team":                          "needs a certificate and key for host's name and serves on 0.0.0.0:8443",
-	"the time and the content:":                          "addresses a remote https://host:8443 whose deploy.md has twelve versions",
-	"(paths relative\nto the directory":                  "reads the reader's own memory directory and labels file",
+	"(paths relative\nto the directory": "reads the reader's own memory directory and labels file",
 }
 
 // blockCall is how a test names a block it runs: docstest.Block(t, root,
