@@ -118,9 +118,7 @@ func headingAnchors(t *testing.T, file string) map[string]bool {
 
 // notRun names the ```sh blocks of the guides that no test runs, by a
 // marker just before each, with the reason. The list only shrinks.
-var notRun = map[string]string{
-	"(paths relative\nto the directory": "reads the reader's own memory directory and labels file",
-}
+var notRun = map[string]string{}
 
 // blockCall is how a test names a block it runs: docstest.Block(t, root,
 // "marker"), with the marker as a string literal.
