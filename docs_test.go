@@ -120,9 +120,10 @@ func headingAnchors(t *testing.T, file string) map[string]bool {
 // marker just before each, with the reason. The list only shrinks.
 var notRun = map[string]string{}
 
-// blockCall is how a test names a block it runs: docstest.Block(t, root,
-// "marker"), with the marker as a string literal.
-var blockCall = regexp.MustCompile("docstest\\.Block\\(t, [^,()]+, (\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`)\\)")
+// blockCall is how a test names a block it runs: a call of
+// docstest.Block (or of cmd/agentmem's readmeBlock, which wraps it) with
+// the marker as a string literal.
+var blockCall = regexp.MustCompile("(?:docstest\\.Block\\(t, [^,()]+|readmeBlock\\(t), (\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`)\\)")
 
 // TestEveryShellBlockIsRun fails when a ```sh block of the README or a
 // guide is run by no test: every block must be the one a test's

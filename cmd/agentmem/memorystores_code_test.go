@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/agentmem/internal/docstest"
 	"github.com/agentmem/agentmem/teamserver"
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/assert"
@@ -222,7 +221,7 @@ func TestREADMEMemoryStoresSelfHosted(t *testing.T) {
 	t.Cleanup(func() {
 		sh.run([]string{`[ -f team.pid ] && kill -KILL "$(cat team.pid)" 2>/dev/null || true`})
 	})
-	out, _ := sh.run(docstest.Block(t, repoRoot, "## Memory Stores, self-hosted"))
+	out, _ := sh.run(readmeBlock(t, "## Memory Stores, self-hosted"))
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 5, out) // the store, the memory, the export's three lines
 	store := decodeJSON(t, []byte(lines[0]))
@@ -328,14 +327,14 @@ func TestREADMEStoreSync(t *testing.T) {
 	t.Cleanup(func() {
 		sh.run([]string{`[ -f team.pid ] && kill -KILL "$(cat team.pid)" 2>/dev/null || true`})
 	})
-	sh.run(docstest.Block(t, repoRoot, "## Memory Stores, self-hosted"))
+	sh.run(readmeBlock(t, "## Memory Stores, self-hosted"))
 	project, env := clone(t, root, "ana")
 	keyFile := filepath.Join(root, "alice.key")
 	ps := newShell(t, project, env, "127.0.0.1:8787", addr, "cat alice.key", "cat "+keyFile)
 	t.Cleanup(func() {
 		ps.run([]string{`[ -f store.pid ] && kill -TERM "$(cat store.pid)" 2>/dev/null || true`})
 	})
-	out, errOut := ps.run(docstest.Block(t, repoRoot, "## Syncing a memory folder with a store"))
+	out, errOut := ps.run(readmeBlock(t, "## Syncing a memory folder with a store"))
 	assert.Regexp(t, `(?m)^proj +team +rw +/v1/code/memory/team-store +/.*/team/proj$`, out)
 	assert.Contains(t, out, "proj: pulled  /deploy.md\n", errOut)
 	var folder string

@@ -20,6 +20,13 @@ import (
 // repoRoot is the repository's root, where README.md and docs/ are.
 const repoRoot = "../.."
 
+// readmeBlock returns the lines of the first ```sh block after marker in
+// README.md or a guide under docs/ (docstest.Block).
+func readmeBlock(t *testing.T, marker string) []string {
+	t.Helper()
+	return docstest.Block(t, repoRoot, marker)
+}
+
 // shell runs README lines verbatim with bash in dir, the built command
 // first on PATH, after replacing the README's placeholders.
 type shell struct {
@@ -103,7 +110,7 @@ func projectTeamDir(t *testing.T, project string, env []string) string {
 // TestREADMETwoTeammatesVerbatim runs the README's two-teammate session
 // as written, on a fresh setup: Ana's watcher, then Ben's lines.
 func TestREADMETwoTeammatesVerbatim(t *testing.T) {
-	lines := docstest.Block(t, repoRoot, "A session with two\nteammates, Ana and Ben")
+	lines := readmeBlock(t, "A session with two\nteammates, Ana and Ben")
 	split := -1
 	for i, l := range lines {
 		if strings.HasPrefix(l, "# Ben") {
@@ -164,7 +171,7 @@ func TestREADMEMovingOrRestoringAServer(t *testing.T) {
 		}
 		t.Skip("sqlite3 is not installed (.ci/run installs it)")
 	}
-	lines := docstest.Block(t, repoRoot, "### Moving or restoring a server")
+	lines := readmeBlock(t, "### Moving or restoring a server")
 	var restore, move []string
 	for i, l := range lines {
 		if strings.HasPrefix(l, "# Move to PostgreSQL") {
