@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/docstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -133,13 +134,7 @@ func proxyModule(t *testing.T, proxy, dir, version string, nested []string) {
 // installCommands returns the commands of the README's Install section.
 func installCommands(t *testing.T) []string {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n## Install\n")
-	require.True(t, ok, "README.md has an Install section")
-	_, block, ok := strings.Cut(section, "```sh\n")
-	require.True(t, ok)
-	block, _, _ = strings.Cut(block, "```")
+	block := strings.Join(docstest.Block(t, ".", "\n## Install\n"), "\n")
 	var cmds []string
 	sc := bufio.NewScanner(strings.NewReader(block))
 	for sc.Scan() {

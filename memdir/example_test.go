@@ -291,3 +291,36 @@ func ExampleEnsureMemoryDir() {
 	// Output:
 	// <nil> true
 }
+
+// A host opens the memory directory once, saves memories from its own
+// code (the model can also write files itself), and builds the memory
+// section of its system prompt, with the private and the team index.
+func ExampleNewDir() {
+	ctx := context.Background()
+	fsys := afero.NewMemMapFs() // afero.NewOsFs() on the real disk
+	dir, err := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, _ = dir.Save(ctx, memdir.Memory{File: "testing.md", Name: "Testing policy", Type: memdir.TypeFeedback,
+		Description: "Integration tests hit a real database", Body: "Never mock the database."})
+	_, _ = dir.Save(ctx, memdir.Memory{File: "team/deploys.md", Name: "Deploy days", Type: memdir.TypeProject,
+		Description: "Deploys happen on Tuesdays", Body: "We deploy on Tuesdays."})
+
+	prompt, err := memdir.BuildCombinedMemoryPrompt(ctx, fsys, memdir.CombinedPromptRequest{AutoDir: dir.Path()})
+	fmt.Println(err)
+	for _, line := range strings.Split(prompt, "\n") {
+		if strings.HasPrefix(line, "## MEMORY.md") || strings.HasPrefix(line, "- ") && strings.HasSuffix(line, ".md") ||
+			strings.HasPrefix(line, "- [") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// <nil>
+	// ## MEMORY.md (private)
+	// - [Testing policy](testing.md) — Integration tests hit a real database
+	// ## MEMORY.md (team)
+	// - [Deploy days](deploys.md) — Deploys happen on Tuesdays
+	// - deploys.md
+}

@@ -57,7 +57,7 @@
 // (Event.EmbedErr).
 //
 // Measured with examples/recalleval, with minisearch in the same run
-// (README, "How well recall works"): recall@5 is 0.64 per conversation
+// (docs/performance.md, "How well recall works"): recall@5 is 0.64 per conversation
 // and 0.64 merged on the conversational set (minisearch 0.57 and 0.56),
 // 0.65 per user and 0.60 merged on the knowledge-update set (minisearch
 // 0.63 and 0.62), and 0.37 on that set's questions for a current value

@@ -12,25 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/docstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// readmeBlock returns the lines of the first fenced code block after the
-// README line that contains marker.
+// repoRoot is the repository's root, where README.md and docs/ are.
+const repoRoot = "../.."
+
+// readmeBlock returns the lines of the first ```sh block after marker in
+// README.md or a guide under docs/ (docstest.Block).
 func readmeBlock(t *testing.T, marker string) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	text := string(data)
-	i := strings.Index(text, marker)
-	require.GreaterOrEqual(t, i, 0, "README has %q", marker)
-	start := strings.Index(text[i:], "```sh\n")
-	require.GreaterOrEqual(t, start, 0)
-	body := text[i+start+len("```sh\n"):]
-	end := strings.Index(body, "\n```")
-	require.GreaterOrEqual(t, end, 0)
-	return strings.Split(body[:end], "\n")
+	return docstest.Block(t, repoRoot, marker)
 }
 
 // shell runs README lines verbatim with bash in dir, the built command

@@ -525,7 +525,7 @@ func LoadLabels(path string) ([]Query, error) {
 }
 
 // Conversational returns the generated conversational set (the figures
-// in the README are seed 1's).
+// in docs/performance.md are seed 1's).
 func Conversational(seed uint64) *Set {
 	return FromConvset(convset.Generate(convset.Options{Seed: seed}))
 }
@@ -543,7 +543,7 @@ func FromConvset(g *convset.Set) *Set {
 }
 
 // Updates returns the generated set with knowledge updates (the figures
-// in the README are seed 1's) and
+// in docs/performance.md are seed 1's) and
 // each question's kind (current, previous, single, chain).
 func Updates(seed uint64) (*Set, []string) {
 	return FromUpdateset(updateset.Generate(updateset.Options{Seed: seed}))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/agentmem/agentmem/examples/recalleval/updateset"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem/agentmem/internal/docstest"
 )
 
 var shopSet = filepath.Join("..", "..", "testdata", "recall", "shop.json")
@@ -128,6 +131,20 @@ func TestOwnTree(t *testing.T) {
 	assert.Contains(t, out.String(), "3 messages")
 	assert.Regexp(t, `agentmem +1\.000 +1\.000 +0\.000 +1\.000`, out.String())
 	assert.Error(t, Run(context.Background(), &out, Config{Dir: dir}), "labels are required")
+
+	// The performance guide's command, as written, from the repository's
+	// root, on this tree instead of the reader's.
+	root := filepath.Join("..", "..")
+	lines := docstest.Block(t, root, "(paths relative\nto the directory")
+	require.Len(t, lines, 1)
+	line := strings.NewReplacer("~/.claude/projects/<project>/memory", dir, " labels.json", " "+labels).Replace(lines[0])
+	require.NotEqual(t, lines[0], line, "the command names the reader's tree and labels")
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+line)
+	cmd.Dir = root
+	got, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s\n%s", line, got)
+	assert.Contains(t, string(got), "3 messages")
+	assert.Regexp(t, `agentmem +1\.000 +1\.000 +0\.000 +1\.000`, string(got))
 }
 
 // TestUpdatesQuality runs the default Finder on the set with knowledge

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmem/agentmem/internal/docstest"
 	"github.com/agentmem/agentmem/memdir"
 	"github.com/agentmem/agentmem/transcript"
 )
@@ -57,7 +58,7 @@ func TestToolLoop(t *testing.T) {
 
 // TestHostCodeIsShort counts the host's lines in main.go (open and turn):
 // everything but comments, blank lines, the package clause and imports,
-// and checks the README states the same number.
+// and checks the guides state the same number.
 func TestHostCodeIsShort(t *testing.T) {
 	src, err := os.ReadFile("main.go")
 	require.NoError(t, err)
@@ -75,10 +76,9 @@ func TestHostCodeIsShort(t *testing.T) {
 		}
 	}
 	t.Logf("host code: %d lines", n)
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
+	readme := []byte(docstest.Text(t, filepath.Join("..", "..")))
 	m := regexp.MustCompile(`toolloop\x60 is the host loop to copy, in (\d+) lines`).FindSubmatch(readme)
-	require.NotNil(t, m, "the README states the host code's length")
+	require.NotNil(t, m, "the guides state the host code's length")
 	want, _ := strconv.Atoi(string(m[1]))
 	assert.Equal(t, want, n)
 }
