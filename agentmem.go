@@ -15,19 +15,19 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/dream"
-	"github.com/agentmem/agentmem/extract"
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/internal/jobs"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/memtools"
-	"github.com/agentmem/agentmem/recall"
-	"github.com/agentmem/agentmem/secrets"
-	"github.com/agentmem/agentmem/sessionmem"
-	"github.com/agentmem/agentmem/storesync"
-	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem/dream"
+	"github.com/agentmem-sdk/agentmem/extract"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/jobs"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memtools"
+	"github.com/agentmem-sdk/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/sessionmem"
+	"github.com/agentmem-sdk/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
 // Job names a background layer a host can leave out.

@@ -16,14 +16,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/llmtest"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/recall"
-	"github.com/agentmem/agentmem/secrets"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
 type ctxKey struct{}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // Budget bounds the tokens the background jobs (extraction, the session

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/internal/docstest"
+	"github.com/agentmem-sdk/agentmem/internal/docstest"
 )
 
 // TestREADMEIsShort keeps the README a page a newcomer reads in minutes;

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/llmtest"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // A host gives its agent memory with one constructor; here offline, with

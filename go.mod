@@ -1,4 +1,4 @@
-module github.com/agentmem/agentmem
+module github.com/agentmem-sdk/agentmem
 
 go 1.26.0
 

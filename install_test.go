@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/docstest"
+	"github.com/agentmem-sdk/agentmem/internal/docstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-const modulePath = "github.com/agentmem/agentmem"
+const modulePath = "github.com/agentmem-sdk/agentmem"
 
 // releaseModules reads modules.txt: the version and the module folders in
 // dependency order.

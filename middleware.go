@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // Model wraps the host's main model with the memory's hooks, for a loop

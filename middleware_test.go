@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // TestModelMiddlewareKeepsTheCheckpoint: with Options.History, the

@@ -19,13 +19,13 @@ func TestCoreModuleStaysLight(t *testing.T) {
 	root, err := filepath.Abs(".")
 	require.NoError(t, err)
 	host := t.TempDir()
-	gomod := "module scratchhost\n\ngo 1.26.0\n\nrequire github.com/agentmem/agentmem v0.0.0-00010101000000-000000000000\n\n" +
-		"replace github.com/agentmem/agentmem => " + root + "\n"
+	gomod := "module scratchhost\n\ngo 1.26.0\n\nrequire github.com/agentmem-sdk/agentmem v0.0.0-00010101000000-000000000000\n\n" +
+		"replace github.com/agentmem-sdk/agentmem => " + root + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(host, "go.mod"), []byte(gomod), 0o644))
 	var imports strings.Builder
 	for _, p := range []string{"", "/dream", "/extract", "/filehistory", "/lexical", "/llm", "/llm/llmtest", "/memdir", "/memorytool", "/memtools",
 		"/recall", "/rootfs", "/screen", "/secrets", "/sessionmem", "/storesync", "/teammem", "/teamserver", "/teamserver/storetest", "/transcript"} {
-		imports.WriteString("\t_ \"github.com/agentmem/agentmem" + p + "\"\n")
+		imports.WriteString("\t_ \"github.com/agentmem-sdk/agentmem" + p + "\"\n")
 	}
 	main := "package main\n\nimport (\n" + imports.String() + ")\n\nfunc main() {}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(host, "main.go"), []byte(main), 0o644))
@@ -75,7 +75,7 @@ var forbidden = map[string][]string{
 func TestLayersPointOneWay(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
 	require.NoError(t, err)
-	const mod = "github.com/agentmem/agentmem"
+	const mod = "github.com/agentmem-sdk/agentmem"
 	rel := func(p string) (string, bool) {
 		if p == mod {
 			return "", true

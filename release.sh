@@ -18,7 +18,7 @@ fi
 if [ -n "$(git status --porcelain)" ]; then
   echo "release.sh: the work tree has uncommitted changes; commit or stash them first" >&2; exit 1
 fi
-base=github.com/agentmem/agentmem
+base=github.com/agentmem-sdk/agentmem
 old=$(sed -n 's/^version //p' modules.txt)
 mapfile -t dirs < <(grep -v '^#' modules.txt | grep -v '^version ' | sed '/^$/d')
 path_of() { if [ "$1" = . ]; then echo "$base"; else echo "$base/$1"; fi; }

@@ -1,9 +1,9 @@
-module github.com/agentmem/agentmem/bench
+module github.com/agentmem-sdk/agentmem/bench
 
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.1.0
+	github.com/agentmem-sdk/agentmem v0.1.0
 	github.com/cyphar/filepath-securejoin v0.6.1
 	github.com/spf13/afero v1.15.0
 )

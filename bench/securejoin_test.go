@@ -10,7 +10,7 @@ import (
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teammem"
 )
 
 // BenchmarkValidateTeamMemWritePath validates paths 2, 5 and 10 components

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/llm/llmtest"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
 // TestConsolidationWritesThroughTheHostsDir: the consolidation's tools

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem/agentmem/lexical"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // maxConflicts bounds the pairs the prompt names.

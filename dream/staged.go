@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/internal/fswalk"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // ChangeKind says what a staged consolidation does to one file.

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 )
 
 // mergeIn scripts a consolidation of dir: it merges two memories into one

@@ -1,11 +1,11 @@
-module github.com/agentmem/agentmem/examples
+module github.com/agentmem-sdk/agentmem/examples
 
 go 1.26.0
 
-require github.com/agentmem/agentmem v0.1.0
+require github.com/agentmem-sdk/agentmem v0.1.0
 
 require (
-	github.com/agentmem/agentmem/llm/anthropic v0.1.0
+	github.com/agentmem-sdk/agentmem/llm/anthropic v0.1.0
 	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1
 )

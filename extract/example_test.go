@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentmem/agentmem/extract"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/llmtest"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/extract"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/filehistory"
 )
 
 // BenchmarkCheckpointBeforeJob: a 2,000-file memory directory whose

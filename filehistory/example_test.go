@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/filehistory"
 )
 
 // A host snapshots before each prompt, tracks before each tool write, and

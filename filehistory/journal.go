@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 )
 
 // JournalName is the file in a session's backup directory that Open keeps

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/filehistory"
 )
 
 func TestOpenKeepsHistoryAcrossProcesses(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/filehistory"
 )
 
 func TestReadStateRules(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 )
 
 // RewindOptions tunes one Rewind.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 )
 
 // MaxSnapshots is the default number of snapshots a Tracker keeps.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

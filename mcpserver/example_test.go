@@ -8,7 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/mcpserver"
+	"github.com/agentmem-sdk/agentmem/mcpserver"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // A host serves a memory directory over MCP; here an MCP client on the
@@ -16,7 +17,12 @@ import (
 // mcpserver.HTTPHandler(srv) on the host's mux instead.
 func ExampleNew() {
 	ctx := context.Background()
-	srv, err := mcpserver.New(afero.NewMemMapFs(), "/mem", mcpserver.Options{Version: "1.0"})
+	dir, err := memdir.NewDir(afero.NewMemMapFs(), "/mem", memdir.DirOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv, err := mcpserver.New(dir, mcpserver.Options{Version: "1.0"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,9 +1,9 @@
-module github.com/agentmem/agentmem/mcpserver
+module github.com/agentmem-sdk/agentmem/mcpserver
 
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.1.0
+	github.com/agentmem-sdk/agentmem v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1

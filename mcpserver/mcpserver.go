@@ -26,9 +26,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/memtools"
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memtools"
+	"github.com/agentmem-sdk/agentmem/recall"
 )
 
 // MaxList bounds memory_list and the file resources, newest first (the

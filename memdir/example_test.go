@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
-	"github.com/agentmem/agentmem/internal/filelock"
-	"github.com/agentmem/agentmem/internal/realpath"
-	"github.com/agentmem/agentmem/rootfs"
-	"github.com/agentmem/agentmem/screen"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/filelock"
+	"github.com/agentmem-sdk/agentmem/internal/realpath"
+	"github.com/agentmem-sdk/agentmem/rootfs"
+	"github.com/agentmem-sdk/agentmem/screen"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 )

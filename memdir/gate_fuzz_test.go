@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/agentmem/internal/hostile"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/internal/hostile"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 )
 

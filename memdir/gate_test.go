@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/filelock"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/internal/filelock"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem/agentmem/internal/realpath"
+	"github.com/agentmem-sdk/agentmem/internal/realpath"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 )

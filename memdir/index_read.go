@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem/agentmem/internal/realpath"
+	"github.com/agentmem-sdk/agentmem/internal/realpath"
 	"github.com/spf13/afero"
 )
 

@@ -3,8 +3,8 @@ package memdir
 import (
 	"errors"
 
-	"github.com/agentmem/agentmem/screen"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/screen"
+	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
 // ToolError is a refusal or a failure worded for a model: the text of a

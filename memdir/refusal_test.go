@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
 // One wording for every refusal, whichever tool met it.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
 // MaxIndexLineRunes is the length a pointer line in MEMORY.md is kept to;

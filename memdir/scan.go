@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/spf13/afero"
 )
 

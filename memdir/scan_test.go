@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 )
 
 var t0 = time.Date(2026, 3, 15, 10, 30, 0, 0, time.UTC)

@@ -1,7 +1,7 @@
 package memdir
 
 import (
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // toolInput is a tool call's input, decoded.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/memorytool"
+	"github.com/agentmem-sdk/agentmem/memorytool"
 )
 
 func ExampleHandler_Call() {

@@ -42,8 +42,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // Root is the directory the model sees; it maps to the memory directory.

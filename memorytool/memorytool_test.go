@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

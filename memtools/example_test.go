@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memtools"
 	"github.com/spf13/afero"
 )
 

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/rootfs"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/rootfs"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

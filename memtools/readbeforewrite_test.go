@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 func TestReadBeforeWrite(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/internal/fswalk"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // ReadTool returns the Read tool: a file's lines, numbered, from an

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

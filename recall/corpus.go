@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
-	"github.com/agentmem/agentmem/lexical"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

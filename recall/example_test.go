@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/spf13/afero"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // Surfaced is one memory put in front of the model for a query.

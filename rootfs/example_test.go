@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/agentmem/rootfs"
+	"github.com/agentmem-sdk/agentmem/rootfs"
 	"github.com/spf13/afero"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentmem/agentmem/screen"
+	"github.com/agentmem-sdk/agentmem/screen"
 )
 
 func ExampleCheck() {

@@ -3,7 +3,7 @@ package secrets_test
 import (
 	"fmt"
 
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
 func ExampleRedact() {

@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/internal/jobs"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/memtools"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/jobs"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memtools"
+	"github.com/agentmem-sdk/agentmem/transcript"
 	"github.com/spf13/afero"
 )
 

@@ -5,7 +5,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/storesync"
 )
 
 // A host reads the stores from CLAUDE_MEMORY_STORES, as Claude Code does,
@@ -22,8 +23,12 @@ func ExampleParseMounts() {
 		return
 	}
 	for _, m := range mounts {
-		c, err := storesync.New(afero.NewOsFs(), m.Dir("/home/you/.claude/projects/-home-you-shop/memory"),
-			storesync.Options{BaseURL: "http://127.0.0.1:8787", Token: "amt_...", Mount: m})
+		folder, err := memdir.NewDir(afero.NewOsFs(), m.Dir("/home/you/.claude/projects/-home-you-shop/memory"), memdir.DirOptions{})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		c, err := storesync.New(folder, storesync.Options{BaseURL: "http://127.0.0.1:8787", Token: "amt_...", Mount: m})
 		if err != nil {
 			fmt.Println(err)
 			return

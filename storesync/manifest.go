@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

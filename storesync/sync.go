@@ -17,10 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
-	"github.com/agentmem/agentmem/internal/synctext"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 )

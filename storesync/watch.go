@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 )
 
 // Defaults of a Watcher, as Claude Code's store watcher: a push about 2 s

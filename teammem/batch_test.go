@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 
-	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

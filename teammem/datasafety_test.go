@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

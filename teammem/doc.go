@@ -16,7 +16,7 @@
 //   - Secrets: WriteGuard, the check to put in front of Write, Edit,
 //     MultiEdit and NotebookEdit tools, with a scanner of package secrets.
 //   - A confined filesystem for the real disk: package
-//     github.com/agentmem/agentmem/rootfs.
+//     github.com/agentmem-sdk/agentmem/rootfs.
 //   - Sync with a server (package teamserver is the reference one):
 //     Client with Pull, Push, Sync and Hashes over a caller-owned
 //     SyncState (three-way base; StatePath, ClientOptions.StateFile),

@@ -1,6 +1,6 @@
 package teammem
 
-import "github.com/agentmem/agentmem/memdir"
+import "github.com/agentmem-sdk/agentmem/memdir"
 
 // PathTraversalError reports a key or path refused inside the team
 // directory; it is memdir.PathTraversalError, shared by every memory write

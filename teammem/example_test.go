@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/rootfs"
-	"github.com/agentmem/agentmem/secrets"
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/rootfs"
+	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/spf13/afero"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/agentmem/internal/hostile"
+	"github.com/agentmem-sdk/agentmem/internal/hostile"
 
 	"github.com/spf13/afero"
 )

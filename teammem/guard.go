@@ -5,13 +5,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/secrets"
 
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // WriteGuard is the check a host puts in front of its own file-writing

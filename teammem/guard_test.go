@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/secrets"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/teammem"
 )
 
 // TestPullCheckpointUndoesAPull: with ClientOptions.History a pull that

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 )

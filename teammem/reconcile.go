@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // Conflict reports a key both sides changed differently since they last

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 	"github.com/spf13/afero"
 )
 

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // ToolNames maps a host's tool names to the roles the detectors look for.

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/secrets"
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/teammem"
 )
 
 // racingFs is a history's filesystem that, once the history has read

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/afero"
 )

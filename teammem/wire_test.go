@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // The wire package's key reasons must read as memdir's: teammem turns one

@@ -3,13 +3,13 @@ package teamserver_test
 import (
 	"context"
 	"fmt"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/spf13/afero"
 )
 

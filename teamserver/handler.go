@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/synctext"
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
 

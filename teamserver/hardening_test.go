@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem/wire"
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

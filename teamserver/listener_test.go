@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // changeFeed wakes long-polls when this server writes a repo.

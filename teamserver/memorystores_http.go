@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/synctext"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
 // The Memory Stores API's routes. The public ones are those of Anthropic's

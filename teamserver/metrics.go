@@ -7,7 +7,7 @@ import (
 )
 
 // Metrics receives the handler's measurements. Module
-// github.com/agentmem/agentmem/teamserver/prommetrics implements it
+// github.com/agentmem-sdk/agentmem/teamserver/prommetrics implements it
 // with Prometheus (agentmem team serve --metrics-addr); nil means none.
 // Its methods are called on every request and must not block.
 type Metrics interface {

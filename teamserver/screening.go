@@ -5,8 +5,8 @@ import (
 	"path"
 	"sort"
 
-	"github.com/agentmem/agentmem/screen"
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/screen"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // screenEntry returns the screens' refusal of content written at key (a

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
 

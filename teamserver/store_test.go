@@ -3,8 +3,8 @@ package teamserver_test
 import (
 	"testing"
 
-	"github.com/agentmem/agentmem/teamserver"
-	"github.com/agentmem/agentmem/teamserver/storetest"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/storetest"
 )
 
 func TestMemoryStore(t *testing.T) {

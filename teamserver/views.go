@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // errNotModified stops a stream whose ETag the client already has.

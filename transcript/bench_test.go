@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/spf13/afero"
 )
 

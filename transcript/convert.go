@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // Recorder writes a host's own conversation into a session, one call per

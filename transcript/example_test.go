@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
 // A host records each turn of its loop in Claude Code's JSONL layout,

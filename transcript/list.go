@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 )
 
 // WindowBytes is how much of a transcript's head and tail listing reads.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/agentmem/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/lexical"
 )
 
 // Hit is one session found by Search.

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // Claude Code writes a memory the way its model asks (a title as name, a

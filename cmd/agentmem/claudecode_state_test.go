@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
 // A Claude Code session through agentmem's session commands and

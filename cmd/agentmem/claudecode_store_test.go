@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

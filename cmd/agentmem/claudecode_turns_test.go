@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
 // agentmemTurn takes one turn on session id through the front door, as a

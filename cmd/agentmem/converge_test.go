@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

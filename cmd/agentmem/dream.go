@@ -10,11 +10,11 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/agentmem/agentmem/dream"
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/internal/linediff"
-	"github.com/agentmem/agentmem/llm/anthropic"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/dream"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/linediff"
+	"github.com/agentmem-sdk/agentmem/llm/anthropic"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // dreamHistory is the file history every CLI consolidation is recorded in.

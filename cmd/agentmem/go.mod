@@ -1,21 +1,21 @@
-module github.com/agentmem/agentmem/cmd/agentmem
+module github.com/agentmem-sdk/agentmem/cmd/agentmem
 
 go 1.26.0
 
-require github.com/agentmem/agentmem v0.1.0
+require github.com/agentmem-sdk/agentmem v0.1.0
 
-require github.com/agentmem/agentmem/llm/anthropic v0.1.0
+require github.com/agentmem-sdk/agentmem/llm/anthropic v0.1.0
 
-require github.com/agentmem/agentmem/llm/openai v0.1.0
+require github.com/agentmem-sdk/agentmem/llm/openai v0.1.0
 
-require github.com/agentmem/agentmem/teamserver/sqlite v0.1.0
+require github.com/agentmem-sdk/agentmem/teamserver/sqlite v0.1.0
 
-require github.com/agentmem/agentmem/teamserver/postgres v0.1.0
+require github.com/agentmem-sdk/agentmem/teamserver/postgres v0.1.0
 
-require github.com/agentmem/agentmem/mcpserver v0.1.0
+require github.com/agentmem-sdk/agentmem/mcpserver v0.1.0
 
 require (
-	github.com/agentmem/agentmem/teamserver/prommetrics v0.1.0
+	github.com/agentmem-sdk/agentmem/teamserver/prommetrics v0.1.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/filehistory"
 )
 
 // historyNames returns the histories to show: --session's, or every one

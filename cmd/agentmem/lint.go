@@ -15,10 +15,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentmem/agentmem/lexical"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/screen"
-	"github.com/agentmem/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/screen"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 )
 

@@ -33,7 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

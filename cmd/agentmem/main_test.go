@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"io"
 	"log/slog"
 	"net"
@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/mcpserver"
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/mcpserver"
+	"github.com/agentmem-sdk/agentmem/teammem"
 )
 
 func mcpFlags(fs *flag.FlagSet) runner {

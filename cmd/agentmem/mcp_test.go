@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/mcpserver"
+	"github.com/agentmem-sdk/agentmem/mcpserver"
 )
 
 // mcpTree is a memory directory (not yet created) beside a directory

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // cliHistory is the file history the CLI's own memory edits (new, rm) are

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

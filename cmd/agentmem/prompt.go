@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

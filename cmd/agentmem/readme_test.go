@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/docstest"
+	"github.com/agentmem-sdk/agentmem/internal/docstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/lexical"
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/recall"
 )
 
 func recallFlags(fs *flag.FlagSet) runner {

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/llm/openai"
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/llm/openai"
+	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/spf13/afero"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/fswalk"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/transcript"
 	"golang.org/x/text/unicode/norm"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"io"
 	"net"
 	"net/url"
@@ -14,7 +14,7 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/agentmem/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/storesync"
 )
 
 // StoreTokenEnv and MemoryStoresEnv name what agentmem store reads from

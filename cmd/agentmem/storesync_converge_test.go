@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/lib/environments"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // session runs one session of the host's agent loop with memory.

@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
 func main() {

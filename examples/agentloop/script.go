@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // scriptedModel plays every model the front door calls: the main agent

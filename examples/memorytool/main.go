@@ -11,7 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,9 +20,9 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/anthropic"
-	"github.com/agentmem/agentmem/memorytool"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/anthropic"
+	"github.com/agentmem-sdk/agentmem/memorytool"
 )
 
 func main() {

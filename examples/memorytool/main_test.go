@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/llm/anthropic"
+	"github.com/agentmem-sdk/agentmem/llm/anthropic"
 )
 
 func TestMemoryToolThroughTheAdapter(t *testing.T) {

@@ -22,10 +22,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/spf13/afero"
 )
 

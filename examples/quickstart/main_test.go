@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/internal/docstest"
+	"github.com/agentmem-sdk/agentmem/internal/docstest"
 )
 
 func TestQuickstartRuns(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/agentmem/agentmem/examples/recalleval/convset"
-	"github.com/agentmem/agentmem/examples/recalleval/updateset"
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/examples/recalleval/convset"
+	"github.com/agentmem-sdk/agentmem/examples/recalleval/updateset"
+	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -51,10 +51,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem/agentmem/examples/recalleval/convset"
-	"github.com/agentmem/agentmem/examples/recalleval/updateset"
-	"github.com/agentmem/agentmem/llm/anthropic"
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/examples/recalleval/convset"
+	"github.com/agentmem-sdk/agentmem/examples/recalleval/updateset"
+	"github.com/agentmem-sdk/agentmem/llm/anthropic"
+	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/spf13/afero"
 )
 

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/agentmem/examples/recalleval/convset"
-	"github.com/agentmem/agentmem/examples/recalleval/updateset"
+	"github.com/agentmem-sdk/agentmem/examples/recalleval/convset"
+	"github.com/agentmem-sdk/agentmem/examples/recalleval/updateset"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/internal/docstest"
+	"github.com/agentmem-sdk/agentmem/internal/docstest"
 )
 
 var shopSet = filepath.Join("..", "..", "testdata", "recall", "shop.json")

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
 

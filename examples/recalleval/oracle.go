@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/recall"
 )
 
 // oracleDims is the length of the oracle's vectors.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem"
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // open starts or resumes the session with memory (host code).

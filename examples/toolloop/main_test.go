@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/internal/docstest"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/transcript"
+	"github.com/agentmem-sdk/agentmem/internal/docstest"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
 func TestToolLoop(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // scriptedModel plays the main agent by the last user prompt, and answers

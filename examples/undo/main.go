@@ -17,12 +17,12 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/agentmem/agentmem/extract"
-	"github.com/agentmem/agentmem/filehistory"
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/llmtest"
-	"github.com/agentmem/agentmem/memdir"
-	"github.com/agentmem/agentmem/memtools"
+	"github.com/agentmem-sdk/agentmem/extract"
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memtools"
 )
 
 func main() {

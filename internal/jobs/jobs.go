@@ -16,7 +16,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/agentmem/agentmem/internal/bgctx"
+	"github.com/agentmem-sdk/agentmem/internal/bgctx"
 )
 
 // Outcome says what became of an offered job.

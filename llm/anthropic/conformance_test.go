@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/anthropic"
-	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/anthropic"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 )
 
 // messagesStandIn answers Messages API calls with replies, in the API's

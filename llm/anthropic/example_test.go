@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/anthropic"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/anthropic"
 )
 
 // A host routes the cheap relevance job to a small model and everything

@@ -1,9 +1,9 @@
-module github.com/agentmem/agentmem/llm/anthropic
+module github.com/agentmem-sdk/agentmem/llm/anthropic
 
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.1.0
+	github.com/agentmem-sdk/agentmem v0.1.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // Provider is an adapter under test, backed by a stand-in of its API.

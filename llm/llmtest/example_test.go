@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 )
 
 func ExampleNew() {

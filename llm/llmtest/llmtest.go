@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 )
 
 // ErrScriptExhausted is returned when the model is called more often than

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/llmtest"
-	"github.com/agentmem/agentmem/llm/openai"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/llmtest"
+	"github.com/agentmem-sdk/agentmem/llm/openai"
 )
 
 // chatStandIn answers Chat Completions calls with replies, in the API's

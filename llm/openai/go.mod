@@ -1,4 +1,4 @@
-module github.com/agentmem/agentmem/llm/openai
+module github.com/agentmem-sdk/agentmem/llm/openai
 
 go 1.26.0
 
@@ -12,7 +12,7 @@ require (
 )
 
 require (
-	github.com/agentmem/agentmem v0.1.0
+	github.com/agentmem-sdk/agentmem v0.1.0
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/stretchr/testify v1.12.1
 )

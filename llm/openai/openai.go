@@ -24,7 +24,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentmem/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm"
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"

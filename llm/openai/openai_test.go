@@ -8,9 +8,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/agentmem/agentmem/llm"
-	"github.com/agentmem/agentmem/llm/openai"
-	"github.com/agentmem/agentmem/recall"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/llm/openai"
+	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

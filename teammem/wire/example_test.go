@@ -3,7 +3,7 @@ package wire_test
 import (
 	"fmt"
 
-	"github.com/agentmem/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // Client and server agree on a repo's state by its checksum: the hash of

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentmem/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"golang.org/x/text/unicode/norm"
 )
 

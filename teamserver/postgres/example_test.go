@@ -5,8 +5,8 @@ import (
 	"log"
 	"net/http"
 
-	"github.com/agentmem/agentmem/teamserver"
-	"github.com/agentmem/agentmem/teamserver/postgres"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/postgres"
 )
 
 // Several server processes share one PostgreSQL database (compiled, not

@@ -1,9 +1,9 @@
-module github.com/agentmem/agentmem/teamserver/postgres
+module github.com/agentmem-sdk/agentmem/teamserver/postgres
 
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.1.0
+	github.com/agentmem-sdk/agentmem v0.1.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stretchr/testify v1.12.1
 )

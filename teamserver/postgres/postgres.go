@@ -18,7 +18,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver for database/sql
 
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
 // DefaultMaxConns is the default pool size, well under PostgreSQL's

@@ -8,9 +8,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/agentmem/agentmem/teamserver"
-	"github.com/agentmem/agentmem/teamserver/postgres"
-	"github.com/agentmem/agentmem/teamserver/storetest"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/postgres"
+	"github.com/agentmem-sdk/agentmem/teamserver/storetest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )

@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/agentmem/agentmem/teamserver"
-	"github.com/agentmem/agentmem/teamserver/prommetrics"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/prommetrics"
 )
 
 // The metrics page is served on an address of its own.

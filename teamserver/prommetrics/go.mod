@@ -1,9 +1,9 @@
-module github.com/agentmem/agentmem/teamserver/prommetrics
+module github.com/agentmem-sdk/agentmem/teamserver/prommetrics
 
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.1.0
+	github.com/agentmem-sdk/agentmem v0.1.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/spf13/afero v1.15.0
 	github.com/stretchr/testify v1.12.1

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
 // Metrics is a server.Metrics with a Prometheus registry of its own. Safe

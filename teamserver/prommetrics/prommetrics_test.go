@@ -2,7 +2,7 @@ package prommetrics_test
 
 import (
 	"context"
-	"github.com/agentmem/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/teammem"
-	"github.com/agentmem/agentmem/teamserver"
-	"github.com/agentmem/agentmem/teamserver/prommetrics"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/prommetrics"
 )
 
 func TestMetricsPage(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/teamserver"
-	"github.com/agentmem/agentmem/teamserver/sqlite"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
 )
 
 // BenchmarkMemoryStoreReads reads a store of 1,000 memories (about 1 KB

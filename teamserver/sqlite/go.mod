@@ -1,9 +1,9 @@
-module github.com/agentmem/agentmem/teamserver/sqlite
+module github.com/agentmem-sdk/agentmem/teamserver/sqlite
 
 go 1.26.0
 
 require (
-	github.com/agentmem/agentmem v0.1.0
+	github.com/agentmem-sdk/agentmem v0.1.0
 	github.com/stretchr/testify v1.12.1
 	modernc.org/sqlite v1.62.0
 )

@@ -21,7 +21,7 @@ import (
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 
-	"github.com/agentmem/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
 // DefaultMaxConns is the default number of reading connections.

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem/agentmem/teamserver"
-	"github.com/agentmem/agentmem/teamserver/sqlite"
-	"github.com/agentmem/agentmem/teamserver/storetest"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
+	"github.com/agentmem-sdk/agentmem/teamserver/storetest"
 )
 
 func TestSQLiteStore(t *testing.T) {
