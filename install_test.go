@@ -313,3 +313,18 @@ func TestReleaseScript(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(list), "\nversion v0.9.9\n")
 }
+
+// TestBuildFromAClone runs the README's build-from-a-clone lines verbatim
+// in a fresh clone of the repository's committed tree.
+func TestBuildFromAClone(t *testing.T) {
+	lines := docstest.Block(t, ".", "To build the command from a clone instead")
+	clone := filepath.Join(t.TempDir(), "repo")
+	out, err := exec.Command("git", "clone", "-q", ".", clone).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.Join(lines, "\n"))
+	cmd.Dir = clone
+	cmd.Env = append(os.Environ(), "GOWORK=", "GOFLAGS=")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "the README's lines in a clean clone:\n%s\n%s", strings.Join(lines, "\n"), out)
+	assert.Regexp(t, `(?m)^agentmem \S+ \(go1\.`, string(out), "agentmem version printed its version")
+}
