@@ -130,19 +130,7 @@ func runNew(e env, c *common, m memdir.Memory, replace bool) (int, error) {
 
 func showFlags(*flag.FlagSet) runner {
 	return func(e env, c *common, args []string) (int, error) {
-		target, err := oneTarget(args)
-		if err != nil {
-			return exitError, err
-		}
-		r, err := existingMemory(e, c)
-		if err != nil {
-			return exitError, err
-		}
-		d, err := memdir.NewDir(e.fs, filepath.Clean(r.path.Dir), memdir.DirOptions{})
-		if err != nil {
-			return exitError, err
-		}
-		file, err := findMemory(e, d, target)
+		d, file, err := namedMemory(e, c, args)
 		if err != nil {
 			return exitError, err
 		}
@@ -160,19 +148,7 @@ func showFlags(*flag.FlagSet) runner {
 
 func rmFlags(*flag.FlagSet) runner {
 	return func(e env, c *common, args []string) (int, error) {
-		target, err := oneTarget(args)
-		if err != nil {
-			return exitError, err
-		}
-		r, err := existingMemory(e, c)
-		if err != nil {
-			return exitError, err
-		}
-		d, err := memdir.NewDir(e.fs, filepath.Clean(r.path.Dir), memdir.DirOptions{})
-		if err != nil {
-			return exitError, err
-		}
-		file, err := findMemory(e, d, target)
+		d, file, err := namedMemory(e, c, args)
 		if err != nil {
 			return exitError, err
 		}
@@ -213,6 +189,25 @@ func oneTarget(args []string) (string, error) {
 // the memory directory, or a memory's name or file stem, as [[name]]
 // links name one, with case, spaces, '-' and '_' not told apart (the
 // header may hold "testing-policy" for the title "Testing policy").
+// namedMemory resolves the memory directory of show and rm and the one
+// memory file their argument names.
+func namedMemory(e env, c *common, args []string) (*memdir.Dir, string, error) {
+	target, err := oneTarget(args)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := existingMemory(e, c)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err := memdir.NewDir(e.fs, filepath.Clean(r.path.Dir), memdir.DirOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	file, err := findMemory(e, d, target)
+	return d, file, err
+}
+
 func findMemory(e env, d *memdir.Dir, target string) (string, error) {
 	headers, err := memdir.ScanMemoryFiles(context.Background(), e.fs, d.Path(), memdir.ScanOptions{MaxFiles: 1 << 20})
 	if err != nil {
