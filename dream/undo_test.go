@@ -2,9 +2,6 @@ package dream
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,41 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/racefs"
 	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
-
-// racingFs is a history's filesystem that, once the history has read
-// target and starts to journal it, runs concurrent (a write that takes
-// the directory's lock) and waits for it a moment: a writer that lands
-// just after the file's version was saved, unless the save happens under
-// the write's lock.
-type racingFs struct {
-	afero.Fs
-	target     string
-	read, done atomic.Bool
-	concurrent func() error
-	finished   chan error
-}
-
-func (f *racingFs) Open(name string) (afero.File, error) {
-	if filepath.Clean(name) == f.target {
-		f.read.Store(true)
-	}
-	return f.Fs.Open(name)
-}
-
-func (f *racingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && f.read.Load() && f.done.CompareAndSwap(false, true) {
-		go func() { f.finished <- f.concurrent() }()
-		select {
-		case err := <-f.finished:
-			f.finished <- err
-		case <-time.After(300 * time.Millisecond): // held by the lock
-		}
-	}
-	return f.Fs.OpenFile(name, flag, perm)
-}
 
 // TestAcceptUndoRestoresWhatTheAcceptReplaced: a write that lands while
 // an accepted consolidation records a file is either replaced by the
@@ -59,11 +25,10 @@ func TestAcceptUndoRestoresWhatTheAcceptReplaced(t *testing.T) {
 	fsys := tree(t, 1, now0.Add(-time.Hour))
 	target := autoDir + "/ci.md"
 	require.NoError(t, afero.WriteFile(fsys, target, []byte("---\nname: CI\ndescription: c\ntype: project\n---\nGreen.\n"), 0o644))
-	rfs := &racingFs{Fs: fsys, target: target, finished: make(chan error, 1)}
-	rfs.concurrent = func() error {
+	rfs := racefs.New(fsys, target, func() error {
 		_, err := mustDir(t, fsys, autoDir).Gate().WriteFile(context.Background(), target, []byte("a user's edit\n"), 0o644)
 		return err
-	}
+	})
 	history, err := filehistory.NewTracker(rfs, cfgHome, "dream-runs", filehistory.Options{})
 	require.NoError(t, err)
 	const stage = "/c/projects/-work-shop/stage"
@@ -81,8 +46,8 @@ func TestAcceptUndoRestoresWhatTheAcceptReplaced(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.Changes, 1)
 	require.NoError(t, st.Accept(ctx))
-	require.True(t, rfs.done.Load(), "the concurrent write ran")
-	require.NoError(t, <-rfs.finished)
+	require.True(t, rfs.Ran(), "the concurrent write ran")
+	require.NoError(t, rfs.Wait())
 
 	read := func() string { b, _ := afero.ReadFile(fsys, target); return string(b) }
 	replaced := "---\nname: CI\ndescription: c\ntype: project\n---\nGreen.\n"

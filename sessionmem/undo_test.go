@@ -2,53 +2,19 @@ package sessionmem
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/racefs"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
-
-// racingFs is a history's filesystem that, once the history has read
-// target and starts to journal it, runs concurrent (a write that takes
-// the folder's lock) and waits for it a moment: a writer that lands just
-// after the file's version was saved, unless the save happens under the
-// write's lock.
-type racingFs struct {
-	afero.Fs
-	target     string
-	read, done atomic.Bool
-	concurrent func() error
-	finished   chan error
-}
-
-func (f *racingFs) Open(name string) (afero.File, error) {
-	if filepath.Clean(name) == f.target {
-		f.read.Store(true)
-	}
-	return f.Fs.Open(name)
-}
-
-func (f *racingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && f.read.Load() && f.done.CompareAndSwap(false, true) {
-		go func() { f.finished <- f.concurrent() }()
-		select {
-		case err := <-f.finished:
-			f.finished <- err
-		case <-time.After(300 * time.Millisecond): // held by the lock
-		}
-	}
-	return f.Fs.OpenFile(name, flag, perm)
-}
 
 // TestUpdateUndoRestoresWhatTheUpdateReplaced: a write that lands while
 // a summary update records the file is either replaced by the update
@@ -57,22 +23,21 @@ func (f *racingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File
 func TestUpdateUndoRestoresWhatTheUpdateReplaced(t *testing.T) {
 	model := llmtest.New()
 	var history *filehistory.Tracker
-	var rfs *racingFs
+	var rfs *racefs.Fs
 	const elsewhere = "\nA note written elsewhere.\n"
 	tr, fsys, events := newTracker(t, model, func(c *Options) {
 		path := SummaryPath(c.ConfigHome, c.Cwd, c.SessionID)
 		require.NoError(t, c.fs.MkdirAll(filepath.Dir(path), 0o700))
 		require.NoError(t, afero.WriteFile(c.fs, path, []byte(DefaultTemplate), 0o600))
-		rfs = &racingFs{Fs: c.fs, target: path, finished: make(chan error, 1)}
 		fsys := c.fs
-		rfs.concurrent = func() error {
+		rfs = racefs.New(fsys, path, func() error {
 			d, err := memdir.NewDir(fsys, filepath.Dir(path), memdir.DirOptions{})
 			if err != nil {
 				return err
 			}
 			_, err = d.Gate().WriteFile(context.Background(), path, []byte(DefaultTemplate+elsewhere), 0o600)
 			return err
-		}
+		})
 		var err error
 		history, err = filehistory.NewTracker(rfs, "/history", "summary", filehistory.Options{})
 		require.NoError(t, err)
@@ -86,8 +51,8 @@ func TestUpdateUndoRestoresWhatTheUpdateReplaced(t *testing.T) {
 	conv = append(conv, llm.Message{ID: "a9", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}})
 	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 12_000, Messages: conv}))
 	require.True(t, tr.WaitForUpdate(context.Background()))
-	require.True(t, rfs.done.Load(), "the concurrent write ran")
-	require.NoError(t, <-rfs.finished)
+	require.True(t, rfs.Ran(), "the concurrent write ran")
+	require.NoError(t, rfs.Wait())
 
 	var checkpoint string
 	for _, ev := range *events {

@@ -3,54 +3,20 @@ package teammem_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/racefs"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/agentmem-sdk/agentmem/teammem"
 )
-
-// racingFs is a history's filesystem that, once the history has read
-// target and starts to journal it, runs concurrent (a write that takes
-// the directory's lock) and waits for it a moment: a writer that lands
-// just after the file's version was saved, unless the save happens under
-// the write's lock.
-type racingFs struct {
-	afero.Fs
-	target     string
-	read, done atomic.Bool
-	concurrent func() error
-	finished   chan error
-}
-
-func (f *racingFs) Open(name string) (afero.File, error) {
-	if filepath.Clean(name) == f.target {
-		f.read.Store(true)
-	}
-	return f.Fs.Open(name)
-}
-
-func (f *racingFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && f.read.Load() && f.done.CompareAndSwap(false, true) {
-		go func() { f.finished <- f.concurrent() }()
-		select {
-		case err := <-f.finished:
-			f.finished <- err
-		case <-time.After(300 * time.Millisecond): // held by the lock
-		}
-	}
-	return f.Fs.OpenFile(name, flag, perm)
-}
 
 // TestPullUndoRestoresWhatThePullReplaced: a teammate's write that lands
 // while a pull records its checkpoint is either replaced by the pull (and
@@ -61,11 +27,10 @@ func TestPullUndoRestoresWhatThePullReplaced(t *testing.T) {
 	e := startServer(t, 100)
 	a, b := t.TempDir(), t.TempDir()
 	target := filepath.Join(b, "ci.md")
-	rfs := &racingFs{Fs: afero.NewOsFs(), target: target, finished: make(chan error, 1)}
-	rfs.concurrent = func() error {
+	rfs := racefs.New(afero.NewOsFs(), target, func() error {
 		_, err := teamDirAt(afero.NewOsFs(), b).Gate().WriteFile(context.Background(), target, []byte("a local edit\n"), 0o644)
 		return err
-	}
+	})
 	history, err := filehistory.NewTracker(rfs, filepath.Join(t.TempDir(), "config"), "team-pull", filehistory.Options{})
 	require.NoError(t, err)
 	ca := newClient(t, e, a, nil)
@@ -84,8 +49,8 @@ func TestPullUndoRestoresWhatThePullReplaced(t *testing.T) {
 	res, err := cb.Pull(ctx, &sb)
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Checkpoint)
-	require.True(t, rfs.done.Load(), "the concurrent write ran")
-	require.NoError(t, <-rfs.finished)
+	require.True(t, rfs.Ran(), "the concurrent write ran")
+	require.NoError(t, rfs.Wait())
 
 	replaced := "CI stays green\n"
 	if readFile(t, target) != "a local edit\n" {
