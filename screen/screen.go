@@ -2,6 +2,7 @@ package screen
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 )
@@ -90,6 +91,14 @@ func Check(text string, opts Options) error {
 		return nil
 	}
 	return &Error{Finding: f[0], Shared: opts.Shared}
+}
+
+// CheckShared returns Check's *Error for text written at name (a team
+// key or a store path) into memory shared with others: what every
+// server refuses, and so what a sync client leaves at home instead of
+// sending. A MEMORY.md is screened as an index.
+func CheckShared(name, text string) error {
+	return Check(text, Options{Shared: true, Index: path.Base(name) == "MEMORY.md"})
 }
 
 // Blocking returns every finding that blocks a write of text under

@@ -20,6 +20,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
@@ -167,13 +168,18 @@ const (
 	// "/a.md/b.md"): both cannot be files on a disk. The other path
 	// follows the colon.
 	SkipPathClash = "path-clash"
+	// SkipScreened starts the reason of a file a screen every server
+	// applies refuses (an invisible character, a high-confidence
+	// injection, a foreign link in MEMORY.md; package screen). What to
+	// fix follows the colon.
+	SkipScreened = "screened"
 )
 
 // Refused reports whether the skip is one of the refusals that leave the
 // file as it is until someone renames or fixes it (SkipNotUTF8,
-// SkipNULByte, SkipBadName, SkipPathClash).
+// SkipNULByte, SkipBadName, SkipPathClash, SkipScreened).
 func (s Skip) Refused() bool {
-	return s.Reason == SkipNotUTF8 || s.Reason == SkipNULByte || s.Reason == SkipBadName || strings.HasPrefix(s.Reason, SkipPathClash)
+	return s.Reason == SkipNotUTF8 || s.Reason == SkipNULByte || s.Reason == SkipBadName || strings.HasPrefix(s.Reason, SkipPathClash) || strings.HasPrefix(s.Reason, SkipScreened)
 }
 
 // MassDeleteHold reports deletions held back on one side ("local" or
@@ -392,6 +398,12 @@ func (c *Client) walk(ctx context.Context, res *Result) (files map[string]*local
 			}
 			untouchable[p] = true
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: reason})
+			return nil
+		}
+		if err := screen.CheckShared(p, string(raw)); err != nil {
+			// Every server refuses it: never pushed, never overwritten.
+			untouchable[p] = true
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipScreened + ": " + err.Error()})
 			return nil
 		}
 		files[p] = &localFile{abs: e.Abs, content: string(raw), sha: sha256Hex(string(raw))}

@@ -32,6 +32,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
@@ -175,14 +176,16 @@ type Skip struct {
 	// file's bytes are not valid UTF-8: JSON could not carry them exactly),
 	// "nul_byte" (the file holds a NUL, which not every store can keep),
 	// "not_nfc" (the file's name is not in Unicode NFC form, which the
-	// server refuses), all three left as they are and never overwritten
-	// by a pull, or, on pull,
+	// server refuses), "screened" (SkipScreened: every server's screens
+	// refuse the content), all four left as they are and never
+	// overwritten by a pull, or, on pull,
 	// "write_failed" (the file could not be written, such as a key below
 	// a name that is a file here; the other keys are still written) or
 	// "checkpoint_failed" (ClientOptions.History could not save the file's
 	// previous version, so it was left as it is; the next pull retries).
 	Reason string
-	// RuleID and Label name the secret found (Reason "secret").
+	// RuleID and Label name the secret found (Reason "secret"), or the
+	// screen's rule and what to fix (Reason "screened").
 	RuleID, Label string
 }
 
@@ -513,6 +516,11 @@ const (
 	SkipNotUTF8 = "not_utf8"
 	SkipNULByte = "nul_byte"
 	SkipNotNFC  = "not_nfc"
+	// SkipScreened: a screen every server applies refuses the content (an
+	// invisible character, a high-confidence injection, a foreign link in
+	// MEMORY.md; package screen). RuleID names the rule, Label says what
+	// to fix.
+	SkipScreened = "screened"
 )
 
 // skipDirs returns the folders this client never carries: SkipDirs and
@@ -610,6 +618,14 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			}
 			c.log.Warn("teammem: file skipped: its bytes cannot be synced exactly", "event", "teammem_text_skipped", "reason", reason)
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: reason})
+			continue
+		}
+		var se *screen.Error
+		if errors.As(screen.CheckShared(e.Rel, string(data)), &se) {
+			// Every server refuses it, and with it the whole batch:
+			// skipped here, the rest of the push goes through.
+			c.log.Warn("teammem: file skipped: the server's screens refuse it", "event", "teammem_screened_skipped", "rule", se.RuleID)
+			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipScreened, RuleID: se.RuleID, Label: se.Error()})
 			continue
 		}
 		if m, ok := c.cfg.scanner.First(string(data)); ok {

@@ -2,7 +2,6 @@ package teamserver
 
 import (
 	"errors"
-	"path"
 	"sort"
 
 	"github.com/agentmem-sdk/agentmem/screen"
@@ -10,11 +9,11 @@ import (
 )
 
 // screenEntry returns the screens' refusal of content written at key (a
-// team key or a store path), or nil. Everything the server holds is
-// shared, so high-confidence injection is refused as well as invisible
-// characters, and a MEMORY.md is screened for foreign links.
+// team key or a store path), or nil: everything the server holds is
+// shared (screen.CheckShared, the check the sync clients make before
+// they send).
 func screenEntry(key, content string) *screen.Error {
-	err := screen.Check(content, screen.Options{Shared: true, Index: path.Base(key) == "MEMORY.md"})
+	err := screen.CheckShared(key, content)
 	var se *screen.Error
 	if errors.As(err, &se) {
 		return se

@@ -709,3 +709,40 @@ func mustIndex(key string) int {
 	_, _ = fmt.Sscanf(key, "n%03d.md", &i)
 	return i
 }
+
+// TestSyncLeavesScreenedFilesAtHome runs both syncs with the built
+// binary on a project whose files hold what every server's screens
+// refuse: each is reported with the screen's reason and left as it is,
+// the rest is pushed, and the run exits 9.
+func TestSyncLeavesScreenedFilesAtHome(t *testing.T) {
+	dir := t.TempDir()
+	tokens, token := syncTokens(t, dir)
+	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+	code, _, body := storeHTTP(t, "POST", url+"/v1/memory_stores", token, true, map[string]any{"name": "team-store"})
+	require.Equal(t, 200, code, string(body))
+	project, env := clone(t, t.TempDir(), "ana")
+	env = append(env, `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/team-store","mount":"proj"}]`, "AGENTMEM_STORE_TOKEN="+token, "AGENTMEM_TEAM_TOKEN="+token)
+	teamDir := projectTeamDir(t, project, env)
+	_, errOut, code := runIn(t, project, env, "store", "sync", "--server", url)
+	require.Equal(t, 0, code, errOut)
+
+	hidden := "deploy\u200b on fridays"
+	writeFile(t, teamDir, "hidden.md", hidden)
+	writeFile(t, teamDir, "notes.md", "team note")
+	writeFile(t, teamDir, "proj/hidden.md", hidden)
+	writeFile(t, teamDir, "proj/deploy.md", "store note")
+
+	out, errOut, code := runIn(t, project, env, "team", "sync", "--server", url)
+	assert.Equal(t, 9, code, out+errOut)
+	assert.Contains(t, out+errOut, "skipped hidden.md (screened: refusing to write an invisible character, U+200B ZERO WIDTH SPACE")
+	out, errOut, code = runIn(t, project, env, "store", "sync", "--server", url)
+	assert.Equal(t, 9, code, out+errOut)
+	assert.Contains(t, errOut, "proj: skipped /hidden.md (screened: refusing to write an invisible character, U+200B ZERO WIDTH SPACE")
+
+	entries, err := serverEntries(url, token)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"notes.md": "team note"}, entries)
+	assert.Equal(t, map[string]string{"/deploy.md": "store note"}, storeFiles(t, url, token))
+	assert.Equal(t, hidden, readFile(t, teamDir, "hidden.md"))
+	assert.Equal(t, hidden, readFile(t, teamDir, "proj/hidden.md"))
+}

@@ -59,7 +59,7 @@ const (
 // refusedSkip reports whether a team skip is a refusal of exitRefused.
 func refusedSkip(s teammem.Skip) bool {
 	switch s.Reason {
-	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC:
+	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened:
 		return true
 	}
 	return false
