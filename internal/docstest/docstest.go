@@ -120,9 +120,33 @@ func Fences(root string) ([]Fence, error) {
 	return all, nil
 }
 
+// GoFences returns every ```go block of the README and the guides, in
+// page order, for a test that type-checks them.
+func GoFences(root string) ([]Fence, error) {
+	files, err := Files(root)
+	if err != nil {
+		return nil, err
+	}
+	var all []Fence
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, fencesOf(f, string(data), "go")...)
+	}
+	return all, nil
+}
+
 // fences finds the closed ```sh blocks of one page, skipping the inside
 // of every other fenced block.
 func fences(file, text string) []Fence {
+	return fencesOf(file, text, "sh")
+}
+
+// fencesOf finds the closed blocks of one language in one page,
+// skipping the inside of every other fenced block.
+func fencesOf(file, text, lang string) []Fence {
 	var out []Fence
 	lines := strings.SplitAfter(text, "\n")
 	offset := 0
@@ -139,7 +163,7 @@ func fences(file, text string) []Fence {
 		case inOther && line == "```":
 			inOther = false
 		case inOther:
-		case line == "```sh":
+		case line == "```"+lang:
 			open = &Fence{File: file, Line: n + 1, Offset: offset, Lines: []string{}}
 		case strings.HasPrefix(line, "```"):
 			inOther = true
