@@ -200,14 +200,3 @@ func TestCIRunsTheREADMETestCommand(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, strings.Split(string(ci), "\n"), cmd, ".ci/run runs the README's test command as written")
 }
-
-// TestGoBlocksFound checks the README and the guides hold the Go
-// examples a type-checking test reads.
-func TestGoBlocksFound(t *testing.T) {
-	blocks, err := docstest.GoFences(".")
-	require.NoError(t, err)
-	require.NotEmpty(t, blocks, "the README and the guides give Go examples")
-	for _, b := range blocks {
-		assert.NotEmpty(t, b.Lines, "%s:%d: an empty ```go block", b.File, b.Line)
-	}
-}
