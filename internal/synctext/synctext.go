@@ -13,6 +13,8 @@ package synctext
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentmem-sdk/agentmem/screen"
 )
 
 // Reasons a text is refused.
@@ -52,18 +54,29 @@ func CheckContent(b []byte) error {
 
 // CheckName reports whether s may name a memory (a team key, a store
 // path, an ID): valid UTF-8, with no control or format character and no
-// line or paragraph separator. It returns nil or an *Error.
+// line or paragraph separator. A zero-width joiner or non-joiner is
+// allowed where the screens allow it in text (a legitimate join, as in
+// a Persian or Hindi word; package screen), since a name in such a
+// script needs it. It returns nil or an *Error.
 func CheckName(s string) error {
 	if !utf8.ValidString(s) {
 		return &Error{Reason: ReasonNotUTF8}
 	}
+	joiners := false
 	for _, r := range s {
 		if r == 0 {
 			return &Error{Reason: ReasonNUL}
 		}
+		if r == '\u200c' || r == '\u200d' {
+			joiners = true
+			continue
+		}
 		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
 			return &Error{Reason: ReasonControl}
 		}
+	}
+	if joiners && len(screen.Invisible(s)) > 0 {
+		return &Error{Reason: ReasonControl}
 	}
 	return nil
 }

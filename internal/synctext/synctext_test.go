@@ -33,8 +33,16 @@ func TestCheckContent(t *testing.T) {
 }
 
 func TestCheckName(t *testing.T) {
-	assert.NoError(t, CheckName("notes/ci café.md"))
-	for _, bad := range []string{"a\u001b]0;TITLE\u0007.md", "a\x00b", "caf\xe9.md", "rtl\u202e.md", "line\u2028.md", "tab\t.md", "del\x7f.md"} {
+	for _, good := range []string{
+		"notes/ci café.md",
+		"می‌خواهم.md", // Persian: a non-joiner inside a word
+		"क्‍ष.md",     // Devanagari: a joiner after a virama
+		"team/👨‍💻.md", // an emoji sequence
+	} {
+		assert.NoError(t, CheckName(good), "%q", good)
+	}
+	for _, bad := range []string{"a\u001b]0;TITLE\u0007.md", "a\x00b", "caf\xe9.md", "rtl\u202e.md", "line\u2028.md", "tab\t.md", "del\x7f.md",
+		"deploy\u200c.md", "a\u200db.md", "\u200cx.md", "zw\u200b.md"} {
 		assert.Error(t, CheckName(bad), "%q", bad)
 	}
 }
