@@ -21,7 +21,7 @@ import (
 
 // storeHTTP sends one request as Claude Code's store client does (bearer
 // token, no beta header) or, with apiKey, as an SDK does (x-api-key).
-func storeHTTP(t *testing.T, method, u, token string, apiKey bool, body any) (int, http.Header, []byte) {
+func storeHTTP(t testing.TB, method, u, token string, apiKey bool, body any) (int, http.Header, []byte) {
 	t.Helper()
 	var r io.Reader
 	if body != nil {

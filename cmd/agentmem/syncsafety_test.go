@@ -75,7 +75,7 @@ func randomBytes(r *rand.Rand) []byte {
 }
 
 // inProcessServer is the real handler over a SQLite store.
-func inProcessServer(t *testing.T) (url, token string) {
+func inProcessServer(t testing.TB) (url, token string) {
 	t.Helper()
 	store, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 	require.NoError(t, err)
