@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/afero"
 
@@ -17,12 +18,35 @@ import (
 type RewindOptions struct {
 	// DryRun computes the statistics and changes nothing.
 	DryRun bool
+	// IfUnchangedSince names a later snapshot that recorded the files as
+	// the change being undone left them. A file the rewind would change
+	// that differs from its version there was changed since, by someone
+	// else: the rewind then changes nothing and returns a
+	// *ChangedSinceError naming every such file.
+	IfUnchangedSince string
+}
+
+// ChangedSinceError refuses a rewind that would overwrite or remove
+// changes made after the snapshot RewindOptions.IfUnchangedSince names:
+// nothing was changed. Look at the files; rewind without the option to
+// undo anyway.
+type ChangedSinceError struct {
+	Since string
+	Paths []string
+}
+
+func (e *ChangedSinceError) Error() string {
+	return fmt.Sprintf("filehistory: %d file(s) changed after %s, and the rewind would overwrite or remove those changes (%s); nothing was changed",
+		len(e.Paths), e.Since, strings.Join(e.Paths, ", "))
 }
 
 // DiffStats says what a rewind changed, or would change.
 type DiffStats struct {
 	// FilesChanged lists the paths restored or deleted, in tracking order.
 	FilesChanged []string
+	// Removed lists the paths of FilesChanged the rewind deletes (or
+	// would delete): they did not exist at the snapshot.
+	Removed []string
 	// Insertions and Deletions count lines the rewind adds to and removes
 	// from the files as they are now.
 	Insertions, Deletions int
@@ -42,28 +66,73 @@ func (t *Tracker) Rewind(ctx context.Context, messageID string, opts RewindOptio
 		return DiffStats{}, ErrUnknownSnapshot
 	}
 	snap := t.snaps[i]
+	target := func(p string) Backup {
+		if b, ok := snap.TrackedFileBackups[p]; ok {
+			return b
+		}
+		return t.first[p]
+	}
+	if opts.IfUnchangedSince != "" {
+		if err := t.unchangedSince(opts.IfUnchangedSince, target); err != nil {
+			return DiffStats{}, err
+		}
+	}
 	var st DiffStats
 	var errs []error
 	for _, p := range t.order {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		target, ok := snap.TrackedFileBackups[p]
-		if !ok {
-			target = t.first[p]
-		}
-		ins, del, changed, err := t.restore(p, target, opts.DryRun)
+		b := target(p)
+		ins, del, changed, err := t.restore(p, b, opts.DryRun)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("filehistory: rewind %s: %w", filepath.Base(p), err))
 			continue
 		}
 		if changed {
 			st.FilesChanged = append(st.FilesChanged, p)
+			if !b.Existed() {
+				st.Removed = append(st.Removed, p)
+			}
 			st.Insertions += ins
 			st.Deletions += del
 		}
 	}
 	return st, errors.Join(errs...)
+}
+
+// unchangedSince returns a *ChangedSinceError for the files a rewind to
+// target would change that differ from their version at snapshot since.
+func (t *Tracker) unchangedSince(since string, target func(string) Backup) error {
+	j := t.find(since)
+	if j < 0 {
+		return ErrUnknownSnapshot
+	}
+	var changed []string
+	for _, p := range t.order {
+		if same, err := t.matches(p, target(p)); err != nil || same {
+			if err != nil {
+				return err
+			}
+			continue // the rewind leaves it as it is
+		}
+		left, ok := t.snaps[j].TrackedFileBackups[p]
+		if !ok {
+			changed = append(changed, p) // tracked after since: not the undone change's
+			continue
+		}
+		same, err := t.matches(p, left)
+		if err != nil {
+			return err
+		}
+		if !same {
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) > 0 {
+		return &ChangedSinceError{Since: since, Paths: changed}
+	}
+	return nil
 }
 
 // restore brings path to backup b and reports the line counts. It reads

@@ -12,6 +12,8 @@ import (
 	"github.com/adrg/frontmatter"
 
 	"github.com/spf13/afero"
+
+	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -256,6 +258,25 @@ func TestSaveRejects(t *testing.T) {
 	assert.Error(t, err)
 	_, err = NewDir(afero.NewMemMapFs(), "rel", DirOptions{})
 	assert.Error(t, err)
+}
+
+// TestSaveRefusesAPointerTheIndexWouldRefuse: a name or description the
+// index's screens refuse (an invisible or direction-control character) is
+// refused before anything is written, so no file is left unindexed.
+func TestSaveRefusesAPointerTheIndexWouldRefuse(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	d, err := NewDir(fsys, "/mem", DirOptions{})
+	require.NoError(t, err)
+	for _, m := range []Memory{
+		{Name: "zero\u200bwidth", Description: "x", Body: "b"},
+		{Name: "rtl", File: "rtl.md", Description: "a \u202e b", Body: "b"},
+	} {
+		_, err := d.Save(context.Background(), m)
+		var se *screen.Error
+		require.ErrorAs(t, err, &se, "%+v", m)
+		files, _ := afero.ReadDir(fsys, "/mem")
+		assert.Empty(t, files, "%+v: nothing written", m)
+	}
 }
 
 func TestSaveIndexFailureKeepsOldIndex(t *testing.T) {

@@ -258,6 +258,16 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 	if err := CheckIndexLine(line); err != nil {
 		return SaveResult{}, err
 	}
+	// The pointer line is screened before anything is written, so a name
+	// or description the index would refuse leaves no unindexed file.
+	indexAbs := filepath.Join(indexDir, EntrypointName)
+	t, err := d.gate.CheckPath(indexAbs)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	if err := d.gate.CheckContent(t, line+"\n"); err != nil {
+		return SaveResult{}, err
+	}
 	abs := filepath.Join(d.path, filepath.FromSlash(file))
 	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
 	// The header fields of the file it replaces are read under the same
@@ -282,7 +292,7 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 	}
 
 	replaced := false
-	_, err = d.gate.UpdateFile(ctx, filepath.Join(indexDir, EntrypointName), func(old []byte, _ bool) ([]byte, error) {
+	_, err = d.gate.UpdateFile(ctx, indexAbs, func(old []byte, _ bool) ([]byte, error) {
 		var updated string
 		updated, replaced = upsertPointer(string(old), linkTarget, line)
 		return []byte(updated), nil

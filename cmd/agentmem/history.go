@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 )
@@ -165,6 +166,7 @@ func historyOf(tr *filehistory.Tracker, name string, diff bool) ([]historyEntry,
 func rewindFlags(fs *flag.FlagSet) runner {
 	session := fs.String("session", "", "the history the checkpoint belongs to (default: the one that has it)")
 	dryRun := fs.Bool("dry-run", false, "show what would change and change nothing")
+	force := fs.Bool("force", false, "undo a CLI edit even where its files changed since (the current versions are kept: the rewind can itself be rewound)")
 	return func(e env, c *common, args []string) (int, error) {
 		if len(args) == 0 {
 			return exitError, errors.New("which checkpoint? (see agentmem history)")
@@ -176,20 +178,49 @@ func rewindFlags(fs *flag.FlagSet) runner {
 		if err != nil {
 			return exitError, err
 		}
-		tr, _, err := findHistory(e, home, *session, args[0])
+		tr, name, err := findHistory(e, home, *session, args[0])
 		if err != nil {
 			return exitError, err
 		}
-		st, err := tr.Rewind(context.Background(), args[0], filehistory.RewindOptions{DryRun: *dryRun})
-		verb := "restored"
+		ctx := context.Background()
+		opts := filehistory.RewindOptions{DryRun: true}
+		if done := args[0] + doneSuffix; !*force && tr.CanRewind(done) {
+			// A CLI edit recorded what it left: never overwrite a change
+			// made since.
+			opts.IfUnchangedSince = done
+		}
+		st, err := tr.Rewind(ctx, args[0], opts)
+		var changed *filehistory.ChangedSinceError
+		if errors.As(err, &changed) {
+			return exitError, fmt.Errorf("%s changed since %s: undoing it would overwrite that change, so nothing was changed; look at the file(s), then run the same command with --force to undo anyway (the current versions are kept and can be restored)",
+				strings.Join(changed.Paths, ", "), args[0])
+		}
+		if err == nil && !*dryRun && len(st.FilesChanged) > 0 {
+			// The rewind is itself undoable: the current versions first.
+			undo := filehistory.CheckpointID("rewind", time.Now())
+			if err := tr.MakeSnapshot(ctx, undo); err != nil {
+				return exitError, fmt.Errorf("record the current versions before the rewind (nothing was changed): %w", err)
+			}
+			st, err = tr.Rewind(ctx, args[0], filehistory.RewindOptions{})
+			cmd := "agentmem rewind " + undo + " --session " + name
+			if c.configDir != "" {
+				cmd += " --config-dir " + shellQuote(c.configDir)
+			}
+			defer fmt.Fprintf(e.stdout, "undo this rewind with: %s\n", cmd)
+		}
+		verb, removed := "restored", "removed"
 		if *dryRun {
-			verb = "would restore"
+			verb, removed = "would restore", "would remove"
+		}
+		gone := map[string]bool{}
+		for _, p := range st.Removed {
+			gone[p] = true
 		}
 		for _, p := range st.FilesChanged {
-			if _, serr := e.fs.Stat(p); *dryRun || serr == nil {
-				fmt.Fprintf(e.stdout, "%s %s\n", verb, p)
+			if gone[p] {
+				fmt.Fprintf(e.stdout, "%s %s\n", removed, p)
 			} else {
-				fmt.Fprintf(e.stdout, "removed %s\n", p)
+				fmt.Fprintf(e.stdout, "%s %s\n", verb, p)
 			}
 		}
 		fmt.Fprintf(e.stdout, "%d file(s), +%d -%d lines\n", len(st.FilesChanged), st.Insertions, st.Deletions)

@@ -16,9 +16,15 @@ import (
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
-// cliHistory is the file history the CLI's own memory edits (new, rm) are
-// recorded in, so agentmem rewind undoes them.
+// cliHistory starts the name of the file history each of the CLI's own
+// memory edits (new, rm) is recorded in, one history per edit, so its
+// undo touches only the files that edit changed.
 const cliHistory = "agentmem-cli"
+
+// doneSuffix ends the name of the snapshot a CLI edit takes when it has
+// finished: the state it left, which its undo checks nobody changed
+// since (filehistory.RewindOptions.IfUnchangedSince).
+const doneSuffix = "-done"
 
 // maxBodyBytes bounds the body new reads from standard input.
 const maxBodyBytes = 1 << 20
@@ -114,18 +120,17 @@ func runNew(e env, c *common, m memdir.Memory, replace bool) (int, error) {
 	if _, err := e.fs.Stat(filepath.Join(d.Path(), filepath.FromSlash(file))); err == nil && !replace {
 		return exitError, fmt.Errorf("%s exists already: pass --replace to overwrite it (undoable), or choose another --name or --file; nothing was written", file)
 	}
-	d, checkpoint, err := tracked(e, c, d, "new")
+	d, change, err := tracked(e, c, d, "new")
 	if err != nil {
 		return exitError, err
 	}
 	res, err := d.Save(context.Background(), m)
 	if err != nil {
-		return exitError, err
+		return exitError, change.failed(c, err)
 	}
 	fmt.Fprintf(e.stdout, "saved %s memory %s\n", m.Type, res.File)
 	fmt.Fprintf(e.stdout, "index: %s\n", res.IndexLine)
-	fmt.Fprintf(e.stdout, "undo with: %s\n", undoCommand(c, checkpoint))
-	return exitOK, nil
+	return change.done(e, c)
 }
 
 func showFlags(*flag.FlagSet) runner {
@@ -152,20 +157,19 @@ func rmFlags(*flag.FlagSet) runner {
 		if err != nil {
 			return exitError, err
 		}
-		d, checkpoint, err := tracked(e, c, d, "rm")
+		d, change, err := tracked(e, c, d, "rm")
 		if err != nil {
 			return exitError, err
 		}
 		if err := d.Delete(context.Background(), file); err != nil {
-			return exitError, err
+			return exitError, change.failed(c, err)
 		}
 		index := memdir.EntrypointName
 		if strings.HasPrefix(file, memdir.TeamDirName+"/") {
 			index = memdir.TeamDirName + "/" + memdir.EntrypointName
 		}
 		fmt.Fprintf(e.stdout, "removed %s and its pointer in %s\n", file, index)
-		fmt.Fprintf(e.stdout, "undo with: %s\n", undoCommand(c, checkpoint))
-		return exitOK, nil
+		return change.done(e, c)
 	}
 }
 
@@ -256,30 +260,58 @@ func writableMemory(e env, c *common) (resolved, error) {
 	return r, nil
 }
 
-// tracked opens the CLI's file history, takes a checkpoint named after
-// the command and returns d made with that history (memdir.Dir.WithHistory),
-// so every write records the file's version under its lock, as the
-// memory tools do.
-func tracked(e env, c *common, d *memdir.Dir, verb string) (*memdir.Dir, string, error) {
+// cliChange is one CLI edit recorded for undo: its own file history
+// and the checkpoint taken before it wrote.
+type cliChange struct {
+	h                   *filehistory.Tracker
+	history, checkpoint string
+}
+
+// tracked opens a file history of its own for one CLI edit, takes a
+// checkpoint named after the command and returns d made with that
+// history (memdir.Dir.WithHistory), so every write records the file's
+// version under its lock, as the memory tools do.
+func tracked(e env, c *common, d *memdir.Dir, verb string) (*memdir.Dir, *cliChange, error) {
 	home, err := configHome(e, c)
 	if err != nil {
-		return nil, "", err
-	}
-	h, err := filehistory.Open(e.fs, home, cliHistory, filehistory.Options{})
-	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	// The checkpoint is named after the real time of the change, not --now.
 	checkpoint := filehistory.CheckpointID(verb, time.Now())
-	if err := h.MakeSnapshot(context.Background(), checkpoint); err != nil {
-		return nil, "", fmt.Errorf("record the undo checkpoint (nothing was changed): %w", err)
+	history := cliHistory + "-" + checkpoint
+	h, err := filehistory.Open(e.fs, home, history, filehistory.Options{})
+	if err != nil {
+		return nil, nil, err
 	}
-	return d.WithHistory(h), checkpoint, nil
+	if err := h.MakeSnapshot(context.Background(), checkpoint); err != nil {
+		return nil, nil, fmt.Errorf("record the undo checkpoint (nothing was changed): %w", err)
+	}
+	return d.WithHistory(h), &cliChange{h: h, history: history, checkpoint: checkpoint}, nil
 }
 
-// undoCommand is the rewind command that undoes a checkpoint.
-func undoCommand(c *common, checkpoint string) string {
-	cmd := "agentmem rewind " + checkpoint + " --session " + cliHistory
+// done records the state the edit left and prints its undo command.
+func (ch *cliChange) done(e env, c *common) (int, error) {
+	if err := ch.h.MakeSnapshot(context.Background(), ch.checkpoint+doneSuffix); err != nil {
+		return exitError, fmt.Errorf("the change was made, but what it left could not be recorded: %w; undo it with %s", err, ch.undoCommand(c))
+	}
+	fmt.Fprintf(e.stdout, "undo with: %s\n", ch.undoCommand(c))
+	return exitOK, nil
+}
+
+// failed reports an edit that stopped part way: whatever it wrote is
+// recorded, and the undo command is part of the error.
+func (ch *cliChange) failed(c *common, err error) error {
+	st, rerr := ch.h.Rewind(context.Background(), ch.checkpoint, filehistory.RewindOptions{DryRun: true})
+	if rerr != nil || len(st.FilesChanged) == 0 {
+		return err
+	}
+	_ = ch.h.MakeSnapshot(context.Background(), ch.checkpoint+doneSuffix)
+	return fmt.Errorf("%w; what was written can be undone with %s", err, ch.undoCommand(c))
+}
+
+// undoCommand is the rewind command that undoes the edit.
+func (ch *cliChange) undoCommand(c *common) string {
+	cmd := "agentmem rewind " + ch.checkpoint + " --session " + ch.history
 	if c.configDir != "" {
 		cmd += " --config-dir " + shellQuote(c.configDir)
 	}

@@ -160,3 +160,86 @@ func TestREADMEFirstMemories(t *testing.T) {
 	out, _ = sh.run([]string{"agentmem rewind " + rm[1] + " --session " + rm[2], "agentmem show deploy_days.md"})
 	assert.Contains(t, out, "We deploy on Tuesdays and Thursdays.", "the rewind rm printed brought it back")
 }
+
+// TestUndoTouchesOnlyItsOwnEdit: the undo new and rm print touches only
+// the files that edit changed, never a memory saved or edited after it;
+// where a later change is in the way it refuses and changes nothing, and
+// with --force it keeps the current versions as a rewind of their own.
+func TestUndoTouchesOnlyItsOwnEdit(t *testing.T) {
+	root := t.TempDir()
+	project := filepath.Join(root, "shop")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(root, "cfg")}
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		out, errOut, code := runBinary(t, project, env, "", args...)
+		return out + errOut, code
+	}
+	undo := func(out string) []string {
+		t.Helper()
+		m := undoRe.FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		return []string{"rewind", m[1], "--session", m[2]}
+	}
+	newMemory := func(name string) string {
+		t.Helper()
+		out, code := run("new", "--type", "project", "--name", name, "--description", name+" facts", "--body", name+" body.")
+		require.Equal(t, 0, code, out)
+		return out
+	}
+	newMemory("Alpha")
+	pathOut, _ := run("path")
+	dir := strings.TrimSpace(strings.TrimPrefix(strings.Split(pathOut, "\n")[0], "auto memory"))
+	alpha, err := os.ReadFile(filepath.Join(dir, "alpha.md"))
+	require.NoError(t, err)
+
+	out, code := run("rm", "alpha.md")
+	require.Equal(t, 0, code, out)
+	undoRm := undo(out)
+	newGamma := undo(newMemory("Gamma"))
+	gammaPath := filepath.Join(dir, "gamma.md")
+	edited := readFile(t, dir, "gamma.md") + "A line added by hand.\n"
+	require.NoError(t, os.WriteFile(gammaPath, []byte(edited), 0o644))
+	indexBefore := readFile(t, dir, "MEMORY.md")
+
+	// The rm's undo would put back the index as it was before Gamma:
+	// refused, nothing changed.
+	out, code = run(append(undoRm, "--dry-run")...)
+	assert.Equal(t, exitError, code, out)
+	out, code = run(undoRm...)
+	assert.Equal(t, exitError, code, out)
+	assert.Contains(t, out, "MEMORY.md changed since")
+	assert.Contains(t, out, "--force")
+	assert.NoFileExists(t, filepath.Join(dir, "alpha.md"))
+	assert.Equal(t, edited, readFile(t, dir, "gamma.md"), "a later memory is never touched")
+	assert.Equal(t, indexBefore, readFile(t, dir, "MEMORY.md"))
+
+	// Gamma's undo refuses too: the file was edited by hand since.
+	out, code = run(newGamma...)
+	assert.Equal(t, exitError, code, out)
+	assert.Contains(t, out, "gamma.md")
+	assert.Equal(t, edited, readFile(t, dir, "gamma.md"))
+
+	// --force undoes the rm, and says how to undo that.
+	out, code = run(append(undoRm, "--force")...)
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, string(alpha), readFile(t, dir, "alpha.md"))
+	assert.Equal(t, edited, readFile(t, dir, "gamma.md"), "the rm's history never held gamma.md")
+	back := regexp.MustCompile(`undo this rewind with: agentmem rewind (\S+) --session (\S+)`).FindStringSubmatch(out)
+	require.NotNil(t, back, out)
+	out, code = run("rewind", back[1], "--session", back[2])
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, indexBefore, readFile(t, dir, "MEMORY.md"), "the forced rewind is itself undone")
+
+	// An undo run right away is clean, and its dry run says what it removes.
+	out = newMemory("Delta")
+	out2, code := run(append(undo(out), "--dry-run")...)
+	require.Equal(t, 0, code, out2)
+	assert.Contains(t, out2, "would remove "+filepath.Join(dir, "delta.md"))
+	out2, code = run(undo(out)...)
+	require.Equal(t, 0, code, out2)
+	assert.Contains(t, out2, "removed "+filepath.Join(dir, "delta.md"))
+	assert.NoFileExists(t, filepath.Join(dir, "delta.md"))
+	assert.NotContains(t, readFile(t, dir, "MEMORY.md"), "delta.md")
+	assert.Contains(t, readFile(t, dir, "MEMORY.md"), "gamma.md")
+}
