@@ -20,6 +20,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Problem kinds lint reports.
@@ -65,7 +66,7 @@ type problem struct {
 }
 
 func (p problem) String() string {
-	loc := p.File
+	loc := shown(p.File)
 	if p.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", p.File, p.Line)
 	}
@@ -179,8 +180,14 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 		problems = append(problems, problem{File: file, Line: line, Kind: kind, Message: fmt.Sprintf(format, a...)})
 	}
 	var screened []string // low-confidence findings: information
-	screenText := func(rel, text string, index bool) {
+	// screenText reports what the screens find in text and whether any of
+	// it blocks a write there (what sync then holds back).
+	screenText := func(rel, text string, index bool) (blocking bool) {
+		shared := strings.HasPrefix(rel, memdir.TeamDirName+"/")
 		for _, f := range screen.ScanAll(text, index) {
+			if f.Confidence == screen.High && (f.Screen != screen.ScreenInjection || shared) {
+				blocking = true
+			}
 			switch {
 			case f.Screen == screen.ScreenInvisible:
 				add(rel, f.Line, kindInvisible, "%s (%s) at byte %d; remove it", f.CodePointName(), f.RuleID, f.Offset)
@@ -194,6 +201,7 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 				screened = append(screened, fmt.Sprintf("%s:%d: %s (%s, low confidence) at byte %d", rel, f.Line, f.Label, f.RuleID, f.Offset))
 			}
 		}
+		return blocking
 	}
 	var files []memFile
 	for _, h := range headers {
@@ -222,6 +230,7 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 		case unreadable:
 		case !hasHeader:
 			add(f.rel, 1, kindBadFrontmatter, "no frontmatter (--- name, description, type ---)")
+			f.broken = true
 		case unclosedHeader(f.content) > 0:
 			open := unclosedHeader(f.content)
 			add(f.rel, open, kindBadFrontmatter, "the frontmatter opened by the --- on line %d is not closed: add a line --- after its last field (until then the file has no name, description or type)", open)
@@ -245,7 +254,13 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 		for _, s := range scanner.Scan(f.content) {
 			add(f.rel, 0, kindSecret, "contains what looks like a %s; remove it", s.Label)
 		}
-		screenText(f.rel, f.content, false)
+		if screenText(f.rel, f.content, false) {
+			f.broken = true // refused by the screens: no pointer to it from --fix
+		}
+		if strings.HasPrefix(f.rel, memdir.TeamDirName+"/") && !norm.NFC.IsNormalString(f.rel) {
+			add(f.rel, 0, kindBadFileName, "the name is not in Unicode NFC form, so team sync leaves it at home; rename it")
+			f.broken = true
+		}
 		files = append(files, f)
 	}
 
