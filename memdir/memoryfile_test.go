@@ -488,3 +488,24 @@ func TestLinks(t *testing.T) {
 	assert.Equal(t, []string{"deploy-freeze", "user_role", "ci"}, Links("See [[deploy-freeze]] and [[user_role|the role]].\n[[deploy-freeze]] again, [[ci]]; not [x](y.md) or [[]] or [[a\nb]]"))
 	assert.Nil(t, Links("no links"))
 }
+
+// TestMemoryFileNameKeepsEveryScript: a title in any script names its
+// file by its letters, marks and digits, in NFC, so the same title typed
+// in NFD names the same file.
+func TestMemoryFileNameKeepsEveryScript(t *testing.T) {
+	for title, want := range map[string]string{
+		"Testing policy":        "testing_policy.md",
+		"Café rules":            "café_rules.md",
+		"Cafe\u0301 rules":      "café_rules.md",
+		"日本語のメモ":                "日本語のメモ.md",
+		"हिन्दी नोट":            "हिन्दी_नोट.md",
+		"  Deploy -- Friday!! ": "deploy_friday.md",
+		strings.Repeat("é", 40): strings.Repeat("é", 30) + ".md",
+	} {
+		got, err := MemoryFileName(Memory{Name: title})
+		require.NoError(t, err, title)
+		assert.Equal(t, want, got, title)
+	}
+	_, err := MemoryFileName(Memory{Name: "!!! ---"})
+	assert.ErrorIs(t, err, ErrInvalidMemory)
+}

@@ -9,9 +9,11 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/agentmem-sdk/agentmem/secrets"
 )
@@ -337,26 +339,36 @@ func memoryFileName(m Memory) (string, error) {
 	return file, nil
 }
 
-// slugify makes a file stem from a title: lower-case ASCII letters and
-// digits, other runs of characters become one '_', at most 60 bytes.
+// slugify makes a file stem from a title: its letters, marks and digits
+// in any script, lower-cased and in NFC (a title typed in NFD names the
+// same file), other runs of characters become one '_', at most 60 bytes.
 func slugify(name string) string {
 	var b strings.Builder
 	pendingSep := false
-	for _, r := range strings.ToLower(name) {
-		if r < 128 && isASCIIAlnum(byte(r)) {
-			if pendingSep && b.Len() > 0 {
-				b.WriteByte('_')
-			}
-			pendingSep = false
-			b.WriteRune(r)
-			if b.Len() >= 60 {
-				break
-			}
+	for _, r := range strings.ToLower(norm.NFC.String(name)) {
+		word := unicode.IsLetter(r) || unicode.IsDigit(r) || (unicode.Is(unicode.M, r) && b.Len() > 0 && !pendingSep)
+		if !word {
+			pendingSep = true
 			continue
 		}
-		pendingSep = true
+		sep := pendingSep && b.Len() > 0
+		if b.Len()+utf8.RuneLen(r)+btoi(sep) > 60 {
+			break
+		}
+		if sep {
+			b.WriteByte('_')
+		}
+		pendingSep = false
+		b.WriteRune(r)
 	}
-	return b.String()
+	return norm.NFC.String(b.String())
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // FormatMemoryFile renders m as a memory file: a YAML header in the

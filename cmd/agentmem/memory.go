@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
@@ -176,7 +178,7 @@ func rmFlags(*flag.FlagSet) runner {
 // nameKey folds a memory name for matching: lower case, and runs of
 // spaces, '-' and '_' made one '-'.
 func nameKey(s string) string {
-	return strings.Join(strings.FieldsFunc(memdir.LinkKey(s), func(r rune) bool { return r == ' ' || r == '-' || r == '_' || r == '\t' }), "-")
+	return strings.Join(strings.FieldsFunc(memdir.LinkKey(norm.NFC.String(s)), func(r rune) bool { return r == ' ' || r == '-' || r == '_' || r == '\t' }), "-")
 }
 
 func oneTarget(args []string) (string, error) {

@@ -243,3 +243,34 @@ func TestUndoTouchesOnlyItsOwnEdit(t *testing.T) {
 	assert.NotContains(t, readFile(t, dir, "MEMORY.md"), "delta.md")
 	assert.Contains(t, readFile(t, dir, "MEMORY.md"), "gamma.md")
 }
+
+// TestNewNamesInAnyScript: new derives a file from a title in any script
+// (NFC, so an NFD title names the same memory), and show and rm find it
+// by that title in either form.
+func TestNewNamesInAnyScript(t *testing.T) {
+	root := t.TempDir()
+	project := filepath.Join(root, "shop")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(root, "cfg")}
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		out, errOut, code := runBinary(t, project, env, "", args...)
+		return out + errOut, code
+	}
+	out, code := run("new", "--type", "project", "--name", "Café rules", "--description", "cafe", "--body", "x")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "saved project memory café_rules.md")
+	out, code = run("new", "--type", "project", "--name", "Cafe\u0301 rules", "--description", "cafe", "--body", "y")
+	assert.Equal(t, exitError, code, "the NFD title names the same file: %s", out)
+	assert.Contains(t, out, "café_rules.md exists already")
+	out, code = run("new", "--type", "project", "--name", "日本語のメモ", "--description", "jp", "--body", "z")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "saved project memory 日本語のメモ.md")
+	for _, name := range []string{"Café rules", "Cafe\u0301 rules", "日本語のメモ"} {
+		out, code = run("show", name)
+		assert.Equal(t, 0, code, "%q: %s", name, out)
+	}
+	out, code = run("rm", "Cafe\u0301 rules")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "removed café_rules.md")
+}
