@@ -163,3 +163,7 @@ func (s *SQLStore) ListRepos(ctx context.Context, tenant string) ([]RepoInfo, er
 	})
 	return out, err
 }
+
+// SyncPath is the endpoint the handler serves the team memory sync
+// protocol at (Options.Path).
+func (h *Handler) SyncPath() string { return h.cfg.Path }
