@@ -136,4 +136,48 @@ func TestServeTLSMetricsAndHealth(t *testing.T) {
 	resp.Body.Close()
 	assert.Contains(t, string(body), "agentmem_team_store_connections_in_use")
 	assert.Contains(t, string(body), "agentmem_team_repos")
+
+	// Under TLS the console's cookies are Secure.
+	resp, err = client.Get(url + "/console/signin")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotEmpty(t, resp.Cookies())
+	for _, c := range resp.Cookies() {
+		assert.True(t, c.Secure, "cookie %s", c.Name)
+		assert.True(t, c.HttpOnly, "cookie %s", c.Name)
+	}
+}
+
+// TestServeConsole: team serve serves the console at /console beside the
+// protocols, and --console=false turns it off.
+func TestServeConsole(t *testing.T) {
+	dir := t.TempDir()
+	token, tokens := makeToken(t, dir)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+	resp, err := noRedirect.Get(url + "/console/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "the console asks for a sign-in")
+	resp, err = http.Get(url + "/console/signin")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `<label for="token">`)
+	assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+	assert.False(t, resp.Cookies()[0].Secure, "no Secure cookie over plain HTTP on loopback")
+	req, _ := http.NewRequest(http.MethodGet, url+"/api/claude_code/team_memory?repo=acme/x&view=hashes", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the protocol is served as before (an empty repo)")
+
+	off, _ := serveArgs(t, filepath.Join(dir, "team2.db"), tokens, "--console=false")
+	resp, err = http.Get(off + "/console/signin")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "--console=false: no console")
 }

@@ -357,3 +357,15 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, s *session, statu
 func reqCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), 30*time.Second)
 }
+
+// Wrap returns a handler that serves the console under its prefix and
+// passes every other request to next (the server's handler) untouched.
+func (c *Console) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == c.opts.Prefix || strings.HasPrefix(r.URL.Path, c.opts.Prefix+"/") {
+			c.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -63,10 +63,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	f.con, err = console.New(f.h, console.Options{PageSize: 3, Now: func() time.Time { return f.clock() }})
 	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle("/", f.h)
-	mux.Handle(f.con.Prefix()+"/", f.con)
-	f.srv = httptest.NewServer(mux)
+	f.srv = httptest.NewServer(f.con.Wrap(f.h))
 	t.Cleanup(f.srv.Close)
 	f.consoleBaseURL = f.srv.URL + f.con.Prefix()
 
