@@ -181,3 +181,38 @@ func TestServeConsole(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "--console=false: no console")
 }
+
+// TestREADMEConsole runs the README's console command as written (on a
+// free port) and opens the console it names.
+func TestREADMEConsole(t *testing.T) {
+	lines := readmeBlock(t, "also serves a web console at `/console/`")
+	dir := t.TempDir()
+	_, tokens := makeToken(t, dir)
+	require.NoError(t, os.Rename(tokens, filepath.Join(dir, "tokens.json")))
+	addr := freeAddr(t)
+	var cmdLines []string
+	var consoleURL string
+	for _, l := range lines {
+		if u, ok := strings.CutPrefix(l, "# console on "); ok {
+			consoleURL = strings.Replace(u, "127.0.0.1:8787", addr, 1)
+			continue
+		}
+		cmdLines = append(cmdLines, l)
+	}
+	require.NotEmpty(t, consoleURL, "the block says where the console is")
+	stop := newShell(t, dir, nil, "127.0.0.1:8787", addr).start(cmdLines)
+	var resp *http.Response
+	var err error
+	for range 100 {
+		if resp, err = http.Get(consoleURL + "signin"); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "Sign in")
+	assert.Contains(t, stop(), "console on "+consoleURL, "the server prints what the README says")
+}

@@ -145,7 +145,7 @@ func (j *journey) screenshot(name string) {
 	if j.shot == "" {
 		return
 	}
-	png, err := chromedp.Run(j.ctx, chromedp.CaptureScreenshot())
+	png, err := chromedp.Run(j.ctx, chromedp.FullScreenshot(100))
 	require.NoError(j.t, err, "screenshot %s", name)
 	require.NoError(j.t, os.WriteFile(filepath.Join(j.shot, name+".png"), png, 0o644))
 }
