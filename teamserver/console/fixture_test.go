@@ -40,7 +40,7 @@ const (
 	hostile = "---\nname: hostile\ndescription: <script>alert(1)</script>\ntype: reference\n---\n# Look\n\n<script>window.pwned=1</script>\n\n[click me](javascript:window.pwned=2) and <img src=x onerror=\"window.pwned=3\">\n"
 )
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	store, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 	require.NoError(t, err)
@@ -82,19 +82,19 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) put(t *testing.T, token, repo string, entries map[string]string) {
+func (f *fixture) put(t testing.TB, token, repo string, entries map[string]string) {
 	t.Helper()
 	f.advance(time.Minute)
 	f.do(t, token, http.MethodPut, wire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), wire.PutBody{Entries: entries}, nil)
 }
 
-func (f *fixture) stores(t *testing.T, token, method, rest string, body, out any) {
+func (f *fixture) stores(t testing.TB, token, method, rest string, body, out any) {
 	t.Helper()
 	f.advance(time.Minute)
 	f.do(t, token, method, teamserver.StoresPath+rest, body, out)
 }
 
-func (f *fixture) do(t *testing.T, token, method, path string, body, out any) {
+func (f *fixture) do(t testing.TB, token, method, path string, body, out any) {
 	t.Helper()
 	b, err := json.Marshal(body)
 	require.NoError(t, err)
