@@ -383,13 +383,15 @@ func (c *Console) remove(w http.ResponseWriter, r *http.Request, s *session, src
 type activityRow struct {
 	Time      time.Time
 	Who, Repo string
+	Op        string // a store's operation (created, modified, deleted)
 	RepoURL   string
 	Keys      []activityKey
 }
 
 type activityKey struct{ Key, URL string }
 
-// activity lists the recent writes to the token's repos, newest first,
+// activity lists the recent writes to the token's repos and memory
+// stores, newest first,
 // by whom: every token that wrote, or the one asked for.
 func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx, cancel := reqCtx(r)
@@ -418,6 +420,33 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 			row := activityRow{Time: t, Who: e.Author, Repo: ri.Name, RepoURL: src.base()}
 			for _, k := range e.Keys {
 				row.Keys = append(row.Keys, activityKey{Key: k, URL: memoryURL(src, "history", k)})
+			}
+			rows = append(rows, row)
+		}
+	}
+	stores, err := c.h.MemStores(ctx, s.grant)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	for _, st := range stores {
+		src := &storeSource{c: c, r: r, s: s, st: st}
+		var page struct {
+			Data []storeVersion `json:"data"`
+		}
+		if err := c.call(ctx, r, s, http.MethodGet, src.path("/memory_versions"), url.Values{"limit": {"100"}}, nil, nil, &page); err != nil {
+			c.apiFail(w, r, s, err)
+			return
+		}
+		for _, v := range page.Data {
+			whos[v.CreatedBy.ID]++
+			if who != "" && v.CreatedBy.ID != who {
+				continue
+			}
+			t, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
+			row := activityRow{Time: t, Who: v.CreatedBy.ID, Repo: st.Name, RepoURL: src.base(), Op: v.Operation}
+			if v.Path != nil {
+				row.Keys = append(row.Keys, activityKey{Key: *v.Path, URL: memoryURL(src, "history", *v.Path)})
 			}
 			rows = append(rows, row)
 		}

@@ -243,6 +243,7 @@ type storeVersion struct {
 	ID        string  `json:"id"`
 	MemoryID  string  `json:"memory_id"`
 	Operation string  `json:"operation"`
+	Path      *string `json:"path"`
 	Content   *string `json:"content"`
 	CreatedAt string  `json:"created_at"`
 	CreatedBy struct {
