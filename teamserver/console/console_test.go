@@ -285,8 +285,21 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, ok := f.repoContent(t, f.alice, "acme/shop", "oncall.md")
 	assert.False(t, ok)
+	_, page = b.get(strings.TrimPrefix(resp.Header.Get("Location"), "/console"))
+	assert.Contains(t, page, "The memory oncall.md was deleted")
 	resp, _ = b.post("/repos/acme/shop/delete", url.Values{"csrf": {csrf}, "key": {"oncall.md"}}, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "deleting what is gone says so")
+
+	// A deleted memory comes back from its history.
+	_, page = b.get("/repos/acme/shop/history?key=oncall.md")
+	assert.Contains(t, page, "This memory is deleted")
+	_, confirm = b.get("/repos/acme/shop/restore?key=oncall.md&version=2")
+	assert.Contains(t, confirm, "writes it again")
+	resp, _ = b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"oncall.md"}, "version": {"2"}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	content, ok = f.repoContent(t, f.alice, "acme/shop", "oncall.md")
+	require.True(t, ok)
+	assert.Contains(t, content, "The rota is in the wiki.")
 
 	// A memory store: restore its first version, then delete it.
 	_, page = b.get("/stores/" + f.storeID + "/history?key=/prefs.md")
@@ -301,6 +314,12 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, page = b.get("/stores/" + f.storeID)
 	assert.Contains(t, page, "0 of 0 memories")
+	_, page = b.get("/stores/" + f.storeID + "/history?key=/prefs.md")
+	assert.Contains(t, page, "This memory is deleted")
+	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}, "version": {m[1]}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, page = b.get("/stores/" + f.storeID + "/memory?key=/prefs.md")
+	assert.Contains(t, page, "Likes tea.", "a deleted store memory comes back at its path")
 }
 
 func TestActivityPerToken(t *testing.T) {

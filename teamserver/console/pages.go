@@ -191,7 +191,8 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 		"Type": typ, "Author": author, "Q": text, "Types": keys(types), "Authors": keys(authors),
 		"PageN": pageN, "Pages": pages}
 	if q.Get("done") == "deleted" {
-		data["Done"] = "The memory was deleted. Its history is kept: a version can still be restored by a client."
+		data["Done"] = "The memory " + q.Get("key") + " was deleted. Its history is kept:"
+		data["UndoURL"] = memoryURL(src, "history", q.Get("key"))
 	}
 	if pageN > 1 {
 		data["Prev"] = pageURL(pageN - 1)
@@ -263,17 +264,27 @@ func (c *Console) historyPage(w http.ResponseWriter, r *http.Request, s *session
 		return
 	}
 	rows := make([]versionRow, len(vs))
+	deleted := vs[0].Deleted // the memory is deleted: every version with text may come back
 	for i, v := range vs {
 		rows[i] = versionRow{version: v, Label: versionLabel(src, v, i)}
-		if !v.Deleted && i > 0 {
+		if !v.Deleted && (i > 0 || deleted) {
 			rows[i].RestoreURL = memoryURL(src, "restore", key, "version", v.ID)
 		}
 	}
 	from, to := q.Get("from"), q.Get("to")
-	if from == "" && to == "" && len(vs) > 1 {
-		from, to = vs[1].ID, vs[0].ID
+	if from == "" && to == "" {
+		// By default the two newest versions that hold text.
+		var texts []string
+		for _, v := range vs {
+			if !v.Deleted {
+				texts = append(texts, v.ID)
+			}
+		}
+		if len(texts) > 1 {
+			from, to = texts[1], texts[0]
+		}
 	}
-	data := map[string]any{"Src": srcView(src), "Key": key, "Versions": rows, "From": from, "To": to,
+	data := map[string]any{"Src": srcView(src), "Key": key, "Versions": rows, "From": from, "To": to, "Deleted": deleted,
 		"MemoryURL": memoryURL(src, "memory", key), "Action": src.base() + "/history"}
 	if from != "" && to != "" {
 		if !slices.ContainsFunc(vs, func(v version) bool { return v.ID == from }) || !slices.ContainsFunc(vs, func(v version) bool { return v.ID == to }) {
@@ -325,7 +336,8 @@ func (c *Console) restoreConfirm(w http.ResponseWriter, r *http.Request, s *sess
 	defer cancel()
 	key, id := r.URL.Query().Get("key"), r.URL.Query().Get("version")
 	cur, err := src.get(ctx, key)
-	if err != nil {
+	gone := errors.Is(err, errNoMemory)
+	if err != nil && !gone {
 		c.apiFail(w, r, s, err)
 		return
 	}
@@ -338,7 +350,7 @@ func (c *Console) restoreConfirm(w http.ResponseWriter, r *http.Request, s *sess
 		c.apiFail(w, r, s, errRestoreDeletion)
 		return
 	}
-	c.page(w, r, s, http.StatusOK, "restore", map[string]any{"Src": srcView(src), "Key": key, "Version": id,
+	c.page(w, r, s, http.StatusOK, "restore", map[string]any{"Src": srcView(src), "Key": key, "Version": id, "Gone": gone,
 		"Diff": diff(key+" (now)", key+" (restored)", cur.Content, old), "Action": src.base() + "/restore",
 		"MemoryURL": memoryURL(src, "memory", key)})
 }
@@ -377,7 +389,7 @@ func (c *Console) remove(w http.ResponseWriter, r *http.Request, s *session, src
 		return
 	}
 	c.log.Info("console: a memory was deleted", "tenant", s.grant.Organization, "who", s.grant.Author(), "kind", src.kind())
-	http.Redirect(w, r, src.base()+"?done=deleted", http.StatusSeeOther)
+	http.Redirect(w, r, src.base()+"?"+url.Values{"done": {"deleted"}, "key": {key}}.Encode(), http.StatusSeeOther)
 }
 
 type activityRow struct {

@@ -252,21 +252,35 @@ type storeVersion struct {
 	RedactedAt *string `json:"redacted_at"`
 }
 
-func (p *storeSource) memoryID(ctx context.Context, key string) (string, error) {
+// memoryID finds the memory at a path: a live one, or else the one
+// that a recent change (the store's newest 100) left there, deleted
+// since, so its history can still be read and a version restored.
+func (p *storeSource) memoryID(ctx context.Context, key string) (id string, live bool, err error) {
 	all, err := p.list(ctx)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	for _, it := range all {
 		if it.Key == key {
-			return it.ID, nil
+			return it.ID, true, nil
 		}
 	}
-	return "", errNoMemory
+	var page struct {
+		Data []storeVersion `json:"data"`
+	}
+	if err := p.c.call(ctx, p.r, p.s, http.MethodGet, p.path("/memory_versions"), url.Values{"limit": {"100"}}, nil, nil, &page); err != nil {
+		return "", false, err
+	}
+	for _, v := range page.Data {
+		if v.Path != nil && *v.Path == key {
+			return v.MemoryID, false, nil
+		}
+	}
+	return "", false, errNoMemory
 }
 
 func (p *storeSource) history(ctx context.Context, key string) ([]version, error) {
-	id, err := p.memoryID(ctx, key)
+	id, _, err := p.memoryID(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -303,17 +317,23 @@ func (p *storeSource) restore(ctx context.Context, key, id string) error {
 	if deleted {
 		return errRestoreDeletion
 	}
-	mid, err := p.memoryID(ctx, key)
+	mid, live, err := p.memoryID(ctx, key)
 	if err != nil {
 		return err
+	}
+	if !live { // deleted since: the restore writes it again at its path
+		return p.c.call(ctx, p.r, p.s, http.MethodPost, p.path("/memories"), nil, map[string]any{"path": key, "content": content}, nil, nil)
 	}
 	return p.c.call(ctx, p.r, p.s, http.MethodPost, p.path("/memories/"+url.PathEscape(mid)), nil, map[string]any{"content": content}, nil, nil)
 }
 
 func (p *storeSource) remove(ctx context.Context, key string) error {
-	mid, err := p.memoryID(ctx, key)
+	mid, live, err := p.memoryID(ctx, key)
 	if err != nil {
 		return err
+	}
+	if !live {
+		return errNoMemory
 	}
 	return p.c.call(ctx, p.r, p.s, http.MethodDelete, p.path("/memories/"+url.PathEscape(mid)), nil, nil, nil, nil)
 }
