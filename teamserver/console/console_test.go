@@ -114,6 +114,26 @@ func TestSignInSetsAStrictSessionCookie(t *testing.T) {
 	assert.NotContains(t, home, "globex")
 }
 
+func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
+	f := newFixture(t)
+	b := newClient(t, f)
+	var resp *http.Response
+	var body string
+	for range 25 {
+		_, page := b.get("/signin")
+		resp, body = b.post("/signin", url.Values{"csrf": {csrfOf(t, page)}, "token": {"amt_guess"}}, nil)
+		if resp.StatusCode == http.StatusTooManyRequests {
+			break
+		}
+	}
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the server's limit of failed authentications applies to the console")
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	assert.Contains(t, body, "Too many failed sign-ins")
+	_, page := b.get("/signin")
+	resp, _ = b.post("/signin", url.Values{"csrf": {csrfOf(t, page)}, "token": {f.alice}}, nil)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "even the right token waits")
+}
+
 func TestSessionExpiresAndSignOutEndsIt(t *testing.T) {
 	f := newFixture(t)
 	b := newClient(t, f)
