@@ -219,7 +219,14 @@ func randomID() string {
 
 func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: c.opts.Prefix + "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+}
+
+// overTLS reports whether the browser reached the console over TLS: the
+// connection itself, or a reverse proxy in front that says so. Trusting
+// the header can only add the Secure flag, never remove it.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // current returns the request's session, if it has a live one.

@@ -23,7 +23,8 @@
 //     attempts per address as the protocols). Whether a token may sign in
 //     at all is decided in one place (maySignIn).
 //   - Session: a random 256-bit ID in a cookie that is HttpOnly,
-//     SameSite=Strict, Secure when the request came over TLS, limited to
+//     SameSite=Strict, Secure when the request came over TLS (or through
+//     a proxy that sets X-Forwarded-Proto: https), limited to
 //     the console's path and expiring (Options.SessionTTL); the session
 //     table is held in memory on the server, with the token, which never
 //     reaches the browser again. Signing out drops the session at once.
