@@ -12,16 +12,16 @@ import (
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
-// APIError is a refusal of the server's API, as the console met it
-// acting for a signed-in token: the HTTP status and the server's message
-// (which never holds content or a server path). The console shows it.
-type APIError struct {
+// refusal is the server's answer, other than 2xx, to a call the console
+// made for a signed-in token: the HTTP status and the server's message
+// (which never holds content or a server path). The page shows it.
+type refusal struct {
 	Status  int
 	Code    string
 	Message string
 }
 
-func (e *APIError) Error() string {
+func (e *refusal) Error() string {
 	return fmt.Sprintf("console: the server answered %d: %s", e.Status, e.Message)
 }
 
@@ -91,14 +91,14 @@ func (c *Console) send(ctx context.Context, from *http.Request, s *session, meth
 		rec.status = http.StatusOK
 	}
 	if rec.status/100 != 2 {
-		return nil, apiError(rec)
+		return nil, readRefusal(rec)
 	}
 	return rec.body.Bytes(), nil
 }
 
 // apiError reads either protocol's error body.
-func apiError(rec *recorder) *APIError {
-	e := &APIError{Status: rec.status, Message: http.StatusText(rec.status)}
+func readRefusal(rec *recorder) *refusal {
+	e := &refusal{Status: rec.status, Message: http.StatusText(rec.status)}
 	var sync wire.ErrorBody
 	if json.Unmarshal(rec.body.Bytes(), &sync) == nil && sync.Error.Message != "" {
 		e.Message, e.Code = sync.Error.Message, sync.Error.Details.ErrorCode

@@ -77,7 +77,7 @@ func (c *Console) withSource(fn func(w http.ResponseWriter, r *http.Request, s *
 
 // apiFail shows what went wrong with a call to the server.
 func (c *Console) apiFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
-	var ae *APIError
+	var ae *refusal
 	switch {
 	case errors.Is(err, errNoMemory):
 		c.fail(w, r, s, http.StatusNotFound, "There is no memory under that name (it may have been deleted).")

@@ -72,7 +72,7 @@ func (p *repoSource) get0(ctx context.Context, q url.Values, out any) error {
 func (p *repoSource) list(ctx context.Context) ([]item, error) {
 	var data wire.TeamMemoryData
 	err := p.get0(ctx, url.Values{}, &data)
-	var ae *APIError
+	var ae *refusal
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 		return nil, nil // the repo has no memory yet
 	}
@@ -217,7 +217,7 @@ func (p *storeSource) list(ctx context.Context) ([]item, error) {
 		return nil, err
 	}
 	if !complete {
-		return nil, &APIError{Status: http.StatusServiceUnavailable, Message: "the store's listing was cut short; reload the page"}
+		return nil, &refusal{Status: http.StatusServiceUnavailable, Message: "the store's listing was cut short; reload the page"}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
