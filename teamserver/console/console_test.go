@@ -254,9 +254,11 @@ func TestListFiltersAndPages(t *testing.T) {
 	_, page = b.get("/repos/acme/shop?q=CAROL")
 	assert.Contains(t, page, "1 of 5 memories")
 	assert.Contains(t, page, "people/carol.md")
-	_, page = b.get("/stores/" + f.storeID + "?type=user")
-	assert.Contains(t, page, "1 of 1 memories")
+	_, page = b.get("/stores/" + f.storeID + "?type=user&author=alice")
+	assert.Contains(t, page, "1 of 1 memories", "a store memory's author is who changed it last")
 	assert.Contains(t, page, "/prefs.md")
+	_, page = b.get("/stores/" + f.storeID + "?author=bob")
+	assert.Contains(t, page, "0 of 1 memories")
 }
 
 func TestHostileMarkdownIsInert(t *testing.T) {

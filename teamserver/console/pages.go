@@ -443,14 +443,12 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	for _, st := range stores {
 		src := &storeSource{c: c, r: r, s: s, st: st}
-		var page struct {
-			Data []storeVersion `json:"data"`
-		}
-		if err := c.call(ctx, r, s, http.MethodGet, src.path("/memory_versions"), url.Values{"limit": {"100"}}, nil, nil, &page); err != nil {
+		vs, err := src.recentVersions(ctx)
+		if err != nil {
 			c.apiFail(w, r, s, err)
 			return
 		}
-		for _, v := range page.Data {
+		for _, v := range vs {
 			whos[v.CreatedBy.ID]++
 			if who != "" && v.CreatedBy.ID != who {
 				continue

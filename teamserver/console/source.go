@@ -219,6 +219,21 @@ func (p *storeSource) list(ctx context.Context) ([]item, error) {
 	if !complete {
 		return nil, &refusal{Status: http.StatusServiceUnavailable, Message: "the store's listing was cut short; reload the page"}
 	}
+	// Who wrote each memory last: the newest of the store's recent
+	// changes that names it.
+	vs, err := p.recentVersions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]string{}
+	for _, v := range vs {
+		if _, seen := by[v.MemoryID]; !seen {
+			by[v.MemoryID] = v.CreatedBy.ID
+		}
+	}
+	for i := range out {
+		out[i].Author = by[out[i].ID]
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
 }
@@ -230,9 +245,6 @@ func (p *storeSource) get(ctx context.Context, key string) (item, error) {
 	}
 	for _, it := range all {
 		if it.Key == key {
-			if vs, err := p.history(ctx, key); err == nil && len(vs) > 0 {
-				it.Author = vs[0].Author
-			}
 			return it, nil
 		}
 	}
@@ -252,6 +264,15 @@ type storeVersion struct {
 	RedactedAt *string `json:"redacted_at"`
 }
 
+// recentVersions lists the store's newest 100 changes, newest first.
+func (p *storeSource) recentVersions(ctx context.Context) ([]storeVersion, error) {
+	var page struct {
+		Data []storeVersion `json:"data"`
+	}
+	err := p.c.call(ctx, p.r, p.s, http.MethodGet, p.path("/memory_versions"), url.Values{"limit": {"100"}}, nil, nil, &page)
+	return page.Data, err
+}
+
 // memoryID finds the memory at a path: a live one, or else the one
 // that a recent change (the store's newest 100) left there, deleted
 // since, so its history can still be read and a version restored.
@@ -265,13 +286,11 @@ func (p *storeSource) memoryID(ctx context.Context, key string) (id string, live
 			return it.ID, true, nil
 		}
 	}
-	var page struct {
-		Data []storeVersion `json:"data"`
-	}
-	if err := p.c.call(ctx, p.r, p.s, http.MethodGet, p.path("/memory_versions"), url.Values{"limit": {"100"}}, nil, nil, &page); err != nil {
+	vs, err := p.recentVersions(ctx)
+	if err != nil {
 		return "", false, err
 	}
-	for _, v := range page.Data {
+	for _, v := range vs {
 		if v.Path != nil && *v.Path == key {
 			return v.MemoryID, false, nil
 		}
