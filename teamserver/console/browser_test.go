@@ -187,9 +187,10 @@ func (j *journey) signIn(token string) {
 }
 
 func TestBrowserJourney(t *testing.T) {
+	axe := axeSource(t)
 	ctx := browser(t)
 	f := newFixture(t)
-	j := &journey{t: t, ctx: ctx, f: f, axe: axeSource(t), shot: os.Getenv("AGENTMEM_CONSOLE_SCREENSHOTS")}
+	j := &journey{t: t, ctx: ctx, f: f, axe: axe, shot: os.Getenv("AGENTMEM_CONSOLE_SCREENSHOTS")}
 	if j.shot != "" {
 		require.NoError(t, os.MkdirAll(j.shot, 0o755))
 	}
