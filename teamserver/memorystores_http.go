@@ -228,9 +228,7 @@ func splitPath(p string) []string {
 
 // mayUse reports whether the token reaches a store: "*" reaches every
 // store of its organization.
-func (c *storesCall) mayUse(storeID string) bool {
-	return slices.Contains(c.grant.Stores, "*") || slices.Contains(c.grant.Stores, storeID)
-}
+func (c *storesCall) mayUse(storeID string) bool { return c.grant.AllowsStore(storeID) }
 
 func (c *storesCall) actor() Actor { return Actor{Type: "api_actor", ID: c.grant.author()} }
 

@@ -136,4 +136,83 @@ func TestServeTLSMetricsAndHealth(t *testing.T) {
 	resp.Body.Close()
 	assert.Contains(t, string(body), "agentmem_team_store_connections_in_use")
 	assert.Contains(t, string(body), "agentmem_team_repos")
+
+	// Under TLS the console's cookies are Secure.
+	resp, err = client.Get(url + "/console/signin")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotEmpty(t, resp.Cookies())
+	for _, c := range resp.Cookies() {
+		assert.True(t, c.Secure, "cookie %s", c.Name)
+		assert.True(t, c.HttpOnly, "cookie %s", c.Name)
+	}
+}
+
+// TestServeConsole: team serve serves the console at /console beside the
+// protocols, and --console=false turns it off.
+func TestServeConsole(t *testing.T) {
+	dir := t.TempDir()
+	token, tokens := makeToken(t, dir)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+	resp, err := noRedirect.Get(url + "/console/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "the console asks for a sign-in")
+	resp, err = http.Get(url + "/console/signin")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `<label for="token">`)
+	assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+	assert.False(t, resp.Cookies()[0].Secure, "no Secure cookie over plain HTTP on loopback")
+	req, _ := http.NewRequest(http.MethodGet, url+"/api/claude_code/team_memory?repo=acme/x&view=hashes", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the protocol is served as before (an empty repo)")
+
+	off, _ := serveArgs(t, filepath.Join(dir, "team2.db"), tokens, "--console=false")
+	resp, err = http.Get(off + "/console/signin")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "--console=false: no console")
+}
+
+// TestREADMEConsole runs the README's console command as written (on a
+// free port) and opens the console it names.
+func TestREADMEConsole(t *testing.T) {
+	lines := readmeBlock(t, "also serves a web console at `/console/`")
+	dir := t.TempDir()
+	_, tokens := makeToken(t, dir)
+	require.NoError(t, os.Rename(tokens, filepath.Join(dir, "tokens.json")))
+	addr := freeAddr(t)
+	var cmdLines []string
+	var consoleURL string
+	for _, l := range lines {
+		if u, ok := strings.CutPrefix(l, "# console on "); ok {
+			consoleURL = strings.Replace(u, "127.0.0.1:8787", addr, 1)
+			continue
+		}
+		cmdLines = append(cmdLines, l)
+	}
+	require.NotEmpty(t, consoleURL, "the block says where the console is")
+	stop := newShell(t, dir, nil, "127.0.0.1:8787", addr).start(cmdLines)
+	var resp *http.Response
+	var err error
+	for range 100 {
+		if resp, err = http.Get(consoleURL + "signin"); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "Sign in")
+	assert.Contains(t, stop(), "console on "+consoleURL, "the server prints what the README says")
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/console"
 	"github.com/agentmem-sdk/agentmem/teamserver/postgres"
 	"github.com/agentmem-sdk/agentmem/teamserver/prommetrics"
 	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
@@ -285,6 +286,7 @@ func teamServe(e env, args []string) (int, error) {
 	maxStores := fs.Int("max-stores", teamserver.DefaultMaxStores, "memory stores one organization may create")
 	maxStoreMemories := fs.Int("max-store-memories", teamserver.DefaultMaxStoreMemories, "memories one memory store may hold")
 	maxStoreBytes := fs.Int64("max-store-bytes", teamserver.DefaultMaxStoreBytes, "content bytes one memory store may hold")
+	withConsole := fs.Bool("console", true, "serve the web console at /console (sign in with a token of the token file)")
 	if ok, code := parseSub(e, fs, "serve", args); !ok {
 		return code, nil
 	}
@@ -342,7 +344,15 @@ func teamServe(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	var handler http.Handler = h
+	if *withConsole {
+		con, err := console.New(h, console.Options{Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		if err != nil {
+			return exitError, err
+		}
+		handler = con.Wrap(h)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	srv.RegisterOnShutdown(h.Drain) // long-polls answer at once, so the drain does not wait for them
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -358,6 +368,9 @@ func teamServe(e env, args []string) (int, error) {
 		go func() { errc <- metricsSrv.Serve(mln) }()
 	}
 	fmt.Fprintf(e.stdout, "listening on %s://%s (%d tokens, %s)\n", scheme, ln.Addr(), len(grants), where)
+	if *withConsole {
+		fmt.Fprintf(e.stdout, "console on %s://%s%s/\n", scheme, ln.Addr(), console.DefaultPrefix)
+	}
 	go func() {
 		if *tlsCert != "" {
 			errc <- srv.ServeTLS(ln, *tlsCert, *tlsKey)

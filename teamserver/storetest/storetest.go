@@ -42,6 +42,28 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 		assert.NotEqual(t, a.ID(), b.ID(), "two new stores have different identities")
 	})
 
+	t.Run("list repos", func(t *testing.T) {
+		s := newStore(t)
+		rl, ok := s.(teamserver.RepoLister)
+		if !ok {
+			return // listing is optional: the console needs it, sync does not
+		}
+		put(t, s, teamserver.PutRequest{Entries: map[string]string{"a.md": "alpha", "b.md": "beta"}})
+		_, err := s.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/api"}, teamserver.PutRequest{Entries: map[string]string{"c.md": "gamma"}, Now: t0})
+		require.NoError(t, err)
+		_, err = s.Put(ctx, teamserver.Repo{Tenant: "other", Name: "acme/secret"}, teamserver.PutRequest{Entries: map[string]string{"d.md": "delta"}, Now: t0})
+		require.NoError(t, err)
+		repos, err := rl.ListRepos(ctx, "acme")
+		require.NoError(t, err)
+		require.Len(t, repos, 2, "another tenant's repo is not listed")
+		assert.Equal(t, "acme/api", repos[0].Name)
+		assert.Equal(t, 1, repos[0].Entries)
+		assert.Equal(t, "acme/shop", repos[1].Name)
+		assert.Equal(t, 2, repos[1].Entries)
+		assert.Equal(t, int64(1), repos[1].Version)
+		assert.True(t, repos[1].LastModified.Equal(t0))
+	})
+
 	t.Run("empty", func(t *testing.T) {
 		s := newStore(t)
 		_, err := s.Get(ctx, repo, true)

@@ -1,0 +1,48 @@
+// Package console is the web console of the memory server: pages a
+// person reads in a browser to see what the team's agents remember, in
+// the repos (team memory sync) and the memory stores their token
+// reaches, compare versions, restore one and delete a memory.
+//
+// A Console wraps the server's *teamserver.Handler and is served beside
+// it, under a prefix (DefaultPrefix, "/console"); `agentmem team serve`
+// mounts it unless started with --console=false. Pages are rendered on
+// the server with html/template from embedded templates and a style
+// sheet; every action is a plain link or form and works without
+// JavaScript (one small embedded script only adds a keyboard shortcut).
+//
+// The console holds no data and no rules of its own: it reads and
+// writes through the handler, in process, as the signed-in token, so
+// the grants, the screens, the limits and the history of the protocols
+// apply to a person's restore or delete exactly as to a client's write,
+// and the log names the token.
+//
+// # Security
+//
+//   - Sign-in: a token of the server's token file, checked by
+//     Handler.Authenticate (the same lookup and the same limit of failed
+//     attempts per address as the protocols). Whether a token may sign in
+//     at all is decided in one place (maySignIn).
+//   - Session: a random 256-bit ID in a cookie that is HttpOnly,
+//     SameSite=Strict, Secure when the request came over TLS (or through
+//     a proxy that sets X-Forwarded-Proto: https), limited to
+//     the console's path and expiring (Options.SessionTTL); the session
+//     table is held in memory on the server, with the token, which never
+//     reaches the browser again. Signing out drops the session at once.
+//   - Forms: every POST carries a CSRF token (the session's; before
+//     sign-in, one bound to a cookie) and passes net/http's cross-origin
+//     protection (Sec-Fetch-Site and Origin must be the console's own).
+//     Changes happen only by POST, each after a confirmation page.
+//   - Output: every value is escaped by html/template; memory Markdown is
+//     rendered with raw HTML dropped and then sanitized (no script, no
+//     event handler, no link but http, https and mailto). Every page
+//     carries a Content-Security-Policy without inline script or style,
+//     frame-ancestors 'none', X-Frame-Options DENY and nosniff, and is
+//     not cached.
+//   - Reach: a page of a repo or store that the token's grant does not
+//     name answers 404, the same whether or not it exists; lists show
+//     only what the grant names (TokenGrant.Allows, AllowsStore).
+//
+// # Concurrency
+//
+// A Console is safe for concurrent use.
+package console

@@ -1,0 +1,498 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+)
+
+func (c *Console) routes() {
+	p := c.opts.Prefix
+	m := http.NewServeMux()
+	m.HandleFunc("GET "+p+"/{$}", c.authed(c.home))
+	m.HandleFunc("GET "+p, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, p+"/", http.StatusMovedPermanently) })
+	m.HandleFunc("GET "+p+"/signin", c.signinPage)
+	m.HandleFunc("POST "+p+"/signin", c.signin)
+	m.HandleFunc("POST "+p+"/signout", c.authed(c.signout))
+	m.HandleFunc("GET "+p+"/activity", c.authed(c.activity))
+	for _, kind := range []string{"/repos/{owner}/{name}", "/stores/{store}"} {
+		b := p + kind
+		m.HandleFunc("GET "+b, c.authed(c.withSource(c.list)))
+		m.HandleFunc("GET "+b+"/memory", c.authed(c.withSource(c.memory)))
+		m.HandleFunc("GET "+b+"/history", c.authed(c.withSource(c.historyPage)))
+		m.HandleFunc("GET "+b+"/restore", c.authed(c.withSource(c.restoreConfirm)))
+		m.HandleFunc("POST "+b+"/restore", c.authed(c.withSource(c.restore)))
+		m.HandleFunc("GET "+b+"/delete", c.authed(c.withSource(c.deleteConfirm)))
+		m.HandleFunc("POST "+b+"/delete", c.authed(c.withSource(c.remove)))
+	}
+	// The review queue (proposals waiting for a person, beside what they
+	// change; approve, reject with a reason) mounts here, under p+"/review",
+	// once the server keeps proposals.
+	m.HandleFunc(p+"/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
+		c.fail(w, r, s, http.StatusNotFound, "There is no such page in the console.")
+	}))
+	c.mux = m
+}
+
+// withSource resolves the repo or store a page is about, refusing what
+// the token's grant does not name exactly as the server would (and with
+// the same answer whether or not it exists).
+func (c *Console) withSource(fn func(w http.ResponseWriter, r *http.Request, s *session, src source)) func(http.ResponseWriter, *http.Request, *session) {
+	return func(w http.ResponseWriter, r *http.Request, s *session) {
+		if id := r.PathValue("store"); id != "" {
+			ctx, cancel := reqCtx(r)
+			defer cancel()
+			stores, err := c.h.MemStores(ctx, s.grant)
+			if err != nil {
+				c.apiFail(w, r, s, err)
+				return
+			}
+			for _, st := range stores {
+				if st.ID == id {
+					fn(w, r, s, &storeSource{c: c, r: r, s: s, st: st})
+					return
+				}
+			}
+			c.fail(w, r, s, http.StatusNotFound, "Your token reaches no memory store with that ID.")
+			return
+		}
+		repo := r.PathValue("owner") + "/" + r.PathValue("name")
+		if !teamserver.ValidRepoSlug(repo) || !s.grant.Allows(repo) {
+			c.fail(w, r, s, http.StatusNotFound, "Your token reaches no repo of that name.")
+			return
+		}
+		fn(w, r, s, &repoSource{c: c, r: r, s: s, repo: repo})
+	}
+}
+
+// apiFail shows what went wrong with a call to the server.
+func (c *Console) apiFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	var ae *refusal
+	switch {
+	case errors.Is(err, errNoMemory):
+		c.fail(w, r, s, http.StatusNotFound, "There is no memory under that name (it may have been deleted).")
+	case errors.Is(err, errRestoreDeletion):
+		c.fail(w, r, s, http.StatusBadRequest, "That version records the memory's deletion and has no text. Restore the version before it.")
+	case errors.As(err, &ae):
+		c.fail(w, r, s, ae.Status, "The server refused: "+ae.Message)
+	case errors.Is(err, context.DeadlineExceeded):
+		c.fail(w, r, s, http.StatusServiceUnavailable, "The server took too long to answer. Try again.")
+	default:
+		c.log.Error("console: a page failed", "path", r.URL.Path, "error", err)
+		c.fail(w, r, s, http.StatusInternalServerError, "The server could not complete the request. Try again; if it persists, see the server's log.")
+	}
+}
+
+type repoRow struct {
+	Name     string
+	URL      string
+	Memories int
+	Changed  time.Time
+	Version  int64
+}
+
+type storeRow struct {
+	Name, ID, URL string
+	Memories      int64
+	Changed       time.Time
+	Archived      bool
+}
+
+func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	repos, err := c.h.Repos(ctx, s.grant)
+	if err != nil && !errors.Is(err, teamserver.ErrNoRepoListing) {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	stores, err := c.h.MemStores(ctx, s.grant)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	var rr []repoRow
+	for _, ri := range repos {
+		rr = append(rr, repoRow{Name: ri.Name, URL: c.opts.Prefix + "/repos/" + ri.Name, Memories: ri.Entries, Changed: ri.LastModified, Version: ri.Version})
+	}
+	var sr []storeRow
+	for _, st := range stores {
+		sr = append(sr, storeRow{Name: st.Name, ID: st.ID, URL: c.opts.Prefix + "/stores/" + st.ID, Memories: st.Memories, Changed: st.Updated, Archived: !st.Archived.IsZero()})
+	}
+	c.page(w, r, s, http.StatusOK, "home", map[string]any{"Repos": rr, "Stores": sr, "Patterns": s.grant.Repos})
+}
+
+type memRow struct {
+	Key, URL, Type, Description, Author string
+	Updated                             time.Time
+}
+
+// memoryURL is the console path of one memory's page.
+func memoryURL(src source, page, key string, extra ...string) string {
+	q := url.Values{"key": {key}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
+	return src.base() + "/" + page + "?" + q.Encode()
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src source) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	all, err := src.list(ctx)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	q := r.URL.Query()
+	typ, author, text := q.Get("type"), q.Get("author"), strings.TrimSpace(q.Get("q"))
+	lowText := strings.ToLower(text)
+	types, authors := map[string]bool{}, map[string]bool{}
+	var rows []memRow
+	for _, it := range all {
+		fields, _ := splitFrontmatter(it.Content)
+		t := fieldValue(fields, "type")
+		types[t], authors[it.Author] = true, true
+		if (typ != "" && t != typ) || (author != "" && it.Author != author) ||
+			(text != "" && !strings.Contains(strings.ToLower(it.Key), lowText) && !strings.Contains(strings.ToLower(it.Content), lowText)) {
+			continue
+		}
+		desc := fieldValue(fields, "description")
+		if desc == "" {
+			desc = fieldValue(fields, "name")
+		}
+		rows = append(rows, memRow{Key: it.Key, URL: memoryURL(src, "memory", it.Key), Type: t, Description: desc, Author: it.Author, Updated: it.Updated})
+	}
+	pageN, _ := strconv.Atoi(q.Get("page"))
+	pages := max(1, (len(rows)+c.opts.PageSize-1)/c.opts.PageSize)
+	pageN = min(max(pageN, 1), pages)
+	shown := rows[min((pageN-1)*c.opts.PageSize, len(rows)):min(pageN*c.opts.PageSize, len(rows))]
+	pageURL := func(n int) string {
+		v := url.Values{}
+		for k, val := range map[string]string{"type": typ, "author": author, "q": text} {
+			if val != "" {
+				v.Set(k, val)
+			}
+		}
+		v.Set("page", strconv.Itoa(n))
+		return src.base() + "?" + v.Encode()
+	}
+	data := map[string]any{"Src": srcView(src), "Rows": shown, "Total": len(all), "Matching": len(rows),
+		"Type": typ, "Author": author, "Q": text, "Types": keys(types), "Authors": keys(authors),
+		"PageN": pageN, "Pages": pages}
+	if q.Get("done") == "deleted" {
+		data["Done"] = "The memory " + q.Get("key") + " was deleted. Its history is kept:"
+		data["UndoURL"] = memoryURL(src, "history", q.Get("key"))
+	}
+	if pageN > 1 {
+		data["Prev"] = pageURL(pageN - 1)
+	}
+	if pageN < pages {
+		data["Next"] = pageURL(pageN + 1)
+	}
+	c.page(w, r, s, http.StatusOK, "list", data)
+}
+
+// keys returns a set's members in order, without the empty string.
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type srcInfo struct{ Kind, Name, URL string }
+
+func srcView(src source) srcInfo { return srcInfo{Kind: src.kind(), Name: src.name(), URL: src.base()} }
+
+func (c *Console) memory(w http.ResponseWriter, r *http.Request, s *session, src source) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	key := r.URL.Query().Get("key")
+	it, err := src.get(ctx, key)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	fields, body := splitFrontmatter(it.Content)
+	c.page(w, r, s, http.StatusOK, "memory", map[string]any{"Src": srcView(src), "Item": it, "Fields": fields,
+		"HTML": c.render.html(body), "HistoryURL": memoryURL(src, "history", key), "DeleteURL": memoryURL(src, "delete", key),
+		"Done": doneMessage(r.URL.Query().Get("done"))})
+}
+
+// doneMessage is the notice shown after an action.
+func doneMessage(done string) string {
+	switch done {
+	case "restored":
+		return "The version was restored: it is the memory's current text."
+	}
+	return ""
+}
+
+type versionRow struct {
+	version
+	Label      string
+	RestoreURL string
+}
+
+func (c *Console) historyPage(w http.ResponseWriter, r *http.Request, s *session, src source) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	q := r.URL.Query()
+	key := q.Get("key")
+	vs, err := src.history(ctx, key)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	if len(vs) == 0 {
+		c.apiFail(w, r, s, errNoMemory)
+		return
+	}
+	rows := make([]versionRow, len(vs))
+	deleted := vs[0].Deleted // the memory is deleted: every version with text may come back
+	for i, v := range vs {
+		rows[i] = versionRow{version: v, Label: versionLabel(src, v, i)}
+		if !v.Deleted && (i > 0 || deleted) {
+			rows[i].RestoreURL = memoryURL(src, "restore", key, "version", v.ID)
+		}
+	}
+	from, to := q.Get("from"), q.Get("to")
+	if from == "" && to == "" {
+		// By default the two newest versions that hold text.
+		var texts []string
+		for _, v := range vs {
+			if !v.Deleted {
+				texts = append(texts, v.ID)
+			}
+		}
+		if len(texts) > 1 {
+			from, to = texts[1], texts[0]
+		}
+	}
+	data := map[string]any{"Src": srcView(src), "Key": key, "Versions": rows, "From": from, "To": to, "Deleted": deleted,
+		"MemoryURL": memoryURL(src, "memory", key), "Action": src.base() + "/history"}
+	if from != "" && to != "" {
+		if !slices.ContainsFunc(vs, func(v version) bool { return v.ID == from }) || !slices.ContainsFunc(vs, func(v version) bool { return v.ID == to }) {
+			c.fail(w, r, s, http.StatusNotFound, "The memory has no such version (it may be past the server's retention).")
+			return
+		}
+		a, _, err := src.version(ctx, key, from)
+		if err != nil {
+			c.apiFail(w, r, s, err)
+			return
+		}
+		b, _, err := src.version(ctx, key, to)
+		if err != nil {
+			c.apiFail(w, r, s, err)
+			return
+		}
+		data["Diff"] = diff(key+" ("+labelOf(rows, from)+")", key+" ("+labelOf(rows, to)+")", a, b)
+		data["Compared"] = true
+	}
+	c.page(w, r, s, http.StatusOK, "history", data)
+}
+
+func versionLabel(src source, v version, i int) string {
+	l := "version " + v.ID
+	if src.kind() == "store" {
+		switch i {
+		case 0:
+			l = "latest change"
+		case 1:
+			l = "1 change back"
+		default:
+			l = strconv.Itoa(i) + " changes back"
+		}
+	}
+	return l
+}
+
+func labelOf(rows []versionRow, id string) string {
+	for _, r := range rows {
+		if r.ID == id {
+			return r.Label
+		}
+	}
+	return id
+}
+
+func (c *Console) restoreConfirm(w http.ResponseWriter, r *http.Request, s *session, src source) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	key, id := r.URL.Query().Get("key"), r.URL.Query().Get("version")
+	cur, err := src.get(ctx, key)
+	gone := errors.Is(err, errNoMemory)
+	if err != nil && !gone {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	old, deleted, err := src.version(ctx, key, id)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	if deleted {
+		c.apiFail(w, r, s, errRestoreDeletion)
+		return
+	}
+	c.page(w, r, s, http.StatusOK, "restore", map[string]any{"Src": srcView(src), "Key": key, "Version": id, "Gone": gone,
+		"Diff": diff(key+" (now)", key+" (restored)", cur.Content, old), "Action": src.base() + "/restore",
+		"MemoryURL": memoryURL(src, "memory", key)})
+}
+
+func (c *Console) restore(w http.ResponseWriter, r *http.Request, s *session, src source) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	key, id := r.PostFormValue("key"), r.PostFormValue("version")
+	if err := src.restore(ctx, key, id); err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	c.log.Info("console: a version was restored", "tenant", s.grant.Organization, "who", s.grant.Author(), "kind", src.kind())
+	http.Redirect(w, r, memoryURL(src, "memory", key, "done", "restored"), http.StatusSeeOther)
+}
+
+func (c *Console) deleteConfirm(w http.ResponseWriter, r *http.Request, s *session, src source) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	key := r.URL.Query().Get("key")
+	it, err := src.get(ctx, key)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	c.page(w, r, s, http.StatusOK, "delete", map[string]any{"Src": srcView(src), "Item": it, "Action": src.base() + "/delete",
+		"MemoryURL": memoryURL(src, "memory", key)})
+}
+
+func (c *Console) remove(w http.ResponseWriter, r *http.Request, s *session, src source) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	key := r.PostFormValue("key")
+	if err := src.remove(ctx, key); err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	c.log.Info("console: a memory was deleted", "tenant", s.grant.Organization, "who", s.grant.Author(), "kind", src.kind())
+	http.Redirect(w, r, src.base()+"?"+url.Values{"done": {"deleted"}, "key": {key}}.Encode(), http.StatusSeeOther)
+}
+
+type activityRow struct {
+	Time      time.Time
+	Who, Repo string
+	Op        string // a store's operation (created, modified, deleted)
+	RepoURL   string
+	Keys      []activityKey
+}
+
+type activityKey struct{ Key, URL string }
+
+// activity lists the recent writes to the token's repos and memory
+// stores, newest first,
+// by whom: every token that wrote, or the one asked for.
+func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	repos, err := c.h.Repos(ctx, s.grant)
+	if err != nil && !errors.Is(err, teamserver.ErrNoRepoListing) {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	who := r.URL.Query().Get("who")
+	var rows []activityRow
+	whos := map[string]int{}
+	for _, ri := range repos {
+		src := &repoSource{c: c, r: r, s: s, repo: ri.Name}
+		var log []wire.LogEntry
+		if err := src.get0(ctx, url.Values{"view": {"log"}, "limit": {"100"}}, &log); err != nil {
+			c.apiFail(w, r, s, err)
+			return
+		}
+		for _, e := range log {
+			whos[e.Author]++
+			if who != "" && e.Author != who {
+				continue
+			}
+			t, _ := time.Parse(time.RFC3339Nano, e.Time)
+			row := activityRow{Time: t, Who: e.Author, Repo: ri.Name, RepoURL: src.base()}
+			for _, k := range e.Keys {
+				row.Keys = append(row.Keys, activityKey{Key: k, URL: memoryURL(src, "history", k)})
+			}
+			rows = append(rows, row)
+		}
+	}
+	stores, err := c.h.MemStores(ctx, s.grant)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	for _, st := range stores {
+		src := &storeSource{c: c, r: r, s: s, st: st}
+		vs, err := src.recentVersions(ctx)
+		if err != nil {
+			c.apiFail(w, r, s, err)
+			return
+		}
+		for _, v := range vs {
+			whos[v.CreatedBy.ID]++
+			if who != "" && v.CreatedBy.ID != who {
+				continue
+			}
+			t, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
+			row := activityRow{Time: t, Who: v.CreatedBy.ID, Repo: st.Name, RepoURL: src.base(), Op: v.Operation}
+			if v.Path != nil {
+				row.Keys = append(row.Keys, activityKey{Key: *v.Path, URL: memoryURL(src, "history", *v.Path)})
+			}
+			rows = append(rows, row)
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Time.After(rows[j].Time) })
+	if len(rows) > 200 {
+		rows = rows[:200]
+	}
+	type whoRow struct {
+		Name, URL string
+		Writes    int
+	}
+	var wr []whoRow
+	for _, n := range keysOf(whos) {
+		wr = append(wr, whoRow{Name: n, URL: c.opts.Prefix + "/activity?" + url.Values{"who": {n}}.Encode(), Writes: whos[n]})
+	}
+	c.page(w, r, s, http.StatusOK, "activity", map[string]any{"Rows": rows, "Who": who, "Whos": wr})
+}
+
+func keysOf(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *Console) funcs() template.FuncMap {
+	return template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04 UTC")
+		},
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	}
+}

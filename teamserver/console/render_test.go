@@ -1,0 +1,72 @@
+package console
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"golang.org/x/net/html"
+)
+
+func TestSplitFrontmatter(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, body string
+		fields         []field
+	}{
+		{"none", "# Title\n", "# Title\n", nil},
+		{"fields", "---\nname: a\ntype: \"user\"\n---\nbody\n", "body\n", []field{{"name", "a"}, {"type", "user"}}},
+		{"crlf", "---\r\ntype: project\r\n---\r\nbody\r\n", "body\r\n", []field{{"type", "project"}}},
+		{"unclosed", "---\ntype: user\nbody\n", "---\ntype: user\nbody\n", nil},
+		{"a line without a name", "---\nnot a field\n---\n", "", []field{{"", "not a field"}}},
+		{"closing line last", "---\ntype: user\n---", "", []field{{"type", "user"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fields, body := splitFrontmatter(tc.in)
+			assert.Equal(t, tc.fields, fields)
+			assert.Equal(t, tc.body, body)
+		})
+	}
+}
+
+// FuzzRender: whatever a memory holds, splitting it never panics, the
+// body is the end of the memory, and the rendered HTML holds no script,
+// event handler or javascript: link.
+func FuzzRender(f *testing.F) {
+	for _, s := range []string{"", "---\ntype: x\n---\n# t\n", "<script>alert(1)</script>", "[a](javascript:alert(1))",
+		"<img src=x onerror=alert(1)>", "[a](JaVaScRiPt:alert(1))", "<a href=\"&#106;avascript:alert(1)\">x</a>",
+		"```\n<script>\n```", "<svg onload=alert(1)>", "[x](data:text/html,<script>alert(1)</script>)"} {
+		f.Add(s)
+	}
+	r := newRenderer()
+	f.Fuzz(func(t *testing.T, in string) {
+		_, body := splitFrontmatter(in)
+		if !strings.HasSuffix(in, body) {
+			t.Fatalf("body %q is not the end of %q", body, in)
+		}
+		out := string(r.html(in))
+		z := html.NewTokenizer(strings.NewReader(out))
+		for {
+			tt := z.Next()
+			if tt == html.ErrorToken {
+				break
+			}
+			if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+				continue
+			}
+			tok := z.Token()
+			switch tok.Data {
+			case "script", "style", "iframe", "svg", "object", "embed", "form", "input", "base", "meta", "link":
+				t.Fatalf("rendered %q holds a <%s>: %s", in, tok.Data, out)
+			}
+			for _, a := range tok.Attr {
+				name, val := strings.ToLower(a.Key), strings.ToLower(strings.TrimSpace(a.Val))
+				if strings.HasPrefix(name, "on") || name == "style" || name == "srcdoc" {
+					t.Fatalf("rendered %q holds the attribute %s: %s", in, name, out)
+				}
+				if (name == "href" || name == "src") && !strings.HasPrefix(val, "http:") && !strings.HasPrefix(val, "https:") && !strings.HasPrefix(val, "mailto:") && strings.Contains(strings.SplitN(val, "/", 2)[0], ":") {
+					t.Fatalf("rendered %q links to %q: %s", in, a.Val, out)
+				}
+			}
+		}
+	})
+}
