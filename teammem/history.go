@@ -63,12 +63,17 @@ func (e *DeletionVersionError) Error() string {
 	return msg + "; the server keeps no earlier version with content"
 }
 
+// ErrRestoreUnchanged: the key already holds the content of the version
+// to restore; nothing was written.
+var ErrRestoreUnchanged = errors.New("teammem: the key already holds that version's content; nothing was written")
+
 // Restore writes a key's content at version back as a new version, on the
 // condition that the repo has not changed since it was read (a concurrent
 // change gives a *SyncError of class conflict and writes nothing). It
 // returns the new version. A version that is the key's deletion is
 // refused with a *DeletionVersionError naming the last version with
-// content: nothing is written. The local team directory is not touched:
+// content: nothing is written, nor when the key already holds that
+// content (ErrRestoreUnchanged). The local team directory is not touched:
 // the next sync brings the restored content in.
 func (c *Client) Restore(ctx context.Context, key string, version int64) (int64, error) {
 	rev, err := c.Revision(ctx, key, version)
@@ -82,6 +87,9 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	view, err := c.fetchHashes(ctx, &res)
 	if err != nil {
 		return 0, err
+	}
+	if sum, ok := view.sums[key]; ok && sum == wire.EntryChecksum(rev.Content) {
+		return 0, ErrRestoreUnchanged
 	}
 	raw, err := json.Marshal(wire.PutBody{Entries: map[string]string{key: rev.Content}})
 	if err != nil {

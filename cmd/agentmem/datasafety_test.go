@@ -251,13 +251,19 @@ func TestRestoreOfADeletion(t *testing.T) {
 	_, errOut, code = runBin(t, ana.env, "team", "restore", "--server", url, "--repo", "acme/shop", "--key", "x.md", "--version", deletion)
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "version "+deletion+" of x.md is its deletion")
-	assert.Contains(t, errOut, "agentmem team restore --key x.md --version "+content)
+	suggested := "agentmem team restore --server " + url + " --repo acme/shop --key x.md --version " + content
+	assert.Contains(t, errOut, suggested)
 	out = logKey()
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, "nothing was written")
 
-	out, errOut, code = runBin(t, ana.env, "team", "restore", "--server", url, "--repo", "acme/shop", "--key", "x.md", "--version", content)
+	// The suggested command works as printed.
+	out, errOut, code = runBin(t, ana.env, strings.Fields(strings.TrimPrefix(suggested, "agentmem "))...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "restored x.md from version "+content)
+	out, errOut, code = runBin(t, ana.env, strings.Fields(strings.TrimPrefix(suggested, "agentmem "))...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "x.md already holds the content of version "+content+": nothing was written")
+	assert.Len(t, strings.Split(strings.TrimSpace(logKey()), "\n"), 3, "one restore, not two")
 	ben := newTeammate(t, root, "ben", url, token)
 	_, errOut, code = ben.run("pull")
 	require.Equal(t, 0, code, errOut)
@@ -330,19 +336,25 @@ func TestMassDeleteHold(t *testing.T) {
 	for i := range 55 {
 		require.NoError(t, os.Remove(filepath.Join(ana.dir, fmt.Sprintf("m%02d.md", i))))
 	}
+	flags := "--server " + ana.url + " --repo " + ana.repo + " --dir " + ana.dir
+	var wayBack string
 	for _, cmd := range []string{"push", "sync"} {
 		out, errOut, code := ana.run(cmd)
 		assert.Equal(t, exitHeld, code, "%s: %s%s", cmd, out, errOut)
 		assert.Contains(t, errOut, "held: 55 memories would be deleted on the server (of 60 tracked; at most 50 at once); nothing was deleted")
-		assert.Contains(t, errOut, "agentmem team "+cmd+" --allow-mass-delete")
+		assert.Contains(t, errOut, "agentmem team "+cmd+" "+flags+" --allow-mass-delete")
 		assert.NotContains(t, out, "removed")
+		if m := regexp.MustCompile(`to bring them back here: agentmem (team pull .*)`).FindStringSubmatch(errOut); m != nil {
+			wayBack = m[1]
+		}
 	}
 	_, _, code = ben.run("sync")
 	require.Equal(t, 0, code)
 	assert.Len(t, ben.files(), 60, "the server kept every memory")
 
-	// The way back the message names.
-	_, errOut, code = ana.run("pull", "--keep-deleted")
+	// The way back the message names, as printed.
+	require.Equal(t, "team pull "+flags+" --keep-deleted", wayBack)
+	_, errOut, code = runBin(t, ana.env, strings.Fields(wayBack)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Len(t, ana.files(), 60)
 

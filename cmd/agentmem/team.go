@@ -423,6 +423,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		}
 		*repo = r
 	}
+	again := "--server " + shellQuote(*serverURL) + " --repo " + shellQuote(*repo)
 	token := e.getenv(TokenEnv)
 	if token == "" {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
@@ -447,14 +448,18 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		if errors.As(err, &dv) {
 			fmt.Fprintf(e.stderr, "agentmem team restore: version %d of %s is its deletion: there is no content to restore (nothing was written)\n", dv.Version, dv.Key)
 			if dv.LastWithContent > 0 {
-				fmt.Fprintf(e.stderr, "  the last version with content is %d: agentmem team restore --key %s --version %d\n", dv.LastWithContent, dv.Key, dv.LastWithContent)
+				fmt.Fprintf(e.stderr, "  the last version with content is %d: agentmem team restore %s --key %s --version %d\n", dv.LastWithContent, again, shellQuote(dv.Key), dv.LastWithContent)
 			}
 			return exitError, nil
+		}
+		if errors.Is(err, teammem.ErrRestoreUnchanged) {
+			fmt.Fprintf(e.stdout, "%s already holds the content of version %d: nothing was written\n", shown(*key), *version)
+			return exitOK, nil
 		}
 		if err != nil {
 			return classExit(e, name, err), nil
 		}
-		fmt.Fprintf(e.stdout, "restored %s from version %d as version %d\n", *key, *version, v)
+		fmt.Fprintf(e.stdout, "restored %s from version %d as version %d\n", shown(*key), *version, v)
 	case *key != "":
 		hv, err := client.History(ctx, *key, 0)
 		if err != nil {
@@ -520,6 +525,10 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		return exitError, err
 	}
 	*repo = o.repo
+	again := "--server " + shellQuote(*serverURL) + " --repo " + shellQuote(*repo)
+	if *dir != "" {
+		again += " --dir " + shellQuote(*dir)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st teammem.SyncState
@@ -531,7 +540,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *verbose {
 			level = slog.LevelDebug
 		}
-		var lastHeld string
+		var lastHeld, lastSkipped string
 		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherOptions{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
 			r := ev.Result
 			// A hold repeats every round until confirmed: say it again
@@ -541,8 +550,14 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 			} else {
 				lastHeld = held
 			}
+			// So does a file left at home every round.
+			if skipped := fmt.Sprint(r.Skipped); skipped == lastSkipped {
+				r.Skipped = nil
+			} else {
+				lastSkipped = skipped
+			}
 			if *verbose || changed(r) {
-				printResult(e, "watch", r, ev.Err)
+				printResult(e, "watch", r, ev.Err, again)
 			}
 			if ev.Err != nil {
 				fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", ev.Err)
@@ -566,7 +581,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	case "sync":
 		res, err = client.Sync(ctx, &st)
 	}
-	printResult(e, name, res, err)
+	printResult(e, name, res, err, again)
 	if err != nil {
 		return classExit(e, name, err), nil
 	}
@@ -599,7 +614,9 @@ func hasSkip(r teammem.Result, reason string) bool {
 	return false
 }
 
-func printResult(e env, name string, r teammem.Result, err error) {
+// printResult prints what a round did; again holds the flags that name
+// the server and repo, for the commands it suggests.
+func printResult(e env, name string, r teammem.Result, err error, again string) {
 	if r.StateError != nil {
 		fmt.Fprintf(e.stderr, "warning: %v\n", r.StateError)
 	}
@@ -645,9 +662,9 @@ func printResult(e env, name string, r teammem.Result, err error) {
 		}
 		fmt.Fprintf(e.stderr, "held: %d memories would be %s (of %d tracked; at most %d at once); nothing was deleted\n", len(h.Keys), where, h.Tracked, h.Threshold)
 		if h.Side == "server" {
-			fmt.Fprintf(e.stderr, "  to delete them: agentmem team %s --allow-mass-delete (same flags); to bring them back here: agentmem team pull --keep-deleted\n", orDefault(name, "sync"))
+			fmt.Fprintf(e.stderr, "  to delete them: agentmem team %s %s --allow-mass-delete; to bring them back here: agentmem team pull %s --keep-deleted\n", orDefault(name, "sync"), again, again)
 		} else {
-			fmt.Fprintf(e.stderr, "  to delete them here: agentmem team %s --allow-mass-delete (same flags)\n", orDefault(name, "sync"))
+			fmt.Fprintf(e.stderr, "  to delete them here: agentmem team %s %s --allow-mass-delete\n", orDefault(name, "sync"), again)
 		}
 	}
 	if r.Checkpoint != "" {
