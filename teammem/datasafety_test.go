@@ -256,3 +256,45 @@ func TestRestoreRefusesADeletion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "the text", rev.Content)
 }
+
+// TestRestoredStoreWrittenBackToTheSameVersion: a backup restored, then a
+// teammate's push brings the repo back to the version this directory saw,
+// with other content. The client names the restore (it cannot tell it by
+// the version alone) and deletes nothing on the base's word.
+func TestRestoredStoreWrittenBackToTheSameVersion(t *testing.T) {
+	e := startSwappable(t)
+	live := teamserver.NewMemoryStore()
+	e.swap(t, live)
+	ctx := context.Background()
+	ben := t.TempDir()
+	writeFiles(t, ben, map[string]string{"a.md": "alpha", "bulk.md": "old"})
+	var benState teammem.SyncState
+	cb := newClient(t, e.syncEnv, ben, nil)
+	_, err := cb.Sync(ctx, &benState)
+	require.NoError(t, err)
+	backup := teamserver.NewMemoryStore()
+	_, err = backup.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"a.md": "alpha", "bulk.md": "old"}, Now: time.Now()})
+	require.NoError(t, err)
+
+	require.NoError(t, os.Remove(filepath.Join(ben, "bulk.md")))
+	_, err = cb.Sync(ctx, &benState)
+	require.NoError(t, err)
+	seen := benState.Version
+
+	e.swap(t, sameID{backup, live.ID()})
+	ana := t.TempDir()
+	var anaState teammem.SyncState
+	ca := newClient(t, e.syncEnv, ana, nil)
+	_, err = ca.Sync(ctx, &anaState)
+	require.NoError(t, err)
+	writeFiles(t, ana, map[string]string{"ana.md": "written after the restore"})
+	_, err = ca.Sync(ctx, &anaState)
+	require.NoError(t, err)
+	require.Equal(t, seen, anaState.Version, "the restored repo is back at the version Ben saw")
+
+	res, err := cb.Sync(ctx, &benState)
+	require.NoError(t, err)
+	assert.Contains(t, res.StoreReset, "other content at version")
+	assert.Empty(t, res.SoftDeleted, "nothing deleted on the server on the base's word")
+	assert.Equal(t, "written after the restore", readFile(t, filepath.Join(ben, "ana.md")))
+}

@@ -342,6 +342,10 @@ func storeMoved(st *SyncState, view serverView) string {
 		return "the server has no team memory for this repo although this directory synced with it (a new or emptied store)"
 	case !view.unchanged && view.version > 0 && view.version < st.Version:
 		return fmt.Sprintf("the server's repo is at version %d, older than version %d seen here (restored from a backup)", view.version, st.Version)
+	case !view.unchanged && view.version > 0 && view.version == st.Version && st.ETag != "" && view.etag != "" && view.etag != st.ETag:
+		// One version cannot hold two contents: the repo went back and was
+		// written again since (a backup restored, then a teammate's push).
+		return fmt.Sprintf("the server's repo holds other content at version %d than this directory saw there (restored from a backup, then written)", view.version)
 	}
 	return ""
 }
