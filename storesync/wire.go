@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -89,7 +91,10 @@ func (c *conn) do(ctx context.Context, method, rel string, body any) (int, []byt
 				}
 				continue
 			}
-			return 0, nil, err
+			if ctx.Err() != nil {
+				return 0, nil, err
+			}
+			return 0, nil, &NetworkError{Base: c.base, Err: err}
 		}
 		out, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 		resp.Body.Close()
@@ -113,6 +118,36 @@ func (c *conn) do(ctx context.Context, method, rel string, body any) (int, []byt
 		return resp.StatusCode, out, apiErr
 	}
 }
+
+// NetworkError reports a request that did not reach the store, after
+// the retries: the server is down or unreachable, or the URL is wrong.
+// Err is the transport's error (a *url.Error).
+type NetworkError struct {
+	Base string
+	Err  error
+}
+
+func (e *NetworkError) Error() string {
+	why := "no connection"
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.Is(e.Err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	case errors.As(e.Err, &dns):
+		why = "unknown host " + dns.Name
+	case errors.As(e.Err, &ne) && ne.Timeout():
+		why = "no answer in time"
+	default:
+		var ue *url.Error
+		if errors.As(e.Err, &ue) {
+			why = ue.Err.Error()
+		}
+	}
+	return fmt.Sprintf("storesync: the store at %s could not be reached (%s): check that the server runs and the URL is right, then sync again", e.Base, why)
+}
+
+func (e *NetworkError) Unwrap() error { return e.Err }
 
 func backoff(attempt int) time.Duration { return time.Duration(200<<attempt) * time.Millisecond }
 

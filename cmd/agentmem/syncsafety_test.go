@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -745,4 +746,19 @@ func TestSyncLeavesScreenedFilesAtHome(t *testing.T) {
 	assert.Equal(t, map[string]string{"/deploy.md": "store note"}, storeFiles(t, url, token))
 	assert.Equal(t, hidden, readFile(t, teamDir, "hidden.md"))
 	assert.Equal(t, hidden, readFile(t, teamDir, "proj/hidden.md"))
+}
+
+// TestStoreSyncSaysTheServerIsDown: a store server that does not answer
+// is exit 4 with a sentence that says so, not a transport error.
+func TestStoreSyncSaysTheServerIsDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	project, env := clone(t, t.TempDir(), "ana")
+	env = append(env, `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/team-store","mount":"proj"}]`, "AGENTMEM_STORE_TOKEN=tok")
+	out, errOut, code := runIn(t, project, env, "store", "sync", "--server", url)
+	assert.Equal(t, exitNetwork, code, out+errOut)
+	assert.Contains(t, errOut, "the store at "+url+" could not be reached (connection refused): check that the server runs")
+	assert.NotContains(t, errOut, "dial tcp")
 }

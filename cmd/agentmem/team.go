@@ -129,7 +129,7 @@ func teamUsage(w io.Writer) {
 
   serve  --addr HOST:PORT --db FILE|URL --tokens FILE [limits, --tls-cert F --tls-key F, --metrics-addr HOST:PORT]
                                                                        run the sync server (SQLite file or postgres:// URL; --help lists the limits)
-  token  --org ORG --repo PATTERN [--name WHO]                         make a token and its token-file entry
+  token  --org ORG --repo PATTERN | --store ID [--name WHO] [--manage] [--add FILE]   make a token (and its token-file entry)
   log    --server URL [--repo OWNER/NAME] [--key KEY]                  who changed what, when (one key's versions with --key)
   restore --server URL [--repo OWNER/NAME] --key KEY --version N       write an old version back as a new one (only if nothing changed meanwhile)
   pull   --server URL [--repo OWNER/NAME] [--dir DIR]                 bring the team's changes into DIR (local edits stay)
