@@ -537,3 +537,26 @@ func TestWatcherSaysAHoldOnce(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Len(t, ben.files(), 60, "the server kept every memory")
 }
+
+// TestWatcherSaysALeftAtHomeFileOnce: a file the server's screens refuse
+// is skipped every round but printed once, and left as it is.
+func TestWatcherSaysALeftAtHomeFileOnce(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ana.write("a.md", "a\n")
+	ana.write("hidden.md", "deploy\u200b on fridays\n")
+	w := exec.Command(binary(t), "team", "watch", "--server", url, "--repo", "acme/shop", "--dir", ana.dir, "--interval", "300ms")
+	w.Env = append(os.Environ(), ana.env...)
+	var out strings.Builder
+	w.Stdout, w.Stderr = &out, &out
+	require.NoError(t, w.Start())
+	time.Sleep(2 * time.Second)
+	ana.write("b.md", "b\n") // a change: a round with something to say
+	time.Sleep(2 * time.Second)
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, w.Wait())
+	assert.Equal(t, 1, strings.Count(out.String(), "skipped hidden.md (screened"), out.String())
+	assert.Equal(t, 1, strings.Count(out.String(), "pushed  b.md"), out.String())
+	assert.Equal(t, "deploy\u200b on fridays\n", readFile(t, ana.dir, "hidden.md"))
+}
