@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/agentmem-sdk/agentmem/secrets"
 
@@ -826,6 +827,9 @@ func (c *Client) statusError(resp *http.Response, body []byte, attempts int) err
 		e.Class = ClassAuth
 	case resp.StatusCode == http.StatusForbidden:
 		e.Class = ClassForbidden
+		e.Err = fmt.Errorf("the token may not use repo %s: ask for a token whose grant names it (agentmem team token --repo)", c.cfg.Repo)
+	case resp.StatusCode == http.StatusBadRequest && bytes.Contains(body, []byte("HTTP request to an HTTPS server")):
+		e.Err = errors.New("the server speaks HTTPS: use an https:// URL")
 	case resp.StatusCode == http.StatusPreconditionFailed:
 		e.Class = ClassConflict
 	case resp.StatusCode == http.StatusRequestEntityTooLarge && e.Code == wire.CodeTooManyEntries:
@@ -834,6 +838,12 @@ func (c *Client) statusError(resp *http.Response, body []byte, attempts int) err
 		e.Err = fmt.Errorf("the server holds at most %d entries for this repo", eb.Error.Details.MaxEntries)
 	default:
 		e.Class = ClassUnknown
+	}
+	if e.Class == "" {
+		e.Class = ClassUnknown
+	}
+	if e.Err == nil && eb.Error.Message != "" {
+		e.Err = errors.New(printable(eb.Error.Message, 300)) // the server's own words
 	}
 	return e
 }
@@ -889,4 +899,19 @@ func (c *Client) learnLimits(ctx context.Context, res *Result) bool {
 		c.replyCap.Store(max(need, c.cfg.MaxReplyBytes))
 	})
 	return c.replyCap.Load() > before
+}
+
+// printable returns s without control or format characters (a hostile
+// server's reply must not drive the user's terminal), cut to max runes.
+func printable(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "..."
+	}
+	return s
 }

@@ -560,3 +560,22 @@ func TestWatcherSaysALeftAtHomeFileOnce(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out.String(), "pushed  b.md"), out.String())
 	assert.Equal(t, "deploy\u200b on fridays\n", readFile(t, ana.dir, "hidden.md"))
 }
+
+// TestSyncErrorsSayWhatToDo: a repo outside the token's grant and a
+// plain http:// URL to a TLS server each get a sentence that says what
+// to change, not only a status.
+func TestSyncErrorsSayWhatToDo(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	m := newTeammate(t, root, "ana", url, token)
+	m.repo = "other/repo"
+	_, errOut, code := m.run("pull")
+	assert.Equal(t, exitAuth, code, errOut)
+	assert.Contains(t, errOut, "the token may not use repo other/repo: ask for a token whose grant names it")
+
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	plain := newTeammate(t, t.TempDir(), "ben", strings.Replace(srv.URL, "https://", "http://", 1), "amt_x")
+	_, errOut, _ = plain.run("pull")
+	assert.Contains(t, errOut, "the server speaks HTTPS: use an https:// URL")
+}
