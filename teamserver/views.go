@@ -162,7 +162,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 	out := wire.HistoryView{Key: key, Versions: []wire.HistoryVersion{}}
 	for _, rev := range revs {
 		out.Versions = append(out.Versions, wire.HistoryVersion{Version: rev.Version, Checksum: rev.Checksum, Author: rev.Author,
-			Time: rev.Time.UTC().Format(time.RFC3339Nano), Deleted: rev.Deleted})
+			Time: rev.Time.UTC().Format(time.RFC3339Nano), Deleted: rev.Deleted, Provenance: rev.Provenance})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -185,7 +185,7 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, repo Repo) {
 		if keys == nil {
 			keys = []string{}
 		}
-		out = append(out, wire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys})
+		out = append(out, wire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys, Provenance: c.Provenance})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
