@@ -22,8 +22,8 @@ import (
 // organization: alice (a person), bot and carol (agents), and legacy (a
 // grant made before kinds existed: an agent's).
 type trustServer struct {
-	t                          *testing.T
-	h                          *teamserver.Handler
+	t                         *testing.T
+	h                         *teamserver.Handler
 	alice, bot, carol, legacy string
 }
 
