@@ -293,9 +293,14 @@ func (c *storesCall) review(storeID string, p Proposal) bool {
 const ProposalType = "memory_proposal"
 
 func proposalJSON(p Proposal) map[string]any {
-	return map[string]any{"type": ProposalType, "id": p.ID, "status": p.Status, "memory_store_id": p.Target.Name,
+	out := map[string]any{"type": ProposalType, "id": p.ID, "status": p.Status, "memory_store_id": p.Target.Name,
 		"memory_id": nullable(p.MemoryID), "path": p.Key, "operation": p.Op, "created_at": timeJSON(p.Created),
 		"message": "kept for review: the store's policy sends an agent's writes to a person; it is served to nobody else until approved"}
+	if p.Status == ProposalRejected {
+		out["reason"] = p.Reason
+		out["message"] = "a person already rejected this very change; nothing was kept"
+	}
+	return out
 }
 
 func (c *storesCall) now() time.Time { return c.h.cfg.Now() }

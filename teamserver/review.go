@@ -127,9 +127,10 @@ type Reviews interface {
 	// SetPolicy sets a target's policy.
 	SetPolicy(ctx context.Context, tenant string, t Target, policy, by string, now time.Time) error
 	// Propose keeps p as pending and returns it with its ID. A pending
-	// proposal of the same token for the same key with the same change
-	// is returned instead (a client that pushes again adds nothing); one
-	// with another change is superseded.
+	// or rejected proposal of the same token for the same key with the
+	// same change is returned instead (a client that pushes again adds
+	// nothing, and learns of the rejection); a pending one with another
+	// change is superseded.
 	Propose(ctx context.Context, p Proposal) (Proposal, error)
 	// Proposals lists a tenant's proposals, newest first.
 	Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, error)
@@ -184,7 +185,13 @@ func (s *MemoryStore) Propose(_ context.Context, p Proposal) (Proposal, error) {
 	defer s.mu.Unlock()
 	pending := 0
 	for i, q := range s.reviews.proposals {
-		if q.Tenant != p.Tenant || q.Target != p.Target || q.Status != ProposalPending {
+		if q.Tenant != p.Tenant || q.Target != p.Target {
+			continue
+		}
+		if q.TokenSHA256 == p.TokenSHA256 && q.Key == p.Key && q.Status == ProposalRejected && sameChange(q, p) {
+			return q, nil
+		}
+		if q.Status != ProposalPending {
 			continue
 		}
 		if q.TokenSHA256 == p.TokenSHA256 && q.Key == p.Key {

@@ -221,13 +221,18 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 	rv := h.reviews()
 	base := Proposal{Tenant: repo.Tenant, Target: Target{Kind: TargetRepo, Name: repo.Name}, Author: grant.author(),
 		TokenSHA256: grant.TokenSHA256, Provenance: prov, Created: h.cfg.Now()}
-	var keys []string
+	var keys, rejected []string
 	propose := func(p Proposal) bool {
-		if _, err := rv.Propose(ctx, p); err != nil {
+		got, err := rv.Propose(ctx, p)
+		if err != nil {
 			h.reviewError(w, err)
 			return false
 		}
-		keys = append(keys, p.Key)
+		if got.Status == ProposalRejected {
+			rejected = append(rejected, p.Key)
+		} else {
+			keys = append(keys, p.Key)
+		}
 		return true
 	}
 	for _, k := range entryKeys(in.Entries) {
@@ -256,12 +261,12 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		checksum = wire.RepoChecksum(nil)
 	}
 	status := http.StatusOK
-	if len(keys) > 0 {
+	if len(keys)+len(rejected) > 0 {
 		status = http.StatusAccepted
 		h.log.Info("team memory write kept for review", "repo", repo.Name, "tenant", repo.Tenant, "keys", len(keys), "author", grant.author(), "door", prov.Door)
 	}
 	w.Header().Set("ETag", `"`+checksum+`"`)
-	writeJSON(w, status, wire.PutResult{Checksum: checksum, LastModified: cur.LastModified.UTC().Format(time.RFC3339Nano), Version: cur.Version, InReview: keys})
+	writeJSON(w, status, wire.PutResult{Checksum: checksum, LastModified: cur.LastModified.UTC().Format(time.RFC3339Nano), Version: cur.Version, InReview: keys, Rejected: rejected})
 }
 
 // reviewError answers a review failure with its code.

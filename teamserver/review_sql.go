@@ -72,8 +72,8 @@ func (s *SQLStore) SetPolicy(ctx context.Context, tenant string, t Target, polic
 func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 	err := s.write(ctx, reviewLock(p.Tenant, p.Target), func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals
-			WHERE tenant = ? AND kind = ? AND target = ? AND status = ? AND token_sha = ? AND key = ?`),
-			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, p.TokenSHA256, p.Key)
+			WHERE tenant = ? AND kind = ? AND target = ? AND status IN (?, ?) AND token_sha = ? AND key = ? ORDER BY created_ms DESC, seq DESC`),
+			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ProposalRejected, p.TokenSHA256, p.Key)
 		if err != nil {
 			return err
 		}
@@ -94,6 +94,11 @@ func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 			if sameChange(q, p) {
 				p = q
 				return nil
+			}
+		}
+		for _, q := range same {
+			if q.Status != ProposalPending {
+				continue
 			}
 			if _, err := tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET status = ?, decided_ms = ? WHERE id = ?`), ProposalSuperseded, ms(p.Created), q.ID); err != nil {
 				return err

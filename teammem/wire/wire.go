@@ -79,6 +79,10 @@ type PutResult struct {
 	// is an agent's): not written, not served to other clients. The
 	// answer is then 202 Accepted, and the repo's checksum is unchanged.
 	InReview []string `json:"in_review,omitempty"`
+	// Rejected are the keys of the request whose very change a person
+	// already rejected: nothing was kept (fix or remove them locally).
+	// The answer is then 202 Accepted as well.
+	Rejected []string `json:"rejected,omitempty"`
 }
 
 // ErrorBody is the body of every error response.
