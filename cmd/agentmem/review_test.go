@@ -74,7 +74,7 @@ func TestTeamReviewCommands(t *testing.T) {
 		assert.NotContains(t, out, "pushed")
 		assert.FileExists(t, filepath.Join(botDir, "planted.md"), "the author's copy stays")
 	}
-	out, errOut, code = team("carol", append([]string{"sync", "--dir", carolDir}, repo...)...)
+	_, errOut, code = team("carol", append([]string{"sync", "--dir", carolDir}, repo...)...)
 	require.Equal(t, 0, code, errOut)
 	assert.NoFileExists(t, filepath.Join(carolDir, "planted.md"), "a pending write reaches nobody else")
 
