@@ -184,3 +184,55 @@ func TestStoreReviewCommands(t *testing.T) {
 	require.Equal(t, 0, exit, errOut)
 	assert.Regexp(t, `bot +sync +created +/planted\.md +\(session=sess-bot approved-by=alice\)`, out)
 }
+
+// TestREADMETrustAndReview runs the README's review commands as written:
+// two tokens into a token file, the policy, then (after the agent pushed
+// two memories) the listing, a diff, an approval and a rejection.
+func TestREADMETrustAndReview(t *testing.T) {
+	lines := readmeBlock(t, "A repo or store can require review:")
+	require.Len(t, lines, 8)
+	root := t.TempDir()
+	sh := newShell(t, root, nil)
+	sh.run(lines[:2])
+	url, _ := serveArgs(t, filepath.Join(root, "team.db"), filepath.Join(root, "tokens.json"))
+	run := func(replace []string, ls ...string) string {
+		t.Helper()
+		out, _ := newShell(t, root, nil, append([]string{"http://localhost:8787", url}, replace...)...).run(append([]string{lines[2]}, ls...))
+		return out
+	}
+	assert.Equal(t, "repo acme/shop: review\n", run(nil, lines[3]))
+
+	bot, err := os.ReadFile(filepath.Join(root, "bot.token"))
+	require.NoError(t, err)
+	botDir := t.TempDir()
+	writeFile(t, botDir, "deploy.md", "Deploy from main.\n")
+	writeFile(t, botDir, "fork.md", "Deploy from the fork.\n")
+	out, errOut, code := runBin(t, []string{"AGENTMEM_TEAM_TOKEN=" + strings.TrimSpace(string(bot))}, "team", "push", "--server", url, "--repo", "acme/shop", "--dir", botDir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "in review deploy.md")
+
+	out = run(nil, lines[4])
+	var deploy, fork string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(l, " deploy.md "):
+			deploy = proposalRe.FindString(l)
+		case strings.Contains(l, " fork.md "):
+			fork = proposalRe.FindString(l)
+		}
+	}
+	require.NotEmpty(t, deploy, out)
+	require.NotEmpty(t, fork, out)
+	ids := []string{"prop_0123", deploy, "prop_4567", fork}
+	assert.Contains(t, run(ids, lines[5]), "+Deploy from main.")
+	assert.Contains(t, run(ids, lines[6]), "approved "+deploy)
+	assert.Contains(t, run(ids, lines[7]), "rejected "+fork)
+
+	carol := t.TempDir()
+	ana, err := os.ReadFile(filepath.Join(root, "ana.token"))
+	require.NoError(t, err)
+	_, errOut, code = runBin(t, []string{"AGENTMEM_TEAM_TOKEN=" + strings.TrimSpace(string(ana))}, "team", "pull", "--server", url, "--repo", "acme/shop", "--dir", carol)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "Deploy from main.\n", readFile(t, carol, "deploy.md"))
+	assert.NoFileExists(t, filepath.Join(carol, "fork.md"))
+}
