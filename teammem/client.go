@@ -171,7 +171,11 @@ type SyncState struct {
 	// is deleted or moved aside on the server's word, and a key that
 	// differs keeps the local version (the server's is kept aside).
 	Resetting bool
-	loaded    bool
+	// InReview are the keys the last round that pushed found waiting for
+	// a person's review on the server, with the checksum of the local
+	// content sent (kept in the state file; InReview reads it back).
+	InReview map[string]string
+	loaded   bool
 }
 
 // Skip says why a key was not synced.

@@ -308,6 +308,7 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 			}
 		}
 	}
+	inReviewFrom := len(res.InReview)
 	if mode&modePush != 0 && (len(uploads) > 0 || len(deletes) > 0) {
 		uploads = withinLimit(uploads, view.sums, deletes, st.MaxEntries, res)
 		if len(uploads) > 0 || len(deletes) > 0 {
@@ -328,6 +329,13 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 	st.Version = view.version
 	if mode&modePush != 0 {
 		st.Resetting = false // the local side has reached the server
+		st.InReview = nil
+		for _, k := range res.InReview[inReviewFrom:] {
+			if st.InReview == nil {
+				st.InReview = map[string]string{}
+			}
+			st.InReview[k] = local[k].sum // "" for a deletion
+		}
 	}
 	return nil
 }

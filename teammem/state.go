@@ -58,6 +58,28 @@ type stateFile struct {
 	StoreID          string            `json:"storeId,omitempty"`
 	Version          int64             `json:"version,omitempty"`
 	Resetting        bool              `json:"resetting,omitempty"`
+	InReview         map[string]string `json:"inReview,omitempty"`
+}
+
+// InReview returns the keys of the team directory teamDir that its
+// clients' last pushing rounds found waiting for review on a server
+// (SyncState.InReview, from every state file beside it). Unreadable
+// state files are passed over.
+func InReview(fsys afero.Fs, teamDir string) map[string]bool {
+	dir := filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName)
+	names, _ := afero.Glob(fsys, filepath.Join(dir, "*.json"))
+	out := map[string]bool{}
+	for _, n := range names {
+		data, err := afero.ReadFile(fsys, n)
+		var f stateFile
+		if err != nil || json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		for k := range f.InReview {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // loadState fills an empty st from the state file, once. A missing file is
@@ -87,6 +109,7 @@ func (c *Client) loadState(st *SyncState, res *Result) {
 	st.Base, st.ETag, st.ServerChecksums, st.Tombstones = f.Base, f.ETag, f.ServerChecksums, f.Tombstones
 	st.MaxEntries, st.ServerHasContent = f.MaxEntries, f.ServerHasContent
 	st.StoreID, st.Version, st.Resetting = f.StoreID, f.Version, f.Resetting
+	st.InReview = f.InReview
 }
 
 // saveState writes st to the state file atomically (temp file, fsync,
@@ -98,7 +121,7 @@ func (c *Client) saveState(st *SyncState) error {
 	data, err := json.Marshal(stateFile{Format: 1, Server: c.cfg.BaseURL, Repo: c.cfg.Repo, Saved: c.now().UTC(),
 		Base: st.Base, ETag: st.ETag, ServerChecksums: st.ServerChecksums, Tombstones: st.Tombstones,
 		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent,
-		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting})
+		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting, InReview: st.InReview})
 	if err != nil {
 		return err
 	}

@@ -204,12 +204,24 @@ func TestREADMETrustAndReview(t *testing.T) {
 
 	bot, err := os.ReadFile(filepath.Join(root, "bot.token"))
 	require.NoError(t, err)
-	botDir := t.TempDir()
+	project, env := clone(t, root, "bot")
+	env = append(env, "AGENTMEM_TEAM_TOKEN="+strings.TrimSpace(string(bot)))
+	botDir := projectTeamDir(t, project, env)
 	writeFile(t, botDir, "deploy.md", "Deploy from main.\n")
 	writeFile(t, botDir, "fork.md", "Deploy from the fork.\n")
-	out, errOut, code := runBin(t, []string{"AGENTMEM_TEAM_TOKEN=" + strings.TrimSpace(string(bot))}, "team", "push", "--server", url, "--repo", "acme/shop", "--dir", botDir)
+	out, errOut, code := runIn(t, project, env, "team", "push", "--server", url)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "in review deploy.md")
+	// ls --json says what the client knows: both wait for review.
+	out, errOut, code = runIn(t, project, env, "ls", "--json")
+	require.Equal(t, 0, code, errOut)
+	var listed []lsEntry
+	require.NoError(t, json.Unmarshal([]byte(out), &listed))
+	review := map[string]string{}
+	for _, l := range listed {
+		review[filepath.ToSlash(l.File)] = l.Review
+	}
+	assert.Equal(t, map[string]string{"team/deploy.md": "in_review", "team/fork.md": "in_review"}, review)
 
 	out = run(nil, lines[4])
 	var deploy, fork string
@@ -227,6 +239,11 @@ func TestREADMETrustAndReview(t *testing.T) {
 	assert.Contains(t, run(ids, lines[5]), "+Deploy from main.")
 	assert.Contains(t, run(ids, lines[6]), "approved "+deploy)
 	assert.Contains(t, run(ids, lines[7]), "rejected "+fork)
+
+	_, errOut, code = runIn(t, project, env, "team", "sync", "--server", url)
+	require.Equal(t, 0, code, errOut)
+	out, _, _ = runIn(t, project, env, "ls", "--json")
+	assert.NotContains(t, out, "in_review", "decided: nothing waits any more")
 
 	carol := t.TempDir()
 	ana, err := os.ReadFile(filepath.Join(root, "ana.token"))
