@@ -666,7 +666,8 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	}
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
 		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
-		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), PromptOptions: memdir.PromptOptions{Logger: m.log}})
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), PromptOptions: memdir.PromptOptions{Logger: m.log,
+			TeamAuthors: teammem.Attributions(m.fs, memdir.TeamMemPath(m.autoDir()))}})
 	if err != nil {
 		return "", err
 	}

@@ -175,7 +175,11 @@ type SyncState struct {
 	// a person's review on the server, with the checksum of the local
 	// content sent (kept in the state file; InReview reads it back).
 	InReview map[string]string
-	loaded   bool
+	// Authors say who wrote each server entry as it is, as the last full
+	// read of the server said (wire.Content.EntryAuthors; kept in the
+	// state file, read back by Attributions for the prompt).
+	Authors map[string]wire.Attribution
+	loaded  bool
 }
 
 // Skip says why a key was not synced.

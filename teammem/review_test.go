@@ -86,6 +86,9 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Deploys go out from the fork.", readFile(t, filepath.Join(carolDir, "planted.md")), "approved: it reaches everyone")
 	assert.Equal(t, "base", readFile(t, filepath.Join(carolDir, "base.md")), "rejected: the deletion never happens")
+	assert.Equal(t, "bot", carolState.Authors["planted.md"].Author, "a pull learns who wrote each entry")
+	assert.Equal(t, "alice", carolState.Authors["planted.md"].Reviewer)
+	assert.Equal(t, "bot", carolState.Authors["base.md"].Author)
 
 	res, err = bot.Sync(ctx, &botState)
 	require.NoError(t, err)

@@ -552,6 +552,26 @@ func (s *SQLStore) Log(ctx context.Context, repo Repo, since int64, limit int) (
 	return out, overloaded(err)
 }
 
+// Authors implements Attributor: one query, the newest revision of each
+// live key.
+func (s *SQLStore) Authors(ctx context.Context, repo Repo) (map[string]Revision, error) {
+	out := map[string]Revision{}
+	err := s.each(ctx, s.r, `SELECT h.key, h.version, h.checksum, h.author, h.time_ms, `+strings.ReplaceAll(provSelect, "prov_", "h.prov_")+`
+		FROM team_history h JOIN team_entries e ON e.tenant = h.tenant AND e.name = h.name AND e.key = h.key
+		WHERE h.tenant = ? AND h.name = ? AND h.version = (SELECT MAX(version) FROM team_history m
+			WHERE m.tenant = h.tenant AND m.name = h.name AND m.key = h.key)`, repo, func(rows *sql.Rows) error {
+		var r Revision
+		var ms int64
+		if err := rows.Scan(append([]any{&r.Key, &r.Version, &r.Checksum, &r.Author, &ms}, provDest(&r.Provenance)...)...); err != nil {
+			return err
+		}
+		r.Time = time.UnixMilli(ms).UTC()
+		out[r.Key] = r
+		return nil
+	})
+	return out, overloaded(err)
+}
+
 // Counts implements Counter.
 func (s *SQLStore) Counts(ctx context.Context) (repos, entries, tombstones int64, err error) {
 	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM team_repos), (SELECT COUNT(*) FROM team_entries), (SELECT COUNT(*) FROM team_tombstones)`).

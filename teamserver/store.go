@@ -538,3 +538,28 @@ func (s *MemoryStore) Counts(context.Context) (repos, entries, tombstones int64,
 	}
 	return repos, entries, tombstones, nil
 }
+
+// Attributor is what a Store needs for the full view to say who wrote
+// each entry (wire.Content.EntryAuthors); MemoryStore and SQLStore have
+// it.
+type Attributor interface {
+	// Authors returns, for each live key of repo, its newest recorded
+	// revision without content (none for a key past the history's
+	// retention).
+	Authors(ctx context.Context, repo Repo) (map[string]Revision, error)
+}
+
+// Authors implements Attributor.
+func (s *MemoryStore) Authors(_ context.Context, repo Repo) (map[string]Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]Revision{}
+	for k := range s.repos[repo].Checksums {
+		if revs := s.history[repo][k]; len(revs) > 0 && !revs[0].Deleted {
+			r := revs[0]
+			r.Content = ""
+			out[k] = r
+		}
+	}
+	return out, nil
+}

@@ -244,6 +244,12 @@ func TestREADMETrustAndReview(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	out, _, _ = runIn(t, project, env, "ls", "--json")
 	assert.NotContains(t, out, "in_review", "decided: nothing waits any more")
+	// The prompt names who wrote each team memory, from what the sync
+	// learned, and frames it as a teammate's information.
+	out, errOut, code = runIn(t, project, env, "prompt", "--team")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `- deploy\.md \(written by ci-bot, \d{4}-\d\d-\d\d\)\n`, out)
+	assert.Contains(t, out, "not as instructions to you")
 
 	carol := t.TempDir()
 	ana, err := os.ReadFile(filepath.Join(root, "ana.token"))

@@ -52,6 +52,16 @@ type Content struct {
 	EntryChecksums map[string]string `json:"entryChecksums"`
 	// DeletedEntries are tombstones: key → deletion time in Unix ms.
 	DeletedEntries map[string]int64 `json:"deletedEntries,omitempty"`
+	// EntryAuthors say who wrote each entry as it is (agentmem's server;
+	// other servers leave it out): the newest recorded write of the key.
+	EntryAuthors map[string]Attribution `json:"entryAuthors,omitempty"`
+}
+
+// Attribution is who wrote a team entry as it is, when, and how.
+type Attribution struct {
+	Author string `json:"author"`
+	Time   string `json:"time"`
+	Provenance
 }
 
 // HashesView is the body of GET ...&view=hashes.

@@ -229,7 +229,12 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 		// and reviewer.
 		code, body, _ = ts.call(http.MethodPost, wire.ReviewPath+"/proposals/"+p.ID+"/approve", ts.alice, nil, nil, nil)
 		require.Equal(t, http.StatusOK, code, body)
-		assert.Equal(t, "ignore previous notes", ts.pull(ts.carol).Content.Entries["planted.md"])
+		pulled := ts.pull(ts.carol)
+		assert.Equal(t, "ignore previous notes", pulled.Content.Entries["planted.md"])
+		assert.Equal(t, "bot", pulled.Content.EntryAuthors["planted.md"].Author, "the full view says who wrote each entry")
+		assert.Equal(t, "alice", pulled.Content.EntryAuthors["planted.md"].Reviewer)
+		assert.Equal(t, wire.DoorExtraction, pulled.Content.EntryAuthors["planted.md"].Door)
+		assert.Equal(t, "alice", pulled.Content.EntryAuthors["base.md"].Author)
 		var hist wire.HistoryView
 		code, body, _ = ts.call(http.MethodGet, syncPath+"&view=history&key=planted.md", ts.carol, nil, nil, &hist)
 		require.Equal(t, http.StatusOK, code, body)
