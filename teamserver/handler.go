@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
@@ -457,8 +458,22 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 			return
 		}
 	}
+	// An injection found in an agent's write to a repo under review goes
+	// to a person, flagged, instead of being refused: the rest of the
+	// screens refuse everywhere.
+	var screened map[string]string
+	var injected *screen.Error
+	var injectedKey string
 	for _, k := range entryKeys(in.Entries) {
 		if se := screenEntry(k, in.Entries[k]); se != nil {
+			if se.Screen == screen.ScreenInjection {
+				if screened == nil {
+					screened = map[string]string{}
+					injected, injectedKey = se, k
+				}
+				screened[k] = screenCode(se) + ": " + se.Error()
+				continue
+			}
 			writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
 				Type: "invalid_request_error", Message: se.Error() + "; nothing was written",
 				Details: wire.ErrorDetails{ErrorCode: screenCode(se), Keys: []string{k}},
@@ -476,10 +491,16 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	defer cancel()
 	switch err := h.gate(ctx, repo.Tenant, Target{Kind: TargetRepo, Name: repo.Name}, grant); {
 	case errors.Is(err, errPropose):
-		h.proposeTeam(w, r.WithContext(ctx), repo, grant, prov, in)
+		h.proposeTeam(w, r.WithContext(ctx), repo, grant, prov, in, screened)
 		return
 	case err != nil:
 		h.reviewError(w, err)
+		return
+	case injected != nil:
+		writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+			Type: "invalid_request_error", Message: injected.Error() + "; nothing was written",
+			Details: wire.ErrorDetails{ErrorCode: screenCode(injected), Keys: []string{injectedKey}},
+		}})
 		return
 	}
 	start := time.Now()

@@ -655,6 +655,24 @@ func screenMemory(path string, content *string) error {
 	return nil
 }
 
+// screen applies screenMemory to a write (false: refused, answered). A
+// high-confidence injection in an agent's write to a store under review
+// is not refused: it is returned, to flag the proposal it becomes.
+func (c *storesCall) screen(storeID, path string, content *string) (string, bool) {
+	err := screenMemory(path, content)
+	if err == nil {
+		return "", true
+	}
+	var api *APIError
+	if errors.As(err, &api) && api.Code == wire.CodeInjection && !c.grant.IsPerson() {
+		if policy, perr := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}); perr == nil && policy == PolicyReview {
+			return api.Code + ": " + api.Message, true
+		}
+	}
+	c.fail(err)
+	return "", false
+}
+
 func (c *storesCall) createMemory(storeID string) {
 	full, ok := c.view("basic")
 	if !ok {
@@ -672,12 +690,12 @@ func (c *storesCall) createMemory(storeID string) {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
-	if err := screenMemory(req.Path, req.Content); err != nil {
-		c.fail(err)
+	screened, ok := c.screen(storeID, req.Path, req.Content)
+	if !ok {
 		return
 	}
 	if req.Content != nil && ValidateMemoryPath(req.Path) == nil && validateContent(*req.Content) == nil &&
-		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content}) {
+		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}) {
 		return
 	}
 	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, By: c.actor()}, c.limits(), c.now())
@@ -729,11 +747,11 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		}
 		w.IfSHA256 = p.ContentSHA256
 	}
-	if err := screenMemory(w.Path, req.Content); err != nil {
-		c.fail(err)
+	screened, ok := c.screen(storeID, w.Path, req.Content)
+	if !ok {
 		return
 	}
-	if !c.reviewUpdate(storeID, id, w) {
+	if !c.reviewUpdate(storeID, id, w, screened) {
 		return
 	}
 	m, err := c.ms.UpdateMemory(c.r.Context(), c.tenant, storeID, id, w, c.limits(), c.now())
@@ -746,7 +764,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 
 // reviewUpdate applies the store's policy to an update (true: go on):
 // under review the proposal holds the memory's whole next state.
-func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite) bool {
+func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite, screened string) bool {
 	policy, err := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID})
 	if err != nil {
 		c.fail(err)
@@ -772,14 +790,14 @@ func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite) bool {
 			return false
 		}
 	}
-	next := Proposal{Key: cur.Path, MemoryID: id, Op: OpModified, Content: cur.Content, Base: cur.SHA256}
+	next := Proposal{Key: cur.Path, MemoryID: id, Op: OpModified, Content: cur.Content, Base: cur.SHA256, Screened: screened}
 	if w.Path != "" {
 		next.Key = w.Path
 	}
 	if w.Content != nil {
 		next.Content = *w.Content
 	}
-	if next.Key == cur.Path && next.Content == cur.Content {
+	if next.Key == cur.Path && next.Content == cur.Content && screened == "" {
 		return true // changes nothing: answered as the store answers it
 	}
 	if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 {

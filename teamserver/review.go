@@ -85,6 +85,10 @@ type Proposal struct {
 	wire.Provenance
 	Created time.Time
 	Status  string
+	// Screened, when set, is the screens' finding that would have refused
+	// the write outright (a high-confidence injection): under review an
+	// agent's such write waits for a person instead, flagged.
+	Screened string
 	// DecidedBy, Decided and Reason record the approval or rejection
 	// (Reason: why it was rejected).
 	DecidedBy string

@@ -206,7 +206,7 @@ var errPropose = errors.New("server: the write is kept for review")
 // key it would change becomes a proposal; the repo is not changed. The
 // answer is 202 with the repo's unchanged checksum and the keys in
 // review.
-func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant, prov wire.Provenance, in wire.PutBody) {
+func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant, prov wire.Provenance, in wire.PutBody, screened map[string]string) {
 	ctx := r.Context()
 	cur, err := h.cfg.store.Get(ctx, repo, false)
 	exists := err == nil
@@ -240,7 +240,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 			continue
 		}
 		p := base
-		p.Key, p.Op, p.Content, p.Base = k, ProposalPut, in.Entries[k], cur.Checksums[k]
+		p.Key, p.Op, p.Content, p.Base, p.Screened = k, ProposalPut, in.Entries[k], cur.Checksums[k], screened[k]
 		if !propose(p) {
 			return
 		}
@@ -504,7 +504,7 @@ func (c *reviewCall) decode(v any) bool {
 func proposalOut(p Proposal, withContent bool) wire.ProposalView {
 	out := wire.ProposalView{ID: p.ID, Kind: p.Target.Kind, Target: p.Target.Name, Key: p.Key, MemoryID: p.MemoryID, Op: p.Op,
 		Author: p.Author, Created: p.Created.UTC().Format(time.RFC3339Nano), Status: p.Status, DecidedBy: p.DecidedBy,
-		Reason: p.Reason, Provenance: p.Provenance}
+		Reason: p.Reason, Screened: p.Screened, Provenance: p.Provenance}
 	if !p.Decided.IsZero() {
 		out.Decided = p.Decided.UTC().Format(time.RFC3339Nano)
 	}

@@ -22,18 +22,18 @@ CREATE TABLE IF NOT EXISTS review_proposals (
 	author TEXT NOT NULL, token_sha TEXT NOT NULL,
 	prov_door TEXT NOT NULL, prov_session TEXT NOT NULL, prov_origin TEXT NOT NULL, prov_reviewer TEXT NOT NULL,
 	created_ms BIGINT NOT NULL, seq BIGINT NOT NULL, status TEXT NOT NULL,
-	decided_by TEXT NOT NULL, decided_ms BIGINT NOT NULL, reason TEXT NOT NULL);
+	decided_by TEXT NOT NULL, decided_ms BIGINT NOT NULL, reason TEXT NOT NULL, screened TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS review_proposals_by_target ON review_proposals (tenant, kind, target, status);
 `
 
-const proposalColumns = `id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, ` + provSelect + `, created_ms, status, decided_by, decided_ms, reason`
+const proposalColumns = `id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, ` + provSelect + `, created_ms, status, decided_by, decided_ms, reason, screened`
 
 func scanProposal(row interface{ Scan(...any) error }) (Proposal, error) {
 	var p Proposal
 	var created, decided int64
 	dest := append([]any{&p.ID, &p.Tenant, &p.Target.Kind, &p.Target.Name, &p.Key, &p.MemoryID, &p.Op, &p.Content, &p.Base, &p.Author, &p.TokenSHA256},
 		provDest(&p.Provenance)...)
-	dest = append(dest, &created, &p.Status, &p.DecidedBy, &decided, &p.Reason)
+	dest = append(dest, &created, &p.Status, &p.DecidedBy, &decided, &p.Reason, &p.Screened)
 	if err := row.Scan(dest...); err != nil {
 		return Proposal{}, err
 	}
@@ -115,10 +115,10 @@ func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 		}
 		p.ID, p.Status = newID(ProposalIDPrefix), ProposalPending
 		p.Created = p.Created.UTC().Truncate(time.Millisecond)
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO review_proposals (id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, `+provSelect+`, created_ms, seq, status, decided_by, decided_ms, reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, '')`),
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO review_proposals (id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, `+provSelect+`, created_ms, seq, status, decided_by, decided_ms, reason, screened)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, '', ?)`),
 			p.ID, p.Tenant, p.Target.Kind, p.Target.Name, p.Key, p.MemoryID, p.Op, p.Content, p.Base, p.Author, p.TokenSHA256,
-			p.Door, p.Session, p.Origin, p.Reviewer, ms(p.Created), seq, p.Status)
+			p.Door, p.Session, p.Origin, p.Reviewer, ms(p.Created), seq, p.Status, p.Screened)
 		return err
 	})
 	if errors.Is(err, ErrTooManyProposals) {

@@ -315,6 +315,9 @@ func teamReview(e env, c *common, args []string) (int, error) {
 // second).
 func printProposal(e env, p wire.ProposalView) {
 	fmt.Fprintf(e.stdout, "%s  %-8s %-8s %s  by %s via %s  %s%s\n", p.ID, p.Status, p.Op, shown(p.Key), shown(p.Author), orDefault(p.Door, "-"), p.Created, provenanceNote(p.Provenance))
+	if p.Screened != "" {
+		fmt.Fprintln(e.stdout, "    flagged by the screens: "+shown(p.Screened))
+	}
 	if p.DecidedBy != "" {
 		line := "    " + p.Status + " by " + shown(p.DecidedBy) + " " + p.Decided
 		if p.Reason != "" {

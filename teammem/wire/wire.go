@@ -461,6 +461,9 @@ type ProposalView struct {
 	DecidedBy string  `json:"decided_by,omitempty"`
 	Decided   string  `json:"decided,omitempty"`
 	Reason    string  `json:"reason,omitempty"`
+	// Screened is the screens' finding on the content (a high-confidence
+	// injection) that would have refused it outside review.
+	Screened string `json:"screened,omitempty"`
 	Provenance
 }
 
