@@ -541,7 +541,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *verbose {
 			level = slog.LevelDebug
 		}
-		var lastHeld string
+		var lastHeld, lastInReview string
 		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherOptions{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
 			r := ev.Result
 			// A hold repeats every round until confirmed: say it again
@@ -550,6 +550,12 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 				r.Held = nil
 			} else {
 				lastHeld = held
+			}
+			// So does what waits for review: say it when it changes.
+			if waiting := fmt.Sprint(r.InReview); waiting == lastInReview {
+				r.InReview = nil
+			} else {
+				lastInReview = waiting
 			}
 			if *verbose || changed(r) {
 				printResult(e, "watch", r, ev.Err)
