@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -103,6 +104,15 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hist, 1)
 	assert.Equal(t, wire.Provenance{Door: wire.DoorExtraction, Session: "sess-bot", Reviewer: "alice"}, hist[0].Provenance)
+
+	// An agent's restore waits for review too, and says so.
+	_, err = store.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"base.md": "base v2"}, Author: "alice", Now: time.Now()})
+	require.NoError(t, err)
+	_, err = bot.Restore(ctx, "base.md", 1)
+	require.ErrorIs(t, err, teammem.ErrInReview)
+	got, err := store.Get(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "base v2", got.Entries["base.md"], "nothing written")
 }
 
 // A malformed door, session or origin is refused when the client is made.

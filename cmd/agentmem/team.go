@@ -449,6 +449,14 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 			return exitError, errors.New("restore needs --key and --version (see agentmem team log --key)")
 		}
 		v, err := client.Restore(ctx, *key, *version)
+		if errors.Is(err, teammem.ErrInReview) {
+			fmt.Fprintf(e.stdout, "in review %s: the restore of version %d waits for a person's approval (agentmem team review ls)\n", shown(*key), *version)
+			return exitOK, nil
+		}
+		if errors.Is(err, teammem.ErrRejectedInReview) {
+			fmt.Fprintf(e.stderr, "agentmem team restore: %v\n", err)
+			return exitServer, nil
+		}
 		var dv *teammem.DeletionVersionError
 		if errors.As(err, &dv) {
 			fmt.Fprintf(e.stderr, "agentmem team restore: version %d of %s is its deletion: there is no content to restore (nothing was written)\n", dv.Version, dv.Key)
