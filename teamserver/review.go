@@ -122,6 +122,12 @@ var (
 // MaxPendingProposals bounds the pending proposals of one repo or store.
 const MaxPendingProposals = 1000
 
+// DecidedProposalAge is how long a decided (approved, rejected or
+// superseded) proposal is kept: each new proposal of a repo or store
+// drops that target's older ones. A rejected change sent again after
+// that is proposed again.
+const DecidedProposalAge = 90 * 24 * time.Hour
+
 // Reviews is what a Store needs to keep review policies and proposals;
 // SQLStore and MemoryStore have it. Without it every repo and store is
 // open.
@@ -130,7 +136,9 @@ type Reviews interface {
 	Policy(ctx context.Context, tenant string, t Target) (string, error)
 	// SetPolicy sets a target's policy.
 	SetPolicy(ctx context.Context, tenant string, t Target, policy, by string, now time.Time) error
-	// Propose keeps p as pending and returns it with its ID. A pending
+	// Propose keeps p as pending and returns it with its ID, and drops
+	// the target's proposals decided more than DecidedProposalAge before
+	// p.Created. A pending
 	// or rejected proposal of the same token for the same key with the
 	// same change is returned instead (a client that pushes again adds
 	// nothing, and learns of the rejection); a pending one with another
@@ -187,6 +195,15 @@ func (s *MemoryStore) SetPolicy(_ context.Context, tenant string, t Target, poli
 func (s *MemoryStore) Propose(_ context.Context, p Proposal) (Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	cutoff := p.Created.Add(-DecidedProposalAge)
+	kept := s.reviews.proposals[:0]
+	for _, q := range s.reviews.proposals {
+		if q.Tenant == p.Tenant && q.Target == p.Target && q.Status != ProposalPending && q.Decided.Before(cutoff) {
+			continue
+		}
+		kept = append(kept, q)
+	}
+	s.reviews.proposals = kept
 	pending := 0
 	for i, q := range s.reviews.proposals {
 		if q.Tenant != p.Tenant || q.Target != p.Target {

@@ -71,6 +71,10 @@ func (s *SQLStore) SetPolicy(ctx context.Context, tenant string, t Target, polic
 // Propose implements Reviews.
 func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 	err := s.write(ctx, reviewLock(p.Tenant, p.Target), func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM review_proposals WHERE tenant = ? AND kind = ? AND target = ? AND status <> ? AND decided_ms < ?`),
+			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ms(p.Created.Add(-DecidedProposalAge))); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals
 			WHERE tenant = ? AND kind = ? AND target = ? AND status IN (?, ?) AND token_sha = ? AND key = ? ORDER BY created_ms DESC, seq DESC`),
 			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ProposalRejected, p.TokenSHA256, p.Key)

@@ -300,6 +300,29 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 		assert.NotContains(t, ts.pull(ts.carol).Content.Entries, "ro.md")
 	})
 
+	t.Run("decided proposals expire", func(t *testing.T) {
+		s := newStore(t)
+		rv, ok := s.(teamserver.Reviews)
+		require.True(t, ok, "the store keeps review data")
+		ctx := context.Background()
+		target := teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}
+		old, err := rv.Propose(ctx, teamserver.Proposal{Tenant: "acme", Target: target, Key: "a.md", Op: teamserver.ProposalPut, Content: "a", Author: "bot", TokenSHA256: "t", Created: t0})
+		require.NoError(t, err)
+		_, err = rv.Decide(ctx, "acme", old.ID, teamserver.ProposalRejected, "alice", "no", t0)
+		require.NoError(t, err)
+		again, err := rv.Propose(ctx, teamserver.Proposal{Tenant: "acme", Target: target, Key: "a.md", Op: teamserver.ProposalPut, Content: "a", Author: "bot", TokenSHA256: "t", Created: t0.Add(time.Hour)})
+		require.NoError(t, err)
+		assert.Equal(t, old.ID, again.ID, "a rejected change sent again is the rejection")
+		assert.Equal(t, teamserver.ProposalRejected, again.Status)
+		later, err := rv.Propose(ctx, teamserver.Proposal{Tenant: "acme", Target: target, Key: "b.md", Op: teamserver.ProposalPut, Content: "b", Author: "bot", TokenSHA256: "t",
+			Created: t0.Add(teamserver.DecidedProposalAge + time.Hour)})
+		require.NoError(t, err)
+		all, err := rv.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target})
+		require.NoError(t, err)
+		require.Len(t, all, 1, "the decided one past its age is gone")
+		assert.Equal(t, later.ID, all[0].ID)
+	})
+
 	t.Run("store review", func(t *testing.T) {
 		s := newStore(t)
 		if _, ok := s.(teamserver.MemoryStores); !ok {
