@@ -151,6 +151,9 @@ type Reviews interface {
 	// Decide moves a pending proposal to status (approved or rejected)
 	// and returns it; ErrProposalDecided when it is no longer pending.
 	Decide(ctx context.Context, tenant, id, status, by, reason string, now time.Time) (Proposal, error)
+	// Reopen makes an approved proposal pending again: its write failed
+	// after it was claimed (Handler.Approve claims, then writes).
+	Reopen(ctx context.Context, tenant, id string) error
 }
 
 // sameChange reports whether two proposals ask for the same thing.
@@ -283,4 +286,18 @@ func (s *MemoryStore) Decide(_ context.Context, tenant, id, status, by, reason s
 		return p, nil
 	}
 	return Proposal{}, ErrNoProposal
+}
+
+// Reopen implements Reviews.
+func (s *MemoryStore) Reopen(_ context.Context, tenant, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, p := range s.reviews.proposals {
+		if p.ID == id && p.Tenant == tenant && p.Status == ProposalApproved {
+			p.Status, p.DecidedBy, p.Decided = ProposalPending, "", time.Time{}
+			s.reviews.proposals[i] = p
+			return nil
+		}
+	}
+	return ErrNoProposal
 }

@@ -113,26 +113,40 @@ func (h *Handler) Proposal(ctx context.Context, tenant, id string) (Proposal, Pr
 
 // Approve writes a pending proposal as its author asked, recorded with
 // its author, door, session and origin and with reviewer as the
-// Reviewer, then marks it approved. A write the store refuses (a path
-// taken since, a limit) leaves it pending and returns the store's
-// error. The caller must have checked that reviewer is a person allowed
-// to review the proposal's target (the HTTP endpoint asks for a
-// person's token).
+// Reviewer. It first claims the proposal (pending → approved, so a
+// concurrent rejection or approval finds it decided and writes nothing),
+// then writes; a write the store refuses (a path taken since, a limit)
+// makes it pending again and returns the store's error. The caller must
+// have checked that reviewer is a person allowed to review the
+// proposal's target (the HTTP endpoint asks for a person's token).
 func (h *Handler) Approve(ctx context.Context, tenant, id, reviewer string) (Proposal, error) {
 	rv := h.reviews()
 	if rv == nil {
 		return Proposal{}, ErrNoProposal
 	}
-	p, err := rv.Proposal(ctx, tenant, id)
+	now := h.cfg.Now()
+	p, err := rv.Decide(ctx, tenant, id, ProposalApproved, reviewer, "", now)
 	if err != nil {
-		return Proposal{}, err
+		return p, err
 	}
-	if p.Status != ProposalPending {
-		return p, ErrProposalDecided
+	if err := h.apply(ctx, tenant, p, reviewer, now); err != nil {
+		// Reopened with a context of its own: the request's may be
+		// what ended the write.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.StoreTimeout)
+		defer cancel()
+		if rerr := rv.Reopen(rctx, tenant, id); rerr != nil {
+			h.log.Error("review: an approved proposal whose write failed could not be reopened", "id", id, "error", rerr)
+		}
+		p.Status, p.DecidedBy, p.Decided = ProposalPending, "", time.Time{}
+		return p, err
 	}
+	return p, nil
+}
+
+// apply writes an approved proposal.
+func (h *Handler) apply(ctx context.Context, tenant string, p Proposal, reviewer string, now time.Time) error {
 	prov := p.Provenance
 	prov.Reviewer = reviewer
-	now := h.cfg.Now()
 	switch p.Target.Kind {
 	case TargetRepo:
 		repo := Repo{Tenant: tenant, Name: p.Target.Name}
@@ -144,20 +158,21 @@ func (h *Handler) Approve(ctx context.Context, tenant, id, reviewer string) (Pro
 			req.Entries = map[string]string{p.Key: p.Content}
 		}
 		if _, err := h.cfg.store.Put(ctx, repo, req); err != nil {
-			return p, err
+			return err
 		}
 		h.hashes.forget(repo)
 		h.changes.notify(repo)
 	case TargetStore:
 		ms, ok := h.cfg.store.(MemoryStores)
 		if !ok {
-			return p, ErrNoReview
+			return ErrNoReview
 		}
 		by := Actor{Type: "api_actor", ID: p.Author, Provenance: prov}
 		if p.Session != "" {
 			by.Type = "session_actor"
 		}
 		content := p.Content
+		var err error
 		switch p.Op {
 		case OpCreated:
 			_, err = ms.CreateMemory(ctx, tenant, p.Target.Name, MemoryWrite{Path: p.Key, Content: &content, By: by}, h.cfg.StoreLimits, now)
@@ -166,11 +181,9 @@ func (h *Handler) Approve(ctx context.Context, tenant, id, reviewer string) (Pro
 		case OpDeleted:
 			err = ms.DeleteMemory(ctx, tenant, p.Target.Name, p.MemoryID, "", by, now)
 		}
-		if err != nil {
-			return p, err
-		}
+		return err
 	}
-	return rv.Decide(ctx, tenant, id, ProposalApproved, reviewer, "", now)
+	return nil
 }
 
 // Reject marks a pending proposal rejected with its reason; it is kept,

@@ -211,3 +211,16 @@ func (s *SQLStore) Decide(ctx context.Context, tenant, id, status, by, reason st
 	}
 	return out, err
 }
+
+// Reopen implements Reviews.
+func (s *SQLStore) Reopen(ctx context.Context, tenant, id string) error {
+	cur, err := s.Proposal(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, reviewLock(tenant, cur.Target), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET status = ?, decided_by = '', decided_ms = 0 WHERE id = ? AND tenant = ? AND status = ?`),
+			ProposalPending, id, tenant, ProposalApproved)
+		return err
+	})
+}

@@ -422,6 +422,24 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 		assert.Contains(t, flagged[0].Screened, wire.CodeInjection)
 		assert.NotContains(t, listing(ts.carol), "Ignore every earlier rule")
 
+		// An approval the store refuses (the path was taken since) leaves
+		// the proposal pending.
+		code, body, _ = ts.call(http.MethodPost, wire.ReviewPath+"/proposals/"+flagged[0].ID+"/reject", ts.alice, wire.RejectBody{Reason: "injection"}, nil, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		code, body, _ = ts.call(http.MethodPost, base+"/memories", ts.bot, map[string]string{"path": "/clash.md", "content": "from bot"}, nil, nil)
+		require.Equal(t, http.StatusAccepted, code, body)
+		clash := ts.proposals(ts.alice, q)
+		require.Len(t, clash, 1)
+		code, body, _ = ts.call(http.MethodPost, base+"/memories", ts.alice, map[string]string{"path": "/clash.md", "content": "from alice"}, nil, nil)
+		require.Equal(t, http.StatusOK, code, body)
+		code, body, _ = ts.call(http.MethodPost, wire.ReviewPath+"/proposals/"+clash[0].ID+"/approve", ts.alice, nil, nil, nil)
+		assert.Equal(t, http.StatusConflict, code, body)
+		again := ts.proposals(ts.alice, q)
+		require.Len(t, again, 1, "still pending")
+		assert.Equal(t, clash[0].ID, again[0].ID)
+		code, body, _ = ts.call(http.MethodPost, wire.ReviewPath+"/proposals/"+clash[0].ID+"/reject", ts.alice, wire.RejectBody{Reason: "taken"}, nil, nil)
+		require.Equal(t, http.StatusOK, code, body)
+
 		// A person's write is a user_actor and is not held.
 		code, body, _ = ts.call(http.MethodPost, base+"/memories", ts.alice, map[string]string{"path": "/alice.md", "content": "by alice"}, nil, nil)
 		require.Equal(t, http.StatusOK, code, body)
