@@ -564,7 +564,7 @@ func (m *Memory) startStoreSync() error {
 			}
 		}
 		c, err := storesync.New(view, storesync.Options{BaseURL: m.opts.Stores.BaseURL, Token: m.opts.Stores.Token,
-			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode})
+			Mount: mt, DeleteMode: m.opts.Stores.DeleteMode, Session: m.opts.SessionID})
 		if err != nil {
 			return err
 		}
@@ -620,7 +620,10 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: m.teamState, History: h})
+	// The server records this session on what the watcher pushes (the
+	// door is sync: the file's own door is not known here).
+	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: m.teamState, History: h,
+		Session: m.opts.SessionID})
 	if err != nil {
 		return err
 	}
@@ -666,7 +669,8 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	}
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
 		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
-		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), PromptOptions: memdir.PromptOptions{Logger: m.log}})
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), PromptOptions: memdir.PromptOptions{Logger: m.log,
+			TeamAuthors: teammem.Attributions(m.fs, memdir.TeamMemPath(m.autoDir()))}})
 	if err != nil {
 		return "", err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 )
@@ -70,6 +71,11 @@ type Options struct {
 	Retries int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Door, Session and Origin say how this client's writes reach the
+	// store (wire.DoorHeader, SessionHeader, OriginHeader): agentmem's
+	// server records them on every version. Door defaults to
+	// wire.DoorSync; Session and Origin are sent when set.
+	Door, Session, Origin string
 }
 
 // Client syncs one mount folder with its store.
@@ -122,12 +128,20 @@ func New(d *memdir.Dir, cfg Options) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Door == "" {
+		cfg.Door = wire.DoorSync
+	}
+	prov, err := wire.ParseProvenance(cfg.Door, cfg.Session, cfg.Origin)
+	if err != nil {
+		return nil, fmt.Errorf("storesync: Options: %w", err)
+	}
+	prov.Door = cfg.Door
 	dir = filepath.Clean(dir)
 	gate := d.Gate()
 	base := strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
 	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: gate, scanner: d.Scanner(),
 		conn: &conn{http: cfg.HTTP, base: base, path: cfg.Mount.Path, token: cfg.Token,
-			public: strings.HasPrefix(cfg.Mount.Path, "/v1/memory_stores/"), retries: cfg.Retries}}, nil
+			public: strings.HasPrefix(cfg.Mount.Path, "/v1/memory_stores/"), retries: cfg.Retries, prov: prov}}, nil
 }
 
 // Dir is the mount folder.
@@ -173,6 +187,10 @@ const (
 	// injection, a foreign link in MEMORY.md; package screen). What to
 	// fix follows the colon.
 	SkipScreened = "screened"
+	// SkipRejected starts the reason of a file whose very change a person
+	// reviewing the store already rejected; the reason given follows the
+	// colon. The file is left as it is.
+	SkipRejected = "rejected-in-review"
 )
 
 // Refused reports whether the skip is one of the refusals that leave the
@@ -205,7 +223,14 @@ type Result struct {
 	Skipped                      []Skip
 	// Pending are local deletions waiting for corroboration.
 	Pending []string
-	Held    []MassDeleteHold
+	// InReview are the paths whose write or deletion the store kept for
+	// a person's review (its policy is "review" and the token is an
+	// agent's): not yet in the store, served to nobody else. The local
+	// files stay as they are and no round deletes them while they wait;
+	// each round sends them again (the server keeps one proposal) and
+	// reports them here until they are approved or rejected.
+	InReview []string
+	Held     []MassDeleteHold
 	// BasisReset reports that the store did not know what this folder
 	// last agreed with it (a replaced store, or one restored from a
 	// backup): the round deleted nothing on either side and pushed what
@@ -567,6 +592,15 @@ func (c *Client) apply(ctx context.Context, a action, p string, l *localFile, r 
 	case deleteInStore:
 		entry := b.Entries[p]
 		err := c.conn.remove(ctx, r.ID, entry.SHA256)
+		if errors.Is(err, errInReview) {
+			res.InReview = append(res.InReview, p)
+			return nil // still in the store: the basis keeps it
+		}
+		var rej *rejectedError
+		if errors.As(err, &rej) {
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipRejected + ": " + rej.reason})
+			return nil
+		}
 		var apiErr *APIError
 		if errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusConflict) {
 			return nil // gone already, or changed there: the next round sees it
@@ -613,6 +647,15 @@ func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemor
 		m, err = c.conn.create(ctx, p, l.content)
 	} else {
 		m, err = c.conn.update(ctx, r.ID, l.content, b.Entries[p].SHA256)
+	}
+	if errors.Is(err, errInReview) {
+		res.InReview = append(res.InReview, p)
+		return nil // not in the store yet: the basis stays, the file too
+	}
+	var rej *rejectedError
+	if errors.As(err, &rej) {
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipRejected + ": " + rej.reason})
+		return nil
 	}
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"io"
 	"net"
 	"net/http"
@@ -56,6 +57,30 @@ type conn struct {
 	token   string
 	public  bool // /v1/memory_stores/...: x-api-key and the beta header
 	retries int
+	prov    wire.Provenance
+}
+
+// errInReview: the store answered 202, keeping the write for review.
+var errInReview = errors.New("storesync: the write is kept for review")
+
+// rejectedError: the store answered 202 with a rejected proposal: a
+// person already rejected this very change.
+type rejectedError struct{ reason string }
+
+func (e *rejectedError) Error() string { return "storesync: rejected in review: " + e.reason }
+
+// accepted reads a 202 answer: the write was kept for review, or a
+// person already rejected it.
+func accepted(body []byte) error {
+	var p struct {
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(body, &p)
+	if p.Status == "rejected" {
+		return &rejectedError{reason: p.Reason}
+	}
+	return errInReview
 }
 
 func (c *conn) do(ctx context.Context, method, rel string, body any) (int, []byte, error) {
@@ -80,6 +105,13 @@ func (c *conn) do(ctx context.Context, method, rel string, body any) (int, []byt
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
 		req.Header.Set("Accept", "application/json, text/plain, */*")
+		req.Header.Set(wire.DoorHeader, c.prov.Door)
+		if c.prov.Session != "" {
+			req.Header.Set(wire.SessionHeader, c.prov.Session)
+		}
+		if c.prov.Origin != "" {
+			req.Header.Set(wire.OriginHeader, c.prov.Origin)
+		}
 		if raw != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
@@ -301,9 +333,12 @@ func (c *conn) create(ctx context.Context, p, content string) (remoteMemory, err
 	if !c.public {
 		body["precondition"] = map[string]string{"type": "not_exists"}
 	}
-	_, out, err := c.do(ctx, http.MethodPost, "/memories", body)
+	status, out, err := c.do(ctx, http.MethodPost, "/memories", body)
 	if err != nil {
 		return remoteMemory{}, err
+	}
+	if status == http.StatusAccepted {
+		return remoteMemory{}, accepted(out)
 	}
 	var m remoteMemory
 	err = json.Unmarshal(out, &m)
@@ -312,10 +347,13 @@ func (c *conn) create(ctx context.Context, p, content string) (remoteMemory, err
 
 // update rewrites a memory whose content still has sha256 ifSHA.
 func (c *conn) update(ctx context.Context, id, content, ifSHA string) (remoteMemory, error) {
-	_, out, err := c.do(ctx, http.MethodPost, "/memories/"+url.PathEscape(id), map[string]any{"content": content,
+	status, out, err := c.do(ctx, http.MethodPost, "/memories/"+url.PathEscape(id), map[string]any{"content": content,
 		"precondition": map[string]string{"type": "content_sha256", "content_sha256": ifSHA}})
 	if err != nil {
 		return remoteMemory{}, err
+	}
+	if status == http.StatusAccepted {
+		return remoteMemory{}, accepted(out)
 	}
 	var m remoteMemory
 	err = json.Unmarshal(out, &m)
@@ -324,7 +362,10 @@ func (c *conn) update(ctx context.Context, id, content, ifSHA string) (remoteMem
 
 // remove deletes a memory whose content still has sha256 ifSHA.
 func (c *conn) remove(ctx context.Context, id, ifSHA string) error {
-	_, _, err := c.do(ctx, http.MethodDelete, "/memories/"+url.PathEscape(id)+"?expected_content_sha256="+ifSHA, nil)
+	status, out, err := c.do(ctx, http.MethodDelete, "/memories/"+url.PathEscape(id)+"?expected_content_sha256="+ifSHA, nil)
+	if err == nil && status == http.StatusAccepted {
+		return accepted(out)
+	}
 	return err
 }
 

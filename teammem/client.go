@@ -118,6 +118,11 @@ type ClientOptions struct {
 	// client its own filehistory.Tracker.
 	History *filehistory.Tracker
 	Logger  *slog.Logger
+	// Door, Session and Origin say how this client's writes reach the
+	// server (wire.DoorHeader, SessionHeader, OriginHeader): the server
+	// records them with the token's name on every write it stores. Door
+	// defaults to wire.DoorSync; Session and Origin are sent when set.
+	Door, Session, Origin string
 }
 
 // SyncState is what a client remembers between calls: the three-way
@@ -167,7 +172,15 @@ type SyncState struct {
 	// is deleted or moved aside on the server's word, and a key that
 	// differs keeps the local version (the server's is kept aside).
 	Resetting bool
-	loaded    bool
+	// InReview are the keys the last round that pushed found waiting for
+	// a person's review on the server, with the checksum of the local
+	// content sent (kept in the state file; InReview reads it back).
+	InReview map[string]string
+	// Authors say who wrote each server entry as it is, as the last full
+	// read of the server said (wire.Content.EntryAuthors; kept in the
+	// state file, read back by Attributions for the prompt).
+	Authors map[string]wire.Attribution
+	loaded  bool
 }
 
 // Skip says why a key was not synced.
@@ -216,6 +229,13 @@ type Result struct {
 	// Checkpoint names the snapshot taken before the pull changed files
 	// (ClientOptions.History); rewinding to it undoes the pull's writes.
 	Checkpoint string
+	// InReview are the keys this run sent that the server kept for a
+	// person's review (the repo's policy is "review" and the token is an
+	// agent's): not yet on the server, served to nobody else. The local
+	// files stay as they are, and no sync deletes them while they wait;
+	// each run sends them again (the server keeps one proposal) and
+	// reports them here until they are approved or rejected.
+	InReview []string
 	// NotModified: the pull got 304. ServerEmpty: the server has no data.
 	NotModified, ServerEmpty bool
 	Requests                 int
@@ -231,6 +251,7 @@ func (r *Result) Add(o Result) {
 	r.Skipped = append(r.Skipped, o.Skipped...)
 	r.Conflicts = append(r.Conflicts, o.Conflicts...)
 	r.Held = append(r.Held, o.Held...)
+	r.InReview = append(r.InReview, o.InReview...)
 	if o.StoreReset != "" {
 		r.StoreReset = o.StoreReset
 	}
@@ -352,6 +373,12 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	if cfg.Path == "" {
 		cfg.Path = wire.DefaultSyncPath
 	}
+	if cfg.Door == "" {
+		cfg.Door = wire.DoorSync
+	}
+	if _, err := wire.ParseProvenance(cfg.Door, cfg.Session, cfg.Origin); err != nil {
+		return nil, fmt.Errorf("teammem: ClientOptions: %w", err)
+	}
 	var defaultHTTP *http.Client
 	if cfg.HTTP == nil {
 		defaultHTTP = &http.Client{Timeout: DefaultTimeout}
@@ -453,13 +480,28 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 		if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
 			return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
 		}
+		inReview := map[string]bool{}
+		for _, k := range pr.InReview {
+			inReview[k] = true
+		}
+		res.InReview = append(res.InReview, pr.InReview...)
+		for _, k := range pr.Rejected {
+			inReview[k] = true // as for one in review: nothing changed on the server
+			res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: SkipReviewRejected})
+		}
 		for _, f := range batch {
+			if inReview[f.key] {
+				continue // not on the server: the base stays, the file too
+			}
 			view.sums[f.key] = f.sum
 			base[f.key] = f.sum
 			res.Uploaded = append(res.Uploaded, f.key)
 		}
 		if i == 0 {
 			for _, k := range deletes {
+				if inReview[k] {
+					continue // still on the server: nothing changes here
+				}
 				delete(view.sums, k)
 				delete(base, k)
 				if view.tombs == nil {
@@ -467,7 +509,11 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 				}
 				view.tombs[k] = c.now().UnixMilli()
 			}
-			res.SoftDeleted = append(res.SoftDeleted, deletes...)
+			for _, k := range deletes {
+				if !inReview[k] {
+					res.SoftDeleted = append(res.SoftDeleted, k)
+				}
+			}
 		}
 		ifMatch, view.etag = pr.Checksum, pr.Checksum
 		view.version = pr.Version
@@ -522,6 +568,11 @@ const (
 	// MEMORY.md; package screen). RuleID names the rule, Label says what
 	// to fix.
 	SkipScreened = "screened"
+	// SkipReviewRejected: a person reviewing the repo already rejected
+	// this very change (the server keeps its reason; agentmem team review
+	// ls --status rejected shows it). The file is left as it is; change
+	// or remove it.
+	SkipReviewRejected = "review_rejected"
 )
 
 // skipDirs returns the folders this client never carries: SkipDirs and
@@ -685,6 +736,7 @@ func (c *Client) sendOnce(ctx context.Context, res *Result, method, u string, he
 	}
 	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	req.Header.Set("Accept", "application/json")
+	c.provenance(req)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -726,6 +778,7 @@ func (c *Client) send(ctx context.Context, res *Result, method, u string, body [
 		}
 		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 		req.Header.Set("Accept", "application/json")
+		c.provenance(req)
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
@@ -771,6 +824,17 @@ func (c *Client) send(ctx context.Context, res *Result, method, u string, body [
 			continue
 		}
 		return nil, nil, c.statusError(resp, respBody, attempt)
+	}
+}
+
+// provenance sets the provenance headers of a request.
+func (c *Client) provenance(req *http.Request) {
+	req.Header.Set(wire.DoorHeader, c.cfg.Door)
+	if c.cfg.Session != "" {
+		req.Header.Set(wire.SessionHeader, c.cfg.Session)
+	}
+	if c.cfg.Origin != "" {
+		req.Header.Set(wire.OriginHeader, c.cfg.Origin)
 	}
 }
 

@@ -74,7 +74,9 @@ var ErrRestoreUnchanged = errors.New("teammem: the key already holds that versio
 // refused with a *DeletionVersionError naming the last version with
 // content: nothing is written, nor when the key already holds that
 // content (ErrRestoreUnchanged). The local team directory is not touched:
-// the next sync brings the restored content in.
+// the next sync brings the restored content in. Under review, an agent's
+// restore returns ErrInReview (or ErrRejectedInReview) and the repo's
+// current version.
 func (c *Client) Restore(ctx context.Context, key string, version int64) (int64, error) {
 	rev, err := c.Revision(ctx, key, version)
 	if err != nil {
@@ -107,8 +109,24 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	if err := json.Unmarshal(body, &pr); err != nil {
 		return 0, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a restore is not valid")}
 	}
+	switch {
+	case len(pr.InReview) > 0:
+		return pr.Version, ErrInReview
+	case len(pr.Rejected) > 0:
+		return pr.Version, ErrRejectedInReview
+	}
 	return pr.Version, nil
 }
+
+// Errors of a write the server kept for review (the repo's policy is
+// "review" and the token is an agent's): nothing was written.
+var (
+	// ErrInReview: the write waits for a person's approval
+	// (agentmem team review ls).
+	ErrInReview = errors.New("teammem: kept for review: the repo's policy sends an agent's writes to a person; nothing is written until one approves it")
+	// ErrRejectedInReview: a person already rejected this very change.
+	ErrRejectedInReview = errors.New("teammem: a person reviewing the repo already rejected this very change; nothing was written")
+)
 
 // refuseDeletion returns a *DeletionVersionError when rev is a deletion,
 // by its own flag or, from a server that does not send it, by the key's

@@ -169,8 +169,9 @@ type serverView struct {
 	sums      map[string]string
 	entries   map[string]string // nil when not fetched
 	tombs     map[string]int64
-	empty     bool // 404: no data yet
-	unchanged bool // 304: sums are the state's
+	empty     bool                        // 404: no data yet
+	unchanged bool                        // 304: sums are the state's
+	authors   map[string]wire.Attribution // nil when the reply named none
 }
 
 func (c *Client) reconcile(ctx context.Context, st *SyncState, mode syncMode) (Result, error) {
@@ -308,6 +309,7 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 			}
 		}
 	}
+	inReviewFrom := len(res.InReview)
 	if mode&modePush != 0 && (len(uploads) > 0 || len(deletes) > 0) {
 		uploads = withinLimit(uploads, view.sums, deletes, st.MaxEntries, res)
 		if len(uploads) > 0 || len(deletes) > 0 {
@@ -326,8 +328,18 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 		st.StoreID = view.storeID
 	}
 	st.Version = view.version
+	if view.entries != nil {
+		st.Authors = view.authors // a full read: what the server says now
+	}
 	if mode&modePush != 0 {
 		st.Resetting = false // the local side has reached the server
+		st.InReview = nil
+		for _, k := range res.InReview[inReviewFrom:] {
+			if st.InReview == nil {
+				st.InReview = map[string]string{}
+			}
+			st.InReview[k] = local[k].sum // "" for a deletion
+		}
 	}
 	return nil
 }
@@ -605,7 +617,8 @@ func (c *Client) fetch(ctx context.Context, st *SyncState, res *Result, useETag 
 	if entries == nil {
 		entries = map[string]string{}
 	}
-	return serverView{storeID: storeID, version: data.Version, etag: data.Checksum, sums: sums, entries: entries, tombs: data.Content.DeletedEntries}, nil
+	return serverView{storeID: storeID, version: data.Version, etag: data.Checksum, sums: sums, entries: entries, tombs: data.Content.DeletedEntries,
+		authors: data.Content.EntryAuthors}, nil
 }
 
 // fetchHashes reads the repo's sums from the hashes view.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 )
 
@@ -45,19 +47,66 @@ func ServerHasContent(fsys afero.Fs, path string) bool {
 
 // stateFile is the JSON form of a SyncState on disk.
 type stateFile struct {
-	Format           int               `json:"format"`
-	Server           string            `json:"server"`
-	Repo             string            `json:"repo"`
-	Saved            time.Time         `json:"saved"`
-	Base             map[string]string `json:"base"`
-	ETag             string            `json:"etag,omitempty"`
-	ServerChecksums  map[string]string `json:"serverChecksums,omitempty"`
-	Tombstones       map[string]int64  `json:"tombstones,omitempty"`
-	MaxEntries       int               `json:"maxEntries,omitempty"`
-	ServerHasContent bool              `json:"serverHasContent,omitempty"`
-	StoreID          string            `json:"storeId,omitempty"`
-	Version          int64             `json:"version,omitempty"`
-	Resetting        bool              `json:"resetting,omitempty"`
+	Format           int                         `json:"format"`
+	Server           string                      `json:"server"`
+	Repo             string                      `json:"repo"`
+	Saved            time.Time                   `json:"saved"`
+	Base             map[string]string           `json:"base"`
+	ETag             string                      `json:"etag,omitempty"`
+	ServerChecksums  map[string]string           `json:"serverChecksums,omitempty"`
+	Tombstones       map[string]int64            `json:"tombstones,omitempty"`
+	MaxEntries       int                         `json:"maxEntries,omitempty"`
+	ServerHasContent bool                        `json:"serverHasContent,omitempty"`
+	StoreID          string                      `json:"storeId,omitempty"`
+	Version          int64                       `json:"version,omitempty"`
+	Resetting        bool                        `json:"resetting,omitempty"`
+	InReview         map[string]string           `json:"inReview,omitempty"`
+	Authors          map[string]wire.Attribution `json:"authors,omitempty"`
+}
+
+// Attributions returns who wrote each team memory of teamDir as it is and
+// when, as the last full reads of its servers said (SyncState.Authors,
+// from every state file beside it; the newest write wins): the
+// memdir.PromptOptions.TeamAuthors of the prompt.
+func Attributions(fsys afero.Fs, teamDir string) map[string]memdir.Attribution {
+	dir := filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName)
+	names, _ := afero.Glob(fsys, filepath.Join(dir, "*.json"))
+	out := map[string]memdir.Attribution{}
+	for _, n := range names {
+		data, err := afero.ReadFile(fsys, n)
+		var f stateFile
+		if err != nil || json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		for k, a := range f.Authors {
+			t, _ := time.Parse(time.RFC3339, a.Time)
+			if cur, ok := out[k]; !ok || t.After(cur.Time) {
+				out[k] = memdir.Attribution{Author: a.Author, Time: t}
+			}
+		}
+	}
+	return out
+}
+
+// InReview returns the keys of the team directory teamDir that its
+// clients' last pushing rounds found waiting for review on a server
+// (SyncState.InReview, from every state file beside it). Unreadable
+// state files are passed over.
+func InReview(fsys afero.Fs, teamDir string) map[string]bool {
+	dir := filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName)
+	names, _ := afero.Glob(fsys, filepath.Join(dir, "*.json"))
+	out := map[string]bool{}
+	for _, n := range names {
+		data, err := afero.ReadFile(fsys, n)
+		var f stateFile
+		if err != nil || json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		for k := range f.InReview {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // loadState fills an empty st from the state file, once. A missing file is
@@ -87,6 +136,7 @@ func (c *Client) loadState(st *SyncState, res *Result) {
 	st.Base, st.ETag, st.ServerChecksums, st.Tombstones = f.Base, f.ETag, f.ServerChecksums, f.Tombstones
 	st.MaxEntries, st.ServerHasContent = f.MaxEntries, f.ServerHasContent
 	st.StoreID, st.Version, st.Resetting = f.StoreID, f.Version, f.Resetting
+	st.InReview, st.Authors = f.InReview, f.Authors
 }
 
 // saveState writes st to the state file atomically (temp file, fsync,
@@ -98,7 +148,7 @@ func (c *Client) saveState(st *SyncState) error {
 	data, err := json.Marshal(stateFile{Format: 1, Server: c.cfg.BaseURL, Repo: c.cfg.Repo, Saved: c.now().UTC(),
 		Base: st.Base, ETag: st.ETag, ServerChecksums: st.ServerChecksums, Tombstones: st.Tombstones,
 		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent,
-		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting})
+		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting, InReview: st.InReview, Authors: st.Authors})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,21 @@ type TokenGrant struct {
 	// without it such a token reads and writes their memories only. A
 	// "*" token always may.
 	Manage bool `json:"manage,omitempty"`
+	// Kind says whose the token is: KindPerson or KindAgent. A grant
+	// without it is an agent's: it writes, but its writes to a repo or
+	// store under review wait for a person, and it cannot approve,
+	// reject or change a review policy.
+	Kind string `json:"kind,omitempty"`
 }
+
+// Token kinds.
+const (
+	KindPerson = "person"
+	KindAgent  = "agent"
+)
+
+// IsPerson reports whether the token is a person's (Kind KindPerson).
+func (g TokenGrant) IsPerson() bool { return g.Kind == KindPerson }
 
 // author names the grant's holder in the history: its name, or the first
 // characters of its token hash.
@@ -93,6 +107,9 @@ func (g TokenGrant) validate() error {
 func (g TokenGrant) validateScope() error {
 	if g.Organization == "" {
 		return fmt.Errorf("a grant needs an organization")
+	}
+	if g.Kind != "" && g.Kind != KindPerson && g.Kind != KindAgent {
+		return fmt.Errorf("kind %q is not person or agent", g.Kind)
 	}
 	if len(g.Repos) == 0 && len(g.Stores) == 0 {
 		return fmt.Errorf("a grant needs at least one repo pattern or memory store")

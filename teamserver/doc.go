@@ -25,6 +25,17 @@
 // methods of SQLStore (memorystores*.go). A token reaches the stores its
 // grant names (TokenGrant.Stores), by x-api-key or bearer.
 //
+// Every write it stores records its provenance beside the token's name:
+// the door, session and origin the client sends (wire.DoorHeader,
+// SessionHeader, OriginHeader; validated, an absent or unknown door is
+// "http"), in the team history and log and on memory-store versions
+// (created_by in the API's shapes, and a provenance object). A review
+// policy per repo and per store (Reviews; PolicyOpen, PolicyReview,
+// PolicyReadOnly) keeps an agent's token's writes as proposals that no
+// other client is served until a person's token approves them (the
+// endpoints under wire.ReviewPath; Handler.Policy, SetPolicy, Proposals,
+// Proposal, Approve and Reject for a Go caller such as a console).
+//
 // Stores: MemoryStore for tests and throwaway servers, and SQLStore, one
 // implementation for SQL databases over database/sql (NewSQLStore with an
 // SQLDialect). The drivers live in modules of their own, so this package

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
@@ -240,6 +241,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	if isReviewRoute(r.URL.Path) {
+		route := reviewRoute(r)
+		tenant := h.serveReview(sw, r)
+		h.metrics.Request(route, sw.status, time.Since(start))
+		h.log.Info("review request", "method", methodLabel(r.Method), "route", route, "tenant", tenant,
+			"status", sw.status, "duration_ms", time.Since(start).Milliseconds())
+		return
+	}
 	if isStoresRoute(r.URL.Path) {
 		route, tenant := h.serveStores(sw, r)
 		h.metrics.Request(route, sw.status, time.Since(start))
@@ -404,6 +413,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, repo Repo) {
 }
 
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant) {
+	prov, err := requestProvenance(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidProvenance, strings.TrimPrefix(err.Error(), "wire: ")+"; nothing was written")
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -444,8 +458,22 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 			return
 		}
 	}
+	// An injection found in an agent's write to a repo under review goes
+	// to a person, flagged, instead of being refused: the rest of the
+	// screens refuse everywhere.
+	var screened map[string]string
+	var injected *screen.Error
+	var injectedKey string
 	for _, k := range entryKeys(in.Entries) {
 		if se := screenEntry(k, in.Entries[k]); se != nil {
+			if se.Screen == screen.ScreenInjection {
+				if screened == nil {
+					screened = map[string]string{}
+					injected, injectedKey = se, k
+				}
+				screened[k] = screenCode(se) + ": " + se.Error()
+				continue
+			}
 			writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
 				Type: "invalid_request_error", Message: se.Error() + "; nothing was written",
 				Details: wire.ErrorDetails{ErrorCode: screenCode(se), Keys: []string{k}},
@@ -461,11 +489,25 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
+	switch err := h.gate(ctx, repo.Tenant, Target{Kind: TargetRepo, Name: repo.Name}, grant); {
+	case errors.Is(err, errPropose):
+		h.proposeTeam(w, r.WithContext(ctx), repo, grant, prov, in, screened)
+		return
+	case err != nil:
+		h.reviewError(w, err)
+		return
+	case injected != nil:
+		writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+			Type: "invalid_request_error", Message: injected.Error() + "; nothing was written",
+			Details: wire.ErrorDetails{ErrorCode: screenCode(injected), Keys: []string{injectedKey}},
+		}})
+		return
+	}
 	start := time.Now()
 	snap, err := h.cfg.store.Put(ctx, repo, PutRequest{
 		IfMatch: unquote(r.Header.Get("If-Match")), Entries: in.Entries, Deletes: in.SoftDeleteKeys,
 		MaxEntries: h.cfg.MaxEntries, MaxRepos: h.cfg.MaxRepos, Retention: h.cfg.Retention,
-		Author: grant.author(), Now: h.cfg.Now(),
+		Author: grant.author(), Provenance: prov, Now: h.cfg.Now(),
 	})
 	h.metrics.StoreCall("put", time.Since(start))
 	var tooMany *TooManyEntriesError

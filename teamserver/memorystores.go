@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -92,13 +93,18 @@ type Memory struct {
 	VersionID string // the version that wrote it as it is
 }
 
-// Actor is who made a change: the token's holder.
+// Actor is who made a change: the token's holder, and how the change
+// reached the server (its door, session, origin and, for a reviewed
+// change, the person who approved it; empty when not recorded).
 type Actor struct {
-	// Type is "api_actor" for a token of the token file.
+	// Type is "user_actor" for a person's token, "session_actor" for an
+	// agent's token that named its session, "api_actor" otherwise (and
+	// for every version written before the kinds were recorded).
 	Type string
 	// ID is the token's name, or "token:" and the first 12 hex digits of
 	// its hash.
 	ID string
+	wire.Provenance
 }
 
 // MemoryVersion is one change to a memory, kept after the memory is

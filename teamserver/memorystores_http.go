@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // The Memory Stores API's routes. The public ones are those of Anthropic's
@@ -65,6 +66,7 @@ type storesCall struct {
 	grant  TokenGrant
 	tenant string
 	code   bool // Claude Code's route
+	prov   wire.Provenance
 }
 
 // serveStores answers a Memory Stores request and returns the route name
@@ -99,6 +101,13 @@ func (h *Handler) serveStores(w http.ResponseWriter, r *http.Request) (route, te
 		return route, grant.Organization
 	}
 	c.grant, c.tenant = grant, grant.Organization
+	prov, err := requestProvenance(r)
+	if err != nil {
+		writeStoresError(w, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: wire.CodeInvalidProvenance,
+			Message: strings.TrimPrefix(err.Error(), "wire: ") + "; nothing was written"})
+		return route, grant.Organization
+	}
+	c.prov = prov
 	w.Header().Set("request-id", newID("req_"))
 	run()
 	return route, grant.Organization
@@ -230,7 +239,67 @@ func splitPath(p string) []string {
 // store of its organization.
 func (c *storesCall) mayUse(storeID string) bool { return c.grant.AllowsStore(storeID) }
 
-func (c *storesCall) actor() Actor { return Actor{Type: "api_actor", ID: c.grant.author()} }
+// actor is who writes, in the shapes of the API's created_by: a
+// person's token is a user_actor, an agent's that names its session a
+// session_actor, any other token an api_actor.
+func (c *storesCall) actor() Actor {
+	a := Actor{Type: "api_actor", ID: c.grant.author(), Provenance: c.prov}
+	switch {
+	case c.grant.IsPerson():
+		a.Type = "user_actor"
+	case c.prov.Session != "":
+		a.Type = "session_actor"
+	}
+	return a
+}
+
+// review applies the store's policy to a write: true when it may go on;
+// otherwise the answer is given (403 for a read-only store, 202 with the
+// proposal when it is kept for review).
+func (c *storesCall) review(storeID string, p Proposal) bool {
+	err := c.h.gate(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}, c.grant)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrReadOnly):
+		c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error", Code: wire.CodeReadOnly,
+			Message: "this memory store is read-only (its review policy); nothing was written"})
+		return false
+	case !errors.Is(err, errPropose):
+		c.fail(err)
+		return false
+	}
+	p.Tenant, p.Target, p.Author, p.TokenSHA256, p.Provenance, p.Created = c.tenant, Target{Kind: TargetStore, Name: storeID},
+		c.grant.author(), c.grant.TokenSHA256, c.prov, c.now()
+	got, err := c.h.reviews().Propose(c.r.Context(), p)
+	if errors.Is(err, ErrTooManyProposals) {
+		c.fail(&APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: wire.CodeTooManyProposals,
+			Message: "this memory store holds " + strconv.Itoa(MaxPendingProposals) + " proposals waiting for review; a person must approve or reject some first; nothing was kept"})
+		return false
+	}
+	if err != nil {
+		c.fail(err)
+		return false
+	}
+	c.h.log.Info("memory stores write kept for review", "store", storeID, "tenant", c.tenant, "author", got.Author, "door", got.Door)
+	writeJSON(c.w, http.StatusAccepted, proposalJSON(got))
+	return false
+}
+
+// ProposalType is the type of the body of a 202 answer to a memory
+// write kept for review.
+const ProposalType = "memory_proposal"
+
+func proposalJSON(p Proposal) map[string]any {
+	out := map[string]any{"type": ProposalType, "id": p.ID, "status": p.Status, "memory_store_id": p.Target.Name,
+		"memory_id": nullable(p.MemoryID), "path": p.Key, "operation": p.Op, "created_at": timeJSON(p.Created),
+		"message": "kept for review: the store's policy sends an agent's writes to a person; it is served to nobody else until approved"}
+	if p.Status == ProposalRejected {
+		out["reason"] = p.Reason
+		out["message"] = "a person already rejected this very change; nothing was kept"
+	}
+	return out
+}
 
 func (c *storesCall) now() time.Time { return c.h.cfg.Now() }
 
@@ -584,6 +653,24 @@ func screenMemory(path string, content *string) error {
 	return nil
 }
 
+// screen applies screenMemory to a write (false: refused, answered). A
+// high-confidence injection in an agent's write to a store under review
+// is not refused: it is returned, to flag the proposal it becomes.
+func (c *storesCall) screen(storeID, path string, content *string) (string, bool) {
+	err := screenMemory(path, content)
+	if err == nil {
+		return "", true
+	}
+	var api *APIError
+	if errors.As(err, &api) && api.Code == wire.CodeInjection && !c.grant.IsPerson() {
+		if policy, perr := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}); perr == nil && policy == PolicyReview {
+			return api.Code + ": " + api.Message, true
+		}
+	}
+	c.fail(err)
+	return "", false
+}
+
 func (c *storesCall) createMemory(storeID string) {
 	full, ok := c.view("basic")
 	if !ok {
@@ -601,8 +688,12 @@ func (c *storesCall) createMemory(storeID string) {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
-	if err := screenMemory(req.Path, req.Content); err != nil {
-		c.fail(err)
+	screened, ok := c.screen(storeID, req.Path, req.Content)
+	if !ok {
+		return
+	}
+	if req.Content != nil && ValidateMemoryPath(req.Path) == nil && validateContent(*req.Content) == nil &&
+		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}) {
 		return
 	}
 	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, By: c.actor()}, c.limits(), c.now())
@@ -654,8 +745,11 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		}
 		w.IfSHA256 = p.ContentSHA256
 	}
-	if err := screenMemory(w.Path, req.Content); err != nil {
-		c.fail(err)
+	screened, ok := c.screen(storeID, w.Path, req.Content)
+	if !ok {
+		return
+	}
+	if !c.reviewUpdate(storeID, id, w, screened) {
 		return
 	}
 	m, err := c.ms.UpdateMemory(c.r.Context(), c.tenant, storeID, id, w, c.limits(), c.now())
@@ -666,11 +760,70 @@ func (c *storesCall) updateMemory(storeID, id string) {
 	writeJSON(c.w, http.StatusOK, memoryOut(m, full))
 }
 
+// reviewUpdate applies the store's policy to an update (true: go on):
+// under review the proposal holds the memory's whole next state.
+func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite, screened string) bool {
+	policy, err := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID})
+	if err != nil {
+		c.fail(err)
+		return false
+	}
+	if policy == PolicyOpen {
+		return true
+	}
+	cur, err := c.ms.GetMemory(c.r.Context(), c.tenant, storeID, id)
+	if err != nil {
+		c.fail(err)
+		return false
+	}
+	if w.Path != "" {
+		if err := ValidateMemoryPath(w.Path); err != nil {
+			c.fail(err)
+			return false
+		}
+	}
+	if w.Content != nil {
+		if err := validateContent(*w.Content); err != nil {
+			c.fail(err)
+			return false
+		}
+	}
+	next := Proposal{Key: cur.Path, MemoryID: id, Op: OpModified, Content: cur.Content, Base: cur.SHA256, Screened: screened}
+	if w.Path != "" {
+		next.Key = w.Path
+	}
+	if w.Content != nil {
+		next.Content = *w.Content
+	}
+	if next.Key == cur.Path && next.Content == cur.Content && screened == "" {
+		return true // changes nothing: answered as the store answers it
+	}
+	if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 {
+		c.fail(preconditionFailed(cur))
+		return false
+	}
+	return c.review(storeID, next)
+}
+
 func (c *storesCall) deleteMemory(storeID, id string) {
 	expected := c.r.URL.Query().Get("expected_content_sha256")
 	if expected != "" && !hexRe.MatchString(expected) {
 		c.fail(invalid("expected_content_sha256 must be 64 lower-case hex digits"))
 		return
+	}
+	if policy, err := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}); err != nil || policy != PolicyOpen {
+		cur, err := c.ms.GetMemory(c.r.Context(), c.tenant, storeID, id)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if expected != "" && expected != cur.SHA256 {
+			c.fail(preconditionFailed(cur))
+			return
+		}
+		if !c.review(storeID, Proposal{Key: cur.Path, MemoryID: id, Op: OpDeleted, Base: cur.SHA256}) {
+			return
+		}
 	}
 	if err := c.ms.DeleteMemory(c.r.Context(), c.tenant, storeID, id, expected, c.actor(), c.now()); err != nil {
 		c.fail(err)
@@ -925,32 +1078,61 @@ type exportLine struct {
 
 // ---- versions ----
 
+// actorJSON is an actor in the API's shapes (created_by, redacted_by):
+// {"type": "api_actor", "api_key_id": ...}, {"type": "user_actor",
+// "user_id": ...} or {"type": "session_actor", "session_id": ...}.
 type actorJSON struct {
-	Type     string `json:"type"`
-	APIKeyID string `json:"api_key_id"`
+	Type      string `json:"type"`
+	APIKeyID  string `json:"api_key_id,omitempty"`
+	UserID    string `json:"user_id,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+}
+
+func actorOut(a Actor) *actorJSON {
+	out := &actorJSON{Type: a.Type}
+	switch a.Type {
+	case "user_actor":
+		out.UserID = a.ID
+	case "session_actor":
+		out.SessionID = a.Session
+	default:
+		out.APIKeyID = a.ID
+	}
+	return out
+}
+
+// provenanceJSON is agentmem's record of how a version was written,
+// beside created_by: the token's name (author), door, session, origin
+// and, for a reviewed write, the person who approved it. Fields not
+// recorded are left out.
+type provenanceJSON struct {
+	Author string `json:"author"`
+	wire.Provenance
 }
 
 type versionJSON struct {
-	Type          string     `json:"type"`
-	ID            string     `json:"id"`
-	MemoryStoreID string     `json:"memory_store_id"`
-	MemoryID      string     `json:"memory_id"`
-	Operation     string     `json:"operation"`
-	Path          *string    `json:"path"`
-	Content       *string    `json:"content"`
-	ContentSHA256 *string    `json:"content_sha256"`
-	ContentSize   *int64     `json:"content_size_bytes"`
-	CreatedAt     string     `json:"created_at"`
-	CreatedBy     actorJSON  `json:"created_by"`
-	RedactedAt    *string    `json:"redacted_at"`
-	RedactedBy    *actorJSON `json:"redacted_by"`
+	Type          string          `json:"type"`
+	ID            string          `json:"id"`
+	MemoryStoreID string          `json:"memory_store_id"`
+	MemoryID      string          `json:"memory_id"`
+	Operation     string          `json:"operation"`
+	Path          *string         `json:"path"`
+	Content       *string         `json:"content"`
+	ContentSHA256 *string         `json:"content_sha256"`
+	ContentSize   *int64          `json:"content_size_bytes"`
+	CreatedAt     string          `json:"created_at"`
+	CreatedBy     *actorJSON      `json:"created_by"`
+	RedactedAt    *string         `json:"redacted_at"`
+	RedactedBy    *actorJSON      `json:"redacted_by"`
+	Provenance    *provenanceJSON `json:"provenance,omitempty"`
 }
 
 func versionOut(v MemoryVersion, full bool) versionJSON {
 	out := versionJSON{Type: "memory_version", ID: v.ID, MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, Operation: v.Operation,
-		CreatedAt: timeJSON(v.Created), CreatedBy: actorJSON{Type: v.By.Type, APIKeyID: v.By.ID}, RedactedAt: optTime(v.Redacted)}
+		CreatedAt: timeJSON(v.Created), CreatedBy: actorOut(v.By), RedactedAt: optTime(v.Redacted),
+		Provenance: &provenanceJSON{Author: v.By.ID, Provenance: v.By.Provenance}}
 	if !v.Redacted.IsZero() {
-		out.RedactedBy = &actorJSON{Type: v.RedactedBy.Type, APIKeyID: v.RedactedBy.ID}
+		out.RedactedBy = actorOut(v.RedactedBy)
 		return out
 	}
 	path := v.Path
@@ -1007,8 +1189,9 @@ func (c *storesCall) listVersions(storeID string) {
 	}
 	f := VersionFilter{MemoryID: q.Get("memory_id"), Operation: op, ActorID: q.Get("api_key_id"), From: from, To: to,
 		BeforeSeq: before, Limit: limit + 1, Content: full}
-	if q.Get("session_id") != "" || q.Get("service_account_id") != "" {
-		// No session or service-account actors write here: nothing matches.
+	f.Session = q.Get("session_id")
+	if q.Get("service_account_id") != "" {
+		// No service-account actors write here: nothing matches.
 		writeJSON(c.w, http.StatusOK, map[string]any{"data": []any{}, "next_page": nil})
 		return
 	}

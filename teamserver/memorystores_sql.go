@@ -604,19 +604,19 @@ func (s *SQLStore) addVersion(ctx context.Context, tx *sql.Tx, m Memory, op stri
 		return "", err
 	}
 	id := newID(VersionIDPrefix)
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_versions (store_id, seq, id, memory_id, operation, path, content, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', '')`),
-		m.StoreID, seq, id, m.ID, op, m.Path, m.Content, m.SHA256, m.Size, ms(t), by.Type, by.ID)
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_versions (store_id, seq, id, memory_id, operation, path, content, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id, `+provSelect+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', '', ?, ?, ?, ?)`),
+		m.StoreID, seq, id, m.ID, op, m.Path, m.Content, m.SHA256, m.Size, ms(t), by.Type, by.ID, by.Door, by.Session, by.Origin, by.Reviewer)
 	return id, err
 }
 
-const versionColumns = `store_id, seq, id, memory_id, operation, path, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id`
+const versionColumns = `store_id, seq, id, memory_id, operation, path, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id, ` + provSelect
 
 func scanVersion(row interface{ Scan(...any) error }, content *string) (MemoryVersion, error) {
 	var v MemoryVersion
 	var created, redacted int64
 	dest := []any{&v.StoreID, &v.Seq, &v.ID, &v.MemoryID, &v.Operation, &v.Path, &v.SHA256, &v.Size, &created,
-		&v.By.Type, &v.By.ID, &redacted, &v.RedactedBy.Type, &v.RedactedBy.ID}
+		&v.By.Type, &v.By.ID, &redacted, &v.RedactedBy.Type, &v.RedactedBy.ID, &v.By.Door, &v.By.Session, &v.By.Origin, &v.By.Reviewer}
 	if content != nil {
 		dest = append(dest, content)
 	}
@@ -632,6 +632,7 @@ type VersionFilter struct {
 	MemoryID  string
 	Operation string
 	ActorID   string // the api_key_id of the writer
+	Session   string // the session the writer named
 	From, To  time.Time
 	// BeforeSeq lists only versions older than this one (paging; 0: from
 	// the newest).
@@ -663,6 +664,9 @@ func (s *SQLStore) ListVersions(ctx context.Context, tenant, storeID string, f V
 		}
 		if f.ActorID != "" {
 			add(`actor_id = ?`, f.ActorID)
+		}
+		if f.Session != "" {
+			add(`prov_session = ?`, f.Session)
 		}
 		if !f.From.IsZero() {
 			add(`created_ms >= ?`, ms(f.From))

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // SQLStore is the Store every SQL database shares, over database/sql with
@@ -50,6 +52,9 @@ func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (*SQLStore, er
 		return nil, fmt.Errorf("server: prepare the database: %w", err)
 	}
 	s := &SQLStore{w: w, r: r, d: d}
+	if err := s.migrate(ctx); err != nil {
+		return nil, fmt.Errorf("server: upgrade the database: %w", err)
+	}
 	// The identity is made by whichever server first opens the database;
 	// the others (and every later start) read it back.
 	if _, err := w.ExecContext(ctx, s.q(`INSERT INTO team_store (one, id) VALUES (1, ?) ON CONFLICT (one) DO NOTHING`), NewStoreID()); err != nil {
@@ -89,6 +94,48 @@ CREATE TABLE IF NOT EXISTS team_log (
 	time_ms BIGINT NOT NULL, author TEXT NOT NULL, keys TEXT NOT NULL,
 	PRIMARY KEY (tenant, name, version));
 `
+
+// provColumns are the provenance columns (wire.Provenance) added to the
+// tables that record writes; a database made before them gets them on
+// open, its rows reading as "not recorded".
+var provTables = []string{"team_history", "team_log", "ms_versions"}
+
+var provColumns = []string{"prov_door", "prov_session", "prov_origin", "prov_reviewer"}
+
+// migrate brings a database made by an earlier version up to this one:
+// it adds the columns it lacks (each with a default, so every row is
+// kept) and the review tables. Two servers opening one old database at
+// once both succeed: a column the other added first is taken as added.
+func (s *SQLStore) migrate(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, reviewSchema); err != nil {
+		return err
+	}
+	for _, t := range provTables {
+		for _, c := range provColumns {
+			if s.hasColumn(ctx, t, c) {
+				continue
+			}
+			if _, err := s.w.ExecContext(ctx, `ALTER TABLE `+t+` ADD COLUMN `+c+` TEXT NOT NULL DEFAULT ''`); err != nil && !s.hasColumn(ctx, t, c) {
+				return fmt.Errorf("add %s.%s: %w", t, c, err)
+			}
+		}
+	}
+	return nil
+}
+
+// hasColumn reports whether table has column.
+func (s *SQLStore) hasColumn(ctx context.Context, table, column string) bool {
+	rows, err := s.w.QueryContext(ctx, `SELECT `+column+` FROM `+table+` WHERE 1 = 0`)
+	if err != nil {
+		return false
+	}
+	_ = rows.Close()
+	return true
+}
+
+const provSelect = `prov_door, prov_session, prov_origin, prov_reviewer`
+
+func provDest(p *wire.Provenance) []any { return []any{&p.Door, &p.Session, &p.Origin, &p.Reviewer} }
 
 // q rebinds a query's "?" placeholders for the dialect.
 func (s *SQLStore) q(query string) string {
@@ -402,8 +449,8 @@ func (s *SQLStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutReques
 		if r.Deleted {
 			deleted = 1
 		}
-		if err := exec(`INSERT INTO team_history (tenant, name, key, version, checksum, author, time_ms, deleted, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			repo.Tenant, repo.Name, r.Key, r.Version, r.Checksum, r.Author, r.Time.UnixMilli(), deleted, r.Content); err != nil {
+		if err := exec(`INSERT INTO team_history (tenant, name, key, version, checksum, author, time_ms, deleted, content, `+provSelect+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			repo.Tenant, repo.Name, r.Key, r.Version, r.Checksum, r.Author, r.Time.UnixMilli(), deleted, r.Content, r.Door, r.Session, r.Origin, r.Reviewer); err != nil {
 			return Snapshot{}, err
 		}
 		if err := s.trimHistory(exec, repo, r.Key, req.Retention, req.Now); err != nil {
@@ -412,8 +459,8 @@ func (s *SQLStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutReques
 		keys = append(keys, r.Key)
 	}
 	rawKeys, _ := json.Marshal(keys)
-	if err := exec(`INSERT INTO team_log (tenant, name, version, time_ms, author, keys) VALUES (?, ?, ?, ?, ?, ?)`,
-		repo.Tenant, repo.Name, next.Version, req.Now.UnixMilli(), req.Author, string(rawKeys)); err != nil {
+	if err := exec(`INSERT INTO team_log (tenant, name, version, time_ms, author, keys, `+provSelect+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		repo.Tenant, repo.Name, next.Version, req.Now.UnixMilli(), req.Author, string(rawKeys), req.Door, req.Session, req.Origin, req.Reviewer); err != nil {
 		return Snapshot{}, err
 	}
 	if age := req.Retention.HistoryAge; age > 0 {
@@ -450,12 +497,12 @@ func (s *SQLStore) History(ctx context.Context, repo Repo, key string, limit int
 		limit = 1000
 	}
 	var out []Revision
-	err := s.each(ctx, s.r, `SELECT version, checksum, author, time_ms, deleted FROM team_history
+	err := s.each(ctx, s.r, `SELECT version, checksum, author, time_ms, deleted, `+provSelect+` FROM team_history
 		WHERE tenant = ? AND name = ? AND key = ? ORDER BY version DESC LIMIT ?`, repo, func(rows *sql.Rows) error {
 		r := Revision{Key: key}
 		var ms int64
 		var deleted int
-		if err := rows.Scan(&r.Version, &r.Checksum, &r.Author, &ms, &deleted); err != nil {
+		if err := rows.Scan(append([]any{&r.Version, &r.Checksum, &r.Author, &ms, &deleted}, provDest(&r.Provenance)...)...); err != nil {
 			return err
 		}
 		r.Time, r.Deleted = time.UnixMilli(ms).UTC(), deleted != 0
@@ -470,9 +517,9 @@ func (s *SQLStore) Revision(ctx context.Context, repo Repo, key string, version 
 	r := Revision{Key: key, Version: version}
 	var ms int64
 	var deleted int
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT checksum, author, time_ms, deleted, content FROM team_history
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT checksum, author, time_ms, deleted, content, `+provSelect+` FROM team_history
 		WHERE tenant = ? AND name = ? AND key = ? AND version = ?`), repo.Tenant, repo.Name, key, version).
-		Scan(&r.Checksum, &r.Author, &ms, &deleted, &r.Content)
+		Scan(append([]any{&r.Checksum, &r.Author, &ms, &deleted, &r.Content}, provDest(&r.Provenance)...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Revision{}, ErrNoRevision
 	}
@@ -489,12 +536,12 @@ func (s *SQLStore) Log(ctx context.Context, repo Repo, since int64, limit int) (
 		limit = 1000
 	}
 	var out []Change
-	err := s.each(ctx, s.r, `SELECT version, time_ms, author, keys FROM team_log
+	err := s.each(ctx, s.r, `SELECT version, time_ms, author, keys, `+provSelect+` FROM team_log
 		WHERE tenant = ? AND name = ? AND version > ? ORDER BY version DESC LIMIT ?`, repo, func(rows *sql.Rows) error {
 		var c Change
 		var ms int64
 		var keys string
-		if err := rows.Scan(&c.Version, &ms, &c.Author, &keys); err != nil {
+		if err := rows.Scan(append([]any{&c.Version, &ms, &c.Author, &keys}, provDest(&c.Provenance)...)...); err != nil {
 			return err
 		}
 		c.Time = time.UnixMilli(ms).UTC()
@@ -502,6 +549,26 @@ func (s *SQLStore) Log(ctx context.Context, repo Repo, since int64, limit int) (
 		out = append(out, c)
 		return nil
 	}, since, limit)
+	return out, overloaded(err)
+}
+
+// Authors implements Attributor: one query, the newest revision of each
+// live key.
+func (s *SQLStore) Authors(ctx context.Context, repo Repo) (map[string]Revision, error) {
+	out := map[string]Revision{}
+	err := s.each(ctx, s.r, `SELECT h.key, h.version, h.checksum, h.author, h.time_ms, `+strings.ReplaceAll(provSelect, "prov_", "h.prov_")+`
+		FROM team_history h JOIN team_entries e ON e.tenant = h.tenant AND e.name = h.name AND e.key = h.key
+		WHERE h.tenant = ? AND h.name = ? AND h.version = (SELECT MAX(version) FROM team_history m
+			WHERE m.tenant = h.tenant AND m.name = h.name AND m.key = h.key)`, repo, func(rows *sql.Rows) error {
+		var r Revision
+		var ms int64
+		if err := rows.Scan(append([]any{&r.Key, &r.Version, &r.Checksum, &r.Author, &ms}, provDest(&r.Provenance)...)...); err != nil {
+			return err
+		}
+		r.Time = time.UnixMilli(ms).UTC()
+		out[r.Key] = r
+		return nil
+	})
 	return out, overloaded(err)
 }
 

@@ -44,8 +44,10 @@ type PutRequest struct {
 	// MaxEntries bounds the entries the repo may hold after the write
 	// (0: no limit).
 	MaxEntries int
-	// Author names who writes (the token's name), for the history.
+	// Author names who writes (the token's name), for the history; the
+	// Provenance (door, session, origin, reviewer) is recorded beside it.
 	Author string
+	wire.Provenance
 	// MaxRepos bounds the repos one tenant may hold; a write that would
 	// create one more fails with ErrTooManyRepos (0: no limit).
 	MaxRepos int
@@ -77,6 +79,7 @@ type Revision struct {
 	Time     time.Time
 	Deleted  bool
 	Content  string
+	wire.Provenance
 }
 
 // Change is one accepted write of a repo.
@@ -85,6 +88,7 @@ type Change struct {
 	Time    time.Time
 	Author  string
 	Keys    []string
+	wire.Provenance
 }
 
 // Errors a Store returns.
@@ -239,11 +243,11 @@ func revisions(cur, next Snapshot, req PutRequest) []Revision {
 		if cur.Checksums[k] == next.Checksums[k] {
 			continue
 		}
-		out = append(out, Revision{Key: k, Version: next.Version, Checksum: next.Checksums[k], Author: req.Author, Time: req.Now, Content: req.Entries[k]})
+		out = append(out, Revision{Key: k, Version: next.Version, Checksum: next.Checksums[k], Author: req.Author, Time: req.Now, Content: req.Entries[k], Provenance: req.Provenance})
 	}
 	for _, k := range req.Deletes {
 		if _, was := cur.Checksums[k]; was {
-			out = append(out, Revision{Key: k, Version: next.Version, Author: req.Author, Time: req.Now, Deleted: true})
+			out = append(out, Revision{Key: k, Version: next.Version, Author: req.Author, Time: req.Now, Deleted: true, Provenance: req.Provenance})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
@@ -302,6 +306,7 @@ type MemoryStore struct {
 	repos   map[Repo]Snapshot
 	history map[Repo]map[string][]Revision // newest first
 	log     map[Repo][]Change              // oldest first
+	reviews memReviews
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -387,7 +392,7 @@ func (s *MemoryStore) Put(_ context.Context, repo Repo, req PutRequest) (Snapsho
 	if s.history[repo] == nil {
 		s.history[repo] = map[string][]Revision{}
 	}
-	change := Change{Version: next.Version, Time: req.Now, Author: req.Author}
+	change := Change{Version: next.Version, Time: req.Now, Author: req.Author, Provenance: req.Provenance}
 	for _, rev := range revs {
 		s.history[repo][rev.Key] = keepRevisions(append([]Revision{rev}, s.history[repo][rev.Key]...), req.Retention, req.Now)
 		change.Keys = append(change.Keys, rev.Key)
@@ -532,4 +537,29 @@ func (s *MemoryStore) Counts(context.Context) (repos, entries, tombstones int64,
 		tombstones += int64(len(snap.Tombstones))
 	}
 	return repos, entries, tombstones, nil
+}
+
+// Attributor is what a Store needs for the full view to say who wrote
+// each entry (wire.Content.EntryAuthors); MemoryStore and SQLStore have
+// it.
+type Attributor interface {
+	// Authors returns, for each live key of repo, its newest recorded
+	// revision without content (none for a key past the history's
+	// retention).
+	Authors(ctx context.Context, repo Repo) (map[string]Revision, error)
+}
+
+// Authors implements Attributor.
+func (s *MemoryStore) Authors(_ context.Context, repo Repo) (map[string]Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]Revision{}
+	for k := range s.repos[repo].Checksums {
+		if revs := s.history[repo][k]; len(revs) > 0 && !revs[0].Deleted {
+			r := revs[0]
+			r.Content = ""
+			out[k] = r
+		}
+	}
+	return out, nil
 }

@@ -10,3 +10,7 @@ import (
 func TestMemoryStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
 }
+
+func TestMemoryStoreTrust(t *testing.T) {
+	storetest.RunTrust(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+}

@@ -81,6 +81,24 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 		tombs, _ := json.Marshal(snap.Tombstones)
 		bw.Write(tombs)
 	}
+	if at, ok := h.cfg.store.(Attributor); ok {
+		// Who wrote each entry, for the prompt's attribution: read after
+		// the stream, so a write in between may be named for a key whose
+		// older content was sent (the next pull corrects it).
+		if authors, err := at.Authors(r.Context(), repo); err == nil && len(authors) > 0 {
+			out := make(map[string]wire.Attribution, len(authors))
+			for k, rev := range authors {
+				if _, live := snap.Checksums[k]; live {
+					out[k] = wire.Attribution{Author: rev.Author, Time: rev.Time.UTC().Format(time.RFC3339), Provenance: rev.Provenance}
+				}
+			}
+			bw.WriteString(`,"entryAuthors":`)
+			raw, _ := json.Marshal(out)
+			bw.Write(raw)
+		} else if err != nil {
+			h.log.Warn("team memory authors unavailable", "error", err)
+		}
+	}
 	bw.WriteString("}}\n")
 	_ = bw.Flush()
 }
@@ -162,7 +180,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 	out := wire.HistoryView{Key: key, Versions: []wire.HistoryVersion{}}
 	for _, rev := range revs {
 		out.Versions = append(out.Versions, wire.HistoryVersion{Version: rev.Version, Checksum: rev.Checksum, Author: rev.Author,
-			Time: rev.Time.UTC().Format(time.RFC3339Nano), Deleted: rev.Deleted})
+			Time: rev.Time.UTC().Format(time.RFC3339Nano), Deleted: rev.Deleted, Provenance: rev.Provenance})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -185,7 +203,7 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, repo Repo) {
 		if keys == nil {
 			keys = []string{}
 		}
-		out = append(out, wire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys})
+		out = append(out, wire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys, Provenance: c.Provenance})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

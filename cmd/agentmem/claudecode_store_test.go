@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -219,4 +221,91 @@ func TestClaudeCodeTakesAStoreFolderAgentmemSynced(t *testing.T) {
 	require.NoError(t, err, "Claude Code's manifest is taken")
 	assert.False(t, res.Changed(), "%+v", res)
 	assert.False(t, res.BasisReset)
+}
+
+// The real Claude Code, syncing a store under review with an agent's
+// token, never receives a memory that waits for review, receives it once
+// a person approves it, and never a rejected one.
+func TestClaudeCodeNeverReceivesAPendingMemory(t *testing.T) {
+	p := newCCProject(t)
+	dir := t.TempDir()
+	tokens, agent, _, _ := storeTokens(t, dir) // alice: a grant without kind, an agent's
+	person, grant, err := teamserver.NewToken("acme", nil, "*")
+	require.NoError(t, err)
+	grant.Name, grant.Kind = "ana", teamserver.KindPerson
+	raw, err := os.ReadFile(tokens)
+	require.NoError(t, err)
+	var grants []teamserver.TokenGrant
+	require.NoError(t, json.Unmarshal(raw, &grants))
+	raw, err = json.Marshal(append(grants, grant))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tokens, raw, 0o600))
+	srvURL, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+	code, _, body := storeHTTP(t, "POST", srvURL+"/v1/memory_stores", person, true, map[string]any{"name": "team-store"})
+	require.Equal(t, 200, code, string(body))
+	var st struct{ ID string }
+	require.NoError(t, json.Unmarshal(body, &st))
+	code, _, body = storeHTTP(t, "PUT", srvURL+"/v1/review/policy?store="+st.ID, person, false, map[string]string{"policy": "review"})
+	require.Equal(t, 200, code, string(body))
+
+	write := func(token, path, content string) int {
+		code, _, body := storeHTTP(t, "POST", srvURL+"/v1/code/memory/team-store/memories", token, false,
+			map[string]any{"path": path, "content": content, "precondition": map[string]string{"type": "not_exists"}})
+		require.Less(t, code, 300, string(body))
+		return code
+	}
+	assert.Equal(t, 200, write(person, "/reviewed.md", "Written by a person: stored at once.\n"))
+	assert.Equal(t, 202, write(agent, "/pending.md", "PENDING: waits for a person.\n"))
+	assert.Equal(t, 202, write(agent, "/rejected.md", "REJECTED: never to be served.\n"))
+	var list struct {
+		Proposals []struct{ ID, Key string }
+	}
+	code, _, body = storeHTTP(t, "GET", srvURL+"/v1/review/proposals?store="+st.ID, person, false, nil)
+	require.Equal(t, 200, code, string(body))
+	require.NoError(t, json.Unmarshal(body, &list))
+	require.Len(t, list.Proposals, 2)
+	for _, pr := range list.Proposals {
+		if pr.Key == "/rejected.md" {
+			code, _, body = storeHTTP(t, "POST", srvURL+"/v1/review/proposals/"+pr.ID+"/reject", person, false, map[string]string{"reason": "not ours"})
+			require.Equal(t, 200, code, string(body))
+		}
+	}
+
+	stores := `[{"path":"/v1/code/memory/team-store","mode":"rw","scope":"team","mount":"proj"}]`
+	mounts, err := storesync.ParseMounts(stores)
+	require.NoError(t, err)
+	folder := mounts[0].Dir(p.auto)
+	proxy := newMITM(t, srvURL)
+	require.NoError(t, os.WriteFile(filepath.Join(p.home, ".claude.json"),
+		[]byte(`{"projects":{"`+p.root+`":{"hasTrustDialogAccepted":true}}}`), 0o644))
+	runClaude := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, p.bin, "-p", "hello", "--output-format", "json")
+		cmd.Dir = p.root
+		cmd.Env = append(p.env(), "ANTHROPIC_BASE_URL="+p.stub.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test", "DISABLE_AUTOUPDATER=1",
+			"DISABLE_TELEMETRY=1", "CLAUDE_MEMORY_STORES="+stores, "CLAUDE_CODE_SESSION_ACCESS_TOKEN="+agent,
+			"HTTPS_PROXY="+proxy.url, "https_proxy="+proxy.url, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
+			"NODE_EXTRA_CA_CERTS="+proxy.caFile)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	runClaude()
+	got, err := os.ReadFile(filepath.Join(folder, "reviewed.md"))
+	require.NoError(t, err, "Claude Code synced the store (requests: %v)", proxy.requests())
+	assert.Equal(t, "Written by a person: stored at once.\n", string(got))
+	assert.NoFileExists(t, filepath.Join(folder, "pending.md"), "a pending memory never reaches Claude Code")
+	assert.NoFileExists(t, filepath.Join(folder, "rejected.md"))
+
+	for _, pr := range list.Proposals {
+		if pr.Key == "/pending.md" {
+			code, _, body = storeHTTP(t, "POST", srvURL+"/v1/review/proposals/"+pr.ID+"/approve", person, false, nil)
+			require.Equal(t, 200, code, string(body))
+		}
+	}
+	runClaude()
+	got, err = os.ReadFile(filepath.Join(folder, "pending.md"))
+	require.NoError(t, err, "approved: Claude Code receives it")
+	assert.Equal(t, "PENDING: waits for a person.\n", string(got))
+	assert.NoFileExists(t, filepath.Join(folder, "rejected.md"), "rejected: never")
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/teammem"
 )
 
 func lsFlags(fs *flag.FlagSet) runner {
@@ -24,6 +27,9 @@ type lsEntry struct {
 	Modified    time.Time `json:"modified"`
 	AgeDays     int       `json:"age_days"`
 	Links       []string  `json:"links,omitempty"` // [[name]] links in the file's header lines
+	// Review is "in_review" for a team memory the last sync pushed and the
+	// server keeps waiting for a person's review (not yet shared).
+	Review string `json:"review,omitempty"`
 }
 
 func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
@@ -43,10 +49,14 @@ func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
 		return exitError, err
 	}
 	if asJSON {
+		inReview := teammem.InReview(e.fs, memdir.TeamMemPath(r.path.Dir))
 		out := make([]lsEntry, len(headers))
 		for i, h := range headers {
 			out[i] = lsEntry{File: h.Filename, Type: string(h.Type), Name: h.Name, Description: h.Description,
 				Modified: h.ModTime.UTC(), AgeDays: memdir.MemoryAgeDays(h.ModTime, now), Links: h.Links}
+			if key, ok := strings.CutPrefix(filepath.ToSlash(h.Filename), memdir.TeamDirName+"/"); ok && inReview[key] {
+				out[i].Review = "in_review"
+			}
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")

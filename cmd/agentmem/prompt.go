@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/spf13/afero"
 )
 
@@ -29,6 +30,9 @@ func runPrompt(e env, c *common, args []string, team, skipIndex bool) (int, erro
 		AutoDir:    r.path.Dir,
 		TeamActive: team,
 		SkipIndex:  skipIndex,
+		PromptOptions: memdir.PromptOptions{
+			TeamAuthors: teammem.Attributions(e.fs, memdir.TeamMemPath(r.path.Dir)),
+		},
 	})
 	if err != nil {
 		return exitError, err

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/agentmem-sdk/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // StoreTokenEnv and MemoryStoresEnv name what agentmem store reads from
@@ -159,7 +160,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 			return exitError, err
 		}
 		sc, err := storesync.New(folder, storesync.Options{BaseURL: *server, Token: token, Mount: m,
-			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete})
+			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete, Door: storeDoor(name)})
 		if err != nil {
 			return exitError, err
 		}
@@ -192,6 +193,14 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	return code, nil
 }
 
+// storeDoor is the door the store records a command's writes under.
+func storeDoor(name string) string {
+	if name == "watch" {
+		return wire.DoorSync
+	}
+	return wire.DoorCLI
+}
+
 // printStoreResult prints one round: a line per file changed, conflict,
 // skip and hold, then an error if the round failed.
 func printStoreResult(e env, mount string, r storesync.Result, err error) {
@@ -206,6 +215,9 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 	}
 	for _, p := range r.DeletedInStore {
 		fmt.Fprintf(e.stdout, "%s: deleted %s in the store\n", mount, shown(p))
+	}
+	for _, p := range r.InReview {
+		fmt.Fprintf(e.stdout, "%s: in review %s (kept here; the store serves it to nobody else until a person approves it: agentmem team review ls --store ID)\n", mount, shown(p))
 	}
 	for _, p := range r.Pending {
 		fmt.Fprintf(e.stdout, "%s: pending deletion of %s (confirmed on a later run, 30 s on)\n", mount, shown(p))

@@ -28,6 +28,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/teamserver/console"
 	"github.com/agentmem-sdk/agentmem/teamserver/postgres"
@@ -116,11 +117,15 @@ func teamFlags(fs *flag.FlagSet) runner {
 			return teamClient(e, c, sub, rest)
 		case "log", "restore":
 			return teamHistory(e, c, sub, rest)
+		case "review":
+			return teamReview(e, c, rest)
+		case "policy":
+			return teamPolicy(e, c, rest)
 		case "help", "-h", "--help":
 			teamUsage(e.stdout)
 			return exitOK, nil
 		}
-		return exitError, fmt.Errorf("unknown team command %q (want serve, token, pull, push, sync, watch, log or restore)", sub)
+		return exitError, fmt.Errorf("unknown team command %q (want serve, token, pull, push, sync, watch, log, restore, review or policy)", sub)
 	}
 }
 
@@ -129,13 +134,17 @@ func teamUsage(w io.Writer) {
 
   serve  --addr HOST:PORT --db FILE|URL --tokens FILE [limits, --tls-cert F --tls-key F, --metrics-addr HOST:PORT]
                                                                        run the sync server (SQLite file or postgres:// URL; --help lists the limits)
-  token  --org ORG --repo PATTERN | --store ID [--name WHO] [--manage] [--add FILE]   make a token (and its token-file entry)
-  log    --server URL [--repo OWNER/NAME] [--key KEY]                  who changed what, when (one key's versions with --key)
+  token  --org ORG --repo PATTERN | --store ID [--name WHO] [--kind person|agent] [--manage] [--add FILE]
+                                                                       make a token (and its token-file entry); agent by default
+  log    --server URL [--repo OWNER/NAME | --store ID] [--key KEY]     who changed what, when, through which door (one key's versions with --key)
   restore --server URL [--repo OWNER/NAME] --key KEY --version N       write an old version back as a new one (only if nothing changed meanwhile)
   pull   --server URL [--repo OWNER/NAME] [--dir DIR]                 bring the team's changes into DIR (local edits stay)
   push   --server URL [--repo OWNER/NAME] [--dir DIR]                 send local changes (and deletions)
   sync   --server URL [--repo OWNER/NAME] [--dir DIR]                 both, by the three-way rules
   watch  --server URL [--repo OWNER/NAME] [--dir DIR] [--interval 30s]  keep DIR in sync both ways until interrupted
+  policy --server URL [--repo OWNER/NAME | --store ID] [open|review|read-only]  show or set the review policy (setting needs a person's token)
+  review ls|show|approve|reject --server URL [--repo OWNER/NAME | --store ID] [ID] [--reason WHY] [--status S]
+                                                                       list, diff, approve or reject the writes waiting for review
 
 --repo defaults to the project's git remote (owner/name), --dir to the
 project's team memory directory (<auto memory>/team). Deletions propagate
@@ -194,6 +203,7 @@ func teamToken(e env, args []string) (int, error) {
 	var stores multiFlag
 	fs.Var(&stores, "store", "a memory store the token may use: * (every store of --org, and creating stores) or a store ID (repeatable)")
 	manage := fs.Bool("manage", false, "with --store IDs: the token may also archive and delete those stores (a * token always may)")
+	kind := fs.String("kind", teamserver.KindAgent, "whose token it is: person (may approve and reject reviewed writes and set review policies) or agent (its writes wait for a person under a review policy)")
 	add := fs.String("add", "", "add the grant to this token file (created if missing) and print only the token")
 	if ok, code := parseSub(e, fs, "token", args); !ok {
 		return code, nil
@@ -205,7 +215,10 @@ func teamToken(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	grant.Name, grant.Manage = *name, *manage
+	if *kind != teamserver.KindPerson && *kind != teamserver.KindAgent {
+		return exitError, fmt.Errorf("--kind must be person or agent, not %q", *kind)
+	}
+	grant.Name, grant.Manage, grant.Kind = *name, *manage, *kind
 	if *add != "" {
 		n, err := addGrant(e, *add, grant)
 		if err != nil {
@@ -403,11 +416,18 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 	project := fs.String("project", "", "the project directory (default: the current directory)")
 	key := fs.String("key", "", "the memory's key, such as deploy.md")
 	version := fs.Int64("version", 0, "restore: the version to write back")
+	store := fs.String("store", "", "log: a memory store's ID: its versions, instead of a repo's log")
 	if ok, code := parseSub(e, fs, name, args); !ok {
 		return code, nil
 	}
 	if *serverURL == "" {
 		return exitError, errors.New("--server is required")
+	}
+	if *store != "" {
+		if name != "log" || *repo != "" || *key != "" {
+			return exitError, errors.New("--store goes with agentmem team log alone (not --repo or --key)")
+		}
+		return storeLog(e, *serverURL, *store)
 	}
 	if err := checkServerURL("--server", *serverURL); err != nil {
 		return exitError, err
@@ -433,7 +453,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	client, err := teammem.NewClient(scratch, teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token})
+	client, err := teammem.NewClient(scratch, teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token, Door: wire.DoorCLI})
 	if err != nil {
 		return exitError, err
 	}
@@ -444,6 +464,14 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 			return exitError, errors.New("restore needs --key and --version (see agentmem team log --key)")
 		}
 		v, err := client.Restore(ctx, *key, *version)
+		if errors.Is(err, teammem.ErrInReview) {
+			fmt.Fprintf(e.stdout, "in review %s: the restore of version %d waits for a person's approval (agentmem team review ls)\n", shown(*key), *version)
+			return exitOK, nil
+		}
+		if errors.Is(err, teammem.ErrRejectedInReview) {
+			fmt.Fprintf(e.stderr, "agentmem team restore: %v\n", err)
+			return exitServer, nil
+		}
 		var dv *teammem.DeletionVersionError
 		if errors.As(err, &dv) {
 			fmt.Fprintf(e.stderr, "agentmem team restore: version %d of %s is its deletion: there is no content to restore (nothing was written)\n", dv.Version, dv.Key)
@@ -470,7 +498,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 			if v.Deleted {
 				what = "deleted"
 			}
-			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %s\n", v.Version, v.Time, v.Author, what)
+			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %-16s %s%s\n", v.Version, v.Time, v.Author, orDefault(v.Door, "-"), what, provenanceNote(v.Provenance))
 		}
 	default:
 		log, err := client.Log(ctx, 0)
@@ -478,7 +506,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 			return classExit(e, name, err), nil
 		}
 		for _, l := range log {
-			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %s\n", l.Version, l.Time, l.Author, strings.Join(l.Keys, " "))
+			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %-16s %s%s\n", l.Version, l.Time, l.Author, orDefault(l.Door, "-"), strings.Join(l.Keys, " "), provenanceNote(l.Provenance))
 		}
 	}
 	return exitOK, nil
@@ -515,7 +543,11 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		c.configDir = *configDir
 	}
 	o := teamClientOptions{server: *serverURL, repo: *repo, dir: *dir, state: *stateFile, history: *historyName, keepDeleted: *keepDeleted,
-		allowMassDelete: *allowMassDelete, mustExist: name == "push", checkpoint: !*noCheckpoint && name != "push"} // a push changes no local file
+		allowMassDelete: *allowMassDelete, mustExist: name == "push", checkpoint: !*noCheckpoint && name != "push", // a push changes no local file
+		door: wire.DoorCLI}
+	if name == "watch" {
+		o.door = wire.DoorSync
+	}
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
 		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
@@ -540,7 +572,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *verbose {
 			level = slog.LevelDebug
 		}
-		var lastHeld, lastSkipped string
+		var lastHeld, lastSkipped, lastInReview string
 		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherOptions{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
 			r := ev.Result
 			// A hold repeats every round until confirmed: say it again
@@ -555,6 +587,12 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 				r.Skipped = nil
 			} else {
 				lastSkipped = skipped
+			}
+			// So does what waits for review: say it when it changes.
+			if waiting := fmt.Sprint(r.InReview); waiting == lastInReview {
+				r.InReview = nil
+			} else {
+				lastInReview = waiting
 			}
 			if *verbose || changed(r) {
 				printResult(e, "watch", r, ev.Err, again)
@@ -601,7 +639,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 
 // changed reports whether a round did or found anything worth a line.
 func changed(r teammem.Result) bool {
-	return len(r.Written)+len(r.Deleted)+len(r.Uploaded)+len(r.SoftDeleted)+len(r.Conflicts)+len(r.Skipped)+len(r.Held) > 0 ||
+	return len(r.Written)+len(r.Deleted)+len(r.Uploaded)+len(r.SoftDeleted)+len(r.Conflicts)+len(r.Skipped)+len(r.Held)+len(r.InReview) > 0 ||
 		r.StoreReset != "" || r.StateError != nil
 }
 
@@ -635,6 +673,9 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 	for _, k := range r.SoftDeleted {
 		fmt.Fprintln(e.stdout, "removed "+shown(k)+" on the server")
 	}
+	for _, k := range r.InReview {
+		fmt.Fprintln(e.stdout, "in review "+shown(k)+" (kept here; the server serves it to nobody else until a person approves it: agentmem team review ls)")
+	}
 	for _, cf := range r.Conflicts {
 		if cf.LocalKept {
 			fmt.Fprintf(e.stdout, "conflict %s: kept yours (the server went back); the server's version is kept at %s\n", shown(cf.Key), cf.SavedAs)
@@ -649,6 +690,9 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 		}
 		if s.Reason == "conflict" {
 			why = "conflict: changed here and on the server; your file is untouched, agentmem team sync settles it"
+		}
+		if s.Reason == teammem.SkipReviewRejected {
+			why = "review_rejected: a person rejected this very change; see agentmem team review ls --status rejected; change or remove the file"
 		}
 		if w, ok := skipWhy[s.Reason]; ok {
 			why = w
@@ -670,7 +714,7 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 	if r.Checkpoint != "" {
 		fmt.Fprintf(e.stdout, "checkpoint %s (undo this pull: agentmem rewind %s)\n", r.Checkpoint, r.Checkpoint)
 	}
-	if err == nil && (r.Requests > 0 || len(r.Written)+len(r.Uploaded) > 0) {
+	if err == nil && (r.Requests > 0 || len(r.Written)+len(r.Uploaded)+len(r.InReview) > 0) {
 		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", r.Requests, r.BytesSent)
 	}
 }
@@ -701,6 +745,9 @@ type teamClientOptions struct {
 	keepDeleted, allowMassDelete      bool
 	// mustExist: the team directory itself must exist (push).
 	mustExist bool
+	// door is the door the server records the client's writes under
+	// (default wire.DoorSync).
+	door string
 }
 
 var errNoToken = errors.New("no token: set " + TokenEnv)
@@ -774,7 +821,7 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		return nil, "", err
 	}
 	client, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
-		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history, SkipDirs: storeMountDirs(e)})
+		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history, SkipDirs: storeMountDirs(e), Door: o.door})
 	return client, abs, err
 }
 

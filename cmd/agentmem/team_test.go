@@ -230,7 +230,7 @@ func TestTeamUsage(t *testing.T) {
 	assert.Equal(t, exitError, run([]string{"team"}, e))
 	errOut.Reset()
 	assert.Equal(t, exitError, run([]string{"team", "nope"}, e))
-	assert.Equal(t, "agentmem team: unknown team command \"nope\" (want serve, token, pull, push, sync, watch, log or restore)\n", errOut.String())
+	assert.Equal(t, "agentmem team: unknown team command \"nope\" (want serve, token, pull, push, sync, watch, log, restore, review or policy)\n", errOut.String())
 }
 
 func TestTeamServeOnPostgres(t *testing.T) {

@@ -52,6 +52,16 @@ type Content struct {
 	EntryChecksums map[string]string `json:"entryChecksums"`
 	// DeletedEntries are tombstones: key → deletion time in Unix ms.
 	DeletedEntries map[string]int64 `json:"deletedEntries,omitempty"`
+	// EntryAuthors say who wrote each entry as it is (agentmem's server;
+	// other servers leave it out): the newest recorded write of the key.
+	EntryAuthors map[string]Attribution `json:"entryAuthors,omitempty"`
+}
+
+// Attribution is who wrote a team entry as it is, when, and how.
+type Attribution struct {
+	Author string `json:"author"`
+	Time   string `json:"time"`
+	Provenance
 }
 
 // HashesView is the body of GET ...&view=hashes.
@@ -74,6 +84,15 @@ type PutResult struct {
 	Checksum     string `json:"checksum"`
 	LastModified string `json:"lastModified"`
 	Version      int64  `json:"version"`
+	// InReview are the keys of the request the server kept as proposals
+	// for a person to review (the repo's policy is "review" and the token
+	// is an agent's): not written, not served to other clients. The
+	// answer is then 202 Accepted, and the repo's checksum is unchanged.
+	InReview []string `json:"in_review,omitempty"`
+	// Rejected are the keys of the request whose very change a person
+	// already rejected: nothing was kept (fix or remove them locally).
+	// The answer is then 202 Accepted as well.
+	Rejected []string `json:"rejected,omitempty"`
 }
 
 // ErrorBody is the body of every error response.
@@ -142,7 +161,103 @@ const (
 	CodeInvisibleCharacter = "invisible_character"
 	CodeInjection          = "prompt_injection"
 	CodeIndexLink          = "index_link"
+	// CodeInvalidProvenance refuses a request whose DoorHeader,
+	// SessionHeader or OriginHeader is malformed (400).
+	CodeInvalidProvenance = "invalid_provenance"
+	// CodeReadOnly refuses a write to a repo or store whose review policy
+	// is "read-only" (403).
+	CodeReadOnly = "review_read_only"
+	// CodeNotPerson refuses a review decision or a policy change by a
+	// token that is not a person's (403).
+	CodeNotPerson = "review_needs_person"
+	// CodeTooManyProposals refuses a proposal past the pending limit of a
+	// repo or store (429): reviewers must catch up first.
+	CodeTooManyProposals = "review_too_many_proposals"
+	// CodeProposalDecided refuses a decision on a proposal that is no
+	// longer pending (409).
+	CodeProposalDecided = "review_proposal_decided"
+	// CodeNoProposal: no such proposal, or not one this token may see (404).
+	CodeNoProposal = "review_no_proposal"
 )
+
+// Provenance headers: every client says which door a write came through
+// and, when it knows them, the session and the origin of the content.
+// The server records them with the token's name on every write it
+// stores. A request without DoorHeader, or with a door the server does
+// not know, is recorded as DoorHTTP; a malformed value is refused with
+// CodeInvalidProvenance.
+const (
+	DoorHeader    = "X-Agentmem-Door"
+	SessionHeader = "X-Agentmem-Session"
+	OriginHeader  = "X-Agentmem-Origin"
+)
+
+// Doors a write can come through.
+const (
+	DoorCLI            = "cli"
+	DoorMemoryTool     = "memory-tool"
+	DoorMCP            = "mcp"
+	DoorExtraction     = "extraction"
+	DoorConsolidation  = "consolidation"
+	DoorSessionSummary = "session-summary"
+	DoorSync           = "sync"
+	DoorHTTP           = "http"
+	DoorReview         = "review"
+	DoorConsole        = "console"
+)
+
+// Doors lists the doors a server records as sent.
+var Doors = []string{DoorCLI, DoorMemoryTool, DoorMCP, DoorExtraction, DoorConsolidation, DoorSessionSummary, DoorSync, DoorHTTP, DoorReview, DoorConsole}
+
+// Origins of a write's content: said by the user, inferred by the agent,
+// derived from a tool's output, or from fetched content.
+const (
+	OriginUser       = "user"
+	OriginAgent      = "agent"
+	OriginToolOutput = "tool-output"
+	OriginFetched    = "fetched"
+)
+
+// MaxSessionLength bounds SessionHeader.
+const MaxSessionLength = 128
+
+// ProvenanceError says which provenance header is malformed.
+type ProvenanceError struct{ Header, Reason string }
+
+func (e *ProvenanceError) Error() string { return "wire: header " + e.Header + " " + e.Reason }
+
+// ParseProvenance validates the three provenance header values and
+// returns them as the server records them: an empty or unknown door is
+// DoorHTTP. A door must be 1 to 32 of [a-z0-9-]; a session 1 to
+// MaxSessionLength of [A-Za-z0-9._:-]; an origin one of the Origin
+// constants. Empty session and origin stay empty.
+func ParseProvenance(door, session, origin string) (Provenance, error) {
+	var p Provenance
+	if door != "" {
+		if len(door) > 32 || strings.Trim(door, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return p, &ProvenanceError{Header: DoorHeader, Reason: "must be 1 to 32 characters of a-z, 0-9 and -"}
+		}
+	}
+	p.Door = DoorHTTP
+	for _, d := range Doors {
+		if d == door {
+			p.Door = door
+		}
+	}
+	if session != "" {
+		if len(session) > MaxSessionLength || strings.Trim(session, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") != "" {
+			return p, &ProvenanceError{Header: SessionHeader, Reason: "must be 1 to 128 characters of A-Z, a-z, 0-9 and . _ : -"}
+		}
+		p.Session = session
+	}
+	switch origin {
+	case "", OriginUser, OriginAgent, OriginToolOutput, OriginFetched:
+		p.Origin = origin
+	default:
+		return p, &ProvenanceError{Header: OriginHeader, Reason: "must be user, agent, tool-output or fetched"}
+	}
+	return p, nil
+}
 
 // EntryChecksum is "sha256:" + the hex SHA-256 of content's UTF-8 bytes.
 func EntryChecksum(content string) string {
@@ -184,6 +299,19 @@ type HistoryVersion struct {
 	Author   string `json:"author"`
 	Time     string `json:"time"`
 	Deleted  bool   `json:"deleted"`
+	Provenance
+}
+
+// Provenance says how a write reached the server, beside its author:
+// the door it came through (DoorHeader), the session (SessionHeader),
+// the origin of its content when known (OriginHeader), and the person
+// who approved it when it was reviewed. Empty fields were not recorded
+// (writes made before the server recorded them).
+type Provenance struct {
+	Door     string `json:"door,omitempty"`
+	Session  string `json:"session,omitempty"`
+	Origin   string `json:"origin,omitempty"`
+	Reviewer string `json:"reviewer,omitempty"`
 }
 
 // RevisionView is the body of GET ...&view=history&key=K&version=V.
@@ -203,6 +331,7 @@ type LogEntry struct {
 	Time    string   `json:"time"`
 	Author  string   `json:"author"`
 	Keys    []string `json:"keys"`
+	Provenance
 }
 
 // MaxLongPoll is the longest wait a server grants per long-poll request.
@@ -298,3 +427,69 @@ func ValidateKeySyntax(key string) error {
 	}
 	return nil
 }
+
+// ReviewPath is the review endpoint of the server, beside the sync
+// path: policies (ReviewPath+"/policy") and proposals
+// (ReviewPath+"/proposals", ".../proposals/ID", ".../ID/approve",
+// ".../ID/reject") of a repo (?repo=owner/name) or a memory store
+// (?store=ID).
+const ReviewPath = "/v1/review"
+
+// PolicyView is the body of the policy endpoint (GET answers it, PUT
+// sends {"policy": ...}).
+type PolicyView struct {
+	Kind   string `json:"kind"` // "repo" or "store"
+	Target string `json:"target"`
+	Policy string `json:"policy"`
+}
+
+// ProposalView is one proposal of the review endpoint.
+type ProposalView struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"` // "repo" or "store"
+	Target   string `json:"target"`
+	Key      string `json:"key"`
+	MemoryID string `json:"memory_id,omitempty"`
+	// Op is "put" or "delete" (repos), "created", "modified" or
+	// "deleted" (stores).
+	Op      string `json:"op"`
+	Author  string `json:"author"`
+	Created string `json:"created"`
+	Status  string `json:"status"`
+	// Content is the proposed content (only when one proposal is shown).
+	Content   *string `json:"content,omitempty"`
+	DecidedBy string  `json:"decided_by,omitempty"`
+	Decided   string  `json:"decided,omitempty"`
+	Reason    string  `json:"reason,omitempty"`
+	// Screened is the screens' finding on the content (a high-confidence
+	// injection) that would have refused it outside review.
+	Screened string `json:"screened,omitempty"`
+	Provenance
+}
+
+// ProposalDetail is the body of GET .../proposals/ID: the proposal with
+// its content, and what the server holds now at its key, to diff
+// against.
+type ProposalDetail struct {
+	Proposal ProposalView `json:"proposal"`
+	Current  CurrentView  `json:"current"`
+}
+
+// CurrentView is what a repo key or a store path holds now.
+type CurrentView struct {
+	Exists  bool   `json:"exists"`
+	Content string `json:"content"`
+}
+
+// ProposalList is the body of GET .../proposals.
+type ProposalList struct {
+	Proposals []ProposalView `json:"proposals"`
+}
+
+// RejectBody is the body of POST .../proposals/ID/reject.
+type RejectBody struct {
+	Reason string `json:"reason"`
+}
+
+// MaxReasonLength bounds a rejection's reason (bytes).
+const MaxReasonLength = 2000

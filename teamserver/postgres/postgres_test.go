@@ -93,3 +93,32 @@ func TestPostgresTwoServersShareTheDatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "2", got.Entries["x.md"])
 }
+
+func TestPostgresTrust(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunTrust(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// A database made before provenance and review opens with its data, and
+// records both from then on.
+func TestPostgresMigratesAnOldDatabase(t *testing.T) {
+	ctx := context.Background()
+	schemaDSN := freshSchema(t, postgresDSN(t))
+	conn, err := pgx.Connect(ctx, schemaDSN)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	storetest.RunMigration(t, func(ddl string) error {
+		_, err := conn.Exec(ctx, ddl)
+		return err
+	}, func() teamserver.Store {
+		s, err := postgres.Open(ctx, schemaDSN)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

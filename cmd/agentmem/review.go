@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentmem-sdk/agentmem/internal/linediff"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
+)
+
+// provenanceNote prints what a history line knows beyond author and door.
+func provenanceNote(p wire.Provenance) string {
+	var parts []string
+	if p.Session != "" {
+		parts = append(parts, "session="+shown(p.Session))
+	}
+	if p.Origin != "" {
+		parts = append(parts, "origin="+p.Origin)
+	}
+	if p.Reviewer != "" {
+		parts = append(parts, "approved-by="+shown(p.Reviewer))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  (" + strings.Join(parts, " ") + ")"
+}
+
+// reviewClient speaks to the server's review endpoint for one repo or
+// store.
+type reviewClient struct {
+	base, token string
+	query       url.Values // repo= or store=
+	http        *http.Client
+}
+
+// reviewTarget reads the --server, --repo and --store flags shared by
+// team review and team policy.
+func newReviewClient(e env, c *common, serverURL, repo, store, project string) (*reviewClient, error) {
+	if serverURL == "" {
+		return nil, errors.New("--server is required")
+	}
+	if err := checkServerURL("--server", serverURL); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	switch {
+	case store != "" && repo != "":
+		return nil, errors.New("give --repo or --store, not both")
+	case store != "":
+		q.Set("store", store)
+	default:
+		if repo == "" {
+			root := project
+			if root == "" {
+				root = e.cwd
+			}
+			r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
+			if err != nil {
+				return nil, fmt.Errorf("--repo or --store is required: the project has no github.com remote to read a repo from (%v)", err)
+			}
+			repo = r
+		}
+		q.Set("repo", repo)
+	}
+	token := e.getenv(TokenEnv)
+	if store != "" && e.getenv(StoreTokenEnv) != "" {
+		token = e.getenv(StoreTokenEnv)
+	}
+	if token == "" {
+		return nil, errNoToken
+	}
+	return &reviewClient{base: strings.TrimRight(serverURL, "/") + wire.ReviewPath, token: token, query: q, http: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// reviewError is a refusal of the review endpoint.
+type reviewError struct {
+	status        int
+	code, message string
+}
+
+func (e *reviewError) Error() string {
+	if e.code != "" {
+		return fmt.Sprintf("the server refused (%d %s): %s", e.status, e.code, e.message)
+	}
+	return fmt.Sprintf("the server refused (%d): %s", e.status, e.message)
+}
+
+func (rc *reviewClient) do(method, rel string, query url.Values, body, out any) error {
+	q := url.Values{}
+	for k, v := range rc.query {
+		q[k] = v
+	}
+	for k, v := range query {
+		q[k] = v
+	}
+	var r io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, rc.base+rel+"?"+q.Encode(), r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+rc.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(wire.DoorHeader, wire.DoorCLI)
+	resp, err := rc.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("the server could not be reached: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("the reply was cut off: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var eb wire.ErrorBody
+		_ = json.Unmarshal(raw, &eb)
+		msg := eb.Error.Message
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		return &reviewError{status: resp.StatusCode, code: eb.Error.Details.ErrorCode, message: msg}
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("the server's reply is not the JSON of this call: %w", err)
+		}
+	}
+	return nil
+}
+
+// reviewExit prints a refusal and maps it to an exit code: 3 for a
+// token that may not, 5 for any other refusal, 4 for no answer.
+func reviewExit(e env, name string, err error) int {
+	if errors.Is(err, errNoToken) {
+		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
+		return exitAuth
+	}
+	fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
+	var re *reviewError
+	if errors.As(err, &re) {
+		if re.status == http.StatusUnauthorized || re.status == http.StatusForbidden {
+			return exitAuth
+		}
+		return exitServer
+	}
+	return exitNetwork
+}
+
+// teamPolicy runs `team policy`: shows the review policy, or sets it.
+func teamPolicy(e env, c *common, args []string) (int, error) {
+	fs := subFlags(e, "policy")
+	serverURL := fs.String("server", "", "the sync server's base URL")
+	repo := fs.String("repo", "", "owner/name (default: the project's git remote)")
+	store := fs.String("store", "", "a memory store's ID, instead of a repo")
+	project := fs.String("project", "", "the project directory (default: the current directory)")
+	positional, err := parseAnywhere(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(e.stdout, "usage: agentmem team policy --server URL [--repo OWNER/NAME | --store ID] [open|review|read-only]")
+			return exitOK, nil
+		}
+		return exitError, fmt.Errorf("agentmem team policy: %v", err)
+	}
+	if len(positional) > 1 {
+		return exitError, errors.New("agentmem team policy takes at most one policy: open, review or read-only")
+	}
+	rc, err := newReviewClient(e, c, *serverURL, *repo, *store, *project)
+	if err != nil {
+		if errors.Is(err, errNoToken) {
+			return reviewExit(e, "policy", err), nil
+		}
+		return exitError, err
+	}
+	var pv wire.PolicyView
+	if len(positional) == 1 {
+		p := positional[0]
+		if p != "open" && p != "review" && p != "read-only" {
+			return exitError, fmt.Errorf("the policy must be open, review or read-only, not %q", p)
+		}
+		err = rc.do(http.MethodPut, "/policy", nil, map[string]string{"policy": p}, &pv)
+	} else {
+		err = rc.do(http.MethodGet, "/policy", nil, nil, &pv)
+	}
+	if err != nil {
+		return reviewExit(e, "policy", err), nil
+	}
+	fmt.Fprintf(e.stdout, "%s %s: %s\n", pv.Kind, pv.Target, pv.Policy)
+	return exitOK, nil
+}
+
+// teamReview runs `team review ls|show|approve|reject`.
+func teamReview(e env, c *common, args []string) (int, error) {
+	usage := "usage: agentmem team review ls|show|approve|reject --server URL [--repo OWNER/NAME | --store ID] [ID] [--status S] [--reason WHY]"
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(e.stdout, usage)
+		fmt.Fprint(e.stdout, `
+  ls       the writes waiting for review (--status approved, rejected, superseded or all for the others)
+  show ID  one proposal: who, through which door, and a unified diff against what the server holds now
+  approve ID   write it, recorded with its author and door and you as reviewer (a person's token)
+  reject ID --reason WHY   never write it; kept with the reason (a person's token)
+`)
+		if len(args) == 0 {
+			return exitError, nil
+		}
+		return exitOK, nil
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "ls", "show", "approve", "reject":
+	default:
+		return exitError, fmt.Errorf("unknown review command %q (want ls, show, approve or reject)", sub)
+	}
+	fs := subFlags(e, "review "+sub)
+	serverURL := fs.String("server", "", "the sync server's base URL")
+	repo := fs.String("repo", "", "owner/name (default: the project's git remote)")
+	store := fs.String("store", "", "a memory store's ID, instead of a repo")
+	project := fs.String("project", "", "the project directory (default: the current directory)")
+	status := fs.String("status", "pending", "ls: pending, approved, rejected, superseded or all")
+	reason := fs.String("reason", "", "reject: why (kept in the proposal's history; its author sees it)")
+	positional, err := parseAnywhere(fs, rest)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(e.stdout, usage)
+			return exitOK, nil
+		}
+		return exitError, fmt.Errorf("agentmem team review %s: %v", sub, err)
+	}
+	id := ""
+	switch {
+	case sub == "ls" && len(positional) > 0:
+		return exitError, fmt.Errorf("agentmem team review ls takes no argument (got %q)", positional[0])
+	case sub != "ls" && len(positional) != 1:
+		return exitError, fmt.Errorf("agentmem team review %s needs one proposal ID (see agentmem team review ls)", sub)
+	case sub != "ls":
+		id = positional[0]
+		if !strings.HasPrefix(id, "prop_") || strings.ContainsAny(id, "/?#") {
+			return exitError, fmt.Errorf("%q is not a proposal ID (prop_...; see agentmem team review ls)", id)
+		}
+	}
+	if sub == "reject" && strings.TrimSpace(*reason) == "" {
+		return exitError, errors.New("agentmem team review reject needs --reason: it is kept with the proposal and its author sees it")
+	}
+	rc, err := newReviewClient(e, c, *serverURL, *repo, *store, *project)
+	if err != nil {
+		if errors.Is(err, errNoToken) {
+			return reviewExit(e, "review", err), nil
+		}
+		return exitError, err
+	}
+	name := "review " + sub
+	switch sub {
+	case "ls":
+		var l wire.ProposalList
+		if err := rc.do(http.MethodGet, "/proposals", url.Values{"status": {*status}}, nil, &l); err != nil {
+			return reviewExit(e, name, err), nil
+		}
+		if len(l.Proposals) == 0 {
+			fmt.Fprintf(e.stdout, "no %s proposals\n", strings.ReplaceAll(*status, "all", ""))
+		}
+		for _, p := range l.Proposals {
+			printProposal(e, p)
+		}
+	case "show":
+		var d wire.ProposalDetail
+		if err := rc.do(http.MethodGet, "/proposals/"+url.PathEscape(id), nil, nil, &d); err != nil {
+			return reviewExit(e, name, err), nil
+		}
+		printProposal(e, d.Proposal)
+		var cur, next []byte
+		if d.Current.Exists {
+			cur = []byte(d.Current.Content)
+		}
+		if d.Proposal.Content != nil && d.Proposal.Op != "delete" && d.Proposal.Op != "deleted" {
+			next = []byte(*d.Proposal.Content)
+		}
+		diff := linediff.Unified("current/"+d.Proposal.Key, "proposed/"+d.Proposal.Key, cur, next)
+		if diff == "" {
+			fmt.Fprintln(e.stdout, "(the server already holds exactly this)")
+		}
+		fmt.Fprint(e.stdout, diff)
+	case "approve", "reject":
+		var p wire.ProposalView
+		var body any
+		if sub == "reject" {
+			body = wire.RejectBody{Reason: *reason}
+		}
+		if err := rc.do(http.MethodPost, "/proposals/"+url.PathEscape(id)+"/"+sub, nil, body, &p); err != nil {
+			return reviewExit(e, name, err), nil
+		}
+		fmt.Fprintf(e.stdout, "%s %s %s\n", p.Status, p.ID, shown(p.Key))
+	}
+	return exitOK, nil
+}
+
+// printProposal prints one proposal on one line (and its decision on a
+// second).
+func printProposal(e env, p wire.ProposalView) {
+	fmt.Fprintf(e.stdout, "%s  %-8s %-8s %s  by %s via %s  %s%s\n", p.ID, p.Status, p.Op, shown(p.Key), shown(p.Author), orDefault(p.Door, "-"), p.Created, provenanceNote(p.Provenance))
+	if p.Screened != "" {
+		fmt.Fprintln(e.stdout, "    flagged by the screens: "+shown(p.Screened))
+	}
+	if p.DecidedBy != "" {
+		line := "    " + p.Status + " by " + shown(p.DecidedBy) + " " + p.Decided
+		if p.Reason != "" {
+			line += ": " + shown(p.Reason)
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+}
+
+// storeLog runs `team log --store ID`: the store's newest versions, with
+// their author, door and the rest of their provenance.
+func storeLog(e env, serverURL, storeID string) (int, error) {
+	if err := checkServerURL("--server", serverURL); err != nil {
+		return exitError, err
+	}
+	if !strings.HasPrefix(storeID, "memstore_") || strings.ContainsAny(storeID, "/?#") {
+		return exitError, fmt.Errorf("%q is not a memory store ID (memstore_...)", storeID)
+	}
+	token := e.getenv(StoreTokenEnv)
+	if token == "" {
+		token = e.getenv(TokenEnv)
+	}
+	if token == "" {
+		return reviewExit(e, "log", errNoToken), nil
+	}
+	rc := &reviewClient{base: strings.TrimRight(serverURL, "/") + "/v1/memory_stores/" + url.PathEscape(storeID), token: token,
+		query: url.Values{"limit": {"100"}}, http: &http.Client{Timeout: 30 * time.Second}}
+	var page struct {
+		Data []struct {
+			CreatedAt  string          `json:"created_at"`
+			Operation  string          `json:"operation"`
+			Path       *string         `json:"path"`
+			CreatedBy  json.RawMessage `json:"created_by"`
+			Provenance *struct {
+				Author string `json:"author"`
+				wire.Provenance
+			} `json:"provenance"`
+		} `json:"data"`
+	}
+	if err := rc.do(http.MethodGet, "/memory_versions", nil, nil, &page); err != nil {
+		return reviewExit(e, "log", err), nil
+	}
+	for _, v := range page.Data {
+		path := "(redacted)"
+		if v.Path != nil {
+			path = shown(*v.Path)
+		}
+		author, door, note := "-", "-", ""
+		if p := v.Provenance; p != nil {
+			author, door, note = shown(p.Author), orDefault(p.Door, "-"), provenanceNote(p.Provenance)
+		}
+		fmt.Fprintf(e.stdout, "%s  %-12s %-16s %-8s %s%s\n", v.CreatedAt, author, door, v.Operation, path, note)
+	}
+	return exitOK, nil
+}

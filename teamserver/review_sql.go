@@ -1,0 +1,226 @@
+package teamserver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Review in SQL: two tables beside the rest, created on open (an old
+// database gets them too). Every change runs in one write transaction
+// holding the target's lock.
+const reviewSchema = `
+CREATE TABLE IF NOT EXISTS review_policies (
+	tenant TEXT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL, policy TEXT NOT NULL,
+	updated_ms BIGINT NOT NULL, updated_by TEXT NOT NULL,
+	PRIMARY KEY (tenant, kind, target));
+CREATE TABLE IF NOT EXISTS review_proposals (
+	id TEXT PRIMARY KEY, tenant TEXT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL,
+	key TEXT NOT NULL, memory_id TEXT NOT NULL, op TEXT NOT NULL, content TEXT NOT NULL, base TEXT NOT NULL,
+	author TEXT NOT NULL, token_sha TEXT NOT NULL,
+	prov_door TEXT NOT NULL, prov_session TEXT NOT NULL, prov_origin TEXT NOT NULL, prov_reviewer TEXT NOT NULL,
+	created_ms BIGINT NOT NULL, seq BIGINT NOT NULL, status TEXT NOT NULL,
+	decided_by TEXT NOT NULL, decided_ms BIGINT NOT NULL, reason TEXT NOT NULL, screened TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS review_proposals_by_target ON review_proposals (tenant, kind, target, status);
+`
+
+const proposalColumns = `id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, ` + provSelect + `, created_ms, status, decided_by, decided_ms, reason, screened`
+
+func scanProposal(row interface{ Scan(...any) error }) (Proposal, error) {
+	var p Proposal
+	var created, decided int64
+	dest := append([]any{&p.ID, &p.Tenant, &p.Target.Kind, &p.Target.Name, &p.Key, &p.MemoryID, &p.Op, &p.Content, &p.Base, &p.Author, &p.TokenSHA256},
+		provDest(&p.Provenance)...)
+	dest = append(dest, &created, &p.Status, &p.DecidedBy, &decided, &p.Reason, &p.Screened)
+	if err := row.Scan(dest...); err != nil {
+		return Proposal{}, err
+	}
+	p.Created, p.Decided = fromMS(created), fromMS(decided)
+	return p, nil
+}
+
+func reviewLock(tenant string, t Target) string {
+	return "review\n" + tenant + "\n" + t.Kind + "\n" + t.Name
+}
+
+// Policy implements Reviews.
+func (s *SQLStore) Policy(ctx context.Context, tenant string, t Target) (string, error) {
+	var p string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT policy FROM review_policies WHERE tenant = ? AND kind = ? AND target = ?`), tenant, t.Kind, t.Name).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return PolicyOpen, nil
+	}
+	return p, overloaded(err)
+}
+
+// SetPolicy implements Reviews.
+func (s *SQLStore) SetPolicy(ctx context.Context, tenant string, t Target, policy, by string, now time.Time) error {
+	if !ValidPolicy(policy) {
+		return fmt.Errorf("server: policy %q is not open, review or read-only", policy)
+	}
+	return s.write(ctx, reviewLock(tenant, t), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO review_policies (tenant, kind, target, policy, updated_ms, updated_by) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, kind, target) DO UPDATE SET policy = excluded.policy, updated_ms = excluded.updated_ms, updated_by = excluded.updated_by`),
+			tenant, t.Kind, t.Name, policy, ms(now), by)
+		return err
+	})
+}
+
+// Propose implements Reviews.
+func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
+	err := s.write(ctx, reviewLock(p.Tenant, p.Target), func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM review_proposals WHERE tenant = ? AND kind = ? AND target = ? AND status <> ? AND decided_ms < ?`),
+			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ms(p.Created.Add(-DecidedProposalAge))); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals
+			WHERE tenant = ? AND kind = ? AND target = ? AND status IN (?, ?) AND token_sha = ? AND key = ? ORDER BY created_ms DESC, seq DESC`),
+			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ProposalRejected, p.TokenSHA256, p.Key)
+		if err != nil {
+			return err
+		}
+		var same []Proposal
+		for rows.Next() {
+			q, err := scanProposal(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			same = append(same, q)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, q := range same {
+			if sameChange(q, p) {
+				p = q
+				return nil
+			}
+		}
+		for _, q := range same {
+			if q.Status != ProposalPending {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET status = ?, decided_ms = ? WHERE id = ?`), ProposalSuperseded, ms(p.Created), q.ID); err != nil {
+				return err
+			}
+		}
+		var n int
+		var seq int64
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*), COALESCE(MAX(seq), 0) + 1 FROM review_proposals WHERE tenant = ? AND kind = ? AND target = ? AND status = ?`),
+			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending).Scan(&n, &seq); err != nil {
+			return err
+		}
+		if n >= MaxPendingProposals {
+			return ErrTooManyProposals
+		}
+		p.ID, p.Status = newID(ProposalIDPrefix), ProposalPending
+		p.Created = p.Created.UTC().Truncate(time.Millisecond)
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO review_proposals (id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, `+provSelect+`, created_ms, seq, status, decided_by, decided_ms, reason, screened)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, '', ?)`),
+			p.ID, p.Tenant, p.Target.Kind, p.Target.Name, p.Key, p.MemoryID, p.Op, p.Content, p.Base, p.Author, p.TokenSHA256,
+			p.Door, p.Session, p.Origin, p.Reviewer, ms(p.Created), seq, p.Status, p.Screened)
+		return err
+	})
+	if errors.Is(err, ErrTooManyProposals) {
+		return Proposal{}, err
+	}
+	return p, err
+}
+
+// Proposals implements Reviews.
+func (s *SQLStore) Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	query := `SELECT ` + proposalColumns + ` FROM review_proposals WHERE tenant = ?`
+	args := []any{tenant}
+	if f.Target.Kind != "" {
+		query += ` AND kind = ? AND target = ?`
+		args = append(args, f.Target.Kind, f.Target.Name)
+	}
+	if f.Status != "" {
+		query += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	if f.TokenSHA256 != "" {
+		query += ` AND token_sha = ?`
+		args = append(args, f.TokenSHA256)
+	}
+	query += ` ORDER BY created_ms DESC, seq DESC LIMIT ?`
+	args = append(args, limit)
+	var out []Proposal
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		out = nil
+		rows, err := tx.QueryContext(ctx, s.q(query), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			p, err := scanProposal(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// Proposal implements Reviews.
+func (s *SQLStore) Proposal(ctx context.Context, tenant, id string) (Proposal, error) {
+	p, err := scanProposal(s.r.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Proposal{}, ErrNoProposal
+	}
+	return p, overloaded(err)
+}
+
+// Decide implements Reviews.
+func (s *SQLStore) Decide(ctx context.Context, tenant, id, status, by, reason string, now time.Time) (Proposal, error) {
+	cur, err := s.Proposal(ctx, tenant, id)
+	if err != nil {
+		return Proposal{}, err
+	}
+	var out Proposal
+	err = s.write(ctx, reviewLock(tenant, cur.Target), func(tx *sql.Tx) error {
+		p, err := scanProposal(tx.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoProposal
+		}
+		if err != nil {
+			return err
+		}
+		out = p
+		if p.Status != ProposalPending {
+			return ErrProposalDecided
+		}
+		out.Status, out.DecidedBy, out.Decided, out.Reason = status, by, now.UTC().Truncate(time.Millisecond), reason
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET status = ?, decided_by = ?, decided_ms = ?, reason = ? WHERE id = ?`),
+			status, by, ms(out.Decided), reason, id)
+		return err
+	})
+	if errors.Is(err, ErrProposalDecided) {
+		return out, err
+	}
+	return out, err
+}
+
+// Reopen implements Reviews.
+func (s *SQLStore) Reopen(ctx context.Context, tenant, id string) error {
+	cur, err := s.Proposal(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, reviewLock(tenant, cur.Target), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET status = ?, decided_by = '', decided_ms = 0 WHERE id = ? AND tenant = ? AND status = ?`),
+			ProposalPending, id, tenant, ProposalApproved)
+		return err
+	})
+}

@@ -1,0 +1,37 @@
+package sqlite_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
+	"github.com/agentmem-sdk/agentmem/teamserver/storetest"
+)
+
+func TestSQLiteTrust(t *testing.T) {
+	storetest.RunTrust(t, func(t *testing.T) teamserver.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// A database made before provenance and review opens with its data, and
+// records both from then on.
+func TestSQLiteMigratesAnOldDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer db.Close()
+	storetest.RunMigration(t, storetest.ExecOn(db), func() teamserver.Store {
+		s, err := sqlite.Open(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
