@@ -138,34 +138,53 @@ var writeTools = []string{ToolWrite, ToolEdit, ToolMultiEdit, ToolNotebookEdit}
 // injection that the call adds, a *screen.Error). The check and the host's write are separate steps: a
 // host that can should let the directory write (the memory tools) instead.
 func (d *Dir) CheckToolCall(call llm.ToolCall) error {
+	in, t, err := d.checkToolPath(call)
+	if err != nil || t == nil {
+		return err
+	}
+	old, _ := afero.ReadFile(d.fs, t.Path)
+	for _, text := range in.writtenTexts(d.fs, t.Path) {
+		if err := d.gate.checkChange(*t, string(old), text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckToolPath is CheckToolCall without the content check: the path
+// checks only (containment and lookalikes of the team directory), for a
+// caller whose write goes through the directory's gate, which scans what
+// the write leaves in the file, so that content is scanned once.
+func (d *Dir) CheckToolPath(call llm.ToolCall) error {
+	_, _, err := d.checkToolPath(call)
+	return err
+}
+
+// checkToolPath does CheckToolCall's path checks; a nil target with a nil
+// error means the call is not a write to this directory.
+func (d *Dir) checkToolPath(call llm.ToolCall) (toolInput, *Target, error) {
 	if !slices.Contains(writeTools, call.Name) {
-		return nil
+		return nil, nil, nil
 	}
 	in, err := decodeCall(call)
 	if err != nil {
-		return fmt.Errorf("memdir: %w", err)
+		return nil, nil, fmt.Errorf("memdir: %w", err)
 	}
 	p := in.str("file_path")
 	if p == "" {
 		p = in.str("notebook_path")
 	}
 	if !d.names(p) {
-		return nil
+		return nil, nil, nil
 	}
 	if d.namesTeamLookalike(p) {
-		return &PathTraversalError{Reason: ReasonEscapes}
+		return nil, nil, &PathTraversalError{Reason: ReasonEscapes}
 	}
 	t, err := d.gate.CheckPath(p)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	old, _ := afero.ReadFile(d.fs, t.Path)
-	for _, text := range in.writtenTexts(d.fs, t.Path) {
-		if err := d.gate.checkChange(t, string(old), text); err != nil {
-			return err
-		}
-	}
-	return nil
+	return in, &t, nil
 }
 
 // namesTeamLookalike reports whether a raw path goes through a folder
