@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Edit is one exact-string replacement, as the Edit and MultiEdit tools
@@ -126,17 +127,24 @@ func (in toolInput) writtenTexts(fsys afero.Fs, abs string) []string {
 var writeTools = []string{ToolWrite, ToolEdit, ToolMultiEdit, ToolNotebookEdit}
 
 // CheckToolCall is the check a host puts in front of its own file-writing
-// tools (Write, Edit, MultiEdit, NotebookEdit) for this directory. A call whose path does not
-// name the directory is the host's business and passes. One that does is
-// refused, with nothing written, when its path fails the gate's CheckPath
-// (it leaves the directory through ".." or a symbolic link) or goes
-// through a lookalike of the team directory ("team-evil/"), both with a
-// *PathTraversalError, or when what it would leave in the file
-// (WrittenTexts) fails the gate's content check (CheckContent: a
-// credential in a team or synced write, a *secrets.Error; an invisible
-// character, a foreign index link or, in a team or synced write, an
-// injection that the call adds, a *screen.Error). The check and the host's write are separate steps: a
-// host that can should let the directory write (the memory tools) instead.
+// tools (Write, Edit, MultiEdit, NotebookEdit, by Claude Code's names: a
+// host whose tools are named otherwise gives the call the name of the
+// tool it stands for) for this directory or view. A call whose path
+// names neither the directory nor its team directory is the host's
+// business and passes. One that does is refused, with nothing written,
+// when its path fails the gate's CheckPath (it leaves the directory
+// through ".." or a symbolic link), names the team directory and leaves
+// it ("team/../x.md") or goes through a lookalike of the team directory
+// ("team-evil/"), all with a *PathTraversalError, or when what it would
+// leave in the file (WrittenTexts) fails the gate's content check
+// (CheckContent: a credential in a team or synced write, a
+// *secrets.Error; an invisible character, a foreign index link or, in a
+// team or synced write, an injection that the call adds, a
+// *screen.Error). A host that syncs only the team directory checks on
+// the team view (d.Sub(TeamDirName)) or a Dir made with DirOptions.Team,
+// which refuse the same lookalikes. The check and the host's write are
+// separate steps: a host that can should let the directory write (the
+// memory tools) instead.
 func (d *Dir) CheckToolCall(call llm.ToolCall) error {
 	in, t, err := d.checkToolPath(call)
 	if err != nil || t == nil {
@@ -174,11 +182,14 @@ func (d *Dir) checkToolPath(call llm.ToolCall) (toolInput, *Target, error) {
 	if p == "" {
 		p = in.str("notebook_path")
 	}
-	if !d.names(p) {
+	if p == "" || !filepath.IsAbs(p) {
 		return nil, nil, nil
 	}
-	if d.namesTeamLookalike(p) {
+	if d.gate.namesTeamLookalike(p) {
 		return nil, nil, &PathTraversalError{Reason: ReasonEscapes}
+	}
+	if !d.names(p) {
+		return nil, nil, nil
 	}
 	t, err := d.gate.CheckPath(p)
 	if err != nil {
@@ -187,14 +198,32 @@ func (d *Dir) checkToolPath(call llm.ToolCall) (toolInput, *Target, error) {
 	return in, &t, nil
 }
 
-// namesTeamLookalike reports whether a raw path goes through a folder
-// next to the team directory whose name starts like it ("team-evil/",
-// "team.bak/"): a write there is most likely meant for team memory, where
-// it would not be synced or scanned, so it is refused.
-func (d *Dir) namesTeamLookalike(raw string) bool {
-	rel := strings.TrimPrefix(filepath.Clean(raw), d.path+string(filepath.Separator))
-	first, below, ok := strings.Cut(rel, string(filepath.Separator))
-	return ok && below != "" && first != TeamDirName && strings.HasPrefix(first, TeamDirName)
+// namesTeamLookalike reports whether a raw absolute path, meant by its
+// look for a team directory of the gate, lands elsewhere: it starts with
+// the team directory and a separator but leaves it once cleaned
+// ("team/../x.md"), or it goes through a folder beside the team
+// directory whose name starts like it ("team-evil/", "team.bak/"). Such
+// a write is most likely meant for team memory, where it would not be
+// synced or scanned, so it is refused. This is the one lookalike check:
+// every check of a host's tool call goes through it.
+func (g *WriteGate) namesTeamLookalike(raw string) bool {
+	raw = norm.NFC.String(raw)
+	clean := filepath.Clean(raw)
+	for _, team := range g.teams {
+		if strings.HasPrefix(raw, team+string(filepath.Separator)) && !inside(team, clean) {
+			return true
+		}
+		parent, base := filepath.Dir(team), filepath.Base(team)
+		if !inside(parent, clean) {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(clean, parent), string(filepath.Separator))
+		first, below, ok := strings.Cut(rel, string(filepath.Separator))
+		if ok && below != "" && first != base && strings.HasPrefix(first, base) {
+			return true
+		}
+	}
+	return false
 }
 
 // names reports whether a raw path names the directory: it starts with
