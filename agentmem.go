@@ -414,7 +414,7 @@ func (m *Memory) build(model llm.Model) error {
 	}
 	team := memdir.TeamMemPath(m.dir)
 	if m.on(Recall) {
-		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderOptions{Logger: m.log, Embedder: m.opts.Embedder,
+		if m.finder, err = recall.NewFinder(m.memDir, recall.FinderOptions{Logger: m.log, Embedder: m.opts.Embedder,
 			Observer: func(e recall.Event) { m.observe(Event{Layer: LayerRecall, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}

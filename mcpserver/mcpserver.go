@@ -82,7 +82,7 @@ func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
 		return nil, errors.New("mcpserver: New needs the memory directory (memdir.NewDir)")
 	}
 	fsys := d.FS()
-	finder, err := recall.NewFinder(fsys, d.Path(), recall.FinderOptions{MaxSelected: mcpMaxRecall})
+	finder, err := recall.NewFinder(d, recall.FinderOptions{MaxSelected: mcpMaxRecall})
 	if err != nil {
 		return nil, err
 	}

@@ -65,11 +65,8 @@ const (
 	Newest
 )
 
-// FinderOptions configures a Finder. Fs and Dir are required; the zero
-// value of the rest means the defaults.
+// FinderOptions configures a Finder; the zero value means the defaults.
 type FinderOptions struct {
-	fs  afero.Fs
-	dir string
 	// Selector chooses among candidates; nil means the lexical selector
 	// with default options (a *LexicalSelector given here lends its
 	// options to the Finder's own cached index).
@@ -116,6 +113,7 @@ type FinderOptions struct {
 // never fails a turn: any error gives an empty result and an Event
 // carrying it. Safe for concurrent use.
 type Finder struct {
+	fs        afero.Fs
 	cfg       FinderOptions
 	corpus    *corpus
 	closeOnce sync.Once
@@ -123,16 +121,17 @@ type Finder struct {
 	log       *slog.Logger
 }
 
-// ErrNoMemoryDir is returned by NewFinder without a filesystem or dir.
-var ErrNoMemoryDir = errors.New("recall: NewFinder needs a filesystem and the memory directory")
+// ErrNoMemoryDir is returned by NewFinder and CompareEmbedder without a
+// memory directory: give the *memdir.Dir the host opened.
+var ErrNoMemoryDir = errors.New("recall: NewFinder needs the memory directory (a *memdir.Dir)")
 
-// NewFinder returns a Finder over dir (the auto-memory directory, team/
-// included) on fsys.
-func NewFinder(fsys afero.Fs, dir string, cfg FinderOptions) (*Finder, error) {
-	if fsys == nil || dir == "" {
+// NewFinder returns a Finder over d (the auto-memory directory, team/
+// included, or a view of one of its folders).
+func NewFinder(d *memdir.Dir, cfg FinderOptions) (*Finder, error) {
+	if d == nil {
 		return nil, ErrNoMemoryDir
 	}
-	cfg.fs, cfg.dir = fsys, dir
+	fsys, dir := d.FS(), d.Path()
 	if cfg.MaxCandidates <= 0 {
 		cfg.MaxCandidates = MaxCandidates
 	}
@@ -147,11 +146,11 @@ func NewFinder(fsys afero.Fs, dir string, cfg FinderOptions) (*Finder, error) {
 	if cfg.VectorWeight <= 0 {
 		cfg.VectorWeight = DefaultVectorWeight
 	}
-	c := newCorpus(cfg.fs, dir, changes)
+	c := newCorpus(fsys, dir, changes)
 	if cfg.Embedder != nil {
 		c.embedder, c.vectors, c.pending = cfg.Embedder, map[[32]byte]vector{}, map[[32]byte]string{}
 	}
-	f := &Finder{cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	f := &Finder{fs: fsys, cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
 	// A Finder nobody closed releases its watcher when it is collected.
 	runtime.AddCleanup(f, func(c *changeDetector) { c.close() }, changes)
 	if ls, ok := cfg.Selector.(*LexicalSelector); ok {

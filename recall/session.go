@@ -145,7 +145,7 @@ func (s *Session) Recall(ctx context.Context, query string, recentTools []string
 // readCapped reads up to MaxLines lines and MaxBytes bytes (never splitting
 // a character) and appends a note when the file is longer.
 func (s *Session) readCapped(p string) (string, bool, error) {
-	f, err := s.finder.cfg.fs.Open(p)
+	f, err := s.finder.fs.Open(p)
 	if err != nil {
 		return "", false, err
 	}
