@@ -666,7 +666,7 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	}
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
 		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
-		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), PromptOptions: memdir.PromptOptions{Logger: m.log}})
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), Logger: m.log})
 	if err != nil {
 		return "", err
 	}

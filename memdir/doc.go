@@ -30,9 +30,10 @@
 //   - Finding memories: ScanMemoryFiles and FormatManifest.
 //   - Freshness: MemoryAgeDays, MemoryAge, MemoryFreshnessText,
 //     MemoryFreshnessNote, MemoryHeaderLine.
-//   - The system prompt: LoadMemoryPrompt picks BuildMemoryPrompt,
-//     BuildCombinedMemoryPrompt (private + team), BuildDailyLogPrompt or
-//     none; BuildAgentMemoryPrompt serves sub-agents; EnsureMemoryDir.
+//   - The system prompt: LoadMemoryPrompt picks the single-directory,
+//     lean, combined (private + team) or daily-log prompt, or none
+//     (PromptMode); BuildIndexContext is the index block for the first
+//     user message; BuildAgentMemoryPrompt serves sub-agents.
 //
 // All file access goes through an afero.Fs that the caller passes in
 // (afero.NewOsFs() for the real disk). The package reads no environment

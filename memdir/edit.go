@@ -6,89 +6,39 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmem-sdk/agentmem/internal/edits"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 )
 
-// Edit is one exact-string replacement, as the Edit and MultiEdit tools
-// make it: Old is replaced by New, once (Old must occur exactly once) or
-// everywhere with All (replace_all).
-type Edit struct {
-	Old, New string
-	All      bool
-}
-
-// EditError says why edit Index (0-based) of a call did not apply: Old
-// occurs Count times (0: not found; more than 1 without All: ambiguous).
-type EditError struct {
-	Index, Count int
-}
-
-func (e *EditError) Error() string {
-	if e.Count == 0 {
-		return fmt.Sprintf("edit %d: old_string was not found", e.Index+1)
-	}
-	return fmt.Sprintf("edit %d: old_string occurs %d times; include more context to make it unique, or set replace_all", e.Index+1, e.Count)
-}
-
-// ApplyEdits applies edits in order to text, each to the text the ones
-// before it left, all or none: the one edit engine of the memory tools
-// and of the host-tool guards, so what a guard scans is what a write
-// would write.
-func ApplyEdits(text string, edits []Edit) (string, error) {
-	for i, e := range edits {
-		switch n := strings.Count(text, e.Old); {
-		case e.Old == "" || n == 0:
-			return "", &EditError{Index: i}
-		case n > 1 && !e.All:
-			return "", &EditError{Index: i, Count: n}
-		}
-		if e.All {
-			text = strings.ReplaceAll(text, e.Old, e.New)
-		} else {
-			text = strings.Replace(text, e.Old, e.New, 1)
-		}
-	}
-	return text, nil
-}
-
-// ToolCallEdits returns the edits of an Edit or MultiEdit call (its
-// old_string, new_string and replace_all, or its edits), and whether the
-// call has any.
-func ToolCallEdits(call llm.ToolCall) ([]Edit, bool) {
-	in, err := decodeCall(call)
-	if err != nil {
-		return nil, false
-	}
-	return in.edits()
-}
-
-func (in toolInput) edits() ([]Edit, bool) {
+// edits returns the edits of an Edit or MultiEdit call (its old_string,
+// new_string and replace_all, or its edits), and whether it has any.
+func (in toolInput) edits() ([]edits.Edit, bool) {
 	if raw, ok := in["edits"].([]any); ok {
-		var edits []Edit
+		var list []edits.Edit
 		for _, e := range raw {
 			m, _ := e.(map[string]any)
 			old, _ := m["old_string"].(string)
 			repl, _ := m["new_string"].(string)
 			all, _ := m["replace_all"].(bool)
-			edits = append(edits, Edit{Old: old, New: repl, All: all})
+			list = append(list, edits.Edit{Old: old, New: repl, All: all})
 		}
-		return edits, len(edits) > 0
+		return list, len(list) > 0
 	}
 	if _, ok := in["old_string"]; !ok {
 		return nil, false
 	}
 	all, _ := in["replace_all"].(bool)
-	return []Edit{{Old: in.str("old_string"), New: in.str("new_string"), All: all}}, true
+	return []edits.Edit{{Old: in.str("old_string"), New: in.str("new_string"), All: all}}, true
 }
 
-// WrittenTexts returns what a write tool call would put in the file at
+// writtenTexts returns what a write tool call would put in the file at
 // abs, for a content check before the call runs: a Write's content, a
 // NotebookEdit's new_source, and for Edit and MultiEdit the file as the
 // edits would leave it (read through fsys) or, when they do not apply,
 // every new string on its own.
-func WrittenTexts(fsys afero.Fs, abs string, call llm.ToolCall) []string {
+func writtenTexts(fsys afero.Fs, abs string, call llm.ToolCall) []string {
 	in, err := decodeCall(call)
 	if err != nil {
 		return nil
@@ -103,19 +53,19 @@ func (in toolInput) writtenTexts(fsys afero.Fs, abs string) []string {
 	if src, ok := in["new_source"].(string); ok {
 		return []string{src}
 	}
-	edits, ok := in.edits()
+	list, ok := in.edits()
 	if !ok {
 		return nil
 	}
-	news := make([]string, 0, len(edits))
-	for _, e := range edits {
+	news := make([]string, 0, len(list))
+	for _, e := range list {
 		news = append(news, e.New)
 	}
 	data, err := afero.ReadFile(fsys, abs)
 	if err != nil {
 		return news
 	}
-	text, err := ApplyEdits(string(data), edits)
+	text, err := edits.Apply(string(data), list)
 	if err != nil {
 		return news
 	}
@@ -136,7 +86,7 @@ var writeTools = []string{ToolWrite, ToolEdit, ToolMultiEdit, ToolNotebookEdit}
 // through ".." or a symbolic link), names the team directory and leaves
 // it ("team/../x.md") or goes through a lookalike of the team directory
 // ("team-evil/"), all with a *PathTraversalError, or when what it would
-// leave in the file (WrittenTexts) fails the gate's content check
+// leave in the file (writtenTexts) fails the gate's content check
 // (CheckContent: a credential in a team or synced write, a
 // *secrets.Error; an invisible character, a foreign index link or, in a
 // team or synced write, an injection that the call adds, a

@@ -15,23 +15,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
-func TestApplyEdits(t *testing.T) {
-	got, err := ApplyEdits("a b a", []Edit{{Old: "b", New: "c"}, {Old: "a", New: "x", All: true}})
-	require.NoError(t, err)
-	assert.Equal(t, "x c x", got, "each edit sees the text the ones before it left")
-
-	_, err = ApplyEdits("a b a", []Edit{{Old: "b", New: "c"}, {Old: "a", New: "x"}})
-	var ee *EditError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, EditError{Index: 1, Count: 2}, *ee, "ambiguous without All")
-	_, err = ApplyEdits("a", []Edit{{Old: "z", New: "y"}})
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, EditError{Index: 0, Count: 0}, *ee)
-	_, err = ApplyEdits("a", []Edit{{Old: "", New: "y"}})
-	assert.ErrorAs(t, err, &ee, "an empty old_string never applies")
-}
-
-// WrittenTexts is what a guard scans: the file as the call would leave
+// writtenTexts is what a guard scans: the file as the call would leave
 // it, so a secret split over two edits is seen whole.
 func TestWrittenTexts(t *testing.T) {
 	fsys := afero.NewMemMapFs()
@@ -40,18 +24,18 @@ func TestWrittenTexts(t *testing.T) {
 		return llm.ToolCall{Name: name, Input: js(input)}
 	}
 
-	assert.Equal(t, []string{"new"}, WrittenTexts(fsys, "/m/a.md", call("Write", map[string]any{"file_path": "/m/a.md", "content": "new"})))
-	assert.Equal(t, []string{"cell"}, WrittenTexts(fsys, "/m/a.ipynb", call("NotebookEdit", map[string]any{"new_source": "cell"})))
-	assert.Equal(t, []string{"one 2 three"}, WrittenTexts(fsys, "/m/a.md", call("Edit", map[string]any{"old_string": "two", "new_string": "2"})))
+	assert.Equal(t, []string{"new"}, writtenTexts(fsys, "/m/a.md", call("Write", map[string]any{"file_path": "/m/a.md", "content": "new"})))
+	assert.Equal(t, []string{"cell"}, writtenTexts(fsys, "/m/a.ipynb", call("NotebookEdit", map[string]any{"new_source": "cell"})))
+	assert.Equal(t, []string{"one 2 three"}, writtenTexts(fsys, "/m/a.md", call("Edit", map[string]any{"old_string": "two", "new_string": "2"})))
 	multi := call("MultiEdit", map[string]any{"edits": []any{
 		map[string]any{"old_string": "one", "new_string": "gh"},
 		map[string]any{"old_string": " two", "new_string": "p_"},
 	}})
-	assert.Equal(t, []string{"ghp_ three"}, WrittenTexts(fsys, "/m/a.md", multi))
-	assert.Equal(t, []string{"x"}, WrittenTexts(fsys, "/m/a.md", call("Edit", map[string]any{"old_string": "absent", "new_string": "x"})),
+	assert.Equal(t, []string{"ghp_ three"}, writtenTexts(fsys, "/m/a.md", multi))
+	assert.Equal(t, []string{"x"}, writtenTexts(fsys, "/m/a.md", call("Edit", map[string]any{"old_string": "absent", "new_string": "x"})),
 		"edits that do not apply: every new string on its own")
-	assert.Equal(t, []string{"x"}, WrittenTexts(fsys, "/m/missing.md", call("Edit", map[string]any{"old_string": "a", "new_string": "x"})))
-	assert.Nil(t, WrittenTexts(fsys, "/m/a.md", call("Read", map[string]any{"file_path": "/m/a.md"})))
+	assert.Equal(t, []string{"x"}, writtenTexts(fsys, "/m/missing.md", call("Edit", map[string]any{"old_string": "a", "new_string": "x"})))
+	assert.Nil(t, writtenTexts(fsys, "/m/a.md", call("Read", map[string]any{"file_path": "/m/a.md"})))
 }
 
 func TestCheckToolCall(t *testing.T) {

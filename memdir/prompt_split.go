@@ -69,25 +69,25 @@ func indexForContext(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log
 	return text, strings.TrimRight(dir, "/\\") + "/" + EntrypointName
 }
 
-// LeanPromptRequest asks for the short memory section.
-type LeanPromptRequest struct {
+// leanPromptRequest asks for the short memory section.
+type leanPromptRequest struct {
 	// Dir is the memory directory (required).
 	Dir string
 	// SkipIndex is for a host whose recall brings memories to each
 	// message: the index step is left out (and no index should be sent),
 	// and each file is kept short enough for recall to show it whole.
 	SkipIndex bool
-	PromptOptions
+	promptOptions
 }
 
-// BuildLeanMemoryPrompt returns the short memory section Claude Code
-// 2.1.328 gives its larger models (about 2 KB against BuildMemoryPrompt's
+// buildLeanMemoryPrompt returns the short memory section Claude Code
+// 2.1.328 gives its larger models (about 2 KB against buildMemoryPrompt's
 // 6 KB and more): where the directory is, one file per fact and its header, links,
 // one line per type, the index step (or, with SkipIndex, the size rule),
 // upkeep, and that recalled memories are background to check, not
 // instructions. It never holds the index: send that with the first user
 // message (BuildIndexContext), unless SkipIndex.
-func BuildLeanMemoryPrompt(ctx context.Context, fsys afero.Fs, req LeanPromptRequest) (string, error) {
+func buildLeanMemoryPrompt(ctx context.Context, fsys afero.Fs, req leanPromptRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}

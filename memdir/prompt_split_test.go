@@ -103,7 +103,7 @@ func TestLeanPrompt(t *testing.T) {
 	assert.Contains(t, skip.Text, "4 KB")
 	assert.Empty(t, skip.IndexContext, "and no index is loaded")
 
-	old, err := LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: true, AutoDir: auto, Lean: true, PromptOptions: PromptOptions{Layout: Layout2_1_88}})
+	old, err := LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: true, AutoDir: auto, Lean: true, Layout: Layout2_1_88})
 	require.NoError(t, err)
 	assert.Contains(t, old.Text, "\ntype: <user, feedback, project or reference>\n", "the older layout is taught when asked for")
 	assert.NotContains(t, old.Text, "metadata:")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/edits"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
@@ -241,12 +242,12 @@ type edit struct {
 // edit applies edits to the file at p through the write gate: the file
 // is read, changed and written back in one locked cycle for MEMORY.md,
 // and the result is scanned for secrets when it is team memory.
-func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, error) {
+func (t *Toolset) edit(ctx context.Context, p string, calls []edit) (string, error) {
 	clean, err := t.resolve(p, false)
 	if err != nil {
 		return "", err
 	}
-	for i, e := range edits {
+	for i, e := range calls {
 		if e.OldString == "" {
 			return "", toolErr("edit %d: old_string must not be empty; use Write to create a file", i+1)
 		}
@@ -272,17 +273,17 @@ func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, err
 		if err := t.checkWrite(clean, old, exists, false); err != nil {
 			return nil, err
 		}
-		changes := make([]memdir.Edit, len(edits))
-		for i, e := range edits {
-			changes[i] = memdir.Edit{Old: e.OldString, New: e.NewString, All: e.ReplaceAll}
+		changes := make([]edits.Edit, len(calls))
+		for i, e := range calls {
+			changes[i] = edits.Edit{Old: e.OldString, New: e.NewString, All: e.ReplaceAll}
 		}
-		text, err := memdir.ApplyEdits(string(old), changes)
-		var ee *memdir.EditError
+		text, err := edits.Apply(string(old), changes)
+		var ee *edits.Error
 		switch {
 		case errors.As(err, &ee) && ee.Count == 0:
-			return nil, toolErr("%sold_string was not found in %s", editLabel(ee.Index, len(edits)), clean)
+			return nil, toolErr("%sold_string was not found in %s", editLabel(ee.Index, len(calls)), clean)
 		case errors.As(err, &ee):
-			return nil, toolErr("%sold_string occurs %d times in %s; include more context to make it unique, or set replace_all", editLabel(ee.Index, len(edits)), ee.Count, clean)
+			return nil, toolErr("%sold_string occurs %d times in %s; include more context to make it unique, or set replace_all", editLabel(ee.Index, len(calls)), ee.Count, clean)
 		case err != nil:
 			return nil, err
 		}
