@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
-	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/internal/edits"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
