@@ -21,12 +21,12 @@ import (
 
 // Defaults.
 const (
-	DefaultMinHours     = 24
-	DefaultMinSessions  = 5
-	DefaultScanThrottle = 10 * time.Minute
-	// DefaultMaxTurns bounds a consolidation run: it reads and rewrites
+	defaultMinHours     = 24
+	defaultMinSessions  = 5
+	defaultScanThrottle = 10 * time.Minute
+	// defaultMaxTurns bounds a consolidation run: it reads and rewrites
 	// several files, so it needs more turns than an extraction.
-	DefaultMaxTurns = 30
+	defaultMaxTurns = 30
 )
 
 // Reasons a run did not happen, in gate order.
@@ -60,13 +60,15 @@ type Options struct {
 	SessionID string
 	// Gate 1: any of these stops every run.
 	Disabled, DailyLog, Remote, AutoMemoryOff bool
-	// MinHours since the last consolidation (used when finite and > 0).
+	// MinHours since the last consolidation (used when finite and > 0;
+	// default 24).
 	MinHours float64
-	// MinSessions touched since then (used when > 0).
+	// MinSessions touched since then (used when > 0; default 5).
 	MinSessions int
 	// ScanThrottle spaces the session scans (default 10 min).
 	ScanThrottle time.Duration
-	MaxTurns     int
+	// MaxTurns bounds a run (default 30).
+	MaxTurns int
 	// Lock tunes the consolidation lock (PID, liveness, clock, staleness).
 	Lock LockOptions
 	// Now is the clock (default time.Now); also used by the lock unless
@@ -132,16 +134,16 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 		cfg.Transcripts = store
 	}
 	if math.IsNaN(cfg.MinHours) || math.IsInf(cfg.MinHours, 0) || cfg.MinHours <= 0 {
-		cfg.MinHours = DefaultMinHours
+		cfg.MinHours = defaultMinHours
 	}
 	if cfg.MinSessions <= 0 {
-		cfg.MinSessions = DefaultMinSessions
+		cfg.MinSessions = defaultMinSessions
 	}
 	if cfg.ScanThrottle <= 0 {
-		cfg.ScanThrottle = DefaultScanThrottle
+		cfg.ScanThrottle = defaultScanThrottle
 	}
 	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = DefaultMaxTurns
+		cfg.MaxTurns = defaultMaxTurns
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -153,7 +155,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Dreamer{cfg: cfg, lock: NewLock(dir.FS(), dir.Path(), cfg.Lock), log: log}, nil
+	return &Dreamer{cfg: cfg, lock: newLock(dir.FS(), dir.Path(), cfg.Lock), log: log}, nil
 }
 
 // Lock returns the Dreamer's consolidation lock.

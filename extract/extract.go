@@ -20,14 +20,14 @@ import (
 
 // Defaults.
 const (
-	// DefaultMaxTurns bounds the extraction agent.
-	DefaultMaxTurns = 5
+	// defaultMaxTurns bounds the extraction agent.
+	defaultMaxTurns = 5
 	// DefaultDrainTimeout is how long Drain waits when its context has no
 	// deadline.
 	DefaultDrainTimeout = 60 * time.Second
-	// MinUserWords is how many words a new user message needs for a turn
+	// minUserWords is how many words a new user message needs for a turn
 	// to be worth extracting from.
-	MinUserWords = 3
+	minUserWords = 3
 )
 
 // Reasons a turn is skipped.
@@ -154,7 +154,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Extractor, error) {
 		cfg.EveryNTurns = 1
 	}
 	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = DefaultMaxTurns
+		cfg.MaxTurns = defaultMaxTurns
 	}
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
@@ -362,7 +362,7 @@ func endsWithFinalAnswer(msgs []llm.Message) bool {
 
 func hasSubstantialUserMessage(msgs []llm.Message) bool {
 	for _, m := range msgs {
-		if m.Role == llm.RoleUser && len(strings.Fields(m.Text())) >= MinUserWords {
+		if m.Role == llm.RoleUser && len(strings.Fields(m.Text())) >= minUserWords {
 			return true
 		}
 	}

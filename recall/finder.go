@@ -20,12 +20,12 @@ const (
 	MaxSelected = 5
 	// MaxCandidates is how many memories a selector chooses from.
 	MaxCandidates = 200
-	// SessionBudgetBytes stops surfacing once this much has been surfaced
+	// sessionBudgetBytes stops surfacing once this much has been surfaced
 	// in a session.
-	SessionBudgetBytes = 60 << 10
-	// MaxFileLines and MaxFileBytes bound each surfaced file.
-	MaxFileLines = 200
-	MaxFileBytes = 4096
+	sessionBudgetBytes = 60 << 10
+	// maxFileLines and maxFileBytes bound each surfaced file.
+	maxFileLines = 200
+	maxFileBytes = 4096
 )
 
 // Event reports one selection, also an empty one: a selection rate needs
@@ -88,7 +88,7 @@ type FinderOptions struct {
 	// VectorWeight is how much a memory found by meaning counts against
 	// the word matches: its confidence (0 to 1) times VectorWeight is
 	// added to its share of the best word match's score (default
-	// DefaultVectorWeight, 1). Lower it to let meaning only fill slots
+	// 1). Lower it to let meaning only fill slots
 	// words leave free, raise it to let meaning outrank weak word
 	// matches sooner. Word matches scoring at least half the best are
 	// never displaced.
@@ -98,7 +98,7 @@ type FinderOptions struct {
 	// it depends on the embedding model).
 	MinSimilarity float64
 	// FullWalkEvery is how often Find walks the whole directory even when
-	// nothing says it changed (default DefaultFullWalkEvery; negative:
+	// nothing says it changed (default 30 s; negative:
 	// on every Find, as on a filesystem other than the real disk).
 	FullWalkEvery time.Duration
 	// Observer receives one Event per selection; it must not block.
@@ -139,12 +139,12 @@ func NewFinder(d *memdir.Dir, cfg FinderOptions) (*Finder, error) {
 		cfg.MaxSelected = MaxSelected
 	}
 	if cfg.FullWalkEvery == 0 {
-		cfg.FullWalkEvery = DefaultFullWalkEvery
+		cfg.FullWalkEvery = defaultFullWalkEvery
 	}
 	dir = filepath.Clean(dir)
 	changes := newChangeDetector(fsys, dir, cfg.FullWalkEvery, cfg.FullWalkEvery > 0, time.Now)
 	if cfg.VectorWeight <= 0 {
-		cfg.VectorWeight = DefaultVectorWeight
+		cfg.VectorWeight = defaultVectorWeight
 	}
 	c := newCorpus(fsys, dir, changes)
 	if cfg.Embedder != nil {

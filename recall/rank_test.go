@@ -156,7 +156,7 @@ func TestEmbedderAnswersAreChecked(t *testing.T) {
 	}
 }
 
-// TestEmbedBatches: Embed never gets more than EmbedBatch texts.
+// TestEmbedBatches: Embed never gets more than embedBatch texts.
 func TestEmbedBatches(t *testing.T) {
 	var most int
 	e := EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
@@ -167,11 +167,11 @@ func TestEmbedBatches(t *testing.T) {
 		}
 		return out, nil
 	})
-	texts := make([]string, 3*EmbedBatch+5)
+	texts := make([]string, 3*embedBatch+5)
 	got, err := embedAll(context.Background(), e, texts)
 	require.NoError(t, err)
 	assert.Len(t, got, len(texts))
-	assert.Equal(t, EmbedBatch, most)
+	assert.Equal(t, embedBatch, most)
 }
 
 // TestANameOnlyOneMemoryHoldsIsAnAnswer: a message whose only match is a

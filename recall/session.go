@@ -58,13 +58,13 @@ type Session struct {
 // NewSession returns a Session over finder.
 func NewSession(finder *Finder, opts SessionOptions) *Session {
 	if opts.BudgetBytes <= 0 {
-		opts.BudgetBytes = SessionBudgetBytes
+		opts.BudgetBytes = sessionBudgetBytes
 	}
 	if opts.MaxLines <= 0 {
-		opts.MaxLines = MaxFileLines
+		opts.MaxLines = maxFileLines
 	}
 	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = MaxFileBytes
+		opts.MaxBytes = maxFileBytes
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -22,15 +22,15 @@ import (
 
 // Defaults of the update rules.
 const (
-	DefaultInitTokens       = 10_000
-	DefaultMinGrowthTokens  = 5_000
-	DefaultMinToolCalls     = 3
-	DefaultMaxSectionTokens = 2_000
-	DefaultMaxTotalTokens   = 12_000
-	DefaultWaitTimeout      = 15 * time.Second
-	DefaultStaleAfter       = 60 * time.Second
-	// DefaultMaxTurns bounds an update run.
-	DefaultMaxTurns = 5
+	defaultInitTokens       = 10_000
+	defaultMinGrowthTokens  = 5_000
+	defaultMinToolCalls     = 3
+	defaultMaxSectionTokens = 2_000
+	defaultMaxTotalTokens   = 12_000
+	defaultWaitTimeout      = 15 * time.Second
+	defaultStaleAfter       = 60 * time.Second
+	// defaultMaxTurns bounds an update run.
+	defaultMaxTurns = 5
 	// pollInterval is how often WaitForUpdate looks.
 	pollInterval = 100 * time.Millisecond
 )
@@ -88,15 +88,26 @@ type Options struct {
 	Template string
 	// UpdatePrompt replaces DefaultUpdatePrompt; {{currentNotes}} and
 	// {{notesPath}} are substituted.
-	UpdatePrompt     string
-	InitTokens       int
-	MinGrowthTokens  int
-	MinToolCalls     int
+	UpdatePrompt string
+	// InitTokens is the context size of the first update (default
+	// 10,000); MinGrowthTokens the growth since the last one (default
+	// 5,000) and MinToolCalls the tool calls since (default 3) before
+	// the next.
+	InitTokens      int
+	MinGrowthTokens int
+	MinToolCalls    int
+	// MaxSectionTokens and MaxTotalTokens are the sizes past which an
+	// update is asked to condense (defaults 2,000 per section, 12,000
+	// for the file).
 	MaxSectionTokens int
 	MaxTotalTokens   int
-	MaxTurns         int
-	WaitTimeout      time.Duration
-	StaleAfter       time.Duration
+	// MaxTurns bounds an update run (default 5).
+	MaxTurns int
+	// WaitTimeout bounds WaitForUpdate (default 15 s); an update running
+	// for more than StaleAfter is presumed stuck and not waited for
+	// (default 60 s).
+	WaitTimeout time.Duration
+	StaleAfter  time.Duration
 	// Now is the clock (default time.Now); Sleep waits between the polls
 	// of WaitForUpdate (default a timer honouring ctx).
 	Now   func() time.Time
@@ -154,17 +165,17 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 			*v = d
 		}
 	}
-	def(&cfg.InitTokens, DefaultInitTokens)
-	def(&cfg.MinGrowthTokens, DefaultMinGrowthTokens)
-	def(&cfg.MinToolCalls, DefaultMinToolCalls)
-	def(&cfg.MaxSectionTokens, DefaultMaxSectionTokens)
-	def(&cfg.MaxTotalTokens, DefaultMaxTotalTokens)
-	def(&cfg.MaxTurns, DefaultMaxTurns)
+	def(&cfg.InitTokens, defaultInitTokens)
+	def(&cfg.MinGrowthTokens, defaultMinGrowthTokens)
+	def(&cfg.MinToolCalls, defaultMinToolCalls)
+	def(&cfg.MaxSectionTokens, defaultMaxSectionTokens)
+	def(&cfg.MaxTotalTokens, defaultMaxTotalTokens)
+	def(&cfg.MaxTurns, defaultMaxTurns)
 	if cfg.WaitTimeout <= 0 {
-		cfg.WaitTimeout = DefaultWaitTimeout
+		cfg.WaitTimeout = defaultWaitTimeout
 	}
 	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = DefaultStaleAfter
+		cfg.StaleAfter = defaultStaleAfter
 	}
 	if cfg.Template == "" {
 		cfg.Template = DefaultTemplate

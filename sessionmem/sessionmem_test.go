@@ -166,13 +166,13 @@ func TestCustomTemplateAndPrompt(t *testing.T) {
 
 func TestCondenseReminder(t *testing.T) {
 	long := "# Session Title\n" + strings.Repeat("word ", 2100) + "\n# Worklog\nshort\n"
-	r := condenseReminders(long, DefaultMaxSectionTokens, DefaultMaxTotalTokens)
+	r := condenseReminders(long, defaultMaxSectionTokens, defaultMaxTotalTokens)
 	assert.Contains(t, r, `"Session Title" is about`)
 	assert.NotContains(t, r, "Worklog")
 	assert.NotContains(t, r, "in all")
 	huge := strings.Repeat("# S\n"+strings.Repeat("x", 7000)+"\n", 8)
-	assert.Contains(t, condenseReminders(huge, DefaultMaxSectionTokens, DefaultMaxTotalTokens), "in all, over the limit of 12000")
-	assert.Empty(t, condenseReminders(DefaultTemplate, DefaultMaxSectionTokens, DefaultMaxTotalTokens))
+	assert.Contains(t, condenseReminders(huge, defaultMaxSectionTokens, defaultMaxTotalTokens), "in all, over the limit of 12000")
+	assert.Empty(t, condenseReminders(DefaultTemplate, defaultMaxSectionTokens, defaultMaxTotalTokens))
 	assert.Equal(t, 3, EstimateTokens("0123456789"))
 	assert.Equal(t, 2, EstimateTokens("1234567"))
 }
@@ -213,9 +213,9 @@ func TestSectionsForCompaction(t *testing.T) {
 	body := strings.Repeat("a line of notes\n", 1000) // 16,000 chars
 	content := "# Current State\n" + body + "# Worklog\n- step one\n"
 	got := SectionsForCompaction(content, 0)
-	secs := ParseSections(got)
+	secs := parseSections(got)
 	require.Len(t, secs, 2)
-	assert.LessOrEqual(t, len(secs[0].Body), DefaultMaxSectionChars+len(truncatedMarker)+2)
+	assert.LessOrEqual(t, len(secs[0].Body), defaultMaxSectionChars+len(truncatedMarker)+2)
 	assert.True(t, strings.HasSuffix(strings.TrimSpace(secs[0].Body), truncatedMarker))
 	for _, l := range strings.Split(strings.TrimSuffix(strings.TrimSpace(secs[0].Body), truncatedMarker), "\n") {
 		if l != "" {
@@ -223,7 +223,7 @@ func TestSectionsForCompaction(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "- step one", strings.TrimSpace(secs[1].Body))
-	assert.Len(t, ParseSections(DefaultTemplate), 10)
+	assert.Len(t, parseSections(DefaultTemplate), 10)
 }
 
 func TestNewValidates(t *testing.T) {

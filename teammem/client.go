@@ -40,14 +40,14 @@ import (
 
 // Client defaults.
 const (
-	// DefaultReplyCap bounds a reply until the server's limits are known
+	// defaultReplyCap bounds a reply until the server's limits are known
 	// (a server without the limits view keeps it).
-	DefaultReplyCap        = 64 << 20
-	DefaultTimeout         = 30 * time.Second
-	DefaultMaxRetries      = 3
-	DefaultConflictRetries = 2
-	DefaultBaseDelay       = 500 * time.Millisecond
-	DefaultMaxDelay        = 32 * time.Second
+	defaultReplyCap        = 64 << 20
+	defaultTimeout         = 30 * time.Second
+	defaultMaxRetries      = 3
+	defaultConflictRetries = 2
+	defaultBaseDelay       = 500 * time.Millisecond
+	defaultMaxDelay        = 32 * time.Second
 )
 
 // HTTPDoer sends requests (an *http.Client, or a wrapper).
@@ -74,7 +74,8 @@ type ClientOptions struct {
 	MaxRetries int
 	// ConflictRetries after a 412 (default 2).
 	ConflictRetries int
-	// BaseDelay and MaxDelay shape the backoff min(base*2^(n-1), max).
+	// BaseDelay and MaxDelay shape the backoff min(base*2^(n-1), max)
+	// (defaults 500 ms and 32 s).
 	BaseDelay, MaxDelay time.Duration
 	// Jitter returns a number in [0, 1); up to 25 % of the delay is added
 	// (default math/rand).
@@ -99,7 +100,7 @@ type ClientOptions struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// MaxReplyBytes bounds a reply until the server's limits are known
-	// (default DefaultReplyCap). A reply that reaches it makes the client
+	// (default 64 MiB). A reply that reaches it makes the client
 	// ask the server's limits view once and raise the bound to what the
 	// server can hold, so any repo the server accepts can be pulled.
 	MaxReplyBytes int64
@@ -312,7 +313,7 @@ type Client struct {
 	aside *memdir.WriteGate // writes conflict copies beside it
 	// defaultHTTP is the client made when the config gave none.
 	defaultHTTP *http.Client
-	// replyCap bounds a reply's size: DefaultReplyCap until the server's
+	// replyCap bounds a reply's size: defaultReplyCap until the server's
 	// limits say how large a repo can be.
 	replyCap   atomic.Int64
 	limitsOnce sync.Once
@@ -353,20 +354,20 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	}
 	var defaultHTTP *http.Client
 	if cfg.HTTP == nil {
-		defaultHTTP = &http.Client{Timeout: DefaultTimeout}
+		defaultHTTP = &http.Client{Timeout: defaultTimeout}
 		cfg.HTTP = defaultHTTP
 	}
 	if cfg.MaxRetries <= 0 {
-		cfg.MaxRetries = DefaultMaxRetries
+		cfg.MaxRetries = defaultMaxRetries
 	}
 	if cfg.ConflictRetries <= 0 {
-		cfg.ConflictRetries = DefaultConflictRetries
+		cfg.ConflictRetries = defaultConflictRetries
 	}
 	if cfg.BaseDelay <= 0 {
-		cfg.BaseDelay = DefaultBaseDelay
+		cfg.BaseDelay = defaultBaseDelay
 	}
 	if cfg.MaxDelay <= 0 {
-		cfg.MaxDelay = DefaultMaxDelay
+		cfg.MaxDelay = defaultMaxDelay
 	}
 	if cfg.Jitter == nil {
 		cfg.Jitter = rand.Float64
@@ -387,7 +388,7 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	team = team.WithHistory(cfg.History)
 	c := &Client{cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
 	if cfg.MaxReplyBytes <= 0 {
-		cfg.MaxReplyBytes = DefaultReplyCap
+		cfg.MaxReplyBytes = defaultReplyCap
 	}
 	c.cfg.MaxReplyBytes = cfg.MaxReplyBytes
 	c.replyCap.Store(cfg.MaxReplyBytes)
@@ -590,7 +591,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "too_large"})
 			continue
 		}
-		if ValidateKeySyntax(e.Rel) != nil {
+		if validateKeySyntax(e.Rel) != nil {
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "invalid_key"})
 			continue
 		}
@@ -873,11 +874,11 @@ func gateSkip(key string, err error) (Skip, bool) {
 // reaches the cap) and sizes the cap so that any repo the server accepts
 // can be pulled: every entry at its largest, JSON-escaped, with its
 // checksum. It reports whether the cap grew; a server without the limits
-// view leaves DefaultReplyCap.
+// view leaves defaultReplyCap.
 func (c *Client) learnLimits(ctx context.Context, res *Result) bool {
 	before := c.replyCap.Load()
 	c.limitsOnce.Do(func() {
-		resp, body, err := c.sendOnce(ctx, res, http.MethodGet, c.endpoint+"&view=limits", nil, DefaultTimeout)
+		resp, body, err := c.sendOnce(ctx, res, http.MethodGet, c.endpoint+"&view=limits", nil, defaultTimeout)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			return
 		}

@@ -21,9 +21,9 @@ import (
 
 // Watcher defaults.
 const (
-	// DefaultDebounce is how long the watcher waits after the last change
+	// defaultDebounce is how long the watcher waits after the last change
 	// before it syncs.
-	DefaultDebounce = 2 * time.Second
+	defaultDebounce = 2 * time.Second
 	// DefaultInterval is how often the watcher syncs when nothing
 	// happens, to bring in teammates' changes.
 	DefaultInterval = 30 * time.Second
@@ -34,7 +34,8 @@ type WatcherOptions struct {
 	client *Client
 	// State is the client's SyncState (default a fresh one).
 	State *SyncState
-	// Debounce defaults to DefaultDebounce.
+	// Debounce is how long the watcher waits after the last change
+	// before it syncs (default 2 s).
 	Debounce time.Duration
 	// Interval is the longest time between two syncs (default
 	// DefaultInterval): teammates' changes arrive at least this often,
@@ -97,7 +98,7 @@ func StartWatcher(ctx context.Context, client *Client, cfg WatcherOptions) (*Wat
 	}
 	cfg.client = client
 	if cfg.Debounce <= 0 {
-		cfg.Debounce = DefaultDebounce
+		cfg.Debounce = defaultDebounce
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
@@ -345,7 +346,7 @@ func (w *Watcher) flush() {
 	if suppressed != "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
 	defer cancel()
 	if dirty || w.changedSinceSync(ctx) {
 		_ = w.sync(ctx)

@@ -136,10 +136,10 @@ func (m MessageEntry) Encode(stamp Stamp) Entry {
 	return e
 }
 
-// MetadataEntry renders a metadata line of the given type with its one
+// metadataEntry renders a metadata line of the given type with its one
 // field: custom-title (customTitle), ai-title (aiTitle), last-prompt
 // (lastPrompt) or tag (tag).
-func MetadataEntry(typ, sessionID, value string) Entry {
+func metadataEntry(typ, sessionID, value string) Entry {
 	field := map[string]string{TypeCustomTitle: "customTitle", TypeAITitle: "aiTitle", TypeLastPrompt: "lastPrompt", TypeTag: "tag"}[typ]
 	o := newObject().set("type", typ).set(field, value).set("sessionId", sessionID)
 	e, _ := ParseLine(o.done())
