@@ -720,7 +720,7 @@ func (m *Memory) indexContext(ctx context.Context) string {
 	if sent {
 		return ""
 	}
-	block, err := memdir.BuildIndexContext(ctx, m.fs, memdir.IndexContextRequest{AutoDir: m.autoDir(), Team: m.teamActive(), Logger: m.log})
+	block, err := memdir.BuildIndexContext(ctx, m.fs, memdir.LoadPromptRequest{AutoDir: m.autoDir(), TeamActive: m.teamActive(), Logger: m.log})
 	if err != nil {
 		m.log.WarnContext(ctx, "agentmem: the memory index could not be loaded", "error", err)
 	}

@@ -80,7 +80,7 @@ func benchScan(b *testing.B, name string, n, parallelism int) {
 			start := time.Now()
 			got, err := ScanMemoryFiles(ctx, fsys, dir, ScanOptions{Parallelism: parallelism})
 			scanTime += time.Since(start)
-			if err != nil || len(got) != min(n, MaxMemoryFiles) {
+			if err != nil || len(got) != min(n, maxMemoryFiles) {
 				b.Fatalf("scan: %d headers, %v", len(got), err)
 			}
 			b.StopTimer()

@@ -23,12 +23,13 @@
 //     removes one with its pointers; Dir.EnsurePointer, RemovePointers and
 //     MovePointers keep the index in step with files written, removed or
 //     renamed by other means (CheckFile validates a name as Save does).
-//   - Writing safely: WriteGate, the one check and write path for every
+//   - Writing safely: Dir.Gate, the one check and write path for every
 //     model- or remote-chosen path into memory (CheckPath, CheckContent,
-//     WriteFile, UpdateFile); CheckTeamContainment for teammem's
+//     WriteFile, UpdateFile); Dir.CheckToolCall before a host's own
+//     file-writing tools; CheckTeamContainment for teammem's
 //     validators.
 //   - Finding memories: ScanMemoryFiles and FormatManifest.
-//   - Freshness: MemoryAgeDays, MemoryAge, MemoryFreshnessText,
+//   - Freshness: MemoryAgeDays, MemoryAge,
 //     MemoryFreshnessNote, MemoryHeaderLine.
 //   - The system prompt: LoadMemoryPrompt picks the single-directory,
 //     lean, combined (private + team) or daily-log prompt, or none

@@ -147,7 +147,7 @@ func TestIndexIsCleanedBeforeInjection(t *testing.T) {
 	in := "- [a](a.md) — one\r\n- [b](b.md)\u2028- [c](c.md)\u0007 bell\u200b\u202e\ue000 \u200d\ufe0f kept\t tab"
 	got := TruncateEntrypointContent(in)
 	assert.Equal(t, "- [a](a.md) — one\n- [b](b.md)\n- [c](c.md) bell \u200d\ufe0f kept\t tab", got.Content)
-	assert.Equal(t, "plain — text\n", CleanIndexText("plain — text\n"))
+	assert.Equal(t, "plain — text\n", cleanIndexText("plain — text\n"))
 }
 
 func TestTruncationSaysWhereItCut(t *testing.T) {
@@ -219,7 +219,7 @@ func TestMeasureIndexFastPathAgrees(t *testing.T) {
 	pieces := []string{"a", " ", "\n", "\t", "\r", "\r\n", "\x07", "\x7f", "\u0085", "\u2028", "\u2029", "\u200b", "\u200d", "\ufeff",
 		"\ufe0f", "—", "é", "😀", "\U000e0001", "\xff", "- [A](a.md) — hook", "  "}
 	slow := func(raw string) (string, int, int) {
-		trimmed := strings.TrimFunc(CleanIndexText(raw), isJSSpace)
+		trimmed := strings.TrimFunc(cleanIndexText(raw), isJSSpace)
 		return trimmed, strings.Count(trimmed, "\n") + 1, utf16Len(trimmed)
 	}
 	r := rand.New(rand.NewPCG(3, 5))

@@ -190,19 +190,14 @@ func ExampleLoadMemoryPrompt() {
 	// true
 }
 
-func ExampleParseEnvBool() {
-	fmt.Println(memdir.ParseEnvBool(" Yes ") == memdir.EnvTrue, memdir.ParseEnvBool("off") == memdir.EnvFalse, memdir.ParseEnvBool("maybe") == memdir.EnvUnset)
+// The environment part of the enable chain: "Yes" and "off" are read as
+// booleans, anything else as unset.
+func ExampleEnableSettingsFromEnv() {
+	env := map[string]string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY": " Yes ", "CLAUDE_CODE_SIMPLE": "maybe"}
+	s := memdir.EnableSettingsFromEnv(func(k string) string { return env[k] }, memdir.DefaultEnvNames(), nil)
+	fmt.Println(s.DisableAutoMemory == memdir.EnvTrue, s.Simple == memdir.EnvUnset, memdir.IsAutoMemoryEnabled(s))
 	// Output:
-	// true true true
-}
-
-func ExampleDefaultAutoMemPath() {
-	dir, err := memdir.DefaultAutoMemPath(afero.NewMemMapFs(), "/home/u/.claude", "/tmp/scratch")
-	fmt.Println(dir, err)
-	fmt.Println(memdir.TeamMemPath(dir))
-	// Output:
-	// /home/u/.claude/projects/-tmp-scratch/memory/ <nil>
-	// /home/u/.claude/projects/-tmp-scratch/memory/team/
+	// true true false
 }
 
 func ExampleIndexLimits_Truncate() {

@@ -159,8 +159,7 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 	}
 	p := MemoryPrompt{Text: text + stores, Mode: mode}
 	if split := cfg.IndexInUserMessage || mode == PromptLean; split && !cfg.DailyLog && !(cfg.SkipIndex && mode != PromptCombined) {
-		p.IndexContext, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: cfg.AutoDir, Team: mode == PromptCombined,
-			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger})
+		p.IndexContext, err = BuildIndexContext(ctx, fsys, cfg)
 		if err != nil {
 			return MemoryPrompt{}, err
 		}

@@ -28,8 +28,8 @@ const (
 	TypeReference MemoryType = "reference"
 )
 
-// MemoryTypes lists the four types in prompt order.
-func MemoryTypes() []MemoryType {
+// memoryTypes lists the four types in prompt order.
+func memoryTypes() []MemoryType {
 	return []MemoryType{TypeUser, TypeFeedback, TypeProject, TypeReference}
 }
 

@@ -116,7 +116,7 @@ func TestParseFrontmatter(t *testing.T) {
 }
 
 func TestParseMemoryType(t *testing.T) {
-	for _, ty := range MemoryTypes() {
+	for _, ty := range memoryTypes() {
 		got, ok := ParseMemoryType(string(ty))
 		assert.True(t, ok)
 		assert.Equal(t, ty, got)

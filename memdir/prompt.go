@@ -291,7 +291,7 @@ const (
 )
 
 // loadIndex reads dir's MEMORY.md for a prompt, without its comment
-// blocks (StripIndexComments), truncated to limits; a refused or
+// blocks (stripIndexComments), truncated to limits; a refused or
 // unreadable index is logged.
 func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog.Logger) (string, indexState) {
 	root, rel := indexLocation(autoDir, dir)
@@ -307,7 +307,7 @@ func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog
 		log.Warn("memdir: memory index could not be read", "event", "memdir_index_unreadable", "error", err)
 		return "", indexUnreadable
 	}
-	t := limits.Truncate(StripIndexComments(string(raw)))
+	t := limits.Truncate(stripIndexComments(string(raw)))
 	if t.Content == "" {
 		return "", indexEmpty
 	}

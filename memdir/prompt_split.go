@@ -13,18 +13,6 @@ import (
 // the start of the first user message. The system prompt then stays the
 // same whatever the index holds, so a prompt cache survives edits to it.
 
-// IndexContextRequest asks for the index block of a first user message.
-type IndexContextRequest struct {
-	// AutoDir is the auto-memory directory (required).
-	AutoDir string
-	// Team adds the team directory's index (TeamMemPath(AutoDir)).
-	Team bool
-	// IndexLimits bounds each index (default 200 lines, 25,000 chars).
-	IndexLimits IndexLimits
-	// Logger receives memdir_index_refused and memdir_index_unreadable.
-	Logger *slog.Logger
-}
-
 // BuildIndexContext returns the block that delivers the MEMORY.md index
 // with the first user message: a <system-reminder> holding a line that
 // marks what follows as the user's standing context, then for each index
@@ -33,7 +21,10 @@ type IndexContextRequest struct {
 // the warning when it was cut). An index that is missing, empty or
 // refused gives no part; with none, the result is "" and the host sends
 // nothing. Send it as a meta block (llm.MetaBlock) before the user's text.
-func BuildIndexContext(ctx context.Context, fsys afero.Fs, req IndexContextRequest) (string, error) {
+// It is LoadMemoryPrompt's MemoryPrompt.IndexContext for the same request
+// without building the prompt: it reads AutoDir, TeamActive (the team
+// index too, unless DailyLog), IndexLimits and Logger.
+func BuildIndexContext(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -41,7 +32,7 @@ func BuildIndexContext(ctx context.Context, fsys afero.Fs, req IndexContextReque
 		return "", ErrNoMemoryDir
 	}
 	dirs := []string{req.AutoDir}
-	if req.Team {
+	if req.TeamActive && !req.DailyLog {
 		dirs = append(dirs, TeamMemPath(req.AutoDir))
 	}
 	var parts []string

@@ -22,10 +22,10 @@ import (
 
 // Default scan limits.
 const (
-	// MaxMemoryFiles is how many headers a scan keeps, newest first.
-	MaxMemoryFiles = 200
-	// FrontmatterMaxLines is how many lines of each file a scan reads.
-	FrontmatterMaxLines = 30
+	// maxMemoryFiles is how many headers a scan keeps, newest first.
+	maxMemoryFiles = 200
+	// frontmatterMaxLines is how many lines of each file a scan reads.
+	frontmatterMaxLines = 30
 	// maxHeaderBytes bounds the bytes read per file, whatever its lines.
 	maxHeaderBytes = 16 << 10
 )
@@ -67,10 +67,10 @@ type ScanOptions struct {
 // gives an error.
 func ScanMemoryFiles(ctx context.Context, fsys afero.Fs, dir string, opts ScanOptions) ([]MemoryHeader, error) {
 	if opts.MaxFiles <= 0 {
-		opts.MaxFiles = MaxMemoryFiles
+		opts.MaxFiles = maxMemoryFiles
 	}
 	if opts.HeaderLines <= 0 {
-		opts.HeaderLines = FrontmatterMaxLines
+		opts.HeaderLines = frontmatterMaxLines
 	}
 	files, err := memoryFiles(ctx, fsys, filepath.Clean(dir))
 	switch {

@@ -227,20 +227,20 @@ func (m *Model) params(req llm.Request) (sdk.MessageNewParams, error) {
 	return p, nil
 }
 
-// MemoryToolType is the provider-defined memory tool's type.
-const MemoryToolType = "memory_20250818"
+// memoryToolType is the provider-defined memory tool's type.
+const memoryToolType = "memory_20250818"
 
 // providerTool maps a provider-defined tool by its type; the API fixes
 // its name.
 func providerTool(t llm.ToolSpec) (sdk.ToolUnionParam, error) {
 	switch t.Type {
-	case MemoryToolType:
+	case memoryToolType:
 		if t.Name != "" && t.Name != "memory" {
 			return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: the %s tool is named \"memory\", not %q", t.Type, t.Name)
 		}
 		return sdk.ToolUnionParam{OfMemoryTool20250818: &sdk.MemoryTool20250818Param{}}, nil
 	}
-	return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: unknown provider tool type %q (known: %s)", t.Type, MemoryToolType)
+	return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: unknown provider tool type %q (known: %s)", t.Type, memoryToolType)
 }
 
 // toolParam maps a JSON Schema object to the SDK's tool input schema.
