@@ -233,7 +233,7 @@ func (s *Stage) removeCopy() error {
 func snapshotTree(ctx context.Context, fsys afero.Fs, root string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := fswalk.Walk(ctx, fsys, root, func(e fswalk.Entry) error {
-		if !e.Type.IsRegular() || memdir.IsHiddenPath(e.Rel) {
+		if !e.Type.IsRegular() || fswalk.Hidden(e.Rel) {
 			return nil
 		}
 		data, err := afero.ReadFile(fsys, e.Abs)

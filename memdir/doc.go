@@ -17,7 +17,7 @@
 //     default), ValidateMemoryPath, SanitizePath, FindCanonicalGitRoot
 //     (worktrees share one directory), AgentMemoryDir, DailyLogPath,
 //     TeamMemPath.
-//   - The index: TruncateEntrypointContent and IndexLimits.
+//   - The index: IndexLimits (Truncate: the index as a prompt holds it).
 //   - Memory files: ParseFrontmatter, FormatMemoryFile, and Dir.Save, which
 //     writes a topic file and its index pointer atomically; Dir.Delete
 //     removes one with its pointers; Dir.EnsurePointer, RemovePointers and

@@ -51,11 +51,6 @@ func (l IndexLimits) withDefaults() IndexLimits {
 	return l
 }
 
-// TruncateEntrypointContent prepares a MEMORY.md index for a prompt with the
-// default limits. See IndexLimits.Truncate.
-func TruncateEntrypointContent(raw string) EntrypointTruncation {
-	return IndexLimits{}.Truncate(raw)
-}
 
 // Truncate trims raw and, when it has more lines or more UTF-16 units than
 // the limits allow, keeps the first MaxLines lines, then cuts what is still

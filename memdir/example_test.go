@@ -82,12 +82,12 @@ func ExampleDailyLogPath() {
 	// /m/logs/2026/03/2026-03-05.md
 }
 
-func ExampleTruncateEntrypointContent() {
+func ExampleIndexLimits_Truncate_defaults() {
 	var index strings.Builder
 	for i := 0; i < 250; i++ {
 		fmt.Fprintf(&index, "- [Topic %d](topic_%d.md) — hook\n", i, i)
 	}
-	t := memdir.TruncateEntrypointContent(index.String())
+	t := memdir.IndexLimits{}.Truncate(index.String())
 	fmt.Println(t.LineCount, t.WasLineTruncated, t.WasByteTruncated)
 	fmt.Println(strings.Count(t.Content, "\n- [Topic"))
 	// Output:

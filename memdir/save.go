@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
@@ -321,7 +322,7 @@ func memoryFileName(m Memory) (string, error) {
 	case path.Base(file) == EntrypointName:
 		return "", invalidMemory("%s is the index, not a memory file", EntrypointName)
 	}
-	if IsHiddenPath(file) {
+	if fswalk.Hidden(file) {
 		return "", invalidMemory("file path segments must not start with a dot")
 	}
 	return file, nil

@@ -208,14 +208,7 @@ func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string, seen *
 // other than MEMORY.md, with no hidden ("."-prefixed) folder or name on
 // its way (.team-conflicts/ and .team-sync/ hold no memories).
 func IsMemoryFile(rel string, typ fs.FileMode) bool {
-	return typ.IsRegular() && strings.HasSuffix(rel, ".md") && path.Base(rel) != EntrypointName && !IsHiddenPath(rel)
-}
-
-// IsHiddenPath reports whether a "/"-separated relative path has a hidden
-// ("."-prefixed) folder or name on its way: such paths hold sync state,
-// conflict copies, locks and staged copies, never memories.
-func IsHiddenPath(rel string) bool {
-	return strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.")
+	return typ.IsRegular() && strings.HasSuffix(rel, ".md") && path.Base(rel) != EntrypointName && !fswalk.Hidden(rel)
 }
 
 // headerReader reads file headers for one worker, keeping the best max.

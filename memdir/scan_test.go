@@ -259,7 +259,7 @@ func TestIsHiddenPath(t *testing.T) {
 		"a.md": false, "team/a.md": false, "a.b/c.md": false,
 		".MEMORY.md.lock": true, ".team-sync/x.json": true, "notes/.draft.md": true, "x/.y/z.md": true,
 	} {
-		assert.Equal(t, want, IsHiddenPath(rel), rel)
+		assert.Equal(t, want, fswalk.Hidden(rel), rel)
 	}
 }
 

@@ -262,7 +262,7 @@ func (c *corpus) walk(ctx context.Context) ([]statFile, []string, error) {
 	var out []statFile
 	dirs := []string{c.dir}
 	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
-		if e.Type.IsDir() && !memdir.IsHiddenPath(e.Rel) {
+		if e.Type.IsDir() && !fswalk.Hidden(e.Rel) {
 			dirs = append(dirs, e.Abs)
 		}
 		if !memdir.IsMemoryFile(e.Rel, e.Type) {

@@ -104,9 +104,9 @@ func CheckShared(name, text string) error {
 // Blocking returns every finding that blocks a write of text under
 // opts, in text order.
 func Blocking(text string, opts Options) []Finding {
-	out := Invisible(text)
+	out := findInvisible(text)
 	if opts.Index {
-		out = append(out, IndexLinks(text)...)
+		out = append(out, findIndexLinks(text)...)
 	}
 	if opts.Shared {
 		out = append(out, injection(text, false)...)
@@ -118,9 +118,9 @@ func Blocking(text string, opts Options) []Finding {
 // ScanAll returns every finding of every screen, low confidence
 // included, in text order; index links only when index is set.
 func ScanAll(text string, index bool) []Finding {
-	out := append(Invisible(text), Injection(text)...)
+	out := append(findInvisible(text), findInjection(text)...)
 	if index {
-		out = append(out, IndexLinks(text)...)
+		out = append(out, findIndexLinks(text)...)
 	}
 	sortFindings(out)
 	return out

@@ -576,7 +576,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 		}
 		name := path.Base(e.Rel)
 		ext := path.Ext(name)
-		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || memdir.IsHiddenPath(e.Rel) {
+		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || fswalk.Hidden(e.Rel) {
 			continue
 		}
 		info, err := c.cfg.fs.Stat(e.Abs)
