@@ -51,7 +51,6 @@ func (l IndexLimits) withDefaults() IndexLimits {
 	return l
 }
 
-
 // Truncate trims raw and, when it has more lines or more UTF-16 units than
 // the limits allow, keeps the first MaxLines lines, then cuts what is still
 // over MaxBytes at the last newline at or before unit MaxBytes (or, with no
