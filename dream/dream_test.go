@@ -113,15 +113,15 @@ func TestGatesInOrder(t *testing.T) {
 		{name: "remote", cfg: func(c *Options) { c.Remote = true }, want: StopRemote},
 		{name: "auto memory off", cfg: func(c *Options) { c.AutoMemoryOff = true }, want: StopAutoMemoryOff},
 		{name: "too soon", want: StopTooSoon, before: func(d *Dreamer) {
-			require.NoError(t, afero.WriteFile(d.cfg.dir.FS(), d.lock.Path(), nil, 0o644))
+			require.NoError(t, afero.WriteFile(d.dir.FS(), d.lock.Path(), nil, 0o644))
 			at := now0.Add(-23 * time.Hour)
-			require.NoError(t, d.cfg.dir.FS().Chtimes(d.lock.Path(), at, at))
+			require.NoError(t, d.dir.FS().Chtimes(d.lock.Path(), at, at))
 		}},
 		{name: "few sessions", fsys: func() afero.Fs { return tree(t, 4, now0.Add(-time.Hour)) }, want: StopFewSessions},
 		{name: "locked", want: StopLocked, before: func(d *Dreamer) {
-			require.NoError(t, afero.WriteFile(d.cfg.dir.FS(), d.lock.Path(), []byte("777"), 0o644))
+			require.NoError(t, afero.WriteFile(d.dir.FS(), d.lock.Path(), []byte("777"), 0o644))
 			at := now0.Add(-25 * time.Hour)
-			require.NoError(t, d.cfg.dir.FS().Chtimes(d.lock.Path(), at, at))
+			require.NoError(t, d.dir.FS().Chtimes(d.lock.Path(), at, at))
 			d.cfg.MinHours = 24
 			d.lock.opts.StaleAfter = 48 * time.Hour // the holder is recent enough to count
 		}},
@@ -350,9 +350,9 @@ func mustDir(t *testing.T, fsys afero.Fs, dir string) *memdir.Dir {
 func TestMinHoursDefaultsUnlessFinitePositive(t *testing.T) {
 	clock := &testClock{now: now0}
 	lockAt := func(d *Dreamer, age time.Duration) {
-		require.NoError(t, afero.WriteFile(d.cfg.dir.FS(), d.lock.Path(), nil, 0o644))
+		require.NoError(t, afero.WriteFile(d.dir.FS(), d.lock.Path(), nil, 0o644))
 		at := now0.Add(-age)
-		require.NoError(t, d.cfg.dir.FS().Chtimes(d.lock.Path(), at, at))
+		require.NoError(t, d.dir.FS().Chtimes(d.lock.Path(), at, at))
 	}
 	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
 		t.Run(fmt.Sprint(bad), func(t *testing.T) {

@@ -75,11 +75,10 @@ type Event struct {
 	Checkpoint string
 }
 
-// Options configures a Summarizer. Fs, ConfigHome, Cwd, SessionID and Model
-// are required; every numeric option counts only when positive.
+// Options configures a Summarizer (New takes the filesystem and the
+// model). ConfigHome, Cwd and SessionID are required; every numeric
+// option counts only when positive.
 type Options struct {
-	fs    afero.Fs
-	model llm.Model
 	// ConfigHome, Cwd and SessionID place the summary file (SummaryPath).
 	ConfigHome string
 	Cwd        string
@@ -134,10 +133,12 @@ type Observation struct {
 // Summarizer keeps one session's summary file up to date. Safe for
 // concurrent use; Close stops it and waits.
 type Summarizer struct {
-	cfg  Options
-	path string
-	log  *slog.Logger
-	jobs *jobs.Runner // one update at a time
+	fs    afero.Fs
+	model llm.Model
+	cfg   Options
+	path  string
+	log   *slog.Logger
+	jobs  *jobs.Runner // one update at a time
 
 	mu          sync.Mutex
 	initialized bool
@@ -156,7 +157,6 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 	if fsys == nil || model == nil || cfg.ConfigHome == "" || cfg.Cwd == "" || cfg.SessionID == "" {
 		return nil, ErrMissingConfig
 	}
-	cfg.fs, cfg.model = fsys, model
 	if !transcript.IsSessionID(cfg.SessionID) {
 		return nil, fmt.Errorf("sessionmem: %w", transcript.ErrInvalidSessionID)
 	}
@@ -193,7 +193,7 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Summarizer{cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
+	return &Summarizer{fs: fsys, model: model, cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
 }
 
 // SummaryPath returns
@@ -295,7 +295,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 	// template, the model's edits) records the file's version under the
 	// write's lock, so a rewind puts back exactly what the update
 	// replaced, and removes a summary this update created.
-	dir, err := memdir.NewDir(t.cfg.fs, filepath.Dir(t.path), memdir.DirOptions{})
+	dir, err := memdir.NewDir(t.fs, filepath.Dir(t.path), memdir.DirOptions{})
 	if err != nil {
 		return llm.Result{}, checkpoint, err
 	}
@@ -303,7 +303,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 	if err := t.ensureFile(ctx, dir); err != nil {
 		return llm.Result{}, checkpoint, err
 	}
-	notes, err := afero.ReadFile(t.cfg.fs, t.path)
+	notes, err := afero.ReadFile(t.fs, t.path)
 	if err != nil {
 		return llm.Result{}, checkpoint, err
 	}
@@ -318,7 +318,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 	prompt := fill(t.cfg.UpdatePrompt, t.path, string(notes)) +
 		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
 		"\nThe new part of the conversation:\n\n" + llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: 40 << 10})
-	res, err := llm.RunAgent(ctx, t.cfg.model, llm.Task{
+	res, err := llm.RunAgent(ctx, t.model, llm.Task{
 		Purpose: llm.PurposeSessionMemory,
 		System:  "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
 		Prompt:  prompt,
@@ -337,7 +337,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 // ensureFile creates the summary from the template: the directory with
 // mode 0700, the file exclusively with mode 0600.
 func (t *Summarizer) ensureFile(ctx context.Context, dir *memdir.Dir) error {
-	if err := t.cfg.fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+	if err := t.fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return fmt.Errorf("sessionmem: create the summary directory: %w", err)
 	}
 	_, err := dir.Gate().UpdateFile(ctx, t.path, func(_ []byte, exists bool) ([]byte, error) {
@@ -381,7 +381,7 @@ func (t *Summarizer) WaitForUpdate(ctx context.Context) bool {
 
 // Summary returns the summary's content ("" when it does not exist yet).
 func (t *Summarizer) Summary() (string, error) {
-	data, err := afero.ReadFile(t.cfg.fs, t.path)
+	data, err := afero.ReadFile(t.fs, t.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
