@@ -62,7 +62,7 @@ type Options struct {
 	// DeleteMode is DeleteCorroborate (default), DeleteImmediate or
 	// DeleteNever.
 	DeleteMode string
-	// AllowMassDelete lets a round delete more than MassDeleteThreshold
+	// AllowMassDelete lets a round delete more than max(50, 10 %) of the tracked
 	// memories on one side.
 	AllowMassDelete bool
 	// Retries is how often a network error, a 429 or a 5xx is retried,
@@ -183,7 +183,7 @@ func (s Skip) Refused() bool {
 }
 
 // MassDeleteHold reports deletions held back on one side ("local" or
-// "store"): more than MassDeleteThreshold at once. They stay tracked and
+// "store"): more than max(50, 10 %) of the tracked memories at once. They stay tracked and
 // are held again next round until confirmed (Options.AllowMassDelete) or
 // the files come back.
 type MassDeleteHold struct {
@@ -193,9 +193,9 @@ type MassDeleteHold struct {
 	Threshold int
 }
 
-// MassDeleteThreshold is the most deletions one round makes on one side
+// massDeleteThreshold is the most deletions one round makes on one side
 // without confirmation: max(50, 10 % of the tracked memories).
-func MassDeleteThreshold(tracked int) int { return max(50, tracked/10) }
+func massDeleteThreshold(tracked int) int { return max(50, tracked/10) }
 
 // Result says what a round did. Paths are store paths ("/deploy.md").
 type Result struct {
@@ -539,7 +539,7 @@ func (c *Client) corroborated(b *basis, p string, now time.Time, res *Result) bo
 
 // hold reports whether one side's deletions are held.
 func (c *Client) hold(res *Result, side string, paths []string, tracked int) bool {
-	limit := MassDeleteThreshold(tracked)
+	limit := massDeleteThreshold(tracked)
 	if len(paths) <= limit || c.cfg.AllowMassDelete {
 		return false
 	}
