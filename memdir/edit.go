@@ -38,14 +38,6 @@ func (in toolInput) edits() ([]edits.Edit, bool) {
 // NotebookEdit's new_source, and for Edit and MultiEdit the file as the
 // edits would leave it (read through fsys) or, when they do not apply,
 // every new string on its own.
-func writtenTexts(fsys afero.Fs, abs string, call llm.ToolCall) []string {
-	in, err := decodeCall(call)
-	if err != nil {
-		return nil
-	}
-	return in.writtenTexts(fsys, abs)
-}
-
 func (in toolInput) writtenTexts(fsys afero.Fs, abs string) []string {
 	if c, ok := in["content"].(string); ok {
 		return []string{c}

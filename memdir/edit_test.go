@@ -15,9 +15,14 @@ import (
 	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
-// writtenTexts is what a guard scans: the file as the call would leave
-// it, so a secret split over two edits is seen whole.
+// writtenTexts is what CheckToolCall scans: the file as the call would
+// leave it, so a secret split over two edits is seen whole.
 func TestWrittenTexts(t *testing.T) {
+	writtenTexts := func(fsys afero.Fs, abs string, call llm.ToolCall) []string {
+		in, err := decodeCall(call)
+		require.NoError(t, err)
+		return in.writtenTexts(fsys, abs)
+	}
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(fsys, "/m/a.md", []byte("one two three"), 0o644))
 	call := func(name string, input map[string]any) llm.ToolCall {
