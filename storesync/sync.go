@@ -62,8 +62,8 @@ type Options struct {
 	// DeleteMode is DeleteCorroborate (default), DeleteImmediate or
 	// DeleteNever.
 	DeleteMode string
-	// AllowMassDelete lets a round delete more than max(50, 10 %) of the tracked
-	// memories on one side.
+	// AllowMassDelete lets a round delete more than max(50, 10 %) of the
+	// tracked memories on one side.
 	AllowMassDelete bool
 	// Retries is how often a network error, a 429 or a 5xx is retried,
 	// honouring Retry-After (default 3; negative: none).
@@ -183,9 +183,9 @@ func (s Skip) Refused() bool {
 }
 
 // MassDeleteHold reports deletions held back on one side ("local" or
-// "store"): more than max(50, 10 %) of the tracked memories at once. They stay tracked and
-// are held again next round until confirmed (Options.AllowMassDelete) or
-// the files come back.
+// "store"): more than max(50, 10 %) of the tracked memories at once.
+// They stay tracked and are held again next round until confirmed
+// (Options.AllowMassDelete) or the files come back.
 type MassDeleteHold struct {
 	Side      string
 	Paths     []string
