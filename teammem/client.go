@@ -63,11 +63,8 @@ type ClientOptions struct {
 	// Path is the endpoint below BaseURL (default wire.DefaultSyncPath).
 	Path string
 	// Repo is "owner/name".
-	Repo    string
-	Token   string
-	fs      afero.Fs
-	teamDir string
-	scanner *secrets.Scanner // the team directory's
+	Repo  string
+	Token string
 	// HTTP sends requests (default an http.Client with a 30 s timeout).
 	HTTP HTTPDoer
 	// MaxRetries on network errors, timeouts, 429 and 5xx (default 3).
@@ -308,9 +305,12 @@ func (e *SyncError) Permanent() bool {
 // Client syncs one team directory with the server. Safe for concurrent
 // use, but calls sharing one SyncState must not overlap.
 type Client struct {
-	cfg   ClientOptions
-	gate  *memdir.WriteGate // writes into the team directory
-	aside *memdir.WriteGate // writes conflict copies beside it
+	fs      afero.Fs
+	teamDir string           // cleaned
+	scanner *secrets.Scanner // the team directory's
+	cfg     ClientOptions
+	gate    *memdir.WriteGate // writes into the team directory
+	aside   *memdir.WriteGate // writes conflict copies beside it
 	// defaultHTTP is the client made when the config gave none.
 	defaultHTTP *http.Client
 	// replyCap bounds a reply's size: defaultReplyCap until the server's
@@ -338,7 +338,6 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		return nil, errors.New("teammem: NewClient needs the team directory (a memdir.Dir: its filesystem and path)")
 	}
 	fsys, teamDir := team.FS(), team.Path()
-	cfg.fs, cfg.teamDir = fsys, teamDir
 	switch {
 	case cfg.Token == "":
 		return nil, ErrNoToken
@@ -375,18 +374,16 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
-	cfg.scanner = team.Scanner()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg.teamDir = filepath.Clean(cfg.teamDir)
 	endpoint := strings.TrimRight(cfg.BaseURL, "/") + cfg.Path + "?repo=" + url.QueryEscape(cfg.Repo)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	team = team.WithHistory(cfg.History)
-	c := &Client{cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
+	c := &Client{fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
 	if cfg.MaxReplyBytes <= 0 {
 		cfg.MaxReplyBytes = defaultReplyCap
 	}
@@ -552,7 +549,7 @@ func underDirs(key string, dirs []string) bool {
 func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, skipDirs []string, err error) {
 	var paths []fswalk.Entry
 	var manifests []string
-	err = fswalk.Walk(ctx, c.cfg.fs, c.cfg.teamDir, func(e fswalk.Entry) error {
+	err = fswalk.Walk(ctx, c.fs, c.teamDir, func(e fswalk.Entry) error {
 		if path.Base(e.Rel) == memdir.StoreManifestName && !e.Type.IsDir() {
 			manifests = append(manifests, path.Dir(e.Rel))
 		}
@@ -579,7 +576,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || fswalk.Hidden(e.Rel) {
 			continue
 		}
-		info, err := c.cfg.fs.Stat(e.Abs)
+		info, err := c.fs.Stat(e.Abs)
 		if err != nil {
 			if isMissingOrDenied(err) {
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
@@ -601,7 +598,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipNotNFC})
 			continue
 		}
-		data, err := afero.ReadFile(c.cfg.fs, e.Abs)
+		data, err := afero.ReadFile(c.fs, e.Abs)
 		if err != nil {
 			if isMissingOrDenied(err) {
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
@@ -629,7 +626,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipScreened, RuleID: se.RuleID, Label: se.Error()})
 			continue
 		}
-		if m, ok := c.cfg.scanner.First(string(data)); ok {
+		if m, ok := c.scanner.First(string(data)); ok {
 			c.log.Warn("teammem: file skipped: it contains a secret", "event", "teammem_secret_skipped", "rule", m.RuleID)
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "secret", RuleID: m.RuleID, Label: m.Label})
 			continue
