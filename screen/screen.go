@@ -78,7 +78,8 @@ type Options struct {
 	// Shared refuses high-confidence injections too: the write is headed
 	// for memory that others read.
 	Shared bool
-	// Index screens the text as an index (MEMORY.md): IndexLinks.
+	// Index screens the text as an index (MEMORY.md) too: one link per
+	// pointer line, inside the index's own directory.
 	Index bool
 }
 
