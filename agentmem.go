@@ -414,7 +414,7 @@ func (m *Memory) build(model llm.Model) error {
 	}
 	team := memdir.TeamMemPath(m.dir)
 	if m.on(Recall) {
-		if m.finder, err = recall.NewFinder(m.fs, m.dir, recall.FinderOptions{Logger: m.log, Embedder: m.opts.Embedder,
+		if m.finder, err = recall.NewFinder(m.memDir, recall.FinderOptions{Logger: m.log, Embedder: m.opts.Embedder,
 			Observer: func(e recall.Event) { m.observe(Event{Layer: LayerRecall, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}
@@ -669,8 +669,8 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	}
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
 		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
-		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), PromptOptions: memdir.PromptOptions{Logger: m.log,
-			TeamAuthors: teammem.Attributions(m.fs, memdir.TeamMemPath(m.autoDir()))}})
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), Logger: m.log,
+		TeamAuthors: teammem.Attributions(m.fs, memdir.TeamMemPath(m.autoDir()))})
 	if err != nil {
 		return "", err
 	}
@@ -724,7 +724,7 @@ func (m *Memory) indexContext(ctx context.Context) string {
 	if sent {
 		return ""
 	}
-	block, err := memdir.BuildIndexContext(ctx, m.fs, memdir.IndexContextRequest{AutoDir: m.autoDir(), Team: m.teamActive(), Logger: m.log})
+	block, err := memdir.BuildIndexContext(ctx, m.fs, memdir.LoadPromptRequest{AutoDir: m.autoDir(), TeamActive: m.teamActive(), Logger: m.log})
 	if err != nil {
 		m.log.WarnContext(ctx, "agentmem: the memory index could not be loaded", "error", err)
 	}

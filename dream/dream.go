@@ -21,12 +21,12 @@ import (
 
 // Defaults.
 const (
-	DefaultMinHours     = 24
-	DefaultMinSessions  = 5
-	DefaultScanThrottle = 10 * time.Minute
-	// DefaultMaxTurns bounds a consolidation run: it reads and rewrites
+	defaultMinHours     = 24
+	defaultMinSessions  = 5
+	defaultScanThrottle = 10 * time.Minute
+	// defaultMaxTurns bounds a consolidation run: it reads and rewrites
 	// several files, so it needs more turns than an extraction.
-	DefaultMaxTurns = 30
+	defaultMaxTurns = 30
 )
 
 // Reasons a run did not happen, in gate order.
@@ -45,8 +45,6 @@ const (
 // OriginalCwd, are required; the zero value of the rest means the
 // defaults.
 type Options struct {
-	dir   *memdir.Dir
-	model llm.Model
 	// ConfigHome and OriginalCwd locate Claude Code's session transcripts
 	// (<ConfigHome>/projects/<SanitizePath(OriginalCwd)>/*.jsonl), the
 	// default Transcripts.
@@ -60,13 +58,15 @@ type Options struct {
 	SessionID string
 	// Gate 1: any of these stops every run.
 	Disabled, DailyLog, Remote, AutoMemoryOff bool
-	// MinHours since the last consolidation (used when finite and > 0).
+	// MinHours since the last consolidation (used when finite and > 0;
+	// default 24).
 	MinHours float64
-	// MinSessions touched since then (used when > 0).
+	// MinSessions touched since then (used when > 0; default 5).
 	MinSessions int
 	// ScanThrottle spaces the session scans (default 10 min).
 	ScanThrottle time.Duration
-	MaxTurns     int
+	// MaxTurns bounds a run (default 30).
+	MaxTurns int
 	// Lock tunes the consolidation lock (PID, liveness, clock, staleness).
 	Lock LockOptions
 	// Now is the clock (default time.Now); also used by the lock unless
@@ -104,9 +104,11 @@ type Outcome struct {
 // Dreamer decides when to consolidate a memory directory and runs the
 // consolidation. Safe for concurrent use; runs are serialised by the lock.
 type Dreamer struct {
-	cfg  Options
-	lock *Lock
-	log  *slog.Logger
+	dir   *memdir.Dir
+	model llm.Model
+	cfg   Options
+	lock  *Lock
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	lastScan time.Time
@@ -122,7 +124,6 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 	if dir == nil || model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
 		return nil, ErrMissingConfig
 	}
-	cfg.dir, cfg.model = dir, model
 	if cfg.Transcripts == nil {
 		sessions, _ := transcript.FindProjectDir(dir.FS(), cfg.ConfigHome, cfg.OriginalCwd)
 		store, err := transcript.NewJSONLStore(dir.FS(), sessions, transcript.Options{})
@@ -132,16 +133,16 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 		cfg.Transcripts = store
 	}
 	if math.IsNaN(cfg.MinHours) || math.IsInf(cfg.MinHours, 0) || cfg.MinHours <= 0 {
-		cfg.MinHours = DefaultMinHours
+		cfg.MinHours = defaultMinHours
 	}
 	if cfg.MinSessions <= 0 {
-		cfg.MinSessions = DefaultMinSessions
+		cfg.MinSessions = defaultMinSessions
 	}
 	if cfg.ScanThrottle <= 0 {
-		cfg.ScanThrottle = DefaultScanThrottle
+		cfg.ScanThrottle = defaultScanThrottle
 	}
 	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = DefaultMaxTurns
+		cfg.MaxTurns = defaultMaxTurns
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -153,7 +154,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Dreamer{cfg: cfg, lock: NewLock(dir.FS(), dir.Path(), cfg.Lock), log: log}, nil
+	return &Dreamer{dir: dir, model: model, cfg: cfg, lock: newLock(dir.FS(), dir.Path(), cfg.Lock), log: log}, nil
 }
 
 // Lock returns the Dreamer's consolidation lock.
@@ -298,7 +299,7 @@ func (d *Dreamer) searchTool() llm.Tool {
 // conflicts finds the memories of dir that disagree (the newest
 // memdir.ScanMemoryFiles returns); a failed scan names none.
 func (d *Dreamer) conflicts(ctx context.Context, dir string) []Conflict {
-	headers, err := memdir.ScanMemoryFiles(ctx, d.cfg.dir.FS(), dir, memdir.ScanOptions{})
+	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), dir, memdir.ScanOptions{})
 	if err != nil {
 		return nil
 	}
@@ -309,7 +310,7 @@ func (d *Dreamer) conflicts(ctx context.Context, dir string) []Conflict {
 // directory, or on stage (a copy of it) when stage is not "". It returns
 // the lock's previous time, for a rollback.
 func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Outcome, time.Time) {
-	dir, history := d.cfg.dir.Path(), d.cfg.History
+	dir, history := d.dir.Path(), d.cfg.History
 	if stage != "" {
 		dir, history = stage, nil // the copy needs no undo: rejecting it is the undo
 	}
@@ -335,7 +336,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	// and lock), or a copy of it with the same rules for a stage, and
 	// record each file's version under the write's lock.
 	var tools *memtools.Toolset
-	target := d.cfg.dir
+	target := d.dir
 	if err == nil && stage != "" {
 		target, err = target.WithPath(stage)
 	}
@@ -348,7 +349,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	if err == nil {
 		files := memtools.ExtractPermission(target, readRoots)
 		var res llm.Result
-		res, err = llm.RunAgent(ctx, d.cfg.model, llm.Task{
+		res, err = llm.RunAgent(ctx, d.model, llm.Task{
 			Purpose: llm.PurposeAutoDream,
 			System:  systemPrompt(dir),
 			Prompt:  userPrompt(dir, d.TranscriptDir(), sessions, d.conflicts(ctx, dir)),

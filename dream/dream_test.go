@@ -27,7 +27,7 @@ import (
 // itself with AGENTMEM_LOCK_HELPER set to a memory dir.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("AGENTMEM_LOCK_HELPER"); dir != "" {
-		lock := NewLock(afero.NewOsFs(), dir, LockOptions{})
+		lock := newLock(afero.NewOsFs(), dir, LockOptions{})
 		<-time.After(time.Until(parseStart()))
 		_, err := lock.Acquire()
 		if err == nil {
@@ -113,15 +113,15 @@ func TestGatesInOrder(t *testing.T) {
 		{name: "remote", cfg: func(c *Options) { c.Remote = true }, want: StopRemote},
 		{name: "auto memory off", cfg: func(c *Options) { c.AutoMemoryOff = true }, want: StopAutoMemoryOff},
 		{name: "too soon", want: StopTooSoon, before: func(d *Dreamer) {
-			require.NoError(t, afero.WriteFile(d.cfg.dir.FS(), d.lock.Path(), nil, 0o644))
+			require.NoError(t, afero.WriteFile(d.dir.FS(), d.lock.Path(), nil, 0o644))
 			at := now0.Add(-23 * time.Hour)
-			require.NoError(t, d.cfg.dir.FS().Chtimes(d.lock.Path(), at, at))
+			require.NoError(t, d.dir.FS().Chtimes(d.lock.Path(), at, at))
 		}},
 		{name: "few sessions", fsys: func() afero.Fs { return tree(t, 4, now0.Add(-time.Hour)) }, want: StopFewSessions},
 		{name: "locked", want: StopLocked, before: func(d *Dreamer) {
-			require.NoError(t, afero.WriteFile(d.cfg.dir.FS(), d.lock.Path(), []byte("777"), 0o644))
+			require.NoError(t, afero.WriteFile(d.dir.FS(), d.lock.Path(), []byte("777"), 0o644))
 			at := now0.Add(-25 * time.Hour)
-			require.NoError(t, d.cfg.dir.FS().Chtimes(d.lock.Path(), at, at))
+			require.NoError(t, d.dir.FS().Chtimes(d.lock.Path(), at, at))
 			d.cfg.MinHours = 24
 			d.lock.opts.StaleAfter = 48 * time.Hour // the holder is recent enough to count
 		}},
@@ -242,7 +242,7 @@ func TestLockStaleness(t *testing.T) {
 	clock := &testClock{now: now0}
 	fsys := afero.NewMemMapFs()
 	alive := map[int]bool{777: true}
-	lock := NewLock(fsys, autoDir, LockOptions{PID: 4242, Now: clock.Now, Alive: func(p int) bool { return alive[p] }})
+	lock := newLock(fsys, autoDir, LockOptions{PID: 4242, Now: clock.Now, Alive: func(p int) bool { return alive[p] }})
 	write := func(body string, at time.Time) {
 		require.NoError(t, fsys.MkdirAll(autoDir, 0o755))
 		require.NoError(t, afero.WriteFile(fsys, lock.Path(), []byte(body), 0o644))
@@ -278,7 +278,7 @@ func TestLockTwoGoroutines(t *testing.T) {
 		var wg sync.WaitGroup
 		for pid := 100; pid < 102; pid++ {
 			wg.Go(func() {
-				l := NewLock(fsys, autoDir, LockOptions{PID: pid, Alive: func(int) bool { return true }})
+				l := newLock(fsys, autoDir, LockOptions{PID: pid, Alive: func(int) bool { return true }})
 				_, err := l.Acquire()
 				mu.Lock()
 				defer mu.Unlock()
@@ -345,19 +345,19 @@ func mustDir(t *testing.T, fsys afero.Fs, dir string) *memdir.Dir {
 }
 
 // MinHours is honoured only when finite and > 0; anything else falls back
-// to DefaultMinHours so a bad setting can never make consolidation run on
+// to defaultMinHours so a bad setting can never make consolidation run on
 // every turn (0, negative) or never (NaN, +Inf).
 func TestMinHoursDefaultsUnlessFinitePositive(t *testing.T) {
 	clock := &testClock{now: now0}
 	lockAt := func(d *Dreamer, age time.Duration) {
-		require.NoError(t, afero.WriteFile(d.cfg.dir.FS(), d.lock.Path(), nil, 0o644))
+		require.NoError(t, afero.WriteFile(d.dir.FS(), d.lock.Path(), nil, 0o644))
 		at := now0.Add(-age)
-		require.NoError(t, d.cfg.dir.FS().Chtimes(d.lock.Path(), at, at))
+		require.NoError(t, d.dir.FS().Chtimes(d.lock.Path(), at, at))
 	}
 	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
 		t.Run(fmt.Sprint(bad), func(t *testing.T) {
 			d := newDreamer(t, tree(t, 6, now0.Add(-time.Hour)), llmtest.New(), clock, func(c *Options) { c.MinHours = bad })
-			assert.Equal(t, float64(DefaultMinHours), d.cfg.MinHours)
+			assert.Equal(t, float64(defaultMinHours), d.cfg.MinHours)
 			lockAt(d, 23*time.Hour)
 			assert.Equal(t, StopTooSoon, d.MaybeRun(context.Background()).Stopped)
 		})

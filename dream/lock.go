@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/afero"
 )
 
-// LockFileName is the consolidation lock inside the auto-memory dir. Its
+// lockFileName is the consolidation lock inside the auto-memory dir. Its
 // mtime is the time of the last consolidation; its body is the PID of the
 // process holding it.
-const LockFileName = ".consolidate-lock"
+const lockFileName = ".consolidate-lock"
 
 // Lock errors.
 var (
@@ -27,9 +27,9 @@ var (
 	ErrLostRace = errors.New("dream: lost the race for the consolidation lock")
 )
 
-// DefaultStaleLock is how long a holder's lock counts even when its
+// defaultStaleLock is how long a holder's lock counts even when its
 // process is alive.
-const DefaultStaleLock = time.Hour
+const defaultStaleLock = time.Hour
 
 // claimStale is when a leftover claim file (a crash in the middle of
 // Acquire) is cleared.
@@ -43,7 +43,8 @@ type LockOptions struct {
 	Alive func(pid int) bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// StaleAfter is DefaultStaleLock when zero.
+	// StaleAfter is how long a holder's lock counts even when its
+	// process looks alive (default one hour).
 	StaleAfter time.Duration
 }
 
@@ -57,8 +58,8 @@ type Lock struct {
 	opts LockOptions
 }
 
-// NewLock returns the lock of autoDir.
-func NewLock(fsys afero.Fs, autoDir string, opts LockOptions) *Lock {
+// newLock returns the lock of autoDir.
+func newLock(fsys afero.Fs, autoDir string, opts LockOptions) *Lock {
 	if opts.PID <= 0 {
 		opts.PID = os.Getpid()
 	}
@@ -69,9 +70,9 @@ func NewLock(fsys afero.Fs, autoDir string, opts LockOptions) *Lock {
 		opts.Now = time.Now
 	}
 	if opts.StaleAfter <= 0 {
-		opts.StaleAfter = DefaultStaleLock
+		opts.StaleAfter = defaultStaleLock
 	}
-	return &Lock{fs: fsys, path: filepath.Join(autoDir, LockFileName), opts: opts}
+	return &Lock{fs: fsys, path: filepath.Join(autoDir, lockFileName), opts: opts}
 }
 
 // Path returns the lock file's path.

@@ -88,24 +88,24 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	}
 	dir := opts.Dir
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(d.cfg.dir.Path()), "."+filehistory.CheckpointID(filepath.Base(d.cfg.dir.Path())+"-staged", d.cfg.Now()))
+		dir = filepath.Join(filepath.Dir(d.dir.Path()), "."+filehistory.CheckpointID(filepath.Base(d.dir.Path())+"-staged", d.cfg.Now()))
 	}
 	if !filepath.IsAbs(dir) {
 		return nil, errors.New("dream: the stage directory must be absolute")
 	}
-	if ok, _ := afero.Exists(d.cfg.dir.FS(), dir); ok {
+	if ok, _ := afero.Exists(d.dir.FS(), dir); ok {
 		return nil, fmt.Errorf("dream: the stage directory %s already exists", filepath.Base(dir))
 	}
-	before, err := snapshotTree(ctx, d.cfg.dir.FS(), d.cfg.dir.Path())
+	before, err := snapshotTree(ctx, d.dir.FS(), d.dir.Path())
 	if err != nil {
 		return nil, fmt.Errorf("dream: read the memory directory: %w", err)
 	}
 	for rel, data := range before {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := d.cfg.dir.FS().MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := d.dir.FS().MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, fmt.Errorf("dream: make the stage: %w", err)
 		}
-		if err := afero.WriteFile(d.cfg.dir.FS(), p, data, 0o644); err != nil {
+		if err := afero.WriteFile(d.dir.FS(), p, data, 0o644); err != nil {
 			return nil, fmt.Errorf("dream: make the stage: %w", err)
 		}
 	}
@@ -113,10 +113,10 @@ func (d *Dreamer) ForceStaged(ctx context.Context, opts StageOptions) (*Stage, e
 	out, prev := d.run(ctx, sessions, dir)
 	st.Outcome = d.finish(ctx, out)
 	if !st.Outcome.Ran || st.Outcome.Err != nil {
-		return st, d.cfg.dir.FS().RemoveAll(dir)
+		return st, d.dir.FS().RemoveAll(dir)
 	}
 	st.prevLock, st.stamped = prev, true
-	after, err := snapshotTree(ctx, d.cfg.dir.FS(), dir)
+	after, err := snapshotTree(ctx, d.dir.FS(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("dream: read the stage: %w", err)
 	}
@@ -146,10 +146,10 @@ func (s *Stage) Accept(ctx context.Context) error {
 		return s.removeCopy() // nothing to change: the run still counts
 	}
 	d := s.d
-	gate := d.cfg.dir.Gate()
-	abs := func(c StagedChange) string { return filepath.Join(d.cfg.dir.Path(), filepath.FromSlash(c.Rel)) }
+	gate := d.dir.Gate()
+	abs := func(c StagedChange) string { return filepath.Join(d.dir.Path(), filepath.FromSlash(c.Rel)) }
 	for _, c := range s.Changes {
-		cur, err := afero.ReadFile(d.cfg.dir.FS(), abs(c))
+		cur, err := afero.ReadFile(d.dir.FS(), abs(c))
 		exists := err == nil
 		if (c.Kind == Added) == exists || (exists && !bytes.Equal(cur, c.Before)) {
 			return ErrStageStale
@@ -162,7 +162,7 @@ func (s *Stage) Accept(ctx context.Context) error {
 		}
 		s.Checkpoint = checkpoint
 		// Each write records the file it replaces, under its lock.
-		gate = d.cfg.dir.WithHistory(d.cfg.History).Gate()
+		gate = d.dir.WithHistory(d.cfg.History).Gate()
 	}
 	var applied []StagedChange
 	var err error
@@ -170,10 +170,10 @@ func (s *Stage) Accept(ctx context.Context) error {
 		if c.Kind == Deleted {
 			_, err = gate.Remove(ctx, abs(c))
 		} else {
-			_, err = gate.WriteFile(ctx, abs(c), c.After, modeOf(d.cfg.dir.FS(), abs(c)))
+			_, err = gate.WriteFile(ctx, abs(c), c.After, modeOf(d.dir.FS(), abs(c)))
 		}
 		if err != nil {
-			undo(d.cfg.dir.FS(), gate, abs, applied)
+			undo(d.dir.FS(), gate, abs, applied)
 			return fmt.Errorf("dream: accept %s (nothing applied): %w", c.Rel, err)
 		}
 		applied = append(applied, c)
@@ -223,7 +223,7 @@ func (s *Stage) removeCopy() error {
 	if s.Dir == "" {
 		return nil
 	}
-	err := s.d.cfg.dir.FS().RemoveAll(s.Dir)
+	err := s.d.dir.FS().RemoveAll(s.Dir)
 	s.Dir = ""
 	return err
 }
@@ -233,7 +233,7 @@ func (s *Stage) removeCopy() error {
 func snapshotTree(ctx context.Context, fsys afero.Fs, root string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := fswalk.Walk(ctx, fsys, root, func(e fswalk.Entry) error {
-		if !e.Type.IsRegular() || memdir.IsHiddenPath(e.Rel) {
+		if !e.Type.IsRegular() || fswalk.Hidden(e.Rel) {
 			return nil
 		}
 		data, err := afero.ReadFile(fsys, e.Abs)

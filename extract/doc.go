@@ -9,7 +9,7 @@
 //
 //   - Skips (Event Reason): SkipSubAgent, SkipDisabled, SkipRemote,
 //     SkipNotFinal (the turn ended in a tool call), SkipNoNewMessages,
-//     SkipTooShort (no new user message of MinUserWords words),
+//     SkipTooShort (no new user message of 3 words),
 //     SkipMainAgentWrote (the main agent wrote memory itself; the cursor
 //     moves past it), SkipThrottled (Options.EveryNTurns).
 //   - Cursor: the ID of the last message a successful run covered; a

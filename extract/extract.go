@@ -20,14 +20,14 @@ import (
 
 // Defaults.
 const (
-	// DefaultMaxTurns bounds the extraction agent.
-	DefaultMaxTurns = 5
+	// defaultMaxTurns bounds the extraction agent.
+	defaultMaxTurns = 5
 	// DefaultDrainTimeout is how long Drain waits when its context has no
 	// deadline.
 	DefaultDrainTimeout = 60 * time.Second
-	// MinUserWords is how many words a new user message needs for a turn
+	// minUserWords is how many words a new user message needs for a turn
 	// to be worth extracting from.
-	MinUserWords = 3
+	minUserWords = 3
 )
 
 // Reasons a turn is skipped.
@@ -77,8 +77,6 @@ type Event struct {
 // Options configures an Extractor. The zero value of each field means its
 // default.
 type Options struct {
-	dir   *memdir.Dir
-	model llm.Model
 	// Team tells the prompt that AutoDir/team/ is shared and how to route.
 	Team bool
 	// Disabled and Remote skip every turn (auto memory off; a remote
@@ -129,9 +127,11 @@ type TurnInfo struct {
 // background, after each main-agent turn. Create one per session. It is
 // safe for concurrent use; Close stops it and waits.
 type Extractor struct {
-	cfg  Options
-	log  *slog.Logger
-	jobs *jobs.Runner // one run at a time; a turn during a run is held
+	dir   *memdir.Dir
+	model llm.Model
+	cfg   Options
+	log   *slog.Logger
+	jobs  *jobs.Runner // one run at a time; a turn during a run is held
 
 	mu     sync.Mutex
 	cursor string
@@ -139,7 +139,8 @@ type Extractor struct {
 	closed bool
 }
 
-// ErrMissingConfig is returned by New without Fs, AutoDir or Model.
+// ErrMissingConfig is returned by New without the memory directory or a
+// model.
 var ErrMissingConfig = errors.New("extract: New needs the memory directory (memdir.NewDir) and a model")
 
 // New returns an Extractor that saves memories into dir (the auto-memory
@@ -149,12 +150,11 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Extractor, error) {
 	if dir == nil || model == nil {
 		return nil, ErrMissingConfig
 	}
-	cfg.dir, cfg.model = dir, model
 	if cfg.EveryNTurns <= 0 {
 		cfg.EveryNTurns = 1
 	}
 	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = DefaultMaxTurns
+		cfg.MaxTurns = defaultMaxTurns
 	}
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
@@ -163,7 +163,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Extractor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Extractor{cfg: cfg, log: log, jobs: jobs.New()}, nil
+	return &Extractor{dir: dir, model: model, cfg: cfg, log: log, jobs: jobs.New()}, nil
 }
 
 // Cursor returns the ID of the last message a successful run covered.
@@ -269,7 +269,7 @@ func (e *Extractor) run(ctx context.Context, msgs, fresh []llm.Message, trailing
 
 // extract runs the forked agent over the new messages.
 func (e *Extractor) extract(ctx context.Context, fresh []llm.Message, prefix *llm.Prefix) (files []string, checkpoint string, _ llm.Result, _ error) {
-	headers, err := memdir.ScanMemoryFiles(ctx, e.cfg.dir.FS(), e.cfg.dir.Path(), memdir.ScanOptions{})
+	headers, err := memdir.ScanMemoryFiles(ctx, e.dir.FS(), e.dir.Path(), memdir.ScanOptions{})
 	if err != nil {
 		return nil, "", llm.Result{}, err
 	}
@@ -279,16 +279,16 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message, prefix *ll
 			return nil, "", llm.Result{}, fmt.Errorf("extract: checkpoint before the run: %w", err)
 		}
 	}
-	tools, err := memtools.New(e.cfg.dir.WithHistory(e.cfg.History), memtools.Options{})
+	tools, err := memtools.New(e.dir.WithHistory(e.cfg.History), memtools.Options{})
 	if err != nil {
 		return nil, checkpoint, llm.Result{}, err
 	}
 	task := llm.Task{
 		Purpose:    llm.PurposeExtractMemories,
-		System:     systemPrompt(e.cfg.dir.Path(), e.cfg.Team),
-		Prompt:     userPrompt(e.cfg.dir.Path(), headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
+		System:     systemPrompt(e.dir.Path(), e.cfg.Team),
+		Prompt:     userPrompt(e.dir.Path(), headers, fresh, transcriptBudget{e.cfg.TranscriptBytes, e.cfg.ToolResultBytes}),
 		Tools:      tools.Tools(),
-		Permission: memtools.ExtractPermission(e.cfg.dir, nil),
+		Permission: memtools.ExtractPermission(e.dir, nil),
 		MaxTurns:   e.cfg.MaxTurns,
 	}
 	if prefix != nil {
@@ -296,7 +296,7 @@ func (e *Extractor) extract(ctx context.Context, fresh []llm.Message, prefix *ll
 		task.System = prefix.System
 		task.Tools = forkTools(prefix.Tools, task.Tools)
 	}
-	res, err := llm.RunAgent(ctx, e.cfg.model, task)
+	res, err := llm.RunAgent(ctx, e.model, task)
 	if errors.Is(err, llm.ErrMaxTurns) {
 		err = nil // a run that used all its turns still saved what it wrote
 	}
@@ -362,7 +362,7 @@ func endsWithFinalAnswer(msgs []llm.Message) bool {
 
 func hasSubstantialUserMessage(msgs []llm.Message) bool {
 	for _, m := range msgs {
-		if m.Role == llm.RoleUser && len(strings.Fields(m.Text())) >= MinUserWords {
+		if m.Role == llm.RoleUser && len(strings.Fields(m.Text())) >= minUserWords {
 			return true
 		}
 	}
@@ -372,7 +372,7 @@ func hasSubstantialUserMessage(msgs []llm.Message) bool {
 // mainAgentWroteMemory reports whether an assistant message wrote or
 // edited a file inside the auto-memory directory.
 func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
-	prefix := e.cfg.dir.Path() + string(filepath.Separator)
+	prefix := e.dir.Path() + string(filepath.Separator)
 	for _, m := range msgs {
 		if m.Role != llm.RoleAssistant {
 			continue

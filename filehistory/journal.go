@@ -15,9 +15,9 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 )
 
-// JournalName is the file in a session's backup directory that Open keeps
+// journalName is the file in a session's backup directory that Open keeps
 // the snapshot lines in.
-const JournalName = "snapshots.jsonl"
+const journalName = "snapshots.jsonl"
 
 // Open returns the Tracker of a session whose snapshots live in a journal
 // file beside its backups (<backup dir>/snapshots.jsonl): what the file
@@ -41,7 +41,7 @@ func Open(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tracker, 
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(t.dir, JournalName)
+	path := filepath.Join(t.dir, journalName)
 	data, err := afero.ReadFile(fsys, path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("filehistory: read journal: %w", err)
@@ -105,7 +105,7 @@ func Sessions(fsys afero.Fs, configHome string) ([]string, error) {
 		if !de.IsDir() {
 			continue
 		}
-		ok, _ := afero.Exists(fsys, filepath.Join(root, de.Name(), JournalName))
+		ok, _ := afero.Exists(fsys, filepath.Join(root, de.Name(), journalName))
 		if !ok {
 			_, ok = claudeTranscript(fsys, configHome, de.Name())
 		}

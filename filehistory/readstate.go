@@ -10,8 +10,8 @@ import (
 
 // Read-state limits (defaults of ReadStateOptions).
 const (
-	MaxReadFiles       = 100
-	MaxReadBytes int64 = 25 << 20
+	maxReadFiles       = 100
+	maxReadBytes int64 = 25 << 20
 )
 
 // Read-before-write refusals.
@@ -76,10 +76,10 @@ type readEntry struct {
 // NewReadState returns an empty read state.
 func NewReadState(opts ReadStateOptions) *ReadState {
 	if opts.MaxFiles <= 0 {
-		opts.MaxFiles = MaxReadFiles
+		opts.MaxFiles = maxReadFiles
 	}
 	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = MaxReadBytes
+		opts.MaxBytes = maxReadBytes
 	}
 	return &ReadState{opts: opts, lru: list.New(), files: map[string]*list.Element{}}
 }

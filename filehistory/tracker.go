@@ -25,8 +25,8 @@ import (
 // MaxSnapshots is the default number of snapshots a Tracker keeps.
 const MaxSnapshots = 100
 
-// EntryType is the transcript entry type of a snapshot line.
-const EntryType = "file-history-snapshot"
+// entryType is the transcript entry type of a snapshot line.
+const entryType = "file-history-snapshot"
 
 // Errors.
 var (
@@ -142,13 +142,13 @@ func (t *Tracker) keepStamp(path string, info fs.FileInfo) {
 
 var historyNameRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
-// BackupDir returns where a session's backups live.
-func BackupDir(configHome, sessionID string) string {
+// backupDir returns where a session's backups live.
+func backupDir(configHome, sessionID string) string {
 	return filepath.Join(configHome, "file-history", sessionID)
 }
 
-// BackupName returns the backup file name of version v of path.
-func BackupName(path string, v int) string {
+// backupName returns the backup file name of version v of path.
+func backupName(path string, v int) string {
 	sum := sha256.Sum256([]byte(path))
 	return hex.EncodeToString(sum[:])[:16] + "@v" + strconv.Itoa(v)
 }
@@ -172,7 +172,7 @@ func NewTracker(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tra
 		opts.Now = time.Now
 	}
 	return &Tracker{
-		fs: fsys, dir: BackupDir(configHome, sessionID), sessionID: sessionID, opts: opts,
+		fs: fsys, dir: backupDir(configHome, sessionID), sessionID: sessionID, opts: opts,
 		first: map[string]Backup{}, latest: map[string]Backup{}, version: map[string]int{}, stamps: map[string]stamp{},
 	}, nil
 }
@@ -270,7 +270,7 @@ func (t *Tracker) TrackEdit(ctx context.Context, path string) error {
 	if t.opts.SnapshotUpdates {
 		return t.journal(ctx, *cur, true)
 	}
-	return t.journalLine(ctx, EncodeDelta(cur.MessageID, path, b))
+	return t.journalLine(ctx, encodeDelta(cur.MessageID, path, b))
 }
 
 // currentVersion returns the newest version of path when the file still
@@ -303,7 +303,7 @@ func (t *Tracker) currentVersion(path string) (Backup, error) {
 		if err := t.fs.MkdirAll(t.dir, 0o700); err != nil {
 			return Backup{}, fmt.Errorf("filehistory: create backup directory: %w", err)
 		}
-		name := BackupName(path, v)
+		name := backupName(path, v)
 		if err := atomicfile.WriteFileNoSync(t.fs, filepath.Join(t.dir, name), data, info.Mode().Perm()); err != nil {
 			return Backup{}, fmt.Errorf("filehistory: write backup: %w", err)
 		}
@@ -430,9 +430,9 @@ type wireEntry struct {
 	IsSnapshotUpdate bool         `json:"isSnapshotUpdate"`
 }
 
-// DeltaEntryType is the line Claude Code 2.1.328 writes when a turn first
+// deltaEntryType is the line Claude Code 2.1.328 writes when a turn first
 // tracks a file: one file added to the prompt's snapshot.
-const DeltaEntryType = "file-history-delta"
+const deltaEntryType = "file-history-delta"
 
 type wireDelta struct {
 	Type              string     `json:"type"`
@@ -443,9 +443,9 @@ type wireDelta struct {
 	Timestamp         string     `json:"timestamp,omitempty"`
 }
 
-// EncodeEntry returns the transcript line for a snapshot (update when it
+// encodeEntry returns the transcript line for a snapshot (update when it
 // changes one already journaled).
-func EncodeEntry(s Snapshot, update bool) []byte {
+func encodeEntry(s Snapshot, update bool) []byte {
 	ws := wireSnapshot{MessageID: s.MessageID, TrackedFileBackups: map[string]wireBackup{}, Timestamp: s.Timestamp.UTC().Format(journalTime)}
 	for p, b := range s.TrackedFileBackups {
 		wb := wireBackup{Version: b.Version, BackupTime: b.BackupTime.UTC().Format(journalTime)}
@@ -455,28 +455,28 @@ func EncodeEntry(s Snapshot, update bool) []byte {
 		}
 		ws.TrackedFileBackups[p] = wb
 	}
-	line, _ := json.Marshal(wireEntry{Type: EntryType, MessageID: s.MessageID, Snapshot: ws, IsSnapshotUpdate: update})
+	line, _ := json.Marshal(wireEntry{Type: entryType, MessageID: s.MessageID, Snapshot: ws, IsSnapshotUpdate: update})
 	return line
 }
 
-// EncodeDelta returns the file-history-delta line that adds path, at
+// encodeDelta returns the file-history-delta line that adds path, at
 // backup b, to the snapshot of messageID. The key is the absolute path,
 // with its parent directory as realParentDir.
-func EncodeDelta(messageID, path string, b Backup) []byte {
+func encodeDelta(messageID, path string, b Backup) []byte {
 	wb := wireBackup{Version: b.Version, BackupTime: b.BackupTime.UTC().Format(journalTime), RealParentDir: filepath.Dir(path)}
 	if b.Existed() {
 		name := b.BackupFileName
 		wb.BackupFileName = &name
 	}
-	line, _ := json.Marshal(wireDelta{Type: DeltaEntryType, MessageID: messageID, SnapshotMessageID: messageID,
+	line, _ := json.Marshal(wireDelta{Type: deltaEntryType, MessageID: messageID, SnapshotMessageID: messageID,
 		TrackingPath: path, Backup: wb, Timestamp: b.BackupTime.UTC().Format(journalTime)})
 	return line
 }
 
-// DecodeEntry parses a snapshot line; ok is false for any other line.
-func DecodeEntry(line []byte) (s Snapshot, update, ok bool) {
+// decodeEntry parses a snapshot line; ok is false for any other line.
+func decodeEntry(line []byte) (s Snapshot, update, ok bool) {
 	var we wireEntry
-	if json.Unmarshal(line, &we) != nil || we.Type != EntryType || we.Snapshot.MessageID == "" {
+	if json.Unmarshal(line, &we) != nil || we.Type != entryType || we.Snapshot.MessageID == "" {
 		return Snapshot{}, false, false
 	}
 	s = Snapshot{MessageID: we.Snapshot.MessageID, TrackedFileBackups: map[string]Backup{}}
@@ -520,7 +520,7 @@ func decodeBackup(key string, wb wireBackup) (string, Backup, bool) {
 // the file and its backup; ok is false for any other line.
 func decodeDelta(line []byte) (snapshotID, path string, b Backup, ok bool) {
 	var wd wireDelta
-	if json.Unmarshal(line, &wd) != nil || wd.Type != DeltaEntryType || wd.SnapshotMessageID == "" {
+	if json.Unmarshal(line, &wd) != nil || wd.Type != deltaEntryType || wd.SnapshotMessageID == "" {
 		return "", "", Backup{}, false
 	}
 	path, b, ok = decodeBackup(wd.TrackingPath, wd.Backup)
@@ -528,7 +528,7 @@ func decodeDelta(line []byte) (snapshotID, path string, b Backup, ok bool) {
 }
 
 func (t *Tracker) journal(ctx context.Context, s Snapshot, update bool) error {
-	return t.journalLine(ctx, EncodeEntry(s, update))
+	return t.journalLine(ctx, encodeEntry(s, update))
 }
 
 // compactFloor is the journal size below which Open's file is never
@@ -569,7 +569,7 @@ func (t *Tracker) journalLine(ctx context.Context, line []byte) error {
 func (t *Tracker) encodeKept() []byte {
 	var buf bytes.Buffer
 	for _, s := range t.snaps {
-		buf.Write(EncodeEntry(s, false))
+		buf.Write(encodeEntry(s, false))
 		buf.WriteByte('\n')
 	}
 	return buf.Bytes()
@@ -587,7 +587,7 @@ func (t *Tracker) Restore(lines [][]byte) {
 		if !bytes.Contains(line, []byte(`"file-history-`)) {
 			continue // most transcript lines: no need to decode them
 		}
-		if bytes.Contains(line, []byte(`"`+DeltaEntryType+`"`)) {
+		if bytes.Contains(line, []byte(`"`+deltaEntryType+`"`)) {
 			if id, p, b, ok := decodeDelta(line); ok {
 				if i := t.find(id); i >= 0 {
 					t.snaps[i].TrackedFileBackups[p] = b
@@ -595,7 +595,7 @@ func (t *Tracker) Restore(lines [][]byte) {
 				continue
 			}
 		}
-		s, update, ok := DecodeEntry(line)
+		s, update, ok := decodeEntry(line)
 		if !ok {
 			continue
 		}

@@ -41,8 +41,8 @@ func TestTokenize(t *testing.T) {
 		}
 		assert.Equal(t, want, got, "%q", in)
 	}
-	assert.Equal(t, []string{"carolin", "fact"}, TokenizeName("Caroline s4 fact 1"), "numbers in titles are not topics")
-	assert.Equal(t, []string{"httpserver", "http", "server", "setup"}, TokenizeName("HTTPServer setup 2"))
+	assert.Equal(t, []string{"carolin", "fact"}, tokenizeName("Caroline s4 fact 1"), "numbers in titles are not topics")
+	assert.Equal(t, []string{"httpserver", "http", "server", "setup"}, tokenizeName("HTTPServer setup 2"))
 }
 
 func docs() []Document {

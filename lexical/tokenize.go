@@ -29,10 +29,10 @@ func Tokenize(text string) []string {
 	return appendTokens(nil, text, false, nil)
 }
 
-// TokenizeName is Tokenize for a short title: numbers and one-letter
+// tokenizeName is Tokenize for a short title: numbers and one-letter
 // words are dropped as well, since titles such as "Caroline s4 fact 1"
 // number things rather than name a topic.
-func TokenizeName(text string) []string {
+func tokenizeName(text string) []string {
 	return appendTokens(nil, text, true, nil)
 }
 
@@ -241,7 +241,7 @@ type Subject struct {
 
 // SubjectOf returns the Subject of a memory with name and description.
 func SubjectOf(name, description string) Subject {
-	return subjectOf(TokenizeName(name), Tokenize(description))
+	return subjectOf(tokenizeName(name), Tokenize(description))
 }
 
 // subjectOf builds a Subject from the name's and the description's terms
@@ -254,12 +254,12 @@ func subjectOf(name, description []string) Subject {
 	return Subject{Name: slices.Compact(n), Terms: slices.Compact(terms)}
 }
 
-// SameSubjectOverlap is the share of terms (Jaccard) two memories must
+// sameSubjectOverlap is the share of terms (Jaccard) two memories must
 // have in common, in their names and in all, to speak of the same thing.
-const SameSubjectOverlap = 0.5
+const sameSubjectOverlap = 0.5
 
 // SameSubject reports whether two memories speak of the same thing with
-// different values: their names share at least SameSubjectOverlap of
+// different values: their names share at least sameSubjectOverlap of
 // their terms (memories of two people or two services are two subjects),
 // and so do their names and descriptions together, but not all of them
 // ("the deploy window is Tuesday", later "the deploy window moved to
@@ -267,12 +267,12 @@ const SameSubjectOverlap = 0.5
 func SameSubject(a, b Subject) bool {
 	if len(a.Name) > 0 && len(b.Name) > 0 {
 		shared, union := overlap(a.Name, b.Name)
-		if float64(shared) < SameSubjectOverlap*float64(union) {
+		if float64(shared) < sameSubjectOverlap*float64(union) {
 			return false
 		}
 	}
 	shared, union := overlap(a.Terms, b.Terms)
-	return union > 0 && shared < union && float64(shared) >= SameSubjectOverlap*float64(union)
+	return union > 0 && shared < union && float64(shared) >= sameSubjectOverlap*float64(union)
 }
 
 // overlap counts the terms two sorted sets share and their union.

@@ -7,8 +7,8 @@ import (
 	"fmt"
 )
 
-// DefaultMaxTurns bounds an agent task when Task.MaxTurns is zero.
-const DefaultMaxTurns = 5
+// defaultMaxTurns bounds an agent task when Task.MaxTurns is zero.
+const defaultMaxTurns = 5
 
 // ErrMaxTurns is returned (with the partial Result) when the model still
 // wanted tools after the last allowed turn.
@@ -75,7 +75,7 @@ type Task struct {
 	Tools  []Tool
 	// Permission decides every call before it runs; nil allows all.
 	Permission PermissionFunc
-	// MaxTurns bounds the model calls (default DefaultMaxTurns).
+	// MaxTurns bounds the model calls (default 5).
 	MaxTurns int
 	// MaxTokens bounds each reply (0: the adapter's default).
 	MaxTokens int
@@ -122,7 +122,7 @@ func RunAgent(ctx context.Context, model Model, task Task) (Result, error) {
 	}
 	maxTurns := task.MaxTurns
 	if maxTurns <= 0 {
-		maxTurns = DefaultMaxTurns
+		maxTurns = defaultMaxTurns
 	}
 	tools := make(map[string]Tool, len(task.Tools))
 	specs := make([]ToolSpec, 0, len(task.Tools))

@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
+	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/memtools"
 	"github.com/agentmem-sdk/agentmem/recall"
@@ -60,7 +61,7 @@ type memoryServer struct {
 	fs     afero.Fs
 	dir    *memdir.Dir
 	finder *recall.Finder
-	tools  *memtools.Toolset
+	grep   llm.Tool // the memory tools' Grep
 	now    func() time.Time
 
 	mu       sync.Mutex
@@ -82,7 +83,7 @@ func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
 		return nil, errors.New("mcpserver: New needs the memory directory (memdir.NewDir)")
 	}
 	fsys := d.FS()
-	finder, err := recall.NewFinder(fsys, d.Path(), recall.FinderOptions{MaxSelected: mcpMaxRecall})
+	finder, err := recall.NewFinder(d, recall.FinderOptions{MaxSelected: mcpMaxRecall})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,8 @@ func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms := &memoryServer{fs: fsys, dir: d, finder: finder, tools: tools, now: time.Now, listed: map[string]bool{}}
+	grep, _ := tools.Tool(memdir.ToolGrep)
+	ms := &memoryServer{fs: fsys, dir: d, finder: finder, grep: grep, now: time.Now, listed: map[string]bool{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentmem", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Long-term memory for this project: Markdown files with a name, a one-line description and a type " +
 			"(user, feedback, project, reference), indexed in MEMORY.md. Call memory_recall with the user's request to find " +
@@ -389,7 +391,7 @@ func (ms *memoryServer) search(ctx context.Context, pattern string) ([]SearchMat
 	if ok, _ := afero.DirExists(ms.fs, ms.dir.Path()); !ok {
 		return nil, false, nil
 	}
-	out, err := ms.tools.GrepTool().Call(ctx, []byte(fmt.Sprintf(`{"pattern":%q,"output_mode":"content","glob":"*.md"}`, pattern)))
+	out, err := ms.grep.Call(ctx, []byte(fmt.Sprintf(`{"pattern":%q,"output_mode":"content","glob":"*.md"}`, pattern)))
 	if err != nil {
 		return nil, false, err
 	}

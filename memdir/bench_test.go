@@ -80,7 +80,7 @@ func benchScan(b *testing.B, name string, n, parallelism int) {
 			start := time.Now()
 			got, err := ScanMemoryFiles(ctx, fsys, dir, ScanOptions{Parallelism: parallelism})
 			scanTime += time.Since(start)
-			if err != nil || len(got) != min(n, MaxMemoryFiles) {
+			if err != nil || len(got) != min(n, maxMemoryFiles) {
 				b.Fatalf("scan: %d headers, %v", len(got), err)
 			}
 			b.StopTimer()
@@ -97,7 +97,7 @@ func benchScan(b *testing.B, name string, n, parallelism int) {
 	})
 }
 
-// BenchmarkBuildCombinedMemoryPrompt builds the combined prompt over two
+// BenchmarkBuildCombinedMemoryPrompt (buildCombinedMemoryPrompt) builds the combined prompt over two
 // full 200-line indexes and 200 team files, and reports the ratio to a
 // floor that only reads both indexes from the same filesystem: on the real
 // disk, where hosts keep memory, and on afero's in-memory filesystem, whose
@@ -136,14 +136,14 @@ func benchCombinedPrompt(b *testing.B, fsys afero.Fs, root string) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	req := CombinedPromptRequest{AutoDir: root + string(filepath.Separator)}
+	req := combinedPromptRequest{AutoDir: root + string(filepath.Separator)}
 	var buildTime, floorTime time.Duration
 	size := 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		out, err := BuildCombinedMemoryPrompt(ctx, fsys, req)
+		out, err := buildCombinedMemoryPrompt(ctx, fsys, req)
 		buildTime += time.Since(start)
 		if err != nil {
 			b.Fatal(err)
@@ -167,7 +167,7 @@ func benchCombinedPrompt(b *testing.B, fsys afero.Fs, root string) {
 }
 
 // out0 builds the prompt once, for a check after the timed loop.
-func out0(fsys afero.Fs, req CombinedPromptRequest) string {
-	out, _ := BuildCombinedMemoryPrompt(context.Background(), fsys, req)
+func out0(fsys afero.Fs, req combinedPromptRequest) string {
+	out, _ := buildCombinedMemoryPrompt(context.Background(), fsys, req)
 	return out
 }

@@ -17,22 +17,24 @@
 //     default), ValidateMemoryPath, SanitizePath, FindCanonicalGitRoot
 //     (worktrees share one directory), AgentMemoryDir, DailyLogPath,
 //     TeamMemPath.
-//   - The index: TruncateEntrypointContent and IndexLimits.
+//   - The index: IndexLimits (Truncate: the index as a prompt holds it).
 //   - Memory files: ParseFrontmatter, FormatMemoryFile, and Dir.Save, which
 //     writes a topic file and its index pointer atomically; Dir.Delete
 //     removes one with its pointers; Dir.EnsurePointer, RemovePointers and
 //     MovePointers keep the index in step with files written, removed or
 //     renamed by other means (CheckFile validates a name as Save does).
-//   - Writing safely: WriteGate, the one check and write path for every
+//   - Writing safely: Dir.Gate, the one check and write path for every
 //     model- or remote-chosen path into memory (CheckPath, CheckContent,
-//     WriteFile, UpdateFile); CheckTeamContainment for teammem's
+//     WriteFile, UpdateFile); Dir.CheckToolCall before a host's own
+//     file-writing tools; CheckTeamContainment for teammem's
 //     validators.
 //   - Finding memories: ScanMemoryFiles and FormatManifest.
-//   - Freshness: MemoryAgeDays, MemoryAge, MemoryFreshnessText,
+//   - Freshness: MemoryAgeDays, MemoryAge,
 //     MemoryFreshnessNote, MemoryHeaderLine.
-//   - The system prompt: LoadMemoryPrompt picks BuildMemoryPrompt,
-//     BuildCombinedMemoryPrompt (private + team), BuildDailyLogPrompt or
-//     none; BuildAgentMemoryPrompt serves sub-agents; EnsureMemoryDir.
+//   - The system prompt: LoadMemoryPrompt picks the single-directory,
+//     lean, combined (private + team) or daily-log prompt, or none
+//     (PromptMode); BuildIndexContext is the index block for the first
+//     user message; BuildAgentMemoryPrompt serves sub-agents.
 //
 // All file access goes through an afero.Fs that the caller passes in
 // (afero.NewOsFs() for the real disk). The package reads no environment

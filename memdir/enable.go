@@ -14,10 +14,10 @@ const (
 	EnvFalse
 )
 
-// ParseEnvBool reads a boolean environment value the way Claude Code does:
+// parseEnvBool reads a boolean environment value the way Claude Code does:
 // trimmed and lower-cased, "1 true yes on" are true, "0 false no off" are
 // false, anything else (including "") is unset.
-func ParseEnvBool(v string) EnvBool {
+func parseEnvBool(v string) EnvBool {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "1", "true", "yes", "on":
 		return EnvTrue
@@ -101,9 +101,9 @@ func DefaultEnvNames() EnvNames {
 // the host's merged settings value, or nil.
 func EnableSettingsFromEnv(getenv func(string) string, names EnvNames, autoMemoryEnabled *bool) EnableSettings {
 	return EnableSettings{
-		DisableAutoMemory: ParseEnvBool(getenv(names.DisableAutoMemory)),
-		Simple:            ParseEnvBool(getenv(names.Simple)),
-		Remote:            ParseEnvBool(getenv(names.Remote)),
+		DisableAutoMemory: parseEnvBool(getenv(names.DisableAutoMemory)),
+		Simple:            parseEnvBool(getenv(names.Simple)),
+		Remote:            parseEnvBool(getenv(names.Remote)),
 		RemoteMemoryDir:   getenv(names.RemoteMemoryDir),
 		AutoMemoryEnabled: autoMemoryEnabled,
 	}

@@ -51,12 +51,6 @@ func (l IndexLimits) withDefaults() IndexLimits {
 	return l
 }
 
-// TruncateEntrypointContent prepares a MEMORY.md index for a prompt with the
-// default limits. See IndexLimits.Truncate.
-func TruncateEntrypointContent(raw string) EntrypointTruncation {
-	return IndexLimits{}.Truncate(raw)
-}
-
 // Truncate trims raw and, when it has more lines or more UTF-16 units than
 // the limits allow, keeps the first MaxLines lines, then cuts what is still
 // over MaxBytes at the last newline at or before unit MaxBytes (or, with no
@@ -98,12 +92,12 @@ func measureIndex(raw string) (trimmed string, lines, units int) {
 	if lines, units, ok := measureClean(trimmed); ok {
 		return trimmed, lines, units
 	}
-	trimmed = strings.TrimFunc(CleanIndexText(raw), isJSSpace)
+	trimmed = strings.TrimFunc(cleanIndexText(raw), isJSSpace)
 	return trimmed, strings.Count(trimmed, "\n") + 1, utf16Len(trimmed)
 }
 
 // measureClean counts the lines and UTF-16 units of s in one pass, and
-// reports false (with no counts) when CleanIndexText would change s.
+// reports false (with no counts) when cleanIndexText would change s.
 func measureClean(s string) (lines, units int, ok bool) {
 	lines = 1
 	for i := 0; i < len(s); {
@@ -154,13 +148,13 @@ func whereCut(trimmed, kept string, total int) string {
 	return strconv.Itoa(total-first+1) + " of " + strconv.Itoa(total) + " lines were cut off, starting at line " + strconv.Itoa(first) + " (\"" + quote + "\")."
 }
 
-// CleanIndexText prepares index text for a prompt as Claude Code does:
+// cleanIndexText prepares index text for a prompt as Claude Code does:
 // CRLF, CR, U+2028 and U+2029 become LF; C0 controls other than TAB and
 // LF, U+007F to U+009F, format, private-use, unassigned and surrogate
 // code points and other default-ignorable ones are dropped, except the
 // joiners U+200C and U+200D and the variation selectors U+FE0E and U+FE0F.
 // Text with none of them is returned as it is.
-func CleanIndexText(s string) string {
+func cleanIndexText(s string) string {
 	if isCleanIndexText(s) {
 		return s
 	}
@@ -173,7 +167,7 @@ func CleanIndexText(s string) string {
 	}, s)
 }
 
-// isCleanIndexText reports whether CleanIndexText would leave s as it
+// isCleanIndexText reports whether cleanIndexText would leave s as it
 // is. ASCII, nearly all of an index, is judged a byte at a time; only
 // other runes consult the Unicode tables.
 func isCleanIndexText(s string) bool {
@@ -199,7 +193,7 @@ func isCleanIndexText(s string) bool {
 	return true
 }
 
-// bmpKept marks the code points below U+10000 that CleanIndexText keeps
+// bmpKept marks the code points below U+10000 that cleanIndexText keeps
 // as they are, so a non-ASCII rune is judged with one lookup; it is built
 // on first use (8 KiB).
 var bmpKept = sync.OnceValue(func() *[0x10000 / 64]uint64 {

@@ -26,14 +26,14 @@ func indexEntry(i int) string { return fmt.Sprintf("- [Topic %d](topic_%d.md) �
 
 func TestTruncateUnderLimits(t *testing.T) {
 	raw := "\n\n  " + lines(200, indexEntry) + "  \n\n"
-	got := TruncateEntrypointContent(raw)
+	got := IndexLimits{}.Truncate(raw)
 	assert.Equal(t, strings.TrimSpace(raw), got.Content)
 	assert.Equal(t, 200, got.LineCount)
 	assert.False(t, got.WasLineTruncated)
 	assert.False(t, got.WasByteTruncated)
 	assert.NotContains(t, got.Content, "NOTE")
 
-	empty := TruncateEntrypointContent(" \n\t ")
+	empty := IndexLimits{}.Truncate(" \n\t ")
 	assert.Equal(t, "", empty.Content)
 	assert.Equal(t, 1, empty.LineCount)
 	assert.Equal(t, 0, empty.ByteCount)
@@ -41,7 +41,7 @@ func TestTruncateUnderLimits(t *testing.T) {
 
 func TestTruncateOnlyLines(t *testing.T) {
 	raw := lines(250, indexEntry)
-	got := TruncateEntrypointContent(raw)
+	got := IndexLimits{}.Truncate(raw)
 	require.True(t, got.WasLineTruncated)
 	assert.False(t, got.WasByteTruncated)
 	assert.Equal(t, 250, got.LineCount)
@@ -56,7 +56,7 @@ func TestTruncateOnlyLines(t *testing.T) {
 func TestTruncateOnlySize(t *testing.T) {
 	long := func(i int) string { return fmt.Sprintf("- [T%d](t%d.md) — %s", i, i, strings.Repeat("x", 300)) }
 	raw := lines(100, long)
-	got := TruncateEntrypointContent(raw)
+	got := IndexLimits{}.Truncate(raw)
 	assert.False(t, got.WasLineTruncated)
 	require.True(t, got.WasByteTruncated)
 	kept, warning, _ := strings.Cut(got.Content, "\n\n")
@@ -71,7 +71,7 @@ func TestTruncateOnlySize(t *testing.T) {
 func TestTruncateBoth(t *testing.T) {
 	long := func(i int) string { return fmt.Sprintf("- [T%d](t%d.md) — %s", i, i, strings.Repeat("y", 200)) }
 	raw := lines(300, long)
-	got := TruncateEntrypointContent(raw)
+	got := IndexLimits{}.Truncate(raw)
 	require.True(t, got.WasLineTruncated)
 	require.True(t, got.WasByteTruncated)
 	kept, warning, _ := strings.Cut(got.Content, "\n\n")
@@ -89,7 +89,7 @@ func TestTruncateLineCutFixesSizeStillFlagged(t *testing.T) {
 		}
 		return strings.Repeat("z", 1000)
 	})
-	got := TruncateEntrypointContent(raw)
+	got := IndexLimits{}.Truncate(raw)
 	assert.True(t, got.WasLineTruncated)
 	assert.True(t, got.WasByteTruncated, "the size flag is judged on the original")
 	kept, _, _ := strings.Cut(got.Content, "\n\n")
@@ -98,7 +98,7 @@ func TestTruncateLineCutFixesSizeStillFlagged(t *testing.T) {
 
 func TestTruncateSingleHugeLine(t *testing.T) {
 	raw := strings.Repeat("a", 30_000)
-	got := TruncateEntrypointContent(raw)
+	got := IndexLimits{}.Truncate(raw)
 	assert.Equal(t, 1, got.LineCount)
 	assert.True(t, got.WasByteTruncated)
 	kept, _, _ := strings.Cut(got.Content, "\n\n")
@@ -108,7 +108,7 @@ func TestTruncateSingleHugeLine(t *testing.T) {
 func TestTruncateMultiByteAtCut(t *testing.T) {
 	// é is one UTF-16 unit but two UTF-8 bytes: the limit counts units.
 	raw := strings.Repeat("é", 26_000)
-	got := TruncateEntrypointContent(raw)
+	got := IndexLimits{}.Truncate(raw)
 	kept, _, _ := strings.Cut(got.Content, "\n\n")
 	assert.Equal(t, 25_000, utf16Len(kept))
 	assert.Equal(t, 26_000, got.ByteCount)
@@ -117,14 +117,14 @@ func TestTruncateMultiByteAtCut(t *testing.T) {
 	// 😀 is two units: 24,999 units of 'a' then an astral rune straddles the
 	// limit and must not be split.
 	raw = strings.Repeat("a", 24_999) + strings.Repeat("😀", 10)
-	got = TruncateEntrypointContent(raw)
+	got = IndexLimits{}.Truncate(raw)
 	kept, _, _ = strings.Cut(got.Content, "\n\n")
 	assert.Equal(t, strings.Repeat("a", 24_999), kept)
 	assert.True(t, utf8.ValidString(got.Content))
 
 	// A newline exactly at unit 25,000 is a valid cut point.
 	raw = strings.Repeat("b", 25_000) + "\n" + strings.Repeat("c", 100)
-	got = TruncateEntrypointContent(raw)
+	got = IndexLimits{}.Truncate(raw)
 	kept, _, _ = strings.Cut(got.Content, "\n\n")
 	assert.Equal(t, strings.Repeat("b", 25_000), kept)
 }
@@ -137,17 +137,17 @@ func TestTruncateCustomLimits(t *testing.T) {
 }
 
 func TestJSTrimCompatibility(t *testing.T) {
-	got := TruncateEntrypointContent("\ufeff\u00a0 x \u2028\u3000")
+	got := IndexLimits{}.Truncate("\ufeff\u00a0 x \u2028\u3000")
 	assert.Equal(t, "x", got.Content)
-	got = TruncateEntrypointContent("\u0085x\u0085")
+	got = IndexLimits{}.Truncate("\u0085x\u0085")
 	assert.Equal(t, "x", got.Content, "NEL is a C1 control: cleaned out before the trim")
 }
 
 func TestIndexIsCleanedBeforeInjection(t *testing.T) {
 	in := "- [a](a.md) — one\r\n- [b](b.md)\u2028- [c](c.md)\u0007 bell\u200b\u202e\ue000 \u200d\ufe0f kept\t tab"
-	got := TruncateEntrypointContent(in)
+	got := IndexLimits{}.Truncate(in)
 	assert.Equal(t, "- [a](a.md) — one\n- [b](b.md)\n- [c](c.md) bell \u200d\ufe0f kept\t tab", got.Content)
-	assert.Equal(t, "plain — text\n", CleanIndexText("plain — text\n"))
+	assert.Equal(t, "plain — text\n", cleanIndexText("plain — text\n"))
 }
 
 func TestTruncationSaysWhereItCut(t *testing.T) {
@@ -219,7 +219,7 @@ func TestMeasureIndexFastPathAgrees(t *testing.T) {
 	pieces := []string{"a", " ", "\n", "\t", "\r", "\r\n", "\x07", "\x7f", "\u0085", "\u2028", "\u2029", "\u200b", "\u200d", "\ufeff",
 		"\ufe0f", "—", "é", "😀", "\U000e0001", "\xff", "- [A](a.md) — hook", "  "}
 	slow := func(raw string) (string, int, int) {
-		trimmed := strings.TrimFunc(CleanIndexText(raw), isJSSpace)
+		trimmed := strings.TrimFunc(cleanIndexText(raw), isJSSpace)
 		return trimmed, strings.Count(trimmed, "\n") + 1, utf16Len(trimmed)
 	}
 	r := rand.New(rand.NewPCG(3, 5))

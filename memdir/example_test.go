@@ -82,12 +82,12 @@ func ExampleDailyLogPath() {
 	// /m/logs/2026/03/2026-03-05.md
 }
 
-func ExampleTruncateEntrypointContent() {
+func ExampleIndexLimits_Truncate_defaults() {
 	var index strings.Builder
 	for i := 0; i < 250; i++ {
 		fmt.Fprintf(&index, "- [Topic %d](topic_%d.md) — hook\n", i, i)
 	}
-	t := memdir.TruncateEntrypointContent(index.String())
+	t := memdir.IndexLimits{}.Truncate(index.String())
 	fmt.Println(t.LineCount, t.WasLineTruncated, t.WasByteTruncated)
 	fmt.Println(strings.Count(t.Content, "\n- [Topic"))
 	// Output:
@@ -150,17 +150,19 @@ func ExampleMemoryAgeDays() {
 	// Memory: /mem/a.md:
 }
 
-func ExampleBuildCombinedMemoryPrompt() {
+// With team memory active, the prompt covers the private and the team
+// directory and ends with both indexes.
+func ExampleLoadMemoryPrompt_team() {
 	fsys := afero.NewMemMapFs()
 	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
 	_, _ = dir.Save(context.Background(), memdir.Memory{File: "team/ci.md", Name: "CI", Description: "CI must stay green", Type: memdir.TypeProject})
-	prompt, err := memdir.BuildCombinedMemoryPrompt(context.Background(), fsys, memdir.CombinedPromptRequest{
-		AutoDir:               "/mem/",
+	p, err := memdir.LoadMemoryPrompt(context.Background(), fsys, memdir.LoadPromptRequest{
+		Enabled: true, AutoDir: "/mem/", TeamActive: true,
 		IndividualMemoryFiles: []memdir.InstructionFile{{Path: "CLAUDE.md", Content: "Run make check."}},
 	})
 	fmt.Println(err)
-	i := strings.Index(prompt, "## MEMORY.md (team)")
-	fmt.Print(prompt[i:])
+	i := strings.Index(p.Text, "## MEMORY.md (team)")
+	fmt.Print(p.Text[i:])
 	// Output:
 	// <nil>
 	// ## MEMORY.md (team)
@@ -188,19 +190,14 @@ func ExampleLoadMemoryPrompt() {
 	// true
 }
 
-func ExampleParseEnvBool() {
-	fmt.Println(memdir.ParseEnvBool(" Yes ") == memdir.EnvTrue, memdir.ParseEnvBool("off") == memdir.EnvFalse, memdir.ParseEnvBool("maybe") == memdir.EnvUnset)
+// The environment part of the enable chain: "Yes" and "off" are read as
+// booleans, anything else as unset.
+func ExampleEnableSettingsFromEnv() {
+	env := map[string]string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY": " Yes ", "CLAUDE_CODE_SIMPLE": "maybe"}
+	s := memdir.EnableSettingsFromEnv(func(k string) string { return env[k] }, memdir.DefaultEnvNames(), nil)
+	fmt.Println(s.DisableAutoMemory == memdir.EnvTrue, s.Simple == memdir.EnvUnset, memdir.IsAutoMemoryEnabled(s))
 	// Output:
-	// true true true
-}
-
-func ExampleDefaultAutoMemPath() {
-	dir, err := memdir.DefaultAutoMemPath(afero.NewMemMapFs(), "/home/u/.claude", "/tmp/scratch")
-	fmt.Println(dir, err)
-	fmt.Println(memdir.TeamMemPath(dir))
-	// Output:
-	// /home/u/.claude/projects/-tmp-scratch/memory/ <nil>
-	// /home/u/.claude/projects/-tmp-scratch/memory/team/
+	// true true false
 }
 
 func ExampleIndexLimits_Truncate() {
@@ -265,18 +262,18 @@ func ExampleBuildAgentMemoryPrompt() {
 	// true false
 }
 
-func ExampleBuildDailyLogPrompt() {
-	prompt, _ := memdir.BuildDailyLogPrompt(context.Background(), afero.NewMemMapFs(), memdir.DailyLogPromptRequest{AutoDir: "/mem/"})
-	fmt.Println(strings.Contains(prompt, "`/mem/logs/YYYY/MM/YYYY-MM-DD.md`"))
+func ExampleLoadMemoryPrompt_dailyLog() {
+	p, _ := memdir.LoadMemoryPrompt(context.Background(), afero.NewMemMapFs(), memdir.LoadPromptRequest{Enabled: true, AutoDir: "/mem/", DailyLog: true})
+	fmt.Println(p.Mode, strings.Contains(p.Text, "`/mem/logs/YYYY/MM/YYYY-MM-DD.md`"))
 	// Output:
-	// true
+	// daily-log true
 }
 
-func ExampleBuildMemoryPrompt() {
+func ExampleLoadMemoryPrompt_index() {
 	fsys := afero.NewMemMapFs()
 	_ = afero.WriteFile(fsys, "/mem/MEMORY.md", []byte("- [Role](role.md) — data scientist\n"), 0o644)
-	prompt, _ := memdir.BuildMemoryPrompt(context.Background(), fsys, memdir.MemoryPromptRequest{Dir: "/mem/"})
-	fmt.Print(prompt[strings.Index(prompt, "## MEMORY.md"):])
+	p, _ := memdir.LoadMemoryPrompt(context.Background(), fsys, memdir.LoadPromptRequest{Enabled: true, AutoDir: "/mem/"})
+	fmt.Print(p.Text[strings.Index(p.Text, "## MEMORY.md"):])
 	// Output:
 	// ## MEMORY.md
 	//
@@ -308,7 +305,8 @@ func ExampleNewDir() {
 	_, _ = dir.Save(ctx, memdir.Memory{File: "team/deploys.md", Name: "Deploy days", Type: memdir.TypeProject,
 		Description: "Deploys happen on Tuesdays", Body: "We deploy on Tuesdays."})
 
-	prompt, err := memdir.BuildCombinedMemoryPrompt(ctx, fsys, memdir.CombinedPromptRequest{AutoDir: dir.Path()})
+	p, err := memdir.LoadMemoryPrompt(ctx, fsys, memdir.LoadPromptRequest{Enabled: true, AutoDir: dir.Path(), TeamActive: true})
+	prompt := p.Text
 	fmt.Println(err)
 	for _, line := range strings.Split(prompt, "\n") {
 		if strings.HasPrefix(line, "## MEMORY.md") || strings.HasPrefix(line, "- ") && strings.HasSuffix(line, ".md") ||

@@ -29,10 +29,10 @@ func MemoryAge(mtime, now time.Time) string {
 	}
 }
 
-// MemoryFreshnessText returns a caveat for a memory more than one day old,
+// memoryFreshnessText returns a caveat for a memory more than one day old,
 // and "" for a fresher one. It reminds the model that a memory is a
 // point-in-time observation and that claims about code may have drifted.
-func MemoryFreshnessText(mtime, now time.Time) string {
+func memoryFreshnessText(mtime, now time.Time) string {
 	d := MemoryAgeDays(mtime, now)
 	if d <= 1 {
 		return ""
@@ -42,11 +42,11 @@ func MemoryFreshnessText(mtime, now time.Time) string {
 		"Check it against the current code before you state it as fact."
 }
 
-// MemoryFreshnessNote is MemoryFreshnessText wrapped in <system-reminder>
+// MemoryFreshnessNote is memoryFreshnessText wrapped in <system-reminder>
 // tags, for callers that put it into a tool result without a wrapper of
 // their own. It is "" for a fresh memory.
 func MemoryFreshnessNote(mtime, now time.Time) string {
-	text := MemoryFreshnessText(mtime, now)
+	text := memoryFreshnessText(mtime, now)
 	if text == "" {
 		return ""
 	}
@@ -58,7 +58,7 @@ func MemoryFreshnessNote(mtime, now time.Time) string {
 // "Memory: <path>:"; for a fresh one "Memory: <path>:" alone, as Claude
 // Code 2.1.328 writes it (2.1.88 wrote "Memory (saved today): <path>:").
 func MemoryHeaderLine(path string, mtime, now time.Time) string {
-	if text := MemoryFreshnessText(mtime, now); text != "" {
+	if text := memoryFreshnessText(mtime, now); text != "" {
 		return text + "\n\nMemory: " + path + ":"
 	}
 	return "Memory: " + path + ":"

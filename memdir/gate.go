@@ -308,15 +308,6 @@ func (g *WriteGate) checkChange(t Target, old, content string) error {
 	return nil
 }
 
-// Check runs CheckPath and CheckContent.
-func (g *WriteGate) Check(abs, content string) (Target, error) {
-	t, err := g.CheckPath(abs)
-	if err != nil {
-		return Target{}, err
-	}
-	return t, g.CheckContent(t, content)
-}
-
 // WriteFile checks abs and content and replaces the file atomically,
 // creating parent directories, confined to the target's root (see the
 // type's documentation). A MEMORY.md is written under its lock.

@@ -40,8 +40,8 @@ func FuzzWriteGate(f *testing.F) {
 	}
 	scanner := secrets.New()
 	f.Fuzz(func(t *testing.T, rel, content string) {
-		tg, err := g.Check(mem+string(filepath.Separator)+rel, content)
-		if err != nil {
+		tg, err := g.CheckPath(mem + string(filepath.Separator) + rel)
+		if err != nil || g.CheckContent(tg, content) != nil {
 			return
 		}
 		real, ok := hostile.KernelResolve(tg.Path)

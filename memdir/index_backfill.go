@@ -11,17 +11,17 @@ import (
 // Backfill bounds: a backfilled index stops at 70 % of the load limits,
 // and each line stays under the length the prompt asks for.
 const (
-	BackfillMaxLines = MaxEntrypointLines * 7 / 10 // 140
-	BackfillMaxBytes = MaxEntrypointBytes * 7 / 10 // 17,500
-	BackfillLineMax  = 150
+	backfillMaxLines = MaxEntrypointLines * 7 / 10 // 140
+	backfillMaxBytes = MaxEntrypointBytes * 7 / 10 // 17,500
+	backfillLineMax  = 150
 )
 
 // BackfillIndex writes a MEMORY.md for a directory that has topic files
 // but no index, as Claude Code 2.1.328 does when it loads memory: one
 // pointer per file, newest first, "- [<name without .md>](<path>) —
 // <description>" (no " — " part without a description; the description
-// cut with "…" so a line stays within BackfillLineMax characters),
-// stopping at BackfillMaxLines lines or BackfillMaxBytes. Files of the
+// cut with "…" so a line stays within backfillLineMax characters),
+// stopping at backfillMaxLines lines or backfillMaxBytes. Files of the
 // team directory (which has its own index) and names holding "[", "]",
 // "(", ")" or a newline are left out. It runs under the index lock and
 // writes only when no index exists then, so an index created meanwhile is
@@ -44,7 +44,7 @@ func (d *Dir) BackfillIndex(ctx context.Context) (int, error) {
 		}
 		line := backfillLine(h)
 		n := utf16Len(line) + 1
-		if len(lines) == BackfillMaxLines || size+n > BackfillMaxBytes {
+		if len(lines) == backfillMaxLines || size+n > backfillMaxBytes {
 			break
 		}
 		lines, size = append(lines, line), size+n
@@ -75,7 +75,7 @@ func backfillLine(h MemoryHeader) string {
 		return line
 	}
 	line += " — "
-	room := BackfillLineMax - utf8.RuneCountInString(line)
+	room := backfillLineMax - utf8.RuneCountInString(line)
 	if r := []rune(desc); len(r) > room {
 		if room <= 1 {
 			return strings.TrimSuffix(line, " — ")

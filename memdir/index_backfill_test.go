@@ -45,7 +45,7 @@ func TestBackfillIndex(t *testing.T) {
 	require.Len(t, lines, 3)
 	assert.True(t, strings.HasPrefix(lines[0], "- [user_role](user_role.md) — very long description very"), "newest first")
 	assert.True(t, strings.HasSuffix(lines[0], "…"))
-	assert.Equal(t, BackfillLineMax, utf8.RuneCountInString(lines[0]))
+	assert.Equal(t, backfillLineMax, utf8.RuneCountInString(lines[0]))
 	assert.Equal(t, "- [deploy](notes/deploy.md) — deploys on Tuesdays", lines[1])
 	assert.Equal(t, "- [bare](bare.md)", lines[2], "no description, no dash")
 
@@ -67,7 +67,7 @@ func TestBackfillStopsAtSeventyPercent(t *testing.T) {
 	require.NoError(t, err)
 	n, err := d.BackfillIndex(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, BackfillMaxLines, n)
+	assert.Equal(t, backfillMaxLines, n)
 
 	empty, err := NewDir(afero.NewMemMapFs(), "/none", DirOptions{})
 	require.NoError(t, err)

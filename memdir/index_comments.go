@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// StripIndexComments removes from index text the HTML comments that stand
+// stripIndexComments removes from index text the HTML comments that stand
 // as blocks of their own, as Claude Code (2.1.328 and later) does before
 // it limits and sends a MEMORY.md: a comment that opens a top-level
 // Markdown block (no more than three spaces in, outside code, lists, block
@@ -15,7 +15,7 @@ import (
 // unclosed one, and a link definition ("[ref]: url") stay as they are.
 // Text with a removed comment has its line ends turned into LF; text with
 // none is returned unchanged.
-func StripIndexComments(s string) string {
+func stripIndexComments(s string) string {
 	if !strings.Contains(s, "<!--") {
 		return s
 	}

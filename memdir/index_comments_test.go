@@ -38,7 +38,7 @@ func TestStripIndexComments(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, c.want, StripIndexComments(c.in))
+			assert.Equal(t, c.want, stripIndexComments(c.in))
 		})
 	}
 }
@@ -47,7 +47,7 @@ func TestStripIndexComments(t *testing.T) {
 func TestIndexBlockDropsComments(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(fsys, "/m/MEMORY.md", []byte("<!-- keep entries short -->\n- [A](a.md) — first\n"), 0o644))
-	got, err := BuildIndexContext(context.Background(), fsys, IndexContextRequest{AutoDir: "/m/"})
+	got, err := BuildIndexContext(context.Background(), fsys, LoadPromptRequest{AutoDir: "/m/"})
 	require.NoError(t, err)
 	assert.Contains(t, got, "- [A](a.md) — first")
 	assert.NotContains(t, got, "keep entries short")
@@ -57,7 +57,7 @@ func FuzzStripIndexComments(f *testing.F) {
 	f.Add("<!-- a -->\n- x\n")
 	f.Add("- a\n  <!-- b -->\n<div>\n<!-- c -->\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		out := StripIndexComments(s)
+		out := stripIndexComments(s)
 		if len(out) > len(s) {
 			t.Fatalf("grew: %q -> %q", s, out)
 		}

@@ -135,7 +135,7 @@ func readGated(d *Dir, file string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readLines(f, make([]byte, 0, 1024), FrontmatterMaxLines)
+	return readLines(f, make([]byte, 0, 1024), frontmatterMaxLines)
 }
 
 // editIndex rewrites an index under the gate's lock; an index that does

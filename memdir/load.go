@@ -3,6 +3,7 @@ package memdir
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/afero"
 )
@@ -14,13 +15,13 @@ type PromptMode int
 const (
 	// PromptDisabled: auto memory is off; there is no memory section.
 	PromptDisabled PromptMode = iota
-	// PromptDailyLog: BuildDailyLogPrompt.
+	// PromptDailyLog: the daily-log prompt (long sessions append to a log).
 	PromptDailyLog
-	// PromptCombined: BuildCombinedMemoryPrompt (private + team).
+	// PromptCombined: the private and the team directory.
 	PromptCombined
-	// PromptSingle: BuildMemoryPrompt.
+	// PromptSingle: one directory, the full prompt.
 	PromptSingle
-	// PromptLean: BuildLeanMemoryPrompt.
+	// PromptLean: one directory, the short prompt of the larger models.
 	PromptLean
 )
 
@@ -54,25 +55,48 @@ type LoadPromptRequest struct {
 	// is enabled and the last sync found content for the repository, so an
 	// empty team layer costs no prompt tokens.
 	TeamActive bool
-	// IndividualMemoryFiles are passed to BuildCombinedMemoryPrompt.
+	// TeamDir is the team directory the combined prompt describes
+	// (default TeamMemPath(AutoDir)).
+	TeamDir string
+	// IndividualMemoryFiles are the host's already-loaded instruction files, passed through
+	// in the combined prompt.
 	IndividualMemoryFiles []InstructionFile
 	// OmitHowToSave drops the how-to-save section from the combined prompt.
 	OmitHowToSave bool
 	// SkipIndex selects the single-directory prompt without an index
 	// (for a host whose recall brings memories to each message).
 	SkipIndex bool
-	// Lean selects the short prompt (BuildLeanMemoryPrompt) when no team
+	// Lean selects the short prompt when no team
 	// or daily log is active; its index always goes to IndexContext.
 	Lean bool
 	// IndexInUserMessage delivers the index as Claude Code 2.1.328 does:
 	// not in Text but in IndexContext, for the first user message.
 	IndexInUserMessage bool
 	// Stores are the memory stores synced into the directory: the prompt
-	// ends with BuildStoresSection.
+	// ends with a section naming each mount and its access.
 	Stores []MountedStore
-	// PromptOptions go to the chosen builder. Its Logger also receives
-	// memdir_disabled and memdir_mkdir_failed.
-	PromptOptions
+	// Heading replaces the prompt's first heading ("Memory").
+	Heading string
+	// ExtraGuidelines are the host's own rules, one per entry.
+	ExtraGuidelines []string
+	// IndexLimits bounds each index loaded into the prompt.
+	IndexLimits IndexLimits
+	// Logger receives events such as memdir_index_unreadable,
+	// memdir_disabled and memdir_mkdir_failed; nil discards them.
+	Logger *slog.Logger
+	// Layout is the header layout the prompt teaches (default
+	// LayoutCurrent); give the one the host's Dir writes.
+	Layout Layout
+	// TeamAuthors say who wrote each team memory as it is and when,
+	// keyed by its path in the team directory ("/"-separated): the team
+	// listing names them (teammem.Attributions reads what the last syncs
+	// learned from the server).
+	TeamAuthors map[string]Attribution
+}
+
+// options are the settings every builder shares.
+func (cfg LoadPromptRequest) options() promptOptions {
+	return promptOptions{Heading: cfg.Heading, ExtraGuidelines: cfg.ExtraGuidelines, IndexLimits: cfg.IndexLimits, Logger: cfg.Logger, Layout: cfg.Layout, TeamAuthors: cfg.TeamAuthors}
 }
 
 // MemoryPrompt is the memory section of a system prompt.
@@ -88,8 +112,8 @@ type MemoryPrompt struct {
 
 // LoadMemoryPrompt builds the memory section a host puts into its system
 // prompt, choosing the variant: disabled → none (and a "memdir_disabled"
-// event); daily-log mode → BuildDailyLogPrompt; team active →
-// BuildCombinedMemoryPrompt; else BuildMemoryPrompt. It first makes sure
+// event); daily-log mode → the daily-log prompt; team active →
+// the combined prompt; Lean → the short prompt; else the full one. It first makes sure
 // the directories exist (EnsureMemoryDir); a failure there is logged and
 // does not stop the prompt, since the model's first write will surface it.
 func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest) (MemoryPrompt, error) {
@@ -116,32 +140,31 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 	switch {
 	case cfg.DailyLog:
 		mode = PromptDailyLog
-		text, err = BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{AutoDir: cfg.AutoDir, PromptOptions: cfg.PromptOptions})
+		text, err = buildDailyLogPrompt(ctx, fsys, dailyLogPromptRequest{AutoDir: cfg.AutoDir, promptOptions: cfg.options()})
 	case cfg.TeamActive:
 		mode = PromptCombined
-		text, err = BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
-			AutoDir: cfg.AutoDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
-			OmitHowToSave: cfg.OmitHowToSave, IndexInUserMessage: cfg.IndexInUserMessage, PromptOptions: cfg.PromptOptions,
+		text, err = buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{
+			AutoDir: cfg.AutoDir, TeamDir: cfg.TeamDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
+			OmitHowToSave: cfg.OmitHowToSave, IndexInUserMessage: cfg.IndexInUserMessage, promptOptions: cfg.options(),
 		})
 	case cfg.Lean:
 		mode = PromptLean
-		text, err = BuildLeanMemoryPrompt(ctx, fsys, LeanPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex, PromptOptions: cfg.PromptOptions})
+		text, err = buildLeanMemoryPrompt(ctx, fsys, leanPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex, promptOptions: cfg.options()})
 	default:
 		mode = PromptSingle
-		text, err = BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex,
-			IndexInUserMessage: cfg.IndexInUserMessage, PromptOptions: cfg.PromptOptions})
+		text, err = buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex,
+			IndexInUserMessage: cfg.IndexInUserMessage, promptOptions: cfg.options()})
 	}
 	if err != nil {
 		return MemoryPrompt{}, err
 	}
-	stores, err := BuildStoresSection(ctx, fsys, cfg.AutoDir, cfg.Stores)
+	stores, err := buildStoresSection(ctx, fsys, cfg.AutoDir, cfg.Stores)
 	if err != nil {
 		return MemoryPrompt{}, err
 	}
 	p := MemoryPrompt{Text: text + stores, Mode: mode}
 	if split := cfg.IndexInUserMessage || mode == PromptLean; split && !cfg.DailyLog && !(cfg.SkipIndex && mode != PromptCombined) {
-		p.IndexContext, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: cfg.AutoDir, Team: mode == PromptCombined,
-			IndexLimits: cfg.IndexLimits, Logger: cfg.Logger})
+		p.IndexContext, err = BuildIndexContext(ctx, fsys, cfg)
 		if err != nil {
 			return MemoryPrompt{}, err
 		}

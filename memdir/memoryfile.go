@@ -28,11 +28,6 @@ const (
 	TypeReference MemoryType = "reference"
 )
 
-// MemoryTypes lists the four types in prompt order.
-func MemoryTypes() []MemoryType {
-	return []MemoryType{TypeUser, TypeFeedback, TypeProject, TypeReference}
-}
-
 // ParseMemoryType returns the type named exactly by s; ok is false for
 // anything else (including different case or surrounding spaces).
 func ParseMemoryType(s string) (t MemoryType, ok bool) {

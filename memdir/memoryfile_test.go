@@ -118,7 +118,7 @@ func TestParseFrontmatter(t *testing.T) {
 }
 
 func TestParseMemoryType(t *testing.T) {
-	for _, ty := range MemoryTypes() {
+	for _, ty := range []MemoryType{TypeUser, TypeFeedback, TypeProject, TypeReference} {
 		got, ok := ParseMemoryType(string(ty))
 		assert.True(t, ok)
 		assert.Equal(t, ty, got)

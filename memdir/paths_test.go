@@ -24,7 +24,7 @@ func TestParseEnvBool(t *testing.T) {
 		"0": EnvFalse, "false": EnvFalse, "no": EnvFalse, " OFF\n": EnvFalse,
 		"": EnvUnset, "2": EnvUnset, "enabled": EnvUnset, "tru": EnvUnset,
 	} {
-		assert.Equal(t, want, ParseEnvBool(in), "%q", in)
+		assert.Equal(t, want, parseEnvBool(in), "%q", in)
 	}
 }
 
@@ -344,9 +344,9 @@ func TestCanonicalGitRootWithRealWorktree(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, main, got)
 
-	a, err := DefaultAutoMemPath(fsys, "/cfg", wt)
+	a, err := defaultAutoMemPath(fsys, "/cfg", wt)
 	require.NoError(t, err)
-	b, err := DefaultAutoMemPath(fsys, "/cfg", main)
+	b, err := defaultAutoMemPath(fsys, "/cfg", main)
 	require.NoError(t, err)
 	assert.Equal(t, a, b, "all worktrees share one memory dir")
 

@@ -14,12 +14,12 @@ import (
 	"github.com/spf13/afero"
 )
 
-// DefaultPromptHeading is the heading of the memory section of a system
+// defaultPromptHeading is the heading of the memory section of a system
 // prompt.
-const DefaultPromptHeading = "Memory"
+const defaultPromptHeading = "Memory"
 
-// MaxTeamListing is how many team file names the combined prompt lists.
-const MaxTeamListing = 200
+// maxTeamListing is how many team file names the combined prompt lists.
+const maxTeamListing = 200
 
 // ErrNoMemoryDir is returned by the prompt builders when no directory is
 // given.
@@ -33,10 +33,10 @@ type InstructionFile struct {
 	Content string
 }
 
-// PromptOptions are the settings every prompt builder shares. The zero
+// promptOptions are the settings every prompt builder shares. The zero
 // value means the defaults.
-type PromptOptions struct {
-	// Heading replaces DefaultPromptHeading.
+type promptOptions struct {
+	// Heading replaces defaultPromptHeading.
 	Heading string
 	// ExtraGuidelines are the host's own rules, one per entry.
 	ExtraGuidelines []string
@@ -61,8 +61,8 @@ type Attribution struct {
 	Time   time.Time
 }
 
-// MemoryPromptRequest asks for the prompt of one memory directory.
-type MemoryPromptRequest struct {
+// memoryPromptRequest asks for the prompt of one memory directory.
+type memoryPromptRequest struct {
 	// Dir is the memory directory (required).
 	Dir string
 	// SkipIndex drops the MEMORY.md step and the index: memories are plain
@@ -72,17 +72,17 @@ type MemoryPromptRequest struct {
 	// it with the first user message (BuildIndexContext), as Claude Code
 	// 2.1.328 does.
 	IndexInUserMessage bool
-	PromptOptions
+	promptOptions
 }
 
-// BuildMemoryPrompt returns the memory section for one directory: where it
+// buildMemoryPrompt returns the memory section for one directory: where it
 // is, the four types, what never to save, how to save (two steps, or one in
 // SkipIndex mode), when to use memory, checking a memory before relying on
 // it, memory versus plans, the host's guidelines, and finally the
 // MEMORY.md index (truncated, see IndexLimits) or a note that it is empty.
 // An unreadable index is logged and shown as not loaded; it does not fail
 // the build.
-func BuildMemoryPrompt(ctx context.Context, fsys afero.Fs, req MemoryPromptRequest) (string, error) {
+func buildMemoryPrompt(ctx context.Context, fsys afero.Fs, req memoryPromptRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -146,9 +146,9 @@ func BuildAgentMemoryPrompt(ctx context.Context, fsys afero.Fs, req AgentMemoryP
 	return strings.TrimRight(b.String(), "\n") + "\n", nil
 }
 
-// CombinedPromptRequest asks for the memory prompt of a private directory
+// combinedPromptRequest asks for the memory prompt of a private directory
 // and its team directory.
-type CombinedPromptRequest struct {
+type combinedPromptRequest struct {
 	// AutoDir is the private auto-memory directory (required).
 	AutoDir string
 	// TeamDir defaults to TeamMemPath(AutoDir).
@@ -161,10 +161,10 @@ type CombinedPromptRequest struct {
 	// IndexInUserMessage leaves both indexes out of the text: the host
 	// sends them with the first user message (BuildIndexContext).
 	IndexInUserMessage bool
-	PromptOptions
+	promptOptions
 }
 
-// BuildCombinedMemoryPrompt returns the memory section for a private
+// buildCombinedMemoryPrompt returns the memory section for a private
 // directory and a team directory. It follows the single-directory prompt,
 // adds which of the two each type belongs in (user memories are always
 // private; feedback is private unless it is a convention every contributor
@@ -172,7 +172,7 @@ type CombinedPromptRequest struct {
 // files through, and ends with both indexes. Team files are named in a
 // listing but not loaded: the model reads them on demand, so the prompt
 // stays small however much the team has saved.
-func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedPromptRequest) (string, error) {
+func buildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req combinedPromptRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -226,19 +226,19 @@ func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req CombinedP
 	return b.String(), nil
 }
 
-// DailyLogPromptRequest asks for the prompt of daily-log mode.
-type DailyLogPromptRequest struct {
+// dailyLogPromptRequest asks for the prompt of daily-log mode.
+type dailyLogPromptRequest struct {
 	// AutoDir is the auto-memory directory (required).
 	AutoDir string
-	PromptOptions
+	promptOptions
 }
 
-// BuildDailyLogPrompt returns the memory section for long-running sessions
+// buildDailyLogPrompt returns the memory section for long-running sessions
 // that append to a daily log instead of curating topic files. The log path
 // is described as a YYYY/MM/YYYY-MM-DD pattern rather than today's date, so
 // a cached prompt stays valid past midnight. The current index is shown as
 // read-only context: the consolidation pass maintains it.
-func BuildDailyLogPrompt(ctx context.Context, fsys afero.Fs, req DailyLogPromptRequest) (string, error) {
+func buildDailyLogPrompt(ctx context.Context, fsys afero.Fs, req dailyLogPromptRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -307,7 +307,7 @@ const (
 )
 
 // loadIndex reads dir's MEMORY.md for a prompt, without its comment
-// blocks (StripIndexComments), truncated to limits; a refused or
+// blocks (stripIndexComments), truncated to limits; a refused or
 // unreadable index is logged.
 func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog.Logger) (string, indexState) {
 	root, rel := indexLocation(autoDir, dir)
@@ -323,7 +323,7 @@ func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog
 		log.Warn("memdir: memory index could not be read", "event", "memdir_index_unreadable", "error", err)
 		return "", indexUnreadable
 	}
-	t := limits.Truncate(StripIndexComments(string(raw)))
+	t := limits.Truncate(stripIndexComments(string(raw)))
 	if t.Content == "" {
 		return "", indexEmpty
 	}
@@ -343,8 +343,8 @@ func teamListing(ctx context.Context, fsys afero.Fs, teamDir string, authors map
 	}
 	var b strings.Builder
 	for i, n := range names {
-		if i == MaxTeamListing {
-			fmt.Fprintf(&b, "- ... and %d more\n", len(names)-MaxTeamListing)
+		if i == maxTeamListing {
+			fmt.Fprintf(&b, "- ... and %d more\n", len(names)-maxTeamListing)
 			break
 		}
 		b.WriteString("- " + n)
@@ -377,7 +377,7 @@ func authorLine(s string) string {
 
 func headingOr(h string) string {
 	if h == "" {
-		return DefaultPromptHeading
+		return defaultPromptHeading
 	}
 	return h
 }

@@ -13,18 +13,6 @@ import (
 // the start of the first user message. The system prompt then stays the
 // same whatever the index holds, so a prompt cache survives edits to it.
 
-// IndexContextRequest asks for the index block of a first user message.
-type IndexContextRequest struct {
-	// AutoDir is the auto-memory directory (required).
-	AutoDir string
-	// Team adds the team directory's index (TeamMemPath(AutoDir)).
-	Team bool
-	// IndexLimits bounds each index (default 200 lines, 25,000 chars).
-	IndexLimits IndexLimits
-	// Logger receives memdir_index_refused and memdir_index_unreadable.
-	Logger *slog.Logger
-}
-
 // BuildIndexContext returns the block that delivers the MEMORY.md index
 // with the first user message: a <system-reminder> holding a line that
 // marks what follows as the user's standing context, then for each index
@@ -33,7 +21,10 @@ type IndexContextRequest struct {
 // the warning when it was cut). An index that is missing, empty or
 // refused gives no part; with none, the result is "" and the host sends
 // nothing. Send it as a meta block (llm.MetaBlock) before the user's text.
-func BuildIndexContext(ctx context.Context, fsys afero.Fs, req IndexContextRequest) (string, error) {
+// It is LoadMemoryPrompt's MemoryPrompt.IndexContext for the same request
+// without building the prompt: it reads AutoDir, TeamActive (the team
+// index too, unless DailyLog), IndexLimits and Logger.
+func BuildIndexContext(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -41,7 +32,7 @@ func BuildIndexContext(ctx context.Context, fsys afero.Fs, req IndexContextReque
 		return "", ErrNoMemoryDir
 	}
 	dirs := []string{req.AutoDir}
-	if req.Team {
+	if req.TeamActive && !req.DailyLog {
 		dirs = append(dirs, TeamMemPath(req.AutoDir))
 	}
 	var parts []string
@@ -69,25 +60,25 @@ func indexForContext(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log
 	return text, strings.TrimRight(dir, "/\\") + "/" + EntrypointName
 }
 
-// LeanPromptRequest asks for the short memory section.
-type LeanPromptRequest struct {
+// leanPromptRequest asks for the short memory section.
+type leanPromptRequest struct {
 	// Dir is the memory directory (required).
 	Dir string
 	// SkipIndex is for a host whose recall brings memories to each
 	// message: the index step is left out (and no index should be sent),
 	// and each file is kept short enough for recall to show it whole.
 	SkipIndex bool
-	PromptOptions
+	promptOptions
 }
 
-// BuildLeanMemoryPrompt returns the short memory section Claude Code
-// 2.1.328 gives its larger models (about 2 KB against BuildMemoryPrompt's
+// buildLeanMemoryPrompt returns the short memory section Claude Code
+// 2.1.328 gives its larger models (about 2 KB against buildMemoryPrompt's
 // 6 KB and more): where the directory is, one file per fact and its header, links,
 // one line per type, the index step (or, with SkipIndex, the size rule),
 // upkeep, and that recalled memories are background to check, not
 // instructions. It never holds the index: send that with the first user
 // message (BuildIndexContext), unless SkipIndex.
-func BuildLeanMemoryPrompt(ctx context.Context, fsys afero.Fs, req LeanPromptRequest) (string, error) {
+func buildLeanMemoryPrompt(ctx context.Context, fsys afero.Fs, req leanPromptRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}

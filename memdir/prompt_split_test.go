@@ -16,16 +16,16 @@ func TestBuildIndexContext(t *testing.T) {
 	const auto = "/home/u/.claude/projects/-work/memory/"
 	require.NoError(t, fsys.MkdirAll(auto, 0o755))
 
-	got, err := BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: auto})
+	got, err := BuildIndexContext(ctx, fsys, LoadPromptRequest{AutoDir: auto})
 	require.NoError(t, err)
 	assert.Empty(t, got, "no index, no block")
 	require.NoError(t, afero.WriteFile(fsys, auto+"MEMORY.md", []byte("  \n\n"), 0o644))
-	got, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: auto})
+	got, err = BuildIndexContext(ctx, fsys, LoadPromptRequest{AutoDir: auto})
 	require.NoError(t, err)
 	assert.Empty(t, got, "an empty index, no block")
 
 	require.NoError(t, afero.WriteFile(fsys, auto+"MEMORY.md", []byte("- [Testing](testing.md) — real DB\u200b\x07\r\n"), 0o644))
-	got, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: auto})
+	got, err = BuildIndexContext(ctx, fsys, LoadPromptRequest{AutoDir: auto})
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(got, "<system-reminder>\n"), got)
 	assert.True(t, strings.HasSuffix(got, "\n</system-reminder>"), got)
@@ -33,13 +33,13 @@ func TestBuildIndexContext(t *testing.T) {
 		"the label, a blank line and the cleaned index")
 
 	require.NoError(t, afero.WriteFile(fsys, auto+"MEMORY.md", []byte(strings.Repeat("- [A](a.md) — x\n", 250)), 0o644))
-	got, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: auto})
+	got, err = BuildIndexContext(ctx, fsys, LoadPromptRequest{AutoDir: auto})
 	require.NoError(t, err)
 	assert.Contains(t, got, "50 of 250 lines were cut off, starting at line 201", "the truncation warning goes with it")
 
 	require.NoError(t, fsys.MkdirAll(auto+"team", 0o755))
 	require.NoError(t, afero.WriteFile(fsys, auto+"team/MEMORY.md", []byte("- [CI](ci.md) — alerts\n"), 0o644))
-	got, err = BuildIndexContext(ctx, fsys, IndexContextRequest{AutoDir: auto, Team: true})
+	got, err = BuildIndexContext(ctx, fsys, LoadPromptRequest{AutoDir: auto, TeamActive: true})
 	require.NoError(t, err)
 	assert.Contains(t, got, "Contents of "+auto+"team/MEMORY.md")
 	assert.Equal(t, 1, strings.Count(got, "<system-reminder>"), "one block for both indexes")
@@ -103,7 +103,7 @@ func TestLeanPrompt(t *testing.T) {
 	assert.Contains(t, skip.Text, "4 KB")
 	assert.Empty(t, skip.IndexContext, "and no index is loaded")
 
-	old, err := LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: true, AutoDir: auto, Lean: true, PromptOptions: PromptOptions{Layout: Layout2_1_88}})
+	old, err := LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: true, AutoDir: auto, Lean: true, Layout: Layout2_1_88})
 	require.NoError(t, err)
 	assert.Contains(t, old.Text, "\ntype: <user, feedback, project or reference>\n", "the older layout is taught when asked for")
 	assert.NotContains(t, old.Text, "metadata:")

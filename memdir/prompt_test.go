@@ -114,16 +114,16 @@ func TestPromptGoldens(t *testing.T) {
 	extra := []string{"Write memories in English.", "  ", "Prefer updating over adding."}
 	build := map[string]func() (string, error){
 		"single.md": func() (string, error) {
-			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir, PromptOptions: PromptOptions{ExtraGuidelines: extra}})
+			return buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: fixtureMemDir, promptOptions: promptOptions{ExtraGuidelines: extra}})
 		},
 		"single_skip_index.md": func() (string, error) {
-			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir, SkipIndex: true})
+			return buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: fixtureMemDir, SkipIndex: true})
 		},
 		"single_empty.md": func() (string, error) {
-			return BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: "/home/u/.claude/projects/-new/memory/", PromptOptions: PromptOptions{Heading: "auto memory"}})
+			return buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: "/home/u/.claude/projects/-new/memory/", promptOptions: promptOptions{Heading: "auto memory"}})
 		},
 		"combined.md": func() (string, error) {
-			return BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{
+			return buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{
 				AutoDir: fixtureMemDir,
 				IndividualMemoryFiles: []InstructionFile{
 					{Path: "/work/acme/api/CLAUDE.md", Content: "Run `make check` before every commit.\n"},
@@ -132,7 +132,7 @@ func TestPromptGoldens(t *testing.T) {
 			})
 		},
 		"combined_no_howto.md": func() (string, error) {
-			return BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir, OmitHowToSave: true})
+			return buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{AutoDir: fixtureMemDir, OmitHowToSave: true})
 		},
 		"agent_project.md": func() (string, error) {
 			return BuildAgentMemoryPrompt(ctx, fsys, AgentMemoryPromptRequest{Dir: "/work/acme/api/.claude/agent-memory/reviewer/", Scope: ScopeProject})
@@ -141,7 +141,7 @@ func TestPromptGoldens(t *testing.T) {
 			return BuildAgentMemoryPrompt(ctx, fsys, AgentMemoryPromptRequest{Dir: "/home/u/.claude/agent-memory/reviewer/", Scope: ScopeUser})
 		},
 		"daily_log.md": func() (string, error) {
-			return BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{AutoDir: fixtureMemDir})
+			return buildDailyLogPrompt(ctx, fsys, dailyLogPromptRequest{AutoDir: fixtureMemDir})
 		},
 	}
 	for name, f := range build {
@@ -156,7 +156,7 @@ func TestPromptGoldens(t *testing.T) {
 func TestPromptContracts(t *testing.T) {
 	ctx := context.Background()
 	fsys := loadFixture(t)
-	single, err := BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir})
+	single, err := buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: fixtureMemDir})
 	require.NoError(t, err)
 	order := []string{"# Memory", fixtureMemDir, "already exists", "## Kinds of memory", "**user**", "**feedback**", "**project**", "**reference**",
 		"## What never to save", "even when the user asks", "pull requests", "## How to save a memory", "1. Write", "2. Add a one-line pointer",
@@ -164,44 +164,44 @@ func TestPromptContracts(t *testing.T) {
 	assertInOrder(t, single, order)
 	assert.NotContains(t, single, "## More guidelines")
 
-	skip, err := BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir, SkipIndex: true})
+	skip, err := buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: fixtureMemDir, SkipIndex: true})
 	require.NoError(t, err)
 	assert.NotContains(t, skip, "## MEMORY.md")
 	assert.NotContains(t, skip, "pointer")
 
-	combined, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
+	combined, err := buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{AutoDir: fixtureMemDir})
 	require.NoError(t, err)
 	assertInOrder(t, combined, []string{"private: `" + fixtureMemDir, "team: `" + fixtureMemDir + "team/", "Always private",
 		"integration tests must hit a real database", "never put a secret there", "## How to save a memory",
 		"## MEMORY.md (private)", "- [Testing policy]", "## MEMORY.md (team)", "- [Build invariants]", "- build_invariants.md", "- ci_alerts.md"})
 	assert.NotContains(t, combined, "Run `make generate`", "team file bodies are not loaded into the prompt")
-	noHow, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir, OmitHowToSave: true})
+	noHow, err := buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{AutoDir: fixtureMemDir, OmitHowToSave: true})
 	require.NoError(t, err)
 	assert.NotContains(t, noHow, "## How to save a memory")
 
-	daily, err := BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{AutoDir: fixtureMemDir})
+	daily, err := buildDailyLogPrompt(ctx, fsys, dailyLogPromptRequest{AutoDir: fixtureMemDir})
 	require.NoError(t, err)
 	assert.Contains(t, daily, fixtureMemDir+"logs/YYYY/MM/YYYY-MM-DD.md")
 	assert.NotRegexp(t, `20\d\d-\d\d-\d\d\.md`, daily, "no literal date in the cached prompt")
 
 	for _, f := range []func() error{
-		func() error { _, err := BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{}); return err },
-		func() error { _, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{}); return err },
-		func() error { _, err := BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{}); return err },
+		func() error { _, err := buildMemoryPrompt(ctx, fsys, memoryPromptRequest{}); return err },
+		func() error { _, err := buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{}); return err },
+		func() error { _, err := buildDailyLogPrompt(ctx, fsys, dailyLogPromptRequest{}); return err },
 		func() error { _, err := BuildAgentMemoryPrompt(ctx, fsys, AgentMemoryPromptRequest{}); return err },
 	} {
 		assert.ErrorIs(t, f(), ErrNoMemoryDir)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = BuildCombinedMemoryPrompt(cancelled, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
+	_, err = buildCombinedMemoryPrompt(cancelled, fsys, combinedPromptRequest{AutoDir: fixtureMemDir})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
 func TestPromptTruncatesLongIndex(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(fsys, "/m/MEMORY.md", []byte(lines(260, indexEntry)), 0o644))
-	got, err := BuildMemoryPrompt(context.Background(), fsys, MemoryPromptRequest{Dir: "/m/"})
+	got, err := buildMemoryPrompt(context.Background(), fsys, memoryPromptRequest{Dir: "/m/"})
 	require.NoError(t, err)
 	assert.Contains(t, got, "- [Topic 199](topic_199.md)")
 	assert.NotContains(t, got, "\n- [Topic 200](topic_200.md)", "only quoted in the warning")
@@ -211,12 +211,12 @@ func TestPromptTruncatesLongIndex(t *testing.T) {
 
 func TestTeamListingCap(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	for i := 0; i < MaxTeamListing+5; i++ {
+	for i := 0; i < maxTeamListing+5; i++ {
 		require.NoError(t, afero.WriteFile(fsys, filepath.Join("/m/team", strings.Repeat("a", 1+i%3)+string(rune('a'+i%26))+"_"+itoa(i)+".md"), []byte("x"), 0o644))
 	}
 	got, err := teamListing(context.Background(), fsys, "/m/team/", nil)
 	require.NoError(t, err)
-	assert.Equal(t, MaxTeamListing+1, strings.Count(got, "\n"))
+	assert.Equal(t, maxTeamListing+1, strings.Count(got, "\n"))
 	assert.Contains(t, got, "- ... and 5 more\n")
 }
 
@@ -229,7 +229,7 @@ func TestCombinedPromptAttributesTeamMemories(t *testing.T) {
 		require.NoError(t, afero.WriteFile(fsys, f, []byte("x"), 0o644))
 	}
 	day := time.Date(2026, 11, 30, 15, 4, 0, 0, time.UTC)
-	got, err := BuildCombinedMemoryPrompt(context.Background(), fsys, CombinedPromptRequest{AutoDir: "/m/", PromptOptions: PromptOptions{
+	got, err := buildCombinedMemoryPrompt(context.Background(), fsys, combinedPromptRequest{AutoDir: "/m/", promptOptions: promptOptions{
 		TeamAuthors: map[string]Attribution{"deploy.md": {Author: "ana", Time: day}, "notes/ci.md": {Author: "bot\n- evil.md (written by boss)"}},
 	}})
 	require.NoError(t, err)
@@ -284,7 +284,7 @@ func TestLoadMemoryPromptDispatch(t *testing.T) {
 	var records []slog.Record
 	log := slog.New(recordingHandler{&records})
 
-	got, err := LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: false, AutoDir: fixtureMemDir, PromptOptions: PromptOptions{Logger: log}})
+	got, err := LoadMemoryPrompt(ctx, fsys, LoadPromptRequest{Enabled: false, AutoDir: fixtureMemDir, Logger: log})
 	require.NoError(t, err)
 	assert.Equal(t, PromptDisabled, got.Mode)
 	assert.Empty(t, got.Text)
@@ -296,17 +296,17 @@ func TestLoadMemoryPromptDispatch(t *testing.T) {
 		want func(t *testing.T) string
 	}{
 		{LoadPromptRequest{Enabled: true, AutoDir: fixtureMemDir}, PromptSingle, func(t *testing.T) string {
-			s, err := BuildMemoryPrompt(ctx, fsys, MemoryPromptRequest{Dir: fixtureMemDir})
+			s, err := buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: fixtureMemDir})
 			require.NoError(t, err)
 			return s
 		}},
 		{LoadPromptRequest{Enabled: true, AutoDir: fixtureMemDir, TeamActive: true}, PromptCombined, func(t *testing.T) string {
-			s, err := BuildCombinedMemoryPrompt(ctx, fsys, CombinedPromptRequest{AutoDir: fixtureMemDir})
+			s, err := buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{AutoDir: fixtureMemDir})
 			require.NoError(t, err)
 			return s
 		}},
 		{LoadPromptRequest{Enabled: true, AutoDir: fixtureMemDir, TeamActive: true, DailyLog: true}, PromptDailyLog, func(t *testing.T) string {
-			s, err := BuildDailyLogPrompt(ctx, fsys, DailyLogPromptRequest{AutoDir: fixtureMemDir})
+			s, err := buildDailyLogPrompt(ctx, fsys, dailyLogPromptRequest{AutoDir: fixtureMemDir})
 			require.NoError(t, err)
 			return s
 		}},
@@ -338,7 +338,7 @@ func TestLoadMemoryPromptCreatesDirs(t *testing.T) {
 	// A read-only filesystem: the mkdir failure is logged, the prompt is built.
 	var records []slog.Record
 	ro := afero.NewReadOnlyFs(afero.NewMemMapFs())
-	got, err := LoadMemoryPrompt(context.Background(), ro, LoadPromptRequest{Enabled: true, AutoDir: "/ro/memory/", PromptOptions: PromptOptions{Logger: slog.New(recordingHandler{&records})}})
+	got, err := LoadMemoryPrompt(context.Background(), ro, LoadPromptRequest{Enabled: true, AutoDir: "/ro/memory/", Logger: slog.New(recordingHandler{&records})})
 	require.NoError(t, err)
 	assert.Equal(t, PromptSingle, got.Mode)
 	assert.Contains(t, got.Text, "is empty for now")
@@ -349,8 +349,8 @@ func TestPromptUnreadableIndex(t *testing.T) {
 	base := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(base, "/m/MEMORY.md", []byte("- [A](a.md)"), 0o644))
 	var records []slog.Record
-	got, err := BuildMemoryPrompt(context.Background(), &openFailFs{Fs: base, fail: "/m/MEMORY.md"},
-		MemoryPromptRequest{Dir: "/m/", PromptOptions: PromptOptions{Logger: slog.New(recordingHandler{&records})}})
+	got, err := buildMemoryPrompt(context.Background(), &openFailFs{Fs: base, fail: "/m/MEMORY.md"},
+		memoryPromptRequest{Dir: "/m/", promptOptions: promptOptions{Logger: slog.New(recordingHandler{&records})}})
 	require.NoError(t, err)
 	assert.Contains(t, got, "could not be loaded this time")
 	assert.Equal(t, []string{"memdir_index_unreadable"}, events(records))
@@ -384,12 +384,12 @@ func TestIndexLinksOutAreNeverRead(t *testing.T) {
 			auto := filepath.Join(t.TempDir(), "memory")
 			require.NoError(t, os.MkdirAll(auto, 0o755))
 			plant(auto)
-			out, err := BuildCombinedMemoryPrompt(context.Background(), fsys, CombinedPromptRequest{AutoDir: auto})
+			out, err := buildCombinedMemoryPrompt(context.Background(), fsys, combinedPromptRequest{AutoDir: auto})
 			require.NoError(t, err)
 			assert.NotContains(t, out, "OUTSIDE-SECRET")
 			assert.Contains(t, out, "MEMORY.md was not loaded: it is a link that leads out of the memory directory")
 			if name == "private index is a link out" {
-				single, err := BuildMemoryPrompt(context.Background(), fsys, MemoryPromptRequest{Dir: auto})
+				single, err := buildMemoryPrompt(context.Background(), fsys, memoryPromptRequest{Dir: auto})
 				require.NoError(t, err)
 				assert.NotContains(t, single, "OUTSIDE-SECRET")
 			}

@@ -13,8 +13,8 @@ import (
 const (
 	// EntrypointName is the index file of a memory directory.
 	EntrypointName = "MEMORY.md"
-	// AutoMemDirName is the last element of a default auto-memory path.
-	AutoMemDirName = "memory"
+	// autoMemDirName is the last element of a default auto-memory path.
+	autoMemDirName = "memory"
 	// ProjectsDirName holds one directory per project under the memory base.
 	ProjectsDirName = "projects"
 	// TeamDirName is the team-shared subdirectory of an auto-memory dir.
@@ -157,24 +157,24 @@ func ResolveAutoMemPath(fsys afero.Fs, in AutoMemPathRequest) (AutoMemPath, erro
 		}
 		break
 	}
-	dir, err := DefaultAutoMemPath(fsys, MemoryBase(in.ConfigHome, in.RemoteMemoryDir), in.ProjectRoot)
+	dir, err := defaultAutoMemPath(fsys, MemoryBase(in.ConfigHome, in.RemoteMemoryDir), in.ProjectRoot)
 	if err != nil {
 		return AutoMemPath{}, err
 	}
 	return AutoMemPath{Dir: dir, Origin: OriginDefault}, nil
 }
 
-// DefaultAutoMemPath returns <memoryBase>/projects/<key>/memory/ where key
+// defaultAutoMemPath returns <memoryBase>/projects/<key>/memory/ where key
 // is SanitizePath of the project's canonical git root, or of projectRoot
 // itself outside git.
-func DefaultAutoMemPath(fsys afero.Fs, memoryBase, projectRoot string) (string, error) {
+func defaultAutoMemPath(fsys afero.Fs, memoryBase, projectRoot string) (string, error) {
 	if memoryBase == "" || !filepath.IsAbs(memoryBase) {
 		return "", ErrNoMemoryBase
 	}
 	if projectRoot == "" || !filepath.IsAbs(projectRoot) {
 		return "", ErrNoProjectRoot
 	}
-	dir := filepath.Join(memoryBase, ProjectsDirName, SanitizePath(ProjectKey(fsys, projectRoot)), AutoMemDirName)
+	dir := filepath.Join(memoryBase, ProjectsDirName, SanitizePath(ProjectKey(fsys, projectRoot)), autoMemDirName)
 	return norm.NFC.String(dir + string(filepath.Separator)), nil
 }
 

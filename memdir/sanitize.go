@@ -5,9 +5,9 @@ import (
 	"unicode/utf16"
 )
 
-// MaxSanitizedLength is the length, in UTF-16 code units, beyond which
+// maxSanitizedLength is the length, in UTF-16 code units, beyond which
 // SanitizePath shortens its result and appends a hash.
-const MaxSanitizedLength = 200
+const maxSanitizedLength = 200
 
 // SanitizePath turns a path into the single directory name Claude Code uses
 // under projects/. Every UTF-16 code unit outside [A-Za-z0-9] becomes '-'
@@ -27,10 +27,10 @@ func SanitizePath(p string) string {
 			out[i] = '-'
 		}
 	}
-	if len(out) <= MaxSanitizedLength {
+	if len(out) <= maxSanitizedLength {
 		return string(out)
 	}
-	return string(out[:MaxSanitizedLength]) + "-" + javaStringHash36(units)
+	return string(out[:maxSanitizedLength]) + "-" + javaStringHash36(units)
 }
 
 // javaStringHash36 is h = h*31 + c over the UTF-16 units with int32

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
@@ -333,7 +334,7 @@ func memoryFileName(m Memory) (string, error) {
 	case path.Base(file) == EntrypointName:
 		return "", invalidMemory("%s is the index, not a memory file", EntrypointName)
 	}
-	if IsHiddenPath(file) {
+	if fswalk.Hidden(file) {
 		return "", invalidMemory("file path segments must not start with a dot")
 	}
 	return file, nil

@@ -22,10 +22,10 @@ import (
 
 // Default scan limits.
 const (
-	// MaxMemoryFiles is how many headers a scan keeps, newest first.
-	MaxMemoryFiles = 200
-	// FrontmatterMaxLines is how many lines of each file a scan reads.
-	FrontmatterMaxLines = 30
+	// maxMemoryFiles is how many headers a scan keeps, newest first.
+	maxMemoryFiles = 200
+	// frontmatterMaxLines is how many lines of each file a scan reads.
+	frontmatterMaxLines = 30
 	// maxHeaderBytes bounds the bytes read per file, whatever its lines.
 	maxHeaderBytes = 16 << 10
 )
@@ -67,10 +67,10 @@ type ScanOptions struct {
 // gives an error.
 func ScanMemoryFiles(ctx context.Context, fsys afero.Fs, dir string, opts ScanOptions) ([]MemoryHeader, error) {
 	if opts.MaxFiles <= 0 {
-		opts.MaxFiles = MaxMemoryFiles
+		opts.MaxFiles = maxMemoryFiles
 	}
 	if opts.HeaderLines <= 0 {
-		opts.HeaderLines = FrontmatterMaxLines
+		opts.HeaderLines = frontmatterMaxLines
 	}
 	files, err := memoryFiles(ctx, fsys, filepath.Clean(dir))
 	switch {
@@ -208,14 +208,7 @@ func memoryFileNames(ctx context.Context, fsys afero.Fs, dir, rel string, seen *
 // other than MEMORY.md, with no hidden ("."-prefixed) folder or name on
 // its way (.team-conflicts/ and .team-sync/ hold no memories).
 func IsMemoryFile(rel string, typ fs.FileMode) bool {
-	return typ.IsRegular() && strings.HasSuffix(rel, ".md") && path.Base(rel) != EntrypointName && !IsHiddenPath(rel)
-}
-
-// IsHiddenPath reports whether a "/"-separated relative path has a hidden
-// ("."-prefixed) folder or name on its way: such paths hold sync state,
-// conflict copies, locks and staged copies, never memories.
-func IsHiddenPath(rel string) bool {
-	return strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.")
+	return typ.IsRegular() && strings.HasSuffix(rel, ".md") && path.Base(rel) != EntrypointName && !fswalk.Hidden(rel)
 }
 
 // headerReader reads file headers for one worker, keeping the best max.

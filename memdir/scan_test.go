@@ -194,7 +194,7 @@ func TestFreshness(t *testing.T) {
 		t.Run(fmt.Sprint(c.days, c.age), func(t *testing.T) {
 			assert.Equal(t, c.days, MemoryAgeDays(c.mtime, now))
 			assert.Equal(t, c.age, MemoryAge(c.mtime, now))
-			text := MemoryFreshnessText(c.mtime, now)
+			text := memoryFreshnessText(c.mtime, now)
 			note := MemoryFreshnessNote(c.mtime, now)
 			header := MemoryHeaderLine("/m/a.md", c.mtime, now)
 			if c.stale {
@@ -259,7 +259,7 @@ func TestIsHiddenPath(t *testing.T) {
 		"a.md": false, "team/a.md": false, "a.b/c.md": false,
 		".MEMORY.md.lock": true, ".team-sync/x.json": true, "notes/.draft.md": true, "x/.y/z.md": true,
 	} {
-		assert.Equal(t, want, IsHiddenPath(rel), rel)
+		assert.Equal(t, want, fswalk.Hidden(rel), rel)
 	}
 }
 

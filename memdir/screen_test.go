@@ -86,7 +86,7 @@ func TestSaveDescriptionLinkStaysText(t *testing.T) {
 	assert.Equal(t, "- [Plain](plain.md) — hook - (Planted)(../../outside/planted.md) — injected ‹https://evil.example›", res.IndexLine)
 	data, err := os.ReadFile(filepath.Join(mem, EntrypointName))
 	require.NoError(t, err)
-	assert.Empty(t, screen.IndexLinks(string(data)))
+	assert.Empty(t, screen.Blocking(string(data), screen.Options{Index: true}))
 }
 
 // Injection is refused on team and synced writes, not on private ones.

@@ -32,13 +32,13 @@ type MountedStore struct {
 	PromptIndex string
 }
 
-// BuildStoresSection returns the part of the memory prompt that names the
+// buildStoresSection returns the part of the memory prompt that names the
 // mounted stores: where each lives, that it is synced, and which are
 // read-only (the model is told not to write there, and to say so when
 // asked to remember something for them); then each store's prompt index,
 // as reference data in a <memory path="..."> block with "<" escaped. ""
 // when there are none.
-func BuildStoresSection(ctx context.Context, fsys afero.Fs, autoDir string, stores []MountedStore) (string, error) {
+func buildStoresSection(ctx context.Context, fsys afero.Fs, autoDir string, stores []MountedStore) (string, error) {
 	if len(stores) == 0 {
 		return "", nil
 	}

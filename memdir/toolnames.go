@@ -3,7 +3,7 @@ package memdir
 // Tool names: Claude Code's names for the file tools, the one table every
 // layer uses (the memory tools, the write checks, the team detectors, the
 // jobs' permission rules). A host whose tools are named otherwise maps
-// its names to these (agentmem.Options.ToolNames, teammem.ToolNames).
+// its names to these (agentmem.Options.ToolNames).
 const (
 	ToolRead  = "Read"
 	ToolWrite = "Write"

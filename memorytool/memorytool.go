@@ -46,13 +46,14 @@ import (
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
-// Root is the directory the model sees; it maps to the memory directory.
-const Root = "/memories"
+// memoriesRoot is the directory the model sees; it maps to the memory
+// directory.
+const memoriesRoot = "/memories"
 
-// ToolType and ToolName are the provider-defined tool's type and name.
+// toolType and toolName are the provider-defined tool's type and name.
 const (
-	ToolType = "memory_20250818"
-	ToolName = "memory"
+	toolType = "memory_20250818"
+	toolName = "memory"
 )
 
 // maxFileBytes bounds a file the tool reads or writes.
@@ -89,7 +90,7 @@ func New(d *memdir.Dir) (*Handler, error) {
 // Tool returns the memory tool for llm.RunAgent: a provider-defined tool
 // (llm.ToolSpec.Type) whose calls run Call.
 func (h *Handler) Tool() llm.Tool {
-	return llm.Tool{Spec: llm.ToolSpec{Name: ToolName, Type: ToolType}, Call: h.Call}
+	return llm.Tool{Spec: llm.ToolSpec{Name: toolName, Type: toolType}, Call: h.Call}
 }
 
 // command is the tool's input: one of six commands and its fields.
@@ -170,8 +171,8 @@ func (h *Handler) resolve(p string) (target, error) {
 	if p == "" {
 		return target{}, toolErr("Parameter `path` is required")
 	}
-	if p != Root && !strings.HasPrefix(p, Root+"/") {
-		return target{}, toolErr("Path must start with %s, got: %s", Root, shorten(p))
+	if p != memoriesRoot && !strings.HasPrefix(p, memoriesRoot+"/") {
+		return target{}, toolErr("Path must start with %s, got: %s", memoriesRoot, shorten(p))
 	}
 	lower := strings.ToLower(p)
 	switch {
@@ -180,19 +181,19 @@ func (h *Handler) resolve(p string) (target, error) {
 	case strings.Contains(lower, "%2e") || strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c"):
 		return target{}, toolErr("The path %s is not allowed: it contains a percent-encoded dot, slash or backslash", shorten(p))
 	}
-	rel := strings.TrimSuffix(strings.TrimPrefix(p, Root), "/")
+	rel := strings.TrimSuffix(strings.TrimPrefix(p, memoriesRoot), "/")
 	rel = strings.TrimPrefix(rel, "/")
 	if rel != "" {
 		for _, seg := range strings.Split(rel, "/") {
 			switch {
 			case seg == "" || seg == "." || seg == "..":
-				return target{}, toolErr("Path %s would escape %s directory", shorten(p), Root)
+				return target{}, toolErr("Path %s would escape %s directory", shorten(p), memoriesRoot)
 			case strings.HasPrefix(seg, "."):
 				return target{}, toolErr("The path %s is not allowed: hidden names (starting with a dot) are reserved", shorten(p))
 			}
 		}
 		if path.Clean(rel) != rel {
-			return target{}, toolErr("Path %s would escape %s directory", shorten(p), Root)
+			return target{}, toolErr("Path %s would escape %s directory", shorten(p), memoriesRoot)
 		}
 	}
 	t := target{shown: p, rel: rel, abs: filepath.Join(h.root, filepath.FromSlash(rel))}
@@ -214,7 +215,7 @@ func shorten(p string) string {
 
 // refusal turns a gate or filesystem error into text for the model.
 func (h *Handler) refusal(t target, err error) error {
-	if r := memdir.Refusal(t.shown, Root, err); r != nil {
+	if r := memdir.Refusal(t.shown, memoriesRoot, err); r != nil {
 		return r
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -508,7 +509,7 @@ func (h *Handler) delete(ctx context.Context, p string) (string, error) {
 	}
 	switch {
 	case t.rel == "":
-		return "", toolErr("Cannot delete the %s directory itself", Root)
+		return "", toolErr("Cannot delete the %s directory itself", memoriesRoot)
 	case isIndex(t.rel):
 		return "", toolErr("Cannot delete %s: it is the index of the memory directory (edit it instead)", t.shown)
 	}
@@ -563,7 +564,7 @@ func (h *Handler) rename(ctx context.Context, oldPath, newPath string) (string, 
 	}
 	switch {
 	case from.rel == "" || to.rel == "":
-		return "", toolErr("Cannot rename the %s directory itself", Root)
+		return "", toolErr("Cannot rename the %s directory itself", memoriesRoot)
 	case isIndex(from.rel) || isIndex(to.rel):
 		return "", toolErr("Cannot rename to or from %s: it is the index of the memory directory", memdir.EntrypointName)
 	case to.rel == from.rel || strings.HasPrefix(to.rel, from.rel+"/"):

@@ -43,7 +43,7 @@ func BenchmarkGrep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	grep := ts.GrepTool()
+	grep := ts.grepTool()
 	input, _ := json.Marshal(map[string]any{"pattern": `flaky-test \w+`})
 	re := regexp.MustCompile(`flaky-test \w+`)
 	ctx := context.Background()

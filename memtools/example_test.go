@@ -18,11 +18,11 @@ func ExampleNew() {
 	dir, _ := memdir.NewDir(fsys, "/mem", memdir.DirOptions{})
 	tools, _ := memtools.New(dir, memtools.Options{})
 
-	grep := tools.GrepTool()
+	grep, _ := tools.Tool(memdir.ToolGrep)
 	out, _ := grep.Call(context.Background(), json.RawMessage(`{"pattern":"flaky","output_mode":"content"}`))
 	fmt.Print(out)
 
-	read := tools.ReadTool()
+	read, _ := tools.Tool(memdir.ToolRead)
 	_, err := read.Call(context.Background(), json.RawMessage(`{"file_path":"/etc/passwd"}`))
 	fmt.Println(err)
 	// Output:

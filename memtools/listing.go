@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/afero"
 )
 
-// GlobTool returns the Glob tool: files whose path below a directory
+// globTool returns the Glob tool: files whose path below a directory
 // matches a pattern ("*" within a name, "**" across directories), newest
 // first.
-func (t *Toolset) GlobTool() llm.Tool {
+func (t *Toolset) globTool() llm.Tool {
 	return tool(memdir.ToolGlob,
 		"Find memory files by name pattern, such as **/*.md or team/*.md. Newest first.",
 		`{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"absolute directory to search; defaults to the memory directory"}},"required":["pattern"],"additionalProperties":false}`,
@@ -124,8 +124,8 @@ func matchSegs(pat, name []string) (bool, error) {
 	return len(name) == 0, nil
 }
 
-// ListTool returns the List tool: the entries of a directory.
-func (t *Toolset) ListTool() llm.Tool {
+// listTool returns the List tool: the entries of a directory.
+func (t *Toolset) listTool() llm.Tool {
 	return tool(memdir.ToolList,
 		"List a memory directory. Directories end in /.",
 		`{"type":"object","properties":{"path":{"type":"string","description":"absolute directory; defaults to the memory directory"}},"additionalProperties":false}`,

@@ -98,7 +98,19 @@ func New(d *memdir.Dir, opts Options) (*Toolset, error) {
 // Tools returns the seven tools: Read, Write, Edit, MultiEdit, Grep, Glob,
 // List.
 func (t *Toolset) Tools() []llm.Tool {
-	return []llm.Tool{t.ReadTool(), t.WriteTool(), t.EditTool(), t.MultiEditTool(), t.GrepTool(), t.GlobTool(), t.ListTool()}
+	return []llm.Tool{t.readTool(), t.writeTool(), t.editTool(), t.multiEditTool(), t.grepTool(), t.globTool(), t.listTool()}
+}
+
+// Tool returns the tool of that name (memdir.ToolRead, ToolWrite,
+// ToolEdit, ToolMultiEdit, ToolGrep, ToolGlob or ToolList) and whether
+// the set has it.
+func (t *Toolset) Tool(name string) (llm.Tool, bool) {
+	for _, tool := range t.Tools() {
+		if tool.Spec.Name == name {
+			return tool, true
+		}
+	}
+	return llm.Tool{}, false
 }
 
 // Written returns the absolute paths the Write and Edit tools changed, in

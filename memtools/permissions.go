@@ -12,9 +12,9 @@ import (
 // ExtractPermission is the rule for background extraction and
 // consolidation: Read, Grep, Glob and List anywhere below dir and
 // readRoots; Write, Edit and MultiEdit only inside dir, and only when the
-// call passes dir's own check of a tool call (memdir.Dir.CheckToolCall:
-// containment, no lookalike of the team directory, and for a team or
-// synced write the dir's scanner on the content as it would be written);
+// call passes dir's path check (memdir.Dir.CheckToolPath: containment
+// and no lookalike of the team directory; the content is scanned once, by
+// the directory's write gate on what the write leaves in the file);
 // every other tool is denied. Each denial carries a reason the model can
 // act on.
 func ExtractPermission(dir *memdir.Dir, readRoots []string) llm.PermissionFunc {
@@ -46,7 +46,7 @@ func ExtractPermission(dir *memdir.Dir, readRoots []string) llm.PermissionFunc {
 			if d := inside(p, []string{auto}, false, "write"); !d.Allow {
 				return d
 			}
-			if err := dir.CheckToolCall(call); err != nil {
+			if err := dir.CheckToolPath(call); err != nil {
 				return llm.Deny(err.Error())
 			}
 			return llm.Allow()

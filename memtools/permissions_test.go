@@ -34,7 +34,9 @@ func TestExtractPermissionTable(t *testing.T) {
 	}
 	// Every tool against every place; writes carry either clean text or a
 	// secret. Read tools may look anywhere in the memory dirs; write tools
-	// only inside the auto dir, and never a secret into the team dir.
+	// only inside the auto dir. A secret passes the permission: the write
+	// gate scans what the write leaves in the file, once
+	// (TestTeamSecretsRefusedWithoutPermissionRule).
 	type row struct {
 		tool, place, content string
 		allow                bool
@@ -50,7 +52,7 @@ func TestExtractPermissionTable(t *testing.T) {
 		for place, ok := range map[string]bool{"inside": true, "team": true, "outside": false, "sibling": false, "dotdot": false} {
 			table = append(table, row{tool, place, "fine", ok})
 		}
-		table = append(table, row{tool, "team", secret, false}, row{tool, "inside", secret, true})
+		table = append(table, row{tool, "team", secret, true}, row{tool, "inside", secret, true})
 	}
 	table = append(table, row{"Bash", "inside", "", false}, row{"WebFetch", "inside", "", false}, row{"NotebookEdit", "inside", "fine", false})
 	for _, c := range table {

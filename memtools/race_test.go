@@ -66,7 +66,8 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 
 	tools, err := memtools.New(dirAt(afero.NewOsFs(), mem), memtools.Options{})
 	require.NoError(t, err)
-	write := tools.WriteTool()
+	write, ok := tools.Tool(memdir.ToolWrite)
+	require.True(t, ok)
 	puller := client(team)
 
 	var done atomic.Bool

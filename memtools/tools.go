@@ -14,14 +14,15 @@ import (
 	"strings"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/edits"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
-// ReadTool returns the Read tool: a file's lines, numbered, from an
+// readTool returns the Read tool: a file's lines, numbered, from an
 // optional 1-based offset, at most limit lines.
-func (t *Toolset) ReadTool() llm.Tool {
+func (t *Toolset) readTool() llm.Tool {
 	return tool(memdir.ToolRead,
 		"Read a memory file. Lines are numbered from 1. Use offset and limit to read part of a long file.",
 		`{"type":"object","properties":{"file_path":{"type":"string","description":"absolute path of the file"},"offset":{"type":"integer","minimum":1,"description":"first line to read (1-based)"},"limit":{"type":"integer","minimum":1,"description":"how many lines to read"}},"required":["file_path"],"additionalProperties":false}`,
@@ -119,8 +120,8 @@ func (t *Toolset) cut(line string) string {
 	return strings.ToValidUTF8(line[:t.opts.MaxLineLength], "") + " [line cut]"
 }
 
-// WriteTool returns the Write tool: create or replace a file atomically.
-func (t *Toolset) WriteTool() llm.Tool {
+// writeTool returns the Write tool: create or replace a file atomically.
+func (t *Toolset) writeTool() llm.Tool {
 	return tool(memdir.ToolWrite,
 		"Create or replace a memory file with the given content. Parent directories are created.",
 		`{"type":"object","properties":{"file_path":{"type":"string","description":"absolute path of the file"},"content":{"type":"string","description":"the whole new content"}},"required":["file_path","content"],"additionalProperties":false}`,
@@ -192,9 +193,9 @@ func (t *Toolset) fsError(clean string, err error) error {
 	return describe(clean, err)
 }
 
-// EditTool returns the Edit tool: replace an exact string that occurs once
+// editTool returns the Edit tool: replace an exact string that occurs once
 // (or every occurrence with replace_all).
-func (t *Toolset) EditTool() llm.Tool {
+func (t *Toolset) editTool() llm.Tool {
 	return tool(memdir.ToolEdit,
 		"Replace old_string with new_string in a memory file. old_string must match exactly and occur once, unless replace_all is true.",
 		`{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["file_path","old_string","new_string"],"additionalProperties":false}`,
@@ -210,9 +211,9 @@ func (t *Toolset) EditTool() llm.Tool {
 		})
 }
 
-// MultiEditTool returns the MultiEdit tool: several Edit replacements
+// multiEditTool returns the MultiEdit tool: several Edit replacements
 // applied in order to one file, all or none.
-func (t *Toolset) MultiEditTool() llm.Tool {
+func (t *Toolset) multiEditTool() llm.Tool {
 	return tool(memdir.ToolMultiEdit,
 		"Apply several exact string replacements to one memory file, in order. Each old_string must match the text as left by the edits before it and occur once, unless its replace_all is true. Either every edit applies or the file is left unchanged.",
 		`{"type":"object","properties":{"file_path":{"type":"string"},"edits":{"type":"array","minItems":1,"items":{"type":"object","properties":{"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["old_string","new_string"],"additionalProperties":false}}},"required":["file_path","edits"],"additionalProperties":false}`,
@@ -241,12 +242,12 @@ type edit struct {
 // edit applies edits to the file at p through the write gate: the file
 // is read, changed and written back in one locked cycle for MEMORY.md,
 // and the result is scanned for secrets when it is team memory.
-func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, error) {
+func (t *Toolset) edit(ctx context.Context, p string, calls []edit) (string, error) {
 	clean, err := t.resolve(p, false)
 	if err != nil {
 		return "", err
 	}
-	for i, e := range edits {
+	for i, e := range calls {
 		if e.OldString == "" {
 			return "", toolErr("edit %d: old_string must not be empty; use Write to create a file", i+1)
 		}
@@ -272,17 +273,17 @@ func (t *Toolset) edit(ctx context.Context, p string, edits []edit) (string, err
 		if err := t.checkWrite(clean, old, exists, false); err != nil {
 			return nil, err
 		}
-		changes := make([]memdir.Edit, len(edits))
-		for i, e := range edits {
-			changes[i] = memdir.Edit{Old: e.OldString, New: e.NewString, All: e.ReplaceAll}
+		changes := make([]edits.Edit, len(calls))
+		for i, e := range calls {
+			changes[i] = edits.Edit{Old: e.OldString, New: e.NewString, All: e.ReplaceAll}
 		}
-		text, err := memdir.ApplyEdits(string(old), changes)
-		var ee *memdir.EditError
+		text, err := edits.Apply(string(old), changes)
+		var ee *edits.Error
 		switch {
 		case errors.As(err, &ee) && ee.Count == 0:
-			return nil, toolErr("%sold_string was not found in %s", editLabel(ee.Index, len(edits)), clean)
+			return nil, toolErr("%sold_string was not found in %s", editLabel(ee.Index, len(calls)), clean)
 		case errors.As(err, &ee):
-			return nil, toolErr("%sold_string occurs %d times in %s; include more context to make it unique, or set replace_all", editLabel(ee.Index, len(edits)), ee.Count, clean)
+			return nil, toolErr("%sold_string occurs %d times in %s; include more context to make it unique, or set replace_all", editLabel(ee.Index, len(calls)), ee.Count, clean)
 		case err != nil:
 			return nil, err
 		}
@@ -308,9 +309,9 @@ func editLabel(i, n int) string {
 	return fmt.Sprintf("edit %d: ", i+1)
 }
 
-// GrepTool returns the Grep tool: a regular expression over the files
+// grepTool returns the Grep tool: a regular expression over the files
 // below a directory (or in one file).
-func (t *Toolset) GrepTool() llm.Tool {
+func (t *Toolset) grepTool() llm.Tool {
 	return tool(memdir.ToolGrep,
 		"Search memory files with a regular expression (RE2 syntax). By default lists the files that match; output_mode \"content\" shows matching lines.",
 		`{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string","description":"absolute directory or file; defaults to the memory directory"},"glob":{"type":"string","description":"only files whose name matches, e.g. *.md"},"output_mode":{"type":"string","enum":["files_with_matches","content"]},"case_insensitive":{"type":"boolean"}},"required":["pattern"],"additionalProperties":false}`,

@@ -76,7 +76,7 @@ func BenchmarkFindUnchanged(b *testing.B) {
 			dir := benchTree(b, n)
 			settle(b, dir)
 			fsys := afero.NewOsFs()
-			f, err := NewFinder(fsys, dir, FinderOptions{})
+			f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func BenchmarkFindFirst(b *testing.B) {
 			var first, scan time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				f, err := NewFinder(fsys, dir, FinderOptions{})
+				f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

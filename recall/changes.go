@@ -16,10 +16,10 @@ import (
 
 // Change detection defaults.
 const (
-	// DefaultFullWalkEvery is how often a Finder walks its whole directory
+	// defaultFullWalkEvery is how often a Finder walks its whole directory
 	// even when nothing says it changed: the safety net under change
 	// notices and folder mtimes.
-	DefaultFullWalkEvery = 30 * time.Second
+	defaultFullWalkEvery = 30 * time.Second
 	// racyWindow is how recent a folder's mtime may be before it is no
 	// proof of "unchanged": a change within the same clock tick as the
 	// last look would leave it as it was (git's racily-clean rule; 2 s

@@ -63,7 +63,7 @@ func TestFinderSeesChangesWithoutAFullWalk(t *testing.T) {
 		"team/oncall.md":  "the pager moves weekly",
 		"team/grafana.md": "dashboards live in grafana",
 	})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
 	require.NoError(t, err)
 	defer f.Close()
 	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
@@ -96,7 +96,7 @@ func TestFinderSeesChangesWithoutAFullWalk(t *testing.T) {
 // and the periodic full walk finds it.
 func TestFinderSkipsTheWalkAndWalksOnSchedule(t *testing.T) {
 	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: 300 * time.Millisecond})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: 300 * time.Millisecond})
 	require.NoError(t, err)
 	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
 	require.NoError(t, f.Close()) // no more notices
@@ -113,7 +113,7 @@ func TestFinderSkipsTheWalkAndWalksOnSchedule(t *testing.T) {
 // walked on every Find, so a change in the same clock tick is not missed.
 func TestFinderRacyFolder(t *testing.T) {
 	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, f.Close()) // no notices: only the folders tell
 	now := time.Now()
@@ -130,7 +130,7 @@ func TestFinderRacyFolder(t *testing.T) {
 // and its folders' mtimes do not move, so every Find walks.
 func TestFinderOnMemMapFsWalksEveryTime(t *testing.T) {
 	fsys, dir := sampleTree(t)
-	f, err := NewFinder(fsys, dir, FinderOptions{})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	defer f.Close()
 	require.Equal(t, []string{"deploy.md"}, names(f, "deploys tuesdays"))
@@ -143,7 +143,7 @@ func TestFinderOnMemMapFsWalksEveryTime(t *testing.T) {
 // its mtime is set back to the old one.
 func TestFinderSeesADirectoryReplaced(t *testing.T) {
 	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
 	require.NoError(t, err)
 	defer f.Close()
 	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
@@ -168,7 +168,7 @@ func TestAnUnclosedFinderReleasesItsWatcher(t *testing.T) {
 	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
 	var d *changeDetector // held past the Finder, which it does not reach
 	func() {
-		f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+		f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
 		require.NoError(t, err)
 		require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen")) // starts the watcher
 		d = f.corpus.changes
@@ -190,7 +190,7 @@ func TestAnUnclosedFinderReleasesItsWatcher(t *testing.T) {
 // was cancelled before acting on is still acted on by the next Find.
 func TestACancelledWalkKeepsTheNotice(t *testing.T) {
 	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
-	f, err := NewFinder(afero.NewOsFs(), dir, FinderOptions{FullWalkEvery: time.Hour})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
 	require.NoError(t, err)
 	defer f.Close()
 	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))

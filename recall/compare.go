@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/spf13/afero"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // Question is one labelled message: what a user might say, and the
@@ -25,9 +24,8 @@ type Question struct {
 
 // CompareRequest is what CompareEmbedder measures.
 type CompareRequest struct {
-	// Fs and Dir are the memory directory the questions are asked of.
-	Fs  afero.Fs
-	Dir string
+	// Dir is the memory directory the questions are asked of.
+	Dir *memdir.Dir
 	// Questions are the labelled messages; those that need no memory
 	// are skipped.
 	Questions []Question
@@ -95,7 +93,7 @@ func CompareEmbedder(ctx context.Context, req CompareRequest) (EmbedderCompariso
 	if req.Embedder == nil {
 		return out, ErrNoEmbedder
 	}
-	if req.Fs == nil || req.Dir == "" {
+	if req.Dir == nil {
 		return out, ErrNoMemoryDir
 	}
 	groups := map[string][]Question{}
@@ -148,9 +146,11 @@ func compareIn(ctx context.Context, req CompareRequest, k int, folder string, qs
 	opts.Embedder, opts.Selector, opts.Candidates, opts.MaxSelected = req.Embedder, nil, ByRelevance, k
 	dir := req.Dir
 	if folder != "" {
-		dir = filepath.Join(dir, filepath.FromSlash(folder))
+		if dir, err = dir.Sub(folder); err != nil {
+			return 0, 0, err
+		}
 	}
-	f, err := NewFinder(req.Fs, dir, opts)
+	f, err := NewFinder(dir, opts)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -20,9 +20,9 @@ import (
 
 // Corpus limits.
 const (
-	// MaxIndexedFiles bounds how many memory files a Finder indexes; the
+	// maxIndexedFiles bounds how many memory files a Finder indexes; the
 	// newest are kept beyond it, so memory stays bounded.
-	MaxIndexedFiles = 100_000
+	maxIndexedFiles = 100_000
 	// maxIndexedBytes is how much of each file is read and indexed.
 	maxIndexedBytes = 16 << 10
 )
@@ -109,9 +109,9 @@ func (c *corpus) walkAndRead(ctx context.Context) (*snapshot, error) {
 	case err != nil:
 		return nil, fmt.Errorf("recall: scan memory directory: %w", err)
 	}
-	if len(stats) > MaxIndexedFiles {
+	if len(stats) > maxIndexedFiles {
 		sort.Slice(stats, func(i, j int) bool { return stats[i].mtime.After(stats[j].mtime) })
-		stats = stats[:MaxIndexedFiles]
+		stats = stats[:maxIndexedFiles]
 	}
 	changed := false
 	seen := make(map[string]bool, len(stats))
@@ -262,7 +262,7 @@ func (c *corpus) walk(ctx context.Context) ([]statFile, []string, error) {
 	var out []statFile
 	dirs := []string{c.dir}
 	err := fswalk.Walk(ctx, c.fs, c.dir, func(e fswalk.Entry) error {
-		if e.Type.IsDir() && !memdir.IsHiddenPath(e.Rel) {
+		if e.Type.IsDir() && !fswalk.Hidden(e.Rel) {
 			dirs = append(dirs, e.Abs)
 		}
 		if !memdir.IsMemoryFile(e.Rel, e.Type) {

@@ -52,7 +52,7 @@
 // CompareEmbedder measures recall@k with and without an embedder on
 // labelled questions; ControlEmbedder gives embedders that know nothing,
 // to see that they cost nothing. Embeddings are cached by the hash of
-// the text embedded, computed in batches of EmbedBatch and kept as int8
+// the text embedded, computed in batches of 64 and kept as int8
 // unit vectors. A failing embedder leaves that Find to words alone
 // (Event.EmbedErr).
 //
@@ -73,6 +73,6 @@
 // # Concurrency
 //
 // Finder, Session and LexicalSelector are safe for concurrent use. A
-// Finder's memory is bounded: at most MaxIndexedFiles files (the newest),
+// Finder's memory is bounded: at most 100,000 files (the newest),
 // 16 KiB of each.
 package recall

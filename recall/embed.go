@@ -13,7 +13,7 @@ import (
 // words: a question that names a thing by another word still finds it.
 // The host implements it over its embedding model (llm/openai has one).
 // Embed returns one vector per text, in order, all of one length; it is
-// called with at most EmbedBatch texts at a time.
+// called with at most 64 texts at a time.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
@@ -28,11 +28,11 @@ func (f EmbedderFunc) Embed(ctx context.Context, texts []string) ([][]float32, e
 
 // Hybrid recall limits.
 const (
-	// EmbedBatch is the most texts one Embed call carries.
-	EmbedBatch = 64
-	// MaxEmbeddedBytes is how much of a memory (name, description, body)
+	// embedBatch is the most texts one Embed call carries.
+	embedBatch = 64
+	// maxEmbeddedBytes is how much of a memory (name, description, body)
 	// is embedded.
-	MaxEmbeddedBytes = 2048
+	maxEmbeddedBytes = 2048
 	// selectionDepth is how deep the lexical ranking goes into the
 	// selection and into supersession.
 	selectionDepth = 30
@@ -82,17 +82,17 @@ func cosine(a, b vector) float64 {
 // embedText is what of a memory is embedded.
 func embedText(name, description, body string) string {
 	t := name + "\n" + description + "\n" + body
-	if len(t) > MaxEmbeddedBytes {
-		t = t[:MaxEmbeddedBytes]
+	if len(t) > maxEmbeddedBytes {
+		t = t[:maxEmbeddedBytes]
 	}
 	return t
 }
 
-// embedAll embeds texts in batches of EmbedBatch, checking each answer.
+// embedAll embeds texts in batches of embedBatch, checking each answer.
 func embedAll(ctx context.Context, e Embedder, texts []string) ([]vector, error) {
 	out := make([]vector, 0, len(texts))
-	for start := 0; start < len(texts); start += EmbedBatch {
-		batch := texts[start:min(start+EmbedBatch, len(texts))]
+	for start := 0; start < len(texts); start += embedBatch {
+		batch := texts[start:min(start+embedBatch, len(texts))]
 		raw, err := e.Embed(ctx, batch)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrEmbedding, err)

@@ -17,7 +17,7 @@ func ExampleSession() {
 	_, _ = dir.Save(context.Background(), memdir.Memory{File: "deploy.md", Name: "Deploy days", Type: memdir.TypeProject,
 		Description: "Deploys happen on Tuesdays and Thursdays", Body: "No Friday deploys."})
 
-	finder, _ := recall.NewFinder(fsys, "/mem", recall.FinderOptions{
+	finder, _ := recall.NewFinder(dir, recall.FinderOptions{
 		Observer: func(e recall.Event) { fmt.Printf("%s: %d of %d\n", e.Selector, e.Selected, e.Candidates) }})
 	session := recall.NewSession(finder, recall.SessionOptions{})
 	for _, m := range session.Recall(context.Background(), "should this integration test mock the database?", nil) {

@@ -20,12 +20,12 @@ const (
 	MaxSelected = 5
 	// MaxCandidates is how many memories a selector chooses from.
 	MaxCandidates = 200
-	// SessionBudgetBytes stops surfacing once this much has been surfaced
+	// sessionBudgetBytes stops surfacing once this much has been surfaced
 	// in a session.
-	SessionBudgetBytes = 60 << 10
-	// MaxFileLines and MaxFileBytes bound each surfaced file.
-	MaxFileLines = 200
-	MaxFileBytes = 4096
+	sessionBudgetBytes = 60 << 10
+	// maxFileLines and maxFileBytes bound each surfaced file.
+	maxFileLines = 200
+	maxFileBytes = 4096
 )
 
 // Event reports one selection, also an empty one: a selection rate needs
@@ -65,11 +65,8 @@ const (
 	Newest
 )
 
-// FinderOptions configures a Finder. Fs and Dir are required; the zero
-// value of the rest means the defaults.
+// FinderOptions configures a Finder; the zero value means the defaults.
 type FinderOptions struct {
-	fs  afero.Fs
-	dir string
 	// Selector chooses among candidates; nil means the lexical selector
 	// with default options (a *LexicalSelector given here lends its
 	// options to the Finder's own cached index).
@@ -91,7 +88,7 @@ type FinderOptions struct {
 	// VectorWeight is how much a memory found by meaning counts against
 	// the word matches: its confidence (0 to 1) times VectorWeight is
 	// added to its share of the best word match's score (default
-	// DefaultVectorWeight, 1). Lower it to let meaning only fill slots
+	// 1). Lower it to let meaning only fill slots
 	// words leave free, raise it to let meaning outrank weak word
 	// matches sooner. Word matches scoring at least half the best are
 	// never displaced.
@@ -101,7 +98,7 @@ type FinderOptions struct {
 	// it depends on the embedding model).
 	MinSimilarity float64
 	// FullWalkEvery is how often Find walks the whole directory even when
-	// nothing says it changed (default DefaultFullWalkEvery; negative:
+	// nothing says it changed (default 30 s; negative:
 	// on every Find, as on a filesystem other than the real disk).
 	FullWalkEvery time.Duration
 	// Observer receives one Event per selection; it must not block.
@@ -116,6 +113,7 @@ type FinderOptions struct {
 // never fails a turn: any error gives an empty result and an Event
 // carrying it. Safe for concurrent use.
 type Finder struct {
+	fs        afero.Fs
 	cfg       FinderOptions
 	corpus    *corpus
 	closeOnce sync.Once
@@ -123,16 +121,17 @@ type Finder struct {
 	log       *slog.Logger
 }
 
-// ErrNoMemoryDir is returned by NewFinder without a filesystem or dir.
-var ErrNoMemoryDir = errors.New("recall: NewFinder needs a filesystem and the memory directory")
+// ErrNoMemoryDir is returned by NewFinder and CompareEmbedder without a
+// memory directory: give the *memdir.Dir the host opened.
+var ErrNoMemoryDir = errors.New("recall: NewFinder needs the memory directory (a *memdir.Dir)")
 
-// NewFinder returns a Finder over dir (the auto-memory directory, team/
-// included) on fsys.
-func NewFinder(fsys afero.Fs, dir string, cfg FinderOptions) (*Finder, error) {
-	if fsys == nil || dir == "" {
+// NewFinder returns a Finder over d (the auto-memory directory, team/
+// included, or a view of one of its folders).
+func NewFinder(d *memdir.Dir, cfg FinderOptions) (*Finder, error) {
+	if d == nil {
 		return nil, ErrNoMemoryDir
 	}
-	cfg.fs, cfg.dir = fsys, dir
+	fsys, dir := d.FS(), d.Path()
 	if cfg.MaxCandidates <= 0 {
 		cfg.MaxCandidates = MaxCandidates
 	}
@@ -140,18 +139,18 @@ func NewFinder(fsys afero.Fs, dir string, cfg FinderOptions) (*Finder, error) {
 		cfg.MaxSelected = MaxSelected
 	}
 	if cfg.FullWalkEvery == 0 {
-		cfg.FullWalkEvery = DefaultFullWalkEvery
+		cfg.FullWalkEvery = defaultFullWalkEvery
 	}
 	dir = filepath.Clean(dir)
 	changes := newChangeDetector(fsys, dir, cfg.FullWalkEvery, cfg.FullWalkEvery > 0, time.Now)
 	if cfg.VectorWeight <= 0 {
-		cfg.VectorWeight = DefaultVectorWeight
+		cfg.VectorWeight = defaultVectorWeight
 	}
-	c := newCorpus(cfg.fs, dir, changes)
+	c := newCorpus(fsys, dir, changes)
 	if cfg.Embedder != nil {
 		c.embedder, c.vectors, c.pending = cfg.Embedder, map[[32]byte]vector{}, map[[32]byte]string{}
 	}
-	f := &Finder{cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	f := &Finder{fs: fsys, cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
 	// A Finder nobody closed releases its watcher when it is collected.
 	runtime.AddCleanup(f, func(c *changeDetector) { c.close() }, changes)
 	if ls, ok := cfg.Selector.(*LexicalSelector); ok {

@@ -135,13 +135,13 @@ func TestAnEmbedderThatKnowsNothingChangesNothing(t *testing.T) {
 		mems = append(mems, [3]string{fmt.Sprintf("note%02d.md", i), fmt.Sprintf("note %d on %s", i, benchWords[i%len(benchWords)]), benchWords[(i*7)%len(benchWords)] + " and " + benchWords[(i*3)%len(benchWords)]})
 	}
 	fsys, dir := memTree(t, mems...)
-	words, err := NewFinder(fsys, dir, FinderOptions{})
+	words, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	queries := []string{"ask priya about exceptions", "is the deploy window still tuesday", "postgres migration", "kafka lag and redis", "thanks!"}
 	assert.Equal(t, []string{"deploy-window.md"}, names(words, queries[0]), "words find only the older memory")
 	for name, e := range knowsNothing(t) {
 		var events []Event
-		f, err := NewFinder(fsys, dir, FinderOptions{Embedder: e, Observer: func(ev Event) { events = append(events, ev) }})
+		f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: e, Observer: func(ev Event) { events = append(events, ev) }})
 		require.NoError(t, err)
 		for _, q := range queries {
 			assert.Equal(t, names(words, q), names(f, q), "%s: %q", name, q)
@@ -173,13 +173,13 @@ func TestCompareEmbedder(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, per := range []bool{false, true} {
-		c, err := CompareEmbedder(ctx, CompareRequest{Fs: fsys, Dir: dir, Questions: questions, Embedder: &fakeEmbedder{}, PerFolder: per})
+		c, err := CompareEmbedder(ctx, CompareRequest{Dir: mustDir(fsys, dir), Questions: questions, Embedder: &fakeEmbedder{}, PerFolder: per})
 		require.NoError(t, err)
 		assert.Equal(t, EmbedderComparison{K: 5, Questions: 4, Skipped: 1, WordsRecall: 0.25, HybridRecall: 1, Better: 3, Abstained: c.Abstained}, c, "per folder %v", per)
 		assert.InDelta(t, 0.75, c.Gain(), 1e-9)
 
 		zero, _ := ControlEmbedder("zero")
-		c, err = CompareEmbedder(ctx, CompareRequest{Fs: fsys, Dir: dir, Questions: questions, Embedder: zero, PerFolder: per})
+		c, err = CompareEmbedder(ctx, CompareRequest{Dir: mustDir(fsys, dir), Questions: questions, Embedder: zero, PerFolder: per})
 		require.NoError(t, err)
 		assert.Equal(t, EmbedderComparison{K: 5, Questions: 4, Skipped: 1, WordsRecall: 0.25, HybridRecall: 0.25, Abstained: 4}, c)
 	}
@@ -188,12 +188,12 @@ func TestCompareEmbedder(t *testing.T) {
 		req  CompareRequest
 		want error
 	}{
-		"no embedder":    {CompareRequest{Fs: fsys, Dir: dir, Questions: questions}, ErrNoEmbedder},
+		"no embedder":    {CompareRequest{Dir: mustDir(fsys, dir), Questions: questions}, ErrNoEmbedder},
 		"no directory":   {CompareRequest{Questions: questions, Embedder: &fakeEmbedder{}}, ErrNoMemoryDir},
-		"no labels":      {CompareRequest{Fs: fsys, Dir: dir, Questions: questions[4:], Embedder: &fakeEmbedder{}}, ErrBadLabels},
-		"missing file":   {CompareRequest{Fs: fsys, Dir: dir, Questions: []Question{{Query: "q", Needs: []string{"p1/gone.md"}}}, Embedder: &fakeEmbedder{}}, ErrBadLabels},
-		"across folders": {CompareRequest{Fs: fsys, Dir: dir, Questions: []Question{{Query: "q", Needs: []string{"p1/car.md", "p2/trip.md"}}}, Embedder: &fakeEmbedder{}, PerFolder: true}, ErrBadLabels},
-		"failing":        {CompareRequest{Fs: fsys, Dir: dir, Questions: questions, Embedder: EmbedderFunc(func(context.Context, []string) ([][]float32, error) { return nil, errors.New("down") })}, ErrEmbedding},
+		"no labels":      {CompareRequest{Dir: mustDir(fsys, dir), Questions: questions[4:], Embedder: &fakeEmbedder{}}, ErrBadLabels},
+		"missing file":   {CompareRequest{Dir: mustDir(fsys, dir), Questions: []Question{{Query: "q", Needs: []string{"p1/gone.md"}}}, Embedder: &fakeEmbedder{}}, ErrBadLabels},
+		"across folders": {CompareRequest{Dir: mustDir(fsys, dir), Questions: []Question{{Query: "q", Needs: []string{"p1/car.md", "p2/trip.md"}}}, Embedder: &fakeEmbedder{}, PerFolder: true}, ErrBadLabels},
+		"failing":        {CompareRequest{Dir: mustDir(fsys, dir), Questions: questions, Embedder: EmbedderFunc(func(context.Context, []string) ([][]float32, error) { return nil, errors.New("down") })}, ErrEmbedding},
 	}
 	for name, tc := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestTheBestWordMatchStays(t *testing.T) {
 		}
 		return out, nil
 	})
-	f, err := NewFinder(fsys, dir, FinderOptions{Embedder: near, VectorWeight: 5, MaxSelected: 2})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: near, VectorWeight: 5, MaxSelected: 2})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"zebra-stripes-b.md", "best.md"}, names(f, "deploy window friday"))
 }

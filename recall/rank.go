@@ -11,10 +11,10 @@ import (
 // for the best match on it alone to be an answer.
 const maxNameHolders = 3
 
-// DefaultVectorWeight is FinderOptions.VectorWeight's default: a memory
+// defaultVectorWeight is FinderOptions.VectorWeight's default: a memory
 // found by meaning with full confidence counts as much as the best word
 // match.
-const DefaultVectorWeight = 1.0
+const defaultVectorWeight = 1.0
 
 // Recency as a tie-breaker.
 const (

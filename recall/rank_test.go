@@ -24,7 +24,7 @@ func TestNewerValueRanksFirst(t *testing.T) {
 		[3]string{"oncall.md", "the pager rotates weekly", "Four engineers share the pager."},
 		[3]string{"deploy-window-moved.md", "the deploy window moved to thursday afternoon", "Since the freeze we deploy thursdays."},
 	)
-	f, err := NewFinder(fsys, dir, FinderOptions{})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	got := names(f, "is the deploy window still tuesday afternoon?")
 	require.NotEmpty(t, got)
@@ -47,7 +47,7 @@ func TestLinkedNeighboursFillFreeSlots(t *testing.T) {
 		for i := range 12 {
 			write("other"+strings.Repeat("x", i)+".md", "other", "notes on the build cache "+strings.Repeat("z", i), "Cache keys and eviction.")
 		}
-		f, err := NewFinder(fsys, "/mem", FinderOptions{})
+		f, err := NewFinder(mustDir(fsys, "/mem"), FinderOptions{})
 		require.NoError(t, err)
 		return names(f, "how is a release cut, tagged and shipped")
 	}
@@ -108,13 +108,13 @@ func TestHybridRecallFindsOtherWords(t *testing.T) {
 		[3]string{"lunch.md", "what the team orders for lunch", "Tacos on Fridays."},
 		[3]string{"build.md", "the build cache", "Cache keys and eviction."},
 	)
-	lexicalOnly, err := NewFinder(fsys, dir, FinderOptions{})
+	lexicalOnly, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, names(lexicalOnly, "which automobile did she get"), "no shared word: nothing by words alone")
 
 	emb := &fakeEmbedder{}
 	var events []Event
-	f, err := NewFinder(fsys, dir, FinderOptions{Embedder: emb, Observer: func(e Event) { events = append(events, e) }})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: emb, Observer: func(e Event) { events = append(events, e) }})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"car.md"}, names(f, "which automobile did she get"))
 	assert.Equal(t, []string{"doctor.md"}, names(f, "who is the doctor now"))
@@ -156,7 +156,7 @@ func TestEmbedderAnswersAreChecked(t *testing.T) {
 	}
 }
 
-// TestEmbedBatches: Embed never gets more than EmbedBatch texts.
+// TestEmbedBatches: Embed never gets more than embedBatch texts.
 func TestEmbedBatches(t *testing.T) {
 	var most int
 	e := EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
@@ -167,11 +167,11 @@ func TestEmbedBatches(t *testing.T) {
 		}
 		return out, nil
 	})
-	texts := make([]string, 3*EmbedBatch+5)
+	texts := make([]string, 3*embedBatch+5)
 	got, err := embedAll(context.Background(), e, texts)
 	require.NoError(t, err)
 	assert.Len(t, got, len(texts))
-	assert.Equal(t, EmbedBatch, most)
+	assert.Equal(t, embedBatch, most)
 }
 
 // TestANameOnlyOneMemoryHoldsIsAnAnswer: a message whose only match is a
@@ -183,7 +183,7 @@ func TestANameOnlyOneMemoryHoldsIsAnAnswer(t *testing.T) {
 		mems = append(mems, [3]string{fmt.Sprintf("m%02d.md", i), fmt.Sprintf("note %d on the build cache", i), "Cache keys and eviction."})
 	}
 	fsys, dir := memTree(t, mems...)
-	f, err := NewFinder(fsys, dir, FinderOptions{})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"partner.md"}, names(f, "What is Freya's occupation?"))
 	assert.Empty(t, names(f, "what does a pilot earn"), "one weak word that is no name: nothing")

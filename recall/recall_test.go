@@ -46,7 +46,7 @@ func TestFinderWithModelSelector(t *testing.T) {
 	fsys, dir := sampleTree(t)
 	var events []Event
 	model := llmtest.New(llmtest.Text(`{"selected_memories":["deploy.md","ghost.md","deploy.md","team/ci.md"]}`))
-	f, err := NewFinder(fsys, dir, FinderOptions{Selector: ModelSelector{Model: model}, Observer: func(e Event) { events = append(events, e) }})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Selector: ModelSelector{Model: model}, Observer: func(e Event) { events = append(events, e) }})
 	require.NoError(t, err)
 	got := f.Find(context.Background(), "when can we deploy", map[string]bool{"/mem/user_role.md": true}, []string{"Bash"})
 	require.Len(t, got, 2)
@@ -87,7 +87,7 @@ func TestFinderNeverFails(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			var got []Event
-			f, err := NewFinder(fsys, dir, FinderOptions{Selector: ModelSelector{Model: c.model}, Observer: func(e Event) { got = append(got, e) }})
+			f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Selector: ModelSelector{Model: c.model}, Observer: func(e Event) { got = append(got, e) }})
 			require.NoError(t, err)
 			assert.Empty(t, f.Find(c.ctx, "when can we deploy", nil, nil))
 			require.Len(t, got, 1, "every selection emits an event")
@@ -102,7 +102,7 @@ func TestFinderNeverFails(t *testing.T) {
 			}
 		})
 	}
-	_, err := NewFinder(nil, "/m", FinderOptions{})
+	_, err := NewFinder(nil, FinderOptions{})
 	assert.ErrorIs(t, err, ErrNoMemoryDir)
 }
 
@@ -115,18 +115,18 @@ func TestFinderRelevanceOverEveryMemory(t *testing.T) {
 	mems = append([][3]string{{"kafka.md", "Kafka consumer lag alerts", "Consumer lag over 10k pages the on-call."}}, mems...)
 	fsys, dir := memTree(t, mems...)
 
-	f, err := NewFinder(fsys, dir, FinderOptions{})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	got := f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil)
 	require.NotEmpty(t, got, "by default every memory is a candidate, however old")
 	assert.Equal(t, "kafka.md", got[0].Filename)
 
-	f, err = NewFinder(fsys, dir, FinderOptions{Candidates: Newest})
+	f, err = NewFinder(mustDir(fsys, dir), FinderOptions{Candidates: Newest})
 	require.NoError(t, err)
 	assert.Empty(t, f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil), "Claude Code's rule: only the newest 200 are candidates")
 
 	model := llmtest.New(llmtest.Text(`{"selected_memories":["kafka.md"]}`))
-	f, err = NewFinder(fsys, dir, FinderOptions{Selector: ModelSelector{Model: model}})
+	f, err = NewFinder(mustDir(fsys, dir), FinderOptions{Selector: ModelSelector{Model: model}})
 	require.NoError(t, err)
 	got = f.Find(context.Background(), "why is kafka consumer lag paging", nil, nil)
 	require.Len(t, got, 1)
@@ -140,7 +140,7 @@ func TestFinderRelevanceOverEveryMemory(t *testing.T) {
 func TestFinderIndexFollowsTheDirectory(t *testing.T) {
 	fsys, dir := sampleTree(t)
 	counting := &countingFs{Fs: fsys}
-	f, err := NewFinder(counting, dir, FinderOptions{})
+	f, err := NewFinder(mustDir(counting, dir), FinderOptions{})
 	require.NoError(t, err)
 	ctx := context.Background()
 	names := func(q string) []string {
@@ -188,7 +188,7 @@ func TestSessionRules(t *testing.T) {
 	)
 	now := time.Date(2026, 5, 20, 12, 0, 0, 0, time.UTC) // old.md is 19 days old
 	// Three memories give BM25 too little to score against: no thresholds.
-	f, err := NewFinder(fsys, dir, FinderOptions{Selector: NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Selector: NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})})
 	require.NoError(t, err)
 	s := NewSession(f, SessionOptions{Now: func() time.Time { return now }})
 
@@ -227,7 +227,7 @@ func TestSessionBudget(t *testing.T) {
 	}
 	fsys, dir := memTree(t, mems...)
 	// Every memory matches equally, so no score threshold: only the budget stops.
-	f, err := NewFinder(fsys, dir, FinderOptions{Selector: NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Selector: NewLexicalSelector(fsys, LexicalOptions{MinStrength: 1e-9, MinRelative: 1e-9})})
 	require.NoError(t, err)
 	s := NewSession(f, SessionOptions{BudgetBytes: 10_000})
 	total := 0
@@ -304,10 +304,19 @@ func TestLexicalDefaultsOnATinyDirectory(t *testing.T) {
 		[3]string{"testing_policy.md", "Integration tests hit the real database, never mocks", "Use the testdb helper."},
 		[3]string{"deploy_days.md", "Deploys happen on Tuesdays and Thursdays", "No Friday deploys."},
 	)
-	f, err := NewFinder(fsys, dir, FinderOptions{})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	got := f.Find(context.Background(), "can we deploy on friday?", nil, nil)
 	require.Len(t, got, 1)
 	assert.Equal(t, "deploy_days.md", got[0].Filename)
 	assert.Empty(t, f.Find(context.Background(), "thanks, that looks good", nil, nil))
+}
+
+// mustDir is the memory directory at dir on fsys, as a host opens it.
+func mustDir(fsys afero.Fs, dir string) *memdir.Dir {
+	d, err := memdir.NewDir(fsys, dir, memdir.DirOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -58,13 +58,13 @@ type Session struct {
 // NewSession returns a Session over finder.
 func NewSession(finder *Finder, opts SessionOptions) *Session {
 	if opts.BudgetBytes <= 0 {
-		opts.BudgetBytes = SessionBudgetBytes
+		opts.BudgetBytes = sessionBudgetBytes
 	}
 	if opts.MaxLines <= 0 {
-		opts.MaxLines = MaxFileLines
+		opts.MaxLines = maxFileLines
 	}
 	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = MaxFileBytes
+		opts.MaxBytes = maxFileBytes
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -145,7 +145,7 @@ func (s *Session) Recall(ctx context.Context, query string, recentTools []string
 // readCapped reads up to MaxLines lines and MaxBytes bytes (never splitting
 // a character) and appends a note when the file is longer.
 func (s *Session) readCapped(p string) (string, bool, error) {
-	f, err := s.finder.cfg.fs.Open(p)
+	f, err := s.finder.fs.Open(p)
 	if err != nil {
 		return "", false, err
 	}

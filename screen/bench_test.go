@@ -33,7 +33,7 @@ func BenchmarkInvisible(b *testing.B) {
 	doc := prose(250_000)
 	b.SetBytes(int64(len(doc)))
 	for b.Loop() {
-		if f := Invisible(doc); f != nil {
+		if f := findInvisible(doc); f != nil {
 			b.Fatalf("false positive: %v", f)
 		}
 	}

@@ -40,14 +40,14 @@
 //     modifier or VARIATION SELECTOR-16), as in a family or a
 //     profession emoji.
 //
-// Injection (Injection; high confidence refused on shared writes, low
+// Injection (high confidence refused on shared writes, low
 // confidence reported only): text addressed to the model as
 // instructions ("ignore previous instructions", "you are now in
 // developer mode", a role marker followed by an order), and fake system
 // or tool-call markup (<system-reminder>, <function_calls>,
 // <|im_start|>, [INST]...).
 //
-// Index links (IndexLinks, refused on every write of a MEMORY.md): a
+// Index links (refused on every write of a MEMORY.md): a
 // pointer line carries exactly one link, to a file inside the index's
 // own directory. A second link (index-extra-link) or a link that leaves
 // the directory (index-link-out: a URL, an absolute path, "..", an

@@ -21,10 +21,10 @@ var (
 	refDef = regexp.MustCompile(`^[ ]{0,3}\[[^\]\n]+\]:\s*<?(\S*?)>?(?:\s|$)`)
 )
 
-// IndexLinks returns the findings of an index (MEMORY.md) text: per
+// findIndexLinks returns the findings of an index (MEMORY.md) text: per
 // line, a link that leaves the index's directory (index-link-out) and
 // every link after the first (index-extra-link).
-func IndexLinks(text string) []Finding {
+func findIndexLinks(text string) []Finding {
 	var out []Finding
 	var ln lines
 	off := 0

@@ -80,9 +80,9 @@ var injectionRules = []injectionRule{
 // window bounds the text an anchored pattern may match.
 const window = 1024
 
-// Injection returns one finding per match of every injection rule in
+// findInjection returns one finding per match of every injection rule in
 // text, high and low confidence, in text order.
-func Injection(text string) []Finding { return injection(text, true) }
+func findInjection(text string) []Finding { return injection(text, true) }
 
 // injection runs the high-confidence rules, and the low ones when low is
 // set.

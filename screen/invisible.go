@@ -16,9 +16,9 @@ const (
 	RuleZeroWidthJoiner = "zero-width-joiner"
 )
 
-// Invisible returns one finding per invisible or direction-control
+// findInvisible returns one finding per invisible or direction-control
 // character of text that no rule allows, in text order.
-func Invisible(text string) []Finding {
+func findInvisible(text string) []Finding {
 	var out []Finding
 	var ln lines
 	var rtlLines map[int]bool // lines known to hold a right-to-left letter

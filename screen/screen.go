@@ -78,7 +78,8 @@ type Options struct {
 	// Shared refuses high-confidence injections too: the write is headed
 	// for memory that others read.
 	Shared bool
-	// Index screens the text as an index (MEMORY.md): IndexLinks.
+	// Index screens the text as an index (MEMORY.md) too: one link per
+	// pointer line, inside the index's own directory.
 	Index bool
 }
 
@@ -104,9 +105,9 @@ func CheckShared(name, text string) error {
 // Blocking returns every finding that blocks a write of text under
 // opts, in text order.
 func Blocking(text string, opts Options) []Finding {
-	out := Invisible(text)
+	out := findInvisible(text)
 	if opts.Index {
-		out = append(out, IndexLinks(text)...)
+		out = append(out, findIndexLinks(text)...)
 	}
 	if opts.Shared {
 		out = append(out, injection(text, false)...)
@@ -118,9 +119,9 @@ func Blocking(text string, opts Options) []Finding {
 // ScanAll returns every finding of every screen, low confidence
 // included, in text order; index links only when index is set.
 func ScanAll(text string, index bool) []Finding {
-	out := append(Invisible(text), Injection(text)...)
+	out := append(findInvisible(text), findInjection(text)...)
 	if index {
-		out = append(out, IndexLinks(text)...)
+		out = append(out, findIndexLinks(text)...)
 	}
 	sortFindings(out)
 	return out

@@ -22,15 +22,15 @@ import (
 
 // Defaults of the update rules.
 const (
-	DefaultInitTokens       = 10_000
-	DefaultMinGrowthTokens  = 5_000
-	DefaultMinToolCalls     = 3
-	DefaultMaxSectionTokens = 2_000
-	DefaultMaxTotalTokens   = 12_000
-	DefaultWaitTimeout      = 15 * time.Second
-	DefaultStaleAfter       = 60 * time.Second
-	// DefaultMaxTurns bounds an update run.
-	DefaultMaxTurns = 5
+	defaultInitTokens       = 10_000
+	defaultMinGrowthTokens  = 5_000
+	defaultMinToolCalls     = 3
+	defaultMaxSectionTokens = 2_000
+	defaultMaxTotalTokens   = 12_000
+	defaultWaitTimeout      = 15 * time.Second
+	defaultStaleAfter       = 60 * time.Second
+	// defaultMaxTurns bounds an update run.
+	defaultMaxTurns = 5
 	// pollInterval is how often WaitForUpdate looks.
 	pollInterval = 100 * time.Millisecond
 )
@@ -75,11 +75,10 @@ type Event struct {
 	Checkpoint string
 }
 
-// Options configures a Summarizer. Fs, ConfigHome, Cwd, SessionID and Model
-// are required; every numeric option counts only when positive.
+// Options configures a Summarizer (New takes the filesystem and the
+// model). ConfigHome, Cwd and SessionID are required; every numeric
+// option counts only when positive.
 type Options struct {
-	fs    afero.Fs
-	model llm.Model
 	// ConfigHome, Cwd and SessionID place the summary file (SummaryPath).
 	ConfigHome string
 	Cwd        string
@@ -88,15 +87,26 @@ type Options struct {
 	Template string
 	// UpdatePrompt replaces DefaultUpdatePrompt; {{currentNotes}} and
 	// {{notesPath}} are substituted.
-	UpdatePrompt     string
-	InitTokens       int
-	MinGrowthTokens  int
-	MinToolCalls     int
+	UpdatePrompt string
+	// InitTokens is the context size of the first update (default
+	// 10,000); MinGrowthTokens the growth since the last one (default
+	// 5,000) and MinToolCalls the tool calls since (default 3) before
+	// the next.
+	InitTokens      int
+	MinGrowthTokens int
+	MinToolCalls    int
+	// MaxSectionTokens and MaxTotalTokens are the sizes past which an
+	// update is asked to condense (defaults 2,000 per section, 12,000
+	// for the file).
 	MaxSectionTokens int
 	MaxTotalTokens   int
-	MaxTurns         int
-	WaitTimeout      time.Duration
-	StaleAfter       time.Duration
+	// MaxTurns bounds an update run (default 5).
+	MaxTurns int
+	// WaitTimeout bounds WaitForUpdate (default 15 s); an update running
+	// for more than StaleAfter is presumed stuck and not waited for
+	// (default 60 s).
+	WaitTimeout time.Duration
+	StaleAfter  time.Duration
 	// Now is the clock (default time.Now); Sleep waits between the polls
 	// of WaitForUpdate (default a timer honouring ctx).
 	Now   func() time.Time
@@ -123,10 +133,12 @@ type Observation struct {
 // Summarizer keeps one session's summary file up to date. Safe for
 // concurrent use; Close stops it and waits.
 type Summarizer struct {
-	cfg  Options
-	path string
-	log  *slog.Logger
-	jobs *jobs.Runner // one update at a time
+	fs    afero.Fs
+	model llm.Model
+	cfg   Options
+	path  string
+	log   *slog.Logger
+	jobs  *jobs.Runner // one update at a time
 
 	mu          sync.Mutex
 	initialized bool
@@ -145,7 +157,6 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 	if fsys == nil || model == nil || cfg.ConfigHome == "" || cfg.Cwd == "" || cfg.SessionID == "" {
 		return nil, ErrMissingConfig
 	}
-	cfg.fs, cfg.model = fsys, model
 	if !transcript.IsSessionID(cfg.SessionID) {
 		return nil, fmt.Errorf("sessionmem: %w", transcript.ErrInvalidSessionID)
 	}
@@ -154,17 +165,17 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 			*v = d
 		}
 	}
-	def(&cfg.InitTokens, DefaultInitTokens)
-	def(&cfg.MinGrowthTokens, DefaultMinGrowthTokens)
-	def(&cfg.MinToolCalls, DefaultMinToolCalls)
-	def(&cfg.MaxSectionTokens, DefaultMaxSectionTokens)
-	def(&cfg.MaxTotalTokens, DefaultMaxTotalTokens)
-	def(&cfg.MaxTurns, DefaultMaxTurns)
+	def(&cfg.InitTokens, defaultInitTokens)
+	def(&cfg.MinGrowthTokens, defaultMinGrowthTokens)
+	def(&cfg.MinToolCalls, defaultMinToolCalls)
+	def(&cfg.MaxSectionTokens, defaultMaxSectionTokens)
+	def(&cfg.MaxTotalTokens, defaultMaxTotalTokens)
+	def(&cfg.MaxTurns, defaultMaxTurns)
 	if cfg.WaitTimeout <= 0 {
-		cfg.WaitTimeout = DefaultWaitTimeout
+		cfg.WaitTimeout = defaultWaitTimeout
 	}
 	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = DefaultStaleAfter
+		cfg.StaleAfter = defaultStaleAfter
 	}
 	if cfg.Template == "" {
 		cfg.Template = DefaultTemplate
@@ -182,7 +193,7 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Summarizer{cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
+	return &Summarizer{fs: fsys, model: model, cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
 }
 
 // SummaryPath returns
@@ -284,7 +295,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 	// template, the model's edits) records the file's version under the
 	// write's lock, so a rewind puts back exactly what the update
 	// replaced, and removes a summary this update created.
-	dir, err := memdir.NewDir(t.cfg.fs, filepath.Dir(t.path), memdir.DirOptions{})
+	dir, err := memdir.NewDir(t.fs, filepath.Dir(t.path), memdir.DirOptions{})
 	if err != nil {
 		return llm.Result{}, checkpoint, err
 	}
@@ -292,7 +303,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 	if err := t.ensureFile(ctx, dir); err != nil {
 		return llm.Result{}, checkpoint, err
 	}
-	notes, err := afero.ReadFile(t.cfg.fs, t.path)
+	notes, err := afero.ReadFile(t.fs, t.path)
 	if err != nil {
 		return llm.Result{}, checkpoint, err
 	}
@@ -307,7 +318,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 	prompt := fill(t.cfg.UpdatePrompt, t.path, string(notes)) +
 		condenseReminders(string(notes), t.cfg.MaxSectionTokens, t.cfg.MaxTotalTokens) +
 		"\nThe new part of the conversation:\n\n" + llm.RenderTranscript(fresh, llm.TranscriptOptions{MaxBytes: 40 << 10})
-	res, err := llm.RunAgent(ctx, t.cfg.model, llm.Task{
+	res, err := llm.RunAgent(ctx, t.model, llm.Task{
 		Purpose: llm.PurposeSessionMemory,
 		System:  "You maintain a session's notes file. Use only the Edit tool on " + t.path + ".",
 		Prompt:  prompt,
@@ -326,7 +337,7 @@ func (t *Summarizer) run(ctx context.Context, fresh []llm.Message) (_ llm.Result
 // ensureFile creates the summary from the template: the directory with
 // mode 0700, the file exclusively with mode 0600.
 func (t *Summarizer) ensureFile(ctx context.Context, dir *memdir.Dir) error {
-	if err := t.cfg.fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+	if err := t.fs.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return fmt.Errorf("sessionmem: create the summary directory: %w", err)
 	}
 	_, err := dir.Gate().UpdateFile(ctx, t.path, func(_ []byte, exists bool) ([]byte, error) {
@@ -370,7 +381,7 @@ func (t *Summarizer) WaitForUpdate(ctx context.Context) bool {
 
 // Summary returns the summary's content ("" when it does not exist yet).
 func (t *Summarizer) Summary() (string, error) {
-	data, err := afero.ReadFile(t.cfg.fs, t.path)
+	data, err := afero.ReadFile(t.fs, t.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -31,15 +31,15 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-func newTracker(t *testing.T, model llm.Model, mutate func(*Options)) (*Summarizer, afero.Fs, *[]Event) {
+func newTracker(t *testing.T, model llm.Model, mutate func(*Options, afero.Fs)) (*Summarizer, afero.Fs, *[]Event) {
 	t.Helper()
 	fsys := afero.NewMemMapFs()
 	var mu sync.Mutex
 	events := &[]Event{}
-	cfg := Options{fs: fsys, ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10",
+	cfg := Options{ConfigHome: "/c", Cwd: "/work/shop", SessionID: "0b7c9b1e-1234-4c1e-9a55-0c8f6f5b2f10",
 		Observer: func(e Event) { mu.Lock(); *events = append(*events, e); mu.Unlock() }}
 	if mutate != nil {
-		mutate(&cfg)
+		mutate(&cfg, fsys)
 	}
 	tr, err := New(fsys, model, cfg)
 	require.NoError(t, err)
@@ -146,7 +146,7 @@ func TestUpdateCreatesFileAndEdits(t *testing.T) {
 
 func TestCustomTemplateAndPrompt(t *testing.T) {
 	model := llmtest.New(llmtest.Text("nothing new"))
-	tr, _, _ := newTracker(t, model, func(c *Options) {
+	tr, _, _ := newTracker(t, model, func(c *Options, fsys afero.Fs) {
 		c.Template = "# Goal\n_what we want_\n\n# Notes\n_anything else; literal {{notesPath}} stays_\n"
 		c.UpdatePrompt = "Edit {{notesPath}}. Notes so far:\n{{currentNotes}}\nEnd."
 		c.InitTokens = 100
@@ -166,13 +166,13 @@ func TestCustomTemplateAndPrompt(t *testing.T) {
 
 func TestCondenseReminder(t *testing.T) {
 	long := "# Session Title\n" + strings.Repeat("word ", 2100) + "\n# Worklog\nshort\n"
-	r := condenseReminders(long, DefaultMaxSectionTokens, DefaultMaxTotalTokens)
+	r := condenseReminders(long, defaultMaxSectionTokens, defaultMaxTotalTokens)
 	assert.Contains(t, r, `"Session Title" is about`)
 	assert.NotContains(t, r, "Worklog")
 	assert.NotContains(t, r, "in all")
 	huge := strings.Repeat("# S\n"+strings.Repeat("x", 7000)+"\n", 8)
-	assert.Contains(t, condenseReminders(huge, DefaultMaxSectionTokens, DefaultMaxTotalTokens), "in all, over the limit of 12000")
-	assert.Empty(t, condenseReminders(DefaultTemplate, DefaultMaxSectionTokens, DefaultMaxTotalTokens))
+	assert.Contains(t, condenseReminders(huge, defaultMaxSectionTokens, defaultMaxTotalTokens), "in all, over the limit of 12000")
+	assert.Empty(t, condenseReminders(DefaultTemplate, defaultMaxSectionTokens, defaultMaxTotalTokens))
 	assert.Equal(t, 3, EstimateTokens("0123456789"))
 	assert.Equal(t, 2, EstimateTokens("1234567"))
 }
@@ -181,7 +181,7 @@ func TestSerialisedAndWaitRules(t *testing.T) {
 	started := make(chan struct{})
 	model := llmtest.New(llmtest.Step{Block: true, Started: started})
 	clock := &fakeClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	tr, _, events := newTracker(t, model, func(c *Options) { c.Now, c.Sleep = clock.Now, clock.Sleep })
+	tr, _, events := newTracker(t, model, func(c *Options, fsys afero.Fs) { c.Now, c.Sleep = clock.Now, clock.Sleep })
 
 	assert.True(t, tr.WaitForUpdate(context.Background()), "nothing running: no wait")
 	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 10_000, Messages: msgs(0, false)}))
@@ -213,9 +213,9 @@ func TestSectionsForCompaction(t *testing.T) {
 	body := strings.Repeat("a line of notes\n", 1000) // 16,000 chars
 	content := "# Current State\n" + body + "# Worklog\n- step one\n"
 	got := SectionsForCompaction(content, 0)
-	secs := ParseSections(got)
+	secs := parseSections(got)
 	require.Len(t, secs, 2)
-	assert.LessOrEqual(t, len(secs[0].Body), DefaultMaxSectionChars+len(truncatedMarker)+2)
+	assert.LessOrEqual(t, len(secs[0].Body), defaultMaxSectionChars+len(truncatedMarker)+2)
 	assert.True(t, strings.HasSuffix(strings.TrimSpace(secs[0].Body), truncatedMarker))
 	for _, l := range strings.Split(strings.TrimSuffix(strings.TrimSpace(secs[0].Body), truncatedMarker), "\n") {
 		if l != "" {
@@ -223,7 +223,7 @@ func TestSectionsForCompaction(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "- step one", strings.TrimSpace(secs[1].Body))
-	assert.Len(t, ParseSections(DefaultTemplate), 10)
+	assert.Len(t, parseSections(DefaultTemplate), 10)
 }
 
 func TestNewValidates(t *testing.T) {
@@ -238,9 +238,9 @@ func TestNewValidates(t *testing.T) {
 func TestHistoryUndoesAnUpdate(t *testing.T) {
 	model := llmtest.New()
 	var history *filehistory.Tracker
-	tr, fsys, events := newTracker(t, model, func(c *Options) {
+	tr, fsys, events := newTracker(t, model, func(c *Options, fsys afero.Fs) {
 		var err error
-		history, err = filehistory.NewTracker(c.fs, "/history", "summary", filehistory.Options{})
+		history, err = filehistory.NewTracker(fsys, "/history", "summary", filehistory.Options{})
 		require.NoError(t, err)
 		c.History = history
 	})

@@ -67,17 +67,17 @@ func EstimateTokens(text string) int {
 	return (n + 2) / 4
 }
 
-// Section is one "# " section of a summary.
-type Section struct {
+// section is one "# " section of a summary.
+type section struct {
 	Heading string
 	Body    string
 }
 
-// ParseSections splits a summary at its "# " headings. Text before the
+// parseSections splits a summary at its "# " headings. Text before the
 // first heading is dropped.
-func ParseSections(content string) []Section {
-	var out []Section
-	var cur *Section
+func parseSections(content string) []section {
+	var out []section
+	var cur *section
 	var body []string
 	flush := func() {
 		if cur != nil {
@@ -88,7 +88,7 @@ func ParseSections(content string) []Section {
 	for _, line := range strings.Split(content, "\n") {
 		if strings.HasPrefix(line, "# ") {
 			flush()
-			cur = &Section{Heading: strings.TrimSpace(line[2:])}
+			cur = &section{Heading: strings.TrimSpace(line[2:])}
 			body = nil
 			continue
 		}
@@ -100,22 +100,22 @@ func ParseSections(content string) []Section {
 	return out
 }
 
-// DefaultMaxSectionChars bounds each section in SectionsForCompaction.
-const DefaultMaxSectionChars = 8000
+// defaultMaxSectionChars bounds each section in SectionsForCompaction.
+const defaultMaxSectionChars = 8000
 
 // truncatedMarker ends a section cut by SectionsForCompaction.
 const truncatedMarker = "[... section truncated ...]"
 
 // SectionsForCompaction returns the summary with each section's body cut at
-// the last line boundary within maxChars characters (DefaultMaxSectionChars
+// the last line boundary within maxChars characters (8,000
 // when maxChars <= 0) and marked, for hosts that replace old context with
 // the summary when they compact.
 func SectionsForCompaction(content string, maxChars int) string {
 	if maxChars <= 0 {
-		maxChars = DefaultMaxSectionChars
+		maxChars = defaultMaxSectionChars
 	}
 	var b strings.Builder
-	for i, s := range ParseSections(content) {
+	for i, s := range parseSections(content) {
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -145,7 +145,7 @@ func SectionsForCompaction(content string, maxChars int) string {
 // whether the whole file is over the total limit.
 func condenseReminders(content string, maxSection, maxTotal int) string {
 	var lines []string
-	for _, s := range ParseSections(content) {
+	for _, s := range parseSections(content) {
 		if t := EstimateTokens(s.Body); t > maxSection {
 			lines = append(lines, "- The section \""+s.Heading+"\" is about "+strconv.Itoa(t)+" tokens, over its limit of "+strconv.Itoa(maxSection)+": condense it.")
 		}

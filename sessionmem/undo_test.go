@@ -25,11 +25,10 @@ func TestUpdateUndoRestoresWhatTheUpdateReplaced(t *testing.T) {
 	var history *filehistory.Tracker
 	var rfs *racefs.Fs
 	const elsewhere = "\nA note written elsewhere.\n"
-	tr, fsys, events := newTracker(t, model, func(c *Options) {
+	tr, fsys, events := newTracker(t, model, func(c *Options, fsys afero.Fs) {
 		path := SummaryPath(c.ConfigHome, c.Cwd, c.SessionID)
-		require.NoError(t, c.fs.MkdirAll(filepath.Dir(path), 0o700))
-		require.NoError(t, afero.WriteFile(c.fs, path, []byte(DefaultTemplate), 0o600))
-		fsys := c.fs
+		require.NoError(t, fsys.MkdirAll(filepath.Dir(path), 0o700))
+		require.NoError(t, afero.WriteFile(fsys, path, []byte(DefaultTemplate), 0o600))
 		rfs = racefs.New(fsys, path, func() error {
 			d, err := memdir.NewDir(fsys, filepath.Dir(path), memdir.DirOptions{})
 			if err != nil {

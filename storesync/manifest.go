@@ -14,8 +14,8 @@ import (
 
 // The two manifest files Claude Code keeps in a mount's folder.
 const (
-	ManifestName = memdir.StoreManifestName
-	BasisName    = ".memory-sync-basis"
+	manifestName = memdir.StoreManifestName
+	basisName    = ".memory-sync-basis"
 )
 
 // manifest is ".memory-sync": which store the folder follows.
@@ -24,29 +24,29 @@ type manifest struct {
 	Partition string `json:"partition"`
 }
 
-// Basis is ".memory-sync-basis": what the folder and the store last
+// basis is ".memory-sync-basis": what the folder and the store last
 // agreed on, and the local deletions waiting to be confirmed.
-type Basis struct {
+type basis struct {
 	Partition string
 	// Entries maps a store path ("/deploy.md") to the memory's ID and the
 	// sha256 both sides had.
-	Entries map[string]BasisEntry
+	Entries map[string]basisEntry
 	// Deletes are local files missing from the folder, by store path:
 	// when they were first missed (Unix ms) and on how many walks.
-	Deletes map[string]PendingDelete
+	Deletes map[string]pendingDelete
 	// Held are local files the store did not know while the basis could
 	// not be trusted: kept here, not pushed as deletions elsewhere.
 	Held map[string]string
 }
 
-// BasisEntry is one memory both sides agreed on.
-type BasisEntry struct {
+// basisEntry is one memory both sides agreed on.
+type basisEntry struct {
 	ID     string
 	SHA256 string
 }
 
-// PendingDelete is a local deletion not yet sent.
-type PendingDelete struct {
+// pendingDelete is a local deletion not yet sent.
+type pendingDelete struct {
 	FirstMissedMS int64
 	Walks         int
 }
@@ -73,13 +73,13 @@ func (e *ForeignDirError) Error() string {
 	if e.Partition != "" {
 		return fmt.Sprintf("storesync: %s follows another store (%s); remove or rename the folder to sync this one", e.Dir, e.Partition)
 	}
-	return fmt.Sprintf("storesync: %s already holds files and no %s manifest; remove or rename the folder, then sync again", e.Dir, ManifestName)
+	return fmt.Sprintf("storesync: %s already holds files and no %s manifest; remove or rename the folder, then sync again", e.Dir, manifestName)
 }
 
 // checkMountDir refuses a folder that belongs to another store, or holds
 // files without a manifest; an empty or missing folder is fine.
 func checkMountDir(fsys afero.Fs, dir, partition string, user bool) error {
-	raw, err := afero.ReadFile(fsys, filepath.Join(dir, ManifestName))
+	raw, err := afero.ReadFile(fsys, filepath.Join(dir, manifestName))
 	switch {
 	case err == nil:
 		var m manifest
@@ -115,9 +115,9 @@ func marshalManifest(partition string) []byte {
 
 // readBasis reads the basis; a missing or unreadable one is an empty
 // basis (a first sync: nothing is deleted on either side).
-func readBasis(fsys afero.Fs, dir, partition string) Basis {
-	b := Basis{Partition: partition, Entries: map[string]BasisEntry{}, Deletes: map[string]PendingDelete{}, Held: map[string]string{}}
-	raw, err := afero.ReadFile(fsys, filepath.Join(dir, BasisName))
+func readBasis(fsys afero.Fs, dir, partition string) basis {
+	b := basis{Partition: partition, Entries: map[string]basisEntry{}, Deletes: map[string]pendingDelete{}, Held: map[string]string{}}
+	raw, err := afero.ReadFile(fsys, filepath.Join(dir, basisName))
 	if err != nil {
 		return b
 	}
@@ -126,12 +126,12 @@ func readBasis(fsys afero.Fs, dir, partition string) Basis {
 		return b
 	}
 	for _, e := range j.Entries {
-		b.Entries[e[0]] = BasisEntry{ID: e[1], SHA256: e[2]}
+		b.Entries[e[0]] = basisEntry{ID: e[1], SHA256: e[2]}
 	}
 	for _, d := range j.Deletes {
 		var t []json.RawMessage
 		var p string
-		var pd PendingDelete
+		var pd pendingDelete
 		if json.Unmarshal(d, &t) != nil || len(t) != 3 || json.Unmarshal(t[0], &p) != nil ||
 			json.Unmarshal(t[1], &pd.FirstMissedMS) != nil || json.Unmarshal(t[2], &pd.Walks) != nil {
 			continue
@@ -144,7 +144,7 @@ func readBasis(fsys afero.Fs, dir, partition string) Basis {
 	return b
 }
 
-func (b Basis) marshal() []byte {
+func (b basis) marshal() []byte {
 	j := basisJSON{V: 1, Partition: b.Partition, Entries: [][3]string{}, Deletes: []json.RawMessage{}, EntriesWereOnDisk: true}
 	for _, p := range sortedKeys(b.Entries) {
 		e := b.Entries[p]

@@ -11,8 +11,8 @@
 // is carried to the other; an edit beats a deletion; when both sides
 // changed a memory differently the store's version takes the file and the
 // local one is kept in a conflict copy, reported. Local deletions follow
-// Claude Code's delete modes; more deletions than MassDeleteThreshold on
-// one side are held; a store that does not know the basis (replaced, or
+// Claude Code's delete modes; more deletions than max(50, 10 %) of the
+// tracked memories on one side are held; a store that does not know the basis (replaced, or
 // restored from a backup) deletes nothing anywhere. Every write to disk
 // goes through the memory directory's write gate, and every push is
 // scanned for secrets.

@@ -46,7 +46,7 @@ func TestSyncableFiles(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
-	b := BasisEntry{ID: "mem_1", SHA256: "s1"}
+	b := basisEntry{ID: "mem_1", SHA256: "s1"}
 	same := &localFile{sha: "s1"}
 	edited := &localFile{sha: "s2"}
 	r1 := remoteMemory{ID: "mem_1", SHA256: "s1"}

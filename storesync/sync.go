@@ -63,8 +63,8 @@ type Options struct {
 	// DeleteMode is DeleteCorroborate (default), DeleteImmediate or
 	// DeleteNever.
 	DeleteMode string
-	// AllowMassDelete lets a round delete more than MassDeleteThreshold
-	// memories on one side.
+	// AllowMassDelete lets a round delete more than max(50, 10 %) of the
+	// tracked memories on one side.
 	AllowMassDelete bool
 	// Retries is how often a network error, a 429 or a 5xx is retried,
 	// honouring Retry-After (default 3; negative: none).
@@ -201,9 +201,9 @@ func (s Skip) Refused() bool {
 }
 
 // MassDeleteHold reports deletions held back on one side ("local" or
-// "store"): more than MassDeleteThreshold at once. They stay tracked and
-// are held again next round until confirmed (Options.AllowMassDelete) or
-// the files come back.
+// "store"): more than max(50, 10 %) of the tracked memories at once.
+// They stay tracked and are held again next round until confirmed
+// (Options.AllowMassDelete) or the files come back.
 type MassDeleteHold struct {
 	Side      string
 	Paths     []string
@@ -211,9 +211,9 @@ type MassDeleteHold struct {
 	Threshold int
 }
 
-// MassDeleteThreshold is the most deletions one round makes on one side
+// massDeleteThreshold is the most deletions one round makes on one side
 // without confirmation: max(50, 10 % of the tracked memories).
-func MassDeleteThreshold(tracked int) int { return max(50, tracked/10) }
+func massDeleteThreshold(tracked int) int { return max(50, tracked/10) }
 
 // Result says what a round did. Paths are store paths ("/deploy.md").
 type Result struct {
@@ -285,8 +285,8 @@ func (c *Client) Sync(ctx context.Context) (Result, error) {
 	}
 	if !trusted {
 		res.BasisReset = true
-		basis.Entries = map[string]BasisEntry{}
-		basis.Deletes = map[string]PendingDelete{}
+		basis.Entries = map[string]basisEntry{}
+		basis.Deletes = map[string]pendingDelete{}
 	}
 	now := c.cfg.Now()
 	paths := map[string]bool{}
@@ -446,7 +446,7 @@ func (c *Client) walk(ctx context.Context, res *Result) (files map[string]*local
 // of them is taken as replaced: nothing is deleted here, and the files
 // are pushed back). A path whose memory has another ID than the basis
 // recorded was deleted and made again, and proves nothing.
-func (c *Client) basisTrusted(b Basis, remote map[string]remoteMemory) bool {
+func (c *Client) basisTrusted(b basis, remote map[string]remoteMemory) bool {
 	if len(b.Entries) == 0 {
 		return true
 	}
@@ -484,7 +484,7 @@ func folderClashes(paths map[string]bool, local map[string]*localFile) map[strin
 	return out
 }
 
-func hasEntry(b Basis, p string) bool { _, ok := b.Entries[p]; return ok }
+func hasEntry(b basis, p string) bool { _, ok := b.Entries[p]; return ok }
 
 // action is what a round does for one path.
 type action int
@@ -501,7 +501,7 @@ const (
 )
 
 // decide applies the three-way rules to one path.
-func decide(b BasisEntry, inBasis bool, l *localFile, r remoteMemory) action {
+func decide(b basisEntry, inBasis bool, l *localFile, r remoteMemory) action {
 	hasR := r.ID != ""
 	switch {
 	case l != nil && hasR && l.sha == r.SHA256:
@@ -542,7 +542,7 @@ func decide(b BasisEntry, inBasis bool, l *localFile, r remoteMemory) action {
 
 // corroborated records a local deletion and reports whether the delete
 // mode lets it reach the store now.
-func (c *Client) corroborated(b *Basis, p string, now time.Time, res *Result) bool {
+func (c *Client) corroborated(b *basis, p string, now time.Time, res *Result) bool {
 	switch c.cfg.DeleteMode {
 	case DeleteImmediate:
 		return true
@@ -551,7 +551,7 @@ func (c *Client) corroborated(b *Basis, p string, now time.Time, res *Result) bo
 	}
 	d, ok := b.Deletes[p]
 	if !ok {
-		d = PendingDelete{FirstMissedMS: now.UnixMilli()}
+		d = pendingDelete{FirstMissedMS: now.UnixMilli()}
 	}
 	d.Walks++
 	b.Deletes[p] = d
@@ -564,7 +564,7 @@ func (c *Client) corroborated(b *Basis, p string, now time.Time, res *Result) bo
 
 // hold reports whether one side's deletions are held.
 func (c *Client) hold(res *Result, side string, paths []string, tracked int) bool {
-	limit := MassDeleteThreshold(tracked)
+	limit := massDeleteThreshold(tracked)
 	if len(paths) <= limit || c.cfg.AllowMassDelete {
 		return false
 	}
@@ -573,10 +573,10 @@ func (c *Client) hold(res *Result, side string, paths []string, tracked int) boo
 }
 
 // apply carries out one decision.
-func (c *Client) apply(ctx context.Context, a action, p string, l *localFile, r remoteMemory, b *Basis, res *Result) error {
+func (c *Client) apply(ctx context.Context, a action, p string, l *localFile, r remoteMemory, b *basis, res *Result) error {
 	switch a {
 	case agree:
-		b.Entries[p] = BasisEntry{ID: r.ID, SHA256: r.SHA256}
+		b.Entries[p] = basisEntry{ID: r.ID, SHA256: r.SHA256}
 		delete(b.Deletes, p)
 	case forget:
 		delete(b.Entries, p)
@@ -636,7 +636,7 @@ func (c *Client) apply(ctx context.Context, a action, p string, l *localFile, r 
 
 // push sends a local file: a create when the store has no memory at the
 // path, else an update conditional on the sha256 both last agreed on.
-func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemory, b *Basis, res *Result) error {
+func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemory, b *basis, res *Result) error {
 	if len(c.scanner.Scan(l.content)) > 0 {
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: "secret"})
 		return nil
@@ -673,7 +673,7 @@ func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemor
 	if err != nil {
 		return err
 	}
-	b.Entries[p] = BasisEntry{ID: m.ID, SHA256: l.sha}
+	b.Entries[p] = basisEntry{ID: m.ID, SHA256: l.sha}
 	delete(b.Deletes, p)
 	res.Pushed = append(res.Pushed, p)
 	return nil
@@ -681,7 +681,7 @@ func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemor
 
 // pull writes the store's version into the folder, only over the version
 // the decision was made on; on a conflict the local one is kept first.
-func (c *Client) pull(ctx context.Context, p string, l *localFile, r remoteMemory, isConflict bool, b *Basis, res *Result) error {
+func (c *Client) pull(ctx context.Context, p string, l *localFile, r remoteMemory, isConflict bool, b *basis, res *Result) error {
 	m, err := c.conn.get(ctx, r.ID)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
@@ -725,7 +725,7 @@ func (c *Client) pull(ctx context.Context, p string, l *localFile, r remoteMemor
 	if err != nil {
 		return err
 	}
-	b.Entries[p] = BasisEntry{ID: m.ID, SHA256: m.SHA256}
+	b.Entries[p] = basisEntry{ID: m.ID, SHA256: m.SHA256}
 	delete(b.Deletes, p)
 	res.Pulled = append(res.Pulled, p)
 	return nil
@@ -734,7 +734,7 @@ func (c *Client) pull(ctx context.Context, p string, l *localFile, r remoteMemor
 // pushOver resolves a conflict with a store that was replaced or restored
 // from a backup: its copy is the older one, so the local file stays and
 // is pushed, and the store's version is kept aside (and reported).
-func (c *Client) pushOver(ctx context.Context, p string, l *localFile, r remoteMemory, b *Basis, res *Result) error {
+func (c *Client) pushOver(ctx context.Context, p string, l *localFile, r remoteMemory, b *basis, res *Result) error {
 	if c.cfg.Mount.ReadOnly() {
 		return c.pull(ctx, p, l, r, true, b, res)
 	}
@@ -747,7 +747,7 @@ func (c *Client) pushOver(ctx context.Context, p string, l *localFile, r remoteM
 		return err
 	}
 	res.Conflicts = append(res.Conflicts, Conflict{Path: p, SavedAs: saved, LocalKept: true})
-	b.Entries[p] = BasisEntry{ID: r.ID, SHA256: m.SHA256}
+	b.Entries[p] = basisEntry{ID: r.ID, SHA256: m.SHA256}
 	return c.push(ctx, p, l, r, b, res)
 }
 
@@ -764,14 +764,14 @@ func (c *Client) keepAside(ctx context.Context, p, content string) (string, erro
 }
 
 // saveBasis writes the manifest and the basis.
-func (c *Client) saveBasis(ctx context.Context, b Basis) error {
+func (c *Client) saveBasis(ctx context.Context, b basis) error {
 	if err := c.fs.MkdirAll(c.dir, 0o755); err != nil {
 		return err
 	}
-	if _, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, ManifestName), marshalManifest(c.cfg.Mount.Path), 0o644); err != nil {
+	if _, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, manifestName), marshalManifest(c.cfg.Mount.Path), 0o644); err != nil {
 		return err
 	}
-	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, BasisName), b.marshal(), 0o644)
+	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, basisName), b.marshal(), 0o644)
 	return err
 }
 
@@ -789,10 +789,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// IdentityName is agentmem's own file beside the manifests: the store ID
+// identityName is agentmem's own file beside the manifests: the store ID
 // and generation the last round saw, where the server names them (a dot
 // file: neither agentmem nor Claude Code syncs it).
-const IdentityName = ".memory-sync-store"
+const identityName = ".memory-sync-store"
 
 type identity struct {
 	V          int    `json:"v"`
@@ -802,7 +802,7 @@ type identity struct {
 
 func readIdentity(fsys afero.Fs, dir string) identity {
 	var id identity
-	raw, err := afero.ReadFile(fsys, filepath.Join(dir, IdentityName))
+	raw, err := afero.ReadFile(fsys, filepath.Join(dir, identityName))
 	if err == nil {
 		_ = json.Unmarshal(raw, &id)
 	}
@@ -823,7 +823,7 @@ func (c *Client) saveIdentity(ctx context.Context, head storeHead) error {
 		return nil
 	}
 	raw, _ := json.Marshal(identity{V: 1, StoreID: head.ID, Generation: head.Generation})
-	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, IdentityName), raw, 0o644)
+	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, identityName), raw, 0o644)
 	return err
 }
 

@@ -12,21 +12,21 @@ import (
 // Defaults of a Watcher, as Claude Code's store watcher: a push about 2 s
 // after the last local change, and a full resync every hour.
 const (
-	DefaultDebounce = 2 * time.Second
+	defaultDebounce = 2 * time.Second
 	DefaultResync   = 60 * time.Minute
-	DefaultPoll     = 500 * time.Millisecond
+	defaultPoll     = 500 * time.Millisecond
 )
 
 // WatchOptions configures Watch.
 type WatchOptions struct {
 	// Debounce is how long the folder must stay unchanged before a round
-	// pushes its changes (default DefaultDebounce).
+	// pushes its changes (default 2 s).
 	Debounce time.Duration
 	// Resync is the time between full rounds while nothing changes here,
 	// which bring the store's changes in (default DefaultResync; negative:
 	// only local changes start a round).
 	Resync time.Duration
-	// Poll is how often the folder is looked at (default DefaultPoll).
+	// Poll is how often the folder is looked at (default 500 ms).
 	Poll time.Duration
 	// OnRound receives every round's result and error (optional).
 	OnRound func(Result, error)
@@ -38,13 +38,13 @@ type WatchOptions struct {
 // resync, after at least Debounce.
 func Watch(ctx context.Context, c *Client, cfg WatchOptions) error {
 	if cfg.Debounce <= 0 {
-		cfg.Debounce = DefaultDebounce
+		cfg.Debounce = defaultDebounce
 	}
 	if cfg.Resync == 0 {
 		cfg.Resync = DefaultResync
 	}
 	if cfg.Poll <= 0 {
-		cfg.Poll = DefaultPoll
+		cfg.Poll = defaultPoll
 	}
 	round := func() {
 		res, err := c.Sync(ctx)

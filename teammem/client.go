@@ -41,14 +41,14 @@ import (
 
 // Client defaults.
 const (
-	// DefaultReplyCap bounds a reply until the server's limits are known
+	// defaultReplyCap bounds a reply until the server's limits are known
 	// (a server without the limits view keeps it).
-	DefaultReplyCap        = 64 << 20
-	DefaultTimeout         = 30 * time.Second
-	DefaultMaxRetries      = 3
-	DefaultConflictRetries = 2
-	DefaultBaseDelay       = 500 * time.Millisecond
-	DefaultMaxDelay        = 32 * time.Second
+	defaultReplyCap        = 64 << 20
+	defaultTimeout         = 30 * time.Second
+	defaultMaxRetries      = 3
+	defaultConflictRetries = 2
+	defaultBaseDelay       = 500 * time.Millisecond
+	defaultMaxDelay        = 32 * time.Second
 )
 
 // HTTPDoer sends requests (an *http.Client, or a wrapper).
@@ -64,18 +64,16 @@ type ClientOptions struct {
 	// Path is the endpoint below BaseURL (default wire.DefaultSyncPath).
 	Path string
 	// Repo is "owner/name".
-	Repo    string
-	Token   string
-	fs      afero.Fs
-	teamDir string
-	scanner *secrets.Scanner // the team directory's
+	Repo  string
+	Token string
 	// HTTP sends requests (default an http.Client with a 30 s timeout).
 	HTTP HTTPDoer
 	// MaxRetries on network errors, timeouts, 429 and 5xx (default 3).
 	MaxRetries int
 	// ConflictRetries after a 412 (default 2).
 	ConflictRetries int
-	// BaseDelay and MaxDelay shape the backoff min(base*2^(n-1), max).
+	// BaseDelay and MaxDelay shape the backoff min(base*2^(n-1), max)
+	// (defaults 500 ms and 32 s).
 	BaseDelay, MaxDelay time.Duration
 	// Jitter returns a number in [0, 1); up to 25 % of the delay is added
 	// (default math/rand).
@@ -100,7 +98,7 @@ type ClientOptions struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// MaxReplyBytes bounds a reply until the server's limits are known
-	// (default DefaultReplyCap). A reply that reaches it makes the client
+	// (default 64 MiB). A reply that reaches it makes the client
 	// ask the server's limits view once and raise the bound to what the
 	// server can hold, so any repo the server accepts can be pulled.
 	MaxReplyBytes int64
@@ -329,12 +327,15 @@ func (e *SyncError) Permanent() bool {
 // Client syncs one team directory with the server. Safe for concurrent
 // use, but calls sharing one SyncState must not overlap.
 type Client struct {
-	cfg   ClientOptions
-	gate  *memdir.WriteGate // writes into the team directory
-	aside *memdir.WriteGate // writes conflict copies beside it
+	fs      afero.Fs
+	teamDir string           // cleaned
+	scanner *secrets.Scanner // the team directory's
+	cfg     ClientOptions
+	gate    *memdir.WriteGate // writes into the team directory
+	aside   *memdir.WriteGate // writes conflict copies beside it
 	// defaultHTTP is the client made when the config gave none.
 	defaultHTTP *http.Client
-	// replyCap bounds a reply's size: DefaultReplyCap until the server's
+	// replyCap bounds a reply's size: defaultReplyCap until the server's
 	// limits say how large a repo can be.
 	replyCap   atomic.Int64
 	limitsOnce sync.Once
@@ -359,7 +360,6 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		return nil, errors.New("teammem: NewClient needs the team directory (a memdir.Dir: its filesystem and path)")
 	}
 	fsys, teamDir := team.FS(), team.Path()
-	cfg.fs, cfg.teamDir = fsys, teamDir
 	switch {
 	case cfg.Token == "":
 		return nil, ErrNoToken
@@ -381,20 +381,20 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	}
 	var defaultHTTP *http.Client
 	if cfg.HTTP == nil {
-		defaultHTTP = &http.Client{Timeout: DefaultTimeout}
+		defaultHTTP = &http.Client{Timeout: defaultTimeout}
 		cfg.HTTP = defaultHTTP
 	}
 	if cfg.MaxRetries <= 0 {
-		cfg.MaxRetries = DefaultMaxRetries
+		cfg.MaxRetries = defaultMaxRetries
 	}
 	if cfg.ConflictRetries <= 0 {
-		cfg.ConflictRetries = DefaultConflictRetries
+		cfg.ConflictRetries = defaultConflictRetries
 	}
 	if cfg.BaseDelay <= 0 {
-		cfg.BaseDelay = DefaultBaseDelay
+		cfg.BaseDelay = defaultBaseDelay
 	}
 	if cfg.MaxDelay <= 0 {
-		cfg.MaxDelay = DefaultMaxDelay
+		cfg.MaxDelay = defaultMaxDelay
 	}
 	if cfg.Jitter == nil {
 		cfg.Jitter = rand.Float64
@@ -402,20 +402,18 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
-	cfg.scanner = team.Scanner()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg.teamDir = filepath.Clean(cfg.teamDir)
 	endpoint := strings.TrimRight(cfg.BaseURL, "/") + cfg.Path + "?repo=" + url.QueryEscape(cfg.Repo)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	team = team.WithHistory(cfg.History)
-	c := &Client{cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
+	c := &Client{fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
 	if cfg.MaxReplyBytes <= 0 {
-		cfg.MaxReplyBytes = DefaultReplyCap
+		cfg.MaxReplyBytes = defaultReplyCap
 	}
 	c.cfg.MaxReplyBytes = cfg.MaxReplyBytes
 	c.replyCap.Store(cfg.MaxReplyBytes)
@@ -603,7 +601,7 @@ func underDirs(key string, dirs []string) bool {
 func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, skipDirs []string, err error) {
 	var paths []fswalk.Entry
 	var manifests []string
-	err = fswalk.Walk(ctx, c.cfg.fs, c.cfg.teamDir, func(e fswalk.Entry) error {
+	err = fswalk.Walk(ctx, c.fs, c.teamDir, func(e fswalk.Entry) error {
 		if path.Base(e.Rel) == memdir.StoreManifestName && !e.Type.IsDir() {
 			manifests = append(manifests, path.Dir(e.Rel))
 		}
@@ -627,10 +625,10 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 		}
 		name := path.Base(e.Rel)
 		ext := path.Ext(name)
-		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || memdir.IsHiddenPath(e.Rel) {
+		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || fswalk.Hidden(e.Rel) {
 			continue
 		}
-		info, err := c.cfg.fs.Stat(e.Abs)
+		info, err := c.fs.Stat(e.Abs)
 		if err != nil {
 			if isMissingOrDenied(err) {
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
@@ -642,7 +640,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "too_large"})
 			continue
 		}
-		if ValidateKeySyntax(e.Rel) != nil {
+		if validateKeySyntax(e.Rel) != nil {
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "invalid_key"})
 			continue
 		}
@@ -652,7 +650,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipNotNFC})
 			continue
 		}
-		data, err := afero.ReadFile(c.cfg.fs, e.Abs)
+		data, err := afero.ReadFile(c.fs, e.Abs)
 		if err != nil {
 			if isMissingOrDenied(err) {
 				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
@@ -680,7 +678,7 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipScreened, RuleID: se.RuleID, Label: se.Error()})
 			continue
 		}
-		if m, ok := c.cfg.scanner.First(string(data)); ok {
+		if m, ok := c.scanner.First(string(data)); ok {
 			c.log.Warn("teammem: file skipped: it contains a secret", "event", "teammem_secret_skipped", "rule", m.RuleID)
 			skipped = append(skipped, Skip{Key: e.Rel, Reason: "secret", RuleID: m.RuleID, Label: m.Label})
 			continue
@@ -947,11 +945,11 @@ func gateSkip(key string, err error) (Skip, bool) {
 // reaches the cap) and sizes the cap so that any repo the server accepts
 // can be pulled: every entry at its largest, JSON-escaped, with its
 // checksum. It reports whether the cap grew; a server without the limits
-// view leaves DefaultReplyCap.
+// view leaves defaultReplyCap.
 func (c *Client) learnLimits(ctx context.Context, res *Result) bool {
 	before := c.replyCap.Load()
 	c.limitsOnce.Do(func() {
-		resp, body, err := c.sendOnce(ctx, res, http.MethodGet, c.endpoint+"&view=limits", nil, DefaultTimeout)
+		resp, body, err := c.sendOnce(ctx, res, http.MethodGet, c.endpoint+"&view=limits", nil, defaultTimeout)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			return
 		}

@@ -13,8 +13,9 @@
 //   - Tool calls: ToolCall (fill it from any LLM API), ToolDetector with
 //     IsTeamMemorySearch, IsTeamMemoryWriteOrEdit and
 //     AppendTeamMemorySummaryParts.
-//   - Secrets: WriteGuard, the check to put in front of Write, Edit,
-//     MultiEdit and NotebookEdit tools, with a scanner of package secrets.
+//   - The check to put in front of a host's Write, Edit, MultiEdit and
+//     NotebookEdit tools is memdir.Dir.CheckToolCall, on the team view
+//     of the memory directory (Dir.Sub(memdir.TeamDirName)).
 //   - A confined filesystem for the real disk: package
 //     github.com/agentmem-sdk/agentmem/rootfs.
 //   - Sync with a server (package teamserver is the reference one):
@@ -120,7 +121,7 @@
 //     create its target wherever it points), a loop and a link that
 //     cannot be read are refused. Any unexpected error refuses too.
 //  4. The secret scan on every Write, Edit, MultiEdit and NotebookEdit
-//     (WriteGuard, on the content as it would be written) and, in the
+//     (memdir.Dir.CheckToolCall, on the content as it would be written) and, in the
 //     sync client, before every push and on every pulled entry.
 //  5. On a real disk, the pull writes through memdir's WriteGate, which
 //     opens an os.Root on the team directory: every open is resolved
@@ -130,7 +131,7 @@
 // What a host must still do:
 //
 //   - Route every file-writing tool call its model makes through
-//     WriteGuard.Check, which also refuses paths that name the team
+//     memdir.Dir.CheckToolCall, which also refuses paths that name the team
 //     directory and leave it.
 //   - On a real disk, perform its own writes through memdir.WriteGate (or
 //     package rootfs): a check and a later write are separate steps, and
@@ -142,6 +143,6 @@
 //
 // # Concurrency
 //
-// All functions are safe for concurrent use; secrets.Scanner, ToolDetector and
-// WriteGuard hold only immutable data once built.
+// All functions are safe for concurrent use; secrets.Scanner and
+// ToolDetector hold only immutable data once built.
 package teammem

@@ -8,59 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/agentmem-sdk/agentmem/llm"
-	"github.com/agentmem-sdk/agentmem/rootfs"
-	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/spf13/afero"
 )
-
-// A host wires the guard into its own Write tool: validate the path, scan
-// the content, and write through a filesystem confined to the team dir.
-func ExampleWriteGuard() {
-	dir, _ := os.MkdirTemp("", "example")
-	defer os.RemoveAll(dir)
-	autoDir := filepath.Join(dir, "memory")
-	teamDir := teammem.TeamMemPath(autoDir)
-	_ = os.MkdirAll(teamDir, 0o755)
-
-	guard := teammem.NewWriteGuard(teamDir)
-	confined, _ := rootfs.New(teamDir)
-	defer confined.Close()
-
-	// writeTool is what the model's Write tool call runs.
-	writeTool := func(call llm.ToolCall) error {
-		if err := guard.Check(afero.NewOsFs(), call); err != nil {
-			return err // safe to show the model: no host paths, no secrets
-		}
-		var in struct {
-			FilePath string `json:"file_path"`
-			Content  string `json:"content"`
-		}
-		_ = json.Unmarshal(call.Input, &in)
-		rel, _ := filepath.Rel(teamDir, in.FilePath)
-		return afero.WriteFile(confined, rel, []byte(in.Content), 0o644)
-	}
-	write := func(path, content string) llm.ToolCall {
-		input, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
-		return llm.ToolCall{Name: "Write", Input: input}
-	}
-
-	ok := write(filepath.Join(teamDir, "ci.md"), "CI must stay green.")
-	fmt.Println(writeTool(ok))
-
-	// A link planted in the team dir that leads out of it.
-	_ = os.Symlink(dir, filepath.Join(teamDir, "notes"))
-	escape := write(filepath.Join(teamDir, "notes", "x.md"), "x")
-	fmt.Println(writeTool(escape))
-
-	secret := write(filepath.Join(teamDir, "deploy.md"), "token: "+"ghp_"+"aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h")
-	err := writeTool(secret)
-	fmt.Println(errors.Is(err, secrets.ErrFound), err)
-	// Output:
-	// <nil>
-	// agentmem: path escapes the team memory directory through a symbolic link
-	// true refusing to write a GitHub PAT into team memory, which every contributor can read; remove the secret and write again
-}
 
 func ExampleValidateTeamMemKey() {
 	fsys := afero.NewMemMapFs()

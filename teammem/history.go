@@ -15,7 +15,7 @@ import (
 // History lists a key's recorded versions on the server, newest first
 // (at most limit; 0 means the server's default).
 func (c *Client) History(ctx context.Context, key string, limit int) (wire.HistoryView, error) {
-	if err := ValidateKeySyntax(key); err != nil {
+	if err := validateKeySyntax(key); err != nil {
 		return wire.HistoryView{}, err
 	}
 	u := c.endpoint + "&view=history&key=" + url.QueryEscape(key)
@@ -28,7 +28,7 @@ func (c *Client) History(ctx context.Context, key string, limit int) (wire.Histo
 
 // Revision returns a key's content at one version.
 func (c *Client) Revision(ctx context.Context, key string, version int64) (wire.RevisionView, error) {
-	if err := ValidateKeySyntax(key); err != nil {
+	if err := validateKeySyntax(key); err != nil {
 		return wire.RevisionView{}, err
 	}
 	var rv wire.RevisionView

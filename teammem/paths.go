@@ -150,8 +150,8 @@ func ValidateTeamMemWritePath(fsys afero.Fs, teamDir, absPath string) (string, e
 	return full, nil
 }
 
-// ValidateKeySyntax checks a sync key without a filesystem, as the sync
+// validateKeySyntax checks a sync key without a filesystem, as the sync
 // server does for every key it receives: SanitizeKey, the length limits,
 // and a clean relative "/"-separated path (no empty, "." or ".." segment,
 // no trailing "/"). It returns a *PathTraversalError.
-func ValidateKeySyntax(key string) error { return fromWire(wire.ValidateKeySyntax(key)) }
+func validateKeySyntax(key string) error { return fromWire(wire.ValidateKeySyntax(key)) }

@@ -266,13 +266,13 @@ func TestUnreadableLinkFailsClosed(t *testing.T) {
 
 func TestValidateKeySyntax(t *testing.T) {
 	for _, k := range []string{"a.md", "notes/ci.md", "x..y.md", "日本語.md"} {
-		assert.NoError(t, ValidateKeySyntax(k), k)
+		assert.NoError(t, validateKeySyntax(k), k)
 	}
 	for _, c := range loadHostileKeys(t) {
-		assert.Error(t, ValidateKeySyntax(c.key), "%q", c.key)
+		assert.Error(t, validateKeySyntax(c.key), "%q", c.key)
 	}
 	for _, k := range []string{"", "a//b.md", "a/./b.md", "a/", "./a.md", "a/../b.md"} {
 		var pte *PathTraversalError
-		assert.ErrorAs(t, ValidateKeySyntax(k), &pte, "%q", k)
+		assert.ErrorAs(t, validateKeySyntax(k), &pte, "%q", k)
 	}
 }

@@ -241,7 +241,7 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 	if mode&modePull != 0 {
 		// A pull leaves the team directory in place even when the server
 		// has nothing yet, so a teammate can write the first memory.
-		if err := c.cfg.fs.MkdirAll(c.cfg.teamDir, 0o755); err != nil {
+		if err := c.fs.MkdirAll(c.teamDir, 0o755); err != nil {
 			return fmt.Errorf("teammem: create the team directory: %w", err)
 		}
 	}
@@ -485,7 +485,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			if !ok {
 				continue
 			}
-			abs, err := ValidateTeamMemKey(c.cfg.fs, c.cfg.teamDir, k)
+			abs, err := ValidateTeamMemKey(c.fs, c.teamDir, k)
 			if err != nil {
 				res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: "invalid_key"})
 				continue
@@ -513,7 +513,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			base[k] = view.sums[k]
 			res.Written = append(res.Written, k)
 		case actPullDelete:
-			abs, err := ValidateTeamMemKey(c.cfg.fs, c.cfg.teamDir, k)
+			abs, err := ValidateTeamMemKey(c.fs, c.teamDir, k)
 			if err != nil || !track(k, abs) {
 				continue
 			}
@@ -525,7 +525,7 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			// A copy of a key deleted on the server after this copy was last
 			// written: not an edit. It leaves the team directory and is kept
 			// aside, so nothing comes back from the dead and nothing is lost.
-			abs, err := ValidateTeamMemKey(c.cfg.fs, c.cfg.teamDir, k)
+			abs, err := ValidateTeamMemKey(c.fs, c.teamDir, k)
 			if err != nil || !track(k, abs) {
 				continue
 			}
@@ -554,7 +554,7 @@ func (c *Client) keepAside(ctx context.Context, key, content string) (string, er
 }
 
 func (c *Client) conflictsDir() string {
-	return filepath.Join(filepath.Dir(c.cfg.teamDir), ConflictsDirName)
+	return filepath.Join(filepath.Dir(c.teamDir), ConflictsDirName)
 }
 
 // withinLimit drops uploads of new keys that would take the repo over its

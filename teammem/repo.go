@@ -16,8 +16,8 @@ import (
 // ParseRepoRemote.
 var ErrUnsupportedRemote = errors.New("teammem: the git remote is not an owner/name repository on an accepted host")
 
-// DefaultRepoHosts are the hosts ParseRepoRemote accepts when given none.
-func DefaultRepoHosts() []string { return []string{"github.com"} }
+// defaultRepoHosts are the hosts ParseRepoRemote accepts when given none.
+func defaultRepoHosts() []string { return []string{"github.com"} }
 
 var (
 	scpRemote = regexp.MustCompile(`^[A-Za-z0-9._-]+@([A-Za-z0-9.-]+):([^/]+/[^/]+?)(\.git)?/?$`)
@@ -27,11 +27,11 @@ var (
 // ParseRepoRemote turns a git remote URL into the "owner/name" repo key:
 // https://host/owner/name(.git), git@host:owner/name(.git) or
 // ssh://git@host/owner/name(.git). The host must be one of hosts
-// (DefaultRepoHosts when empty; compared case-insensitively); anything
+// (github.com when empty; compared case-insensitively); anything
 // else, including deeper paths and credentials in the URL, is refused.
 func ParseRepoRemote(remote string, hosts []string) (string, error) {
 	if len(hosts) == 0 {
-		hosts = DefaultRepoHosts()
+		hosts = defaultRepoHosts()
 	}
 	remote = strings.TrimSpace(remote)
 	var host, p string

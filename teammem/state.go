@@ -117,7 +117,7 @@ func (c *Client) loadState(st *SyncState, res *Result) {
 		return
 	}
 	st.loaded = true
-	data, err := afero.ReadFile(c.cfg.fs, c.cfg.StateFile)
+	data, err := afero.ReadFile(c.fs, c.cfg.StateFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -152,10 +152,10 @@ func (c *Client) saveState(st *SyncState) error {
 	if err != nil {
 		return err
 	}
-	if err := c.cfg.fs.MkdirAll(filepath.Dir(c.cfg.StateFile), 0o755); err != nil {
+	if err := c.fs.MkdirAll(filepath.Dir(c.cfg.StateFile), 0o755); err != nil {
 		return fmt.Errorf("teammem: save the sync state: %w", err)
 	}
-	if err := atomicfile.WriteFile(c.cfg.fs, c.cfg.StateFile, data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(c.fs, c.cfg.StateFile, data, 0o600); err != nil {
 		return fmt.Errorf("teammem: save the sync state: %w", err)
 	}
 	return nil

@@ -9,44 +9,29 @@ import (
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
-// ToolNames maps a host's tool names to the roles the detectors look for.
-// The zero value means Claude Code's names (memdir.ToolWrite and the
-// rest).
-type ToolNames struct {
-	// Write tools replace a whole file ("file_path", "content").
-	Write []string
-	// Edit tools change part of a file: "file_path" or "notebook_path",
+// The Claude Code tools the detectors look for, by role. A host whose
+// tools are named otherwise gives each call the name of the Claude Code
+// tool it stands for, as for memdir.Dir.CheckToolCall.
+var (
+	// writeTools replace a whole file ("file_path", "content").
+	writeTools = []string{memdir.ToolWrite}
+	// editTools change part of a file: "file_path" or "notebook_path",
 	// and "old_string"/"new_string" (Edit), an "edits" array of those
 	// (MultiEdit) or "new_source" (NotebookEdit).
-	Edit []string
-	// Search tools look through files below "path" (or an absolute
+	editTools = []string{memdir.ToolEdit, memdir.ToolMultiEdit, memdir.ToolNotebookEdit}
+	// searchTools look through files below "path" (or an absolute
 	// "pattern" when path is empty).
-	Search []string
-}
+	searchTools = []string{memdir.ToolGrep, memdir.ToolGlob}
+)
 
-func (n ToolNames) withDefaults() ToolNames {
-	if n.Write == nil {
-		n.Write = []string{memdir.ToolWrite}
-	}
-	if n.Edit == nil {
-		n.Edit = []string{memdir.ToolEdit, memdir.ToolMultiEdit, memdir.ToolNotebookEdit}
-	}
-	if n.Search == nil {
-		n.Search = []string{memdir.ToolGrep, memdir.ToolGlob}
-	}
-	return n
-}
-
-// ToolDetector recognises tool calls that touch a team directory. The zero
-// ToolNames means Claude Code's tool names. It is a value; safe for
-// concurrent use.
+// ToolDetector recognises Claude Code tool calls that touch a team
+// directory. It is a value; safe for concurrent use.
 type ToolDetector struct {
 	// TeamDir is the team directory (TeamMemPath).
 	TeamDir string
 	// AutoMemDir, when set, makes summaries name files relative to it
 	// ("team/notes/a.md"); otherwise they are relative to TeamDir's parent.
 	AutoMemDir string
-	Names      ToolNames
 }
 
 // field returns a text field of a call's input ("" when absent, not text,
@@ -79,7 +64,7 @@ func searchPath(c llm.ToolCall) string {
 // IsTeamMemorySearch reports whether call is a search (Grep, Glob or a
 // configured equivalent) whose target lies inside the team directory.
 func (d ToolDetector) IsTeamMemorySearch(call llm.ToolCall) bool {
-	if !slices.Contains(d.Names.withDefaults().Search, call.Name) {
+	if !slices.Contains(searchTools, call.Name) {
 		return false
 	}
 	p := searchPath(call)
@@ -93,8 +78,7 @@ func (d ToolDetector) IsTeamMemoryWriteOrEdit(call llm.ToolCall, allowedTools []
 	if allowedTools != nil && !slices.Contains(allowedTools, call.Name) {
 		return false
 	}
-	n := d.Names.withDefaults()
-	if !slices.Contains(n.Write, call.Name) && !slices.Contains(n.Edit, call.Name) {
+	if !slices.Contains(writeTools, call.Name) && !slices.Contains(editTools, call.Name) {
 		return false
 	}
 	return IsTeamMemPath(d.TeamDir, targetPath(call))
@@ -106,11 +90,10 @@ func (d ToolDetector) IsTeamMemoryWriteOrEdit(call llm.ToolCall, allowedTools []
 // call that did not touch team memory leaves parts as they were. Callers
 // compose several calls into one summary this way.
 func (d ToolDetector) AppendTeamMemorySummaryParts(parts []string, call llm.ToolCall, allowedTools []string) []string {
-	n := d.Names.withDefaults()
 	switch {
 	case d.IsTeamMemoryWriteOrEdit(call, allowedTools):
 		verb := "Edited"
-		if slices.Contains(n.Write, call.Name) {
+		if slices.Contains(writeTools, call.Name) {
 			verb = "Wrote"
 		}
 		return append(parts, verb+" "+d.display(targetPath(call), false))

@@ -62,12 +62,19 @@ func TestToolDetectionAllowList(t *testing.T) {
 	assert.Equal(t, []string{"Edited team/a.md"}, d.AppendTeamMemorySummaryParts(nil, edit, nil))
 }
 
-func TestToolDetectionCustomNames(t *testing.T) {
-	d := ToolDetector{TeamDir: "/m/team/", Names: ToolNames{Write: []string{"create_file"}, Edit: []string{"str_replace"}, Search: []string{"search"}}}
-	assert.True(t, d.IsTeamMemoryWriteOrEdit(call("create_file", "file_path", "/m/team/a.md"), nil))
-	assert.True(t, d.IsTeamMemoryWriteOrEdit(call("str_replace", "file_path", "/m/team/a.md"), nil))
-	assert.False(t, d.IsTeamMemoryWriteOrEdit(call("Write", "file_path", "/m/team/a.md"), nil))
-	assert.True(t, d.IsTeamMemorySearch(call("search", "path", "/m/team/x")))
+// TestToolDetectionHostNames: the detectors know Claude Code's tool names;
+// a host whose tools are named otherwise gives each call the name of the
+// tool it stands for, and a name it does not map is not a write or search.
+func TestToolDetectionHostNames(t *testing.T) {
+	d := ToolDetector{TeamDir: "/m/team/"}
+	asClaudeCode := map[string]string{"create_file": "Write", "str_replace": "Edit", "search": "Grep"}
+	mapped := func(c llm.ToolCall) llm.ToolCall { c.Name = asClaudeCode[c.Name]; return c }
+	assert.False(t, d.IsTeamMemoryWriteOrEdit(call("create_file", "file_path", "/m/team/a.md"), nil))
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(mapped(call("create_file", "file_path", "/m/team/a.md")), nil))
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(mapped(call("str_replace", "file_path", "/m/team/a.md")), nil))
+	assert.Equal(t, []string{"Wrote team/a.md"}, d.AppendTeamMemorySummaryParts(nil, mapped(call("create_file", "file_path", "/m/team/a.md")), nil))
+	assert.False(t, d.IsTeamMemorySearch(call("search", "path", "/m/team/x")))
+	assert.True(t, d.IsTeamMemorySearch(mapped(call("search", "path", "/m/team/x"))))
 }
 
 // js is a tool input as a model sends it.

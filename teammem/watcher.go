@@ -21,9 +21,9 @@ import (
 
 // Watcher defaults.
 const (
-	// DefaultDebounce is how long the watcher waits after the last change
+	// defaultDebounce is how long the watcher waits after the last change
 	// before it syncs.
-	DefaultDebounce = 2 * time.Second
+	defaultDebounce = 2 * time.Second
 	// DefaultInterval is how often the watcher syncs when nothing
 	// happens, to bring in teammates' changes.
 	DefaultInterval = 30 * time.Second
@@ -31,10 +31,10 @@ const (
 
 // WatcherOptions configures a Watcher. The zero value means the defaults.
 type WatcherOptions struct {
-	client *Client
 	// State is the client's SyncState (default a fresh one).
 	State *SyncState
-	// Debounce defaults to DefaultDebounce.
+	// Debounce is how long the watcher waits after the last change
+	// before it syncs (default 2 s).
 	Debounce time.Duration
 	// Interval is the longest time between two syncs (default
 	// DefaultInterval): teammates' changes arrive at least this often,
@@ -68,6 +68,7 @@ type SyncEvent struct {
 // entry limit, until a file is deleted. Close stops it, waits for a sync
 // in flight and flushes pending changes. Safe for concurrent use.
 type Watcher struct {
+	client  *Client
 	cfg     WatcherOptions
 	st      *SyncState
 	log     *slog.Logger
@@ -95,9 +96,8 @@ func StartWatcher(ctx context.Context, client *Client, cfg WatcherOptions) (*Wat
 	if client == nil {
 		return nil, errors.New("teammem: StartWatcher needs a Client")
 	}
-	cfg.client = client
 	if cfg.Debounce <= 0 {
-		cfg.Debounce = DefaultDebounce
+		cfg.Debounce = defaultDebounce
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
@@ -113,16 +113,15 @@ func StartWatcher(ctx context.Context, client *Client, cfg WatcherOptions) (*Wat
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{cfg: cfg, st: st, log: log, notify: make(chan struct{}, 1), remote: make(chan struct{}, 1),
+	w := &Watcher{client: client, cfg: cfg, st: st, log: log, notify: make(chan struct{}, 1), remote: make(chan struct{}, 1),
 		done: make(chan struct{}), stopped: make(chan struct{})}
-	res, pullErr := cfg.client.Sync(ctx, st)
+	res, pullErr := client.Sync(ctx, st)
 	w.report(res, pullErr)
 	var se *SyncError
 	if errors.As(pullErr, &se) && se.Permanent() {
 		return nil, pullErr
 	}
-	c := cfg.client.cfg
-	if err := c.fs.MkdirAll(c.teamDir, 0o755); err != nil {
+	if err := client.fs.MkdirAll(client.teamDir, 0o755); err != nil {
 		return nil, fmt.Errorf("teammem: create the team directory: %w", err)
 	}
 	var fw *fsnotify.Watcher
@@ -131,7 +130,7 @@ func StartWatcher(ctx context.Context, client *Client, cfg WatcherOptions) (*Wat
 		if fw, err = fsnotify.NewWatcher(); err != nil {
 			return nil, fmt.Errorf("teammem: start watching: %w", err)
 		}
-		if err := addRecursive(c.fs, fw, c.teamDir); err != nil {
+		if err := addRecursive(client.fs, fw, client.teamDir); err != nil {
 			fw.Close()
 			return nil, fmt.Errorf("teammem: watch the team directory: %w", err)
 		}
@@ -270,8 +269,8 @@ func (w *Watcher) loop(fw *fsnotify.Watcher, snapshot map[string]string) {
 				continue
 			}
 			if ev.Has(fsnotify.Create) {
-				if info, err := w.cfg.client.cfg.fs.Stat(ev.Name); err == nil && info.IsDir() {
-					_ = addRecursive(w.cfg.client.cfg.fs, fw, ev.Name)
+				if info, err := w.client.fs.Stat(ev.Name); err == nil && info.IsDir() {
+					_ = addRecursive(w.client.fs, fw, ev.Name)
 				}
 			}
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
@@ -331,7 +330,7 @@ func (w *Watcher) retryDelay() time.Duration {
 	if n == 0 {
 		return w.cfg.Debounce
 	}
-	return min(w.cfg.client.backoff(n, ""), w.cfg.Interval)
+	return min(w.client.backoff(n, ""), w.cfg.Interval)
 }
 
 // flush syncs pending changes at shutdown: those the watcher was told of,
@@ -345,7 +344,7 @@ func (w *Watcher) flush() {
 	if suppressed != "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
 	defer cancel()
 	if dirty || w.changedSinceSync(ctx) {
 		_ = w.sync(ctx)
@@ -356,7 +355,7 @@ func (w *Watcher) flush() {
 // the state both sides last agreed on (keys the client never syncs, such
 // as a file holding a secret, do not count).
 func (w *Watcher) changedSinceSync(ctx context.Context) bool {
-	files, _, skipped, skipDirs, err := w.cfg.client.readLocal(ctx)
+	files, _, skipped, skipDirs, err := w.client.readLocal(ctx)
 	if err != nil {
 		return true
 	}
@@ -385,7 +384,7 @@ func (w *Watcher) changedSinceSync(ctx context.Context) bool {
 // changes pending (and counts toward the backoff), a permanent one stops
 // the watcher's syncs.
 func (w *Watcher) sync(ctx context.Context) error {
-	res, err := w.cfg.client.Sync(ctx, w.st)
+	res, err := w.client.Sync(ctx, w.st)
 	w.report(res, err)
 	var se *SyncError
 	w.mu.Lock()
@@ -433,13 +432,13 @@ func (w *Watcher) longPoll() {
 		etag := w.etag
 		w.mu.Unlock()
 		asked := time.Now()
-		changed, err := w.cfg.client.WaitForChange(ctx, etag, w.cfg.LongPoll)
+		changed, err := w.client.WaitForChange(ctx, etag, w.cfg.LongPoll)
 		switch {
 		case errors.Is(err, ErrLongPollUnsupported):
 			return
 		case err != nil:
 			failures++
-			if sleepCtx(ctx, min(w.cfg.client.backoff(failures, ""), w.cfg.Interval)) != nil {
+			if sleepCtx(ctx, min(w.client.backoff(failures, ""), w.cfg.Interval)) != nil {
 				return
 			}
 			continue
@@ -478,7 +477,7 @@ func (w *Watcher) report(res Result, err error) {
 
 // scan records every file's size and mtime, for polling mode.
 func (w *Watcher) scan() map[string]string {
-	c := w.cfg.client.cfg
+	c := w.client
 	out := map[string]string{}
 	_ = fswalk.Walk(context.Background(), c.fs, c.teamDir, func(e fswalk.Entry) error {
 		if e.Type.IsRegular() {

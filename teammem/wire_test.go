@@ -19,7 +19,7 @@ func TestWireReasonsMatchMemdir(t *testing.T) {
 	} {
 		assert.Equal(t, string(m), w)
 	}
-	err := ValidateKeySyntax("a/../../etc/passwd")
+	err := validateKeySyntax("a/../../etc/passwd")
 	var pte *PathTraversalError
 	assert.ErrorAs(t, err, &pte)
 	assert.Equal(t, memdir.ReasonEscapes, pte.Reason)

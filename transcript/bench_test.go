@@ -70,7 +70,7 @@ func sparseSessions(b testing.TB, n int, size int64) string {
 		stamp := Stamp{SessionID: id, Cwd: "/work", GitBranch: "main"}
 		first := MessageEntry{Type: TypeUser, Message: Message{Role: "user", Content: mustJSON(fmt.Sprintf("session %d: fix the flaky test", i))}}.Encode(stamp)
 		head := string(first.Raw) + "\n"
-		tail := "\n" + string(MetadataEntry(TypeCustomTitle, id, fmt.Sprintf("Session %d", i)).Raw) + "\n" + string(MetadataEntry(TypeTag, id, "ci").Raw) + "\n"
+		tail := "\n" + string(metadataEntry(TypeCustomTitle, id, fmt.Sprintf("Session %d", i)).Raw) + "\n" + string(metadataEntry(TypeTag, id, "ci").Raw) + "\n"
 		f, err := os.Create(filepath.Join(dir, id+".jsonl"))
 		if err != nil {
 			b.Fatal(err)
@@ -111,9 +111,9 @@ func BenchmarkList(b *testing.B) {
 				return nil
 			}
 			info, _ := f.Stat()
-			buf := make([]byte, WindowBytes)
+			buf := make([]byte, windowBytes)
 			_, _ = f.ReadAt(buf, 0)
-			_, _ = f.ReadAt(buf, info.Size()-WindowBytes)
+			_, _ = f.ReadAt(buf, info.Size()-windowBytes)
 			f.Close()
 			return nil
 		})
@@ -134,7 +134,7 @@ func BenchmarkList(b *testing.B) {
 	for _, n := range cfs.perFile {
 		most = max(most, n)
 	}
-	if most > 2*WindowBytes {
+	if most > 2*windowBytes {
 		b.Fatalf("read %d bytes of one file", most)
 	}
 	b.ReportMetric(float64(most), "bytes-read/file")

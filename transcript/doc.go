@@ -14,8 +14,8 @@
 //   - Writing: Store.Append (batched, a uuid never written twice, the file
 //     created 0600 with its first message, its directory 0700), Flush,
 //     Close (re-appends the last prompt, title and tag so they stay in
-//     the tail listing reads), SetTitle, SetTag; MessageEntry.Encode and
-//     MetadataEntry build lines in Claude Code's field order; Recorder
+//     the tail listing reads), SetTitle, SetTag; MessageEntry.Encode
+//     builds lines in Claude Code's field order; Recorder
 //     records a host's own llm.Messages in one call per turn, each turn
 //     closed by a last-prompt line naming its tip (LastPromptEntry).
 //     Every line keeps the fields and entry types this package does not

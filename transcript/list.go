@@ -17,11 +17,11 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 )
 
-// WindowBytes is how much of a transcript's head and tail listing reads.
-const WindowBytes = 64 << 10
+// windowBytes is how much of a transcript's head and tail listing reads.
+const windowBytes = 64 << 10
 
-// MaxPromptRunes bounds a listed prompt (then "…").
-const MaxPromptRunes = 200
+// maxPromptRunes bounds a listed prompt (then "…").
+const maxPromptRunes = 200
 
 // Info describes one session for a listing, read from the head and tail
 // of its transcript only.
@@ -77,7 +77,7 @@ func listDir(ctx context.Context, s *JSONLStore, dir string) ([]Info, error) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			scratch := make([]byte, 2*WindowBytes) // reused: the windows are not kept
+			scratch := make([]byte, 2*windowBytes) // reused: the windows are not kept
 			for n, i := 0, w; i < len(ids); n, i = n+1, i+workers {
 				if n%64 == 0 && ctx.Err() != nil {
 					return
@@ -343,10 +343,10 @@ func firstMeaningfulPrompt(head []byte) string {
 
 func cutPrompt(s string) string {
 	r := []rune(s)
-	if len(r) <= MaxPromptRunes {
+	if len(r) <= maxPromptRunes {
 		return s
 	}
-	return strings.TrimSpace(string(r[:MaxPromptRunes])) + "…"
+	return strings.TrimSpace(string(r[:maxPromptRunes])) + "…"
 }
 
 // promptText is a user entry's prompt as listing would show it ("" for

@@ -14,13 +14,13 @@ import (
 
 // Resume texts, as Claude Code writes them.
 const (
-	ContinueText   = "Continue from where you left off."
-	NoResponseText = "No response requested."
+	continueText   = "Continue from where you left off."
+	noResponseText = "No response requested."
 )
 
-// LargeFileBytes is the size above which a transcript is read from its
+// largeFileBytes is the size above which a transcript is read from its
 // last compact boundary on (metadata before it kept).
-const LargeFileBytes = 5 << 20
+const largeFileBytes = 5 << 20
 
 // Interruption says how the resumed conversation ended.
 type Interruption string
@@ -72,7 +72,7 @@ type loader interface {
 
 // loadForResume parses a session's transcript line by line without
 // keeping the lines, so memory stays near the size of the parsed
-// messages. A transcript over LargeFileBytes keeps only what follows its
+// messages. A transcript over largeFileBytes keeps only what follows its
 // last compact boundary (one without a preserved segment), plus the
 // metadata before it.
 func (s *JSONLStore) loadForResume(ctx context.Context, sessionID string) ([]Entry, error) {
@@ -94,7 +94,7 @@ func (s *JSONLStore) loadForResume(ctx context.Context, sessionID string) ([]Ent
 	if err != nil {
 		return nil, err
 	}
-	large := info.Size() > LargeFileBytes
+	large := info.Size() > largeFileBytes
 	var out []Entry
 	lr := newLineReader(f)
 	for n := 0; ; n++ {
@@ -444,7 +444,7 @@ func markInterruption(msgs []*Entry, sessionID string) ([]ResumedEntry, Interrup
 	case last.isToolResult() || last.Type == TypeAttachment:
 		state = InterruptedTurn
 		cont := MessageEntry{Type: TypeUser, Parent: lastUUID, IsMeta: true, Time: last.Time(),
-			Message: Message{Role: "user", Content: mustJSON([]Block{{Type: "text", Text: ContinueText}})}}.Encode(Stamp{SessionID: sessionID, Cwd: last.Cwd})
+			Message: Message{Role: "user", Content: mustJSON([]Block{{Type: "text", Text: continueText}})}}.Encode(Stamp{SessionID: sessionID, Cwd: last.Cwd})
 		out = append(out, ResumedEntry{Entry: cont, Synthetic: true})
 		lastUUID = cont.UUID
 	default:
@@ -453,7 +453,7 @@ func markInterruption(msgs []*Entry, sessionID string) ([]ResumedEntry, Interrup
 	if lastNonSystem(out) == TypeUser {
 		reply := MessageEntry{Type: TypeAssistant, Parent: lastUUID, Time: last.Time(),
 			Message: Message{ID: "msg_" + strings.ReplaceAll(NewUUID(), "-", ""), Model: "<synthetic>", Role: "assistant",
-				Content: mustJSON([]Block{{Type: "text", Text: NoResponseText}})}}.Encode(Stamp{SessionID: sessionID, Cwd: last.Cwd})
+				Content: mustJSON([]Block{{Type: "text", Text: noResponseText}})}}.Encode(Stamp{SessionID: sessionID, Cwd: last.Cwd})
 		out = append(out, ResumedEntry{Entry: reply, Synthetic: true})
 	}
 	return out, state

@@ -227,7 +227,7 @@ func (s *JSONLStore) append(key, path string, entries []Entry) error {
 	s.loadSeen(ss)
 	for _, e := range entries {
 		if len(e.Raw) == 0 {
-			return errors.New("transcript: an entry to append needs its line (Raw); build it with MessageEntry.Encode or MetadataEntry")
+			return errors.New("transcript: an entry to append needs its line (Raw); build it with MessageEntry.Encode or metadataEntry")
 		}
 		if e.UUID != "" {
 			if ss.seen[e.UUID] {
@@ -324,7 +324,7 @@ func (s *JSONLStore) appendFile(path string, data []byte) error {
 
 // SetTitle writes a custom-title line for the session at once.
 func (s *JSONLStore) SetTitle(ctx context.Context, sessionID, title string) error {
-	if err := s.Append(ctx, sessionID, MetadataEntry(TypeCustomTitle, sessionID, title)); err != nil {
+	if err := s.Append(ctx, sessionID, metadataEntry(TypeCustomTitle, sessionID, title)); err != nil {
 		return err
 	}
 	return s.Flush(ctx)
@@ -332,7 +332,7 @@ func (s *JSONLStore) SetTitle(ctx context.Context, sessionID, title string) erro
 
 // SetTag writes a tag line for the session at once ("" clears the tag).
 func (s *JSONLStore) SetTag(ctx context.Context, sessionID, tag string) error {
-	if err := s.Append(ctx, sessionID, MetadataEntry(TypeTag, sessionID, tag)); err != nil {
+	if err := s.Append(ctx, sessionID, metadataEntry(TypeTag, sessionID, tag)); err != nil {
 		return err
 	}
 	return s.Flush(ctx)
@@ -357,15 +357,15 @@ func (s *JSONLStore) Close() error {
 			meta.Write(LastPromptEntry(id, ss.prompt, ss.leaf).Raw)
 			meta.WriteByte('\n')
 		case ss.prompt != "":
-			meta.Write(MetadataEntry(TypeLastPrompt, id, ss.prompt).Raw)
+			meta.Write(metadataEntry(TypeLastPrompt, id, ss.prompt).Raw)
 			meta.WriteByte('\n')
 		}
 		if ss.title != "" {
-			meta.Write(MetadataEntry(TypeCustomTitle, id, ss.title).Raw)
+			meta.Write(metadataEntry(TypeCustomTitle, id, ss.title).Raw)
 			meta.WriteByte('\n')
 		}
 		if ss.tag != nil {
-			meta.Write(MetadataEntry(TypeTag, id, *ss.tag).Raw)
+			meta.Write(metadataEntry(TypeTag, id, *ss.tag).Raw)
 			meta.WriteByte('\n')
 		}
 		if meta.Len() > 0 && !strings.Contains(id, "/") {

@@ -129,13 +129,13 @@ func TestResumeGolden(t *testing.T) {
 	assert.Equal(t, InterruptedTurn, b.Interruption, "ends on a tool result once the unanswered call and the blank reply are dropped")
 	last := b.Messages[len(b.Messages)-2:]
 	assert.True(t, last[0].Synthetic && last[0].IsMeta)
-	assert.Equal(t, ContinueText, last[0].Text())
-	assert.Equal(t, NoResponseText, last[1].Text())
+	assert.Equal(t, continueText, last[0].Text())
+	assert.Equal(t, noResponseText, last[1].Text())
 
 	c, err := Resume(context.Background(), s, sessC)
 	require.NoError(t, err)
 	assert.Equal(t, InterruptedPrompt, c.Interruption)
-	assert.Equal(t, NoResponseText, c.Messages[len(c.Messages)-1].Text())
+	assert.Equal(t, noResponseText, c.Messages[len(c.Messages)-1].Text())
 
 	d, err := Resume(context.Background(), s, sessD)
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestLazyCreationDedupAndModes(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	id := NewUUID()
-	require.NoError(t, s.Append(ctx, id, MetadataEntry(TypeTag, id, "wip")))
+	require.NoError(t, s.Append(ctx, id, metadataEntry(TypeTag, id, "wip")))
 	require.NoError(t, s.Flush(ctx))
 	_, err = os.Stat(s.Path(id))
 	assert.True(t, os.IsNotExist(err), "no file before the first message")
@@ -295,7 +295,7 @@ func TestLargeTranscriptReadFromLastBoundary(t *testing.T) {
 		parent = e.UUID
 		require.NoError(t, s.Append(ctx, id, e))
 	}
-	require.NoError(t, s.Append(ctx, id, MetadataEntry(TypeCustomTitle, id, "Before the boundary")))
+	require.NoError(t, s.Append(ctx, id, metadataEntry(TypeCustomTitle, id, "Before the boundary")))
 	boundary := `{"parentUuid":null,"logicalParentUuid":"` + parent + `","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","uuid":"` + NewUUID() + `","timestamp":"2026-03-01T00:00:00.000Z","sessionId":"` + id + `"}`
 	be, ok := ParseLine([]byte(boundary))
 	require.True(t, ok)
@@ -305,7 +305,7 @@ func TestLargeTranscriptReadFromLastBoundary(t *testing.T) {
 	require.NoError(t, s.Flush(ctx))
 	info, err := fsys.Stat(s.Path(id))
 	require.NoError(t, err)
-	require.Greater(t, info.Size(), int64(LargeFileBytes))
+	require.Greater(t, info.Size(), int64(largeFileBytes))
 	r, err := Resume(ctx, s, id)
 	require.NoError(t, err)
 	require.Len(t, r.Messages, 3, "the boundary, the prompt after it, the synthetic reply")

@@ -39,8 +39,8 @@ func NewUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// Timestamp formats t as transcripts do: UTC, milliseconds, "Z".
-func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+// formatTimestamp formats t as transcripts do: UTC, milliseconds, "Z".
+func formatTimestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // orderedObject writes a JSON object with keys in the order given.
 type orderedObject struct {
@@ -120,7 +120,7 @@ func (m MessageEntry) Encode(stamp Stamp) Entry {
 		o.set("isMeta", true)
 	}
 	o.set("uuid", m.UUID)
-	o.set("timestamp", Timestamp(m.Time))
+	o.set("timestamp", formatTimestamp(m.Time))
 	if m.SourceToolAssistantUUID != "" {
 		o.set("sourceToolAssistantUUID", m.SourceToolAssistantUUID)
 	}
@@ -136,10 +136,10 @@ func (m MessageEntry) Encode(stamp Stamp) Entry {
 	return e
 }
 
-// MetadataEntry renders a metadata line of the given type with its one
+// metadataEntry renders a metadata line of the given type with its one
 // field: custom-title (customTitle), ai-title (aiTitle), last-prompt
 // (lastPrompt) or tag (tag).
-func MetadataEntry(typ, sessionID, value string) Entry {
+func metadataEntry(typ, sessionID, value string) Entry {
 	field := map[string]string{TypeCustomTitle: "customTitle", TypeAITitle: "aiTitle", TypeLastPrompt: "lastPrompt", TypeTag: "tag"}[typ]
 	o := newObject().set("type", typ).set(field, value).set("sessionId", sessionID)
 	e, _ := ParseLine(o.done())

@@ -79,7 +79,7 @@ func TestAgentmemWritesAMemoryClaudeCodeReadsAndEditsIt(t *testing.T) {
 	assert.Contains(t, first, "Contents of "+filepath.Join(p.auto, "MEMORY.md"), "the index reaches Claude Code in the first user message")
 	assert.Contains(t, first, "testing_policy.md")
 	assert.NotContains(t, p.systemText("step:edit"), "integration tests hit a real database", "2.1.328 keeps the index out of the system prompt")
-	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.IndexContextRequest{AutoDir: p.auto})
+	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.LoadPromptRequest{AutoDir: p.auto})
 	require.NoError(t, err)
 	part := func(s string) string {
 		i, j := strings.Index(s, "Contents of "), strings.Index(s, "</system-reminder>")
@@ -177,7 +177,7 @@ func TestClaudeCodeDropsIndexCommentsAsAgentmemDoes(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(p.auto, "MEMORY.md"), []byte(ccCommentedIndex), 0o644))
 	p.claude("step:look at the index")
 	first := p.firstUserText("step:look")
-	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.IndexContextRequest{AutoDir: p.auto})
+	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.LoadPromptRequest{AutoDir: p.auto})
 	require.NoError(t, err)
 	part := func(s string) string {
 		i, j := strings.Index(s, "Contents of "), strings.Index(s, "</system-reminder>")

@@ -213,5 +213,5 @@ func TestClaudeCode2_1_328FileHistory(t *testing.T) {
 		assert.Equal(t, want, string(got), p)
 	}
 	assert.NoFileExists(t, created, "a file the turn created is removed")
-	assert.NoFileExists(t, filepath.Join(backups, filehistory.JournalName), "Claude Code's history is only read")
+	assert.NoFileExists(t, filepath.Join(backups, "snapshots.jsonl"), "Claude Code's history is only read")
 }

@@ -279,7 +279,7 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 			return nil, nil, err
 		default:
 			text := string(raw)
-			t := memdir.TruncateEntrypointContent(text)
+			t := memdir.IndexLimits{}.Truncate(text)
 			if t.WasLineTruncated {
 				add(idx.rel, 0, kindIndexTooLong, "%d lines; only the first %d reach the prompt", t.LineCount, memdir.MaxEntrypointLines)
 			}

@@ -26,13 +26,11 @@ func runPrompt(e env, c *common, args []string, team, skipIndex bool) (int, erro
 	}
 	// Read-only: the prompt must not create directories as a side effect.
 	p, err := memdir.LoadMemoryPrompt(context.Background(), afero.NewReadOnlyFs(e.fs), memdir.LoadPromptRequest{
-		Enabled:    true,
-		AutoDir:    r.path.Dir,
-		TeamActive: team,
-		SkipIndex:  skipIndex,
-		PromptOptions: memdir.PromptOptions{
-			TeamAuthors: teammem.Attributions(e.fs, memdir.TeamMemPath(r.path.Dir)),
-		},
+		Enabled:     true,
+		AutoDir:     r.path.Dir,
+		TeamActive:  team,
+		SkipIndex:   skipIndex,
+		TeamAuthors: teammem.Attributions(e.fs, memdir.TeamMemPath(r.path.Dir)),
 	})
 	if err != nil {
 		return exitError, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/recall"
 )
 
@@ -30,7 +31,11 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 		return exitError, err
 	}
 	ctx := context.Background()
-	finder, err := recall.NewFinder(e.fs, r.path.Dir, recall.FinderOptions{})
+	d, err := memdir.NewDir(e.fs, r.path.Dir, memdir.DirOptions{})
+	if err != nil {
+		return exitError, err
+	}
+	finder, err := recall.NewFinder(d, recall.FinderOptions{})
 	if err != nil {
 		return exitError, err
 	}

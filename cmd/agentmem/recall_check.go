@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/llm/openai"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/spf13/afero"
 )
@@ -97,10 +98,14 @@ func runCheckEmbedder(e env, args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		req.Fs, req.Dir, req.Questions = afero.NewMemMapFs(), "/memory", set.Queries
-		if err := writeSet(req.Fs, req.Dir, set); err != nil {
+		fsys := afero.NewMemMapFs()
+		if err := writeSet(fsys, "/memory", set); err != nil {
 			return fail(err)
 		}
+		if req.Dir, err = memdir.NewDir(fsys, "/memory", memdir.DirOptions{}); err != nil {
+			return fail(err)
+		}
+		req.Questions = set.Queries
 	default:
 		qs, err := readJSON[[]recall.Question](e, *questionsFile)
 		if err != nil {
@@ -110,7 +115,10 @@ func runCheckEmbedder(e env, args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		req.Fs, req.Dir, req.Questions = e.fs, r.path.Dir, qs
+		if req.Dir, err = memdir.NewDir(e.fs, r.path.Dir, memdir.DirOptions{}); err != nil {
+			return fail(err)
+		}
+		req.Questions = qs
 	}
 	c, err := recall.CompareEmbedder(context.Background(), req)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/examples/recalleval/convset"
 	"github.com/agentmem-sdk/agentmem/examples/recalleval/updateset"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -33,10 +34,12 @@ func TestEmbeddersThatKnowNothingCostNothing(t *testing.T) {
 			root, err := Materialise(s.set)
 			require.NoError(t, err)
 			t.Cleanup(func() { os.RemoveAll(root) })
+			dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
+			require.NoError(t, err)
 			for _, per := range []bool{true, false} {
 				where := fmt.Sprintf("%s seed %d per-directory %v", s.name, seed, per)
 				check := func(e recall.Embedder) recall.EmbedderComparison {
-					c, err := recall.CompareEmbedder(ctx, recall.CompareRequest{Fs: afero.NewOsFs(), Dir: root, Questions: Labelled(s.set.Queries), Embedder: e, PerFolder: per})
+					c, err := recall.CompareEmbedder(ctx, recall.CompareRequest{Dir: dir, Questions: Labelled(s.set.Queries), Embedder: e, PerFolder: per})
 					require.NoError(t, err, where)
 					return c
 				}

@@ -54,6 +54,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/examples/recalleval/convset"
 	"github.com/agentmem-sdk/agentmem/examples/recalleval/updateset"
 	"github.com/agentmem-sdk/agentmem/llm/anthropic"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/spf13/afero"
 )
@@ -419,11 +420,15 @@ func EmbedderRows(ctx context.Context, set *Set) ([]EmbedderRow, error) {
 	}
 	defer os.RemoveAll(root)
 	names, embs := Embedders(set)
+	dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
+	if err != nil {
+		return nil, err
+	}
 	var rows []EmbedderRow
 	for _, n := range names {
 		r := EmbedderRow{Name: n}
 		for _, per := range []bool{true, false} {
-			c, err := recall.CompareEmbedder(ctx, recall.CompareRequest{Fs: afero.NewOsFs(), Dir: root, Questions: Labelled(set.Queries), Embedder: embs[n], PerFolder: per})
+			c, err := recall.CompareEmbedder(ctx, recall.CompareRequest{Dir: dir, Questions: Labelled(set.Queries), Embedder: embs[n], PerFolder: per})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", n, err)
 			}
@@ -470,7 +475,11 @@ func (m *finderMethod) Prepare(ctx context.Context, dir string) error {
 	if m.f != nil {
 		m.f.Close() // the previous directory's
 	}
-	f, err := recall.NewFinder(afero.NewOsFs(), dir, m.cfg)
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	if err != nil {
+		return err
+	}
+	f, err := recall.NewFinder(d, m.cfg)
 	if err != nil {
 		return err
 	}

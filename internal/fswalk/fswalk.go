@@ -102,3 +102,10 @@ func ReadDir(fsys afero.Fs, dir string) ([]Entry, error) {
 
 // byRel orders entries by name.
 func byRel(a, b Entry) int { return strings.Compare(a.Rel, b.Rel) }
+
+// Hidden reports whether a "/"-separated relative path has a hidden
+// ("."-prefixed) folder or name on its way: such paths hold sync state,
+// conflict copies, locks and staged copies, never memories.
+func Hidden(rel string) bool {
+	return strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.")
+}

@@ -75,7 +75,7 @@ func CheckName(s string) error {
 			return &Error{Reason: ReasonControl}
 		}
 	}
-	if joiners && len(screen.Invisible(s)) > 0 {
+	if joiners && len(screen.Blocking(s, screen.Options{})) > 0 {
 		return &Error{Reason: ReasonControl}
 	}
 	return nil

@@ -28,8 +28,8 @@ import (
 const (
 	// DefaultModel answers when Options names none for a purpose.
 	DefaultModel = "claude-sonnet-4-5"
-	// DefaultMaxTokens bounds a reply when the request sets no limit.
-	DefaultMaxTokens = 4096
+	// defaultMaxTokens bounds a reply when the request sets no limit.
+	defaultMaxTokens = 4096
 	// StructuredOutputTool is the name of the tool used to force a JSON
 	// reply in StructuredForcedTool mode.
 	StructuredOutputTool = "structured_output"
@@ -56,7 +56,7 @@ type Options struct {
 	// Models routes purposes to models, such as a small model for
 	// llm.PurposeMemoryRelevance.
 	Models map[llm.Purpose]string
-	// MaxTokens bounds replies when a request sets none.
+	// MaxTokens bounds replies when a request sets none (default 4,096).
 	MaxTokens int
 	// Structured selects how OutputSchema is enforced.
 	Structured StructuredMode
@@ -113,7 +113,7 @@ func New(cfg Options) (*Model, error) {
 		cfg.Model = DefaultModel
 	}
 	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = DefaultMaxTokens
+		cfg.MaxTokens = defaultMaxTokens
 	}
 	return &Model{client: sdk.NewClient(opts...), cfg: cfg}, nil
 }
@@ -227,20 +227,20 @@ func (m *Model) params(req llm.Request) (sdk.MessageNewParams, error) {
 	return p, nil
 }
 
-// MemoryToolType is the provider-defined memory tool's type.
-const MemoryToolType = "memory_20250818"
+// memoryToolType is the provider-defined memory tool's type.
+const memoryToolType = "memory_20250818"
 
 // providerTool maps a provider-defined tool by its type; the API fixes
 // its name.
 func providerTool(t llm.ToolSpec) (sdk.ToolUnionParam, error) {
 	switch t.Type {
-	case MemoryToolType:
+	case memoryToolType:
 		if t.Name != "" && t.Name != "memory" {
 			return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: the %s tool is named \"memory\", not %q", t.Type, t.Name)
 		}
 		return sdk.ToolUnionParam{OfMemoryTool20250818: &sdk.MemoryTool20250818Param{}}, nil
 	}
-	return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: unknown provider tool type %q (known: %s)", t.Type, MemoryToolType)
+	return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: unknown provider tool type %q (known: %s)", t.Type, memoryToolType)
 }
 
 // toolParam maps a JSON Schema object to the SDK's tool input schema.

@@ -205,12 +205,12 @@ func TestProviderDefinedMemoryTool(t *testing.T) {
 	defer srv.Close()
 	m := newModel(t, srv, nil)
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("hi")}}}
-	_, err := m.Generate(context.Background(), llm.Request{Messages: msgs, Tools: []llm.ToolSpec{{Name: "memory", Type: anthropic.MemoryToolType}}})
+	_, err := m.Generate(context.Background(), llm.Request{Messages: msgs, Tools: []llm.ToolSpec{{Name: "memory", Type: "memory_20250818"}}})
 	require.NoError(t, err)
 	assert.Equal(t, []any{map[string]any{"type": "memory_20250818", "name": "memory"}}, body["tools"], "sent by type and name only")
 
 	body = nil
-	for _, spec := range []llm.ToolSpec{{Name: "memory", Type: "bash_20250124"}, {Name: "notes", Type: anthropic.MemoryToolType}} {
+	for _, spec := range []llm.ToolSpec{{Name: "memory", Type: "bash_20250124"}, {Name: "notes", Type: "memory_20250818"}} {
 		_, err = m.Generate(context.Background(), llm.Request{Messages: msgs, Tools: []llm.ToolSpec{spec}})
 		assert.Error(t, err, "%+v", spec)
 	}

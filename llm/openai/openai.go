@@ -34,8 +34,8 @@ import (
 const (
 	// DefaultModel answers when Options names none for a purpose.
 	DefaultModel = "gpt-5-mini"
-	// DefaultMaxTokens bounds a reply when the request sets no limit.
-	DefaultMaxTokens = 4096
+	// defaultMaxTokens bounds a reply when the request sets no limit.
+	defaultMaxTokens = 4096
 	// OutputSchemaName names the response format of a structured request.
 	OutputSchemaName = "output"
 	// DefaultEmbeddingModel is what Embed uses when Options names none.
@@ -52,7 +52,7 @@ type Options struct {
 	// Models routes purposes to models, such as a small model for
 	// llm.PurposeMemoryRelevance.
 	Models map[llm.Purpose]string
-	// MaxTokens bounds replies when a request sets none.
+	// MaxTokens bounds replies when a request sets none (default 4,096).
 	MaxTokens int
 	// BaseURL replaces the API endpoint (a proxy, a compatible server, or
 	// a test server); it ends before "/chat/completions".
@@ -117,7 +117,7 @@ func New(cfg Options) (*Model, error) {
 		cfg.Model = DefaultModel
 	}
 	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = DefaultMaxTokens
+		cfg.MaxTokens = defaultMaxTokens
 	}
 	return &Model{client: sdk.NewClient(opts...), cfg: cfg}, nil
 }
