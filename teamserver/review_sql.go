@@ -48,7 +48,11 @@ func reviewLock(tenant string, t Target) string {
 // Policy implements Reviews.
 func (s *SQLStore) Policy(ctx context.Context, tenant string, t Target) (string, error) {
 	var p string
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT policy FROM review_policies WHERE tenant = ? AND kind = ? AND target = ?`), tenant, t.Kind, t.Name).Scan(&p)
+	// Asked on every write: a connection an earlier, cancelled request
+	// broke must not make it a 500.
+	err := retryBadConn(ctx, func() error {
+		return s.r.QueryRowContext(ctx, s.q(`SELECT policy FROM review_policies WHERE tenant = ? AND kind = ? AND target = ?`), tenant, t.Kind, t.Name).Scan(&p)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return PolicyOpen, nil
 	}
@@ -175,7 +179,11 @@ func (s *SQLStore) Proposals(ctx context.Context, tenant string, f ProposalFilte
 
 // Proposal implements Reviews.
 func (s *SQLStore) Proposal(ctx context.Context, tenant, id string) (Proposal, error) {
-	p, err := scanProposal(s.r.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
+	var p Proposal
+	err := retryBadConn(ctx, func() (err error) {
+		p, err = scanProposal(s.r.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Proposal{}, ErrNoProposal
 	}

@@ -517,9 +517,11 @@ func (s *SQLStore) Revision(ctx context.Context, repo Repo, key string, version 
 	r := Revision{Key: key, Version: version}
 	var ms int64
 	var deleted int
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT checksum, author, time_ms, deleted, content, `+provSelect+` FROM team_history
+	err := retryBadConn(ctx, func() error {
+		return s.r.QueryRowContext(ctx, s.q(`SELECT checksum, author, time_ms, deleted, content, `+provSelect+` FROM team_history
 		WHERE tenant = ? AND name = ? AND key = ? AND version = ?`), repo.Tenant, repo.Name, key, version).
-		Scan(append([]any{&r.Checksum, &r.Author, &ms, &deleted, &r.Content}, provDest(&r.Provenance)...)...)
+			Scan(append([]any{&r.Checksum, &r.Author, &ms, &deleted, &r.Content}, provDest(&r.Provenance)...)...)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Revision{}, ErrNoRevision
 	}
