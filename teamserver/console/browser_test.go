@@ -203,6 +203,11 @@ func TestBrowserJourney(t *testing.T) {
 	j.run("wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "amt_wrong"), chromedp.Submit(chromedp.CSS("#token")),
 		chromedp.WaitVisible(chromedp.CSS(".error")))
 	assert.Contains(t, j.text(".error"), "not known")
+	j.at("/signin")
+	j.run("agent's token", chromedp.SendKeys(chromedp.CSS("#token"), f.robot), chromedp.Submit(chromedp.CSS("#token")),
+		chromedp.WaitVisible(chromedp.CSS(".error")))
+	assert.Contains(t, j.text(".error"), "agent's token")
+	assert.Equal(t, "Sign in", j.heading(), "an agent's token does not sign in")
 
 	// Sign in and browse.
 	j.signIn(f.alice)

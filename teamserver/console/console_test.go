@@ -379,3 +379,23 @@ func TestActivityPerToken(t *testing.T) {
 	assert.NotContains(t, page, "/prefs.md", "another tenant's store changes never show")
 	assert.NotContains(t, page, "oncall.md")
 }
+
+func TestOnlyAPersonsTokenSignsIn(t *testing.T) {
+	f := newFixture(t)
+	b := newClient(t, f)
+	_, page := b.get("/signin")
+	resp, body := b.post("/signin", url.Values{"csrf": {csrfOf(t, page)}, "token": {f.robot}}, nil)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Contains(t, html.UnescapeString(body), "This is an agent's token: only a person's token signs in")
+	assert.Contains(t, body, `<label for="token">`, "the refusal is the sign-in form again, to use another token")
+	for _, c := range resp.Cookies() {
+		assert.False(t, c.Name == "agentmem_console" && c.Value != "", "no session for an agent's token")
+	}
+	resp, _ = b.get("/review")
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "still signed out")
+
+	// The agent's token still syncs: only the console refuses it.
+	_, ok := f.repoContent(t, f.robot, "acme/shop", "deploys.md")
+	assert.True(t, ok)
+	b.signIn(f.bob)
+}

@@ -449,12 +449,12 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 		for _, v := range vs {
-			whos[v.CreatedBy.ID]++
-			if who != "" && v.CreatedBy.ID != who {
+			whos[v.author()]++
+			if who != "" && v.author() != who {
 				continue
 			}
 			t, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
-			row := activityRow{Time: t, Who: v.CreatedBy.ID, Repo: st.Name, RepoURL: src.base(), Op: v.Operation}
+			row := activityRow{Time: t, Who: v.author(), Repo: st.Name, RepoURL: src.base(), Op: v.Operation}
 			if v.Path != nil {
 				row.Keys = append(row.Keys, activityKey{Key: *v.Path, URL: memoryURL(src, "history", *v.Path)})
 			}
