@@ -124,3 +124,23 @@ func (f *fixture) repoContent(t *testing.T, token, repo, key string) (string, bo
 	v, ok := data.Content.Entries[key]
 	return v, ok
 }
+
+// propose sends a team PUT that the server keeps for review (202).
+func (f *fixture) propose(t testing.TB, token, repo string, entries map[string]string) {
+	t.Helper()
+	f.advance(time.Minute)
+	b, err := json.Marshal(wire.PutBody{Entries: entries})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPut, f.srv.URL+wire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), bytes.NewReader(b))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Agentmem-Door", "memory-tool")
+	req.Header.Set("X-Agentmem-Session", "sess-42")
+	req.Header.Set("X-Agentmem-Origin", "agent")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "the write is kept for review: %s", rb)
+}

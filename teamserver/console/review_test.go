@@ -1,0 +1,112 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"testing"
+
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var proposalIDRe = regexp.MustCompile(`name="id" value="(prop_[^"]+)"`)
+
+func TestReviewQueueApproveAndReject(t *testing.T) {
+	f := newFixture(t)
+	alice := newClient(t, f)
+	csrf := alice.signIn(f.alice)
+
+	// The home page shows each repo's policy; a person sets it.
+	_, home := alice.get("/")
+	assert.Contains(t, home, `aria-label="Review policy of acme/shop"`)
+	resp, _ := alice.post("/policy", url.Values{"csrf": {csrf}, "kind": {"repo"}, "name": {"acme/shop"}, "policy": {"review"}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	pol, err := f.h.Policy(context.Background(), "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"})
+	require.NoError(t, err)
+	require.Equal(t, teamserver.PolicyReview, pol)
+	resp, _ = alice.post("/policy", url.Values{"csrf": {csrf}, "kind": {"repo"}, "name": {"acme/shop"}, "policy": {"closed"}}, nil)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp, _ = alice.post("/policy", url.Values{"kind": {"repo"}, "name": {"acme/shop"}, "policy": {"open"}}, nil)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "the policy form needs its CSRF token")
+
+	// The agent's two writes wait; a third, to a repo bob does not reach.
+	f.propose(t, f.robot, "acme/shop", map[string]string{"build.md": "---\ntype: project\n---\nBuild with `make all`.\n"})
+	f.propose(t, f.robot, "acme/shop", map[string]string{"style.md": "---\ntype: feedback\n---\nSpaces, not tabs.\n"})
+	f.do(t, f.alice, http.MethodPut, "/v1/review/policy?repo=acme/api", map[string]string{"policy": "review"}, nil)
+	f.propose(t, f.robot, "acme/api", map[string]string{"api.md": "The API moved.\n"})
+
+	_, home = alice.get("/")
+	assert.Regexp(t, `(?s)acme/shop</a></th>.*?<td class="num"><a href="/console/review">2</a></td>`, home, "the home page counts what waits per repo")
+	resp, page := alice.get("/review")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, page, "3 changes wait")
+	assert.Contains(t, page, "+Spaces, not tabs.")
+	assert.Contains(t, page, "-Tabs, not spaces.")
+	assert.Contains(t, page, "robot")
+	assert.Contains(t, page, "memory-tool")
+	assert.Contains(t, page, "sess-42")
+
+	bob := newClient(t, f)
+	bcsrf := bob.signIn(f.bob)
+	_, bpage := bob.get("/review")
+	assert.Contains(t, bpage, "2 changes wait", "bob sees only the repos his token reaches")
+	assert.NotContains(t, bpage, "acme/api")
+	var apiID, buildID, styleID string
+	for _, m := range proposalIDRe.FindAllStringSubmatch(page, -1) {
+		p, _, err := f.h.Proposal(context.Background(), "acme", m[1])
+		require.NoError(t, err)
+		switch p.Key {
+		case "api.md":
+			apiID = p.ID
+		case "build.md":
+			buildID = p.ID
+		case "style.md":
+			styleID = p.ID
+		}
+	}
+	require.NotEmpty(t, apiID)
+	require.NotEmpty(t, buildID)
+	require.NotEmpty(t, styleID)
+	resp, _ = bob.get("/review/approve?id=" + apiID)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a proposal of a repo bob does not reach is not his to see")
+	resp, _ = bob.post("/review/approve", url.Values{"csrf": {bcsrf}, "id": {apiID}}, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// Reject needs a reason and the CSRF token.
+	resp, _ = alice.post("/review/reject", url.Values{"csrf": {csrf}, "id": {styleID}, "reason": {"  "}}, nil)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp, _ = alice.post("/review/reject", url.Values{"id": {styleID}, "reason": {"no"}}, nil)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	p, _, err := f.h.Proposal(context.Background(), "acme", styleID)
+	require.NoError(t, err)
+	assert.Equal(t, teamserver.ProposalPending, p.Status, "a refused form decides nothing")
+
+	// Approve after the confirmation page; reject with a reason.
+	resp, confirm := alice.get("/review/approve?id=" + buildID)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, confirm, "+Build with `make all`.")
+	_, ok := f.repoContent(t, f.bob, "acme/shop", "build.md")
+	assert.False(t, ok, "the confirmation page alone writes nothing")
+	resp, _ = alice.post("/review/approve", url.Values{"csrf": {csrf}, "id": {buildID}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = alice.post("/review/reject", url.Values{"csrf": {csrf}, "id": {styleID}, "reason": {"We use tabs."}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	content, ok := f.repoContent(t, f.bob, "acme/shop", "build.md")
+	assert.True(t, ok)
+	assert.Contains(t, content, "make all")
+	content, _ = f.repoContent(t, f.bob, "acme/shop", "style.md")
+	assert.Contains(t, content, "Tabs, not spaces.", "the rejected change is never served")
+	p, _, err = f.h.Proposal(context.Background(), "acme", styleID)
+	require.NoError(t, err)
+	assert.Equal(t, "We use tabs.", p.Reason)
+	assert.Equal(t, "alice", p.DecidedBy)
+
+	resp, _ = alice.post("/review/approve", url.Values{"csrf": {csrf}, "id": {styleID}}, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode, "a decided proposal cannot be approved")
+	_, page = alice.get("/review")
+	assert.Contains(t, page, "1 change waits")
+}
