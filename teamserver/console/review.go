@@ -235,8 +235,21 @@ func (c *Console) setPolicy(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 // reviewFail shows what went wrong with a review action.
+// An approval whose write the store refuses leaves the proposal pending
+// (Handler.Approve reopens it); the page says why.
 func (c *Console) reviewFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	var api *teamserver.APIError
+	var conflict *teamserver.KeyConflictError
+	var tooMany *teamserver.TooManyEntriesError
 	switch {
+	case errors.As(err, &api):
+		c.fail(w, r, s, api.Status, "The store refused the change: "+api.Message+". The proposal still waits; reject it, or approve it once the store can take it.")
+	case errors.As(err, &conflict):
+		c.fail(w, r, s, http.StatusConflict, "The key cannot exist beside another key of the repo now. The proposal still waits; reject it, or approve it once the other key is gone.")
+	case errors.As(err, &tooMany):
+		c.fail(w, r, s, http.StatusRequestEntityTooLarge, "The repo would hold more memories than the server allows. The proposal still waits; delete some memories first, or reject it.")
+	case errors.Is(err, teamserver.ErrTooManyRepos):
+		c.fail(w, r, s, http.StatusForbidden, "The organization holds as many repos as the server allows. The proposal still waits.")
 	case errors.Is(err, teamserver.ErrNoProposal):
 		c.fail(w, r, s, http.StatusNotFound, "No such proposal waits in a repo or store your token reaches.")
 	case errors.Is(err, teamserver.ErrProposalDecided):

@@ -1,7 +1,11 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -127,4 +131,83 @@ func TestReviewQueueFlagsAnInjection(t *testing.T) {
 		flagged := strings.Contains(sec, "Flagged by the screens")
 		assert.Equal(t, strings.Contains(sec, "notes/a.md"), flagged, "only the injection is flagged: %s", sec)
 	}
+}
+
+// send makes one API call and returns its status and body.
+func (f *fixture) send(t *testing.T, token, method, path string, body any) (int, string) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(method, f.srv.URL+path, bytes.NewReader(b))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(rb)
+}
+
+func TestReviewQueueOfAStore(t *testing.T) {
+	f := newFixture(t)
+	alice := newClient(t, f)
+	csrf := alice.signIn(f.alice)
+	resp, _ := alice.post("/policy", url.Values{"csrf": {csrf}, "kind": {"store"}, "name": {f.storeID}, "policy": {"review"}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	mems := teamserver.StoresPath + "/" + f.storeID + "/memories"
+	status, body := f.send(t, f.robot, http.MethodPost, mems, map[string]any{"path": "/todo.md", "content": "Ship it.\n"})
+	require.Equal(t, http.StatusAccepted, status, body)
+	_, page := alice.get("/review")
+	assert.Contains(t, page, "in <a href=\"/console/stores/"+f.storeID+"\">store notes</a>")
+	assert.Contains(t, page, "+Ship it.")
+	assert.Contains(t, page, "a new memory")
+	m := proposalIDRe.FindStringSubmatch(page)
+	require.NotNil(t, m)
+
+	// A person takes the path meanwhile: the approval cannot be written,
+	// says why, and the proposal still waits.
+	status, body = f.send(t, f.alice, http.MethodPost, mems, map[string]any{"path": "/todo.md", "content": "Plan it.\n"})
+	require.Equal(t, http.StatusOK, status, body)
+	resp, body = alice.post("/review/approve", url.Values{"csrf": {csrf}, "id": {m[1]}}, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.Contains(t, html.UnescapeString(body), "The proposal still waits")
+	p, _, err := f.h.Proposal(context.Background(), "acme", m[1])
+	require.NoError(t, err)
+	assert.Equal(t, teamserver.ProposalPending, p.Status)
+
+	// Its author's change of a memory that exists is approved.
+	var list struct {
+		Data []struct{ ID, Path string } `json:"data"`
+	}
+	status, body = f.send(t, f.alice, http.MethodGet, mems, nil)
+	require.Equal(t, http.StatusOK, status, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	var prefs string
+	for _, d := range list.Data {
+		if d.Path == "/prefs.md" {
+			prefs = d.ID
+		}
+	}
+	require.NotEmpty(t, prefs)
+	status, body = f.send(t, f.robot, http.MethodPost, mems+"/"+prefs, map[string]any{"content": "---\ntype: user\n---\nLikes both.\n"})
+	require.Equal(t, http.StatusAccepted, status, body)
+	var mod teamserver.Proposal
+	ps, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	for _, q := range ps {
+		if q.Key == "/prefs.md" {
+			mod = q
+		}
+	}
+	require.NotEmpty(t, mod.ID)
+	_, page = alice.get("/review")
+	assert.Contains(t, page, "-Likes coffee now.")
+	assert.Contains(t, page, "+Likes both.")
+	resp, _ = alice.post("/review/approve", url.Values{"csrf": {csrf}, "id": {mod.ID}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	status, body = f.send(t, f.alice, http.MethodGet, mems+"/"+prefs, nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, "Likes both.")
 }
