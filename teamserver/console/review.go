@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -118,17 +119,39 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		ps = ps[:maxQueue]
 	}
 	rows := make([]proposalRow, 0, len(ps))
+	// A repo's current entries are read once for all its proposals; a
+	// store's memory is looked up per proposal.
+	repoNow := map[string]map[string]string{}
 	for _, p := range ps {
-		p, cur, err := c.h.Proposal(ctx, s.grant.Organization, p.ID)
-		if errors.Is(err, teamserver.ErrNoProposal) {
-			continue // decided meanwhile
-		}
-		if err != nil {
-			c.reviewFail(w, r, s, err)
-			return
-		}
-		if p.Status != teamserver.ProposalPending {
-			continue
+		var cur teamserver.ProposalCurrent
+		if p.Target.Kind == teamserver.TargetRepo {
+			entries, ok := repoNow[p.Target.Name]
+			if !ok {
+				src := &repoSource{c: c, r: r, s: s, repo: p.Target.Name}
+				var data wire.TeamMemoryData
+				err := src.get0(ctx, url.Values{}, &data)
+				var ae *refusal
+				if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusNotFound) {
+					c.apiFail(w, r, s, err)
+					return
+				}
+				entries = data.Content.Entries
+				repoNow[p.Target.Name] = entries
+			}
+			cur.Content, cur.Exists = entries[p.Key]
+		} else {
+			var err error
+			p, cur, err = c.h.Proposal(ctx, s.grant.Organization, p.ID)
+			if errors.Is(err, teamserver.ErrNoProposal) {
+				continue // dropped meanwhile
+			}
+			if err != nil {
+				c.reviewFail(w, r, s, err)
+				return
+			}
+			if p.Status != teamserver.ProposalPending {
+				continue // decided meanwhile
+			}
 		}
 		rows = append(rows, c.proposalView(p, cur, names))
 	}
