@@ -385,6 +385,12 @@ func TestBrowserReview(t *testing.T) {
 	assert.Contains(t, page, "sess-42")
 	j.checkA11y("review")
 	j.screenshot("review")
+	j.run("phone", chromedp.EmulateViewport(390, 800, chromedp.EmulateScale(1)))
+	j.at("/review")
+	overflow := eval[bool](j, "no sideways scroll", `document.documentElement.scrollWidth > window.innerWidth + 1`)
+	assert.False(t, overflow, "the review queue fits a phone's width")
+	j.checkA11y("review on a phone")
+	j.run("laptop", chromedp.EmulateViewport(1024, 720))
 
 	// Approve build.md after its confirmation.
 	j.click(`a[href="/console/review/approve?id=` + ids["build.md"] + `"]`)
