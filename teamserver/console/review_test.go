@@ -83,6 +83,8 @@ func TestReviewQueueApproveAndReject(t *testing.T) {
 	// Reject needs a reason and the CSRF token.
 	resp, _ = alice.post("/review/reject", url.Values{"csrf": {csrf}, "id": {styleID}, "reason": {"  "}}, nil)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp, _ = alice.post("/review/reject", url.Values{"csrf": {csrf}, "id": {styleID}, "reason": {strings.Repeat("x", 2001)}}, nil)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "a reason past 2,000 bytes")
 	resp, _ = alice.post("/review/reject", url.Values{"id": {styleID}, "reason": {"no"}}, nil)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	p, _, err := f.h.Proposal(context.Background(), "acme", styleID)
