@@ -166,7 +166,7 @@ func BenchmarkReviewPage(b *testing.B) {
 		get(base+"/review", false, "50 changes wait")
 		ours += time.Since(start)
 		start = time.Now()
-		get(base+"/", false, `<a href="/console/review">50</a>`)
+		get(base+"/", false, `aria-label="50 in review in acme/big">50</a>`)
 		home += time.Since(start)
 		start = time.Now()
 		get(srv.URL+wire.DefaultSyncPath+"?repo=acme%2Fbig", true, `"notes/m1999.md"`)

@@ -103,6 +103,8 @@ type repoRow struct {
 	Version  int64
 	Policy   string
 	Pending  int
+	// ReviewURL is the review queue of this repo alone.
+	ReviewURL string
 }
 
 type storeRow struct {
@@ -112,6 +114,7 @@ type storeRow struct {
 	Archived      bool
 	Policy        string
 	Pending       int
+	ReviewURL     string // the review queue of this store alone
 }
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
@@ -147,7 +150,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 		rr = append(rr, repoRow{Name: ri.Name, URL: c.opts.Prefix + "/repos/" + ri.Name, Memories: ri.Entries, Changed: ri.LastModified, Version: ri.Version,
-			Policy: pol, Pending: waiting[t]})
+			Policy: pol, Pending: waiting[t], ReviewURL: c.opts.Prefix + "/review?" + url.Values{"repo": {ri.Name}}.Encode()})
 	}
 	var sr []storeRow
 	for _, st := range stores {
@@ -158,10 +161,10 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 		sr = append(sr, storeRow{Name: st.Name, ID: st.ID, URL: c.opts.Prefix + "/stores/" + st.ID, Memories: st.Memories, Changed: st.Updated, Archived: !st.Archived.IsZero(),
-			Policy: pol, Pending: waiting[t]})
+			Policy: pol, Pending: waiting[t], ReviewURL: c.opts.Prefix + "/review?" + url.Values{"store": {st.ID}}.Encode()})
 	}
 	data := map[string]any{"Repos": rr, "Stores": sr, "Patterns": s.grant.Repos, "Policies": []string{teamserver.PolicyOpen, teamserver.PolicyReview, teamserver.PolicyReadOnly},
-		"ReviewURL": c.opts.Prefix + "/review", "PolicyAction": c.opts.Prefix + "/policy"}
+		"PolicyAction": c.opts.Prefix + "/policy"}
 	if q := r.URL.Query(); q.Get("done") == "policy" {
 		data["Done"] = "The policy of " + q.Get("name") + " is now " + q.Get("policy") + "."
 	}

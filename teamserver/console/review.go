@@ -114,6 +114,26 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		c.apiFail(w, r, s, err)
 		return
 	}
+	// ?repo= or ?store= narrows the queue to one repo or store.
+	var only string
+	if q := r.URL.Query(); q.Get("repo") != "" || q.Get("store") != "" {
+		t := teamserver.Target{Kind: teamserver.TargetRepo, Name: q.Get("repo")}
+		only = "repo " + t.Name
+		if t.Name == "" {
+			t = teamserver.Target{Kind: teamserver.TargetStore, Name: q.Get("store")}
+			only = "store " + t.Name
+			if n := names[t.Name]; n != "" {
+				only = "store " + n
+			}
+		}
+		kept := ps[:0]
+		for _, p := range ps {
+			if p.Target == t {
+				kept = append(kept, p)
+			}
+		}
+		ps = kept
+	}
 	total := len(ps)
 	if len(ps) > maxQueue {
 		ps = ps[:maxQueue]
@@ -155,7 +175,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		rows = append(rows, c.proposalView(p, cur, names))
 	}
-	data := map[string]any{"Rows": rows, "Total": total, "More": total - len(ps), "Action": c.opts.Prefix + "/review"}
+	data := map[string]any{"Rows": rows, "Total": total, "More": total - len(ps), "Action": c.opts.Prefix + "/review", "Only": only}
 	switch q := r.URL.Query(); q.Get("done") {
 	case "approved":
 		data["Done"] = "The change to " + q.Get("key") + " was approved and written: clients receive it with their next sync."

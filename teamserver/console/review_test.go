@@ -44,7 +44,11 @@ func TestReviewQueueApproveAndReject(t *testing.T) {
 	f.propose(t, f.robot, "acme/api", map[string]string{"api.md": "The API moved.\n"})
 
 	_, home = alice.get("/")
-	assert.Regexp(t, `(?s)acme/shop</a></th>.*?<td class="num"><a href="/console/review">2</a></td>`, home, "the home page counts what waits per repo")
+	assert.Contains(t, home, `<a href="/console/review?repo=acme%2Fshop" aria-label="2 in review in acme/shop">2</a>`, "the home page counts what waits per repo")
+	assert.Contains(t, home, `<a href="/console/review?repo=acme%2Fapi" aria-label="1 in review in acme/api">1</a>`)
+	_, only := alice.get("/review?repo=acme/api")
+	assert.Contains(t, only, "1 change waits in repo acme/api")
+	assert.NotContains(t, only, "style.md", "the queue of one repo shows only its changes")
 	resp, page := alice.get("/review")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, page, "3 changes wait")
@@ -165,6 +169,10 @@ func TestReviewQueueOfAStore(t *testing.T) {
 	assert.Contains(t, page, "in <a href=\"/console/stores/"+f.storeID+"\">store notes</a>")
 	assert.Contains(t, page, "+Ship it.")
 	assert.Contains(t, page, "a new memory")
+	_, only := alice.get("/review?store=" + f.storeID)
+	assert.Contains(t, only, "1 change waits in store notes")
+	_, only = alice.get("/review?repo=acme/shop")
+	assert.Contains(t, only, "No change waits for review in repo acme/shop")
 	m := proposalIDRe.FindStringSubmatch(page)
 	require.NotNil(t, m)
 
