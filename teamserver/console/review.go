@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -54,8 +56,11 @@ type proposalRow struct {
 	Target, TargetURL                                    string
 	Created                                              time.Time
 	Deletes, New                                         bool
-	Diff                                                 []diffLine
-	ApproveURL                                           string
+	// Stale says how the key or memory changed since the proposal was
+	// made ("" when it did not).
+	Stale      string
+	Diff       []diffLine
+	ApproveURL string
 }
 
 // proposalView is one proposal as the pages show it: what it would
@@ -75,6 +80,19 @@ func (c *Console) proposalView(p teamserver.Proposal, cur teamserver.ProposalCur
 		}
 		row.Target, row.TargetURL = "store "+name, c.opts.Prefix+"/stores/"+p.Target.Name
 	}
+	if changedSince(p, cur) {
+		switch {
+		case p.Op == teamserver.OpCreated:
+			row.Stale = "A memory was written at this path since the change was proposed: approving fails until that memory moves or is deleted."
+		case !cur.Exists:
+			row.Stale = "This memory was deleted since the change was proposed: approving writes it again."
+		default:
+			row.Stale = "This memory changed since the change was proposed: the differences are against its text now, and approving replaces that text."
+		}
+		if row.Deletes && !cur.Exists {
+			row.Stale = "This memory was deleted since the change was proposed."
+		}
+	}
 	proposed := p.Content
 	if row.Deletes {
 		proposed = ""
@@ -85,6 +103,23 @@ func (c *Console) proposalView(p teamserver.Proposal, cur teamserver.ProposalCur
 	}
 	row.Diff = diff(now, p.Key+" (proposed)", cur.Content, proposed)
 	return row
+}
+
+// changedSince reports whether what a proposal's key or memory holds now
+// is not what its author changed: Base is the entry checksum (repos) or
+// the content's hex SHA-256 (stores) when it was proposed, "" for
+// nothing there.
+func changedSince(p teamserver.Proposal, cur teamserver.ProposalCurrent) bool {
+	now := ""
+	if cur.Exists {
+		if p.Target.Kind == teamserver.TargetRepo {
+			now = wire.EntryChecksum(cur.Content)
+		} else {
+			sum := sha256.Sum256([]byte(cur.Content))
+			now = hex.EncodeToString(sum[:])
+		}
+	}
+	return now != p.Base
 }
 
 func (c *Console) storeNames(ctx context.Context, s *session) (map[string]string, error) {

@@ -136,6 +136,15 @@ func TestReviewQueueFlagsAnInjection(t *testing.T) {
 	for _, sec := range sections {
 		flagged := strings.Contains(sec, "Flagged by the screens")
 		assert.Equal(t, strings.Contains(sec, "notes/a.md"), flagged, "only the injection is flagged: %s", sec)
+		assert.NotContains(t, sec, "since the change was proposed")
+	}
+
+	// A person writes notes/b.md meanwhile: its proposal says so.
+	f.put(t, f.alice, "acme/shop", map[string]string{"notes/b.md": "The linter runs before each commit.\n"})
+	_, page = b.get("/review")
+	for _, sec := range strings.Split(page, `<section class="proposal"`)[1:] {
+		stale := strings.Contains(sec, "This memory changed since the change was proposed")
+		assert.Equal(t, strings.Contains(sec, "notes/b.md"), stale, "only notes/b.md changed since: %s", sec)
 	}
 }
 
@@ -180,6 +189,8 @@ func TestReviewQueueOfAStore(t *testing.T) {
 	// says why, and the proposal still waits.
 	status, body = f.send(t, f.alice, http.MethodPost, mems, map[string]any{"path": "/todo.md", "content": "Plan it.\n"})
 	require.Equal(t, http.StatusOK, status, body)
+	_, page = alice.get("/review/approve?id=" + m[1])
+	assert.Contains(t, page, "A memory was written at this path since the change was proposed")
 	resp, body = alice.post("/review/approve", url.Values{"csrf": {csrf}, "id": {m[1]}}, nil)
 	assert.Equal(t, http.StatusConflict, resp.StatusCode)
 	assert.Contains(t, html.UnescapeString(body), "The proposal still waits")
