@@ -299,7 +299,7 @@ func teamServe(e env, args []string) (int, error) {
 	maxStores := fs.Int("max-stores", teamserver.DefaultMaxStores, "memory stores one organization may create")
 	maxStoreMemories := fs.Int("max-store-memories", teamserver.DefaultMaxStoreMemories, "memories one memory store may hold")
 	maxStoreBytes := fs.Int64("max-store-bytes", teamserver.DefaultMaxStoreBytes, "content bytes one memory store may hold")
-	withConsole := fs.Bool("console", true, "serve the web console at /console (sign in with a token of the token file)")
+	withConsole := fs.Bool("console", true, "serve the web console at /console (sign in with a person's token of the token file)")
 	if ok, code := parseSub(e, fs, "serve", args); !ok {
 		return code, nil
 	}

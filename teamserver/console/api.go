@@ -79,6 +79,9 @@ func (c *Console) send(ctx context.Context, from *http.Request, s *session, meth
 	}
 	req.RemoteAddr = from.RemoteAddr
 	req.Header.Set("Authorization", "Bearer "+s.token)
+	// A person's write in the console: the history says so.
+	req.Header.Set(wire.DoorHeader, wire.DoorConsole)
+	req.Header.Set(wire.OriginHeader, wire.OriginUser)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

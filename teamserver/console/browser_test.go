@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
@@ -203,6 +204,11 @@ func TestBrowserJourney(t *testing.T) {
 	j.run("wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "amt_wrong"), chromedp.Submit(chromedp.CSS("#token")),
 		chromedp.WaitVisible(chromedp.CSS(".error")))
 	assert.Contains(t, j.text(".error"), "not known")
+	j.at("/signin")
+	j.run("agent's token", chromedp.SendKeys(chromedp.CSS("#token"), f.robot), chromedp.Submit(chromedp.CSS("#token")),
+		chromedp.WaitVisible(chromedp.CSS(".error")))
+	assert.Contains(t, j.text(".error"), "agent's token")
+	assert.Equal(t, "Sign in", j.heading(), "an agent's token does not sign in")
 
 	// Sign in and browse.
 	j.signIn(f.alice)
@@ -339,4 +345,76 @@ func TestBrowserJourney(t *testing.T) {
 	assert.Contains(t, j.text(".error"), "no repo of that name")
 	j.at("/repos/acme/shop/memory?key=deploys.md")
 	assert.NotContains(t, j.text("main"), "make deploy")
+}
+
+// TestBrowserReview: under review an agent's two writes wait; a person
+// approves one and rejects the other in the browser.
+func TestBrowserReview(t *testing.T) {
+	axe := axeSource(t)
+	ctx := browser(t)
+	f := newFixture(t)
+	j := &journey{t: t, ctx: ctx, f: f, axe: axe, shot: os.Getenv("AGENTMEM_CONSOLE_SCREENSHOTS")}
+	if j.shot != "" {
+		require.NoError(t, os.MkdirAll(j.shot, 0o755))
+	}
+
+	// A person puts the repo under review from the home page.
+	j.signIn(f.alice)
+	j.run("choose review", chromedp.SetValue(chromedp.CSS(`select[aria-label="Review policy of acme/shop"]`), "review"))
+	j.click(`button[aria-label="Set the policy of acme/shop"]`)
+	assert.Contains(t, j.text(".notice"), "acme/shop is now review")
+
+	f.propose(t, f.robot, "acme/shop", map[string]string{"build.md": "---\ntype: project\ndescription: How to build\n---\nBuild with `make all`.\n"})
+	f.propose(t, f.robot, "acme/shop", map[string]string{"style.md": "---\ntype: feedback\ndescription: Code style\n---\nSpaces, not tabs.\n"})
+	ps, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	ids := map[string]string{}
+	for _, p := range ps {
+		ids[p.Key] = p.ID
+	}
+	require.Len(t, ids, 2)
+
+	j.at("/")
+	assert.Contains(t, j.text(`nav a[href="/console/review"]`), "Review")
+	j.click(`nav a[href="/console/review"]`)
+	assert.Equal(t, "Review", j.heading())
+	page := j.text("main")
+	assert.Contains(t, page, "2 changes wait")
+	assert.Contains(t, page, "+Spaces, not tabs.")
+	assert.Contains(t, page, "robot")
+	assert.Contains(t, page, "sess-42")
+	j.checkA11y("review")
+	j.screenshot("review")
+	j.run("phone", chromedp.EmulateViewport(390, 800, chromedp.EmulateScale(1)))
+	j.at("/review")
+	overflow := eval[bool](j, "no sideways scroll", `document.documentElement.scrollWidth > window.innerWidth + 1`)
+	assert.False(t, overflow, "the review queue fits a phone's width")
+	j.checkA11y("review on a phone")
+	j.run("laptop", chromedp.EmulateViewport(1024, 720))
+
+	// Approve build.md after its confirmation.
+	j.click(`a[href="/console/review/approve?id=` + ids["build.md"] + `"]`)
+	assert.Contains(t, j.heading(), "Approve the change to build.md")
+	j.checkA11y("approve confirmation")
+	_, ok := f.repoContent(t, f.bob, "acme/shop", "build.md")
+	assert.False(t, ok, "the confirmation page alone writes nothing")
+	j.click(`form.confirm button[type="submit"]`)
+	assert.Contains(t, j.text(".notice"), "approved")
+
+	// Reject style.md with a reason typed in its labelled field.
+	j.run("write a reason", chromedp.SendKeys(chromedp.CSS("#reason-"+ids["style.md"]), "We use tabs."))
+	j.click(`#h-` + ids["style.md"] + ` ~ .decide form.reject button[type="submit"]`)
+	assert.Contains(t, j.text(".notice"), "rejected")
+	assert.Contains(t, j.text("main"), "No change waits")
+
+	// What clients are served: the approved change, never the rejected one.
+	content, ok := f.repoContent(t, f.bob, "acme/shop", "build.md")
+	assert.True(t, ok)
+	assert.Contains(t, content, "make all")
+	content, _ = f.repoContent(t, f.bob, "acme/shop", "style.md")
+	assert.Contains(t, content, "Tabs, not spaces.")
+	assert.NotContains(t, content, "Spaces, not tabs.")
+	p, _, err := f.h.Proposal(context.Background(), "acme", ids["style.md"])
+	require.NoError(t, err)
+	assert.Equal(t, "We use tabs.", p.Reason)
 }

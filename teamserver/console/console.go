@@ -139,10 +139,12 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // maySignIn reports whether a token may sign in to the console. It is
-// the one place this is decided: every token the server knows is
-// treated as a person's token.
+// the one place this is decided: only a person's token (grant kind
+// "person") may; an agent's token, or a grant without a kind, is
+// refused, since the console approves, rejects and sets review
+// policies, which only people do.
 func maySignIn(g teamserver.TokenGrant) bool {
-	return g.Organization != ""
+	return g.Organization != "" && g.IsPerson()
 }
 
 const (
@@ -299,8 +301,8 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinError(w, r, http.StatusUnauthorized, "This token is not known to the server. Paste the whole token (it starts with amt_).", next)
 		return
 	case !maySignIn(g):
-		c.log.Info("console: sign-in refused", "reason", "token may not sign in", "tenant", g.Organization)
-		c.signinError(w, r, http.StatusForbidden, "This token may not sign in to the console. Use a person's token.", next)
+		c.log.Info("console: sign-in refused", "reason", "not a person's token", "tenant", g.Organization, "who", g.Author())
+		c.signinError(w, r, http.StatusForbidden, "This is an agent's token: only a person's token signs in to the console. Sign in with your own token (one issued with agentmem team token --kind person).", next)
 		return
 	}
 	se := &session{id: randomID(), token: strings.TrimSpace(r.PostFormValue("token")), grant: g, csrf: randomID(), expires: c.opts.Now().Add(c.opts.SessionTTL)}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -314,6 +315,11 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	assert.Equal(t, noteV1, content)
 	_, page = b.get(strings.TrimPrefix(resp.Header.Get("Location"), "/console"))
 	assert.Contains(t, page, "The version was restored")
+	var hv wire.HistoryView
+	f.do(t, f.alice, http.MethodGet, wire.DefaultSyncPath+"?repo=acme/shop&view=history&key=deploys.md", nil, &hv)
+	require.NotEmpty(t, hv.Versions)
+	assert.Equal(t, wire.DoorConsole, hv.Versions[0].Door, "the history says the write came through the console")
+	assert.Equal(t, wire.OriginUser, hv.Versions[0].Origin)
 
 	_, confirm = b.get("/repos/acme/shop/delete?key=oncall.md")
 	assert.Contains(t, confirm, "Delete this memory")
@@ -378,4 +384,24 @@ func TestActivityPerToken(t *testing.T) {
 	assert.Contains(t, page, "secret-plan.md")
 	assert.NotContains(t, page, "/prefs.md", "another tenant's store changes never show")
 	assert.NotContains(t, page, "oncall.md")
+}
+
+func TestOnlyAPersonsTokenSignsIn(t *testing.T) {
+	f := newFixture(t)
+	b := newClient(t, f)
+	_, page := b.get("/signin")
+	resp, body := b.post("/signin", url.Values{"csrf": {csrfOf(t, page)}, "token": {f.robot}}, nil)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Contains(t, html.UnescapeString(body), "This is an agent's token: only a person's token signs in")
+	assert.Contains(t, body, `<label for="token">`, "the refusal is the sign-in form again, to use another token")
+	for _, c := range resp.Cookies() {
+		assert.False(t, c.Name == "agentmem_console" && c.Value != "", "no session for an agent's token")
+	}
+	resp, _ = b.get("/review")
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "still signed out")
+
+	// The agent's token still syncs: only the console refuses it.
+	_, ok := f.repoContent(t, f.robot, "acme/shop", "deploys.md")
+	assert.True(t, ok)
+	b.signIn(f.bob)
 }

@@ -1,7 +1,9 @@
 // Package console is the web console of the memory server: pages a
 // person reads in a browser to see what the team's agents remember, in
 // the repos (team memory sync) and the memory stores their token
-// reaches, compare versions, restore one and delete a memory.
+// reaches, compare versions, restore one and delete a memory, and
+// decide the changes agents' tokens proposed under a review policy
+// (approve, or reject with a reason) and set that policy.
 //
 // A Console wraps the server's *teamserver.Handler and is served beside
 // it, under a prefix (DefaultPrefix, "/console"); `agentmem team serve`
@@ -14,14 +16,19 @@
 // writes through the handler, in process, as the signed-in token, so
 // the grants, the screens, the limits and the history of the protocols
 // apply to a person's restore or delete exactly as to a client's write,
-// and the log names the token.
+// and the log names the token (door "console"). Review decisions and
+// policies go through the handler's review methods (Handler.Proposals,
+// Proposal, Approve, Reject, SetPolicy), for proposals of the repos and
+// stores the token reaches only.
 //
 // # Security
 //
 //   - Sign-in: a token of the server's token file, checked by
 //     Handler.Authenticate (the same lookup and the same limit of failed
 //     attempts per address as the protocols). Whether a token may sign in
-//     at all is decided in one place (maySignIn).
+//     at all is decided in one place (maySignIn): only a person's token
+//     (TokenGrant kind "person"), since a signed-in token may approve,
+//     reject and set review policies.
 //   - Session: a random 256-bit ID in a cookie that is HttpOnly,
 //     SameSite=Strict, Secure when the request came over TLS (or through
 //     a proxy that sets X-Forwarded-Proto: https), limited to
@@ -31,7 +38,9 @@
 //   - Forms: every POST carries a CSRF token (the session's; before
 //     sign-in, one bound to a cookie) and passes net/http's cross-origin
 //     protection (Sec-Fetch-Site and Origin must be the console's own).
-//     Changes happen only by POST, each after a confirmation page.
+//     Changes happen only by POST: a restore, a delete and an approval
+//     each after a confirmation page, a rejection with its required
+//     reason.
 //   - Output: every value is escaped by html/template; memory Markdown is
 //     rendered with raw HTML dropped and then sanitized (no script, no
 //     event handler, no link but http, https and mailto). Every page

@@ -18,14 +18,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fixture is a server on SQLite with the console mounted, and three
-// tokens: alice and bob of acme, gina of globex.
+// fixture is a server on SQLite with the console mounted, and four
+// tokens: people alice and bob of acme, gina of globex, and acme's
+// agent robot.
 type fixture struct {
 	srv            *httptest.Server
 	h              *teamserver.Handler
 	con            *console.Console
 	alice, bob     string
 	gina           string
+	robot          string
 	storeID        string
 	now            time.Time
 	clock          func() time.Time
@@ -48,18 +50,20 @@ func newFixture(t testing.TB) *fixture {
 	mk := func(org, name string, repos []string, stores ...string) (string, teamserver.TokenGrant) {
 		tok, g, err := teamserver.NewToken(org, repos, stores...)
 		require.NoError(t, err)
-		g.Name = name
+		g.Name, g.Kind = name, teamserver.KindPerson
 		return tok, g
 	}
 	f := &fixture{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
 	cur := f.now
 	f.clock = func() time.Time { return cur }
 	f.advance = func(d time.Duration) { cur = cur.Add(d) }
-	var ga, gb, gg teamserver.TokenGrant
+	var ga, gb, gg, gr teamserver.TokenGrant
 	f.alice, ga = mk("acme", "alice", []string{"acme/*"}, "*")
 	f.bob, gb = mk("acme", "bob", []string{"acme/shop"})
 	f.gina, gg = mk("globex", "gina", []string{"globex/*", "acme/shop"}, "*")
-	f.h, err = teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{ga, gb, gg}, RatePerToken: -1, Now: func() time.Time { return f.clock() }})
+	f.robot, gr = mk("acme", "robot", []string{"acme/*"}, "*")
+	gr.Kind = teamserver.KindAgent
+	f.h, err = teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{ga, gb, gg, gr}, RatePerToken: -1, Now: func() time.Time { return f.clock() }})
 	require.NoError(t, err)
 	f.con, err = console.New(f.h, console.Options{PageSize: 3, Now: func() time.Time { return f.clock() }})
 	require.NoError(t, err)
@@ -119,4 +123,24 @@ func (f *fixture) repoContent(t *testing.T, token, repo, key string) (string, bo
 	f.do(t, token, http.MethodGet, wire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), nil, &data)
 	v, ok := data.Content.Entries[key]
 	return v, ok
+}
+
+// propose sends a team PUT that the server keeps for review (202).
+func (f *fixture) propose(t testing.TB, token, repo string, entries map[string]string) {
+	t.Helper()
+	f.advance(time.Minute)
+	b, err := json.Marshal(wire.PutBody{Entries: entries})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPut, f.srv.URL+wire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), bytes.NewReader(b))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Agentmem-Door", "memory-tool")
+	req.Header.Set("X-Agentmem-Session", "sess-42")
+	req.Header.Set("X-Agentmem-Origin", "agent")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "the write is kept for review: %s", rb)
 }

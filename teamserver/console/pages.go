@@ -35,9 +35,11 @@ func (c *Console) routes() {
 		m.HandleFunc("GET "+b+"/delete", c.authed(c.withSource(c.deleteConfirm)))
 		m.HandleFunc("POST "+b+"/delete", c.authed(c.withSource(c.remove)))
 	}
-	// The review queue (proposals waiting for a person, beside what they
-	// change; approve, reject with a reason) mounts here, under p+"/review",
-	// once the server keeps proposals.
+	m.HandleFunc("GET "+p+"/review", c.authed(c.review))
+	m.HandleFunc("GET "+p+"/review/approve", c.authed(c.approveConfirm))
+	m.HandleFunc("POST "+p+"/review/approve", c.authed(c.approve))
+	m.HandleFunc("POST "+p+"/review/reject", c.authed(c.reject))
+	m.HandleFunc("POST "+p+"/policy", c.authed(c.setPolicy))
 	m.HandleFunc(p+"/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no such page in the console.")
 	}))
@@ -99,6 +101,10 @@ type repoRow struct {
 	Memories int
 	Changed  time.Time
 	Version  int64
+	Policy   string
+	Pending  int
+	// ReviewURL is the review queue of this repo alone.
+	ReviewURL string
 }
 
 type storeRow struct {
@@ -106,6 +112,9 @@ type storeRow struct {
 	Memories      int64
 	Changed       time.Time
 	Archived      bool
+	Policy        string
+	Pending       int
+	ReviewURL     string // the review queue of this store alone
 }
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
@@ -121,15 +130,45 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
 		c.apiFail(w, r, s, err)
 		return
 	}
+	// One listing of the pending proposals gives every row its count.
+	ps, err := c.pending(ctx, s)
+	if err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	waiting := map[teamserver.Target]int{}
+	for _, p := range ps {
+		waiting[p.Target]++
+	}
+	org := s.grant.Organization
 	var rr []repoRow
 	for _, ri := range repos {
-		rr = append(rr, repoRow{Name: ri.Name, URL: c.opts.Prefix + "/repos/" + ri.Name, Memories: ri.Entries, Changed: ri.LastModified, Version: ri.Version})
+		t := teamserver.Target{Kind: teamserver.TargetRepo, Name: ri.Name}
+		pol, err := c.h.Policy(ctx, org, t)
+		if err != nil {
+			c.reviewFail(w, r, s, err)
+			return
+		}
+		rr = append(rr, repoRow{Name: ri.Name, URL: c.opts.Prefix + "/repos/" + ri.Name, Memories: ri.Entries, Changed: ri.LastModified, Version: ri.Version,
+			Policy: pol, Pending: waiting[t], ReviewURL: c.opts.Prefix + "/review?" + url.Values{"repo": {ri.Name}}.Encode()})
 	}
 	var sr []storeRow
 	for _, st := range stores {
-		sr = append(sr, storeRow{Name: st.Name, ID: st.ID, URL: c.opts.Prefix + "/stores/" + st.ID, Memories: st.Memories, Changed: st.Updated, Archived: !st.Archived.IsZero()})
+		t := teamserver.Target{Kind: teamserver.TargetStore, Name: st.ID}
+		pol, err := c.h.Policy(ctx, org, t)
+		if err != nil {
+			c.reviewFail(w, r, s, err)
+			return
+		}
+		sr = append(sr, storeRow{Name: st.Name, ID: st.ID, URL: c.opts.Prefix + "/stores/" + st.ID, Memories: st.Memories, Changed: st.Updated, Archived: !st.Archived.IsZero(),
+			Policy: pol, Pending: waiting[t], ReviewURL: c.opts.Prefix + "/review?" + url.Values{"store": {st.ID}}.Encode()})
 	}
-	c.page(w, r, s, http.StatusOK, "home", map[string]any{"Repos": rr, "Stores": sr, "Patterns": s.grant.Repos})
+	data := map[string]any{"Repos": rr, "Stores": sr, "Patterns": s.grant.Repos, "Policies": []string{teamserver.PolicyOpen, teamserver.PolicyReview, teamserver.PolicyReadOnly},
+		"PolicyAction": c.opts.Prefix + "/policy"}
+	if q := r.URL.Query(); q.Get("done") == "policy" {
+		data["Done"] = "The policy of " + q.Get("name") + " is now " + q.Get("policy") + "."
+	}
+	c.page(w, r, s, http.StatusOK, "home", data)
 }
 
 type memRow struct {
@@ -449,12 +488,12 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 		for _, v := range vs {
-			whos[v.CreatedBy.ID]++
-			if who != "" && v.CreatedBy.ID != who {
+			whos[v.author()]++
+			if who != "" && v.author() != who {
 				continue
 			}
 			t, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
-			row := activityRow{Time: t, Who: v.CreatedBy.ID, Repo: st.Name, RepoURL: src.base(), Op: v.Operation}
+			row := activityRow{Time: t, Who: v.author(), Repo: st.Name, RepoURL: src.base(), Op: v.Operation}
 			if v.Path != nil {
 				row.Keys = append(row.Keys, activityKey{Key: *v.Path, URL: memoryURL(src, "history", *v.Path)})
 			}
@@ -494,5 +533,10 @@ func (c *Console) funcs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04 UTC")
 		},
 		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		// policyForm is what the policy form of one row needs.
+		"policyForm": func(page map[string]any, kind, name, label, policy string) map[string]any {
+			return map[string]any{"Action": page["PolicyAction"], "CSRF": page["CSRF"], "Policies": page["Policies"],
+				"Kind": kind, "Name": name, "Label": label, "Policy": policy}
+		},
 	}
 }

@@ -228,7 +228,7 @@ func (p *storeSource) list(ctx context.Context) ([]item, error) {
 	by := map[string]string{}
 	for _, v := range vs {
 		if _, seen := by[v.MemoryID]; !seen {
-			by[v.MemoryID] = v.CreatedBy.ID
+			by[v.MemoryID] = v.author()
 		}
 	}
 	for i := range out {
@@ -259,9 +259,26 @@ type storeVersion struct {
 	Content   *string `json:"content"`
 	CreatedAt string  `json:"created_at"`
 	CreatedBy struct {
-		ID string `json:"api_key_id"`
+		APIKeyID string `json:"api_key_id"`
+		UserID   string `json:"user_id"`
 	} `json:"created_by"`
+	Provenance *struct {
+		Author string `json:"author"`
+	} `json:"provenance"`
 	RedactedAt *string `json:"redacted_at"`
+}
+
+// author is the token that wrote the version: the provenance's author,
+// or else the created_by actor's name (a person's token is a user_actor,
+// any other an api_actor).
+func (v storeVersion) author() string {
+	if v.Provenance != nil && v.Provenance.Author != "" {
+		return v.Provenance.Author
+	}
+	if v.CreatedBy.UserID != "" {
+		return v.CreatedBy.UserID
+	}
+	return v.CreatedBy.APIKeyID
 }
 
 // recentVersions lists the store's newest 100 changes, newest first.
@@ -312,7 +329,7 @@ func (p *storeSource) history(ctx context.Context, key string) ([]version, error
 	out := make([]version, 0, len(page.Data))
 	for _, v := range page.Data {
 		t, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
-		out = append(out, version{ID: v.ID, Author: v.CreatedBy.ID, Time: t, Deleted: v.Operation == teamserver.OpDeleted || v.RedactedAt != nil})
+		out = append(out, version{ID: v.ID, Author: v.author(), Time: t, Deleted: v.Operation == teamserver.OpDeleted || v.RedactedAt != nil})
 	}
 	return out, nil
 }

@@ -1,0 +1,343 @@
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+)
+
+// maxQueue bounds the proposals the review page shows at once, each
+// with its differences; the rest wait for the next page load.
+const maxQueue = 50
+
+// maxReason is the longest rejection reason the server keeps.
+const maxReason = 2000
+
+// reaches reports whether the signed-in token's grant names a review
+// target: the server lists a tenant's proposals, the console shows a
+// person only those of the repos and stores their token reaches.
+func reaches(g teamserver.TokenGrant, t teamserver.Target) bool {
+	switch t.Kind {
+	case teamserver.TargetRepo:
+		return g.Allows(t.Name)
+	case teamserver.TargetStore:
+		return g.AllowsStore(t.Name)
+	}
+	return false
+}
+
+// pending lists the pending proposals of the targets the token reaches,
+// newest first.
+func (c *Console) pending(ctx context.Context, s *session) ([]teamserver.Proposal, error) {
+	all, err := c.h.Proposals(ctx, s.grant.Organization, teamserver.ProposalFilter{Status: teamserver.ProposalPending, Limit: teamserver.MaxPendingProposals})
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, p := range all {
+		if reaches(s.grant, p.Target) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+type proposalRow struct {
+	ID, Key, Op, Author, Door, Session, Origin, Screened string
+	Target, TargetURL                                    string
+	Created                                              time.Time
+	Deletes, New                                         bool
+	// Stale says how the key or memory changed since the proposal was
+	// made ("" when it did not).
+	Stale      string
+	Diff       []diffLine
+	ApproveURL string
+}
+
+// proposalView is one proposal as the pages show it: what it would
+// change, against what its key holds now.
+func (c *Console) proposalView(p teamserver.Proposal, cur teamserver.ProposalCurrent, storeNames map[string]string) proposalRow {
+	row := proposalRow{ID: p.ID, Key: p.Key, Op: p.Op, Author: p.Author, Door: p.Door, Session: p.Session, Origin: p.Origin,
+		Screened: p.Screened, Created: p.Created, New: !cur.Exists,
+		Deletes:    p.Op == teamserver.ProposalDelete || p.Op == teamserver.OpDeleted,
+		ApproveURL: c.opts.Prefix + "/review/approve?" + url.Values{"id": {p.ID}}.Encode()}
+	switch p.Target.Kind {
+	case teamserver.TargetRepo:
+		row.Target, row.TargetURL = "repo "+p.Target.Name, c.opts.Prefix+"/repos/"+p.Target.Name
+	case teamserver.TargetStore:
+		name := storeNames[p.Target.Name]
+		if name == "" {
+			name = p.Target.Name
+		}
+		row.Target, row.TargetURL = "store "+name, c.opts.Prefix+"/stores/"+p.Target.Name
+	}
+	if changedSince(p, cur) {
+		switch {
+		case p.Op == teamserver.OpCreated:
+			row.Stale = "A memory was written at this path since the change was proposed: approving fails until that memory moves or is deleted."
+		case !cur.Exists:
+			row.Stale = "This memory was deleted since the change was proposed: approving writes it again."
+		default:
+			row.Stale = "This memory changed since the change was proposed: the differences are against its text now, and approving replaces that text."
+		}
+		if row.Deletes && !cur.Exists {
+			row.Stale = "This memory was deleted since the change was proposed."
+		}
+	}
+	proposed := p.Content
+	if row.Deletes {
+		proposed = ""
+	}
+	now := p.Key + " (now)"
+	if !cur.Exists {
+		now = p.Key + " (not there yet)"
+	}
+	row.Diff = diff(now, p.Key+" (proposed)", cur.Content, proposed)
+	return row
+}
+
+// changedSince reports whether what a proposal's key or memory holds now
+// is not what its author changed: Base is the entry checksum (repos) or
+// the content's hex SHA-256 (stores) when it was proposed, "" for
+// nothing there.
+func changedSince(p teamserver.Proposal, cur teamserver.ProposalCurrent) bool {
+	now := ""
+	if cur.Exists {
+		if p.Target.Kind == teamserver.TargetRepo {
+			now = wire.EntryChecksum(cur.Content)
+		} else {
+			sum := sha256.Sum256([]byte(cur.Content))
+			now = hex.EncodeToString(sum[:])
+		}
+	}
+	return now != p.Base
+}
+
+func (c *Console) storeNames(ctx context.Context, s *session) (map[string]string, error) {
+	stores, err := c.h.MemStores(ctx, s.grant)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(stores))
+	for _, st := range stores {
+		m[st.ID] = st.Name
+	}
+	return m, nil
+}
+
+// review is the queue: the pending proposals of the token's repos and
+// stores, each beside what it would change.
+func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	ps, err := c.pending(ctx, s)
+	if err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	names, err := c.storeNames(ctx, s)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	// ?repo= or ?store= narrows the queue to one repo or store.
+	var only string
+	if q := r.URL.Query(); q.Get("repo") != "" || q.Get("store") != "" {
+		t := teamserver.Target{Kind: teamserver.TargetRepo, Name: q.Get("repo")}
+		only = "repo " + t.Name
+		if t.Name == "" {
+			t = teamserver.Target{Kind: teamserver.TargetStore, Name: q.Get("store")}
+			only = "store " + t.Name
+			if n := names[t.Name]; n != "" {
+				only = "store " + n
+			}
+		}
+		kept := ps[:0]
+		for _, p := range ps {
+			if p.Target == t {
+				kept = append(kept, p)
+			}
+		}
+		ps = kept
+	}
+	total := len(ps)
+	if len(ps) > maxQueue {
+		ps = ps[:maxQueue]
+	}
+	rows := make([]proposalRow, 0, len(ps))
+	// A repo's current entries are read once for all its proposals; a
+	// store's memory is looked up per proposal.
+	repoNow := map[string]map[string]string{}
+	for _, p := range ps {
+		var cur teamserver.ProposalCurrent
+		if p.Target.Kind == teamserver.TargetRepo {
+			entries, ok := repoNow[p.Target.Name]
+			if !ok {
+				src := &repoSource{c: c, r: r, s: s, repo: p.Target.Name}
+				var data wire.TeamMemoryData
+				err := src.get0(ctx, url.Values{}, &data)
+				var ae *refusal
+				if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusNotFound) {
+					c.apiFail(w, r, s, err)
+					return
+				}
+				entries = data.Content.Entries
+				repoNow[p.Target.Name] = entries
+			}
+			cur.Content, cur.Exists = entries[p.Key]
+		} else {
+			var err error
+			p, cur, err = c.h.Proposal(ctx, s.grant.Organization, p.ID)
+			if errors.Is(err, teamserver.ErrNoProposal) {
+				continue // dropped meanwhile
+			}
+			if err != nil {
+				c.reviewFail(w, r, s, err)
+				return
+			}
+			if p.Status != teamserver.ProposalPending {
+				continue // decided meanwhile
+			}
+		}
+		rows = append(rows, c.proposalView(p, cur, names))
+	}
+	data := map[string]any{"Rows": rows, "Total": total, "More": total - len(ps), "Action": c.opts.Prefix + "/review", "Only": only}
+	switch q := r.URL.Query(); q.Get("done") {
+	case "approved":
+		data["Done"] = "The change to " + q.Get("key") + " was approved and written: clients receive it with their next sync."
+	case "rejected":
+		data["Done"] = "The change to " + q.Get("key") + " was rejected. It is never served; its author's client reports the reason."
+	}
+	c.page(w, r, s, http.StatusOK, "review", data)
+}
+
+// proposalFor reads one pending proposal the token reaches.
+func (c *Console) proposalFor(ctx context.Context, s *session, id string) (teamserver.Proposal, teamserver.ProposalCurrent, error) {
+	p, cur, err := c.h.Proposal(ctx, s.grant.Organization, id)
+	if err != nil {
+		return p, cur, err
+	}
+	if !reaches(s.grant, p.Target) {
+		// The same answer as for a proposal that does not exist.
+		return teamserver.Proposal{}, teamserver.ProposalCurrent{}, teamserver.ErrNoProposal
+	}
+	if p.Status != teamserver.ProposalPending {
+		return p, cur, teamserver.ErrProposalDecided
+	}
+	return p, cur, nil
+}
+
+func (c *Console) approveConfirm(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	p, cur, err := c.proposalFor(ctx, s, r.URL.Query().Get("id"))
+	if err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	names, err := c.storeNames(ctx, s)
+	if err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	c.page(w, r, s, http.StatusOK, "approve", map[string]any{"P": c.proposalView(p, cur, names),
+		"Action": c.opts.Prefix + "/review/approve", "Back": c.opts.Prefix + "/review"})
+}
+
+func (c *Console) approve(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	p, _, err := c.proposalFor(ctx, s, r.PostFormValue("id"))
+	if err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	if _, err := c.h.Approve(ctx, s.grant.Organization, p.ID, s.grant.Author()); err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	c.log.Info("console: a proposal was approved", "tenant", s.grant.Organization, "who", s.grant.Author(), "target", p.Target.Kind, "proposal", p.ID)
+	http.Redirect(w, r, c.opts.Prefix+"/review?"+url.Values{"done": {"approved"}, "key": {p.Key}}.Encode(), http.StatusSeeOther)
+}
+
+func (c *Console) reject(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" || len(reason) > maxReason || !utf8.ValidString(reason) {
+		c.fail(w, r, s, http.StatusBadRequest, "A rejection needs a reason (up to 2,000 bytes): its author's client shows it. Go back, write one, and reject again.")
+		return
+	}
+	p, _, err := c.proposalFor(ctx, s, r.PostFormValue("id"))
+	if err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	if _, err := c.h.Reject(ctx, s.grant.Organization, p.ID, s.grant.Author(), reason); err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	c.log.Info("console: a proposal was rejected", "tenant", s.grant.Organization, "who", s.grant.Author(), "target", p.Target.Kind, "proposal", p.ID)
+	http.Redirect(w, r, c.opts.Prefix+"/review?"+url.Values{"done": {"rejected"}, "key": {p.Key}}.Encode(), http.StatusSeeOther)
+}
+
+// setPolicy sets the review policy of a repo or store the token reaches.
+func (c *Console) setPolicy(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	t := teamserver.Target{Kind: r.PostFormValue("kind"), Name: r.PostFormValue("name")}
+	policy := r.PostFormValue("policy")
+	if (t.Kind == teamserver.TargetRepo && !teamserver.ValidRepoSlug(t.Name)) || !reaches(s.grant, t) {
+		c.fail(w, r, s, http.StatusNotFound, "Your token reaches no repo or store of that name.")
+		return
+	}
+	if !teamserver.ValidPolicy(policy) {
+		c.fail(w, r, s, http.StatusBadRequest, "A policy is open, review or read-only. Choose one of them.")
+		return
+	}
+	if err := c.h.SetPolicy(ctx, s.grant.Organization, t, policy, s.grant.Author()); err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	c.log.Info("console: a review policy was set", "tenant", s.grant.Organization, "who", s.grant.Author(), "target", t.Kind, "policy", policy)
+	http.Redirect(w, r, c.opts.Prefix+"/?"+url.Values{"done": {"policy"}, "name": {t.Name}, "policy": {policy}}.Encode(), http.StatusSeeOther)
+}
+
+// reviewFail shows what went wrong with a review action.
+// An approval whose write the store refuses leaves the proposal pending
+// (Handler.Approve reopens it); the page says why.
+func (c *Console) reviewFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	var api *teamserver.APIError
+	var conflict *teamserver.KeyConflictError
+	var tooMany *teamserver.TooManyEntriesError
+	switch {
+	case errors.As(err, &api):
+		c.fail(w, r, s, api.Status, "The store refused the change: "+api.Message+". The proposal still waits; reject it, or approve it once the store can take it.")
+	case errors.As(err, &conflict):
+		c.fail(w, r, s, http.StatusConflict, "The key cannot exist beside another key of the repo now. The proposal still waits; reject it, or approve it once the other key is gone.")
+	case errors.As(err, &tooMany):
+		c.fail(w, r, s, http.StatusRequestEntityTooLarge, "The repo would hold more memories than the server allows. The proposal still waits; delete some memories first, or reject it.")
+	case errors.Is(err, teamserver.ErrTooManyRepos):
+		c.fail(w, r, s, http.StatusForbidden, "The organization holds as many repos as the server allows. The proposal still waits.")
+	case errors.Is(err, teamserver.ErrNoProposal):
+		c.fail(w, r, s, http.StatusNotFound, "No such proposal waits in a repo or store your token reaches.")
+	case errors.Is(err, teamserver.ErrProposalDecided):
+		c.fail(w, r, s, http.StatusConflict, "This proposal was already decided (approved, rejected, or replaced by a newer change of its author). Reload the review queue.")
+	case errors.Is(err, teamserver.ErrNoReview):
+		c.fail(w, r, s, http.StatusNotImplemented, "This server's store keeps no review policies: every repo and store is open.")
+	case errors.Is(err, context.DeadlineExceeded):
+		c.fail(w, r, s, http.StatusServiceUnavailable, "The server took too long to answer. Try again.")
+	default:
+		c.log.Error("console: a review action failed", "path", r.URL.Path, "error", err)
+		c.fail(w, r, s, http.StatusInternalServerError, "The server could not complete the review action; nothing was decided and the proposal still waits. Try again; if it persists, see the server's log.")
+	}
+}
