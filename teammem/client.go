@@ -887,6 +887,10 @@ func (c *Client) statusError(resp *http.Response, body []byte, attempts int) err
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
 		e.Class = ClassAuth
+	case resp.StatusCode == http.StatusForbidden && e.Code == wire.CodeReadOnly:
+		// Not the token's fault: the repo's review policy refuses writes.
+		e.Class = ClassUnknown
+		e.Err = fmt.Errorf("repo %s is read-only (its review policy): nothing was written; a person can change it with agentmem team policy", c.cfg.Repo)
 	case resp.StatusCode == http.StatusForbidden:
 		e.Class = ClassForbidden
 		e.Err = fmt.Errorf("the token may not use repo %s: ask for a token whose grant names it (agentmem team token --repo)", c.cfg.Repo)

@@ -124,6 +124,17 @@ func (h *Handler) Approve(ctx context.Context, tenant, id, reviewer string) (Pro
 	if rv == nil {
 		return Proposal{}, ErrNoProposal
 	}
+	// Under read-only nobody writes, an approval included: the proposal
+	// stays pending until a person changes the policy.
+	pending, err := rv.Proposal(ctx, tenant, id)
+	if err != nil {
+		return pending, err
+	}
+	if pol, err := rv.Policy(ctx, tenant, pending.Target); err != nil {
+		return pending, err
+	} else if pol == PolicyReadOnly {
+		return pending, ErrReadOnly
+	}
 	now := h.cfg.Now()
 	p, err := rv.Decide(ctx, tenant, id, ProposalApproved, reviewer, "", now)
 	if err != nil {

@@ -129,8 +129,10 @@ func TestTeamReviewCommands(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	writeFile(t, botDir, "third.md", "x\n")
 	_, errOut, code = team("bot", append([]string{"sync", "--dir", botDir}, repo...)...)
-	assert.NotEqual(t, 0, code)
+	assert.Equal(t, exitServer, code, "the server refused, the token is fine: %s", errOut)
 	assert.Contains(t, errOut, "review_read_only")
+	assert.Contains(t, errOut, "is read-only (its review policy): nothing was written")
+	assert.NotContains(t, errOut, "ask for a token")
 }
 
 // A store under review: the sync client's write waits, its file stays,

@@ -352,6 +352,15 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, page = b.get("/stores/" + f.storeID + "/memory?key=/prefs.md")
 	assert.Contains(t, page, "Likes tea.")
+	// Another memory's version is not this memory's to restore.
+	var other struct{ ID string }
+	f.stores(t, f.alice, http.MethodPost, "/"+f.storeID+"/memories", map[string]any{"path": "/other.md", "content": "Other text.\n"}, &other)
+	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/other.md"}, "version": {m[1]}}, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	_, page = b.get("/stores/" + f.storeID + "/memory?key=/other.md")
+	assert.Contains(t, page, "Other text.")
+	assert.NotContains(t, page, "Likes tea.")
+	f.stores(t, f.alice, http.MethodDelete, "/"+f.storeID+"/memories/"+other.ID, nil, nil)
 	resp, _ = b.post("/stores/"+f.storeID+"/delete", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, page = b.get("/stores/" + f.storeID)

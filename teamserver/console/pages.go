@@ -85,6 +85,8 @@ func (c *Console) apiFail(w http.ResponseWriter, r *http.Request, s *session, er
 		c.fail(w, r, s, http.StatusNotFound, "There is no memory under that name (it may have been deleted).")
 	case errors.Is(err, errRestoreDeletion):
 		c.fail(w, r, s, http.StatusBadRequest, "That version records the memory's deletion and has no text. Restore the version before it.")
+	case errors.Is(err, errNoVersion):
+		c.fail(w, r, s, http.StatusNotFound, "The memory has no such version (another memory's version cannot be restored here).")
 	case errors.As(err, &ae):
 		c.fail(w, r, s, ae.Status, "The server refused: "+ae.Message)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -332,6 +332,8 @@ func (c *Console) reviewFail(w http.ResponseWriter, r *http.Request, s *session,
 		c.fail(w, r, s, http.StatusNotFound, "No such proposal waits in a repo or store your token reaches.")
 	case errors.Is(err, teamserver.ErrProposalDecided):
 		c.fail(w, r, s, http.StatusConflict, "This proposal was already decided (approved, rejected, or replaced by a newer change of its author). Reload the review queue.")
+	case errors.Is(err, teamserver.ErrReadOnly):
+		c.fail(w, r, s, http.StatusForbidden, "This repo or store is read-only (its review policy): nobody writes, an approval included. The proposal still waits; set the policy to review to approve it.")
 	case errors.Is(err, teamserver.ErrNoReview):
 		c.fail(w, r, s, http.StatusNotImplemented, "This server's store keeps no review policies: every repo and store is open.")
 	case errors.Is(err, context.DeadlineExceeded):

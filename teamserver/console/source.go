@@ -163,6 +163,9 @@ func (p *repoSource) remove(ctx context.Context, key string) error {
 
 // errRestoreDeletion: the version chosen is a deletion, which has no
 // content to restore; choose the version before it.
+// errNoVersion: the version asked for is not one of the memory's.
+var errNoVersion = errors.New("console: the memory has no such version")
+
 var errRestoreDeletion = errors.New("console: that version is a deletion; restore the version before it")
 
 // storeSource is a memory store over the Memory Stores API.
@@ -334,10 +337,19 @@ func (p *storeSource) history(ctx context.Context, key string) ([]version, error
 	return out, nil
 }
 
-func (p *storeSource) version(ctx context.Context, _, id string) (string, bool, error) {
+func (p *storeSource) version(ctx context.Context, key, id string) (string, bool, error) {
 	var v storeVersion
 	if err := p.c.call(ctx, p.r, p.s, http.MethodGet, p.path("/memory_versions/"+url.PathEscape(id)), url.Values{"view": {"full"}}, nil, nil, &v); err != nil {
 		return "", false, err
+	}
+	// Only a version of the memory at key: another memory's version would
+	// put its text here.
+	mid, _, err := p.memoryID(ctx, key)
+	if err != nil {
+		return "", false, err
+	}
+	if v.MemoryID != mid {
+		return "", false, errNoVersion
 	}
 	if v.Content == nil {
 		return "", true, nil

@@ -289,9 +289,24 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 		require.Equal(t, http.StatusOK, code, body)
 		assert.Equal(t, "direct", ts.pull(ts.carol).Content.Entries["by-alice.md"])
 
-		// Read-only refuses everyone's writes.
+		// Read-only refuses everyone's writes, an approval of a proposal
+		// made before included: it stays pending.
+		code, pr, body = ts.push(ts.bot, map[string]string{"held.md": "waiting"}, nil, nil)
+		require.Equal(t, http.StatusAccepted, code, body)
+		require.Equal(t, []string{"held.md"}, pr.InReview)
+		var held wire.ProposalView
+		for _, p := range ts.proposals(ts.alice, "repo=acme/shop") {
+			if p.Key == "held.md" {
+				held = p
+			}
+		}
+		require.NotEmpty(t, held.ID)
 		code, body = ts.setPolicy(ts.alice, "repo=acme/shop", teamserver.PolicyReadOnly)
 		require.Equal(t, http.StatusOK, code, body)
+		code, body, _ = ts.call(http.MethodPost, wire.ReviewPath+"/proposals/"+held.ID+"/approve", ts.alice, nil, nil, nil)
+		assert.Equal(t, http.StatusForbidden, code, body)
+		assert.Equal(t, wire.CodeReadOnly, errCode(body))
+		assert.NotContains(t, ts.pull(ts.carol).Content.Entries, "held.md")
 		for _, tok := range []string{ts.bot, ts.alice} {
 			code, _, body = ts.push(tok, map[string]string{"ro.md": "no"}, nil, nil)
 			assert.Equal(t, http.StatusForbidden, code, body)
