@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"html"
 	"io"
 	"net/http"
@@ -178,7 +180,8 @@ func TestFormsNeedTheirCSRFTokenAndTheirOrigin(t *testing.T) {
 	f := newFixture(t)
 	b := newClient(t, f)
 	csrf := b.signIn(f.alice)
-	form := url.Values{"csrf": {csrf}, "key": {"style.md"}}
+	_, confirm := b.get("/repos/acme/shop/delete?key=style.md")
+	form := url.Values{"csrf": {csrf}, "key": {"style.md"}, "seen": {seenOf(t, confirm)}}
 
 	resp, body := b.post("/repos/acme/shop/delete", url.Values{"key": {"style.md"}}, nil)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "no CSRF token: %s", body)
@@ -309,7 +312,7 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	assert.Contains(t, confirm, "+Run `make deploy` from **main**.")
 	content, _ := f.repoContent(t, f.alice, "acme/shop", "deploys.md")
 	assert.Equal(t, noteV3, content, "the confirmation page changes nothing")
-	resp, _ := b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"deploys.md"}, "version": {"1"}}, nil)
+	resp, _ := b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"deploys.md"}, "version": {"1"}, "seen": {seenOf(t, confirm)}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	content, _ = f.repoContent(t, f.alice, "acme/shop", "deploys.md")
 	assert.Equal(t, noteV1, content)
@@ -323,7 +326,7 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 
 	_, confirm = b.get("/repos/acme/shop/delete?key=oncall.md")
 	assert.Contains(t, confirm, "Delete this memory")
-	resp, _ = b.post("/repos/acme/shop/delete", url.Values{"csrf": {csrf}, "key": {"oncall.md"}}, nil)
+	resp, _ = b.post("/repos/acme/shop/delete", url.Values{"csrf": {csrf}, "key": {"oncall.md"}, "seen": {seenOf(t, confirm)}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, ok := f.repoContent(t, f.alice, "acme/shop", "oncall.md")
 	assert.False(t, ok)
@@ -337,7 +340,7 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	assert.Contains(t, page, "This memory is deleted")
 	_, confirm = b.get("/repos/acme/shop/restore?key=oncall.md&version=2")
 	assert.Contains(t, confirm, "writes it again")
-	resp, _ = b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"oncall.md"}, "version": {"2"}}, nil)
+	resp, _ = b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"oncall.md"}, "version": {"2"}, "seen": {seenOf(t, confirm)}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	content, ok = f.repoContent(t, f.alice, "acme/shop", "oncall.md")
 	require.True(t, ok)
@@ -348,29 +351,53 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	assert.Contains(t, page, "+Likes coffee now.")
 	m := regexp.MustCompile(`restore\?key=%2Fprefs.md&version=([a-z0-9_]+)`).FindStringSubmatch(page)
 	require.NotNil(t, m, page)
-	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}, "version": {m[1]}}, nil)
+	_, confirm = b.get("/stores/" + f.storeID + "/restore?key=/prefs.md&version=" + m[1])
+	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}, "version": {m[1]}, "seen": {seenOf(t, confirm)}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, page = b.get("/stores/" + f.storeID + "/memory?key=/prefs.md")
 	assert.Contains(t, page, "Likes tea.")
 	// Another memory's version is not this memory's to restore.
 	var other struct{ ID string }
 	f.stores(t, f.alice, http.MethodPost, "/"+f.storeID+"/memories", map[string]any{"path": "/other.md", "content": "Other text.\n"}, &other)
-	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/other.md"}, "version": {m[1]}}, nil)
+	otherSeen := sha256.Sum256([]byte("Other text.\n"))
+	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/other.md"}, "version": {m[1]}, "seen": {hex.EncodeToString(otherSeen[:])}}, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	_, page = b.get("/stores/" + f.storeID + "/memory?key=/other.md")
 	assert.Contains(t, page, "Other text.")
 	assert.NotContains(t, page, "Likes tea.")
 	f.stores(t, f.alice, http.MethodDelete, "/"+f.storeID+"/memories/"+other.ID, nil, nil)
-	resp, _ = b.post("/stores/"+f.storeID+"/delete", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}}, nil)
+	_, confirm = b.get("/stores/" + f.storeID + "/delete?key=/prefs.md")
+	resp, _ = b.post("/stores/"+f.storeID+"/delete", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}, "seen": {seenOf(t, confirm)}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, page = b.get("/stores/" + f.storeID)
 	assert.Contains(t, page, "0 of 0 memories")
 	_, page = b.get("/stores/" + f.storeID + "/history?key=/prefs.md")
 	assert.Contains(t, page, "This memory is deleted")
-	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}, "version": {m[1]}}, nil)
+	_, confirm = b.get("/stores/" + f.storeID + "/restore?key=/prefs.md&version=" + m[1])
+	resp, _ = b.post("/stores/"+f.storeID+"/restore", url.Values{"csrf": {csrf}, "key": {"/prefs.md"}, "version": {m[1]}, "seen": {seenOf(t, confirm)}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, page = b.get("/stores/" + f.storeID + "/memory?key=/prefs.md")
 	assert.Contains(t, page, "Likes tea.", "a deleted store memory comes back at its path")
+}
+
+// TestConfirmedChangeRefusedWhenTheMemoryChanged: a restore or a delete
+// confirmed on a page that showed other text than the memory holds now
+// (a teammate wrote it meanwhile) is refused, and that write stays.
+func TestConfirmedChangeRefusedWhenTheMemoryChanged(t *testing.T) {
+	f := newFixture(t)
+	b := newClient(t, f)
+	csrf := b.signIn(f.alice)
+	_, restoreConfirm := b.get("/repos/acme/shop/restore?key=deploys.md&version=1")
+	_, deleteConfirm := b.get("/repos/acme/shop/delete?key=deploys.md")
+	f.put(t, f.bob, "acme/shop", map[string]string{"deploys.md": "An intervening edit.\n"})
+	resp, page := b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"deploys.md"}, "version": {"1"}, "seen": {seenOf(t, restoreConfirm)}}, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.Contains(t, page, "changed since the confirmation page showed it")
+	resp, _ = b.post("/repos/acme/shop/delete", url.Values{"csrf": {csrf}, "key": {"deploys.md"}, "seen": {seenOf(t, deleteConfirm)}}, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	content, ok := f.repoContent(t, f.alice, "acme/shop", "deploys.md")
+	require.True(t, ok)
+	assert.Equal(t, "An intervening edit.\n", content)
 }
 
 func TestActivityPerToken(t *testing.T) {
@@ -413,4 +440,12 @@ func TestOnlyAPersonsTokenSignsIn(t *testing.T) {
 	_, ok := f.repoContent(t, f.robot, "acme/shop", "deploys.md")
 	assert.True(t, ok)
 	b.signIn(f.bob)
+}
+
+// seenOf returns the fingerprint a confirmation page carries.
+func seenOf(t *testing.T, page string) string {
+	t.Helper()
+	m := regexp.MustCompile(`name="seen" value="([^"]+)"`).FindStringSubmatch(page)
+	require.NotNil(t, m, "the confirmation page carries what it showed")
+	return m[1]
 }

@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"net/http"
@@ -391,7 +393,7 @@ func (c *Console) restoreConfirm(w http.ResponseWriter, r *http.Request, s *sess
 		c.apiFail(w, r, s, errRestoreDeletion)
 		return
 	}
-	c.page(w, r, s, http.StatusOK, "restore", map[string]any{"Src": srcView(src), "Key": key, "Version": id, "Gone": gone,
+	c.page(w, r, s, http.StatusOK, "restore", map[string]any{"Src": srcView(src), "Key": key, "Version": id, "Gone": gone, "Seen": seenText(cur.Content, gone),
 		"Diff": diff(key+" (now)", key+" (restored)", cur.Content, old), "Action": src.base() + "/restore",
 		"MemoryURL": memoryURL(src, "memory", key)})
 }
@@ -400,6 +402,9 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, s *session, sr
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	key, id := r.PostFormValue("key"), r.PostFormValue("version")
+	if !c.unchangedSince(w, r, s, src, key, r.PostFormValue("seen")) {
+		return
+	}
 	if err := src.restore(ctx, key, id); err != nil {
 		c.apiFail(w, r, s, err)
 		return
@@ -417,7 +422,7 @@ func (c *Console) deleteConfirm(w http.ResponseWriter, r *http.Request, s *sessi
 		c.apiFail(w, r, s, err)
 		return
 	}
-	c.page(w, r, s, http.StatusOK, "delete", map[string]any{"Src": srcView(src), "Item": it, "Action": src.base() + "/delete",
+	c.page(w, r, s, http.StatusOK, "delete", map[string]any{"Src": srcView(src), "Item": it, "Seen": seenText(it.Content, false), "Action": src.base() + "/delete",
 		"MemoryURL": memoryURL(src, "memory", key)})
 }
 
@@ -425,12 +430,49 @@ func (c *Console) remove(w http.ResponseWriter, r *http.Request, s *session, src
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	key := r.PostFormValue("key")
+	if _, err := src.get(ctx, key); err != nil {
+		c.apiFail(w, r, s, err) // deleting what is gone says so
+		return
+	}
+	if !c.unchangedSince(w, r, s, src, key, r.PostFormValue("seen")) {
+		return
+	}
 	if err := src.remove(ctx, key); err != nil {
 		c.apiFail(w, r, s, err)
 		return
 	}
 	c.log.Info("console: a memory was deleted", "tenant", s.grant.Organization, "who", s.grant.Author(), "kind", src.kind())
 	http.Redirect(w, r, src.base()+"?"+url.Values{"done": {"deleted"}, "key": {key}}.Encode(), http.StatusSeeOther)
+}
+
+// seenText fingerprints the text a confirmation page showed ("gone" for
+// a deleted memory), so the change it confirms is refused if the memory
+// changed in between.
+func seenText(content string, gone bool) string {
+	if gone {
+		return "gone"
+	}
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:])
+}
+
+// unchangedSince reports whether the memory at key is still what the
+// confirmation page showed (seen); if not, it answers 409 and the change
+// is not made: someone wrote it meanwhile, and that write stays.
+func (c *Console) unchangedSince(w http.ResponseWriter, r *http.Request, s *session, src source, key, seen string) bool {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	cur, err := src.get(ctx, key)
+	gone := errors.Is(err, errNoMemory)
+	if err != nil && !gone {
+		c.apiFail(w, r, s, err)
+		return false
+	}
+	if seen == "" || seenText(cur.Content, gone) != seen {
+		c.fail(w, r, s, http.StatusConflict, "The memory changed since the confirmation page showed it; nothing was changed. Look at it again, then confirm again.")
+		return false
+	}
+	return true
 }
 
 type activityRow struct {
