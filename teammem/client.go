@@ -485,7 +485,7 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 		res.InReview = append(res.InReview, pr.InReview...)
 		for _, k := range pr.Rejected {
 			inReview[k] = true // as for one in review: nothing changed on the server
-			res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: SkipReviewRejected})
+			res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: SkipReviewRejected, Label: printable(pr.RejectedReasons[k], 300)})
 		}
 		for _, f := range batch {
 			if inReview[f.key] {

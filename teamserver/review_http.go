@@ -246,6 +246,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 	base := Proposal{Tenant: repo.Tenant, Target: Target{Kind: TargetRepo, Name: repo.Name}, Author: grant.author(),
 		TokenSHA256: grant.TokenSHA256, Provenance: prov, Created: h.cfg.Now()}
 	var keys, rejected []string
+	reasons := map[string]string{}
 	propose := func(p Proposal) bool {
 		got, err := rv.Propose(ctx, p)
 		if err != nil {
@@ -254,6 +255,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		}
 		if got.Status == ProposalRejected {
 			rejected = append(rejected, p.Key)
+			reasons[p.Key] = got.Reason
 		} else {
 			keys = append(keys, p.Key)
 		}
@@ -290,7 +292,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		h.log.Info("team memory write kept for review", "repo", repo.Name, "tenant", repo.Tenant, "keys", len(keys), "author", grant.author(), "door", prov.Door)
 	}
 	w.Header().Set("ETag", `"`+checksum+`"`)
-	writeJSON(w, status, wire.PutResult{Checksum: checksum, LastModified: cur.LastModified.UTC().Format(time.RFC3339Nano), Version: cur.Version, InReview: keys, Rejected: rejected})
+	writeJSON(w, status, wire.PutResult{Checksum: checksum, LastModified: cur.LastModified.UTC().Format(time.RFC3339Nano), Version: cur.Version, InReview: keys, Rejected: rejected, RejectedReasons: reasons})
 }
 
 // reviewError answers a review failure with its code.

@@ -120,7 +120,7 @@ func TestTeamReviewCommands(t *testing.T) {
 	assert.Contains(t, out, "rejected by alice")
 	assert.Contains(t, out, "not our policy")
 	out, _, _ = team("bot", append([]string{"sync", "--dir", botDir}, repo...)...)
-	assert.Contains(t, out, "skipped other.md (review_rejected")
+	assert.Contains(t, out, "skipped other.md (review_rejected: a person rejected this very change (\"not our policy\")")
 	_, _, _ = team("carol", append([]string{"sync", "--dir", carolDir}, repo...)...)
 	assert.NoFileExists(t, filepath.Join(carolDir, "other.md"))
 

@@ -692,7 +692,11 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 			why = "conflict: changed here and on the server; your file is untouched, agentmem team sync settles it"
 		}
 		if s.Reason == teammem.SkipReviewRejected {
-			why = "review_rejected: a person rejected this very change; see agentmem team review ls --status rejected; change or remove the file"
+			why = "review_rejected: a person rejected this very change"
+			if s.Label != "" {
+				why += " (" + strconv.Quote(s.Label) + ")"
+			}
+			why += "; see agentmem team review ls --status rejected; change or remove the file"
 		}
 		if w, ok := skipWhy[s.Reason]; ok {
 			why = w

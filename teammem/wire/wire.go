@@ -93,6 +93,9 @@ type PutResult struct {
 	// already rejected: nothing was kept (fix or remove them locally).
 	// The answer is then 202 Accepted as well.
 	Rejected []string `json:"rejected,omitempty"`
+	// RejectedReasons give, by key of Rejected, the reason the person
+	// wrote when they rejected it.
+	RejectedReasons map[string]string `json:"rejected_reasons,omitempty"`
 }
 
 // ErrorBody is the body of every error response.
