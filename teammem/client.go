@@ -197,7 +197,8 @@ type Skip struct {
 	// previous version, so it was left as it is; the next pull retries).
 	Reason string
 	// RuleID and Label name the secret found (Reason "secret"), or the
-	// screen's rule and what to fix (Reason "screened").
+	// screen's rule and what to fix (Reason "screened"); Label is the
+	// reviewer's reason for Reason "review_rejected".
 	RuleID, Label string
 }
 

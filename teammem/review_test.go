@@ -96,7 +96,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	assert.Empty(t, res.InReview)
 	assert.Empty(t, res.Conflicts, "the approved version is the author's")
 	require.Len(t, res.Skipped, 1)
-	assert.Equal(t, teammem.Skip{Key: "base.md", Reason: teammem.SkipReviewRejected}, res.Skipped[0])
+	assert.Equal(t, teammem.Skip{Key: "base.md", Reason: teammem.SkipReviewRejected, Label: "base.md is still needed"}, res.Skipped[0])
 	all, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target})
 	require.NoError(t, err)
 	assert.Len(t, all, 2, "a rejected change sent again adds no proposal")
