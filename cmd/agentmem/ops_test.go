@@ -201,6 +201,15 @@ func TestREADMEConsole(t *testing.T) {
 	}
 	require.NotEmpty(t, consoleURL, "the block says where the console is")
 	stop := newShell(t, dir, nil, "127.0.0.1:8787", addr).start(cmdLines)
+	// The server says where the console is once it listens: wait for that
+	// line, so the request below reaches this server.
+	for range 200 {
+		if strings.Contains(stop(), "console on "+consoleURL) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Contains(t, stop(), "console on "+consoleURL, "the server prints what the README says")
 	var resp *http.Response
 	var err error
 	for range 100 {
@@ -214,5 +223,4 @@ func TestREADMEConsole(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), "Sign in")
-	assert.Contains(t, stop(), "console on "+consoleURL, "the server prints what the README says")
 }
