@@ -402,7 +402,13 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, s *session, sr
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	key, id := r.PostFormValue("key"), r.PostFormValue("version")
-	if !c.unchangedSince(w, r, s, src, key, r.PostFormValue("seen")) {
+	cur, err := src.get(ctx, key)
+	gone := errors.Is(err, errNoMemory)
+	if err != nil && !gone {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	if !c.unchangedSince(w, r, s, cur, gone, r.PostFormValue("seen")) {
 		return
 	}
 	if err := src.restore(ctx, key, id); err != nil {
@@ -430,11 +436,12 @@ func (c *Console) remove(w http.ResponseWriter, r *http.Request, s *session, src
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	key := r.PostFormValue("key")
-	if _, err := src.get(ctx, key); err != nil {
+	cur, err := src.get(ctx, key)
+	if err != nil {
 		c.apiFail(w, r, s, err) // deleting what is gone says so
 		return
 	}
-	if !c.unchangedSince(w, r, s, src, key, r.PostFormValue("seen")) {
+	if !c.unchangedSince(w, r, s, cur, false, r.PostFormValue("seen")) {
 		return
 	}
 	if err := src.remove(ctx, key); err != nil {
@@ -456,18 +463,10 @@ func seenText(content string, gone bool) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// unchangedSince reports whether the memory at key is still what the
-// confirmation page showed (seen); if not, it answers 409 and the change
-// is not made: someone wrote it meanwhile, and that write stays.
-func (c *Console) unchangedSince(w http.ResponseWriter, r *http.Request, s *session, src source, key, seen string) bool {
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	cur, err := src.get(ctx, key)
-	gone := errors.Is(err, errNoMemory)
-	if err != nil && !gone {
-		c.apiFail(w, r, s, err)
-		return false
-	}
+// unchangedSince reports whether the memory (cur, or gone) is still what
+// the confirmation page showed (seen); if not, it answers 409 and the
+// change is not made: someone wrote it meanwhile, and that write stays.
+func (c *Console) unchangedSince(w http.ResponseWriter, r *http.Request, s *session, cur item, gone bool, seen string) bool {
 	if seen == "" || seenText(cur.Content, gone) != seen {
 		c.fail(w, r, s, http.StatusConflict, "The memory changed since the confirmation page showed it; nothing was changed. Look at it again, then confirm again.")
 		return false

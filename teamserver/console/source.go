@@ -338,14 +338,19 @@ func (p *storeSource) history(ctx context.Context, key string) ([]version, error
 }
 
 func (p *storeSource) version(ctx context.Context, key, id string) (string, bool, error) {
-	var v storeVersion
-	if err := p.c.call(ctx, p.r, p.s, http.MethodGet, p.path("/memory_versions/"+url.PathEscape(id)), url.Values{"view": {"full"}}, nil, nil, &v); err != nil {
-		return "", false, err
-	}
-	// Only a version of the memory at key: another memory's version would
-	// put its text here.
 	mid, _, err := p.memoryID(ctx, key)
 	if err != nil {
+		return "", false, err
+	}
+	return p.versionOf(ctx, mid, id)
+}
+
+// versionOf returns the text of version id of memory mid (deleted: a
+// deletion, no text). Only a version of that memory: another memory's
+// version would put its text here.
+func (p *storeSource) versionOf(ctx context.Context, mid, id string) (string, bool, error) {
+	var v storeVersion
+	if err := p.c.call(ctx, p.r, p.s, http.MethodGet, p.path("/memory_versions/"+url.PathEscape(id)), url.Values{"view": {"full"}}, nil, nil, &v); err != nil {
 		return "", false, err
 	}
 	if v.MemoryID != mid {
@@ -358,16 +363,16 @@ func (p *storeSource) version(ctx context.Context, key, id string) (string, bool
 }
 
 func (p *storeSource) restore(ctx context.Context, key, id string) error {
-	content, deleted, err := p.version(ctx, key, id)
+	mid, live, err := p.memoryID(ctx, key)
+	if err != nil {
+		return err
+	}
+	content, deleted, err := p.versionOf(ctx, mid, id)
 	if err != nil {
 		return err
 	}
 	if deleted {
 		return errRestoreDeletion
-	}
-	mid, live, err := p.memoryID(ctx, key)
-	if err != nil {
-		return err
 	}
 	if !live { // deleted since: the restore writes it again at its path
 		return p.c.call(ctx, p.r, p.s, http.MethodPost, p.path("/memories"), nil, map[string]any{"path": key, "content": content}, nil, nil)
