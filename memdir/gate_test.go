@@ -362,12 +362,14 @@ func TestWriteWaitsForTheLockOnlyAsLongAsItsContext(t *testing.T) {
 	require.NoError(t, err)
 	held := make(chan struct{})
 	release := make(chan struct{})
+	slowDone := make(chan error, 1)
 	go func() {
-		_, _ = d.Gate().UpdateFile(context.Background(), filepath.Join(mem, "slow.md"), func([]byte, bool) ([]byte, error) {
+		_, err := d.Gate().UpdateFile(context.Background(), filepath.Join(mem, "slow.md"), func([]byte, bool) ([]byte, error) {
 			close(held)
 			<-release
 			return []byte("slow"), nil
 		}, 0o644)
+		slowDone <- err
 	}()
 	<-held
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -377,6 +379,7 @@ func TestWriteWaitsForTheLockOnlyAsLongAsItsContext(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 5*time.Second, "not the 30 s lock timeout")
 	close(release)
+	require.NoError(t, <-slowDone, "the write that held the lock finishes before the test's folder is removed")
 	assert.NoFileExists(t, filepath.Join(mem, "quick.md"))
 }
 
