@@ -20,14 +20,19 @@ var ErrLongPollUnsupported = errors.New("teammem: the server does not support wa
 // whether the repo changed. A server without the long-poll gives
 // ErrLongPollUnsupported.
 func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Duration) (bool, error) {
+	var res Result
+	return c.waitForChange(ctx, &res, etag, wait)
+}
+
+// waitForChange is WaitForChange, counting its request in res.
+func (c *transport) waitForChange(ctx context.Context, res *Result, etag string, wait time.Duration) (bool, error) {
 	wait = min(max(wait, time.Second), wire.MaxLongPoll)
 	u := c.endpoint + "&view=hashes&wait=" + strconv.Itoa(int(wait/time.Second))
 	headers := map[string]string{}
 	if etag != "" {
 		headers["If-None-Match"] = `"` + etag + `"`
 	}
-	var res Result
-	resp, body, err := c.sendOnce(ctx, &res, http.MethodGet, u, headers, wait+10*time.Second)
+	resp, body, err := c.sendOnce(ctx, res, http.MethodGet, u, headers, wait+10*time.Second)
 	if err != nil {
 		var se *SyncError
 		if errors.As(err, &se) && (se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound) {
