@@ -109,6 +109,11 @@ type Outcome struct {
 	// Reason is the remote's or the reviewer's words for Refused and
 	// Rejected.
 	Reason string
+	// Generation is the remote's generation just after an Applied change
+	// (0 when the driver does not know it). The engine records the
+	// highest one, so a remote later found below it is taken as restored
+	// from a backup.
+	Generation int64
 }
 
 // Status is the result of one Change.
