@@ -52,7 +52,7 @@ func startSwappable(t *testing.T) *swappable {
 	return s
 }
 
-func (s *swappable) swap(t *testing.T, store teamserver.Store) {
+func (s *swappable) swap(t testing.TB, store teamserver.Store) {
 	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{s.grant}})
 	require.NoError(t, err)
 	s.h.Store(h)

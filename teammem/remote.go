@@ -129,13 +129,25 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 	if err != nil {
 		return foldersync.Listing{}, err
 	}
-	r.cur = v
 	l := listingOf(v)
+	if wentBack(v, r.cur) || wentBack(v, known) || (prev.Tag != "" && v.version == prev.Generation && v.version > 0 && v.tag != prev.Tag) {
+		// One version cannot hold two contents: the repo went back (a
+		// backup restored) and was written again since. Its generation
+		// is older than the one seen here.
+		l.Generation = v.version - 1
+	}
+	r.cur = v
 	if known != nil && v == known && prev.Tag != "" && sameEntries(l.Entries, prev.Entries) {
 		l.Unchanged = true
 		l.Entries = prev.Entries
 	}
 	return l, nil
+}
+
+// wentBack reports whether v holds other content at the version seen
+// holds: the repo was restored from a backup and written again since.
+func wentBack(v, seen *repoView) bool {
+	return seen != nil && v != seen && seen.version > 0 && seen.tag != "" && v.version == seen.version && v.tag != "" && v.tag != seen.tag
 }
 
 // known returns what a conditional read may be answered with: this
@@ -628,7 +640,7 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 				delete(v.entries, ch.Path)
 			}
 			v.tombs[ch.Path] = now
-			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Applied})
+			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Applied, Generation: pr.Version})
 		default:
 			sum := contentSum(ch.Content)
 			v.sums[ch.Path] = sumWire(sum)
@@ -637,7 +649,7 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 			if v.entries != nil {
 				v.entries[ch.Path] = string(ch.Content)
 			}
-			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Applied, Entry: foldersync.Entry{Sum: sum}})
+			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Applied, Entry: foldersync.Entry{Sum: sum}, Generation: pr.Version})
 		}
 	}
 	if id := resp.Header.Get(wire.StoreIDHeader); id != "" {
