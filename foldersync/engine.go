@@ -124,6 +124,11 @@ type Engine struct {
 	opts    Options
 	basis   string
 	aside   string
+	// kept is the basis as the last pass saved or read it, with the
+	// basis file's size and modification time then: a pass whose file
+	// still has them uses it without reading the file again.
+	kept      *basis
+	keptStamp [2]int64
 }
 
 // New returns the engine that keeps folder (an absolute path inside the
@@ -326,11 +331,22 @@ type round struct {
 
 // once runs one pass; again reports a Mismatch worth looking again for.
 func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) {
-	b, err := readBasis(e.fs, e.basis)
-	if err != nil {
+	var b *basis
+	stamp, statErr := e.basisStamp()
+	if e.kept != nil && statErr == nil && stamp == e.keptStamp {
+		b = e.kept
+	} else if b, err = readBasis(e.fs, e.basis); err != nil {
 		return false, err
 	}
+	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
+	defer func() {
+		if err == nil {
+			if st, serr := e.basisStamp(); serr == nil {
+				e.kept, e.keptStamp = b, st
+			}
+		}
+	}()
 	untouchable := map[string]bool{}
 	walkOK, err := r.walk(ctx, untouchable)
 	if err != nil {
@@ -575,6 +591,15 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		r.dirty = true
 	}
 	return again, r.save(ctx)
+}
+
+// basisStamp is the basis file's size and modification time.
+func (e *Engine) basisStamp() ([2]int64, error) {
+	info, err := e.fs.Stat(e.basis)
+	if err != nil {
+		return [2]int64{}, err
+	}
+	return [2]int64{info.Size(), info.ModTime().UnixNano()}, nil
 }
 
 // replacedBy reports whether lst is not the remote the basis was made
