@@ -129,6 +129,12 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 	if err != nil {
 		return foldersync.Listing{}, err
 	}
+	if known != nil && v == known && prev.Tag != "" && prev.Tag == known.tag {
+		// A 304 on the content prev describes: nothing to build.
+		r.cur = v
+		return foldersync.Listing{Store: v.store, Generation: v.version, Tag: prev.Tag, Unchanged: true,
+			Entries: prev.Entries, Deleted: prev.Deleted}, nil
+	}
 	l := listingOf(v)
 	if wentBack(v, r.cur) || wentBack(v, known) || (prev.Tag != "" && v.version == prev.Generation && v.version > 0 && v.tag != prev.Tag) {
 		// One version cannot hold two contents: the repo went back (a
