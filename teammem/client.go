@@ -369,93 +369,6 @@ type localFile struct {
 	mtime             time.Time
 }
 
-// upload sends uploads and deletes in batches (deletions ride with the
-// first), each conditional on the server state the plan was made from;
-// every accepted batch moves view and base forward.
-func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uploads []localFile, deletes []string, base map[string]string) error {
-	bs := batches(uploads, wire.MaxPutBodyBytes)
-	if len(bs) == 0 {
-		bs = [][]localFile{nil} // deletions alone still need a request
-	}
-	if view.sums == nil {
-		view.sums = map[string]string{}
-	}
-	ifMatch := view.etag
-	for i, batch := range bs {
-		body := wire.PutBody{Entries: map[string]string{}}
-		for _, f := range batch {
-			body.Entries[f.key] = f.content
-		}
-		if i == 0 {
-			body.SoftDeleteKeys = deletes
-		}
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		headers := map[string]string{"Content-Type": "application/json"}
-		if ifMatch != "" {
-			headers["If-Match"] = `"` + ifMatch + `"`
-		}
-		resp, respBody, err := c.send(ctx, res, http.MethodPut, c.endpoint, raw, headers)
-		if err != nil {
-			return err
-		}
-		var pr wire.PutResult
-		if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
-			return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
-		}
-		inReview := map[string]bool{}
-		for _, k := range pr.InReview {
-			inReview[k] = true
-		}
-		res.InReview = append(res.InReview, pr.InReview...)
-		for _, k := range pr.Rejected {
-			inReview[k] = true // as for one in review: nothing changed on the server
-			res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: SkipReviewRejected, Label: printable(pr.RejectedReasons[k], 300)})
-		}
-		for _, f := range batch {
-			if inReview[f.key] {
-				continue // not on the server: the base stays, the file too
-			}
-			view.sums[f.key] = f.sum
-			base[f.key] = f.sum
-			res.Uploaded = append(res.Uploaded, f.key)
-		}
-		if i == 0 {
-			for _, k := range deletes {
-				if inReview[k] {
-					continue // still on the server: nothing changes here
-				}
-				delete(view.sums, k)
-				delete(base, k)
-				if view.tombs == nil {
-					view.tombs = map[string]int64{}
-				}
-				view.tombs[k] = c.now().UnixMilli()
-			}
-			for _, k := range deletes {
-				if !inReview[k] {
-					res.SoftDeleted = append(res.SoftDeleted, k)
-				}
-			}
-		}
-		ifMatch, view.etag = pr.Checksum, pr.Checksum
-		view.version = pr.Version
-		if id := resp.Header.Get(wire.StoreIDHeader); id != "" {
-			view.storeID = id
-		}
-		if wire.RepoChecksum(view.sums) != pr.Checksum {
-			// The server holds more than we know: a PUT without If-Match
-			// (the repo was empty when read) met a teammate's write. The
-			// tag no longer describes our view, so the next read must be
-			// a full one, not a conditional one answered 304.
-			view.etag = ""
-		}
-	}
-	return nil
-}
-
 // Hashes refreshes the state's ETag and known server checksums from the
 // hashes view, without fetching or writing any content (a cheap start for
 // a push from a fresh process).
@@ -493,6 +406,11 @@ const (
 	// MEMORY.md; package screen). RuleID names the rule, Label says what
 	// to fix.
 	SkipScreened = "screened"
+	// SkipRefused: the server refused this key alone (Label gives its
+	// error code and words: a key that cannot exist beside another, one
+	// its screens refuse); the file is left as it is and the rest of the
+	// push went through. Fix or rename the file.
+	SkipRefused = "refused"
 	// SkipReviewRejected: a person reviewing the repo already rejected
 	// this very change (the server keeps its reason; agentmem team review
 	// ls --status rejected shows it). The file is left as it is; change
@@ -618,30 +536,6 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 
 func isMissingOrDenied(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
-}
-
-// batches packs files, sorted by key, greedily into groups whose PUT body
-// stays within limit bytes: 14 bytes of envelope plus, per entry, its
-// JSON-encoded key and value and 2. An entry that alone exceeds the limit
-// travels in a batch of its own.
-func batches(files []localFile, limit int) [][]localFile {
-	const envelope = len(`{"entries":{}}`)
-	var out [][]localFile
-	var cur []localFile
-	size := envelope
-	for _, f := range files {
-		cost := jsonLen(f.key) + jsonLen(f.content) + 2
-		if len(cur) > 0 && size+cost > limit {
-			out = append(out, cur)
-			cur, size = nil, envelope
-		}
-		cur = append(cur, f)
-		size += cost
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
 }
 
 func jsonLen(s string) int {

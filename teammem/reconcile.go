@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
@@ -313,7 +315,7 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 	if mode&modePush != 0 && (len(uploads) > 0 || len(deletes) > 0) {
 		uploads = withinLimit(uploads, view.sums, deletes, st.MaxEntries, res)
 		if len(uploads) > 0 || len(deletes) > 0 {
-			if err := c.upload(ctx, &view, res, uploads, deletes, base); err != nil {
+			if err := c.push(ctx, &view, res, uploads, deletes, base); err != nil {
 				st.Base = base // what was applied locally and pushed so far stands
 				return err
 			}
@@ -665,4 +667,94 @@ func cloneMap[V any](m map[string]V) map[string]V {
 		out[k] = v
 	}
 	return out
+}
+
+// push sends uploads and deletes through the team driver: a delta push
+// in batches, each conditional on the server state the plan was made
+// from. Every applied change moves view and base forward; a key the
+// server refuses alone is skipped (SkipRefused) and the rest goes
+// through; a write in between (412) is a ClassConflict error, after
+// what was applied before it.
+func (c *Client) push(ctx context.Context, view *serverView, res *Result, uploads []localFile, deletes []string, base map[string]string) error {
+	drv := c.Remote()
+	drv.cur, drv.limitErrors = view.repoView(), true
+	changes := make([]foldersync.Change, 0, len(uploads)+len(deletes))
+	for _, k := range deletes {
+		changes = append(changes, foldersync.Change{Path: k, Delete: true, Expect: foldersync.Entry{Sum: sumHex(view.sums[k])}})
+	}
+	for _, f := range uploads {
+		changes = append(changes, foldersync.Change{Path: f.key, Content: []byte(f.content), Expect: foldersync.Entry{Sum: sumHex(view.sums[f.key])}})
+	}
+	outs, err := drv.Apply(ctx, changes)
+	requests, sent := drv.Traffic()
+	res.Requests += requests
+	res.BytesSent += sent
+	if view.sums == nil {
+		view.sums = map[string]string{}
+	}
+	local := make(map[string]localFile, len(uploads))
+	for _, f := range uploads {
+		local[f.key] = f
+	}
+	mismatch := false
+	for _, o := range outs {
+		switch o.Status {
+		case foldersync.Applied:
+			if f, ok := local[o.Path]; ok {
+				view.sums[o.Path], base[o.Path] = f.sum, f.sum
+				res.Uploaded = append(res.Uploaded, o.Path)
+				continue
+			}
+			delete(view.sums, o.Path)
+			delete(base, o.Path)
+			if view.tombs == nil {
+				view.tombs = map[string]int64{}
+			}
+			view.tombs[o.Path] = c.now().UnixMilli()
+			res.SoftDeleted = append(res.SoftDeleted, o.Path)
+		case foldersync.InReview:
+			res.InReview = append(res.InReview, o.Path)
+		case foldersync.Rejected:
+			res.Skipped = appendSkips(res.Skipped, Skip{Key: o.Path, Reason: SkipReviewRejected, Label: o.Reason})
+		case foldersync.Refused:
+			code, words, _ := strings.Cut(o.Reason, ": ")
+			c.log.Warn("teammem: the server refused a key; the rest of the push went through", "event", "teammem_key_refused", "code", code)
+			res.Skipped = appendSkips(res.Skipped, Skip{Key: o.Path, Reason: SkipRefused, RuleID: code, Label: printable(words, 300)})
+		case foldersync.Mismatch:
+			mismatch = true
+		}
+	}
+	if v := drv.cur; v != nil {
+		view.etag, view.version = v.tag, v.version
+		if v.store != "" {
+			view.storeID = v.store
+		}
+		if !v.exact {
+			// The server holds more than we know: a PUT without If-Match
+			// (the repo was empty when read) met a teammate's write. The
+			// tag no longer describes our view, so the next read must be
+			// a full one, not a conditional one answered 304.
+			view.etag = ""
+		}
+	} else {
+		view.etag = ""
+	}
+	if err != nil {
+		return err
+	}
+	if mismatch {
+		return &SyncError{Class: ClassConflict, Status: http.StatusPreconditionFailed, Code: wire.CodeConflict, Attempts: 1,
+			Err: errors.New("the repo changed since it was read")}
+	}
+	return nil
+}
+
+// repoView is the driver's view of what the round read.
+func (v serverView) repoView() *repoView {
+	rv := &repoView{store: v.storeID, version: v.version, tag: v.etag, empty: v.empty, sums: cloneMap(v.sums), entries: cloneMap(v.entries), tombs: tombTimes(v.tombs)}
+	if rv.sums == nil {
+		rv.sums = map[string]string{}
+	}
+	rv.exact = rv.tag != "" && wire.RepoChecksum(rv.sums) == rv.tag
+	return rv
 }

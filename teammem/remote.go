@@ -46,7 +46,11 @@ type Remote struct {
 	hashesOnly bool
 	// maxEntries is the server's entry limit once a 413 named it.
 	maxEntries int
-	stats      Result // Requests and BytesSent
+	// limitErrors makes a 413 for the entry limit the error of Apply
+	// rather than refusals of the new keys (the Client learns the limit
+	// across rounds in its SyncState).
+	limitErrors bool
+	stats       Result // Requests and BytesSent
 }
 
 // repoView is what a Remote knows of the repo.
@@ -450,7 +454,7 @@ func (r *Remote) Apply(ctx context.Context, changes []foldersync.Change) ([]fold
 			}
 			r.cur = nil
 			return out, nil
-		case se.Class == ClassTooManyEntries && se.MaxEntries > 0 && r.maxEntries != se.MaxEntries:
+		case se.Class == ClassTooManyEntries && se.MaxEntries > 0 && r.maxEntries != se.MaxEntries && !r.limitErrors:
 			r.maxEntries = se.MaxEntries
 			rest, over := r.withinEntryLimit(batch)
 			out = append(out, over...)
@@ -518,7 +522,8 @@ func refusalReason(se *SyncError) string {
 		code = "refused"
 	}
 	if se.Err != nil {
-		return code + ": " + se.Err.Error()
+		// The server speaks of the whole request; the rest of it goes on.
+		return code + ": " + strings.TrimSuffix(se.Err.Error(), "; nothing was written")
 	}
 	return code
 }
