@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -398,7 +399,10 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
 	}
 	// Evidence of deletion for the tracked paths the remote lacks.
-	deleted := lst.Deleted
+	deleted := maps.Clone(lst.Deleted)
+	if deleted == nil {
+		deleted = map[string]time.Time{}
+	}
 	if !reset {
 		var missing []string
 		for p := range b.Entries {
@@ -415,22 +419,27 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 				}
 			}
 		}
+		if lst.DeletesByAbsence && lst.Store != "" && lst.Generation > 0 {
+			// The remote vouches for its listing: a tracked path it lacks
+			// was deleted there (when is unknown; only untracked copies are
+			// judged stale by the time).
+			kept := missing[:0]
+			for _, p := range missing {
+				if _, tracked := b.Entries[p]; tracked {
+					deleted[p] = r.now
+					continue
+				}
+				kept = append(kept, p)
+			}
+			missing = kept
+		}
 		if len(missing) > 0 {
 			slices.Sort(missing)
 			ev, err := e.remote.Deleted(ctx, missing)
 			if err != nil {
 				return false, fmt.Errorf("foldersync: ask the remote for deletions: %w", err)
 			}
-			if len(ev) > 0 {
-				all := map[string]time.Time{}
-				for p, t := range deleted {
-					all[p] = t
-				}
-				for p, t := range ev {
-					all[p] = t
-				}
-				deleted = all
-			}
+			maps.Copy(deleted, ev)
 		}
 	}
 	// Decide every path first, so each side's deletions can be counted
