@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -34,6 +35,8 @@ type basis struct {
 	// Listing is the last complete listing of the remote (for
 	// Remote.List's prev: a driver answers Unchanged against its Tag).
 	Listing *savedListing `json:"listing,omitempty"`
+	// fresh says no basis file was there.
+	fresh bool
 }
 
 // pendingDelete is a local deletion not yet sent: when it was first
@@ -82,7 +85,9 @@ func (e *BasisError) Unwrap() error { return e.Err }
 func readBasis(fsys afero.Fs, path string) (*basis, error) {
 	raw, err := afero.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return newBasis(), nil
+		b := newBasis()
+		b.fresh = true
+		return b, nil
 	}
 	if err != nil {
 		return nil, &BasisError{Path: path, Err: err}
@@ -116,4 +121,24 @@ func (b *basis) listing() Listing {
 func (b *basis) marshal() []byte {
 	out, _ := json.Marshal(b)
 	return out
+}
+
+// seed starts a basis from what a mirror kept.
+func (b *basis) seed(a Agreed) {
+	b.Store, b.Generation = a.Store, a.Generation
+	for p, e := range a.Entries {
+		b.Entries[p] = e
+	}
+	for p, d := range a.Pending {
+		b.Deletes[p] = pendingDelete{FirstMissedMS: d.FirstMissed.UnixMilli(), Walks: d.Walks}
+	}
+}
+
+// agreed is the part of the basis a mirror keeps.
+func (b *basis) agreed() Agreed {
+	a := Agreed{Store: b.Store, Generation: b.Generation, Entries: maps.Clone(b.Entries), Pending: map[string]PendingDelete{}}
+	for p, d := range b.Deletes {
+		a.Pending[p] = PendingDelete{FirstMissed: time.UnixMilli(d.FirstMissedMS), Walks: d.Walks}
+	}
+	return a
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -109,6 +110,44 @@ type Options struct {
 	History History
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Prepare, when set, runs at the start of every round (a driver's
+	// check that the folder is still its own, its manifest); an error
+	// stops the round before anything is read or changed, and is
+	// returned as it is.
+	Prepare func(ctx context.Context) error
+	// Mirror, when set, keeps a copy of what the folder and the remote
+	// agreed on in a driver's own format (Claude Code's store basis) and
+	// seeds the first round of a folder the engine never synced.
+	Mirror BasisMirror
+}
+
+// Agreed is what a folder and its remote last agreed on, as a
+// BasisMirror keeps it.
+type Agreed struct {
+	// Store and Generation are the remote's identity and generation.
+	Store      string
+	Generation int64
+	// Entries are the paths both sides hold, with the remote's entry.
+	Entries map[string]Entry
+	// Pending are local deletions waiting for corroboration.
+	Pending map[string]PendingDelete
+}
+
+// PendingDelete is a local deletion not yet sent: when the file was
+// first missed, and on how many walks.
+type PendingDelete struct {
+	FirstMissed time.Time
+	Walks       int
+}
+
+// BasisMirror keeps the basis in a driver's own format beside the
+// engine's.
+type BasisMirror interface {
+	// Seed returns what the folder agreed on before the engine kept its
+	// basis; ok is false when there is nothing.
+	Seed() (a Agreed, ok bool)
+	// Save records a after every save of the engine's basis.
+	Save(ctx context.Context, a Agreed) error
 }
 
 // Engine keeps one folder in step with one Remote. Rounds of one Engine
@@ -306,6 +345,11 @@ func (e *Engine) Round(ctx context.Context) (Result, error) {
 	e.round.Lock()
 	defer e.round.Unlock()
 	var res Result
+	if e.opts.Prepare != nil {
+		if err := e.opts.Prepare(ctx); err != nil {
+			return res, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		res.Pending, res.Held, res.InReview = nil, nil, nil
 		again, err := e.once(ctx, &res)
@@ -337,6 +381,10 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		b = e.kept
 	} else if b, err = readBasis(e.fs, e.basis); err != nil {
 		return false, err
+	} else if e.opts.Mirror != nil && b.fresh {
+		if a, ok := e.opts.Mirror.Seed(); ok {
+			b.seed(a)
+		}
 	}
 	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
@@ -398,7 +446,10 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
 	}
 	// Evidence of deletion for the tracked paths the remote lacks.
-	deleted := lst.Deleted
+	deleted := maps.Clone(lst.Deleted)
+	if deleted == nil {
+		deleted = map[string]time.Time{}
+	}
 	if !reset {
 		var missing []string
 		for p := range b.Entries {
@@ -415,22 +466,27 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 				}
 			}
 		}
+		if lst.DeletesByAbsence && lst.Store != "" && lst.Generation > 0 {
+			// The remote vouches for its listing: a tracked path it lacks
+			// was deleted there (when is unknown; only untracked copies are
+			// judged stale by the time).
+			kept := missing[:0]
+			for _, p := range missing {
+				if _, tracked := b.Entries[p]; tracked {
+					deleted[p] = r.now
+					continue
+				}
+				kept = append(kept, p)
+			}
+			missing = kept
+		}
 		if len(missing) > 0 {
 			slices.Sort(missing)
 			ev, err := e.remote.Deleted(ctx, missing)
 			if err != nil {
 				return false, fmt.Errorf("foldersync: ask the remote for deletions: %w", err)
 			}
-			if len(ev) > 0 {
-				all := map[string]time.Time{}
-				for p, t := range deleted {
-					all[p] = t
-				}
-				for p, t := range ev {
-					all[p] = t
-				}
-				deleted = all
-			}
+			maps.Copy(deleted, ev)
 		}
 	}
 	// Decide every path first, so each side's deletions can be counted
@@ -847,7 +903,11 @@ func (r *round) record(batch []Change, outs []Outcome) (mismatch bool) {
 		case Rejected:
 			r.res.Skipped = append(r.res.Skipped, Skip{Path: c.Path, Reason: SkipRejected + ": " + o.Reason})
 		case Refused:
-			r.res.Skipped = append(r.res.Skipped, Skip{Path: c.Path, Reason: SkipRefused + ": " + o.Reason})
+			reason := SkipRefused + ": " + o.Reason
+			if strings.HasPrefix(o.Reason, SkipPathClash) {
+				reason = o.Reason // the remote's clash, named as one
+			}
+			r.res.Skipped = append(r.res.Skipped, Skip{Path: c.Path, Reason: reason})
 		}
 	}
 	return mismatch
@@ -1067,6 +1127,11 @@ func (r *round) save(ctx context.Context) error {
 		return fmt.Errorf("foldersync: save the basis: %w", err)
 	}
 	r.dirty = false
+	if m := r.e.opts.Mirror; m != nil {
+		if err := m.Save(ctx, r.b.agreed()); err != nil {
+			return fmt.Errorf("foldersync: save the basis: %w", err)
+		}
+	}
 	return nil
 }
 

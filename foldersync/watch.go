@@ -129,8 +129,8 @@ func (w *Watcher) Notify() {
 	}
 }
 
-// Close runs a last round for pending changes, stops the watcher and
-// waits for it.
+// Close runs a last round when local changes are pending, stops the
+// watcher and waits for it.
 func (w *Watcher) Close() error {
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
@@ -202,13 +202,32 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher) {
 		}
 	}
 	run("start")
+	closing := func() {
+		// Events the kernel already sent count: take them in first.
+		for drained := false; !drained; {
+			select {
+			case ev := <-events:
+				if rel, err := filepath.Rel(w.e.folder, ev.Name); err == nil && w.e.included(filepath.ToSlash(rel)) {
+					dirtyAt = time.Now()
+				}
+			case <-time.After(50 * time.Millisecond):
+				drained = true
+			}
+		}
+		if w.opts.Poll > 0 && w.fingerprint(context.WithoutCancel(ctx)) != last {
+			dirtyAt = time.Now()
+		}
+		if !dirtyAt.IsZero() {
+			run("close") // a last round for the pending changes
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			run("close")
+			closing()
 			return
 		case <-w.stop:
-			run("close")
+			closing()
 			return
 		case <-w.notify:
 			run("notify")

@@ -99,6 +99,17 @@ func New(d *memdir.Dir, cfg Options) (*Client, error) {
 		return nil, errors.New("storesync: a client needs the mount folder (a memdir.Dir)")
 	}
 	fsys, dir := d.FS(), d.Path()
+	cn, err := newConn(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	dir = filepath.Clean(dir)
+	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: d.Gate(), scanner: d.Scanner(), conn: cn}, nil
+}
+
+// newConn checks cfg, fills in its defaults and returns the connection
+// to its store.
+func newConn(cfg *Options) (*conn, error) {
 	if cfg.BaseURL == "" || cfg.Token == "" {
 		return nil, errors.New("storesync: a client needs the store's base URL and a token")
 	}
@@ -136,12 +147,9 @@ func New(d *memdir.Dir, cfg Options) (*Client, error) {
 		return nil, fmt.Errorf("storesync: Options: %w", err)
 	}
 	prov.Door = cfg.Door
-	dir = filepath.Clean(dir)
-	gate := d.Gate()
 	base := strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
-	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: gate, scanner: d.Scanner(),
-		conn: &conn{http: cfg.HTTP, base: base, path: cfg.Mount.Path, token: cfg.Token,
-			public: strings.HasPrefix(cfg.Mount.Path, "/v1/memory_stores/"), retries: cfg.Retries, prov: prov}}, nil
+	return &conn{http: cfg.HTTP, base: base, path: cfg.Mount.Path, token: cfg.Token,
+		public: strings.HasPrefix(cfg.Mount.Path, "/v1/memory_stores/"), retries: cfg.Retries, prov: prov}, nil
 }
 
 // Dir is the mount folder.

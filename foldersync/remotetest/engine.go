@@ -247,6 +247,13 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		r, ctl := newRemote(t)
 		ctl.Write(t, "old.md", []byte("old\n"))
 		ctl.Remove(t, "old.md")
+		if l, err := r.List(context.Background(), foldersync.Listing{}); err != nil {
+			t.Fatal(err)
+		} else if ev, err := r.Deleted(context.Background(), []string{"old.md"}); err != nil {
+			t.Fatal(err)
+		} else if l.Deleted["old.md"].IsZero() && ev["old.md"].IsZero() {
+			t.Skip("this remote keeps no dated record of deletions: a copy older than one cannot be told from a new file")
+		}
 		// A client that never synced holds a copy older than the deletion.
 		b := NewClient(t, r, foldersync.Options{})
 		b.Write(t, "old.md", "old\n")
