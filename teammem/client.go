@@ -76,7 +76,7 @@ type ClientOptions struct {
 	// three-way rules of SyncState, so only a deletion of a copy nobody
 	// changed since the last sync).
 	KeepDeleted bool
-	// AllowMassDelete lets a round delete more than MassDeleteThreshold
+	// AllowMassDelete lets a round delete more than foldersync.MassDeleteThreshold
 	// memories on one side. By default such a round deletes nothing on
 	// that side and reports the deletions in Result.Held.
 	AllowMassDelete bool

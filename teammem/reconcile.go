@@ -28,7 +28,7 @@ type Conflict struct {
 }
 
 // MassDeleteHold reports deletions a round held back: more than
-// MassDeleteThreshold of the tracked memories would have gone on one
+// foldersync.MassDeleteThreshold of the tracked memories would have gone on one
 // side at once (a wiped directory, a server emptied by mistake). Nothing
 // on that side was deleted; the keys stay tracked, so the next round
 // holds them again until the deletions are confirmed
@@ -41,13 +41,6 @@ type MassDeleteHold struct {
 	// Tracked is how many memories the sync base tracked, Threshold the
 	// most one round may delete on a side.
 	Tracked, Threshold int
-}
-
-// MassDeleteThreshold is the most deletions one round may make on one
-// side without confirmation: max(50, 10 % of the tracked memories), as
-// Claude Code's mass-delete hold.
-func MassDeleteThreshold(tracked int) int {
-	return max(50, tracked/10)
 }
 
 // ConflictsDirName is the folder, beside the team directory, where the
@@ -365,13 +358,13 @@ func storeMoved(st *SyncState, view serverView) string {
 }
 
 // holdMassDeletes turns a side's deletions into no action when they are
-// more than MassDeleteThreshold of the tracked memories, and reports them.
+// more than foldersync.MassDeleteThreshold of the tracked memories, and reports them.
 func (c *Client) holdMassDeletes(st *SyncState, plan map[string]action, mode syncMode, res *Result) {
 	if c.cfg.AllowMassDelete {
 		return
 	}
 	tracked := len(st.Base)
-	limit := MassDeleteThreshold(tracked)
+	limit := foldersync.MassDeleteThreshold(tracked)
 	var local, remote []string
 	for _, k := range sortedKeys(plan) {
 		switch plan[k] {
