@@ -680,10 +680,75 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 // the repo changed; a server without the long-poll gives
 // ErrLongPollUnsupported.
 func (r *Remote) Wait(ctx context.Context, tag string) (bool, error) {
+	_, changed, err := r.wait(ctx, tag)
+	return changed, err
+}
+
+func (r *Remote) wait(ctx context.Context, tag string) (string, bool, error) {
 	var res Result
-	changed, err := r.t.waitForChange(ctx, &res, tag, wire.MaxLongPoll)
+	now, changed, err := r.t.waitForChange(ctx, &res, tag, wire.MaxLongPoll)
 	r.mu.Lock()
 	r.stats.Requests += res.Requests
 	r.mu.Unlock()
-	return changed, err
+	return now, changed, err
+}
+
+// LongPoll waits on the server for the repo to change and calls notify
+// each time it does (a foldersync.Watcher's Notify), so a teammate's
+// write starts a round at once rather than at the next interval. It
+// starts from the checksum this Remote last saw and returns when ctx
+// ends (nil), or with ErrLongPollUnsupported when the server cannot
+// wait (the watcher's interval rounds still run). Failed waits are tried
+// again after a doubling pause of up to wire.MaxLongPoll.
+func (r *Remote) LongPoll(ctx context.Context, notify func()) error {
+	pause := time.Second
+	tag, emptySeen := "", false
+	for ctx.Err() == nil {
+		if tag == "" {
+			r.mu.Lock()
+			if r.cur != nil && !r.cur.empty {
+				tag = r.cur.tag
+			}
+			r.mu.Unlock()
+		}
+		if tag == "" {
+			// Nothing seen yet (no round listed, or an empty repo): a
+			// wait needs a checksum to wait on; ask for the current one.
+			now, _, err := r.wait(ctx, "")
+			if errors.Is(err, ErrLongPollUnsupported) {
+				return err
+			}
+			if err == nil && now != "" {
+				if emptySeen {
+					notify() // the first memory of an empty repo
+				}
+				tag, emptySeen = now, false
+				continue
+			}
+			emptySeen = emptySeen || err == nil
+			if sleepCtx(ctx, pause) != nil {
+				break
+			}
+			continue
+		}
+		now, changed, err := r.wait(ctx, tag)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrLongPollUnsupported):
+			return err
+		case err != nil:
+			if sleepCtx(ctx, pause) != nil {
+				return nil
+			}
+			pause = min(2*pause, wire.MaxLongPoll)
+			continue
+		}
+		pause = time.Second
+		if changed {
+			notify()
+			tag = now // "" when the repo has no data: wait for a round to see it
+		}
+	}
+	return nil
 }

@@ -7,15 +7,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
@@ -351,4 +355,73 @@ func TestRemoteWait(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the wait did not end on a teammate's write")
 	}
+}
+
+// The engine's watcher, woken by the driver's long-poll, brings a
+// teammate's write in at once: it runs no interval rounds here.
+func TestRemoteLongPollWakesTheWatcher(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := startDriverServer(t, teamserver.Options{})
+	teammate := newDriver(t, e)
+	_, err := teammate.Apply(ctx, []foldersync.Change{write("first.md", "one", "")})
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	r := newDriver(t, e)
+	eng, err := foldersync.New(d, dir, r, foldersync.Options{})
+	require.NoError(t, err)
+	rounds := make(chan foldersync.Event, 16)
+	w, err := foldersync.StartWatcher(ctx, eng, foldersync.WatchOptions{Interval: -1, Debounce: 50 * time.Millisecond, Poll: time.Hour,
+		Observer: func(ev foldersync.Event) { rounds <- ev }})
+	require.NoError(t, err)
+	defer w.Close()
+	polled := make(chan error, 1)
+	go func() { polled <- r.LongPoll(ctx, w.Notify) }()
+
+	waitFor := func(name, want string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && string(b) == want {
+				return
+			}
+			select {
+			case <-rounds:
+			case <-time.After(20 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("%s never arrived", name)
+			}
+		}
+	}
+	waitFor("first.md", "one") // the watcher's first round
+	time.Sleep(100 * time.Millisecond)
+	_, err = teammate.List(ctx, foldersync.Listing{})
+	require.NoError(t, err)
+	_, err = teammate.Apply(ctx, []foldersync.Change{write("second.md", "two", "")})
+	require.NoError(t, err)
+	waitFor("second.md", "two")
+	cancel()
+	select {
+	case err := <-polled:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long-poll did not end with its context")
+	}
+}
+
+// A server that cannot wait says so, and the long-poll stops.
+func TestRemoteLongPollUnsupported(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"type":"invalid_request_error","message":"unknown view","details":{"error_code":"team_memory_invalid_view"}}}`))
+	}))
+	defer srv.Close()
+	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: "t"}, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	assert.ErrorIs(t, r.LongPoll(ctx, func() {}), teammem.ErrLongPollUnsupported)
 }
