@@ -113,7 +113,9 @@ func TestStoreSyncKilledMidRound(t *testing.T) {
 	}
 
 	// The push, killed after 80 writes reached the store.
-	writes := newKillSwitch(t, f.url, 80, func(r *http.Request) bool { return r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/memories") })
+	writes := newKillSwitch(t, f.url, 80, func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/memories")
+	})
 	runKilled(t, writes, ana, anaEnv, "store", "sync", "--server", writes.srv.URL)
 	onStore := storeFiles(t, f.url, f.key)
 	assert.Len(t, onStore, 80, "the writes that reached the store before the kill")
