@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,23 @@ var _ foldersync.Remote = (*Remote)(nil)
 
 // List implements foldersync.Remote.
 func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.Listing, error) {
-	mems, head, err := r.conn.list(ctx)
+	var header []string
+	if prev.Tag != "" {
+		header = []string{"If-None-Match", strconv.Quote(prev.Tag)}
+	}
+	mems, head, err := r.conn.list(ctx, header...)
+	if errors.Is(err, errNotModified) {
+		// The store's ID and generation are those listed last.
+		ids := make(map[string]string, len(prev.Entries))
+		for p, e := range prev.Entries {
+			ids[p] = e.Ref
+		}
+		r.mu.Lock()
+		r.ids, r.gen = ids, prev.Generation
+		r.mu.Unlock()
+		return foldersync.Listing{Store: prev.Store, Generation: prev.Generation, Tag: prev.Tag, Unchanged: true, Entries: prev.Entries,
+			DeletesByAbsence: prev.Store != "" && prev.Generation > 0 && !r.conn.public}, nil
+	}
 	if err != nil {
 		return foldersync.Listing{}, err
 	}
@@ -55,7 +72,7 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 	if head.Generation != nil {
 		out.Generation = *head.Generation
 		out.DeletesByAbsence = head.ID != "" && !r.conn.public
-		out.Tag = fmt.Sprintf("%s@%d", head.ID, out.Generation)
+		out.Tag = fmt.Sprintf("%s:%d", head.ID, out.Generation)
 	}
 	ids := make(map[string]string, len(mems))
 	for p, m := range mems {

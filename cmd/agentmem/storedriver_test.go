@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 
@@ -59,6 +60,10 @@ func (c storeControl) Read(t testing.TB, p string) ([]byte, bool) {
 // call, reached by the route given: Claude Code's (/v1/code/memory/NAME)
 // or the public one (/v1/memory_stores/ID).
 func storeFactory(t *testing.T, public bool) remotetest.Factory {
+	return storeFactoryHTTP(t, public, nil)
+}
+
+func storeFactoryHTTP(t *testing.T, public bool, hc *http.Client) remotetest.Factory {
 	url, token := inProcessServer(t)
 	var n atomic.Int64
 	return func(t *testing.T) (foldersync.Remote, remotetest.Control) {
@@ -73,12 +78,12 @@ func storeFactory(t *testing.T, public bool) remotetest.Factory {
 			require.NoError(t, json.Unmarshal(out, &st))
 			path = "/v1/memory_stores/" + st.ID
 		}
-		mk := func() *storesync.Remote {
-			r, err := storesync.NewRemote(storesync.Options{BaseURL: url, Token: token, Mount: storesync.Mount{Path: path}, Retries: -1})
+		mk := func(hc *http.Client) *storesync.Remote {
+			r, err := storesync.NewRemote(storesync.Options{BaseURL: url, Token: token, Mount: storesync.Mount{Path: path}, Retries: -1, HTTP: hc})
 			require.NoError(t, err)
 			return r
 		}
-		return mk(), storeControl{mk()}
+		return mk(hc), storeControl{mk(nil)}
 	}
 }
 
@@ -96,4 +101,48 @@ func TestStoresDriver(t *testing.T) {
 			t.Run("Engine", func(t *testing.T) { remotetest.RunEngine(t, f) })
 		})
 	}
+}
+
+// TestStoresDriverListsAnUnchangedStoreCheaply: agentmem's server
+// answers a listing that names the store's ID and generation seen last
+// with 304, so an unchanged round does not list every memory again.
+func TestStoresDriverListsAnUnchangedStoreCheaply(t *testing.T) {
+	for _, public := range []bool{false, true} {
+		recv := &receivedBytes{}
+		r, ctl := storeFactoryHTTP(t, public, &http.Client{Transport: recv})(t)
+		for i := range 50 {
+			ctl.Write(t, fmt.Sprintf("m%02d.md", i), []byte("a memory among fifty\n"))
+		}
+		ctl.Write(t, "a.md", []byte("a\n"))
+		ctx := context.Background()
+		recv.n.Store(0)
+		first, err := r.List(ctx, foldersync.Listing{})
+		require.NoError(t, err)
+		require.NotEmpty(t, first.Tag)
+		full := recv.n.Load()
+		again, err := r.List(ctx, first)
+		require.NoError(t, err)
+		require.True(t, again.Unchanged, "an unchanged store was listed again")
+		require.Less(t, recv.n.Load()-full, full/10, "the unchanged listing received %d bytes, the full one %d", recv.n.Load()-full, full)
+		require.Equal(t, first.Entries, again.Entries)
+		got, err := r.Get(ctx, []string{"a.md"})
+		require.NoError(t, err)
+		require.Equal(t, "a\n", string(got["a.md"]), "a fetch after an unchanged listing")
+		ctl.Write(t, "a.md", []byte("a2\n"))
+		moved, err := r.List(ctx, first)
+		require.NoError(t, err)
+		require.False(t, moved.Unchanged)
+		require.Equal(t, foldersync.Sum([]byte("a2\n")), moved.Entries["a.md"].Sum)
+	}
+}
+
+// receivedBytes counts the bytes of the responses' bodies.
+type receivedBytes struct{ n atomic.Int64 }
+
+func (c *receivedBytes) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		resp.Body = &countingBody{resp.Body, &c.n}
+	}
+	return resp, err
 }
