@@ -742,9 +742,10 @@ func (c *Client) push(ctx context.Context, view *serverView, res *Result, upload
 	return nil
 }
 
-// repoView is the driver's view of what the round read.
+// repoView is the driver's view of what the round read (its checksums:
+// a push needs no content).
 func (v serverView) repoView() *repoView {
-	rv := &repoView{store: v.storeID, version: v.version, tag: v.etag, empty: v.empty, sums: cloneMap(v.sums), entries: cloneMap(v.entries), tombs: tombTimes(v.tombs)}
+	rv := &repoView{store: v.storeID, version: v.version, tag: v.etag, empty: v.empty, sums: cloneMap(v.sums), tombs: tombTimes(v.tombs)}
 	if rv.sums == nil {
 		rv.sums = map[string]string{}
 	}
