@@ -182,12 +182,15 @@ type Skip struct {
 	// refuse the content), all four left as they are and never
 	// overwritten by a pull, or, on pull,
 	// "write_failed" (the file could not be written, such as a key below
-	// a name that is a file here; the other keys are still written) or
+	// a name that is a file here, RuleID SkipPathClash; the other keys
+	// are still written) or
 	// "checkpoint_failed" (ClientOptions.History could not save the file's
 	// previous version, so it was left as it is; the next pull retries).
 	Reason string
 	// RuleID and Label name the secret found (Reason "secret"), or the
-	// screen's rule and what to fix (Reason "screened"); Label is the
+	// screen's rule and what to fix (Reason "screened"), or the server's
+	// error code and words (Reason SkipRefused), or SkipPathClash and
+	// what is in the way (Reason "write_failed"); Label is the
 	// reviewer's reason for Reason "review_rejected".
 	RuleID, Label string
 }
@@ -411,6 +414,11 @@ const (
 	// its screens refuse); the file is left as it is and the rest of the
 	// push went through. Fix or rename the file.
 	SkipRefused = "refused"
+	// SkipPathClash is the RuleID of a "write_failed" pull whose key
+	// cannot be a file here: a name on its way is a file here where the
+	// server has a folder, or the key is a folder here (Label says
+	// which). The rest of the pull went through; rename one of them.
+	SkipPathClash = "path_clash"
 	// SkipReviewRejected: a person reviewing the repo already rejected
 	// this very change (the server keeps its reason; agentmem team review
 	// ls --status rejected shows it). The file is left as it is; change

@@ -469,6 +469,12 @@ func TestPullSkipsWhatItCannotWrite(t *testing.T) {
 		reasons[s.Key] = s.Reason
 	}
 	assert.Equal(t, map[string]string{"fd.md/child.md": "write_failed", "leak.md": "secret"}, reasons)
+	for _, s := range res.Skipped {
+		if s.Key == "fd.md/child.md" {
+			assert.Equal(t, teammem.SkipPathClash, s.RuleID)
+			assert.Equal(t, "the file fd.md is in the way", s.Label)
+		}
+	}
 	_, err = os.Stat(filepath.Join(dir, "leak.md"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }

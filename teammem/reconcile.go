@@ -502,6 +502,11 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			}
 			if _, err := c.gate.WriteFile(ctx, abs, []byte(content), 0o644); err != nil {
 				skip, _ := gateSkip(k, err)
+				if skip.Reason == "write_failed" {
+					if in := c.inTheWay(abs); in != "" {
+						skip.RuleID, skip.Label = SkipPathClash, in+" is in the way"
+					}
+				}
 				res.Skipped = appendSkips(res.Skipped, skip)
 				continue
 			}
@@ -751,4 +756,21 @@ func (v serverView) repoView() *repoView {
 	}
 	rv.exact = rv.tag != "" && wire.RepoChecksum(rv.sums) == rv.tag
 	return rv
+}
+
+// inTheWay names what keeps abs from being a file of the team directory:
+// a name on its way that is a file here ("a.md" for "a.md/b.md"), or abs
+// itself when it is a folder here; "" when nothing does.
+func (c *Client) inTheWay(abs string) string {
+	if info, err := c.fs.Stat(abs); err == nil && info.IsDir() {
+		rel, _ := filepath.Rel(c.teamDir, abs)
+		return "the folder " + filepath.ToSlash(rel)
+	}
+	for p := filepath.Dir(abs); len(p) > len(c.teamDir) && strings.HasPrefix(p, c.teamDir); p = filepath.Dir(p) {
+		if info, err := c.fs.Stat(p); err == nil && !info.IsDir() {
+			rel, _ := filepath.Rel(c.teamDir, p)
+			return "the file " + filepath.ToSlash(rel)
+		}
+	}
+	return ""
 }

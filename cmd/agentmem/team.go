@@ -64,7 +64,7 @@ func refusedSkip(s teammem.Skip) bool {
 	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, teammem.SkipRefused:
 		return true
 	}
-	return false
+	return s.RuleID == teammem.SkipPathClash
 }
 
 // skipWhy says in a few words why a file was refused.
@@ -697,6 +697,9 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 				why += " (" + strconv.Quote(s.Label) + ")"
 			}
 			why += "; see agentmem team review ls --status rejected; change or remove the file"
+		}
+		if s.RuleID == teammem.SkipPathClash {
+			why = "path_clash: " + s.Label + " (a file here where the server has a folder, or the other way round); rename one of them"
 		}
 		if w, ok := skipWhy[s.Reason]; ok {
 			why = w
