@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -168,6 +169,8 @@ type Engine struct {
 	// still has them uses it without reading the file again.
 	kept      *basis
 	keptStamp [2]int64
+	// mirrored is agreedKey of what the Mirror last saved.
+	mirrored string
 }
 
 // New returns the engine that keeps folder (an absolute path inside the
@@ -782,8 +785,13 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 		}
 		sum := Sum(raw)
 		r.locals[p] = &local{abs: en.Abs, sum: sum, size: int64(len(raw)), mtime: mt}
-		r.b.Stat[p] = statEntry{Size: info.Size(), MtimeNS: mt.UnixNano(), SeenNS: nowNS, Sum: sum}
-		r.dirty = true
+		// A file read again inside the racy window, as it was, changes
+		// nothing worth saving; once outside it, its entry is trusted.
+		st := statEntry{Size: info.Size(), MtimeNS: mt.UnixNano(), SeenNS: nowNS, Sum: sum}
+		if old, had := r.b.Stat[p]; !had || old.Size != st.Size || old.MtimeNS != st.MtimeNS || old.Sum != st.Sum || st.SeenNS-st.MtimeNS >= int64(racyWindow) {
+			r.b.Stat[p] = st
+			r.dirty = true
+		}
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
@@ -1128,8 +1136,15 @@ func (r *round) save(ctx context.Context) error {
 	}
 	r.dirty = false
 	if m := r.e.opts.Mirror; m != nil {
-		if err := m.Save(ctx, r.b.agreed()); err != nil {
-			return fmt.Errorf("foldersync: save the basis: %w", err)
+		// Only what the mirror keeps: a save of the stat cache alone
+		// leaves it as it is.
+		a := r.b.agreed()
+		key := agreedKey(a)
+		if key != r.e.mirrored {
+			if err := m.Save(ctx, a); err != nil {
+				return fmt.Errorf("foldersync: save the basis: %w", err)
+			}
+			r.e.mirrored = key
 		}
 	}
 	return nil
@@ -1157,6 +1172,12 @@ func folderClashes(paths map[string]bool, locals map[string]*local) map[string]s
 		}
 	}
 	return out
+}
+
+// agreedKey sums what a mirror keeps, to tell whether it changed.
+func agreedKey(a Agreed) string {
+	raw, _ := json.Marshal(a)
+	return Sum(raw)
 }
 
 // Sum is the lowercase hex SHA-256 of b, as Entry.Sum holds it.
