@@ -69,6 +69,12 @@ type Listing struct {
 	// (team tombstones), path to time; drivers whose listing carries none
 	// answer Deleted calls instead.
 	Deleted map[string]time.Time
+	// DeletesByAbsence says the remote keeps no record of deletions but
+	// vouches for this listing with its identity: it names its Store and a
+	// Generation that did not go back, so a path the basis tracks and the
+	// listing lacks was deleted there (a store loses nothing without a
+	// record except by a restore, which the Generation shows).
+	DeletesByAbsence bool
 }
 
 // Entry is one path on the remote.
@@ -109,6 +115,11 @@ type Outcome struct {
 	// Reason is the remote's or the reviewer's words for Refused and
 	// Rejected.
 	Reason string
+	// Generation is the remote's generation just after an Applied change
+	// (0 when the driver does not know it). The engine records the
+	// highest one, so a remote later found below it is taken as restored
+	// from a backup.
+	Generation int64
 }
 
 // Status is the result of one Change.

@@ -4,18 +4,16 @@
 // directory itself, ".memory-sync" naming the store and
 // ".memory-sync-basis" recording what both sides last agreed on.
 //
-// A round (Client.Sync) lists the store by its export's basic view (or
-// the paged list where a server has no export), fetches only what
-// changed, and pushes with content_sha256 and not_exists preconditions.
-// Changes are reconciled three ways against the basis: one side's change
-// is carried to the other; an edit beats a deletion; when both sides
-// changed a memory differently the store's version takes the file and the
-// local one is kept in a conflict copy, reported. Local deletions follow
-// Claude Code's delete modes; more deletions than max(50, 10 %) of the
-// tracked memories on one side are held; a store that does not know the basis (replaced, or
-// restored from a backup) deletes nothing anywhere. Every write to disk
-// goes through the memory directory's write gate, and every push is
-// scanned for secrets.
+// A round (Client.Sync) is the sync engine's (package foldersync) through
+// this package's Memory Stores driver (Remote): it lists the store by its
+// export's basic view (or the paged list where a server has no export),
+// fetches only what changed, and pushes with content_sha256 and
+// not_exists preconditions. The engine's three-way rules, deletion on
+// evidence, store identity, mass-delete holds, conflicts and checkpoints
+// apply; the store's ID and generation tell a replaced or restored store
+// from deletions. Claude Code's ".memory-sync-basis" is kept in step with
+// the engine's basis, and every write to disk goes through the memory
+// directory's write gate.
 package storesync
 
 import (

@@ -44,34 +44,3 @@ func TestSyncableFiles(t *testing.T) {
 		assert.Equal(t, want, user.syncable(rel), rel)
 	}
 }
-
-func TestDecide(t *testing.T) {
-	b := basisEntry{ID: "mem_1", SHA256: "s1"}
-	same := &localFile{sha: "s1"}
-	edited := &localFile{sha: "s2"}
-	r1 := remoteMemory{ID: "mem_1", SHA256: "s1"}
-	r3 := remoteMemory{ID: "mem_1", SHA256: "s3"}
-	none := remoteMemory{}
-	for name, c := range map[string]struct {
-		inBasis bool
-		l       *localFile
-		r       remoteMemory
-		want    action
-	}{
-		"equal":                    {true, same, r1, agree},
-		"local edit":               {true, edited, r1, push},
-		"store edit":               {true, same, r3, pull},
-		"both edit":                {true, edited, r3, conflict},
-		"local delete":             {true, nil, r1, deleteInStore},
-		"store delete":             {true, same, none, deleteLocal},
-		"local delete, store edit": {true, nil, r3, pull},
-		"store delete, local edit": {true, edited, none, push},
-		"gone both":                {true, nil, none, forget},
-		"new here":                 {false, edited, none, push},
-		"new there":                {false, nil, r3, pull},
-		"new both, different":      {false, edited, r3, conflict},
-		"new both, same":           {false, &localFile{sha: "s3"}, r3, agree},
-	} {
-		assert.Equal(t, c.want, decide(b, c.inBasis, c.l, c.r), name)
-	}
-}

@@ -60,6 +60,10 @@ type conn struct {
 	prov    wire.Provenance
 }
 
+// errNotModified: the export answered 304 to If-None-Match: the store is
+// as the client listed it last.
+var errNotModified = errors.New("storesync: the store did not change")
+
 // errInReview: the store answered 202, keeping the write for review.
 var errInReview = errors.New("storesync: the write is kept for review")
 
@@ -83,7 +87,7 @@ func accepted(body []byte) error {
 	return errInReview
 }
 
-func (c *conn) do(ctx context.Context, method, rel string, body any) (int, []byte, error) {
+func (c *conn) do(ctx context.Context, method, rel string, body any, header ...string) (int, []byte, error) {
 	var raw []byte
 	if body != nil {
 		raw, _ = json.Marshal(body)
@@ -114,6 +118,9 @@ func (c *conn) do(ctx context.Context, method, rel string, body any) (int, []byt
 		}
 		if raw != nil {
 			req.Header.Set("Content-Type", "application/json")
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
 		}
 		resp, err := c.http.Do(req)
 		if err != nil {
@@ -222,10 +229,13 @@ type storeHead struct {
 
 // list returns every memory of the store without content: by the
 // export's basic view, or page by page where the server has no export.
-func (c *conn) list(ctx context.Context) (map[string]remoteMemory, storeHead, error) {
+func (c *conn) list(ctx context.Context, header ...string) (map[string]remoteMemory, storeHead, error) {
 	var head storeHead
-	_, body, err := c.do(ctx, http.MethodGet, "/memories/export?view=basic", nil)
+	_, body, err := c.do(ctx, http.MethodGet, "/memories/export?view=basic", nil, header...)
 	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotModified {
+		return nil, head, errNotModified
+	}
 	if errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed) {
 		m, err := c.listPaged(ctx)
 		return m, head, err

@@ -6,41 +6,50 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestBatches(t *testing.T) {
-	var files []localFile
-	for i := 0; i < 30; i++ {
-		files = append(files, localFile{key: fmt.Sprintf("k%02d.md", i), content: strings.Repeat("é\"", 5000)})
+func TestPackChanges(t *testing.T) {
+	var changes []foldersync.Change
+	for i := 0; i < 5; i++ {
+		changes = append(changes, foldersync.Change{Path: fmt.Sprintf("gone%02d.md", i), Delete: true})
 	}
-	files = append(files, localFile{key: "z-huge.md", content: strings.Repeat("x", 240_000)})
-	bs := batches(files, wire.MaxPutBodyBytes)
+	for i := 0; i < 30; i++ {
+		changes = append(changes, foldersync.Change{Path: fmt.Sprintf("k%02d.md", i), Content: []byte(strings.Repeat("é\"", 5000))})
+	}
+	changes = append(changes, foldersync.Change{Path: "z-huge.md", Content: []byte(strings.Repeat("x", 240_000))})
+	bs := packChanges(changes, wire.MaxPutBodyBytes)
 	require.Greater(t, len(bs), 2)
 	seen := 0
 	for i, b := range bs {
 		body := wire.PutBody{Entries: map[string]string{}}
-		for _, f := range b {
-			body.Entries[f.key] = f.content
+		for _, c := range b {
+			if c.Delete {
+				body.SoftDeleteKeys = append(body.SoftDeleteKeys, c.Path)
+			} else {
+				body.Entries[c.Path] = string(c.Content)
+			}
 		}
 		raw, err := json.Marshal(body)
 		require.NoError(t, err)
-		if len(b) == 1 && b[0].key == "z-huge.md" {
+		if len(b) == 1 && b[0].Path == "z-huge.md" {
 			assert.Greater(t, len(raw), wire.MaxPutBodyBytes, "an oversize entry travels alone")
 		} else {
 			assert.LessOrEqual(t, len(raw), wire.MaxPutBodyBytes, "batch %d", i)
 		}
-		// Greedy: the next entry would not have fitted.
+		// Greedy: the next entry would not have fitted (the envelope
+		// counted holds an empty soft_delete_keys too).
 		if i+1 < len(bs) && len(b) > 0 {
 			next := bs[i+1][0]
-			extra := jsonLen(next.key) + jsonLen(next.content) + 2
-			assert.Greater(t, len(raw)+extra, wire.MaxPutBodyBytes)
+			extra := jsonLen(next.Path) + jsonLen(string(next.Content)) + 2
+			assert.Greater(t, len(raw)+extra+len(`,"soft_delete_keys":[]`), wire.MaxPutBodyBytes)
 		}
 		seen += len(b)
 	}
-	assert.Equal(t, len(files), seen)
-	assert.Empty(t, batches(nil, wire.MaxPutBodyBytes))
+	assert.Equal(t, len(changes), seen)
+	assert.Empty(t, packChanges(nil, wire.MaxPutBodyBytes))
 }

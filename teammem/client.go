@@ -1,28 +1,18 @@
 package teammem
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -86,7 +76,7 @@ type ClientOptions struct {
 	// three-way rules of SyncState, so only a deletion of a copy nobody
 	// changed since the last sync).
 	KeepDeleted bool
-	// AllowMassDelete lets a round delete more than MassDeleteThreshold
+	// AllowMassDelete lets a round delete more than foldersync.MassDeleteThreshold
 	// memories on one side. By default such a round deletes nothing on
 	// that side and reports the deletions in Result.Held.
 	AllowMassDelete bool
@@ -192,12 +182,15 @@ type Skip struct {
 	// refuse the content), all four left as they are and never
 	// overwritten by a pull, or, on pull,
 	// "write_failed" (the file could not be written, such as a key below
-	// a name that is a file here; the other keys are still written) or
+	// a name that is a file here, RuleID SkipPathClash; the other keys
+	// are still written) or
 	// "checkpoint_failed" (ClientOptions.History could not save the file's
 	// previous version, so it was left as it is; the next pull retries).
 	Reason string
 	// RuleID and Label name the secret found (Reason "secret"), or the
-	// screen's rule and what to fix (Reason "screened"); Label is the
+	// screen's rule and what to fix (Reason "screened"), or the server's
+	// error code and words (Reason SkipRefused), or SkipPathClash and
+	// what is in the way (Reason "write_failed"); Label is the
 	// reviewer's reason for Reason "review_rejected".
 	RuleID, Label string
 }
@@ -295,7 +288,10 @@ type SyncError struct {
 	Attempts int
 	// MaxEntries is the server's entry limit (ClassTooManyEntries).
 	MaxEntries int
-	Err        error
+	// Keys are the keys the server named as the reason it refused the
+	// request (a screened entry, keys that cannot exist side by side).
+	Keys []string
+	Err  error
 }
 
 func (e *SyncError) Error() string {
@@ -328,20 +324,12 @@ func (e *SyncError) Permanent() bool {
 // Client syncs one team directory with the server. Safe for concurrent
 // use, but calls sharing one SyncState must not overlap.
 type Client struct {
+	*transport
 	fs      afero.Fs
-	teamDir string           // cleaned
-	scanner *secrets.Scanner // the team directory's
-	cfg     ClientOptions
+	teamDir string            // cleaned
+	scanner *secrets.Scanner  // the team directory's
 	gate    *memdir.WriteGate // writes into the team directory
 	aside   *memdir.WriteGate // writes conflict copies beside it
-	// defaultHTTP is the client made when the config gave none.
-	defaultHTTP *http.Client
-	// replyCap bounds a reply's size: defaultReplyCap until the server's
-	// limits say how large a repo can be.
-	replyCap   atomic.Int64
-	limitsOnce sync.Once
-	endpoint   string
-	log        *slog.Logger
 }
 
 // Configuration errors.
@@ -361,63 +349,15 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		return nil, errors.New("teammem: NewClient needs the team directory (a memdir.Dir: its filesystem and path)")
 	}
 	fsys, teamDir := team.FS(), team.Path()
-	switch {
-	case cfg.Token == "":
-		return nil, ErrNoToken
-	case cfg.Repo == "" || strings.Count(cfg.Repo, "/") != 1:
-		return nil, ErrNoRepo
-	case fsys == nil || teamDir == "":
+	if fsys == nil || teamDir == "" {
 		return nil, errors.New("teammem: NewClient needs a filesystem and the team directory")
-	case cfg.BaseURL == "":
-		return nil, errors.New("teammem: ClientOptions needs the server's BaseURL")
 	}
-	if cfg.Path == "" {
-		cfg.Path = wire.DefaultSyncPath
+	t, err := newTransport(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Door == "" {
-		cfg.Door = wire.DoorSync
-	}
-	if _, err := wire.ParseProvenance(cfg.Door, cfg.Session, cfg.Origin); err != nil {
-		return nil, fmt.Errorf("teammem: ClientOptions: %w", err)
-	}
-	var defaultHTTP *http.Client
-	if cfg.HTTP == nil {
-		defaultHTTP = &http.Client{Timeout: defaultTimeout}
-		cfg.HTTP = defaultHTTP
-	}
-	if cfg.MaxRetries <= 0 {
-		cfg.MaxRetries = defaultMaxRetries
-	}
-	if cfg.ConflictRetries <= 0 {
-		cfg.ConflictRetries = defaultConflictRetries
-	}
-	if cfg.BaseDelay <= 0 {
-		cfg.BaseDelay = defaultBaseDelay
-	}
-	if cfg.MaxDelay <= 0 {
-		cfg.MaxDelay = defaultMaxDelay
-	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = rand.Float64
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	endpoint := strings.TrimRight(cfg.BaseURL, "/") + cfg.Path + "?repo=" + url.QueryEscape(cfg.Repo)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	team = team.WithHistory(cfg.History)
-	c := &Client{fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
-	if cfg.MaxReplyBytes <= 0 {
-		cfg.MaxReplyBytes = defaultReplyCap
-	}
-	c.cfg.MaxReplyBytes = cfg.MaxReplyBytes
-	c.replyCap.Store(cfg.MaxReplyBytes)
+	team = team.WithHistory(t.cfg.History)
+	c := &Client{transport: t, fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), gate: team.Gate()}
 	aside, err := team.WithPath(c.conflictsDir())
 	if err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
@@ -426,108 +366,10 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	return c, nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // localFile is a team file read for a sync.
 type localFile struct {
 	key, content, sum string
 	mtime             time.Time
-}
-
-// upload sends uploads and deletes in batches (deletions ride with the
-// first), each conditional on the server state the plan was made from;
-// every accepted batch moves view and base forward.
-func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uploads []localFile, deletes []string, base map[string]string) error {
-	bs := batches(uploads, wire.MaxPutBodyBytes)
-	if len(bs) == 0 {
-		bs = [][]localFile{nil} // deletions alone still need a request
-	}
-	if view.sums == nil {
-		view.sums = map[string]string{}
-	}
-	ifMatch := view.etag
-	for i, batch := range bs {
-		body := wire.PutBody{Entries: map[string]string{}}
-		for _, f := range batch {
-			body.Entries[f.key] = f.content
-		}
-		if i == 0 {
-			body.SoftDeleteKeys = deletes
-		}
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		headers := map[string]string{"Content-Type": "application/json"}
-		if ifMatch != "" {
-			headers["If-Match"] = `"` + ifMatch + `"`
-		}
-		resp, respBody, err := c.send(ctx, res, http.MethodPut, c.endpoint, raw, headers)
-		if err != nil {
-			return err
-		}
-		var pr wire.PutResult
-		if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
-			return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
-		}
-		inReview := map[string]bool{}
-		for _, k := range pr.InReview {
-			inReview[k] = true
-		}
-		res.InReview = append(res.InReview, pr.InReview...)
-		for _, k := range pr.Rejected {
-			inReview[k] = true // as for one in review: nothing changed on the server
-			res.Skipped = appendSkips(res.Skipped, Skip{Key: k, Reason: SkipReviewRejected, Label: printable(pr.RejectedReasons[k], 300)})
-		}
-		for _, f := range batch {
-			if inReview[f.key] {
-				continue // not on the server: the base stays, the file too
-			}
-			view.sums[f.key] = f.sum
-			base[f.key] = f.sum
-			res.Uploaded = append(res.Uploaded, f.key)
-		}
-		if i == 0 {
-			for _, k := range deletes {
-				if inReview[k] {
-					continue // still on the server: nothing changes here
-				}
-				delete(view.sums, k)
-				delete(base, k)
-				if view.tombs == nil {
-					view.tombs = map[string]int64{}
-				}
-				view.tombs[k] = c.now().UnixMilli()
-			}
-			for _, k := range deletes {
-				if !inReview[k] {
-					res.SoftDeleted = append(res.SoftDeleted, k)
-				}
-			}
-		}
-		ifMatch, view.etag = pr.Checksum, pr.Checksum
-		view.version = pr.Version
-		if id := resp.Header.Get(wire.StoreIDHeader); id != "" {
-			view.storeID = id
-		}
-		if wire.RepoChecksum(view.sums) != pr.Checksum {
-			// The server holds more than we know: a PUT without If-Match
-			// (the repo was empty when read) met a teammate's write. The
-			// tag no longer describes our view, so the next read must be
-			// a full one, not a conditional one answered 304.
-			view.etag = ""
-		}
-	}
-	return nil
 }
 
 // Hashes refreshes the state's ETag and known server checksums from the
@@ -567,6 +409,16 @@ const (
 	// MEMORY.md; package screen). RuleID names the rule, Label says what
 	// to fix.
 	SkipScreened = "screened"
+	// SkipRefused: the server refused this key alone (Label gives its
+	// error code and words: a key that cannot exist beside another, one
+	// its screens refuse); the file is left as it is and the rest of the
+	// push went through. Fix or rename the file.
+	SkipRefused = "refused"
+	// SkipPathClash is the RuleID of a "write_failed" pull whose key
+	// cannot be a file here: a name on its way is a file here where the
+	// server has a folder, or the key is a folder here (Label says
+	// which). The rest of the pull went through; rename one of them.
+	SkipPathClash = "path_clash"
 	// SkipReviewRejected: a person reviewing the repo already rejected
 	// this very change (the server keeps its reason; agentmem team review
 	// ls --status rejected shows it). The file is left as it is; change
@@ -694,225 +546,9 @@ func isMissingOrDenied(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
 }
 
-// batches packs files, sorted by key, greedily into groups whose PUT body
-// stays within limit bytes: 14 bytes of envelope plus, per entry, its
-// JSON-encoded key and value and 2. An entry that alone exceeds the limit
-// travels in a batch of its own.
-func batches(files []localFile, limit int) [][]localFile {
-	const envelope = len(`{"entries":{}}`)
-	var out [][]localFile
-	var cur []localFile
-	size := envelope
-	for _, f := range files {
-		cost := jsonLen(f.key) + jsonLen(f.content) + 2
-		if len(cur) > 0 && size+cost > limit {
-			out = append(out, cur)
-			cur, size = nil, envelope
-		}
-		cur = append(cur, f)
-		size += cost
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
-}
-
 func jsonLen(s string) int {
 	b, _ := json.Marshal(s)
 	return len(b)
-}
-
-// sendOnce performs one request, without retries, with its own timeout
-// (a long-poll outlasts the client's usual one when the HTTP client is
-// the default).
-func (c *Client) sendOnce(ctx context.Context, res *Result, method, u string, headers map[string]string, timeout time.Duration) (*http.Response, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
-	req.Header.Set("Accept", "application/json")
-	c.provenance(req)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	res.Requests++
-	doer := c.cfg.HTTP
-	if hc, ok := doer.(*http.Client); ok && hc == c.defaultHTTP {
-		doer = &http.Client{Transport: hc.Transport} // the context bounds it
-	}
-	resp, err := doer.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		if why := tlsProblem(err); why != "" {
-			return nil, nil, &SyncError{Class: ClassTLS, Attempts: 1, Err: errors.New(why)}
-		}
-		return nil, nil, &SyncError{Class: ClassNetwork, Attempts: 1, Err: errors.New("the server could not be reached")}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, nil, &SyncError{Class: ClassNetwork, Attempts: 1, Err: errors.New("the reply was cut off")}
-	}
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300, resp.StatusCode == http.StatusNotModified, resp.StatusCode == http.StatusNotFound:
-		return resp, body, nil
-	}
-	return nil, nil, c.statusError(resp, body, 1)
-}
-
-// send performs one request with retries and returns the response (body
-// read) when its status is one the caller handles: 2xx, 304 and, for GET,
-// 404. Other statuses become a *SyncError.
-func (c *Client) send(ctx context.Context, res *Result, method, u string, body []byte, headers map[string]string) (*http.Response, []byte, error) {
-	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-		if err != nil {
-			return nil, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
-		req.Header.Set("Accept", "application/json")
-		c.provenance(req)
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		res.Requests++
-		res.BytesSent += int64(len(body))
-		resp, err := c.cfg.HTTP.Do(req)
-		var respBody []byte
-		if err == nil {
-			respBody, err = io.ReadAll(io.LimitReader(resp.Body, c.replyCap.Load()))
-			resp.Body.Close()
-		}
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, nil, ctxErr
-			}
-			if why := tlsProblem(err); why != "" {
-				return nil, nil, &SyncError{Class: ClassTLS, Attempts: attempt, Err: errors.New(why)}
-			}
-			class := ClassNetwork
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
-				class = ClassTimeout
-			}
-			if attempt > c.cfg.MaxRetries {
-				return nil, nil, &SyncError{Class: class, Attempts: attempt, Err: errors.New("the server could not be reached")}
-			}
-			if err := c.cfg.Sleep(ctx, c.backoff(attempt, "")); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		switch {
-		case resp.StatusCode >= 200 && resp.StatusCode < 300, resp.StatusCode == http.StatusNotModified,
-			resp.StatusCode == http.StatusNotFound && method == http.MethodGet:
-			return resp, respBody, nil
-		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-			if attempt > c.cfg.MaxRetries {
-				return nil, nil, c.statusError(resp, respBody, attempt)
-			}
-			if err := c.cfg.Sleep(ctx, c.backoff(attempt, resp.Header.Get("Retry-After"))); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		return nil, nil, c.statusError(resp, respBody, attempt)
-	}
-}
-
-// provenance sets the provenance headers of a request.
-func (c *Client) provenance(req *http.Request) {
-	req.Header.Set(wire.DoorHeader, c.cfg.Door)
-	if c.cfg.Session != "" {
-		req.Header.Set(wire.SessionHeader, c.cfg.Session)
-	}
-	if c.cfg.Origin != "" {
-		req.Header.Set(wire.OriginHeader, c.cfg.Origin)
-	}
-}
-
-// tlsProblem says what is wrong with the server's certificate when err is
-// a TLS failure, and "" otherwise.
-func tlsProblem(err error) string {
-	var unknown x509.UnknownAuthorityError
-	var host x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var record tls.RecordHeaderError
-	var verify *tls.CertificateVerificationError
-	switch {
-	case errors.As(err, &unknown):
-		return "the server's TLS certificate is signed by an authority this machine does not trust (add the CA to the system's trust store, or point SSL_CERT_FILE at its PEM file)"
-	case errors.As(err, &host):
-		return "the server's TLS certificate is not valid for " + host.Host + " (use the name the certificate was issued for)"
-	case errors.As(err, &invalid):
-		if invalid.Reason == x509.Expired {
-			return "the server's TLS certificate has expired or is not valid yet (check the server's certificate and this machine's clock)"
-		}
-		return "the server's TLS certificate is not valid: " + invalid.Error()
-	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return "the server did not answer in TLS (is it served over http:// rather than https://?)"
-	case errors.As(err, &verify):
-		return "the server's TLS certificate could not be verified: " + verify.Err.Error()
-	}
-	return ""
-}
-
-// backoff is min(base*2^(n-1), max) plus up to 25 % jitter, or the
-// server's Retry-After when it gives one.
-func (c *Client) backoff(attempt int, retryAfter string) time.Duration {
-	if retryAfter != "" {
-		if secs, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil && secs >= 0 {
-			return min(time.Duration(secs)*time.Second, c.cfg.MaxDelay)
-		}
-		if t, err := http.ParseTime(retryAfter); err == nil {
-			return min(max(time.Until(t), 0), c.cfg.MaxDelay)
-		}
-	}
-	d := c.cfg.BaseDelay << (attempt - 1)
-	if d > c.cfg.MaxDelay || d <= 0 {
-		d = c.cfg.MaxDelay
-	}
-	return d + time.Duration(float64(d)*0.25*c.cfg.Jitter())
-}
-
-func (c *Client) statusError(resp *http.Response, body []byte, attempts int) error {
-	var eb wire.ErrorBody
-	_ = json.Unmarshal(body, &eb)
-	e := &SyncError{Status: resp.StatusCode, Code: eb.Error.Details.ErrorCode, Attempts: attempts}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		e.Class = ClassAuth
-	case resp.StatusCode == http.StatusForbidden && e.Code == wire.CodeReadOnly:
-		// Not the token's fault: the repo's review policy refuses writes.
-		e.Class = ClassUnknown
-		e.Err = fmt.Errorf("repo %s is read-only (its review policy): nothing was written; a person can change it with agentmem team policy", c.cfg.Repo)
-	case resp.StatusCode == http.StatusForbidden:
-		e.Class = ClassForbidden
-		e.Err = fmt.Errorf("the token may not use repo %s: ask for a token whose grant names it (agentmem team token --repo)", c.cfg.Repo)
-	case resp.StatusCode == http.StatusBadRequest && bytes.Contains(body, []byte("HTTP request to an HTTPS server")):
-		e.Err = errors.New("the server speaks HTTPS: use an https:// URL")
-	case resp.StatusCode == http.StatusPreconditionFailed:
-		e.Class = ClassConflict
-	case resp.StatusCode == http.StatusRequestEntityTooLarge && e.Code == wire.CodeTooManyEntries:
-		e.Class = ClassTooManyEntries
-		e.MaxEntries = eb.Error.Details.MaxEntries
-		e.Err = fmt.Errorf("the server holds at most %d entries for this repo", eb.Error.Details.MaxEntries)
-	default:
-		e.Class = ClassUnknown
-	}
-	if e.Class == "" {
-		e.Class = ClassUnknown
-	}
-	if e.Err == nil && eb.Error.Message != "" {
-		e.Err = errors.New(printable(eb.Error.Message, 300)) // the server's own words
-	}
-	return e
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -944,28 +580,6 @@ func gateSkip(key string, err error) (Skip, bool) {
 		return Skip{}, false
 	}
 	return Skip{Key: key, Reason: "write_failed"}, true
-}
-
-// learnLimits asks the server for its limits (once, when a reply first
-// reaches the cap) and sizes the cap so that any repo the server accepts
-// can be pulled: every entry at its largest, JSON-escaped, with its
-// checksum. It reports whether the cap grew; a server without the limits
-// view leaves defaultReplyCap.
-func (c *Client) learnLimits(ctx context.Context, res *Result) bool {
-	before := c.replyCap.Load()
-	c.limitsOnce.Do(func() {
-		resp, body, err := c.sendOnce(ctx, res, http.MethodGet, c.endpoint+"&view=limits", nil, defaultTimeout)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return
-		}
-		var lv wire.LimitsView
-		if json.Unmarshal(body, &lv) != nil || lv.MaxRepoBytes <= 0 {
-			return
-		}
-		need := 2*lv.MaxRepoBytes + int64(lv.MaxEntries)*256 + 1<<20
-		c.replyCap.Store(max(need, c.cfg.MaxReplyBytes))
-	})
-	return c.replyCap.Load() > before
 }
 
 // printable returns s without control or format characters (a hostile

@@ -469,6 +469,12 @@ func TestPullSkipsWhatItCannotWrite(t *testing.T) {
 		reasons[s.Key] = s.Reason
 	}
 	assert.Equal(t, map[string]string{"fd.md/child.md": "write_failed", "leak.md": "secret"}, reasons)
+	for _, s := range res.Skipped {
+		if s.Key == "fd.md/child.md" {
+			assert.Equal(t, teammem.SkipPathClash, s.RuleID)
+			assert.Equal(t, "the file fd.md is in the way", s.Label)
+		}
+	}
 	_, err = os.Stat(filepath.Join(dir, "leak.md"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
@@ -568,4 +574,37 @@ func teamDirAt(fsys afero.Fs, dir string) *memdir.Dir {
 		panic(err)
 	}
 	return d
+}
+
+// A key the server refuses alone (here: a file where a teammate has a
+// folder) is skipped with the server's reason; every other file of the
+// push goes through, and the author's file stays as it is.
+func TestOneRefusedKeyNeverBlocksThePush(t *testing.T) {
+	e := startServer(t, 0)
+	ctx := context.Background()
+	_, err := e.store.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"x.md/y.md": "below"}, Now: time.Now()})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"x.md": "a file", "good.md": "good"})
+	c := newClient(t, e, dir, nil)
+	res, err := c.Push(ctx, &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"good.md"}, res.Uploaded)
+	require.Len(t, res.Skipped, 1)
+	assert.Equal(t, "x.md", res.Skipped[0].Key)
+	assert.Equal(t, teammem.SkipRefused, res.Skipped[0].Reason)
+	assert.Equal(t, wire.CodeKeyConflict, res.Skipped[0].RuleID)
+	assert.NotContains(t, res.Skipped[0].Label, "nothing was written")
+	assert.Equal(t, "good", serverEntries(t, e)["good.md"])
+	assert.Equal(t, "a file", readFile(t, filepath.Join(dir, "x.md")))
+
+	var st teammem.SyncState
+	res, err = c.Sync(ctx, &st)
+	require.NoError(t, err)
+	refused := false
+	for _, s := range res.Skipped {
+		refused = refused || s.Key == "x.md" && s.Reason == teammem.SkipRefused
+	}
+	assert.True(t, refused, "a sync refuses it again: %+v", res.Skipped)
+	assert.Equal(t, "a file", readFile(t, filepath.Join(dir, "x.md")))
 }

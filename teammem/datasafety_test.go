@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -52,7 +53,7 @@ func startSwappable(t *testing.T) *swappable {
 	return s
 }
 
-func (s *swappable) swap(t *testing.T, store teamserver.Store) {
+func (s *swappable) swap(t testing.TB, store teamserver.Store) {
 	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{s.grant}})
 	require.NoError(t, err)
 	s.h.Store(h)
@@ -165,8 +166,8 @@ func TestMassDeleteHoldLibrary(t *testing.T) {
 	var st teammem.SyncState
 	_, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
-	assert.Equal(t, 50, teammem.MassDeleteThreshold(120))
-	assert.Equal(t, 100, teammem.MassDeleteThreshold(1000))
+	assert.Equal(t, 50, foldersync.MassDeleteThreshold(120))
+	assert.Equal(t, 100, foldersync.MassDeleteThreshold(1000))
 
 	// 50 deletions at once pass (the threshold is "more than").
 	for i := range 50 {

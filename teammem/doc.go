@@ -51,7 +51,7 @@
 // every local memory (a differing key keeps the local version; the
 // server's is kept aside, Conflict.LocalKept) and push what the server
 // lacks, reported in Result.StoreReset. A round that would delete more
-// than MassDeleteThreshold of the tracked memories on one side deletes
+// than foldersync.MassDeleteThreshold of the tracked memories on one side deletes
 // none of them there (Result.Held) unless ClientOptions.AllowMassDelete.
 // With ClientOptions.History every pull that writes or deletes takes a
 // checkpoint first (Result.Checkpoint). Restore refuses a version that is

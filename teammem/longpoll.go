@@ -20,34 +20,42 @@ var ErrLongPollUnsupported = errors.New("teammem: the server does not support wa
 // whether the repo changed. A server without the long-poll gives
 // ErrLongPollUnsupported.
 func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Duration) (bool, error) {
+	var res Result
+	_, changed, err := c.waitForChange(ctx, &res, etag, wait)
+	return changed, err
+}
+
+// waitForChange is WaitForChange, counting its request in res; it also
+// returns the repo's checksum when the reply gave it ("" when the repo
+// has no data).
+func (c *transport) waitForChange(ctx context.Context, res *Result, etag string, wait time.Duration) (string, bool, error) {
 	wait = min(max(wait, time.Second), wire.MaxLongPoll)
 	u := c.endpoint + "&view=hashes&wait=" + strconv.Itoa(int(wait/time.Second))
 	headers := map[string]string{}
 	if etag != "" {
 		headers["If-None-Match"] = `"` + etag + `"`
 	}
-	var res Result
-	resp, body, err := c.sendOnce(ctx, &res, http.MethodGet, u, headers, wait+10*time.Second)
+	resp, body, err := c.sendOnce(ctx, res, http.MethodGet, u, headers, wait+10*time.Second)
 	if err != nil {
 		var se *SyncError
 		if errors.As(err, &se) && (se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound) {
-			return false, ErrLongPollUnsupported
+			return "", false, ErrLongPollUnsupported
 		}
-		return false, err
+		return "", false, err
 	}
 	switch resp.StatusCode {
 	case http.StatusNotModified:
-		return false, nil
+		return etag, false, nil
 	case http.StatusNotFound:
-		return etag != "", nil // the repo is gone or still empty
+		return "", etag != "", nil // the repo is gone or still empty
 	}
 	var hv wire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil {
-		return false, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view is not valid")}
+		return "", false, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view is not valid")}
 	}
 	if hv.Checksum == etag {
 		// An answer without a change is a server that ignored wait.
-		return false, ErrLongPollUnsupported
+		return "", false, ErrLongPollUnsupported
 	}
-	return true, nil
+	return hv.Checksum, true, nil
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
@@ -26,7 +28,7 @@ type Conflict struct {
 }
 
 // MassDeleteHold reports deletions a round held back: more than
-// MassDeleteThreshold of the tracked memories would have gone on one
+// foldersync.MassDeleteThreshold of the tracked memories would have gone on one
 // side at once (a wiped directory, a server emptied by mistake). Nothing
 // on that side was deleted; the keys stay tracked, so the next round
 // holds them again until the deletions are confirmed
@@ -39,13 +41,6 @@ type MassDeleteHold struct {
 	// Tracked is how many memories the sync base tracked, Threshold the
 	// most one round may delete on a side.
 	Tracked, Threshold int
-}
-
-// MassDeleteThreshold is the most deletions one round may make on one
-// side without confirmation: max(50, 10 % of the tracked memories), as
-// Claude Code's mass-delete hold.
-func MassDeleteThreshold(tracked int) int {
-	return max(50, tracked/10)
 }
 
 // ConflictsDirName is the folder, beside the team directory, where the
@@ -313,7 +308,7 @@ func (c *Client) round(ctx context.Context, st *SyncState, mode syncMode, res *R
 	if mode&modePush != 0 && (len(uploads) > 0 || len(deletes) > 0) {
 		uploads = withinLimit(uploads, view.sums, deletes, st.MaxEntries, res)
 		if len(uploads) > 0 || len(deletes) > 0 {
-			if err := c.upload(ctx, &view, res, uploads, deletes, base); err != nil {
+			if err := c.push(ctx, &view, res, uploads, deletes, base); err != nil {
 				st.Base = base // what was applied locally and pushed so far stands
 				return err
 			}
@@ -363,13 +358,13 @@ func storeMoved(st *SyncState, view serverView) string {
 }
 
 // holdMassDeletes turns a side's deletions into no action when they are
-// more than MassDeleteThreshold of the tracked memories, and reports them.
+// more than foldersync.MassDeleteThreshold of the tracked memories, and reports them.
 func (c *Client) holdMassDeletes(st *SyncState, plan map[string]action, mode syncMode, res *Result) {
 	if c.cfg.AllowMassDelete {
 		return
 	}
 	tracked := len(st.Base)
-	limit := MassDeleteThreshold(tracked)
+	limit := foldersync.MassDeleteThreshold(tracked)
 	var local, remote []string
 	for _, k := range sortedKeys(plan) {
 		switch plan[k] {
@@ -507,6 +502,11 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 			}
 			if _, err := c.gate.WriteFile(ctx, abs, []byte(content), 0o644); err != nil {
 				skip, _ := gateSkip(k, err)
+				if skip.Reason == "write_failed" {
+					if in := c.inTheWay(abs); in != "" {
+						skip.RuleID, skip.Label = SkipPathClash, in+" is in the way"
+					}
+				}
 				res.Skipped = appendSkips(res.Skipped, skip)
 				continue
 			}
@@ -665,4 +665,112 @@ func cloneMap[V any](m map[string]V) map[string]V {
 		out[k] = v
 	}
 	return out
+}
+
+// push sends uploads and deletes through the team driver: a delta push
+// in batches, each conditional on the server state the plan was made
+// from. Every applied change moves view and base forward; a key the
+// server refuses alone is skipped (SkipRefused) and the rest goes
+// through; a write in between (412) is a ClassConflict error, after
+// what was applied before it.
+func (c *Client) push(ctx context.Context, view *serverView, res *Result, uploads []localFile, deletes []string, base map[string]string) error {
+	drv := c.Remote()
+	drv.cur, drv.limitErrors = view.repoView(), true
+	changes := make([]foldersync.Change, 0, len(uploads)+len(deletes))
+	for _, k := range deletes {
+		changes = append(changes, foldersync.Change{Path: k, Delete: true, Expect: foldersync.Entry{Sum: sumHex(view.sums[k])}})
+	}
+	for _, f := range uploads {
+		changes = append(changes, foldersync.Change{Path: f.key, Content: []byte(f.content), Expect: foldersync.Entry{Sum: sumHex(view.sums[f.key])}})
+	}
+	outs, err := drv.Apply(ctx, changes)
+	requests, sent := drv.Traffic()
+	res.Requests += requests
+	res.BytesSent += sent
+	if view.sums == nil {
+		view.sums = map[string]string{}
+	}
+	local := make(map[string]localFile, len(uploads))
+	for _, f := range uploads {
+		local[f.key] = f
+	}
+	mismatch := false
+	for _, o := range outs {
+		switch o.Status {
+		case foldersync.Applied:
+			if f, ok := local[o.Path]; ok {
+				view.sums[o.Path], base[o.Path] = f.sum, f.sum
+				res.Uploaded = append(res.Uploaded, o.Path)
+				continue
+			}
+			delete(view.sums, o.Path)
+			delete(base, o.Path)
+			if view.tombs == nil {
+				view.tombs = map[string]int64{}
+			}
+			view.tombs[o.Path] = c.now().UnixMilli()
+			res.SoftDeleted = append(res.SoftDeleted, o.Path)
+		case foldersync.InReview:
+			res.InReview = append(res.InReview, o.Path)
+		case foldersync.Rejected:
+			res.Skipped = appendSkips(res.Skipped, Skip{Key: o.Path, Reason: SkipReviewRejected, Label: o.Reason})
+		case foldersync.Refused:
+			code, words, _ := strings.Cut(o.Reason, ": ")
+			c.log.Warn("teammem: the server refused a key; the rest of the push went through", "event", "teammem_key_refused", "code", code)
+			res.Skipped = appendSkips(res.Skipped, Skip{Key: o.Path, Reason: SkipRefused, RuleID: code, Label: printable(words, 300)})
+		case foldersync.Mismatch:
+			mismatch = true
+		}
+	}
+	if v := drv.cur; v != nil {
+		view.etag, view.version = v.tag, v.version
+		if v.store != "" {
+			view.storeID = v.store
+		}
+		if !v.exact {
+			// The server holds more than we know: a PUT without If-Match
+			// (the repo was empty when read) met a teammate's write. The
+			// tag no longer describes our view, so the next read must be
+			// a full one, not a conditional one answered 304.
+			view.etag = ""
+		}
+	} else {
+		view.etag = ""
+	}
+	if err != nil {
+		return err
+	}
+	if mismatch {
+		return &SyncError{Class: ClassConflict, Status: http.StatusPreconditionFailed, Code: wire.CodeConflict, Attempts: 1,
+			Err: errors.New("the repo changed since it was read")}
+	}
+	return nil
+}
+
+// repoView is the driver's view of what the round read (its checksums:
+// a push needs no content).
+func (v serverView) repoView() *repoView {
+	rv := &repoView{store: v.storeID, version: v.version, tag: v.etag, empty: v.empty, sums: cloneMap(v.sums), tombs: tombTimes(v.tombs)}
+	if rv.sums == nil {
+		rv.sums = map[string]string{}
+	}
+	rv.exact = rv.tag != "" && wire.RepoChecksum(rv.sums) == rv.tag
+	return rv
+}
+
+// inTheWay names what keeps abs from being a file of the team directory:
+// a name on its way that is a file here ("a.md" for "a.md/b.md"), or abs
+// itself when it is a folder here; "" when nothing does.
+func (c *Client) inTheWay(abs string) string {
+	if info, err := c.fs.Stat(abs); err == nil && info.IsDir() {
+		rel, _ := filepath.Rel(c.teamDir, abs)
+		return "the folder " + filepath.ToSlash(rel)
+	}
+	for p := filepath.Dir(abs); len(p) > len(c.teamDir) && strings.HasPrefix(p, c.teamDir); p = filepath.Dir(p) {
+		if info, err := c.fs.Stat(p); err == nil && !info.IsDir() {
+			rel, _ := filepath.Rel(c.teamDir, p)
+			return "the file " + filepath.ToSlash(rel)
+		}
+	}
+	return ""
 }

@@ -58,6 +58,21 @@ func TestLimitsView(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }
 
+// The hashes view answers a client that already holds the repo's
+// checksums with 304 and no body.
+func TestHashesViewNotModified(t *testing.T) {
+	f := newServer(t, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	etag := resp.Header.Get("ETag")
+	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, map[string]string{"If-None-Match": etag})
+	assert.Equal(t, http.StatusNotModified, resp.StatusCode)
+	assert.Empty(t, body)
+	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, map[string]string{"If-None-Match": `"sha256:other"`})
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "entryChecksums")
+}
+
 func TestLongPoll(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Options) { c.PollEvery = time.Hour }) // only this server's writes wake it
 	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)

@@ -176,7 +176,7 @@ func TestLimitsAndBadInput(t *testing.T) {
 	assert.Equal(t, 413, resp.StatusCode)
 	assert.Equal(t, wire.CodeEntryTooLarge, errCode(t, body))
 
-	for _, key := range []string{"../escape.md", "/abs.md", `a\b.md`, "%2e%2e%2fx.md", "．．／x.md", "a//b.md", ""} {
+	for _, key := range []string{"../escape.md", "/abs.md", `a\b.md`, "%2e%2e%2fx.md", "．．／x.md", "a//b.md", "", "a\u001b]0;TITLE\u0007.md", "rtl\u202e.md"} {
 		resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"ok.md": "fine", key: "x"}}, nil)
 		assert.Equal(t, 400, resp.StatusCode, "%q", key)
 		assert.Equal(t, wire.CodeInvalidKey, errCode(t, body))

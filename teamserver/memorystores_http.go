@@ -1012,6 +1012,16 @@ func (c *storesCall) export(storeID string) {
 	if full {
 		err = c.ms.EachMemory(c.r.Context(), c.tenant, storeID, true, head, each)
 	} else {
+		// The basic view answers 304 to a client that names the store's
+		// ID and generation it listed last (If-None-Match): nothing moved.
+		if st, gerr := c.ms.GetMemStore(c.r.Context(), c.tenant, storeID); gerr == nil {
+			tag := fmt.Sprintf("%q", fmt.Sprintf("%s:%d", st.ID, st.Generation))
+			c.w.Header().Set("ETag", tag)
+			if c.r.Header.Get("If-None-Match") == tag {
+				c.w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
 		var st MemStore
 		var index []Memory
 		if st, index, err = c.index(storeID); err == nil {

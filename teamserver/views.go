@@ -138,6 +138,13 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 	}
 	h.metrics.StoreCall("hashes", time.Since(start))
 	w.Header().Set("ETag", `"`+checksum+`"`)
+	if inm := unquote(r.Header.Get("If-None-Match")); inm != "" && inm == checksum && !r.URL.Query().Has("wait") {
+		// A client that knows these checksums needs nothing more. (A
+		// long-poll answered early keeps its 200: it says the wait ended
+		// without a change.)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)

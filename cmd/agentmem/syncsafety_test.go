@@ -551,6 +551,31 @@ func TestTeamPushSkipsWhatItCannotCarry(t *testing.T) {
 	assert.Equal(t, "caf\xe9", ana.files()["latin1.md"])
 }
 
+// A file here where a teammate has a folder (clash.md beside
+// clash.md/inner.md) cannot be on either side: the push refuses it and
+// the pull skips the folder's file, each saying why, the rest of the
+// round goes on and the run exits 9; the author's file stays as it is.
+func TestTeamSyncSkipsAPathClash(t *testing.T) {
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	ana := newTeammate(t, root, "ana", url, token)
+	ben := newTeammate(t, root, "ben", url, token)
+	ana.write("clash.md/inner.md", "a folder's file")
+	_, errOut, code := ana.run("push")
+	require.Equal(t, 0, code, errOut)
+	ben.write("clash.md", "a file")
+	ben.write("other.md", "the rest of the round goes on")
+	out, errOut, code := ben.run("sync")
+	assert.Equal(t, 9, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "pushed  other.md")
+	assert.Contains(t, out, "skipped clash.md (refused: two keys could not both exist")
+	assert.Contains(t, out, "skipped clash.md/inner.md (path_clash: the file clash.md is in the way")
+	assert.Equal(t, map[string]string{"clash.md": "a file", "other.md": "the rest of the round goes on"}, ben.files())
+	_, errOut, code = ana.run("pull")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, map[string]string{"clash.md/inner.md": "a folder's file", "other.md": "the rest of the round goes on"}, ana.files())
+}
+
 // killMidway starts the built binary and SIGKILLs it once progress
 // reports that the round has begun but not finished; it reports whether
 // the kill landed mid-round (a round that ended first is still checked).

@@ -52,19 +52,19 @@ const (
 	exitHeld = 8
 	// exitRefused: the run finished, but some files were refused and left
 	// exactly as they are (printed with the reason): bytes that are not
-	// valid UTF-8 or hold a NUL, a name not in NFC form, or (store sync)
-	// a path that is a folder of another memory's path. Fix or rename
-	// them; nothing else waits for them.
+	// valid UTF-8 or hold a NUL, a name not in NFC form, a path that is
+	// a folder of another memory's path, or another key the server
+	// refused alone. Fix or rename them; nothing else waits for them.
 	exitRefused = 9
 )
 
 // refusedSkip reports whether a team skip is a refusal of exitRefused.
 func refusedSkip(s teammem.Skip) bool {
 	switch s.Reason {
-	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened:
+	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, teammem.SkipRefused:
 		return true
 	}
-	return false
+	return s.RuleID == teammem.SkipPathClash
 }
 
 // skipWhy says in a few words why a file was refused.
@@ -697,6 +697,9 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 				why += " (" + strconv.Quote(s.Label) + ")"
 			}
 			why += "; see agentmem team review ls --status rejected; change or remove the file"
+		}
+		if s.RuleID == teammem.SkipPathClash {
+			why = "path_clash: " + s.Label + " (a file here where the server has a folder, or the other way round); rename one of them"
 		}
 		if w, ok := skipWhy[s.Reason]; ok {
 			why = w

@@ -12,6 +12,9 @@ func TestValidateKeySyntax(t *testing.T) {
 		"a\x00b": ReasonNUL, "%2e%2e/x": ReasonEncoded, "%252e%252e%252fx": ReasonEncoded, "．．/x": ReasonUnicode,
 		"a\\b": ReasonBackslash, "/etc/passwd": ReasonAbsolute, "": ReasonTooLong, strings.Repeat("a", 256): ReasonTooLong,
 		"a/../b": ReasonEscapes, "a//b": ReasonEscapes, "a/": ReasonEscapes, "./a": ReasonEscapes,
+		// A terminal would act on these when a teammate's pull prints the key.
+		"a\u001b]0;TITLE\u0007.md": ReasonControl, "tab\t.md": ReasonControl, "rtl\u202e.md": ReasonControl,
+		"line\u2028.md": ReasonControl, "caf\xe9.md": ReasonControl,
 	} {
 		err := ValidateKeySyntax(key)
 		var ke *KeyError

@@ -1,0 +1,144 @@
+package foldersync
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// basisVersion is the version of the basis file's shape.
+const basisVersion = 1
+
+// basis is what the folder and the remote last agreed on, saved after
+// every applied batch so a round cut short loses nothing.
+type basis struct {
+	V int `json:"v"`
+	// Store and Generation are the remote's identity and the generation
+	// the last round saw (Listing.Store, Listing.Generation).
+	Store      string `json:"store,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	// Entries maps a path to the entry both sides agreed on (its Sum and
+	// the driver's Ref).
+	Entries map[string]Entry `json:"entries"`
+	// Deletes are local files missing from the folder, waiting for
+	// corroboration before the remote deletes them.
+	Deletes map[string]pendingDelete `json:"deletes,omitempty"`
+	// Stat is the stat cache: a file whose size and modification time
+	// are these, recorded at least racyWindow after it was last modified,
+	// has this Sum without being read.
+	Stat map[string]statEntry `json:"stat,omitempty"`
+	// Listing is the last complete listing of the remote (for
+	// Remote.List's prev: a driver answers Unchanged against its Tag).
+	Listing *savedListing `json:"listing,omitempty"`
+	// fresh says no basis file was there.
+	fresh bool
+}
+
+// pendingDelete is a local deletion not yet sent: when it was first
+// missed (Unix ms) and on how many walks.
+type pendingDelete struct {
+	FirstMissedMS int64 `json:"first_missed_ms"`
+	Walks         int   `json:"walks"`
+}
+
+// statEntry is one file as the last walk that read it saw it.
+type statEntry struct {
+	Size    int64  `json:"size"`
+	MtimeNS int64  `json:"mtime_ns"`
+	SeenNS  int64  `json:"seen_ns"`
+	Sum     string `json:"sum"`
+}
+
+// savedListing is a Listing as the basis keeps it.
+type savedListing struct {
+	Store      string           `json:"store,omitempty"`
+	Generation int64            `json:"generation,omitempty"`
+	Tag        string           `json:"tag,omitempty"`
+	Entries    map[string]Entry `json:"entries"`
+}
+
+func newBasis() *basis {
+	return &basis{V: basisVersion, Entries: map[string]Entry{}, Deletes: map[string]pendingDelete{}, Stat: map[string]statEntry{}}
+}
+
+// BasisError reports a basis file that exists but cannot be read as one
+// (damaged, or written by a newer version). The round changes nothing:
+// move the file away to start from an empty basis (a first sync, which
+// deletes nothing on either side).
+type BasisError struct {
+	Path string
+	Err  error
+}
+
+func (e *BasisError) Error() string {
+	return fmt.Sprintf("foldersync: the basis %s cannot be read (%v); nothing was changed: move it away to sync again from scratch (nothing is deleted on a first sync)", e.Path, e.Err)
+}
+
+func (e *BasisError) Unwrap() error { return e.Err }
+
+// readBasis reads the basis; a missing one is an empty basis.
+func readBasis(fsys afero.Fs, path string) (*basis, error) {
+	raw, err := afero.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		b := newBasis()
+		b.fresh = true
+		return b, nil
+	}
+	if err != nil {
+		return nil, &BasisError{Path: path, Err: err}
+	}
+	b := newBasis()
+	if err := json.Unmarshal(raw, b); err != nil {
+		return nil, &BasisError{Path: path, Err: err}
+	}
+	if b.V != basisVersion {
+		return nil, &BasisError{Path: path, Err: fmt.Errorf("version %d, this one reads %d", b.V, basisVersion)}
+	}
+	if b.Entries == nil {
+		b.Entries = map[string]Entry{}
+	}
+	if b.Deletes == nil {
+		b.Deletes = map[string]pendingDelete{}
+	}
+	if b.Stat == nil {
+		b.Stat = map[string]statEntry{}
+	}
+	return b, nil
+}
+
+func (b *basis) listing() Listing {
+	if b.Listing == nil {
+		return Listing{}
+	}
+	return Listing{Store: b.Listing.Store, Generation: b.Listing.Generation, Tag: b.Listing.Tag, Entries: maps.Clone(b.Listing.Entries)}
+}
+
+func (b *basis) marshal() []byte {
+	out, _ := json.Marshal(b)
+	return out
+}
+
+// seed starts a basis from what a mirror kept.
+func (b *basis) seed(a Agreed) {
+	b.Store, b.Generation = a.Store, a.Generation
+	for p, e := range a.Entries {
+		b.Entries[p] = e
+	}
+	for p, d := range a.Pending {
+		b.Deletes[p] = pendingDelete{FirstMissedMS: d.FirstMissed.UnixMilli(), Walks: d.Walks}
+	}
+}
+
+// agreed is the part of the basis a mirror keeps.
+func (b *basis) agreed() Agreed {
+	a := Agreed{Store: b.Store, Generation: b.Generation, Entries: maps.Clone(b.Entries), Pending: map[string]PendingDelete{}}
+	for p, d := range b.Deletes {
+		a.Pending[p] = PendingDelete{FirstMissed: time.UnixMilli(d.FirstMissedMS), Walks: d.Walks}
+	}
+	return a
+}

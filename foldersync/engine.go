@@ -1,0 +1,1209 @@
+package foldersync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/screen"
+	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/spf13/afero"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Delete modes: what a file missing from the folder does to the remote.
+const (
+	// DeleteImmediate deletes on the remote on the first walk that misses
+	// the file (the default).
+	DeleteImmediate = "immediate"
+	// DeleteCorroborate deletes once the file has been missing on two
+	// walks at least CorroborateAge apart (Claude Code's store default).
+	DeleteCorroborate = "corroborate"
+	// DeleteNever never deletes on the remote.
+	DeleteNever = "never"
+)
+
+// CorroborateAge is how long a file must have been missing, over two
+// walks at least, before DeleteCorroborate deletes it on the remote.
+const CorroborateAge = 30 * time.Second
+
+// DefaultBasisName is the basis file's name inside the folder (a dot
+// file: never synced).
+const DefaultBasisName = ".foldersync-basis"
+
+// DefaultConflictsDirName is the folder, inside the synced folder, where
+// the losing side of a conflict is kept (a dot folder: never synced).
+const DefaultConflictsDirName = ".foldersync-conflicts"
+
+// racyWindow is git's racy-clean rule: a file modified less than this
+// before its stat was recorded may change again within the same mtime
+// tick, so its cached sum is not trusted and it is read again.
+const racyWindow = 2 * time.Second
+
+// batchSize is how many changes go to the remote, or paths are fetched,
+// at once; the basis is saved after each batch.
+const batchSize = 100
+
+// MassDeleteThreshold is the most deletions one round makes on one side
+// without confirmation: max(50, 10 % of the tracked memories).
+func MassDeleteThreshold(tracked int) int { return max(50, tracked/10) }
+
+// History records a file's version before a write replaces or removes
+// it, and takes a checkpoint a rewind can return to
+// (*filehistory.Tracker satisfies it).
+type History interface {
+	memdir.History
+	MakeSnapshot(ctx context.Context, id string) error
+}
+
+// Options configures an Engine. The zero value is usable.
+type Options struct {
+	// Include reports whether a file at rel (slash-separated, relative to
+	// the folder) is synced. Default: every file none of whose path
+	// segments starts with "." (the basis and the conflicts folder are
+	// never synced, whatever Include says).
+	Include func(rel string) bool
+	// BasisPath is where the basis is kept (default DefaultBasisName in
+	// the folder). It must lie inside the memory directory's roots.
+	BasisPath string
+	// ConflictsDir is where the losing side of a conflict is kept
+	// (default DefaultConflictsDirName in the folder).
+	ConflictsDir string
+	// DeleteMode is DeleteImmediate (default), DeleteCorroborate or
+	// DeleteNever.
+	DeleteMode string
+	// KeepDeleted stops deletions from propagating either way: a file
+	// deleted here is brought back from the remote, and a path deleted on
+	// the remote stays here.
+	KeepDeleted bool
+	// AllowMassDelete lets a round delete more than MassDeleteThreshold
+	// memories on one side; otherwise that side's deletions are held
+	// (Result.Held).
+	AllowMassDelete bool
+	// ReadOnly pulls only: nothing is sent to the remote.
+	ReadOnly bool
+	// MaxBytes is the largest file synced (0: no limit); larger ones are
+	// skipped (SkipOversized).
+	MaxBytes int64
+	// Retries is how often a round looks again after the remote answered
+	// Mismatch (someone wrote in between), default 3; negative: never.
+	Retries int
+	// History, when set, makes every round that overwrites or deletes a
+	// local file undoable: a checkpoint (Result.Checkpoint) is taken
+	// before its first such write, and each write records the file's
+	// previous version.
+	History History
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Prepare, when set, runs at the start of every round (a driver's
+	// check that the folder is still its own, its manifest); an error
+	// stops the round before anything is read or changed, and is
+	// returned as it is.
+	Prepare func(ctx context.Context) error
+	// Mirror, when set, keeps a copy of what the folder and the remote
+	// agreed on in a driver's own format (Claude Code's store basis) and
+	// seeds the first round of a folder the engine never synced.
+	Mirror BasisMirror
+}
+
+// Agreed is what a folder and its remote last agreed on, as a
+// BasisMirror keeps it.
+type Agreed struct {
+	// Store and Generation are the remote's identity and generation.
+	Store      string
+	Generation int64
+	// Entries are the paths both sides hold, with the remote's entry.
+	Entries map[string]Entry
+	// Pending are local deletions waiting for corroboration.
+	Pending map[string]PendingDelete
+}
+
+// PendingDelete is a local deletion not yet sent: when the file was
+// first missed, and on how many walks.
+type PendingDelete struct {
+	FirstMissed time.Time
+	Walks       int
+}
+
+// BasisMirror keeps the basis in a driver's own format beside the
+// engine's.
+type BasisMirror interface {
+	// Seed returns what the folder agreed on before the engine kept its
+	// basis; ok is false when there is nothing.
+	Seed() (a Agreed, ok bool)
+	// Save records a after every save of the engine's basis.
+	Save(ctx context.Context, a Agreed) error
+}
+
+// Engine keeps one folder in step with one Remote. Rounds of one Engine
+// run one at a time; it is safe for concurrent use.
+type Engine struct {
+	round   sync.Mutex
+	dir     *memdir.Dir
+	fs      afero.Fs
+	gate    *memdir.WriteGate
+	scanner *secrets.Scanner
+	folder  string
+	remote  Remote
+	opts    Options
+	basis   string
+	aside   string
+	// kept is the basis as the last pass saved or read it, with the
+	// basis file's size and modification time then: a pass whose file
+	// still has them uses it without reading the file again.
+	kept      *basis
+	keptStamp [2]int64
+	// mirrored is agreedKey of what the Mirror last saved.
+	mirrored string
+}
+
+// New returns the engine that keeps folder (an absolute path inside the
+// memory directory d) in step with remote. Every local write goes
+// through d's write gate.
+func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, error) {
+	if d == nil {
+		return nil, errors.New("foldersync: New needs the memory directory (a *memdir.Dir)")
+	}
+	if remote == nil {
+		return nil, errors.New("foldersync: New needs a Remote")
+	}
+	if !filepath.IsAbs(folder) {
+		return nil, fmt.Errorf("foldersync: the folder %q is not an absolute path", folder)
+	}
+	folder = filepath.Clean(folder)
+	switch opts.DeleteMode {
+	case "":
+		opts.DeleteMode = DeleteImmediate
+	case DeleteImmediate, DeleteCorroborate, DeleteNever:
+	default:
+		return nil, fmt.Errorf("foldersync: delete mode %q is not immediate, corroborate or never", opts.DeleteMode)
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 3
+	}
+	if opts.Retries < 0 {
+		opts.Retries = 0
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.History != nil {
+		d = d.WithHistory(opts.History)
+	}
+	e := &Engine{dir: d, fs: d.FS(), gate: d.Gate(), scanner: d.Scanner(), folder: folder, remote: remote, opts: opts,
+		basis: opts.BasisPath, aside: opts.ConflictsDir}
+	if e.basis == "" {
+		e.basis = filepath.Join(folder, DefaultBasisName)
+	}
+	if e.aside == "" {
+		e.aside = filepath.Join(folder, DefaultConflictsDirName)
+	}
+	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis, filepath.Join(e.aside, "x")} {
+		if _, err := e.gate.CheckPath(p); err != nil {
+			return nil, fmt.Errorf("foldersync: %s is not inside the memory directory: %w", p, err)
+		}
+	}
+	return e, nil
+}
+
+// Folder is the synced folder.
+func (e *Engine) Folder() string { return e.folder }
+
+// Reasons a file is skipped: left exactly as it is on both sides, the
+// rest of the round going on. A driver's Check gives its own reasons,
+// and a refusal by the remote starts with SkipRefused.
+const (
+	// SkipBadName: the name is not valid UTF-8 in NFC form, or holds a
+	// control or format character; rename the file.
+	SkipBadName = "bad-name: the name is not NFC UTF-8 or holds a control character; rename the file"
+	// SkipNotRegular: a link, a device or another non-regular file.
+	SkipNotRegular = "not-regular: not a regular file"
+	// SkipOversized: larger than Options.MaxBytes.
+	SkipOversized = "oversized: larger than the remote takes"
+	// SkipSecret: the file holds what looks like a secret; remove it to
+	// sync the file.
+	SkipSecret = "secret: the file holds what looks like a secret (a key or a token); remove it to sync the file"
+	// SkipReadOnly: a local change not sent, the remote being pulled
+	// only (Options.ReadOnly).
+	SkipReadOnly = "read-only: the remote is pulled only"
+	// SkipUnreadable: the file could not be read this round.
+	SkipUnreadable = "unreadable"
+	// SkipChanged: the file changed while the round ran; the next round
+	// takes it.
+	SkipChanged = "changed-during-sync"
+	// SkipPathClash starts the reason of a path that is a folder of
+	// another path, or lies below one ("a.md" beside "a.md/b.md"): both
+	// cannot be files on a disk. What is in the way follows the colon.
+	SkipPathClash = "path-clash"
+	// SkipScreened starts the reason of a file a screen every server
+	// applies refuses (package screen); what to fix follows the colon.
+	SkipScreened = "screened"
+	// SkipRefused starts the reason of a change the remote refused
+	// (Outcome Refused); its words follow the colon.
+	SkipRefused = "refused"
+	// SkipRejected starts the reason of a change a person reviewing the
+	// remote already rejected; the reason given follows the colon.
+	SkipRejected = "rejected-in-review"
+)
+
+// Skip is a path a round left alone, and why (one of the Skip reasons,
+// or a driver's Check reason).
+type Skip struct {
+	Path   string
+	Reason string
+}
+
+// Conflict is a path whose losing side was kept aside at SavedAs: the
+// local side of a path both sides changed (the remote's version took the
+// file); with LocalKept, the remote's copy of a replaced or restored
+// remote (the local file was kept and pushed); with Stale, a local copy
+// older than the remote's deletion of the path (the file was moved
+// there, and nothing pushed).
+type Conflict struct {
+	Path      string
+	SavedAs   string
+	LocalKept bool
+	Stale     bool
+}
+
+// MassDeleteHold reports deletions held back on one side ("local" or
+// "remote"): more than Threshold (MassDeleteThreshold of Tracked) at
+// once. They stay tracked and are held again next round until allowed
+// (Options.AllowMassDelete) or the files come back.
+type MassDeleteHold struct {
+	Side      string
+	Paths     []string
+	Tracked   int
+	Threshold int
+}
+
+// Result says what a round did. Paths are slash-separated, relative to
+// the folder.
+type Result struct {
+	Pulled, Pushed              []string
+	DeletedLocal, DeletedRemote []string
+	Conflicts                   []Conflict
+	Skipped                     []Skip
+	// Pending are local deletions waiting for corroboration.
+	Pending []string
+	// InReview are paths whose change the remote kept for a person's
+	// review: the local files stay as they are and no round deletes them
+	// while they wait.
+	InReview []string
+	Held     []MassDeleteHold
+	// BasisReset reports a remote that was replaced or restored (another
+	// Store, or a Generation older than the basis'): the round deleted
+	// nothing on either side, kept the local side of each difference and
+	// the remote's copy aside.
+	BasisReset bool
+	// Checkpoint names the snapshot taken before the round first
+	// overwrote or deleted a local file (Options.History).
+	Checkpoint string
+	// Unchanged reports a round that found nothing to do on either side.
+	Unchanged bool
+}
+
+// Changed reports whether the round changed anything on either side.
+func (r Result) Changed() bool {
+	return len(r.Pulled)+len(r.Pushed)+len(r.DeletedLocal)+len(r.DeletedRemote)+len(r.Conflicts) > 0
+}
+
+// Refused reports whether the skip leaves the file as it is until
+// someone renames or fixes it (a name, a content, a path clash, a screen
+// or a secret), as opposed to one the next round may carry.
+func (s Skip) Refused() bool {
+	return s.Reason != SkipUnreadable && s.Reason != SkipChanged && s.Reason != SkipReadOnly
+}
+
+// local is one synced file of the folder.
+type local struct {
+	abs   string
+	sum   string
+	size  int64
+	mtime time.Time
+}
+
+// Round runs one round: walk the folder, list the remote, decide every
+// path, carry out the decisions on both sides and record the basis after
+// each batch. A failed listing changes nothing; a failed change leaves
+// its path for the next round. When the remote answers Mismatch the
+// round looks again, at most Options.Retries times.
+func (e *Engine) Round(ctx context.Context) (Result, error) {
+	e.round.Lock()
+	defer e.round.Unlock()
+	var res Result
+	if e.opts.Prepare != nil {
+		if err := e.opts.Prepare(ctx); err != nil {
+			return res, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		res.Pending, res.Held, res.InReview = nil, nil, nil
+		again, err := e.once(ctx, &res)
+		if err != nil || !again || attempt >= e.opts.Retries {
+			res.Unchanged = err == nil && !again && !res.Changed() && len(res.Pending)+len(res.InReview)+len(res.Held) == 0
+			res.Skipped = dedupSkips(res.Skipped)
+			return res, err
+		}
+	}
+}
+
+// round is the state of one pass of a round.
+type round struct {
+	e      *Engine
+	b      *basis
+	res    *Result
+	dirty  bool // the basis changed since it was saved
+	now    time.Time
+	locals map[string]*local
+	remote map[string]Entry
+	gen    int64 // the highest generation an applied change reported
+}
+
+// once runs one pass; again reports a Mismatch worth looking again for.
+func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) {
+	var b *basis
+	stamp, statErr := e.basisStamp()
+	if e.kept != nil && statErr == nil && stamp == e.keptStamp {
+		b = e.kept
+	} else if b, err = readBasis(e.fs, e.basis); err != nil {
+		return false, err
+	} else if e.opts.Mirror != nil && b.fresh {
+		if a, ok := e.opts.Mirror.Seed(); ok {
+			b.seed(a)
+		}
+	}
+	e.kept = nil // a pass that fails leaves no half-changed basis behind
+	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
+	defer func() {
+		if err == nil {
+			if st, serr := e.basisStamp(); serr == nil {
+				e.kept, e.keptStamp = b, st
+			}
+		}
+	}()
+	untouchable := map[string]bool{}
+	walkOK, err := r.walk(ctx, untouchable)
+	if err != nil {
+		return false, err
+	}
+	prev := b.listing()
+	lst, err := e.remote.List(ctx, prev)
+	if err != nil {
+		return false, fmt.Errorf("foldersync: list the remote: %w", err)
+	}
+	if lst.Unchanged {
+		lst.Entries = prev.Entries
+	}
+	if lst.Entries == nil {
+		lst.Entries = map[string]Entry{}
+	}
+	r.remote = map[string]Entry{}
+	for p, en := range lst.Entries {
+		if !e.included(p) {
+			continue // never synced here: left alone
+		}
+		if nameProblem(p) != "" {
+			untouchable[p] = true
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipBadName})
+			continue
+		}
+		r.remote[p] = en
+	}
+	reset := b.replacedBy(lst)
+	if reset {
+		res.BasisReset = true
+		b.Entries = map[string]Entry{}
+		b.Deletes = map[string]pendingDelete{}
+		b.Store, b.Generation, b.Listing = lst.Store, lst.Generation, nil
+		r.dirty = true
+	}
+	paths := map[string]bool{}
+	for p := range r.locals {
+		paths[p] = true
+	}
+	for p := range r.remote {
+		paths[p] = true
+	}
+	for p := range b.Entries {
+		paths[p] = true
+	}
+	for p, other := range folderClashes(paths, r.locals) {
+		untouchable[p] = true
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
+	}
+	// Evidence of deletion for the tracked paths the remote lacks.
+	deleted := maps.Clone(lst.Deleted)
+	if deleted == nil {
+		deleted = map[string]time.Time{}
+	}
+	if !reset {
+		var missing []string
+		for p := range b.Entries {
+			if _, ok := r.remote[p]; !ok && !untouchable[p] && deleted[p].IsZero() {
+				missing = append(missing, p)
+			}
+		}
+		// Paths here the remote lacks, never agreed on: a deletion
+		// newer than the local copy makes it stale.
+		for p := range r.locals {
+			if _, ok := r.remote[p]; !ok && !untouchable[p] && deleted[p].IsZero() {
+				if _, tracked := b.Entries[p]; !tracked {
+					missing = append(missing, p)
+				}
+			}
+		}
+		if lst.DeletesByAbsence && lst.Store != "" && lst.Generation > 0 {
+			// The remote vouches for its listing: a tracked path it lacks
+			// was deleted there (when is unknown; only untracked copies are
+			// judged stale by the time).
+			kept := missing[:0]
+			for _, p := range missing {
+				if _, tracked := b.Entries[p]; tracked {
+					deleted[p] = r.now
+					continue
+				}
+				kept = append(kept, p)
+			}
+			missing = kept
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			ev, err := e.remote.Deleted(ctx, missing)
+			if err != nil {
+				return false, fmt.Errorf("foldersync: ask the remote for deletions: %w", err)
+			}
+			maps.Copy(deleted, ev)
+		}
+	}
+	// Decide every path first, so each side's deletions can be counted
+	// against the mass-delete threshold before any happens.
+	decisions := map[string]action{}
+	var deleteThere, deleteHere []string
+	for _, p := range sortedKeys(paths) {
+		if untouchable[p] {
+			continue
+		}
+		st := pathState{b: b.Entries[p].Sum, r: r.remote[p].Sum}
+		if l := r.locals[p]; l != nil {
+			st.l, st.mtime = l.sum, l.mtime
+		}
+		if st.r == "" {
+			st.deleted = deleted[p]
+		}
+		a := decide(st, e.opts.KeepDeleted, reset)
+		switch a {
+		case actDeleteThere:
+			switch {
+			case !walkOK || e.opts.ReadOnly:
+				a = actNone
+			case !r.corroborated(p):
+				a = actNone
+			default:
+				deleteThere = append(deleteThere, p)
+			}
+		case actDeleteHere, actStale:
+			deleteHere = append(deleteHere, p)
+		case actPush, actKeepLocal:
+			if e.opts.ReadOnly {
+				res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipReadOnly})
+				a = actNone
+			}
+		}
+		if a != actDeleteThere {
+			if _, ok := b.Deletes[p]; ok && r.locals[p] != nil {
+				delete(b.Deletes, p) // the file came back
+				r.dirty = true
+			}
+		}
+		decisions[p] = a
+	}
+	tracked := len(b.Entries)
+	holdThere := r.hold("remote", deleteThere, tracked)
+	holdHere := r.hold("local", deleteHere, tracked)
+	var pulls, conflicts, stales, deletesHere []string
+	var changes []Change
+	for _, p := range sortedKeys(decisions) {
+		a := decisions[p]
+		switch {
+		case a == actDeleteThere && holdThere, (a == actDeleteHere || a == actStale) && holdHere:
+			continue
+		}
+		switch a {
+		case actNone:
+			if en, ok := r.remote[p]; ok && r.locals[p] != nil && r.locals[p].sum == en.Sum && b.Entries[p] != en {
+				b.Entries[p] = en
+				r.dirty = true
+			}
+		case actForget:
+			if _, ok := b.Entries[p]; ok {
+				delete(b.Entries, p)
+				delete(b.Deletes, p)
+				r.dirty = true
+			}
+		case actPull, actRestore:
+			pulls = append(pulls, p)
+		case actConflict:
+			conflicts = append(conflicts, p)
+		case actDeleteHere:
+			deletesHere = append(deletesHere, p)
+		case actStale:
+			stales = append(stales, p)
+		case actPush:
+			ch, ok, err := r.pushChange(ctx, p)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				changes = append(changes, ch)
+			}
+		case actKeepLocal:
+			if err := r.keepRemoteAside(ctx, p); err != nil {
+				return false, err
+			}
+			ch, ok, err := r.pushChange(ctx, p)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				changes = append(changes, ch)
+			}
+		case actDeleteThere:
+			changes = append(changes, Change{Path: p, Delete: true, Expect: r.remote[p]})
+		}
+	}
+	for p := range b.Deletes {
+		if _, ok := b.Entries[p]; !ok {
+			delete(b.Deletes, p)
+			r.dirty = true
+		}
+	}
+	if err := r.save(ctx); err != nil {
+		return false, err
+	}
+	// The local side: pulls, conflicts, deletions, stale copies.
+	if err := r.pull(ctx, pulls, false); err != nil {
+		return false, err
+	}
+	if err := r.pull(ctx, conflicts, true); err != nil {
+		return false, err
+	}
+	for _, p := range deletesHere {
+		if err := r.deleteHere(ctx, p, false); err != nil {
+			return false, err
+		}
+	}
+	for _, p := range stales {
+		if err := r.deleteHere(ctx, p, true); err != nil {
+			return false, err
+		}
+	}
+	if err := r.save(ctx); err != nil {
+		return false, err
+	}
+	// The remote side, one batch at a time.
+	sent := len(changes)
+	for len(changes) > 0 {
+		n := min(batchSize, len(changes))
+		batch := changes[:n]
+		changes = changes[n:]
+		outs, err := e.remote.Apply(ctx, batch)
+		mismatch := r.record(batch, outs)
+		again = again || mismatch
+		if serr := r.save(ctx); serr != nil && err == nil {
+			err = serr
+		}
+		if err != nil {
+			return false, fmt.Errorf("foldersync: send changes to the remote: %w", err)
+		}
+	}
+	// Record the listing the basis now agrees with, for the next round's
+	// Unchanged check; the remote's generation moved on with our writes,
+	// so the next listing is a newer one (not a restored one).
+	if sent == 0 && !again {
+		if !lst.Unchanged || b.Listing == nil {
+			b.Listing = &savedListing{Store: lst.Store, Generation: lst.Generation, Tag: lst.Tag, Entries: lst.Entries}
+			r.dirty = true
+		}
+	} else if b.Listing != nil {
+		b.Listing = nil // the remote moved: the next round lists it whole
+		r.dirty = true
+	}
+	if gen := max(lst.Generation, r.gen); b.Store != lst.Store || b.Generation < gen || reset {
+		b.Store, b.Generation = lst.Store, gen
+		r.dirty = true
+	}
+	return again, r.save(ctx)
+}
+
+// basisStamp is the basis file's size and modification time.
+func (e *Engine) basisStamp() ([2]int64, error) {
+	info, err := e.fs.Stat(e.basis)
+	if err != nil {
+		return [2]int64{}, err
+	}
+	return [2]int64{info.Size(), info.ModTime().UnixNano()}, nil
+}
+
+// replacedBy reports whether lst is not the remote the basis was made
+// with: another Store, or a Generation older than the basis'. A remote
+// that names neither is judged by its entries: it must still hold one of
+// the basis' entries with the same Ref (when the driver gives Refs).
+func (b *basis) replacedBy(lst Listing) bool {
+	if len(b.Entries) == 0 {
+		return false
+	}
+	if b.Store != "" && lst.Store != "" && b.Store != lst.Store {
+		return true
+	}
+	if b.Generation > 0 && lst.Generation > 0 && lst.Generation < b.Generation {
+		return true
+	}
+	if lst.Store != "" || lst.Generation > 0 {
+		return false
+	}
+	refs := false
+	for p, en := range b.Entries {
+		if en.Ref == "" {
+			continue
+		}
+		refs = true
+		if r, ok := lst.Entries[p]; ok && r.Ref == en.Ref {
+			return false
+		}
+	}
+	return refs
+}
+
+func (e *Engine) included(rel string) bool {
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	if e.opts.Include != nil {
+		if !e.opts.Include(rel) {
+			return false
+		}
+		abs := filepath.Join(e.folder, filepath.FromSlash(rel))
+		return abs != e.basis && !inside(e.aside, abs)
+	}
+	for _, seg := range strings.Split(rel, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+func inside(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// nameProblem reports why a path cannot be synced by name ("" when it
+// can).
+func nameProblem(p string) string {
+	if synctext.CheckName(p) != nil || !norm.NFC.IsNormalString(p) || path.Clean(p) != p || strings.HasPrefix(p, "/") {
+		return SkipBadName
+	}
+	return ""
+}
+
+// walk reads the folder's synced files. untouchable collects the paths
+// of files that are there but not synced this round: they count as
+// present, so nothing is deleted or written for them. ok is false when a
+// file or folder could not be read: that round deletes nothing on the
+// remote.
+func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool, err error) {
+	e := r.e
+	r.locals = map[string]*local{}
+	seen := map[string]bool{}
+	ok = true
+	nowNS := r.now.UnixNano()
+	err = fswalk.Walk(ctx, e.fs, e.folder, func(en fswalk.Entry) error {
+		if en.Type.IsDir() || !e.included(en.Rel) {
+			return nil
+		}
+		p := en.Rel
+		skip := func(reason string) {
+			untouchable[p] = true
+			r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: reason})
+		}
+		if !en.Type.IsRegular() {
+			skip(SkipNotRegular)
+			return nil
+		}
+		if reason := nameProblem(p); reason != "" {
+			skip(reason)
+			return nil
+		}
+		info, err := e.fs.Stat(en.Abs)
+		if err != nil {
+			ok = false
+			skip(SkipUnreadable)
+			return nil
+		}
+		if e.opts.MaxBytes > 0 && info.Size() > e.opts.MaxBytes {
+			skip(SkipOversized)
+			return nil
+		}
+		mt := info.ModTime()
+		seen[p] = true
+		if c, hit := r.b.Stat[p]; hit && c.Size == info.Size() && c.MtimeNS == mt.UnixNano() && c.SeenNS-c.MtimeNS >= int64(racyWindow) {
+			r.locals[p] = &local{abs: en.Abs, sum: c.Sum, size: c.Size, mtime: mt}
+			return nil
+		}
+		raw, err := afero.ReadFile(e.fs, en.Abs)
+		if err != nil {
+			ok = false
+			skip(SkipUnreadable)
+			return nil
+		}
+		if reason := e.refusal(p, raw); reason != "" {
+			if _, had := r.b.Stat[p]; had {
+				delete(r.b.Stat, p)
+				r.dirty = true
+			}
+			skip(reason)
+			return nil
+		}
+		sum := Sum(raw)
+		r.locals[p] = &local{abs: en.Abs, sum: sum, size: int64(len(raw)), mtime: mt}
+		// A file read again inside the racy window, as it was, changes
+		// nothing worth saving; once outside it, its entry is trusted.
+		st := statEntry{Size: info.Size(), MtimeNS: mt.UnixNano(), SeenNS: nowNS, Sum: sum}
+		if old, had := r.b.Stat[p]; !had || old.Size != st.Size || old.MtimeNS != st.MtimeNS || old.Sum != st.Sum || st.SeenNS-st.MtimeNS >= int64(racyWindow) {
+			r.b.Stat[p] = st
+			r.dirty = true
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	for p := range r.b.Stat {
+		if !seen[p] {
+			delete(r.b.Stat, p)
+			r.dirty = true
+		}
+	}
+	return ok, err
+}
+
+// refusal reports why a file's content or name cannot be synced ("" when
+// it can): the driver's Check, the screens every server applies, the
+// secret scanner.
+func (e *Engine) refusal(p string, raw []byte) string {
+	if reason := e.remote.Check(p, raw); reason != "" {
+		return reason
+	}
+	if err := screen.CheckShared(p, string(raw)); err != nil {
+		return SkipScreened + ": " + err.Error()
+	}
+	if e.scanner != nil && len(e.scanner.Scan(string(raw))) > 0 {
+		return SkipSecret
+	}
+	return ""
+}
+
+// corroborated records a local deletion and reports whether the delete
+// mode lets it reach the remote now.
+func (r *round) corroborated(p string) bool {
+	switch r.e.opts.DeleteMode {
+	case DeleteImmediate:
+		return true
+	case DeleteNever:
+		return false
+	}
+	d, ok := r.b.Deletes[p]
+	if !ok {
+		d = pendingDelete{FirstMissedMS: r.now.UnixMilli()}
+	}
+	d.Walks++
+	r.b.Deletes[p] = d
+	r.dirty = true
+	if d.Walks >= 2 && r.now.Sub(time.UnixMilli(d.FirstMissedMS)) >= CorroborateAge {
+		return true
+	}
+	r.res.Pending = append(r.res.Pending, p)
+	return false
+}
+
+// hold reports whether one side's deletions are held.
+func (r *round) hold(side string, paths []string, tracked int) bool {
+	limit := MassDeleteThreshold(tracked)
+	if len(paths) <= limit || r.e.opts.AllowMassDelete {
+		return false
+	}
+	r.res.Held = append(r.res.Held, MassDeleteHold{Side: side, Paths: paths, Tracked: tracked, Threshold: limit})
+	return true
+}
+
+// abs is the local file of path p.
+func (r *round) abs(p string) string { return filepath.Join(r.e.folder, filepath.FromSlash(p)) }
+
+// pushChange reads the local file again for its push; ok is false when
+// it changed since the walk (skipped, for the next round).
+func (r *round) pushChange(ctx context.Context, p string) (Change, bool, error) {
+	l := r.locals[p]
+	raw, err := afero.ReadFile(r.e.fs, l.abs)
+	if err != nil || Sum(raw) != l.sum {
+		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipChanged})
+		return Change{}, false, nil
+	}
+	if reason := r.e.refusal(p, raw); reason != "" {
+		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: reason})
+		return Change{}, false, nil
+	}
+	expect := r.remote[p] // what the remote holds now (zero: must not exist)
+	return Change{Path: p, Content: raw, Expect: expect}, true, ctx.Err()
+}
+
+// record applies the remote's outcomes to the basis; mismatch reports a
+// change the remote did not apply because someone wrote in between.
+func (r *round) record(batch []Change, outs []Outcome) (mismatch bool) {
+	byPath := map[string]Change{}
+	for _, c := range batch {
+		byPath[c.Path] = c
+	}
+	for _, o := range outs {
+		c, ok := byPath[o.Path]
+		if !ok {
+			continue
+		}
+		switch o.Status {
+		case Applied:
+			if c.Delete {
+				delete(r.b.Entries, c.Path)
+				delete(r.b.Deletes, c.Path)
+				r.res.DeletedRemote = append(r.res.DeletedRemote, c.Path)
+			} else {
+				en := o.Entry
+				if en.Sum == "" {
+					en.Sum = Sum(c.Content)
+				}
+				r.b.Entries[c.Path] = en
+				delete(r.b.Deletes, c.Path)
+				r.res.Pushed = append(r.res.Pushed, c.Path)
+			}
+			r.gen = max(r.gen, o.Generation)
+			r.dirty = true
+		case Mismatch:
+			mismatch = true
+		case InReview:
+			r.res.InReview = append(r.res.InReview, c.Path)
+		case Rejected:
+			r.res.Skipped = append(r.res.Skipped, Skip{Path: c.Path, Reason: SkipRejected + ": " + o.Reason})
+		case Refused:
+			reason := SkipRefused + ": " + o.Reason
+			if strings.HasPrefix(o.Reason, SkipPathClash) {
+				reason = o.Reason // the remote's clash, named as one
+			}
+			r.res.Skipped = append(r.res.Skipped, Skip{Path: c.Path, Reason: reason})
+		}
+	}
+	return mismatch
+}
+
+// checkpoint takes the round's snapshot before its first local overwrite
+// or deletion.
+func (r *round) checkpoint(ctx context.Context) error {
+	h := r.e.opts.History
+	if h == nil || r.res.Checkpoint != "" {
+		return nil
+	}
+	id := filehistory.CheckpointID("sync", r.now)
+	if err := h.MakeSnapshot(ctx, id); err != nil {
+		return fmt.Errorf("foldersync: take a checkpoint before the round writes: %w (nothing was written)", err)
+	}
+	r.res.Checkpoint = id
+	return nil
+}
+
+var errLocalChanged = errors.New("foldersync: the file changed during the sync")
+
+// pull fetches paths from the remote and writes them here, each only
+// over the version it was decided on; with conflict, the local side is
+// kept aside first.
+func (r *round) pull(ctx context.Context, paths []string, conflict bool) error {
+	for len(paths) > 0 {
+		n := min(batchSize, len(paths))
+		batch := paths[:n]
+		paths = paths[n:]
+		got, err := r.e.remote.Get(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("foldersync: fetch from the remote: %w", err)
+		}
+		for _, p := range batch {
+			content, ok := got[p]
+			if !ok {
+				continue // deleted since the listing: the next round sees it
+			}
+			if err := r.write(ctx, p, content, conflict); err != nil {
+				return err
+			}
+		}
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write writes one pulled path.
+func (r *round) write(ctx context.Context, p string, content []byte, conflict bool) error {
+	en := r.remote[p]
+	sum := Sum(content)
+	if en.Sum != "" && sum != en.Sum {
+		en = Entry{Sum: sum} // changed since the listing: the basis takes what was written
+	}
+	en.Sum = sum
+	l := r.locals[p]
+	if l != nil {
+		if err := r.checkpoint(ctx); err != nil {
+			return err
+		}
+	}
+	if conflict && l != nil {
+		raw, err := afero.ReadFile(r.e.fs, l.abs)
+		if err != nil || Sum(raw) != l.sum {
+			r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipChanged})
+			return nil
+		}
+		saved, err := r.keepAside(ctx, p, raw)
+		if err != nil {
+			return err
+		}
+		r.res.Conflicts = append(r.res.Conflicts, Conflict{Path: p, SavedAs: saved})
+	}
+	_, err := r.e.gate.UpdateFile(ctx, r.abs(p), func(old []byte, exists bool) ([]byte, error) {
+		if (l == nil && exists) || (l != nil && (!exists || Sum(old) != l.sum)) {
+			return nil, errLocalChanged
+		}
+		return content, nil
+	}, 0o644)
+	if skip := writeSkip(err); skip != "" {
+		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: skip})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("foldersync: write %s: %w", p, err)
+	}
+	r.b.Entries[p] = en
+	delete(r.b.Deletes, p)
+	r.noteWritten(p, content)
+	r.res.Pulled = append(r.res.Pulled, p)
+	r.dirty = true
+	return nil
+}
+
+// noteWritten records a written file in the stat cache.
+func (r *round) noteWritten(p string, content []byte) {
+	info, err := r.e.fs.Stat(r.abs(p))
+	if err != nil {
+		delete(r.b.Stat, p)
+		return
+	}
+	r.b.Stat[p] = statEntry{Size: info.Size(), MtimeNS: info.ModTime().UnixNano(), SeenNS: r.e.opts.Now().UnixNano(), Sum: Sum(content)}
+}
+
+// writeSkip turns a local write's error into a skip reason for this path
+// alone ("" for no error, or one that stops the round).
+func writeSkip(err error) string {
+	var pte *memdir.PathTraversalError
+	var se *screen.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, errLocalChanged):
+		return SkipChanged
+	case errors.As(err, &pte):
+		return SkipRefused + ": " + err.Error()
+	case errors.As(err, &se):
+		return SkipScreened + ": " + err.Error()
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.EEXIST), strings.Contains(err.Error(), "is a directory"), strings.Contains(err.Error(), "not a directory"):
+		return SkipPathClash + ": a file or folder here is in the way"
+	}
+	return ""
+}
+
+// deleteHere removes a local file the remote deleted, only if it is
+// still the version decided on; a stale copy is moved aside first.
+func (r *round) deleteHere(ctx context.Context, p string, stale bool) error {
+	l := r.locals[p]
+	if err := r.checkpoint(ctx); err != nil {
+		return err
+	}
+	raw, err := afero.ReadFile(r.e.fs, l.abs)
+	if err != nil || Sum(raw) != l.sum {
+		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipChanged})
+		return nil
+	}
+	if stale {
+		saved, err := r.keepAside(ctx, p, raw)
+		if err != nil {
+			return err
+		}
+		r.res.Conflicts = append(r.res.Conflicts, Conflict{Path: p, SavedAs: saved, Stale: true})
+	}
+	// Under the gate's lock: the file must still be what was decided on.
+	_, err = r.e.gate.UpdateFile(ctx, l.abs, func(old []byte, exists bool) ([]byte, error) {
+		if !exists || Sum(old) != l.sum {
+			return nil, errLocalChanged
+		}
+		return old, nil
+	}, 0o644)
+	if errors.Is(err, errLocalChanged) {
+		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipChanged})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("foldersync: delete %s: %w", p, err)
+	}
+	if _, err := r.e.gate.Remove(ctx, l.abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("foldersync: delete %s: %w", p, err)
+	}
+	delete(r.b.Entries, p)
+	delete(r.b.Deletes, p)
+	delete(r.b.Stat, p)
+	r.res.DeletedLocal = append(r.res.DeletedLocal, p)
+	r.dirty = true
+	return nil
+}
+
+// keepRemoteAside saves the remote's copy of p aside before the local one
+// is pushed over it (a replaced or restored remote).
+func (r *round) keepRemoteAside(ctx context.Context, p string) error {
+	got, err := r.e.remote.Get(ctx, []string{p})
+	if err != nil {
+		return fmt.Errorf("foldersync: fetch from the remote: %w", err)
+	}
+	content, ok := got[p]
+	if !ok {
+		return nil
+	}
+	saved, err := r.keepAside(ctx, p, content)
+	if err != nil {
+		return err
+	}
+	r.res.Conflicts = append(r.res.Conflicts, Conflict{Path: p, SavedAs: saved, LocalKept: true})
+	return nil
+}
+
+// keepAside saves content under the conflicts folder, named after p and
+// the time: "notes/a.20261203T150405.000Z.md". A name taken already gets
+// a counter.
+func (r *round) keepAside(ctx context.Context, p string, content []byte) (string, error) {
+	stamp := r.e.opts.Now().UTC().Format("20060102T150405.000Z")
+	ext := path.Ext(p)
+	base := strings.TrimSuffix(p, ext) + "." + stamp
+	saved := filepath.Join(r.e.aside, filepath.FromSlash(base+ext))
+	for i := 2; ; i++ {
+		if _, err := r.e.fs.Stat(saved); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		saved = filepath.Join(r.e.aside, filepath.FromSlash(fmt.Sprintf("%s.%d%s", base, i, ext)))
+	}
+	if _, err := r.e.gate.WriteFile(ctx, saved, content, 0o644); err != nil {
+		return "", fmt.Errorf("foldersync: keep a copy of %s aside: %w (nothing was overwritten)", p, err)
+	}
+	return saved, nil
+}
+
+// save writes the basis atomically if it changed.
+func (r *round) save(ctx context.Context) error {
+	if !r.dirty {
+		return nil
+	}
+	if _, err := r.e.gate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
+		return fmt.Errorf("foldersync: save the basis: %w", err)
+	}
+	r.dirty = false
+	if m := r.e.opts.Mirror; m != nil {
+		// Only what the mirror keeps: a save of the stat cache alone
+		// leaves it as it is.
+		a := r.b.agreed()
+		key := agreedKey(a)
+		if key != r.e.mirrored {
+			if err := m.Save(ctx, a); err != nil {
+				return fmt.Errorf("foldersync: save the basis: %w", err)
+			}
+			r.e.mirrored = key
+		}
+	}
+	return nil
+}
+
+// folderClashes finds the paths that cannot be files beside another path
+// of the set, one being a folder of the other ("a.md" and "a.md/b.md"),
+// mapped to a path in their way. A path the folder holds as a file stays
+// (the other is the one that cannot be written here); of two that are
+// only on the remote, both are left alone.
+func folderClashes(paths map[string]bool, locals map[string]*local) map[string]string {
+	out := map[string]string{}
+	for p := range paths {
+		for i := len(p) - 1; i > 0; i-- {
+			if p[i] != '/' || !paths[p[:i]] {
+				continue
+			}
+			folder := p[:i]
+			if locals[p] == nil {
+				out[p] = folder
+			}
+			if locals[folder] == nil {
+				out[folder] = p
+			}
+		}
+	}
+	return out
+}
+
+// agreedKey sums what a mirror keeps, to tell whether it changed.
+func agreedKey(a Agreed) string {
+	raw, _ := json.Marshal(a)
+	return Sum(raw)
+}
+
+// Sum is the lowercase hex SHA-256 of b, as Entry.Sum holds it.
+func Sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dedupSkips drops a skip repeated by a round that looked again.
+func dedupSkips(s []Skip) []Skip {
+	seen := map[Skip]bool{}
+	out := s[:0]
+	for _, k := range s {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}

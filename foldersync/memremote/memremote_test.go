@@ -1,0 +1,31 @@
+package memremote_test
+
+import (
+	"testing"
+
+	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
+)
+
+// control drives a memremote.Remote as a teammate would.
+type control struct{ r *memremote.Remote }
+
+func (c control) Write(_ testing.TB, p string, content []byte) { c.r.Write(p, content) }
+func (c control) Remove(_ testing.TB, p string)                { c.r.Remove(p) }
+func (c control) Read(_ testing.TB, p string) ([]byte, bool)   { return c.r.Read(p) }
+func (c control) Lose(_ testing.TB, p string)                  { c.r.Lose(p) }
+func (c control) Backup(testing.TB) func() {
+	s := c.r.Snapshot()
+	return func() { c.r.Restore(s) }
+}
+func (c control) Replace(_ testing.TB, files map[string][]byte) { c.r.Replace("another-store", files) }
+
+func factory(t *testing.T) (foldersync.Remote, remotetest.Control) {
+	r := memremote.New("store-" + t.Name())
+	return r, control{r}
+}
+
+func TestConformance(t *testing.T) { remotetest.Run(t, factory) }
+
+func TestEngine(t *testing.T) { remotetest.RunEngine(t, factory) }

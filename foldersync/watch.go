@@ -1,0 +1,293 @@
+package foldersync
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watcher defaults.
+const (
+	// DefaultDebounce is how long the folder must stay unchanged before a
+	// round sends its changes.
+	DefaultDebounce = 2 * time.Second
+	// DefaultInterval is the longest time between two rounds: the
+	// remote's changes arrive at least this often.
+	DefaultInterval = 30 * time.Second
+	// DefaultMaxBackoff is the longest wait before a failed round is
+	// tried again.
+	DefaultMaxBackoff = 5 * time.Minute
+)
+
+// WatchOptions configures a Watcher. The zero value means the defaults.
+type WatchOptions struct {
+	// Debounce is how long the folder must stay unchanged after a change
+	// before a round runs (default DefaultDebounce).
+	Debounce time.Duration
+	// Interval is the longest time between two rounds (default
+	// DefaultInterval; negative: only local changes and Notify start a
+	// round).
+	Interval time.Duration
+	// Poll, when positive, finds local changes by a stat walk of the
+	// folder at this interval instead of fsnotify (for a filesystem other
+	// than the real disk, or where inotify is unavailable). When fsnotify
+	// cannot start, the watcher polls every second.
+	Poll time.Duration
+	// MaxBackoff caps the wait before a failed round is tried again
+	// (default DefaultMaxBackoff); the wait doubles from Debounce with
+	// each failure in a row.
+	MaxBackoff time.Duration
+	// Observer receives every round's Event; it must not block.
+	Observer func(Event)
+}
+
+// Event is one round a Watcher ran: its result, or why it failed, and
+// what started it.
+type Event struct {
+	Result Result
+	Err    error
+	// Cause is "start", "local" (a change in the folder), "interval",
+	// "notify" (Watcher.Notify: the remote said it changed), "retry" (a
+	// failed round tried again) or "close" (the last round).
+	Cause string
+	At    time.Time
+	// Failures is the number of failed rounds in a row, this one
+	// included (0 after a round that worked).
+	Failures int
+}
+
+// Watcher keeps a folder in step with its remote: a round at start, one
+// Debounce after the folder stops changing, one at least every Interval,
+// one at once on Notify, and after a failure again with a doubling wait
+// until a round works. Close (or the end of the context given to
+// StartWatcher) runs a last round for pending changes and stops it.
+type Watcher struct {
+	e      *Engine
+	opts   WatchOptions
+	notify chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+// StartWatcher runs a first round and starts watching. The first
+// round's error is reported to the Observer and retried like any other;
+// StartWatcher fails only when the folder cannot be watched or polled.
+func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, error) {
+	if e == nil {
+		return nil, errors.New("foldersync: StartWatcher needs an Engine")
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	if opts.Interval == 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if err := e.fs.MkdirAll(e.folder, 0o755); err != nil {
+		return nil, fmt.Errorf("foldersync: create the folder to watch: %w", err)
+	}
+	w := &Watcher{e: e, opts: opts, notify: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	var fsw *fsnotify.Watcher
+	if opts.Poll <= 0 {
+		var err error
+		if fsw, err = w.startNotify(); err != nil {
+			fsw, w.opts.Poll = nil, time.Second
+		}
+	}
+	go w.loop(ctx, fsw)
+	return w, nil
+}
+
+// Watch runs a Watcher until ctx ends, then returns nil after its last
+// round.
+func Watch(ctx context.Context, e *Engine, opts WatchOptions) error {
+	w, err := StartWatcher(ctx, e, opts)
+	if err != nil {
+		return err
+	}
+	<-w.Done()
+	return nil
+}
+
+// Notify asks for a round now (the remote said it changed).
+func (w *Watcher) Notify() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Close runs a last round when local changes are pending, stops the
+// watcher and waits for it.
+func (w *Watcher) Close() error {
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+	return nil
+}
+
+// Done is closed once the watcher has stopped.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// startNotify watches the folder and every folder below it.
+func (w *Watcher) startNotify() (*fsnotify.Watcher, error) {
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := w.e.fs.(interface{ Name() string }); ok && w.e.fs.Name() != "OsFs" {
+		fsw.Close()
+		return nil, errors.New("not the real disk")
+	}
+	err = filepath.WalkDir(w.e.folder, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if p != w.e.folder && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		return fsw.Add(p)
+	})
+	if err != nil {
+		fsw.Close()
+		return nil, err
+	}
+	return fsw, nil
+}
+
+func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher) {
+	defer close(w.done)
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if fsw != nil {
+		defer fsw.Close()
+		events, errs = fsw.Events, fsw.Errors
+	}
+	tick := 250 * time.Millisecond
+	if w.opts.Poll > 0 {
+		tick = w.opts.Poll
+	}
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	failures := 0
+	var dirtyAt, retryAt time.Time
+	lastRound := time.Now()
+	last := w.fingerprint(ctx)
+	run := func(cause string) {
+		res, err := w.e.Round(context.WithoutCancel(ctx))
+		now := time.Now()
+		if err != nil {
+			failures++
+			retryAt = now.Add(min(w.opts.Debounce<<min(failures, 20), w.opts.MaxBackoff))
+		} else {
+			failures, retryAt = 0, time.Time{}
+		}
+		lastRound = now
+		if w.opts.Poll > 0 {
+			last = w.fingerprint(ctx) // the round's own writes are not a change
+		}
+		if w.opts.Observer != nil {
+			w.opts.Observer(Event{Result: res, Err: err, Cause: cause, At: now, Failures: failures})
+		}
+	}
+	run("start")
+	closing := func() {
+		// Events the kernel already sent count: take them in first.
+		for drained := false; !drained; {
+			select {
+			case ev := <-events:
+				if rel, err := filepath.Rel(w.e.folder, ev.Name); err == nil && w.e.included(filepath.ToSlash(rel)) {
+					dirtyAt = time.Now()
+				}
+			case <-time.After(50 * time.Millisecond):
+				drained = true
+			}
+		}
+		if w.opts.Poll > 0 && w.fingerprint(context.WithoutCancel(ctx)) != last {
+			dirtyAt = time.Now()
+		}
+		if !dirtyAt.IsZero() {
+			run("close") // a last round for the pending changes
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			closing()
+			return
+		case <-w.stop:
+			closing()
+			return
+		case <-w.notify:
+			run("notify")
+			dirtyAt = time.Time{}
+			continue
+		case ev := <-events:
+			if ev.Has(fsnotify.Create) {
+				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() && !strings.HasPrefix(filepath.Base(ev.Name), ".") {
+					_ = fsw.Add(ev.Name)
+				}
+			}
+			if rel, err := filepath.Rel(w.e.folder, ev.Name); err == nil && w.e.included(filepath.ToSlash(rel)) {
+				dirtyAt = time.Now()
+			}
+			continue
+		case <-errs:
+			dirtyAt = time.Now() // events may be lost: look again
+			continue
+		case <-ticker.C:
+		}
+		now := time.Now()
+		if w.opts.Poll > 0 {
+			if fp := w.fingerprint(ctx); fp != last {
+				last, dirtyAt = fp, now
+				continue
+			}
+		}
+		switch {
+		case !retryAt.IsZero():
+			if now.After(retryAt) {
+				run("retry")
+				dirtyAt = time.Time{}
+			}
+		case !dirtyAt.IsZero() && now.Sub(dirtyAt) >= w.opts.Debounce:
+			run("local")
+			dirtyAt = time.Time{}
+		case w.opts.Interval > 0 && now.Sub(lastRound) >= w.opts.Interval:
+			run("interval")
+		}
+	}
+}
+
+// fingerprint sums the names, sizes and modification times of the
+// folder's synced files: it moves when one is created, changed or
+// removed.
+func (w *Watcher) fingerprint(ctx context.Context) [32]byte {
+	var out [32]byte
+	if w.opts.Poll <= 0 {
+		return out
+	}
+	h := sha256.New()
+	_ = fswalk.Walk(ctx, w.e.fs, w.e.folder, func(en fswalk.Entry) error {
+		if en.Type.IsDir() || !w.e.included(en.Rel) {
+			return nil
+		}
+		if info, err := w.e.fs.Stat(en.Abs); err == nil {
+			fmt.Fprintf(h, "%s\x00%d\x00%d\n", en.Rel, info.Size(), info.ModTime().UnixNano())
+		}
+		return nil
+	})
+	copy(out[:], h.Sum(nil))
+	return out
+}
