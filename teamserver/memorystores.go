@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
@@ -165,12 +166,12 @@ const (
 var errArchived = &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: msgArchived}
 
 func preconditionFailed(m Memory) *APIError {
-	return &APIError{Status: http.StatusConflict, Type: "memory_precondition_failed_error",
+	return &APIError{Status: http.StatusConflict, Type: storewire.PreconditionFailedType,
 		Message: "the memory's content_sha256 does not match the precondition; read it again and retry"}
 }
 
 func pathConflict(m Memory) *APIError {
-	return &APIError{Status: http.StatusConflict, Type: "memory_path_conflict_error",
+	return &APIError{Status: http.StatusConflict, Type: storewire.PathConflictType,
 		Message: "another memory already has this path", ConflictingPath: m.Path, ConflictingID: m.ID}
 }
 
@@ -179,7 +180,7 @@ func pathConflict(m Memory) *APIError {
 // files on a disk, so no client could sync the store. It names the
 // memory in the way.
 func folderConflict(m Memory) *APIError {
-	return &APIError{Status: http.StatusConflict, Type: "memory_path_folder_conflict_error",
+	return &APIError{Status: http.StatusConflict, Type: storewire.FolderConflictType,
 		Message:         "another memory's path is a folder of this path, or lies below it as a folder; both cannot be files on a disk",
 		ConflictingPath: m.Path, ConflictingID: m.ID}
 }

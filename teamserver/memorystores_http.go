@@ -19,16 +19,8 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/secrets"
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
-)
-
-// The Memory Stores API's routes. The public ones are those of Anthropic's
-// API and SDKs; Claude Code's store client addresses one store by a path
-// under CodeStorePrefix instead ("/v1/code/memory/<store>/memories...",
-// the store named by its ID or its name) and reads the NDJSON export.
-const (
-	StoresPath      = "/v1/memory_stores"
-	CodeStorePrefix = "/v1/code/memory/"
 )
 
 // MemoryStores is what a Store needs to serve the Memory Stores API;
@@ -54,7 +46,7 @@ type MemoryStores interface {
 // isStoresRoute reports whether a request path belongs to the Memory
 // Stores API.
 func isStoresRoute(p string) bool {
-	return p == StoresPath || strings.HasPrefix(p, StoresPath+"/") || strings.HasPrefix(p, CodeStorePrefix)
+	return p == storewire.StoresPath || strings.HasPrefix(p, storewire.StoresPath+"/") || strings.HasPrefix(p, storewire.CodeStorePrefix)
 }
 
 // storesCall is one request to the Memory Stores API, authenticated.
@@ -119,7 +111,7 @@ func (c *storesCall) route() (string, func()) {
 	p := c.r.URL.Path
 	var storeRef string
 	var rest []string
-	if after, ok := strings.CutPrefix(p, CodeStorePrefix); ok {
+	if after, ok := strings.CutPrefix(p, storewire.CodeStorePrefix); ok {
 		c.code = true
 		ref, tail, found := strings.Cut(after, "/memories")
 		if !found || ref == "" || (tail != "" && !strings.HasPrefix(tail, "/")) {
@@ -128,7 +120,7 @@ func (c *storesCall) route() (string, func()) {
 		storeRef = ref
 		rest = append([]string{"memories"}, splitPath(tail)...)
 	} else {
-		parts := splitPath(strings.TrimPrefix(p, StoresPath))
+		parts := splitPath(strings.TrimPrefix(p, storewire.StoresPath))
 		if len(parts) == 0 {
 			switch c.r.Method {
 			case http.MethodPost:
@@ -286,17 +278,13 @@ func (c *storesCall) review(storeID string, p Proposal) bool {
 	return false
 }
 
-// ProposalType is the type of the body of a 202 answer to a memory
-// write kept for review.
-const ProposalType = "memory_proposal"
-
-func proposalJSON(p Proposal) map[string]any {
-	out := map[string]any{"type": ProposalType, "id": p.ID, "status": p.Status, "memory_store_id": p.Target.Name,
-		"memory_id": nullable(p.MemoryID), "path": p.Key, "operation": p.Op, "created_at": timeJSON(p.Created),
-		"message": "kept for review: the store's policy sends an agent's writes to a person; it is served to nobody else until approved"}
+func proposalJSON(p Proposal) storewire.Proposal {
+	out := storewire.Proposal{Type: storewire.ProposalType, ID: p.ID, Status: p.Status, MemoryStoreID: p.Target.Name,
+		MemoryID: nullable(p.MemoryID), Path: p.Key, Operation: p.Op, CreatedAt: timeJSON(p.Created),
+		Message: "kept for review: the store's policy sends an agent's writes to a person; it is served to nobody else until approved"}
 	if p.Status == ProposalRejected {
-		out["reason"] = p.Reason
-		out["message"] = "a person already rejected this very change; nothing was kept"
+		out.Reason = p.Reason
+		out.Message = "a person already rejected this very change; nothing was kept"
 	}
 	return out
 }
@@ -335,15 +323,11 @@ func (c *storesCall) fail(err error) {
 const statusClientClosed = 499
 
 func writeStoresError(w http.ResponseWriter, e *APIError) {
-	body := map[string]any{"type": e.Type, "message": e.Message}
-	if e.Code != "" {
-		body["error_code"] = e.Code
-	}
+	info := storewire.ErrorInfo{Type: e.Type, Message: e.Message, ErrorCode: e.Code}
 	if e.ConflictingID != "" {
-		body["conflicting_memory_id"] = e.ConflictingID
-		body["conflicting_path"] = e.ConflictingPath
+		info.ConflictingID, info.ConflictingPath = e.ConflictingID, e.ConflictingPath
 	}
-	writeJSON(w, e.Status, map[string]any{"type": "error", "error": body})
+	writeJSON(w, e.Status, storewire.ErrorBody{Type: storewire.TypeError, Error: info})
 }
 
 // decode reads a JSON body within MaxBodyBytes; unknown fields are
@@ -384,17 +368,6 @@ func clip(s string) string {
 
 // ---- stores ----
 
-type storeJSON struct {
-	Type        string            `json:"type"`
-	ID          string            `json:"id"`
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	Metadata    map[string]string `json:"metadata"`
-	CreatedAt   string            `json:"created_at"`
-	UpdatedAt   string            `json:"updated_at"`
-	ArchivedAt  *string           `json:"archived_at"`
-}
-
 func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 func optTime(t time.Time) *string {
@@ -405,8 +378,8 @@ func optTime(t time.Time) *string {
 	return &s
 }
 
-func storeOut(st MemStore) storeJSON {
-	return storeJSON{Type: "memory_store", ID: st.ID, Name: st.Name, Description: st.Description, Metadata: st.Metadata,
+func storeOut(st MemStore) storewire.Store {
+	return storewire.Store{Type: storewire.TypeStore, ID: st.ID, Name: st.Name, Description: st.Description, Metadata: st.Metadata,
 		CreatedAt: timeJSON(st.Created), UpdatedAt: timeJSON(st.Updated), ArchivedAt: optTime(st.Archived)}
 }
 
@@ -415,11 +388,7 @@ func (c *storesCall) createStore() {
 		c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error", Message: `this token may only use the stores it names; creating a store needs "stores": ["*"]`})
 		return
 	}
-	var req struct {
-		Name        string            `json:"name"`
-		Description string            `json:"description"`
-		Metadata    map[string]string `json:"metadata"`
-	}
+	var req storewire.CreateStore
 	if !c.decode(&req) {
 		return
 	}
@@ -441,11 +410,7 @@ func (c *storesCall) getStore(id string) {
 }
 
 func (c *storesCall) updateStore(id string) {
-	var req struct {
-		Name        *string           `json:"name"`
-		Description *string           `json:"description"`
-		Metadata    map[string]string `json:"metadata"`
-	}
+	var req storewire.UpdateStore
 	if !c.decode(&req) {
 		return
 	}
@@ -492,7 +457,7 @@ func (c *storesCall) deleteStore(id string) {
 		c.fail(err)
 		return
 	}
-	writeJSON(c.w, http.StatusOK, map[string]string{"id": id, "type": "memory_store_deleted"})
+	writeJSON(c.w, http.StatusOK, storewire.Deleted{ID: id, Type: storewire.TypeStoreDeleted})
 }
 
 func (c *storesCall) listStores() {
@@ -515,7 +480,7 @@ func (c *storesCall) listStores() {
 		return
 	}
 	includeArchived := q.Get("include_archived") == "true"
-	page := []storeJSON{}
+	page := []storewire.Store{}
 	next, last := "", ""
 	for _, st := range all { // newest first: the key grows down the list
 		key := fmt.Sprintf("%019d", math.MaxInt64-st.Seq)
@@ -530,7 +495,7 @@ func (c *storesCall) listStores() {
 		page = append(page, storeOut(st))
 		last = key
 	}
-	writeJSON(c.w, http.StatusOK, map[string]any{"data": page, "next_page": nullable(next)})
+	writeJSON(c.w, http.StatusOK, storewire.Page{Data: page, NextPage: nullable(next)})
 }
 
 func nullable(s string) *string {
@@ -608,32 +573,14 @@ func (c *storesCall) view(def string) (full bool, ok bool) {
 
 // ---- memories ----
 
-type memoryJSON struct {
-	Type            string  `json:"type"`
-	ID              string  `json:"id"`
-	MemoryStoreID   string  `json:"memory_store_id"`
-	MemoryVersionID string  `json:"memory_version_id"`
-	Path            string  `json:"path"`
-	ContentSHA256   string  `json:"content_sha256"`
-	ContentSize     int64   `json:"content_size_bytes"`
-	CreatedAt       string  `json:"created_at"`
-	UpdatedAt       string  `json:"updated_at"`
-	Content         *string `json:"content"`
-}
-
-func memoryOut(m Memory, full bool) memoryJSON {
-	out := memoryJSON{Type: "memory", ID: m.ID, MemoryStoreID: m.StoreID, MemoryVersionID: m.VersionID, Path: m.Path,
+func memoryOut(m Memory, full bool) storewire.Memory {
+	out := storewire.Memory{Type: storewire.TypeMemory, ID: m.ID, MemoryStoreID: m.StoreID, MemoryVersionID: m.VersionID, Path: m.Path,
 		ContentSHA256: m.SHA256, ContentSize: m.Size, CreatedAt: timeJSON(m.Created), UpdatedAt: timeJSON(m.Updated)}
 	if full {
 		content := m.Content
 		out.Content = &content
 	}
 	return out
-}
-
-type preconditionJSON struct {
-	Type          string `json:"type"`
-	ContentSHA256 string `json:"content_sha256"`
 }
 
 // screenMemory refuses content that holds a credential, with the
@@ -676,15 +623,11 @@ func (c *storesCall) createMemory(storeID string) {
 	if !ok {
 		return
 	}
-	var req struct {
-		Path         string            `json:"path"`
-		Content      *string           `json:"content"`
-		Precondition *preconditionJSON `json:"precondition"`
-	}
+	var req storewire.CreateMemory
 	if !c.decode(&req) {
 		return
 	}
-	if req.Precondition != nil && req.Precondition.Type != "not_exists" {
+	if req.Precondition != nil && req.Precondition.Type != storewire.PreconditionNotExists {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
@@ -722,11 +665,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 	if !ok {
 		return
 	}
-	var req struct {
-		Path         *string           `json:"path"`
-		Content      *string           `json:"content"`
-		Precondition *preconditionJSON `json:"precondition"`
-	}
+	var req storewire.UpdateMemory
 	if !c.decode(&req) {
 		return
 	}
@@ -739,7 +678,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		w.Path = *req.Path
 	}
 	if p := req.Precondition; p != nil {
-		if p.Type != "content_sha256" || !hexRe.MatchString(p.ContentSHA256) {
+		if p.Type != storewire.PreconditionSHA256 || !hexRe.MatchString(p.ContentSHA256) {
 			c.fail(invalid(`an update takes the precondition {"type": "content_sha256", "content_sha256": "<64 lower-case hex digits>"}`))
 			return
 		}
@@ -833,7 +772,7 @@ func (c *storesCall) deleteMemory(storeID, id string) {
 		c.w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(c.w, http.StatusOK, map[string]string{"id": id, "type": "memory_deleted"})
+	writeJSON(c.w, http.StatusOK, storewire.Deleted{ID: id, Type: storewire.TypeMemoryDeleted})
 }
 
 // listItem is a memory or a memory_prefix of a listing; key orders them.
@@ -956,7 +895,7 @@ func (c *storesCall) listMemories(storeID string) {
 	prefixes := []any{}
 	for _, it := range page {
 		if it.prefix {
-			p := map[string]string{"type": "memory_prefix", "path": it.key}
+			p := storewire.Prefix{Type: storewire.TypePrefix, Path: it.key}
 			if c.code {
 				prefixes = append(prefixes, p)
 			} else {
@@ -966,9 +905,9 @@ func (c *storesCall) listMemories(storeID string) {
 		}
 		data = append(data, memoryOut(it.m, it.fetched))
 	}
-	body := map[string]any{"data": data, "next_page": nullable(next)}
+	body := storewire.Page{Data: data, NextPage: nullable(next)}
 	if c.code {
-		body["prefixes"] = prefixes
+		body.Prefixes = prefixes
 	}
 	writeJSON(c.w, http.StatusOK, body)
 }
@@ -993,14 +932,15 @@ func (c *storesCall) export(storeID string) {
 		// The ID and the generation (which only grows, and goes back only
 		// when the database is restored from a backup) let a sync client
 		// tell a replaced or restored store from deletions.
-		line := map[string]any{"type": "store", "id": st.ID, "name": st.Name, "generation": st.Generation}
+		generation := st.Generation
+		line := storewire.StoreLine{Type: storewire.LineStore, ID: st.ID, Name: st.Name, Generation: &generation}
 		if !full {
-			line["view"] = "basic"
+			line.View = "basic"
 		}
 		return enc.Encode(line)
 	}
 	each := func(m Memory) error {
-		line := exportLine{Type: "memory", ID: m.ID, Path: m.Path, ContentSHA256: m.SHA256, ContentSize: m.Size, UpdatedAt: timeJSON(m.Updated)}
+		line := storewire.ExportMemory{Type: storewire.LineMemory, ID: m.ID, Path: m.Path, ContentSHA256: m.SHA256, ContentSize: m.Size, UpdatedAt: timeJSON(m.Updated)}
 		if full {
 			content := m.Content
 			line.Content = &content
@@ -1035,7 +975,7 @@ func (c *storesCall) export(storeID string) {
 		_ = bw.Flush()
 		return
 	}
-	_ = enc.Encode(map[string]any{"type": "complete", "memory_count": count, "error_count": 0})
+	_ = enc.Encode(storewire.CompleteLine{Type: storewire.LineComplete, MemoryCount: count})
 	_ = bw.Flush()
 }
 
@@ -1066,30 +1006,10 @@ func (c *storesCall) index(storeID string) (MemStore, []Memory, error) {
 	return st, index, nil
 }
 
-type exportLine struct {
-	Type          string  `json:"type"`
-	ID            string  `json:"id"`
-	Path          string  `json:"path"`
-	ContentSHA256 string  `json:"content_sha256"`
-	ContentSize   int64   `json:"content_size_bytes"`
-	UpdatedAt     string  `json:"updated_at"`
-	Content       *string `json:"content,omitempty"`
-}
-
 // ---- versions ----
 
-// actorJSON is an actor in the API's shapes (created_by, redacted_by):
-// {"type": "api_actor", "api_key_id": ...}, {"type": "user_actor",
-// "user_id": ...} or {"type": "session_actor", "session_id": ...}.
-type actorJSON struct {
-	Type      string `json:"type"`
-	APIKeyID  string `json:"api_key_id,omitempty"`
-	UserID    string `json:"user_id,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-}
-
-func actorOut(a Actor) *actorJSON {
-	out := &actorJSON{Type: a.Type}
+func actorOut(a Actor) *storewire.Actor {
+	out := &storewire.Actor{Type: a.Type}
 	switch a.Type {
 	case "user_actor":
 		out.UserID = a.ID
@@ -1101,36 +1021,10 @@ func actorOut(a Actor) *actorJSON {
 	return out
 }
 
-// provenanceJSON is agentmem's record of how a version was written,
-// beside created_by: the token's name (author), door, session, origin
-// and, for a reviewed write, the person who approved it. Fields not
-// recorded are left out.
-type provenanceJSON struct {
-	Author string `json:"author"`
-	wire.Provenance
-}
-
-type versionJSON struct {
-	Type          string          `json:"type"`
-	ID            string          `json:"id"`
-	MemoryStoreID string          `json:"memory_store_id"`
-	MemoryID      string          `json:"memory_id"`
-	Operation     string          `json:"operation"`
-	Path          *string         `json:"path"`
-	Content       *string         `json:"content"`
-	ContentSHA256 *string         `json:"content_sha256"`
-	ContentSize   *int64          `json:"content_size_bytes"`
-	CreatedAt     string          `json:"created_at"`
-	CreatedBy     *actorJSON      `json:"created_by"`
-	RedactedAt    *string         `json:"redacted_at"`
-	RedactedBy    *actorJSON      `json:"redacted_by"`
-	Provenance    *provenanceJSON `json:"provenance,omitempty"`
-}
-
-func versionOut(v MemoryVersion, full bool) versionJSON {
-	out := versionJSON{Type: "memory_version", ID: v.ID, MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, Operation: v.Operation,
+func versionOut(v MemoryVersion, full bool) storewire.Version {
+	out := storewire.Version{Type: storewire.TypeVersion, ID: v.ID, MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, Operation: v.Operation,
 		CreatedAt: timeJSON(v.Created), CreatedBy: actorOut(v.By), RedactedAt: optTime(v.Redacted),
-		Provenance: &provenanceJSON{Author: v.By.ID, Provenance: v.By.Provenance}}
+		Provenance: &storewire.Provenance{Author: v.By.ID, Provenance: v.By.Provenance}}
 	if !v.Redacted.IsZero() {
 		out.RedactedBy = actorOut(v.RedactedBy)
 		return out
@@ -1192,7 +1086,7 @@ func (c *storesCall) listVersions(storeID string) {
 	f.Session = q.Get("session_id")
 	if q.Get("service_account_id") != "" {
 		// No service-account actors write here: nothing matches.
-		writeJSON(c.w, http.StatusOK, map[string]any{"data": []any{}, "next_page": nil})
+		writeJSON(c.w, http.StatusOK, storewire.Page{Data: []any{}})
 		return
 	}
 	vs, err := c.ms.ListVersions(c.r.Context(), c.tenant, storeID, f)
@@ -1205,11 +1099,11 @@ func (c *storesCall) listVersions(storeID string) {
 		vs = vs[:limit]
 		next = encodeCursor(strconv.FormatInt(vs[limit-1].Seq, 10))
 	}
-	data := make([]versionJSON, len(vs))
+	data := make([]storewire.Version, len(vs))
 	for i, v := range vs {
 		data[i] = versionOut(v, full)
 	}
-	writeJSON(c.w, http.StatusOK, map[string]any{"data": data, "next_page": nullable(next)})
+	writeJSON(c.w, http.StatusOK, storewire.Page{Data: data, NextPage: nullable(next)})
 }
 
 func (c *storesCall) getVersion(storeID, id string) {
