@@ -43,12 +43,6 @@ type MemoryStores interface {
 	RedactVersion(ctx context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error)
 }
 
-// isStoresRoute reports whether a request path belongs to the Memory
-// Stores API.
-func isStoresRoute(p string) bool {
-	return p == storewire.StoresPath || strings.HasPrefix(p, storewire.StoresPath+"/") || strings.HasPrefix(p, storewire.CodeStorePrefix)
-}
-
 // storesCall is one request to the Memory Stores API, authenticated.
 type storesCall struct {
 	h      *Handler
@@ -58,173 +52,9 @@ type storesCall struct {
 	grant  TokenGrant
 	tenant string
 	code   bool // Claude Code's route
-	prov   wire.Provenance
-}
-
-// serveStores answers a Memory Stores request and returns the route name
-// for the metrics and the log.
-func (h *Handler) serveStores(w http.ResponseWriter, r *http.Request) (route, tenant string) {
-	ms, ok := h.cfg.store.(MemoryStores)
-	if !ok {
-		writeStoresError(w, &APIError{Status: http.StatusNotFound, Type: "not_found_error", Message: "this server's store does not hold memory stores (use SQLite or PostgreSQL)"})
-		return "stores", ""
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
-	defer cancel()
-	c := &storesCall{h: h, ms: ms, w: w, r: r.WithContext(ctx)}
-	route, run := c.route()
-	if h.authRefused(w, r, true) {
-		return route, ""
-	}
-	grant, ok := h.authenticate(r)
-	if !ok {
-		h.authFailed(r)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="memory stores"`)
-		writeStoresError(w, &APIError{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "a valid API key (x-api-key) or bearer token is required"})
-		return route, ""
-	}
-	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeStoresError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: "too many requests for this token; retry after the given seconds"})
-		return route, grant.Organization
-	}
-	if len(grant.Stores) == 0 {
-		writeStoresError(w, &APIError{Status: http.StatusForbidden, Type: "permission_error", Message: "this token may not use memory stores"})
-		return route, grant.Organization
-	}
-	c.grant, c.tenant = grant, grant.Organization
-	prov, err := requestProvenance(r)
-	if err != nil {
-		writeStoresError(w, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: wire.CodeInvalidProvenance,
-			Message: strings.TrimPrefix(err.Error(), "wire: ") + "; nothing was written"})
-		return route, grant.Organization
-	}
-	c.prov = prov
-	w.Header().Set("request-id", newID("req_"))
-	run()
-	return route, grant.Organization
-}
-
-// route finds the call a request makes: its name (for the metrics and the
-// log, known before the token is checked) and what answers it.
-func (c *storesCall) route() (string, func()) {
-	p := c.r.URL.Path
-	var storeRef string
-	var rest []string
-	if after, ok := strings.CutPrefix(p, storewire.CodeStorePrefix); ok {
-		c.code = true
-		ref, tail, found := strings.Cut(after, "/memories")
-		if !found || ref == "" || (tail != "" && !strings.HasPrefix(tail, "/")) {
-			return "stores", func() { c.fail(notFound("route")) }
-		}
-		storeRef = ref
-		rest = append([]string{"memories"}, splitPath(tail)...)
-	} else {
-		parts := splitPath(strings.TrimPrefix(p, storewire.StoresPath))
-		if len(parts) == 0 {
-			switch c.r.Method {
-			case http.MethodPost:
-				return "stores.create", c.createStore
-			case http.MethodGet:
-				return "stores.list", c.listStores
-			}
-			return "stores", func() { c.notAllowed("GET, POST") }
-		}
-		storeRef, rest = parts[0], parts[1:]
-	}
-	name, run := c.storeRoute(rest)
-	return name, func() {
-		// An ID no store can hold (a NUL, a control character, invalid
-		// UTF-8) is refused alike on every store, before any is asked.
-		if synctext.CheckName(p) != nil {
-			c.fail(&APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "a store or memory ID in the URL is not valid UTF-8 or holds a control character"})
-			return
-		}
-		if c.code {
-			// Claude Code names a store by its path: its ID or its name.
-			st, err := c.ms.FindMemStore(c.r.Context(), c.tenant, storeRef)
-			if err != nil {
-				c.fail(err)
-				return
-			}
-			storeRef = st.ID
-		}
-		if !c.mayUse(storeRef) {
-			// The same answer as a store that does not exist: nothing leaks.
-			c.fail(notFound("memory store"))
-			return
-		}
-		run(storeRef)
-	}
-}
-
-// storeRoute finds the call below one store.
-func (c *storesCall) storeRoute(rest []string) (string, func(storeRef string)) {
-	m := c.r.Method
-	switch {
-	case len(rest) == 0 && !c.code:
-		switch m {
-		case http.MethodGet:
-			return "stores.get", c.getStore
-		case http.MethodPost:
-			return "stores.update", c.updateStore
-		case http.MethodDelete:
-			return "stores.delete", c.deleteStore
-		}
-		return "stores", func(string) { c.notAllowed("GET, POST, DELETE") }
-	case len(rest) == 1 && rest[0] == "archive" && !c.code:
-		if m == http.MethodPost {
-			return "stores.archive", c.archiveStore
-		}
-		return "stores", func(string) { c.notAllowed("POST") }
-	case len(rest) == 1 && rest[0] == "memories":
-		switch m {
-		case http.MethodPost:
-			return "memories.create", c.createMemory
-		case http.MethodGet:
-			return "memories.list", c.listMemories
-		}
-		return "stores", func(string) { c.notAllowed("GET, POST") }
-	case len(rest) == 2 && rest[0] == "memories" && rest[1] == "export":
-		if m == http.MethodGet {
-			return "memories.export", c.export
-		}
-		return "stores", func(string) { c.notAllowed("GET") }
-	case len(rest) == 2 && rest[0] == "memories":
-		switch m {
-		case http.MethodGet:
-			return "memories.get", func(id string) { c.getMemory(id, rest[1]) }
-		case http.MethodPost:
-			return "memories.update", func(id string) { c.updateMemory(id, rest[1]) }
-		case http.MethodDelete:
-			return "memories.delete", func(id string) { c.deleteMemory(id, rest[1]) }
-		}
-		return "stores", func(string) { c.notAllowed("GET, POST, DELETE") }
-	case len(rest) == 1 && rest[0] == "memory_versions" && !c.code:
-		if m == http.MethodGet {
-			return "versions.list", c.listVersions
-		}
-		return "stores", func(string) { c.notAllowed("GET") }
-	case len(rest) == 2 && rest[0] == "memory_versions" && !c.code:
-		if m == http.MethodGet {
-			return "versions.get", func(id string) { c.getVersion(id, rest[1]) }
-		}
-		return "stores", func(string) { c.notAllowed("GET") }
-	case len(rest) == 3 && rest[0] == "memory_versions" && rest[2] == "redact" && !c.code:
-		if m == http.MethodPost {
-			return "versions.redact", func(id string) { c.redactVersion(id, rest[1]) }
-		}
-		return "stores", func(string) { c.notAllowed("POST") }
-	}
-	return "stores", func(string) { c.fail(notFound("route")) }
-}
-
-func splitPath(p string) []string {
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, "/")
+	// codeRef is the store's ID or name on Claude Code's route.
+	codeRef string
+	prov    wire.Provenance
 }
 
 // mayUse reports whether the token reaches a store: "*" reaches every
@@ -292,11 +122,6 @@ func proposalJSON(p Proposal) storewire.Proposal {
 func (c *storesCall) now() time.Time { return c.h.cfg.Now() }
 
 func (c *storesCall) limits() StoreLimits { return c.h.cfg.StoreLimits }
-
-func (c *storesCall) notAllowed(allow string) {
-	c.w.Header().Set("Allow", allow)
-	c.fail(&APIError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use " + allow})
-}
 
 // fail answers an error: an *APIError as it says, a busy store 503 with
 // Retry-After, anything else 500 (logged, never shown).
@@ -582,6 +407,11 @@ func memoryOut(m Memory, full bool) storewire.Memory {
 	}
 	return out
 }
+
+// secretScanner is the one scanner of every Memory Stores write: built
+// once (its rules compile dozens of expressions), safe for concurrent
+// use.
+var secretScanner = sync.OnceValue(secrets.New)
 
 // screenMemory refuses content that holds a credential, with the
 // message the hosted service gives, and content that the screens refuse
@@ -907,7 +737,7 @@ func (c *storesCall) listMemories(storeID string) {
 	}
 	body := storewire.Page{Data: data, NextPage: nullable(next)}
 	if c.code {
-		body.Prefixes = prefixes
+		body.Prefixes = &prefixes
 	}
 	writeJSON(c.w, http.StatusOK, body)
 }

@@ -105,11 +105,12 @@ type Prefix struct {
 
 // Page is one page of a listing. Data holds Store, Memory, Prefix or
 // Version values; NextPage is null on the last page. Prefixes is
-// Claude Code's route's list of folders (its Data holds memories only).
+// Claude Code's route's list of folders (its Data holds memories only;
+// always present there, even empty, and absent on the public routes).
 type Page struct {
 	Data     any     `json:"data"`
 	NextPage *string `json:"next_page"`
-	Prefixes []any   `json:"prefixes,omitempty"`
+	Prefixes *[]any  `json:"prefixes,omitempty"`
 }
 
 // Precondition makes a write conditional: {"type": "not_exists"} on a
