@@ -421,7 +421,7 @@ func screenMemory(path string, content *string) error {
 	if content == nil {
 		return nil
 	}
-	if len(secrets.Scan(*content)) > 0 {
+	if len(secretScanner().Scan(*content)) > 0 {
 		return invalid(msgSecret)
 	}
 	if se := screenEntry(path, *content); se != nil {

@@ -31,6 +31,9 @@ type SQLStore struct {
 	w  *sql.DB // writes
 	r  *sql.DB // reads (the same pool on PostgreSQL)
 	d  SQLDialect
+	// writers serializes the writers of one memory store in this
+	// process (keylock.go).
+	writers keyLocks
 }
 
 // SQLDialect is what differs between SQL databases.
