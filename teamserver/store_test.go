@@ -14,3 +14,7 @@ func TestMemoryStore(t *testing.T) {
 func TestMemoryStoreTrust(t *testing.T) {
 	storetest.RunTrust(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
 }
+
+func TestMemoryStoreRefusals(t *testing.T) {
+	storetest.RunRefusals(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+}

@@ -104,6 +104,18 @@ func TestPostgresTrust(t *testing.T) {
 	})
 }
 
+// Both protocols refuse on PostgreSQL what some store could not hold,
+// as they do on SQLite.
+func TestPostgresRefusals(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // A database made before provenance and review opens with its data, and
 // records both from then on.
 func TestPostgresMigratesAnOldDatabase(t *testing.T) {

@@ -21,6 +21,16 @@ func TestSQLiteTrust(t *testing.T) {
 	})
 }
 
+// Both protocols refuse on SQLite what some store could not hold.
+func TestSQLiteRefusals(t *testing.T) {
+	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // A database made before provenance and review opens with its data, and
 // records both from then on.
 func TestSQLiteMigratesAnOldDatabase(t *testing.T) {
