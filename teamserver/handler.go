@@ -113,6 +113,11 @@ type Handler struct {
 	// is not clean: 404 of the Memory Stores API, of the review endpoint.
 	mux     *http.ServeMux
 	unclean [2]http.Handler
+	// team serves the team repo protocol; stores the Memory Stores
+	// protocol (nil: the store holds none). Each protocol's routes use
+	// only their own.
+	team   TeamStore
+	stores MemoryStores
 	// draining is closed by Drain: long-polls answer at once.
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -206,6 +211,8 @@ func NewHandler(store Store, cfg Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.team = store
+	h.stores, _ = store.(MemoryStores)
 	h.mux = h.routes()
 	h.unclean = [2]http.Handler{
 		h.protect(storesProtocol, "stores", true, func(w http.ResponseWriter, _ *http.Request, _ *request) { storesProtocol.notFound(w) }),
@@ -332,7 +339,7 @@ func (h *Handler) serveTeam(w http.ResponseWriter, r *http.Request, c *request) 
 		return
 	}
 	repo := Repo{Tenant: c.grant.Organization, Name: repoName}
-	w.Header().Set(wire.StoreIDHeader, h.cfg.store.ID())
+	w.Header().Set(wire.StoreIDHeader, h.team.ID())
 	if r.Method == http.MethodGet {
 		h.get(w, r, repo)
 	} else {
@@ -474,7 +481,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 		return
 	}
 	start := time.Now()
-	snap, err := h.cfg.store.Put(ctx, repo, PutRequest{
+	snap, err := h.team.Put(ctx, repo, PutRequest{
 		IfMatch: unquote(r.Header.Get("If-Match")), Entries: in.Entries, Deletes: in.SoftDeleteKeys,
 		MaxEntries: h.cfg.MaxEntries, MaxRepos: h.cfg.MaxRepos, Retention: h.cfg.Retention,
 		Author: grant.author(), Provenance: prov, Now: h.cfg.Now(),

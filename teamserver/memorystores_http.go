@@ -23,8 +23,9 @@ import (
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
-// MemoryStores is what a Store needs to serve the Memory Stores API;
-// SQLStore has it. On a store without it the routes answer 404.
+// MemoryStores is the store interface of the Memory Stores protocol;
+// SQLStore has it (storetest.RunMemoryStores checks it). On a store
+// without it the protocol's routes answer 404.
 type MemoryStores interface {
 	CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error)
 	GetMemStore(ctx context.Context, tenant, id string) (MemStore, error)

@@ -25,7 +25,7 @@ var ErrReadOnly = errors.New("server: the review policy makes this read-only")
 
 // reviews returns the store's review data, or nil.
 func (h *Handler) reviews() Reviews {
-	r, _ := h.cfg.store.(Reviews)
+	r, _ := h.team.(Reviews)
 	return r
 }
 
@@ -79,13 +79,13 @@ func (h *Handler) Proposal(ctx context.Context, tenant, id string) (Proposal, Pr
 	var cur ProposalCurrent
 	switch p.Target.Kind {
 	case TargetRepo:
-		snap, err := h.cfg.store.Get(ctx, Repo{Tenant: tenant, Name: p.Target.Name}, true)
+		snap, err := h.team.Get(ctx, Repo{Tenant: tenant, Name: p.Target.Name}, true)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return p, cur, err
 		}
 		cur.Content, cur.Exists = snap.Entries[p.Key]
 	case TargetStore:
-		ms, ok := h.cfg.store.(MemoryStores)
+		ms, ok := h.stores, h.stores != nil
 		if !ok {
 			return p, cur, nil
 		}
@@ -168,13 +168,13 @@ func (h *Handler) apply(ctx context.Context, tenant string, p Proposal, reviewer
 		} else {
 			req.Entries = map[string]string{p.Key: p.Content}
 		}
-		if _, err := h.cfg.store.Put(ctx, repo, req); err != nil {
+		if _, err := h.team.Put(ctx, repo, req); err != nil {
 			return err
 		}
 		h.hashes.forget(repo)
 		h.changes.notify(repo)
 	case TargetStore:
-		ms, ok := h.cfg.store.(MemoryStores)
+		ms, ok := h.stores, h.stores != nil
 		if !ok {
 			return ErrNoReview
 		}
@@ -232,7 +232,7 @@ var errPropose = errors.New("server: the write is kept for review")
 // review.
 func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant, prov wire.Provenance, in wire.PutBody, screened map[string]string) {
 	ctx := r.Context()
-	cur, err := h.cfg.store.Get(ctx, repo, false)
+	cur, err := h.team.Get(ctx, repo, false)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		h.storeError(w, err)
@@ -340,7 +340,7 @@ func (c *reviewCall) mayReach(t Target) bool {
 		if !slices.Contains(c.grant.Stores, "*") && !slices.Contains(c.grant.Stores, t.Name) {
 			return false
 		}
-		ms, ok := c.h.cfg.store.(MemoryStores)
+		ms, ok := c.h.stores, c.h.stores != nil
 		if !ok {
 			return false
 		}

@@ -121,7 +121,7 @@ var (
 		log: "memory stores request", realm: "memory stores", stores: true,
 		timeout: func(h *Handler) time.Duration { return h.cfg.StoreTimeout },
 		before: func(h *Handler, w http.ResponseWriter, _ *http.Request) bool {
-			if _, ok := h.cfg.store.(MemoryStores); !ok {
+			if h.stores == nil {
 				writeStoresError(w, &APIError{Status: http.StatusNotFound, Type: "not_found_error", Message: "this server's store does not hold memory stores (use SQLite or PostgreSQL)"})
 				return false
 			}
@@ -276,7 +276,7 @@ func (h *Handler) routes() *http.ServeMux {
 func (h *Handler) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := h.cfg.store.Ping(ctx); err != nil {
+	if err := h.team.Ping(ctx); err != nil {
 		h.log.Warn("team memory store not ready", "error", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
 		return
@@ -408,7 +408,7 @@ type codeStoreKey struct{}
 
 // storesCall starts a Memory Stores call.
 func (h *Handler) storesCall(w http.ResponseWriter, r *http.Request, c *request) *storesCall {
-	ms, _ := h.cfg.store.(MemoryStores)
+	ms := h.stores
 	ref, code := r.Context().Value(codeStoreKey{}).(string)
 	return &storesCall{h: h, ms: ms, w: w, r: r, grant: c.grant, tenant: c.tenant, prov: c.prov, code: code, codeRef: ref}
 }

@@ -104,6 +104,17 @@ func TestPostgresTrust(t *testing.T) {
 	})
 }
 
+// The PostgreSQL store serves the Memory Stores protocol's interface.
+func TestPostgresMemoryStores(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunMemoryStores(t, func(t *testing.T) teamserver.MemoryStores {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // Both protocols refuse on PostgreSQL what some store could not hold,
 // as they do on SQLite.
 func TestPostgresRefusals(t *testing.T) {

@@ -21,6 +21,16 @@ func TestSQLiteTrust(t *testing.T) {
 	})
 }
 
+// The SQLite store serves the Memory Stores protocol's interface.
+func TestSQLiteMemoryStores(t *testing.T) {
+	storetest.RunMemoryStores(t, func(t *testing.T) teamserver.MemoryStores {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // Both protocols refuse on SQLite what some store could not hold.
 func TestSQLiteRefusals(t *testing.T) {
 	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
