@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,8 +29,12 @@ import (
 type LoadOptions struct {
 	// Clients is the number of concurrent clients (default 128).
 	Clients int
-	// Duration is how long the clients run (default 2 s).
-	Duration time.Duration
+	// Duration is how long the clients run at least (default 2 s); past
+	// it they go on until as many writes as clients were acknowledged
+	// (a slow machine, the race detector), for at most MaxDuration
+	// (default 2 min).
+	Duration    time.Duration
+	MaxDuration time.Duration
 	// Handler adjusts each server's options (nil: the defaults).
 	Handler func(*teamserver.Options)
 }
@@ -55,6 +60,7 @@ type write struct {
 }
 
 type loadRun struct {
+	acked  atomic.Int64
 	mu     sync.Mutex
 	status map[int]int
 	writes []write
@@ -94,6 +100,9 @@ func RunMemoryStoresLoad(t *testing.T, stores []teamserver.Store, o LoadOptions)
 	if o.Duration <= 0 {
 		o.Duration = 2 * time.Second
 	}
+	if o.MaxDuration < o.Duration {
+		o.MaxDuration = max(o.Duration, 2*time.Minute)
+	}
 	tokens := make([]string, o.Clients)
 	grants := make([]teamserver.TokenGrant, o.Clients)
 	for i := range tokens {
@@ -124,9 +133,24 @@ func RunMemoryStoresLoad(t *testing.T, stores []teamserver.Store, o LoadOptions)
 	base := storewire.StoresPath + "/" + st.ID
 
 	run := &loadRun{status: map[int]int{}}
-	ctx, cancel := context.WithTimeout(context.Background(), o.Duration)
+	ctx, cancel := context.WithTimeout(context.Background(), o.MaxDuration)
 	defer cancel()
 	start := time.Now()
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if time.Since(start) >= o.Duration && run.acked.Load() >= int64(o.Clients) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	for c := range o.Clients {
 		wg.Go(func() {
@@ -316,6 +340,7 @@ func loadClient(ctx context.Context, client *http.Client, urls []string, token, 
 			w.unknown = true
 		case code >= 200 && code < 300:
 			w.acked = true
+			run.acked.Add(1)
 		case code == http.StatusConflict, code == http.StatusNotFound, code == http.StatusTooManyRequests:
 			// another client got there first, or the limit: read again
 		default:
