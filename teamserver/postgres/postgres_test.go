@@ -115,6 +115,18 @@ func TestPostgresMemoryStores(t *testing.T) {
 	})
 }
 
+// The Memory Stores API answers on PostgreSQL as the official SDKs
+// document.
+func TestPostgresMemoryStoresAPI(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // Both protocols refuse on PostgreSQL what some store could not hold,
 // as they do on SQLite.
 func TestPostgresRefusals(t *testing.T) {

@@ -31,6 +31,16 @@ func TestSQLiteMemoryStores(t *testing.T) {
 	})
 }
 
+// The Memory Stores API answers on SQLite as the official SDKs document.
+func TestSQLiteMemoryStoresAPI(t *testing.T) {
+	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // Both protocols refuse on SQLite what some store could not hold.
 func TestSQLiteRefusals(t *testing.T) {
 	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
