@@ -127,6 +127,17 @@ func TestPostgresMemoryStoresAPI(t *testing.T) {
 	})
 }
 
+// Claude Code's store route answers on PostgreSQL as on SQLite.
+func TestPostgresClaudeCodeRoute(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // Both protocols refuse on PostgreSQL what some store could not hold,
 // as they do on SQLite.
 func TestPostgresRefusals(t *testing.T) {

@@ -41,6 +41,16 @@ func TestSQLiteMemoryStoresAPI(t *testing.T) {
 	})
 }
 
+// Claude Code's store route answers on SQLite as Claude Code expects.
+func TestSQLiteClaudeCodeRoute(t *testing.T) {
+	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // Both protocols refuse on SQLite what some store could not hold.
 func TestSQLiteRefusals(t *testing.T) {
 	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
