@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -272,4 +273,41 @@ func TestREADMEStoreSync(t *testing.T) {
 		code, _, body := storeHTTP(t, "GET", "http://"+addr+"/v1/code/memory/team-store/memories/export?view=basic", strings.TrimSpace(string(key)), false, nil)
 		return code == 200 && strings.Contains(string(body), `"/watched.md"`)
 	})
+}
+
+// exportedMemory is one "memory" line of an export.
+type exportedMemory struct {
+	ID      string `json:"id"`
+	Path    string `json:"path"`
+	SHA     string `json:"content_sha256"`
+	Content string `json:"content"`
+}
+
+// readExport reads a full export and checks it is whole: every content
+// matches its sha256 and the count matches the "complete" line.
+func readExport(body []byte) (map[string]exportedMemory, bool) {
+	out := map[string]exportedMemory{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	complete := false
+	for sc.Scan() {
+		var line struct {
+			Type  string `json:"type"`
+			Count int    `json:"memory_count"`
+			exportedMemory
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			return nil, false
+		}
+		switch line.Type {
+		case "memory":
+			if sha(line.Content) != line.SHA {
+				return nil, false
+			}
+			out[line.Path] = line.exportedMemory
+		case "complete":
+			complete = line.Count == len(out)
+		}
+	}
+	return out, complete
 }

@@ -84,11 +84,12 @@ func (l *loadRun) wrong(format string, args ...any) {
 // RunMemoryStoresLoad serves one handler per store (stores that share a
 // database make servers that share it) and drives o.Clients concurrent
 // clients on one memory store through them, round robin: each lists the
-// store, reads a memory, and creates, updates (with a content_sha256
+// store, exports it, reads a memory, and creates, updates (with a content_sha256
 // precondition) or deletes (with expected_content_sha256) memories of its
 // own and memories every client contends for. It fails on any 5xx, on a
 // 429 without Retry-After (a client waits as told and retries), on a read
-// whose content does not match its hash, and on an acknowledged write
+// or an export line whose content does not match its hash (or an export
+// without its complete line), and on an acknowledged write
 // lost: every acknowledged write must be what the store holds at the end,
 // or the base of a later write of the same memory, and no two
 // acknowledged writes may have had the same base.
@@ -282,6 +283,15 @@ func loadClient(ctx context.Context, client *http.Client, urls []string, token, 
 	own := func(k int) string { return fmt.Sprintf("/c%03d/m%d.md", c, k) }
 	shared := func(k int) string { return fmt.Sprintf("/shared/s%d.md", k) }
 	for i := 0; ctx.Err() == nil; i++ {
+		if rng.IntN(8) == 0 {
+			// The whole store in one export: whole, every content
+			// matching its hash.
+			code, body := call(http.MethodGet, base+"/memories/export", nil)
+			if code == http.StatusOK && !wholeExport(body) {
+				run.wrong("export: torn (a content that does not match its hash, or a count that does not)")
+			}
+			continue
+		}
 		// What the store holds, as one server lists it.
 		prefix := "/shared/"
 		if rng.IntN(2) == 0 {
@@ -350,6 +360,28 @@ func loadClient(ctx context.Context, client *http.Client, urls []string, token, 
 		run.writes = append(run.writes, w)
 		run.mu.Unlock()
 	}
+}
+
+// wholeExport reports whether a full export is whole: a complete line
+// whose count matches, and every content matching its sha256.
+func wholeExport(body []byte) bool {
+	n := 0
+	for _, raw := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
+		var line storewire.Line
+		if json.Unmarshal(raw, &line) != nil {
+			return false
+		}
+		switch line.Type {
+		case storewire.LineMemory:
+			if line.Content == nil || hashOf(*line.Content) != line.ContentSHA {
+				return false
+			}
+			n++
+		case storewire.LineComplete:
+			return line.MemoryCount == n && line.ErrorCount == 0
+		}
+	}
+	return false
 }
 
 func hashOf(s string) string {
