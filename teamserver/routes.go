@@ -58,10 +58,11 @@ type request struct {
 }
 
 // refuse answers an error in the protocol's body. code is the team
-// protocol's error code; storeCode the Memory Stores API's (often none).
-func (p *protocol) refuse(w http.ResponseWriter, status int, typ, code, storeCode, msg string) {
+// protocol's error code; the Memory Stores API's bodies of these
+// refusals carry none, as the hosted API's do.
+func (p *protocol) refuse(w http.ResponseWriter, status int, typ, code, msg string) {
 	if p.stores {
-		writeStoresError(w, &APIError{Status: status, Type: typ, Message: msg, Code: storeCode})
+		writeStoresError(w, &APIError{Status: status, Type: typ, Message: msg})
 		return
 	}
 	writeError(w, status, typ, code, msg)
@@ -73,7 +74,7 @@ func (p *protocol) unauthorized(w http.ResponseWriter) {
 	if p.stores {
 		msg = "a valid API key (x-api-key) or bearer token is required"
 	}
-	p.refuse(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, "", msg)
+	p.refuse(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, msg)
 }
 
 func (p *protocol) notFound(w http.ResponseWriter) {
@@ -90,11 +91,11 @@ func (p *protocol) notAllowed(w http.ResponseWriter, allow []string) {
 	if p == teamProtocol {
 		msg = "use " + strings.Join(allow, " or ")
 	}
-	p.refuse(w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, "", msg)
+	p.refuse(w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, msg)
 }
 
 func (p *protocol) internal(w http.ResponseWriter) {
-	p.refuse(w, http.StatusInternalServerError, "api_error", "internal_error", "", "the server could not complete the request")
+	p.refuse(w, http.StatusInternalServerError, "api_error", "internal_error", "the server could not complete the request")
 }
 
 // The protocols the handler serves.
@@ -203,7 +204,7 @@ func (h *Handler) protect(p *protocol, name string, auth bool, run routeFunc) ht
 			c.grant, c.tenant = grant, grant.Organization
 			if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
 				sw.Header().Set(storewire.RetryAfterHeader, strconv.Itoa(int(wait.Seconds())+1))
-				p.refuse(sw, http.StatusTooManyRequests, "rate_limit_error", wire.CodeRateLimited, "", "too many requests for this token; retry after the given seconds")
+				p.refuse(sw, http.StatusTooManyRequests, "rate_limit_error", wire.CodeRateLimited, "too many requests for this token; retry after the given seconds")
 				return
 			}
 			if p.admit != nil && !p.admit(h, sw, r, c) {
