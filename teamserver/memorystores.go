@@ -21,7 +21,8 @@ import (
 // Stores API (stores of path-keyed memories, sha256 preconditions, kept
 // versions), so the official SDKs and Claude Code's store client work
 // against a self-hosted server. They live in the same database as the team
-// sync repos, in tables of their own; only SQLStore serves them.
+// sync repos, in tables of their own (SQLStore), or in memory beside them
+// (MemoryStore, memorystores_mem.go).
 
 // Limits of the Memory Stores API, as the hosted service sets them.
 const (

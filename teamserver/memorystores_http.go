@@ -24,8 +24,8 @@ import (
 )
 
 // MemoryStores is the store interface of the Memory Stores protocol;
-// SQLStore has it (storetest.RunMemoryStores checks it). On a store
-// without it the protocol's routes answer 404.
+// SQLStore and MemoryStore have it (storetest.RunMemoryStores checks
+// it). On a store without it the protocol's routes answer 404.
 type MemoryStores interface {
 	CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error)
 	GetMemStore(ctx context.Context, tenant, id string) (MemStore, error)

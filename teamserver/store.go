@@ -314,6 +314,7 @@ type MemoryStore struct {
 	history map[Repo]map[string][]Revision // newest first
 	log     map[Repo][]Change              // oldest first
 	reviews memReviews
+	stores  memStores // memorystores_mem.go
 }
 
 // NewMemoryStore returns an empty MemoryStore.

@@ -18,3 +18,16 @@ func TestMemoryStoreTrust(t *testing.T) {
 func TestMemoryStoreRefusals(t *testing.T) {
 	storetest.RunRefusals(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
 }
+
+func TestMemoryStoreMemoryStores(t *testing.T) {
+	storetest.RunMemoryStores(t, func(*testing.T) teamserver.MemoryStores { return teamserver.NewMemoryStore() })
+}
+
+func TestMemoryStoreMemoryStoresAPI(t *testing.T) {
+	storetest.RunMemoryStoresAPI(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+	storetest.RunClaudeCodeRoute(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+}
+
+func TestMemoryStoreLoad(t *testing.T) {
+	storetest.RunMemoryStoresLoad(t, []teamserver.Store{teamserver.NewMemoryStore()}, storetest.LoadOptions{})
+}
