@@ -6,7 +6,7 @@ import (
 )
 
 // keyLocks serializes, within one process, the writers of one key (a
-// memory store) before they take a database connection: a writer that
+// memory store, a repo) before they take a database connection: a writer that
 // waits for the database's lock holds a connection while it waits, so
 // many writers of one store would hold the whole pool and leave the
 // readers none. Across servers the database's lock still decides.
