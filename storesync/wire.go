@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"io"
 	"net"
 	"net/http"
@@ -16,20 +15,32 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // remoteMemory is one memory as a listing gives it (Content only when
 // fetched).
 type remoteMemory struct {
-	ID      string `json:"id"`
-	Path    string `json:"path"`
-	SHA256  string `json:"content_sha256"`
-	Content string `json:"content"`
+	ID      string
+	Path    string
+	SHA256  string
+	Content string
+}
+
+// fromWire is a memory of a listing or a read as the sync uses it.
+func fromWire(m storewire.Memory) remoteMemory {
+	r := remoteMemory{ID: m.ID, Path: m.Path, SHA256: m.ContentSHA256}
+	if m.Content != nil {
+		r.Content = *m.Content
+	}
+	return r
 }
 
 // FolderConflictType is the error type of agentmem's server for a path
 // that is a folder of another memory's path, or lies below one (409).
-const FolderConflictType = "memory_path_folder_conflict_error"
+const FolderConflictType = storewire.FolderConflictType
 
 // APIError is a refusal by the store: its HTTP status, error type and
 // message. A path conflict names the memory that holds the path.
@@ -76,12 +87,9 @@ func (e *rejectedError) Error() string { return "storesync: rejected in review: 
 // accepted reads a 202 answer: the write was kept for review, or a
 // person already rejected it.
 func accepted(body []byte) error {
-	var p struct {
-		Status string `json:"status"`
-		Reason string `json:"reason"`
-	}
+	var p storewire.Proposal
 	_ = json.Unmarshal(body, &p)
-	if p.Status == "rejected" {
+	if p.Status == storewire.ProposalRejected {
 		return &rejectedError{reason: p.Reason}
 	}
 	return errInReview
@@ -102,9 +110,9 @@ func (c *conn) do(ctx context.Context, method, rel string, body any, header ...s
 			return 0, nil, err
 		}
 		if c.public {
-			req.Header.Set("x-api-key", c.token)
-			req.Header.Set("anthropic-version", "2023-06-01")
-			req.Header.Set("anthropic-beta", "agent-memory-2026-07-22")
+			req.Header.Set(storewire.APIKeyHeader, c.token)
+			req.Header.Set(storewire.VersionHeader, storewire.APIVersion)
+			req.Header.Set(storewire.BetaHeader, storewire.Beta)
 		} else {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
@@ -203,18 +211,11 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func parseError(resp *http.Response, body []byte) *APIError {
 	e := &APIError{Status: resp.StatusCode}
-	var env struct {
-		Error struct {
-			Type            string `json:"type"`
-			Message         string `json:"message"`
-			ConflictingID   string `json:"conflicting_memory_id"`
-			ConflictingPath string `json:"conflicting_path"`
-		} `json:"error"`
-	}
+	var env storewire.ErrorBody
 	if json.Unmarshal(body, &env) == nil {
 		e.Type, e.Message, e.ConflictingID, e.ConflictingPath = env.Error.Type, env.Error.Message, env.Error.ConflictingID, env.Error.ConflictingPath
 	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+	if s, err := strconv.Atoi(resp.Header.Get(storewire.RetryAfterHeader)); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}
 	return e
@@ -248,20 +249,13 @@ func (c *conn) list(ctx context.Context, header ...string) (map[string]remoteMem
 	sc.Buffer(make([]byte, 64<<10), 630_784)
 	first, complete := true, false
 	for sc.Scan() {
-		var line struct {
-			Type       string `json:"type"`
-			View       string `json:"view"`
-			Count      int    `json:"memory_count"`
-			Errs       int    `json:"error_count"`
-			Generation *int64 `json:"generation"`
-			remoteMemory
-		}
+		var line storewire.Line
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			return nil, head, fmt.Errorf("storesync: the export has a line that is not JSON: %w", err)
 		}
 		if first {
 			first = false
-			if line.Type != "store" || line.View != "basic" {
+			if line.Type != storewire.LineStore || line.View != "basic" {
 				m, err := c.listPaged(ctx) // the basic view was not honoured
 				return m, head, err
 			}
@@ -269,13 +263,13 @@ func (c *conn) list(ctx context.Context, header ...string) (map[string]remoteMem
 			continue
 		}
 		switch line.Type {
-		case "memory", "memory_metadata":
-			out[normalPath(line.Path)] = line.remoteMemory
-		case "memory_error":
+		case storewire.LineMemory, storewire.LineMetadata:
+			out[normalPath(line.Path)] = fromWire(storewire.Memory{ID: line.ID, Path: line.Path, ContentSHA256: line.ContentSHA, Content: line.Content})
+		case storewire.LineError:
 			return nil, head, errors.New("storesync: the export reported a memory it could not read; try again later")
-		case "complete":
-			if line.Errs > 0 || line.Count != len(out) {
-				return nil, head, fmt.Errorf("storesync: the export is inconsistent (%d memories, %d listed, %d errors)", line.Count, len(out), line.Errs)
+		case storewire.LineComplete:
+			if line.ErrorCount > 0 || line.MemoryCount != len(out) {
+				return nil, head, fmt.Errorf("storesync: the export is inconsistent (%d memories, %d listed, %d errors)", line.MemoryCount, len(out), line.ErrorCount)
 			}
 			complete = true
 		}
@@ -302,16 +296,14 @@ func (c *conn) listPaged(ctx context.Context) (map[string]remoteMemory, error) {
 		if err != nil {
 			return nil, err
 		}
-		var reply struct {
-			Data     []remoteMemory `json:"data"`
-			NextPage *string        `json:"next_page"`
-		}
+		var data []storewire.Memory
+		reply := storewire.Page{Data: &data}
 		if err := json.Unmarshal(body, &reply); err != nil {
 			return nil, fmt.Errorf("storesync: the listing is not JSON: %w", err)
 		}
-		for _, m := range reply.Data {
+		for _, m := range data {
 			if m.ID != "" {
-				out[normalPath(m.Path)] = m
+				out[normalPath(m.Path)] = fromWire(m)
 			}
 		}
 		if reply.NextPage == nil || *reply.NextPage == "" {
@@ -330,18 +322,18 @@ func (c *conn) get(ctx context.Context, id string) (remoteMemory, error) {
 	if err != nil {
 		return remoteMemory{}, err
 	}
-	var m remoteMemory
+	var m storewire.Memory
 	if err := json.Unmarshal(body, &m); err != nil {
 		return remoteMemory{}, fmt.Errorf("storesync: a memory is not JSON: %w", err)
 	}
-	return m, nil
+	return fromWire(m), nil
 }
 
 // create adds a memory at a path no memory has.
 func (c *conn) create(ctx context.Context, p, content string) (remoteMemory, error) {
-	body := map[string]any{"path": p, "content": content}
+	body := storewire.CreateMemory{Path: p, Content: &content}
 	if !c.public {
-		body["precondition"] = map[string]string{"type": "not_exists"}
+		body.Precondition = &storewire.Precondition{Type: storewire.PreconditionNotExists}
 	}
 	status, out, err := c.do(ctx, http.MethodPost, "/memories", body)
 	if err != nil {
@@ -350,24 +342,24 @@ func (c *conn) create(ctx context.Context, p, content string) (remoteMemory, err
 	if status == http.StatusAccepted {
 		return remoteMemory{}, accepted(out)
 	}
-	var m remoteMemory
+	var m storewire.Memory
 	err = json.Unmarshal(out, &m)
-	return m, err
+	return fromWire(m), err
 }
 
 // update rewrites a memory whose content still has sha256 ifSHA.
 func (c *conn) update(ctx context.Context, id, content, ifSHA string) (remoteMemory, error) {
-	status, out, err := c.do(ctx, http.MethodPost, "/memories/"+url.PathEscape(id), map[string]any{"content": content,
-		"precondition": map[string]string{"type": "content_sha256", "content_sha256": ifSHA}})
+	status, out, err := c.do(ctx, http.MethodPost, "/memories/"+url.PathEscape(id), storewire.UpdateMemory{Content: &content,
+		Precondition: &storewire.Precondition{Type: storewire.PreconditionSHA256, ContentSHA256: ifSHA}})
 	if err != nil {
 		return remoteMemory{}, err
 	}
 	if status == http.StatusAccepted {
 		return remoteMemory{}, accepted(out)
 	}
-	var m remoteMemory
+	var m storewire.Memory
 	err = json.Unmarshal(out, &m)
-	return m, err
+	return fromWire(m), err
 }
 
 // remove deletes a memory whose content still has sha256 ifSHA.

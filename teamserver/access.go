@@ -83,7 +83,7 @@ var ErrNoRepoListing = errors.New("server: this store cannot list repos")
 // Repos lists the repos of the grant's organization that the grant
 // covers, in name order; repos it does not cover are never returned.
 func (h *Handler) Repos(ctx context.Context, g TokenGrant) ([]RepoInfo, error) {
-	rl, ok := h.cfg.store.(RepoLister)
+	rl, ok := h.team.(RepoLister)
 	if !ok {
 		return nil, ErrNoRepoListing
 	}
@@ -106,7 +106,7 @@ func (h *Handler) Repos(ctx context.Context, g TokenGrant) ([]RepoInfo, error) {
 // the grant reaches, archived ones included, newest first; none when the
 // server's store holds no memory stores.
 func (h *Handler) MemStores(ctx context.Context, g TokenGrant) ([]MemStore, error) {
-	ms, ok := h.cfg.store.(MemoryStores)
+	ms, ok := h.stores, h.stores != nil
 	if !ok || len(g.Stores) == 0 {
 		return nil, nil
 	}

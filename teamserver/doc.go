@@ -19,8 +19,8 @@
 // (LimitListener), and the store's pool; a store that cannot take a
 // request in time answers 503 with Retry-After, never 500.
 //
-// The same handler serves Anthropic's Memory Stores API (StoresPath, and
-// Claude Code's route CodeStorePrefix): stores, memories with sha256
+// The same handler serves Anthropic's Memory Stores API (storesync/wire's StoresPath,
+// and Claude Code's route CodeStorePrefix): stores, memories with sha256
 // preconditions, versions and the NDJSON export, over the MemoryStores
 // methods of SQLStore (memorystores*.go). A token reaches the stores its
 // grant names (TokenGrant.Stores), by x-api-key or bearer.

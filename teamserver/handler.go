@@ -109,6 +109,15 @@ type Handler struct {
 	// authFails limits failed authentications per client address.
 	authFails *rateLimiter
 	metrics   Metrics
+	// mux routes the requests (routes.go); unclean answers a path that
+	// is not clean: 404 of the Memory Stores API, of the review endpoint.
+	mux     *http.ServeMux
+	unclean [2]http.Handler
+	// team serves the team repo protocol; stores the Memory Stores
+	// protocol (nil: the store holds none). Each protocol's routes use
+	// only their own.
+	team   TeamStore
+	stores MemoryStores
 	// draining is closed by Drain: long-polls answer at once.
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -202,6 +211,13 @@ func NewHandler(store Store, cfg Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.team = store
+	h.stores, _ = store.(MemoryStores)
+	h.mux = h.routes()
+	h.unclean = [2]http.Handler{
+		h.protect(storesProtocol, "stores", true, func(w http.ResponseWriter, _ *http.Request, _ *request) { storesProtocol.notFound(w) }),
+		h.protect(reviewProtocol, "review", true, func(w http.ResponseWriter, _ *http.Request, _ *request) { reviewProtocol.notFound(w) }),
+	}
 	for i, g := range cfg.Tokens {
 		if err := g.validate(); err != nil {
 			return nil, fmt.Errorf("server: token %d: %w", i+1, err)
@@ -214,53 +230,39 @@ func NewHandler(store Store, cfg Options) (*Handler, error) {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	wrote  bool // the status is sent
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// ServeHTTP implements http.Handler.
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP implements http.Handler: the routes of routes.go, on a path
+// tidied by tidyPath.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	switch r.URL.Path {
-	case HealthPath:
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-		return
-	case ReadyPath:
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := h.cfg.store.Ping(ctx); err != nil {
-			h.log.Warn("team memory store not ready", "error", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
-			return
+	p, clean := tidyPath(r.URL.Path)
+	if !clean {
+		if strings.HasPrefix(p, wire.ReviewPath) {
+			h.unclean[1].ServeHTTP(w, r)
+		} else {
+			h.unclean[0].ServeHTTP(w, r)
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	if isReviewRoute(r.URL.Path) {
-		route := reviewRoute(r)
-		tenant := h.serveReview(sw, r)
-		h.metrics.Request(route, sw.status, time.Since(start))
-		h.log.Info("review request", "method", methodLabel(r.Method), "route", route, "tenant", tenant,
-			"status", sw.status, "duration_ms", time.Since(start).Milliseconds())
-		return
+	if p != r.URL.Path {
+		r = r.Clone(r.Context())
+		r.URL.Path, r.URL.RawPath = p, ""
 	}
-	if isStoresRoute(r.URL.Path) {
-		route, tenant := h.serveStores(sw, r)
-		h.metrics.Request(route, sw.status, time.Since(start))
-		h.log.Info("memory stores request", "method", r.Method, "route", route, "tenant", tenant,
-			"status", sw.status, "duration_ms", time.Since(start).Milliseconds())
-		return
-	}
-	repo, tenant := h.serve(sw, r)
-	method, view := methodLabel(r.Method), viewLabel(r.URL.Query().Get("view"))
-	h.metrics.Request(method+" "+view, sw.status, time.Since(start))
-	h.log.Info("team memory request", "method", method, "repo", repo, "tenant", tenant,
-		"view", view, "status", sw.status, "duration_ms", time.Since(start).Milliseconds())
+	h.mux.ServeHTTP(w, r)
 }
 
 // methodLabel is the method as the metrics and the log name it: one of
@@ -321,53 +323,28 @@ func (w *statusWriter) Flush() {
 	}
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (repoName, tenant string) {
-	if r.URL.Path != h.cfg.Path {
-		writeError(w, http.StatusNotFound, "not_found_error", "not_found", "no such endpoint")
-		return "", ""
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodPut {
-		w.Header().Set("Allow", "GET, PUT")
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, "use GET or PUT")
-		return "", ""
-	}
-	if h.authRefused(w, r, false) {
-		return "", ""
-	}
-	grant, ok := h.authenticate(r)
-	if !ok {
-		h.authFailed(r)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="team memory"`)
-		writeError(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, "a valid bearer token is required")
-		return "", ""
-	}
-	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, "rate_limit_error", wire.CodeRateLimited, "too many requests for this token; retry after the given seconds")
-		return "", grant.Organization
-	}
-	repoName = r.URL.Query().Get("repo")
+// serveTeam answers a GET or PUT of the team repo protocol, once the
+// chain has checked the token.
+func (h *Handler) serveTeam(w http.ResponseWriter, r *http.Request, c *request) {
+	repoName := r.URL.Query().Get("repo")
 	if !ValidRepoSlug(repoName) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidRepo, "repo must be owner/name")
-		return "", grant.Organization
+		return
 	}
+	c.repo = repoName
 	// Decided before the store is touched: a 403 says nothing about
 	// whether the repo has data.
-	if !grant.allows(repoName) {
+	if !c.grant.allows(repoName) {
 		writeError(w, http.StatusForbidden, "permission_error", wire.CodeForbidden, "this token may not use that repo")
-		return repoName, grant.Organization
+		return
 	}
-	repo := Repo{Tenant: grant.Organization, Name: repoName}
-	w.Header().Set(wire.StoreIDHeader, h.cfg.store.ID())
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout+wire.MaxLongPoll)
-	defer cancel()
-	r = r.WithContext(ctx)
+	repo := Repo{Tenant: c.grant.Organization, Name: repoName}
+	w.Header().Set(wire.StoreIDHeader, h.team.ID())
 	if r.Method == http.MethodGet {
 		h.get(w, r, repo)
 	} else {
-		h.put(w, r, repo, grant)
+		h.put(w, r, repo, c.grant)
 	}
-	return repoName, grant.Organization
 }
 
 // authenticate finds the grant of the request's token: a bearer token
@@ -504,7 +481,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 		return
 	}
 	start := time.Now()
-	snap, err := h.cfg.store.Put(ctx, repo, PutRequest{
+	snap, err := h.team.Put(ctx, repo, PutRequest{
 		IfMatch: unquote(r.Header.Get("If-Match")), Entries: in.Entries, Deletes: in.SoftDeleteKeys,
 		MaxEntries: h.cfg.MaxEntries, MaxRepos: h.cfg.MaxRepos, Retention: h.cfg.Retention,
 		Author: grant.author(), Provenance: prov, Now: h.cfg.Now(),

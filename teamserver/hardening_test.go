@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -96,7 +98,7 @@ func TestEveryResponseIsNosniff(t *testing.T) {
 		{"GET", wire.DefaultSyncPath + "?repo=acme/shop", ""},
 		{"GET", "/nowhere", ""},
 		{"GET", teamserver.HealthPath, ""},
-		{"GET", teamserver.StoresPath, f.acme},
+		{"GET", storewire.StoresPath, f.acme},
 		{"DELETE", wire.DefaultSyncPath, f.acme},
 	} {
 		req, err := http.NewRequest(c.method, f.srv.URL+c.path, nil)

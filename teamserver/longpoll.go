@@ -71,7 +71,7 @@ func (h *Handler) waitForChange(w http.ResponseWriter, r *http.Request, repo Rep
 	defer tick.Stop()
 	for {
 		woken := h.changes.next(repo)
-		snap, err := h.cfg.store.Head(r.Context(), repo)
+		snap, err := h.team.Head(r.Context(), repo)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return true

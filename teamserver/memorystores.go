@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
@@ -20,7 +21,8 @@ import (
 // Stores API (stores of path-keyed memories, sha256 preconditions, kept
 // versions), so the official SDKs and Claude Code's store client work
 // against a self-hosted server. They live in the same database as the team
-// sync repos, in tables of their own; only SQLStore serves them.
+// sync repos, in tables of their own (SQLStore), or in memory beside them
+// (MemoryStore, memorystores_mem.go).
 
 // Limits of the Memory Stores API, as the hosted service sets them.
 const (
@@ -165,12 +167,12 @@ const (
 var errArchived = &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: msgArchived}
 
 func preconditionFailed(m Memory) *APIError {
-	return &APIError{Status: http.StatusConflict, Type: "memory_precondition_failed_error",
+	return &APIError{Status: http.StatusConflict, Type: storewire.PreconditionFailedType,
 		Message: "the memory's content_sha256 does not match the precondition; read it again and retry"}
 }
 
 func pathConflict(m Memory) *APIError {
-	return &APIError{Status: http.StatusConflict, Type: "memory_path_conflict_error",
+	return &APIError{Status: http.StatusConflict, Type: storewire.PathConflictType,
 		Message: "another memory already has this path", ConflictingPath: m.Path, ConflictingID: m.ID}
 }
 
@@ -179,7 +181,7 @@ func pathConflict(m Memory) *APIError {
 // files on a disk, so no client could sync the store. It names the
 // memory in the way.
 func folderConflict(m Memory) *APIError {
-	return &APIError{Status: http.StatusConflict, Type: "memory_path_folder_conflict_error",
+	return &APIError{Status: http.StatusConflict, Type: storewire.FolderConflictType,
 		Message:         "another memory's path is a folder of this path, or lies below it as a folder; both cannot be files on a disk",
 		ConflictingPath: m.Path, ConflictingID: m.ID}
 }

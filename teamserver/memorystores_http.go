@@ -19,20 +19,13 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/secrets"
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
-// The Memory Stores API's routes. The public ones are those of Anthropic's
-// API and SDKs; Claude Code's store client addresses one store by a path
-// under CodeStorePrefix instead ("/v1/code/memory/<store>/memories...",
-// the store named by its ID or its name) and reads the NDJSON export.
-const (
-	StoresPath      = "/v1/memory_stores"
-	CodeStorePrefix = "/v1/code/memory/"
-)
-
-// MemoryStores is what a Store needs to serve the Memory Stores API;
-// SQLStore has it. On a store without it the routes answer 404.
+// MemoryStores is the store interface of the Memory Stores protocol;
+// SQLStore and MemoryStore have it (storetest.RunMemoryStores checks
+// it). On a store without it the protocol's routes answer 404.
 type MemoryStores interface {
 	CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error)
 	GetMemStore(ctx context.Context, tenant, id string) (MemStore, error)
@@ -51,12 +44,6 @@ type MemoryStores interface {
 	RedactVersion(ctx context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error)
 }
 
-// isStoresRoute reports whether a request path belongs to the Memory
-// Stores API.
-func isStoresRoute(p string) bool {
-	return p == StoresPath || strings.HasPrefix(p, StoresPath+"/") || strings.HasPrefix(p, CodeStorePrefix)
-}
-
 // storesCall is one request to the Memory Stores API, authenticated.
 type storesCall struct {
 	h      *Handler
@@ -66,173 +53,9 @@ type storesCall struct {
 	grant  TokenGrant
 	tenant string
 	code   bool // Claude Code's route
-	prov   wire.Provenance
-}
-
-// serveStores answers a Memory Stores request and returns the route name
-// for the metrics and the log.
-func (h *Handler) serveStores(w http.ResponseWriter, r *http.Request) (route, tenant string) {
-	ms, ok := h.cfg.store.(MemoryStores)
-	if !ok {
-		writeStoresError(w, &APIError{Status: http.StatusNotFound, Type: "not_found_error", Message: "this server's store does not hold memory stores (use SQLite or PostgreSQL)"})
-		return "stores", ""
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
-	defer cancel()
-	c := &storesCall{h: h, ms: ms, w: w, r: r.WithContext(ctx)}
-	route, run := c.route()
-	if h.authRefused(w, r, true) {
-		return route, ""
-	}
-	grant, ok := h.authenticate(r)
-	if !ok {
-		h.authFailed(r)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="memory stores"`)
-		writeStoresError(w, &APIError{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "a valid API key (x-api-key) or bearer token is required"})
-		return route, ""
-	}
-	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeStoresError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: "too many requests for this token; retry after the given seconds"})
-		return route, grant.Organization
-	}
-	if len(grant.Stores) == 0 {
-		writeStoresError(w, &APIError{Status: http.StatusForbidden, Type: "permission_error", Message: "this token may not use memory stores"})
-		return route, grant.Organization
-	}
-	c.grant, c.tenant = grant, grant.Organization
-	prov, err := requestProvenance(r)
-	if err != nil {
-		writeStoresError(w, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: wire.CodeInvalidProvenance,
-			Message: strings.TrimPrefix(err.Error(), "wire: ") + "; nothing was written"})
-		return route, grant.Organization
-	}
-	c.prov = prov
-	w.Header().Set("request-id", newID("req_"))
-	run()
-	return route, grant.Organization
-}
-
-// route finds the call a request makes: its name (for the metrics and the
-// log, known before the token is checked) and what answers it.
-func (c *storesCall) route() (string, func()) {
-	p := c.r.URL.Path
-	var storeRef string
-	var rest []string
-	if after, ok := strings.CutPrefix(p, CodeStorePrefix); ok {
-		c.code = true
-		ref, tail, found := strings.Cut(after, "/memories")
-		if !found || ref == "" || (tail != "" && !strings.HasPrefix(tail, "/")) {
-			return "stores", func() { c.fail(notFound("route")) }
-		}
-		storeRef = ref
-		rest = append([]string{"memories"}, splitPath(tail)...)
-	} else {
-		parts := splitPath(strings.TrimPrefix(p, StoresPath))
-		if len(parts) == 0 {
-			switch c.r.Method {
-			case http.MethodPost:
-				return "stores.create", c.createStore
-			case http.MethodGet:
-				return "stores.list", c.listStores
-			}
-			return "stores", func() { c.notAllowed("GET, POST") }
-		}
-		storeRef, rest = parts[0], parts[1:]
-	}
-	name, run := c.storeRoute(rest)
-	return name, func() {
-		// An ID no store can hold (a NUL, a control character, invalid
-		// UTF-8) is refused alike on every store, before any is asked.
-		if synctext.CheckName(p) != nil {
-			c.fail(&APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "a store or memory ID in the URL is not valid UTF-8 or holds a control character"})
-			return
-		}
-		if c.code {
-			// Claude Code names a store by its path: its ID or its name.
-			st, err := c.ms.FindMemStore(c.r.Context(), c.tenant, storeRef)
-			if err != nil {
-				c.fail(err)
-				return
-			}
-			storeRef = st.ID
-		}
-		if !c.mayUse(storeRef) {
-			// The same answer as a store that does not exist: nothing leaks.
-			c.fail(notFound("memory store"))
-			return
-		}
-		run(storeRef)
-	}
-}
-
-// storeRoute finds the call below one store.
-func (c *storesCall) storeRoute(rest []string) (string, func(storeRef string)) {
-	m := c.r.Method
-	switch {
-	case len(rest) == 0 && !c.code:
-		switch m {
-		case http.MethodGet:
-			return "stores.get", c.getStore
-		case http.MethodPost:
-			return "stores.update", c.updateStore
-		case http.MethodDelete:
-			return "stores.delete", c.deleteStore
-		}
-		return "stores", func(string) { c.notAllowed("GET, POST, DELETE") }
-	case len(rest) == 1 && rest[0] == "archive" && !c.code:
-		if m == http.MethodPost {
-			return "stores.archive", c.archiveStore
-		}
-		return "stores", func(string) { c.notAllowed("POST") }
-	case len(rest) == 1 && rest[0] == "memories":
-		switch m {
-		case http.MethodPost:
-			return "memories.create", c.createMemory
-		case http.MethodGet:
-			return "memories.list", c.listMemories
-		}
-		return "stores", func(string) { c.notAllowed("GET, POST") }
-	case len(rest) == 2 && rest[0] == "memories" && rest[1] == "export":
-		if m == http.MethodGet {
-			return "memories.export", c.export
-		}
-		return "stores", func(string) { c.notAllowed("GET") }
-	case len(rest) == 2 && rest[0] == "memories":
-		switch m {
-		case http.MethodGet:
-			return "memories.get", func(id string) { c.getMemory(id, rest[1]) }
-		case http.MethodPost:
-			return "memories.update", func(id string) { c.updateMemory(id, rest[1]) }
-		case http.MethodDelete:
-			return "memories.delete", func(id string) { c.deleteMemory(id, rest[1]) }
-		}
-		return "stores", func(string) { c.notAllowed("GET, POST, DELETE") }
-	case len(rest) == 1 && rest[0] == "memory_versions" && !c.code:
-		if m == http.MethodGet {
-			return "versions.list", c.listVersions
-		}
-		return "stores", func(string) { c.notAllowed("GET") }
-	case len(rest) == 2 && rest[0] == "memory_versions" && !c.code:
-		if m == http.MethodGet {
-			return "versions.get", func(id string) { c.getVersion(id, rest[1]) }
-		}
-		return "stores", func(string) { c.notAllowed("GET") }
-	case len(rest) == 3 && rest[0] == "memory_versions" && rest[2] == "redact" && !c.code:
-		if m == http.MethodPost {
-			return "versions.redact", func(id string) { c.redactVersion(id, rest[1]) }
-		}
-		return "stores", func(string) { c.notAllowed("POST") }
-	}
-	return "stores", func(string) { c.fail(notFound("route")) }
-}
-
-func splitPath(p string) []string {
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, "/")
+	// codeRef is the store's ID or name on Claude Code's route.
+	codeRef string
+	prov    wire.Provenance
 }
 
 // mayUse reports whether the token reaches a store: "*" reaches every
@@ -286,17 +109,13 @@ func (c *storesCall) review(storeID string, p Proposal) bool {
 	return false
 }
 
-// ProposalType is the type of the body of a 202 answer to a memory
-// write kept for review.
-const ProposalType = "memory_proposal"
-
-func proposalJSON(p Proposal) map[string]any {
-	out := map[string]any{"type": ProposalType, "id": p.ID, "status": p.Status, "memory_store_id": p.Target.Name,
-		"memory_id": nullable(p.MemoryID), "path": p.Key, "operation": p.Op, "created_at": timeJSON(p.Created),
-		"message": "kept for review: the store's policy sends an agent's writes to a person; it is served to nobody else until approved"}
+func proposalJSON(p Proposal) storewire.Proposal {
+	out := storewire.Proposal{Type: storewire.ProposalType, ID: p.ID, Status: p.Status, MemoryStoreID: p.Target.Name,
+		MemoryID: nullable(p.MemoryID), Path: p.Key, Operation: p.Op, CreatedAt: timeJSON(p.Created),
+		Message: "kept for review: the store's policy sends an agent's writes to a person; it is served to nobody else until approved"}
 	if p.Status == ProposalRejected {
-		out["reason"] = p.Reason
-		out["message"] = "a person already rejected this very change; nothing was kept"
+		out.Reason = p.Reason
+		out.Message = "a person already rejected this very change; nothing was kept"
 	}
 	return out
 }
@@ -304,11 +123,6 @@ func proposalJSON(p Proposal) map[string]any {
 func (c *storesCall) now() time.Time { return c.h.cfg.Now() }
 
 func (c *storesCall) limits() StoreLimits { return c.h.cfg.StoreLimits }
-
-func (c *storesCall) notAllowed(allow string) {
-	c.w.Header().Set("Allow", allow)
-	c.fail(&APIError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use " + allow})
-}
 
 // fail answers an error: an *APIError as it says, a busy store 503 with
 // Retry-After, anything else 500 (logged, never shown).
@@ -335,15 +149,11 @@ func (c *storesCall) fail(err error) {
 const statusClientClosed = 499
 
 func writeStoresError(w http.ResponseWriter, e *APIError) {
-	body := map[string]any{"type": e.Type, "message": e.Message}
-	if e.Code != "" {
-		body["error_code"] = e.Code
-	}
+	info := storewire.ErrorInfo{Type: e.Type, Message: e.Message, ErrorCode: e.Code}
 	if e.ConflictingID != "" {
-		body["conflicting_memory_id"] = e.ConflictingID
-		body["conflicting_path"] = e.ConflictingPath
+		info.ConflictingID, info.ConflictingPath = e.ConflictingID, e.ConflictingPath
 	}
-	writeJSON(w, e.Status, map[string]any{"type": "error", "error": body})
+	writeJSON(w, e.Status, storewire.ErrorBody{Type: storewire.TypeError, Error: info})
 }
 
 // decode reads a JSON body within MaxBodyBytes; unknown fields are
@@ -384,17 +194,6 @@ func clip(s string) string {
 
 // ---- stores ----
 
-type storeJSON struct {
-	Type        string            `json:"type"`
-	ID          string            `json:"id"`
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	Metadata    map[string]string `json:"metadata"`
-	CreatedAt   string            `json:"created_at"`
-	UpdatedAt   string            `json:"updated_at"`
-	ArchivedAt  *string           `json:"archived_at"`
-}
-
 func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 func optTime(t time.Time) *string {
@@ -405,8 +204,8 @@ func optTime(t time.Time) *string {
 	return &s
 }
 
-func storeOut(st MemStore) storeJSON {
-	return storeJSON{Type: "memory_store", ID: st.ID, Name: st.Name, Description: st.Description, Metadata: st.Metadata,
+func storeOut(st MemStore) storewire.Store {
+	return storewire.Store{Type: storewire.TypeStore, ID: st.ID, Name: st.Name, Description: st.Description, Metadata: st.Metadata,
 		CreatedAt: timeJSON(st.Created), UpdatedAt: timeJSON(st.Updated), ArchivedAt: optTime(st.Archived)}
 }
 
@@ -415,11 +214,7 @@ func (c *storesCall) createStore() {
 		c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error", Message: `this token may only use the stores it names; creating a store needs "stores": ["*"]`})
 		return
 	}
-	var req struct {
-		Name        string            `json:"name"`
-		Description string            `json:"description"`
-		Metadata    map[string]string `json:"metadata"`
-	}
+	var req storewire.CreateStore
 	if !c.decode(&req) {
 		return
 	}
@@ -441,11 +236,7 @@ func (c *storesCall) getStore(id string) {
 }
 
 func (c *storesCall) updateStore(id string) {
-	var req struct {
-		Name        *string           `json:"name"`
-		Description *string           `json:"description"`
-		Metadata    map[string]string `json:"metadata"`
-	}
+	var req storewire.UpdateStore
 	if !c.decode(&req) {
 		return
 	}
@@ -492,7 +283,7 @@ func (c *storesCall) deleteStore(id string) {
 		c.fail(err)
 		return
 	}
-	writeJSON(c.w, http.StatusOK, map[string]string{"id": id, "type": "memory_store_deleted"})
+	writeJSON(c.w, http.StatusOK, storewire.Deleted{ID: id, Type: storewire.TypeStoreDeleted})
 }
 
 func (c *storesCall) listStores() {
@@ -515,7 +306,7 @@ func (c *storesCall) listStores() {
 		return
 	}
 	includeArchived := q.Get("include_archived") == "true"
-	page := []storeJSON{}
+	page := []storewire.Store{}
 	next, last := "", ""
 	for _, st := range all { // newest first: the key grows down the list
 		key := fmt.Sprintf("%019d", math.MaxInt64-st.Seq)
@@ -530,7 +321,7 @@ func (c *storesCall) listStores() {
 		page = append(page, storeOut(st))
 		last = key
 	}
-	writeJSON(c.w, http.StatusOK, map[string]any{"data": page, "next_page": nullable(next)})
+	writeJSON(c.w, http.StatusOK, storewire.Page{Data: page, NextPage: nullable(next)})
 }
 
 func nullable(s string) *string {
@@ -608,21 +399,8 @@ func (c *storesCall) view(def string) (full bool, ok bool) {
 
 // ---- memories ----
 
-type memoryJSON struct {
-	Type            string  `json:"type"`
-	ID              string  `json:"id"`
-	MemoryStoreID   string  `json:"memory_store_id"`
-	MemoryVersionID string  `json:"memory_version_id"`
-	Path            string  `json:"path"`
-	ContentSHA256   string  `json:"content_sha256"`
-	ContentSize     int64   `json:"content_size_bytes"`
-	CreatedAt       string  `json:"created_at"`
-	UpdatedAt       string  `json:"updated_at"`
-	Content         *string `json:"content"`
-}
-
-func memoryOut(m Memory, full bool) memoryJSON {
-	out := memoryJSON{Type: "memory", ID: m.ID, MemoryStoreID: m.StoreID, MemoryVersionID: m.VersionID, Path: m.Path,
+func memoryOut(m Memory, full bool) storewire.Memory {
+	out := storewire.Memory{Type: storewire.TypeMemory, ID: m.ID, MemoryStoreID: m.StoreID, MemoryVersionID: m.VersionID, Path: m.Path,
 		ContentSHA256: m.SHA256, ContentSize: m.Size, CreatedAt: timeJSON(m.Created), UpdatedAt: timeJSON(m.Updated)}
 	if full {
 		content := m.Content
@@ -631,10 +409,10 @@ func memoryOut(m Memory, full bool) memoryJSON {
 	return out
 }
 
-type preconditionJSON struct {
-	Type          string `json:"type"`
-	ContentSHA256 string `json:"content_sha256"`
-}
+// secretScanner is the one scanner of every Memory Stores write: built
+// once (its rules compile dozens of expressions), safe for concurrent
+// use.
+var secretScanner = sync.OnceValue(secrets.New)
 
 // screenMemory refuses content that holds a credential, with the
 // message the hosted service gives, and content that the screens refuse
@@ -644,7 +422,7 @@ func screenMemory(path string, content *string) error {
 	if content == nil {
 		return nil
 	}
-	if len(secrets.Scan(*content)) > 0 {
+	if len(secretScanner().Scan(*content)) > 0 {
 		return invalid(msgSecret)
 	}
 	if se := screenEntry(path, *content); se != nil {
@@ -676,15 +454,11 @@ func (c *storesCall) createMemory(storeID string) {
 	if !ok {
 		return
 	}
-	var req struct {
-		Path         string            `json:"path"`
-		Content      *string           `json:"content"`
-		Precondition *preconditionJSON `json:"precondition"`
-	}
+	var req storewire.CreateMemory
 	if !c.decode(&req) {
 		return
 	}
-	if req.Precondition != nil && req.Precondition.Type != "not_exists" {
+	if req.Precondition != nil && req.Precondition.Type != storewire.PreconditionNotExists {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
@@ -722,11 +496,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 	if !ok {
 		return
 	}
-	var req struct {
-		Path         *string           `json:"path"`
-		Content      *string           `json:"content"`
-		Precondition *preconditionJSON `json:"precondition"`
-	}
+	var req storewire.UpdateMemory
 	if !c.decode(&req) {
 		return
 	}
@@ -739,7 +509,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		w.Path = *req.Path
 	}
 	if p := req.Precondition; p != nil {
-		if p.Type != "content_sha256" || !hexRe.MatchString(p.ContentSHA256) {
+		if p.Type != storewire.PreconditionSHA256 || !hexRe.MatchString(p.ContentSHA256) {
 			c.fail(invalid(`an update takes the precondition {"type": "content_sha256", "content_sha256": "<64 lower-case hex digits>"}`))
 			return
 		}
@@ -833,7 +603,7 @@ func (c *storesCall) deleteMemory(storeID, id string) {
 		c.w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(c.w, http.StatusOK, map[string]string{"id": id, "type": "memory_deleted"})
+	writeJSON(c.w, http.StatusOK, storewire.Deleted{ID: id, Type: storewire.TypeMemoryDeleted})
 }
 
 // listItem is a memory or a memory_prefix of a listing; key orders them.
@@ -956,7 +726,7 @@ func (c *storesCall) listMemories(storeID string) {
 	prefixes := []any{}
 	for _, it := range page {
 		if it.prefix {
-			p := map[string]string{"type": "memory_prefix", "path": it.key}
+			p := storewire.Prefix{Type: storewire.TypePrefix, Path: it.key}
 			if c.code {
 				prefixes = append(prefixes, p)
 			} else {
@@ -966,9 +736,9 @@ func (c *storesCall) listMemories(storeID string) {
 		}
 		data = append(data, memoryOut(it.m, it.fetched))
 	}
-	body := map[string]any{"data": data, "next_page": nullable(next)}
+	body := storewire.Page{Data: data, NextPage: nullable(next)}
 	if c.code {
-		body["prefixes"] = prefixes
+		body.Prefixes = &prefixes
 	}
 	writeJSON(c.w, http.StatusOK, body)
 }
@@ -993,14 +763,15 @@ func (c *storesCall) export(storeID string) {
 		// The ID and the generation (which only grows, and goes back only
 		// when the database is restored from a backup) let a sync client
 		// tell a replaced or restored store from deletions.
-		line := map[string]any{"type": "store", "id": st.ID, "name": st.Name, "generation": st.Generation}
+		generation := st.Generation
+		line := storewire.StoreLine{Type: storewire.LineStore, ID: st.ID, Name: st.Name, Generation: &generation}
 		if !full {
-			line["view"] = "basic"
+			line.View = "basic"
 		}
 		return enc.Encode(line)
 	}
 	each := func(m Memory) error {
-		line := exportLine{Type: "memory", ID: m.ID, Path: m.Path, ContentSHA256: m.SHA256, ContentSize: m.Size, UpdatedAt: timeJSON(m.Updated)}
+		line := storewire.ExportMemory{Type: storewire.LineMemory, ID: m.ID, Path: m.Path, ContentSHA256: m.SHA256, ContentSize: m.Size, UpdatedAt: timeJSON(m.Updated)}
 		if full {
 			content := m.Content
 			line.Content = &content
@@ -1045,7 +816,7 @@ func (c *storesCall) export(storeID string) {
 		_ = bw.Flush()
 		return
 	}
-	_ = enc.Encode(map[string]any{"type": "complete", "memory_count": count, "error_count": 0})
+	_ = enc.Encode(storewire.CompleteLine{Type: storewire.LineComplete, MemoryCount: count})
 	_ = bw.Flush()
 }
 
@@ -1076,30 +847,10 @@ func (c *storesCall) index(storeID string) (MemStore, []Memory, error) {
 	return st, index, nil
 }
 
-type exportLine struct {
-	Type          string  `json:"type"`
-	ID            string  `json:"id"`
-	Path          string  `json:"path"`
-	ContentSHA256 string  `json:"content_sha256"`
-	ContentSize   int64   `json:"content_size_bytes"`
-	UpdatedAt     string  `json:"updated_at"`
-	Content       *string `json:"content,omitempty"`
-}
-
 // ---- versions ----
 
-// actorJSON is an actor in the API's shapes (created_by, redacted_by):
-// {"type": "api_actor", "api_key_id": ...}, {"type": "user_actor",
-// "user_id": ...} or {"type": "session_actor", "session_id": ...}.
-type actorJSON struct {
-	Type      string `json:"type"`
-	APIKeyID  string `json:"api_key_id,omitempty"`
-	UserID    string `json:"user_id,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-}
-
-func actorOut(a Actor) *actorJSON {
-	out := &actorJSON{Type: a.Type}
+func actorOut(a Actor) *storewire.Actor {
+	out := &storewire.Actor{Type: a.Type}
 	switch a.Type {
 	case "user_actor":
 		out.UserID = a.ID
@@ -1111,36 +862,10 @@ func actorOut(a Actor) *actorJSON {
 	return out
 }
 
-// provenanceJSON is agentmem's record of how a version was written,
-// beside created_by: the token's name (author), door, session, origin
-// and, for a reviewed write, the person who approved it. Fields not
-// recorded are left out.
-type provenanceJSON struct {
-	Author string `json:"author"`
-	wire.Provenance
-}
-
-type versionJSON struct {
-	Type          string          `json:"type"`
-	ID            string          `json:"id"`
-	MemoryStoreID string          `json:"memory_store_id"`
-	MemoryID      string          `json:"memory_id"`
-	Operation     string          `json:"operation"`
-	Path          *string         `json:"path"`
-	Content       *string         `json:"content"`
-	ContentSHA256 *string         `json:"content_sha256"`
-	ContentSize   *int64          `json:"content_size_bytes"`
-	CreatedAt     string          `json:"created_at"`
-	CreatedBy     *actorJSON      `json:"created_by"`
-	RedactedAt    *string         `json:"redacted_at"`
-	RedactedBy    *actorJSON      `json:"redacted_by"`
-	Provenance    *provenanceJSON `json:"provenance,omitempty"`
-}
-
-func versionOut(v MemoryVersion, full bool) versionJSON {
-	out := versionJSON{Type: "memory_version", ID: v.ID, MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, Operation: v.Operation,
+func versionOut(v MemoryVersion, full bool) storewire.Version {
+	out := storewire.Version{Type: storewire.TypeVersion, ID: v.ID, MemoryStoreID: v.StoreID, MemoryID: v.MemoryID, Operation: v.Operation,
 		CreatedAt: timeJSON(v.Created), CreatedBy: actorOut(v.By), RedactedAt: optTime(v.Redacted),
-		Provenance: &provenanceJSON{Author: v.By.ID, Provenance: v.By.Provenance}}
+		Provenance: &storewire.Provenance{Author: v.By.ID, Provenance: v.By.Provenance}}
 	if !v.Redacted.IsZero() {
 		out.RedactedBy = actorOut(v.RedactedBy)
 		return out
@@ -1202,7 +927,7 @@ func (c *storesCall) listVersions(storeID string) {
 	f.Session = q.Get("session_id")
 	if q.Get("service_account_id") != "" {
 		// No service-account actors write here: nothing matches.
-		writeJSON(c.w, http.StatusOK, map[string]any{"data": []any{}, "next_page": nil})
+		writeJSON(c.w, http.StatusOK, storewire.Page{Data: []any{}})
 		return
 	}
 	vs, err := c.ms.ListVersions(c.r.Context(), c.tenant, storeID, f)
@@ -1215,11 +940,11 @@ func (c *storesCall) listVersions(storeID string) {
 		vs = vs[:limit]
 		next = encodeCursor(strconv.FormatInt(vs[limit-1].Seq, 10))
 	}
-	data := make([]versionJSON, len(vs))
+	data := make([]storewire.Version, len(vs))
 	for i, v := range vs {
 		data[i] = versionOut(v, full)
 	}
-	writeJSON(c.w, http.StatusOK, map[string]any{"data": data, "next_page": nullable(next)})
+	writeJSON(c.w, http.StatusOK, storewire.Page{Data: data, NextPage: nullable(next)})
 }
 
 func (c *storesCall) getVersion(storeID, id string) {

@@ -67,6 +67,11 @@ func fromMS(v int64) time.Time {
 // write runs fn in one write transaction holding the lock on key (again
 // on a fresh connection when the one it got was broken).
 func (s *SQLStore) write(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
+	unlock, err := s.writers.lock(ctx, key)
+	if err != nil {
+		return overloaded(err)
+	}
+	defer unlock()
 	return retryBadConn(ctx, func() error { return s.writeOnce(ctx, key, fn) })
 }
 

@@ -25,7 +25,7 @@ var ErrReadOnly = errors.New("server: the review policy makes this read-only")
 
 // reviews returns the store's review data, or nil.
 func (h *Handler) reviews() Reviews {
-	r, _ := h.cfg.store.(Reviews)
+	r, _ := h.team.(Reviews)
 	return r
 }
 
@@ -79,13 +79,13 @@ func (h *Handler) Proposal(ctx context.Context, tenant, id string) (Proposal, Pr
 	var cur ProposalCurrent
 	switch p.Target.Kind {
 	case TargetRepo:
-		snap, err := h.cfg.store.Get(ctx, Repo{Tenant: tenant, Name: p.Target.Name}, true)
+		snap, err := h.team.Get(ctx, Repo{Tenant: tenant, Name: p.Target.Name}, true)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return p, cur, err
 		}
 		cur.Content, cur.Exists = snap.Entries[p.Key]
 	case TargetStore:
-		ms, ok := h.cfg.store.(MemoryStores)
+		ms, ok := h.stores, h.stores != nil
 		if !ok {
 			return p, cur, nil
 		}
@@ -168,13 +168,13 @@ func (h *Handler) apply(ctx context.Context, tenant string, p Proposal, reviewer
 		} else {
 			req.Entries = map[string]string{p.Key: p.Content}
 		}
-		if _, err := h.cfg.store.Put(ctx, repo, req); err != nil {
+		if _, err := h.team.Put(ctx, repo, req); err != nil {
 			return err
 		}
 		h.hashes.forget(repo)
 		h.changes.notify(repo)
 	case TargetStore:
-		ms, ok := h.cfg.store.(MemoryStores)
+		ms, ok := h.stores, h.stores != nil
 		if !ok {
 			return ErrNoReview
 		}
@@ -232,7 +232,7 @@ var errPropose = errors.New("server: the write is kept for review")
 // review.
 func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant, prov wire.Provenance, in wire.PutBody, screened map[string]string) {
 	ctx := r.Context()
-	cur, err := h.cfg.store.Get(ctx, repo, false)
+	cur, err := h.team.Get(ctx, repo, false)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		h.storeError(w, err)
@@ -323,99 +323,11 @@ func (h *Handler) reviewError(w http.ResponseWriter, err error) {
 	}
 }
 
-// reviewRoute names a review request for the metrics and the log: one of
-// a fixed set.
-func reviewRoute(r *http.Request) string {
-	parts := splitPath(strings.TrimPrefix(r.URL.Path, wire.ReviewPath))
-	switch {
-	case len(parts) == 1 && parts[0] == "policy":
-		return "review.policy"
-	case len(parts) == 1 && parts[0] == "proposals":
-		return "review.list"
-	case len(parts) == 2 && parts[0] == "proposals":
-		return "review.show"
-	case len(parts) == 3 && parts[0] == "proposals" && parts[2] == "approve":
-		return "review.approve"
-	case len(parts) == 3 && parts[0] == "proposals" && parts[2] == "reject":
-		return "review.reject"
-	}
-	return "review"
-}
-
-func isReviewRoute(p string) bool {
-	return p == wire.ReviewPath || strings.HasPrefix(p, wire.ReviewPath+"/")
-}
-
-// serveReview answers the review endpoint.
-func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request) (tenant string) {
-	if h.authRefused(w, r, false) {
-		return ""
-	}
-	grant, ok := h.authenticate(r)
-	if !ok {
-		h.authFailed(r)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="team memory"`)
-		writeError(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, "a valid bearer token is required")
-		return ""
-	}
-	if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeError(w, http.StatusTooManyRequests, "rate_limit_error", wire.CodeRateLimited, "too many requests for this token; retry after the given seconds")
-		return grant.Organization
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
-	defer cancel()
-	r = r.WithContext(ctx)
-	if h.reviews() == nil {
-		writeError(w, http.StatusNotFound, "not_found_error", "not_found", "this server's store keeps no review policies")
-		return grant.Organization
-	}
-	parts := splitPath(strings.TrimPrefix(r.URL.Path, wire.ReviewPath))
-	rc := &reviewCall{h: h, w: w, r: r, grant: grant}
-	switch {
-	case len(parts) == 1 && parts[0] == "policy":
-		switch r.Method {
-		case http.MethodGet:
-			rc.getPolicy()
-		case http.MethodPut:
-			rc.setPolicy()
-		default:
-			rc.notAllowed("GET, PUT")
-		}
-	case len(parts) == 1 && parts[0] == "proposals":
-		if r.Method != http.MethodGet {
-			rc.notAllowed("GET")
-			break
-		}
-		rc.list()
-	case len(parts) == 2 && parts[0] == "proposals":
-		if r.Method != http.MethodGet {
-			rc.notAllowed("GET")
-			break
-		}
-		rc.show(parts[1])
-	case len(parts) == 3 && parts[0] == "proposals" && (parts[2] == "approve" || parts[2] == "reject"):
-		if r.Method != http.MethodPost {
-			rc.notAllowed("POST")
-			break
-		}
-		rc.decide(parts[1], parts[2] == "approve")
-	default:
-		writeError(w, http.StatusNotFound, "not_found_error", "not_found", "no such endpoint")
-	}
-	return grant.Organization
-}
-
 type reviewCall struct {
 	h     *Handler
 	w     http.ResponseWriter
 	r     *http.Request
 	grant TokenGrant
-}
-
-func (c *reviewCall) notAllowed(allow string) {
-	c.w.Header().Set("Allow", allow)
-	writeError(c.w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, "use "+allow)
 }
 
 // mayReach reports whether the token reaches a target: a repo its
@@ -428,7 +340,7 @@ func (c *reviewCall) mayReach(t Target) bool {
 		if !slices.Contains(c.grant.Stores, "*") && !slices.Contains(c.grant.Stores, t.Name) {
 			return false
 		}
-		ms, ok := c.h.cfg.store.(MemoryStores)
+		ms, ok := c.h.stores, c.h.stores != nil
 		if !ok {
 			return false
 		}

@@ -31,6 +31,9 @@ type SQLStore struct {
 	w  *sql.DB // writes
 	r  *sql.DB // reads (the same pool on PostgreSQL)
 	d  SQLDialect
+	// writers serializes the writers of one memory store, or of one
+	// repo, in this process (keylock.go).
+	writers keyLocks
 }
 
 // SQLDialect is what differs between SQL databases.
@@ -341,6 +344,12 @@ func (s *SQLStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) er
 
 // Put implements Store, in one serialised transaction.
 func (s *SQLStore) Put(ctx context.Context, repo Repo, req PutRequest) (snap Snapshot, err error) {
+	// Writers of one repo wait here, not holding a connection (keylock.go).
+	unlock, err := s.writers.lock(ctx, "repo\n"+repo.Tenant+"\n"+repo.Name)
+	if err != nil {
+		return Snapshot{}, overloaded(err)
+	}
+	defer unlock()
 	err = retryBadConn(ctx, func() (err error) {
 		snap, err = s.putOnce(ctx, repo, req)
 		return err

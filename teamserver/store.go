@@ -116,13 +116,20 @@ func (e *TooManyEntriesError) Error() string {
 	return fmt.Sprintf("server: the repo would hold %d entries, more than the limit of %d", e.Received, e.Max)
 }
 
-// Store keeps team memory. Put must be atomic: the IfMatch check, the
-// limit checks and the write (with its history) happen together or not at
-// all, even across processes sharing the store. Every read sees one
-// consistent snapshot: a version, checksum and entries that belong
+// Store is what NewHandler serves: a TeamStore, which every store is,
+// and the interfaces of the other protocols it may also have
+// (MemoryStores, Reviews; the routes of a protocol the store lacks
+// answer 404).
+type Store = TeamStore
+
+// TeamStore keeps team memory: the store interface of the team repo
+// protocol, its history and log. Put must be atomic: the IfMatch check,
+// the limit checks and the write (with its history) happen together or
+// not at all, even across processes sharing the store. Every read sees
+// one consistent snapshot: a version, checksum and entries that belong
 // together. Implementations must be safe for concurrent use; the
-// storetest suite checks all of this.
-type Store interface {
+// storetest suite (Run) checks all of this.
+type TeamStore interface {
 	// Get returns a repo's state, with Entries only when withContent.
 	Get(ctx context.Context, repo Repo, withContent bool) (Snapshot, error)
 	// Head returns a repo's version, checksum and time only (cheap).
@@ -307,6 +314,7 @@ type MemoryStore struct {
 	history map[Repo]map[string][]Revision // newest first
 	log     map[Repo][]Change              // oldest first
 	reviews memReviews
+	stores  memStores // memorystores_mem.go
 }
 
 // NewMemoryStore returns an empty MemoryStore.

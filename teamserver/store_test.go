@@ -14,3 +14,20 @@ func TestMemoryStore(t *testing.T) {
 func TestMemoryStoreTrust(t *testing.T) {
 	storetest.RunTrust(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
 }
+
+func TestMemoryStoreRefusals(t *testing.T) {
+	storetest.RunRefusals(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+}
+
+func TestMemoryStoreMemoryStores(t *testing.T) {
+	storetest.RunMemoryStores(t, func(*testing.T) teamserver.MemoryStores { return teamserver.NewMemoryStore() })
+}
+
+func TestMemoryStoreMemoryStoresAPI(t *testing.T) {
+	storetest.RunMemoryStoresAPI(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+	storetest.RunClaudeCodeRoute(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+}
+
+func TestMemoryStoreLoad(t *testing.T) {
+	storetest.RunMemoryStoresLoad(t, []teamserver.Store{teamserver.NewMemoryStore()}, storetest.LoadOptions{})
+}

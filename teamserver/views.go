@@ -24,7 +24,7 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 	var bw *bufio.Writer
 	first := true
 	start := time.Now()
-	snap, err := h.cfg.store.Stream(r.Context(), repo, func(head Snapshot) error {
+	snap, err := h.team.Stream(r.Context(), repo, func(head Snapshot) error {
 		if inm != "" && inm == head.Checksum {
 			return errNotModified
 		}
@@ -81,7 +81,7 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 		tombs, _ := json.Marshal(snap.Tombstones)
 		bw.Write(tombs)
 	}
-	if at, ok := h.cfg.store.(Attributor); ok {
+	if at, ok := h.team.(Attributor); ok {
 		// Who wrote each entry, for the prompt's attribution: read after
 		// the stream, so a write in between may be named for a key whose
 		// older content was sent (the next pull corrects it).
@@ -115,7 +115,7 @@ func writeJSONString(bw *bufio.Writer, s string) {
 // number, so a cache is never stale.
 func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 	start := time.Now()
-	head, err := h.cfg.store.Head(r.Context(), repo)
+	head, err := h.team.Head(r.Context(), repo)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found_error", "team_memory_not_found", "no team memory for this repo yet")
@@ -126,7 +126,7 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 	}
 	body, checksum, ok := h.hashes.get(repo, head.Version, head.Checksum)
 	if !ok {
-		snap, err := h.cfg.store.Get(r.Context(), repo, false)
+		snap, err := h.team.Get(r.Context(), repo, false)
 		if err != nil {
 			h.storeError(w, err)
 			return
@@ -164,7 +164,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "version must be a positive number")
 			return
 		}
-		rev, err := h.cfg.store.Revision(r.Context(), repo, key, version)
+		rev, err := h.team.Revision(r.Context(), repo, key, version)
 		switch {
 		case errors.Is(err, ErrNoRevision):
 			writeError(w, http.StatusNotFound, "not_found_error", wire.CodeNoRevision, "the key has no such version (never written then, or past the retention)")
@@ -179,7 +179,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	revs, err := h.cfg.store.History(r.Context(), repo, key, limit)
+	revs, err := h.team.History(r.Context(), repo, key, limit)
 	if err != nil {
 		h.storeError(w, err)
 		return
@@ -199,7 +199,7 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, repo Repo) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	changes, err := h.cfg.store.Log(r.Context(), repo, since, limit)
+	changes, err := h.team.Log(r.Context(), repo, since, limit)
 	if err != nil {
 		h.storeError(w, err)
 		return

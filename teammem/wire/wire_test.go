@@ -12,9 +12,11 @@ func TestValidateKeySyntax(t *testing.T) {
 		"a\x00b": ReasonNUL, "%2e%2e/x": ReasonEncoded, "%252e%252e%252fx": ReasonEncoded, "．．/x": ReasonUnicode,
 		"a\\b": ReasonBackslash, "/etc/passwd": ReasonAbsolute, "": ReasonTooLong, strings.Repeat("a", 256): ReasonTooLong,
 		"a/../b": ReasonEscapes, "a//b": ReasonEscapes, "a/": ReasonEscapes, "./a": ReasonEscapes,
-		// A terminal would act on these when a teammate's pull prints the key.
-		"a\u001b]0;TITLE\u0007.md": ReasonControl, "tab\t.md": ReasonControl, "rtl\u202e.md": ReasonControl,
-		"line\u2028.md": ReasonControl, "caf\xe9.md": ReasonControl,
+		// What a memory-store path refuses too: C0 and C1 controls (a
+		// terminal's title sequence), format characters (a bidi override,
+		// a zero-width space), line separators, invalid UTF-8.
+		"a\u001b]0;TITLE\u0007.md": ReasonControl, "a\u009b31m.md": ReasonControl, "a\u202egpj.md": ReasonControl,
+		"a\u200bb.md": ReasonControl, "a\u2028b.md": ReasonControl, "caf\xe9.md": ReasonControl, "a\tb.md": ReasonControl,
 	} {
 		err := ValidateKeySyntax(key)
 		var ke *KeyError

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/teamserver/console"
@@ -95,7 +97,7 @@ func (f *fixture) put(t testing.TB, token, repo string, entries map[string]strin
 func (f *fixture) stores(t testing.TB, token, method, rest string, body, out any) {
 	t.Helper()
 	f.advance(time.Minute)
-	f.do(t, token, method, teamserver.StoresPath+rest, body, out)
+	f.do(t, token, method, storewire.StoresPath+rest, body, out)
 }
 
 func (f *fixture) do(t testing.TB, token, method, path string, body, out any) {

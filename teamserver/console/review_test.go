@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,7 +173,7 @@ func TestReviewQueueOfAStore(t *testing.T) {
 	resp, _ := alice.post("/policy", url.Values{"csrf": {csrf}, "kind": {"store"}, "name": {f.storeID}, "policy": {"review"}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 
-	mems := teamserver.StoresPath + "/" + f.storeID + "/memories"
+	mems := storewire.StoresPath + "/" + f.storeID + "/memories"
 	status, body := f.send(t, f.robot, http.MethodPost, mems, map[string]any{"path": "/todo.md", "content": "Ship it.\n"})
 	require.Equal(t, http.StatusAccepted, status, body)
 	_, page := alice.get("/review")

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
@@ -181,7 +183,7 @@ func (p *storeSource) name() string { return p.st.Name }
 func (p *storeSource) base() string { return p.c.opts.Prefix + "/stores/" + p.st.ID }
 
 func (p *storeSource) path(rest string) string {
-	return teamserver.StoresPath + "/" + p.st.ID + rest
+	return storewire.StoresPath + "/" + p.st.ID + rest
 }
 
 func (p *storeSource) list(ctx context.Context) ([]item, error) {

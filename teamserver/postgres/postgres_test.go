@@ -104,6 +104,52 @@ func TestPostgresTrust(t *testing.T) {
 	})
 }
 
+// The PostgreSQL store serves the Memory Stores protocol's interface.
+func TestPostgresMemoryStores(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunMemoryStores(t, func(t *testing.T) teamserver.MemoryStores {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// The Memory Stores API answers on PostgreSQL as the official SDKs
+// document.
+func TestPostgresMemoryStoresAPI(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// Claude Code's store route answers on PostgreSQL as on SQLite.
+func TestPostgresClaudeCodeRoute(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// Both protocols refuse on PostgreSQL what some store could not hold,
+// as they do on SQLite.
+func TestPostgresRefusals(t *testing.T) {
+	dsn := postgresDSN(t)
+	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
+		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // A database made before provenance and review opens with its data, and
 // records both from then on.
 func TestPostgresMigratesAnOldDatabase(t *testing.T) {

@@ -21,6 +21,46 @@ func TestSQLiteTrust(t *testing.T) {
 	})
 }
 
+// The SQLite store serves the Memory Stores protocol's interface.
+func TestSQLiteMemoryStores(t *testing.T) {
+	storetest.RunMemoryStores(t, func(t *testing.T) teamserver.MemoryStores {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// The Memory Stores API answers on SQLite as the official SDKs document.
+func TestSQLiteMemoryStoresAPI(t *testing.T) {
+	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// Claude Code's store route answers on SQLite as Claude Code expects.
+func TestSQLiteClaudeCodeRoute(t *testing.T) {
+	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// Both protocols refuse on SQLite what some store could not hold.
+func TestSQLiteRefusals(t *testing.T) {
+	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // A database made before provenance and review opens with its data, and
 // records both from then on.
 func TestSQLiteMigratesAnOldDatabase(t *testing.T) {

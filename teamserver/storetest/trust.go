@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -347,9 +349,9 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 		var st struct {
 			ID string `json:"id"`
 		}
-		code, body, _ := ts.call(http.MethodPost, teamserver.StoresPath, ts.alice, map[string]string{"name": "shared"}, nil, &st)
+		code, body, _ := ts.call(http.MethodPost, storewire.StoresPath, ts.alice, map[string]string{"name": "shared"}, nil, &st)
 		require.Equal(t, http.StatusOK, code, body)
-		base := teamserver.StoresPath + "/" + st.ID
+		base := storewire.StoresPath + "/" + st.ID
 		q := "store=" + url.QueryEscape(st.ID)
 		var m struct {
 			ID string `json:"id"`
@@ -366,14 +368,14 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 		listing := func(token string) string {
 			code, body, _ := ts.call(http.MethodGet, base+"/memories?view=full&limit=20", token, nil, nil, nil)
 			require.Equal(t, http.StatusOK, code, body)
-			code, export, _ := ts.call(http.MethodGet, teamserver.CodeStorePrefix+st.ID+"/memories/export", token, nil, nil, nil)
+			code, export, _ := ts.call(http.MethodGet, storewire.CodeStorePrefix+st.ID+"/memories/export", token, nil, nil, nil)
 			require.Equal(t, http.StatusOK, code, export)
 			return body + export
 		}
 		code, body, _ = ts.call(http.MethodPost, base+"/memories", ts.bot, map[string]string{"path": "/planted.md", "content": "PLANTED text"},
 			map[string]string{wire.DoorHeader: wire.DoorSync, wire.OriginHeader: wire.OriginFetched}, nil)
 		require.Equal(t, http.StatusAccepted, code, body)
-		assert.Contains(t, body, `"type":"`+teamserver.ProposalType+`"`)
+		assert.Contains(t, body, `"type":"`+storewire.ProposalType+`"`)
 		code, body, _ = ts.call(http.MethodPost, base+"/memories/"+m.ID, ts.bot, map[string]string{"content": "PLANTED edit"}, nil, nil)
 		require.Equal(t, http.StatusAccepted, code, body)
 		code, body, _ = ts.call(http.MethodDelete, base+"/memories/"+m.ID, ts.legacy, nil, nil, nil)
