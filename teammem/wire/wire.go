@@ -221,6 +221,14 @@ const (
 	OriginFetched    = "fetched"
 )
 
+// UntrustedOrigin reports whether origin says the content came from
+// input nobody vouched for (OriginToolOutput, OriginFetched): under the
+// policy "review" such a write waits for a person whoever's token sends
+// it.
+func UntrustedOrigin(origin string) bool {
+	return origin == OriginToolOutput || origin == OriginFetched
+}
+
 // MaxSessionLength bounds SessionHeader.
 const MaxSessionLength = 128
 
