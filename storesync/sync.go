@@ -86,6 +86,7 @@ type Client struct {
 	cfg   Options
 	conn  *conn
 	gate  *memdir.WriteGate
+	mount *memdir.Dir // the mount folder: how its files were written
 	// scanner checks pushed content: the folder's.
 	scanner *secrets.Scanner
 }
@@ -139,7 +140,7 @@ func New(d *memdir.Dir, cfg Options) (*Client, error) {
 	dir = filepath.Clean(dir)
 	gate := d.Gate()
 	base := strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
-	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: gate, scanner: d.Scanner(),
+	return &Client{fs: fsys, dir: dir, cfg: cfg, gate: gate, mount: d, scanner: d.Scanner(),
 		conn: &conn{http: cfg.HTTP, base: base, path: cfg.Mount.Path, token: cfg.Token,
 			public: strings.HasPrefix(cfg.Mount.Path, "/v1/memory_stores/"), retries: cfg.Retries, prov: prov}}, nil
 }
@@ -643,10 +644,11 @@ func (c *Client) push(ctx context.Context, p string, l *localFile, r remoteMemor
 	}
 	var m remoteMemory
 	var err error
+	cn := c.connFor(l) // with the door, session and origin that wrote it
 	if r.ID == "" {
-		m, err = c.conn.create(ctx, p, l.content)
+		m, err = cn.create(ctx, p, l.content)
 	} else {
-		m, err = c.conn.update(ctx, r.ID, l.content, b.Entries[p].SHA256)
+		m, err = cn.update(ctx, r.ID, l.content, b.Entries[p].SHA256)
 	}
 	if errors.Is(err, errInReview) {
 		res.InReview = append(res.InReview, p)

@@ -333,6 +333,7 @@ type Client struct {
 	scanner *secrets.Scanner // the team directory's
 	cfg     ClientOptions
 	gate    *memdir.WriteGate // writes into the team directory
+	team    *memdir.Dir       // the team directory: how its files were written
 	aside   *memdir.WriteGate // writes conflict copies beside it
 	// defaultHTTP is the client made when the config gave none.
 	defaultHTTP *http.Client
@@ -412,7 +413,7 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	team = team.WithHistory(cfg.History)
-	c := &Client{fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), defaultHTTP: defaultHTTP}
+	c := &Client{fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), cfg: cfg, endpoint: endpoint, log: log, gate: team.Gate(), team: team, defaultHTTP: defaultHTTP}
 	if cfg.MaxReplyBytes <= 0 {
 		cfg.MaxReplyBytes = defaultReplyCap
 	}
@@ -447,9 +448,10 @@ type localFile struct {
 // first), each conditional on the server state the plan was made from;
 // every accepted batch moves view and base forward.
 func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uploads []localFile, deletes []string, base map[string]string) error {
-	bs := batches(uploads, wire.MaxPutBodyBytes)
+	// Files go with the door, session and origin that wrote them.
+	bs, provs := c.provenanceBatches(uploads, len(deletes) > 0, wire.MaxPutBodyBytes)
 	if len(bs) == 0 {
-		bs = [][]localFile{nil} // deletions alone still need a request
+		bs, provs = [][]localFile{nil}, []map[string]string{nil} // deletions alone still need a request
 	}
 	if view.sums == nil {
 		view.sums = map[string]string{}
@@ -468,6 +470,9 @@ func (c *Client) upload(ctx context.Context, view *serverView, res *Result, uplo
 			return err
 		}
 		headers := map[string]string{"Content-Type": "application/json"}
+		for k, v := range provs[i] {
+			headers[k] = v
+		}
 		if ifMatch != "" {
 			headers["If-Match"] = `"` + ifMatch + `"`
 		}
