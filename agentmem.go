@@ -686,10 +686,11 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	if _, err := m.memDir.BackfillIndex(ctx); err != nil {
 		m.log.WarnContext(ctx, "agentmem: the missing memory index could not be backfilled", "error", err)
 	}
+	stores := m.mountedStores()
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
 		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
-		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), Logger: m.log,
-		TeamAuthors: teammem.Attributions(m.fs, memdir.TeamMemPath(m.autoDir()))})
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: stores, Logger: m.log,
+		TeamAuthors: teamAuthors(m.fs, memdir.TeamMemPath(m.autoDir()), stores)})
 	if err != nil {
 		return "", err
 	}
@@ -700,7 +701,31 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 func (m *Memory) mountedStores() []memdir.MountedStore {
 	var out []memdir.MountedStore
 	for _, mt := range m.mounts {
-		out = append(out, memdir.MountedStore{Name: mt.Name, Dir: mt.Dir(m.dir), ReadOnly: mt.ReadOnly(), User: mt.Scope == "user", PromptIndex: mt.PromptIndex})
+		s := memdir.MountedStore{Name: mt.Name, Dir: mt.Dir(m.dir), ReadOnly: mt.ReadOnly(), User: mt.Scope == "user", PromptIndex: mt.PromptIndex}
+		if !s.User {
+			s.Authors = storesync.Attributions(m.fs, s.Dir) // who wrote each, as the store's versions say
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// teamAuthors says who wrote each file of the team directory team as it
+// is: the team sync's attributions, and those of the team stores mounted
+// in it, under their folder.
+func teamAuthors(fsys afero.Fs, team string, stores []memdir.MountedStore) map[string]memdir.Attribution {
+	out := teammem.Attributions(fsys, team)
+	for _, s := range stores {
+		rel, err := filepath.Rel(filepath.Clean(team), s.Dir)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		for k, a := range s.Authors {
+			if out == nil {
+				out = map[string]memdir.Attribution{}
+			}
+			out[filepath.ToSlash(rel)+"/"+k] = a
+		}
 	}
 	return out
 }

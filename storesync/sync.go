@@ -361,6 +361,7 @@ func (c *Client) Sync(ctx context.Context) (Result, error) {
 	if err := c.saveBasis(ctx, basis); err != nil {
 		return res, err
 	}
+	c.saveAuthors(ctx, basis, head.ID) // who wrote each memory, for the prompt
 	// The store's generation moved on by one for each write of ours, so it
 	// is at least this now; a store found below it later went back.
 	if head.Generation != nil {
