@@ -27,6 +27,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/sessionmem"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
@@ -243,7 +244,20 @@ type Turn struct {
 	// extraction then sends the same prefix, so it reads the main agent's
 	// prompt cache (with llm/anthropic's Options.PromptCache).
 	Prefix *llm.Prefix
+	// Origin marks a turn that read content nobody vouched for: a tool's
+	// output (OriginToolOutput) or a web page or file from outside
+	// (OriginFetched). It calls MarkUntrusted before the turn's
+	// background jobs start. "" (and "user" or "agent") marks nothing;
+	// any other value is taken as OriginFetched.
+	Origin string
 }
+
+// Origins a host marks a turn with (Turn.Origin, Memory.MarkUntrusted):
+// the values of the X-Agentmem-Origin header.
+const (
+	OriginToolOutput = wire.OriginToolOutput
+	OriginFetched    = wire.OriginFetched
+)
 
 // Memory is the memory of one agent session. Safe for concurrent use.
 type Memory struct {
@@ -404,6 +418,10 @@ func (m *Memory) build(model llm.Model) error {
 	if m.memDir, err = memdir.NewDir(m.fs, m.dir, memdir.DirOptions{SessionID: m.opts.SessionID, Synced: m.opts.SyncedMemory, Scanner: m.opts.Scanner}); err != nil {
 		return err
 	}
+	// Every layer's writes into shared memory name this session; each
+	// layer adds its own door (memdir.Dir.WithDoor), and the sync
+	// clients send both with the file.
+	m.memDir = m.memDir.WithProvenance(memdir.Provenance{Session: m.opts.SessionID})
 	// The main agent's own memory writes keep the session's file history
 	// (as Claude Code's do): UserMessage takes a checkpoint per message.
 	if m.mainHistory, err = m.history(m.opts.SessionID); err != nil {
@@ -620,8 +638,9 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	// The server records this session on what the watcher pushes (the
-	// door is sync: the file's own door is not known here).
+	// The server records this session on what the watcher pushes, and
+	// each file's door as the write that left it recorded it (the
+	// client's own, sync, for a file written by anything else).
 	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: m.teamState, History: h,
 		Session: m.opts.SessionID})
 	if err != nil {
@@ -667,10 +686,11 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 	if _, err := m.memDir.BackfillIndex(ctx); err != nil {
 		m.log.WarnContext(ctx, "agentmem: the missing memory index could not be backfilled", "error", err)
 	}
+	stores := m.mountedStores()
 	p, err := memdir.LoadMemoryPrompt(ctx, m.fs, memdir.LoadPromptRequest{Enabled: true, AutoDir: m.autoDir(),
 		TeamActive: m.teamActive(), Lean: m.opts.Prompt.Lean, SkipIndex: m.skipIndex(),
-		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: m.mountedStores(), Logger: m.log,
-		TeamAuthors: teammem.Attributions(m.fs, memdir.TeamMemPath(m.autoDir()))})
+		IndexInUserMessage: !m.opts.Prompt.IndexInSystemPrompt, Stores: stores, Logger: m.log,
+		TeamAuthors: teamAuthors(m.fs, memdir.TeamMemPath(m.autoDir()), stores)})
 	if err != nil {
 		return "", err
 	}
@@ -681,7 +701,31 @@ func (m *Memory) SystemPrompt(ctx context.Context) (string, error) {
 func (m *Memory) mountedStores() []memdir.MountedStore {
 	var out []memdir.MountedStore
 	for _, mt := range m.mounts {
-		out = append(out, memdir.MountedStore{Name: mt.Name, Dir: mt.Dir(m.dir), ReadOnly: mt.ReadOnly(), User: mt.Scope == "user", PromptIndex: mt.PromptIndex})
+		s := memdir.MountedStore{Name: mt.Name, Dir: mt.Dir(m.dir), ReadOnly: mt.ReadOnly(), User: mt.Scope == "user", PromptIndex: mt.PromptIndex}
+		if !s.User {
+			s.Authors = storesync.Attributions(m.fs, s.Dir) // who wrote each, as the store's versions say
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// teamAuthors says who wrote each file of the team directory team as it
+// is: the team sync's attributions, and those of the team stores mounted
+// in it, under their folder.
+func teamAuthors(fsys afero.Fs, team string, stores []memdir.MountedStore) map[string]memdir.Attribution {
+	out := teammem.Attributions(fsys, team)
+	for _, s := range stores {
+		rel, err := filepath.Rel(filepath.Clean(team), s.Dir)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		for k, a := range s.Authors {
+			if out == nil {
+				out = map[string]memdir.Attribution{}
+			}
+			out[filepath.ToSlash(rel)+"/"+k] = a
+		}
 	}
 	return out
 }
@@ -873,6 +917,24 @@ func (m *Memory) UserMessage(ctx context.Context, text string) llm.Message {
 	return msg
 }
 
+// MarkUntrusted says the session has read content nobody vouched for (a
+// tool's output, OriginToolOutput, or fetched content, OriginFetched; any
+// other value is taken as OriginFetched). The content stays in the
+// conversation, so from now on every write into shared memory the
+// session makes (its tools', extraction's, consolidation's) carries that
+// origin to the server, and a repo or store under the policy "review"
+// keeps it for a person even when the token is a person's. The mark
+// lasts for the session. A host calls it as soon as such content enters
+// the conversation, or sets Turn.Origin.
+func (m *Memory) MarkUntrusted(origin string) {
+	if origin != wire.OriginToolOutput {
+		origin = wire.OriginFetched
+	}
+	if m.enabled && m.memDir != nil {
+		m.memDir.MarkUntrusted(origin)
+	}
+}
+
 // ChangedFiles returns the memory files the agent wrote through Tools that
 // someone else (the user, a teammate's sync, another agent) has changed or
 // deleted since, each reported once. UserMessage reports them itself; a
@@ -943,6 +1005,11 @@ func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
 		m.recorded = len(t.Messages) // a shorter list was compacted: record from here on
 	}
 	m.mu.Unlock()
+	switch t.Origin {
+	case "", wire.OriginUser, wire.OriginAgent:
+	default:
+		m.MarkUntrusted(t.Origin)
+	}
 	if m.recorder != nil && len(fresh) > 0 {
 		if err := m.recorder.Record(context.WithoutCancel(ctx), fresh...); err != nil {
 			m.log.WarnContext(ctx, "agentmem: the transcript could not be written", "error", err)

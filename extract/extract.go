@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,9 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Extractor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Its writes into shared memory go with its own door unless the
+	// host named one.
+	dir = dir.WithDoor(wire.DoorExtraction)
 	return &Extractor{dir: dir, model: model, cfg: cfg, log: log, jobs: jobs.New()}, nil
 }
 

@@ -871,8 +871,9 @@ func (r *round) pushChange(ctx context.Context, p string) (Change, bool, error) 
 		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: reason})
 		return Change{}, false, nil
 	}
-	expect := r.remote[p] // what the remote holds now (zero: must not exist)
-	return Change{Path: p, Content: raw, Expect: expect}, true, ctx.Err()
+	expect := r.remote[p]                      // what the remote holds now (zero: must not exist)
+	wrote, _ := r.e.dir.Provenance(l.abs, raw) // the door that wrote it, if recorded
+	return Change{Path: p, Content: raw, Wrote: wrote, Expect: expect}, true, ctx.Err()
 }
 
 // record applies the remote's outcomes to the basis; mismatch reports a

@@ -14,6 +14,8 @@ package foldersync
 import (
 	"context"
 	"time"
+
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // Remote is the other side of a folder: a team repo, a memory store. A
@@ -100,6 +102,11 @@ type Change struct {
 	// Content is the new content; nil with Delete set.
 	Content []byte
 	Delete  bool
+	// Wrote is how Content was written (door, session, origin), as the
+	// memory directory recorded it (memdir.Dir.Provenance); zero when it
+	// recorded nothing (a hand edit, a deletion): the driver then sends
+	// the sync client's own.
+	Wrote memdir.Provenance
 	// Expect is what the remote must hold for the change to apply: the
 	// entry the basis recorded (its Sum and Ref), or the zero Entry when
 	// the path must not exist there.

@@ -67,6 +67,10 @@ type WriteGate struct {
 	// whole directory, so the view shares its lock.
 	within  string
 	history History // records a file's version before a write (Dir.WithHistory)
+	// prov is recorded for every shared write (Dir.WithProvenance);
+	// provState is shared by every handle of the directory.
+	prov      Provenance
+	provState *provenanceState
 }
 
 // gateOptions configures a WriteGate. The zero value means the defaults.
@@ -95,7 +99,7 @@ func newWriteGate(fsys afero.Fs, roots []string, opts gateOptions) (*WriteGate, 
 	if len(roots) == 0 {
 		return nil, errors.New("memdir: a memory directory needs at least one path")
 	}
-	g := &WriteGate{fs: fsys, scanner: opts.Scanner, synced: opts.Synced}
+	g := &WriteGate{fs: fsys, scanner: opts.Scanner, synced: opts.Synced, provState: &provenanceState{}}
 	if g.scanner == nil {
 		g.scanner = secrets.New()
 	}
@@ -357,6 +361,9 @@ func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old 
 	if err := g.track(ctx, t.Path); err != nil {
 		return Target{}, err
 	}
+	if err := g.recordProvenance(ctx, t, data); err != nil {
+		return Target{}, err
+	}
 	if err := atomicfile.WriteFile(fsys, name, data, perm); err != nil {
 		return Target{}, confinedError(err, "write "+filepath.Base(name))
 	}
@@ -523,6 +530,11 @@ func (g *WriteGate) Rename(ctx context.Context, from, to string) error {
 	}
 	for _, p := range []string{tf.Path, tt.Path} {
 		if err := g.track(ctx, p); err != nil {
+			return err
+		}
+	}
+	if moved, err := afero.ReadFile(fsys, name); err == nil {
+		if err := g.recordProvenance(ctx, tt, moved); err != nil {
 			return err
 		}
 	}

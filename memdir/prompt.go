@@ -347,17 +347,22 @@ func teamListing(ctx context.Context, fsys afero.Fs, teamDir string, authors map
 			fmt.Fprintf(&b, "- ... and %d more\n", len(names)-maxTeamListing)
 			break
 		}
-		b.WriteString("- " + n)
-		if a, ok := authors[n]; ok && a.Author != "" {
-			b.WriteString(" (written by " + authorLine(a.Author))
-			if !a.Time.IsZero() {
-				b.WriteString(", " + a.Time.UTC().Format("2006-01-02"))
-			}
-			b.WriteString(")")
-		}
-		b.WriteString("\n")
+		b.WriteString("- " + n + writtenBy(authors[n]) + "\n")
 	}
 	return b.String(), nil
+}
+
+// writtenBy is " (written by NAME, DATE)" for a listing line, or "" when
+// a's author is not known.
+func writtenBy(a Attribution) string {
+	if a.Author == "" {
+		return ""
+	}
+	s := " (written by " + authorLine(a.Author)
+	if !a.Time.IsZero() {
+		s += ", " + a.Time.UTC().Format("2006-01-02")
+	}
+	return s + ")"
 }
 
 // authorLine keeps a name from the server to one short line of printable

@@ -179,7 +179,7 @@ func (d *Dir) WithRoots(dirs ...string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.history = d.gate.history
+	g.history, g.prov, g.provState = d.gate.history, d.gate.prov, d.gate.provState
 	c := *d
 	c.gate = g
 	return &c, nil

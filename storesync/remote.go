@@ -196,13 +196,14 @@ func (r *Remote) apply(ctx context.Context, c foldersync.Change) (foldersync.Out
 	o := foldersync.Outcome{Path: c.Path}
 	var m remoteMemory
 	var err error
+	cn := r.connFor(c.Wrote) // with the door, session and origin that wrote it
 	switch {
 	case c.Delete:
-		err = r.conn.remove(ctx, c.Expect.Ref, c.Expect.Sum)
+		err = cn.remove(ctx, c.Expect.Ref, c.Expect.Sum)
 	case c.Expect.Sum == "":
-		m, err = r.conn.create(ctx, "/"+c.Path, string(c.Content))
+		m, err = cn.create(ctx, "/"+c.Path, string(c.Content))
 	default:
-		m, err = r.conn.update(ctx, c.Expect.Ref, string(c.Content), c.Expect.Sum)
+		m, err = cn.update(ctx, c.Expect.Ref, string(c.Content), c.Expect.Sum)
 	}
 	var rej *rejectedError
 	var apiErr *APIError

@@ -78,6 +78,10 @@ type Client struct {
 	gate   *memdir.WriteGate
 	remote *Remote
 	engine *foldersync.Engine
+	// authorsDue: the authors file may lag the folder (a new client, or
+	// lookups left for a later round), so the next round brings it up to
+	// date even when it changes nothing.
+	authorsDue bool
 }
 
 // New returns a client for the mount folder d: the view of the memory
@@ -94,7 +98,7 @@ func New(d *memdir.Dir, cfg Options) (*Client, error) {
 		return nil, err
 	}
 	dir = filepath.Clean(dir)
-	c := &Client{fs: fsys, dir: dir, cfg: cfg, gate: d.Gate(), conn: cn, remote: &Remote{conn: cn, ids: map[string]string{}}}
+	c := &Client{authorsDue: true, fs: fsys, dir: dir, cfg: cfg, gate: d.Gate(), conn: cn, remote: &Remote{conn: cn, ids: map[string]string{}}}
 	c.engine, err = foldersync.New(d, dir, c.remote, foldersync.Options{
 		Include:         cfg.Mount.syncable,
 		BasisPath:       filepath.Join(dir, engineBasisName),
@@ -264,6 +268,10 @@ func (r Result) Changed() bool {
 // nothing; a failed push or pull leaves that file for the next round.
 func (c *Client) Sync(ctx context.Context) (Result, error) {
 	res, err := c.engine.Round(ctx)
+	if err == nil && (res.Changed() || c.authorsDue) {
+		// Who wrote each memory, for the prompt (best effort).
+		c.authorsDue = !c.saveAuthors(ctx, readBasis(c.fs, c.dir, c.cfg.Mount.Path), readIdentity(c.fs, c.dir).StoreID)
+	}
 	return fromEngine(res), err
 }
 

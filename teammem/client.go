@@ -329,6 +329,7 @@ type Client struct {
 	teamDir string            // cleaned
 	scanner *secrets.Scanner  // the team directory's
 	gate    *memdir.WriteGate // writes into the team directory
+	team    *memdir.Dir       // the team directory: how its files were written
 	aside   *memdir.WriteGate // writes conflict copies beside it
 }
 
@@ -357,7 +358,7 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	team = team.WithHistory(t.cfg.History)
-	c := &Client{transport: t, fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), gate: team.Gate()}
+	c := &Client{transport: t, fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), gate: team.Gate(), team: team}
 	aside, err := team.WithPath(c.conflictsDir())
 	if err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)

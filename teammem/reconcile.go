@@ -681,7 +681,7 @@ func (c *Client) push(ctx context.Context, view *serverView, res *Result, upload
 		changes = append(changes, foldersync.Change{Path: k, Delete: true, Expect: foldersync.Entry{Sum: sumHex(view.sums[k])}})
 	}
 	for _, f := range uploads {
-		changes = append(changes, foldersync.Change{Path: f.key, Content: []byte(f.content), Expect: foldersync.Entry{Sum: sumHex(view.sums[f.key])}})
+		changes = append(changes, foldersync.Change{Path: f.key, Content: []byte(f.content), Wrote: c.wrote(f), Expect: foldersync.Entry{Sum: sumHex(view.sums[f.key])}})
 	}
 	outs, err := drv.Apply(ctx, changes)
 	requests, sent := drv.Traffic()

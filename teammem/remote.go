@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
@@ -576,12 +577,27 @@ func packChanges(changes []foldersync.Change, limit int) [][]foldersync.Change {
 	var out [][]foldersync.Change
 	var cur []foldersync.Change
 	size := envelope
+	// A request carries one door, session and origin: changes written
+	// through the same one go together, in the order they first come
+	// (deletions, with the client's own, first).
+	var order []memdir.Provenance
+	groups := map[memdir.Provenance][]foldersync.Change{}
+	for _, ch := range changes {
+		if _, ok := groups[ch.Wrote]; !ok {
+			order = append(order, ch.Wrote)
+		}
+		groups[ch.Wrote] = append(groups[ch.Wrote], ch)
+	}
+	changes = changes[:0:0]
+	for _, p := range order {
+		changes = append(changes, groups[p]...)
+	}
 	for _, ch := range changes {
 		cost := jsonLen(ch.Path) + 2
 		if !ch.Delete {
 			cost += jsonLen(string(ch.Content))
 		}
-		if len(cur) > 0 && size+cost > limit {
+		if len(cur) > 0 && (size+cost > limit || ch.Wrote != cur[0].Wrote) {
 			out = append(out, cur)
 			cur, size = nil, envelope
 		}
@@ -610,6 +626,11 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 		return nil, err
 	}
 	headers := map[string]string{"Content-Type": "application/json"}
+	if len(batch) > 0 {
+		for k, v := range provenanceHeaders(batch[0].Wrote, r.t.cfg) { // every change of a batch has one
+			headers[k] = v
+		}
+	}
 	if r.cur != nil && r.cur.tag != "" && !r.cur.empty {
 		headers["If-Match"] = `"` + r.cur.tag + `"`
 	}

@@ -435,8 +435,8 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 			return
 		}
 	}
-	// An injection found in an agent's write to a repo under review goes
-	// to a person, flagged, instead of being refused: the rest of the
+	// An injection found in a write to a repo under review that waits for
+	// a person (needsReview) goes to that person, flagged, instead of being refused: the rest of the
 	// screens refuse everywhere.
 	var screened map[string]string
 	var injected *screen.Error
@@ -466,7 +466,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
-	switch err := h.gate(ctx, repo.Tenant, Target{Kind: TargetRepo, Name: repo.Name}, grant); {
+	switch err := h.gate(ctx, repo.Tenant, Target{Kind: TargetRepo, Name: repo.Name}, grant, prov); {
 	case errors.Is(err, errPropose):
 		h.proposeTeam(w, r.WithContext(ctx), repo, grant, prov, in, screened)
 		return

@@ -80,7 +80,7 @@ func (c *storesCall) actor() Actor {
 // otherwise the answer is given (403 for a read-only store, 202 with the
 // proposal when it is kept for review).
 func (c *storesCall) review(storeID string, p Proposal) bool {
-	err := c.h.gate(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}, c.grant)
+	err := c.h.gate(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}, c.grant, c.prov)
 	switch {
 	case err == nil:
 		return true
@@ -432,15 +432,15 @@ func screenMemory(path string, content *string) error {
 }
 
 // screen applies screenMemory to a write (false: refused, answered). A
-// high-confidence injection in an agent's write to a store under review
-// is not refused: it is returned, to flag the proposal it becomes.
+// high-confidence injection in a write to a store under review that
+// waits for a person (needsReview) is not refused: it is returned, to flag the proposal it becomes.
 func (c *storesCall) screen(storeID, path string, content *string) (string, bool) {
 	err := screenMemory(path, content)
 	if err == nil {
 		return "", true
 	}
 	var api *APIError
-	if errors.As(err, &api) && api.Code == wire.CodeInjection && !c.grant.IsPerson() {
+	if errors.As(err, &api) && api.Code == wire.CodeInjection && needsReview(c.grant, c.prov) {
 		if policy, perr := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}); perr == nil && policy == PolicyReview {
 			return api.Code + ": " + api.Message, true
 		}

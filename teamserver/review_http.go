@@ -208,9 +208,10 @@ func (h *Handler) Reject(ctx context.Context, tenant, id, reviewer, reason strin
 	return rv.Decide(ctx, tenant, id, ProposalRejected, reviewer, reason, h.cfg.Now())
 }
 
-// gate applies a target's policy to a write by grant: nil to write it,
-// ErrReadOnly to refuse it, or errPropose to keep it as a proposal.
-func (h *Handler) gate(ctx context.Context, tenant string, t Target, grant TokenGrant) error {
+// gate applies a target's policy to a write by grant with provenance
+// prov: nil to write it, ErrReadOnly to refuse it, or errPropose to keep
+// it as a proposal (see needsReview).
+func (h *Handler) gate(ctx context.Context, tenant string, t Target, grant TokenGrant, prov wire.Provenance) error {
 	policy, err := h.Policy(ctx, tenant, t)
 	if err != nil {
 		return err
@@ -218,10 +219,19 @@ func (h *Handler) gate(ctx context.Context, tenant string, t Target, grant Token
 	switch {
 	case policy == PolicyReadOnly:
 		return ErrReadOnly
-	case policy == PolicyReview && !grant.IsPerson():
+	case policy == PolicyReview && needsReview(grant, prov):
 		return errPropose
 	}
 	return nil
+}
+
+// needsReview reports whether a write waits for a person under the
+// policy "review": an agent's token's always, and a person's token's too
+// when its client says the content came from untrusted input
+// (wire.UntrustedOrigin: a tool's output or fetched content), since a
+// person's session that read a web page writes what the page said.
+func needsReview(grant TokenGrant, prov wire.Provenance) bool {
+	return !grant.IsPerson() || wire.UntrustedOrigin(prov.Origin)
 }
 
 var errPropose = errors.New("server: the write is kept for review")

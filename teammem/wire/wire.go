@@ -197,8 +197,11 @@ const (
 
 // Doors a write can come through.
 const (
-	DoorCLI            = "cli"
-	DoorMemoryTool     = "memory-tool"
+	DoorCLI        = "cli"
+	DoorMemoryTool = "memory-tool"
+	// DoorFileTools is the model's file tools on memory (package
+	// memtools: Write, Edit, MultiEdit).
+	DoorFileTools      = "file-tools"
 	DoorMCP            = "mcp"
 	DoorExtraction     = "extraction"
 	DoorConsolidation  = "consolidation"
@@ -210,7 +213,7 @@ const (
 )
 
 // Doors lists the doors a server records as sent.
-var Doors = []string{DoorCLI, DoorMemoryTool, DoorMCP, DoorExtraction, DoorConsolidation, DoorSessionSummary, DoorSync, DoorHTTP, DoorReview, DoorConsole}
+var Doors = []string{DoorCLI, DoorMemoryTool, DoorFileTools, DoorMCP, DoorExtraction, DoorConsolidation, DoorSessionSummary, DoorSync, DoorHTTP, DoorReview, DoorConsole}
 
 // Origins of a write's content: said by the user, inferred by the agent,
 // derived from a tool's output, or from fetched content.
@@ -220,6 +223,14 @@ const (
 	OriginToolOutput = "tool-output"
 	OriginFetched    = "fetched"
 )
+
+// UntrustedOrigin reports whether origin says the content came from
+// input nobody vouched for (OriginToolOutput, OriginFetched): under the
+// policy "review" such a write waits for a person whoever's token sends
+// it.
+func UntrustedOrigin(origin string) bool {
+	return origin == OriginToolOutput || origin == OriginFetched
+}
 
 // MaxSessionLength bounds SessionHeader.
 const MaxSessionLength = 128
