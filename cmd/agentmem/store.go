@@ -213,7 +213,7 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 	for _, p := range r.DeletedLocal {
 		fmt.Fprintf(e.stdout, "%s: deleted %s (deleted in the store)\n", mount, shown(p))
 	}
-	for _, p := range r.DeletedInStore {
+	for _, p := range r.DeletedRemote {
 		fmt.Fprintf(e.stdout, "%s: deleted %s in the store\n", mount, shown(p))
 	}
 	for _, p := range r.InReview {
