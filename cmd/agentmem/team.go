@@ -52,8 +52,9 @@ const (
 	exitHeld = 8
 	// exitRefused: the run finished, but some files were refused and left
 	// exactly as they are (printed with the reason): bytes that are not
-	// valid UTF-8 or hold a NUL, a name not in NFC form, or (store sync)
-	// a path that is a folder of another memory's path. Fix or rename
+	// valid UTF-8 or hold a NUL, a name not in NFC form or holding a
+	// control character, or a path that is a folder of another memory's
+	// path (a pulled key that cannot be written here). Fix or rename
 	// them; nothing else waits for them.
 	exitRefused = 9
 )
@@ -61,7 +62,7 @@ const (
 // refusedSkip reports whether a team skip is a refusal of exitRefused.
 func refusedSkip(s teammem.Skip) bool {
 	switch s.Reason {
-	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened:
+	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, skipInvalidKey, skipWriteFailed:
 		return true
 	}
 	return false
@@ -72,7 +73,17 @@ var skipWhy = map[string]string{
 	teammem.SkipNotUTF8: "not_utf8: the file is not valid UTF-8 text, which sync cannot carry exactly; left as it is",
 	teammem.SkipNULByte: "nul_byte: the file holds a NUL byte, which not every server store can keep; left as it is",
 	teammem.SkipNotNFC:  "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
+	skipInvalidKey:      "invalid_key: the name is not one a team key may have (a control character, or a path that leads out of the folder); rename it",
+	skipWriteFailed:     "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
 }
+
+// The team client's skip reasons the CLI explains and counts as refused
+// (exit 9): a name that cannot be a team key, and a pulled key that
+// cannot be written in this folder.
+const (
+	skipInvalidKey  = "invalid_key"
+	skipWriteFailed = "write_failed"
+)
 
 // shown returns a key or path fit for a terminal: quoted when it holds
 // a control character or invalid UTF-8, so an escape sequence in a name
