@@ -164,9 +164,7 @@ func teamEntries(t *testing.T, url, token string) map[string]string {
 // reports whether the process was still running when the signal went.
 func (p *person) runKilledAfter(delay time.Duration, args ...string) bool {
 	p.t.Helper()
-	cmd := exec.Command(binary(p.t), args...)
-	cmd.Dir = p.project
-	cmd.Env = append(os.Environ(), p.env...)
+	cmd := newCommand(p.t, p.project, p.env, args...)
 	require.NoError(p.t, cmd.Start())
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -190,4 +188,13 @@ func fixedServer(t *testing.T, root string) (srv *teamServer, url, token string)
 	srv.start()
 	t.Cleanup(srv.kill)
 	return srv, "http://" + srv.addr, token
+}
+
+// newCommand is the built binary run in dir with env added.
+func newCommand(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
 }
