@@ -172,8 +172,10 @@ changes files it takes a checkpoint (history "team-sync-<hash of the
 directory>"; --no-checkpoint turns it off) and prints the agentmem rewind command that undoes it.
 The client commands read the token from $AGENTMEM_TEAM_TOKEN.
 Files whose bytes are not valid UTF-8 or hold a NUL, and names not in
-NFC form, are never pushed (nor overwritten by a pull): each is printed
-with the reason, the rest goes through, and the run exits 9. A memory
+NFC form or holding a control character, are never pushed (nor
+overwritten by a pull), nor is a pulled key written where this folder
+cannot hold it (a.md/b.md beside a file a.md): each is printed with the
+reason, the rest goes through, and the run exits 9. A memory
 store's folder (a CLAUDE_MEMORY_STORES mount, or any folder holding a
 .memory-sync manifest) is never carried: agentmem store syncs it.
 Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network or TLS, 5 server refused, 6 entry limit, 7 conflicts, 8 mass delete held, 9 files refused.
