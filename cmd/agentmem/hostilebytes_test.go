@@ -43,6 +43,12 @@ func hostileCases() []hostileCase {
 		{name: "tab in name", file: "tab\there.md", content: "a tab in the name\n"},
 		{name: "newline in name", file: "two\nlines.md", content: "a newline in the name\n"},
 		{name: "name clashes with a folder", file: "clash.md", content: "a file here\n", other: "clash.md/inner.md"},
+		{name: "name differs only in case", file: "notes.md", content: "lower case\n", other: "Notes.md"},
+		{name: "over the size limit", file: "huge.md", content: strings.Repeat("x", 250_001)},
+		{name: "a secret", file: "secret.md", content: "the token is ghp_" + strings.Repeat("aB3dE5", 6) + "\n"},
+		{name: "deep path", file: strings.Repeat("d/", 21) + "deep.md", content: "21 folders down\n"},
+		{name: "long name", file: strings.Repeat("n", 240) + ".md", content: "a long name\n"},
+		{name: "colon and backslash in name", file: "a:b\\c.md", content: "odd characters\n"},
 	}
 }
 
