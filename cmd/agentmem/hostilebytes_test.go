@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // hostileCase is one file a teammate may write: its name and bytes, and,
@@ -19,6 +20,7 @@ type hostileCase struct {
 	file    string
 	content string
 	other   string // a path the teammate writes first ("" for none)
+	link    bool   // file is a symbolic link to content outside the folder
 }
 
 func hostileCases() []hostileCase {
@@ -48,6 +50,7 @@ func hostileCases() []hostileCase {
 		{name: "a secret", file: "secret.md", content: "the token is ghp_" + strings.Repeat("aB3dE5", 6) + "\n"},
 		{name: "deep path", file: strings.Repeat("d/", 21) + "deep.md", content: "21 folders down\n"},
 		{name: "long name", file: strings.Repeat("n", 240) + ".md", content: "a long name\n"},
+		{name: "link to a file outside", file: "outside.md", content: "what lies outside the memory folder\n", link: true},
 		{name: "colon and backslash in name", file: "a:b\\c.md", content: "odd characters\n"},
 	}
 }
@@ -93,10 +96,11 @@ func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 		t.Run(proto.name, func(t *testing.T) {
 			for i, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					if proto.name == "team" && c.other != "" {
-						// Today the server refuses Ana's whole push
-						// (team_memory_key_conflict) and nothing else
-						// of hers reaches Ben.
+					if proto.name == "team" && (c.other != "" || c.link) {
+						// Today the server refuses Ana's whole push on a
+						// clash (team_memory_key_conflict) and nothing
+						// else of hers reaches Ben; a link is left out
+						// without a word and the round exits 0.
 						requireRewrite(t)
 					}
 					root := t.TempDir()
@@ -114,7 +118,13 @@ func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 						ben.ok(round...)
 					}
 					anaDir, benDir := proto.folder(ana), proto.folder(ben)
-					writeRaw(t, anaDir, c.file, []byte(c.content))
+					if c.link {
+						outside := filepath.Join(root, "outside.txt")
+						require.NoError(t, os.WriteFile(outside, []byte(c.content), 0o644))
+						require.NoError(t, os.Symlink(outside, filepath.Join(anaDir, c.file)))
+					} else {
+						writeRaw(t, anaDir, c.file, []byte(c.content))
+					}
 					writeRaw(t, anaDir, "ordinary.md", []byte("an ordinary memory\n"))
 
 					var said strings.Builder
@@ -154,6 +164,10 @@ func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 						assert.NotContains(t, o, "\x1b", "the output holds an escape character")
 					}
 					got, received := benFiles[c.file]
+					if c.link {
+						assert.False(t, received, "a link's target outside the folder reached Ben: %q", got)
+						received = false
+					}
 					if received && got == c.content {
 						t.Logf("%s: carried exactly (Ana's exit codes %v)", c.name, codes)
 						return
