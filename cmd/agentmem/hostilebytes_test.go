@@ -96,6 +96,7 @@ func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 		t.Run(proto.name, func(t *testing.T) {
 			for i, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
+					t.Parallel() // each row has its own repo, store and folders
 					if proto.name == "team" && (c.other != "" || c.link) {
 						// Today the server refuses Ana's whole push on a
 						// clash (team_memory_key_conflict) and nothing
