@@ -120,6 +120,7 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 			t.Logf("%s: the first rounds of 300 memories took %s", proto.name, full)
 
 			next := 300
+			span := full / 4 // the delays before a kill are drawn from [0, span]
 			mid := 0
 			for step := range 10 {
 				// Both change about a sixth of their memories.
@@ -145,7 +146,7 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 				}
 				folder := proto.folder(victim)
 				before := memoryFiles(t, folder)
-				delay := time.Duration(r.Int64N(int64(full)/4 + 1))
+				delay := time.Duration(r.Int64N(int64(span) + 1))
 				killed := victim.runKilledAfter(delay, proto.round...)
 				if killed {
 					mid++
@@ -182,7 +183,9 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 				if victim == ana {
 					other = ben
 				}
+				began := time.Now()
 				other.ok(proto.round...)
+				span = time.Since(began) // a round of about the killed one's size
 			}
 			t.Logf("%s: %d of 10 kills landed mid-round", proto.name, mid)
 			assert.Greater(t, mid, 0, "no kill landed mid-round: the rounds are faster than the delays")

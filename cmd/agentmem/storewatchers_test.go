@@ -19,7 +19,8 @@ import (
 // a few seconds later, so Ben's watcher runs rounds in between); Cy's
 // watcher is stopped meanwhile and started again after. Nothing comes
 // back, the newer x.md wins in every folder and in the store, and no
-// watcher takes the store for a replaced or restored one. Then the
+// watcher takes the store for a replaced or restored one. A Latin-1 file
+// stays at home, named in its watcher's output, and the rest syncs. Then the
 // server is SIGKILLed in the middle of a burst of writes and started
 // again: the watchers recover and every folder ends equal to the store,
 // with every file of the burst.
@@ -91,6 +92,19 @@ func TestThreeStoreWatchersAgreeOnDeletesAndRecreates(t *testing.T) {
 			assert.NotContains(t, w.log(), bad, "%s takes the store for another one", w.name)
 		}
 	}
+
+	// A file no store can hold exactly stays at home; the rest goes on.
+	writeRaw(t, folder("ben"), "latin1.md", []byte("caf\xe9\n"))
+	writeRaw(t, folder("ben"), "fine.md", []byte("written beside it\n"))
+	want["fine.md"] = "written beside it\n"
+	converged(want, "ana", "cy")
+	eventually(t, 10*time.Second, func() (bool, string) {
+		return strings.Contains(watchers["ben"].log(), "latin1.md"), "Ben's watcher does not name latin1.md"
+	}, watchers["ben"])
+	got, err := os.ReadFile(filepath.Join(folder("ben"), "latin1.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "caf\xe9\n", string(got))
+	require.NoError(t, os.Remove(filepath.Join(folder("ben"), "latin1.md")))
 
 	// The server dies in the middle of a burst and comes back.
 	for i := range 40 {
