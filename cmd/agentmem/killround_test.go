@@ -212,6 +212,13 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 					}
 				}
 				for _, h := range hiddenFiles(t, proto.folder(p), proto.known...) {
+					// A write's temporary file cut short by a kill is
+					// hidden: neither sync nor the prompt takes it, but
+					// nothing removes it either. Anything else is a fault.
+					if strings.Contains(filepath.Base(h), ".tmp-") {
+						t.Logf("%s's folder still holds %s, a temporary file of a killed write", p.name, h)
+						continue
+					}
 					t.Errorf("%s's folder still holds %s after the rounds completed", p.name, h)
 				}
 			}
