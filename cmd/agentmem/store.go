@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
@@ -69,7 +70,9 @@ watch pushes about 2 s after a local change and resyncs every --resync.
 A file whose bytes are not valid UTF-8 or hold a NUL, whose name is not
 NFC or holds a control character, or whose path is a folder of another
 memory's path (/a.md beside /a.md/b.md) is left as it is on both sides
-and printed with the reason; the rest of the round goes on (exit 9).
+and printed with the reason, as is a file with a secret, one over
+102,400 bytes, a link or one the store refuses; the rest of the round
+goes on (exit 9).
 Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network, 5 server refused, 7 conflicts, 8 mass delete held, 9 files refused.
 `)
 }
@@ -231,7 +234,14 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 		}
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, shown(s.Path), s.Reason)
+		why := s.Reason
+		switch s.Reason {
+		case skipOversized:
+			why = fmt.Sprintf("oversized: the file is over %d bytes, the most a memory may hold; left as it is", storesync.MaxContentBytes)
+		case skipNotRegular:
+			why = "not a regular file: a link or a special file is never synced; put the file itself in the folder to share it"
+		}
+		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, shown(s.Path), why)
 	}
 	for _, h := range r.Held {
 		fmt.Fprintf(e.stderr, "%s: held %d deletion(s) on the %s side: more than %d of %d tracked memories at once; nothing was deleted (pass --allow-mass-delete to confirm)\n",
@@ -245,6 +255,21 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 	}
 }
 
+// The store client's skip reasons that, beside storesync.Skip.Refused,
+// leave a file at home for good (exit 9): a secret, a file over the
+// size limit, a link or special file, and a file the store refused
+// ("refused: " and its message).
+const (
+	skipOversized  = "oversized"
+	skipRefusedBy  = "refused: "
+	skipNotRegular = "not a regular file"
+)
+
+// storeRefused reports whether a skip is a refusal of exitRefused.
+func storeRefused(s storesync.Skip) bool {
+	return s.Refused() || s.Reason == skipSecret || s.Reason == skipOversized || s.Reason == skipNotRegular || strings.HasPrefix(s.Reason, skipRefusedBy)
+}
+
 // storeExit maps a round to the exit codes of agentmem team.
 func storeExit(r storesync.Result, err error) int {
 	var apiErr *storesync.APIError
@@ -256,7 +281,7 @@ func storeExit(r storesync.Result, err error) int {
 		return exitHeld
 	case err == nil && len(r.Conflicts) > 0:
 		return exitConflict
-	case err == nil && slices.ContainsFunc(r.Skipped, storesync.Skip.Refused):
+	case err == nil && slices.ContainsFunc(r.Skipped, storeRefused):
 		return exitRefused
 	case err == nil:
 		return exitOK

@@ -69,7 +69,9 @@ func (m *movableStore) Replace(t testing.TB, files map[string][]byte) {
 	}
 }
 
+// createStore makes a memory store named name and returns its ID.
 func createStore(t testing.TB, base, token, name string) string {
+	t.Helper()
 	code, _, out := storeHTTP(t, "POST", base+"/v1/memory_stores", token, true, map[string]any{"name": name})
 	require.Equal(t, 200, code, string(out))
 	var st struct {

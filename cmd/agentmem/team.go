@@ -52,16 +52,18 @@ const (
 	exitHeld = 8
 	// exitRefused: the run finished, but some files were refused and left
 	// exactly as they are (printed with the reason): bytes that are not
-	// valid UTF-8 or hold a NUL, a name not in NFC form, a path that is
-	// a folder of another memory's path, or another key the server
-	// refused alone. Fix or rename them; nothing else waits for them.
+	// valid UTF-8 or hold a NUL, a name not in NFC form or holding a
+	// control character, a path that is a folder of another memory's
+	// path (either side), a secret, a file over the size limit, or
+	// another key the server refused alone. Fix or rename them; nothing
+	// else waits for them.
 	exitRefused = 9
 )
 
 // refusedSkip reports whether a team skip is a refusal of exitRefused.
 func refusedSkip(s teammem.Skip) bool {
 	switch s.Reason {
-	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, teammem.SkipRefused:
+	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, teammem.SkipRefused, skipInvalidKey, skipWriteFailed, skipSecret, skipTooLarge:
 		return true
 	}
 	return s.RuleID == teammem.SkipPathClash
@@ -72,7 +74,21 @@ var skipWhy = map[string]string{
 	teammem.SkipNotUTF8: "not_utf8: the file is not valid UTF-8 text, which sync cannot carry exactly; left as it is",
 	teammem.SkipNULByte: "nul_byte: the file holds a NUL byte, which not every server store can keep; left as it is",
 	teammem.SkipNotNFC:  "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
+	skipInvalidKey:      "invalid_key: the name is not one a team key may have (a control character, or a path that leads out of the folder); rename it",
+	skipTooLarge:        fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", wire.MaxEntryBytes),
+	skipWriteFailed:     "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
 }
+
+// The team client's skip reasons the CLI explains and counts as refused
+// (exit 9): a name that cannot be a team key, a pulled key that cannot
+// be written in this folder, a file holding a secret, and one over the
+// entry size limit.
+const (
+	skipInvalidKey  = "invalid_key"
+	skipWriteFailed = "write_failed"
+	skipSecret      = "secret"
+	skipTooLarge    = "too_large"
+)
 
 // shown returns a key or path fit for a terminal: quoted when it holds
 // a control character or invalid UTF-8, so an escape sequence in a name
@@ -161,8 +177,11 @@ changes files it takes a checkpoint (history "team-sync-<hash of the
 directory>"; --no-checkpoint turns it off) and prints the agentmem rewind command that undoes it.
 The client commands read the token from $AGENTMEM_TEAM_TOKEN.
 Files whose bytes are not valid UTF-8 or hold a NUL, and names not in
-NFC form, are never pushed (nor overwritten by a pull): each is printed
-with the reason, the rest goes through, and the run exits 9. A memory
+NFC form or holding a control character, are never pushed (nor
+overwritten by a pull), nor is a pulled key written where this folder
+cannot hold it (a.md/b.md beside a file a.md), nor a file with a secret
+or over 250,000 bytes: each is printed with the reason, the rest goes
+through, and the run exits 9. A memory
 store's folder (a CLAUDE_MEMORY_STORES mount, or any folder holding a
 .memory-sync manifest) is never carried: agentmem store syncs it.
 Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network or TLS, 5 server refused, 6 entry limit, 7 conflicts, 8 mass delete held, 9 files refused.

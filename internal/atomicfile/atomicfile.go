@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/spf13/afero"
 )
@@ -36,7 +37,7 @@ func write(fsys afero.Fs, path string, data []byte, perm os.FileMode, sync bool)
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := afero.TempFile(fsys, dir, "."+base+".tmp-*")
+	tmp, err := afero.TempFile(fsys, dir, "."+tempBase(base)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)
 	}
@@ -67,4 +68,22 @@ func write(fsys afero.Fs, path string, data []byte, perm os.FileMode, sync bool)
 		return fmt.Errorf("rename into place: %w", err)
 	}
 	return nil
+}
+
+// maxTempBase is the most bytes of the target's name a temporary file's
+// name repeats: with the dot, ".tmp-" and up to ten digits it stays
+// within the 255 bytes most filesystems allow a name, so a target whose
+// own name is up to that long can still be written.
+const maxTempBase = 200
+
+// tempBase is base, cut to maxTempBase bytes on a character boundary.
+func tempBase(base string) string {
+	if len(base) <= maxTempBase {
+		return base
+	}
+	cut := maxTempBase
+	for cut > 0 && !utf8.RuneStart(base[cut]) {
+		cut--
+	}
+	return base[:cut]
 }

@@ -108,3 +108,26 @@ func TestWriteFileMissingDir(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// TestWriteFileWithALongName writes targets whose names are as long as a
+// filesystem allows (255 bytes, ASCII and multi-byte): the temporary
+// file's name must fit too.
+func TestWriteFileWithALongName(t *testing.T) {
+	dir := t.TempDir()
+	fsys := afero.NewOsFs()
+	for _, name := range []string{
+		strings.Repeat("n", 252) + ".md",
+		strings.Repeat("é", 126) + ".md", // 255 bytes, cut inside no character
+		"short.md",
+	} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, WriteFile(fsys, path, []byte("content"), 0o644), "a name of %d bytes", len(name))
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, "content", string(got))
+		assert.LessOrEqual(t, len("."+tempBase(name)+".tmp-4294967295"), 255)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 3, "no temporary file is left")
+}
