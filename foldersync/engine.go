@@ -1122,13 +1122,15 @@ func (r *round) keepRemoteAside(ctx context.Context, p string) error {
 func (r *round) keepAside(ctx context.Context, p string, content []byte) (string, error) {
 	stamp := r.e.opts.Now().UTC().Format("20060102T150405.000Z")
 	ext := path.Ext(p)
-	base := strings.TrimSuffix(p, ext) + "." + stamp
-	saved := filepath.Join(r.e.aside, filepath.FromSlash(base+ext))
+	stem := strings.TrimSuffix(p, ext)
+	// The copy's name stays within what a filesystem holds, however long
+	// the memory's name.
+	saved := filepath.Join(r.e.aside, filepath.FromSlash(synctext.FitName(stem, "."+stamp+ext)))
 	for i := 2; ; i++ {
 		if _, err := r.e.fs.Stat(saved); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		saved = filepath.Join(r.e.aside, filepath.FromSlash(fmt.Sprintf("%s.%d%s", base, i, ext)))
+		saved = filepath.Join(r.e.aside, filepath.FromSlash(synctext.FitName(stem, fmt.Sprintf(".%s.%d%s", stamp, i, ext))))
 	}
 	if _, err := r.e.gate.WriteFile(ctx, saved, content, 0o644); err != nil {
 		return "", fmt.Errorf("foldersync: keep a copy of %s aside: %w (nothing was overwritten)", p, err)

@@ -174,7 +174,7 @@ type SyncState struct {
 // Skip says why a key was not synced.
 type Skip struct {
 	Key string
-	// Reason is "secret", "too_large", "invalid_key", "not_utf8" (the
+	// Reason is "secret", "too_large", "invalid_key", "not_regular" (a link or a special file: never followed, never pushed), "not_utf8" (the
 	// file's bytes are not valid UTF-8: JSON could not carry them exactly),
 	// "nul_byte" (the file holds a NUL, which not every store can keep),
 	// "not_nfc" (the file's name is not in Unicode NFC form, which the
@@ -453,7 +453,7 @@ func underDirs(key string, dirs []string) bool {
 // returns the folders the client never carries (SkipDirs and store
 // folders), whose files it leaves out.
 func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, skipDirs []string, err error) {
-	var paths []fswalk.Entry
+	var paths, others []fswalk.Entry
 	var manifests []string
 	err = fswalk.Walk(ctx, c.fs, c.teamDir, func(e fswalk.Entry) error {
 		if path.Base(e.Rel) == memdir.StoreManifestName && !e.Type.IsDir() {
@@ -461,6 +461,8 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 		}
 		if e.Type.IsRegular() {
 			paths = append(paths, e)
+		} else if !e.Type.IsDir() {
+			others = append(others, e) // a link or a special file
 		}
 		return nil
 	})
@@ -472,6 +474,16 @@ func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues b
 		return nil, true, nil, skipDirs, nil
 	case err != nil:
 		return nil, false, nil, skipDirs, err
+	}
+	for _, e := range others {
+		name := path.Base(e.Rel)
+		ext := path.Ext(name)
+		if underDirs(e.Rel, skipDirs) || strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || fswalk.Hidden(e.Rel) {
+			continue
+		}
+		// Never followed (its target may lie outside the folder), and
+		// said, so its author knows it is not shared.
+		skipped = append(skipped, Skip{Key: e.Rel, Reason: "not_regular"})
 	}
 	for _, e := range paths {
 		if underDirs(e.Rel, skipDirs) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
@@ -546,7 +547,9 @@ func (c *Client) applyLocal(ctx context.Context, plan map[string]action, mode sy
 // beside the team directory and returns its path.
 func (c *Client) keepAside(ctx context.Context, key, content string) (string, error) {
 	stamp := c.now().UTC().Format("20060102T150405.000Z")
-	p := filepath.Join(c.conflictsDir(), filepath.FromSlash(key)+"."+stamp+".md")
+	// The copy's name stays within what a filesystem holds, however long
+	// the key's.
+	p := filepath.Join(c.conflictsDir(), filepath.FromSlash(synctext.FitName(key, "."+stamp+".md")))
 	if _, err := c.aside.WriteFile(ctx, p, []byte(content), 0o644); err != nil {
 		return "", err
 	}

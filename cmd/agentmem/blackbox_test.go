@@ -19,16 +19,6 @@ import (
 // github.com/acme/shop with a home of their own, and nothing but the
 // command line and the HTTP APIs to look at the results.
 
-// requireRewrite runs a test that the current sync clients are known to
-// fail only when AGENTMEM_SYNC_REWRITE=1; its failures are described in
-// the test's comment.
-func requireRewrite(t *testing.T) {
-	t.Helper()
-	if os.Getenv("AGENTMEM_SYNC_REWRITE") != "1" {
-		t.Skip("runs with AGENTMEM_SYNC_REWRITE=1")
-	}
-}
-
 // person is one teammate: a checkout of acme/shop, a home, and the tokens
 // and stores in the environment.
 type person struct {

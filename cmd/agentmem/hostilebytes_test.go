@@ -21,9 +21,6 @@ type hostileCase struct {
 	content string
 	other   string // a path the teammate writes first ("" for none)
 	link    bool   // file is a symbolic link to content outside the folder
-	// teamRewrite: the team row runs only with AGENTMEM_SYNC_REWRITE=1
-	// (the current team client fails it; the reason is beside the row).
-	teamRewrite bool
 }
 
 func hostileCases() []hostileCase {
@@ -49,16 +46,16 @@ func hostileCases() []hostileCase {
 		{name: "newline in name", file: "two\nlines.md", content: "a newline in the name\n"},
 		// Today the server refuses Ana's whole team push on the clash
 		// (team_memory_key_conflict): nothing else of hers reaches Ben.
-		{name: "name clashes with a folder", file: "clash.md", content: "a file here\n", other: "clash.md/inner.md", teamRewrite: true},
+		{name: "name clashes with a folder", file: "clash.md", content: "a file here\n", other: "clash.md/inner.md"},
 		// Today the team server refuses Ana's whole push on keys that
 		// differ only in case (team_memory_key_conflict).
-		{name: "name differs only in case", file: "notes.md", content: "lower case\n", other: "Notes.md", teamRewrite: true},
+		{name: "name differs only in case", file: "notes.md", content: "lower case\n", other: "Notes.md"},
 		{name: "over the size limit", file: "huge.md", content: strings.Repeat("x", 250_001)},
 		{name: "a secret", file: "secret.md", content: "the token is ghp_" + strings.Repeat("aB3dE5", 6) + "\n"},
 		{name: "deep path", file: strings.Repeat("d/", 21) + "deep.md", content: "21 folders down\n"},
 		{name: "long name", file: strings.Repeat("n", 240) + ".md", content: "a long name\n"},
 		// Today team sync leaves a link out without a word, exit 0.
-		{name: "link to a file outside", file: "outside.md", content: "what lies outside the memory folder\n", link: true, teamRewrite: true},
+		{name: "link to a file outside", file: "outside.md", content: "what lies outside the memory folder\n", link: true},
 		{name: "colon and backslash in name", file: "a:b\\c.md", content: "odd characters\n"},
 	}
 }
@@ -105,9 +102,6 @@ func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 			for i, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel() // each row has its own repo, store and folders
-					if proto.name == "team" && c.teamRewrite {
-						requireRewrite(t)
-					}
 					root := t.TempDir()
 					repo := fmt.Sprintf("acme/hostile-%d", i)
 					ana := newPerson(t, root, "ana", token, proto.stores(i))

@@ -63,7 +63,7 @@ const (
 // refusedSkip reports whether a team skip is a refusal of exitRefused.
 func refusedSkip(s teammem.Skip) bool {
 	switch s.Reason {
-	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, teammem.SkipRefused, skipInvalidKey, skipWriteFailed, skipSecret, skipTooLarge:
+	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, teammem.SkipRefused, skipInvalidKey, skipWriteFailed, skipSecret, skipTooLarge, skipTeamNotRegular:
 		return true
 	}
 	return s.RuleID == teammem.SkipPathClash
@@ -75,6 +75,7 @@ var skipWhy = map[string]string{
 	teammem.SkipNULByte: "nul_byte: the file holds a NUL byte, which not every server store can keep; left as it is",
 	teammem.SkipNotNFC:  "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
 	skipInvalidKey:      "invalid_key: the name is not one a team key may have (a control character, or a path that leads out of the folder); rename it",
+	skipTeamNotRegular:  "not_regular: a link or a special file is never synced; put the file itself in the folder to share it",
 	skipTooLarge:        fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", wire.MaxEntryBytes),
 	skipWriteFailed:     "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
 }
@@ -84,10 +85,11 @@ var skipWhy = map[string]string{
 // be written in this folder, a file holding a secret, and one over the
 // entry size limit.
 const (
-	skipInvalidKey  = "invalid_key"
-	skipWriteFailed = "write_failed"
-	skipSecret      = "secret"
-	skipTooLarge    = "too_large"
+	skipInvalidKey     = "invalid_key"
+	skipWriteFailed    = "write_failed"
+	skipSecret         = "secret"
+	skipTooLarge       = "too_large"
+	skipTeamNotRegular = "not_regular"
 )
 
 // shown returns a key or path fit for a terminal: quoted when it holds

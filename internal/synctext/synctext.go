@@ -11,6 +11,9 @@
 package synctext
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
 	"unicode"
 	"unicode/utf8"
 
@@ -150,4 +153,31 @@ func hex4(b []byte, at int) (uint16, bool) {
 		}
 	}
 	return v, true
+}
+
+// MaxNameBytes is the longest file name (one path element) common
+// filesystems hold.
+const MaxNameBytes = 255
+
+// FitName returns the path p (slash-separated) with suffix added to its
+// last element, shortened so that element stays within MaxNameBytes: the
+// name before suffix is cut at a character boundary and marked with a
+// short hash of what was cut, so two long names that differ only at the
+// end still get different results. A conflict copy of a memory with a
+// long name ("<name>.<time>.md") needs it.
+func FitName(p, suffix string) string {
+	dir, name := path.Split(p)
+	if len(name)+len(suffix) <= MaxNameBytes {
+		return p + suffix
+	}
+	sum := sha256.Sum256([]byte(name))
+	mark := "~" + hex.EncodeToString(sum[:4])
+	keep := MaxNameBytes - len(suffix) - len(mark)
+	if keep < 1 {
+		keep = 1
+	}
+	for keep > 0 && !utf8.RuneStart(name[keep]) {
+		keep--
+	}
+	return dir + name[:keep] + mark + suffix
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -86,4 +87,20 @@ func FuzzCheckJSONBody(f *testing.F) {
 			t.Fatalf("%q decoded to content that cannot be carried", raw)
 		}
 	})
+}
+
+// A name with a suffix stays within what a filesystem holds, is cut at a
+// character boundary, and two long names that differ only at their end
+// stay different; a short one only gets the suffix.
+func TestFitName(t *testing.T) {
+	suffix := ".20261203T150405.000Z.md"
+	assert.Equal(t, "dir/short"+suffix, FitName("dir/short", suffix))
+	long := strings.Repeat("é", 120) + "a" // 241 bytes
+	other := strings.Repeat("é", 120) + "b"
+	got := FitName("dir/"+long, suffix)
+	name := strings.TrimPrefix(got, "dir/")
+	assert.LessOrEqual(t, len(name), MaxNameBytes)
+	assert.True(t, utf8.ValidString(name), "cut at a character boundary")
+	assert.True(t, strings.HasSuffix(name, suffix))
+	assert.NotEqual(t, got, FitName("dir/"+other, suffix), "names that differ at the end stay apart")
 }
