@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/spf13/afero"
 )
 
 func lsFlags(fs *flag.FlagSet) runner {
@@ -30,6 +33,38 @@ type lsEntry struct {
 	// Review is "in_review" for a team memory the last sync pushed and the
 	// server keeps waiting for a person's review (not yet shared).
 	Review string `json:"review,omitempty"`
+	// Author and Written say who wrote a shared memory (team or store) as
+	// it is, and when, as the server said at the last sync.
+	Author  string     `json:"author,omitempty"`
+	Written *time.Time `json:"written,omitempty"`
+}
+
+// sharedAuthors returns who wrote each shared memory of the memory
+// directory dir, keyed by its path in dir: team memories as the team
+// sync's state says, store memories as each store folder's authors file
+// (a store folder is one holding Claude Code's store manifest: the user
+// store in dir itself, team stores in team/<mount>/).
+func sharedAuthors(fsys afero.Fs, dir string) map[string]memdir.Attribution {
+	out := map[string]memdir.Attribution{}
+	for k, a := range teammem.Attributions(fsys, memdir.TeamMemPath(dir)) {
+		out[memdir.TeamDirName+"/"+k] = a
+	}
+	folders := []string{dir}
+	if ms, err := afero.Glob(fsys, filepath.Join(dir, memdir.TeamDirName, "*", memdir.StoreManifestName)); err == nil {
+		for _, m := range ms {
+			folders = append(folders, filepath.Dir(m))
+		}
+	}
+	for _, f := range folders {
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
+			continue
+		}
+		for k, a := range storesync.Attributions(fsys, f) {
+			out[path.Join(filepath.ToSlash(rel), k)] = a
+		}
+	}
+	return out
 }
 
 func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
@@ -50,12 +85,20 @@ func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
 	}
 	if asJSON {
 		inReview := teammem.InReview(e.fs, memdir.TeamMemPath(r.path.Dir))
+		authors := sharedAuthors(e.fs, r.path.Dir)
 		out := make([]lsEntry, len(headers))
 		for i, h := range headers {
 			out[i] = lsEntry{File: h.Filename, Type: string(h.Type), Name: h.Name, Description: h.Description,
 				Modified: h.ModTime.UTC(), AgeDays: memdir.MemoryAgeDays(h.ModTime, now), Links: h.Links}
 			if key, ok := strings.CutPrefix(filepath.ToSlash(h.Filename), memdir.TeamDirName+"/"); ok && inReview[key] {
 				out[i].Review = "in_review"
+			}
+			if a, ok := authors[filepath.ToSlash(h.Filename)]; ok && a.Author != "" {
+				out[i].Author = a.Author
+				if !a.Time.IsZero() {
+					t := a.Time.UTC()
+					out[i].Written = &t
+				}
 			}
 		}
 		enc := json.NewEncoder(e.stdout)

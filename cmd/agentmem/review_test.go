@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -246,6 +247,24 @@ func TestREADMETrustAndReview(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	out, _, _ = runIn(t, project, env, "ls", "--json")
 	assert.NotContains(t, out, "in_review", "decided: nothing waits any more")
+	// ls --json says who wrote each shared memory, and when.
+	var shared []struct {
+		File    string     `json:"file"`
+		Author  string     `json:"author"`
+		Written *time.Time `json:"written"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shared), out)
+	found := false
+	for _, l := range shared {
+		if l.File == "team/deploy.md" {
+			found = true
+			assert.Equal(t, "ci-bot", l.Author, out)
+			if assert.NotNil(t, l.Written, out) {
+				assert.WithinDuration(t, time.Now(), *l.Written, time.Hour)
+			}
+		}
+	}
+	assert.True(t, found, "team/deploy.md is listed: %s", out)
 	// The prompt names who wrote each team memory, from what the sync
 	// learned, and frames it as a teammate's information.
 	out, errOut, code = runIn(t, project, env, "prompt", "--team")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,13 @@ func TestStorePushNamesItsDoorAndThePromptItsAuthor(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, storesync.AuthorsName))
 	require.NoError(t, err)
 	assert.NotContains(t, storeFiles(t, f.url, f.key), "/"+storesync.AuthorsName, "the record is never synced")
+	// ls --json says it too, by the memory's path in the memory directory.
+	rel, err := filepath.Rel(auto, filepath.Join(dir, "tool.md"))
+	require.NoError(t, err)
+	out, errOut, code := runWithInput(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "", "ls", "--json", "--dir", auto)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"file": "`+filepath.ToSlash(rel)+`",`)
+	assert.Regexp(t, `"file": "`+regexp.QuoteMeta(filepath.ToSlash(rel))+`",[^}]*"author": "alice",\s*"written": "`+time.Now().UTC().Format("2006-01-02"), out)
 
 	// The front door's prompt names them, as the team listing does.
 	env := map[string]string{"CLAUDE_MEMORY_STORES": `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`}
