@@ -67,7 +67,7 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 		round:  []string{"store", "sync", "--server", url, "--delete-mode", "immediate"},
 		folder: func(p *person) string { return filepath.Join(p.team, "proj") },
 		remote: func() map[string]string { return storeMemories(t, url, token, "kill-store") },
-		known:  []string{".MEMORY.md.lock", ".memory-sync", ".memory-sync-basis", ".memory-sync-store"},
+		known:  []string{".MEMORY.md.lock", ".memory-sync", ".memory-sync-basis", ".memory-sync-store", ".agentmem-sync-basis", ".memory-sync-authors.json"},
 	}}
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {

@@ -719,11 +719,11 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 			}
 			why += "; see agentmem team review ls --status rejected; change or remove the file"
 		}
-		if s.RuleID == teammem.SkipPathClash {
-			why = "path_clash: " + s.Label + " (a file here where the server has a folder, or the other way round); rename one of them"
-		}
 		if w, ok := skipWhy[s.Reason]; ok {
 			why = w
+		}
+		if s.RuleID == teammem.SkipPathClash { // a write_failed that says which file is in the way
+			why = "path_clash: " + s.Label + " (a file here where the server has a folder, or the other way round); rename one of them"
 		}
 		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", shown(s.Key), why)
 	}
