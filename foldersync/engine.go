@@ -85,6 +85,19 @@ type Options struct {
 	// ConflictsDir is where the losing side of a conflict is kept
 	// (default DefaultConflictsDirName in the folder).
 	ConflictsDir string
+	// ConflictsIn is the memory directory ConflictsDir lies in when it is
+	// not the synced one's (a conflicts folder beside the synced folder);
+	// copies kept aside are written through its write gate.
+	ConflictsIn *memdir.Dir
+	// BasisInMemory keeps the basis in the Engine only: no basis file is
+	// read or written. The Mirror, when set, seeds the Engine's first
+	// round (and the round after a failed one) and receives every save;
+	// without a Mirror the Engine starts from an empty basis, a first
+	// sync that deletes nothing on either side.
+	BasisInMemory bool
+	// Mode says which sides a round changes: ModeBoth (the default),
+	// ModePull or ModePush.
+	Mode Mode
 	// DeleteMode is DeleteImmediate (default), DeleteCorroborate or
 	// DeleteNever.
 	DeleteMode string
@@ -121,6 +134,21 @@ type Options struct {
 	// seeds the first round of a folder the engine never synced.
 	Mirror BasisMirror
 }
+
+// Mode says which sides a round changes.
+type Mode int
+
+const (
+	// ModeBoth changes both sides.
+	ModeBoth Mode = iota
+	// ModePull changes the folder only: local changes wait, and a path
+	// both sides changed is left as it is and skipped (SkipConflict) for
+	// a round both ways to settle.
+	ModePull
+	// ModePush changes the remote only: the remote's changes wait, and a
+	// path both sides changed is skipped (SkipConflict).
+	ModePush
+)
 
 // Agreed is what a folder and its remote last agreed on, as a
 // BasisMirror keeps it.
@@ -164,6 +192,9 @@ type Engine struct {
 	opts    Options
 	basis   string
 	aside   string
+	// asideGate and asideFS write and read the conflicts folder.
+	asideGate *memdir.WriteGate
+	asideFS   afero.Fs
 	// kept is the basis as the last pass saved or read it, with the
 	// basis file's size and modification time then: a pass whose file
 	// still has them uses it without reading the file again.
@@ -194,6 +225,9 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	default:
 		return nil, fmt.Errorf("foldersync: delete mode %q is not immediate, corroborate or never", opts.DeleteMode)
 	}
+	if opts.Mode < ModeBoth || opts.Mode > ModePush {
+		return nil, fmt.Errorf("foldersync: mode %d is not ModeBoth, ModePull or ModePush", opts.Mode)
+	}
 	if opts.Retries == 0 {
 		opts.Retries = 3
 	}
@@ -214,10 +248,17 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	if e.aside == "" {
 		e.aside = filepath.Join(folder, DefaultConflictsDirName)
 	}
-	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis, filepath.Join(e.aside, "x")} {
+	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis} {
 		if _, err := e.gate.CheckPath(p); err != nil {
 			return nil, fmt.Errorf("foldersync: %s is not inside the memory directory: %w", p, err)
 		}
+	}
+	e.asideGate, e.asideFS = e.gate, e.fs
+	if opts.ConflictsIn != nil {
+		e.asideGate, e.asideFS = opts.ConflictsIn.Gate(), opts.ConflictsIn.FS()
+	}
+	if _, err := e.asideGate.CheckPath(filepath.Join(e.aside, "x")); err != nil {
+		return nil, fmt.Errorf("foldersync: the conflicts folder %s is not inside its memory directory (Options.ConflictsIn): %w", e.aside, err)
 	}
 	return e, nil
 }
@@ -242,6 +283,9 @@ const (
 	// SkipReadOnly: a local change not sent, the remote being pulled
 	// only (Options.ReadOnly).
 	SkipReadOnly = "read-only: the remote is pulled only"
+	// SkipConflict: both sides changed the path and the round changes
+	// one side only (Options.Mode); a round both ways settles it.
+	SkipConflict = "conflict: changed on both sides; a sync both ways settles it"
 	// SkipUnreadable: the file could not be read this round.
 	SkipUnreadable = "unreadable"
 	// SkipChanged: the file changed while the round ran; the next round
@@ -328,7 +372,7 @@ func (r Result) Changed() bool {
 // someone renames or fixes it (a name, a content, a path clash, a screen
 // or a secret), as opposed to one the next round may carry.
 func (s Skip) Refused() bool {
-	return s.Reason != SkipUnreadable && s.Reason != SkipChanged && s.Reason != SkipReadOnly
+	return s.Reason != SkipUnreadable && s.Reason != SkipChanged && s.Reason != SkipReadOnly && s.Reason != SkipConflict
 }
 
 // local is one synced file of the folder.
@@ -379,9 +423,21 @@ type round struct {
 // once runs one pass; again reports a Mismatch worth looking again for.
 func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) {
 	var b *basis
-	stamp, statErr := e.basisStamp()
+	var stamp [2]int64
+	var statErr error
+	if !e.opts.BasisInMemory {
+		stamp, statErr = e.basisStamp()
+	}
 	if e.kept != nil && statErr == nil && stamp == e.keptStamp {
 		b = e.kept
+	} else if e.opts.BasisInMemory {
+		b = newBasis()
+		b.fresh = true
+		if e.opts.Mirror != nil {
+			if a, ok := e.opts.Mirror.Seed(); ok {
+				b.seed(a)
+			}
+		}
 	} else if b, err = readBasis(e.fs, e.basis); err != nil {
 		return false, err
 	} else if e.opts.Mirror != nil && b.fresh {
@@ -392,7 +448,9 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
 	defer func() {
-		if err == nil {
+		if err == nil && e.opts.BasisInMemory {
+			e.kept = b
+		} else if err == nil {
 			if st, serr := e.basisStamp(); serr == nil {
 				e.kept, e.keptStamp = b, st
 			}
@@ -508,6 +566,15 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 			st.deleted = deleted[p]
 		}
 		a := decide(st, e.opts.KeepDeleted, reset)
+		switch {
+		case e.opts.Mode == ModePull && (a == actConflict || a == actKeepLocal),
+			e.opts.Mode == ModePush && (a == actConflict || a == actKeepLocal):
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipConflict})
+			a = actNone
+		case e.opts.Mode == ModePull && (a == actPush || a == actDeleteThere),
+			e.opts.Mode == ModePush && (a == actPull || a == actRestore || a == actDeleteHere || a == actStale):
+			a = actNone // the other side's turn
+		}
 		switch a {
 		case actDeleteThere:
 			switch {
@@ -1116,12 +1183,12 @@ func (r *round) keepAside(ctx context.Context, p string, content []byte) (string
 	base := strings.TrimSuffix(p, ext) + "." + stamp
 	saved := filepath.Join(r.e.aside, filepath.FromSlash(base+ext))
 	for i := 2; ; i++ {
-		if _, err := r.e.fs.Stat(saved); errors.Is(err, fs.ErrNotExist) {
+		if _, err := r.e.asideFS.Stat(saved); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 		saved = filepath.Join(r.e.aside, filepath.FromSlash(fmt.Sprintf("%s.%d%s", base, i, ext)))
 	}
-	if _, err := r.e.gate.WriteFile(ctx, saved, content, 0o644); err != nil {
+	if _, err := r.e.asideGate.WriteFile(ctx, saved, content, 0o644); err != nil {
 		return "", fmt.Errorf("foldersync: keep a copy of %s aside: %w (nothing was overwritten)", p, err)
 	}
 	return saved, nil
@@ -1132,7 +1199,10 @@ func (r *round) save(ctx context.Context) error {
 	if !r.dirty {
 		return nil
 	}
-	if _, err := r.e.gate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
+	if r.e.opts.BasisInMemory {
+		// Nothing on disk; a pass that fails leaves e.kept unset, so the
+		// next one starts again from what the Mirror holds.
+	} else if _, err := r.e.gate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
 		return fmt.Errorf("foldersync: save the basis: %w", err)
 	}
 	r.dirty = false
