@@ -160,6 +160,11 @@ type Agreed struct {
 	Entries map[string]Entry
 	// Pending are local deletions waiting for corroboration.
 	Pending map[string]PendingDelete
+	// Resetting says the remote was found replaced or restored and no
+	// round that may push (Options.Mode) has completed since: until one
+	// does, nothing is deleted on either side on the remote's word and a
+	// path whose sides differ keeps the local side.
+	Resetting bool
 }
 
 // PendingDelete is a local deletion not yet sent: when the file was
@@ -490,6 +495,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		b.Entries = map[string]Entry{}
 		b.Deletes = map[string]pendingDelete{}
 		b.Store, b.Generation, b.Listing = lst.Store, lst.Generation, nil
+		b.Resetting = true
 		r.dirty = true
 	}
 	paths := map[string]bool{}
@@ -565,7 +571,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		if st.r == "" {
 			st.deleted = deleted[p]
 		}
-		a := decide(st, e.opts.KeepDeleted, reset)
+		a := decide(st, e.opts.KeepDeleted, reset || b.Resetting)
 		switch {
 		case e.opts.Mode == ModePull && (a == actConflict || a == actKeepLocal),
 			e.opts.Mode == ModePush && (a == actConflict || a == actKeepLocal):
@@ -710,6 +716,10 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		}
 	} else if b.Listing != nil {
 		b.Listing = nil // the remote moved: the next round lists it whole
+		r.dirty = true
+	}
+	if b.Resetting && e.opts.Mode != ModePull && !again {
+		b.Resetting = false // the local side has reached the remote
 		r.dirty = true
 	}
 	if gen := max(lst.Generation, r.gen); b.Store != lst.Store || b.Generation < gen || reset {

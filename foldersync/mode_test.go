@@ -254,3 +254,42 @@ func TestConflictsIn(t *testing.T) {
 		t.Fatalf("the copy kept aside holds %q (%v), want the local edit", raw, err)
 	}
 }
+
+func TestResetLastsUntilARoundThatPushes(t *testing.T) {
+	r := memremote.New("m")
+	c, pull, _ := modeClients(t, r)
+	// The remote is replaced by an older copy: a.md differs, b.md is gone.
+	r.Replace("m2", map[string][]byte{"a.md": []byte("a older\n"), "c.md": []byte("c.md v1\n")})
+	res, err := pull.Round(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.BasisReset {
+		t.Fatal("the pull did not find the remote replaced")
+	}
+	// A second pull still keeps the local side: the reset is not settled.
+	res, err = pull.Round(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Read(t, "a.md"); got != "a.md v1\n" {
+		t.Fatalf("a pull after a reset took the replaced remote's a.md: %q", got)
+	}
+	if _, ok := c.Read(t, "b.md"); !ok || len(res.DeletedLocal) != 0 {
+		t.Fatalf("a pull after a reset deleted b.md here (%v)", res.DeletedLocal)
+	}
+	// The round both ways settles it: the local side reaches the remote.
+	res = c.Round(t)
+	if got, _ := r.Read("a.md"); string(got) != "a.md v1\n" {
+		t.Fatalf("after the round both ways the remote holds a.md %q, want the local side", got)
+	}
+	if _, ok := r.Read("b.md"); !ok {
+		t.Fatal("after the round both ways the remote lacks b.md")
+	}
+	// Settled: a deletion now propagates again.
+	c.Remove(t, "b.md")
+	res = c.Round(t)
+	if !contains(res.DeletedRemote, "b.md") {
+		t.Fatalf("after the reset settled, deleting b.md did not reach the remote: %+v", res)
+	}
+}
