@@ -117,11 +117,19 @@ type Options struct {
 	// Retries is how often a round looks again after the remote answered
 	// Mismatch (someone wrote in between), default 3; negative: never.
 	Retries int
-	// History, when set, makes every round that overwrites or deletes a
+	// History, when set, makes every round that writes or deletes a
 	// local file undoable: a checkpoint (Result.Checkpoint) is taken
 	// before its first such write, and each write records the file's
-	// previous version.
+	// previous version (or its absence: a rewind removes a new file).
 	History History
+	// CheckpointPrefix starts the name of the checkpoint a round takes
+	// (Options.History; default "sync").
+	CheckpointPrefix string
+	// AsideName names the copy of rel kept aside at a time (the stamp,
+	// UTC, such as 20261203T150405.000Z), relative to the conflicts
+	// folder. Default: the stamp before rel's extension
+	// ("notes/a.20261203T150405.000Z.md").
+	AsideName func(rel, stamp string) string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Prepare, when set, runs at the start of every round (a driver's
@@ -510,6 +518,9 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	}
 	for p, other := range folderClashes(paths, r.locals) {
 		untouchable[p] = true
+		if e.opts.Mode == ModePush && r.locals[p] == nil {
+			continue // never written by this round: nothing to report
+		}
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
 	}
 	// Evidence of deletion for the tracked paths the remote lacks.
@@ -1006,7 +1017,11 @@ func (r *round) checkpoint(ctx context.Context) error {
 	if h == nil || r.res.Checkpoint != "" {
 		return nil
 	}
-	id := filehistory.CheckpointID("sync", r.now)
+	prefix := r.e.opts.CheckpointPrefix
+	if prefix == "" {
+		prefix = "sync"
+	}
+	id := filehistory.CheckpointID(prefix, r.now)
 	if err := h.MakeSnapshot(ctx, id); err != nil {
 		return fmt.Errorf("foldersync: take a checkpoint before the round writes: %w (nothing was written)", err)
 	}
@@ -1053,10 +1068,10 @@ func (r *round) write(ctx context.Context, p string, content []byte, conflict bo
 	}
 	en.Sum = sum
 	l := r.locals[p]
-	if l != nil {
-		if err := r.checkpoint(ctx); err != nil {
-			return err
-		}
+	// Every write is recorded in the checkpoint (a new file too: a
+	// rewind removes it), so it is taken before the first.
+	if err := r.checkpoint(ctx); err != nil {
+		return err
 	}
 	if conflict && l != nil {
 		raw, err := afero.ReadFile(r.e.fs, l.abs)
@@ -1106,9 +1121,12 @@ func (r *round) noteWritten(p string, content []byte) {
 func writeSkip(err error) string {
 	var pte *memdir.PathTraversalError
 	var se *screen.Error
+	var sec *secrets.Error
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &sec):
+		return SkipSecret
 	case errors.Is(err, errLocalChanged):
 		return SkipChanged
 	case errors.As(err, &pte):
@@ -1189,8 +1207,12 @@ func (r *round) keepRemoteAside(ctx context.Context, p string) error {
 // a counter.
 func (r *round) keepAside(ctx context.Context, p string, content []byte) (string, error) {
 	stamp := r.e.opts.Now().UTC().Format("20060102T150405.000Z")
-	ext := path.Ext(p)
-	base := strings.TrimSuffix(p, ext) + "." + stamp
+	name := strings.TrimSuffix(p, path.Ext(p)) + "." + stamp + path.Ext(p)
+	if r.e.opts.AsideName != nil {
+		name = r.e.opts.AsideName(p, stamp)
+	}
+	ext := path.Ext(name)
+	base := strings.TrimSuffix(name, ext)
 	saved := filepath.Join(r.e.aside, filepath.FromSlash(base+ext))
 	for i := 2; ; i++ {
 		if _, err := r.e.asideFS.Stat(saved); errors.Is(err, fs.ErrNotExist) {
