@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
@@ -291,5 +292,18 @@ func TestResetLastsUntilARoundThatPushes(t *testing.T) {
 	res = c.Round(t)
 	if !contains(res.DeletedRemote, "b.md") {
 		t.Fatalf("after the reset settled, deleting b.md did not reach the remote: %+v", res)
+	}
+}
+
+func TestAsideName(t *testing.T) {
+	r := memremote.New("m")
+	c := remotetest.NewClient(t, r, foldersync.Options{AsideName: func(rel, stamp string) string { return rel + "." + stamp + ".md" }})
+	c.Write(t, "a.md", "a\n")
+	c.Round(t)
+	c.Write(t, "a.md", "a local\n")
+	r.Write("a.md", []byte("a remote\n"))
+	res := c.Round(t)
+	if len(res.Conflicts) != 1 || !strings.HasPrefix(filepath.Base(res.Conflicts[0].SavedAs), "a.md.") || !strings.HasSuffix(res.Conflicts[0].SavedAs, ".md") {
+		t.Fatalf("conflicts %+v, want one kept as a.md.<time>.md", res.Conflicts)
 	}
 }
