@@ -65,9 +65,6 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 		Mirror:           m,
 		Mode:             mode,
 	}
-	if c.cfg.ConflictRetries < 0 {
-		opts.Retries = -1
-	}
 	if c.cfg.History != nil {
 		opts.History = c.cfg.History
 	}
