@@ -18,6 +18,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/dream"
 	"github.com/agentmem-sdk/agentmem/extract"
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/jobs"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -590,7 +591,8 @@ func (m *Memory) startStoreSync() error {
 		m.storeSync.Add(1)
 		go func() {
 			defer m.storeSync.Done()
-			_ = storesync.Watch(m.bg, c, storesync.WatchOptions{OnRound: func(r storesync.Result, err error) {
+			_ = storesync.Watch(m.bg, c, storesync.WatchOptions{Observer: func(ev foldersync.Event) {
+				r, err := ev.Result, ev.Err
 				m.observe(Event{Layer: LayerStoreSync, Err: err, Detail: StoreEvent{Mount: mt.Name, Result: r}})
 				if err != nil {
 					m.log.Warn("agentmem: memory store sync failed; retrying later", "mount", mt.Name, "error", err)

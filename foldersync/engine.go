@@ -287,18 +287,18 @@ const (
 	// control or format character; rename the file.
 	SkipBadName = "bad-name: the name is not NFC UTF-8 or holds a control character; rename the file"
 	// SkipNotRegular: a link, a device or another non-regular file.
-	SkipNotRegular = "not-regular: not a regular file"
+	SkipNotRegular = "not a regular file"
 	// SkipOversized: larger than Options.MaxBytes.
-	SkipOversized = "oversized: larger than the remote takes"
-	// SkipSecret: the file holds what looks like a secret; remove it to
-	// sync the file.
-	SkipSecret = "secret: the file holds what looks like a secret (a key or a token); remove it to sync the file"
+	SkipOversized = "oversized"
+	// SkipSecret: the file holds what looks like a secret (a key, a
+	// token); remove it to sync the file.
+	SkipSecret = "secret"
 	// SkipReadOnly: a local change not sent, the remote being pulled
 	// only (Options.ReadOnly).
-	SkipReadOnly = "read-only: the remote is pulled only"
+	SkipReadOnly = "read-only"
 	// SkipConflict: both sides changed the path and the round changes
 	// one side only (Options.Mode); a round both ways settles it.
-	SkipConflict = "conflict: changed on both sides; a sync both ways settles it"
+	SkipConflict = "conflict"
 	// SkipUnreadable: the file could not be read this round.
 	SkipUnreadable = "unreadable"
 	// SkipChanged: the file changed while the round ran; the next round
@@ -381,11 +381,20 @@ func (r Result) Changed() bool {
 	return len(r.Pulled)+len(r.Pushed)+len(r.DeletedLocal)+len(r.DeletedRemote)+len(r.Conflicts) > 0
 }
 
-// Refused reports whether the skip leaves the file as it is until
-// someone renames or fixes it (a name, a content, a path clash, a screen
-// or a secret), as opposed to one the next round may carry.
+// Refused reports whether the skip is a refusal of the file itself: its
+// bytes or its name cannot travel exactly (a driver's Check, SkipBadName),
+// its path clashes with another (SkipPathClash), or a screen every server
+// applies refuses it (SkipScreened). The file is left exactly as it is
+// until someone fixes or renames it; nothing else waits for it. A secret,
+// an oversized or unreadable file, a change the remote refused or a
+// reviewer rejected, and the skips the next round may carry are not
+// refusals in this sense.
 func (s Skip) Refused() bool {
-	return s.Reason != SkipUnreadable && s.Reason != SkipChanged && s.Reason != SkipReadOnly && s.Reason != SkipConflict
+	switch s.Reason {
+	case SkipSecret, SkipOversized, SkipNotRegular, SkipUnreadable, SkipChanged, SkipReadOnly, SkipConflict:
+		return false
+	}
+	return !strings.HasPrefix(s.Reason, SkipRefused+":") && !strings.HasPrefix(s.Reason, SkipRejected+":")
 }
 
 // local is one synced file of the folder.

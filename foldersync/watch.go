@@ -38,9 +38,9 @@ type WatchOptions struct {
 	// round).
 	Interval time.Duration
 	// Poll, when positive, finds local changes by a stat walk of the
-	// folder at this interval instead of fsnotify (for a filesystem other
-	// than the real disk, or where inotify is unavailable). When fsnotify
-	// cannot start, the watcher polls every second.
+	// folder at this interval instead of fsnotify. When fsnotify cannot
+	// start, or the folder is not on the real disk, the watcher polls
+	// every 500 ms.
 	Poll time.Duration
 	// MaxBackoff caps the wait before a failed round is tried again
 	// (default DefaultMaxBackoff); the wait doubles from Debounce with
@@ -103,7 +103,7 @@ func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, 
 	if opts.Poll <= 0 {
 		var err error
 		if fsw, err = w.startNotify(); err != nil {
-			fsw, w.opts.Poll = nil, time.Second
+			fsw, w.opts.Poll = nil, 500*time.Millisecond
 		}
 	}
 	go w.loop(ctx, fsw)

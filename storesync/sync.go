@@ -170,23 +170,15 @@ func newConn(cfg *Options) (*conn, error) {
 // Dir is the mount folder.
 func (c *Client) Dir() string { return c.dir }
 
-// Conflict is a memory both sides changed differently: the store's
-// version took the file, and the local one was kept at SavedAs. After a
-// BasisReset it is the other way round (LocalKept): the local file was
-// pushed and the store's older version kept at SavedAs.
-type Conflict struct {
-	Path      string
-	SavedAs   string
-	LocalKept bool
-}
-
-// Skip is a file a round left alone, and why: "secret", "oversized",
-// "read-only", "changed-during-sync", "refused: <the store's message>",
-// or one of the refusals below (Refused reports those).
-type Skip struct {
-	Path   string
-	Reason string
-}
+// Conflict, Skip, MassDeleteHold and Result are the sync engine's
+// (package foldersync): a Client gives paths as store paths
+// ("/deploy.md") and names the store's side of a hold "store".
+type (
+	Conflict       = foldersync.Conflict
+	Skip           = foldersync.Skip
+	MassDeleteHold = foldersync.MassDeleteHold
+	Result         = foldersync.Result
+)
 
 // Reasons a file is refused and left exactly as it is, on both sides: its
 // bytes or its name cannot travel exactly, or its path cannot exist on a
@@ -199,68 +191,22 @@ const (
 	SkipNULByte = "nul-byte: the file holds a NUL byte, which not every store can keep"
 	// SkipBadName: the file's name is not valid UTF-8 in NFC form, or
 	// holds a control or format character.
-	SkipBadName = "bad-name: the name is not NFC UTF-8 or holds a control character; rename the file"
+	SkipBadName = foldersync.SkipBadName
 	// SkipPathClash starts the reason of a path that is a folder of
 	// another memory's path, or lies below one ("/a.md" beside
 	// "/a.md/b.md"): both cannot be files on a disk. The other path
 	// follows the colon.
-	SkipPathClash = "path-clash"
+	SkipPathClash = foldersync.SkipPathClash
 	// SkipScreened starts the reason of a file a screen every server
 	// applies refuses (an invisible character, a high-confidence
 	// injection, a foreign link in MEMORY.md; package screen). What to
 	// fix follows the colon.
-	SkipScreened = "screened"
+	SkipScreened = foldersync.SkipScreened
 	// SkipRejected starts the reason of a file whose very change a person
 	// reviewing the store already rejected; the reason given follows the
 	// colon. The file is left as it is.
-	SkipRejected = "rejected-in-review"
+	SkipRejected = foldersync.SkipRejected
 )
-
-// Refused reports whether the skip is one of the refusals that leave the
-// file as it is until someone renames or fixes it (SkipNotUTF8,
-// SkipNULByte, SkipBadName, SkipPathClash, SkipScreened).
-func (s Skip) Refused() bool {
-	return s.Reason == SkipNotUTF8 || s.Reason == SkipNULByte || s.Reason == SkipBadName || strings.HasPrefix(s.Reason, SkipPathClash) || strings.HasPrefix(s.Reason, SkipScreened)
-}
-
-// MassDeleteHold reports deletions held back on one side ("local" or
-// "store"): more than max(50, 10 %) of the tracked memories at once.
-// They stay tracked and are held again next round until confirmed
-// (Options.AllowMassDelete) or the files come back.
-type MassDeleteHold struct {
-	Side      string
-	Paths     []string
-	Tracked   int
-	Threshold int
-}
-
-// Result says what a round did. Paths are store paths ("/deploy.md").
-type Result struct {
-	Pulled, Pushed               []string
-	DeletedLocal, DeletedInStore []string
-	Conflicts                    []Conflict
-	Skipped                      []Skip
-	// Pending are local deletions waiting for corroboration.
-	Pending []string
-	// InReview are the paths whose write or deletion the store kept for
-	// a person's review (its policy is "review" and the token is an
-	// agent's): not yet in the store, served to nobody else. The local
-	// files stay as they are and no round deletes them while they wait;
-	// each round sends them again (the server keeps one proposal) and
-	// reports them here until they are approved or rejected.
-	InReview []string
-	Held     []MassDeleteHold
-	// BasisReset reports that the store did not know what this folder
-	// last agreed with it (a replaced store, or one restored from a
-	// backup): the round deleted nothing on either side and pushed what
-	// the store lacked.
-	BasisReset bool
-}
-
-// Changed reports whether the round changed anything on either side.
-func (r Result) Changed() bool {
-	return len(r.Pulled)+len(r.Pushed)+len(r.DeletedLocal)+len(r.DeletedInStore)+len(r.Conflicts) > 0
-}
 
 // Sync runs one round: list the store, walk the folder, reconcile them
 // against the basis (foldersync's rules), and record the new basis as it
@@ -294,52 +240,39 @@ func (c *Client) prepare(ctx context.Context) error {
 }
 
 // fromEngine gives a round's result in the store's terms: store paths
-// ("/deploy.md"), the store's side of a hold named "store", and the
-// skip reasons this package has always given.
+// ("/deploy.md"), and the store's side of a hold named "store".
 func fromEngine(r foldersync.Result) Result {
 	paths := func(ps []string) []string {
-		if ps == nil {
-			return nil
-		}
-		out := make([]string, len(ps))
 		for i, p := range ps {
-			out[i] = "/" + p
+			ps[i] = "/" + p
 		}
-		return out
+		return ps
 	}
-	out := Result{Pulled: paths(r.Pulled), Pushed: paths(r.Pushed), DeletedLocal: paths(r.DeletedLocal),
-		DeletedInStore: paths(r.DeletedRemote), Pending: paths(r.Pending), InReview: paths(r.InReview), BasisReset: r.BasisReset}
-	for _, cf := range r.Conflicts {
-		out.Conflicts = append(out.Conflicts, Conflict{Path: "/" + cf.Path, SavedAs: cf.SavedAs, LocalKept: cf.LocalKept})
+	paths(r.Pulled)
+	paths(r.Pushed)
+	paths(r.DeletedLocal)
+	paths(r.DeletedRemote)
+	paths(r.Pending)
+	paths(r.InReview)
+	for i := range r.Conflicts {
+		r.Conflicts[i].Path = "/" + r.Conflicts[i].Path
 	}
-	for _, s := range r.Skipped {
-		reason := s.Reason
-		switch reason {
-		case foldersync.SkipSecret:
-			reason = "secret"
-		case foldersync.SkipOversized:
-			reason = "oversized"
-		case foldersync.SkipNotRegular:
-			reason = "not a regular file"
-		case foldersync.SkipReadOnly:
-			reason = "read-only"
-		}
-		if rest, ok := strings.CutPrefix(reason, SkipPathClash+": "); ok {
+	for i, s := range r.Skipped {
+		r.Skipped[i].Path = "/" + s.Path
+		if rest, ok := strings.CutPrefix(s.Reason, SkipPathClash+": "); ok {
 			// The path in the way, as a store path.
 			if other, tail, found := strings.Cut(rest, " is in the way"); found && other != "" && !strings.Contains(other, " ") && !strings.HasPrefix(other, "/") {
-				reason = SkipPathClash + ": /" + other + " is in the way" + tail
+				r.Skipped[i].Reason = SkipPathClash + ": /" + other + " is in the way" + tail
 			}
 		}
-		out.Skipped = append(out.Skipped, Skip{Path: "/" + s.Path, Reason: reason})
 	}
-	for _, h := range r.Held {
-		side := h.Side
-		if side == "remote" {
-			side = "store"
+	for i := range r.Held {
+		if r.Held[i].Side == "remote" {
+			r.Held[i].Side = "store"
 		}
-		out.Held = append(out.Held, MassDeleteHold{Side: side, Paths: paths(h.Paths), Tracked: h.Tracked, Threshold: h.Threshold})
+		paths(r.Held[i].Paths)
 	}
-	return out
+	return r
 }
 
 // claudeBasis keeps Claude Code's ".memory-sync-basis" (and agentmem's

@@ -26,15 +26,16 @@ type WatchOptions struct {
 	// Poll, when positive, finds local changes by looking at the folder
 	// this often instead of through fsnotify.
 	Poll time.Duration
-	// OnRound receives every round's result and error (optional).
-	OnRound func(Result, error)
+	// Observer receives every round's Event, its Result in store paths
+	// (optional; it must not block).
+	Observer func(foldersync.Event)
 }
 
-// Watch runs a round at once, then one about Debounce after each local
-// change and one every Resync, until ctx ends; it returns nil then. A
-// failed round is reported to OnRound and tried again with a doubling
-// wait. It is the engine's watcher (foldersync.Watch) over this Client.
-func Watch(ctx context.Context, c *Client, cfg WatchOptions) error {
+// StartWatcher starts the engine's watcher (foldersync.StartWatcher) over
+// this Client: a round at once, then one about Debounce after each local
+// change and one every Resync; a failed round is tried again with a
+// doubling wait. Close (or the end of ctx) stops it.
+func StartWatcher(ctx context.Context, c *Client, cfg WatchOptions) (*foldersync.Watcher, error) {
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = defaultDebounce
 	}
@@ -42,8 +43,21 @@ func Watch(ctx context.Context, c *Client, cfg WatchOptions) error {
 		cfg.Resync = DefaultResync
 	}
 	opts := foldersync.WatchOptions{Debounce: cfg.Debounce, Interval: cfg.Resync, Poll: cfg.Poll}
-	if cfg.OnRound != nil {
-		opts.Observer = func(ev foldersync.Event) { cfg.OnRound(fromEngine(ev.Result), ev.Err) }
+	if cfg.Observer != nil {
+		opts.Observer = func(ev foldersync.Event) {
+			ev.Result = fromEngine(ev.Result)
+			cfg.Observer(ev)
+		}
 	}
-	return foldersync.Watch(ctx, c.engine, opts)
+	return foldersync.StartWatcher(ctx, c.engine, opts)
+}
+
+// Watch runs StartWatcher's watcher until ctx ends, and returns nil then.
+func Watch(ctx context.Context, c *Client, cfg WatchOptions) error {
+	w, err := StartWatcher(ctx, c, cfg)
+	if err != nil {
+		return err
+	}
+	<-w.Done()
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
@@ -173,8 +174,8 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		for i, sc := range clients {
 			m := mounts[i]
 			go func() {
-				_ = storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, OnRound: func(res storesync.Result, err error) {
-					printStoreResult(e, m.Name, res, err)
+				_ = storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, Observer: func(ev foldersync.Event) {
+					printStoreResult(e, m.Name, ev.Result, ev.Err)
 				}})
 				done <- struct{}{}
 			}()
@@ -213,7 +214,7 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 	for _, p := range r.DeletedLocal {
 		fmt.Fprintf(e.stdout, "%s: deleted %s (deleted in the store)\n", mount, shown(p))
 	}
-	for _, p := range r.DeletedInStore {
+	for _, p := range r.DeletedRemote {
 		fmt.Fprintf(e.stdout, "%s: deleted %s in the store\n", mount, shown(p))
 	}
 	for _, p := range r.InReview {

@@ -122,7 +122,7 @@ func TestStoreSyncUnderServerFaults(t *testing.T) {
 	res, err = client().Sync(context.Background())
 	require.NoError(t, err)
 	assert.Contains(t, res.Skipped, storesync.Skip{Path: "/b.md", Reason: "oversized"})
-	assert.Empty(t, res.DeletedInStore)
+	assert.Empty(t, res.DeletedRemote)
 	assert.Equal(t, "kept too", storeFiles(t, f.url, f.key)["/b.md"])
 	require.NoError(t, os.WriteFile(filepath.Join(aDir, "b.md"), []byte("kept too"), 0o644))
 

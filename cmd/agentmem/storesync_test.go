@@ -173,12 +173,12 @@ func TestStoreSyncDeletes(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(aDir, "old.md")))
 	res := syncOK(t, a)
 	assert.Equal(t, []string{"/old.md"}, res.Pending)
-	assert.Empty(t, res.DeletedInStore)
+	assert.Empty(t, res.DeletedRemote)
 	assert.Contains(t, readFile(t, aDir, ".memory-sync-basis"), `"deletes":[["/old.md",`)
 	f.now = f.now.Add(10 * time.Second)
-	assert.Empty(t, syncOK(t, a).DeletedInStore, "two walks but only 10 s")
+	assert.Empty(t, syncOK(t, a).DeletedRemote, "two walks but only 10 s")
 	f.now = f.now.Add(25 * time.Second)
-	assert.Equal(t, []string{"/old.md"}, syncOK(t, a).DeletedInStore)
+	assert.Equal(t, []string{"/old.md"}, syncOK(t, a).DeletedRemote)
 	assert.Equal(t, []string{"/old.md"}, syncOK(t, b).DeletedLocal)
 	assert.NoFileExists(t, filepath.Join(bDir, "old.md"))
 
@@ -198,7 +198,7 @@ func TestStoreSyncDeletes(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(nevDir, "edited.md")))
 	f.now = f.now.Add(time.Hour)
 	syncOK(t, nev)
-	assert.Empty(t, syncOK(t, nev).DeletedInStore)
+	assert.Empty(t, syncOK(t, nev).DeletedRemote)
 	assert.Equal(t, []string{}, append([]string{}, syncOK(t, a).DeletedLocal...))
 }
 
@@ -220,7 +220,7 @@ func TestStoreSyncMassDeleteHold(t *testing.T) {
 	require.Len(t, res.Held, 1)
 	assert.Equal(t, "store", res.Held[0].Side)
 	assert.Len(t, res.Held[0].Paths, 60)
-	assert.Empty(t, res.DeletedInStore)
+	assert.Empty(t, res.DeletedRemote)
 	b, _ := f.newClient("ben")
 	assert.Len(t, syncOK(t, b).Pulled, 60, "the store kept every memory")
 }

@@ -327,7 +327,7 @@ func TestStoreSyncDeleteAndRecreateIsNotAReplacedStore(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(anaDir, "x.md")))
 	require.NoError(t, os.Remove(filepath.Join(anaDir, "y.md")))
 	res := syncOK(t, ana)
-	assert.ElementsMatch(t, []string{"/x.md", "/y.md"}, res.DeletedInStore)
+	assert.ElementsMatch(t, []string{"/x.md", "/y.md"}, res.DeletedRemote)
 
 	res = syncOK(t, ben) // between Ana's two rounds
 	assert.False(t, res.BasisReset)

@@ -142,6 +142,21 @@ func (c *cutRemote) Get(ctx context.Context, paths []string) (map[string][]byte,
 	return c.Remote.Get(ctx, paths)
 }
 
+// racingRemote lets a teammate write just before the first Apply: the
+// engine's change then meets a remote that moved since its listing.
+type racingRemote struct {
+	foldersync.Remote
+	before func()
+}
+
+func (r *racingRemote) Apply(ctx context.Context, changes []foldersync.Change) ([]foldersync.Outcome, error) {
+	if r.before != nil {
+		r.before()
+		r.before = nil
+	}
+	return r.Remote.Apply(ctx, changes)
+}
+
 // RunEngine runs the engine's tests through the driver newRemote makes:
 // two or three clients on one remote, and Control acting as a teammate.
 func RunEngine(t *testing.T, newRemote Factory) {
@@ -469,6 +484,34 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		res = a.Round(t)
 		if got, _ := a.Read(t, "latin1.md"); got != "caf\xe9\n" {
 			t.Fatalf("a refused file was overwritten: %q", got)
+		}
+	})
+	t.Run("MismatchLooksAgain", func(t *testing.T) {
+		r, ctl := newRemote(t)
+		a := NewClient(t, r, foldersync.Options{})
+		a.Write(t, "race.md", "base\n")
+		a.Round(t)
+		a.Write(t, "race.md", "mine\n")
+		racing := &racingRemote{Remote: r, before: func() { ctl.Write(t, "race.md", []byte("theirs\n")) }}
+		e, err := foldersync.New(mustDir(t, a.Dir), a.Dir, racing, foldersync.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Round(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The push met the teammate's write: the round looked again and
+		// found both sides changed.
+		if len(res.Conflicts) != 1 || has(res.Pushed, "race.md") {
+			t.Fatalf("after a mismatch: %+v", res)
+		}
+		remoteHas(t, ctl, "race.md", "theirs\n")
+		if got, _ := a.Read(t, "race.md"); got != "theirs\n" {
+			t.Fatalf("the file holds %q", got)
+		}
+		if saved, _ := os.ReadFile(res.Conflicts[0].SavedAs); string(saved) != "mine\n" {
+			t.Fatalf("the local side was not kept: %q", saved)
 		}
 	})
 	t.Run("CutRoundLosesNothing", func(t *testing.T) {
