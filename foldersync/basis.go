@@ -35,6 +35,8 @@ type basis struct {
 	// Listing is the last complete listing of the remote (for
 	// Remote.List's prev: a driver answers Unchanged against its Tag).
 	Listing *savedListing `json:"listing,omitempty"`
+	// Resetting: Agreed.Resetting.
+	Resetting bool `json:"resetting,omitempty"`
 	// fresh says no basis file was there.
 	fresh bool
 }
@@ -125,7 +127,7 @@ func (b *basis) marshal() []byte {
 
 // seed starts a basis from what a mirror kept.
 func (b *basis) seed(a Agreed) {
-	b.Store, b.Generation = a.Store, a.Generation
+	b.Store, b.Generation, b.Resetting = a.Store, a.Generation, a.Resetting
 	for p, e := range a.Entries {
 		b.Entries[p] = e
 	}
@@ -136,7 +138,7 @@ func (b *basis) seed(a Agreed) {
 
 // agreed is the part of the basis a mirror keeps.
 func (b *basis) agreed() Agreed {
-	a := Agreed{Store: b.Store, Generation: b.Generation, Entries: maps.Clone(b.Entries), Pending: map[string]PendingDelete{}}
+	a := Agreed{Store: b.Store, Generation: b.Generation, Entries: maps.Clone(b.Entries), Pending: map[string]PendingDelete{}, Resetting: b.Resetting}
 	for p, d := range b.Deletes {
 		a.Pending[p] = PendingDelete{FirstMissed: time.UnixMilli(d.FirstMissedMS), Walks: d.Walks}
 	}

@@ -85,6 +85,19 @@ type Options struct {
 	// ConflictsDir is where the losing side of a conflict is kept
 	// (default DefaultConflictsDirName in the folder).
 	ConflictsDir string
+	// ConflictsIn is the memory directory ConflictsDir lies in when it is
+	// not the synced one's (a conflicts folder beside the synced folder);
+	// copies kept aside are written through its write gate.
+	ConflictsIn *memdir.Dir
+	// BasisInMemory keeps the basis in the Engine only: no basis file is
+	// read or written. The Mirror, when set, seeds the Engine's first
+	// round (and the round after a failed one) and receives every save;
+	// without a Mirror the Engine starts from an empty basis, a first
+	// sync that deletes nothing on either side.
+	BasisInMemory bool
+	// Mode says which sides a round changes: ModeBoth (the default),
+	// ModePull or ModePush.
+	Mode Mode
 	// DeleteMode is DeleteImmediate (default), DeleteCorroborate or
 	// DeleteNever.
 	DeleteMode string
@@ -104,11 +117,19 @@ type Options struct {
 	// Retries is how often a round looks again after the remote answered
 	// Mismatch (someone wrote in between), default 3; negative: never.
 	Retries int
-	// History, when set, makes every round that overwrites or deletes a
+	// History, when set, makes every round that writes or deletes a
 	// local file undoable: a checkpoint (Result.Checkpoint) is taken
 	// before its first such write, and each write records the file's
-	// previous version.
+	// previous version (or its absence: a rewind removes a new file).
 	History History
+	// CheckpointPrefix starts the name of the checkpoint a round takes
+	// (Options.History; default "sync").
+	CheckpointPrefix string
+	// AsideName names the copy of rel kept aside at a time (the stamp,
+	// UTC, such as 20261203T150405.000Z), relative to the conflicts
+	// folder. Default: the stamp before rel's extension
+	// ("notes/a.20261203T150405.000Z.md").
+	AsideName func(rel, stamp string) string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Prepare, when set, runs at the start of every round (a driver's
@@ -122,6 +143,21 @@ type Options struct {
 	Mirror BasisMirror
 }
 
+// Mode says which sides a round changes.
+type Mode int
+
+const (
+	// ModeBoth changes both sides.
+	ModeBoth Mode = iota
+	// ModePull changes the folder only: local changes wait, and a path
+	// both sides changed is left as it is and skipped (SkipConflict) for
+	// a round both ways to settle.
+	ModePull
+	// ModePush changes the remote only: the remote's changes wait, and a
+	// path both sides changed is skipped (SkipConflict).
+	ModePush
+)
+
 // Agreed is what a folder and its remote last agreed on, as a
 // BasisMirror keeps it.
 type Agreed struct {
@@ -132,6 +168,11 @@ type Agreed struct {
 	Entries map[string]Entry
 	// Pending are local deletions waiting for corroboration.
 	Pending map[string]PendingDelete
+	// Resetting says the remote was found replaced or restored and no
+	// round that may push (Options.Mode) has completed since: until one
+	// does, nothing is deleted on either side on the remote's word and a
+	// path whose sides differ keeps the local side.
+	Resetting bool
 }
 
 // PendingDelete is a local deletion not yet sent: when the file was
@@ -164,6 +205,9 @@ type Engine struct {
 	opts    Options
 	basis   string
 	aside   string
+	// asideGate and asideFS write and read the conflicts folder.
+	asideGate *memdir.WriteGate
+	asideFS   afero.Fs
 	// kept is the basis as the last pass saved or read it, with the
 	// basis file's size and modification time then: a pass whose file
 	// still has them uses it without reading the file again.
@@ -194,6 +238,9 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	default:
 		return nil, fmt.Errorf("foldersync: delete mode %q is not immediate, corroborate or never", opts.DeleteMode)
 	}
+	if opts.Mode < ModeBoth || opts.Mode > ModePush {
+		return nil, fmt.Errorf("foldersync: mode %d is not ModeBoth, ModePull or ModePush", opts.Mode)
+	}
 	if opts.Retries == 0 {
 		opts.Retries = 3
 	}
@@ -214,10 +261,17 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	if e.aside == "" {
 		e.aside = filepath.Join(folder, DefaultConflictsDirName)
 	}
-	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis, filepath.Join(e.aside, "x")} {
+	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis} {
 		if _, err := e.gate.CheckPath(p); err != nil {
 			return nil, fmt.Errorf("foldersync: %s is not inside the memory directory: %w", p, err)
 		}
+	}
+	e.asideGate, e.asideFS = e.gate, e.fs
+	if opts.ConflictsIn != nil {
+		e.asideGate, e.asideFS = opts.ConflictsIn.Gate(), opts.ConflictsIn.FS()
+	}
+	if _, err := e.asideGate.CheckPath(filepath.Join(e.aside, "x")); err != nil {
+		return nil, fmt.Errorf("foldersync: the conflicts folder %s is not inside its memory directory (Options.ConflictsIn): %w", e.aside, err)
 	}
 	return e, nil
 }
@@ -242,6 +296,9 @@ const (
 	// SkipReadOnly: a local change not sent, the remote being pulled
 	// only (Options.ReadOnly).
 	SkipReadOnly = "read-only"
+	// SkipConflict: both sides changed the path and the round changes
+	// one side only (Options.Mode); a round both ways settles it.
+	SkipConflict = "conflict"
 	// SkipUnreadable: the file could not be read this round.
 	SkipUnreadable = "unreadable"
 	// SkipChanged: the file changed while the round ran; the next round
@@ -334,7 +391,7 @@ func (r Result) Changed() bool {
 // refusals in this sense.
 func (s Skip) Refused() bool {
 	switch s.Reason {
-	case SkipSecret, SkipOversized, SkipNotRegular, SkipUnreadable, SkipChanged, SkipReadOnly:
+	case SkipSecret, SkipOversized, SkipNotRegular, SkipUnreadable, SkipChanged, SkipReadOnly, SkipConflict:
 		return false
 	}
 	return !strings.HasPrefix(s.Reason, SkipRefused+":") && !strings.HasPrefix(s.Reason, SkipRejected+":")
@@ -388,9 +445,21 @@ type round struct {
 // once runs one pass; again reports a Mismatch worth looking again for.
 func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) {
 	var b *basis
-	stamp, statErr := e.basisStamp()
+	var stamp [2]int64
+	var statErr error
+	if !e.opts.BasisInMemory {
+		stamp, statErr = e.basisStamp()
+	}
 	if e.kept != nil && statErr == nil && stamp == e.keptStamp {
 		b = e.kept
+	} else if e.opts.BasisInMemory {
+		b = newBasis()
+		b.fresh = true
+		if e.opts.Mirror != nil {
+			if a, ok := e.opts.Mirror.Seed(); ok {
+				b.seed(a)
+			}
+		}
 	} else if b, err = readBasis(e.fs, e.basis); err != nil {
 		return false, err
 	} else if e.opts.Mirror != nil && b.fresh {
@@ -401,7 +470,9 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
 	defer func() {
-		if err == nil {
+		if err == nil && e.opts.BasisInMemory {
+			e.kept = b
+		} else if err == nil {
 			if st, serr := e.basisStamp(); serr == nil {
 				e.kept, e.keptStamp = b, st
 			}
@@ -441,6 +512,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		b.Entries = map[string]Entry{}
 		b.Deletes = map[string]pendingDelete{}
 		b.Store, b.Generation, b.Listing = lst.Store, lst.Generation, nil
+		b.Resetting = true
 		r.dirty = true
 	}
 	paths := map[string]bool{}
@@ -455,6 +527,9 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	}
 	for p, other := range folderClashes(paths, r.locals) {
 		untouchable[p] = true
+		if e.opts.Mode == ModePush && r.locals[p] == nil {
+			continue // never written by this round: nothing to report
+		}
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
 	}
 	// Evidence of deletion for the tracked paths the remote lacks.
@@ -516,7 +591,16 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		if st.r == "" {
 			st.deleted = deleted[p]
 		}
-		a := decide(st, e.opts.KeepDeleted, reset)
+		a := decide(st, e.opts.KeepDeleted, reset || b.Resetting)
+		switch {
+		case e.opts.Mode == ModePull && (a == actConflict || a == actKeepLocal),
+			e.opts.Mode == ModePush && (a == actConflict || a == actKeepLocal):
+			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipConflict})
+			a = actNone
+		case e.opts.Mode == ModePull && (a == actPush || a == actDeleteThere),
+			e.opts.Mode == ModePush && (a == actPull || a == actRestore || a == actDeleteHere || a == actStale):
+			a = actNone // the other side's turn
+		}
 		switch a {
 		case actDeleteThere:
 			switch {
@@ -652,6 +736,10 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		}
 	} else if b.Listing != nil {
 		b.Listing = nil // the remote moved: the next round lists it whole
+		r.dirty = true
+	}
+	if b.Resetting && e.opts.Mode != ModePull && !again {
+		b.Resetting = false // the local side has reached the remote
 		r.dirty = true
 	}
 	if gen := max(lst.Generation, r.gen); b.Store != lst.Store || b.Generation < gen || reset {
@@ -938,7 +1026,11 @@ func (r *round) checkpoint(ctx context.Context) error {
 	if h == nil || r.res.Checkpoint != "" {
 		return nil
 	}
-	id := filehistory.CheckpointID("sync", r.now)
+	prefix := r.e.opts.CheckpointPrefix
+	if prefix == "" {
+		prefix = "sync"
+	}
+	id := filehistory.CheckpointID(prefix, r.now)
 	if err := h.MakeSnapshot(ctx, id); err != nil {
 		return fmt.Errorf("foldersync: take a checkpoint before the round writes: %w (nothing was written)", err)
 	}
@@ -985,10 +1077,10 @@ func (r *round) write(ctx context.Context, p string, content []byte, conflict bo
 	}
 	en.Sum = sum
 	l := r.locals[p]
-	if l != nil {
-		if err := r.checkpoint(ctx); err != nil {
-			return err
-		}
+	// Every write is recorded in the checkpoint (a new file too: a
+	// rewind removes it), so it is taken before the first.
+	if err := r.checkpoint(ctx); err != nil {
+		return err
 	}
 	if conflict && l != nil {
 		raw, err := afero.ReadFile(r.e.fs, l.abs)
@@ -1038,9 +1130,12 @@ func (r *round) noteWritten(p string, content []byte) {
 func writeSkip(err error) string {
 	var pte *memdir.PathTraversalError
 	var se *screen.Error
+	var sec *secrets.Error
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &sec):
+		return SkipSecret
 	case errors.Is(err, errLocalChanged):
 		return SkipChanged
 	case errors.As(err, &pte):
@@ -1122,17 +1217,22 @@ func (r *round) keepRemoteAside(ctx context.Context, p string) error {
 func (r *round) keepAside(ctx context.Context, p string, content []byte) (string, error) {
 	stamp := r.e.opts.Now().UTC().Format("20060102T150405.000Z")
 	ext := path.Ext(p)
-	stem := strings.TrimSuffix(p, ext)
 	// The copy's name stays within what a filesystem holds, however long
 	// the memory's name.
-	saved := filepath.Join(r.e.aside, filepath.FromSlash(synctext.FitName(stem, "."+stamp+ext)))
+	name := synctext.FitName(strings.TrimSuffix(p, ext), "."+stamp+ext)
+	if r.e.opts.AsideName != nil {
+		name = r.e.opts.AsideName(p, stamp)
+	}
+	ext = path.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	saved := filepath.Join(r.e.aside, filepath.FromSlash(name))
 	for i := 2; ; i++ {
-		if _, err := r.e.fs.Stat(saved); errors.Is(err, fs.ErrNotExist) {
+		if _, err := r.e.asideFS.Stat(saved); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		saved = filepath.Join(r.e.aside, filepath.FromSlash(synctext.FitName(stem, fmt.Sprintf(".%s.%d%s", stamp, i, ext))))
+		saved = filepath.Join(r.e.aside, filepath.FromSlash(synctext.FitName(base, fmt.Sprintf(".%d%s", i, ext))))
 	}
-	if _, err := r.e.gate.WriteFile(ctx, saved, content, 0o644); err != nil {
+	if _, err := r.e.asideGate.WriteFile(ctx, saved, content, 0o644); err != nil {
 		return "", fmt.Errorf("foldersync: keep a copy of %s aside: %w (nothing was overwritten)", p, err)
 	}
 	return saved, nil
@@ -1143,7 +1243,10 @@ func (r *round) save(ctx context.Context) error {
 	if !r.dirty {
 		return nil
 	}
-	if _, err := r.e.gate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
+	if r.e.opts.BasisInMemory {
+		// Nothing on disk; a pass that fails leaves e.kept unset, so the
+		// next one starts again from what the Mirror holds.
+	} else if _, err := r.e.gate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
 		return fmt.Errorf("foldersync: save the basis: %w", err)
 	}
 	r.dirty = false

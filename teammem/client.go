@@ -326,11 +326,10 @@ func (e *SyncError) Permanent() bool {
 type Client struct {
 	*transport
 	fs      afero.Fs
-	teamDir string            // cleaned
-	scanner *secrets.Scanner  // the team directory's
-	gate    *memdir.WriteGate // writes into the team directory
-	team    *memdir.Dir       // the team directory: how its files were written
-	aside   *memdir.WriteGate // writes conflict copies beside it
+	teamDir string           // cleaned
+	scanner *secrets.Scanner // the team directory's
+	team    *memdir.Dir      // the team directory: how its files were written
+	aside   *memdir.Dir      // the conflicts folder beside it
 }
 
 // Configuration errors.
@@ -358,12 +357,12 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	team = team.WithHistory(t.cfg.History)
-	c := &Client{transport: t, fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), gate: team.Gate(), team: team}
+	c := &Client{transport: t, fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), team: team}
 	aside, err := team.WithPath(c.conflictsDir())
 	if err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
-	c.aside = aside.Gate() // a conflict copy adds a file and replaces none: nothing to undo
+	c.aside = aside
 	return c, nil
 }
 
@@ -571,28 +570,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// gateSkip turns a refused or failed pull write into a Skip: a path that
-// a link swapped in after validation would have led out ("invalid_key"),
-// a secret ("secret"), or a filesystem failure for this one key
-// ("write_failed"). Errors that are not about the key (a cancelled
-// context) are not skips.
-func gateSkip(key string, err error) (Skip, bool) {
-	var pte *PathTraversalError
-	var se *secrets.Error
-	var he *memdir.HistoryError
-	switch {
-	case errors.As(err, &he):
-		return Skip{Key: key, Reason: "checkpoint_failed"}, true
-	case errors.As(err, &pte):
-		return Skip{Key: key, Reason: "invalid_key"}, true
-	case errors.As(err, &se):
-		return Skip{Key: key, Reason: "secret", RuleID: se.RuleID, Label: se.Label}, true
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return Skip{}, false
-	}
-	return Skip{Key: key, Reason: "write_failed"}, true
 }
 
 // printable returns s without control or format characters (a hostile

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -52,6 +53,16 @@ type Remote struct {
 	// across rounds in its SyncState).
 	limitErrors bool
 	stats       Result // Requests and BytesSent
+	// hostile are keys of the last listing no team directory may hold
+	// (a traversal, a lookalike of one): left out of it.
+	hostile map[string]bool
+	// listed is the repo's identity as the last listing found it (before
+	// this Remote's own writes moved it on).
+	listed repoView
+	// skips are the files Check refused, with the rule and words of each
+	// (the Client's Result reports them).
+	skipMu sync.Mutex
+	skips  map[string]Skip
 }
 
 // repoView is what a Remote knows of the repo.
@@ -141,6 +152,22 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 			Entries: prev.Entries, Deleted: prev.Deleted}, nil
 	}
 	l := listingOf(v)
+	r.listed = repoView{store: v.store, version: v.version, empty: v.empty}
+	r.hostile = nil
+	for k := range l.Entries {
+		if unsafeKey(k) {
+			if r.hostile == nil {
+				r.hostile = map[string]bool{}
+			}
+			r.hostile[k] = true
+			delete(l.Entries, k)
+		}
+	}
+	for k := range l.Deleted {
+		if unsafeKey(k) {
+			delete(l.Deleted, k)
+		}
+	}
 	if wentBack(v, r.cur) || wentBack(v, known) || (prev.Tag != "" && v.version == prev.Generation && v.version > 0 && v.tag != prev.Tag) {
 		// One version cannot hold two contents: the repo went back (a
 		// backup restored) and was written again since. Its generation
@@ -153,6 +180,12 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 		l.Entries = prev.Entries
 	}
 	return l, nil
+}
+
+// unsafeKey reports a key no team directory may hold: one SanitizeKey
+// refuses, or one that is not a clean relative path (a traversal).
+func unsafeKey(k string) bool {
+	return SanitizeKey(k) != nil || path.Clean(k) != k || k == ".." || strings.HasPrefix(k, "../") || strings.HasPrefix(k, "/")
 }
 
 // wentBack reports whether v holds other content at the version seen
@@ -216,6 +249,7 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 		if store != "" {
 			known.store = store
 		}
+		r.stats.NotModified = true
 		return known, nil
 	case http.StatusNotFound:
 		return &repoView{store: store, empty: true, sums: map[string]string{}, entries: map[string]string{}}, nil
@@ -363,6 +397,12 @@ func (r *Remote) Deleted(ctx context.Context, paths []string) (map[string]time.T
 // then a colon and what to do.
 func (r *Remote) Check(path string, content []byte) string {
 	if sk := r.checkSkip(path, content); sk != nil {
+		r.skipMu.Lock()
+		if r.skips == nil {
+			r.skips = map[string]Skip{}
+		}
+		r.skips[path] = *sk
+		r.skipMu.Unlock()
 		return sk.Reason + ": " + sk.Label
 	}
 	return ""
