@@ -207,6 +207,8 @@ func skipOf(s foldersync.Skip, rem *Remote, fsys afero.Fs, teamDir string) Skip 
 		return Skip{Key: s.Path, Reason: "secret"}
 	case s.Reason == foldersync.SkipOversized:
 		return Skip{Key: s.Path, Reason: "too_large"}
+	case s.Reason == foldersync.SkipNotRegular:
+		return Skip{Key: s.Path, Reason: "not_regular"} // a link is never followed
 	case s.Reason == foldersync.SkipConflict:
 		return Skip{Key: s.Path, Reason: "conflict"}
 	case s.Reason == foldersync.SkipUnreadable, s.Reason == foldersync.SkipChanged:
