@@ -88,7 +88,10 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 	}
 	wg.Go(func() { // the flipper
 		defer done.Store(true)
-		for range flips {
+		// At least flips flips, and on until the pull has attempted
+		// enough writes under them (a pull that meets the link mid-walk
+		// gives up its round), within a bound.
+		for i := 0; i < flips || (pullWrites.Load() < 1000 && i < 20*flips); i++ {
 			// flip: real directory -> link to outside -> real directory.
 			if !retry(func() error { return os.Rename(flip, stash) }) ||
 				!retry(func() error { return os.Symlink(outside, flip) }) ||
@@ -126,7 +129,7 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 	assert.Empty(t, leaked, "files written outside through the swapped link")
 	assert.GreaterOrEqual(t, toolCalls.Load(), int64(3000))
 	assert.GreaterOrEqual(t, pullWrites.Load(), int64(1000), "the pull attempted thousands of writes")
-	assert.Equal(t, int64(flips), flipped.Load())
+	assert.GreaterOrEqual(t, flipped.Load(), int64(flips))
 	t.Logf("%d flips, %d tool writes, %d pull writes attempted, %d files outside", flipped.Load(), toolCalls.Load(), pullWrites.Load(), len(leaked))
 }
 
