@@ -6,21 +6,20 @@ import (
 )
 
 // provenanceHeaders returns the headers a batch of changes written
-// through p is pushed with, where they differ from the client's own
-// (nil: the client's own; so is a record not valid on the wire).
+// through p is pushed with: the record laid over the client's own
+// (wire.Provenance.Overlay), or nil for the client's own (no record, or
+// one not valid on the wire).
 func provenanceHeaders(p memdir.Provenance, own ClientOptions) map[string]string {
-	if p.Door == "" || p.Door == own.Door && p.Session == "" && p.Origin == "" {
+	prov, ok := wire.Provenance{Door: own.Door, Session: own.Session, Origin: own.Origin}.Overlay(p.Door, p.Session, p.Origin)
+	if !ok {
 		return nil
 	}
-	if _, err := wire.ParseProvenance(p.Door, p.Session, p.Origin); err != nil {
-		return nil
+	h := map[string]string{wire.DoorHeader: prov.Door}
+	if prov.Session != "" {
+		h[wire.SessionHeader] = prov.Session
 	}
-	h := map[string]string{wire.DoorHeader: p.Door}
-	if p.Session != "" {
-		h[wire.SessionHeader] = p.Session
-	}
-	if p.Origin != "" {
-		h[wire.OriginHeader] = p.Origin
+	if prov.Origin != "" {
+		h[wire.OriginHeader] = prov.Origin
 	}
 	return h
 }

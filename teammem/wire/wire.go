@@ -273,6 +273,29 @@ func ParseProvenance(door, session, origin string) (Provenance, error) {
 	return p, nil
 }
 
+// Overlay returns p with the door, and the session and origin where
+// given, of a write's own record: what a sync client sends for a file
+// another writer left (p is the client's own). ok is false, and p is
+// returned as it is, when the record names no door or is not valid on
+// the wire.
+func (p Provenance) Overlay(door, session, origin string) (out Provenance, ok bool) {
+	if door == "" {
+		return p, false
+	}
+	out = p
+	out.Door = door
+	if session != "" {
+		out.Session = session
+	}
+	if origin != "" {
+		out.Origin = origin
+	}
+	if _, err := ParseProvenance(out.Door, out.Session, out.Origin); err != nil {
+		return p, false
+	}
+	return out, true
+}
+
 // EntryChecksum is "sha256:" + the hex SHA-256 of content's UTF-8 bytes.
 func EntryChecksum(content string) string {
 	sum := sha256.Sum256([]byte(content))

@@ -36,3 +36,21 @@ func TestChecksums(t *testing.T) {
 	assert.Equal(t, RepoChecksum(map[string]string{"x": a, "y": EntryChecksum("y")}), RepoChecksum(map[string]string{"y": EntryChecksum("y"), "x": a}))
 	assert.NotEqual(t, RepoChecksum(map[string]string{"x": a}), RepoChecksum(map[string]string{"z": a}))
 }
+
+// A write's record laid over a sync client's own provenance: its door
+// always, its session and origin where it names them; a record without a
+// door, or one not valid on the wire, leaves the client's own.
+func TestProvenanceOverlay(t *testing.T) {
+	own := Provenance{Door: DoorSync, Session: "watcher"}
+	got, ok := own.Overlay(DoorMCP, "", OriginToolOutput)
+	assert.True(t, ok)
+	assert.Equal(t, Provenance{Door: DoorMCP, Session: "watcher", Origin: OriginToolOutput}, got)
+	got, ok = own.Overlay(DoorConsolidation, "s-1", "")
+	assert.True(t, ok)
+	assert.Equal(t, Provenance{Door: DoorConsolidation, Session: "s-1"}, got)
+	for _, rec := range [][3]string{{"", "s-1", OriginFetched}, {DoorMCP, "bad session\n", ""}, {DoorMCP, "", "somewhere"}} {
+		got, ok = own.Overlay(rec[0], rec[1], rec[2])
+		assert.False(t, ok, "%q", rec)
+		assert.Equal(t, own, got)
+	}
+}
