@@ -82,6 +82,11 @@ type Client struct {
 	// lookups left for a later round), so the next round brings it up to
 	// date even when it changes nothing.
 	authorsDue bool
+	// agreed and agreedStore are what the mirror last saved (nil before
+	// any save by this client): the authors file follows them without
+	// reading the basis back from disk.
+	agreed      *basis
+	agreedStore string
 }
 
 // New returns a client for the mount folder d: the view of the memory
@@ -216,7 +221,15 @@ func (c *Client) Sync(ctx context.Context) (Result, error) {
 	res, err := c.engine.Round(ctx)
 	if err == nil && (res.Changed() || c.authorsDue) {
 		// Who wrote each memory, for the prompt (best effort).
-		c.authorsDue = !c.saveAuthors(ctx, readBasis(c.fs, c.dir, c.cfg.Mount.Path), readIdentity(c.fs, c.dir).StoreID)
+		b, store := c.agreed, c.agreedStore
+		if b == nil { // nothing saved by this client yet: what the folder's files say
+			read := readBasis(c.fs, c.dir, c.cfg.Mount.Path)
+			b = &read
+		}
+		if store == "" { // the last save named no store: the identity file may
+			store = readIdentity(c.fs, c.dir).StoreID
+		}
+		c.authorsDue = !c.saveAuthors(ctx, *b, store)
 	}
 	return fromEngine(res), err
 }
@@ -312,6 +325,7 @@ func (m claudeBasis) Save(ctx context.Context, a foldersync.Agreed) error {
 	if _, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, basisName), b.marshal(), 0o644); err != nil {
 		return err
 	}
+	c.agreed, c.agreedStore = &b, a.Store
 	if a.Store == "" && a.Generation == 0 {
 		return nil
 	}
