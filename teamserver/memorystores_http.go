@@ -546,17 +546,9 @@ func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite, screened st
 		c.fail(err)
 		return false
 	}
-	if w.Path != "" {
-		if err := ValidateMemoryPath(w.Path); err != nil {
-			c.fail(err)
-			return false
-		}
-	}
-	if w.Content != nil {
-		if err := validateContent(*w.Content); err != nil {
-			c.fail(err)
-			return false
-		}
+	if err := w.check(false); err != nil {
+		c.fail(err)
+		return false
 	}
 	next := Proposal{Key: cur.Path, MemoryID: id, Op: OpModified, Content: cur.Content, Base: cur.SHA256, Screened: screened}
 	if w.Path != "" {

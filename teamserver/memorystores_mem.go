@@ -261,13 +261,7 @@ func (r *memStoreRec) changed(memories, bytes int64) {
 
 // CreateMemory implements MemoryStores.
 func (s *MemoryStore) CreateMemory(_ context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
-	if err := ValidateMemoryPath(w.Path); err != nil {
-		return Memory{}, err
-	}
-	if w.Content == nil {
-		return Memory{}, invalid("content is required")
-	}
-	if err := validateContent(*w.Content); err != nil {
+	if err := w.check(true); err != nil {
 		return Memory{}, err
 	}
 	limits = limits.orDefaults()
@@ -297,15 +291,8 @@ func (s *MemoryStore) CreateMemory(_ context.Context, tenant, storeID string, w 
 
 // UpdateMemory implements MemoryStores, as SQLStore.UpdateMemory.
 func (s *MemoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
-	if w.Path != "" {
-		if err := ValidateMemoryPath(w.Path); err != nil {
-			return Memory{}, err
-		}
-	}
-	if w.Content != nil {
-		if err := validateContent(*w.Content); err != nil {
-			return Memory{}, err
-		}
+	if err := w.check(false); err != nil {
+		return Memory{}, err
 	}
 	limits = limits.orDefaults()
 	s.mu.Lock()

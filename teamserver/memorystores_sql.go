@@ -407,16 +407,28 @@ type MemoryWrite struct {
 	By       Actor
 }
 
+// check refuses a write no store can hold: a path ValidateMemoryPath
+// refuses, content validateContent refuses, and on a create a missing
+// content. Every store and the handler call it, so they refuse alike.
+func (w MemoryWrite) check(create bool) error {
+	if create || w.Path != "" {
+		if err := ValidateMemoryPath(w.Path); err != nil {
+			return err
+		}
+	}
+	if w.Content == nil {
+		if create {
+			return invalid("content is required")
+		}
+		return nil
+	}
+	return validateContent(*w.Content)
+}
+
 // CreateMemory adds a memory at a path no memory of the store has (a
 // taken path is a memory_path_conflict_error naming its holder).
 func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
-	if err := ValidateMemoryPath(w.Path); err != nil {
-		return Memory{}, err
-	}
-	if w.Content == nil {
-		return Memory{}, invalid("content is required")
-	}
-	if err := validateContent(*w.Content); err != nil {
+	if err := w.check(true); err != nil {
 		return Memory{}, err
 	}
 	limits = limits.orDefaults()
@@ -465,15 +477,8 @@ func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 // memory_path_conflict_error. A write that changes nothing adds no
 // version.
 func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
-	if w.Path != "" {
-		if err := ValidateMemoryPath(w.Path); err != nil {
-			return Memory{}, err
-		}
-	}
-	if w.Content != nil {
-		if err := validateContent(*w.Content); err != nil {
-			return Memory{}, err
-		}
+	if err := w.check(false); err != nil {
+		return Memory{}, err
 	}
 	limits = limits.orDefaults()
 	var m Memory
