@@ -29,7 +29,7 @@ import (
 type syncEnv struct {
 	url   string
 	token string
-	store *teamserver.MemoryStore
+	store teamserver.Store
 }
 
 func startServer(t *testing.T, maxEntries int) syncEnv {

@@ -59,7 +59,7 @@ func (c *teamControl) rebuild(t testing.TB, id string, entries map[string]string
 	t.Helper()
 	var store teamserver.Store = teamserver.NewMemoryStore()
 	if id != "" {
-		store = sameID{MemoryStore: store.(*teamserver.MemoryStore), id: id}
+		store = sameID{Store: store, id: id}
 	}
 	c.store = store
 	if len(entries) > 0 {

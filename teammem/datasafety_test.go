@@ -34,7 +34,7 @@ func (f handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) { f().Ser
 // sameID is a store that reports a given identity: what a copy of a
 // database (a backup) is to the store it was taken from.
 type sameID struct {
-	*teamserver.MemoryStore
+	teamserver.Store
 	id string
 }
 

@@ -28,7 +28,7 @@ import (
 // whose requests are counted by status.
 type driverEnv struct {
 	url, token string
-	store      *teamserver.MemoryStore
+	store      teamserver.Store
 	handler    *teamserver.Handler
 	statuses   *statusLog
 }

@@ -69,8 +69,8 @@ type RepoInfo struct {
 	Entries      int
 }
 
-// RepoLister is a Store that lists a tenant's repos; MemoryStore and
-// SQLStore are.
+// RepoLister is a store that lists a tenant's repos, for the console
+// (Handler.Repos); every Store is one.
 type RepoLister interface {
 	// ListRepos lists the tenant's repos in name order.
 	ListRepos(ctx context.Context, tenant string) ([]RepoInfo, error)
@@ -126,7 +126,7 @@ func (h *Handler) MemStores(ctx context.Context, g TokenGrant) ([]MemStore, erro
 }
 
 // ListRepos implements RepoLister.
-func (s *MemoryStore) ListRepos(_ context.Context, tenant string) ([]RepoInfo, error) {
+func (s *memoryStore) ListRepos(_ context.Context, tenant string) ([]RepoInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []RepoInfo
@@ -140,7 +140,7 @@ func (s *MemoryStore) ListRepos(_ context.Context, tenant string) ([]RepoInfo, e
 }
 
 // ListRepos implements RepoLister.
-func (s *SQLStore) ListRepos(ctx context.Context, tenant string) ([]RepoInfo, error) {
+func (s *sqlStore) ListRepos(ctx context.Context, tenant string) ([]RepoInfo, error) {
 	var out []RepoInfo
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT r.name, r.version, r.last_modified_ms,

@@ -1,7 +1,7 @@
 // Package server is the reference team memory sync server: an
 // http.Handler that speaks the protocol of package teammem's client
 // (GET with ETag and If-None-Match, the hashes view, conditional PUT
-// upserts, tombstones, structured errors), over a Store.
+// upserts, tombstones, structured errors), over a TeamStore.
 //
 // Beyond the base protocol it serves the limits view, the long-poll
 // (view=hashes&wait=N), each key's history and a write log
@@ -21,8 +21,8 @@
 //
 // The same handler serves Anthropic's Memory Stores API (storesync/wire's StoresPath,
 // and Claude Code's route CodeStorePrefix): stores, memories with sha256
-// preconditions, versions and the NDJSON export, over the MemoryStores
-// methods of SQLStore (memorystores*.go). A token reaches the stores its
+// preconditions, versions and the NDJSON export, over a store's
+// MemoryStores methods (memorystores*.go). A token reaches the stores its
 // grant names (TokenGrant.Stores), by x-api-key or bearer.
 //
 // Every write it stores records its provenance beside the token's name:
@@ -36,9 +36,10 @@
 // endpoints under wire.ReviewPath; Handler.Policy, SetPolicy, Proposals,
 // Proposal, Approve and Reject for a Go caller such as a console).
 //
-// Stores: MemoryStore for tests and throwaway servers, and SQLStore, one
-// implementation for SQL databases over database/sql (NewSQLStore with an
-// SQLDialect). The drivers live in modules of their own, so this package
+// Stores: NewMemoryStore for tests and throwaway servers, and
+// NewSQLStore, one implementation for SQL databases over database/sql
+// (with an SQLDialect); both return a Store, which has every protocol,
+// and the SQL store also reports its pool (PoolStats). The drivers live in modules of their own, so this package
 // compiles none: teamserver/sqlite opens it on one local file through
 // a pure-Go SQLite (no cgo), the default of `agentmem team serve`, and
 // teamserver/postgres on PostgreSQL for deployments that outgrow one
@@ -46,7 +47,8 @@
 // serialised by a transaction-scoped advisory lock). All pass the suite
 // in package storetest, which also checks that two conditional writes
 // with the same If-Match never both succeed; another database implements
-// Store and runs the same suite.
+// TeamStore (and MemoryStores, Reviews, RepoLister for the other
+// protocols and the console's repo list) and runs the same suites.
 //
 // # Security
 //

@@ -20,9 +20,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Options configures the sync handler. Store is required.
+// Options configures the sync handler.
 type Options struct {
-	store  Store
 	Tokens []TokenGrant
 	// Metrics receives request and store measurements (nil: none).
 	Metrics Metrics
@@ -82,10 +81,10 @@ const (
 	DefaultMaxRepos     = 100
 	DefaultRatePerToken = 100
 	DefaultRateBurst    = 500
-	// DefaultAuthFailRate and DefaultAuthFailBurst bound failed
+	// defaultAuthFailRate and defaultAuthFailBurst bound failed
 	// authentications per client address.
-	DefaultAuthFailRate  = 0.5
-	DefaultAuthFailBurst = 20
+	defaultAuthFailRate  = 0.5
+	defaultAuthFailBurst = 20
 )
 
 // Operational endpoints, beside the sync path.
@@ -133,12 +132,14 @@ func (h *Handler) Drain() {
 	h.drainOnce.Do(func() { close(h.draining) })
 }
 
-// NewHandler returns the sync handler over store.
-func NewHandler(store Store, cfg Options) (*Handler, error) {
+// NewHandler returns the handler of every protocol store has: the team
+// repo protocol always, the Memory Stores API and review when store is
+// also MemoryStores and Reviews (as NewMemoryStore's and NewSQLStore's
+// are); the routes of a protocol it lacks answer 404.
+func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 	if store == nil {
-		return nil, errors.New("server: NewHandler needs a Store")
+		return nil, errors.New("server: NewHandler needs a store (NewMemoryStore, NewSQLStore, or a TeamStore of your own)")
 	}
-	cfg.store = store
 	if cfg.Path == "" {
 		cfg.Path = wire.DefaultSyncPath
 	}
@@ -192,10 +193,10 @@ func NewHandler(store Store, cfg Options) (*Handler, error) {
 		cfg.StoreTimeout = 10 * time.Second
 	}
 	if cfg.AuthFailRate == 0 {
-		cfg.AuthFailRate = DefaultAuthFailRate
+		cfg.AuthFailRate = defaultAuthFailRate
 	}
 	if cfg.AuthFailBurst <= 0 {
-		cfg.AuthFailBurst = DefaultAuthFailBurst
+		cfg.AuthFailBurst = defaultAuthFailBurst
 	}
 	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), indexes: newStoreIndexCache(200_000), draining: make(chan struct{})}
 	if cfg.RatePerToken > 0 {

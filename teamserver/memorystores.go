@@ -21,20 +21,20 @@ import (
 // Stores API (stores of path-keyed memories, sha256 preconditions, kept
 // versions), so the official SDKs and Claude Code's store client work
 // against a self-hosted server. They live in the same database as the team
-// sync repos, in tables of their own (SQLStore), or in memory beside them
-// (MemoryStore, memorystores_mem.go).
+// sync repos, in tables of their own (sqlStore), or in memory beside them
+// (memoryStore, memorystores_mem.go).
 
 // Limits of the Memory Stores API, as the hosted service sets them.
 const (
-	// MaxMemoryContentBytes bounds one memory's content.
-	MaxMemoryContentBytes = 102_400
-	// MaxMemoryPathBytes and MaxMemoryPathSegments bound a memory's path.
-	MaxMemoryPathBytes    = 1024
-	MaxMemoryPathSegments = 20
-	// MaxStoreNameChars and MaxStoreDescriptionChars bound a store's name
+	// maxMemoryContentBytes bounds one memory's content.
+	maxMemoryContentBytes = 102_400
+	// maxMemoryPathBytes and maxMemoryPathSegments bound a memory's path.
+	maxMemoryPathBytes    = 1024
+	maxMemoryPathSegments = 20
+	// maxStoreNameChars and maxStoreDescriptionChars bound a store's name
 	// and description.
-	MaxStoreNameChars        = 255
-	MaxStoreDescriptionChars = 1024
+	maxStoreNameChars        = 255
+	maxStoreDescriptionChars = 1024
 	// DefaultMaxStores bounds the stores of one organization.
 	DefaultMaxStores = 100
 	// DefaultMaxStoreMemories and DefaultMaxStoreBytes bound one store.
@@ -42,11 +42,14 @@ const (
 	DefaultMaxStoreBytes    = 100 << 20
 )
 
-// ID prefixes of the Memory Stores API.
+// StoreIDPrefix starts every store ID, as on the hosted API; a token
+// limited to stores names them by ID (NewToken).
+const StoreIDPrefix = "memstore_"
+
+// ID prefixes of memories and versions.
 const (
-	StoreIDPrefix   = "memstore_"
-	MemoryIDPrefix  = "mem_"
-	VersionIDPrefix = "memver_"
+	memoryIDPrefix  = "mem_"
+	versionIDPrefix = "memver_"
 )
 
 // Version operations.
@@ -186,16 +189,16 @@ func folderConflict(m Memory) *APIError {
 		ConflictingPath: m.Path, ConflictingID: m.ID}
 }
 
-// ValidateMemoryPath checks a memory path by the API's rules: it starts
+// validateMemoryPath checks a memory path by the API's rules: it starts
 // with "/", is at most 1,024 bytes and 20 segments, has no empty, "." or
 // ".." segment, no control or format character (nor U+2028 and U+2029),
 // and is valid UTF-8 in NFC. The error is an *APIError with the message
 // the hosted service gives.
-func ValidateMemoryPath(p string) error {
+func validateMemoryPath(p string) error {
 	switch {
 	case p == "" || !strings.HasPrefix(p, "/"):
 		return invalid("path must be absolute (start with /)")
-	case len(p) > MaxMemoryPathBytes:
+	case len(p) > maxMemoryPathBytes:
 		return invalid("path must be at most 1024 bytes")
 	case !utf8.ValidString(p):
 		return invalid("path must be valid UTF-8")
@@ -204,7 +207,7 @@ func ValidateMemoryPath(p string) error {
 		return invalid("path must not contain control or format characters")
 	}
 	segs := strings.Split(p[1:], "/")
-	if len(segs) > MaxMemoryPathSegments {
+	if len(segs) > maxMemoryPathSegments {
 		return invalid("path must be at most 20 segments deep")
 	}
 	for _, s := range segs {
@@ -230,11 +233,11 @@ func validatePathPrefix(p string) error {
 	if !strings.HasSuffix(p, "/") {
 		return invalid("path_prefix must end with /")
 	}
-	return ValidateMemoryPath(strings.TrimSuffix(p, "/"))
+	return validateMemoryPath(strings.TrimSuffix(p, "/"))
 }
 
 func validateContent(c string) error {
-	if len(c) > MaxMemoryContentBytes {
+	if len(c) > maxMemoryContentBytes {
 		return invalid(msgContentTooLarge)
 	}
 	if err := synctext.CheckContent([]byte(c)); err != nil {
@@ -247,10 +250,10 @@ func validateContent(c string) error {
 }
 
 func validateStoreFields(name, description *string, metadata map[string]string) error {
-	if name != nil && (*name == "" || utf8.RuneCountInString(*name) > MaxStoreNameChars) {
+	if name != nil && (*name == "" || utf8.RuneCountInString(*name) > maxStoreNameChars) {
 		return invalid("name must be 1 to 255 characters")
 	}
-	if description != nil && utf8.RuneCountInString(*description) > MaxStoreDescriptionChars {
+	if description != nil && utf8.RuneCountInString(*description) > maxStoreDescriptionChars {
 		return invalid("description must be at most 1024 characters")
 	}
 	if len(metadata) > 16 {

@@ -24,7 +24,7 @@ import (
 )
 
 // MemoryStores is the store interface of the Memory Stores protocol;
-// SQLStore and MemoryStore have it (storetest.RunMemoryStores checks
+// sqlStore and memoryStore have it (storetest.RunMemoryStores checks
 // it). On a store without it the protocol's routes answer 404.
 type MemoryStores interface {
 	CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error)
@@ -466,7 +466,7 @@ func (c *storesCall) createMemory(storeID string) {
 	if !ok {
 		return
 	}
-	if req.Content != nil && ValidateMemoryPath(req.Path) == nil && validateContent(*req.Content) == nil &&
+	if req.Content != nil && validateMemoryPath(req.Path) == nil && validateContent(*req.Content) == nil &&
 		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}) {
 		return
 	}
@@ -634,7 +634,7 @@ func (c *storesCall) listMemories(storeID string) {
 	depth := 0
 	if v := q.Get("depth"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > MaxMemoryPathSegments {
+		if err != nil || n < 0 || n > maxMemoryPathSegments {
 			c.fail(invalid("depth must be an integer from 0 to 20"))
 			return
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// memStores holds MemoryStore's memory stores (MemoryStores), under its
-// lock: the same rules as SQLStore's, without a database.
+// memStores holds memoryStore's memory stores (MemoryStores), under its
+// lock: the same rules as sqlStore's, without a database.
 type memStores struct {
 	byID map[string]*memStoreRec
 	seq  int64
@@ -46,7 +46,7 @@ func copyStore(st MemStore) MemStore {
 }
 
 // CreateMemStore implements MemoryStores.
-func (s *MemoryStore) CreateMemStore(_ context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error) {
+func (s *memoryStore) CreateMemStore(_ context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error) {
 	if err := validateStoreFields(&st.Name, &st.Description, st.Metadata); err != nil {
 		return MemStore{}, err
 	}
@@ -75,7 +75,7 @@ func (s *MemoryStore) CreateMemStore(_ context.Context, tenant string, st MemSto
 }
 
 // GetMemStore implements MemoryStores.
-func (s *MemoryStore) GetMemStore(_ context.Context, tenant, id string) (MemStore, error) {
+func (s *memoryStore) GetMemStore(_ context.Context, tenant, id string) (MemStore, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.stores.get(tenant, id)
@@ -87,7 +87,7 @@ func (s *MemoryStore) GetMemStore(_ context.Context, tenant, id string) (MemStor
 
 // FindMemStore implements MemoryStores: a store ID, or else the name of
 // one of tenant's stores (the oldest with that name).
-func (s *MemoryStore) FindMemStore(_ context.Context, tenant, idOrName string) (MemStore, error) {
+func (s *memoryStore) FindMemStore(_ context.Context, tenant, idOrName string) (MemStore, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, err := s.stores.get(tenant, idOrName); err == nil {
@@ -106,7 +106,7 @@ func (s *MemoryStore) FindMemStore(_ context.Context, tenant, idOrName string) (
 }
 
 // ListMemStores implements MemoryStores: newest first.
-func (s *MemoryStore) ListMemStores(_ context.Context, tenant string) ([]MemStore, error) {
+func (s *memoryStore) ListMemStores(_ context.Context, tenant string) ([]MemStore, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []MemStore
@@ -120,7 +120,7 @@ func (s *MemoryStore) ListMemStores(_ context.Context, tenant string) ([]MemStor
 }
 
 // UpdateMemStore implements MemoryStores.
-func (s *MemoryStore) UpdateMemStore(_ context.Context, tenant, id string, p StorePatch, now time.Time) (MemStore, error) {
+func (s *memoryStore) UpdateMemStore(_ context.Context, tenant, id string, p StorePatch, now time.Time) (MemStore, error) {
 	if err := validateStoreFields(p.Name, p.Description, p.Metadata); err != nil {
 		return MemStore{}, err
 	}
@@ -153,7 +153,7 @@ func (s *MemoryStore) UpdateMemStore(_ context.Context, tenant, id string, p Sto
 }
 
 // ArchiveMemStore implements MemoryStores.
-func (s *MemoryStore) ArchiveMemStore(_ context.Context, tenant, id string, now time.Time) (MemStore, error) {
+func (s *memoryStore) ArchiveMemStore(_ context.Context, tenant, id string, now time.Time) (MemStore, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.stores.get(tenant, id)
@@ -168,7 +168,7 @@ func (s *MemoryStore) ArchiveMemStore(_ context.Context, tenant, id string, now 
 }
 
 // DeleteMemStore implements MemoryStores.
-func (s *MemoryStore) DeleteMemStore(_ context.Context, tenant, id string) error {
+func (s *memoryStore) DeleteMemStore(_ context.Context, tenant, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.stores.get(tenant, id); err != nil {
@@ -179,7 +179,7 @@ func (s *MemoryStore) DeleteMemStore(_ context.Context, tenant, id string) error
 }
 
 // GetMemory implements MemoryStores.
-func (s *MemoryStore) GetMemory(_ context.Context, tenant, storeID, id string) (Memory, error) {
+func (s *memoryStore) GetMemory(_ context.Context, tenant, storeID, id string) (Memory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.stores.get(tenant, storeID)
@@ -194,7 +194,7 @@ func (s *MemoryStore) GetMemory(_ context.Context, tenant, storeID, id string) (
 }
 
 // EachMemory implements MemoryStores: one snapshot, in path order.
-func (s *MemoryStore) EachMemory(_ context.Context, tenant, storeID string, withContent bool, head func(MemStore) error, fn func(Memory) error) error {
+func (s *memoryStore) EachMemory(_ context.Context, tenant, storeID string, withContent bool, head func(MemStore) error, fn func(Memory) error) error {
 	s.mu.Lock()
 	r, err := s.stores.get(tenant, storeID)
 	if err != nil {
@@ -230,7 +230,7 @@ func (r *memStoreRec) byPath(p string) (Memory, bool) {
 }
 
 // folderClash finds a memory other than selfID whose path is a folder of
-// p, or lies below p as a folder (SQLStore.folderClash).
+// p, or lies below p as a folder (sqlStore.folderClash).
 func (r *memStoreRec) folderClash(p, selfID string) (Memory, bool) {
 	for _, m := range r.memories {
 		if m.ID != selfID && (strings.HasPrefix(p, m.Path+"/") || strings.HasPrefix(m.Path, p+"/")) {
@@ -246,7 +246,7 @@ func (r *memStoreRec) addVersion(m Memory, op string, by Actor, t time.Time) str
 	if n := len(r.versions); n > 0 {
 		seq = r.versions[n-1].Seq + 1
 	}
-	v := MemoryVersion{ID: newID(VersionIDPrefix), StoreID: m.StoreID, MemoryID: m.ID, Seq: seq, Operation: op,
+	v := MemoryVersion{ID: newID(versionIDPrefix), StoreID: m.StoreID, MemoryID: m.ID, Seq: seq, Operation: op,
 		Path: m.Path, Content: m.Content, SHA256: m.SHA256, Size: m.Size, Created: t, By: by}
 	r.versions = append(r.versions, v)
 	return v.ID
@@ -260,7 +260,7 @@ func (r *memStoreRec) changed(memories, bytes int64) {
 }
 
 // CreateMemory implements MemoryStores.
-func (s *MemoryStore) CreateMemory(_ context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
+func (s *memoryStore) CreateMemory(_ context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
 	if err := w.check(true); err != nil {
 		return Memory{}, err
 	}
@@ -281,7 +281,7 @@ func (s *MemoryStore) CreateMemory(_ context.Context, tenant, storeID string, w 
 		return Memory{}, err
 	}
 	t := now.UTC().Truncate(time.Millisecond)
-	m := Memory{ID: newID(MemoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
+	m := Memory{ID: newID(memoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
 		Size: int64(len(*w.Content)), Created: t, Updated: t}
 	m.VersionID = r.addVersion(m, OpCreated, w.By, t)
 	r.memories[m.ID] = m
@@ -289,8 +289,8 @@ func (s *MemoryStore) CreateMemory(_ context.Context, tenant, storeID string, w 
 	return m, nil
 }
 
-// UpdateMemory implements MemoryStores, as SQLStore.UpdateMemory.
-func (s *MemoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
+// UpdateMemory implements MemoryStores, as sqlStore.UpdateMemory.
+func (s *memoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
 	if err := w.check(false); err != nil {
 		return Memory{}, err
 	}
@@ -339,7 +339,7 @@ func (s *MemoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string
 
 // DeleteMemory implements MemoryStores: an archived store's memories may
 // still be deleted.
-func (s *MemoryStore) DeleteMemory(_ context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
+func (s *memoryStore) DeleteMemory(_ context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.stores.get(tenant, storeID)
@@ -362,7 +362,7 @@ func (s *MemoryStore) DeleteMemory(_ context.Context, tenant, storeID, id, ifSHA
 }
 
 // ListVersions implements MemoryStores: newest first.
-func (s *MemoryStore) ListVersions(_ context.Context, tenant, storeID string, f VersionFilter) ([]MemoryVersion, error) {
+func (s *memoryStore) ListVersions(_ context.Context, tenant, storeID string, f VersionFilter) ([]MemoryVersion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.stores.get(tenant, storeID)
@@ -396,7 +396,7 @@ func (r *memStoreRec) version(id string) (int, error) {
 }
 
 // GetVersion implements MemoryStores.
-func (s *MemoryStore) GetVersion(_ context.Context, tenant, storeID, id string) (MemoryVersion, error) {
+func (s *memoryStore) GetVersion(_ context.Context, tenant, storeID, id string) (MemoryVersion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.stores.get(tenant, storeID)
@@ -410,9 +410,9 @@ func (s *MemoryStore) GetVersion(_ context.Context, tenant, storeID, id string) 
 	return r.versions[i], nil
 }
 
-// RedactVersion implements MemoryStores, as SQLStore.RedactVersion: who
+// RedactVersion implements MemoryStores, as sqlStore.RedactVersion: who
 // redacted it is kept by type and name.
-func (s *MemoryStore) RedactVersion(_ context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error) {
+func (s *memoryStore) RedactVersion(_ context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.stores.get(tenant, storeID)

@@ -66,7 +66,7 @@ func fromMS(v int64) time.Time {
 
 // write runs fn in one write transaction holding the lock on key (again
 // on a fresh connection when the one it got was broken).
-func (s *SQLStore) write(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
+func (s *sqlStore) write(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
 	unlock, err := s.writers.lock(ctx, key)
 	if err != nil {
 		return overloaded(err)
@@ -75,7 +75,7 @@ func (s *SQLStore) write(ctx context.Context, key string, fn func(tx *sql.Tx) er
 	return retryBadConn(ctx, func() error { return s.writeOnce(ctx, key, fn) })
 }
 
-func (s *SQLStore) writeOnce(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
+func (s *sqlStore) writeOnce(ctx context.Context, key string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return overloaded(err)
@@ -114,7 +114,7 @@ func scanStore(row interface{ Scan(...any) error }) (MemStore, error) {
 }
 
 // memStore reads a store of tenant; another tenant's store is not found.
-func (s *SQLStore) memStore(ctx context.Context, q querier, tenant, id string) (MemStore, error) {
+func (s *sqlStore) memStore(ctx context.Context, q querier, tenant, id string) (MemStore, error) {
 	st, err := scanStore(q.QueryRowContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE id = ? AND tenant = ?`), id, tenant))
 	if errors.Is(err, sql.ErrNoRows) {
 		return MemStore{}, notFound("memory store")
@@ -123,7 +123,7 @@ func (s *SQLStore) memStore(ctx context.Context, q querier, tenant, id string) (
 }
 
 // CreateMemStore makes a store for tenant, within limits.MaxStores.
-func (s *SQLStore) CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error) {
+func (s *sqlStore) CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error) {
 	if err := validateStoreFields(&st.Name, &st.Description, st.Metadata); err != nil {
 		return MemStore{}, err
 	}
@@ -152,7 +152,7 @@ func (s *SQLStore) CreateMemStore(ctx context.Context, tenant string, st MemStor
 }
 
 // GetMemStore reads one store of tenant.
-func (s *SQLStore) GetMemStore(ctx context.Context, tenant, id string) (MemStore, error) {
+func (s *sqlStore) GetMemStore(ctx context.Context, tenant, id string) (MemStore, error) {
 	var st MemStore
 	err := s.read(ctx, func(tx *sql.Tx) (err error) {
 		st, err = s.memStore(ctx, tx, tenant, id)
@@ -163,7 +163,7 @@ func (s *SQLStore) GetMemStore(ctx context.Context, tenant, id string) (MemStore
 
 // FindMemStore resolves Claude Code's store path: a store ID, or else the
 // name of one of tenant's stores (the oldest with that name).
-func (s *SQLStore) FindMemStore(ctx context.Context, tenant, idOrName string) (MemStore, error) {
+func (s *sqlStore) FindMemStore(ctx context.Context, tenant, idOrName string) (MemStore, error) {
 	var st MemStore
 	err := s.read(ctx, func(tx *sql.Tx) (err error) {
 		st, err = s.memStore(ctx, tx, tenant, idOrName)
@@ -182,7 +182,7 @@ func (s *SQLStore) FindMemStore(ctx context.Context, tenant, idOrName string) (M
 
 // ListMemStores lists tenant's stores, newest first (the order of the
 // hosted service; Seq orders stores created in one millisecond).
-func (s *SQLStore) ListMemStores(ctx context.Context, tenant string) ([]MemStore, error) {
+func (s *sqlStore) ListMemStores(ctx context.Context, tenant string) ([]MemStore, error) {
 	var out []MemStore
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		out = nil
@@ -213,7 +213,7 @@ type StorePatch struct {
 
 // UpdateMemStore changes a store's name, description or metadata. An
 // archived store refuses.
-func (s *SQLStore) UpdateMemStore(ctx context.Context, tenant, id string, p StorePatch, now time.Time) (MemStore, error) {
+func (s *sqlStore) UpdateMemStore(ctx context.Context, tenant, id string, p StorePatch, now time.Time) (MemStore, error) {
 	if err := validateStoreFields(p.Name, p.Description, p.Metadata); err != nil {
 		return MemStore{}, err
 	}
@@ -252,7 +252,7 @@ func (s *SQLStore) UpdateMemStore(ctx context.Context, tenant, id string, p Stor
 
 // ArchiveMemStore makes a store read-only for good. Archiving an archived
 // store answers it as it is.
-func (s *SQLStore) ArchiveMemStore(ctx context.Context, tenant, id string, now time.Time) (MemStore, error) {
+func (s *sqlStore) ArchiveMemStore(ctx context.Context, tenant, id string, now time.Time) (MemStore, error) {
 	var st MemStore
 	err := s.write(ctx, "memstore\n"+id, func(tx *sql.Tx) (err error) {
 		if st, err = s.memStore(ctx, tx, tenant, id); err != nil || !st.Archived.IsZero() {
@@ -267,7 +267,7 @@ func (s *SQLStore) ArchiveMemStore(ctx context.Context, tenant, id string, now t
 }
 
 // DeleteMemStore removes a store with its memories and versions.
-func (s *SQLStore) DeleteMemStore(ctx context.Context, tenant, id string) error {
+func (s *sqlStore) DeleteMemStore(ctx context.Context, tenant, id string) error {
 	return s.write(ctx, "memstore\n"+id, func(tx *sql.Tx) error {
 		if _, err := s.memStore(ctx, tx, tenant, id); err != nil {
 			return err
@@ -297,7 +297,7 @@ func scanMemory(row interface{ Scan(...any) error }, content *string) (Memory, e
 	return m, nil
 }
 
-func (s *SQLStore) memoryBy(ctx context.Context, q querier, storeID, column, value string) (Memory, bool, error) {
+func (s *sqlStore) memoryBy(ctx context.Context, q querier, storeID, column, value string) (Memory, bool, error) {
 	var content string
 	m, err := scanMemory(q.QueryRowContext(ctx, s.q(`SELECT `+memoryColumns+`, content FROM ms_memories WHERE store_id = ? AND `+column+` = ?`), storeID, value), &content)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -310,7 +310,7 @@ func (s *SQLStore) memoryBy(ctx context.Context, q querier, storeID, column, val
 // folderClash finds a memory other than selfID that could not sit beside
 // a memory at p on a disk: one whose path is a folder of p ("/a.md" for
 // "/a.md/b.md"), or one below p as a folder ("/a.md/b.md" for "/a.md").
-func (s *SQLStore) folderClash(ctx context.Context, q querier, storeID, p, selfID string) (Memory, bool, error) {
+func (s *sqlStore) folderClash(ctx context.Context, q querier, storeID, p, selfID string) (Memory, bool, error) {
 	var folders []any
 	for i := 1; i < len(p); i++ {
 		if p[i] == '/' {
@@ -338,7 +338,7 @@ func (s *SQLStore) folderClash(ctx context.Context, q querier, storeID, p, selfI
 }
 
 // GetMemory reads one memory, with its content.
-func (s *SQLStore) GetMemory(ctx context.Context, tenant, storeID, id string) (Memory, error) {
+func (s *sqlStore) GetMemory(ctx context.Context, tenant, storeID, id string) (Memory, error) {
 	var m Memory
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
@@ -357,7 +357,7 @@ func (s *SQLStore) GetMemory(ctx context.Context, tenant, storeID, id string) (M
 // EachMemory calls fn for every memory of a store in one read (a
 // consistent snapshot), ordered by path, with content when withContent.
 // The store is passed to head first.
-func (s *SQLStore) EachMemory(ctx context.Context, tenant, storeID string, withContent bool, head func(MemStore) error, fn func(Memory) error) error {
+func (s *sqlStore) EachMemory(ctx context.Context, tenant, storeID string, withContent bool, head func(MemStore) error, fn func(Memory) error) error {
 	return s.read(ctx, func(tx *sql.Tx) error {
 		st, err := s.memStore(ctx, tx, tenant, storeID)
 		if err != nil {
@@ -407,12 +407,12 @@ type MemoryWrite struct {
 	By       Actor
 }
 
-// check refuses a write no store can hold: a path ValidateMemoryPath
+// check refuses a write no store can hold: a path validateMemoryPath
 // refuses, content validateContent refuses, and on a create a missing
 // content. Every store and the handler call it, so they refuse alike.
 func (w MemoryWrite) check(create bool) error {
 	if create || w.Path != "" {
-		if err := ValidateMemoryPath(w.Path); err != nil {
+		if err := validateMemoryPath(w.Path); err != nil {
 			return err
 		}
 	}
@@ -427,7 +427,7 @@ func (w MemoryWrite) check(create bool) error {
 
 // CreateMemory adds a memory at a path no memory of the store has (a
 // taken path is a memory_path_conflict_error naming its holder).
-func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
+func (s *sqlStore) CreateMemory(ctx context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
 	if err := w.check(true); err != nil {
 		return Memory{}, err
 	}
@@ -454,7 +454,7 @@ func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 			return err
 		}
 		t := now.UTC().Truncate(time.Millisecond)
-		m = Memory{ID: newID(MemoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
+		m = Memory{ID: newID(memoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
 			Size: int64(len(*w.Content)), Created: t, Updated: t}
 		v, err := s.addVersion(ctx, tx, m, OpCreated, w.By, t)
 		if err != nil {
@@ -476,7 +476,7 @@ func (s *SQLStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 // what was asked. A move onto another memory's path is a
 // memory_path_conflict_error. A write that changes nothing adds no
 // version.
-func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
+func (s *sqlStore) UpdateMemory(ctx context.Context, tenant, storeID, id string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
 	if err := w.check(false); err != nil {
 		return Memory{}, err
 	}
@@ -550,7 +550,7 @@ func (s *SQLStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 // "deleted" one. ifSHA256, when set, must match the stored content. An
 // archived store's memories may still be deleted, as the hosted API
 // allows: archiving stops writes, not clean-up.
-func (s *SQLStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
+func (s *sqlStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
 	return s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) error {
 		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
 			return err
@@ -577,7 +577,7 @@ func (s *SQLStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA2
 	})
 }
 
-func (s *SQLStore) writableStore(ctx context.Context, tx *sql.Tx, tenant, storeID string) (MemStore, error) {
+func (s *sqlStore) writableStore(ctx context.Context, tx *sql.Tx, tenant, storeID string) (MemStore, error) {
 	st, err := s.memStore(ctx, tx, tenant, storeID)
 	if err != nil {
 		return MemStore{}, err
@@ -590,7 +590,7 @@ func (s *SQLStore) writableStore(ctx context.Context, tx *sql.Tx, tenant, storeI
 
 // changed records a change to a store's memories: its generation moves on
 // (listings cached for the old one are stale) and its counts follow.
-func (s *SQLStore) changed(ctx context.Context, tx *sql.Tx, storeID string, memories, bytes int64) error {
+func (s *sqlStore) changed(ctx context.Context, tx *sql.Tx, storeID string, memories, bytes int64) error {
 	_, err := tx.ExecContext(ctx, s.q(`UPDATE ms_stores SET generation = generation + 1, memory_count = memory_count + ?, total_bytes = total_bytes + ? WHERE id = ?`),
 		memories, bytes, storeID)
 	return err
@@ -608,12 +608,12 @@ func checkRoom(st MemStore, addMemories, addBytes int64, l StoreLimits) error {
 }
 
 // addVersion records m as written by op and returns the version's ID.
-func (s *SQLStore) addVersion(ctx context.Context, tx *sql.Tx, m Memory, op string, by Actor, t time.Time) (string, error) {
+func (s *sqlStore) addVersion(ctx context.Context, tx *sql.Tx, m Memory, op string, by Actor, t time.Time) (string, error) {
 	var seq int64
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM ms_versions WHERE store_id = ?`), m.StoreID).Scan(&seq); err != nil {
 		return "", err
 	}
-	id := newID(VersionIDPrefix)
+	id := newID(versionIDPrefix)
 	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_versions (store_id, seq, id, memory_id, operation, path, content, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id, `+provSelect+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', '', ?, ?, ?, ?)`),
 		m.StoreID, seq, id, m.ID, op, m.Path, m.Content, m.SHA256, m.Size, ms(t), by.Type, by.ID, by.Door, by.Session, by.Origin, by.Reviewer)
@@ -652,7 +652,7 @@ type VersionFilter struct {
 }
 
 // ListVersions lists a store's versions, newest first.
-func (s *SQLStore) ListVersions(ctx context.Context, tenant, storeID string, f VersionFilter) ([]MemoryVersion, error) {
+func (s *sqlStore) ListVersions(ctx context.Context, tenant, storeID string, f VersionFilter) ([]MemoryVersion, error) {
 	var out []MemoryVersion
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		out = nil
@@ -713,7 +713,7 @@ func (s *SQLStore) ListVersions(ctx context.Context, tenant, storeID string, f V
 	return out, err
 }
 
-func (s *SQLStore) version(ctx context.Context, q querier, storeID, id string) (MemoryVersion, error) {
+func (s *sqlStore) version(ctx context.Context, q querier, storeID, id string) (MemoryVersion, error) {
 	var content string
 	v, err := scanVersion(q.QueryRowContext(ctx, s.q(`SELECT `+versionColumns+`, content FROM ms_versions WHERE store_id = ? AND id = ?`), storeID, id), &content)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -724,7 +724,7 @@ func (s *SQLStore) version(ctx context.Context, q querier, storeID, id string) (
 }
 
 // GetVersion reads one version with its content.
-func (s *SQLStore) GetVersion(ctx context.Context, tenant, storeID, id string) (MemoryVersion, error) {
+func (s *sqlStore) GetVersion(ctx context.Context, tenant, storeID, id string) (MemoryVersion, error) {
 	var v MemoryVersion
 	err := s.read(ctx, func(tx *sql.Tx) (err error) {
 		if _, err = s.memStore(ctx, tx, tenant, storeID); err != nil {
@@ -741,7 +741,7 @@ func (s *SQLStore) GetVersion(ctx context.Context, tenant, storeID, id string) (
 // memory itself is not changed, even when this is the version it is now
 // (rewrite or delete the memory to take the content out of the store).
 // Redacting a redacted version answers it as it is.
-func (s *SQLStore) RedactVersion(ctx context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error) {
+func (s *sqlStore) RedactVersion(ctx context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error) {
 	var v MemoryVersion
 	err := s.write(ctx, "memstore\n"+storeID, func(tx *sql.Tx) (err error) {
 		if _, err = s.memStore(ctx, tx, tenant, storeID); err != nil {

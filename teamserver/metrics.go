@@ -1,7 +1,6 @@
 package teamserver
 
 import (
-	"context"
 	"database/sql"
 	"time"
 )
@@ -19,13 +18,8 @@ type Metrics interface {
 	StoreCall(op string, d time.Duration)
 }
 
-// Counter is what a Store may implement to report its size: repos, live
-// entries and tombstones.
-type Counter interface {
-	Counts(ctx context.Context) (repos, entries, tombstones int64, err error)
-}
-
-// PoolStats is what a Store may implement to report its connection pool.
+// PoolStats is what a store may implement to report its connection pool;
+// the store NewSQLStore returns does.
 type PoolStats interface {
 	PoolStats() sql.DBStats
 }

@@ -56,8 +56,8 @@ const (
 	ProposalDelete = "delete"
 )
 
-// ProposalIDPrefix starts every proposal ID.
-const ProposalIDPrefix = "prop_"
+// proposalIDPrefix starts every proposal ID.
+const proposalIDPrefix = "prop_"
 
 // Proposal is a write kept for review: what it would change, who asked
 // for it and how, and what became of it.
@@ -129,7 +129,7 @@ const MaxPendingProposals = 1000
 const DecidedProposalAge = 90 * 24 * time.Hour
 
 // Reviews is what a Store needs to keep review policies and proposals;
-// SQLStore and MemoryStore have it. Without it every repo and store is
+// sqlStore and memoryStore have it. Without it every repo and store is
 // open.
 type Reviews interface {
 	// Policy returns a target's policy (PolicyOpen when none was set).
@@ -161,7 +161,7 @@ func sameChange(a, b Proposal) bool {
 	return a.Op == b.Op && a.Content == b.Content && a.MemoryID == b.MemoryID
 }
 
-// ---- MemoryStore ----
+// ---- memoryStore ----
 
 type memReviews struct {
 	policies  map[string]string // tenant\x00kind\x00name
@@ -171,7 +171,7 @@ type memReviews struct {
 func policyKey(tenant string, t Target) string { return tenant + "\x00" + t.Kind + "\x00" + t.Name }
 
 // Policy implements Reviews.
-func (s *MemoryStore) Policy(_ context.Context, tenant string, t Target) (string, error) {
+func (s *memoryStore) Policy(_ context.Context, tenant string, t Target) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.reviews.policies[policyKey(tenant, t)]; ok {
@@ -181,7 +181,7 @@ func (s *MemoryStore) Policy(_ context.Context, tenant string, t Target) (string
 }
 
 // SetPolicy implements Reviews.
-func (s *MemoryStore) SetPolicy(_ context.Context, tenant string, t Target, policy, _ string, _ time.Time) error {
+func (s *memoryStore) SetPolicy(_ context.Context, tenant string, t Target, policy, _ string, _ time.Time) error {
 	if !ValidPolicy(policy) {
 		return fmt.Errorf("server: policy %q is not open, review or read-only", policy)
 	}
@@ -195,7 +195,7 @@ func (s *MemoryStore) SetPolicy(_ context.Context, tenant string, t Target, poli
 }
 
 // Propose implements Reviews.
-func (s *MemoryStore) Propose(_ context.Context, p Proposal) (Proposal, error) {
+func (s *memoryStore) Propose(_ context.Context, p Proposal) (Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cutoff := p.Created.Add(-DecidedProposalAge)
@@ -231,7 +231,7 @@ func (s *MemoryStore) Propose(_ context.Context, p Proposal) (Proposal, error) {
 	if pending >= MaxPendingProposals {
 		return Proposal{}, ErrTooManyProposals
 	}
-	p.ID, p.Status = newID(ProposalIDPrefix), ProposalPending
+	p.ID, p.Status = newID(proposalIDPrefix), ProposalPending
 	s.reviews.proposals = append(s.reviews.proposals, p)
 	return p, nil
 }
@@ -242,7 +242,7 @@ func matches(p Proposal, tenant string, f ProposalFilter) bool {
 }
 
 // Proposals implements Reviews.
-func (s *MemoryStore) Proposals(_ context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
+func (s *memoryStore) Proposals(_ context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit := f.Limit
@@ -259,7 +259,7 @@ func (s *MemoryStore) Proposals(_ context.Context, tenant string, f ProposalFilt
 }
 
 // Proposal implements Reviews.
-func (s *MemoryStore) Proposal(_ context.Context, tenant, id string) (Proposal, error) {
+func (s *memoryStore) Proposal(_ context.Context, tenant, id string) (Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.reviews.proposals {
@@ -271,7 +271,7 @@ func (s *MemoryStore) Proposal(_ context.Context, tenant, id string) (Proposal, 
 }
 
 // Decide implements Reviews.
-func (s *MemoryStore) Decide(_ context.Context, tenant, id, status, by, reason string, now time.Time) (Proposal, error) {
+func (s *memoryStore) Decide(_ context.Context, tenant, id, status, by, reason string, now time.Time) (Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, p := range s.reviews.proposals {
@@ -289,7 +289,7 @@ func (s *MemoryStore) Decide(_ context.Context, tenant, id, status, by, reason s
 }
 
 // Reopen implements Reviews.
-func (s *MemoryStore) Reopen(_ context.Context, tenant, id string) error {
+func (s *memoryStore) Reopen(_ context.Context, tenant, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, p := range s.reviews.proposals {

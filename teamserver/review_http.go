@@ -503,7 +503,7 @@ func (c *reviewCall) list() {
 
 // proposal finds a proposal the token may see (false: answered 404).
 func (c *reviewCall) proposal(id string) (Proposal, bool) {
-	if !strings.HasPrefix(id, ProposalIDPrefix) || len(id) > 64 {
+	if !strings.HasPrefix(id, proposalIDPrefix) || len(id) > 64 {
 		c.h.reviewError(c.w, ErrNoProposal)
 		return Proposal{}, false
 	}

@@ -46,7 +46,7 @@ func reviewLock(tenant string, t Target) string {
 }
 
 // Policy implements Reviews.
-func (s *SQLStore) Policy(ctx context.Context, tenant string, t Target) (string, error) {
+func (s *sqlStore) Policy(ctx context.Context, tenant string, t Target) (string, error) {
 	var p string
 	// Asked on every write: a connection an earlier, cancelled request
 	// broke must not make it a 500.
@@ -60,7 +60,7 @@ func (s *SQLStore) Policy(ctx context.Context, tenant string, t Target) (string,
 }
 
 // SetPolicy implements Reviews.
-func (s *SQLStore) SetPolicy(ctx context.Context, tenant string, t Target, policy, by string, now time.Time) error {
+func (s *sqlStore) SetPolicy(ctx context.Context, tenant string, t Target, policy, by string, now time.Time) error {
 	if !ValidPolicy(policy) {
 		return fmt.Errorf("server: policy %q is not open, review or read-only", policy)
 	}
@@ -73,7 +73,7 @@ func (s *SQLStore) SetPolicy(ctx context.Context, tenant string, t Target, polic
 }
 
 // Propose implements Reviews.
-func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
+func (s *sqlStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 	err := s.write(ctx, reviewLock(p.Tenant, p.Target), func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM review_proposals WHERE tenant = ? AND kind = ? AND target = ? AND status <> ? AND decided_ms < ?`),
 			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ms(p.Created.Add(-DecidedProposalAge))); err != nil {
@@ -121,7 +121,7 @@ func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 		if n >= MaxPendingProposals {
 			return ErrTooManyProposals
 		}
-		p.ID, p.Status = newID(ProposalIDPrefix), ProposalPending
+		p.ID, p.Status = newID(proposalIDPrefix), ProposalPending
 		p.Created = p.Created.UTC().Truncate(time.Millisecond)
 		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO review_proposals (id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, `+provSelect+`, created_ms, seq, status, decided_by, decided_ms, reason, screened)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, '', ?)`),
@@ -136,7 +136,7 @@ func (s *SQLStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 }
 
 // Proposals implements Reviews.
-func (s *SQLStore) Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
+func (s *sqlStore) Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -178,7 +178,7 @@ func (s *SQLStore) Proposals(ctx context.Context, tenant string, f ProposalFilte
 }
 
 // Proposal implements Reviews.
-func (s *SQLStore) Proposal(ctx context.Context, tenant, id string) (Proposal, error) {
+func (s *sqlStore) Proposal(ctx context.Context, tenant, id string) (Proposal, error) {
 	var p Proposal
 	err := retryBadConn(ctx, func() (err error) {
 		p, err = scanProposal(s.r.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
@@ -191,7 +191,7 @@ func (s *SQLStore) Proposal(ctx context.Context, tenant, id string) (Proposal, e
 }
 
 // Decide implements Reviews.
-func (s *SQLStore) Decide(ctx context.Context, tenant, id, status, by, reason string, now time.Time) (Proposal, error) {
+func (s *sqlStore) Decide(ctx context.Context, tenant, id, status, by, reason string, now time.Time) (Proposal, error) {
 	cur, err := s.Proposal(ctx, tenant, id)
 	if err != nil {
 		return Proposal{}, err
@@ -221,7 +221,7 @@ func (s *SQLStore) Decide(ctx context.Context, tenant, id, status, by, reason st
 }
 
 // Reopen implements Reviews.
-func (s *SQLStore) Reopen(ctx context.Context, tenant, id string) error {
+func (s *sqlStore) Reopen(ctx context.Context, tenant, id string) error {
 	cur, err := s.Proposal(ctx, tenant, id)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 )
 
 // panickyStore panics on every read of a repo.
-type panickyStore struct{ *teamserver.MemoryStore }
+type panickyStore struct{ teamserver.Store }
 
 func (panickyStore) Head(context.Context, teamserver.Repo) (teamserver.Snapshot, error) {
 	panic("the store broke")

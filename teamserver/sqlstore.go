@@ -14,7 +14,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
-// SQLStore is the Store every SQL database shares, over database/sql with
+// sqlStore is the Store every SQL database shares, over database/sql with
 // any driver: the same tables, the same queries (written with "?" and
 // rebound per dialect), the same transactions. What differs is how writes
 // are serialised: SQLite runs every write through one connection (writes
@@ -26,7 +26,7 @@ import (
 // belong together. The drivers live in modules of their own
 // (teamserver/sqlite, teamserver/postgres), so this module
 // compiles none. Safe for concurrent use.
-type SQLStore struct {
+type sqlStore struct {
 	id string
 	w  *sql.DB // writes
 	r  *sql.DB // reads (the same pool on PostgreSQL)
@@ -49,18 +49,19 @@ type SQLDialect struct {
 
 // NewSQLStore makes the store on open databases: writes go to w, reads to
 // r (the same pool is fine), and creates its tables if needed. It owns
-// both from then on: Close closes them.
-func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (*SQLStore, error) {
+// both from then on: Close closes them. The store has every protocol and
+// reports its reading pool (PoolStats).
+func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (Store, error) {
 	if _, err := w.ExecContext(ctx, sqlSchema+memStoreSchema); err != nil {
 		return nil, fmt.Errorf("server: prepare the database: %w", err)
 	}
-	s := &SQLStore{w: w, r: r, d: d}
+	s := &sqlStore{w: w, r: r, d: d}
 	if err := s.migrate(ctx); err != nil {
 		return nil, fmt.Errorf("server: upgrade the database: %w", err)
 	}
 	// The identity is made by whichever server first opens the database;
 	// the others (and every later start) read it back.
-	if _, err := w.ExecContext(ctx, s.q(`INSERT INTO team_store (one, id) VALUES (1, ?) ON CONFLICT (one) DO NOTHING`), NewStoreID()); err != nil {
+	if _, err := w.ExecContext(ctx, s.q(`INSERT INTO team_store (one, id) VALUES (1, ?) ON CONFLICT (one) DO NOTHING`), newStoreID()); err != nil {
 		return nil, fmt.Errorf("server: prepare the database: %w", err)
 	}
 	if err := w.QueryRowContext(ctx, `SELECT id FROM team_store WHERE one = 1`).Scan(&s.id); err != nil {
@@ -71,7 +72,7 @@ func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (*SQLStore, er
 
 // ID implements Store: the identity kept in the database, so a copy of
 // the database (a backup) keeps it and a new database has its own.
-func (s *SQLStore) ID() string { return s.id }
+func (s *sqlStore) ID() string { return s.id }
 
 const sqlSchema = `
 CREATE TABLE IF NOT EXISTS team_store (
@@ -109,7 +110,7 @@ var provColumns = []string{"prov_door", "prov_session", "prov_origin", "prov_rev
 // it adds the columns it lacks (each with a default, so every row is
 // kept) and the review tables. Two servers opening one old database at
 // once both succeed: a column the other added first is taken as added.
-func (s *SQLStore) migrate(ctx context.Context) error {
+func (s *sqlStore) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, reviewSchema); err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func (s *SQLStore) migrate(ctx context.Context) error {
 }
 
 // hasColumn reports whether table has column.
-func (s *SQLStore) hasColumn(ctx context.Context, table, column string) bool {
+func (s *sqlStore) hasColumn(ctx context.Context, table, column string) bool {
 	rows, err := s.w.QueryContext(ctx, `SELECT `+column+` FROM `+table+` WHERE 1 = 0`)
 	if err != nil {
 		return false
@@ -141,7 +142,7 @@ const provSelect = `prov_door, prov_session, prov_origin, prov_reviewer`
 func provDest(p *wire.Provenance) []any { return []any{&p.Door, &p.Session, &p.Origin, &p.Reviewer} }
 
 // q rebinds a query's "?" placeholders for the dialect.
-func (s *SQLStore) q(query string) string {
+func (s *sqlStore) q(query string) string {
 	if !s.d.Dollar {
 		return query
 	}
@@ -159,7 +160,7 @@ func (s *SQLStore) q(query string) string {
 }
 
 // Close implements Store.
-func (s *SQLStore) Close() error {
+func (s *sqlStore) Close() error {
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -168,7 +169,7 @@ func (s *SQLStore) Close() error {
 }
 
 // Ping implements Store.
-func (s *SQLStore) Ping(ctx context.Context) error {
+func (s *sqlStore) Ping(ctx context.Context) error {
 	return overloaded(errors.Join(s.w.PingContext(ctx), s.r.PingContext(ctx)))
 }
 
@@ -194,7 +195,7 @@ type querier interface {
 
 // read runs fn in one read transaction, again on a fresh connection when
 // the one it got turns out broken (driver.ErrBadConn: nothing was done).
-func (s *SQLStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *sqlStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return retryBadConn(ctx, func() error { return s.readOnce(ctx, fn) })
 }
 
@@ -210,7 +211,7 @@ func retryBadConn(ctx context.Context, op func() error) error {
 	return err
 }
 
-func (s *SQLStore) readOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *sqlStore) readOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.r.BeginTx(ctx, s.d.ReadOptions)
 	if err != nil {
 		return overloaded(err)
@@ -222,7 +223,7 @@ func (s *SQLStore) readOnce(ctx context.Context, fn func(tx *sql.Tx) error) erro
 	return tx.Commit()
 }
 
-func (s *SQLStore) head(ctx context.Context, q querier, repo Repo) (Snapshot, error) {
+func (s *sqlStore) head(ctx context.Context, q querier, repo Repo) (Snapshot, error) {
 	var snap Snapshot
 	var lastMS int64
 	err := q.QueryRowContext(ctx, s.q(`SELECT version, checksum, last_modified_ms FROM team_repos WHERE tenant = ? AND name = ?`),
@@ -238,7 +239,7 @@ func (s *SQLStore) head(ctx context.Context, q querier, repo Repo) (Snapshot, er
 }
 
 // load reads a repo's state in q (one transaction).
-func (s *SQLStore) load(ctx context.Context, q querier, repo Repo, withContent bool) (Snapshot, error) {
+func (s *sqlStore) load(ctx context.Context, q querier, repo Repo, withContent bool) (Snapshot, error) {
 	snap, err := s.head(ctx, q, repo)
 	if err != nil {
 		return Snapshot{}, err
@@ -270,7 +271,7 @@ func (s *SQLStore) load(ctx context.Context, q querier, repo Repo, withContent b
 	return snap, s.tombstones(ctx, q, repo, snap.Tombstones)
 }
 
-func (s *SQLStore) tombstones(ctx context.Context, q querier, repo Repo, into map[string]int64) error {
+func (s *sqlStore) tombstones(ctx context.Context, q querier, repo Repo, into map[string]int64) error {
 	return s.each(ctx, q, `SELECT key, deleted_ms FROM team_tombstones WHERE tenant = ? AND name = ?`, repo, func(rows *sql.Rows) error {
 		var k string
 		var ms int64
@@ -283,7 +284,7 @@ func (s *SQLStore) tombstones(ctx context.Context, q querier, repo Repo, into ma
 }
 
 // each runs a per-repo query and calls fn for every row.
-func (s *SQLStore) each(ctx context.Context, q querier, query string, repo Repo, fn func(*sql.Rows) error, args ...any) error {
+func (s *sqlStore) each(ctx context.Context, q querier, query string, repo Repo, fn func(*sql.Rows) error, args ...any) error {
 	rows, err := q.QueryContext(ctx, s.q(query), append([]any{repo.Tenant, repo.Name}, args...)...)
 	if err != nil {
 		return err
@@ -298,7 +299,7 @@ func (s *SQLStore) each(ctx context.Context, q querier, query string, repo Repo,
 }
 
 // Get implements Store.
-func (s *SQLStore) Get(ctx context.Context, repo Repo, withContent bool) (Snapshot, error) {
+func (s *sqlStore) Get(ctx context.Context, repo Repo, withContent bool) (Snapshot, error) {
 	var snap Snapshot
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -309,13 +310,13 @@ func (s *SQLStore) Get(ctx context.Context, repo Repo, withContent bool) (Snapsh
 }
 
 // Head implements Store.
-func (s *SQLStore) Head(ctx context.Context, repo Repo) (Snapshot, error) {
+func (s *sqlStore) Head(ctx context.Context, repo Repo) (Snapshot, error) {
 	snap, err := s.head(ctx, s.r, repo)
 	return snap, overloaded(err)
 }
 
 // Stream implements Store: one read transaction, entries row by row.
-func (s *SQLStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
+func (s *sqlStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
 	var snap Snapshot
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -343,7 +344,7 @@ func (s *SQLStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) er
 }
 
 // Put implements Store, in one serialised transaction.
-func (s *SQLStore) Put(ctx context.Context, repo Repo, req PutRequest) (snap Snapshot, err error) {
+func (s *sqlStore) Put(ctx context.Context, repo Repo, req PutRequest) (snap Snapshot, err error) {
 	// Writers of one repo wait here, not holding a connection (keylock.go).
 	unlock, err := s.writers.lock(ctx, "repo\n"+repo.Tenant+"\n"+repo.Name)
 	if err != nil {
@@ -357,7 +358,7 @@ func (s *SQLStore) Put(ctx context.Context, repo Repo, req PutRequest) (snap Sna
 	return snap, err
 }
 
-func (s *SQLStore) putOnce(ctx context.Context, repo Repo, req PutRequest) (Snapshot, error) {
+func (s *sqlStore) putOnce(ctx context.Context, repo Repo, req PutRequest) (Snapshot, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Snapshot{}, overloaded(err)
@@ -377,7 +378,7 @@ func (s *SQLStore) putOnce(ctx context.Context, repo Repo, req PutRequest) (Snap
 	return next, nil
 }
 
-func (s *SQLStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutRequest) (Snapshot, error) {
+func (s *sqlStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutRequest) (Snapshot, error) {
 	exec := func(query string, args ...any) error {
 		_, err := tx.ExecContext(ctx, s.q(query), args...)
 		return err
@@ -482,7 +483,7 @@ func (s *SQLStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutReques
 
 // trimHistory applies the history retention to one key: the newest
 // HistoryKeep revisions, none older than HistoryAge but the newest.
-func (s *SQLStore) trimHistory(exec func(string, ...any) error, repo Repo, key string, r Retention, now time.Time) error {
+func (s *sqlStore) trimHistory(exec func(string, ...any) error, repo Repo, key string, r Retention, now time.Time) error {
 	if r.HistoryKeep > 0 {
 		if err := exec(`DELETE FROM team_history WHERE tenant = ? AND name = ? AND key = ? AND version NOT IN
 			(SELECT version FROM team_history WHERE tenant = ? AND name = ? AND key = ? ORDER BY version DESC LIMIT ?)`,
@@ -501,7 +502,7 @@ func (s *SQLStore) trimHistory(exec func(string, ...any) error, repo Repo, key s
 }
 
 // History implements Store.
-func (s *SQLStore) History(ctx context.Context, repo Repo, key string, limit int) ([]Revision, error) {
+func (s *sqlStore) History(ctx context.Context, repo Repo, key string, limit int) ([]Revision, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -522,7 +523,7 @@ func (s *SQLStore) History(ctx context.Context, repo Repo, key string, limit int
 }
 
 // Revision implements Store.
-func (s *SQLStore) Revision(ctx context.Context, repo Repo, key string, version int64) (Revision, error) {
+func (s *sqlStore) Revision(ctx context.Context, repo Repo, key string, version int64) (Revision, error) {
 	r := Revision{Key: key, Version: version}
 	var ms int64
 	var deleted int
@@ -542,7 +543,7 @@ func (s *SQLStore) Revision(ctx context.Context, repo Repo, key string, version 
 }
 
 // Log implements Store.
-func (s *SQLStore) Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error) {
+func (s *sqlStore) Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -563,9 +564,9 @@ func (s *SQLStore) Log(ctx context.Context, repo Repo, since int64, limit int) (
 	return out, overloaded(err)
 }
 
-// Authors implements Attributor: one query, the newest revision of each
+// Authors implements TeamStore: one query, the newest revision of each
 // live key.
-func (s *SQLStore) Authors(ctx context.Context, repo Repo) (map[string]Revision, error) {
+func (s *sqlStore) Authors(ctx context.Context, repo Repo) (map[string]Revision, error) {
 	out := map[string]Revision{}
 	err := s.each(ctx, s.r, `SELECT h.key, h.version, h.checksum, h.author, h.time_ms, `+strings.ReplaceAll(provSelect, "prov_", "h.prov_")+`
 		FROM team_history h JOIN team_entries e ON e.tenant = h.tenant AND e.name = h.name AND e.key = h.key
@@ -583,12 +584,14 @@ func (s *SQLStore) Authors(ctx context.Context, repo Repo) (map[string]Revision,
 	return out, overloaded(err)
 }
 
-// Counts implements Counter.
-func (s *SQLStore) Counts(ctx context.Context) (repos, entries, tombstones int64, err error) {
+// Counts implements TeamStore.
+func (s *sqlStore) Counts(ctx context.Context) (repos, entries, tombstones int64, err error) {
 	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM team_repos), (SELECT COUNT(*) FROM team_entries), (SELECT COUNT(*) FROM team_tombstones)`).
 		Scan(&repos, &entries, &tombstones)
 	return repos, entries, tombstones, err
 }
 
 // PoolStats implements PoolStats (the reading pool on SQLite).
-func (s *SQLStore) PoolStats() sql.DBStats { return s.r.Stats() }
+func (s *sqlStore) PoolStats() sql.DBStats { return s.r.Stats() }
+
+var _ PoolStats = (*sqlStore)(nil)

@@ -116,11 +116,16 @@ func (e *TooManyEntriesError) Error() string {
 	return fmt.Sprintf("server: the repo would hold %d entries, more than the limit of %d", e.Received, e.Max)
 }
 
-// Store is what NewHandler serves: a TeamStore, which every store is,
-// and the interfaces of the other protocols it may also have
-// (MemoryStores, Reviews; the routes of a protocol the store lacks
-// answer 404).
-type Store = TeamStore
+// Store is a store of every protocol the server speaks and of
+// everything the handler can ask: what NewMemoryStore and NewSQLStore
+// return. NewHandler needs only a TeamStore; the routes of a protocol a
+// store lacks (MemoryStores, Reviews) answer 404.
+type Store interface {
+	TeamStore
+	RepoLister
+	MemoryStores
+	Reviews
+}
 
 // TeamStore keeps team memory: the store interface of the team repo
 // protocol, its history and log. Put must be atomic: the IfMatch check,
@@ -150,6 +155,14 @@ type TeamStore interface {
 	// Log lists the repo's accepted writes after version since, newest
 	// first, at most limit.
 	Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error)
+	// Authors returns, for each live key of repo, its newest recorded
+	// revision without content (none for a key past the history's
+	// retention): who wrote each entry, for the full view
+	// (wire.Content.EntryAuthors).
+	Authors(ctx context.Context, repo Repo) (map[string]Revision, error)
+	// Counts reports the store's size over every tenant: repos, live
+	// entries and tombstones (for metrics).
+	Counts(ctx context.Context) (repos, entries, tombstones int64, err error)
 	// ID returns the store's identity: a random name made once, when the
 	// store itself was created, and never changed. Every server on one
 	// database reports the same ID; a new, emptied or replaced store has
@@ -161,9 +174,9 @@ type TeamStore interface {
 	Close() error
 }
 
-// NewStoreID returns a fresh store identity ("ams_" and 26 random
+// newStoreID returns a fresh store identity ("ams_" and 26 random
 // base32 characters).
-func NewStoreID() string {
+func newStoreID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return "ams_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
@@ -306,8 +319,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// MemoryStore keeps everything in memory: for tests and throwaway servers.
-type MemoryStore struct {
+// memoryStore keeps everything in memory: for tests and throwaway servers.
+type memoryStore struct {
 	id      string
 	mu      sync.Mutex
 	repos   map[Repo]Snapshot
@@ -317,16 +330,17 @@ type MemoryStore struct {
 	stores  memStores // memorystores_mem.go
 }
 
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{id: NewStoreID(), repos: map[Repo]Snapshot{}, history: map[Repo]map[string][]Revision{}, log: map[Repo][]Change{}}
+// NewMemoryStore returns an empty store that keeps everything in memory,
+// for tests and throwaway servers; it has every protocol.
+func NewMemoryStore() Store {
+	return &memoryStore{id: newStoreID(), repos: map[Repo]Snapshot{}, history: map[Repo]map[string][]Revision{}, log: map[Repo][]Change{}}
 }
 
-// ID implements Store: each MemoryStore has its own.
-func (s *MemoryStore) ID() string { return s.id }
+// ID implements Store: each memoryStore has its own.
+func (s *memoryStore) ID() string { return s.id }
 
 // Get implements Store.
-func (s *MemoryStore) Get(_ context.Context, repo Repo, withContent bool) (Snapshot, error) {
+func (s *memoryStore) Get(_ context.Context, repo Repo, withContent bool) (Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.repos[repo]
@@ -344,7 +358,7 @@ func (s *MemoryStore) Get(_ context.Context, repo Repo, withContent bool) (Snaps
 }
 
 // Head implements Store.
-func (s *MemoryStore) Head(_ context.Context, repo Repo) (Snapshot, error) {
+func (s *memoryStore) Head(_ context.Context, repo Repo) (Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.repos[repo]
@@ -355,7 +369,7 @@ func (s *MemoryStore) Head(_ context.Context, repo Repo) (Snapshot, error) {
 }
 
 // Stream implements Store (from a copy taken under the lock).
-func (s *MemoryStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
+func (s *memoryStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
 	snap, err := s.Get(ctx, repo, true)
 	if err != nil {
 		return Snapshot{}, err
@@ -373,7 +387,7 @@ func (s *MemoryStore) Stream(ctx context.Context, repo Repo, head func(Snapshot)
 }
 
 // Put implements Store.
-func (s *MemoryStore) Put(_ context.Context, repo Repo, req PutRequest) (Snapshot, error) {
+func (s *memoryStore) Put(_ context.Context, repo Repo, req PutRequest) (Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.repos[repo]
@@ -424,7 +438,7 @@ func headOnly(cur Snapshot) Snapshot {
 }
 
 // History implements Store.
-func (s *MemoryStore) History(_ context.Context, repo Repo, key string, limit int) ([]Revision, error) {
+func (s *memoryStore) History(_ context.Context, repo Repo, key string, limit int) ([]Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	revs := s.history[repo][key]
@@ -440,7 +454,7 @@ func (s *MemoryStore) History(_ context.Context, repo Repo, key string, limit in
 }
 
 // Revision implements Store.
-func (s *MemoryStore) Revision(_ context.Context, repo Repo, key string, version int64) (Revision, error) {
+func (s *memoryStore) Revision(_ context.Context, repo Repo, key string, version int64) (Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.history[repo][key] {
@@ -452,7 +466,7 @@ func (s *MemoryStore) Revision(_ context.Context, repo Repo, key string, version
 }
 
 // Log implements Store.
-func (s *MemoryStore) Log(_ context.Context, repo Repo, since int64, limit int) ([]Change, error) {
+func (s *memoryStore) Log(_ context.Context, repo Repo, since int64, limit int) ([]Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Change
@@ -468,10 +482,10 @@ func (s *MemoryStore) Log(_ context.Context, repo Repo, since int64, limit int) 
 }
 
 // Ping implements Store.
-func (s *MemoryStore) Ping(context.Context) error { return nil }
+func (s *memoryStore) Ping(context.Context) error { return nil }
 
 // Close implements Store.
-func (s *MemoryStore) Close() error { return nil }
+func (s *memoryStore) Close() error { return nil }
 
 // KeyConflictError reports a write that would leave keys that cannot all
 // exist as files on a disk: one is a folder of another ("a.md" and
@@ -535,8 +549,8 @@ func next(k string, i int) int {
 	return i + 1 + j
 }
 
-// Counts implements Counter.
-func (s *MemoryStore) Counts(context.Context) (repos, entries, tombstones int64, err error) {
+// Counts implements TeamStore.
+func (s *memoryStore) Counts(context.Context) (repos, entries, tombstones int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, snap := range s.repos {
@@ -547,18 +561,8 @@ func (s *MemoryStore) Counts(context.Context) (repos, entries, tombstones int64,
 	return repos, entries, tombstones, nil
 }
 
-// Attributor is what a Store needs for the full view to say who wrote
-// each entry (wire.Content.EntryAuthors); MemoryStore and SQLStore have
-// it.
-type Attributor interface {
-	// Authors returns, for each live key of repo, its newest recorded
-	// revision without content (none for a key past the history's
-	// retention).
-	Authors(ctx context.Context, repo Repo) (map[string]Revision, error)
-}
-
-// Authors implements Attributor.
-func (s *MemoryStore) Authors(_ context.Context, repo Repo) (map[string]Revision, error) {
+// Authors implements TeamStore.
+func (s *memoryStore) Authors(_ context.Context, repo Repo) (map[string]Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]Revision{}

@@ -8,15 +8,15 @@ import (
 )
 
 func TestMemoryStore(t *testing.T) {
-	storetest.Run(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+	storetest.Run(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
 }
 
 func TestMemoryStoreTrust(t *testing.T) {
-	storetest.RunTrust(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+	storetest.RunTrust(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
 }
 
 func TestMemoryStoreRefusals(t *testing.T) {
-	storetest.RunRefusals(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+	storetest.RunRefusals(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
 }
 
 func TestMemoryStoreMemoryStores(t *testing.T) {
@@ -24,10 +24,10 @@ func TestMemoryStoreMemoryStores(t *testing.T) {
 }
 
 func TestMemoryStoreMemoryStoresAPI(t *testing.T) {
-	storetest.RunMemoryStoresAPI(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
-	storetest.RunClaudeCodeRoute(t, func(*testing.T) teamserver.Store { return teamserver.NewMemoryStore() })
+	storetest.RunMemoryStoresAPI(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
+	storetest.RunClaudeCodeRoute(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
 }
 
 func TestMemoryStoreLoad(t *testing.T) {
-	storetest.RunMemoryStoresLoad(t, []teamserver.Store{teamserver.NewMemoryStore()}, storetest.LoadOptions{})
+	storetest.RunMemoryStoresLoad(t, []teamserver.TeamStore{teamserver.NewMemoryStore()}, storetest.LoadOptions{})
 }

@@ -81,23 +81,21 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 		tombs, _ := json.Marshal(snap.Tombstones)
 		bw.Write(tombs)
 	}
-	if at, ok := h.team.(Attributor); ok {
-		// Who wrote each entry, for the prompt's attribution: read after
-		// the stream, so a write in between may be named for a key whose
-		// older content was sent (the next pull corrects it).
-		if authors, err := at.Authors(r.Context(), repo); err == nil && len(authors) > 0 {
-			out := make(map[string]wire.Attribution, len(authors))
-			for k, rev := range authors {
-				if _, live := snap.Checksums[k]; live {
-					out[k] = wire.Attribution{Author: rev.Author, Time: rev.Time.UTC().Format(time.RFC3339), Provenance: rev.Provenance}
-				}
+	// Who wrote each entry, for the prompt's attribution: read after
+	// the stream, so a write in between may be named for a key whose
+	// older content was sent (the next pull corrects it).
+	if authors, err := h.team.Authors(r.Context(), repo); err == nil && len(authors) > 0 {
+		out := make(map[string]wire.Attribution, len(authors))
+		for k, rev := range authors {
+			if _, live := snap.Checksums[k]; live {
+				out[k] = wire.Attribution{Author: rev.Author, Time: rev.Time.UTC().Format(time.RFC3339), Provenance: rev.Provenance}
 			}
-			bw.WriteString(`,"entryAuthors":`)
-			raw, _ := json.Marshal(out)
-			bw.Write(raw)
-		} else if err != nil {
-			h.log.Warn("team memory authors unavailable", "error", err)
 		}
+		bw.WriteString(`,"entryAuthors":`)
+		raw, _ := json.Marshal(out)
+		bw.Write(raw)
+	} else if err != nil {
+		h.log.Warn("team memory authors unavailable", "error", err)
 	}
 	bw.WriteString("}}\n")
 	_ = bw.Flush()

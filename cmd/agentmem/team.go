@@ -353,7 +353,7 @@ func teamServe(e env, args []string) (int, error) {
 		}
 		defer mln.Close()
 	}
-	var store *teamserver.SQLStore
+	var store teamserver.Store
 	where := "SQLite " + filepath.Clean(*db)
 	if strings.HasPrefix(*db, "postgres://") || strings.HasPrefix(*db, "postgresql://") {
 		store, err = postgres.OpenMax(context.Background(), *db, *dbMaxConns)

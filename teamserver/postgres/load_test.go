@@ -18,7 +18,7 @@ import (
 // PostgreSQL database lose no acknowledged write and get no 5xx.
 func TestMemoryStoresLoadOnTwoServers(t *testing.T) {
 	dsn := freshSchema(t, postgresDSN(t))
-	var stores []teamserver.Store
+	var stores []teamserver.TeamStore
 	for range 2 {
 		s, err := postgres.Open(context.Background(), dsn)
 		require.NoError(t, err)

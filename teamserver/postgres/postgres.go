@@ -28,12 +28,12 @@ const DefaultMaxConns = 20
 // Open connects to the database at dsn (a postgres:// URL or a key=value
 // string) with DefaultMaxConns connections at most and creates the tables
 // if needed.
-func Open(ctx context.Context, dsn string) (*teamserver.SQLStore, error) {
+func Open(ctx context.Context, dsn string) (teamserver.Store, error) {
 	return OpenMax(ctx, dsn, DefaultMaxConns)
 }
 
 // OpenMax is Open with a pool of at most maxConns.
-func OpenMax(ctx context.Context, dsn string, maxConns int) (*teamserver.SQLStore, error) {
+func OpenMax(ctx context.Context, dsn string, maxConns int) (teamserver.Store, error) {
 	if maxConns <= 0 {
 		maxConns = DefaultMaxConns
 	}

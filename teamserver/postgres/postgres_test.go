@@ -62,7 +62,7 @@ func freshSchema(t *testing.T, dsn string) string {
 
 func TestPostgresStore(t *testing.T) {
 	dsn := postgresDSN(t)
-	storetest.Run(t, func(t *testing.T) teamserver.Store {
+	storetest.Run(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -96,7 +96,7 @@ func TestPostgresTwoServersShareTheDatabase(t *testing.T) {
 
 func TestPostgresTrust(t *testing.T) {
 	dsn := postgresDSN(t)
-	storetest.RunTrust(t, func(t *testing.T) teamserver.Store {
+	storetest.RunTrust(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -119,7 +119,7 @@ func TestPostgresMemoryStores(t *testing.T) {
 // document.
 func TestPostgresMemoryStoresAPI(t *testing.T) {
 	dsn := postgresDSN(t)
-	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.Store {
+	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -130,7 +130,7 @@ func TestPostgresMemoryStoresAPI(t *testing.T) {
 // Claude Code's store route answers on PostgreSQL as on SQLite.
 func TestPostgresClaudeCodeRoute(t *testing.T) {
 	dsn := postgresDSN(t)
-	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.Store {
+	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -142,7 +142,7 @@ func TestPostgresClaudeCodeRoute(t *testing.T) {
 // as they do on SQLite.
 func TestPostgresRefusals(t *testing.T) {
 	dsn := postgresDSN(t)
-	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
+	storetest.RunRefusals(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := postgres.Open(context.Background(), freshSchema(t, dsn))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -161,7 +161,7 @@ func TestPostgresMigratesAnOldDatabase(t *testing.T) {
 	storetest.RunMigration(t, func(ddl string) error {
 		_, err := conn.Exec(ctx, ddl)
 		return err
-	}, func() teamserver.Store {
+	}, func() teamserver.TeamStore {
 		s, err := postgres.Open(ctx, schemaDSN)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -22,7 +22,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
-// Metrics is a server.Metrics with a Prometheus registry of its own. Safe
+// Metrics is a teamserver.Metrics with a Prometheus registry of its own. Safe
 // for concurrent use.
 type Metrics struct {
 	reg      *prometheus.Registry
@@ -33,10 +33,10 @@ type Metrics struct {
 
 var _ teamserver.Metrics = (*Metrics)(nil)
 
-// New returns the metrics of a server over store: the store's pool and
-// size are reported when it implements server.PoolStats and
-// server.Counter.
-func New(store teamserver.Store) *Metrics {
+// New returns the metrics of a server over store: its size (Counts) and,
+// when it implements teamserver.PoolStats (the SQL store does), its
+// connection pool.
+func New(store teamserver.TeamStore) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentmem_team_requests_total",
@@ -53,22 +53,20 @@ func New(store teamserver.Store) *Metrics {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentmem_team_store_connection_waits_total",
 			Help: "Requests that waited for a free store connection."}, func() float64 { return float64(ps.PoolStats().WaitCount) }))
 	}
-	if c, ok := store.(teamserver.Counter); ok {
-		m.reg.MustRegister(&countCollector{c: c,
-			repos:      prometheus.NewDesc("agentmem_team_repos", "Repos held.", nil, nil),
-			entries:    prometheus.NewDesc("agentmem_team_entries", "Live entries held.", nil, nil),
-			tombstones: prometheus.NewDesc("agentmem_team_tombstones", "Tombstones held.", nil, nil)})
-	}
+	m.reg.MustRegister(&countCollector{c: store,
+		repos:      prometheus.NewDesc("agentmem_team_repos", "Repos held.", nil, nil),
+		entries:    prometheus.NewDesc("agentmem_team_entries", "Live entries held.", nil, nil),
+		tombstones: prometheus.NewDesc("agentmem_team_tombstones", "Tombstones held.", nil, nil)})
 	return m
 }
 
-// Request implements server.Metrics.
+// Request implements teamserver.Metrics.
 func (m *Metrics) Request(route string, status int, d time.Duration) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 }
 
-// StoreCall implements server.Metrics.
+// StoreCall implements teamserver.Metrics.
 func (m *Metrics) StoreCall(op string, d time.Duration) {
 	m.store.WithLabelValues(op).Observe(d.Seconds())
 }
@@ -80,7 +78,7 @@ func (m *Metrics) Handler() http.Handler {
 
 // countCollector reads the store's size at scrape time.
 type countCollector struct {
-	c                          teamserver.Counter
+	c                          teamserver.TeamStore
 	repos, entries, tombstones *prometheus.Desc
 }
 

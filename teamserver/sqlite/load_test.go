@@ -29,7 +29,7 @@ func TestMemoryStoresLoad(t *testing.T) {
 	s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	storetest.RunMemoryStoresLoad(t, []teamserver.Store{s}, storetest.LoadOptions{Duration: loadDuration(), Clients: loadClients()})
+	storetest.RunMemoryStoresLoad(t, []teamserver.TeamStore{s}, storetest.LoadOptions{Duration: loadDuration(), Clients: loadClients()})
 }
 
 // loadClients is the number of clients of a load run:

@@ -30,10 +30,10 @@ const DefaultMaxConns = 20
 // Open opens (creating if needed) the store in the file at path, with
 // DefaultMaxConns reading connections. The file's folder must exist: when
 // it does not, the error names it and matches fs.ErrNotExist.
-func Open(path string) (*teamserver.SQLStore, error) { return OpenMax(path, DefaultMaxConns) }
+func Open(path string) (teamserver.Store, error) { return OpenMax(path, DefaultMaxConns) }
 
 // OpenMax is Open with maxConns reading connections.
-func OpenMax(path string, maxConns int) (*teamserver.SQLStore, error) {
+func OpenMax(path string, maxConns int) (teamserver.Store, error) {
 	if maxConns <= 0 {
 		maxConns = DefaultMaxConns
 	}

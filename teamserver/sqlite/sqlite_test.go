@@ -16,7 +16,7 @@ import (
 )
 
 func TestSQLiteStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) teamserver.Store {
+	storetest.Run(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

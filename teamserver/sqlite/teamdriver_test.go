@@ -25,7 +25,7 @@ type sqliteTeam struct {
 	mu    sync.Mutex
 	grant teamserver.TokenGrant
 	path  string
-	store *teamserver.SQLStore
+	store teamserver.Store
 	h     *teamserver.Handler
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func TestSQLiteTrust(t *testing.T) {
-	storetest.RunTrust(t, func(t *testing.T) teamserver.Store {
+	storetest.RunTrust(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -33,7 +33,7 @@ func TestSQLiteMemoryStores(t *testing.T) {
 
 // The Memory Stores API answers on SQLite as the official SDKs document.
 func TestSQLiteMemoryStoresAPI(t *testing.T) {
-	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.Store {
+	storetest.RunMemoryStoresAPI(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -43,7 +43,7 @@ func TestSQLiteMemoryStoresAPI(t *testing.T) {
 
 // Claude Code's store route answers on SQLite as Claude Code expects.
 func TestSQLiteClaudeCodeRoute(t *testing.T) {
-	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.Store {
+	storetest.RunClaudeCodeRoute(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -53,7 +53,7 @@ func TestSQLiteClaudeCodeRoute(t *testing.T) {
 
 // Both protocols refuse on SQLite what some store could not hold.
 func TestSQLiteRefusals(t *testing.T) {
-	storetest.RunRefusals(t, func(t *testing.T) teamserver.Store {
+	storetest.RunRefusals(t, func(t *testing.T) teamserver.TeamStore {
 		s, err := sqlite.Open(filepath.Join(t.TempDir(), "team.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -68,7 +68,7 @@ func TestSQLiteMigratesAnOldDatabase(t *testing.T) {
 	db, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
 	defer db.Close()
-	storetest.RunMigration(t, storetest.ExecOn(db), func() teamserver.Store {
+	storetest.RunMigration(t, func(ddl string) error { _, err := db.Exec(ddl); return err }, func() teamserver.TeamStore {
 		s, err := sqlite.Open(path)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

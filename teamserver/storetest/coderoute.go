@@ -24,7 +24,7 @@ import (
 // names the memory in the way, the depth-1 listing with its prefixes,
 // the export and its basic view, and deletes answered 204. A store
 // without MemoryStores is skipped.
-func RunClaudeCodeRoute(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
+func RunClaudeCodeRoute(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 	s := newStore(t)
 	if _, ok := s.(teamserver.MemoryStores); !ok {
 		return

@@ -93,7 +93,7 @@ func (l *loadRun) wrong(format string, args ...any) {
 // lost: every acknowledged write must be what the store holds at the end,
 // or the base of a later write of the same memory, and no two
 // acknowledged writes may have had the same base.
-func RunMemoryStoresLoad(t *testing.T, stores []teamserver.Store, o LoadOptions) LoadResult {
+func RunMemoryStoresLoad(t *testing.T, stores []teamserver.TeamStore, o LoadOptions) LoadResult {
 	t.Helper()
 	if o.Clients <= 0 {
 		o.Clients = 128

@@ -87,7 +87,7 @@ func RunMemoryStores(t *testing.T, newStores func(t *testing.T) teamserver.Memor
 		gen := st.Generation
 		m, err := s.CreateMemory(ctx, "acme", st.ID, teamserver.MemoryWrite{Path: "/a.md", Content: text("alpha"), By: by}, limits, t0)
 		require.NoError(t, err)
-		assert.Regexp(t, "^"+teamserver.MemoryIDPrefix, m.ID)
+		assert.Regexp(t, "^mem_", m.ID)
 		assert.Equal(t, hashOf("alpha"), m.SHA256)
 		after, err := s.GetMemStore(ctx, "acme", st.ID)
 		require.NoError(t, err)

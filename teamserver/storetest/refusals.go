@@ -23,7 +23,7 @@ import (
 // file and a folder clash on a disk, with 409 (Memory Stores) or 400
 // (team repos) naming the one in the way. Bodies are sent as raw bytes:
 // an encoder would have replaced what is being tested.
-func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
+func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 	s := newStore(t)
 	tok, g, err := teamserver.NewToken("acme", []string{"acme/*"}, "*")
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ import (
 // itself (400 invalid_request_error "cannot modify archived resource"),
 // and still lets its memories be read and deleted, its versions redacted
 // and itself deleted. A store without MemoryStores is skipped.
-func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
+func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 	s := newStore(t)
 	if _, ok := s.(teamserver.MemoryStores); !ok {
 		return

@@ -1,5 +1,6 @@
-// Package storetest is the conformance suite every teamserver.Store must
-// pass: run it from the store's own tests with a constructor.
+// Package storetest is the conformance suite every teamserver.TeamStore
+// must pass, and of the other protocols a store may have: run it from the
+// store's own tests with a constructor.
 package storetest
 
 import (
@@ -20,10 +21,10 @@ import (
 var t0 = time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)
 
 // Run runs the suite; newStore returns a fresh, empty store.
-func Run(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 	ctx := context.Background()
 	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
-	put := func(t *testing.T, s teamserver.Store, req teamserver.PutRequest) teamserver.Snapshot {
+	put := func(t *testing.T, s teamserver.TeamStore, req teamserver.PutRequest) teamserver.Snapshot {
 		t.Helper()
 		if req.Now.IsZero() {
 			req.Now = t0

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -29,7 +28,7 @@ type trustServer struct {
 	alice, bot, carol, legacy string
 }
 
-func newTrustServer(t *testing.T, s teamserver.Store) *trustServer {
+func newTrustServer(t *testing.T, s teamserver.TeamStore) *trustServer {
 	ts := &trustServer{t: t}
 	var grants []teamserver.TokenGrant
 	for _, who := range []struct {
@@ -127,7 +126,7 @@ func (ts *trustServer) proposals(token, query string) []wire.ProposalView {
 // rejected one never shows and keeps its reason, read-only refuses, and
 // only a person's token decides. When the store holds memory stores, the
 // same is checked on the Memory Stores API (listing, export, versions).
-func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
+func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 	t.Run("provenance", func(t *testing.T) {
 		ts := newTrustServer(t, newStore(t))
 		code, _, body := ts.push(ts.bot, map[string]string{"a.md": "alpha"}, nil, map[string]string{
@@ -527,9 +526,9 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.Store) {
 	})
 }
 
-// OldSchema is the schema of a database made before provenance and
+// oldSchema is the schema of a database made before provenance and
 // review existed: RunMigration builds one with it.
-const OldSchema = `
+const oldSchema = `
 CREATE TABLE team_store (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL);
 CREATE TABLE team_repos (tenant TEXT NOT NULL, name TEXT NOT NULL, version BIGINT NOT NULL, checksum TEXT NOT NULL, last_modified_ms BIGINT NOT NULL, PRIMARY KEY (tenant, name));
 CREATE TABLE team_entries (tenant TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL, content TEXT NOT NULL, checksum TEXT NOT NULL, PRIMARY KEY (tenant, name, key));
@@ -550,12 +549,13 @@ INSERT INTO ms_versions VALUES ('memstore_old', 1, 'memver_old', 'mem_old', 'cre
 `
 
 // RunMigration checks that a database made before provenance and review
-// opens and keeps its data: exec runs OldSchema on a fresh, empty
-// database, then open opens the store on it (twice, as two servers
-// would).
-func RunMigration(t *testing.T, exec func(ddl string) error, open func() teamserver.Store) {
+// opens and keeps its data: exec runs each statement of that older
+// schema and its rows (SQL that SQLite and PostgreSQL both take) on a
+// fresh, empty database, then open opens the store on it (twice, as two
+// servers would).
+func RunMigration(t *testing.T, exec func(ddl string) error, open func() teamserver.TeamStore) {
 	ctx := context.Background()
-	for _, stmt := range strings.Split(OldSchema, ";\n") {
+	for _, stmt := range strings.Split(oldSchema, ";\n") {
 		if strings.TrimSpace(stmt) != "" {
 			require.NoError(t, exec(stmt))
 		}
@@ -593,12 +593,4 @@ func RunMigration(t *testing.T, exec func(ddl string) error, open func() teamser
 	got, err = again.Get(ctx, repo, true)
 	require.NoError(t, err)
 	assert.Len(t, got.Entries, 2)
-}
-
-// ExecOn returns an exec for RunMigration over db.
-func ExecOn(db *sql.DB) func(string) error {
-	return func(ddl string) error {
-		_, err := db.Exec(ddl)
-		return err
-	}
 }
