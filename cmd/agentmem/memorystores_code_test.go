@@ -50,6 +50,18 @@ func storeHTTP(t testing.TB, method, u, token string, apiKey bool, body any) (in
 	return resp.StatusCode, resp.Header, out
 }
 
+// createStore makes a memory store named name and returns its ID.
+func createStore(t testing.TB, base, token, name string) string {
+	t.Helper()
+	code, _, out := storeHTTP(t, "POST", base+"/v1/memory_stores", token, true, map[string]any{"name": name})
+	require.Equal(t, 200, code, string(out))
+	var st struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(out, &st))
+	return st.ID
+}
+
 func decodeJSON(t *testing.T, data []byte) map[string]any {
 	t.Helper()
 	var m map[string]any

@@ -1,0 +1,234 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/storesync"
+	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
+)
+
+// sqliteStores is a Memory Stores server on a SQLite database, run as an
+// operator would: its database can be copied while the server is
+// stopped and put back (a backup restored), and its store deleted and
+// made again under its name (replaced). A driver of its own acts on the
+// store as a teammate's client would.
+type sqliteStores struct {
+	mu    sync.Mutex
+	grant teamserver.TokenGrant
+	path  string
+	store teamserver.Store
+	h     *teamserver.Handler
+	name  string
+	ctl   *storesync.Remote
+}
+
+func (s *sqliteStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	h.ServeHTTP(w, r)
+}
+
+// open serves the database at path.
+func (s *sqliteStores) open(t testing.TB, path string) {
+	t.Helper()
+	store, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{s.grant}, RatePerToken: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.path, s.store, s.h = path, store, h
+	s.mu.Unlock()
+	t.Cleanup(func() { _ = store.Close() })
+}
+
+// create makes the store under its name.
+func (s *sqliteStores) create(t testing.TB) {
+	t.Helper()
+	if _, err := s.store.CreateMemStore(context.Background(), "acme", teamserver.MemStore{Name: s.name}, teamserver.StoreLimits{}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *sqliteStores) current(t testing.TB, p string) (foldersync.Entry, bool) {
+	t.Helper()
+	l, err := s.ctl.List(context.Background(), foldersync.Listing{})
+	if err != nil {
+		t.Fatalf("control: list: %v", err)
+	}
+	e, ok := l.Entries[p]
+	return e, ok
+}
+
+func (s *sqliteStores) apply(t testing.TB, ch foldersync.Change) {
+	t.Helper()
+	outs, err := s.ctl.Apply(context.Background(), []foldersync.Change{ch})
+	if err != nil || len(outs) != 1 || outs[0].Status != foldersync.Applied {
+		t.Fatalf("control: %s: %v %+v", ch.Path, err, outs)
+	}
+}
+
+func (s *sqliteStores) Write(t testing.TB, p string, content []byte) {
+	e, _ := s.current(t, p)
+	s.apply(t, foldersync.Change{Path: p, Content: content, Expect: e})
+}
+
+func (s *sqliteStores) Remove(t testing.TB, p string) {
+	if e, ok := s.current(t, p); ok {
+		s.apply(t, foldersync.Change{Path: p, Delete: true, Expect: e})
+	}
+}
+
+func (s *sqliteStores) Read(t testing.TB, p string) ([]byte, bool) {
+	if _, ok := s.current(t, p); !ok {
+		return nil, false
+	}
+	got, err := s.ctl.Get(context.Background(), []string{p})
+	if err != nil {
+		t.Fatalf("control: get %s: %v", p, err)
+	}
+	b, ok := got[p]
+	return b, ok
+}
+
+// Backup stops the server, copies its database and starts it again; the
+// restore puts the copy back in the database's place.
+func (s *sqliteStores) Backup(t testing.TB) func() {
+	path := s.path
+	if err := s.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	backup := fmt.Sprintf("%s.backup%d", path, time.Now().UnixNano())
+	copyFile(t, path, backup)
+	s.open(t, path)
+	return func() {
+		if err := s.store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, side := range []string{"-wal", "-shm"} {
+			_ = os.Remove(path + side)
+		}
+		copyFile(t, backup, path)
+		s.open(t, path)
+	}
+}
+
+// Replace deletes the store and makes a new one under its name, holding
+// files.
+func (s *sqliteStores) Replace(t testing.TB, files map[string][]byte) {
+	st, err := s.store.FindMemStore(context.Background(), "acme", s.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.store.DeleteMemStore(context.Background(), "acme", st.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.create(t)
+	for p, c := range files {
+		s.Write(t, p, c)
+	}
+}
+
+// TestStoresDriverRestoredAndReplaced runs the engine's tests through the
+// Memory Stores driver with a store that is restored from a backup and
+// replaced (Claude Code's route, which names the store by its name), on
+// SQLite (backups restored by copying the database file back).
+func TestStoresDriverRestoredAndReplaced(t *testing.T) {
+	var n atomic.Int64
+	factory := func(t *testing.T) (foldersync.Remote, remotetest.Control) {
+		token, grant, err := teamserver.NewToken("acme", nil, "*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &sqliteStores{grant: grant, name: fmt.Sprintf("movable-%d", n.Add(1))}
+		s.open(t, filepath.Join(t.TempDir(), "team.db"))
+		s.create(t)
+		srv := httptest.NewServer(s)
+		t.Cleanup(srv.Close)
+		mk := func() *storesync.Remote {
+			r, err := storesync.NewRemote(storesync.Options{BaseURL: srv.URL, Token: token, Mount: storesync.Mount{Path: storewire.CodeStorePrefix + s.name}, Retries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		s.ctl = mk()
+		return mk(), s
+	}
+	remotetest.RunEngine(t, factory)
+}
+
+// TestStoreSyncSurvivesARestoredStore: a store database restored from a
+// backup deletes nothing on a client; what the store lacks is pushed
+// back, and a newer local version stays (the store's copy kept aside).
+func TestStoreSyncSurvivesARestoredStore(t *testing.T) {
+	token, grant, err := teamserver.NewToken("acme", nil, "*")
+	require.NoError(t, err)
+	s := &sqliteStores{grant: grant, name: "team-store"}
+	s.open(t, filepath.Join(t.TempDir(), "team.db"))
+	s.create(t)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	mounts, err := storesync.ParseMounts(`[{"path": "/v1/code/memory/team-store", "mount": "proj"}]`)
+	require.NoError(t, err)
+	dir := mounts[0].Dir(t.TempDir())
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	c, err := storesync.New(d, storesync.Options{BaseURL: srv.URL, Token: token, Mount: mounts[0], DeleteMode: storesync.DeleteImmediate})
+	require.NoError(t, err)
+	write := func(rel, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
+	}
+	read := func(rel string) string {
+		raw, err := os.ReadFile(filepath.Join(dir, rel))
+		require.NoError(t, err)
+		return string(raw)
+	}
+	round := func() storesync.Result {
+		res, err := c.Sync(context.Background())
+		require.NoError(t, err)
+		return res
+	}
+	round()
+
+	// A backup taken now, a memory written and one edited after it, then
+	// the backup put back in the database's place.
+	write("early.md", "early")
+	round()
+	restore := s.Backup(t)
+	write("late.md", "late")
+	write("early.md", "early, edited")
+	round()
+	restore()
+
+	res := round()
+	assert.True(t, res.BasisReset, "the restored store's generation went back")
+	assert.Empty(t, res.DeletedLocal)
+	assert.Equal(t, "late", read("late.md"))
+	assert.Contains(t, res.Pushed, "/late.md")
+	assert.Equal(t, "early, edited", read("early.md"), "the newer local version stays")
+	require.Len(t, res.Conflicts, 1)
+	assert.True(t, res.Conflicts[0].LocalKept)
+}
