@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -218,83 +217,6 @@ func errorType(out map[string]any) (typ, code string) {
 		code, _ = d["error_code"].(string)
 	}
 	return typ, code
-}
-
-// TestServersRefuseWhatTheyCannotHoldExactly sends both protocols what a
-// JSON decoder would change or a store could not keep, as raw bytes, to
-// the built server on SQLite and on PostgreSQL: every store answers the
-// same 400 and keeps nothing; a path that would be a folder of another
-// memory's path (or hold one) is refused with 409.
-func TestServersRefuseWhatTheyCannotHoldExactly(t *testing.T) {
-	tokens, token := syncTokens(t, t.TempDir())
-	for name, urls := range storeServers(t, tokens) {
-		t.Run(name, func(t *testing.T) {
-			url := urls[0]
-			team := url + "/api/claude_code/team_memory?repo=acme/shop"
-			for _, body := range []string{
-				"{\"entries\":{\"a.md\":\"caf\xe9\"}}",
-				`{"entries":{"a.md":"a\u0000b"}}`,
-				`{"entries":{"a.md":"x\ud800y"}}`,
-				"{\"entries\":{\"caf\xe9.md\":\"x\"}}",
-			} {
-				code, out := rawHTTP(t, "PUT", team, token, body)
-				_, ecode := errorType(out)
-				assert.Equal(t, 400, code, "%q", body)
-				assert.Equal(t, "team_memory_invalid_text", ecode, "%q", body)
-			}
-			code, out := rawHTTP(t, "PUT", team, token, `{"entries":{"a\u001b]0;TITLE\u0007.md":"x"}}`)
-			_, ecode := errorType(out)
-			assert.Equal(t, 400, code)
-			assert.Equal(t, "team_memory_invalid_key", ecode, "a key with an escape sequence")
-			code, out = rawHTTP(t, "GET", team, token, "")
-			assert.Equal(t, 404, code, "nothing was written: %v", out)
-
-			code, out = rawHTTP(t, "POST", url+"/v1/memory_stores", token, `{"name":"s`+name[:1]+`"}`)
-			require.Equal(t, 200, code, "%v", out)
-			store := url + "/v1/memory_stores/" + out["id"].(string)
-			for _, body := range []string{
-				"{\"path\":\"/a.md\",\"content\":\"caf\xe9\"}",
-				`{"path":"/a.md","content":"a\u0000b"}`,
-				`{"path":"/a.md","content":"\udfff"}`,
-				`{"path":"/a\u0000.md","content":"x"}`,
-				"{\"path\":\"/caf\xe9.md\",\"content\":\"x\"}",
-			} {
-				code, out := rawHTTP(t, "POST", store+"/memories", token, body)
-				typ, _ := errorType(out)
-				assert.Equal(t, 400, code, "%q: %v", body, out)
-				assert.Equal(t, "invalid_request_error", typ, "%q", body)
-			}
-			code, out = rawHTTP(t, "GET", store+"/memories/mem_%00x", token, "")
-			assert.Equal(t, 400, code, "an ID with a NUL: %v", out)
-			code, out = rawHTTP(t, "GET", store+"%00/memories", token, "")
-			assert.Equal(t, 400, code, "a store ID with a NUL: %v", out)
-			for _, forged := range []string{"c1:\x00", "c1:caf\xe9"} {
-				code, out = rawHTTP(t, "GET", store+"/memories?page="+base64.RawURLEncoding.EncodeToString([]byte(forged)), token, "")
-				assert.Equal(t, 400, code, "a forged cursor %q: %v", forged, out)
-			}
-
-			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/clash.md","content":"file"}`)
-			require.Equal(t, 200, code, "%v", out)
-			fileID := out["id"].(string)
-			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/clash.md/inner.md","content":"below a file"}`)
-			typ, _ := errorType(out)
-			assert.Equal(t, 409, code, "%v", out)
-			assert.Equal(t, "memory_path_folder_conflict_error", typ)
-			assert.Equal(t, fileID, out["error"].(map[string]any)["conflicting_memory_id"])
-			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/dir/inner.md","content":"x"}`)
-			require.Equal(t, 200, code, "%v", out)
-			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/dir","content":"a file over a folder"}`)
-			typ, _ = errorType(out)
-			assert.Equal(t, 409, code, "%v", out)
-			assert.Equal(t, "memory_path_folder_conflict_error", typ)
-			code, out = rawHTTP(t, "POST", store+"/memories/"+fileID, token, `{"path":"/dir/inner.md/deeper.md"}`)
-			typ, _ = errorType(out)
-			assert.Equal(t, 409, code, "a move below a file: %v", out)
-			assert.Equal(t, "memory_path_folder_conflict_error", typ)
-			code, out = rawHTTP(t, "POST", store+"/memories", token, `{"path":"/clash.mdx/ok.md","content":"a sibling name is fine"}`)
-			assert.Equal(t, 200, code, "%v", out)
-		})
-	}
 }
 
 // TestStoreSyncDeleteAndRecreateIsNotAReplacedStore: Ana deletes y.md,

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -133,6 +134,12 @@ func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore)
 		}
 		code, body = call(http.MethodPost, storewire.StoresPath, "{\"name\":\"caf\xe9\"}")
 		assert.Equal(t, http.StatusBadRequest, code, "a store name not UTF-8: %s", body)
+		for _, forged := range []string{"c1:\x00", "c1:caf\xe9"} {
+			code, body = call(http.MethodGet, base+"/memories?page="+base64.RawURLEncoding.EncodeToString([]byte(forged)), "")
+			assert.Equal(t, http.StatusBadRequest, code, "a forged cursor %q: %s", forged, body)
+		}
+		code, body = call(http.MethodPost, base+"/memories", `{"path":"/ok.mdx/in.md","content":"a sibling's name is no clash"}`)
+		require.Equal(t, http.StatusOK, code, body)
 
 		code, body = call(http.MethodGet, base+"/memories/export", "")
 		require.Equal(t, http.StatusOK, code, body)
@@ -147,6 +154,6 @@ func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore)
 				}
 			}
 		}
-		assert.ElementsMatch(t, []string{"/ok.md", "/dir/in.md"}, paths, "nothing refused was written")
+		assert.ElementsMatch(t, []string{"/ok.md", "/dir/in.md", "/ok.mdx/in.md"}, paths, "nothing refused was written")
 	})
 }
