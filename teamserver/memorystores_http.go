@@ -23,9 +23,9 @@ import (
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
-// MemoryStores is the store interface of the Memory Stores protocol;
-// sqlStore and memoryStore have it (storetest.RunMemoryStores checks
-// it). On a store without it the protocol's routes answer 404.
+// MemoryStores is the store interface of the Memory Stores protocol
+// (storetest.RunMemoryStores checks it). Every Store has it; on a
+// TeamStore without it the protocol's routes answer 404.
 type MemoryStores interface {
 	CreateMemStore(ctx context.Context, tenant string, st MemStore, limits StoreLimits, now time.Time) (MemStore, error)
 	GetMemStore(ctx context.Context, tenant, id string) (MemStore, error)

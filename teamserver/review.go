@@ -128,9 +128,9 @@ const MaxPendingProposals = 1000
 // that is proposed again.
 const DecidedProposalAge = 90 * 24 * time.Hour
 
-// Reviews is what a Store needs to keep review policies and proposals;
-// sqlStore and memoryStore have it. Without it every repo and store is
-// open.
+// Reviews is the store interface of review: policies and proposals.
+// Every Store has it; on a TeamStore without it every repo and store is
+// open, and setting a policy fails with ErrNoReview.
 type Reviews interface {
 	// Policy returns a target's policy (PolicyOpen when none was set).
 	Policy(ctx context.Context, tenant string, t Target) (string, error)

@@ -118,8 +118,9 @@ func (e *TooManyEntriesError) Error() string {
 
 // Store is a store of every protocol the server speaks and of
 // everything the handler can ask: what NewMemoryStore and NewSQLStore
-// return. NewHandler needs only a TeamStore; the routes of a protocol a
-// store lacks (MemoryStores, Reviews) answer 404.
+// return. NewHandler needs only a TeamStore and serves the other
+// protocols a store has (see MemoryStores, Reviews and RepoLister for
+// what a store without one does).
 type Store interface {
 	TeamStore
 	RepoLister
