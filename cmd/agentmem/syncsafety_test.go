@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -192,31 +191,6 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 			}
 		})
 	}
-}
-
-// rawHTTP sends body's bytes as they are (no JSON encoding on the way).
-func rawHTTP(t *testing.T, method, u, token, body string) (int, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequest(method, u, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
-
-// errorType returns error.type and error.details.error_code of a reply.
-func errorType(out map[string]any) (typ, code string) {
-	e, _ := out["error"].(map[string]any)
-	typ, _ = e["type"].(string)
-	if d, ok := e["details"].(map[string]any); ok {
-		code, _ = d["error_code"].(string)
-	}
-	return typ, code
 }
 
 // TestStoreSyncDeleteAndRecreateIsNotAReplacedStore: Ana deletes y.md,
