@@ -213,6 +213,9 @@ type Engine struct {
 	// still has them uses it without reading the file again.
 	kept      *basis
 	keptStamp [2]int64
+	// stat is the stat cache of the last pass, carried into a basis the
+	// Mirror seeds again (Options.BasisInMemory).
+	stat map[string]statEntry
 	// mirrored is agreedKey of what the Mirror last saved.
 	mirrored string
 }
@@ -411,6 +414,16 @@ type local struct {
 // its path for the next round. When the remote answers Mismatch the
 // round looks again, at most Options.Retries times.
 func (e *Engine) Round(ctx context.Context) (Result, error) {
+	return e.RoundMode(ctx, e.opts.Mode)
+}
+
+// RoundMode runs one round that changes the sides mode allows, in place
+// of Options.Mode: one engine, and its stat cache, serves a driver whose
+// calls pull, push or do both (a team directory's Pull, Push and Sync).
+func (e *Engine) RoundMode(ctx context.Context, mode Mode) (Result, error) {
+	if mode < ModeBoth || mode > ModePush {
+		return Result{}, fmt.Errorf("foldersync: mode %d is not ModeBoth, ModePull or ModePush", mode)
+	}
 	e.round.Lock()
 	defer e.round.Unlock()
 	var res Result
@@ -421,7 +434,7 @@ func (e *Engine) Round(ctx context.Context) (Result, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		res.Pending, res.Held, res.InReview = nil, nil, nil
-		again, err := e.once(ctx, &res)
+		again, err := e.once(ctx, &res, mode)
 		if err != nil || !again || attempt >= e.opts.Retries {
 			res.Unchanged = err == nil && !again && !res.Changed() && len(res.Pending)+len(res.InReview)+len(res.Held) == 0
 			res.Skipped = dedupSkips(res.Skipped)
@@ -443,23 +456,35 @@ type round struct {
 }
 
 // once runs one pass; again reports a Mismatch worth looking again for.
-func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) {
+func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, err error) {
 	var b *basis
 	var stamp [2]int64
 	var statErr error
 	if !e.opts.BasisInMemory {
 		stamp, statErr = e.basisStamp()
 	}
-	if e.kept != nil && statErr == nil && stamp == e.keptStamp {
+	var seed *Agreed
+	if e.opts.BasisInMemory && e.opts.Mirror != nil {
+		// The Mirror is the basis of record: it may have been given
+		// another state since the last round (a driver's caller that
+		// keeps it).
+		if a, ok := e.opts.Mirror.Seed(); ok {
+			seed = &a
+		} else {
+			seed = &Agreed{}
+		}
+	}
+	if e.kept != nil && statErr == nil && stamp == e.keptStamp && (seed == nil || e.kept.holds(*seed)) {
 		b = e.kept
 	} else if e.opts.BasisInMemory {
 		b = newBasis()
 		b.fresh = true
-		if e.opts.Mirror != nil {
-			if a, ok := e.opts.Mirror.Seed(); ok {
-				b.seed(a)
-			}
+		if seed != nil {
+			b.seed(*seed)
 		}
+		// What a file's size and modification time say of its content
+		// holds whatever the basis: the cache outlives a seed.
+		maps.Copy(b.Stat, e.stat)
 	} else if b, err = readBasis(e.fs, e.basis); err != nil {
 		return false, err
 	} else if e.opts.Mirror != nil && b.fresh {
@@ -470,6 +495,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
 	defer func() {
+		e.stat = b.Stat
 		if err == nil && e.opts.BasisInMemory {
 			e.kept = b
 		} else if err == nil {
@@ -527,7 +553,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	}
 	for p, other := range folderClashes(paths, r.locals) {
 		untouchable[p] = true
-		if e.opts.Mode == ModePush && r.locals[p] == nil {
+		if mode == ModePush && r.locals[p] == nil {
 			continue // never written by this round: nothing to report
 		}
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
@@ -593,12 +619,12 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		}
 		a := decide(st, e.opts.KeepDeleted, reset || b.Resetting)
 		switch {
-		case e.opts.Mode == ModePull && (a == actConflict || a == actKeepLocal),
-			e.opts.Mode == ModePush && (a == actConflict || a == actKeepLocal):
+		case mode == ModePull && (a == actConflict || a == actKeepLocal),
+			mode == ModePush && (a == actConflict || a == actKeepLocal):
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipConflict})
 			a = actNone
-		case e.opts.Mode == ModePull && (a == actPush || a == actDeleteThere),
-			e.opts.Mode == ModePush && (a == actPull || a == actRestore || a == actDeleteHere || a == actStale):
+		case mode == ModePull && (a == actPush || a == actDeleteThere),
+			mode == ModePush && (a == actPull || a == actRestore || a == actDeleteHere || a == actStale):
 			a = actNone // the other side's turn
 		}
 		switch a {
@@ -738,7 +764,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		b.Listing = nil // the remote moved: the next round lists it whole
 		r.dirty = true
 	}
-	if b.Resetting && e.opts.Mode != ModePull && !again {
+	if b.Resetting && mode != ModePull && !again {
 		b.Resetting = false // the local side has reached the remote
 		r.dirty = true
 	}
