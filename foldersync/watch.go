@@ -135,10 +135,11 @@ func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, 
 			fsw, w.opts.Poll = nil, 500*time.Millisecond
 		}
 	}
-	// Watching starts before the first round: a change made while it
-	// runs is one.
-	last := w.fingerprint(ctx)
 	first := w.round(ctx, "start", 0)
+	// What the folder holds once the first round is over (polling): a
+	// change made after it, or after StartWatcher returns, is one.
+	last, seen := w.fingerprint(ctx), w.files(ctx)
+	w.observe(first)
 	if first.Err != nil && w.Paused() != "" {
 		if fsw != nil {
 			fsw.Close()
@@ -158,11 +159,11 @@ func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, 
 		}()
 		w.woke = woke
 	}
-	go w.loop(ctx, fsw, first, last)
+	go w.loop(ctx, fsw, first, last, seen)
 	return w, nil
 }
 
-// round runs one round, records a pause and reports the Event.
+// round runs one round and records a pause.
 func (w *Watcher) round(ctx context.Context, cause string, failures int) Event {
 	res, err := w.opts.Round(context.WithoutCancel(ctx))
 	ev := Event{Result: res, Err: err, Cause: cause, At: time.Now(), Failures: failures}
@@ -178,10 +179,14 @@ func (w *Watcher) round(ctx context.Context, cause string, failures int) Event {
 	} else {
 		ev.Failures = 0
 	}
+	return ev
+}
+
+// observe reports an Event to the Observer.
+func (w *Watcher) observe(ev Event) {
 	if w.opts.Observer != nil {
 		w.opts.Observer(ev)
 	}
-	return ev
 }
 
 // Paused returns why the watcher runs no rounds (WatchOptions.Pause),
@@ -270,7 +275,7 @@ func (w *Watcher) startNotify() (*fsnotify.Watcher, error) {
 	return fsw, nil
 }
 
-func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, last [32]byte) {
+func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, last [32]byte, seen map[string]bool) {
 	defer close(w.done)
 	var events <-chan fsnotify.Event
 	var errs <-chan error
@@ -287,7 +292,6 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 	failures := first.Failures
 	var dirtyAt, retryAt time.Time
 	lastRound := first.At
-	seen := w.files(ctx)
 	after := func(ev Event) {
 		failures = ev.Failures
 		if ev.Err != nil {
@@ -301,12 +305,17 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 			last, seen = w.fingerprint(ctx), w.files(ctx)
 		}
 	}
-	after(first)
+	failures, lastRound = first.Failures, first.At
+	if first.Err != nil {
+		retryAt = first.At.Add(min(w.opts.Debounce<<min(failures, 20), w.opts.MaxBackoff))
+	}
 	run := func(cause string) {
 		if w.Paused() != "" {
 			return
 		}
-		after(w.round(ctx, cause, failures))
+		ev := w.round(ctx, cause, failures)
+		after(ev)
+		w.observe(ev) // once the round's own writes are taken in
 	}
 	local := func(name string, removal bool) {
 		if rel, err := filepath.Rel(w.e.folder, name); err == nil && w.e.included(filepath.ToSlash(rel)) {
