@@ -117,7 +117,8 @@ func (b *basis) listing() Listing {
 	if b.Listing == nil {
 		return Listing{}
 	}
-	return Listing{Store: b.Listing.Store, Generation: b.Listing.Generation, Tag: b.Listing.Tag, Entries: maps.Clone(b.Listing.Entries)}
+	// Not a copy: Remote.List reads prev, and never changes it.
+	return Listing{Store: b.Listing.Store, Generation: b.Listing.Generation, Tag: b.Listing.Tag, Entries: b.Listing.Entries}
 }
 
 func (b *basis) marshal() []byte {

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -261,10 +260,13 @@ type Client struct {
 	engine  *foldersync.Engine
 
 	// mu holds a round: st is the state it runs with (the engine's
-	// Mirror), leftOut the folders it does not carry.
+	// Mirror).
 	mu      sync.Mutex
 	st      *SyncState
-	leftOut atomic.Pointer[[]string]
+	leftOut []string // SkipDirs, cleaned
+	// stated is the driver's view of the server the last round copied
+	// into its SyncState.
+	stated *repoView
 }
 
 // Configuration errors.
@@ -299,6 +301,7 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 	}
 	c.aside = aside
 	c.remote = &Remote{t: t, scanner: c.scanner}
+	c.leftOut = c.skipDirs()
 	opts := foldersync.Options{
 		Include:         c.includes,
 		ConflictsDir:    c.conflictsDir(),
@@ -344,11 +347,11 @@ func (c *Client) Hashes(ctx context.Context, st *SyncState) error {
 	return nil
 }
 
-// skipDirs returns the folders this client never carries: SkipDirs and
-// those of the manifests found.
-func (c *Client) skipDirs(manifests []string) []string {
-	out := make([]string, 0, len(c.cfg.SkipDirs)+len(manifests))
-	for _, d := range append(append([]string{}, c.cfg.SkipDirs...), manifests...) {
+// skipDirs returns the folders this client never carries (SkipDirs),
+// cleaned.
+func (c *Client) skipDirs() []string {
+	out := make([]string, 0, len(c.cfg.SkipDirs))
+	for _, d := range c.cfg.SkipDirs {
 		if d = strings.Trim(path.Clean(filepath.ToSlash(d)), "/"); d != "" && d != "." {
 			out = append(out, d)
 		}

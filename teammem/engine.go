@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
-	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
@@ -19,14 +17,11 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loadState(st)
-	skipDirs, err := c.storeDirs(ctx)
-	if err != nil {
-		return foldersync.Result{}, err
-	}
-	c.leftOut.Store(&skipDirs)
-	for k := range st.Base {
-		if underDirs(k, skipDirs) {
-			delete(st.Base, k) // a store's folder is its store sync's alone
+	if len(c.leftOut) > 0 {
+		for k := range st.Base {
+			if underDirs(k, c.leftOut) {
+				delete(st.Base, k) // a store's folder is its store sync's alone
+			}
 		}
 	}
 	if mode != foldersync.ModePush {
@@ -73,7 +68,10 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 		c.log.Warn("teammem: "+st.Reset+"; syncing without a base, deleting nothing", "event", "teammem_store_reset", "repo", c.cfg.Repo)
 	}
 	rem.mu.Unlock()
-	if v != nil {
+	if v != nil && (v != c.stated || st.ETag != v.tag || len(st.ServerChecksums) != len(v.sums)) {
+		// What the server holds now (unless st holds it already: an
+		// unchanged round copies nothing).
+		c.stated = v
 		st.ETag, st.ServerChecksums = v.tag, cloneMap(v.sums)
 		st.Tombstones = map[string]int64{}
 		for k, at := range v.tombs {
@@ -100,46 +98,20 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 }
 
 // includes reports whether the engine syncs rel: a team memory outside
-// the folders the client never carries.
+// the folders the client never carries (SkipDirs; a folder holding a
+// store's manifest the engine leaves alone itself).
 func (c *Client) includes(rel string) bool {
 	if !syncable(rel) {
 		return false
 	}
-	if dirs := c.leftOut.Load(); dirs != nil {
-		return !underDirs(rel, *dirs)
-	}
-	return true
+	return !underDirs(rel, c.leftOut)
 }
 
 // syncable reports whether a file of the team directory is a team
 // memory: a .md or .txt file none of whose path segments is hidden.
 func syncable(rel string) bool {
 	ext := path.Ext(rel)
-	if ext != ".md" && ext != ".txt" || fswalk.Hidden(rel) {
-		return false
-	}
-	for _, seg := range strings.Split(rel, "/") {
-		if strings.HasPrefix(seg, ".") {
-			return false
-		}
-	}
-	return true
-}
-
-// storeDirs returns the folders this client never carries: SkipDirs and
-// those holding a memory store's manifest.
-func (c *Client) storeDirs(ctx context.Context) ([]string, error) {
-	var manifests []string
-	err := fswalk.Walk(ctx, c.fs, c.teamDir, func(e fswalk.Entry) error {
-		if path.Base(e.Rel) == memdir.StoreManifestName && !e.Type.IsDir() {
-			manifests = append(manifests, path.Dir(e.Rel))
-		}
-		return nil
-	})
-	if err != nil && !isMissingOrDenied(err) {
-		return nil, err
-	}
-	return c.skipDirs(manifests), nil
+	return (ext == ".md" || ext == ".txt") && !fswalk.Hidden(rel) // Hidden: any segment starting with "."
 }
 
 // stateBasis is the engine's basis kept in the SyncState of the round
