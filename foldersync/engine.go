@@ -955,7 +955,8 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			skip(SkipNotRegular)
 			return nil
 		}
-		if _, cached := r.b.Stat[p]; !cached { // a cached name passed already
+		c, cached := r.b.Stat[p]
+		if !cached { // a cached name passed already
 			if reason := nameProblem(p); reason != "" {
 				skip(reason)
 				return nil
@@ -972,7 +973,7 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			return nil
 		}
 		mt := info.ModTime()
-		if c, hit := r.b.Stat[p]; hit && c.Size == info.Size() && c.MtimeNS == mt.UnixNano() && c.SeenNS-c.MtimeNS >= int64(racyWindow) {
+		if cached && c.Size == info.Size() && c.MtimeNS == mt.UnixNano() && c.SeenNS-c.MtimeNS >= int64(racyWindow) {
 			r.locals[p] = &local{abs: en.Abs, sum: c.Sum, size: c.Size, mtime: mt}
 			return nil
 		}
