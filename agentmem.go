@@ -214,7 +214,7 @@ type Event struct {
 	// Err is the layer's failure, if any.
 	Err error
 	// Detail is the layer's own event: extract.Event, recall.Event,
-	// dream.Outcome, sessionmem.Event, teammem.SyncEvent or StoreEvent.
+	// dream.Outcome, sessionmem.Event, foldersync.Event (team sync) or StoreEvent.
 	Detail any
 }
 
@@ -277,7 +277,7 @@ type Memory struct {
 	summary   *sessionmem.Summarizer
 	extractor *extract.Extractor
 	dreamer   *dream.Dreamer
-	watcher   *teammem.Watcher
+	watcher   *foldersync.Watcher
 	teamState string // the team sync's state file ("" without sync)
 	mounts    []storesync.Mount
 	stores    []*storesync.Client // one per mount
@@ -648,13 +648,14 @@ func (m *Memory) startTeamSync(team string) error {
 	if err != nil {
 		return err
 	}
-	w, err := teammem.StartWatcher(m.bg, client, teammem.WatcherOptions{Logger: m.log,
-		Observer: func(e teammem.SyncEvent) { m.observe(Event{Layer: LayerTeamSync, Err: e.Err, Detail: e}) }})
-	if w == nil {
-		return fmt.Errorf("agentmem: team sync: %w", err)
-	}
+	w, err := client.StartWatcher(m.bg, nil, foldersync.WatchOptions{Observer: func(e foldersync.Event) {
+		m.observe(Event{Layer: LayerTeamSync, Err: e.Err, Detail: e})
+		if e.Err != nil {
+			m.log.Warn("agentmem: team sync failed; retrying in the background", "error", e.Err, "failures", e.Failures)
+		}
+	}})
 	if err != nil {
-		m.log.Warn("agentmem: first team sync failed; retrying in the background", "error", err)
+		return fmt.Errorf("agentmem: team sync: %w", err)
 	}
 	m.watcher = w
 	return nil

@@ -117,7 +117,8 @@ func (b *basis) listing() Listing {
 	if b.Listing == nil {
 		return Listing{}
 	}
-	return Listing{Store: b.Listing.Store, Generation: b.Listing.Generation, Tag: b.Listing.Tag, Entries: maps.Clone(b.Listing.Entries)}
+	// Not a copy: Remote.List reads prev, and never changes it.
+	return Listing{Store: b.Listing.Store, Generation: b.Listing.Generation, Tag: b.Listing.Tag, Entries: b.Listing.Entries}
 }
 
 func (b *basis) marshal() []byte {
@@ -143,4 +144,25 @@ func (b *basis) agreed() Agreed {
 		a.Pending[p] = PendingDelete{FirstMissed: time.UnixMilli(d.FirstMissedMS), Walks: d.Walks}
 	}
 	return a
+}
+
+// holds reports whether the basis agrees with what a mirror seeds: the
+// same remote identity and generation, the same entries (sums and refs;
+// a mirror may keep no authors) and the same pending deletions.
+func (b *basis) holds(a Agreed) bool {
+	if b.Store != a.Store || b.Generation != a.Generation || b.Resetting != a.Resetting ||
+		len(b.Entries) != len(a.Entries) || len(b.Deletes) != len(a.Pending) {
+		return false
+	}
+	for p, e := range a.Entries {
+		if o, ok := b.Entries[p]; !ok || o.Sum != e.Sum || o.Ref != e.Ref {
+			return false
+		}
+	}
+	for p := range a.Pending {
+		if _, ok := b.Deletes[p]; !ok {
+			return false
+		}
+	}
+	return true
 }

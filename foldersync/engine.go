@@ -77,7 +77,9 @@ type Options struct {
 	// Include reports whether a file at rel (slash-separated, relative to
 	// the folder) is synced. Default: every file none of whose path
 	// segments starts with "." (the basis and the conflicts folder are
-	// never synced, whatever Include says).
+	// never synced, whatever Include says). A folder below the synced one
+	// that holds a memory store's manifest (memdir.StoreManifestName) is
+	// never synced either: its store's own sync keeps it.
 	Include func(rel string) bool
 	// BasisPath is where the basis is kept (default DefaultBasisName in
 	// the folder). It must lie inside the memory directory's roots.
@@ -213,6 +215,12 @@ type Engine struct {
 	// still has them uses it without reading the file again.
 	kept      *basis
 	keptStamp [2]int64
+	// stat is the stat cache of the last pass, carried into a basis the
+	// Mirror seeds again (Options.BasisInMemory).
+	stat map[string]statEntry
+	// asideInside: the basis or the conflicts folder lies in the folder
+	// under a name that is not a dot name (Include must be told).
+	asideInside bool
 	// mirrored is agreedKey of what the Mirror last saved.
 	mirrored string
 }
@@ -264,6 +272,11 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis} {
 		if _, err := e.gate.CheckPath(p); err != nil {
 			return nil, fmt.Errorf("foldersync: %s is not inside the memory directory: %w", p, err)
+		}
+	}
+	for _, p := range []string{e.basis, e.aside} {
+		if rel, err := filepath.Rel(folder, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !fswalk.Hidden(filepath.ToSlash(rel)) {
+			e.asideInside = true
 		}
 	}
 	e.asideGate, e.asideFS = e.gate, e.fs
@@ -411,6 +424,16 @@ type local struct {
 // its path for the next round. When the remote answers Mismatch the
 // round looks again, at most Options.Retries times.
 func (e *Engine) Round(ctx context.Context) (Result, error) {
+	return e.RoundMode(ctx, e.opts.Mode)
+}
+
+// RoundMode runs one round that changes the sides mode allows, in place
+// of Options.Mode: one engine, and its stat cache, serves a driver whose
+// calls pull, push or do both (a team directory's Pull, Push and Sync).
+func (e *Engine) RoundMode(ctx context.Context, mode Mode) (Result, error) {
+	if mode < ModeBoth || mode > ModePush {
+		return Result{}, fmt.Errorf("foldersync: mode %d is not ModeBoth, ModePull or ModePush", mode)
+	}
 	e.round.Lock()
 	defer e.round.Unlock()
 	var res Result
@@ -421,7 +444,7 @@ func (e *Engine) Round(ctx context.Context) (Result, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		res.Pending, res.Held, res.InReview = nil, nil, nil
-		again, err := e.once(ctx, &res)
+		again, err := e.once(ctx, &res, mode)
 		if err != nil || !again || attempt >= e.opts.Retries {
 			res.Unchanged = err == nil && !again && !res.Changed() && len(res.Pending)+len(res.InReview)+len(res.Held) == 0
 			res.Skipped = dedupSkips(res.Skipped)
@@ -440,26 +463,53 @@ type round struct {
 	locals map[string]*local
 	remote map[string]Entry
 	gen    int64 // the highest generation an applied change reported
+	reset  bool  // the listing is of a replaced or restored remote
+	// stores are the folders below this one that hold a memory store's
+	// manifest (memdir.StoreManifestName): each is kept in step by its
+	// store's own sync, never by this one.
+	stores []string
+}
+
+// inStore reports whether p lies in a store's folder.
+func (r *round) inStore(p string) bool {
+	for _, d := range r.stores {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // once runs one pass; again reports a Mismatch worth looking again for.
-func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) {
+func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, err error) {
 	var b *basis
 	var stamp [2]int64
 	var statErr error
 	if !e.opts.BasisInMemory {
 		stamp, statErr = e.basisStamp()
 	}
-	if e.kept != nil && statErr == nil && stamp == e.keptStamp {
+	var seed *Agreed
+	if e.opts.BasisInMemory && e.opts.Mirror != nil {
+		// The Mirror is the basis of record: it may have been given
+		// another state since the last round (a driver's caller that
+		// keeps it).
+		if a, ok := e.opts.Mirror.Seed(); ok {
+			seed = &a
+		} else {
+			seed = &Agreed{}
+		}
+	}
+	if e.kept != nil && statErr == nil && stamp == e.keptStamp && (seed == nil || e.kept.holds(*seed)) {
 		b = e.kept
 	} else if e.opts.BasisInMemory {
 		b = newBasis()
 		b.fresh = true
-		if e.opts.Mirror != nil {
-			if a, ok := e.opts.Mirror.Seed(); ok {
-				b.seed(a)
-			}
+		if seed != nil {
+			b.seed(*seed)
 		}
+		// What a file's size and modification time say of its content
+		// holds whatever the basis: the cache outlives a seed.
+		maps.Copy(b.Stat, e.stat)
 	} else if b, err = readBasis(e.fs, e.basis); err != nil {
 		return false, err
 	} else if e.opts.Mirror != nil && b.fresh {
@@ -470,6 +520,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
 	defer func() {
+		e.stat = b.Stat
 		if err == nil && e.opts.BasisInMemory {
 			e.kept = b
 		} else if err == nil {
@@ -483,6 +534,28 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	if err != nil {
 		return false, err
 	}
+	if len(r.stores) > 0 {
+		// A store's folder is its store sync's alone: forgotten here,
+		// nothing of it deleted, pushed or pulled.
+		for p := range r.locals {
+			if r.inStore(p) {
+				delete(r.locals, p)
+			}
+		}
+		for p := range untouchable {
+			if r.inStore(p) {
+				delete(untouchable, p)
+			}
+		}
+		res.Skipped = slices.DeleteFunc(res.Skipped, func(s Skip) bool { return r.inStore(s.Path) })
+		for p := range b.Entries {
+			if r.inStore(p) {
+				delete(b.Entries, p)
+				delete(b.Deletes, p)
+				r.dirty = true
+			}
+		}
+	}
 	prev := b.listing()
 	lst, err := e.remote.List(ctx, prev)
 	if err != nil {
@@ -494,9 +567,9 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	if lst.Entries == nil {
 		lst.Entries = map[string]Entry{}
 	}
-	r.remote = map[string]Entry{}
+	r.remote = make(map[string]Entry, len(lst.Entries))
 	for p, en := range lst.Entries {
-		if !e.included(p) {
+		if !e.included(p) || r.inStore(p) {
 			continue // never synced here: left alone
 		}
 		if nameProblem(p) != "" {
@@ -507,6 +580,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		r.remote[p] = en
 	}
 	reset := b.replacedBy(lst)
+	r.reset = reset
 	if reset {
 		res.BasisReset = true
 		b.Entries = map[string]Entry{}
@@ -514,6 +588,11 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		b.Store, b.Generation, b.Listing = lst.Store, lst.Generation, nil
 		b.Resetting = true
 		r.dirty = true
+	}
+	if lst.Unchanged && !reset && walkOK && r.agrees(untouchable) {
+		// Nothing moved on either side since both agreed: nothing to
+		// decide.
+		return false, r.finish(ctx, mode, lst, 0, false)
 	}
 	paths := map[string]bool{}
 	for p := range r.locals {
@@ -527,7 +606,7 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 	}
 	for p, other := range folderClashes(paths, r.locals) {
 		untouchable[p] = true
-		if e.opts.Mode == ModePush && r.locals[p] == nil {
+		if mode == ModePush && r.locals[p] == nil {
 			continue // never written by this round: nothing to report
 		}
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
@@ -593,12 +672,12 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		}
 		a := decide(st, e.opts.KeepDeleted, reset || b.Resetting)
 		switch {
-		case e.opts.Mode == ModePull && (a == actConflict || a == actKeepLocal),
-			e.opts.Mode == ModePush && (a == actConflict || a == actKeepLocal):
+		case mode == ModePull && (a == actConflict || a == actKeepLocal),
+			mode == ModePush && (a == actConflict || a == actKeepLocal):
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipConflict})
 			a = actNone
-		case e.opts.Mode == ModePull && (a == actPush || a == actDeleteThere),
-			e.opts.Mode == ModePush && (a == actPull || a == actRestore || a == actDeleteHere || a == actStale):
+		case mode == ModePull && (a == actPush || a == actDeleteThere),
+			mode == ModePush && (a == actPull || a == actRestore || a == actDeleteHere || a == actStale):
 			a = actNone // the other side's turn
 		}
 		switch a {
@@ -726,6 +805,29 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 			return false, fmt.Errorf("foldersync: send changes to the remote: %w", err)
 		}
 	}
+	return again, r.finish(ctx, mode, lst, sent, again)
+}
+
+// agrees reports whether the folder and the remote hold exactly what
+// the basis agreed on, with nothing skipped, pending or resetting.
+func (r *round) agrees(untouchable map[string]bool) bool {
+	b := r.b
+	if b.Resetting || len(b.Deletes) > 0 || len(untouchable) > 0 || len(r.locals) != len(b.Entries) || len(r.remote) != len(b.Entries) {
+		return false
+	}
+	for p, en := range b.Entries {
+		l, ok := r.locals[p]
+		if !ok || l.sum != en.Sum || r.remote[p] != en {
+			return false
+		}
+	}
+	return true
+}
+
+// finish records what the round leaves the basis agreeing with and saves
+// it: sent changes went to the remote, again asks for another pass.
+func (r *round) finish(ctx context.Context, mode Mode, lst Listing, sent int, again bool) error {
+	b := r.b
 	// Record the listing the basis now agrees with, for the next round's
 	// Unchanged check; the remote's generation moved on with our writes,
 	// so the next listing is a newer one (not a restored one).
@@ -738,15 +840,15 @@ func (e *Engine) once(ctx context.Context, res *Result) (again bool, err error) 
 		b.Listing = nil // the remote moved: the next round lists it whole
 		r.dirty = true
 	}
-	if b.Resetting && e.opts.Mode != ModePull && !again {
+	if b.Resetting && mode != ModePull && !again {
 		b.Resetting = false // the local side has reached the remote
 		r.dirty = true
 	}
-	if gen := max(lst.Generation, r.gen); b.Store != lst.Store || b.Generation < gen || reset {
+	if gen := max(lst.Generation, r.gen); b.Store != lst.Store || b.Generation < gen || r.reset {
 		b.Store, b.Generation = lst.Store, gen
 		r.dirty = true
 	}
-	return again, r.save(ctx)
+	return r.save(ctx)
 }
 
 // basisStamp is the basis file's size and modification time.
@@ -789,24 +891,29 @@ func (b *basis) replacedBy(lst Listing) bool {
 }
 
 func (e *Engine) included(rel string) bool {
-	for _, seg := range strings.Split(rel, "/") {
+	hidden := false
+	for rest := rel; ; {
+		seg, tail, more := strings.Cut(rest, "/")
 		if seg == "" || seg == "." || seg == ".." {
 			return false
 		}
+		hidden = hidden || seg[0] == '.'
+		if !more {
+			break
+		}
+		rest = tail
 	}
 	if e.opts.Include != nil {
 		if !e.opts.Include(rel) {
 			return false
 		}
+		if !hidden && !e.asideInside {
+			return true // neither the basis nor the conflicts folder: both are dot names
+		}
 		abs := filepath.Join(e.folder, filepath.FromSlash(rel))
 		return abs != e.basis && !inside(e.aside, abs)
 	}
-	for _, seg := range strings.Split(rel, "/") {
-		if strings.HasPrefix(seg, ".") {
-			return false
-		}
-	}
-	return true
+	return !hidden
 }
 
 func inside(dir, p string) bool {
@@ -829,11 +936,13 @@ func nameProblem(p string) string {
 // remote.
 func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool, err error) {
 	e := r.e
-	r.locals = map[string]*local{}
-	seen := map[string]bool{}
+	r.locals = make(map[string]*local, len(r.b.Stat))
 	ok = true
 	nowNS := r.now.UnixNano()
 	err = fswalk.Walk(ctx, e.fs, e.folder, func(en fswalk.Entry) error {
+		if dir, ok := strings.CutSuffix(en.Rel, "/"+memdir.StoreManifestName); ok && !en.Type.IsDir() {
+			r.stores = append(r.stores, dir)
+		}
 		if en.Type.IsDir() || !e.included(en.Rel) {
 			return nil
 		}
@@ -846,9 +955,12 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			skip(SkipNotRegular)
 			return nil
 		}
-		if reason := nameProblem(p); reason != "" {
-			skip(reason)
-			return nil
+		c, cached := r.b.Stat[p]
+		if !cached { // a cached name passed already
+			if reason := nameProblem(p); reason != "" {
+				skip(reason)
+				return nil
+			}
 		}
 		info, err := e.fs.Stat(en.Abs)
 		if err != nil {
@@ -861,8 +973,7 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			return nil
 		}
 		mt := info.ModTime()
-		seen[p] = true
-		if c, hit := r.b.Stat[p]; hit && c.Size == info.Size() && c.MtimeNS == mt.UnixNano() && c.SeenNS-c.MtimeNS >= int64(racyWindow) {
+		if cached && c.Size == info.Size() && c.MtimeNS == mt.UnixNano() && c.SeenNS-c.MtimeNS >= int64(racyWindow) {
 			r.locals[p] = &local{abs: en.Abs, sum: c.Sum, size: c.Size, mtime: mt}
 			return nil
 		}
@@ -895,7 +1006,7 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 		err = nil
 	}
 	for p := range r.b.Stat {
-		if !seen[p] {
+		if r.locals[p] == nil { // gone, or not synced this walk
 			delete(r.b.Stat, p)
 			r.dirty = true
 		}

@@ -28,7 +28,8 @@ import (
 type Remote interface {
 	// List reports what the remote holds now. prev is the listing the
 	// last completed round saw (zero on a first round); a driver may use
-	// its Tag to answer Unchanged without sending the entries again.
+	// its Tag to answer Unchanged without sending the entries again. prev
+	// is the engine's: List reads it and never changes it.
 	List(ctx context.Context, prev Listing) (Listing, error)
 	// Get returns the content of the given paths as the remote holds it
 	// now. A path the remote no longer holds is absent from the map.

@@ -48,6 +48,24 @@ type WatchOptions struct {
 	MaxBackoff time.Duration
 	// Observer receives every round's Event; it must not block.
 	Observer func(Event)
+	// Round runs one round in place of Engine.Round: a driver's own work
+	// around the engine's round (the team client's Sync, which keeps its
+	// SyncState).
+	Round func(ctx context.Context) (Result, error)
+	// Pause, when set, names a failure no retry can mend ("" for one worth
+	// retrying): no token, no access, a limit of the remote. The watcher
+	// then runs no round until Resume, or until a synced file is removed
+	// from the folder (what mends a limit; a round that fails the same
+	// way pauses again). A first round that fails so makes StartWatcher
+	// fail.
+	Pause func(err error) string
+	// Wake, when set, runs beside the watcher for its whole life and
+	// calls notify whenever the remote says it changed (a team server's
+	// long-poll, teammem.Remote.LongPoll), so a change made elsewhere
+	// starts a round at once rather than at the next Interval. It must
+	// return once ctx ends; when it returns early (the remote cannot
+	// wait), the Interval rounds go on.
+	Wake func(ctx context.Context, notify func()) error
 }
 
 // Event is one round a Watcher ran: its result, or why it failed, and
@@ -57,7 +75,8 @@ type Event struct {
 	Err    error
 	// Cause is "start", "local" (a change in the folder), "interval",
 	// "notify" (Watcher.Notify: the remote said it changed), "retry" (a
-	// failed round tried again) or "close" (the last round).
+	// failed round tried again), "resume" (Watcher.Resume) or "close"
+	// (the last round).
 	Cause string
 	At    time.Time
 	// Failures is the number of failed rounds in a row, this one
@@ -74,14 +93,21 @@ type Watcher struct {
 	e      *Engine
 	opts   WatchOptions
 	notify chan struct{}
+	resume chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
+	woke   chan struct{} // closed once Wake has returned (nil without Wake)
+
+	mu     sync.Mutex
+	paused string // why rounds are paused (WatchOptions.Pause), "" when they run
 }
 
 // StartWatcher runs a first round and starts watching. The first
-// round's error is reported to the Observer and retried like any other;
-// StartWatcher fails only when the folder cannot be watched or polled.
+// round's error is reported to the Observer and retried like any other,
+// unless WatchOptions.Pause names it: then StartWatcher returns it and
+// no watcher. Otherwise StartWatcher fails only when the folder cannot
+// be watched or polled.
 func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, error) {
 	if e == nil {
 		return nil, errors.New("foldersync: StartWatcher needs an Engine")
@@ -98,7 +124,10 @@ func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, 
 	if err := e.fs.MkdirAll(e.folder, 0o755); err != nil {
 		return nil, fmt.Errorf("foldersync: create the folder to watch: %w", err)
 	}
-	w := &Watcher{e: e, opts: opts, notify: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.Round == nil {
+		opts.Round = e.Round
+	}
+	w := &Watcher{e: e, opts: opts, notify: make(chan struct{}, 1), resume: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	var fsw *fsnotify.Watcher
 	if opts.Poll <= 0 {
 		var err error
@@ -106,8 +135,85 @@ func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, 
 			fsw, w.opts.Poll = nil, 500*time.Millisecond
 		}
 	}
-	go w.loop(ctx, fsw)
+	first := w.round(ctx, "start", 0)
+	// What the folder holds once the first round is over (polling): a
+	// change made after it, or after StartWatcher returns, is one.
+	last, seen := w.fingerprint(ctx), w.files(ctx)
+	w.observe(first)
+	if first.Err != nil && w.Paused() != "" {
+		if fsw != nil {
+			fsw.Close()
+		}
+		return nil, first.Err
+	}
+	if opts.Wake != nil {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		woke := make(chan struct{})
+		go func() {
+			defer close(woke)
+			_ = opts.Wake(wctx, w.Notify)
+		}()
+		go func() {
+			<-w.done
+			cancel()
+		}()
+		w.woke = woke
+	}
+	go w.loop(ctx, fsw, first, last, seen)
 	return w, nil
+}
+
+// round runs one round and records a pause.
+func (w *Watcher) round(ctx context.Context, cause string, failures int) Event {
+	res, err := w.opts.Round(context.WithoutCancel(ctx))
+	ev := Event{Result: res, Err: err, Cause: cause, At: time.Now(), Failures: failures}
+	if err != nil {
+		ev.Failures++
+		if w.opts.Pause != nil {
+			if why := w.opts.Pause(err); why != "" {
+				w.mu.Lock()
+				w.paused = why
+				w.mu.Unlock()
+			}
+		}
+	} else {
+		ev.Failures = 0
+	}
+	return ev
+}
+
+// observe reports an Event to the Observer.
+func (w *Watcher) observe(ev Event) {
+	if w.opts.Observer != nil {
+		w.opts.Observer(ev)
+	}
+}
+
+// Paused returns why the watcher runs no rounds (WatchOptions.Pause),
+// or "" when it runs them.
+func (w *Watcher) Paused() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.paused
+}
+
+// Resume lifts a pause (once its cause is mended: a new token, access
+// granted) and runs a round now.
+func (w *Watcher) Resume() {
+	w.mu.Lock()
+	w.paused = ""
+	w.mu.Unlock()
+	select {
+	case w.resume <- struct{}{}:
+	default:
+	}
+}
+
+// removed lifts a pause on the removal of a synced file.
+func (w *Watcher) removed() {
+	w.mu.Lock()
+	w.paused = ""
+	w.mu.Unlock()
 }
 
 // Watch runs a Watcher until ctx ends, then returns nil after its last
@@ -129,11 +235,14 @@ func (w *Watcher) Notify() {
 	}
 }
 
-// Close runs a last round when local changes are pending, stops the
-// watcher and waits for it.
+// Close runs a last round when local changes are pending (and rounds
+// are not paused), stops the watcher and waits for it.
 func (w *Watcher) Close() error {
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
+	if w.woke != nil {
+		<-w.woke
+	}
 	return nil
 }
 
@@ -166,7 +275,7 @@ func (w *Watcher) startNotify() (*fsnotify.Watcher, error) {
 	return fsw, nil
 }
 
-func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher) {
+func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, last [32]byte, seen map[string]bool) {
 	defer close(w.done)
 	var events <-chan fsnotify.Event
 	var errs <-chan error
@@ -180,36 +289,50 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher) {
 	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
-	failures := 0
+	failures := first.Failures
 	var dirtyAt, retryAt time.Time
-	lastRound := time.Now()
-	last := w.fingerprint(ctx)
-	run := func(cause string) {
-		res, err := w.e.Round(context.WithoutCancel(ctx))
-		now := time.Now()
-		if err != nil {
-			failures++
-			retryAt = now.Add(min(w.opts.Debounce<<min(failures, 20), w.opts.MaxBackoff))
+	lastRound := first.At
+	after := func(ev Event) {
+		failures = ev.Failures
+		if ev.Err != nil {
+			retryAt = ev.At.Add(min(w.opts.Debounce<<min(failures, 20), w.opts.MaxBackoff))
 		} else {
-			failures, retryAt = 0, time.Time{}
+			retryAt = time.Time{}
 		}
-		lastRound = now
+		lastRound = ev.At
 		if w.opts.Poll > 0 {
-			last = w.fingerprint(ctx) // the round's own writes are not a change
-		}
-		if w.opts.Observer != nil {
-			w.opts.Observer(Event{Result: res, Err: err, Cause: cause, At: now, Failures: failures})
+			// The round's own writes are not a change.
+			last, seen = w.fingerprint(ctx), w.files(ctx)
 		}
 	}
-	run("start")
+	failures, lastRound = first.Failures, first.At
+	if first.Err != nil {
+		retryAt = first.At.Add(min(w.opts.Debounce<<min(failures, 20), w.opts.MaxBackoff))
+	}
+	run := func(cause string) {
+		if w.Paused() != "" {
+			return
+		}
+		ev := w.round(ctx, cause, failures)
+		after(ev)
+		w.observe(ev) // once the round's own writes are taken in
+	}
+	local := func(name string, removal bool) {
+		if rel, err := filepath.Rel(w.e.folder, name); err == nil && w.e.included(filepath.ToSlash(rel)) {
+			dirtyAt = time.Now()
+			if removal {
+				w.removed()
+			}
+		}
+	}
 	closing := func() {
 		// Events the kernel already sent count: take them in first.
 		for drained := false; !drained; {
 			select {
 			case ev := <-events:
-				if rel, err := filepath.Rel(w.e.folder, ev.Name); err == nil && w.e.included(filepath.ToSlash(rel)) {
-					dirtyAt = time.Now()
-				}
+				local(ev.Name, false)
+			case <-w.notify:
+				dirtyAt = time.Now() // asked for just before Close
 			case <-time.After(50 * time.Millisecond):
 				drained = true
 			}
@@ -233,15 +356,17 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher) {
 			run("notify")
 			dirtyAt = time.Time{}
 			continue
+		case <-w.resume:
+			run("resume")
+			dirtyAt = time.Time{}
+			continue
 		case ev := <-events:
 			if ev.Has(fsnotify.Create) {
 				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() && !strings.HasPrefix(filepath.Base(ev.Name), ".") {
 					_ = fsw.Add(ev.Name)
 				}
 			}
-			if rel, err := filepath.Rel(w.e.folder, ev.Name); err == nil && w.e.included(filepath.ToSlash(rel)) {
-				dirtyAt = time.Now()
-			}
+			local(ev.Name, ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename))
 			continue
 		case <-errs:
 			dirtyAt = time.Now() // events may be lost: look again
@@ -251,9 +376,19 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher) {
 		now := time.Now()
 		if w.opts.Poll > 0 {
 			if fp := w.fingerprint(ctx); fp != last {
-				last, dirtyAt = fp, now
+				files := w.files(ctx)
+				for p := range seen {
+					if !files[p] {
+						w.removed()
+						break
+					}
+				}
+				last, seen, dirtyAt = fp, files, now
 				continue
 			}
+		}
+		if w.Paused() != "" {
+			continue
 		}
 		switch {
 		case !retryAt.IsZero():
@@ -268,6 +403,22 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher) {
 			run("interval")
 		}
 	}
+}
+
+// files lists the folder's synced files, for polling mode (nil
+// otherwise): a name gone from one list to the next is a removal.
+func (w *Watcher) files(ctx context.Context) map[string]bool {
+	if w.opts.Poll <= 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	_ = fswalk.Walk(ctx, w.e.fs, w.e.folder, func(en fswalk.Entry) error {
+		if !en.Type.IsDir() && w.e.included(en.Rel) {
+			out[en.Rel] = true
+		}
+		return nil
+	})
+	return out
 }
 
 // fingerprint sums the names, sizes and modification times of the

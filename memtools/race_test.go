@@ -114,7 +114,7 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 	wg.Go(func() { // the sync client's pull
 		for i := 0; !done.Load() || i < 60; i++ {
 			res, _ := puller.Pull(context.Background(), &teammem.SyncState{})
-			pullWrites.Add(int64(len(res.Written) + len(res.Skipped)))
+			pullWrites.Add(int64(len(res.Pulled) + len(res.Skipped)))
 		}
 	})
 	wg.Wait()

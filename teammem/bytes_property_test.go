@@ -57,7 +57,7 @@ func TestTeamSyncBytesExactOrRefused(t *testing.T) {
 		require.NoError(t, err)
 		skipped := map[string]string{}
 		for _, s := range res.Skipped {
-			skipped[s.Key] = s.Reason
+			skipped[s.Path] = s.Reason
 		}
 		_, err = newClient(t, e, b, nil).Sync(ctx, &teammem.SyncState{})
 		require.NoError(t, err)

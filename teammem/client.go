@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"path"
@@ -13,20 +12,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 	"unicode"
 
 	"github.com/agentmem-sdk/agentmem/secrets"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
-	"github.com/agentmem-sdk/agentmem/internal/fswalk"
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
-	"golang.org/x/text/unicode/norm"
 )
 
 // Client defaults.
@@ -78,7 +75,7 @@ type ClientOptions struct {
 	KeepDeleted bool
 	// AllowMassDelete lets a round delete more than foldersync.MassDeleteThreshold
 	// memories on one side. By default such a round deletes nothing on
-	// that side and reports the deletions in Result.Held.
+	// that side and reports the deletions in foldersync.Result.Held.
 	AllowMassDelete bool
 	// StateFile, when set, is where the SyncState is kept between runs
 	// (StatePath gives the usual place): every Pull, Push and Sync loads it
@@ -100,7 +97,7 @@ type ClientOptions struct {
 	// store folder is kept in step by its store's sync alone.
 	SkipDirs []string
 	// History, when set, makes each pull that changes files undoable: a
-	// snapshot (Result.Checkpoint) is taken before its first write, and
+	// snapshot (foldersync.Result.Checkpoint) is taken before its first write, and
 	// every file it writes or removes is recorded in it by the write
 	// itself, under the write's lock (memdir.Dir.WithHistory). Give the
 	// client its own filehistory.Tracker.
@@ -130,6 +127,8 @@ type ClientOptions struct {
 //	both changed, differently    the server's version takes the file; the
 //	                             local one is kept under ConflictsDirName
 //	                             and reported in Result.Conflicts
+//
+// (Result is the sync engine's: foldersync.Result.)
 //
 // A key with no base (a new state, a lost state file) is never deleted on
 // either side: a file only here is pushed, one only on the server pulled,
@@ -168,94 +167,17 @@ type SyncState struct {
 	// read of the server said (wire.Content.EntryAuthors; kept in the
 	// state file, read back by Attributions for the prompt).
 	Authors map[string]wire.Attribution
-	loaded  bool
-}
-
-// Skip says why a key was not synced.
-type Skip struct {
-	Key string
-	// Reason is "secret", "too_large", "invalid_key", "not_regular" (a link or a special file: never followed, never pushed), "not_utf8" (the
-	// file's bytes are not valid UTF-8: JSON could not carry them exactly),
-	// "nul_byte" (the file holds a NUL, which not every store can keep),
-	// "not_nfc" (the file's name is not in Unicode NFC form, which the
-	// server refuses), "screened" (SkipScreened: every server's screens
-	// refuse the content), all four left as they are and never
-	// overwritten by a pull, or, on pull,
-	// "write_failed" (the file could not be written, such as a key below
-	// a name that is a file here, RuleID SkipPathClash; the other keys
-	// are still written) or
-	// "checkpoint_failed" (ClientOptions.History could not save the file's
-	// previous version, so it was left as it is; the next pull retries).
-	Reason string
-	// RuleID and Label name the secret found (Reason "secret"), or the
-	// screen's rule and what to fix (Reason "screened"), or the server's
-	// error code and words (Reason SkipRefused), or SkipPathClash and
-	// what is in the way (Reason "write_failed"); Label is the
-	// reviewer's reason for Reason "review_rejected".
-	RuleID, Label string
-}
-
-// Result reports one Pull, Push or Sync.
-type Result struct {
-	// Written are the keys pull wrote to disk; Deleted those it removed
-	// for tombstones (with PropagateDeletes).
-	Written, Deleted []string
-	// Uploaded are the keys push sent; SoftDeleted those it asked the
-	// server to delete.
-	Uploaded, SoftDeleted []string
-	Skipped               []Skip
-	// Conflicts are keys both sides changed: one version is in the file,
-	// the other kept aside (Conflict.SavedAs).
-	Conflicts []Conflict
-	// StoreReset, when set, says why this round forgot the sync base: the
-	// server's store has another identity, or its repo is older than the
-	// one last seen (a replaced store, a restored backup). Nothing was
-	// deleted on either side.
-	StoreReset string
-	// Held lists the deletions the mass-delete hold kept back
-	// (ClientOptions.AllowMassDelete lets them through).
-	Held []MassDeleteHold
-	// StateError is set when the state file could not be read (the run
-	// went on without a base, deleting nothing).
-	StateError error
-	// Checkpoint names the snapshot taken before the pull changed files
-	// (ClientOptions.History); rewinding to it undoes the pull's writes.
-	Checkpoint string
-	// InReview are the keys this run sent that the server kept for a
-	// person's review (the repo's policy is "review" and the token is an
-	// agent's): not yet on the server, served to nobody else. The local
-	// files stay as they are, and no sync deletes them while they wait;
-	// each run sends them again (the server keeps one proposal) and
-	// reports them here until they are approved or rejected.
-	InReview []string
-	// NotModified: the pull got 304. ServerEmpty: the server has no data.
-	NotModified, ServerEmpty bool
-	Requests                 int
-	BytesSent                int64
-}
-
-// Add merges another result into r (for a caller that runs several steps).
-func (r *Result) Add(o Result) {
-	r.Written = append(r.Written, o.Written...)
-	r.Deleted = append(r.Deleted, o.Deleted...)
-	r.Uploaded = append(r.Uploaded, o.Uploaded...)
-	r.SoftDeleted = append(r.SoftDeleted, o.SoftDeleted...)
-	r.Skipped = append(r.Skipped, o.Skipped...)
-	r.Conflicts = append(r.Conflicts, o.Conflicts...)
-	r.Held = append(r.Held, o.Held...)
-	r.InReview = append(r.InReview, o.InReview...)
-	if o.StoreReset != "" {
-		r.StoreReset = o.StoreReset
-	}
-	if o.StateError != nil {
-		r.StateError = o.StateError
-	}
-	if o.Checkpoint != "" {
-		r.Checkpoint = o.Checkpoint
-	}
-	r.NotModified, r.ServerEmpty = o.NotModified, o.ServerEmpty
-	r.Requests += o.Requests
-	r.BytesSent += o.BytesSent
+	// Reset says why the last round took the server for another store
+	// than the one this directory agreed with (another identity, an
+	// emptied repo, an older version: a replaced store, a restored
+	// backup), "" when it did not: that round forgot Base and deleted
+	// nothing (its Result.BasisReset).
+	Reset string
+	// FileError is set when ClientOptions.StateFile could not be read
+	// (ErrCorruptState): this state started without a base, and its
+	// first round deleted nothing.
+	FileError error
+	loaded    bool
 }
 
 // ErrorClass sorts sync failures for callers and the watcher.
@@ -321,8 +243,10 @@ func (e *SyncError) Permanent() bool {
 	return e.Status >= 400 && e.Status < 500 && e.Status != 409 && e.Status != 429 && e.Status != 412
 }
 
-// Client syncs one team directory with the server. Safe for concurrent
-// use, but calls sharing one SyncState must not overlap.
+// Client syncs one team directory with the server: one sync engine
+// (foldersync.Engine) through one team driver (Remote), kept across
+// its Sync, Pull and Push calls so that an unchanged file is not read
+// again. Safe for concurrent use; its rounds run one at a time.
 type Client struct {
 	*transport
 	fs      afero.Fs
@@ -330,6 +254,17 @@ type Client struct {
 	scanner *secrets.Scanner // the team directory's
 	team    *memdir.Dir      // the team directory: how its files were written
 	aside   *memdir.Dir      // the conflicts folder beside it
+	remote  *Remote
+	engine  *foldersync.Engine
+
+	// mu holds a round: st is the state it runs with (the engine's
+	// Mirror).
+	mu      sync.Mutex
+	st      *SyncState
+	leftOut []string // SkipDirs, cleaned
+	// stated is the driver's view of the server the last round copied
+	// into its SyncState.
+	stated *repoView
 }
 
 // Configuration errors.
@@ -363,27 +298,38 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
 	c.aside = aside
+	c.remote = &Remote{t: t, scanner: c.scanner}
+	c.leftOut = c.skipDirs()
+	opts := foldersync.Options{
+		Include:         c.includes,
+		ConflictsDir:    c.conflictsDir(),
+		ConflictsIn:     aside,
+		KeepDeleted:     t.cfg.KeepDeleted,
+		AllowMassDelete: t.cfg.AllowMassDelete,
+		Retries:         t.cfg.ConflictRetries,
+		Now:             t.cfg.Now,
+		// A pull's checkpoint, and the local side of a conflict kept as
+		// <key>.<time>.md beside the team directory.
+		CheckpointPrefix: "team-pull",
+		AsideName:        func(rel, stamp string) string { return synctext.FitName(rel, "."+stamp+".md") }, // within a file name's limit
+		BasisInMemory:    true,
+		Mirror:           stateBasis{c},
+	}
+	if t.cfg.History != nil {
+		opts.History = t.cfg.History
+	}
+	if c.engine, err = foldersync.New(team, c.teamDir, c.remote, opts); err != nil {
+		return nil, fmt.Errorf("teammem: %w", err)
+	}
 	return c, nil
-}
-
-// localFile is a team file read for a sync.
-type localFile struct {
-	key, content, sum string
-	mtime             time.Time
 }
 
 // Hashes refreshes the state's ETag and known server checksums from the
 // hashes view, without fetching or writing any content (a cheap start for
 // a push from a fresh process).
-func (c *Client) Hashes(ctx context.Context, st *SyncState) (Result, error) {
-	var res Result
-	err := c.probe(ctx, st, &res)
-	return res, err
-}
-
-// probe refreshes the known server checksums from the hashes view.
-func (c *Client) probe(ctx context.Context, st *SyncState, res *Result) error {
-	resp, body, err := c.send(ctx, res, http.MethodGet, c.endpoint+"&view=hashes", nil, nil)
+func (c *Client) Hashes(ctx context.Context, st *SyncState) error {
+	var tr traffic
+	resp, body, err := c.send(ctx, &tr, http.MethodGet, c.endpoint+"&view=hashes", nil, nil)
 	if err != nil {
 		return err
 	}
@@ -399,38 +345,11 @@ func (c *Client) probe(ctx context.Context, st *SyncState, res *Result) error {
 	return nil
 }
 
-// Skip reasons for files whose bytes or name a push cannot carry exactly.
-const (
-	SkipNotUTF8 = "not_utf8"
-	SkipNULByte = "nul_byte"
-	SkipNotNFC  = "not_nfc"
-	// SkipScreened: a screen every server applies refuses the content (an
-	// invisible character, a high-confidence injection, a foreign link in
-	// MEMORY.md; package screen). RuleID names the rule, Label says what
-	// to fix.
-	SkipScreened = "screened"
-	// SkipRefused: the server refused this key alone (Label gives its
-	// error code and words: a key that cannot exist beside another, one
-	// its screens refuse); the file is left as it is and the rest of the
-	// push went through. Fix or rename the file.
-	SkipRefused = "refused"
-	// SkipPathClash is the RuleID of a "write_failed" pull whose key
-	// cannot be a file here: a name on its way is a file here where the
-	// server has a folder, or the key is a folder here (Label says
-	// which). The rest of the pull went through; rename one of them.
-	SkipPathClash = "path_clash"
-	// SkipReviewRejected: a person reviewing the repo already rejected
-	// this very change (the server keeps its reason; agentmem team review
-	// ls --status rejected shows it). The file is left as it is; change
-	// or remove it.
-	SkipReviewRejected = "review_rejected"
-)
-
-// skipDirs returns the folders this client never carries: SkipDirs and
-// those of the manifests found.
-func (c *Client) skipDirs(manifests []string) []string {
-	out := make([]string, 0, len(c.cfg.SkipDirs)+len(manifests))
-	for _, d := range append(append([]string{}, c.cfg.SkipDirs...), manifests...) {
+// skipDirs returns the folders this client never carries (SkipDirs),
+// cleaned.
+func (c *Client) skipDirs() []string {
+	out := make([]string, 0, len(c.cfg.SkipDirs))
+	for _, d := range c.cfg.SkipDirs {
 		if d = strings.Trim(path.Clean(filepath.ToSlash(d)), "/"); d != "" && d != "." {
 			out = append(out, d)
 		}
@@ -446,116 +365,6 @@ func underDirs(key string, dirs []string) bool {
 		}
 	}
 	return false
-}
-
-// readLocal reads the pushable files of the team dir, sorted by key, and
-// returns the folders the client never carries (SkipDirs and store
-// folders), whose files it leaves out.
-func (c *Client) readLocal(ctx context.Context) (files []localFile, permIssues bool, skipped []Skip, skipDirs []string, err error) {
-	var paths, others []fswalk.Entry
-	var manifests []string
-	err = fswalk.Walk(ctx, c.fs, c.teamDir, func(e fswalk.Entry) error {
-		if path.Base(e.Rel) == memdir.StoreManifestName && !e.Type.IsDir() {
-			manifests = append(manifests, path.Dir(e.Rel))
-		}
-		if e.Type.IsRegular() {
-			paths = append(paths, e)
-		} else if !e.Type.IsDir() {
-			others = append(others, e) // a link or a special file
-		}
-		return nil
-	})
-	skipDirs = c.skipDirs(manifests)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, false, nil, skipDirs, nil
-	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
-		return nil, true, nil, skipDirs, nil
-	case err != nil:
-		return nil, false, nil, skipDirs, err
-	}
-	for _, e := range others {
-		name := path.Base(e.Rel)
-		ext := path.Ext(name)
-		if underDirs(e.Rel, skipDirs) || strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || fswalk.Hidden(e.Rel) {
-			continue
-		}
-		// Never followed (its target may lie outside the folder), and
-		// said, so its author knows it is not shared.
-		skipped = append(skipped, Skip{Key: e.Rel, Reason: "not_regular"})
-	}
-	for _, e := range paths {
-		if underDirs(e.Rel, skipDirs) {
-			continue
-		}
-		name := path.Base(e.Rel)
-		ext := path.Ext(name)
-		if strings.HasPrefix(name, ".") || (ext != ".md" && ext != ".txt") || fswalk.Hidden(e.Rel) {
-			continue
-		}
-		info, err := c.fs.Stat(e.Abs)
-		if err != nil {
-			if isMissingOrDenied(err) {
-				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
-				continue
-			}
-			return nil, permIssues, skipped, skipDirs, err
-		}
-		if info.Size() > wire.MaxEntryBytes {
-			skipped = append(skipped, Skip{Key: e.Rel, Reason: "too_large"})
-			continue
-		}
-		if validateKeySyntax(e.Rel) != nil {
-			skipped = append(skipped, Skip{Key: e.Rel, Reason: "invalid_key"})
-			continue
-		}
-		if !norm.NFC.IsNormalString(e.Rel) {
-			// The server refuses a batch that holds such a key: skipped
-			// here, the rest of the push goes through.
-			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipNotNFC})
-			continue
-		}
-		data, err := afero.ReadFile(c.fs, e.Abs)
-		if err != nil {
-			if isMissingOrDenied(err) {
-				permIssues = permIssues || !errors.Is(err, fs.ErrNotExist)
-				continue
-			}
-			return nil, permIssues, skipped, skipDirs, err
-		}
-		var te *synctext.Error
-		if errors.As(synctext.CheckContent(data), &te) {
-			// JSON would carry other bytes than the file's: never pushed,
-			// and (unplanned) never overwritten by a pull.
-			reason := SkipNotUTF8
-			if te.Reason == synctext.ReasonNUL {
-				reason = SkipNULByte
-			}
-			c.log.Warn("teammem: file skipped: its bytes cannot be synced exactly", "event", "teammem_text_skipped", "reason", reason)
-			skipped = append(skipped, Skip{Key: e.Rel, Reason: reason})
-			continue
-		}
-		var se *screen.Error
-		if errors.As(screen.CheckShared(e.Rel, string(data)), &se) {
-			// Every server refuses it, and with it the whole batch:
-			// skipped here, the rest of the push goes through.
-			c.log.Warn("teammem: file skipped: the server's screens refuse it", "event", "teammem_screened_skipped", "rule", se.RuleID)
-			skipped = append(skipped, Skip{Key: e.Rel, Reason: SkipScreened, RuleID: se.RuleID, Label: se.Error()})
-			continue
-		}
-		if m, ok := c.scanner.First(string(data)); ok {
-			c.log.Warn("teammem: file skipped: it contains a secret", "event", "teammem_secret_skipped", "rule", m.RuleID)
-			skipped = append(skipped, Skip{Key: e.Rel, Reason: "secret", RuleID: m.RuleID, Label: m.Label})
-			continue
-		}
-		files = append(files, localFile{key: e.Rel, content: string(data), sum: wire.EntryChecksum(string(data)), mtime: info.ModTime()})
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].key < files[j].key })
-	return files, permIssues, skipped, skipDirs, nil
-}
-
-func isMissingOrDenied(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
 }
 
 func jsonLen(s string) int {

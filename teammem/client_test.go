@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/spf13/afero"
@@ -65,6 +66,47 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// requests is how many requests c's rounds have sent, and their body
+// bytes (Remote.Traffic).
+func requests(c *teammem.Client) (int, int64) { return c.Remote().Traffic() }
+
+// replies records the status of every reply a client gets.
+type replies struct {
+	mu  sync.Mutex
+	got []int
+}
+
+func (s *replies) Do(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(r)
+	if err == nil {
+		s.mu.Lock()
+		s.got = append(s.got, resp.StatusCode)
+		s.mu.Unlock()
+	}
+	return resp, err
+}
+
+// last is the status of the last reply.
+func (s *replies) last() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.got) == 0 {
+		return 0
+	}
+	return s.got[len(s.got)-1]
+}
+
+// skipsOf maps each skipped path to its reason's code (what comes
+// before the first colon).
+func skipsOf(res foldersync.Result) map[string]string {
+	out := map[string]string{}
+	for _, s := range res.Skipped {
+		code, _, _ := strings.Cut(s.Reason, ":")
+		out[s.Path] = code
+	}
+	return out
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -76,20 +118,23 @@ func TestPushPullDelta(t *testing.T) {
 	e := startServer(t, 100)
 	a := t.TempDir()
 	writeFiles(t, a, map[string]string{"ci.md": "CI stays green", "notes/db.md": "real DB", ".hidden.md": "no", "image.png": "no", ".git/x.md": "no"})
-	ca := newClient(t, e, a, nil)
+	codes := &replies{}
+	ca := newClient(t, e, a, func(c *teammem.ClientOptions) { c.HTTP = codes })
 	var sa teammem.SyncState
 	res, err := ca.Push(context.Background(), &sa)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ci.md", "notes/db.md"}, res.Uploaded)
-	assert.Equal(t, 2, res.Requests, "the hashes view, then one PUT")
+	assert.Equal(t, []string{"ci.md", "notes/db.md"}, res.Pushed)
+	n, _ := requests(ca)
+	assert.Equal(t, 2, n, "the hashes view, then one PUT")
 
 	// Pull into an empty directory.
 	b := t.TempDir()
-	cb := newClient(t, e, b, nil)
+	codesB := &replies{}
+	cb := newClient(t, e, b, func(c *teammem.ClientOptions) { c.HTTP = codesB })
 	var sb teammem.SyncState
 	res, err = cb.Pull(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ci.md", "notes/db.md"}, res.Written)
+	assert.Equal(t, []string{"ci.md", "notes/db.md"}, res.Pulled)
 	assert.Equal(t, "real DB", readFile(t, filepath.Join(b, "notes", "db.md")))
 	assert.Equal(t, sa.ETag, sb.ETag)
 
@@ -97,7 +142,8 @@ func TestPushPullDelta(t *testing.T) {
 	info1, _ := os.Stat(filepath.Join(b, "ci.md"))
 	res, err = cb.Pull(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.True(t, res.NotModified)
+	assert.Equal(t, http.StatusNotModified, codesB.last())
+	assert.Empty(t, res.Pulled)
 	info2, _ := os.Stat(filepath.Join(b, "ci.md"))
 	assert.Equal(t, info1.ModTime(), info2.ModTime())
 
@@ -105,17 +151,20 @@ func TestPushPullDelta(t *testing.T) {
 	writeFiles(t, a, map[string]string{"ci.md": "CI stays green, always"})
 	res, err = ca.Push(context.Background(), &sa)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ci.md"}, res.Uploaded)
+	assert.Equal(t, []string{"ci.md"}, res.Pushed)
 
 	// No-change sync: a conditional GET answered 304, no body sent.
 	_, err = ca.Sync(context.Background(), &sa)
 	require.NoError(t, err)
+	n0, b0 := requests(ca)
 	res, err = ca.Sync(context.Background(), &sa)
 	require.NoError(t, err)
-	assert.Equal(t, 1, res.Requests)
-	assert.True(t, res.NotModified)
-	assert.Zero(t, res.BytesSent)
-	assert.Empty(t, res.Uploaded)
+	n1, b1 := requests(ca)
+	assert.Equal(t, 1, n1-n0)
+	assert.Equal(t, http.StatusNotModified, codes.last())
+	assert.Zero(t, b1-b0)
+	assert.Empty(t, res.Pushed)
+	assert.True(t, res.Unchanged)
 
 	// Without a base (a fresh state), a local-only file is pushed, and two
 	// different versions of one key are a conflict: the server's takes the
@@ -124,9 +173,9 @@ func TestPushPullDelta(t *testing.T) {
 	res, err = cb.Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	assert.Equal(t, "CI stays green, always", readFile(t, filepath.Join(b, "ci.md")))
-	assert.Equal(t, []string{"local-only.md"}, res.Uploaded)
+	assert.Equal(t, []string{"local-only.md"}, res.Pushed)
 	require.Len(t, res.Conflicts, 1)
-	assert.Equal(t, "ci.md", res.Conflicts[0].Key)
+	assert.Equal(t, "ci.md", res.Conflicts[0].Path)
 	assert.Equal(t, "stale edit", readFile(t, res.Conflicts[0].SavedAs))
 	assert.Equal(t, filepath.Join(filepath.Dir(b), teammem.ConflictsDirName), filepath.Dir(res.Conflicts[0].SavedAs), "kept outside the synced directory")
 }
@@ -148,13 +197,13 @@ func TestPushNeverOverwritesATeammatesEdit(t *testing.T) {
 	writeFiles(t, b, map[string]string{"y.md": "from b"})
 	res, err := cb.Push(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"y.md"}, res.Uploaded, "B's unchanged old copy is not an edit")
+	assert.Equal(t, []string{"y.md"}, res.Pushed, "B's unchanged old copy is not an edit")
 	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"x.md": "from a, v2", "y.md": "from b"}, got.Entries)
 	res, err = cb.Pull(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"x.md"}, res.Written)
+	assert.Equal(t, []string{"x.md"}, res.Pulled)
 	assert.Equal(t, "from a, v2", readFile(t, filepath.Join(b, "x.md")))
 
 	// Both edit x.md: each sync keeps every edit somewhere.
@@ -164,8 +213,8 @@ func TestPushNeverOverwritesATeammatesEdit(t *testing.T) {
 	require.NoError(t, err)
 	res, err = cb.Push(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.Empty(t, res.Uploaded, "a push does not overwrite a teammate's edit")
-	assert.Equal(t, []teammem.Skip{{Key: "x.md", Reason: "conflict"}}, res.Skipped)
+	assert.Empty(t, res.Pushed, "a push does not overwrite a teammate's edit")
+	assert.Equal(t, []foldersync.Skip{{Path: "x.md", Reason: foldersync.SkipConflict}}, res.Skipped)
 	res, err = cb.Sync(context.Background(), &sb)
 	require.NoError(t, err)
 	require.Len(t, res.Conflicts, 1)
@@ -186,8 +235,8 @@ func TestConflictRetry(t *testing.T) {
 	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, nil)
 	res, err := c.Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err, "412 → read again → PUT")
-	assert.Equal(t, []string{"mine.md"}, res.Uploaded)
-	assert.Equal(t, []string{"seed.md", "teammate.md"}, res.Written)
+	assert.Equal(t, []string{"mine.md"}, res.Pushed)
+	assert.Equal(t, []string{"seed.md", "teammate.md"}, res.Pulled)
 	got, err := e.store.Get(context.Background(), repo, true)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"mine.md": "ours", "seed.md": "seed", "teammate.md": "theirs"}, got.Entries)
@@ -210,20 +259,20 @@ func TestSkipsAndLimits(t *testing.T) {
 	assert.Equal(t, teammem.ClassTooManyEntries, se.Class)
 	assert.True(t, se.Permanent())
 	assert.Equal(t, 3, st.MaxEntries, "the limit is learned")
-	assert.Equal(t, 2, res.Requests, "the hashes view and one PUT: no retry on 413")
-	reasons := map[string]string{}
+	n, _ := requests(c)
+	assert.Equal(t, 2, n, "the hashes view and one PUT: no retry on 413")
 	for _, s := range res.Skipped {
-		reasons[s.Key] = s.Reason
-		if s.Reason == "secret" {
-			assert.Equal(t, "GitHub PAT", s.Label)
+		if s.Path == "secret.md" {
+			assert.Equal(t, "secret: GitHub PAT", s.Reason)
 		}
 	}
-	assert.Equal(t, map[string]string{"secret.md": "secret", "huge.md": "too_large"}, reasons)
+	assert.Equal(t, map[string]string{"secret.md": "secret", "huge.md": "too_large"}, skipsOf(res))
 
 	res, err = c.Push(context.Background(), &st)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a.md", "b.md", "c.md"}, res.Uploaded, "only the first N keys, sorted")
-	assert.Contains(t, res.Skipped, teammem.Skip{Key: "d.md", Reason: "over_limit"})
+	assert.Equal(t, []string{"a.md", "b.md", "c.md"}, res.Pushed, "only the first N keys, sorted")
+	assert.Equal(t, "refused", skipsOf(res)["d.md"])
+	assert.Contains(t, res.Skipped, foldersync.Skip{Path: "d.md", Reason: "refused: over_limit: the repo holds as many entries as the server allows"})
 }
 
 func TestHostileKeyFromServerRefused(t *testing.T) {
@@ -237,7 +286,7 @@ func TestHostileKeyFromServerRefused(t *testing.T) {
 	c := newClient(t, e, team, nil)
 	res, err := c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ok.md"}, res.Written)
+	assert.Equal(t, []string{"ok.md"}, res.Pulled)
 	assert.Len(t, res.Skipped, 2)
 	_, err = os.Stat(filepath.Join(root, "escape.md"))
 	assert.True(t, os.IsNotExist(err))
@@ -262,19 +311,19 @@ func TestDeletionPropagation(t *testing.T) {
 	writeFiles(t, b, map[string]string{"edited.md": "b's edit"})
 	res, err := ca.Sync(context.Background(), &sa)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"edited.md", "gone.md"}, res.SoftDeleted, "deletions propagate by default")
+	assert.Equal(t, []string{"edited.md", "gone.md"}, res.DeletedRemote, "deletions propagate by default")
 
 	res, err = cb.Sync(context.Background(), &sb)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gone.md"}, res.Deleted, "an unchanged copy follows the deletion")
-	assert.Equal(t, []string{"edited.md"}, res.Uploaded, "an edit beats a deletion")
+	assert.Equal(t, []string{"gone.md"}, res.DeletedLocal, "an unchanged copy follows the deletion")
+	assert.Equal(t, []string{"edited.md"}, res.Pushed, "an edit beats a deletion")
 	_, err = os.Stat(filepath.Join(b, "gone.md"))
 	assert.True(t, os.IsNotExist(err))
 
 	// A's next sync brings the edit back; gone.md stays gone everywhere.
 	res, err = ca.Sync(context.Background(), &sa)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"edited.md"}, res.Written)
+	assert.Equal(t, []string{"edited.md"}, res.Pulled)
 	_, err = os.Stat(filepath.Join(a, "gone.md"))
 	assert.True(t, os.IsNotExist(err), "a deleted memory does not come back")
 
@@ -287,8 +336,8 @@ func TestDeletionPropagation(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(c, "keep.md")))
 	res, err = cc.Sync(context.Background(), &sc)
 	require.NoError(t, err)
-	assert.Empty(t, res.SoftDeleted)
-	assert.Equal(t, []string{"keep.md"}, res.Written)
+	assert.Empty(t, res.DeletedRemote)
+	assert.Equal(t, []string{"keep.md"}, res.Pulled)
 }
 
 // TestStaleCopyOfADeletedMemory: a teammate with no sync state (a new
@@ -313,7 +362,7 @@ func TestStaleCopyOfADeletedMemory(t *testing.T) {
 
 	res, err := newClient(t, e, stale, nil).Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Empty(t, res.Uploaded, "the stale copy is not pushed back")
+	assert.Empty(t, res.Pushed, "the stale copy is not pushed back")
 	require.Len(t, res.Conflicts, 1)
 	assert.Equal(t, "old", readFile(t, res.Conflicts[0].SavedAs))
 	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
@@ -338,16 +387,17 @@ func TestStateFile(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(team, "a.md")))
 	res, err := newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a.md"}, res.SoftDeleted, "a new process remembers the base")
+	assert.Equal(t, []string{"a.md"}, res.DeletedRemote, "a new process remembers the base")
 
 	// A torn state file: no base, so nothing is deleted, b.md is kept.
 	require.NoError(t, os.WriteFile(statePath, []byte(`{"format":1,"base":{"b.md`), 0o600))
 	require.NoError(t, os.Remove(filepath.Join(team, "b.md")))
-	res, err = newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
+	var torn teammem.SyncState
+	res, err = newClient(t, e, team, withState).Sync(context.Background(), &torn)
 	require.NoError(t, err)
-	assert.ErrorIs(t, res.StateError, teammem.ErrCorruptState)
-	assert.Empty(t, res.SoftDeleted)
-	assert.Equal(t, []string{"b.md"}, res.Written, "the file comes back rather than being deleted everywhere")
+	assert.ErrorIs(t, torn.FileError, teammem.ErrCorruptState)
+	assert.Empty(t, res.DeletedRemote)
+	assert.Equal(t, []string{"b.md"}, res.Pulled, "the file comes back rather than being deleted everywhere")
 }
 
 func TestRetries(t *testing.T) {
@@ -372,9 +422,10 @@ func TestRetries(t *testing.T) {
 	var delays []time.Duration
 	c, err := teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/team"), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
 	require.NoError(t, err)
-	res, err := c.Pull(context.Background(), &teammem.SyncState{})
+	_, err = c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, 3, res.Requests)
+	n, _ := requests(c)
+	assert.Equal(t, 3, n)
 	assert.Equal(t, []time.Duration{625 * time.Millisecond, 7 * time.Second}, delays, "500ms + 25% jitter, then Retry-After")
 
 	// Retries give up after 3, and 401 is never retried.
@@ -386,11 +437,13 @@ func TestRetries(t *testing.T) {
 		mu.Lock()
 		calls, statuses = 0, []int{tc.status}
 		mu.Unlock()
-		res, err := c.Pull(context.Background(), &teammem.SyncState{})
+		n0, _ := requests(c)
+		_, err := c.Pull(context.Background(), &teammem.SyncState{})
 		var se *teammem.SyncError
 		require.ErrorAs(t, err, &se, "%d", tc.status)
 		assert.Equal(t, tc.class, se.Class)
-		assert.Equal(t, tc.requests, res.Requests, "%d", tc.status)
+		n, _ := requests(c)
+		assert.Equal(t, tc.requests, n-n0, "%d", tc.status)
 	}
 	_, err = teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop"})
 	assert.ErrorIs(t, err, teammem.ErrNoToken)
@@ -422,8 +475,8 @@ func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {
 	// entry), and c.md is never "deleted" to make room: it is on disk.
 	res, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
-	assert.Contains(t, res.Skipped, teammem.Skip{Key: "0.md", Reason: "over_limit"})
-	assert.Empty(t, res.SoftDeleted, "c.md is on disk: it is not deleted")
+	assert.Equal(t, "refused", skipsOf(res)["0.md"])
+	assert.Empty(t, res.DeletedRemote, "c.md is on disk: it is not deleted")
 	assert.Equal(t, "3", serverEntries(t, e)["c.md"])
 }
 
@@ -440,7 +493,7 @@ func TestSkippedFileIsNotDeleted(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"deploy.md": "deploys with " + "gh" + "p_" + strings.Repeat("aB3dE5fG7h", 3) + "aB3dE5"})
 	res, err := c.Push(context.Background(), &st)
 	require.NoError(t, err)
-	assert.Empty(t, res.SoftDeleted)
+	assert.Empty(t, res.DeletedRemote)
 	require.Len(t, res.Skipped, 1)
 	assert.Equal(t, "deploys on Tuesdays", serverEntries(t, e)["deploy.md"])
 }
@@ -464,20 +517,14 @@ func TestPullSkipsWhatItCannotWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "team")
 	res, err := newClient(t, syncEnv{url: srv.URL, token: "t"}, dir, nil).Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a.md", "z.md"}, res.Written)
-	reasons := map[string]string{}
+	assert.Equal(t, []string{"a.md", "z.md"}, res.Pulled)
+	assert.Equal(t, map[string]string{"fd.md": foldersync.SkipPathClash, "fd.md/child.md": foldersync.SkipPathClash, "leak.md": "secret"}, skipsOf(res))
 	for _, s := range res.Skipped {
-		reasons[s.Key] = s.Reason
-	}
-	assert.Equal(t, map[string]string{"fd.md": "write_failed", "fd.md/child.md": "write_failed", "leak.md": "secret"}, reasons)
-	for _, s := range res.Skipped {
-		switch s.Key {
+		switch s.Path {
 		case "fd.md/child.md":
-			assert.Equal(t, teammem.SkipPathClash, s.RuleID)
-			assert.Equal(t, "fd.md is in the way", s.Label)
+			assert.Equal(t, foldersync.SkipPathClash+": fd.md is in the way", s.Reason)
 		case "fd.md":
-			assert.Equal(t, teammem.SkipPathClash, s.RuleID)
-			assert.Equal(t, "fd.md/child.md is in the way", s.Label)
+			assert.Equal(t, foldersync.SkipPathClash+": fd.md/child.md is in the way", s.Reason)
 		}
 	}
 	_, err = os.Stat(filepath.Join(dir, "leak.md"))
@@ -499,7 +546,7 @@ func TestReplyCapFollowsServerLimits(t *testing.T) {
 	dst := t.TempDir()
 	res, err := newClient(t, e, dst, func(c *teammem.ClientOptions) { c.MaxReplyBytes = 4 << 10 }).Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err, "a 120 KB repo through a 4 KiB initial cap")
-	assert.Len(t, res.Written, 20)
+	assert.Len(t, res.Pulled, 20)
 }
 
 // TestRestoreIsConditional: a restore writes an old version back as a new
@@ -538,18 +585,19 @@ func TestUnconditionalPushMeetsATeammate(t *testing.T) {
 	proxy := teammateWritesOnFirstPut(t, e, map[string]string{"theirs.md": "a teammate's"})
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"mine.md": "ours"})
-	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, nil)
+	codes := &replies{}
+	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, func(c *teammem.ClientOptions) { c.HTTP = codes })
 	var st teammem.SyncState
 	res, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"mine.md"}, res.Uploaded)
+	assert.Equal(t, []string{"mine.md"}, res.Pushed)
 	res, err = c.Sync(context.Background(), &st)
 	require.NoError(t, err)
-	assert.False(t, res.NotModified, "the state's tag covered a file it did not know")
-	assert.Equal(t, []string{"theirs.md"}, res.Written)
-	res, err = c.Sync(context.Background(), &st)
+	assert.NotEqual(t, http.StatusNotModified, codes.last(), "the state's tag covered a file it did not know")
+	assert.Equal(t, []string{"theirs.md"}, res.Pulled)
+	_, err = c.Sync(context.Background(), &st)
 	require.NoError(t, err)
-	assert.True(t, res.NotModified, "now the tag and the state agree")
+	assert.Equal(t, http.StatusNotModified, codes.last(), "now the tag and the state agree")
 }
 
 // teammateWritesOnFirstPut returns a proxy to the server that, on the first
@@ -594,12 +642,11 @@ func TestOneRefusedKeyNeverBlocksThePush(t *testing.T) {
 	c := newClient(t, e, dir, nil)
 	res, err := c.Push(ctx, &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"good.md"}, res.Uploaded)
+	assert.Equal(t, []string{"good.md"}, res.Pushed)
 	require.Len(t, res.Skipped, 1)
-	assert.Equal(t, "x.md", res.Skipped[0].Key)
-	assert.Equal(t, teammem.SkipRefused, res.Skipped[0].Reason)
-	assert.Equal(t, wire.CodeKeyConflict, res.Skipped[0].RuleID)
-	assert.NotContains(t, res.Skipped[0].Label, "nothing was written")
+	assert.Equal(t, "x.md", res.Skipped[0].Path)
+	assert.True(t, strings.HasPrefix(res.Skipped[0].Reason, foldersync.SkipRefused+": "+wire.CodeKeyConflict+": "), res.Skipped[0].Reason)
+	assert.NotContains(t, res.Skipped[0].Reason, "nothing was written")
 	assert.Equal(t, "good", serverEntries(t, e)["good.md"])
 	assert.Equal(t, "a file", readFile(t, filepath.Join(dir, "x.md")))
 
@@ -608,7 +655,7 @@ func TestOneRefusedKeyNeverBlocksThePush(t *testing.T) {
 	require.NoError(t, err)
 	refused := false
 	for _, s := range res.Skipped {
-		refused = refused || s.Key == "x.md" && s.Reason == teammem.SkipRefused
+		refused = refused || s.Path == "x.md" && strings.HasPrefix(s.Reason, foldersync.SkipRefused+":")
 	}
 	assert.True(t, refused, "a sync refuses it again: %+v", res.Skipped)
 	assert.Equal(t, "a file", readFile(t, filepath.Join(dir, "x.md")))

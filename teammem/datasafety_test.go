@@ -74,7 +74,7 @@ func TestDeletionOnlyOnEvidence(t *testing.T) {
 
 	e.swap(t, teamserver.NewMemoryStore())
 	for _, mode := range []string{"pull", "sync"} {
-		var res teammem.Result
+		var res foldersync.Result
 		var st teammem.SyncState
 		if mode == "pull" {
 			res, err = c.Pull(ctx, &st)
@@ -82,13 +82,14 @@ func TestDeletionOnlyOnEvidence(t *testing.T) {
 			res, err = c.Sync(ctx, &st)
 		}
 		require.NoError(t, err, mode)
-		assert.Empty(t, res.Deleted, mode)
+		assert.Empty(t, res.DeletedLocal, mode)
 		assert.Equal(t, "alpha", readFile(t, filepath.Join(dir, "a.md")), mode)
 		assert.Equal(t, "bee", readFile(t, filepath.Join(dir, "b.md")), mode)
 		if mode == "pull" {
-			assert.Contains(t, res.StoreReset, "not the one this directory last synced with")
+			assert.True(t, res.BasisReset, mode)
+			assert.Contains(t, st.Reset, "not the one this directory last synced with")
 		} else {
-			assert.ElementsMatch(t, []string{"a.md", "b.md"}, res.Uploaded, "what the new store lacks is pushed")
+			assert.ElementsMatch(t, []string{"a.md", "b.md"}, res.Pushed, "what the new store lacks is pushed")
 		}
 	}
 
@@ -101,11 +102,12 @@ func TestDeletionOnlyOnEvidence(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(other, "b.md")))
 	res, err := co.Sync(ctx, &so)
 	require.NoError(t, err)
-	require.Equal(t, []string{"b.md"}, res.SoftDeleted)
-	res, err = c.Sync(ctx, &teammem.SyncState{})
+	require.Equal(t, []string{"b.md"}, res.DeletedRemote)
+	var sc teammem.SyncState
+	res, err = c.Sync(ctx, &sc)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"b.md"}, res.Deleted)
-	assert.Empty(t, res.StoreReset)
+	assert.Equal(t, []string{"b.md"}, res.DeletedLocal)
+	assert.Empty(t, sc.Reset)
 }
 
 func TestRestoredStoreVersionGoesBack(t *testing.T) {
@@ -134,11 +136,12 @@ func TestRestoredStoreVersionGoesBack(t *testing.T) {
 	assert.Contains(t, string(raw), `"storeId":"`+live.ID()+`"`)
 
 	e.swap(t, sameID{backup, live.ID()})
-	res, err := c.Sync(ctx, &teammem.SyncState{})
+	var restored teammem.SyncState
+	res, err := c.Sync(ctx, &restored)
 	require.NoError(t, err)
-	assert.Contains(t, res.StoreReset, "older than version")
-	assert.Empty(t, res.Deleted)
-	assert.ElementsMatch(t, []string{"late.md", "edited.md"}, res.Uploaded)
+	assert.Contains(t, restored.Reset, "older than version")
+	assert.Empty(t, res.DeletedLocal)
+	assert.ElementsMatch(t, []string{"late.md", "edited.md"}, res.Pushed)
 	require.Len(t, res.Conflicts, 1)
 	assert.True(t, res.Conflicts[0].LocalKept)
 	assert.Equal(t, "first", readFile(t, res.Conflicts[0].SavedAs), "the server's older copy is kept aside")
@@ -146,10 +149,11 @@ func TestRestoredStoreVersionGoesBack(t *testing.T) {
 	assert.Equal(t, "after the backup", readFile(t, filepath.Join(dir, "late.md")))
 
 	// The next round is an ordinary one.
-	res, err = c.Sync(ctx, &teammem.SyncState{})
+	var next teammem.SyncState
+	res, err = c.Sync(ctx, &next)
 	require.NoError(t, err)
-	assert.Empty(t, res.StoreReset)
-	assert.Empty(t, res.Uploaded)
+	assert.Empty(t, next.Reset)
+	assert.Empty(t, res.Pushed)
 	assert.Empty(t, res.Conflicts)
 }
 
@@ -175,7 +179,7 @@ func TestMassDeleteHoldLibrary(t *testing.T) {
 	}
 	res, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
-	assert.Len(t, res.SoftDeleted, 50)
+	assert.Len(t, res.DeletedRemote, 50)
 	assert.Empty(t, res.Held)
 
 	// 51 of the 70 left are held; an edit in the same round still lands.
@@ -186,11 +190,11 @@ func TestMassDeleteHoldLibrary(t *testing.T) {
 	res, err = c.Sync(ctx, &st)
 	require.NoError(t, err)
 	require.Len(t, res.Held, 1)
-	assert.Equal(t, "server", res.Held[0].Side)
-	assert.Len(t, res.Held[0].Keys, 51)
+	assert.Equal(t, "remote", res.Held[0].Side)
+	assert.Len(t, res.Held[0].Paths, 51)
 	assert.Equal(t, 70, res.Held[0].Tracked)
-	assert.Empty(t, res.SoftDeleted)
-	assert.Equal(t, []string{"m119.md"}, res.Uploaded)
+	assert.Empty(t, res.DeletedRemote)
+	assert.Equal(t, []string{"m119.md"}, res.Pushed)
 	snap, err := e.store.Get(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, false)
 	require.NoError(t, err)
 	assert.Len(t, snap.Checksums, 70, "the server kept them")
@@ -203,7 +207,7 @@ func TestMassDeleteHoldLibrary(t *testing.T) {
 	res, err = confirmed.Sync(ctx, &st)
 	require.NoError(t, err)
 	assert.Empty(t, res.Held)
-	assert.Len(t, res.SoftDeleted, 51)
+	assert.Len(t, res.DeletedRemote, 51)
 }
 
 func TestTLSFailureSaysWhatIsWrong(t *testing.T) {
@@ -295,7 +299,7 @@ func TestRestoredStoreWrittenBackToTheSameVersion(t *testing.T) {
 
 	res, err := cb.Sync(ctx, &benState)
 	require.NoError(t, err)
-	assert.Contains(t, res.StoreReset, "other content at version")
-	assert.Empty(t, res.SoftDeleted, "nothing deleted on the server on the base's word")
+	assert.Contains(t, benState.Reset, "other content at version")
+	assert.Empty(t, res.DeletedRemote, "nothing deleted on the server on the base's word")
 	assert.Equal(t, "written after the restore", readFile(t, filepath.Join(ben, "ana.md")))
 }

@@ -20,16 +20,22 @@
 //     github.com/agentmem-sdk/agentmem/rootfs.
 //   - Sync with a server (package teamserver is the reference one):
 //     Client with Pull, Push, Sync and Hashes over a caller-owned
-//     SyncState (three-way base; StatePath, ClientOptions.StateFile),
-//     Result (written, deleted, uploaded, conflicts, skipped with
-//     reasons, requests, bytes), SyncError with an ErrorClass,
-//     WaitForChange (the long-poll), and Watcher (syncs both ways;
-//     Notify, Suppressed, Resume, Close). The wire format is in wire.go
-//     (wire.EntryChecksum, wire.RepoChecksum, the JSON bodies, wire.LimitsView).
+//     SyncState (three-way base; StatePath, ClientOptions.StateFile):
+//     each is one round of the sync engine (package foldersync) through
+//     the team driver, Remote, and returns the engine's foldersync.Result
+//     (pulled, pushed, deleted on either side, conflicts, skips with the
+//     engine's or the driver's reasons, holds); SyncState.Reset says why
+//     a round took the server for a replaced store, Remote.Traffic counts
+//     requests and bytes. SyncError with an ErrorClass; WaitForChange
+//     and Remote.LongPoll (the long-poll); Client.StartWatcher, the
+//     engine's watcher (foldersync.Watcher: Notify, Paused, Resume,
+//     Close) running the client's Sync. The wire format is in package
+//     wire (wire.EntryChecksum, wire.RepoChecksum, the JSON bodies,
+//     wire.LimitsView).
 //
 // # Sync semantics
 //
-// Pull, Push, Sync and the Watcher all decide each key three ways: the
+// Pull, Push, Sync and the watcher all decide each key three ways: the
 // local file, the server's entry and the base (the checksum both sides
 // last agreed on, kept in SyncState and, with ClientOptions.StateFile, on
 // disk beside the team directory). See SyncState for the rules: a change
@@ -37,7 +43,7 @@
 // (unless KeepDeleted), an edit beats a deletion, and when both sides
 // edited a key, Sync puts the server's version in the file and keeps the
 // local one under ConflictsDirName (Result.Conflicts), while Pull and Push
-// leave the key as it is (Skip reason "conflict"): Pull never overwrites a
+// leave the key as it is (foldersync.SkipConflict): Pull never overwrites a
 // local edit, Push never a teammate's. Without a base nothing is deleted.
 //
 // # Data safety
@@ -50,7 +56,8 @@
 // restored backup) makes the round forget the base, delete nothing, keep
 // every local memory (a differing key keeps the local version; the
 // server's is kept aside, Conflict.LocalKept) and push what the server
-// lacks, reported in Result.StoreReset. A round that would delete more
+// lacks, reported in Result.BasisReset and, with the reason, in
+// SyncState.Reset. A round that would delete more
 // than foldersync.MassDeleteThreshold of the tracked memories on one side deletes
 // none of them there (Result.Held) unless ClientOptions.AllowMassDelete.
 // With ClientOptions.History every pull that writes or deletes takes a
@@ -59,7 +66,7 @@
 //
 // Each key passes ValidateTeamMemKey before it is written; entries over
 // wire.MaxEntryBytes, entries holding a secret and keys the local filesystem
-// cannot hold (Skip reason "write_failed") are skipped and reported while
+// cannot hold (foldersync.SkipPathClash) are skipped and reported while
 // the rest are written, through memdir's WriteGate. Push reads regular
 // .md and .txt files not starting with "." (skipping those over
 // wire.MaxEntryBytes and those holding a secret), packs the changes sorted by
@@ -72,10 +79,12 @@
 // reaches MaxReplyBytes makes the client ask the server's limits view
 // once and raise the cap to what the server can hold.
 //
-// The Watcher syncs at start, after local changes (debounced), at least
-// every Interval, at once when the server's long-poll (WaitForChange)
-// reports a change, and again with backoff after a failure until the
-// change lands; Close flushes.
+// The watcher (Client.StartWatcher) syncs at start, after local changes
+// (debounced), at least every Interval, at once when the server's
+// long-poll (Remote.LongPoll, its Wake) reports a change, and again with
+// backoff after a failure until the change lands; a permanent failure
+// (SyncError.Permanent) pauses it until Resume or a file's removal;
+// Close flushes. Its file selection is the engine's.
 //
 // # Errors
 //

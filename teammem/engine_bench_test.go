@@ -119,3 +119,85 @@ func BenchmarkEngineRound(b *testing.B) {
 	b.ReportMetric(float64(after-before)/float64(full), "bytes-ratio")
 	b.ReportMetric(float64(full), "full-bytes")
 }
+
+// BenchmarkClientRound is BenchmarkEngineRound through the team client
+// (Client.Sync: the driver, the SyncState, the store-folder check): one
+// Client keeps its engine across calls, so an unchanged round reads no
+// file. x-floor is an unchanged Sync's time over a stat walk of the
+// folder, both measured here, in turns.
+func BenchmarkClientRound(b *testing.B) {
+	const n = 2000
+	body := make([]byte, 600)
+	for i := range body {
+		body[i] = 'a' + byte(i%26)
+	}
+	ctx := context.Background()
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000, RatePerToken: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	dir := filepath.Join(b.TempDir(), "team")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st teammem.SyncState
+	round := func() foldersync.Result {
+		res, err := c.Sync(ctx, &st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	if res := round(); len(res.Pushed) != n {
+		b.Fatalf("the first round pushed %d of %d", len(res.Pushed), n)
+	}
+	past := time.Now().Add(-time.Hour) // files of a folder in use: past the racy window
+	for i := range n {
+		if err := os.Chtimes(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), past, past); err != nil {
+			b.Fatal(err)
+		}
+	}
+	round() // settles what the first round learned
+	round()
+	walk := func() {
+		if err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+			if err != nil || de.IsDir() {
+				return err
+			}
+			_, err = de.Info()
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var roundT, walkT time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if res := round(); !res.Unchanged {
+			b.Fatalf("an unchanged folder's round did something: %+v", res)
+		}
+		roundT += time.Since(start)
+		b.StopTimer()
+		start = time.Now()
+		walk()
+		walkT += time.Since(start)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(roundT)/float64(walkT), "x-floor")
+}

@@ -99,9 +99,10 @@ func TestFaultsRetriedWithinBounds(t *testing.T) {
 		cfg.Sleep = func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }
 	})
 	p.script = []string{"", "500", "429", "reset"} // the hashes view passes; the PUT meets the faults
-	res, err := c.Push(context.Background(), &teammem.SyncState{})
+	_, err := c.Push(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, 5, res.Requests)
+	n, _ := requests(c)
+	assert.Equal(t, 5, n)
 	assert.Equal(t, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, delays, "backoff, then Retry-After, then backoff")
 	assert.Equal(t, map[string]string{"a.md": "alpha"}, consistent(t, e))
 
@@ -112,9 +113,9 @@ func TestFaultsRetriedWithinBounds(t *testing.T) {
 	st := teammem.SyncState{}
 	_, err = c.Pull(context.Background(), &st)
 	require.NoError(t, err)
-	res, err = c.Push(context.Background(), &st)
+	res, err := c.Push(context.Background(), &st)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"b.md"}, res.Uploaded)
+	assert.Equal(t, []string{"b.md"}, res.Pushed)
 	p.script = []string{"slow", "slow", "slow", "slow"}
 	_, err = c.Pull(context.Background(), &st)
 	var se *teammem.SyncError
@@ -135,8 +136,9 @@ func TestFaultsGiveUpHonestly(t *testing.T) {
 	var se *teammem.SyncError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 500, se.Status)
-	assert.Equal(t, 5, res.Requests, "the hashes view, then a PUT with 3 retries, no more")
-	assert.Empty(t, res.Uploaded, "nothing reported as uploaded")
+	n, _ := requests(c)
+	assert.Equal(t, 5, n, "the hashes view, then a PUT with 3 retries, no more")
+	assert.Empty(t, res.Pushed, "nothing reported as uploaded")
 	assert.False(t, se.Permanent())
 	assert.Nil(t, consistent(t, e))
 }
@@ -162,7 +164,7 @@ func TestResetAfterApplyIsResolved(t *testing.T) {
 	got, err := e.store.Get(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Version, "applied once")
-	assert.Empty(t, res.Uploaded)
+	assert.Empty(t, res.Pushed)
 	assert.Equal(t, []string{"PUT reset-after", "PUT ", "GET "}, p.seen[len(p.seen)-3:], "retry, 412, read again")
 
 	// Without an ETag (a first push) the retried upsert applies the same
@@ -173,6 +175,6 @@ func TestResetAfterApplyIsResolved(t *testing.T) {
 	p2.script = []string{"", "reset-after"}
 	res, err = newClient(t, e2, dir2, nil).Push(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a.md"}, res.Uploaded)
+	assert.Equal(t, []string{"a.md"}, res.Pushed)
 	assert.Equal(t, map[string]string{"a.md": "alpha"}, consistent(t, e2))
 }

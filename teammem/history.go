@@ -85,7 +85,7 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	if err := c.refuseDeletion(ctx, rev); err != nil {
 		return 0, err
 	}
-	var res Result
+	var res traffic
 	view, err := c.fetchHashes(ctx, &res)
 	if err != nil {
 		return 0, err
@@ -158,7 +158,7 @@ func (c *Client) refuseDeletion(ctx context.Context, rev wire.RevisionView) erro
 
 // getJSON reads one view into v.
 func (c *Client) getJSON(ctx context.Context, u string, v any) error {
-	var res Result
+	var res traffic
 	resp, body, err := c.send(ctx, &res, http.MethodGet, u, nil, nil)
 	if err != nil {
 		return err

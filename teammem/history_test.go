@@ -40,7 +40,7 @@ func TestPullCheckpointUndoesAPull(t *testing.T) {
 	res, err = cb.Pull(ctx, &sb)
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Checkpoint)
-	assert.ElementsMatch(t, []string{"ci.md", "deploy.md"}, res.Written)
+	assert.ElementsMatch(t, []string{"ci.md", "deploy.md"}, res.Pulled)
 
 	_, err = history.Rewind(ctx, res.Checkpoint, filehistory.RewindOptions{})
 	require.NoError(t, err)

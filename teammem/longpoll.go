@@ -20,15 +20,15 @@ var ErrLongPollUnsupported = errors.New("teammem: the server does not support wa
 // whether the repo changed. A server without the long-poll gives
 // ErrLongPollUnsupported.
 func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Duration) (bool, error) {
-	var res Result
-	_, changed, err := c.waitForChange(ctx, &res, etag, wait)
+	var tr traffic
+	_, changed, err := c.waitForChange(ctx, &tr, etag, wait)
 	return changed, err
 }
 
 // waitForChange is WaitForChange, counting its request in res; it also
 // returns the repo's checksum when the reply gave it ("" when the repo
 // has no data).
-func (c *transport) waitForChange(ctx context.Context, res *Result, etag string, wait time.Duration) (string, bool, error) {
+func (c *transport) waitForChange(ctx context.Context, res *traffic, etag string, wait time.Duration) (string, bool, error) {
 	wait = min(max(wait, time.Second), wire.MaxLongPoll)
 	u := c.endpoint + "&view=hashes&wait=" + strconv.Itoa(int(wait/time.Second))
 	headers := map[string]string{}

@@ -27,9 +27,8 @@ func (c *Client) StateMirror() foldersync.BasisMirror {
 
 func (m stateMirror) Seed() (foldersync.Agreed, bool) {
 	var st SyncState
-	var res Result
-	m.c.loadState(&st, &res)
-	if res.StateError != nil || st.Resetting || len(st.Base) == 0 {
+	m.c.loadState(&st)
+	if st.FileError != nil || st.Resetting || len(st.Base) == 0 {
 		return foldersync.Agreed{}, false
 	}
 	a := foldersync.Agreed{Store: st.StoreID, Generation: st.Version, Entries: make(map[string]foldersync.Entry, len(st.Base))}
@@ -45,8 +44,7 @@ func (m stateMirror) Seed() (foldersync.Agreed, bool) {
 // the authors, the keys in review) stays.
 func (m stateMirror) Save(_ context.Context, a foldersync.Agreed) error {
 	var st SyncState
-	var res Result
-	m.c.loadState(&st, &res) // an unreadable file is replaced
+	m.c.loadState(&st) // an unreadable file is replaced
 	st.Base = make(map[string]string, len(a.Entries))
 	for k, e := range a.Entries {
 		st.Base[k] = sumWire(e.Sum)

@@ -49,12 +49,13 @@ func TestStateMirrorHandsTheBaseOver(t *testing.T) {
 	// The client takes over again from the engine's base.
 	writeFiles(t, dir, map[string]string{"d.md": "dee"})
 	require.NoError(t, os.Remove(filepath.Join(dir, "b.md")))
-	out, err := c.Sync(ctx, &teammem.SyncState{})
+	var st teammem.SyncState
+	out, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"d.md"}, out.Uploaded)
-	assert.Equal(t, []string{"b.md"}, out.SoftDeleted)
-	assert.Empty(t, out.Written)
+	assert.Equal(t, []string{"d.md"}, out.Pushed)
+	assert.Equal(t, []string{"b.md"}, out.DeletedRemote)
+	assert.Empty(t, out.Pulled)
 	assert.Empty(t, out.Conflicts)
-	assert.Empty(t, out.StoreReset)
+	assert.Empty(t, st.Reset)
 	assert.Equal(t, map[string]string{"c.md": "sea, edited", "d.md": "dee"}, serverEntries(t, e))
 }

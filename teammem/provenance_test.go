@@ -50,8 +50,8 @@ func TestPushSendsEachFilesProvenance(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "old.md")))
 	res, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"a.md", "b.md", "c.md", "edited.md"}, res.Uploaded)
-	assert.Equal(t, []string{"old.md"}, res.SoftDeleted)
+	assert.ElementsMatch(t, []string{"a.md", "b.md", "c.md", "edited.md"}, res.Pushed)
+	assert.Equal(t, []string{"old.md"}, res.DeletedRemote)
 
 	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
 	for key, want := range map[string]wire.Provenance{

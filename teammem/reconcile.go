@@ -11,34 +11,6 @@ import (
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
-// Conflict reports a key both sides changed differently since they last
-// agreed: the server's version took the file, and the local version was
-// kept at SavedAs (outside the synced directory).
-type Conflict struct {
-	Key     string
-	SavedAs string
-	// LocalKept reports that the file kept the local version and SavedAs
-	// holds the server's: the round found the store replaced or restored
-	// (Result.StoreReset), so the server's copy is the older one.
-	LocalKept bool
-}
-
-// MassDeleteHold reports deletions a round held back: more than
-// foldersync.MassDeleteThreshold of the tracked memories would have gone on one
-// side at once (a wiped directory, a server emptied by mistake). Nothing
-// on that side was deleted; the keys stay tracked, so the next round
-// holds them again until the deletions are confirmed
-// (ClientOptions.AllowMassDelete) or the files come back.
-type MassDeleteHold struct {
-	// Side is "local" (files here would have been removed) or "server"
-	// (keys on the server would have been deleted).
-	Side string
-	Keys []string
-	// Tracked is how many memories the sync base tracked, Threshold the
-	// most one round may delete on a side.
-	Tracked, Threshold int
-}
-
 // ConflictsDirName is the folder, beside the team directory, where the
 // local side of a conflict is kept.
 const ConflictsDirName = ".team-conflicts"
@@ -50,22 +22,22 @@ const ConflictsDirName = ".team-conflicts"
 // key differently the server's version takes the file and the local one
 // is kept under ConflictsDirName and reported. A 412 (someone wrote in
 // between) starts the round again, at most ConflictRetries times.
-func (c *Client) Sync(ctx context.Context, st *SyncState) (Result, error) {
+func (c *Client) Sync(ctx context.Context, st *SyncState) (foldersync.Result, error) {
 	return c.reconcile(ctx, st, foldersync.ModeBoth)
 }
 
 // Pull applies the server's changes by the same rules as Sync and sends
 // nothing: it never overwrites a local edit. A local deletion is not
 // undone, and a key both sides changed is left as it is here and
-// reported as skipped ("conflict") for a Sync to resolve.
-func (c *Client) Pull(ctx context.Context, st *SyncState) (Result, error) {
+// reported as skipped (foldersync.SkipConflict) for a Sync to resolve.
+func (c *Client) Pull(ctx context.Context, st *SyncState) (foldersync.Result, error) {
 	return c.reconcile(ctx, st, foldersync.ModePull)
 }
 
 // Push sends the local changes by the same rules as Sync and writes
 // nothing locally. A key the server changed too is not overwritten: it is
-// reported as skipped ("conflict") for a Sync or Pull to resolve.
-func (c *Client) Push(ctx context.Context, st *SyncState) (Result, error) {
+// reported as skipped (foldersync.SkipConflict) for a Sync or Pull to resolve.
+func (c *Client) Push(ctx context.Context, st *SyncState) (foldersync.Result, error) {
 	return c.reconcile(ctx, st, foldersync.ModePush)
 }
 
@@ -84,14 +56,13 @@ func (c *Client) conflictsDir() string {
 }
 
 // fetchHashes reads the repo's sums from the hashes view.
-func (c *Client) fetchHashes(ctx context.Context, res *Result) (serverView, error) {
-	resp, body, err := c.send(ctx, res, http.MethodGet, c.endpoint+"&view=hashes", nil, nil)
+func (c *Client) fetchHashes(ctx context.Context, tr *traffic) (serverView, error) {
+	resp, body, err := c.send(ctx, tr, http.MethodGet, c.endpoint+"&view=hashes", nil, nil)
 	if err != nil {
 		return serverView{}, err
 	}
 	storeID := resp.Header.Get(wire.StoreIDHeader)
 	if resp.StatusCode == http.StatusNotFound {
-		res.ServerEmpty = true
 		return serverView{storeID: storeID, sums: map[string]string{}, empty: true}, nil
 	}
 	var hv wire.HashesView
@@ -99,23 +70,6 @@ func (c *Client) fetchHashes(ctx context.Context, res *Result) (serverView, erro
 		return serverView{}, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
 	}
 	return serverView{storeID: storeID, version: hv.Version, etag: hv.Checksum, sums: hv.EntryChecksums, tombs: hv.DeletedEntries}, nil
-}
-
-// appendSkips adds skips, once per key and reason.
-func appendSkips(list []Skip, more ...Skip) []Skip {
-	for _, s := range more {
-		dup := false
-		for _, have := range list {
-			if have.Key == s.Key && have.Reason == s.Reason {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			list = append(list, s)
-		}
-	}
-	return list
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {

@@ -52,17 +52,13 @@ type Remote struct {
 	// rather than refusals of the new keys (the Client learns the limit
 	// across rounds in its SyncState).
 	limitErrors bool
-	stats       Result // Requests and BytesSent
+	stats       traffic // of the rounds (not of the long-poll's waits)
 	// hostile are keys of the last listing no team directory may hold
 	// (a traversal, a lookalike of one): left out of it.
 	hostile map[string]bool
 	// listed is the repo's identity as the last listing found it (before
 	// this Remote's own writes moved it on).
 	listed repoView
-	// skips are the files Check refused, with the rule and words of each
-	// (the Client's Result reports them).
-	skipMu sync.Mutex
-	skips  map[string]Skip
 }
 
 // repoView is what a Remote knows of the repo.
@@ -92,11 +88,9 @@ func NewRemote(cfg ClientOptions, scanner *secrets.Scanner) (*Remote, error) {
 	return &Remote{t: t, scanner: scanner}, nil
 }
 
-// Remote returns the driver for the client's repo: it shares the
-// client's connection settings, learned limits and secret scanner.
-func (c *Client) Remote() *Remote {
-	return &Remote{t: c.transport, scanner: c.scanner}
-}
+// Remote returns the client's driver, the one its rounds run through:
+// its Traffic counts their requests, and its LongPoll wakes a watcher.
+func (c *Client) Remote() *Remote { return c.remote }
 
 var _ foldersync.Remote = (*Remote)(nil)
 
@@ -110,7 +104,7 @@ func (r *Remote) HashesOnly(on bool) {
 }
 
 // Traffic reports the requests sent and the request body bytes sent
-// since the Remote was made.
+// since the Remote was made, by every call but Wait and LongPoll.
 func (r *Remote) Traffic() (requests int, bytesSent int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -249,7 +243,6 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 		if store != "" {
 			known.store = store
 		}
-		r.stats.NotModified = true
 		return known, nil
 	case http.StatusNotFound:
 		return &repoView{store: store, empty: true, sums: map[string]string{}, entries: map[string]string{}}, nil
@@ -392,50 +385,39 @@ func (r *Remote) Deleted(ctx context.Context, paths []string) (map[string]time.T
 }
 
 // Check reports why the team protocol cannot carry a file: a reason
-// that starts with the Skip reason (SkipNotUTF8, SkipNULByte,
-// SkipNotNFC, SkipScreened, "invalid_key", "too_large", "secret"),
-// then a colon and what to do.
-func (r *Remote) Check(path string, content []byte) string {
-	if sk := r.checkSkip(path, content); sk != nil {
-		r.skipMu.Lock()
-		if r.skips == nil {
-			r.skips = map[string]Skip{}
-		}
-		r.skips[path] = *sk
-		r.skipMu.Unlock()
-		return sk.Reason + ": " + sk.Label
-	}
-	return ""
-}
-
-// checkSkip is Check as a Skip (nil when the file can be carried).
-func (r *Remote) checkSkip(key string, content []byte) *Skip {
+// that starts with the protocol's code, then a colon and what to do:
+// "invalid_key" (not a name a team key may have), "not_nfc" (the name is
+// not in Unicode NFC form), "too_large" (over wire.MaxEntryBytes),
+// "nul_byte" (a NUL, which not every server store keeps), "not_utf8"
+// (bytes JSON would not carry exactly), foldersync.SkipScreened (a
+// screen every server applies) or foldersync.SkipSecret (the label of
+// the secret found).
+func (r *Remote) Check(key string, content []byte) string {
 	if wire.ValidateKeySyntax(key) != nil {
-		return &Skip{Key: key, Reason: "invalid_key", Label: "the file's name is not a valid team memory key (a control character, a backslash, a traversal or too long); rename it"}
+		return "invalid_key: the file's name is not a valid team memory key (a control character, a backslash, a traversal or too long); rename it"
 	}
 	if !norm.NFC.IsNormalString(key) {
-		return &Skip{Key: key, Reason: SkipNotNFC, Label: "the file's name is not in Unicode NFC form, which the server refuses; rename it"}
+		return "not_nfc: the file's name is not in Unicode NFC form, which the server refuses; rename it"
 	}
 	if len(content) > wire.MaxEntryBytes {
-		return &Skip{Key: key, Reason: "too_large", Label: "the file is larger than the largest entry the server keeps; split it"}
+		return "too_large: the file is larger than the largest entry the server keeps; split it"
 	}
 	var te *synctext.Error
 	if errors.As(synctext.CheckContent(content), &te) {
 		if te.Reason == synctext.ReasonNUL {
-			return &Skip{Key: key, Reason: SkipNULByte, Label: "the file holds a NUL byte, which not every store can keep; remove it"}
+			return "nul_byte: the file holds a NUL byte, which not every store can keep; remove it"
 		}
-		return &Skip{Key: key, Reason: SkipNotUTF8, Label: "the file's bytes are not valid UTF-8 and would not reach a teammate exactly; save it as UTF-8"}
+		return "not_utf8: the file's bytes are not valid UTF-8 and would not reach a teammate exactly; save it as UTF-8"
 	}
-	var se *screen.Error
-	if errors.As(screen.CheckShared(key, string(content)), &se) {
-		return &Skip{Key: key, Reason: SkipScreened, RuleID: se.RuleID, Label: se.Error()}
+	if err := screen.CheckShared(key, string(content)); err != nil {
+		return foldersync.SkipScreened + ": " + err.Error()
 	}
 	if r.scanner != nil {
 		if m, ok := r.scanner.First(string(content)); ok {
-			return &Skip{Key: key, Reason: "secret", RuleID: m.RuleID, Label: m.Label}
+			return foldersync.SkipSecret + ": " + m.Label
 		}
 	}
-	return nil
+	return ""
 }
 
 // Apply pushes changes: the writes and deletions that pass Check and
@@ -459,7 +441,7 @@ func (r *Remote) Apply(ctx context.Context, changes []foldersync.Change) ([]fold
 		switch {
 		case ch.Delete && wire.ValidateKeySyntax(ch.Path) != nil:
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Refused, Reason: "invalid_key: not a valid team memory key"})
-		case !ch.Delete && r.checkSkip(ch.Path, ch.Content) != nil:
+		case !ch.Delete && r.Check(ch.Path, ch.Content) != "":
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Refused, Reason: r.Check(ch.Path, ch.Content)})
 		case (r.cur.exact || r.cur.empty) && sumHex(r.cur.sums[ch.Path]) != ch.Expect.Sum:
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Mismatch})
@@ -746,12 +728,8 @@ func (r *Remote) Wait(ctx context.Context, tag string) (bool, error) {
 }
 
 func (r *Remote) wait(ctx context.Context, tag string) (string, bool, error) {
-	var res Result
-	now, changed, err := r.t.waitForChange(ctx, &res, tag, wire.MaxLongPoll)
-	r.mu.Lock()
-	r.stats.Requests += res.Requests
-	r.mu.Unlock()
-	return now, changed, err
+	var tr traffic // a wait is not a round's: Traffic leaves it out
+	return r.t.waitForChange(ctx, &tr, tag, wire.MaxLongPoll)
 }
 
 // LongPoll waits on the server for the repo to change and calls notify

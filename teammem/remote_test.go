@@ -237,9 +237,9 @@ func TestRemoteRefusesKeysOneByOne(t *testing.T) {
 		assert.Equal(t, foldersync.Refused, got[k].Status, k)
 		assert.NotEmpty(t, got[k].Reason, k)
 	}
-	assert.True(t, strings.HasPrefix(got[nfd].Reason, teammem.SkipNotNFC+":"), got[nfd].Reason)
-	assert.True(t, strings.HasPrefix(got["latin1.md"].Reason, teammem.SkipNotUTF8+":"), got["latin1.md"].Reason)
-	assert.True(t, strings.HasPrefix(got["nul.md"].Reason, teammem.SkipNULByte+":"), got["nul.md"].Reason)
+	assert.True(t, strings.HasPrefix(got[nfd].Reason, "not_nfc:"), got[nfd].Reason)
+	assert.True(t, strings.HasPrefix(got["latin1.md"].Reason, "not_utf8:"), got["latin1.md"].Reason)
+	assert.True(t, strings.HasPrefix(got["nul.md"].Reason, "nul_byte:"), got["nul.md"].Reason)
 	assert.Contains(t, got["x.md/inner.md"].Reason, "team_memory_key_conflict")
 	assert.Contains(t, got["big.md"].Reason, "team_memory_entry_too_large")
 	assert.Len(t, out, 8)
@@ -263,13 +263,13 @@ func TestRemoteCheck(t *testing.T) {
 	for _, c := range []struct{ path, content, reason string }{
 		{"fine.md", "text", ""},
 		{"fine/ünï.md", "text", ""},
-		{"cafe\u0301.md", "text", teammem.SkipNotNFC},
+		{"cafe\u0301.md", "text", "not_nfc"},
 		{"a\u001b]0;TITLE\u0007.md", "text", "invalid_key"},
 		{"tab\t.md", "text", "invalid_key"},
-		{"bin.md", "\xed\xa0\x80", teammem.SkipNotUTF8},
-		{"nul.md", "a\x00", teammem.SkipNULByte},
+		{"bin.md", "\xed\xa0\x80", "not_utf8"},
+		{"nul.md", "a\x00", "nul_byte"},
 		{"big.md", strings.Repeat("x", 250_001), "too_large"},
-		{"hidden.md", "text\u200bmore", teammem.SkipScreened},
+		{"hidden.md", "text\u200bmore", foldersync.SkipScreened},
 	} {
 		why := r.Check(c.path, []byte(c.content))
 		if c.reason == "" {

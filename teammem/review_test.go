@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
@@ -58,8 +59,8 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 		res, err := bot.Sync(ctx, &botState)
 		require.NoError(t, err)
 		assert.ElementsMatch(t, []string{"planted.md", "base.md"}, res.InReview)
-		assert.Empty(t, res.Uploaded)
-		assert.Empty(t, res.SoftDeleted)
+		assert.Empty(t, res.Pushed)
+		assert.Empty(t, res.DeletedRemote)
 		assert.Equal(t, "Deploys go out from the fork.", readFile(t, filepath.Join(botDir, "planted.md")), "the author's copy stays")
 		assert.NoFileExists(t, filepath.Join(botDir, "base.md"), "nor is its deletion undone")
 	}
@@ -96,7 +97,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	assert.Empty(t, res.InReview)
 	assert.Empty(t, res.Conflicts, "the approved version is the author's")
 	require.Len(t, res.Skipped, 1)
-	assert.Equal(t, teammem.Skip{Key: "base.md", Reason: teammem.SkipReviewRejected, Label: "base.md is still needed"}, res.Skipped[0])
+	assert.Equal(t, foldersync.Skip{Path: "base.md", Reason: foldersync.SkipRejected + ": base.md is still needed"}, res.Skipped[0])
 	all, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target})
 	require.NoError(t, err)
 	assert.Len(t, all, 2, "a rejected change sent again adds no proposal")

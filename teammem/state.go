@@ -110,8 +110,8 @@ func InReview(fsys afero.Fs, teamDir string) map[string]bool {
 }
 
 // loadState fills an empty st from the state file, once. A missing file is
-// a fresh start; an unreadable one too, reported in res.StateError.
-func (c *Client) loadState(st *SyncState, res *Result) {
+// a fresh start; an unreadable one too, reported in st.FileError.
+func (c *Client) loadState(st *SyncState) {
 	if c.cfg.StateFile == "" || st.loaded || st.Base != nil || st.ETag != "" {
 		st.loaded = true
 		return
@@ -129,7 +129,7 @@ func (c *Client) loadState(st *SyncState, res *Result) {
 		err = errors.New("it belongs to another server or repo")
 	}
 	if err != nil {
-		res.StateError = fmt.Errorf("%w: %v", ErrCorruptState, err)
+		st.FileError = fmt.Errorf("%w: %v", ErrCorruptState, err)
 		c.log.Warn("teammem: sync state unreadable; no base this run", "event", "teammem_state_unreadable", "error", err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/stretchr/testify/assert"
@@ -37,8 +38,8 @@ func TestStoreFoldersAreNotTeamMemory(t *testing.T) {
 	var st teammem.SyncState
 	res, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"mine.md"}, res.Uploaded)
-	assert.Equal(t, []string{"notes.md"}, res.Written)
+	assert.Equal(t, []string{"mine.md"}, res.Pushed)
+	assert.Equal(t, []string{"notes.md"}, res.Pulled)
 	assert.Empty(t, res.Skipped, "a store's files are not even reported")
 	for k, v := range map[string]string{"proj/a.md": "the store's own copy", "proj/new.md": "store only", "docs/c.md": "a configured mount not synced yet"} {
 		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(k)))
@@ -52,12 +53,12 @@ func TestStoreFoldersAreNotTeamMemory(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(old, "proj", "a.md")))
 	res, err = oldClient.Sync(ctx, oldSt)
 	require.NoError(t, err)
-	require.Equal(t, []string{"proj/a.md"}, res.SoftDeleted)
+	require.Equal(t, []string{"proj/a.md"}, res.DeletedRemote)
 	require.NoError(t, os.Remove(filepath.Join(dir, "proj", "new.md")))
 	res, err = c.Sync(ctx, &st)
 	require.NoError(t, err)
-	assert.Empty(t, res.Deleted)
-	assert.Empty(t, res.SoftDeleted)
+	assert.Empty(t, res.DeletedLocal)
+	assert.Empty(t, res.DeletedRemote)
 	assert.FileExists(t, filepath.Join(dir, "proj", "a.md"))
 }
 
@@ -77,9 +78,9 @@ func TestFilesThatCannotTravelExactlyAreSkipped(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"latin1.md": "caf\xe9", "nul.md": "a\x00b", nfd: "x", "ok.md": "fine"})
 	res, err := newClient(t, e, dir, nil).Sync(ctx, &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ok.md"}, res.Uploaded)
-	assert.Empty(t, res.Written)
-	assert.ElementsMatch(t, []teammem.Skip{{Key: "latin1.md", Reason: teammem.SkipNotUTF8}, {Key: "nul.md", Reason: teammem.SkipNULByte}, {Key: nfd, Reason: teammem.SkipNotNFC}}, res.Skipped)
+	assert.Equal(t, []string{"ok.md"}, res.Pushed)
+	assert.Empty(t, res.Pulled)
+	assert.Equal(t, map[string]string{"latin1.md": "not_utf8", "nul.md": "nul_byte", nfd: "bad-name"}, skipsOf(res))
 	got, err := os.ReadFile(filepath.Join(dir, "latin1.md"))
 	require.NoError(t, err)
 	assert.Equal(t, "caf\xe9", string(got))
@@ -109,15 +110,14 @@ func TestFilesTheServersScreensRefuseAreSkipped(t *testing.T) {
 	writeFiles(t, dir, edits)
 	res, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ok.md"}, res.Uploaded)
-	assert.Empty(t, res.Written)
-	rules := map[string]string{}
+	assert.Equal(t, []string{"ok.md"}, res.Pushed)
+	assert.Empty(t, res.Pulled)
+	assert.Equal(t, map[string]string{"hidden.md": foldersync.SkipScreened, "inject.md": foldersync.SkipScreened, "MEMORY.md": foldersync.SkipScreened}, skipsOf(res))
+	rules := map[string]string{"hidden.md": "zero-width", "inject.md": "ignore-previous-instructions", "MEMORY.md": "index-link-out"}
 	for _, s := range res.Skipped {
-		require.Equal(t, teammem.SkipScreened, s.Reason, s.Key)
-		assert.Contains(t, s.Label, "refusing to write", s.Key)
-		rules[s.Key] = s.RuleID
+		assert.Contains(t, s.Reason, "refusing to write", s.Path)
+		assert.Contains(t, s.Reason, rules[s.Path], s.Path)
 	}
-	assert.Equal(t, map[string]string{"hidden.md": "zero-width", "inject.md": "ignore-previous-instructions", "MEMORY.md": "index-link-out"}, rules)
 
 	_, err = c.Sync(ctx, &st) // a second round pulls nothing over them
 	require.NoError(t, err)

@@ -103,7 +103,7 @@ func newTransport(cfg ClientOptions) (*transport, error) {
 // sendOnce performs one request, without retries, with its own timeout
 // (a long-poll outlasts the client's usual one when the HTTP client is
 // the default).
-func (c *transport) sendOnce(ctx context.Context, res *Result, method, u string, headers map[string]string, timeout time.Duration) (*http.Response, []byte, error) {
+func (c *transport) sendOnce(ctx context.Context, res *traffic, method, u string, headers map[string]string, timeout time.Duration) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
@@ -146,7 +146,7 @@ func (c *transport) sendOnce(ctx context.Context, res *Result, method, u string,
 // send performs one request with retries and returns the response (body
 // read) when its status is one the caller handles: 2xx, 304 and, for GET,
 // 404. Other statuses become a *SyncError.
-func (c *transport) send(ctx context.Context, res *Result, method, u string, body []byte, headers map[string]string) (*http.Response, []byte, error) {
+func (c *transport) send(ctx context.Context, res *traffic, method, u string, body []byte, headers map[string]string) (*http.Response, []byte, error) {
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 		if err != nil {
@@ -297,7 +297,7 @@ func (c *transport) statusError(resp *http.Response, body []byte, attempts int) 
 // can be pulled: every entry at its largest, JSON-escaped, with its
 // checksum. It reports whether the cap grew; a server without the limits
 // view leaves defaultReplyCap.
-func (c *transport) learnLimits(ctx context.Context, res *Result) bool {
+func (c *transport) learnLimits(ctx context.Context, res *traffic) bool {
 	before := c.replyCap.Load()
 	c.limitsOnce.Do(func() {
 		resp, body, err := c.sendOnce(ctx, res, http.MethodGet, c.endpoint+"&view=limits", nil, defaultTimeout)
@@ -324,4 +324,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// traffic counts the requests a call sent and their body bytes.
+type traffic struct {
+	Requests  int
+	BytesSent int64
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/teammem/wire"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/spf13/afero"
@@ -52,7 +53,7 @@ func TestWatcherFsnotify(t *testing.T) {
 	require.NoError(t, err)
 
 	dir := filepath.Join(t.TempDir(), "memory", "team") // created by the watcher
-	w, err := teammem.StartWatcher(context.Background(), newClient(t, e, dir, noKeepAlive), teammem.WatcherOptions{Debounce: 50 * time.Millisecond})
+	w, err := newClient(t, e, dir, noKeepAlive).StartWatcher(context.Background(), nil, foldersync.WatchOptions{Debounce: 50 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Equal(t, "from the team", readFile(t, filepath.Join(dir, "seed.md")))
 
@@ -74,14 +75,14 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 	c, err := teammem.NewClient(teamDirAt(fsys, "/m/team"), teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	var syncErrs []error
-	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Observer: func(ev teammem.SyncEvent) { syncErrs = append(syncErrs, ev.Err) }})
+	w, err := c.StartWatcher(context.Background(), nil, foldersync.WatchOptions{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Wake: noWake, Observer: func(ev foldersync.Event) { syncErrs = append(syncErrs, ev.Err) }})
 	require.NoError(t, err)
 	defer w.Close()
 
 	for _, k := range []string{"a.md", "b.md", "c.md"} {
 		require.NoError(t, afero.WriteFile(fsys, "/m/team/"+k, []byte(k), 0o644))
 	}
-	assert.Eventually(t, func() bool { return w.Suppressed() == wire.CodeTooManyEntries }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return w.Paused() == wire.CodeTooManyEntries }, 5*time.Second, 10*time.Millisecond)
 	// While suppressed, changes are not pushed.
 	require.NoError(t, afero.WriteFile(fsys, "/m/team/d.md", []byte("d"), 0o644))
 	time.Sleep(150 * time.Millisecond)
@@ -92,28 +93,33 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 	require.NoError(t, fsys.Remove("/m/team/d.md"))
 	require.NoError(t, fsys.Remove("/m/team/c.md"))
 	assert.Eventually(t, func() bool { return len(serverEntries(t, e)) == 2 }, 5*time.Second, 10*time.Millisecond)
-	assert.Equal(t, "", w.Suppressed())
+	assert.Equal(t, "", w.Paused())
 }
 
 func TestWatcherPermanentFailureAtStart(t *testing.T) {
 	e := startServer(t, 10)
 	c, err := teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
 	require.NoError(t, err)
-	_, err = teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Poll: time.Millisecond})
+	w, err := c.StartWatcher(context.Background(), nil, foldersync.WatchOptions{Poll: time.Millisecond})
 	var se *teammem.SyncError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, teammem.ClassAuth, se.Class)
-	_, err = teammem.StartWatcher(context.Background(), nil, teammem.WatcherOptions{})
-	assert.Error(t, err)
+	assert.Nil(t, w, "a permanent failure of the first round starts no watcher")
 }
 
+// noWake is a Wake that never wakes the watcher: only its interval
+// brings the server's changes in.
+func noWake(context.Context, func()) error { return nil }
+
 // TestWatcherBringsInTeammatesChanges: with no local change at all, a
-// teammate's write reaches the watched directory, through the interval
-// and through the server's long-poll.
+// teammate's write (another client, through the real HTTP server)
+// reaches the watched directory, through the interval and through the
+// server's long-poll, and the watcher's Observer gets the engine's
+// Event for the round that pulled it.
 func TestWatcherBringsInTeammatesChanges(t *testing.T) {
-	for name, cfg := range map[string]teammem.WatcherOptions{
-		"interval":  {Interval: 100 * time.Millisecond, LongPoll: -1},
-		"long-poll": {Interval: time.Hour, LongPoll: 5 * time.Second},
+	for name, cfg := range map[string]foldersync.WatchOptions{
+		"interval":  {Interval: 100 * time.Millisecond, Wake: noWake},
+		"long-poll": {Interval: time.Hour},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := startServer(t, 100)
@@ -126,7 +132,9 @@ func TestWatcherBringsInTeammatesChanges(t *testing.T) {
 
 			dir := filepath.Join(t.TempDir(), "memory", "team")
 			cfg.Debounce = 50 * time.Millisecond
-			w, err := teammem.StartWatcher(context.Background(), newClient(t, e, dir, nil), cfg)
+			events := make(chan foldersync.Event, 100)
+			cfg.Observer = func(ev foldersync.Event) { events <- ev }
+			w, err := newClient(t, e, dir, nil).StartWatcher(context.Background(), nil, cfg)
 			require.NoError(t, err)
 			defer w.Close()
 			time.Sleep(300 * time.Millisecond) // the long-poll is waiting now
@@ -139,6 +147,21 @@ func TestWatcherBringsInTeammatesChanges(t *testing.T) {
 				return err == nil && string(b) == "2"
 			}, 5*time.Second, 20*time.Millisecond)
 			assert.Eventually(t, func() bool { return readFile(t, filepath.Join(dir, "first.md")) == "1, edited" }, 5*time.Second, 20*time.Millisecond)
+			wantCause := map[string]string{"interval": "interval", "long-poll": "notify"}[name]
+			var pulled []string
+			for len(pulled) < 2 {
+				select {
+				case ev := <-events:
+					require.NoError(t, ev.Err)
+					if ev.Cause != "start" && len(ev.Result.Pulled) > 0 {
+						assert.Equal(t, wantCause, ev.Cause, "what started the round")
+					}
+					pulled = append(pulled, ev.Result.Pulled...)
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no Event for the pull; got %v", pulled)
+				}
+			}
+			assert.ElementsMatch(t, []string{"first.md", "second.md"}, pulled[len(pulled)-2:])
 
 			// A teammate's deletion arrives too.
 			require.NoError(t, os.Remove(filepath.Join(mate, "second.md")))
@@ -172,7 +195,7 @@ func TestWatcherRetriesUntilTheChangeLands(t *testing.T) {
 		cfg.BaseDelay, cfg.MaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	})
 	var failures atomic.Int32
-	w, err := teammem.StartWatcher(context.Background(), c, teammem.WatcherOptions{Debounce: 20 * time.Millisecond, Interval: time.Hour, LongPoll: -1, Observer: func(ev teammem.SyncEvent) {
+	w, err := c.StartWatcher(context.Background(), nil, foldersync.WatchOptions{Debounce: 20 * time.Millisecond, Interval: time.Hour, Wake: noWake, Observer: func(ev foldersync.Event) {
 		if ev.Err != nil {
 			failures.Add(1)
 		}
@@ -191,7 +214,7 @@ func TestWatcherStopsWithItsContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "memory", "team")
 	c := newClient(t, e, dir, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := teammem.StartWatcher(ctx, c, teammem.WatcherOptions{Debounce: time.Hour, Interval: time.Hour, LongPoll: -1})
+	w, err := c.StartWatcher(ctx, nil, foldersync.WatchOptions{Debounce: time.Hour, Interval: time.Hour, Wake: noWake})
 	require.NoError(t, err)
 	writeFiles(t, dir, map[string]string{"pending.md": "written just before the host stopped"})
 	w.Notify() // pending, but the debounce is an hour away

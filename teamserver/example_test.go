@@ -34,7 +34,7 @@ func ExampleNewHandler() {
 	pushed, _ := client(alice).Sync(context.Background(), &teammem.SyncState{})
 	pulled, _ := client(bob).Sync(context.Background(), &teammem.SyncState{})
 	content, _ := os.ReadFile(filepath.Join(bob, "testing.md"))
-	fmt.Println(pushed.Uploaded, pulled.Written)
+	fmt.Println(pushed.Pushed, pulled.Pulled)
 	fmt.Println(string(content))
 	// Output:
 	// [testing.md] [testing.md]

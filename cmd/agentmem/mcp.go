@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"io"
 	"log/slog"
@@ -22,7 +23,6 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/agentmem-sdk/agentmem/mcpserver"
-	"github.com/agentmem-sdk/agentmem/teammem"
 )
 
 func mcpFlags(fs *flag.FlagSet) runner {
@@ -69,8 +69,12 @@ func mcpFlags(fs *flag.FlagSet) runner {
 			if err != nil {
 				return exitError, err
 			}
-			w, err := teammem.StartWatcher(ctx, client, teammem.WatcherOptions{Logger: log})
-			if err != nil && w == nil {
+			w, err := client.StartWatcher(ctx, nil, foldersync.WatchOptions{Observer: func(ev foldersync.Event) {
+				if ev.Err != nil {
+					log.Warn("team sync failed; retrying", "error", ev.Err, "failures", ev.Failures)
+				}
+			}})
+			if err != nil {
 				return exitError, fmt.Errorf("team sync: %w", err)
 			}
 			defer w.Close()

@@ -118,7 +118,7 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 			res, err := c.Sync(ctx, &st)
 			var skipped []string
 			for _, s := range res.Skipped {
-				skipped = append(skipped, s.Key)
+				skipped = append(skipped, s.Path)
 			}
 			return skipped, err
 		}}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -60,37 +61,75 @@ const (
 	exitRefused = 9
 )
 
-// refusedSkip reports whether a team skip is a refusal of exitRefused.
-func refusedSkip(s teammem.Skip) bool {
-	switch s.Reason {
-	case teammem.SkipNotUTF8, teammem.SkipNULByte, teammem.SkipNotNFC, teammem.SkipScreened, teammem.SkipRefused, skipInvalidKey, skipWriteFailed, skipSecret, skipTooLarge, skipTeamNotRegular:
-		return true
-	}
-	return s.RuleID == teammem.SkipPathClash
-}
-
-// skipWhy says in a few words why a file was refused.
-var skipWhy = map[string]string{
-	teammem.SkipNotUTF8: "not_utf8: the file is not valid UTF-8 text, which sync cannot carry exactly; left as it is",
-	teammem.SkipNULByte: "nul_byte: the file holds a NUL byte, which not every server store can keep; left as it is",
-	teammem.SkipNotNFC:  "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
-	skipInvalidKey:      "invalid_key: the name is not one a team key may have (a control character, or a path that leads out of the folder); rename it",
-	skipTeamNotRegular:  "not_regular: a link or a special file is never synced; put the file itself in the folder to share it",
-	skipTooLarge:        fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", wire.MaxEntryBytes),
-	skipWriteFailed:     "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
-}
-
-// The team client's skip reasons the CLI explains and counts as refused
-// (exit 9): a name that cannot be a team key, a pulled key that cannot
-// be written in this folder, a file holding a secret, and one over the
-// entry size limit.
+// The codes the team commands print a skip under: the team protocol's
+// (the team driver's Check reasons: teammem.Remote.Check), and the
+// engine's reasons in its words.
 const (
+	skipNotUTF8        = "not_utf8"
+	skipNULByte        = "nul_byte"
+	skipNotNFC         = "not_nfc"
 	skipInvalidKey     = "invalid_key"
 	skipWriteFailed    = "write_failed"
 	skipSecret         = "secret"
 	skipTooLarge       = "too_large"
 	skipTeamNotRegular = "not_regular"
+	skipPathClash      = "path_clash"
+	skipRefused        = "refused"
+	skipConflict       = "conflict"
+	skipReviewRejected = "review_rejected"
+	skipOverLimit      = "over_limit"
 )
+
+// teamSkip gives the code and the words a team command prints a skip
+// of the sync engine under (foldersync.Skip: the engine's reasons, the
+// team driver's, a refusal by the server).
+func teamSkip(s foldersync.Skip) (code, words string) {
+	switch s.Reason {
+	case foldersync.SkipBadName:
+		return skipNotNFC, ""
+	case foldersync.SkipOversized:
+		return skipTooLarge, ""
+	case foldersync.SkipNotRegular:
+		return skipTeamNotRegular, "" // a link is never followed
+	case foldersync.SkipUnreadable, foldersync.SkipChanged:
+		return skipWriteFailed, s.Reason
+	}
+	code, words, _ = strings.Cut(s.Reason, ": ")
+	switch code {
+	case foldersync.SkipPathClash:
+		return skipPathClash, words
+	case foldersync.SkipRejected:
+		return skipReviewRejected, words
+	case foldersync.SkipRefused:
+		server, said, _ := strings.Cut(words, ": ")
+		if server == skipOverLimit {
+			return skipOverLimit, "" // the entry limit learned
+		}
+		return skipRefused, said
+	}
+	return code, words
+}
+
+// refusedSkip reports whether a team skip is a refusal of exitRefused.
+func refusedSkip(s foldersync.Skip) bool {
+	code, _ := teamSkip(s)
+	switch code {
+	case skipNotUTF8, skipNULByte, skipNotNFC, foldersync.SkipScreened, skipRefused, skipInvalidKey, skipWriteFailed, skipSecret, skipTooLarge, skipTeamNotRegular, skipPathClash:
+		return true
+	}
+	return false
+}
+
+// skipWhy says in a few words why a file was refused.
+var skipWhy = map[string]string{
+	skipNotUTF8:        "not_utf8: the file is not valid UTF-8 text, which sync cannot carry exactly; left as it is",
+	skipNULByte:        "nul_byte: the file holds a NUL byte, which not every server store can keep; left as it is",
+	skipNotNFC:         "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
+	skipInvalidKey:     "invalid_key: the name is not one a team key may have (a control character, or a path that leads out of the folder); rename it",
+	skipTeamNotRegular: "not_regular: a link or a special file is never synced; put the file itself in the folder to share it",
+	skipTooLarge:       fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", wire.MaxEntryBytes),
+	skipWriteFailed:    "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
+}
 
 // shown returns a key or path fit for a terminal: quoted when it holds
 // a control character or invalid UTF-8, so an escape sequence in a name
@@ -542,7 +581,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	configDir := fs.String("config-dir", "", "config home, for the default --dir (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	keepDeleted := fs.Bool("keep-deleted", false, "do not propagate deletions in either direction")
 	_ = fs.Bool("propagate-deletes", true, "deletions propagate by default (kept for old scripts)")
-	interval := fs.Duration("interval", teammem.DefaultInterval, "watch: the longest time between two syncs")
+	interval := fs.Duration("interval", foldersync.DefaultInterval, "watch: the longest time between two syncs")
 	verbose := fs.Bool("verbose", false, "watch: log every sync decision to stderr")
 	stateFile := fs.String("state", "", "the sync state file (default <auto memory>/.team-sync/<server+repo>.json)")
 	historyName := fs.String("history", "", "the file history that keeps a checkpoint before each pull that changes files (default team-sync-<hash of the team directory>; see agentmem history)")
@@ -568,6 +607,11 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		door: wire.DoorCLI}
 	if name == "watch" {
 		o.door = wire.DoorSync
+		level := slog.LevelWarn
+		if *verbose {
+			level = slog.LevelDebug
+		}
+		o.log = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	}
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
@@ -585,16 +629,15 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st teammem.SyncState
+	out := teamOutput{e: e, name: name, dir: abs, again: again, st: &st}
 	if name == "watch" {
 		if *interval <= 0 {
 			return exitError, errors.New("--interval must be positive")
 		}
-		level := slog.LevelWarn
-		if *verbose {
-			level = slog.LevelDebug
-		}
 		var lastHeld, lastSkipped, lastInReview string
-		w, err := teammem.StartWatcher(ctx, client, teammem.WatcherOptions{State: &st, Interval: *interval, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})), Observer: func(ev teammem.SyncEvent) {
+		var sentBefore int
+		var bytesBefore int64
+		w, err := client.StartWatcher(ctx, &st, foldersync.WatchOptions{Interval: *interval, Observer: func(ev foldersync.Event) {
 			r := ev.Result
 			// A hold repeats every round until confirmed: say it again
 			// only when it changes.
@@ -615,14 +658,18 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 			} else {
 				lastInReview = waiting
 			}
-			if *verbose || changed(r) {
-				printResult(e, "watch", r, ev.Err, again)
+			requests, sent := client.Remote().Traffic()
+			out.requests, out.sent = requests-sentBefore, sent-bytesBefore
+			sentBefore, bytesBefore = requests, sent
+			if *verbose || out.changed(r) {
+				out.print(r, ev.Err)
 			}
+			st.FileError = nil // said once
 			if ev.Err != nil {
 				fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", ev.Err)
 			}
 		}})
-		if err != nil && w == nil {
+		if err != nil {
 			return classExit(e, name, err), nil
 		}
 		fmt.Fprintf(e.stdout, "watching %s for %s (every %s; Ctrl-C to stop)\n", abs, *repo, *interval)
@@ -631,7 +678,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		fmt.Fprintln(e.stdout, "stopped")
 		return exitOK, err
 	}
-	var res teammem.Result
+	var res foldersync.Result
 	switch name {
 	case "pull":
 		res, err = client.Pull(ctx, &st)
@@ -640,14 +687,15 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	case "sync":
 		res, err = client.Sync(ctx, &st)
 	}
-	printResult(e, name, res, err, again)
+	out.requests, out.sent = client.Remote().Traffic()
+	out.print(res, err)
 	if err != nil {
 		return classExit(e, name, err), nil
 	}
 	if len(res.Held) > 0 {
 		return exitHeld, nil
 	}
-	if len(res.Conflicts) > 0 || hasSkip(res, "conflict") {
+	if len(res.Conflicts) > 0 || hasSkip(res, foldersync.SkipConflict) {
 		return exitConflict, nil
 	}
 	for _, s := range res.Skipped {
@@ -658,13 +706,25 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	return exitOK, nil
 }
 
-// changed reports whether a round did or found anything worth a line.
-func changed(r teammem.Result) bool {
-	return len(r.Written)+len(r.Deleted)+len(r.Uploaded)+len(r.SoftDeleted)+len(r.Conflicts)+len(r.Skipped)+len(r.Held)+len(r.InReview) > 0 ||
-		r.StoreReset != "" || r.StateError != nil
+// teamOutput prints the rounds of one team command: again holds the
+// flags that name the server and repo, for the commands it suggests;
+// requests and sent are what the round sent.
+type teamOutput struct {
+	e         env
+	name, dir string
+	again     string
+	st        *teammem.SyncState
+	requests  int
+	sent      int64
 }
 
-func hasSkip(r teammem.Result, reason string) bool {
+// changed reports whether a round did or found anything worth a line.
+func (o teamOutput) changed(r foldersync.Result) bool {
+	return len(r.Pulled)+len(r.DeletedLocal)+len(r.Pushed)+len(r.DeletedRemote)+len(r.Conflicts)+len(r.Skipped)+len(r.Held)+len(r.InReview) > 0 ||
+		r.BasisReset || o.st.FileError != nil
+}
+
+func hasSkip(r foldersync.Result, reason string) bool {
 	for _, s := range r.Skipped {
 		if s.Reason == reason {
 			return true
@@ -673,25 +733,25 @@ func hasSkip(r teammem.Result, reason string) bool {
 	return false
 }
 
-// printResult prints what a round did; again holds the flags that name
-// the server and repo, for the commands it suggests.
-func printResult(e env, name string, r teammem.Result, err error, again string) {
-	if r.StateError != nil {
-		fmt.Fprintf(e.stderr, "warning: %v\n", r.StateError)
+// print prints what a round did.
+func (o teamOutput) print(r foldersync.Result, err error) {
+	e, name, again := o.e, o.name, o.again
+	if o.st.FileError != nil {
+		fmt.Fprintf(e.stderr, "warning: %v\n", o.st.FileError)
 	}
-	if r.StoreReset != "" {
-		fmt.Fprintf(e.stderr, "warning: %s; this run deletes nothing, keeps every local memory and pushes what the server lacks\n", r.StoreReset)
+	if r.BasisReset && o.st.Reset != "" {
+		fmt.Fprintf(e.stderr, "warning: %s; this run deletes nothing, keeps every local memory and pushes what the server lacks\n", o.st.Reset)
 	}
-	for _, k := range r.Written {
+	for _, k := range r.Pulled {
 		fmt.Fprintln(e.stdout, "wrote   "+shown(k))
 	}
-	for _, k := range r.Deleted {
+	for _, k := range r.DeletedLocal {
 		fmt.Fprintln(e.stdout, "deleted "+shown(k))
 	}
-	for _, k := range r.Uploaded {
+	for _, k := range r.Pushed {
 		fmt.Fprintln(e.stdout, "pushed  "+shown(k))
 	}
-	for _, k := range r.SoftDeleted {
+	for _, k := range r.DeletedRemote {
 		fmt.Fprintln(e.stdout, "removed "+shown(k)+" on the server")
 	}
 	for _, k := range r.InReview {
@@ -699,41 +759,50 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 	}
 	for _, cf := range r.Conflicts {
 		if cf.LocalKept {
-			fmt.Fprintf(e.stdout, "conflict %s: kept yours (the server went back); the server's version is kept at %s\n", shown(cf.Key), cf.SavedAs)
+			fmt.Fprintf(e.stdout, "conflict %s: kept yours (the server went back); the server's version is kept at %s\n", shown(cf.Path), cf.SavedAs)
 			continue
 		}
-		fmt.Fprintf(e.stdout, "conflict %s: took the server's version; yours is kept at %s\n", shown(cf.Key), cf.SavedAs)
+		fmt.Fprintf(e.stdout, "conflict %s: took the server's version; yours is kept at %s\n", shown(cf.Path), cf.SavedAs)
 	}
 	for _, s := range r.Skipped {
-		why := s.Reason
-		if s.Label != "" {
-			why += ": " + s.Label
+		code, words := teamSkip(s)
+		why := code
+		if words != "" {
+			why += ": " + words
 		}
-		if s.Reason == "conflict" {
+		switch code {
+		case skipConflict:
 			why = "conflict: changed here and on the server; your file is untouched, agentmem team sync settles it"
-		}
-		if s.Reason == teammem.SkipReviewRejected {
+		case skipReviewRejected:
 			why = "review_rejected: a person rejected this very change"
-			if s.Label != "" {
-				why += " (" + strconv.Quote(s.Label) + ")"
+			if words != "" {
+				why += " (" + strconv.Quote(words) + ")"
 			}
 			why += "; see agentmem team review ls --status rejected; change or remove the file"
+		case skipPathClash: // which file is in the way
+			if other, ok := strings.CutSuffix(words, " is in the way"); ok {
+				if info, err := e.fs.Stat(filepath.Join(o.dir, filepath.FromSlash(other))); err == nil {
+					kind := "the file "
+					if info.IsDir() {
+						kind = "the folder "
+					}
+					words = kind + words
+				}
+			}
+			why = "path_clash: " + words + " (a file here where the server has a folder, or the other way round); rename one of them"
 		}
-		if w, ok := skipWhy[s.Reason]; ok {
+		if w, ok := skipWhy[code]; ok {
 			why = w
 		}
-		if s.RuleID == teammem.SkipPathClash { // a write_failed that says which file is in the way
-			why = "path_clash: " + s.Label + " (a file here where the server has a folder, or the other way round); rename one of them"
-		}
-		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", shown(s.Key), why)
+		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", shown(s.Path), why)
 	}
 	for _, h := range r.Held {
 		where := "removed from this directory"
-		if h.Side == "server" {
+		if h.Side == "remote" {
 			where = "deleted on the server"
 		}
-		fmt.Fprintf(e.stderr, "held: %d memories would be %s (of %d tracked; at most %d at once); nothing was deleted\n", len(h.Keys), where, h.Tracked, h.Threshold)
-		if h.Side == "server" {
+		fmt.Fprintf(e.stderr, "held: %d memories would be %s (of %d tracked; at most %d at once); nothing was deleted\n", len(h.Paths), where, h.Tracked, h.Threshold)
+		if h.Side == "remote" {
 			fmt.Fprintf(e.stderr, "  to delete them: agentmem team %s %s --allow-mass-delete; to bring them back here: agentmem team pull %s --keep-deleted\n", orDefault(name, "sync"), again, again)
 		} else {
 			fmt.Fprintf(e.stderr, "  to delete them here: agentmem team %s %s --allow-mass-delete\n", orDefault(name, "sync"), again)
@@ -742,8 +811,8 @@ func printResult(e env, name string, r teammem.Result, err error, again string) 
 	if r.Checkpoint != "" {
 		fmt.Fprintf(e.stdout, "checkpoint %s (undo this pull: agentmem rewind %s)\n", r.Checkpoint, r.Checkpoint)
 	}
-	if err == nil && (r.Requests > 0 || len(r.Written)+len(r.Uploaded)+len(r.InReview) > 0) {
-		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", r.Requests, r.BytesSent)
+	if err == nil && (o.requests > 0 || len(r.Pulled)+len(r.Pushed)+len(r.InReview) > 0) {
+		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", o.requests, o.sent)
 	}
 }
 
@@ -776,6 +845,8 @@ type teamClientOptions struct {
 	// door is the door the server records the client's writes under
 	// (default wire.DoorSync).
 	door string
+	// log receives the client's warnings (none when nil).
+	log *slog.Logger
 }
 
 var errNoToken = errors.New("no token: set " + TokenEnv)
@@ -849,7 +920,7 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		return nil, "", err
 	}
 	client, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
-		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history, SkipDirs: storeMountDirs(e), Door: o.door})
+		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history, SkipDirs: storeMountDirs(e), Door: o.door, Logger: o.log})
 	return client, abs, err
 }
 

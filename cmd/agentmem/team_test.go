@@ -182,7 +182,7 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 					return // the server is gone
 				}
 				mu.Lock()
-				for _, k := range res.Uploaded {
+				for _, k := range res.Pushed {
 					data, _ := os.ReadFile(filepath.Join(local, k))
 					acked[k] = string(data)
 				}

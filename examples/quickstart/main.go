@@ -177,7 +177,7 @@ func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, au
 		if err != nil {
 			return err
 		}
-		step("synced %s: pushed %v, pulled %v", dir, res.Uploaded, res.Written)
+		step("synced %s: pushed %v, pulled %v", dir, res.Pushed, res.Pulled)
 	}
 	return nil
 }
