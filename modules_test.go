@@ -23,7 +23,7 @@ func TestCoreModuleStaysLight(t *testing.T) {
 		"replace github.com/agentmem-sdk/agentmem => " + root + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(host, "go.mod"), []byte(gomod), 0o644))
 	var imports strings.Builder
-	for _, p := range []string{"", "/dream", "/extract", "/filehistory", "/foldersync", "/foldersync/memremote", "/lexical", "/llm", "/llm/llmtest", "/memdir", "/memorytool", "/memtools",
+	for _, p := range []string{"", "/dream", "/extract", "/filehistory", "/foldersync", "/lexical", "/llm", "/llm/llmtest", "/memdir", "/memorytool", "/memtools",
 		"/recall", "/rootfs", "/screen", "/secrets", "/sessionmem", "/storesync", "/storesync/wire", "/teammem", "/teamserver", "/teamserver/storetest", "/transcript"} {
 		imports.WriteString("\t_ \"github.com/agentmem-sdk/agentmem" + p + "\"\n")
 	}
@@ -55,7 +55,7 @@ func TestCoreModuleStaysLight(t *testing.T) {
 var floors = map[string]float64{
 	"llm": 1, "rootfs": 1, "lexical": 1, "screen": 1, "secrets": 1, "teammem/wire": 1, "llm/llmtest": 1.5, "storesync/wire": 1.5,
 	"memdir": 2, "transcript": 2.5, "filehistory": 2.5,
-	"foldersync": 2.7, "foldersync/memremote": 2.8, "foldersync/remotetest": 2.9,
+	"foldersync": 2.7, "foldersync/remotetest": 2.9,
 	"teammem": 3, "storesync": 3,
 	"memtools": 4, "memorytool": 4, "teamserver": 4, "teamserver/storetest": 4.5,
 	"extract": 5, "recall": 5, "dream": 5, "sessionmem": 5,
