@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
