@@ -333,7 +333,7 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Memory{fs: fsys, opts: opts, log: log, stop: func() {}, dream: jobs.New()}
-	m.enabled = memdir.IsAutoMemoryEnabled(memdir.EnableSettingsFromEnv(getenv, memdir.DefaultEnvNames(), opts.AutoMemoryEnabled))
+	m.enabled = memdir.IsAutoMemoryEnabled(getenv, opts.AutoMemoryEnabled)
 	if !m.enabled {
 		return m, nil
 	}
@@ -390,7 +390,7 @@ func (m *Memory) resolve(getenv func(string) string) error {
 		m.dir = filepath.Clean(m.opts.MemoryDir)
 		return nil
 	}
-	in := memdir.AutoMemPathRequestFromEnv(getenv, memdir.DefaultEnvNames(), m.opts.HomeDir)
+	in := memdir.AutoMemPathRequestFromEnv(getenv, m.opts.HomeDir)
 	if m.opts.ConfigHome != "" {
 		in.ConfigHome = m.opts.ConfigHome
 	}

@@ -163,9 +163,9 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 // Lock returns the Dreamer's consolidation lock.
 func (d *Dreamer) Lock() *Lock { return d.lock }
 
-// TranscriptDir returns the directory of the transcripts on disk ("" when
+// transcriptDir returns the directory of the transcripts on disk ("" when
 // the Transcripts store is not a JSONLStore).
-func (d *Dreamer) TranscriptDir() string {
+func (d *Dreamer) transcriptDir() string {
 	if s, ok := d.cfg.Transcripts.(*transcript.JSONLStore); ok {
 		return s.Dir()
 	}
@@ -301,12 +301,12 @@ func (d *Dreamer) searchTool() llm.Tool {
 
 // conflicts finds the memories of dir that disagree (the newest
 // memdir.ScanMemoryFiles returns); a failed scan names none.
-func (d *Dreamer) conflicts(ctx context.Context, dir string) []Conflict {
+func (d *Dreamer) conflicts(ctx context.Context, dir string) []conflict {
 	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), dir, memdir.ScanOptions{})
 	if err != nil {
 		return nil
 	}
-	return Conflicts(headers)
+	return conflictingPairs(headers)
 }
 
 // run takes the lock and runs the consolidation agent on the memory
@@ -326,7 +326,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	}
 	out := Outcome{Ran: true, Sessions: sessions}
 	var readRoots []string
-	if dir := d.TranscriptDir(); dir != "" {
+	if dir := d.transcriptDir(); dir != "" {
 		readRoots = append(readRoots, dir)
 	}
 	if history != nil {
@@ -355,7 +355,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 		res, err = llm.RunAgent(ctx, d.model, llm.Task{
 			Purpose: llm.PurposeAutoDream,
 			System:  systemPrompt(dir),
-			Prompt:  userPrompt(dir, d.TranscriptDir(), sessions, d.conflicts(ctx, dir)),
+			Prompt:  userPrompt(dir, d.transcriptDir(), sessions, d.conflicts(ctx, dir)),
 			Tools:   append(tools.Tools(), d.searchTool()),
 			Permission: func(ctx context.Context, call llm.ToolCall) llm.Decision {
 				if call.Name == SearchSessionsTool {

@@ -415,5 +415,5 @@ func TestConsolidationIsToldWhichMemoriesConflict(t *testing.T) {
 	assert.Contains(t, prompt, "- deploy-window-moved.md ("+now0.Add(-24*time.Hour).Format("2006-01-02")+") is newer than deploy-window.md")
 	assert.NotContains(t, prompt, "pager.md")
 
-	assert.Empty(t, Conflicts(nil))
+	assert.Empty(t, conflictingPairs(nil))
 }

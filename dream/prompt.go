@@ -5,25 +5,25 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // maxConflicts bounds the pairs the prompt names.
 const maxConflicts = 20
 
-// Conflict is two memories that seem to speak of the same thing with
+// conflict is two memories that seem to speak of the same thing with
 // different values (lexical.SameSubject); Newer is the later one.
-type Conflict struct {
+type conflict struct {
 	Older, Newer memdir.MemoryHeader
 }
 
-// Conflicts returns the pairs of memories that speak of one subject with
+// conflictingPairs returns the pairs of memories that speak of one subject with
 // different values, newest pairs first, at most maxConflicts: the
 // consolidation is told to keep the newer value. Only memories sharing a
 // name term are compared, so a large directory is not compared pair by
 // pair.
-func Conflicts(headers []memdir.MemoryHeader) []Conflict {
+func conflictingPairs(headers []memdir.MemoryHeader) []conflict {
 	subjects := make([]lexical.Subject, len(headers))
 	byTerm := map[string][]int{}
 	for i, h := range headers {
@@ -32,7 +32,7 @@ func Conflicts(headers []memdir.MemoryHeader) []Conflict {
 			byTerm[t] = append(byTerm[t], i)
 		}
 	}
-	var out []Conflict
+	var out []conflict
 	seen := map[[2]int]bool{}
 	for i := range headers { // newest first
 		for _, t := range subjects[i].Name {
@@ -46,7 +46,7 @@ func Conflicts(headers []memdir.MemoryHeader) []Conflict {
 				if older.ModTime.After(newer.ModTime) {
 					newer, older = older, newer
 				}
-				out = append(out, Conflict{Older: older, Newer: newer})
+				out = append(out, conflict{Older: older, Newer: newer})
 				if len(out) == maxConflicts {
 					return out
 				}
@@ -63,7 +63,7 @@ func systemPrompt(autoDir string) string {
 		"and never write a secret or anything personal into the team directory " + memdir.TeamMemPath(autoDir) + "."
 }
 
-func userPrompt(autoDir, transcriptDir string, sessions []string, conflicts []Conflict) string {
+func userPrompt(autoDir, transcriptDir string, sessions []string, conflicts []conflict) string {
 	var b strings.Builder
 	b.WriteString("Consolidate the memory directory in four phases.\n\n")
 	b.WriteString("1. Orient. List " + autoDir + ", read " + memdir.EntrypointName + ", and skim the topic files so you know what " +

@@ -12,7 +12,7 @@
 // Backups live at <config home>/file-history/<session>/<first 16 hex digits
 // of sha256(absolute path)>@v<N>, one file per version, with the original's
 // mode. A file that did not exist is recorded as a version without a backup
-// file. At most MaxSnapshots (100) snapshots are kept; the oldest go first.
+// file. At most Options.MaxSnapshots (100) snapshots are kept; the oldest go first.
 //
 // # Surviving a restart
 //

@@ -9,3 +9,6 @@ var (
 )
 
 const JournalName = journalName
+
+// Forget lets the external tests drop what is remembered of path.
+func (r *ReadState) Forget(path string) { r.forget(path) }

@@ -119,8 +119,8 @@ func (r *ReadState) dropLocked(path string) {
 	}
 }
 
-// Forget drops what is remembered of path.
-func (r *ReadState) Forget(path string) {
+// forget drops what is remembered of path.
+func (r *ReadState) forget(path string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.dropLocked(path)
@@ -171,7 +171,7 @@ func (r *ReadState) Changes(read func(path string) ([]byte, error)) []Change {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			out = append(out, Change{Path: e.path, Deleted: true})
-			r.Forget(e.path)
+			r.forget(e.path)
 		case err != nil || bytes.Equal(cur, e.content):
 		default:
 			out = append(out, Change{Path: e.path, Content: cur})

@@ -22,8 +22,8 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 )
 
-// MaxSnapshots is the default number of snapshots a Tracker keeps.
-const MaxSnapshots = 100
+// defaultMaxSnapshots is the default number of snapshots a Tracker keeps.
+const defaultMaxSnapshots = 100
 
 // entryType is the transcript entry type of a snapshot line.
 const entryType = "file-history-snapshot"
@@ -42,7 +42,7 @@ var (
 	// MakeSnapshot; take a snapshot before handling each prompt.
 	ErrNoSnapshot = errors.New("filehistory: no snapshot yet; call MakeSnapshot before the turn's first edit")
 	// ErrUnknownSnapshot: Rewind was given a message id no kept snapshot
-	// has (never taken, or dropped past MaxSnapshots).
+	// has (never taken, or dropped past Options.MaxSnapshots).
 	ErrUnknownSnapshot = errors.New("filehistory: no snapshot for that message id")
 	// ErrNotRegularFile: only regular files are tracked.
 	ErrNotRegularFile = errors.New("filehistory: not a regular file")
@@ -166,7 +166,7 @@ func NewTracker(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tra
 		return nil, ErrInvalidHistoryName
 	}
 	if opts.MaxSnapshots <= 0 {
-		opts.MaxSnapshots = MaxSnapshots
+		opts.MaxSnapshots = defaultMaxSnapshots
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -157,8 +157,8 @@ type (
 		// More reports whether older memories were left out of the list.
 		More bool `json:"more,omitempty"`
 	}
-	// ReadOutput is the structured result of memory_read.
-	ReadOutput struct {
+	// readOutput is the structured result of memory_read.
+	readOutput struct {
 		File    string `json:"file"`
 		Content string `json:"content"`
 	}
@@ -170,17 +170,17 @@ type (
 		// Notice says the index nears or passes its load limit.
 		Notice string `json:"notice,omitempty"`
 	}
-	// DeleteOutput is the structured result of memory_delete.
-	DeleteOutput struct {
+	// deleteOutput is the structured result of memory_delete.
+	deleteOutput struct {
 		File    string `json:"file"`
 		Deleted bool   `json:"deleted"`
 	}
-	// SearchOutput is the structured result of memory_search.
-	SearchOutput struct {
-		Matches []SearchMatch `json:"matches"`
+	// searchOutput is the structured result of memory_search.
+	searchOutput struct {
+		Matches []searchMatch `json:"matches"`
 	}
-	// SearchMatch is one line memory_search found.
-	SearchMatch struct {
+	// searchMatch is one line memory_search found.
+	searchMatch struct {
 		File string `json:"file"`
 		Line int    `json:"line"`
 		Text string `json:"text"`
@@ -223,12 +223,12 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			return text(b.String()), ListOutput{Memories: entries, More: more}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_read", Description: "Read one memory file (or MEMORY.md, the index) in full."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, ReadOutput, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, readOutput, error) {
 			data, err := ms.read(in.File)
 			if err != nil {
-				return nil, ReadOutput{}, err
+				return nil, readOutput{}, err
 			}
-			return text(string(data)), ReadOutput{File: in.File, Content: string(data)}, nil
+			return text(string(data)), readOutput{File: in.File, Content: string(data)}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_save", Description: "Save a memory: writes the file with its frontmatter and its pointer in MEMORY.md " +
 		"(replacing the file and pointer when the file exists). Never save secrets; team/ files are shared with the team and are refused when they hold a credential."},
@@ -257,12 +257,12 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			return text(answer), SaveOutput{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer, Notice: notice}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, DeleteOutput, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, deleteOutput, error) {
 			if err := ms.dir.Delete(ctx, in.File); err != nil {
-				return nil, DeleteOutput{}, toolError(in.File, err)
+				return nil, deleteOutput{}, toolError(in.File, err)
 			}
 			ms.noteFile(in.File, false)
-			return text("Deleted " + in.File), DeleteOutput{File: in.File, Deleted: true}, nil
+			return text("Deleted " + in.File), deleteOutput{File: in.File, Deleted: true}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_recall", Description: "Find the few memories relevant to a request, best first, with their content. " +
 		"Returns nothing when no memory is relevant."},
@@ -292,13 +292,13 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			return text(b.String()), out, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_search", Description: "Search every memory file for lines matching a regular expression (RE2); returns file:line:text."},
-		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, SearchOutput, error) {
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOutput, error) {
 			matches, more, err := ms.search(ctx, in.Pattern)
 			if err != nil {
-				return nil, SearchOutput{}, err
+				return nil, searchOutput{}, err
 			}
 			if len(matches) == 0 {
-				return text("No line matches."), SearchOutput{Matches: []SearchMatch{}}, nil
+				return text("No line matches."), searchOutput{Matches: []searchMatch{}}, nil
 			}
 			var b strings.Builder
 			for _, m := range matches {
@@ -307,7 +307,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if more {
 				b.WriteString("(more matches not shown; narrow the pattern)\n")
 			}
-			return text(b.String()), SearchOutput{Matches: matches}, nil
+			return text(b.String()), searchOutput{Matches: matches}, nil
 		}))
 }
 
@@ -386,7 +386,7 @@ func (ms *memoryServer) read(file string) ([]byte, error) {
 }
 
 // search runs the memory tools' Grep over the directory.
-func (ms *memoryServer) search(ctx context.Context, pattern string) ([]SearchMatch, bool, error) {
+func (ms *memoryServer) search(ctx context.Context, pattern string) ([]searchMatch, bool, error) {
 	if pattern == "" {
 		return nil, false, errors.New("pattern is required")
 	}
@@ -397,7 +397,7 @@ func (ms *memoryServer) search(ctx context.Context, pattern string) ([]SearchMat
 	if err != nil {
 		return nil, false, err
 	}
-	var matches []SearchMatch
+	var matches []searchMatch
 	more := false
 	prefix := ms.dir.Path() + string(filepath.Separator)
 	for _, line := range strings.Split(out, "\n") {
@@ -410,7 +410,7 @@ func (ms *memoryServer) search(ctx context.Context, pattern string) ([]SearchMat
 		num, txt, _ := strings.Cut(after, ":")
 		var n int
 		fmt.Sscan(num, &n)
-		matches = append(matches, SearchMatch{File: filepath.ToSlash(file), Line: n, Text: txt})
+		matches = append(matches, searchMatch{File: filepath.ToSlash(file), Line: n, Text: txt})
 	}
 	return matches, more, nil
 }

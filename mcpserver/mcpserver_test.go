@@ -17,7 +17,7 @@ import (
 )
 
 func TestToolPanicIsAToolError(t *testing.T) {
-	h := safe(func(context.Context, *mcp.CallToolRequest, fileIn) (*mcp.CallToolResult, ReadOutput, error) {
+	h := safe(func(context.Context, *mcp.CallToolRequest, fileIn) (*mcp.CallToolResult, readOutput, error) {
 		panic("boom")
 	})
 	res, _, err := h(context.Background(), nil, fileIn{File: "x.md"})

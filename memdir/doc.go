@@ -10,9 +10,8 @@
 //
 // What the package covers, by the name to look for:
 //
-//   - Enabling: IsAutoMemoryEnabled over EnableSettings;
-//     EnableSettingsFromEnv reads Claude Code's variables through an
-//     injected getenv.
+//   - Enabling: IsAutoMemoryEnabled reads Claude Code's variables through
+//     an injected getenv.
 //   - Where memory lives: ResolveAutoMemPath (override, trusted settings,
 //     default), ValidateMemoryPath, SanitizePath, FindCanonicalGitRoot
 //     (worktrees share one directory), AgentMemoryDir, DailyLogPath,

@@ -31,11 +31,10 @@ func ExampleValidateMemoryPath() {
 
 func ExampleIsAutoMemoryEnabled() {
 	env := map[string]string{"CLAUDE_CODE_SIMPLE": "1"}
-	s := memdir.EnableSettingsFromEnv(func(k string) string { return env[k] }, memdir.DefaultEnvNames(), nil)
-	fmt.Println(memdir.IsAutoMemoryEnabled(s))
+	getenv := func(k string) string { return env[k] }
+	fmt.Println(memdir.IsAutoMemoryEnabled(getenv, nil))
 	env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "false" // an explicit "on" wins
-	s = memdir.EnableSettingsFromEnv(func(k string) string { return env[k] }, memdir.DefaultEnvNames(), nil)
-	fmt.Println(memdir.IsAutoMemoryEnabled(s))
+	fmt.Println(memdir.IsAutoMemoryEnabled(getenv, nil))
 	// Output:
 	// false
 	// true
@@ -177,7 +176,7 @@ func ExampleLoadMemoryPrompt_team() {
 func ExampleLoadMemoryPrompt() {
 	fsys := afero.NewMemMapFs()
 	p, err := memdir.LoadMemoryPrompt(context.Background(), fsys, memdir.LoadPromptRequest{
-		Enabled: memdir.IsAutoMemoryEnabled(memdir.EnableSettings{}),
+		Enabled: memdir.IsAutoMemoryEnabled(func(string) string { return "" }, nil),
 		AutoDir: "/home/u/.claude/projects/-work-shop/memory/",
 	})
 	fmt.Println(p.Mode, err)
@@ -188,16 +187,6 @@ func ExampleLoadMemoryPrompt() {
 	// single <nil>
 	// # Memory
 	// true
-}
-
-// The environment part of the enable chain: "Yes" and "off" are read as
-// booleans, anything else as unset.
-func ExampleEnableSettingsFromEnv() {
-	env := map[string]string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY": " Yes ", "CLAUDE_CODE_SIMPLE": "maybe"}
-	s := memdir.EnableSettingsFromEnv(func(k string) string { return env[k] }, memdir.DefaultEnvNames(), nil)
-	fmt.Println(s.DisableAutoMemory == memdir.EnvTrue, s.Simple == memdir.EnvUnset, memdir.IsAutoMemoryEnabled(s))
-	// Output:
-	// true true false
 }
 
 func ExampleIndexLimits_Truncate() {

@@ -20,9 +20,9 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// IndexLockTimeout bounds how long a write waits for another writer of the
+// indexLockTimeout bounds how long a write waits for another writer of the
 // same MEMORY.md (another goroutine or process) before it gives up.
-const IndexLockTimeout = 30 * time.Second
+const indexLockTimeout = 30 * time.Second
 
 // WriteGate is the one check, and the one way to write, for every path
 // that a model or a remote peer chooses inside memory directories: Dir.Save,
@@ -53,7 +53,7 @@ const IndexLockTimeout = 30 * time.Second
 // write that landed before its own; on afero.MemMapFs too, where the
 // gates of one process over one filesystem share an in-process lock. A
 // write waits for the lock until its ctx ends, and at most
-// IndexLockTimeout.
+// indexLockTimeout.
 //
 // A WriteGate is safe for concurrent use.
 type WriteGate struct {
@@ -389,7 +389,7 @@ func (g *WriteGate) open(t Target) (afero.Fs, string, func(), error) {
 
 // lock takes the write lock of t's root: the lock of the root's
 // MEMORY.md (name is t's name in fsys, whose root is t.Root on the real
-// disk). It waits until ctx ends, at most IndexLockTimeout.
+// disk). It waits until ctx ends, at most indexLockTimeout.
 func (g *WriteGate) lock(ctx context.Context, fsys afero.Fs, name string, t Target) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -398,7 +398,7 @@ func (g *WriteGate) lock(ctx context.Context, fsys afero.Fs, name string, t Targ
 	if name == t.Rel {
 		index = EntrypointName // fsys is confined to t.Root
 	}
-	ctx, cancel := context.WithTimeout(ctx, IndexLockTimeout)
+	ctx, cancel := context.WithTimeout(ctx, indexLockTimeout)
 	unlock, err := filelock.Lock(ctx, fsys, index)
 	cancel()
 	if err != nil {

@@ -327,7 +327,7 @@ func TestSaveConcurrent(t *testing.T) {
 
 func TestIndexLineLength(t *testing.T) {
 	line := IndexLine(Memory{Name: "T", Description: strings.Repeat("word ", 100)}, "t.md")
-	assert.LessOrEqual(t, len([]rune(line)), MaxIndexLineRunes)
+	assert.LessOrEqual(t, len([]rune(line)), maxIndexLineRunes)
 	assert.True(t, strings.HasSuffix(line, "…"))
 	assert.Equal(t, "- [x (y)](t.md)", IndexLine(Memory{Name: "x [y]"}, "t.md"))
 	assert.Equal(t, "- [t](dir/t.md)", IndexLine(Memory{}, "dir/t.md"))

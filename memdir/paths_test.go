@@ -19,52 +19,58 @@ import (
 func boolPtr(b bool) *bool { return &b }
 
 func TestParseEnvBool(t *testing.T) {
-	for in, want := range map[string]EnvBool{
-		"1": EnvTrue, "true": EnvTrue, " YES ": EnvTrue, "On": EnvTrue,
-		"0": EnvFalse, "false": EnvFalse, "no": EnvFalse, " OFF\n": EnvFalse,
-		"": EnvUnset, "2": EnvUnset, "enabled": EnvUnset, "tru": EnvUnset,
+	for in, want := range map[string]envBool{
+		"1": envTrue, "true": envTrue, " YES ": envTrue, "On": envTrue,
+		"0": envFalse, "false": envFalse, "no": envFalse, " OFF\n": envFalse,
+		"": envUnset, "2": envUnset, "enabled": envUnset, "tru": envUnset,
 	} {
 		assert.Equal(t, want, parseEnvBool(in), "%q", in)
 	}
 }
 
 func TestIsAutoMemoryEnabled(t *testing.T) {
+	const (
+		disable = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
+		bare    = "CLAUDE_CODE_SIMPLE"
+		remote  = "CLAUDE_CODE_REMOTE"
+		rdir    = "CLAUDE_CODE_REMOTE_MEMORY_DIR"
+	)
 	cases := []struct {
-		name string
-		in   EnableSettings
-		want bool
+		name    string
+		env     map[string]string
+		setting *bool
+		want    bool
 	}{
-		{"default on", EnableSettings{}, true},
-		{"disable true", EnableSettings{DisableAutoMemory: EnvTrue}, false},
-		{"disable false beats bare mode", EnableSettings{DisableAutoMemory: EnvFalse, Simple: EnvTrue}, true},
-		{"disable false beats remote", EnableSettings{DisableAutoMemory: EnvFalse, Remote: EnvTrue}, true},
-		{"disable false beats setting", EnableSettings{DisableAutoMemory: EnvFalse, AutoMemoryEnabled: boolPtr(false)}, true},
-		{"bare mode", EnableSettings{Simple: EnvTrue}, false},
-		{"bare mode false is no opinion", EnableSettings{Simple: EnvFalse, AutoMemoryEnabled: boolPtr(false)}, false},
-		{"remote without dir", EnableSettings{Remote: EnvTrue}, false},
-		{"remote with dir", EnableSettings{Remote: EnvTrue, RemoteMemoryDir: "/r"}, true},
-		{"remote with dir and setting off", EnableSettings{Remote: EnvTrue, RemoteMemoryDir: "/r", AutoMemoryEnabled: boolPtr(false)}, false},
-		{"setting off", EnableSettings{AutoMemoryEnabled: boolPtr(false)}, false},
-		{"setting on", EnableSettings{AutoMemoryEnabled: boolPtr(true)}, true},
-		{"bare mode beats setting on", EnableSettings{Simple: EnvTrue, AutoMemoryEnabled: boolPtr(true)}, false},
+		{"default on", nil, nil, true},
+		{"disable true", map[string]string{disable: "1"}, nil, false},
+		{"disable false beats bare mode", map[string]string{disable: "false", bare: "yes"}, nil, true},
+		{"disable false beats remote", map[string]string{disable: "off", remote: "1"}, nil, true},
+		{"disable false beats setting", map[string]string{disable: "0"}, boolPtr(false), true},
+		{"bare mode", map[string]string{bare: "true"}, nil, false},
+		{"bare mode false is no opinion", map[string]string{bare: "no"}, boolPtr(false), false},
+		{"remote without dir", map[string]string{remote: "on"}, nil, false},
+		{"remote with dir", map[string]string{remote: "1", rdir: "/r"}, nil, true},
+		{"remote with dir and setting off", map[string]string{remote: "1", rdir: "/r"}, boolPtr(false), false},
+		{"setting off", nil, boolPtr(false), false},
+		{"setting on", nil, boolPtr(true), true},
+		{"bare mode beats setting on", map[string]string{bare: "1"}, boolPtr(true), false},
+		{"unrecognised value is unset", map[string]string{disable: "maybe"}, nil, true},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, IsAutoMemoryEnabled(c.in)) })
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, IsAutoMemoryEnabled(func(k string) string { return c.env[k] }, c.setting))
+		})
 	}
-}
 
-func TestEnableSettingsFromEnv(t *testing.T) {
-	env := map[string]string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "no", "CLAUDE_CODE_SIMPLE": "1", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/rm"}
-	s := EnableSettingsFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), nil)
-	assert.Equal(t, EnvFalse, s.DisableAutoMemory)
-	assert.Equal(t, EnvTrue, s.Simple)
-	assert.Equal(t, "/rm", s.RemoteMemoryDir)
-	assert.True(t, IsAutoMemoryEnabled(s))
-
-	names := DefaultEnvNames()
-	names.Simple = "MYAGENT_BARE"
-	s = EnableSettingsFromEnv(func(k string) string { return map[string]string{"MYAGENT_BARE": "true"}[k] }, names, nil)
-	assert.False(t, IsAutoMemoryEnabled(s), "a renamed variable must be honoured")
+	// A runtime with its own variable names maps them in getenv.
+	own := map[string]string{"MYAGENT_BARE": "true"}
+	getenv := func(k string) string {
+		if k == bare {
+			k = "MYAGENT_BARE"
+		}
+		return own[k]
+	}
+	assert.False(t, IsAutoMemoryEnabled(getenv, nil), "a renamed variable must be honoured")
 }
 
 func TestValidateMemoryPath(t *testing.T) {
@@ -89,33 +95,33 @@ func TestValidateMemoryPath(t *testing.T) {
 	}
 	bad := []struct {
 		in, home string
-		want     PathRejection
+		want     string
 	}{
-		{"", home, RejectEmpty},
-		{"/abs/\x00mem", home, RejectNUL},
-		{"\x00", home, RejectNUL},
-		{"relative/mem", home, RejectNotAbsolute},
-		{"./mem", home, RejectNotAbsolute},
-		{"~", home, RejectNotAbsolute},
-		{"~/mem", "", RejectNotAbsolute}, // no expansion allowed
-		{"~user/mem", home, RejectNotAbsolute},
-		{"~/", home, RejectTildeTrivial},
-		{"~/.", home, RejectTildeTrivial},
-		{"~/..", home, RejectTildeTrivial},
-		{"~/foo/..", home, RejectTildeTrivial},
-		{`~\..`, home, RejectTildeTrivial},
-		{"~/../etc", home, RejectTildeTrivial},
-		{"~//", home, RejectTildeTrivial},
-		{"~/./", home, RejectTildeTrivial},
-		{`~\\`, home, RejectTildeTrivial},
-		{"/", home, RejectTooShort},
-		{"//", home, RejectUNC},
-		{"/a", home, RejectTooShort},
-		{"/é", home, RejectTooShort},
-		{"/a/..", home, RejectTooShort},
-		{"C:", home, RejectNotAbsolute},
-		{`\\server\share`, home, RejectUNC},
-		{"//server/share", home, RejectUNC},
+		{"", home, rejectEmpty},
+		{"/abs/\x00mem", home, rejectNUL},
+		{"\x00", home, rejectNUL},
+		{"relative/mem", home, rejectNotAbsolute},
+		{"./mem", home, rejectNotAbsolute},
+		{"~", home, rejectNotAbsolute},
+		{"~/mem", "", rejectNotAbsolute}, // no expansion allowed
+		{"~user/mem", home, rejectNotAbsolute},
+		{"~/", home, rejectTildeTrivial},
+		{"~/.", home, rejectTildeTrivial},
+		{"~/..", home, rejectTildeTrivial},
+		{"~/foo/..", home, rejectTildeTrivial},
+		{`~\..`, home, rejectTildeTrivial},
+		{"~/../etc", home, rejectTildeTrivial},
+		{"~//", home, rejectTildeTrivial},
+		{"~/./", home, rejectTildeTrivial},
+		{`~\\`, home, rejectTildeTrivial},
+		{"/", home, rejectTooShort},
+		{"//", home, rejectUNC},
+		{"/a", home, rejectTooShort},
+		{"/é", home, rejectTooShort},
+		{"/a/..", home, rejectTooShort},
+		{"C:", home, rejectNotAbsolute},
+		{`\\server\share`, home, rejectUNC},
+		{"//server/share", home, rejectUNC},
 	}
 	for _, c := range bad {
 		t.Run("bad "+c.in, func(t *testing.T) {
@@ -299,12 +305,12 @@ func TestResolveAutoMemPath(t *testing.T) {
 
 func TestAutoMemPathRequestFromEnv(t *testing.T) {
 	env := map[string]string{"CLAUDE_COWORK_MEMORY_PATH_OVERRIDE": "/o", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/r"}
-	in := AutoMemPathRequestFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), "/home/u")
+	in := AutoMemPathRequestFromEnv(func(k string) string { return env[k] }, "/home/u")
 	assert.Equal(t, "/home/u/.claude", in.ConfigHome)
 	assert.Equal(t, "/o", in.Override)
 	assert.Equal(t, "/r", in.RemoteMemoryDir)
 	env["CLAUDE_CONFIG_DIR"] = "/cfg"
-	in = AutoMemPathRequestFromEnv(func(k string) string { return env[k] }, DefaultEnvNames(), "/home/u")
+	in = AutoMemPathRequestFromEnv(func(k string) string { return env[k] }, "/home/u")
 	assert.Equal(t, "/cfg", in.ConfigHome)
 }
 

@@ -30,14 +30,14 @@ type Provenance struct {
 	Origin  string `json:"origin,omitempty"`
 }
 
-// ProvenanceStateDir and ProvenanceFileName place the record of
+// provenanceStateDir and provenanceFileName place the record of
 // provenance a memory directory keeps: <memory dir>/.team-sync/
 // provenance.json, in the folder of the team sync's state, outside every
 // synced folder (a team directory's files, a store mount's files), and
 // never synced itself.
 const (
-	ProvenanceStateDir = ".team-sync"
-	ProvenanceFileName = "provenance.json"
+	provenanceStateDir = ".team-sync"
+	provenanceFileName = "provenance.json"
 )
 
 // Bounds of the provenance record: an entry older than
@@ -173,7 +173,7 @@ func (d *Dir) provenanceBases() []string {
 
 // provenancePath is the record of the memory directory base.
 func provenancePath(base string) string {
-	return filepath.Join(base, ProvenanceStateDir, ProvenanceFileName)
+	return filepath.Join(base, provenanceStateDir, provenanceFileName)
 }
 
 // provenanceFor returns the provenance t's write records and where, or
@@ -208,7 +208,7 @@ func (g *WriteGate) recordProvenance(ctx context.Context, t Target, data []byte)
 	if err := g.fs.MkdirAll(filepath.Dir(record), 0o755); err != nil {
 		return &ProvenanceError{Path: record, Err: err}
 	}
-	lctx, cancel := context.WithTimeout(ctx, IndexLockTimeout)
+	lctx, cancel := context.WithTimeout(ctx, indexLockTimeout)
 	unlock, err := filelock.Lock(lctx, g.fs, record)
 	cancel()
 	if err != nil {

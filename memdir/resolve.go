@@ -194,18 +194,20 @@ func TeamMemPath(autoMemDir string) string {
 }
 
 // AutoMemPathRequestFromEnv fills the environment part of AutoMemPathRequest
-// through getenv, with home as the user's home directory: the override,
-// the remote memory dir, and the config home (names.ConfigDir, or
-// <home>/.claude). The host adds settings and the project root.
-func AutoMemPathRequestFromEnv(getenv func(string) string, names EnvNames, home string) AutoMemPathRequest {
-	configHome := getenv(names.ConfigDir)
+// through getenv, with home as the user's home directory: the override
+// (CLAUDE_COWORK_MEMORY_PATH_OVERRIDE), the remote memory dir
+// (CLAUDE_CODE_REMOTE_MEMORY_DIR), and the config home (CLAUDE_CONFIG_DIR,
+// or <home>/.claude). The host adds settings and the project root. A
+// runtime with its own variable names maps them in getenv.
+func AutoMemPathRequestFromEnv(getenv func(string) string, home string) AutoMemPathRequest {
+	configHome := getenv(envConfigDir)
 	if configHome == "" && home != "" {
 		configHome = filepath.Join(home, ".claude")
 	}
 	return AutoMemPathRequest{
 		ConfigHome:      configHome,
-		RemoteMemoryDir: getenv(names.RemoteMemoryDir),
+		RemoteMemoryDir: getenv(envRemoteMemoryDir),
 		HomeDir:         home,
-		Override:        getenv(names.PathOverride),
+		Override:        getenv(envPathOverride),
 	}
 }

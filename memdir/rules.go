@@ -20,7 +20,7 @@ const (
 	problemNotText = "not-text"
 	// problemFrontmatter: the header is not valid YAML (or not UTF-8).
 	problemFrontmatter = "bad-frontmatter"
-	// problemLongEntry: an index line is longer than MaxIndexLineRunes.
+	// problemLongEntry: an index line is longer than maxIndexLineRunes.
 	problemLongEntry = "long-entry"
 )
 
@@ -32,7 +32,7 @@ type MemoryError struct {
 	// valid UTF-8 or holds control characters), "not-text" (the content
 	// is not valid UTF-8 or holds a NUL byte), "bad-frontmatter" (the
 	// header is not valid YAML or not UTF-8) or "long-entry" (an index
-	// line longer than MaxIndexLineRunes).
+	// line longer than maxIndexLineRunes).
 	Problem string
 	// Line is the line at fault (1-based) when known, else 0.
 	Line int
@@ -80,11 +80,11 @@ func CheckMemoryFile(rel string, content []byte) []*MemoryError {
 }
 
 // CheckIndexLine returns a *MemoryError when line, one line of a
-// MEMORY.md, is longer than MaxIndexLineRunes; nil otherwise.
+// MEMORY.md, is longer than maxIndexLineRunes; nil otherwise.
 func CheckIndexLine(line string) *MemoryError {
-	if n := utf8.RuneCountInString(line); n > MaxIndexLineRunes {
+	if n := utf8.RuneCountInString(line); n > maxIndexLineRunes {
 		return &MemoryError{Problem: problemLongEntry, Detail: strconv.Itoa(n) + " characters; keep index entries under ~" +
-			strconv.Itoa(MaxIndexLineRunes) + " and move detail into the topic file"}
+			strconv.Itoa(maxIndexLineRunes) + " and move detail into the topic file"}
 	}
 	return nil
 }

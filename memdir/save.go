@@ -19,9 +19,9 @@ import (
 	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
-// MaxIndexLineRunes is the length a pointer line in MEMORY.md is kept to;
+// maxIndexLineRunes is the length a pointer line in MEMORY.md is kept to;
 // a longer hook is shortened with an ellipsis.
-const MaxIndexLineRunes = 150
+const maxIndexLineRunes = 150
 
 // ErrInvalidMemory is matched (errors.Is) by every error Save returns for a
 // Memory it refuses; the message says which field is wrong.
@@ -403,7 +403,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // IndexLine renders the MEMORY.md pointer for m stored at target (relative
 // to the index): "- [Title](target) — hook", kept within
-// MaxIndexLineRunes by shortening the hook. The line carries one link:
+// maxIndexLineRunes by shortening the hook. The line carries one link:
 // brackets in the title and the hook become parentheses, and angle
 // brackets in the hook become ‹ and ›.
 func IndexLine(m Memory, target string) string {
@@ -420,7 +420,7 @@ func IndexLine(m Memory, target string) string {
 	if hook == "" {
 		return line
 	}
-	room := MaxIndexLineRunes - utf8.RuneCountInString(line) - len(" — ")
+	room := maxIndexLineRunes - utf8.RuneCountInString(line) - len(" — ")
 	if room < 8 {
 		return line
 	}

@@ -12,28 +12,26 @@ import (
 // ErrInvalidMemoryPath is matched (errors.Is) by every *MemoryPathError.
 var ErrInvalidMemoryPath = errors.New("invalid memory path")
 
-// PathRejection says why ValidateMemoryPath refused a path.
-type PathRejection string
-
 // The reasons ValidateMemoryPath gives. None of them echoes the path.
 const (
-	RejectEmpty        PathRejection = "empty path"
-	RejectNUL          PathRejection = "path contains a NUL byte"
-	RejectUNC          PathRejection = "UNC network paths are not allowed"
-	RejectTildeTrivial PathRejection = "~ expansion must name a directory below the home directory"
-	RejectNotAbsolute  PathRejection = "path is not absolute"
-	RejectTooShort     PathRejection = "path is too short to be a memory directory"
-	RejectDriveRoot    PathRejection = "a drive root is not a memory directory"
+	rejectEmpty        = "empty path"
+	rejectNUL          = "path contains a NUL byte"
+	rejectUNC          = "UNC network paths are not allowed"
+	rejectTildeTrivial = "~ expansion must name a directory below the home directory"
+	rejectNotAbsolute  = "path is not absolute"
+	rejectTooShort     = "path is too short to be a memory directory"
+	rejectDriveRoot    = "a drive root is not a memory directory"
 )
 
 // MemoryPathError reports a memory directory that failed validation. Its
 // message carries only the reason, never the path, so it is safe to show to
 // a model or a remote caller.
 type MemoryPathError struct {
-	Reason PathRejection
+	// Reason says, in words, why ValidateMemoryPath refused the path.
+	Reason string
 }
 
-func (e *MemoryPathError) Error() string { return "memdir: invalid memory path: " + string(e.Reason) }
+func (e *MemoryPathError) Error() string { return "memdir: invalid memory path: " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidMemoryPath) true.
 func (e *MemoryPathError) Is(target error) bool { return target == ErrInvalidMemoryPath }
@@ -54,12 +52,12 @@ var driveRoot = regexp.MustCompile(`^[A-Za-z]:$`)
 // not absolute after cleaning, shorter than 3 characters, or a bare drive
 // root such as "C:". Errors are *MemoryPathError.
 func ValidateMemoryPath(raw, home string) (string, error) {
-	reject := func(r PathRejection) (string, error) { return "", &MemoryPathError{Reason: r} }
+	reject := func(r string) (string, error) { return "", &MemoryPathError{Reason: r} }
 	if raw == "" {
-		return reject(RejectEmpty)
+		return reject(rejectEmpty)
 	}
 	if strings.IndexByte(raw, 0) >= 0 {
-		return reject(RejectNUL)
+		return reject(rejectNUL)
 	}
 	candidate := raw
 	expanded := home != "" && (strings.HasPrefix(raw, "~/") || strings.HasPrefix(raw, `~\`))
@@ -67,7 +65,7 @@ func ValidateMemoryPath(raw, home string) (string, error) {
 		candidate = filepath.Clean(home) + string(filepath.Separator) + raw[2:]
 	}
 	if strings.HasPrefix(candidate, `\\`) || strings.HasPrefix(candidate, "//") {
-		return reject(RejectUNC)
+		return reject(rejectUNC)
 	}
 	// Trailing separators of either kind go before cleaning, so a trailing
 	// backslash cannot hide a ".." from Clean.
@@ -81,16 +79,16 @@ func ValidateMemoryPath(raw, home string) (string, error) {
 		// "~/a/.." and "~/../x" would aim memory at home or above it.
 		rel, err := filepath.Rel(filepath.Clean(home), cleaned)
 		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return reject(RejectTildeTrivial)
+			return reject(rejectTildeTrivial)
 		}
 	}
 	switch {
 	case !filepath.IsAbs(cleaned):
-		return reject(RejectNotAbsolute)
+		return reject(rejectNotAbsolute)
 	case utf16Len(cleaned) < 3: // counted as Claude Code counts, before NFC
-		return reject(RejectTooShort)
+		return reject(rejectTooShort)
 	case driveRoot.MatchString(cleaned):
-		return reject(RejectDriveRoot)
+		return reject(rejectDriveRoot)
 	}
 	return norm.NFC.String(cleaned + string(filepath.Separator)), nil
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )

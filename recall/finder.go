@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
@@ -303,10 +303,15 @@ func (f *Finder) prefilter(query string, snap *snapshot, skip func(string) bool)
 	return out
 }
 
+// Hit is one lexically ranked memory: Key is its file name relative to
+// the directory; Score, Strength, Matched, Coverage and Shared say how
+// well it matched (see LexicalOptions for how the selection reads them).
+type Hit = lexical.Hit
+
 // Rank brings the index up to date and returns the k lexically best
 // memories for query over the whole directory, with no thresholds: what
 // the lexical selection chooses from (see LexicalOptions for its rules).
-func (f *Finder) Rank(ctx context.Context, query string, k int) ([]lexical.Hit, error) {
+func (f *Finder) Rank(ctx context.Context, query string, k int) ([]Hit, error) {
 	if _, err := f.corpus.refresh(ctx); err != nil {
 		return nil, err
 	}

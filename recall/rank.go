@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 )
 
 // maxNameHolders is how many memories may hold a name the message gives

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
@@ -140,7 +140,7 @@ const minSubjectDocs = 20
 // says nothing is relevant: it holds a single word of the query, a word
 // that is not a subject of the directory, and is weaker than
 // MinStrength.
-func (o LexicalOptions) Abstain(best lexical.Hit, n int) bool {
+func (o LexicalOptions) Abstain(best Hit, n int) bool {
 	o = o.withDefaults()
 	subject := best.Shared >= max(minSubjectDocs, int(o.SubjectShare*float64(n)))
 	return best.Matched < 2 && !subject && best.Strength < o.MinStrength
@@ -193,7 +193,7 @@ func (s *LexicalSelector) Select(ctx context.Context, req SelectRequest) ([]stri
 
 // Rank returns up to k candidates for query, best first, with no
 // thresholds applied.
-func (s *LexicalSelector) Rank(ctx context.Context, query string, candidates []memdir.MemoryHeader, k int) ([]lexical.Hit, error) {
+func (s *LexicalSelector) Rank(ctx context.Context, query string, candidates []memdir.MemoryHeader, k int) ([]Hit, error) {
 	ix, err := s.indexFor(ctx, candidates)
 	if err != nil {
 		return nil, err

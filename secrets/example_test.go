@@ -6,10 +6,11 @@ import (
 	"github.com/agentmem-sdk/agentmem/secrets"
 )
 
-func ExampleRedact() {
+func ExampleScanner_Redact() {
 	text := "use " + "npm_" + "aB3dE5fG7hJ9kL2mN4pQ6rS8tUaB3dE5fG7h" + " to publish"
-	fmt.Println(secrets.Redact(text))
-	fmt.Println(secrets.Scan(text))
+	s := secrets.New()
+	fmt.Println(s.Redact(text))
+	fmt.Println(s.Scan(text))
 	// Output:
 	// use [REDACTED] to publish
 	// [{npm-access-token NPM Access Token high}]

@@ -213,9 +213,9 @@ var labelWords = map[string]string{
 	"ci": "CI", "scim": "SCIM",
 }
 
-// Label turns a rule ID into a name for people: "github-pat" →
+// label turns a rule ID into a name for people: "github-pat" →
 // "GitHub PAT", "aws-access-token" → "AWS Access Token".
-func Label(ruleID string) string {
+func label(ruleID string) string {
 	words := strings.Split(ruleID, "-")
 	for i, w := range words {
 		if special, ok := labelWords[w]; ok {
@@ -342,7 +342,7 @@ func (s *Scanner) matches(x *keywordIndex, text string) []Match {
 	sort.Ints(found)
 	out := make([]Match, len(found))
 	for i, r := range found {
-		out[i] = Match{RuleID: s.rules[r].id, Label: Label(s.rules[r].id)}
+		out[i] = Match{RuleID: s.rules[r].id, Label: label(s.rules[r].id)}
 		if s.rules[r].low {
 			out[i].Confidence = Low
 		}
@@ -386,12 +386,6 @@ func (s *Scanner) Redact(text string) string {
 }
 
 const redacted = "[REDACTED]"
-
-// Scan is New().Scan(text), for one-off use.
-func Scan(text string) []Match { return New().Scan(text) }
-
-// Redact is New().Redact(text), for one-off use.
-func Redact(text string) string { return New().Redact(text) }
 
 // next finds the first token at or after from: the smallest start among
 // the keyword hits whose anchored pattern matches.

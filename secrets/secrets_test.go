@@ -144,7 +144,7 @@ func TestSecretRulesTruePositives(t *testing.T) {
 				for _, m := range s.ScanAll(text) {
 					if m.RuleID == id {
 						hit = true
-						assert.Equal(t, Label(id), m.Label)
+						assert.Equal(t, label(id), m.Label)
 						assert.Equal(t, low[id], m.Confidence == Low)
 					}
 					assert.NotContains(t, fmt.Sprintf("%+v", m), token[4:12], "results never carry the secret, in any field")
@@ -250,8 +250,8 @@ func TestRedactSeveral(t *testing.T) {
 	sm := samples()
 	gh, npm := sm["github-pat"], sm["npm-access-token"]
 	text := "a " + gh + " " + gh + "\nb=" + npm + "."
-	assert.Equal(t, "a [REDACTED] [REDACTED]\nb=[REDACTED].", Redact(text))
-	got := Scan(text)
+	assert.Equal(t, "a [REDACTED] [REDACTED]\nb=[REDACTED].", New().Redact(text))
+	got := New().Scan(text)
 	assert.Equal(t, []Match{{"github-pat", "GitHub PAT", High}, {"npm-access-token", "NPM Access Token", High}}, got)
 }
 
@@ -262,7 +262,7 @@ func TestLabel(t *testing.T) {
 		"some-jwt": "Some JWT", "digitalocean-pat": "DigitalOcean PAT", "huggingface-access-token": "HuggingFace Access Token",
 		"sendgrid-api-token": "SendGrid API Token", "openai-api-key": "OpenAI API Key", "gitlab-pat": "GitLab PAT",
 	} {
-		assert.Equal(t, want, Label(id))
+		assert.Equal(t, want, label(id))
 	}
 }
 
@@ -272,8 +272,8 @@ func TestSlackWebhookWithItsScheme(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "slack-webhook-url", m.RuleID)
 	assert.Equal(t, "Slack Webhook Url", m.Label, "the label rule: only the listed words are special")
-	assert.Equal(t, "GitLab CI Build Token", Label("gitlab-ci-build-token"))
-	assert.Equal(t, "GitLab SCIM OAuth Token", Label("gitlab-scim-oauth-token"))
+	assert.Equal(t, "GitLab CI Build Token", label("gitlab-ci-build-token"))
+	assert.Equal(t, "GitLab SCIM OAuth Token", label("gitlab-scim-oauth-token"))
 }
 
 // TestOnePassScanAgreesWithEachRule: the one-pass keyword index finds
@@ -299,7 +299,7 @@ func TestOnePassScanAgreesWithEachRule(t *testing.T) {
 		var want, wantAll []Match
 		for i := range s.rules {
 			if _, _, ok := s.rules[i].next(text, 0); ok {
-				m := Match{RuleID: s.rules[i].id, Label: Label(s.rules[i].id)}
+				m := Match{RuleID: s.rules[i].id, Label: label(s.rules[i].id)}
 				if s.rules[i].low {
 					m.Confidence = Low
 				} else {

@@ -9,7 +9,7 @@
 //
 //   - Where: SummaryPath, <config home>/projects/<SanitizePath(cwd)>/<session
 //     ID>/session-memory/summary.md; the directory is created with mode 0700
-//     and the file exclusively with mode 0600 from DefaultTemplate (ten
+//     and the file exclusively with mode 0600 from the default template (ten
 //     sections) or Options.Template.
 //   - When (ShouldUpdate): the first update once the context reaches
 //     10,000 tokens; then when it grew by 5,000 since the last update and
@@ -18,7 +18,7 @@
 //     Sub-agents never update; updates are serialised (EventBusy).
 //   - How: a forked agent (llm.RunAgent) whose only permitted call is Edit
 //     on the summary (memtools.SessionPermission), prompted with
-//     DefaultUpdatePrompt or Options.UpdatePrompt ({{currentNotes}} and
+//     the default update prompt or Options.UpdatePrompt ({{currentNotes}} and
 //     {{notesPath}} substituted in one pass), plus a reminder to condense
 //     when a section is over 2,000 tokens or the file over 12,000
 //     (EstimateTokens: chars/4).

@@ -83,9 +83,10 @@ type Options struct {
 	ConfigHome string
 	Cwd        string
 	SessionID  string
-	// Template replaces DefaultTemplate for a new summary file.
+	// Template replaces the default ten-section template for a new summary
+	// file.
 	Template string
-	// UpdatePrompt replaces DefaultUpdatePrompt; {{currentNotes}} and
+	// UpdatePrompt replaces the default update prompt; {{currentNotes}} and
 	// {{notesPath}} are substituted.
 	UpdatePrompt string
 	// InitTokens is the context size of the first update (default
@@ -178,10 +179,10 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 		cfg.StaleAfter = defaultStaleAfter
 	}
 	if cfg.Template == "" {
-		cfg.Template = DefaultTemplate
+		cfg.Template = defaultTemplate
 	}
 	if cfg.UpdatePrompt == "" {
-		cfg.UpdatePrompt = DefaultUpdatePrompt
+		cfg.UpdatePrompt = defaultUpdatePrompt
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

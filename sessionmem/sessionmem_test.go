@@ -172,7 +172,7 @@ func TestCondenseReminder(t *testing.T) {
 	assert.NotContains(t, r, "in all")
 	huge := strings.Repeat("# S\n"+strings.Repeat("x", 7000)+"\n", 8)
 	assert.Contains(t, condenseReminders(huge, defaultMaxSectionTokens, defaultMaxTotalTokens), "in all, over the limit of 12000")
-	assert.Empty(t, condenseReminders(DefaultTemplate, defaultMaxSectionTokens, defaultMaxTotalTokens))
+	assert.Empty(t, condenseReminders(defaultTemplate, defaultMaxSectionTokens, defaultMaxTotalTokens))
 	assert.Equal(t, 3, EstimateTokens("0123456789"))
 	assert.Equal(t, 2, EstimateTokens("1234567"))
 }
@@ -223,7 +223,7 @@ func TestSectionsForCompaction(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "- step one", strings.TrimSpace(secs[1].Body))
-	assert.Len(t, parseSections(DefaultTemplate), 10)
+	assert.Len(t, parseSections(defaultTemplate), 10)
 }
 
 func TestNewValidates(t *testing.T) {

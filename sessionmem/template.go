@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// DefaultTemplate is the summary file a session starts with: ten sections,
+// defaultTemplate is the summary file a session starts with: ten sections,
 // each with a one-line description in italics that the update keeps.
-const DefaultTemplate = `# Session Title
+const defaultTemplate = `# Session Title
 _A short title for what this session is about._
 
 # Current State
@@ -38,10 +38,10 @@ _Results the user asked for (answers, numbers, decisions), exactly as given._
 _A terse, step-by-step log of what was done._
 `
 
-// DefaultUpdatePrompt asks the model to refresh the summary. {{notesPath}}
+// defaultUpdatePrompt asks the model to refresh the summary. {{notesPath}}
 // and {{currentNotes}} are replaced, in one pass, by the file's path and
 // its current content.
-const DefaultUpdatePrompt = `You keep the running notes of a coding session in {{notesPath}}. Update them from the new part of the conversation below, using only the Edit tool on that file.
+const defaultUpdatePrompt = `You keep the running notes of a coding session in {{notesPath}}. Update them from the new part of the conversation below, using only the Edit tool on that file.
 
 Rules:
 - Keep every section heading (lines starting with "# ") and the italic description line under it exactly as they are; write beneath them.

@@ -28,13 +28,13 @@ func TestUpdateUndoRestoresWhatTheUpdateReplaced(t *testing.T) {
 	tr, fsys, events := newTracker(t, model, func(c *Options, fsys afero.Fs) {
 		path := SummaryPath(c.ConfigHome, c.Cwd, c.SessionID)
 		require.NoError(t, fsys.MkdirAll(filepath.Dir(path), 0o700))
-		require.NoError(t, afero.WriteFile(fsys, path, []byte(DefaultTemplate), 0o600))
+		require.NoError(t, afero.WriteFile(fsys, path, []byte(defaultTemplate), 0o600))
 		rfs = racefs.New(fsys, path, func() error {
 			d, err := memdir.NewDir(fsys, filepath.Dir(path), memdir.DirOptions{})
 			if err != nil {
 				return err
 			}
-			_, err = d.Gate().WriteFile(context.Background(), path, []byte(DefaultTemplate+elsewhere), 0o600)
+			_, err = d.Gate().WriteFile(context.Background(), path, []byte(defaultTemplate+elsewhere), 0o600)
 			return err
 		})
 		var err error
@@ -61,9 +61,9 @@ func TestUpdateUndoRestoresWhatTheUpdateReplaced(t *testing.T) {
 	}
 	require.NotEmpty(t, checkpoint)
 	read := func() string { b, _ := afero.ReadFile(fsys, tr.Path()); return string(b) }
-	replaced := DefaultTemplate
-	if read() != DefaultTemplate+elsewhere {
-		replaced = DefaultTemplate + elsewhere // it landed first: the update replaced it
+	replaced := defaultTemplate
+	if read() != defaultTemplate+elsewhere {
+		replaced = defaultTemplate + elsewhere // it landed first: the update replaced it
 	}
 	_, err := history.Rewind(context.Background(), checkpoint, filehistory.RewindOptions{})
 	require.NoError(t, err)

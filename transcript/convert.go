@@ -110,7 +110,7 @@ func (r *Recorder) Record(ctx context.Context, msgs ...llm.Message) error {
 		}
 	}
 	if len(entries) > 0 {
-		entries = append(entries, LastPromptEntry(r.stamp.SessionID, r.prompt, r.last))
+		entries = append(entries, lastPromptEntry(r.stamp.SessionID, r.prompt, r.last))
 	}
 	r.mu.Unlock()
 	if len(entries) == 0 {

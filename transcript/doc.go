@@ -17,7 +17,7 @@
 //     the tail listing reads), SetTitle, SetTag; MessageEntry.Encode
 //     builds lines in Claude Code's field order; Recorder
 //     records a host's own llm.Messages in one call per turn, each turn
-//     closed by a last-prompt line naming its tip (LastPromptEntry).
+//     closed by a last-prompt line naming its tip.
 //     Every line keeps the fields and entry types this package does not
 //     model (Entry.Raw), so a copy through the store is byte for byte.
 //   - Reading: ParseLine and ParseAll (torn and malformed lines skipped),

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 )
 
 // Hit is one session found by Search.

@@ -354,7 +354,7 @@ func (s *JSONLStore) Close() error {
 		var meta bytes.Buffer
 		switch {
 		case ss.leaf != "":
-			meta.Write(LastPromptEntry(id, ss.prompt, ss.leaf).Raw)
+			meta.Write(lastPromptEntry(id, ss.prompt, ss.leaf).Raw)
 			meta.WriteByte('\n')
 		case ss.prompt != "":
 			meta.Write(metadataEntry(TypeLastPrompt, id, ss.prompt).Raw)

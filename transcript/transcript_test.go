@@ -413,7 +413,7 @@ func TestResumeFollowsTheNamedLeaf(t *testing.T) {
 	require.True(t, ok)
 	// A newer branch off the reply that no last-prompt names.
 	u2 := MessageEntry{Type: TypeUser, Parent: a1.UUID, Time: at.Add(time.Minute), Message: Message{Role: "user", Content: text("stray")}}.Encode(st)
-	require.NoError(t, s.Append(ctx, id, u1, a1, att, LastPromptEntry(id, "first", att.UUID), u2))
+	require.NoError(t, s.Append(ctx, id, u1, a1, att, lastPromptEntry(id, "first", att.UUID), u2))
 	require.NoError(t, s.Flush(ctx))
 
 	r, err := Resume(ctx, s, id)

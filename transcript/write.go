@@ -146,11 +146,11 @@ func metadataEntry(typ, sessionID, value string) Entry {
 	return e
 }
 
-// LastPromptEntry renders the last-prompt line Claude Code writes after a
+// lastPromptEntry renders the last-prompt line Claude Code writes after a
 // turn: the session's last prompt (left out when "") and leafUUID, the
 // entry the next turn continues from, which Claude Code and Resume follow
 // when they resume the session.
-func LastPromptEntry(sessionID, prompt, leafUUID string) Entry {
+func lastPromptEntry(sessionID, prompt, leafUUID string) Entry {
 	o := newObject().set("type", TypeLastPrompt)
 	if prompt != "" {
 		o.set("lastPrompt", prompt)

@@ -224,7 +224,7 @@ func resolve(e env, c *common) (resolved, error) {
 		}
 		return resolved{path: memdir.AutoMemPath{Dir: d + string(filepath.Separator), Origin: memdir.OriginOverride}, project: project, explicit: true}, nil
 	}
-	in := memdir.AutoMemPathRequestFromEnv(e.getenv, memdir.DefaultEnvNames(), e.home)
+	in := memdir.AutoMemPathRequestFromEnv(e.getenv, e.home)
 	if c.configDir != "" {
 		in.ConfigHome = c.configDir
 	}

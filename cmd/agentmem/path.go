@@ -31,7 +31,7 @@ func runPath(e env, c *common, args []string) (int, error) {
 	case r.explicit:
 		row("chosen by", "--dir")
 	case r.path.Origin == memdir.OriginOverride:
-		row("chosen by", "override ("+memdir.DefaultEnvNames().PathOverride+")")
+		row("chosen by", "override (CLAUDE_COWORK_MEMORY_PATH_OVERRIDE)")
 	case r.path.Origin == memdir.OriginSetting:
 		row("chosen by", "autoMemoryDirectory in "+r.path.Source.String()+" settings")
 	default:

@@ -79,7 +79,7 @@ func memoryEnabled(e env, c *common, project string) bool {
 	if home, err := configHome(e, c); err == nil {
 		setting = autoMemorySetting(e.fs, home, project)
 	}
-	return memdir.IsAutoMemoryEnabled(memdir.EnableSettingsFromEnv(e.getenv, memdir.DefaultEnvNames(), setting))
+	return memdir.IsAutoMemoryEnabled(e.getenv, setting)
 }
 
 // existingMemory resolves the memory directory for a command that needs

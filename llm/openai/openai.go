@@ -32,12 +32,12 @@ import (
 
 // Defaults.
 const (
-	// DefaultModel answers when Options names none for a purpose.
-	DefaultModel = "gpt-5-mini"
+	// defaultModel answers when Options names none for a purpose.
+	defaultModel = "gpt-5-mini"
 	// defaultMaxTokens bounds a reply when the request sets no limit.
 	defaultMaxTokens = 4096
-	// OutputSchemaName names the response format of a structured request.
-	OutputSchemaName = "output"
+	// outputSchemaName names the response format of a structured request.
+	outputSchemaName = "output"
 	// DefaultEmbeddingModel is what Embed uses when Options names none.
 	DefaultEmbeddingModel = "text-embedding-3-small"
 )
@@ -47,7 +47,7 @@ const (
 type Options struct {
 	// APIKey authenticates (a host reads it from OPENAI_API_KEY).
 	APIKey string
-	// Model is used for every purpose not in Models (default DefaultModel).
+	// Model is used for every purpose not in Models (default gpt-5-mini).
 	Model string
 	// Models routes purposes to models, such as a small model for
 	// llm.PurposeMemoryRelevance.
@@ -114,7 +114,7 @@ func New(cfg Options) (*Model, error) {
 	}
 	opts = append(opts, cfg.Options...)
 	if cfg.Model == "" {
-		cfg.Model = DefaultModel
+		cfg.Model = defaultModel
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = defaultMaxTokens
@@ -306,7 +306,7 @@ func (m *Model) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 			return p, fmt.Errorf("openai: output schema: %w", err)
 		}
 		p.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: OutputSchemaName, Schema: map[string]any(schema)}}}
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: outputSchemaName, Schema: map[string]any(schema)}}}
 	}
 	return p, nil
 }

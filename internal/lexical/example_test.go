@@ -3,7 +3,7 @@ package lexical_test
 import (
 	"fmt"
 
-	"github.com/agentmem-sdk/agentmem/lexical"
+	"github.com/agentmem-sdk/agentmem/internal/lexical"
 )
 
 func ExampleTokenize() {

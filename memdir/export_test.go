@@ -1,0 +1,7 @@
+package memdir
+
+// Internal names the external tests (package memdir_test) check against.
+const (
+	ProvenanceStateDir = provenanceStateDir
+	ProvenanceFileName = provenanceFileName
+)
