@@ -20,6 +20,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/jobs"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/memtools"
@@ -28,7 +29,6 @@ import (
 	"github.com/agentmem-sdk/agentmem/sessionmem"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
@@ -256,8 +256,8 @@ type Turn struct {
 // Origins a host marks a turn with (Turn.Origin, Memory.MarkUntrusted):
 // the values of the X-Agentmem-Origin header.
 const (
-	OriginToolOutput = wire.OriginToolOutput
-	OriginFetched    = wire.OriginFetched
+	OriginToolOutput = teamwire.OriginToolOutput
+	OriginFetched    = teamwire.OriginFetched
 )
 
 // Memory is the memory of one agent session. Safe for concurrent use.
@@ -930,8 +930,8 @@ func (m *Memory) UserMessage(ctx context.Context, text string) llm.Message {
 // lasts for the session. A host calls it as soon as such content enters
 // the conversation, or sets Turn.Origin.
 func (m *Memory) MarkUntrusted(origin string) {
-	if origin != wire.OriginToolOutput {
-		origin = wire.OriginFetched
+	if origin != teamwire.OriginToolOutput {
+		origin = teamwire.OriginFetched
 	}
 	if m.enabled && m.memDir != nil {
 		m.memDir.MarkUntrusted(origin)
@@ -1009,7 +1009,7 @@ func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
 	}
 	m.mu.Unlock()
 	switch t.Origin {
-	case "", wire.OriginUser, wire.OriginAgent:
+	case "", teamwire.OriginUser, teamwire.OriginAgent:
 	default:
 		m.MarkUntrusted(t.Origin)
 	}

@@ -24,7 +24,7 @@ func TestCoreModuleStaysLight(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(host, "go.mod"), []byte(gomod), 0o644))
 	var imports strings.Builder
 	for _, p := range []string{"", "/dream", "/extract", "/filehistory", "/foldersync", "/llm", "/llm/llmtest", "/memdir", "/memorytool", "/memtools",
-		"/recall", "/rootfs", "/screen", "/secrets", "/sessionmem", "/storesync", "/storesync/wire", "/teammem", "/teamserver", "/teamserver/storetest", "/transcript"} {
+		"/recall", "/rootfs", "/screen", "/secrets", "/sessionmem", "/storesync", "/teammem", "/teamserver", "/teamserver/storetest", "/transcript"} {
 		imports.WriteString("\t_ \"github.com/agentmem-sdk/agentmem" + p + "\"\n")
 	}
 	main := "package main\n\nimport (\n" + imports.String() + ")\n\nfunc main() {}\n"
@@ -53,7 +53,7 @@ func TestCoreModuleStaysLight(t *testing.T) {
 // floors are the layers of the core module, from the ground up: an import
 // may only point to a lower floor (internal/ is below everything).
 var floors = map[string]float64{
-	"llm": 1, "rootfs": 1, "screen": 1, "secrets": 1, "teammem/wire": 1, "llm/llmtest": 1.5, "storesync/wire": 1.5,
+	"llm": 1, "rootfs": 1, "screen": 1, "secrets": 1, "llm/llmtest": 1.5,
 	"memdir": 2, "transcript": 2.5, "filehistory": 2.5,
 	"foldersync": 2.7, "foldersync/remotetest": 2.9,
 	"teammem": 3, "storesync": 3,

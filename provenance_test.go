@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -61,7 +61,7 @@ func TestExtractionsTeamWriteNamesItsDoorAndSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hist, 1, "a person's trusted write is stored at once under review")
 	assert.Equal(t, "ana", hist[0].Author)
-	assert.Equal(t, wire.Provenance{Door: wire.DoorExtraction, Session: sid}, hist[0].Provenance)
+	assert.Equal(t, teamwire.Provenance{Door: teamwire.DoorExtraction, Session: sid}, hist[0].Provenance)
 
 	sid = session("planted.md", agentmem.OriginFetched)
 	got, err := store.Get(ctx, repo, false)
@@ -71,5 +71,5 @@ func TestExtractionsTeamWriteNamesItsDoorAndSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	assert.Equal(t, "planted.md", pending[0].Key)
-	assert.Equal(t, wire.Provenance{Door: wire.DoorExtraction, Session: sid, Origin: wire.OriginFetched}, pending[0].Provenance)
+	assert.Equal(t, teamwire.Provenance{Door: teamwire.DoorExtraction, Session: sid, Origin: teamwire.OriginFetched}, pending[0].Provenance)
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"log/slog"
 	"math"
 	"sort"
@@ -125,7 +125,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 	if dir == nil || model == nil || (cfg.Transcripts == nil && (cfg.ConfigHome == "" || cfg.OriginalCwd == "")) {
 		return nil, ErrMissingConfig
 	}
-	dir = dir.WithDoor(wire.DoorConsolidation) // its shared writes go with its door
+	dir = dir.WithDoor(teamwire.DoorConsolidation) // its shared writes go with its door
 
 	if cfg.Transcripts == nil {
 		sessions, _ := transcript.FindProjectDir(dir.FS(), cfg.ConfigHome, cfg.OriginalCwd)

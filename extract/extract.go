@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -166,7 +166,7 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Extractor, error) {
 	}
 	// Its writes into shared memory go with its own door unless the
 	// host named one.
-	dir = dir.WithDoor(wire.DoorExtraction)
+	dir = dir.WithDoor(teamwire.DoorExtraction)
 	return &Extractor{dir: dir, model: model, cfg: cfg, log: log, jobs: jobs.New()}, nil
 }
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/internal/memremote"
 	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
+	"github.com/agentmem-sdk/agentmem/internal/memremote"
 )
 
 // settle ages every file of dir past the racy-clean window, as files of a

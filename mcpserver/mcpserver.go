@@ -13,7 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"io"
 	"io/fs"
 	"net/http"
@@ -83,7 +83,7 @@ func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
 	if d == nil {
 		return nil, errors.New("mcpserver: New needs the memory directory (memdir.NewDir)")
 	}
-	d = d.WithDoor(wire.DoorMCP) // its shared writes go with its door
+	d = d.WithDoor(teamwire.DoorMCP) // its shared writes go with its door
 	fsys := d.FS()
 	finder, err := recall.NewFinder(d, recall.FinderOptions{MaxSelected: mcpMaxRecall})
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 
 // Provenance says how a write into shared memory came: the door it came
 // through ("extraction", "consolidation", "memory-tool", "mcp", ...: the
-// doors of teammem/wire), the session that made it, and the origin of
+// doors of internal/teamwire), the session that made it, and the origin of
 // its content when known ("tool-output" or "fetched" for untrusted
 // input). The sync clients send it with the file (the X-Agentmem-Door,
 // -Session and -Origin headers) instead of their own generic door.

@@ -33,7 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"io"
 	"io/fs"
 	"path"
@@ -85,7 +85,7 @@ func New(d *memdir.Dir) (*Handler, error) {
 	if d == nil {
 		return nil, errors.New("memorytool: New needs the memory directory (memdir.NewDir)")
 	}
-	d = d.WithDoor(wire.DoorMemoryTool) // its shared writes go with its door
+	d = d.WithDoor(teamwire.DoorMemoryTool) // its shared writes go with its door
 	return &Handler{fs: d.FS(), dir: d, gate: d.Gate(), root: d.Path()}, nil
 }
 

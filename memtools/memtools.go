@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -91,7 +91,7 @@ func New(d *memdir.Dir, opts Options) (*Toolset, error) {
 	if d == nil {
 		return nil, errors.New("memtools: no memory directory given (memdir.NewDir)")
 	}
-	d = d.WithDoor(wire.DoorFileTools) // its shared writes go with its door
+	d = d.WithDoor(teamwire.DoorFileTools) // its shared writes go with its door
 	gate := d.Gate()
 	opts = opts.withDefaults()
 	return &Toolset{fs: d.FS(), roots: gate.Roots(), gate: gate, opts: opts, reads: opts.ReadState}, nil

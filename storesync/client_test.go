@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/storesync"
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
 )
 
 // syncFixture is one store, "team-store", on an in-process server, and

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 )
 
@@ -61,9 +61,9 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Door, Session and Origin say how this client's writes reach the
-	// store (wire.DoorHeader, SessionHeader, OriginHeader): agentmem's
+	// store (teamwire.DoorHeader, SessionHeader, OriginHeader): agentmem's
 	// server records them on every version. Door defaults to
-	// wire.DoorSync; Session and Origin are sent when set.
+	// teamwire.DoorSync; Session and Origin are sent when set.
 	Door, Session, Origin string
 }
 
@@ -160,9 +160,9 @@ func newConn(cfg *Options) (*conn, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Door == "" {
-		cfg.Door = wire.DoorSync
+		cfg.Door = teamwire.DoorSync
 	}
-	prov, err := wire.ParseProvenance(cfg.Door, cfg.Session, cfg.Origin)
+	prov, err := teamwire.ParseProvenance(cfg.Door, cfg.Session, cfg.Origin)
 	if err != nil {
 		return nil, fmt.Errorf("storesync: Options: %w", err)
 	}

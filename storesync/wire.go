@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // remoteMemory is one memory as a listing gives it (Content only when
@@ -68,7 +68,7 @@ type conn struct {
 	token   string
 	public  bool // /v1/memory_stores/...: x-api-key and the beta header
 	retries int
-	prov    wire.Provenance
+	prov    teamwire.Provenance
 }
 
 // errNotModified: the export answered 304 to If-None-Match: the store is
@@ -117,12 +117,12 @@ func (c *conn) do(ctx context.Context, method, rel string, body any, header ...s
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
 		req.Header.Set("Accept", "application/json, text/plain, */*")
-		req.Header.Set(wire.DoorHeader, c.prov.Door)
+		req.Header.Set(teamwire.DoorHeader, c.prov.Door)
 		if c.prov.Session != "" {
-			req.Header.Set(wire.SessionHeader, c.prov.Session)
+			req.Header.Set(teamwire.SessionHeader, c.prov.Session)
 		}
 		if c.prov.Origin != "" {
-			req.Header.Set(wire.OriginHeader, c.prov.Origin)
+			req.Header.Set(teamwire.OriginHeader, c.prov.Origin)
 		}
 		if raw != nil {
 			req.Header.Set("Content-Type", "application/json")

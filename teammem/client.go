@@ -21,8 +21,8 @@ import (
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 )
 
@@ -48,7 +48,7 @@ type HTTPDoer interface {
 type ClientOptions struct {
 	// BaseURL is the server, such as https://team.example.com.
 	BaseURL string
-	// Path is the endpoint below BaseURL (default wire.DefaultSyncPath).
+	// Path is the endpoint below BaseURL (default teamwire.DefaultSyncPath).
 	Path string
 	// Repo is "owner/name".
 	Repo  string
@@ -104,9 +104,9 @@ type ClientOptions struct {
 	History *filehistory.Tracker
 	Logger  *slog.Logger
 	// Door, Session and Origin say how this client's writes reach the
-	// server (wire.DoorHeader, SessionHeader, OriginHeader): the server
+	// server (teamwire.DoorHeader, SessionHeader, OriginHeader): the server
 	// records them with the token's name on every write it stores. Door
-	// defaults to wire.DoorSync; Session and Origin are sent when set.
+	// defaults to teamwire.DoorSync; Session and Origin are sent when set.
 	Door, Session, Origin string
 }
 
@@ -148,7 +148,7 @@ type SyncState struct {
 	// ServerHasContent reports whether the server held any entry at the
 	// last sync (TeamMemoryActive's second input).
 	ServerHasContent bool
-	// StoreID is the identity of the server's store (wire.StoreIDHeader)
+	// StoreID is the identity of the server's store (teamwire.StoreIDHeader)
 	// and Version the repo version, as of the last completed round. A
 	// round that meets another identity, or an older version, forgets
 	// Base: the server is not the store this client agreed with.
@@ -164,9 +164,9 @@ type SyncState struct {
 	// content sent (kept in the state file; InReview reads it back).
 	InReview map[string]string
 	// Authors say who wrote each server entry as it is, as the last full
-	// read of the server said (wire.Content.EntryAuthors; kept in the
+	// read of the server said (teamwire.Content.EntryAuthors; kept in the
 	// state file, read back by Attributions for the prompt).
-	Authors map[string]wire.Attribution
+	Authors map[string]teamwire.Attribution
 	// Reset says why the last round took the server for another store
 	// than the one this directory agreed with (another identity, an
 	// emptied repo, an older version: a replaced store, a restored
@@ -337,7 +337,7 @@ func (c *Client) Hashes(ctx context.Context, st *SyncState) error {
 		st.ETag, st.ServerChecksums = "", map[string]string{}
 		return nil
 	}
-	var hv wire.HashesView
+	var hv teamwire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
 		return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
 	}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem"
@@ -249,7 +249,7 @@ func TestSkipsAndLimits(t *testing.T) {
 	writeFiles(t, a, map[string]string{
 		"a.md": "1", "b.md": "2", "c.md": "3", "d.md": "4",
 		"secret.md": "deploy key " + token,
-		"huge.md":   strings.Repeat("x", wire.MaxEntryBytes+1),
+		"huge.md":   strings.Repeat("x", teamwire.MaxEntryBytes+1),
 	})
 	c := newClient(t, e, a, nil)
 	var st teammem.SyncState
@@ -507,10 +507,10 @@ func TestPullSkipsWhatItCannotWrite(t *testing.T) {
 	entries := map[string]string{"a.md": "a", "fd.md": "file", "fd.md/child.md": "child", "leak.md": "token " + "gh" + "p_" + strings.Repeat("a1B2", 9), "z.md": "z"}
 	sums := map[string]string{}
 	for k, v := range entries {
-		sums[k] = wire.EntryChecksum(v)
+		sums[k] = teamwire.EntryChecksum(v)
 	}
-	body, err := json.Marshal(wire.TeamMemoryData{Repo: "acme/shop", Version: 1, Checksum: wire.RepoChecksum(sums),
-		Content: wire.Content{Entries: entries, EntryChecksums: sums}})
+	body, err := json.Marshal(teamwire.TeamMemoryData{Repo: "acme/shop", Version: 1, Checksum: teamwire.RepoChecksum(sums),
+		Content: teamwire.Content{Entries: entries, EntryChecksums: sums}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
 	defer srv.Close()
@@ -645,7 +645,7 @@ func TestOneRefusedKeyNeverBlocksThePush(t *testing.T) {
 	assert.Equal(t, []string{"good.md"}, res.Pushed)
 	require.Len(t, res.Skipped, 1)
 	assert.Equal(t, "x.md", res.Skipped[0].Path)
-	assert.True(t, strings.HasPrefix(res.Skipped[0].Reason, foldersync.SkipRefused+": "+wire.CodeKeyConflict+": "), res.Skipped[0].Reason)
+	assert.True(t, strings.HasPrefix(res.Skipped[0].Reason, foldersync.SkipRefused+": "+teamwire.CodeKeyConflict+": "), res.Skipped[0].Reason)
 	assert.NotContains(t, res.Skipped[0].Reason, "nothing was written")
 	assert.Equal(t, "good", serverEntries(t, e)["good.md"])
 	assert.Equal(t, "a file", readFile(t, filepath.Join(dir, "x.md")))

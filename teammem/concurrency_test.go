@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
@@ -53,8 +53,8 @@ func (l *putLog) wrap(h http.Handler) http.Handler {
 		if rec.status != 200 {
 			return
 		}
-		var in wire.PutBody
-		var out wire.PutResult
+		var in teamwire.PutBody
+		var out teamwire.PutResult
 		if json.Unmarshal(body, &in) == nil && json.Unmarshal(rec.body.Bytes(), &out) == nil {
 			l.mu.Lock()
 			l.puts = append(l.puts, loggedPut{version: out.Version, entries: in.Entries})
@@ -112,7 +112,7 @@ func TestEightClientsNoLostUpdate(t *testing.T) {
 	assert.Equal(t, int64(len(log.puts)), final.Version, "one version per successful PUT")
 	sums := map[string]string{}
 	for k, v := range final.Entries {
-		sums[k] = wire.EntryChecksum(v)
+		sums[k] = teamwire.EntryChecksum(v)
 	}
-	assert.Equal(t, wire.RepoChecksum(sums), final.Checksum)
+	assert.Equal(t, teamwire.RepoChecksum(sums), final.Checksum)
 }

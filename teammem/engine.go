@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // reconcile runs one round of the client's engine through its team
@@ -40,7 +40,7 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 	case rem.cur != nil && rem.cur.exact && st.ETag != "" && rem.cur.tag == st.ETag:
 		// What the state saw is what this driver holds (with the content
 		// of its last full read).
-	case st.ETag != "" && st.ServerChecksums != nil && wire.RepoChecksum(st.ServerChecksums) == st.ETag:
+	case st.ETag != "" && st.ServerChecksums != nil && teamwire.RepoChecksum(st.ServerChecksums) == st.ETag:
 		// What the state saw: a read conditional on it may be answered 304.
 		rem.cur = &repoView{store: st.StoreID, version: st.Version, tag: st.ETag, exact: true,
 			sums: cloneMap(st.ServerChecksums), tombs: tombTimes(st.Tombstones), authors: cloneMap(st.Authors)}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
@@ -82,9 +82,9 @@ func consistent(t *testing.T, e syncEnv) map[string]string {
 	}
 	sums := map[string]string{}
 	for k, v := range got.Entries {
-		sums[k] = wire.EntryChecksum(v)
+		sums[k] = teamwire.EntryChecksum(v)
 	}
-	assert.Equal(t, wire.RepoChecksum(sums), got.Checksum, "the server's checksum is the function of its entries")
+	assert.Equal(t, teamwire.RepoChecksum(sums), got.Checksum, "the server's checksum is the function of its entries")
 	return got.Entries
 }
 

@@ -9,35 +9,35 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // History lists a key's recorded versions on the server, newest first
 // (at most limit; 0 means the server's default).
-func (c *Client) History(ctx context.Context, key string, limit int) (wire.HistoryView, error) {
+func (c *Client) History(ctx context.Context, key string, limit int) (teamwire.HistoryView, error) {
 	if err := validateKeySyntax(key); err != nil {
-		return wire.HistoryView{}, err
+		return teamwire.HistoryView{}, err
 	}
 	u := c.endpoint + "&view=history&key=" + url.QueryEscape(key)
 	if limit > 0 {
 		u += "&limit=" + strconv.Itoa(limit)
 	}
-	var hv wire.HistoryView
+	var hv teamwire.HistoryView
 	return hv, c.getJSON(ctx, u, &hv)
 }
 
 // Revision returns a key's content at one version.
-func (c *Client) Revision(ctx context.Context, key string, version int64) (wire.RevisionView, error) {
+func (c *Client) Revision(ctx context.Context, key string, version int64) (teamwire.RevisionView, error) {
 	if err := validateKeySyntax(key); err != nil {
-		return wire.RevisionView{}, err
+		return teamwire.RevisionView{}, err
 	}
-	var rv wire.RevisionView
+	var rv teamwire.RevisionView
 	return rv, c.getJSON(ctx, c.endpoint+"&view=history&key="+url.QueryEscape(key)+"&version="+strconv.FormatInt(version, 10), &rv)
 }
 
 // Log lists the repo's writes after version since, newest first.
-func (c *Client) Log(ctx context.Context, since int64) ([]wire.LogEntry, error) {
-	var out []wire.LogEntry
+func (c *Client) Log(ctx context.Context, since int64) ([]teamwire.LogEntry, error) {
+	var out []teamwire.LogEntry
 	return out, c.getJSON(ctx, c.endpoint+"&view=log&since="+strconv.FormatInt(since, 10), &out)
 }
 
@@ -90,10 +90,10 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	if err != nil {
 		return 0, err
 	}
-	if sum, ok := view.sums[key]; ok && sum == wire.EntryChecksum(rev.Content) {
+	if sum, ok := view.sums[key]; ok && sum == teamwire.EntryChecksum(rev.Content) {
 		return 0, ErrRestoreUnchanged
 	}
-	raw, err := json.Marshal(wire.PutBody{Entries: map[string]string{key: rev.Content}})
+	raw, err := json.Marshal(teamwire.PutBody{Entries: map[string]string{key: rev.Content}})
 	if err != nil {
 		return 0, err
 	}
@@ -105,7 +105,7 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	if err != nil {
 		return 0, err
 	}
-	var pr wire.PutResult
+	var pr teamwire.PutResult
 	if err := json.Unmarshal(body, &pr); err != nil {
 		return 0, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a restore is not valid")}
 	}
@@ -132,7 +132,7 @@ var (
 // by its own flag or, from a server that does not send it, by the key's
 // history. A revision with content is no deletion: the history is asked
 // only for an empty one.
-func (c *Client) refuseDeletion(ctx context.Context, rev wire.RevisionView) error {
+func (c *Client) refuseDeletion(ctx context.Context, rev teamwire.RevisionView) error {
 	if !rev.Deleted && rev.Content != "" {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // ErrLongPollUnsupported reports a server that does not offer the
@@ -16,7 +16,7 @@ import (
 var ErrLongPollUnsupported = errors.New("teammem: the server does not support waiting for changes")
 
 // WaitForChange asks the server to answer as soon as the repo's checksum
-// differs from etag, or after wait (at most wire.MaxLongPoll). It reports
+// differs from etag, or after wait (at most teamwire.MaxLongPoll). It reports
 // whether the repo changed. A server without the long-poll gives
 // ErrLongPollUnsupported.
 func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Duration) (bool, error) {
@@ -29,7 +29,7 @@ func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Durat
 // returns the repo's checksum when the reply gave it ("" when the repo
 // has no data).
 func (c *transport) waitForChange(ctx context.Context, res *traffic, etag string, wait time.Duration) (string, bool, error) {
-	wait = min(max(wait, time.Second), wire.MaxLongPoll)
+	wait = min(max(wait, time.Second), teamwire.MaxLongPoll)
 	u := c.endpoint + "&view=hashes&wait=" + strconv.Itoa(int(wait/time.Second))
 	headers := map[string]string{}
 	if etag != "" {
@@ -49,7 +49,7 @@ func (c *transport) waitForChange(ctx context.Context, res *traffic, etag string
 	case http.StatusNotFound:
 		return "", etag != "", nil // the repo is gone or still empty
 	}
-	var hv wire.HashesView
+	var hv teamwire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil {
 		return "", false, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view is not valid")}
 	}

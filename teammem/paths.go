@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
 )
@@ -66,12 +66,12 @@ func withSep(dir string) string {
 //     that a teammate's terminal would run when the key is printed).
 //
 // It does not check length or containment: ValidateTeamMemKey does.
-func SanitizeKey(key string) error { return fromWire(wire.SanitizeKey(key)) }
+func SanitizeKey(key string) error { return fromWire(teamwire.SanitizeKey(key)) }
 
 // fromWire turns the wire package's key refusal into a *PathTraversalError
 // with the same reason.
 func fromWire(err error) error {
-	var ke *wire.KeyError
+	var ke *teamwire.KeyError
 	if errors.As(err, &ke) {
 		return traversal(memdir.TraversalReason(ke.Reason), ke.Key)
 	}
@@ -81,7 +81,7 @@ func fromWire(err error) error {
 // ValidateTeamMemKey turns a sync key such as "notes/ci.md" into the
 // absolute path to use under teamDir, or explains with a
 // *PathTraversalError why it must not be used: the key fails SanitizeKey,
-// is longer than wire.MaxKeyLength (or has a segment over wire.MaxKeySegmentLength),
+// is longer than teamwire.MaxKeyLength (or has a segment over teamwire.MaxKeySegmentLength),
 // does not name something strictly inside teamDir once cleaned (so
 // "../x", "a/../../x" and a sibling "team-evil/" never pass), or reaches
 // outside teamDir through a symbolic link (see ValidateTeamMemWritePath).
@@ -89,11 +89,11 @@ func ValidateTeamMemKey(fsys afero.Fs, teamDir, key string) (string, error) {
 	if err := SanitizeKey(key); err != nil {
 		return "", err
 	}
-	if len(key) > wire.MaxKeyLength {
+	if len(key) > teamwire.MaxKeyLength {
 		return "", traversal(memdir.ReasonTooLong, key)
 	}
 	for _, seg := range strings.Split(key, "/") {
-		if len(seg) > wire.MaxKeySegmentLength {
+		if len(seg) > teamwire.MaxKeySegmentLength {
 			return "", traversal(memdir.ReasonTooLong, key)
 		}
 	}
@@ -154,4 +154,4 @@ func ValidateTeamMemWritePath(fsys afero.Fs, teamDir, absPath string) (string, e
 // server does for every key it receives: SanitizeKey, the length limits,
 // and a clean relative "/"-separated path (no empty, "." or ".." segment,
 // no trailing "/"). It returns a *PathTraversalError.
-func validateKeySyntax(key string) error { return fromWire(wire.ValidateKeySyntax(key)) }
+func validateKeySyntax(key string) error { return fromWire(teamwire.ValidateKeySyntax(key)) }

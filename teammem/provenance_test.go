@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/teammem"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -39,12 +39,12 @@ func TestPushSendsEachFilesProvenance(t *testing.T) {
 
 	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{Team: true})
 	require.NoError(t, err)
-	dream := d.WithProvenance(memdir.Provenance{Door: wire.DoorConsolidation, Session: "s-1", Origin: wire.OriginFetched})
+	dream := d.WithProvenance(memdir.Provenance{Door: teamwire.DoorConsolidation, Session: "s-1", Origin: teamwire.OriginFetched})
 	_, err = dream.Gate().WriteFile(ctx, filepath.Join(dir, "a.md"), []byte("from a consolidation"), 0o644)
 	require.NoError(t, err)
-	_, err = d.WithDoor(wire.DoorMCP).Gate().WriteFile(ctx, filepath.Join(dir, "b.md"), []byte("from mcp"), 0o644)
+	_, err = d.WithDoor(teamwire.DoorMCP).Gate().WriteFile(ctx, filepath.Join(dir, "b.md"), []byte("from mcp"), 0o644)
 	require.NoError(t, err)
-	_, err = d.WithDoor(wire.DoorMCP).Gate().WriteFile(ctx, filepath.Join(dir, "edited.md"), []byte("from mcp"), 0o644)
+	_, err = d.WithDoor(teamwire.DoorMCP).Gate().WriteFile(ctx, filepath.Join(dir, "edited.md"), []byte("from mcp"), 0o644)
 	require.NoError(t, err)
 	writeFiles(t, dir, map[string]string{"c.md": "by hand", "edited.md": "edited by hand since"})
 	require.NoError(t, os.Remove(filepath.Join(dir, "old.md")))
@@ -54,12 +54,12 @@ func TestPushSendsEachFilesProvenance(t *testing.T) {
 	assert.Equal(t, []string{"old.md"}, res.DeletedRemote)
 
 	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
-	for key, want := range map[string]wire.Provenance{
-		"a.md":      {Door: wire.DoorConsolidation, Session: "s-1", Origin: wire.OriginFetched},
-		"b.md":      {Door: wire.DoorMCP, Session: "watcher"},
-		"c.md":      {Door: wire.DoorSync, Session: "watcher"},
-		"edited.md": {Door: wire.DoorSync, Session: "watcher"},
-		"old.md":    {Door: wire.DoorSync, Session: "watcher"},
+	for key, want := range map[string]teamwire.Provenance{
+		"a.md":      {Door: teamwire.DoorConsolidation, Session: "s-1", Origin: teamwire.OriginFetched},
+		"b.md":      {Door: teamwire.DoorMCP, Session: "watcher"},
+		"c.md":      {Door: teamwire.DoorSync, Session: "watcher"},
+		"edited.md": {Door: teamwire.DoorSync, Session: "watcher"},
+		"old.md":    {Door: teamwire.DoorSync, Session: "watcher"},
 	} {
 		hist, err := store.History(ctx, repo, key, 1)
 		require.NoError(t, err)

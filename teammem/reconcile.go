@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // ConflictsDirName is the folder, beside the team directory, where the
@@ -61,11 +61,11 @@ func (c *Client) fetchHashes(ctx context.Context, tr *traffic) (serverView, erro
 	if err != nil {
 		return serverView{}, err
 	}
-	storeID := resp.Header.Get(wire.StoreIDHeader)
+	storeID := resp.Header.Get(teamwire.StoreIDHeader)
 	if resp.StatusCode == http.StatusNotFound {
 		return serverView{storeID: storeID, sums: map[string]string{}, empty: true}, nil
 	}
-	var hv wire.HashesView
+	var hv teamwire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
 		return serverView{}, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
 	}

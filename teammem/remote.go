@@ -15,10 +15,10 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/secrets"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -73,7 +73,7 @@ type repoView struct {
 	sums    map[string]string // key -> "sha256:..." entry checksum
 	entries map[string]string // nil when the content was not read
 	tombs   map[string]time.Time
-	authors map[string]wire.Attribution
+	authors map[string]teamwire.Attribution
 }
 
 // NewRemote returns the driver for the repo cfg names (BaseURL, Path,
@@ -200,14 +200,14 @@ func (r *Remote) known(prev foldersync.Listing) *repoView {
 		return nil
 	}
 	sums := make(map[string]string, len(prev.Entries))
-	authors := map[string]wire.Attribution{}
+	authors := map[string]teamwire.Attribution{}
 	for k, e := range prev.Entries {
 		sums[k] = sumWire(e.Sum)
 		if e.Author != (foldersync.Author{}) {
 			authors[k] = attributionOf(e.Author)
 		}
 	}
-	tag := wire.RepoChecksum(sums)
+	tag := teamwire.RepoChecksum(sums)
 	if prev.Tag != "" && prev.Tag != tag {
 		return nil // the tag is not this content's: ask for all of it
 	}
@@ -234,7 +234,7 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 	if err != nil {
 		return nil, err
 	}
-	store := resp.Header.Get(wire.StoreIDHeader)
+	store := resp.Header.Get(teamwire.StoreIDHeader)
 	switch resp.StatusCode {
 	case http.StatusNotModified:
 		if known == nil {
@@ -252,7 +252,7 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 	}
 	v := &repoView{store: store}
 	if content {
-		var data wire.TeamMemoryData
+		var data teamwire.TeamMemoryData
 		if err := json.Unmarshal(body, &data); err != nil {
 			return nil, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply is not team memory JSON")}
 		}
@@ -260,7 +260,7 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 		v.authors = data.Content.EntryAuthors
 		v.tombs = tombTimes(data.Content.DeletedEntries)
 	} else {
-		var hv wire.HashesView
+		var hv teamwire.HashesView
 		if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
 			return nil, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
 		}
@@ -273,14 +273,14 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 		}
 		for k, c := range v.entries {
 			if _, ok := v.sums[k]; !ok {
-				v.sums[k] = wire.EntryChecksum(c) // a server that sent no checksum for it
+				v.sums[k] = teamwire.EntryChecksum(c) // a server that sent no checksum for it
 			}
 		}
 	}
 	if v.sums == nil {
 		v.sums = map[string]string{}
 	}
-	v.exact = v.tag != "" && wire.RepoChecksum(v.sums) == v.tag
+	v.exact = v.tag != "" && teamwire.RepoChecksum(v.sums) == v.tag
 	return v, nil
 }
 
@@ -311,7 +311,7 @@ func listingOf(v *repoView) foldersync.Listing {
 	return l
 }
 
-func authorOf(a wire.Attribution) foldersync.Author {
+func authorOf(a teamwire.Attribution) foldersync.Author {
 	out := foldersync.Author{Name: a.Author, Door: a.Door, Session: a.Session, Origin: a.Origin}
 	if t, err := time.Parse(time.RFC3339Nano, a.Time); err == nil {
 		out.Time = t
@@ -319,8 +319,8 @@ func authorOf(a wire.Attribution) foldersync.Author {
 	return out
 }
 
-func attributionOf(a foldersync.Author) wire.Attribution {
-	out := wire.Attribution{Author: a.Name, Provenance: wire.Provenance{Door: a.Door, Session: a.Session, Origin: a.Origin}}
+func attributionOf(a foldersync.Author) teamwire.Attribution {
+	out := teamwire.Attribution{Author: a.Name, Provenance: teamwire.Provenance{Door: a.Door, Session: a.Session, Origin: a.Origin}}
 	if !a.Time.IsZero() {
 		out.Time = a.Time.UTC().Format(time.RFC3339Nano)
 	}
@@ -387,19 +387,19 @@ func (r *Remote) Deleted(ctx context.Context, paths []string) (map[string]time.T
 // Check reports why the team protocol cannot carry a file: a reason
 // that starts with the protocol's code, then a colon and what to do:
 // "invalid_key" (not a name a team key may have), "not_nfc" (the name is
-// not in Unicode NFC form), "too_large" (over wire.MaxEntryBytes),
+// not in Unicode NFC form), "too_large" (over teamwire.MaxEntryBytes),
 // "nul_byte" (a NUL, which not every server store keeps), "not_utf8"
 // (bytes JSON would not carry exactly), foldersync.SkipScreened (a
 // screen every server applies) or foldersync.SkipSecret (the label of
 // the secret found).
 func (r *Remote) Check(key string, content []byte) string {
-	if wire.ValidateKeySyntax(key) != nil {
+	if teamwire.ValidateKeySyntax(key) != nil {
 		return "invalid_key: the file's name is not a valid team memory key (a control character, a backslash, a traversal or too long); rename it"
 	}
 	if !norm.NFC.IsNormalString(key) {
 		return "not_nfc: the file's name is not in Unicode NFC form, which the server refuses; rename it"
 	}
-	if len(content) > wire.MaxEntryBytes {
+	if len(content) > teamwire.MaxEntryBytes {
 		return "too_large: the file is larger than the largest entry the server keeps; split it"
 	}
 	var te *synctext.Error
@@ -439,7 +439,7 @@ func (r *Remote) Apply(ctx context.Context, changes []foldersync.Change) ([]fold
 	var pending []foldersync.Change
 	for _, ch := range changes {
 		switch {
-		case ch.Delete && wire.ValidateKeySyntax(ch.Path) != nil:
+		case ch.Delete && teamwire.ValidateKeySyntax(ch.Path) != nil:
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Refused, Reason: "invalid_key: not a valid team memory key"})
 		case !ch.Delete && r.Check(ch.Path, ch.Content) != "":
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Refused, Reason: r.Check(ch.Path, ch.Content)})
@@ -510,7 +510,7 @@ func (r *Remote) Apply(ctx context.Context, changes []foldersync.Change) ([]fold
 				out = append(out, foldersync.Outcome{Path: batch[0].Path, Status: foldersync.Refused, Reason: refusalReason(se)})
 				continue
 			}
-			if se.Code == wire.CodeBodyTooLarge {
+			if se.Code == teamwire.CodeBodyTooLarge {
 				r.t.learnLimits(ctx, &r.stats) // the next batches fit what it takes
 			}
 			half := len(batch) / 2
@@ -531,7 +531,7 @@ func keyRefusal(se *SyncError) bool {
 // that does not say which: sending them apart finds it.
 func batchRefusal(se *SyncError) bool {
 	switch se.Code {
-	case wire.CodeInvalidKey, wire.CodeKeyNotNFC, wire.CodeInvalidText, wire.CodeEntryTooLarge, wire.CodeBodyTooLarge:
+	case teamwire.CodeInvalidKey, teamwire.CodeKeyNotNFC, teamwire.CodeInvalidText, teamwire.CodeEntryTooLarge, teamwire.CodeBodyTooLarge:
 		return true
 	}
 	return false
@@ -554,7 +554,7 @@ func refusalReason(se *SyncError) string {
 // bodyLimit is the largest PUT body to send: the protocol's, or the
 // server's when it holds less.
 func (r *Remote) bodyLimit() int {
-	limit := wire.MaxPutBodyBytes
+	limit := teamwire.MaxPutBodyBytes
 	if lv := r.t.limits.Load(); lv != nil && lv.MaxBodyBytes > 0 && lv.MaxBodyBytes < int64(limit) {
 		limit = int(lv.MaxBodyBytes)
 	}
@@ -635,7 +635,7 @@ func packChanges(changes []foldersync.Change, limit int) [][]foldersync.Change {
 // put sends one batch, If-Match the repo's checksum, and records what
 // the server did with each change in the Remote's view.
 func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersync.Outcome, error) {
-	body := wire.PutBody{Entries: map[string]string{}}
+	body := teamwire.PutBody{Entries: map[string]string{}}
 	for _, ch := range batch {
 		if ch.Delete {
 			body.SoftDeleteKeys = append(body.SoftDeleteKeys, ch.Path)
@@ -660,7 +660,7 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 	if err != nil {
 		return nil, err
 	}
-	var pr wire.PutResult
+	var pr teamwire.PutResult
 	if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
 		return nil, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
 	}
@@ -706,20 +706,20 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Applied, Entry: foldersync.Entry{Sum: sum}, Generation: pr.Version})
 		}
 	}
-	if id := resp.Header.Get(wire.StoreIDHeader); id != "" {
+	if id := resp.Header.Get(teamwire.StoreIDHeader); id != "" {
 		v.store = id
 	}
 	v.version, v.tag, v.empty = pr.Version, pr.Checksum, false
 	// A push without If-Match (the repo was empty when read) may have met
 	// a teammate's write: then the tag is not the content this view
 	// holds, and the next read must be a full one.
-	v.exact = wire.RepoChecksum(v.sums) == pr.Checksum
+	v.exact = teamwire.RepoChecksum(v.sums) == pr.Checksum
 	r.cur = v
 	return out, nil
 }
 
 // Wait blocks until the repo's checksum differs from tag, or the
-// server's longest wait passes (wire.MaxLongPoll). It reports whether
+// server's longest wait passes (teamwire.MaxLongPoll). It reports whether
 // the repo changed; a server without the long-poll gives
 // ErrLongPollUnsupported.
 func (r *Remote) Wait(ctx context.Context, tag string) (bool, error) {
@@ -729,7 +729,7 @@ func (r *Remote) Wait(ctx context.Context, tag string) (bool, error) {
 
 func (r *Remote) wait(ctx context.Context, tag string) (string, bool, error) {
 	var tr traffic // a wait is not a round's: Traffic leaves it out
-	return r.t.waitForChange(ctx, &tr, tag, wire.MaxLongPoll)
+	return r.t.waitForChange(ctx, &tr, tag, teamwire.MaxLongPoll)
 }
 
 // LongPoll waits on the server for the repo to change and calls notify
@@ -738,7 +738,7 @@ func (r *Remote) wait(ctx context.Context, tag string) (string, bool, error) {
 // starts from the checksum this Remote last saw and returns when ctx
 // ends (nil), or with ErrLongPollUnsupported when the server cannot
 // wait (the watcher's interval rounds still run). Failed waits are tried
-// again after a doubling pause of up to wire.MaxLongPoll.
+// again after a doubling pause of up to teamwire.MaxLongPoll.
 func (r *Remote) LongPoll(ctx context.Context, notify func()) error {
 	pause := time.Second
 	tag, emptySeen := "", false
@@ -780,7 +780,7 @@ func (r *Remote) LongPoll(ctx context.Context, notify func()) error {
 			if sleepCtx(ctx, pause) != nil {
 				return nil
 			}
-			pause = min(2*pause, wire.MaxLongPoll)
+			pause = min(2*pause, teamwire.MaxLongPoll)
 			continue
 		}
 		pause = time.Second

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teammem"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -40,7 +40,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	t.Cleanup(srv.Close)
 	client := func(who, dir string) *teammem.Client {
 		return newClient(t, syncEnv{url: srv.URL, token: tokens[who]}, dir, func(o *teammem.ClientOptions) {
-			o.Door, o.Session = wire.DoorExtraction, "sess-"+who
+			o.Door, o.Session = teamwire.DoorExtraction, "sess-"+who
 		})
 	}
 	botDir, carolDir := t.TempDir(), t.TempDir()
@@ -75,7 +75,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	require.Len(t, pending, 2, "three syncs made one proposal per key")
 	for _, p := range pending {
 		assert.Equal(t, "bot", p.Author)
-		assert.Equal(t, wire.DoorExtraction, p.Door)
+		assert.Equal(t, teamwire.DoorExtraction, p.Door)
 		assert.Equal(t, "sess-bot", p.Session)
 		if p.Key == "planted.md" {
 			_, err = h.Approve(ctx, "acme", p.ID, "alice")
@@ -104,7 +104,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	hist, err := store.History(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, "planted.md", 5)
 	require.NoError(t, err)
 	require.Len(t, hist, 1)
-	assert.Equal(t, wire.Provenance{Door: wire.DoorExtraction, Session: "sess-bot", Reviewer: "alice"}, hist[0].Provenance)
+	assert.Equal(t, teamwire.Provenance{Door: teamwire.DoorExtraction, Session: "sess-bot", Reviewer: "alice"}, hist[0].Provenance)
 
 	// An agent's restore waits for review too, and says so.
 	_, err = store.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"base.md": "base v2"}, Author: "alice", Now: time.Now()})

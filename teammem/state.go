@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/spf13/afero"
 )
 
@@ -47,21 +47,21 @@ func ServerHasContent(fsys afero.Fs, path string) bool {
 
 // stateFile is the JSON form of a SyncState on disk.
 type stateFile struct {
-	Format           int                         `json:"format"`
-	Server           string                      `json:"server"`
-	Repo             string                      `json:"repo"`
-	Saved            time.Time                   `json:"saved"`
-	Base             map[string]string           `json:"base"`
-	ETag             string                      `json:"etag,omitempty"`
-	ServerChecksums  map[string]string           `json:"serverChecksums,omitempty"`
-	Tombstones       map[string]int64            `json:"tombstones,omitempty"`
-	MaxEntries       int                         `json:"maxEntries,omitempty"`
-	ServerHasContent bool                        `json:"serverHasContent,omitempty"`
-	StoreID          string                      `json:"storeId,omitempty"`
-	Version          int64                       `json:"version,omitempty"`
-	Resetting        bool                        `json:"resetting,omitempty"`
-	InReview         map[string]string           `json:"inReview,omitempty"`
-	Authors          map[string]wire.Attribution `json:"authors,omitempty"`
+	Format           int                             `json:"format"`
+	Server           string                          `json:"server"`
+	Repo             string                          `json:"repo"`
+	Saved            time.Time                       `json:"saved"`
+	Base             map[string]string               `json:"base"`
+	ETag             string                          `json:"etag,omitempty"`
+	ServerChecksums  map[string]string               `json:"serverChecksums,omitempty"`
+	Tombstones       map[string]int64                `json:"tombstones,omitempty"`
+	MaxEntries       int                             `json:"maxEntries,omitempty"`
+	ServerHasContent bool                            `json:"serverHasContent,omitempty"`
+	StoreID          string                          `json:"storeId,omitempty"`
+	Version          int64                           `json:"version,omitempty"`
+	Resetting        bool                            `json:"resetting,omitempty"`
+	InReview         map[string]string               `json:"inReview,omitempty"`
+	Authors          map[string]teamwire.Attribution `json:"authors,omitempty"`
 }
 
 // Attributions returns who wrote each team memory of teamDir as it is and

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
@@ -86,7 +86,7 @@ func BenchmarkHashesView(b *testing.B) {
 	h, _ := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
 	real := httptest.NewServer(h)
 	defer real.Close()
-	sample, err := get(real.URL+wire.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)
+	sample, err := get(real.URL+teamwire.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func BenchmarkHashesView(b *testing.B) {
 		wg.Wait()
 		return time.Since(start)
 	}
-	path := wire.DefaultSyncPath + "?repo=acme/shop&view=hashes"
+	path := teamwire.DefaultSyncPath + "?repo=acme/shop&view=hashes"
 	b.ResetTimer()
 	realT := run(real.URL+path, b.N)
 	b.StopTimer()

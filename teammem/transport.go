@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // transport sends the requests of the team repo protocol for one repo:
@@ -37,7 +37,7 @@ type transport struct {
 	limitsOnce sync.Once
 	// limits are the server's, once learned (nil before, or when the
 	// server has no limits view).
-	limits   atomic.Pointer[wire.LimitsView]
+	limits   atomic.Pointer[teamwire.LimitsView]
 	endpoint string
 	log      *slog.Logger
 }
@@ -53,12 +53,12 @@ func newTransport(cfg ClientOptions) (*transport, error) {
 		return nil, errors.New("teammem: ClientOptions needs the server's BaseURL")
 	}
 	if cfg.Path == "" {
-		cfg.Path = wire.DefaultSyncPath
+		cfg.Path = teamwire.DefaultSyncPath
 	}
 	if cfg.Door == "" {
-		cfg.Door = wire.DoorSync
+		cfg.Door = teamwire.DoorSync
 	}
-	if _, err := wire.ParseProvenance(cfg.Door, cfg.Session, cfg.Origin); err != nil {
+	if _, err := teamwire.ParseProvenance(cfg.Door, cfg.Session, cfg.Origin); err != nil {
 		return nil, fmt.Errorf("teammem: ClientOptions: %w", err)
 	}
 	t := &transport{}
@@ -205,12 +205,12 @@ func (c *transport) send(ctx context.Context, res *traffic, method, u string, bo
 
 // provenance sets the provenance headers of a request.
 func (c *transport) provenance(req *http.Request) {
-	req.Header.Set(wire.DoorHeader, c.cfg.Door)
+	req.Header.Set(teamwire.DoorHeader, c.cfg.Door)
 	if c.cfg.Session != "" {
-		req.Header.Set(wire.SessionHeader, c.cfg.Session)
+		req.Header.Set(teamwire.SessionHeader, c.cfg.Session)
 	}
 	if c.cfg.Origin != "" {
-		req.Header.Set(wire.OriginHeader, c.cfg.Origin)
+		req.Header.Set(teamwire.OriginHeader, c.cfg.Origin)
 	}
 }
 
@@ -259,13 +259,13 @@ func (c *transport) backoff(attempt int, retryAfter string) time.Duration {
 }
 
 func (c *transport) statusError(resp *http.Response, body []byte, attempts int) error {
-	var eb wire.ErrorBody
+	var eb teamwire.ErrorBody
 	_ = json.Unmarshal(body, &eb)
 	e := &SyncError{Status: resp.StatusCode, Code: eb.Error.Details.ErrorCode, Attempts: attempts, Keys: eb.Error.Details.Keys}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
 		e.Class = ClassAuth
-	case resp.StatusCode == http.StatusForbidden && e.Code == wire.CodeReadOnly:
+	case resp.StatusCode == http.StatusForbidden && e.Code == teamwire.CodeReadOnly:
 		// Not the token's fault: the repo's review policy refuses writes.
 		e.Class = ClassUnknown
 		e.Err = fmt.Errorf("repo %s is read-only (its review policy): nothing was written; a person can change it with agentmem team policy", c.cfg.Repo)
@@ -276,7 +276,7 @@ func (c *transport) statusError(resp *http.Response, body []byte, attempts int) 
 		e.Err = errors.New("the server speaks HTTPS: use an https:// URL")
 	case resp.StatusCode == http.StatusPreconditionFailed:
 		e.Class = ClassConflict
-	case resp.StatusCode == http.StatusRequestEntityTooLarge && e.Code == wire.CodeTooManyEntries:
+	case resp.StatusCode == http.StatusRequestEntityTooLarge && e.Code == teamwire.CodeTooManyEntries:
 		e.Class = ClassTooManyEntries
 		e.MaxEntries = eb.Error.Details.MaxEntries
 		e.Err = fmt.Errorf("the server holds at most %d entries for this repo", eb.Error.Details.MaxEntries)
@@ -304,7 +304,7 @@ func (c *transport) learnLimits(ctx context.Context, res *traffic) bool {
 		if err != nil || resp.StatusCode != http.StatusOK {
 			return
 		}
-		var lv wire.LimitsView
+		var lv teamwire.LimitsView
 		if json.Unmarshal(body, &lv) != nil || lv.MaxRepoBytes <= 0 {
 			return
 		}

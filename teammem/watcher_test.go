@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/teammem"
@@ -82,7 +82,7 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 	for _, k := range []string{"a.md", "b.md", "c.md"} {
 		require.NoError(t, afero.WriteFile(fsys, "/m/team/"+k, []byte(k), 0o644))
 	}
-	assert.Eventually(t, func() bool { return w.Paused() == wire.CodeTooManyEntries }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return w.Paused() == teamwire.CodeTooManyEntries }, 5*time.Second, 10*time.Millisecond)
 	// While suppressed, changes are not pushed.
 	require.NoError(t, afero.WriteFile(fsys, "/m/team/d.md", []byte("d"), 0o644))
 	time.Sleep(150 * time.Millisecond)

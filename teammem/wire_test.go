@@ -5,17 +5,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // The wire package's key reasons must read as memdir's: teammem turns one
 // into the other by value.
 func TestWireReasonsMatchMemdir(t *testing.T) {
 	for w, m := range map[string]memdir.TraversalReason{
-		wire.ReasonNUL: memdir.ReasonNUL, wire.ReasonEncoded: memdir.ReasonEncoded, wire.ReasonUnicode: memdir.ReasonUnicode,
-		wire.ReasonBackslash: memdir.ReasonBackslash, wire.ReasonAbsolute: memdir.ReasonAbsolute,
-		wire.ReasonTooLong: memdir.ReasonTooLong, wire.ReasonEscapes: memdir.ReasonEscapes,
+		teamwire.ReasonNUL: memdir.ReasonNUL, teamwire.ReasonEncoded: memdir.ReasonEncoded, teamwire.ReasonUnicode: memdir.ReasonUnicode,
+		teamwire.ReasonBackslash: memdir.ReasonBackslash, teamwire.ReasonAbsolute: memdir.ReasonAbsolute,
+		teamwire.ReasonTooLong: memdir.ReasonTooLong, teamwire.ReasonEscapes: memdir.ReasonEscapes,
 	} {
 		assert.Equal(t, string(m), w)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -17,9 +17,9 @@ import (
 
 func TestKeysThatCannotCoexistAreRefused(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Options) { c.MaxEntries = 100 })
-	put := func(entries map[string]string) (*http.Response, wire.ErrorBody) {
-		resp, body := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: entries}, nil)
-		var eb wire.ErrorBody
+	put := func(entries map[string]string) (*http.Response, teamwire.ErrorBody) {
+		resp, body := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: entries}, nil)
+		var eb teamwire.ErrorBody
 		_ = json.Unmarshal(body, &eb)
 		return resp, eb
 	}
@@ -34,12 +34,12 @@ func TestKeysThatCannotCoexistAreRefused(t *testing.T) {
 	} {
 		resp, eb := put(entries)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, name)
-		assert.Equal(t, wire.CodeKeyConflict, eb.Error.Details.ErrorCode, name)
+		assert.Equal(t, teamwire.CodeKeyConflict, eb.Error.Details.ErrorCode, name)
 		assert.NotEmpty(t, eb.Error.Details.Keys, name)
 	}
 	resp, eb := put(map[string]string{"cafe\u0301.md": "not NFC"})
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.Equal(t, wire.CodeKeyNotNFC, eb.Error.Details.ErrorCode)
+	assert.Equal(t, teamwire.CodeKeyNotNFC, eb.Error.Details.ErrorCode)
 	resp, _ = put(map[string]string{"notes/a.md": "fine", "fd2.md": "fine"})
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "keys that can coexist are accepted")
 	snap, err := f.store.Get(t.Context(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
@@ -51,9 +51,9 @@ func TestLimitsView(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Options) { c.MaxEntries = 50 })
 	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=limits", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var lv wire.LimitsView
+	var lv teamwire.LimitsView
 	require.NoError(t, json.Unmarshal(body, &lv))
-	assert.Equal(t, wire.LimitsView{MaxEntries: 50, MaxEntryBytes: wire.MaxEntryBytes, MaxBodyBytes: 1 << 20, MaxRepoBytes: 50 * wire.MaxEntryBytes}, lv)
+	assert.Equal(t, teamwire.LimitsView{MaxEntries: 50, MaxEntryBytes: teamwire.MaxEntryBytes, MaxBodyBytes: 1 << 20, MaxRepoBytes: 50 * teamwire.MaxEntryBytes}, lv)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=nonsense", nil, nil)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }
@@ -62,7 +62,7 @@ func TestLimitsView(t *testing.T) {
 // checksums with 304 and no body.
 func TestHashesViewNotModified(t *testing.T) {
 	f := newServer(t, nil)
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	etag := resp.Header.Get("ETag")
 	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, map[string]string{"If-None-Match": etag})
@@ -75,7 +75,7 @@ func TestHashesViewNotModified(t *testing.T) {
 
 func TestLongPoll(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Options) { c.PollEvery = time.Hour }) // only this server's writes wake it
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	etag := resp.Header.Get("ETag")
 
@@ -94,12 +94,12 @@ func TestLongPoll(t *testing.T) {
 		got, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes&wait=30", nil, map[string]string{"If-None-Match": etag})
 	})
 	time.Sleep(200 * time.Millisecond)
-	resp, _ = f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"b.md": "2"}}, nil)
+	resp, _ = f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"b.md": "2"}}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	wg.Wait()
 	assert.Equal(t, http.StatusOK, got.StatusCode)
 	assert.Less(t, time.Since(start), 5*time.Second, "woken by the write, not by the 30 s wait")
-	var hv wire.HashesView
+	var hv teamwire.HashesView
 	require.NoError(t, json.Unmarshal(body, &hv))
 	assert.Contains(t, hv.EntryChecksums, "b.md")
 
@@ -114,7 +114,7 @@ func TestLongPollSeesAnotherServersWrite(t *testing.T) {
 	// A write straight into the store stands for another server on the
 	// same database: this server learns of it by re-reading the store.
 	f := newServer(t, func(c *teamserver.Options) { c.PollEvery = 50 * time.Millisecond })
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	etag := resp.Header.Get("ETag")
 	done := make(chan int, 1)
 	start := time.Now()
@@ -134,7 +134,7 @@ func TestHistoryAndLogViews(t *testing.T) {
 	require.NoError(t, err)
 	aliceGrant.Name = "alice"
 	f := newServer(t, func(c *teamserver.Options) { c.Tokens = append(c.Tokens, aliceGrant) })
-	put := func(token string, body wire.PutBody, ifMatch string) *http.Response {
+	put := func(token string, body teamwire.PutBody, ifMatch string) *http.Response {
 		h := map[string]string{}
 		if ifMatch != "" {
 			h["If-Match"] = ifMatch
@@ -142,12 +142,12 @@ func TestHistoryAndLogViews(t *testing.T) {
 		resp, _ := f.do(t, http.MethodPut, token, "acme/shop", "", body, h)
 		return resp
 	}
-	require.Equal(t, http.StatusOK, put(alice, wire.PutBody{Entries: map[string]string{"deploy.md": "Tuesdays"}}, "").StatusCode)
-	require.Equal(t, http.StatusOK, put(f.acme, wire.PutBody{Entries: map[string]string{"deploy.md": "Fridays"}}, "").StatusCode)
+	require.Equal(t, http.StatusOK, put(alice, teamwire.PutBody{Entries: map[string]string{"deploy.md": "Tuesdays"}}, "").StatusCode)
+	require.Equal(t, http.StatusOK, put(f.acme, teamwire.PutBody{Entries: map[string]string{"deploy.md": "Fridays"}}, "").StatusCode)
 
 	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var hv wire.HistoryView
+	var hv teamwire.HistoryView
 	require.NoError(t, json.Unmarshal(body, &hv))
 	require.Len(t, hv.Versions, 2)
 	assert.Equal(t, "alice", hv.Versions[1].Author, "the token's name")
@@ -156,9 +156,9 @@ func TestHistoryAndLogViews(t *testing.T) {
 
 	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md&version=1", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var rv wire.RevisionView
+	var rv teamwire.RevisionView
 	require.NoError(t, json.Unmarshal(body, &rv))
-	assert.Equal(t, wire.RevisionView{Key: "deploy.md", Version: 1, Content: "Tuesdays"}, rv)
+	assert.Equal(t, teamwire.RevisionView{Key: "deploy.md", Version: 1, Content: "Tuesdays"}, rv)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=deploy.md&version=9", nil, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=../x", nil, nil)
@@ -166,7 +166,7 @@ func TestHistoryAndLogViews(t *testing.T) {
 
 	resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=log", nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var log []wire.LogEntry
+	var log []teamwire.LogEntry
 	require.NoError(t, json.Unmarshal(body, &log))
 	require.Len(t, log, 2)
 	assert.Equal(t, int64(2), log[0].Version)
@@ -179,23 +179,23 @@ func TestHistoryAndLogViews(t *testing.T) {
 	// A restore is a conditional PUT of old content: a stale tag is 412.
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, nil)
 	etag := resp.Header.Get("ETag")
-	require.Equal(t, http.StatusOK, put(f.acme, wire.PutBody{Entries: map[string]string{"other.md": "x"}}, "").StatusCode)
-	assert.Equal(t, http.StatusPreconditionFailed, put(f.acme, wire.PutBody{Entries: map[string]string{"deploy.md": rv.Content}}, etag).StatusCode)
+	require.Equal(t, http.StatusOK, put(f.acme, teamwire.PutBody{Entries: map[string]string{"other.md": "x"}}, "").StatusCode)
+	assert.Equal(t, http.StatusPreconditionFailed, put(f.acme, teamwire.PutBody{Entries: map[string]string{"deploy.md": rv.Content}}, etag).StatusCode)
 }
 
 func TestEmptyPutCreatesNoRepoAndReposAreBounded(t *testing.T) {
 	f := newServer(t, func(c *teamserver.Options) { c.MaxRepos = 2 })
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/empty", "", wire.PutBody{Entries: map[string]string{}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/empty", "", teamwire.PutBody{Entries: map[string]string{}}, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	resp, _ = f.do(t, http.MethodGet, f.acme, "acme/empty", "", nil, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "an empty PUT creates nothing")
 	for _, r := range []string{"acme/one", "acme/two"} {
-		resp, _ = f.do(t, http.MethodPut, f.acme, r, "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+		resp, _ = f.do(t, http.MethodPut, f.acme, r, "", teamwire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
-	resp, body := f.do(t, http.MethodPut, f.acme, "acme/three", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, body := f.do(t, http.MethodPut, f.acme, "acme/three", "", teamwire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
-	assert.Contains(t, string(body), wire.CodeTooManyRepos)
+	assert.Contains(t, string(body), teamwire.CodeTooManyRepos)
 }
 
 func TestRateLimitPerToken(t *testing.T) {
@@ -240,7 +240,7 @@ func TestOverloadIs503NotA500(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, q)
 		assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	}
-	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	r, err := http.Get(f.srv.URL + teamserver.ReadyPath)
 	require.NoError(t, err)
@@ -264,15 +264,15 @@ func TestHealthAndReady(t *testing.T) {
 
 func TestHashesViewCachedAndFresh(t *testing.T) {
 	f := newServer(t, nil)
-	hashes := func() wire.HashesView {
+	hashes := func() teamwire.HashesView {
 		resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=hashes", nil, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		var hv wire.HashesView
+		var hv teamwire.HashesView
 		require.NoError(t, json.Unmarshal(body, &hv))
 		assert.Equal(t, `"`+hv.Checksum+`"`, resp.Header.Get("ETag"))
 		return hv
 	}
-	f.do(t, http.MethodPut, f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
+	f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"a.md": "1"}}, nil)
 	first := hashes()
 	assert.Equal(t, first, hashes(), "served from the cache")
 	// A write through another server (straight into the store) is seen:
@@ -281,5 +281,5 @@ func TestHashesViewCachedAndFresh(t *testing.T) {
 	require.NoError(t, err)
 	second := hashes()
 	assert.Contains(t, second.EntryChecksums, "b.md")
-	assert.Equal(t, wire.RepoChecksum(second.EntryChecksums), second.Checksum)
+	assert.Equal(t, teamwire.RepoChecksum(second.EntryChecksums), second.Checksum)
 }

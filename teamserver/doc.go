@@ -19,7 +19,7 @@
 // (LimitListener), and the store's pool; a store that cannot take a
 // request in time answers 503 with Retry-After, never 500.
 //
-// The same handler serves Anthropic's Memory Stores API (storesync/wire's StoresPath,
+// The same handler serves Anthropic's Memory Stores API (internal/storewire's StoresPath,
 // and Claude Code's route CodeStorePrefix): stores, memories with sha256
 // preconditions, versions and the NDJSON export, over a store's
 // MemoryStores methods (memorystores*.go). A token reaches the stores its

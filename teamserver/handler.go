@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/screen"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -25,12 +25,12 @@ type Options struct {
 	Tokens []TokenGrant
 	// Metrics receives request and store measurements (nil: none).
 	Metrics Metrics
-	// Path is the endpoint (default wire.DefaultSyncPath).
+	// Path is the endpoint (default teamwire.DefaultSyncPath).
 	Path string
 	// MaxEntries bounds the entries of one repo (default 2,000; negative
 	// means no limit).
 	MaxEntries int
-	// MaxEntryBytes bounds one entry (default wire.MaxEntryBytes).
+	// MaxEntryBytes bounds one entry (default teamwire.MaxEntryBytes).
 	MaxEntryBytes int
 	// MaxBodyBytes bounds a PUT body, enforced while reading (default 1 MiB).
 	MaxBodyBytes int64
@@ -141,7 +141,7 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 		return nil, errors.New("server: NewHandler needs a store (NewMemoryStore, NewSQLStore, or a TeamStore of your own)")
 	}
 	if cfg.Path == "" {
-		cfg.Path = wire.DefaultSyncPath
+		cfg.Path = teamwire.DefaultSyncPath
 	}
 	if cfg.MaxEntries == 0 {
 		cfg.MaxEntries = DefaultMaxEntries
@@ -150,7 +150,7 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 		cfg.MaxEntries = 0
 	}
 	if cfg.MaxEntryBytes <= 0 {
-		cfg.MaxEntryBytes = wire.MaxEntryBytes
+		cfg.MaxEntryBytes = teamwire.MaxEntryBytes
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
@@ -252,7 +252,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	p, clean := tidyPath(r.URL.Path)
 	if !clean {
-		if strings.HasPrefix(p, wire.ReviewPath) {
+		if strings.HasPrefix(p, teamwire.ReviewPath) {
 			h.unclean[1].ServeHTTP(w, r)
 		} else {
 			h.unclean[0].ServeHTTP(w, r)
@@ -306,9 +306,9 @@ func (h *Handler) authRefused(w http.ResponseWriter, r *http.Request, stores boo
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 	const msg = "too many failed authentications from this address; retry after the given seconds"
 	if stores {
-		writeStoresError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: msg, Code: wire.CodeAuthRateLimited})
+		writeStoresError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: msg, Code: teamwire.CodeAuthRateLimited})
 	} else {
-		writeError(w, http.StatusTooManyRequests, "rate_limit_error", wire.CodeAuthRateLimited, msg)
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", teamwire.CodeAuthRateLimited, msg)
 	}
 	return true
 }
@@ -329,18 +329,18 @@ func (w *statusWriter) Flush() {
 func (h *Handler) serveTeam(w http.ResponseWriter, r *http.Request, c *request) {
 	repoName := r.URL.Query().Get("repo")
 	if !ValidRepoSlug(repoName) {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidRepo, "repo must be owner/name")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidRepo, "repo must be owner/name")
 		return
 	}
 	c.repo = repoName
 	// Decided before the store is touched: a 403 says nothing about
 	// whether the repo has data.
 	if !c.grant.allows(repoName) {
-		writeError(w, http.StatusForbidden, "permission_error", wire.CodeForbidden, "this token may not use that repo")
+		writeError(w, http.StatusForbidden, "permission_error", teamwire.CodeForbidden, "this token may not use that repo")
 		return
 	}
 	repo := Repo{Tenant: c.grant.Organization, Name: repoName}
-	w.Header().Set(wire.StoreIDHeader, h.team.ID())
+	w.Header().Set(teamwire.StoreIDHeader, h.team.ID())
 	if r.Method == http.MethodGet {
 		h.get(w, r, repo)
 	} else {
@@ -368,11 +368,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, repo Repo) {
 	switch view {
 	case "", "hashes", "history", "log":
 	case "limits":
-		writeJSON(w, http.StatusOK, wire.LimitsView{MaxEntries: h.cfg.MaxEntries, MaxEntryBytes: h.cfg.MaxEntryBytes,
+		writeJSON(w, http.StatusOK, teamwire.LimitsView{MaxEntries: h.cfg.MaxEntries, MaxEntryBytes: h.cfg.MaxEntryBytes,
 			MaxBodyBytes: h.cfg.MaxBodyBytes, MaxRepoBytes: h.maxRepoBytes()})
 		return
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "unknown view (want hashes, limits, history or log)")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidView, "unknown view (want hashes, limits, history or log)")
 		return
 	}
 	switch view {
@@ -393,45 +393,45 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, repo Repo) {
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant) {
 	prov, err := requestProvenance(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidProvenance, strings.TrimPrefix(err.Error(), "wire: ")+"; nothing was written")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidProvenance, strings.TrimPrefix(err.Error(), "wire: ")+"; nothing was written")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeBodyTooLarge,
+		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", teamwire.CodeBodyTooLarge,
 			"the request body is over "+strconv.FormatInt(h.cfg.MaxBodyBytes, 10)+" bytes; send fewer entries per request")
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body could not be read")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body could not be read")
 		return
 	}
 	// Checked on the raw bytes: decoding would turn what JSON cannot
 	// carry into U+FFFD silently, and the store would keep the damage.
 	if err := synctext.CheckJSONBody(body); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidText,
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidText,
 			"a key or entry "+strings.TrimPrefix(err.Error(), "synctext: ")+"; send every entry exactly as valid UTF-8 without NUL; nothing was written")
 		return
 	}
-	var in wire.PutBody
+	var in teamwire.PutBody
 	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body is not valid JSON")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body is not valid JSON")
 		return
 	}
 	n := 0
 	for k, v := range in.Entries {
 		n++
-		if wire.ValidateKeySyntax(k) != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "an entry key is not a valid team memory key; nothing was written")
+		if teamwire.ValidateKeySyntax(k) != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidKey, "an entry key is not a valid team memory key; nothing was written")
 			return
 		}
 		if !norm.NFC.IsNormalString(k) {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeKeyNotNFC, "an entry key is not in Unicode NFC form; send keys in NFC; nothing was written")
+			writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeKeyNotNFC, "an entry key is not in Unicode NFC form; send keys in NFC; nothing was written")
 			return
 		}
 		if len(v) > h.cfg.MaxEntryBytes {
-			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeEntryTooLarge,
+			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", teamwire.CodeEntryTooLarge,
 				"an entry is over "+strconv.Itoa(h.cfg.MaxEntryBytes)+" bytes; nothing was written")
 			return
 		}
@@ -452,16 +452,16 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 				screened[k] = screenCode(se) + ": " + se.Error()
 				continue
 			}
-			writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+			writeJSON(w, http.StatusBadRequest, teamwire.ErrorBody{Error: teamwire.ErrorInfo{
 				Type: "invalid_request_error", Message: se.Error() + "; nothing was written",
-				Details: wire.ErrorDetails{ErrorCode: screenCode(se), Keys: []string{k}},
+				Details: teamwire.ErrorDetails{ErrorCode: screenCode(se), Keys: []string{k}},
 			}})
 			return
 		}
 	}
 	for _, k := range in.SoftDeleteKeys {
-		if wire.ValidateKeySyntax(k) != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "a key to delete is not a valid team memory key; nothing was written")
+		if teamwire.ValidateKeySyntax(k) != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidKey, "a key to delete is not a valid team memory key; nothing was written")
 			return
 		}
 	}
@@ -475,9 +475,9 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 		h.reviewError(w, err)
 		return
 	case injected != nil:
-		writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+		writeJSON(w, http.StatusBadRequest, teamwire.ErrorBody{Error: teamwire.ErrorInfo{
 			Type: "invalid_request_error", Message: injected.Error() + "; nothing was written",
-			Details: wire.ErrorDetails{ErrorCode: screenCode(injected), Keys: []string{injectedKey}},
+			Details: teamwire.ErrorDetails{ErrorCode: screenCode(injected), Keys: []string{injectedKey}},
 		}})
 		return
 	}
@@ -492,21 +492,21 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	var conflict *KeyConflictError
 	switch {
 	case errors.Is(err, ErrPreconditionFailed):
-		writeError(w, http.StatusPreconditionFailed, "conflict_error", wire.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
+		writeError(w, http.StatusPreconditionFailed, "conflict_error", teamwire.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
 		return
 	case errors.As(err, &conflict):
-		writeJSON(w, http.StatusBadRequest, wire.ErrorBody{Error: wire.ErrorInfo{
+		writeJSON(w, http.StatusBadRequest, teamwire.ErrorBody{Error: teamwire.ErrorInfo{
 			Type: "invalid_request_error", Message: "two keys could not both exist as files on a disk (one is a folder of the other, or they differ only in case or Unicode form); nothing was written",
-			Details: wire.ErrorDetails{ErrorCode: wire.CodeKeyConflict, Keys: conflict.Keys},
+			Details: teamwire.ErrorDetails{ErrorCode: teamwire.CodeKeyConflict, Keys: conflict.Keys},
 		}})
 		return
 	case errors.Is(err, ErrTooManyRepos):
-		writeError(w, http.StatusForbidden, "permission_error", wire.CodeTooManyRepos, "the organization holds as many repos as the server allows; nothing was written")
+		writeError(w, http.StatusForbidden, "permission_error", teamwire.CodeTooManyRepos, "the organization holds as many repos as the server allows; nothing was written")
 		return
 	case errors.As(err, &tooMany):
-		writeJSON(w, http.StatusRequestEntityTooLarge, wire.ErrorBody{Error: wire.ErrorInfo{
+		writeJSON(w, http.StatusRequestEntityTooLarge, teamwire.ErrorBody{Error: teamwire.ErrorInfo{
 			Type: "request_too_large", Message: "the repo would hold more entries than its limit; nothing was written",
-			Details: wire.ErrorDetails{ErrorCode: wire.CodeTooManyEntries, MaxEntries: tooMany.Max, ReceivedEntries: tooMany.Received},
+			Details: teamwire.ErrorDetails{ErrorCode: teamwire.CodeTooManyEntries, MaxEntries: tooMany.Max, ReceivedEntries: tooMany.Received},
 		}})
 		return
 	case err != nil:
@@ -516,7 +516,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	h.hashes.forget(repo)
 	h.changes.notify(repo)
 	w.Header().Set("ETag", `"`+snap.Checksum+`"`)
-	writeJSON(w, http.StatusOK, wire.PutResult{Checksum: snap.Checksum, LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Version: snap.Version})
+	writeJSON(w, http.StatusOK, teamwire.PutResult{Checksum: snap.Checksum, LastModified: snap.LastModified.UTC().Format(time.RFC3339Nano), Version: snap.Version})
 }
 
 // storeError answers a store failure: 503 with Retry-After when the store
@@ -526,7 +526,7 @@ func (h *Handler) storeError(w http.ResponseWriter, err error) {
 	if errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded) {
 		h.log.Warn("team memory store busy", "error", err)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "overloaded_error", wire.CodeOverloaded, "the server is busy; retry shortly")
+		writeError(w, http.StatusServiceUnavailable, "overloaded_error", teamwire.CodeOverloaded, "the server is busy; retry shortly")
 		return
 	}
 	h.internal(w, err)
@@ -557,5 +557,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
-	writeJSON(w, status, wire.ErrorBody{Error: wire.ErrorInfo{Type: typ, Message: msg, Details: wire.ErrorDetails{ErrorCode: code}}})
+	writeJSON(w, status, teamwire.ErrorBody{Error: teamwire.ErrorInfo{Type: typ, Message: msg, Details: teamwire.ErrorDetails{ErrorCode: code}}})
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -52,7 +52,7 @@ func newServerOn(t *testing.T, store teamserver.Store, mutate func(*teamserver.O
 
 func (f *fixture) do(t *testing.T, method, token, repo, query string, body any, headers map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	u := f.srv.URL + wire.DefaultSyncPath + "?repo=" + url.QueryEscape(repo) + query
+	u := f.srv.URL + teamwire.DefaultSyncPath + "?repo=" + url.QueryEscape(repo) + query
 	var rd io.Reader
 	if body != nil {
 		switch b := body.(type) {
@@ -83,7 +83,7 @@ func (f *fixture) do(t *testing.T, method, token, repo, query string, body any, 
 
 func errCode(t *testing.T, body []byte) string {
 	t.Helper()
-	var e wire.ErrorBody
+	var e teamwire.ErrorBody
 	require.NoError(t, json.Unmarshal(body, &e), "%s", body)
 	for _, s := range []string{e.Error.Type, e.Error.Message, e.Error.Details.ErrorCode} {
 		assert.LessOrEqual(t, len(s), 256)
@@ -99,18 +99,18 @@ func TestPullPushCycle(t *testing.T) {
 	resp, _ = f.do(t, "GET", f.acme, "acme/shop", "&view=hashes", nil, nil)
 	assert.Equal(t, 404, resp.StatusCode)
 
-	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"ci.md": "CI stays green", "notes/db.md": "real DB"}}, nil)
+	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"ci.md": "CI stays green", "notes/db.md": "real DB"}}, nil)
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
-	var put wire.PutResult
+	var put teamwire.PutResult
 	require.NoError(t, json.Unmarshal(body, &put))
 	assert.Equal(t, int64(1), put.Version)
-	want := map[string]string{"ci.md": wire.EntryChecksum("CI stays green"), "notes/db.md": wire.EntryChecksum("real DB")}
-	assert.Equal(t, wire.RepoChecksum(want), put.Checksum)
+	want := map[string]string{"ci.md": teamwire.EntryChecksum("CI stays green"), "notes/db.md": teamwire.EntryChecksum("real DB")}
+	assert.Equal(t, teamwire.RepoChecksum(want), put.Checksum)
 	assert.Equal(t, `"`+put.Checksum+`"`, resp.Header.Get("ETag"))
 
 	resp, body = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
 	require.Equal(t, 200, resp.StatusCode)
-	var data wire.TeamMemoryData
+	var data teamwire.TeamMemoryData
 	require.NoError(t, json.Unmarshal(body, &data))
 	assert.Equal(t, "acme", data.OrganizationID, "organizationId comes from the token's tenant")
 	assert.Equal(t, "acme/shop", data.Repo)
@@ -125,28 +125,28 @@ func TestPullPushCycle(t *testing.T) {
 
 	resp, body = f.do(t, "GET", f.acme, "acme/shop", "&view=hashes", nil, nil)
 	require.Equal(t, 200, resp.StatusCode)
-	var hv wire.HashesView
+	var hv teamwire.HashesView
 	require.NoError(t, json.Unmarshal(body, &hv))
 	assert.Equal(t, want, hv.EntryChecksums)
 	assert.NotContains(t, string(body), "real DB", "the hashes view has no contents")
 
 	// Conditional writes.
-	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"ci.md": "v2"}}, map[string]string{"If-Match": `"sha256:stale"`})
+	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"ci.md": "v2"}}, map[string]string{"If-Match": `"sha256:stale"`})
 	assert.Equal(t, 412, resp.StatusCode)
-	assert.Equal(t, wire.CodeConflict, errCode(t, body))
-	resp, _ = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"ci.md": "v2"}}, map[string]string{"If-Match": `"` + put.Checksum + `"`})
+	assert.Equal(t, teamwire.CodeConflict, errCode(t, body))
+	resp, _ = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"ci.md": "v2"}}, map[string]string{"If-Match": `"` + put.Checksum + `"`})
 	assert.Equal(t, 200, resp.StatusCode)
 
 	// Tombstones.
-	resp, _ = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{"ci.md"}}, nil)
+	resp, _ = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{"ci.md"}}, nil)
 	require.Equal(t, 200, resp.StatusCode)
 	_, body = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
-	var after wire.TeamMemoryData
+	var after teamwire.TeamMemoryData
 	require.NoError(t, json.Unmarshal(body, &after))
 	assert.Contains(t, after.Content.DeletedEntries, "ci.md")
 	assert.NotContains(t, after.Content.Entries, "ci.md")
 	_, body = f.do(t, "GET", f.acme, "acme/shop", "&view=hashes", nil, nil)
-	var hv2 wire.HashesView
+	var hv2 teamwire.HashesView
 	require.NoError(t, json.Unmarshal(body, &hv2))
 	assert.Contains(t, hv2.DeletedEntries, "ci.md")
 
@@ -162,39 +162,39 @@ func TestLimitsAndBadInput(t *testing.T) {
 	for _, k := range []string{"a.md", "b.md", "c.md", "d.md", "e.md", "f.md"} {
 		entries[k] = "x"
 	}
-	resp, body := f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: entries}, nil)
+	resp, body := f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: entries}, nil)
 	require.Equal(t, 413, resp.StatusCode)
-	var e wire.ErrorBody
+	var e teamwire.ErrorBody
 	require.NoError(t, json.Unmarshal(body, &e))
-	assert.Equal(t, wire.ErrorDetails{ErrorCode: wire.CodeTooManyEntries, MaxEntries: 5, ReceivedEntries: 6}, e.Error.Details)
+	assert.Equal(t, teamwire.ErrorDetails{ErrorCode: teamwire.CodeTooManyEntries, MaxEntries: 5, ReceivedEntries: 6}, e.Error.Details)
 
-	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"big.md": strings.Repeat("y", 5000)}}, nil)
+	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"big.md": strings.Repeat("y", 5000)}}, nil)
 	assert.Equal(t, 413, resp.StatusCode)
-	assert.Equal(t, wire.CodeBodyTooLarge, errCode(t, body))
+	assert.Equal(t, teamwire.CodeBodyTooLarge, errCode(t, body))
 
-	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"big.md": strings.Repeat("y", 1500)}}, nil)
+	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"big.md": strings.Repeat("y", 1500)}}, nil)
 	assert.Equal(t, 413, resp.StatusCode)
-	assert.Equal(t, wire.CodeEntryTooLarge, errCode(t, body))
+	assert.Equal(t, teamwire.CodeEntryTooLarge, errCode(t, body))
 
 	for _, key := range []string{"../escape.md", "/abs.md", `a\b.md`, "%2e%2e%2fx.md", "．．／x.md", "a//b.md", "", "a\u001b]0;TITLE\u0007.md", "rtl\u202e.md"} {
-		resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{"ok.md": "fine", key: "x"}}, nil)
+		resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"ok.md": "fine", key: "x"}}, nil)
 		assert.Equal(t, 400, resp.StatusCode, "%q", key)
-		assert.Equal(t, wire.CodeInvalidKey, errCode(t, body))
+		assert.Equal(t, teamwire.CodeInvalidKey, errCode(t, body))
 		assert.NotContains(t, string(body), "fine")
 	}
-	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", wire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{"../x"}}, nil)
+	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{"../x"}}, nil)
 	assert.Equal(t, 400, resp.StatusCode)
-	assert.Equal(t, wire.CodeInvalidKey, errCode(t, body))
+	assert.Equal(t, teamwire.CodeInvalidKey, errCode(t, body))
 	resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", `{"entries": {"a.md": `, nil)
 	assert.Equal(t, 400, resp.StatusCode)
-	assert.Equal(t, wire.CodeMalformedJSON, errCode(t, body))
+	assert.Equal(t, teamwire.CodeMalformedJSON, errCode(t, body))
 	resp, _ = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
 	assert.Equal(t, 404, resp.StatusCode, "no refused request wrote anything")
 
 	for _, slug := range []string{"", "noslash", "a/b/c", "../etc", "a/..", "own er/x"} {
 		resp, body = f.do(t, "GET", f.acme, slug, "", nil, nil)
 		assert.Equal(t, 400, resp.StatusCode, "%q", slug)
-		assert.Equal(t, wire.CodeInvalidRepo, errCode(t, body))
+		assert.Equal(t, teamwire.CodeInvalidRepo, errCode(t, body))
 	}
 	resp, _ = f.do(t, "DELETE", f.acme, "acme/shop", "", nil, nil)
 	assert.Equal(t, 405, resp.StatusCode)
@@ -203,20 +203,20 @@ func TestLimitsAndBadInput(t *testing.T) {
 
 func TestAuth(t *testing.T) {
 	f := newServer(t, nil)
-	resp, _ := f.do(t, "PUT", f.globex, "globex/web", "", wire.PutBody{Entries: map[string]string{"a.md": "secret plans"}}, nil)
+	resp, _ := f.do(t, "PUT", f.globex, "globex/web", "", teamwire.PutBody{Entries: map[string]string{"a.md": "secret plans"}}, nil)
 	require.Equal(t, 200, resp.StatusCode)
 
 	for _, method := range []string{"GET", "PUT"} {
 		for _, q := range []string{"", "&view=hashes"} {
-			resp, body := f.do(t, method, "", "globex/web", q, wire.PutBody{}, nil)
+			resp, body := f.do(t, method, "", "globex/web", q, teamwire.PutBody{}, nil)
 			assert.Equal(t, 401, resp.StatusCode, "no token")
-			assert.Equal(t, wire.CodeUnauthorized, errCode(t, body))
-			resp, _ = f.do(t, method, "amt_not-a-token", "globex/web", q, wire.PutBody{}, nil)
+			assert.Equal(t, teamwire.CodeUnauthorized, errCode(t, body))
+			resp, _ = f.do(t, method, "amt_not-a-token", "globex/web", q, teamwire.PutBody{}, nil)
 			assert.Equal(t, 401, resp.StatusCode, "bad token")
 			// Another tenant's repo: 403 whether it has data or not, same body.
-			resp, body1 := f.do(t, method, f.acme, "globex/web", q, wire.PutBody{}, nil)
+			resp, body1 := f.do(t, method, f.acme, "globex/web", q, teamwire.PutBody{}, nil)
 			assert.Equal(t, 403, resp.StatusCode)
-			resp, body2 := f.do(t, method, f.acme, "globex/empty", q, wire.PutBody{}, nil)
+			resp, body2 := f.do(t, method, f.acme, "globex/empty", q, teamwire.PutBody{}, nil)
 			assert.Equal(t, 403, resp.StatusCode)
 			assert.Equal(t, body1, body2, "a 403 never tells whether the repo exists")
 			assert.NotContains(t, string(body1), "secret plans")

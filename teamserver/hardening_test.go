@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,7 +45,7 @@ func TestUnauthenticatedFloodStaysBounded(t *testing.T) {
 		big := hex.EncodeToString(raw) // 200 KB, different every time
 		last = big
 		method := []string{"GET", "PUT", "PROPFIND"}[i%3]
-		u := f.srv.URL + wire.DefaultSyncPath + "?repo=" + big[:300] + "&view=" + url.QueryEscape(big)
+		u := f.srv.URL + teamwire.DefaultSyncPath + "?repo=" + big[:300] + "&view=" + url.QueryEscape(big)
 		req, err := http.NewRequest(method, u, nil)
 		require.NoError(t, err)
 		resp, err := http.DefaultClient.Do(req)
@@ -76,7 +76,7 @@ func TestFailedAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 	}
 	resp, body := f.do(t, "GET", "amt_wrong", "acme/shop", "", nil, nil)
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	assert.Equal(t, wire.CodeAuthRateLimited, errCode(t, body))
+	assert.Equal(t, teamwire.CodeAuthRateLimited, errCode(t, body))
 	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
 	resp, _ = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the address is refused before its token is looked at")
@@ -94,12 +94,12 @@ func TestFailedAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 func TestEveryResponseIsNosniff(t *testing.T) {
 	f := newServer(t, nil)
 	for _, c := range []struct{ method, path, token string }{
-		{"GET", wire.DefaultSyncPath + "?repo=acme/shop", f.acme},
-		{"GET", wire.DefaultSyncPath + "?repo=acme/shop", ""},
+		{"GET", teamwire.DefaultSyncPath + "?repo=acme/shop", f.acme},
+		{"GET", teamwire.DefaultSyncPath + "?repo=acme/shop", ""},
 		{"GET", "/nowhere", ""},
 		{"GET", teamserver.HealthPath, ""},
 		{"GET", storewire.StoresPath, f.acme},
-		{"DELETE", wire.DefaultSyncPath, f.acme},
+		{"DELETE", teamwire.DefaultSyncPath, f.acme},
 	} {
 		req, err := http.NewRequest(c.method, f.srv.URL+c.path, nil)
 		require.NoError(t, err)

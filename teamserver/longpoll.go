@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // changeFeed wakes long-polls when this server writes a repo.
@@ -47,8 +47,8 @@ func (f *changeFeed) notify(repo Repo) {
 // current hashes; false means a reply was written.
 func (h *Handler) waitForChange(w http.ResponseWriter, r *http.Request, repo Repo) bool {
 	secs, err := strconv.Atoi(r.URL.Query().Get("wait"))
-	if err != nil || secs < 0 || secs > int(wire.MaxLongPoll/time.Second) {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "wait must be a number of seconds from 0 to 60")
+	if err != nil || secs < 0 || secs > int(teamwire.MaxLongPoll/time.Second) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidView, "wait must be a number of seconds from 0 to 60")
 		return false
 	}
 	tag := unquote(r.Header.Get("If-None-Match"))

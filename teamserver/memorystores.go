@@ -11,9 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -109,7 +109,7 @@ type Actor struct {
 	// ID is the token's name, or "token:" and the first 12 hex digits of
 	// its hash.
 	ID string
-	wire.Provenance
+	teamwire.Provenance
 }
 
 // MemoryVersion is one change to a memory, kept after the memory is

@@ -17,10 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/secrets"
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // MemoryStores is the store interface of the Memory Stores protocol
@@ -55,7 +55,7 @@ type storesCall struct {
 	code   bool // Claude Code's route
 	// codeRef is the store's ID or name on Claude Code's route.
 	codeRef string
-	prov    wire.Provenance
+	prov    teamwire.Provenance
 }
 
 // mayUse reports whether the token reaches a store: "*" reaches every
@@ -85,7 +85,7 @@ func (c *storesCall) review(storeID string, p Proposal) bool {
 	case err == nil:
 		return true
 	case errors.Is(err, ErrReadOnly):
-		c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error", Code: wire.CodeReadOnly,
+		c.fail(&APIError{Status: http.StatusForbidden, Type: "permission_error", Code: teamwire.CodeReadOnly,
 			Message: "this memory store is read-only (its review policy); nothing was written"})
 		return false
 	case !errors.Is(err, errPropose):
@@ -96,7 +96,7 @@ func (c *storesCall) review(storeID string, p Proposal) bool {
 		c.grant.author(), c.grant.TokenSHA256, c.prov, c.now()
 	got, err := c.h.reviews().Propose(c.r.Context(), p)
 	if errors.Is(err, ErrTooManyProposals) {
-		c.fail(&APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: wire.CodeTooManyProposals,
+		c.fail(&APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: teamwire.CodeTooManyProposals,
 			Message: "this memory store holds " + strconv.Itoa(MaxPendingProposals) + " proposals waiting for review; a person must approve or reject some first; nothing was kept"})
 		return false
 	}
@@ -440,7 +440,7 @@ func (c *storesCall) screen(storeID, path string, content *string) (string, bool
 		return "", true
 	}
 	var api *APIError
-	if errors.As(err, &api) && api.Code == wire.CodeInjection && needsReview(c.grant, c.prov) {
+	if errors.As(err, &api) && api.Code == teamwire.CodeInjection && needsReview(c.grant, c.prov) {
 		if policy, perr := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}); perr == nil && policy == PolicyReview {
 			return api.Code + ": " + api.Message, true
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // Review policies of a repo or a store.
@@ -17,7 +17,7 @@ const (
 	// served to nobody but reviewers (person tokens) and its author until
 	// a person approves it; a person's write is stored at once.
 	PolicyReview = "review"
-	// PolicyReadOnly: every write is refused (403 wire.CodeReadOnly).
+	// PolicyReadOnly: every write is refused (403 teamwire.CodeReadOnly).
 	PolicyReadOnly = "read-only"
 )
 
@@ -82,7 +82,7 @@ type Proposal struct {
 	// author sees it); Provenance how the write came.
 	Author      string
 	TokenSHA256 string
-	wire.Provenance
+	teamwire.Provenance
 	Created time.Time
 	Status  string
 	// Screened, when set, is the screens' finding that would have refused

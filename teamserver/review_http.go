@@ -12,12 +12,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // requestProvenance reads a request's provenance headers.
-func requestProvenance(r *http.Request) (wire.Provenance, error) {
-	return wire.ParseProvenance(r.Header.Get(wire.DoorHeader), r.Header.Get(wire.SessionHeader), r.Header.Get(wire.OriginHeader))
+func requestProvenance(r *http.Request) (teamwire.Provenance, error) {
+	return teamwire.ParseProvenance(r.Header.Get(teamwire.DoorHeader), r.Header.Get(teamwire.SessionHeader), r.Header.Get(teamwire.OriginHeader))
 }
 
 // ErrReadOnly refuses a write to a target whose policy is read-only.
@@ -211,7 +211,7 @@ func (h *Handler) Reject(ctx context.Context, tenant, id, reviewer, reason strin
 // gate applies a target's policy to a write by grant with provenance
 // prov: nil to write it, ErrReadOnly to refuse it, or errPropose to keep
 // it as a proposal (see needsReview).
-func (h *Handler) gate(ctx context.Context, tenant string, t Target, grant TokenGrant, prov wire.Provenance) error {
+func (h *Handler) gate(ctx context.Context, tenant string, t Target, grant TokenGrant, prov teamwire.Provenance) error {
 	policy, err := h.Policy(ctx, tenant, t)
 	if err != nil {
 		return err
@@ -228,10 +228,10 @@ func (h *Handler) gate(ctx context.Context, tenant string, t Target, grant Token
 // needsReview reports whether a write waits for a person under the
 // policy "review": an agent's token's always, and a person's token's too
 // when its client says the content came from untrusted input
-// (wire.UntrustedOrigin: a tool's output or fetched content), since a
+// (teamwire.UntrustedOrigin: a tool's output or fetched content), since a
 // person's session that read a web page writes what the page said.
-func needsReview(grant TokenGrant, prov wire.Provenance) bool {
-	return !grant.IsPerson() || wire.UntrustedOrigin(prov.Origin)
+func needsReview(grant TokenGrant, prov teamwire.Provenance) bool {
+	return !grant.IsPerson() || teamwire.UntrustedOrigin(prov.Origin)
 }
 
 var errPropose = errors.New("server: the write is kept for review")
@@ -240,7 +240,7 @@ var errPropose = errors.New("server: the write is kept for review")
 // key it would change becomes a proposal; the repo is not changed. The
 // answer is 202 with the repo's unchanged checksum and the keys in
 // review.
-func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant, prov wire.Provenance, in wire.PutBody, screened map[string]string) {
+func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo, grant TokenGrant, prov teamwire.Provenance, in teamwire.PutBody, screened map[string]string) {
 	ctx := r.Context()
 	cur, err := h.team.Get(ctx, repo, false)
 	exists := err == nil
@@ -249,7 +249,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		return
 	}
 	if ifMatch := unquote(r.Header.Get("If-Match")); ifMatch != "" && (!exists || ifMatch != cur.Checksum) {
-		writeError(w, http.StatusPreconditionFailed, "conflict_error", wire.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
+		writeError(w, http.StatusPreconditionFailed, "conflict_error", teamwire.CodeConflict, "the repo changed since you read it; fetch the hashes and retry")
 		return
 	}
 	rv := h.reviews()
@@ -272,7 +272,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		return true
 	}
 	for _, k := range entryKeys(in.Entries) {
-		if sum, ok := cur.Checksums[k]; ok && sum == wire.EntryChecksum(in.Entries[k]) {
+		if sum, ok := cur.Checksums[k]; ok && sum == teamwire.EntryChecksum(in.Entries[k]) {
 			continue
 		}
 		p := base
@@ -294,7 +294,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 	}
 	checksum := cur.Checksum
 	if checksum == "" {
-		checksum = wire.RepoChecksum(nil)
+		checksum = teamwire.RepoChecksum(nil)
 	}
 	status := http.StatusOK
 	if len(keys)+len(rejected) > 0 {
@@ -302,7 +302,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		h.log.Info("team memory write kept for review", "repo", repo.Name, "tenant", repo.Tenant, "keys", len(keys), "author", grant.author(), "door", prov.Door)
 	}
 	w.Header().Set("ETag", `"`+checksum+`"`)
-	writeJSON(w, status, wire.PutResult{Checksum: checksum, LastModified: cur.LastModified.UTC().Format(time.RFC3339Nano), Version: cur.Version, InReview: keys, Rejected: rejected, RejectedReasons: reasons})
+	writeJSON(w, status, teamwire.PutResult{Checksum: checksum, LastModified: cur.LastModified.UTC().Format(time.RFC3339Nano), Version: cur.Version, InReview: keys, Rejected: rejected, RejectedReasons: reasons})
 }
 
 // reviewError answers a review failure with its code.
@@ -312,22 +312,22 @@ func (h *Handler) reviewError(w http.ResponseWriter, err error) {
 	var tooMany *TooManyEntriesError
 	switch {
 	case errors.Is(err, ErrNoProposal), errors.Is(err, ErrNoReview):
-		writeError(w, http.StatusNotFound, "not_found_error", wire.CodeNoProposal, "no such proposal for this token (or the server keeps no review data)")
+		writeError(w, http.StatusNotFound, "not_found_error", teamwire.CodeNoProposal, "no such proposal for this token (or the server keeps no review data)")
 	case errors.Is(err, ErrProposalDecided):
-		writeError(w, http.StatusConflict, "conflict_error", wire.CodeProposalDecided, "the proposal was already approved, rejected or superseded")
+		writeError(w, http.StatusConflict, "conflict_error", teamwire.CodeProposalDecided, "the proposal was already approved, rejected or superseded")
 	case errors.Is(err, ErrTooManyProposals):
-		writeError(w, http.StatusTooManyRequests, "rate_limit_error", wire.CodeTooManyProposals,
+		writeError(w, http.StatusTooManyRequests, "rate_limit_error", teamwire.CodeTooManyProposals,
 			"this repo or store holds "+strconv.Itoa(MaxPendingProposals)+" proposals waiting for review; a person must approve or reject some first; nothing was kept")
 	case errors.Is(err, ErrReadOnly):
-		writeError(w, http.StatusForbidden, "permission_error", wire.CodeReadOnly, "this repo or store is read-only (its review policy); nothing was written")
+		writeError(w, http.StatusForbidden, "permission_error", teamwire.CodeReadOnly, "this repo or store is read-only (its review policy); nothing was written")
 	case errors.As(err, &api):
 		writeError(w, api.Status, api.Type, api.Code, api.Message+" (the proposal stays pending)")
 	case errors.As(err, &conflict):
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeKeyConflict, "the key cannot exist beside another key now (the proposal stays pending)")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeKeyConflict, "the key cannot exist beside another key now (the proposal stays pending)")
 	case errors.As(err, &tooMany):
-		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", wire.CodeTooManyEntries, "the repo would hold more entries than its limit (the proposal stays pending)")
+		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", teamwire.CodeTooManyEntries, "the repo would hold more entries than its limit (the proposal stays pending)")
 	case errors.Is(err, ErrTooManyRepos):
-		writeError(w, http.StatusForbidden, "permission_error", wire.CodeTooManyRepos, "the organization holds as many repos as the server allows (the proposal stays pending)")
+		writeError(w, http.StatusForbidden, "permission_error", teamwire.CodeTooManyRepos, "the organization holds as many repos as the server allows (the proposal stays pending)")
 	default:
 		h.storeError(w, err)
 	}
@@ -369,7 +369,7 @@ func (c *reviewCall) target() (Target, bool) {
 	switch {
 	case repo != "" && store == "":
 		if !ValidRepoSlug(repo) {
-			writeError(c.w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidRepo, "repo must be owner/name")
+			writeError(c.w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidRepo, "repo must be owner/name")
 			return t, false
 		}
 		t = Target{Kind: TargetRepo, Name: repo}
@@ -384,7 +384,7 @@ func (c *reviewCall) target() (Target, bool) {
 		return t, false
 	}
 	if !c.mayReach(t) {
-		writeError(c.w, http.StatusForbidden, "permission_error", wire.CodeForbidden, "this token may not use that "+t.Kind)
+		writeError(c.w, http.StatusForbidden, "permission_error", teamwire.CodeForbidden, "this token may not use that "+t.Kind)
 		return t, false
 	}
 	return t, true
@@ -395,7 +395,7 @@ func (c *reviewCall) person(what string) bool {
 	if c.grant.IsPerson() {
 		return true
 	}
-	writeError(c.w, http.StatusForbidden, "permission_error", wire.CodeNotPerson,
+	writeError(c.w, http.StatusForbidden, "permission_error", teamwire.CodeNotPerson,
 		"only a person's token may "+what+`; this token is an agent's (a grant without "kind": "person"); issue one with agentmem team token --kind person`)
 	return false
 }
@@ -410,7 +410,7 @@ func (c *reviewCall) getPolicy() {
 		c.h.storeError(c.w, err)
 		return
 	}
-	writeJSON(c.w, http.StatusOK, wire.PolicyView{Kind: t.Kind, Target: t.Name, Policy: p})
+	writeJSON(c.w, http.StatusOK, teamwire.PolicyView{Kind: t.Kind, Target: t.Name, Policy: p})
 }
 
 func (c *reviewCall) setPolicy() {
@@ -433,7 +433,7 @@ func (c *reviewCall) setPolicy() {
 		return
 	}
 	c.h.log.Info("review policy set", "tenant", c.grant.Organization, "kind", t.Kind, "target", t.Name, "policy", in.Policy, "by", c.grant.author())
-	writeJSON(c.w, http.StatusOK, wire.PolicyView{Kind: t.Kind, Target: t.Name, Policy: in.Policy})
+	writeJSON(c.w, http.StatusOK, teamwire.PolicyView{Kind: t.Kind, Target: t.Name, Policy: in.Policy})
 }
 
 // decode reads a small JSON body.
@@ -443,14 +443,14 @@ func (c *reviewCall) decode(v any) bool {
 		err = json.Unmarshal(raw, v)
 	}
 	if err != nil {
-		writeError(c.w, http.StatusBadRequest, "invalid_request_error", wire.CodeMalformedJSON, "the request body is not the JSON this call takes")
+		writeError(c.w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body is not the JSON this call takes")
 		return false
 	}
 	return true
 }
 
-func proposalOut(p Proposal, withContent bool) wire.ProposalView {
-	out := wire.ProposalView{ID: p.ID, Kind: p.Target.Kind, Target: p.Target.Name, Key: p.Key, MemoryID: p.MemoryID, Op: p.Op,
+func proposalOut(p Proposal, withContent bool) teamwire.ProposalView {
+	out := teamwire.ProposalView{ID: p.ID, Kind: p.Target.Kind, Target: p.Target.Name, Key: p.Key, MemoryID: p.MemoryID, Op: p.Op,
 		Author: p.Author, Created: p.Created.UTC().Format(time.RFC3339Nano), Status: p.Status, DecidedBy: p.DecidedBy,
 		Reason: p.Reason, Screened: p.Screened, Provenance: p.Provenance}
 	if !p.Decided.IsZero() {
@@ -494,7 +494,7 @@ func (c *reviewCall) list() {
 		c.h.storeError(c.w, err)
 		return
 	}
-	out := wire.ProposalList{Proposals: []wire.ProposalView{}}
+	out := teamwire.ProposalList{Proposals: []teamwire.ProposalView{}}
 	for _, p := range ps {
 		out.Proposals = append(out.Proposals, proposalOut(p, false))
 	}
@@ -527,7 +527,7 @@ func (c *reviewCall) show(id string) {
 		c.h.reviewError(c.w, err)
 		return
 	}
-	writeJSON(c.w, http.StatusOK, wire.ProposalDetail{Proposal: proposalOut(p, true), Current: wire.CurrentView{Exists: cur.Exists, Content: cur.Content}})
+	writeJSON(c.w, http.StatusOK, teamwire.ProposalDetail{Proposal: proposalOut(p, true), Current: teamwire.CurrentView{Exists: cur.Exists, Content: cur.Content}})
 }
 
 func (c *reviewCall) decide(id string, approve bool) {
@@ -545,11 +545,11 @@ func (c *reviewCall) decide(id string, approve bool) {
 	if approve {
 		p, err = c.h.Approve(c.r.Context(), c.grant.Organization, id, c.grant.author())
 	} else {
-		var in wire.RejectBody
+		var in teamwire.RejectBody
 		if !c.decode(&in) {
 			return
 		}
-		if strings.TrimSpace(in.Reason) == "" || len(in.Reason) > wire.MaxReasonLength || !utf8.ValidString(in.Reason) {
+		if strings.TrimSpace(in.Reason) == "" || len(in.Reason) > teamwire.MaxReasonLength || !utf8.ValidString(in.Reason) {
 			writeError(c.w, http.StatusBadRequest, "invalid_request_error", "invalid_reason", "a rejection needs a reason: 1 to 2000 bytes of UTF-8 text")
 			return
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -27,7 +27,7 @@ func TestReviewEndpointsRefuseTheUnauthenticated(t *testing.T) {
 	require.NoError(t, err)
 	codes := []int{}
 	for i := 0; i < 5; i++ {
-		req := httptest.NewRequest(http.MethodGet, wire.ReviewPath+"/proposals/prop_"+strings.Repeat("x", 500)+"?repo=acme/shop&view="+strings.Repeat("v", 1000), nil)
+		req := httptest.NewRequest(http.MethodGet, teamwire.ReviewPath+"/proposals/prop_"+strings.Repeat("x", 500)+"?repo=acme/shop&view="+strings.Repeat("v", 1000), nil)
 		req.Header.Set("Authorization", "Bearer amt_wrong")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // The server's routes are net/http patterns on one ServeMux, one per
@@ -54,7 +54,7 @@ type request struct {
 	// repo is the team repo the request named (team protocol).
 	repo string
 	// prov is the request's provenance (Memory Stores API).
-	prov wire.Provenance
+	prov teamwire.Provenance
 }
 
 // refuse answers an error in the protocol's body. code is the team
@@ -74,7 +74,7 @@ func (p *protocol) unauthorized(w http.ResponseWriter) {
 	if p.stores {
 		msg = "a valid API key (x-api-key) or bearer token is required"
 	}
-	p.refuse(w, http.StatusUnauthorized, "authentication_error", wire.CodeUnauthorized, msg)
+	p.refuse(w, http.StatusUnauthorized, "authentication_error", teamwire.CodeUnauthorized, msg)
 }
 
 func (p *protocol) notFound(w http.ResponseWriter) {
@@ -91,7 +91,7 @@ func (p *protocol) notAllowed(w http.ResponseWriter, allow []string) {
 	if p == teamProtocol {
 		msg = "use " + strings.Join(allow, " or ")
 	}
-	p.refuse(w, http.StatusMethodNotAllowed, "invalid_request_error", wire.CodeMethodNotAllowed, msg)
+	p.refuse(w, http.StatusMethodNotAllowed, "invalid_request_error", teamwire.CodeMethodNotAllowed, msg)
 }
 
 func (p *protocol) internal(w http.ResponseWriter) {
@@ -102,7 +102,7 @@ func (p *protocol) internal(w http.ResponseWriter) {
 var (
 	teamProtocol = &protocol{
 		log: "team memory request", realm: "team memory",
-		timeout: func(h *Handler) time.Duration { return h.cfg.StoreTimeout + wire.MaxLongPoll },
+		timeout: func(h *Handler) time.Duration { return h.cfg.StoreTimeout + teamwire.MaxLongPoll },
 		label: func(r *http.Request, _ *request) string {
 			return methodLabel(r.Method) + " " + viewLabel(r.URL.Query().Get("view"))
 		},
@@ -135,7 +135,7 @@ var (
 			}
 			prov, err := requestProvenance(r)
 			if err != nil {
-				writeStoresError(w, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: wire.CodeInvalidProvenance,
+				writeStoresError(w, &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: teamwire.CodeInvalidProvenance,
 					Message: strings.TrimPrefix(err.Error(), "wire: ") + "; nothing was written"})
 				return false
 			}
@@ -204,7 +204,7 @@ func (h *Handler) protect(p *protocol, name string, auth bool, run routeFunc) ht
 			c.grant, c.tenant = grant, grant.Organization
 			if wait, ok := h.limiter.allow(grant.TokenSHA256); !ok {
 				sw.Header().Set(storewire.RetryAfterHeader, strconv.Itoa(int(wait.Seconds())+1))
-				p.refuse(sw, http.StatusTooManyRequests, "rate_limit_error", wire.CodeRateLimited, "too many requests for this token; retry after the given seconds")
+				p.refuse(sw, http.StatusTooManyRequests, "rate_limit_error", teamwire.CodeRateLimited, "too many requests for this token; retry after the given seconds")
 				return
 			}
 			if p.admit != nil && !p.admit(h, sw, r, c) {
@@ -285,9 +285,9 @@ func (h *Handler) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// reviewRoutes registers the review endpoint (wire.ReviewPath).
+// reviewRoutes registers the review endpoint (teamwire.ReviewPath).
 func (h *Handler) reviewRoutes(mux *http.ServeMux) {
-	base := wire.ReviewPath
+	base := teamwire.ReviewPath
 	call := func(fn func(c *reviewCall)) routeFunc {
 		return func(w http.ResponseWriter, r *http.Request, c *request) {
 			fn(&reviewCall{h: h, w: w, r: r, grant: c.grant})
@@ -449,7 +449,7 @@ func (c *storesCall) resolveStore() (string, bool) {
 // not clean otherwise ("//", "." or ".." segments) is kept as it is, and
 // answered 404 by its protocol rather than redirected.
 func tidyPath(p string) (string, bool) {
-	if !strings.HasPrefix(p, storewire.StoresPath) && !strings.HasPrefix(p, storewire.CodeStorePrefix) && !strings.HasPrefix(p, wire.ReviewPath) {
+	if !strings.HasPrefix(p, storewire.StoresPath) && !strings.HasPrefix(p, storewire.CodeStorePrefix) && !strings.HasPrefix(p, teamwire.ReviewPath) {
 		return p, true
 	}
 	if len(p) > 1 && strings.HasSuffix(p, "/") && !strings.HasSuffix(p, "//") {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -31,7 +31,7 @@ func TestAPanicIsAnswered500(t *testing.T) {
 	for range 2 {
 		resp, body := f.do(t, http.MethodGet, f.acme, "acme/web", "", nil, nil)
 		require.Equal(t, http.StatusInternalServerError, resp.StatusCode, string(body))
-		var out wire.ErrorBody
+		var out teamwire.ErrorBody
 		require.NoError(t, json.Unmarshal(body, &out), string(body))
 		assert.Equal(t, "api_error", out.Error.Type)
 		assert.Equal(t, "internal_error", out.Error.Details.ErrorCode)

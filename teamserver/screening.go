@@ -4,8 +4,8 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/screen"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // screenEntry returns the screens' refusal of content written at key (a
@@ -25,11 +25,11 @@ func screenEntry(key, content string) *screen.Error {
 func screenCode(se *screen.Error) string {
 	switch se.Screen {
 	case screen.ScreenInvisible:
-		return wire.CodeInvisibleCharacter
+		return teamwire.CodeInvisibleCharacter
 	case screen.ScreenIndexLink:
-		return wire.CodeIndexLink
+		return teamwire.CodeIndexLink
 	}
-	return wire.CodeInjection
+	return teamwire.CodeInjection
 }
 
 // entryKeys returns m's keys in byte order, so the refusal of a batch

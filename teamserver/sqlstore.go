@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // sqlStore is the Store every SQL database shares, over database/sql with
@@ -99,7 +99,7 @@ CREATE TABLE IF NOT EXISTS team_log (
 	PRIMARY KEY (tenant, name, version));
 `
 
-// provColumns are the provenance columns (wire.Provenance) added to the
+// provColumns are the provenance columns (teamwire.Provenance) added to the
 // tables that record writes; a database made before them gets them on
 // open, its rows reading as "not recorded".
 var provTables = []string{"team_history", "team_log", "ms_versions"}
@@ -139,7 +139,9 @@ func (s *sqlStore) hasColumn(ctx context.Context, table, column string) bool {
 
 const provSelect = `prov_door, prov_session, prov_origin, prov_reviewer`
 
-func provDest(p *wire.Provenance) []any { return []any{&p.Door, &p.Session, &p.Origin, &p.Reviewer} }
+func provDest(p *teamwire.Provenance) []any {
+	return []any{&p.Door, &p.Session, &p.Origin, &p.Reviewer}
+}
 
 // q rebinds a query's "?" placeholders for the dialect.
 func (s *sqlStore) q(query string) string {

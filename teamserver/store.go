@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -47,7 +47,7 @@ type PutRequest struct {
 	// Author names who writes (the token's name), for the history; the
 	// Provenance (door, session, origin, reviewer) is recorded beside it.
 	Author string
-	wire.Provenance
+	teamwire.Provenance
 	// MaxRepos bounds the repos one tenant may hold; a write that would
 	// create one more fails with ErrTooManyRepos (0: no limit).
 	MaxRepos int
@@ -79,7 +79,7 @@ type Revision struct {
 	Time     time.Time
 	Deleted  bool
 	Content  string
-	wire.Provenance
+	teamwire.Provenance
 }
 
 // Change is one accepted write of a repo.
@@ -88,7 +88,7 @@ type Change struct {
 	Time    time.Time
 	Author  string
 	Keys    []string
-	wire.Provenance
+	teamwire.Provenance
 }
 
 // Errors a Store returns.
@@ -159,7 +159,7 @@ type TeamStore interface {
 	// Authors returns, for each live key of repo, its newest recorded
 	// revision without content (none for a key past the history's
 	// retention): who wrote each entry, for the full view
-	// (wire.Content.EntryAuthors).
+	// (teamwire.Content.EntryAuthors).
 	Authors(ctx context.Context, repo Repo) (map[string]Revision, error)
 	// Counts reports the store's size over every tenant: repos, live
 	// entries and tombstones (for metrics).
@@ -221,7 +221,7 @@ func apply(cur Snapshot, exists bool, req PutRequest) (Snapshot, error) {
 		if next.Entries != nil {
 			next.Entries[k] = v
 		}
-		next.Checksums[k] = wire.EntryChecksum(v)
+		next.Checksums[k] = teamwire.EntryChecksum(v)
 		delete(next.Tombstones, k)
 	}
 	pruneTombstones(next.Tombstones, req.Retention, req.Now)
@@ -231,7 +231,7 @@ func apply(cur Snapshot, exists bool, req PutRequest) (Snapshot, error) {
 	if req.MaxEntries > 0 && len(next.Checksums) > req.MaxEntries {
 		return Snapshot{}, &TooManyEntriesError{Max: req.MaxEntries, Received: len(next.Checksums)}
 	}
-	next.Checksum = wire.RepoChecksum(next.Checksums)
+	next.Checksum = teamwire.RepoChecksum(next.Checksums)
 	next.LastModified = req.Now.UTC().Truncate(time.Millisecond)
 	return next, nil
 }
@@ -244,7 +244,7 @@ var errNothingToWrite = errors.New("server: nothing to write")
 // different, or a deletion of a live key.
 func changes(cur Snapshot, req PutRequest) bool {
 	for k, v := range req.Entries {
-		if sum, ok := cur.Checksums[k]; !ok || sum != wire.EntryChecksum(v) {
+		if sum, ok := cur.Checksums[k]; !ok || sum != teamwire.EntryChecksum(v) {
 			return true
 		}
 	}
@@ -433,7 +433,7 @@ func headOnly(cur Snapshot) Snapshot {
 	out := Snapshot{Version: cur.Version, Checksum: cur.Checksum, LastModified: cur.LastModified,
 		Checksums: maps.Clone(cur.Checksums), Tombstones: maps.Clone(cur.Tombstones)}
 	if out.Checksum == "" {
-		out.Checksum = wire.RepoChecksum(nil)
+		out.Checksum = teamwire.RepoChecksum(nil)
 	}
 	return out
 }

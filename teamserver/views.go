@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // errNotModified stops a stream whose ETag the client already has.
@@ -85,10 +85,10 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 	// the stream, so a write in between may be named for a key whose
 	// older content was sent (the next pull corrects it).
 	if authors, err := h.team.Authors(r.Context(), repo); err == nil && len(authors) > 0 {
-		out := make(map[string]wire.Attribution, len(authors))
+		out := make(map[string]teamwire.Attribution, len(authors))
 		for k, rev := range authors {
 			if _, live := snap.Checksums[k]; live {
-				out[k] = wire.Attribution{Author: rev.Author, Time: rev.Time.UTC().Format(time.RFC3339), Provenance: rev.Provenance}
+				out[k] = teamwire.Attribution{Author: rev.Author, Time: rev.Time.UTC().Format(time.RFC3339), Provenance: rev.Provenance}
 			}
 		}
 		bw.WriteString(`,"entryAuthors":`)
@@ -129,7 +129,7 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 			h.storeError(w, err)
 			return
 		}
-		body, _ = json.Marshal(wire.HashesView{Version: snap.Version, Checksum: snap.Checksum, EntryChecksums: snap.Checksums, DeletedEntries: nonEmpty(snap.Tombstones)})
+		body, _ = json.Marshal(teamwire.HashesView{Version: snap.Version, Checksum: snap.Checksum, EntryChecksums: snap.Checksums, DeletedEntries: nonEmpty(snap.Tombstones)})
 		body = append(body, '\n')
 		checksum = snap.Checksum
 		h.hashes.put(repo, snap.Version, snap.Checksum, body)
@@ -152,24 +152,24 @@ func (h *Handler) getHashes(w http.ResponseWriter, r *http.Request, repo Repo) {
 func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) {
 	q := r.URL.Query()
 	key := q.Get("key")
-	if wire.ValidateKeySyntax(key) != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidKey, "key must be a valid team memory key")
+	if teamwire.ValidateKeySyntax(key) != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidKey, "key must be a valid team memory key")
 		return
 	}
 	if v := q.Get("version"); v != "" {
 		version, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || version <= 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", wire.CodeInvalidView, "version must be a positive number")
+			writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeInvalidView, "version must be a positive number")
 			return
 		}
 		rev, err := h.team.Revision(r.Context(), repo, key, version)
 		switch {
 		case errors.Is(err, ErrNoRevision):
-			writeError(w, http.StatusNotFound, "not_found_error", wire.CodeNoRevision, "the key has no such version (never written then, or past the retention)")
+			writeError(w, http.StatusNotFound, "not_found_error", teamwire.CodeNoRevision, "the key has no such version (never written then, or past the retention)")
 		case err != nil:
 			h.storeError(w, err)
 		default:
-			writeJSON(w, http.StatusOK, wire.RevisionView{Key: key, Version: rev.Version, Content: rev.Content, Deleted: rev.Deleted})
+			writeJSON(w, http.StatusOK, teamwire.RevisionView{Key: key, Version: rev.Version, Content: rev.Content, Deleted: rev.Deleted})
 		}
 		return
 	}
@@ -182,9 +182,9 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 		h.storeError(w, err)
 		return
 	}
-	out := wire.HistoryView{Key: key, Versions: []wire.HistoryVersion{}}
+	out := teamwire.HistoryView{Key: key, Versions: []teamwire.HistoryVersion{}}
 	for _, rev := range revs {
-		out.Versions = append(out.Versions, wire.HistoryVersion{Version: rev.Version, Checksum: rev.Checksum, Author: rev.Author,
+		out.Versions = append(out.Versions, teamwire.HistoryVersion{Version: rev.Version, Checksum: rev.Checksum, Author: rev.Author,
 			Time: rev.Time.UTC().Format(time.RFC3339Nano), Deleted: rev.Deleted, Provenance: rev.Provenance})
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -202,13 +202,13 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, repo Repo) {
 		h.storeError(w, err)
 		return
 	}
-	out := []wire.LogEntry{}
+	out := []teamwire.LogEntry{}
 	for _, c := range changes {
 		keys := c.Keys
 		if keys == nil {
 			keys = []string{}
 		}
-		out = append(out, wire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys, Provenance: c.Provenance})
+		out = append(out, teamwire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys, Provenance: c.Provenance})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/stretchr/testify/assert"
@@ -148,7 +148,7 @@ func (w *watcher) kept() []string {
 
 // serverEntries reads the repo through the protocol.
 func serverEntries(url, token string) (map[string]string, error) {
-	req, _ := http.NewRequest(http.MethodGet, url+wire.DefaultSyncPath+"?repo=acme%2Fshop", nil)
+	req, _ := http.NewRequest(http.MethodGet, url+teamwire.DefaultSyncPath+"?repo=acme%2Fshop", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -158,7 +158,7 @@ func serverEntries(url, token string) (map[string]string, error) {
 	if resp.StatusCode == http.StatusNotFound {
 		return map[string]string{}, nil
 	}
-	var data wire.TeamMemoryData
+	var data teamwire.TeamMemoryData
 	if err := json.NewDecoder(resp.Body).Decode(&data); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
@@ -98,7 +98,7 @@ func (s *loadStats) add(status int) {
 func loadClient(ctx context.Context, urls []string, token, repo, key string, s *loadStats) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	endpoint := func(i int) string {
-		return urls[i%len(urls)] + wire.DefaultSyncPath + "?repo=" + repo
+		return urls[i%len(urls)] + teamwire.DefaultSyncPath + "?repo=" + repo
 	}
 	do := func(req *http.Request) (*http.Response, []byte, error) {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -130,15 +130,15 @@ func loadClient(ctx context.Context, urls []string, token, repo, key string, s *
 		etag := ""
 		switch resp.StatusCode {
 		case http.StatusOK:
-			var data wire.TeamMemoryData
-			if json.Unmarshal(body, &data) != nil || wire.RepoChecksum(data.Content.EntryChecksums) != data.Checksum {
+			var data teamwire.TeamMemoryData
+			if json.Unmarshal(body, &data) != nil || teamwire.RepoChecksum(data.Content.EntryChecksums) != data.Checksum {
 				s.mu.Lock()
 				s.torn++
 				s.mu.Unlock()
 				continue
 			}
 			for k, v := range data.Content.Entries {
-				if wire.EntryChecksum(v) != data.Content.EntryChecksums[k] {
+				if teamwire.EntryChecksum(v) != data.Content.EntryChecksums[k] {
 					s.mu.Lock()
 					s.torn++
 					s.mu.Unlock()
@@ -157,7 +157,7 @@ func loadClient(ctx context.Context, urls []string, token, repo, key string, s *
 		}
 		n++
 		content := fmt.Sprintf("%s write %d", key, n)
-		raw, _ := json.Marshal(wire.PutBody{Entries: map[string]string{key: content}})
+		raw, _ := json.Marshal(teamwire.PutBody{Entries: map[string]string{key: content}})
 		req, _ = http.NewRequestWithContext(ctx, http.MethodPut, endpoint(i+1), bytes.NewReader(raw))
 		req.Header.Set("Content-Type", "application/json")
 		if etag != "" {
@@ -175,7 +175,7 @@ func loadClient(ctx context.Context, urls []string, token, repo, key string, s *
 		s.add(resp.StatusCode)
 		switch resp.StatusCode {
 		case http.StatusOK:
-			var pr wire.PutResult
+			var pr teamwire.PutResult
 			if json.Unmarshal(body, &pr) == nil {
 				s.mu.Lock()
 				s.puts++
@@ -227,9 +227,9 @@ func runLoad(t *testing.T, name string, urls, tokens []string, clients int, oneR
 		if !ok {
 			continue
 		}
-		var data wire.TeamMemoryData
+		var data teamwire.TeamMemoryData
 		for attempt := 0; ; attempt++ {
-			req, _ := http.NewRequest(http.MethodGet, urls[0]+wire.DefaultSyncPath+"?repo="+repoOf(c), nil)
+			req, _ := http.NewRequest(http.MethodGet, urls[0]+teamwire.DefaultSyncPath+"?repo="+repoOf(c), nil)
 			req.Header.Set("Authorization", "Bearer "+tokens[c%len(tokens)])
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
@@ -334,7 +334,7 @@ func TestFullGetsStreamInBoundedMemory(t *testing.T) {
 	dir := t.TempDir()
 	tokensFile, tokens := manyTokens(t, dir, 1)
 	url, cmd := serveArgs(t, filepath.Join(dir, "team.db"), tokensFile, "--rate", "-1")
-	endpoint := url + wire.DefaultSyncPath + "?repo=acme%2Fbig"
+	endpoint := url + teamwire.DefaultSyncPath + "?repo=acme%2Fbig"
 	line := strings.Repeat("A memory line that is long enough to matter. ", 20) + "\n"
 	entry := strings.Repeat(line, 240_000/len(line))
 	batches := 60 // 240 entries; AGENTMEM_BIG_REPO_ENTRIES=2000 is the default entry limit
@@ -349,7 +349,7 @@ func TestFullGetsStreamInBoundedMemory(t *testing.T) {
 			entries[k] = fmt.Sprintf("%s %d\n", k, batch) + entry
 			total += len(entries[k])
 		}
-		raw, _ := json.Marshal(wire.PutBody{Entries: entries})
+		raw, _ := json.Marshal(teamwire.PutBody{Entries: entries})
 		req, _ := http.NewRequest(http.MethodPut, endpoint, bytes.NewReader(raw))
 		req.Header.Set("Authorization", "Bearer "+tokens[0])
 		resp, err := http.DefaultClient.Do(req)
@@ -368,12 +368,12 @@ func TestFullGetsStreamInBoundedMemory(t *testing.T) {
 				return
 			}
 			defer resp.Body.Close()
-			var data wire.TeamMemoryData
+			var data teamwire.TeamMemoryData
 			if assert.NoError(t, json.NewDecoder(resp.Body).Decode(&data)) {
 				assert.Len(t, data.Content.Entries, batches*4)
-				assert.Equal(t, data.Checksum, wire.RepoChecksum(data.Content.EntryChecksums))
+				assert.Equal(t, data.Checksum, teamwire.RepoChecksum(data.Content.EntryChecksums))
 				for k, v := range data.Content.Entries {
-					if wire.EntryChecksum(v) != data.Content.EntryChecksums[k] {
+					if teamwire.EntryChecksum(v) != data.Content.EntryChecksums[k] {
 						t.Errorf("%s does not match its checksum", k)
 						break
 					}

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/linediff"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teammem"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // provenanceNote prints what a history line knows beyond author and door.
-func provenanceNote(p wire.Provenance) string {
+func provenanceNote(p teamwire.Provenance) string {
 	var parts []string
 	if p.Session != "" {
 		parts = append(parts, "session="+shown(p.Session))
@@ -80,7 +80,7 @@ func newReviewClient(e env, c *common, serverURL, repo, store, project string) (
 	if token == "" {
 		return nil, errNoToken
 	}
-	return &reviewClient{base: strings.TrimRight(serverURL, "/") + wire.ReviewPath, token: token, query: q, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &reviewClient{base: strings.TrimRight(serverURL, "/") + teamwire.ReviewPath, token: token, query: q, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
 // reviewError is a refusal of the review endpoint.
@@ -120,7 +120,7 @@ func (rc *reviewClient) do(method, rel string, query url.Values, body, out any) 
 	}
 	req.Header.Set("Authorization", "Bearer "+rc.token)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(wire.DoorHeader, wire.DoorCLI)
+	req.Header.Set(teamwire.DoorHeader, teamwire.DoorCLI)
 	resp, err := rc.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("the server could not be reached: %w", err)
@@ -131,7 +131,7 @@ func (rc *reviewClient) do(method, rel string, query url.Values, body, out any) 
 		return fmt.Errorf("the reply was cut off: %w", err)
 	}
 	if resp.StatusCode >= 300 {
-		var eb wire.ErrorBody
+		var eb teamwire.ErrorBody
 		_ = json.Unmarshal(raw, &eb)
 		msg := eb.Error.Message
 		if msg == "" {
@@ -190,7 +190,7 @@ func teamPolicy(e env, c *common, args []string) (int, error) {
 		}
 		return exitError, err
 	}
-	var pv wire.PolicyView
+	var pv teamwire.PolicyView
 	if len(positional) == 1 {
 		p := positional[0]
 		if p != "open" && p != "review" && p != "read-only" {
@@ -269,7 +269,7 @@ func teamReview(e env, c *common, args []string) (int, error) {
 	name := "review " + sub
 	switch sub {
 	case "ls":
-		var l wire.ProposalList
+		var l teamwire.ProposalList
 		if err := rc.do(http.MethodGet, "/proposals", url.Values{"status": {*status}}, nil, &l); err != nil {
 			return reviewExit(e, name, err), nil
 		}
@@ -280,7 +280,7 @@ func teamReview(e env, c *common, args []string) (int, error) {
 			printProposal(e, p)
 		}
 	case "show":
-		var d wire.ProposalDetail
+		var d teamwire.ProposalDetail
 		if err := rc.do(http.MethodGet, "/proposals/"+url.PathEscape(id), nil, nil, &d); err != nil {
 			return reviewExit(e, name, err), nil
 		}
@@ -298,10 +298,10 @@ func teamReview(e env, c *common, args []string) (int, error) {
 		}
 		fmt.Fprint(e.stdout, diff)
 	case "approve", "reject":
-		var p wire.ProposalView
+		var p teamwire.ProposalView
 		var body any
 		if sub == "reject" {
-			body = wire.RejectBody{Reason: *reason}
+			body = teamwire.RejectBody{Reason: *reason}
 		}
 		if err := rc.do(http.MethodPost, "/proposals/"+url.PathEscape(id)+"/"+sub, nil, body, &p); err != nil {
 			return reviewExit(e, name, err), nil
@@ -313,7 +313,7 @@ func teamReview(e env, c *common, args []string) (int, error) {
 
 // printProposal prints one proposal on one line (and its decision on a
 // second).
-func printProposal(e env, p wire.ProposalView) {
+func printProposal(e env, p teamwire.ProposalView) {
 	fmt.Fprintf(e.stdout, "%s  %-8s %-8s %s  by %s via %s  %s%s\n", p.ID, p.Status, p.Op, shown(p.Key), shown(p.Author), orDefault(p.Door, "-"), p.Created, provenanceNote(p.Provenance))
 	if p.Screened != "" {
 		fmt.Fprintln(e.stdout, "    flagged by the screens: "+shown(p.Screened))
@@ -353,7 +353,7 @@ func storeLog(e env, serverURL, storeID string) (int, error) {
 			CreatedBy  json.RawMessage `json:"created_by"`
 			Provenance *struct {
 				Author string `json:"author"`
-				wire.Provenance
+				teamwire.Provenance
 			} `json:"provenance"`
 		} `json:"data"`
 	}

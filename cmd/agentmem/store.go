@@ -16,8 +16,8 @@ import (
 	"syscall"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/storesync"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 )
 
 // StoreTokenEnv and MemoryStoresEnv name what agentmem store reads from
@@ -200,9 +200,9 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 // storeDoor is the door the store records a command's writes under.
 func storeDoor(name string) string {
 	if name == "watch" {
-		return wire.DoorSync
+		return teamwire.DoorSync
 	}
-	return wire.DoorCLI
+	return teamwire.DoorCLI
 }
 
 // printStoreResult prints one round: a line per file changed, conflict,

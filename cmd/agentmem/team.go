@@ -26,10 +26,10 @@ import (
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/teamserver/console"
 	"github.com/agentmem-sdk/agentmem/teamserver/postgres"
@@ -127,7 +127,7 @@ var skipWhy = map[string]string{
 	skipNotNFC:         "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
 	skipInvalidKey:     "invalid_key: the name is not one a team key may have (a control character, or a path that leads out of the folder); rename it",
 	skipTeamNotRegular: "not_regular: a link or a special file is never synced; put the file itself in the folder to share it",
-	skipTooLarge:       fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", wire.MaxEntryBytes),
+	skipTooLarge:       fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", teamwire.MaxEntryBytes),
 	skipWriteFailed:    "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
 }
 
@@ -513,7 +513,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	client, err := teammem.NewClient(scratch, teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token, Door: wire.DoorCLI})
+	client, err := teammem.NewClient(scratch, teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token, Door: teamwire.DoorCLI})
 	if err != nil {
 		return exitError, err
 	}
@@ -604,9 +604,9 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	}
 	o := teamClientOptions{server: *serverURL, repo: *repo, dir: *dir, state: *stateFile, history: *historyName, keepDeleted: *keepDeleted,
 		allowMassDelete: *allowMassDelete, mustExist: name == "push", checkpoint: !*noCheckpoint && name != "push", // a push changes no local file
-		door: wire.DoorCLI}
+		door: teamwire.DoorCLI}
 	if name == "watch" {
-		o.door = wire.DoorSync
+		o.door = teamwire.DoorSync
 		level := slog.LevelWarn
 		if *verbose {
 			level = slog.LevelDebug
@@ -843,7 +843,7 @@ type teamClientOptions struct {
 	// mustExist: the team directory itself must exist (push).
 	mustExist bool
 	// door is the door the server records the client's writes under
-	// (default wire.DoorSync).
+	// (default teamwire.DoorSync).
 	door string
 	// log receives the client's warnings (none when nil).
 	log *slog.Logger

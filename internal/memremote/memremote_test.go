@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/internal/memremote"
 	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
+	"github.com/agentmem-sdk/agentmem/internal/memremote"
 )
 
 // control drives a memremote.Remote as a teammate would.

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
 // refusal is the server's answer, other than 2xx, to a call the console
@@ -80,8 +80,8 @@ func (c *Console) send(ctx context.Context, from *http.Request, s *session, meth
 	req.RemoteAddr = from.RemoteAddr
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	// A person's write in the console: the history says so.
-	req.Header.Set(wire.DoorHeader, wire.DoorConsole)
-	req.Header.Set(wire.OriginHeader, wire.OriginUser)
+	req.Header.Set(teamwire.DoorHeader, teamwire.DoorConsole)
+	req.Header.Set(teamwire.OriginHeader, teamwire.OriginUser)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -102,7 +102,7 @@ func (c *Console) send(ctx context.Context, from *http.Request, s *session, meth
 // apiError reads either protocol's error body.
 func readRefusal(rec *recorder) *refusal {
 	e := &refusal{Status: rec.status, Message: http.StatusText(rec.status)}
-	var sync wire.ErrorBody
+	var sync teamwire.ErrorBody
 	if json.Unmarshal(rec.body.Bytes(), &sync) == nil && sync.Error.Message != "" {
 		e.Message, e.Code = sync.Error.Message, sync.Error.Details.ErrorCode
 		if e.Code == "" {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/teamserver/console"
 )
@@ -39,7 +39,7 @@ func BenchmarkListPage(b *testing.B) {
 				batch[k] = v
 			}
 		}
-		f.do(b, f.alice, http.MethodPut, wire.DefaultSyncPath+"?repo=acme%2Fbig", wire.PutBody{Entries: batch}, nil)
+		f.do(b, f.alice, http.MethodPut, teamwire.DefaultSyncPath+"?repo=acme%2Fbig", teamwire.PutBody{Entries: batch}, nil)
 	}
 	// The console as team serve mounts it, with its default page size.
 	con, err := console.New(f.h, console.Options{})
@@ -84,7 +84,7 @@ func BenchmarkListPage(b *testing.B) {
 		}
 	}
 	pageURL := base + "/repos/acme/big?type=project&page=3"
-	jsonURL := srv.URL + wire.DefaultSyncPath + "?repo=acme%2Fbig"
+	jsonURL := srv.URL + teamwire.DefaultSyncPath + "?repo=acme%2Fbig"
 	var ours, floor time.Duration
 	b.ResetTimer()
 	for range b.N {
@@ -112,7 +112,7 @@ func BenchmarkReviewPage(b *testing.B) {
 		for n := i; n < i+500; n++ {
 			batch[fmt.Sprintf("notes/m%04d.md", n)] = fmt.Sprintf("---\nname: m%04d\ntype: project\n---\n%s", n, body)
 		}
-		f.do(b, f.alice, http.MethodPut, wire.DefaultSyncPath+"?repo=acme%2Fbig", wire.PutBody{Entries: batch}, nil)
+		f.do(b, f.alice, http.MethodPut, teamwire.DefaultSyncPath+"?repo=acme%2Fbig", teamwire.PutBody{Entries: batch}, nil)
 	}
 	if err := f.h.SetPolicy(context.Background(), "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/big"}, teamserver.PolicyReview, "alice"); err != nil {
 		b.Fatal(err)
@@ -169,7 +169,7 @@ func BenchmarkReviewPage(b *testing.B) {
 		get(base+"/", false, `aria-label="50 in review in acme/big">50</a>`)
 		home += time.Since(start)
 		start = time.Now()
-		get(srv.URL+wire.DefaultSyncPath+"?repo=acme%2Fbig", true, `"notes/m1999.md"`)
+		get(srv.URL+teamwire.DefaultSyncPath+"?repo=acme%2Fbig", true, `"notes/m1999.md"`)
 		floor += time.Since(start)
 	}
 	b.ReportMetric(float64(ours)/float64(floor), "x-json")

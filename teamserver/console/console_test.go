@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -318,11 +318,11 @@ func TestHistoryDiffRestoreAndDelete(t *testing.T) {
 	assert.Equal(t, noteV1, content)
 	_, page = b.get(strings.TrimPrefix(resp.Header.Get("Location"), "/console"))
 	assert.Contains(t, page, "The version was restored")
-	var hv wire.HistoryView
-	f.do(t, f.alice, http.MethodGet, wire.DefaultSyncPath+"?repo=acme/shop&view=history&key=deploys.md", nil, &hv)
+	var hv teamwire.HistoryView
+	f.do(t, f.alice, http.MethodGet, teamwire.DefaultSyncPath+"?repo=acme/shop&view=history&key=deploys.md", nil, &hv)
 	require.NotEmpty(t, hv.Versions)
-	assert.Equal(t, wire.DoorConsole, hv.Versions[0].Door, "the history says the write came through the console")
-	assert.Equal(t, wire.OriginUser, hv.Versions[0].Origin)
+	assert.Equal(t, teamwire.DoorConsole, hv.Versions[0].Door, "the history says the write came through the console")
+	assert.Equal(t, teamwire.OriginUser, hv.Versions[0].Origin)
 
 	_, confirm = b.get("/repos/acme/shop/delete?key=oncall.md")
 	assert.Contains(t, confirm, "Delete this memory")

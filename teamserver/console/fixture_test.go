@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/teamserver/console"
 	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
@@ -91,7 +91,7 @@ func newFixture(t testing.TB) *fixture {
 func (f *fixture) put(t testing.TB, token, repo string, entries map[string]string) {
 	t.Helper()
 	f.advance(time.Minute)
-	f.do(t, token, http.MethodPut, wire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), wire.PutBody{Entries: entries}, nil)
+	f.do(t, token, http.MethodPut, teamwire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), teamwire.PutBody{Entries: entries}, nil)
 }
 
 func (f *fixture) stores(t testing.TB, token, method, rest string, body, out any) {
@@ -121,8 +121,8 @@ func (f *fixture) do(t testing.TB, token, method, path string, body, out any) {
 // repoContent reads one key of a repo through the sync protocol.
 func (f *fixture) repoContent(t *testing.T, token, repo, key string) (string, bool) {
 	t.Helper()
-	var data wire.TeamMemoryData
-	f.do(t, token, http.MethodGet, wire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), nil, &data)
+	var data teamwire.TeamMemoryData
+	f.do(t, token, http.MethodGet, teamwire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), nil, &data)
 	v, ok := data.Content.Entries[key]
 	return v, ok
 }
@@ -131,9 +131,9 @@ func (f *fixture) repoContent(t *testing.T, token, repo, key string) (string, bo
 func (f *fixture) propose(t testing.TB, token, repo string, entries map[string]string) {
 	t.Helper()
 	f.advance(time.Minute)
-	b, err := json.Marshal(wire.PutBody{Entries: entries})
+	b, err := json.Marshal(teamwire.PutBody{Entries: entries})
 	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPut, f.srv.URL+wire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPut, f.srv.URL+teamwire.DefaultSyncPath+"?repo="+url.QueryEscape(repo), bytes.NewReader(b))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -500,7 +500,7 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 	whos := map[string]int{}
 	for _, ri := range repos {
 		src := &repoSource{c: c, r: r, s: s, repo: ri.Name}
-		var log []wire.LogEntry
+		var log []teamwire.LogEntry
 		if err := src.get0(ctx, url.Values{"view": {"log"}, "limit": {"100"}}, &log); err != nil {
 			c.apiFail(w, r, s, err)
 			return

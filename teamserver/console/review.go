@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -113,7 +113,7 @@ func changedSince(p teamserver.Proposal, cur teamserver.ProposalCurrent) bool {
 	now := ""
 	if cur.Exists {
 		if p.Target.Kind == teamserver.TargetRepo {
-			now = wire.EntryChecksum(cur.Content)
+			now = teamwire.EntryChecksum(cur.Content)
 		} else {
 			sum := sha256.Sum256([]byte(cur.Content))
 			now = hex.EncodeToString(sum[:])
@@ -183,7 +183,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 			entries, ok := repoNow[p.Target.Name]
 			if !ok {
 				src := &repoSource{c: c, r: r, s: s, repo: p.Target.Name}
-				var data wire.TeamMemoryData
+				var data teamwire.TeamMemoryData
 				err := src.get0(ctx, url.Values{}, &data)
 				var ae *refusal
 				if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusNotFound) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"

@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"time"
 
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -72,7 +72,7 @@ func (p *repoSource) get0(ctx context.Context, q url.Values, out any) error {
 }
 
 func (p *repoSource) list(ctx context.Context) ([]item, error) {
-	var data wire.TeamMemoryData
+	var data teamwire.TeamMemoryData
 	err := p.get0(ctx, url.Values{}, &data)
 	var ae *refusal
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -82,7 +82,7 @@ func (p *repoSource) list(ctx context.Context) ([]item, error) {
 		return nil, err
 	}
 	// Who wrote each key last and when: the newest log entry naming it.
-	var log []wire.LogEntry
+	var log []teamwire.LogEntry
 	if err := p.get0(ctx, url.Values{"view": {"log"}, "limit": {"1000"}}, &log); err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (p *repoSource) get(ctx context.Context, key string) (item, error) {
 }
 
 func (p *repoSource) history(ctx context.Context, key string) ([]version, error) {
-	var h wire.HistoryView
+	var h teamwire.HistoryView
 	if err := p.get0(ctx, url.Values{"view": {"history"}, "key": {key}, "limit": {"1000"}}, &h); err != nil {
 		return nil, err
 	}
@@ -134,14 +134,14 @@ func (p *repoSource) history(ctx context.Context, key string) ([]version, error)
 }
 
 func (p *repoSource) version(ctx context.Context, key, id string) (string, bool, error) {
-	var rv wire.RevisionView
+	var rv teamwire.RevisionView
 	if err := p.get0(ctx, url.Values{"view": {"history"}, "key": {key}, "version": {id}}, &rv); err != nil {
 		return "", false, err
 	}
 	return rv.Content, rv.Deleted, nil
 }
 
-func (p *repoSource) put(ctx context.Context, body wire.PutBody) error {
+func (p *repoSource) put(ctx context.Context, body teamwire.PutBody) error {
 	return p.c.call(ctx, p.r, p.s, http.MethodPut, p.c.h.SyncPath(), url.Values{"repo": {p.repo}}, body, nil, nil)
 }
 
@@ -153,14 +153,14 @@ func (p *repoSource) restore(ctx context.Context, key, id string) error {
 	if deleted {
 		return errRestoreDeletion
 	}
-	return p.put(ctx, wire.PutBody{Entries: map[string]string{key: content}})
+	return p.put(ctx, teamwire.PutBody{Entries: map[string]string{key: content}})
 }
 
 func (p *repoSource) remove(ctx context.Context, key string) error {
 	if _, err := p.get(ctx, key); err != nil {
 		return err
 	}
-	return p.put(ctx, wire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{key}})
+	return p.put(ctx, teamwire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{key}})
 }
 
 // errRestoreDeletion: the version chosen is a deletion, which has no

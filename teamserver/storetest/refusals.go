@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	storewire "github.com/agentmem-sdk/agentmem/storesync/wire"
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/storewire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -46,21 +46,21 @@ func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore)
 		for name, c := range map[string]struct {
 			body, code string
 		}{
-			"content not UTF-8":           {"{\"entries\":{\"a.md\":\"caf\xe9\"}}", wire.CodeInvalidText},
-			"content surrogate":           {"{\"entries\":{\"a.md\":\"\xed\xa0\x80\"}}", wire.CodeInvalidText},
-			"content escaped surrogate":   {`{"entries":{"a.md":"\ud800"}}`, wire.CodeInvalidText},
-			"content NUL":                 {`{"entries":{"a.md":"a\u0000b"}}`, wire.CodeInvalidText},
-			"key not UTF-8":               {"{\"entries\":{\"caf\xe9.md\":\"x\"}}", wire.CodeInvalidText},
-			"key NUL":                     {`{"entries":{"a\u0000.md":"x"}}`, wire.CodeInvalidText},
-			"key with a terminal title":   {`{"entries":{"a\u001b]0;T\u0007.md":"x"}}`, wire.CodeInvalidKey},
-			"key with a C1 control":       {`{"entries":{"a\u009b.md":"x"}}`, wire.CodeInvalidKey},
-			"key with a bidi override":    {`{"entries":{"a\u202egpj.md":"x"}}`, wire.CodeInvalidKey},
-			"key with a line separator":   {`{"entries":{"a\u2028.md":"x"}}`, wire.CodeInvalidKey},
-			"key a folder of another":     {`{"entries":{"ok.md/inner.md":"x"}}`, wire.CodeKeyConflict},
-			"two keys a file and folder":  {`{"entries":{"x.md":"x","x.md/y.md":"y"}}`, wire.CodeKeyConflict},
-			"delete key with control":     {`{"entries":{},"soft_delete_keys":["a\u001b.md"]}`, wire.CodeInvalidKey},
-			"delete key not UTF-8":        {"{\"entries\":{},\"soft_delete_keys\":[\"caf\xe9.md\"]}", wire.CodeInvalidText},
-			"key folder of a file, later": {`{"entries":{"ok.md/deeper/x.md":"x"}}`, wire.CodeKeyConflict},
+			"content not UTF-8":           {"{\"entries\":{\"a.md\":\"caf\xe9\"}}", teamwire.CodeInvalidText},
+			"content surrogate":           {"{\"entries\":{\"a.md\":\"\xed\xa0\x80\"}}", teamwire.CodeInvalidText},
+			"content escaped surrogate":   {`{"entries":{"a.md":"\ud800"}}`, teamwire.CodeInvalidText},
+			"content NUL":                 {`{"entries":{"a.md":"a\u0000b"}}`, teamwire.CodeInvalidText},
+			"key not UTF-8":               {"{\"entries\":{\"caf\xe9.md\":\"x\"}}", teamwire.CodeInvalidText},
+			"key NUL":                     {`{"entries":{"a\u0000.md":"x"}}`, teamwire.CodeInvalidText},
+			"key with a terminal title":   {`{"entries":{"a\u001b]0;T\u0007.md":"x"}}`, teamwire.CodeInvalidKey},
+			"key with a C1 control":       {`{"entries":{"a\u009b.md":"x"}}`, teamwire.CodeInvalidKey},
+			"key with a bidi override":    {`{"entries":{"a\u202egpj.md":"x"}}`, teamwire.CodeInvalidKey},
+			"key with a line separator":   {`{"entries":{"a\u2028.md":"x"}}`, teamwire.CodeInvalidKey},
+			"key a folder of another":     {`{"entries":{"ok.md/inner.md":"x"}}`, teamwire.CodeKeyConflict},
+			"two keys a file and folder":  {`{"entries":{"x.md":"x","x.md/y.md":"y"}}`, teamwire.CodeKeyConflict},
+			"delete key with control":     {`{"entries":{},"soft_delete_keys":["a\u001b.md"]}`, teamwire.CodeInvalidKey},
+			"delete key not UTF-8":        {"{\"entries\":{},\"soft_delete_keys\":[\"caf\xe9.md\"]}", teamwire.CodeInvalidText},
+			"key folder of a file, later": {`{"entries":{"ok.md/deeper/x.md":"x"}}`, teamwire.CodeKeyConflict},
 		} {
 			code, body := call(http.MethodPut, syncPath, c.body)
 			assert.Equal(t, http.StatusBadRequest, code, "%s: %s", name, body)
@@ -68,7 +68,7 @@ func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore)
 		}
 		code, body = call(http.MethodGet, syncPath, "")
 		require.Equal(t, http.StatusOK, code, body)
-		var d wire.TeamMemoryData
+		var d teamwire.TeamMemoryData
 		require.NoError(t, json.Unmarshal([]byte(body), &d))
 		assert.Equal(t, map[string]string{"ok.md": "fine"}, d.Content.Entries, "nothing refused was written")
 	})

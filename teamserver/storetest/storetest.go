@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem-sdk/agentmem/teammem/wire"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,9 +76,9 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 		snap := put(t, s, teamserver.PutRequest{Entries: map[string]string{"a.md": "alpha", "team/日本.md": "ünïcode ✓"}})
 		assert.Equal(t, int64(1), snap.Version)
 		assert.Nil(t, snap.Entries)
-		want := map[string]string{"a.md": wire.EntryChecksum("alpha"), "team/日本.md": wire.EntryChecksum("ünïcode ✓")}
+		want := map[string]string{"a.md": teamwire.EntryChecksum("alpha"), "team/日本.md": teamwire.EntryChecksum("ünïcode ✓")}
 		assert.Equal(t, want, snap.Checksums)
-		assert.Equal(t, wire.RepoChecksum(want), snap.Checksum)
+		assert.Equal(t, teamwire.RepoChecksum(want), snap.Checksum)
 		assert.True(t, snap.LastModified.Equal(t0))
 
 		got, err := s.Get(ctx, repo, true)
@@ -130,7 +130,7 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 		snap, err := s.Put(ctx, repo, teamserver.PutRequest{Now: t0})
 		require.NoError(t, err)
 		assert.Equal(t, int64(0), snap.Version)
-		assert.Equal(t, wire.RepoChecksum(nil), snap.Checksum)
+		assert.Equal(t, teamwire.RepoChecksum(nil), snap.Checksum)
 		_, err = s.Get(ctx, repo, false)
 		assert.ErrorIs(t, err, teamserver.ErrNotFound)
 		_, err = s.Put(ctx, repo, teamserver.PutRequest{Deletes: []string{"nothing.md"}, Now: t0})
@@ -177,7 +177,7 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 		assert.Equal(t, []string{"carol", "bob", "alice"}, []string{revs[0].Author, revs[1].Author, revs[2].Author})
 		assert.True(t, revs[0].Deleted)
 		assert.Empty(t, revs[0].Checksum)
-		assert.Equal(t, wire.EntryChecksum("Tuesdays"), revs[2].Checksum)
+		assert.Equal(t, teamwire.EntryChecksum("Tuesdays"), revs[2].Checksum)
 		assert.True(t, revs[1].Time.Equal(t0.Add(time.Hour)))
 		assert.Empty(t, revs[1].Content, "History lists, Revision reads")
 		old, err := s.Revision(ctx, repo, "deploy.md", 1)
@@ -269,9 +269,9 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 			require.NoError(t, err)
 			sums := map[string]string{}
 			for k, v := range got.Entries {
-				sums[k] = wire.EntryChecksum(v)
+				sums[k] = teamwire.EntryChecksum(v)
 			}
-			if !assert.Equal(t, got.Checksum, wire.RepoChecksum(sums), "a torn read") {
+			if !assert.Equal(t, got.Checksum, teamwire.RepoChecksum(sums), "a torn read") {
 				break
 			}
 			assert.Equal(t, got.Entries["a.md"], got.Entries["b.md"])
@@ -280,7 +280,7 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 			require.NoError(t, err)
 			if assert.Len(t, streamed, 2) {
 				assert.Equal(t, streamed[0], streamed[1], "a torn stream")
-				assert.Equal(t, wire.RepoChecksum(snap.Checksums), snap.Checksum)
+				assert.Equal(t, teamwire.RepoChecksum(snap.Checksums), snap.Checksum)
 			}
 		}
 		close(stop)
@@ -309,7 +309,7 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 		got, err := s.Get(ctx, repo, true)
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"b.md": "2"}, got.Entries)
-		assert.Equal(t, wire.RepoChecksum(got.Checksums), got.Checksum)
+		assert.Equal(t, teamwire.RepoChecksum(got.Checksums), got.Checksum)
 		put(t, s, teamserver.PutRequest{Entries: map[string]string{"a.md": "back"}})
 		got, err = s.Get(ctx, repo, true)
 		require.NoError(t, err)
@@ -370,10 +370,10 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 		assert.Equal(t, int64(40), got.Version, "every write counted once")
 		sums := map[string]string{}
 		for k, v := range got.Entries {
-			sums[k] = wire.EntryChecksum(v)
+			sums[k] = teamwire.EntryChecksum(v)
 		}
 		assert.Equal(t, sums, got.Checksums)
-		assert.Equal(t, wire.RepoChecksum(sums), got.Checksum)
+		assert.Equal(t, teamwire.RepoChecksum(sums), got.Checksum)
 	})
 }
 

@@ -2,7 +2,7 @@
 // share (SPEC 2.4 and 2.5): the bodies, the error codes, the limits, the
 // checksums and the syntax of a key. It knows nothing of files: package
 // teammem is the client, package teamserver the reference server.
-package wire
+package teamwire
 
 import (
 	"crypto/sha256"

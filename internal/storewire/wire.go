@@ -8,9 +8,9 @@
 // Field names are those of the Memory Stores API of Anthropic's API and
 // SDKs; what agentmem adds (an export, a store's generation, provenance,
 // a folder-conflict error) is named as such.
-package wire
+package storewire
 
-import teamwire "github.com/agentmem-sdk/agentmem/teammem/wire"
+import teamwire "github.com/agentmem-sdk/agentmem/internal/teamwire"
 
 // Routes of the Memory Stores API. The public ones are those of
 // Anthropic's API and SDKs; Claude Code's store client addresses one
