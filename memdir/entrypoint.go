@@ -51,6 +51,13 @@ func (l IndexLimits) withDefaults() IndexLimits {
 	return l
 }
 
+// TruncateEntrypointContent cuts an index to the default limits (200
+// lines, 25,000 UTF-16 units), as Claude Code does before the index goes
+// into a prompt: IndexLimits{}.Truncate(raw).
+func TruncateEntrypointContent(raw string) EntrypointTruncation {
+	return IndexLimits{}.Truncate(raw)
+}
+
 // Truncate trims raw and, when it has more lines or more UTF-16 units than
 // the limits allow, keeps the first MaxLines lines, then cuts what is still
 // over MaxBytes at the last newline at or before unit MaxBytes (or, with no

@@ -143,10 +143,7 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 		text, err = buildDailyLogPrompt(ctx, fsys, dailyLogPromptRequest{AutoDir: cfg.AutoDir, promptOptions: cfg.options()})
 	case cfg.TeamActive:
 		mode = PromptCombined
-		text, err = buildCombinedMemoryPrompt(ctx, fsys, combinedPromptRequest{
-			AutoDir: cfg.AutoDir, TeamDir: cfg.TeamDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
-			OmitHowToSave: cfg.OmitHowToSave, IndexInUserMessage: cfg.IndexInUserMessage, promptOptions: cfg.options(),
-		})
+		text, err = buildCombinedMemoryPrompt(ctx, fsys, cfg.combined())
 	case cfg.Lean:
 		mode = PromptLean
 		text, err = buildLeanMemoryPrompt(ctx, fsys, leanPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex, promptOptions: cfg.options()})
@@ -170,6 +167,28 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 		}
 	}
 	return p, nil
+}
+
+// BuildCombinedMemoryPrompt returns the memory section for a private
+// directory and its team directory: the text LoadMemoryPrompt gives when
+// req.TeamActive is set, for a host that assembles its own system prompt
+// and already knows team memory is active. Only AutoDir, TeamDir,
+// IndividualMemoryFiles, OmitHowToSave, IndexInUserMessage and the prompt
+// options (Heading, ExtraGuidelines, IndexLimits, Logger, Layout,
+// TeamAuthors) are read; it creates no directory and adds no store section.
+func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
+	if req.AutoDir == "" {
+		return "", ErrNoMemoryDir
+	}
+	return buildCombinedMemoryPrompt(ctx, fsys, req.combined())
+}
+
+// combined is the part of the request the combined prompt reads.
+func (cfg LoadPromptRequest) combined() combinedPromptRequest {
+	return combinedPromptRequest{
+		AutoDir: cfg.AutoDir, TeamDir: cfg.TeamDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
+		OmitHowToSave: cfg.OmitHowToSave, IndexInUserMessage: cfg.IndexInUserMessage, promptOptions: cfg.options(),
+	}
 }
 
 // EnsureMemoryDir creates dir and its parents (mode 0o755). It is
