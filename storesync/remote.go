@@ -215,7 +215,7 @@ func (r *Remote) apply(ctx context.Context, c foldersync.Change) (foldersync.Out
 		o.Status, o.Reason = foldersync.Rejected, rej.reason
 		return o, nil
 	case errors.As(err, &apiErr) && apiErr.Type == FolderConflictType:
-		o.Status, o.Reason = foldersync.Refused, SkipPathClash+": "+orDefault(strings.TrimPrefix(apiErr.ConflictingPath, "/"), "another memory")+" is in the way in the store"
+		o.Status, o.Reason = foldersync.Refused, foldersync.SkipPathClash+": "+orDefault(strings.TrimPrefix(apiErr.ConflictingPath, "/"), "another memory")+" is in the way in the store"
 		return o, nil
 	case errors.As(err, &apiErr) && (apiErr.Status == http.StatusConflict || apiErr.Status == http.StatusPreconditionFailed || apiErr.Status == http.StatusNotFound):
 		if c.Delete && apiErr.Status == http.StatusNotFound {
@@ -252,18 +252,18 @@ func (r *Remote) forget(p string) {
 }
 
 // Check implements foldersync.Remote: what the store protocol cannot
-// carry exactly (SkipNotUTF8, SkipNULByte, SkipBadName) or a store does
-// not take (larger than MaxContentBytes).
+// carry exactly (foldersync.SkipNotUTF8, SkipNULByte, SkipBadName) or a
+// store does not take (larger than MaxContentBytes).
 func (r *Remote) Check(p string, content []byte) string {
 	if synctext.CheckName(p) != nil || !norm.NFC.IsNormalString(p) {
-		return SkipBadName
+		return foldersync.SkipBadName
 	}
 	var te *synctext.Error
 	if errors.As(synctext.CheckContent(content), &te) {
 		if te.Reason == synctext.ReasonNUL {
-			return SkipNULByte
+			return foldersync.SkipNULByte
 		}
-		return SkipNotUTF8
+		return foldersync.SkipNotUTF8
 	}
 	if len(content) > MaxContentBytes {
 		return "oversized: larger than a store takes"
