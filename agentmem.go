@@ -96,7 +96,7 @@ type StoreOptions struct {
 	// Mounts are the stores; nil reads CLAUDE_MEMORY_STORES through
 	// Options.Getenv (Claude Code's JSON).
 	Mounts []storesync.Mount
-	// DeleteMode is storesync.DeleteCorroborate (default), DeleteImmediate
+	// DeleteMode is foldersync.DeleteCorroborate (default), DeleteImmediate
 	// or DeleteNever.
 	DeleteMode string
 }
@@ -221,7 +221,7 @@ type Event struct {
 // StoreEvent is one round of memory-store sync.
 type StoreEvent struct {
 	Mount  string
-	Result storesync.Result
+	Result foldersync.Result
 }
 
 // observe hands an event to Options.Observer.
@@ -608,8 +608,8 @@ func (m *Memory) startStoreSync() error {
 
 // SyncStores runs one round for every mounted store now and returns
 // their results by mount (the watchers also run on their own).
-func (m *Memory) SyncStores(ctx context.Context) (map[string]storesync.Result, error) {
-	out := map[string]storesync.Result{}
+func (m *Memory) SyncStores(ctx context.Context) (map[string]foldersync.Result, error) {
+	out := map[string]foldersync.Result{}
 	var errs []error
 	for i, c := range m.stores {
 		mt := m.mounts[i]

@@ -299,6 +299,12 @@ const (
 	// SkipBadName: the name is not valid UTF-8 in NFC form, or holds a
 	// control or format character; rename the file.
 	SkipBadName = "bad-name: the name is not NFC UTF-8 or holds a control character; rename the file"
+	// SkipNotUTF8: the file's bytes are not valid UTF-8, which JSON (both
+	// protocols) would carry as other bytes; save the file as UTF-8.
+	SkipNotUTF8 = "not_utf8: the file's bytes are not valid UTF-8 and would not reach the remote exactly; save it as UTF-8"
+	// SkipNULByte: the file holds a NUL byte, which not every server
+	// store keeps; remove it.
+	SkipNULByte = "nul_byte: the file holds a NUL byte, which not every store can keep; remove it"
 	// SkipNotRegular: a link, a device or another non-regular file.
 	SkipNotRegular = "not a regular file"
 	// SkipOversized: larger than Options.MaxBytes.

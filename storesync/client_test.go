@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/storesync"
@@ -65,7 +66,7 @@ func (f *syncFixture) newClient(name string, mode ...string) (*storesync.Client,
 	return c, dir
 }
 
-func syncOK(t *testing.T, c *storesync.Client) storesync.Result {
+func syncOK(t *testing.T, c *storesync.Client) foldersync.Result {
 	t.Helper()
 	res, err := c.Sync(context.Background())
 	require.NoError(t, err)
@@ -151,7 +152,7 @@ func TestStoreSyncBothWays(t *testing.T) {
 	// A secret is never pushed.
 	writeFile(t, aDir, "token.md", "token ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5 end")
 	res = syncOK(t, a)
-	assert.Contains(t, res.Skipped, storesync.Skip{Path: "/token.md", Reason: "secret"})
+	assert.Contains(t, res.Skipped, foldersync.Skip{Path: "/token.md", Reason: "secret"})
 	assert.Empty(t, res.Pushed)
 }
 
@@ -178,7 +179,7 @@ func TestStoreSyncDeletes(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(bDir, "old.md"))
 
 	// Deleted on one side, edited on the other: the edit wins.
-	imm, immDir := f.client("ivy", storesync.DeleteImmediate)
+	imm, immDir := f.client("ivy", foldersync.DeleteImmediate)
 	syncOK(t, imm)
 	require.NoError(t, os.Remove(filepath.Join(immDir, "edited.md")))
 	writeFile(t, bDir, "edited.md", "v2")
@@ -188,7 +189,7 @@ func TestStoreSyncDeletes(t *testing.T) {
 	assert.Equal(t, "v2", readFile(t, immDir, "edited.md"))
 
 	// never: a local deletion never reaches the store.
-	nev, nevDir := f.client("nora", storesync.DeleteNever)
+	nev, nevDir := f.client("nora", foldersync.DeleteNever)
 	syncOK(t, nev)
 	require.NoError(t, os.Remove(filepath.Join(nevDir, "edited.md")))
 	f.now = f.now.Add(time.Hour)
@@ -199,7 +200,7 @@ func TestStoreSyncDeletes(t *testing.T) {
 
 func TestStoreSyncMassDeleteHold(t *testing.T) {
 	f := newSyncFixture(t)
-	a, aDir := f.client("ana", storesync.DeleteImmediate)
+	a, aDir := f.client("ana", foldersync.DeleteImmediate)
 	for i := range 60 {
 		writeFile(t, aDir, "m"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+string(rune('a'+i/26))+".md", "memory")
 	}
@@ -239,7 +240,7 @@ func TestStoreSyncRefusesAForeignFolder(t *testing.T) {
 // TestStoreSyncSurvivesARestoredStore in cmd/agentmem.)
 func TestStoreSyncSurvivesAReplacedStore(t *testing.T) {
 	f := newSyncFixture(t)
-	a, aDir := f.client("ana", storesync.DeleteImmediate)
+	a, aDir := f.client("ana", foldersync.DeleteImmediate)
 	writeFile(t, aDir, "one.md", "1")
 	writeFile(t, aDir, "two.md", "2")
 	syncOK(t, a)

@@ -31,6 +31,10 @@ type Remote struct {
 	mu   sync.Mutex
 	ids  map[string]string // path to memory ID, from the last listing and writes
 	gen  int64             // the generation of the last listing, plus the writes since
+	// idsTag is the Tag of the listing ids was built from ("" once a
+	// write changed ids): an Unchanged answer to that Tag keeps ids as
+	// they are instead of building them again.
+	idsTag string
 }
 
 // NewRemote returns the driver for cfg's store (BaseURL, Token, Mount,
@@ -54,13 +58,17 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 	}
 	mems, head, err := r.conn.list(ctx, header...)
 	if errors.Is(err, errNotModified) {
-		// The store's ID and generation are those listed last.
-		ids := make(map[string]string, len(prev.Entries))
-		for p, e := range prev.Entries {
-			ids[p] = e.Ref
-		}
+		// The store's ID and generation are those listed last; the IDs
+		// are built again only when they came from another listing.
 		r.mu.Lock()
-		r.ids, r.gen = ids, prev.Generation
+		if r.idsTag != prev.Tag {
+			ids := make(map[string]string, len(prev.Entries))
+			for p, e := range prev.Entries {
+				ids[p] = e.Ref
+			}
+			r.ids, r.idsTag = ids, prev.Tag
+		}
+		r.gen = prev.Generation
 		r.mu.Unlock()
 		return foldersync.Listing{Store: prev.Store, Generation: prev.Generation, Tag: prev.Tag, Unchanged: true, Entries: prev.Entries,
 			DeletesByAbsence: prev.Store != "" && prev.Generation > 0 && !r.conn.public}, nil
@@ -81,7 +89,7 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 		ids[rel] = m.ID
 	}
 	r.mu.Lock()
-	r.ids, r.gen = ids, out.Generation
+	r.ids, r.gen, r.idsTag = ids, out.Generation, out.Tag
 	r.mu.Unlock()
 	if out.Tag != "" && out.Tag == prev.Tag {
 		out.Unchanged = true
@@ -215,7 +223,7 @@ func (r *Remote) apply(ctx context.Context, c foldersync.Change) (foldersync.Out
 		o.Status, o.Reason = foldersync.Rejected, rej.reason
 		return o, nil
 	case errors.As(err, &apiErr) && apiErr.Type == FolderConflictType:
-		o.Status, o.Reason = foldersync.Refused, SkipPathClash+": "+orDefault(strings.TrimPrefix(apiErr.ConflictingPath, "/"), "another memory")+" is in the way in the store"
+		o.Status, o.Reason = foldersync.Refused, foldersync.SkipPathClash+": "+orDefault(strings.TrimPrefix(apiErr.ConflictingPath, "/"), "another memory")+" is in the way in the store"
 		return o, nil
 	case errors.As(err, &apiErr) && (apiErr.Status == http.StatusConflict || apiErr.Status == http.StatusPreconditionFailed || apiErr.Status == http.StatusNotFound):
 		if c.Delete && apiErr.Status == http.StatusNotFound {
@@ -234,6 +242,7 @@ func (r *Remote) apply(ctx context.Context, c foldersync.Change) (foldersync.Out
 	r.mu.Lock()
 	r.gen++ // every write moves the store's generation on by one at least
 	o.Generation = r.gen
+	r.idsTag = ""
 	if c.Delete {
 		delete(r.ids, c.Path)
 	} else {
@@ -248,22 +257,23 @@ func (r *Remote) apply(ctx context.Context, c foldersync.Change) (foldersync.Out
 func (r *Remote) forget(p string) {
 	r.mu.Lock()
 	delete(r.ids, p)
+	r.idsTag = ""
 	r.mu.Unlock()
 }
 
 // Check implements foldersync.Remote: what the store protocol cannot
-// carry exactly (SkipNotUTF8, SkipNULByte, SkipBadName) or a store does
-// not take (larger than MaxContentBytes).
+// carry exactly (foldersync.SkipNotUTF8, SkipNULByte, SkipBadName) or a
+// store does not take (larger than MaxContentBytes).
 func (r *Remote) Check(p string, content []byte) string {
 	if synctext.CheckName(p) != nil || !norm.NFC.IsNormalString(p) {
-		return SkipBadName
+		return foldersync.SkipBadName
 	}
 	var te *synctext.Error
 	if errors.As(synctext.CheckContent(content), &te) {
 		if te.Reason == synctext.ReasonNUL {
-			return SkipNULByte
+			return foldersync.SkipNULByte
 		}
-		return SkipNotUTF8
+		return foldersync.SkipNotUTF8
 	}
 	if len(content) > MaxContentBytes {
 		return "oversized: larger than a store takes"

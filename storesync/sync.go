@@ -20,17 +20,6 @@ import (
 	"github.com/spf13/afero"
 )
 
-// Delete modes: what a file missing from the folder does to the store.
-const (
-	// DeleteCorroborate deletes from the store once the file has been
-	// missing on two walks at least 30 s apart (Claude Code's default).
-	DeleteCorroborate = foldersync.DeleteCorroborate
-	// DeleteImmediate deletes on the first walk that misses the file.
-	DeleteImmediate = foldersync.DeleteImmediate
-	// DeleteNever never deletes from the store.
-	DeleteNever = foldersync.DeleteNever
-)
-
 // MaxContentBytes is the largest file a store takes; larger ones are
 // skipped.
 const MaxContentBytes = 102_400
@@ -49,8 +38,8 @@ type Options struct {
 	Mount Mount
 	// HTTP is the client (default: 30 s timeout).
 	HTTP *http.Client
-	// DeleteMode is DeleteCorroborate (default), DeleteImmediate or
-	// DeleteNever.
+	// DeleteMode is foldersync.DeleteCorroborate (default),
+	// DeleteImmediate or DeleteNever.
 	DeleteMode string
 	// AllowMassDelete lets a round delete more than max(50, 10 %) of the
 	// tracked memories on one side.
@@ -142,8 +131,8 @@ func newConn(cfg *Options) (*conn, error) {
 	}
 	switch cfg.DeleteMode {
 	case "":
-		cfg.DeleteMode = DeleteCorroborate
-	case DeleteCorroborate, DeleteImmediate, DeleteNever:
+		cfg.DeleteMode = foldersync.DeleteCorroborate
+	case foldersync.DeleteCorroborate, foldersync.DeleteImmediate, foldersync.DeleteNever:
 	default:
 		return nil, fmt.Errorf("storesync: delete mode %q is not corroborate, immediate or never", cfg.DeleteMode)
 	}
@@ -175,49 +164,13 @@ func newConn(cfg *Options) (*conn, error) {
 // Dir is the mount folder.
 func (c *Client) Dir() string { return c.dir }
 
-// Conflict, Skip, MassDeleteHold and Result are the sync engine's
-// (package foldersync): a Client gives paths as store paths
-// ("/deploy.md") and names the store's side of a hold "store".
-type (
-	Conflict       = foldersync.Conflict
-	Skip           = foldersync.Skip
-	MassDeleteHold = foldersync.MassDeleteHold
-	Result         = foldersync.Result
-)
-
-// Reasons a file is refused and left exactly as it is, on both sides: its
-// bytes or its name cannot travel exactly, or its path cannot exist on a
-// disk beside another memory's.
-const (
-	// SkipNotUTF8: the file's bytes are not valid UTF-8 (JSON would carry
-	// other bytes).
-	SkipNotUTF8 = "not-utf8: the file is not valid UTF-8 text, which the store protocol cannot carry exactly"
-	// SkipNULByte: the file holds a NUL byte, which not every store keeps.
-	SkipNULByte = "nul-byte: the file holds a NUL byte, which not every store can keep"
-	// SkipBadName: the file's name is not valid UTF-8 in NFC form, or
-	// holds a control or format character.
-	SkipBadName = foldersync.SkipBadName
-	// SkipPathClash starts the reason of a path that is a folder of
-	// another memory's path, or lies below one ("/a.md" beside
-	// "/a.md/b.md"): both cannot be files on a disk. The other path
-	// follows the colon.
-	SkipPathClash = foldersync.SkipPathClash
-	// SkipScreened starts the reason of a file a screen every server
-	// applies refuses (an invisible character, a high-confidence
-	// injection, a foreign link in MEMORY.md; package screen). What to
-	// fix follows the colon.
-	SkipScreened = foldersync.SkipScreened
-	// SkipRejected starts the reason of a file whose very change a person
-	// reviewing the store already rejected; the reason given follows the
-	// colon. The file is left as it is.
-	SkipRejected = foldersync.SkipRejected
-)
-
 // Sync runs one round: list the store, walk the folder, reconcile them
 // against the basis (foldersync's rules), and record the new basis as it
 // goes. Rounds of one Client run one at a time. A failed listing changes
 // nothing; a failed push or pull leaves that file for the next round.
-func (c *Client) Sync(ctx context.Context) (Result, error) {
+// The result gives store paths ("/deploy.md") and names the store's
+// side of a hold "store".
+func (c *Client) Sync(ctx context.Context) (foldersync.Result, error) {
 	res, err := c.engine.Round(ctx)
 	if err == nil && (res.Changed() || c.authorsDue) {
 		// Who wrote each memory, for the prompt (best effort).
@@ -254,7 +207,7 @@ func (c *Client) prepare(ctx context.Context) error {
 
 // fromEngine gives a round's result in the store's terms: store paths
 // ("/deploy.md"), and the store's side of a hold named "store".
-func fromEngine(r foldersync.Result) Result {
+func fromEngine(r foldersync.Result) foldersync.Result {
 	paths := func(ps []string) []string {
 		for i, p := range ps {
 			ps[i] = "/" + p
@@ -272,10 +225,10 @@ func fromEngine(r foldersync.Result) Result {
 	}
 	for i, s := range r.Skipped {
 		r.Skipped[i].Path = "/" + s.Path
-		if rest, ok := strings.CutPrefix(s.Reason, SkipPathClash+": "); ok {
+		if rest, ok := strings.CutPrefix(s.Reason, foldersync.SkipPathClash+": "); ok {
 			// The path in the way, as a store path.
 			if other, tail, found := strings.Cut(rest, " is in the way"); found && other != "" && !strings.Contains(other, " ") && !strings.HasPrefix(other, "/") {
-				r.Skipped[i].Reason = SkipPathClash + ": /" + other + " is in the way" + tail
+				r.Skipped[i].Reason = foldersync.SkipPathClash + ": /" + other + " is in the way" + tail
 			}
 		}
 	}

@@ -26,7 +26,7 @@ type WatchOptions struct {
 	// Poll, when positive, finds local changes by looking at the folder
 	// this often instead of through fsnotify.
 	Poll time.Duration
-	// Observer receives every round's Event, its Result in store paths
+	// Observer receives every round's Event, its foldersync.Result in store paths
 	// (optional; it must not block).
 	Observer func(foldersync.Event)
 }

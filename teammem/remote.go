@@ -405,9 +405,9 @@ func (r *Remote) Check(key string, content []byte) string {
 	var te *synctext.Error
 	if errors.As(synctext.CheckContent(content), &te) {
 		if te.Reason == synctext.ReasonNUL {
-			return "nul_byte: the file holds a NUL byte, which not every store can keep; remove it"
+			return foldersync.SkipNULByte
 		}
-		return "not_utf8: the file's bytes are not valid UTF-8 and would not reach a teammate exactly; save it as UTF-8"
+		return foldersync.SkipNotUTF8
 	}
 	if err := screen.CheckShared(key, string(content)); err != nil {
 		return foldersync.SkipScreened + ": " + err.Error()

@@ -85,7 +85,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	mount := fs.String("mount", "", "only this mount")
 	project := fs.String("project", "", "the project directory (default: the current directory)")
 	configDir := fs.String("config-dir", "", "config home (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
-	deleteMode := fs.String("delete-mode", storesync.DeleteCorroborate, "corroborate, immediate or never")
+	deleteMode := fs.String("delete-mode", foldersync.DeleteCorroborate, "corroborate, immediate or never")
 	allowMassDelete := fs.Bool("allow-mass-delete", false, "let a round delete more than max(50, 10%) of the tracked memories on one side")
 	resync := fs.Duration("resync", storesync.DefaultResync, "watch: the time between full rounds")
 	if err := fs.Parse(args); err != nil {
@@ -207,7 +207,7 @@ func storeDoor(name string) string {
 
 // printStoreResult prints one round: a line per file changed, conflict,
 // skip and hold, then an error if the round failed.
-func printStoreResult(e env, mount string, r storesync.Result, err error) {
+func printStoreResult(e env, mount string, r foldersync.Result, err error) {
 	for _, p := range r.Pulled {
 		fmt.Fprintf(e.stdout, "%s: pulled  %s\n", mount, shown(p))
 	}
@@ -255,7 +255,7 @@ func printStoreResult(e env, mount string, r storesync.Result, err error) {
 	}
 }
 
-// The store client's skip reasons that, beside storesync.Skip.Refused,
+// The store client's skip reasons that, beside foldersync.Skip.Refused,
 // leave a file at home for good (exit 9): a secret, a file over the
 // size limit, a link or special file, and a file the store refused
 // ("refused: " and its message).
@@ -266,12 +266,12 @@ const (
 )
 
 // storeRefused reports whether a skip is a refusal of exitRefused.
-func storeRefused(s storesync.Skip) bool {
+func storeRefused(s foldersync.Skip) bool {
 	return s.Refused() || s.Reason == skipSecret || s.Reason == skipOversized || s.Reason == skipNotRegular || strings.HasPrefix(s.Reason, skipRefusedBy)
 }
 
 // storeExit maps a round to the exit codes of agentmem team.
-func storeExit(r storesync.Result, err error) int {
+func storeExit(r foldersync.Result, err error) int {
 	var apiErr *storesync.APIError
 	var urlErr *url.Error
 	var opErr *net.OpError

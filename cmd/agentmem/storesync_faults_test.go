@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -72,7 +73,7 @@ func faultyProxy(t *testing.T, target string, fault *atomic.Value, hits *atomic.
 // fails the round with a temporary error and changes nothing.
 func TestStoreSyncUnderServerFaults(t *testing.T) {
 	f := newSyncFixture(t, "")
-	a, aDir := f.client("ana", storesync.DeleteImmediate)
+	a, aDir := f.client("ana", foldersync.DeleteImmediate)
 	writeFile(t, aDir, "a.md", "kept")
 	writeFile(t, aDir, "b.md", "kept too")
 	syncOK(t, a)
@@ -82,7 +83,7 @@ func TestStoreSyncUnderServerFaults(t *testing.T) {
 	proxy := faultyProxy(t, f.url, &fault, &hits)
 	dir := aDir
 	client := func() *storesync.Client {
-		c, err := storesync.New(folderAt(afero.NewOsFs(), dir), storesync.Options{BaseURL: proxy, Token: f.key, Mount: f.mount, DeleteMode: storesync.DeleteImmediate})
+		c, err := storesync.New(folderAt(afero.NewOsFs(), dir), storesync.Options{BaseURL: proxy, Token: f.key, Mount: f.mount, DeleteMode: foldersync.DeleteImmediate})
 		require.NoError(t, err)
 		return c
 	}
@@ -121,7 +122,7 @@ func TestStoreSyncUnderServerFaults(t *testing.T) {
 	writeFile(t, aDir, "b.md", strings.Repeat("x", storesync.MaxContentBytes+1))
 	res, err = client().Sync(context.Background())
 	require.NoError(t, err)
-	assert.Contains(t, res.Skipped, storesync.Skip{Path: "/b.md", Reason: "oversized"})
+	assert.Contains(t, res.Skipped, foldersync.Skip{Path: "/b.md", Reason: "oversized"})
 	assert.Empty(t, res.DeletedRemote)
 	assert.Equal(t, "kept too", storeFiles(t, f.url, f.key)["/b.md"])
 	require.NoError(t, os.WriteFile(filepath.Join(aDir, "b.md"), []byte("kept too"), 0o644))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"os"
 	"os/exec"
@@ -73,7 +74,7 @@ func (f *syncFixture) newClient(name string, mode ...string) (*storesync.Client,
 	return c, dir
 }
 
-func syncOK(t *testing.T, c *storesync.Client) storesync.Result {
+func syncOK(t *testing.T, c *storesync.Client) foldersync.Result {
 	t.Helper()
 	res, err := c.Sync(context.Background())
 	require.NoError(t, err)
@@ -230,7 +231,7 @@ func TestStoreSyncUserStore(t *testing.T) {
 	require.NoError(t, err)
 	res := syncOK(t, c)
 	assert.ElementsMatch(t, []string{"/MEMORY.md", "/prefs.md"}, res.Pushed, "an auto-memory folder with files is the user store's own")
-	assert.Contains(t, res.Skipped, storesync.Skip{Path: "/key.md", Reason: "secret"})
+	assert.Contains(t, res.Skipped, foldersync.Skip{Path: "/key.md", Reason: "secret"})
 	assert.Len(t, storeFiles(t, f.url, f.key), 2)
 }
 

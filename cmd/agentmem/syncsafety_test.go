@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
@@ -201,8 +202,8 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 // everywhere.
 func TestStoreSyncDeleteAndRecreateIsNotAReplacedStore(t *testing.T) {
 	f := newSyncFixture(t, "")
-	ana, anaDir := f.client("ana", storesync.DeleteImmediate)
-	ben, benDir := f.client("ben", storesync.DeleteImmediate)
+	ana, anaDir := f.client("ana", foldersync.DeleteImmediate)
+	ben, benDir := f.client("ben", foldersync.DeleteImmediate)
 	writeFile(t, anaDir, "x.md", "x, first")
 	writeFile(t, anaDir, "y.md", "y")
 	syncOK(t, ana)
@@ -235,9 +236,9 @@ func TestStoreSyncDeleteAndRecreateIsNotAReplacedStore(t *testing.T) {
 
 	for _, c := range []struct {
 		name string
-		sync func() storesync.Result
+		sync func() foldersync.Result
 		dir  string
-	}{{"ben", func() storesync.Result { return syncOK(t, ben) }, benDir}} {
+	}{{"ben", func() foldersync.Result { return syncOK(t, ben) }, benDir}} {
 		res := c.sync()
 		assert.False(t, res.BasisReset, c.name)
 		assert.Equal(t, []string{"/x.md"}, res.Pulled, c.name)

@@ -23,17 +23,6 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Reasons Check gives.
-const (
-	// ReasonNotUTF8: the content is not valid UTF-8.
-	ReasonNotUTF8 = "not-utf8: the file is not valid UTF-8 text, which the protocol cannot carry exactly"
-	// ReasonNUL: the content holds a NUL byte.
-	ReasonNUL = "nul-byte: the file holds a NUL byte, which not every store can keep"
-	// ReasonBadName: the name is not NFC UTF-8 or holds a control
-	// character.
-	ReasonBadName = "bad-name: the name is not NFC UTF-8 or holds a control character; rename the file"
-)
-
 // Remote is an in-memory remote. The zero value is not usable: call New.
 type Remote struct {
 	mu      sync.Mutex
@@ -209,14 +198,14 @@ func (m *Remote) deleteLocked(p string) {
 // name without control characters.
 func (m *Remote) Check(p string, content []byte) string {
 	if synctext.CheckName(p) != nil || !norm.NFC.IsNormalString(p) {
-		return ReasonBadName
+		return foldersync.SkipBadName
 	}
 	var te *synctext.Error
 	if errors.As(synctext.CheckContent(content), &te) {
 		if te.Reason == synctext.ReasonNUL {
-			return ReasonNUL
+			return foldersync.SkipNULByte
 		}
-		return ReasonNotUTF8
+		return foldersync.SkipNotUTF8
 	}
 	return ""
 }

@@ -196,7 +196,7 @@ func TestStoreSyncSurvivesARestoredStore(t *testing.T) {
 	dir := mounts[0].Dir(t.TempDir())
 	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
 	require.NoError(t, err)
-	c, err := storesync.New(d, storesync.Options{BaseURL: srv.URL, Token: token, Mount: mounts[0], DeleteMode: storesync.DeleteImmediate})
+	c, err := storesync.New(d, storesync.Options{BaseURL: srv.URL, Token: token, Mount: mounts[0], DeleteMode: foldersync.DeleteImmediate})
 	require.NoError(t, err)
 	write := func(rel, content string) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
@@ -206,7 +206,7 @@ func TestStoreSyncSurvivesARestoredStore(t *testing.T) {
 		require.NoError(t, err)
 		return string(raw)
 	}
-	round := func() storesync.Result {
+	round := func() foldersync.Result {
 		res, err := c.Sync(context.Background())
 		require.NoError(t, err)
 		return res
