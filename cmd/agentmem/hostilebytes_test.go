@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -179,6 +182,13 @@ func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 						if strings.Contains(l, "skipped") && (strings.Contains(l, c.file) || strings.Contains(l, quoteInner(c.file))) {
 							named = true
 							t.Logf("%s: refused: %s", c.name, l)
+							if strings.ContainsAny(c.file, "\x1b\x07\n") {
+								assert.NotContains(t, l, "(not_nfc:", "a name in NFC that holds a control character is refused for the character, not its form")
+							}
+							if want := bytesReason(c.file, c.content, c.link); want != nil {
+								assert.True(t, slices.ContainsFunc(want, func(r string) bool { return strings.Contains(l, "("+r+":") }),
+									"a plain name whose bytes cannot be carried is skipped for %v, as the guides print it: %s", want, l)
+							}
 						}
 					}
 					assert.True(t, named, "%q neither reached Ben nor was refused with a line naming it; Ana's output:\n%s", c.file, said.String())
@@ -190,6 +200,25 @@ func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// bytesReason is the reason the guides print for a plainly named file
+// whose content cannot be carried exactly (nil when the name or a link
+// could be the reason instead).
+func bytesReason(name, content string, link bool) []string {
+	if link || !plainName.MatchString(name) {
+		return nil
+	}
+	var why []string
+	if !utf8.ValidString(content) {
+		why = append(why, "not_utf8")
+	}
+	if strings.Contains(content, "\x00") {
+		why = append(why, "nul_byte")
+	}
+	return why
+}
+
+var plainName = regexp.MustCompile(`^[a-z0-9_-]+\.md$`)
 
 // quoteInner is s as Go quotes it, without the quotes.
 func quoteInner(s string) string {

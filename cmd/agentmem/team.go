@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
@@ -86,6 +87,9 @@ const (
 func teamSkip(s foldersync.Skip) (code, words string) {
 	switch s.Reason {
 	case foldersync.SkipBadName:
+		if strings.ContainsFunc(s.Path, unicode.IsControl) {
+			return skipInvalidKey, "" // its words name the control character
+		}
 		return skipNotNFC, ""
 	case foldersync.SkipOversized:
 		return skipTooLarge, ""
