@@ -43,11 +43,14 @@
 // probability 1% per message (spread estimated robustly; see
 // FinderOptions.Embedder). When none stands out (equal or zero vectors,
 // random vectors, an embedder that does not separate these texts) the
-// vector side abstains and the selection is the lexical one, whole. A
-// memory found by meaning scores its confidence (0 to 1) times
-// FinderOptions.VectorWeight on top of its share of the best word match:
-// it comes in for a weaker word match it beats, moves up a word match it
-// confirms, and never displaces the best word match. Supersession looks
+// vector side abstains and the selection is the lexical one, whole. For
+// a memory words found too, only what its word score does not predict
+// counts (a line fitted through every memory's word score and z-score,
+// when words found ten or more), so an embedder that knows words does
+// not count them twice. A memory found by meaning scores its confidence
+// (0 to 1) times FinderOptions.VectorWeight on top of its share of the
+// best word match: it comes in for a weaker word match it beats, moves up
+// a word match it confirms, and never displaces the best word match. Supersession looks
 // only at memories words found or meaning found with confidence.
 // CompareEmbedder measures recall@k with and without an embedder on
 // labelled questions; ControlEmbedder gives embedders that know nothing,

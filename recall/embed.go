@@ -40,6 +40,9 @@ const (
 	// an embedder whose similarities say nothing (noise) still has a
 	// memory of a directory found with confidence, for one message.
 	falseAlarm = 0.01
+	// minWordFit is how many memories words must find for the vector
+	// side to tell what the word scores explain (explainedByWords).
+	minWordFit = 10
 )
 
 // ErrEmbedding is wrapped around an embedder's failure or a malformed
@@ -139,8 +142,10 @@ type scored struct {
 // the embedder abstains: the selection is then the lexical one. A
 // directory of three memories or fewer cannot show an outlier at this
 // rate. minSimilarity, when positive, is a cosine below which nothing
-// counts whatever its z.
-func confident(sims []scored, minSimilarity float64) map[string]float64 {
+// counts whatever its z. words, when given, are the memories words found
+// with their share of the best word match: a word-found memory's z is
+// then only what its words do not explain (explainedByWords).
+func confident(sims []scored, minSimilarity float64, words map[string]float64) map[string]float64 {
 	n := len(sims)
 	if n < 2 {
 		return nil
@@ -163,18 +168,66 @@ func confident(sims []scored, minSimilarity float64) map[string]float64 {
 		return nil
 	}
 	t := math.Sqrt2 * math.Erfcinv(2*falseAlarm/float64(n))
+	z := make([]float64, n)
+	for i, s := range sims {
+		z[i] = (s.score - median) / spread
+	}
+	if len(words) > 0 {
+		explainedByWords(sims, z, words, t)
+	}
 	var out map[string]float64
-	for _, s := range sims {
-		z := (s.score - median) / spread
-		if z < t || s.score < minSimilarity {
+	for i, s := range sims {
+		if z[i] < t || s.score < minSimilarity {
 			continue
 		}
 		if out == nil {
 			out = map[string]float64{}
 		}
-		out[s.key] = 1 - t/z
+		out[s.key] = 1 - t/z[i]
 	}
 	return out
+}
+
+// explainedByWords takes out of each word-found memory's z-score what
+// its word score already predicts, so the vector side counts only what
+// the words did not say: an embedder that knows words (hashed words,
+// character trigrams, much of any real model) ranks the memories words
+// found high as well, and counted again that would push weak word
+// matches over better ones. The prediction is a straight line fitted by
+// least squares over every memory (word score, 0 for one words did not
+// find, against z-score clipped to ±t, so the few memories that stand
+// out do not set the line); a line that does not rise (vectors that do
+// not follow the words: noise, or a model that knows what words miss)
+// takes nothing, and so do fewer than minWordFit word-found memories (too
+// few to draw a line through: one memory found by both would be taken as
+// the words' doing). Memories words did not find keep their z-score.
+func explainedByWords(sims []scored, z []float64, words map[string]float64, t float64) {
+	if len(words) < minWordFit {
+		return
+	}
+	n := float64(len(sims))
+	var sx, sy, sxx, sxy float64
+	for i, s := range sims {
+		x, y := words[s.key], max(-t, min(t, z[i]))
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	vx := sxx - sx*sx/n
+	if vx <= 1e-12 {
+		return
+	}
+	slope := (sxy - sx*sy/n) / vx
+	if slope <= 0 {
+		return
+	}
+	intercept := sy/n - slope*sx/n
+	for i, s := range sims {
+		if x := words[s.key]; x > 0 {
+			z[i] -= intercept + slope*x
+		}
+	}
 }
 
 // medianSorted returns the median of sorted values.

@@ -78,10 +78,12 @@ type FinderOptions struct {
 	MaxSelected   int
 	// Embedder, when set, makes the lexical selection hybrid: a memory
 	// whose embedding stands out in similarity to the message's, beyond
-	// what noise would give (see the package doc), is found by meaning
+	// what noise would give and, for a memory words found, beyond what
+	// its word score predicts (see the package doc), is found by meaning
 	// too, so a message that names a thing by another word still finds
-	// it. An embedder whose similarities do not separate the memories
-	// abstains and leaves the lexical selection as it is. Embeddings are
+	// it. An embedder whose similarities do not separate the memories,
+	// or only follow the words, abstains and leaves the lexical selection
+	// as it is. Embeddings are
 	// cached by the hash of the text embedded. Nil: words alone. Check
 	// what an embedder brings with CompareEmbedder.
 	Embedder Embedder

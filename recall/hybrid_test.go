@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,10 +29,10 @@ func sims(vals ...float64) []scored {
 // memory that stands out is found, with a confidence below 1 that grows
 // with how far it stands out.
 func TestVectorsAbstainWhenSimilaritiesDoNotSeparate(t *testing.T) {
-	assert.Nil(t, confident(sims(0, 0, 0, 0, 0, 0, 0, 0), 0), "all zero")
-	assert.Nil(t, confident(sims(0.3, 0.3, 0.3, 0.3, 0.3), 0), "all equal")
-	assert.Nil(t, confident(sims(0.9), 0), "one memory cannot stand out")
-	assert.Nil(t, confident(sims(0.9, 0.1, 0.1), 0), "nor one of three")
+	assert.Nil(t, confident(sims(0, 0, 0, 0, 0, 0, 0, 0), 0, nil), "all zero")
+	assert.Nil(t, confident(sims(0.3, 0.3, 0.3, 0.3, 0.3), 0, nil), "all equal")
+	assert.Nil(t, confident(sims(0.9), 0, nil), "one memory cannot stand out")
+	assert.Nil(t, confident(sims(0.9, 0.1, 0.1), 0, nil), "nor one of three")
 
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{20, 200, 2000} {
@@ -41,7 +43,7 @@ func TestVectorsAbstainWhenSimilaritiesDoNotSeparate(t *testing.T) {
 			for i := range vals {
 				vals[i] = 0.2 + 0.05*r.NormFloat64()
 			}
-			if confident(sims(vals...), 0) != nil {
+			if confident(sims(vals...), 0, nil) != nil {
 				alarms++
 			}
 		}
@@ -53,12 +55,44 @@ func TestVectorsAbstainWhenSimilaritiesDoNotSeparate(t *testing.T) {
 		vals[i] = 0.2 + 0.05*r.NormFloat64()
 	}
 	vals[7], vals[9] = 0.8, 0.5
-	got := confident(sims(vals...), 0)
+	got := confident(sims(vals...), 0, nil)
 	require.Len(t, got, 2)
 	assert.Greater(t, got["m007"], got["m009"])
 	assert.Less(t, got["m007"], 1.0)
 	assert.Greater(t, got["m009"], 0.0)
-	assert.Len(t, confident(sims(vals...), 0.6), 1, "MinSimilarity is a floor besides the statistic")
+	assert.Len(t, confident(sims(vals...), 0.6, nil), 1, "MinSimilarity is a floor besides the statistic")
+}
+
+// TestVectorsCountOnlyWhatWordsDoNotExplain: an embedder that follows
+// the words (its similarity rises with the word score) finds nothing
+// words found already; a memory it finds beyond what its words explain,
+// and one words did not find, are still found.
+func TestVectorsCountOnlyWhatWordsDoNotExplain(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	var all []scored
+	words := map[string]float64{}
+	for i := range 400 {
+		key := fmt.Sprintf("m%03d", i)
+		sim := 0.2 + 0.02*r.NormFloat64()
+		if i < 40 { // found by words, from 1 down to 0.1
+			words[key] = 1 - float64(i)/44
+			sim += 0.5 * words[key]
+		}
+		all = append(all, scored{key, sim})
+	}
+	all[30].score += 0.4 // a weak word match meaning finds beyond its words
+	all[200].score = 0.8 // words missed it
+	raw := confident(all, 0, nil)
+	assert.Contains(t, raw, "m000", "without the word scores the best word match stands out")
+	assert.Greater(t, len(raw), 10)
+	got := confident(all, 0, words)
+	assert.Equal(t, []string{"m030", "m200"}, slices.Sorted(maps.Keys(got)))
+
+	flat := map[string]float64{}
+	for i := range 40 {
+		flat[fmt.Sprintf("m%03d", i+100)] = 0.5 // words that say nothing of these similarities
+	}
+	assert.Equal(t, raw, confident(all, 0, flat), "a line that does not rise takes nothing")
 }
 
 func hits(scores ...float64) []lexical.Hit {

@@ -60,6 +60,15 @@ func recencyOrder(hits []lexical.Hit, snap *snapshot) []lexical.Hit {
 func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event, vectors bool) []string {
 	max, n := f.cfg.MaxSelected, len(snap.headers)
 	pool := f.corpus.search(query, recencyDepth, skip)
+	// What the words know, even when they do not answer: the vector side
+	// counts only what they do not say.
+	var wordScores map[string]float64
+	if vectors && len(pool) > 0 {
+		wordScores = make(map[string]float64, len(pool))
+		for _, h := range pool {
+			wordScores[h.Key] = h.Score / pool[0].Score
+		}
+	}
 	// Whether words answer at all is the best match's to say, before
 	// recency reorders close matches.
 	lexicalOK := len(pool) > 0 && (!f.lexical.Abstain(pool[0], n) || f.namesOnlyIt(query, pool[0].Key))
@@ -74,7 +83,7 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	var found map[string]float64 // by meaning, with confidence
 	if vectors {
 		var err error
-		found, err = f.vectorMatches(ctx, query, skip)
+		found, err = f.vectorMatches(ctx, query, skip, wordScores)
 		if err != nil {
 			ev.EmbedErr = err
 			f.log.Warn("recall: the embedder failed; selecting by words alone", "event", "recall_embed_failed", "error", err)
@@ -195,8 +204,10 @@ func (f *Finder) namesOnlyIt(query, key string) bool {
 }
 
 // vectorMatches returns the memories the embedder finds with confidence
-// (see confident), each with its confidence; nil without an Embedder.
-func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(string) bool) (map[string]float64, error) {
+// beyond what their word scores (words: share of the best word match)
+// explain (see confident), each with its confidence; nil without an
+// Embedder.
+func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(string) bool, words map[string]float64) (map[string]float64, error) {
 	if f.corpus.embedder == nil {
 		return nil, nil
 	}
@@ -207,7 +218,7 @@ func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(stri
 	if err != nil {
 		return nil, err
 	}
-	return confident(f.corpus.similarities(q[0], func(rel string) bool { return !skip(rel) }), f.cfg.MinSimilarity), nil
+	return confident(f.corpus.similarities(q[0], func(rel string) bool { return !skip(rel) }), f.cfg.MinSimilarity, words), nil
 }
 
 // supersede puts, for each memory of ranked, a newer memory of candidates

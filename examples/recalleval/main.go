@@ -394,8 +394,9 @@ type EmbedderRow struct {
 	Per, Merged recall.EmbedderComparison
 }
 
-// Embedders returns the control embedders and the oracle of set at
-// OracleQualities, in the order CheckEmbedders prints them.
+// Embedders returns the control embedders, the oracle of set at
+// OracleQualities and the oracle at 0.5 blended with trigrams, in the
+// order CheckEmbedders prints them.
 func Embedders(set *Set) ([]string, map[string]recall.Embedder) {
 	names := append([]string{}, recall.ControlEmbedderNames()...)
 	out := map[string]recall.Embedder{"trigrams": TrigramEmbedder{}}
@@ -408,6 +409,10 @@ func Embedders(set *Set) ([]string, map[string]recall.Embedder) {
 		names = append(names, n)
 		out[n] = NewOracle(set, q)
 	}
+	// An embedder that knows words and some meaning, as a real model does:
+	// the oracle at quality 0.5 beside character trigrams.
+	names = append(names, "oracle 0.50+trigrams")
+	out["oracle 0.50+trigrams"] = Blend{NewOracle(set, 0.5), TrigramEmbedder{}}
 	return names, out
 }
 

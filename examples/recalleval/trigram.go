@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"hash/fnv"
+	"math"
 	"strings"
 	"unicode"
+
+	"github.com/agentmem-sdk/agentmem/recall"
 )
 
 // trigramDims is the length of a TrigramEmbedder's vectors.
@@ -35,6 +38,35 @@ func (TrigramEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 		}
 		v[0] += 0.01 // no text is the zero vector
 		out[i] = v
+	}
+	return out, nil
+}
+
+// Blend is an embedder whose vector is each of its embedders' unit
+// vectors side by side: its cosine is the mean of theirs.
+type Blend []recall.Embedder
+
+// Embed implements recall.Embedder.
+func (b Blend) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for _, e := range b {
+		vs, err := e.Embed(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vs {
+			var n float64
+			for _, x := range v {
+				n += float64(x) * float64(x)
+			}
+			scale := float32(0)
+			if n > 0 {
+				scale = float32(1 / math.Sqrt(n))
+			}
+			for _, x := range v {
+				out[i] = append(out[i], x*scale)
+			}
+		}
 	}
 	return out, nil
 }
