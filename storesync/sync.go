@@ -71,6 +71,10 @@ type Client struct {
 	// lookups left for a later round), so the next round brings it up to
 	// date even when it changes nothing.
 	authorsDue bool
+	// deepAuthors are memories whose newest version a round's listing of
+	// versions did not reach: later rounds look them up one by one
+	// instead of listing the same pages again (learnAuthors).
+	deepAuthors map[string]bool
 	// agreed and agreedStore are what the mirror last saved (nil before
 	// any save by this client): the authors file follows them without
 	// reading the basis back from disk.
