@@ -1,6 +1,7 @@
 package storesync_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -382,4 +383,25 @@ func TestStoreAuthorsWithoutVersions(t *testing.T) {
 	syncOK(t, a)
 	pages, lookups = count.counts()
 	assert.Zero(t, pages+lookups)
+}
+
+// A folder kept in step only by the watcher learns its authors too: each
+// of the watcher's rounds is Sync's.
+func TestStoreWatcherLearnsAuthors(t *testing.T) {
+	f := newAuthorsFixture(t, "ana")
+	c, dir, _ := f.client("ana", "ana")
+	want := map[string]string{}
+	for i := range 120 {
+		name := fmt.Sprintf("w%03d.md", i)
+		writeFile(t, dir, name, fmt.Sprintf("watched %d\n", i))
+		want[name] = "ana"
+	}
+	w, err := storesync.StartWatcher(context.Background(), c, storesync.WatchOptions{Debounce: 50 * time.Millisecond, Poll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer w.Close()
+	assert.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, authors(dir)) }, 20*time.Second, 50*time.Millisecond, "the watcher's first round credits every memory")
+
+	writeFile(t, dir, "w200.md", "written while watched\n")
+	want["w200.md"] = "ana"
+	assert.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, authors(dir)) }, 20*time.Second, 50*time.Millisecond, "a later round credits a new memory")
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
@@ -67,6 +68,9 @@ type Client struct {
 	gate   *memdir.WriteGate
 	remote *Remote
 	engine *foldersync.Engine
+	// rounds makes Sync's rounds and the watcher's one at a time, each
+	// with its authors (round).
+	rounds sync.Mutex
 	// authorsDue: the authors file may lag the folder (a new client, or
 	// lookups left for a later round), so the next round brings it up to
 	// date even when it changes nothing.
@@ -175,9 +179,17 @@ func (c *Client) Dir() string { return c.dir }
 // The result gives store paths ("/deploy.md") and names the store's
 // side of a hold "store".
 func (c *Client) Sync(ctx context.Context) (foldersync.Result, error) {
+	res, err := c.round(ctx)
+	return fromEngine(res), err
+}
+
+// round is one engine round, then who wrote each memory, for the prompt
+// (best effort): Sync's work, and the watcher's, in the engine's paths.
+func (c *Client) round(ctx context.Context) (foldersync.Result, error) {
+	c.rounds.Lock()
+	defer c.rounds.Unlock()
 	res, err := c.engine.Round(ctx)
 	if err == nil && (res.Changed() || c.authorsDue) {
-		// Who wrote each memory, for the prompt (best effort).
 		b, store := c.agreed, c.agreedStore
 		if b == nil { // nothing saved by this client yet: what the folder's files say
 			read := readBasis(c.fs, c.dir, c.cfg.Mount.Path)
@@ -188,7 +200,7 @@ func (c *Client) Sync(ctx context.Context) (foldersync.Result, error) {
 		}
 		c.authorsDue = !c.saveAuthors(ctx, *b, store)
 	}
-	return fromEngine(res), err
+	return res, err
 }
 
 // prepare refuses a folder that belongs to another store, and writes the

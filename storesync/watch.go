@@ -42,7 +42,8 @@ func StartWatcher(ctx context.Context, c *Client, cfg WatchOptions) (*foldersync
 	if cfg.Resync == 0 {
 		cfg.Resync = DefaultResync
 	}
-	opts := foldersync.WatchOptions{Debounce: cfg.Debounce, Interval: cfg.Resync, Poll: cfg.Poll}
+	// Each round is Sync's: the engine's, then the authors for the prompt.
+	opts := foldersync.WatchOptions{Debounce: cfg.Debounce, Interval: cfg.Resync, Poll: cfg.Poll, Round: c.round}
 	if cfg.Observer != nil {
 		opts.Observer = func(ev foldersync.Event) {
 			ev.Result = fromEngine(ev.Result)
