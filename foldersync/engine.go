@@ -79,7 +79,8 @@ type Options struct {
 	// segments starts with "." (the basis and the conflicts folder are
 	// never synced, whatever Include says). A folder below the synced one
 	// that holds a memory store's manifest (memdir.StoreManifestName) is
-	// never synced either: its store's own sync keeps it.
+	// never synced either: its store's own sync keeps it. Its answer
+	// must depend on rel alone: the engine remembers it.
 	Include func(rel string) bool
 	// BasisPath is where the basis is kept (default DefaultBasisName in
 	// the folder). It must lie inside the memory directory's roots.
@@ -223,6 +224,8 @@ type Engine struct {
 	asideInside bool
 	// mirrored is agreedKey of what the Mirror last saved.
 	mirrored string
+	// verdicts remembers what judge made of each path.
+	verdicts map[string]pathVerdict
 }
 
 // New returns the engine that keeps folder (an absolute path inside the
@@ -575,10 +578,11 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 	}
 	r.remote = make(map[string]Entry, len(lst.Entries))
 	for p, en := range lst.Entries {
-		if !e.included(p) || r.inStore(p) {
+		v := e.judge(p)
+		if v == pathExcluded || r.inStore(p) {
 			continue // never synced here: left alone
 		}
-		if nameProblem(p) != "" {
+		if v == pathBadName {
 			untouchable[p] = true
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipBadName})
 			continue
@@ -926,6 +930,40 @@ func inside(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
+// pathVerdict is what the engine makes of a path by its name alone.
+type pathVerdict uint8
+
+const (
+	pathExcluded pathVerdict = iota + 1 // not synced here (included says no)
+	pathBadName                         // synced here, but no remote can hold the name
+	pathSyncable
+)
+
+// judge says what included and nameProblem make of p and remembers it:
+// both depend on the path alone, and an unchanged folder of thousands
+// of memories need not be judged name by name every round. Only rounds
+// call it (they hold e.round).
+func (e *Engine) judge(p string) pathVerdict {
+	if v, ok := e.verdicts[p]; ok {
+		return v
+	}
+	v := pathSyncable
+	switch {
+	case !e.included(p):
+		v = pathExcluded
+	case nameProblem(p) != "":
+		v = pathBadName
+	}
+	if e.verdicts == nil || len(e.verdicts) >= maxVerdicts {
+		e.verdicts = map[string]pathVerdict{} // names of memories long gone do not pile up
+	}
+	e.verdicts[p] = v
+	return v
+}
+
+// maxVerdicts bounds what judge remembers.
+const maxVerdicts = 100_000
+
 // nameProblem reports why a path cannot be synced by name ("" when it
 // can).
 func nameProblem(p string) string {
@@ -943,16 +981,30 @@ func nameProblem(p string) string {
 func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool, err error) {
 	e := r.e
 	r.locals = make(map[string]*local, len(r.b.Stat))
+	// One allocation for the locals of an unchanged folder, not one each.
+	slab := make([]local, 0, len(r.b.Stat))
+	newLocal := func(l local) *local {
+		if len(slab) == cap(slab) {
+			return &l
+		}
+		slab = append(slab, l)
+		return &slab[len(slab)-1]
+	}
 	ok = true
 	nowNS := r.now.UnixNano()
-	err = fswalk.Walk(ctx, e.fs, e.folder, func(en fswalk.Entry) error {
+	skippedBefore := len(r.res.Skipped)
+	err = fswalk.WalkAnyOrder(ctx, e.fs, e.folder, func(en fswalk.Entry) error {
 		if dir, ok := strings.CutSuffix(en.Rel, "/"+memdir.StoreManifestName); ok && !en.Type.IsDir() {
 			r.stores = append(r.stores, dir)
 		}
-		if en.Type.IsDir() || !e.included(en.Rel) {
+		if en.Type.IsDir() {
 			return nil
 		}
 		p := en.Rel
+		v := e.judge(p)
+		if v == pathExcluded {
+			return nil
+		}
 		skip := func(reason string) {
 			untouchable[p] = true
 			r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: reason})
@@ -961,13 +1013,11 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			skip(SkipNotRegular)
 			return nil
 		}
-		c, cached := r.b.Stat[p]
-		if !cached { // a cached name passed already
-			if reason := nameProblem(p); reason != "" {
-				skip(reason)
-				return nil
-			}
+		if v == pathBadName {
+			skip(SkipBadName)
+			return nil
 		}
+		c, cached := r.b.Stat[p]
 		info, err := e.fs.Stat(en.Abs)
 		if err != nil {
 			ok = false
@@ -980,7 +1030,7 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 		}
 		mt := info.ModTime()
 		if cached && c.Size == info.Size() && c.MtimeNS == mt.UnixNano() && c.SeenNS-c.MtimeNS >= int64(racyWindow) {
-			r.locals[p] = &local{abs: en.Abs, sum: c.Sum, size: c.Size, mtime: mt}
+			r.locals[p] = newLocal(local{abs: en.Abs, sum: c.Sum, size: c.Size, mtime: mt})
 			return nil
 		}
 		raw, err := afero.ReadFile(e.fs, en.Abs)
@@ -998,7 +1048,7 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			return nil
 		}
 		sum := Sum(raw)
-		r.locals[p] = &local{abs: en.Abs, sum: sum, size: int64(len(raw)), mtime: mt}
+		r.locals[p] = newLocal(local{abs: en.Abs, sum: sum, size: int64(len(raw)), mtime: mt})
 		// A file read again inside the racy window, as it was, changes
 		// nothing worth saving; once outside it, its entry is trusted.
 		st := statEntry{Size: info.Size(), MtimeNS: mt.UnixNano(), SeenNS: nowNS, Sum: sum}
@@ -1011,6 +1061,8 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
+	// The walk met files in the folder's own order; report in path order.
+	slices.SortFunc(r.res.Skipped[skippedBefore:], func(a, b Skip) int { return strings.Compare(a.Path, b.Path) })
 	for p := range r.b.Stat {
 		if r.locals[p] == nil { // gone, or not synced this walk
 			delete(r.b.Stat, p)

@@ -35,14 +35,21 @@ type dirEntryReader interface {
 // skipped. A cancelled ctx stops the walk with ctx's error; an error from
 // fn stops it with that error.
 func Walk(ctx context.Context, fsys afero.Fs, root string, fn func(Entry) error) error {
-	return walk(ctx, fsys, filepath.Clean(root), "", fn)
+	return walk(ctx, fsys, filepath.Clean(root), "", true, fn)
 }
 
-func walk(ctx context.Context, fsys afero.Fs, abs, rel string, fn func(Entry) error) error {
+// WalkAnyOrder is Walk with a directory's entries in the order the
+// filesystem lists them: for a caller that does not depend on the order
+// (sorting thousands of names is a good part of a walk's time).
+func WalkAnyOrder(ctx context.Context, fsys afero.Fs, root string, fn func(Entry) error) error {
+	return walk(ctx, fsys, filepath.Clean(root), "", false, fn)
+}
+
+func walk(ctx context.Context, fsys afero.Fs, abs, rel string, sorted bool, fn func(Entry) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := ReadDir(fsys, abs)
+	entries, err := readDir(fsys, abs, sorted)
 	if err != nil {
 		if rel == "" {
 			return err
@@ -58,7 +65,7 @@ func walk(ctx context.Context, fsys afero.Fs, abs, rel string, fn func(Entry) er
 			return err
 		}
 		if e.Type.IsDir() {
-			if err := walk(ctx, fsys, child.Abs, child.Rel, fn); err != nil {
+			if err := walk(ctx, fsys, child.Abs, child.Rel, sorted, fn); err != nil {
 				return err
 			}
 		}
@@ -69,6 +76,10 @@ func walk(ctx context.Context, fsys afero.Fs, abs, rel string, fn func(Entry) er
 // ReadDir lists one directory, sorted by name; each Entry's Rel is the
 // bare name.
 func ReadDir(fsys afero.Fs, dir string) ([]Entry, error) {
+	return readDir(fsys, dir, true)
+}
+
+func readDir(fsys afero.Fs, dir string, sorted bool) ([]Entry, error) {
 	f, err := fsys.Open(dir)
 	if err != nil {
 		return nil, err
@@ -94,7 +105,7 @@ func ReadDir(fsys afero.Fs, dir string) ([]Entry, error) {
 			out[i] = Entry{Rel: fi.Name(), Type: fi.Mode().Type()}
 		}
 	}
-	if !slices.IsSortedFunc(out, byRel) { // most filesystems list in order already
+	if sorted && !slices.IsSortedFunc(out, byRel) { // most filesystems list in order already
 		slices.SortFunc(out, byRel)
 	}
 	return out, nil

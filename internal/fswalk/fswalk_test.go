@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"testing"
 
@@ -46,6 +47,24 @@ func TestWalk(t *testing.T) {
 				want = append(want, "link@")
 			}
 			assert.Equal(t, want, got)
+
+			// WalkAnyOrder meets the same entries, each below its folder.
+			var seen []string
+			require.NoError(t, WalkAnyOrder(context.Background(), fsys, root, func(e Entry) error {
+				assert.Equal(t, filepath.Join(root, e.Rel), e.Abs)
+				if e.Type.IsDir() {
+					seen = append(seen, e.Rel+"/")
+				} else if e.Type&os.ModeSymlink != 0 {
+					seen = append(seen, e.Rel+"@")
+				} else {
+					if dir := path.Dir(e.Rel); dir != "." {
+						assert.Contains(t, seen, dir+"/", "a folder's entries come after it")
+					}
+					seen = append(seen, e.Rel)
+				}
+				return nil
+			}))
+			assert.ElementsMatch(t, want, seen)
 		})
 	}
 	stop := errors.New("stop")
