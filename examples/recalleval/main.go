@@ -369,14 +369,14 @@ func CheckEmbedders(ctx context.Context, w io.Writer, seed uint64, conv, updates
 	}
 	for _, s := range sets {
 		fmt.Fprintf(w, "\n%s (seed %d): recall@5 by words alone and with each embedder\n", s.name, seed)
-		fmt.Fprintf(w, "  %-16s %29s   %29s\n", "", "per directory", "one directory")
-		fmt.Fprintf(w, "  %-16s %7s %7s %7s %5s   %7s %7s %7s %5s\n", "embedder", "words", "hybrid", "gain", "worse", "words", "hybrid", "gain", "worse")
+		fmt.Fprintf(w, "  %-20s %29s   %29s\n", "", "per directory", "one directory")
+		fmt.Fprintf(w, "  %-20s %7s %7s %7s %5s   %7s %7s %7s %5s\n", "embedder", "words", "hybrid", "gain", "worse", "words", "hybrid", "gain", "worse")
 		rows, err := EmbedderRows(ctx, s.set)
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			fmt.Fprintf(w, "  %-16s %7.3f %7.3f %+7.3f %5d   %7.3f %7.3f %+7.3f %5d\n", r.Name,
+			fmt.Fprintf(w, "  %-20s %7.3f %7.3f %+7.3f %5d   %7.3f %7.3f %+7.3f %5d\n", r.Name,
 				r.Per.WordsRecall, r.Per.HybridRecall, r.Per.Gain(), r.Per.Worse, r.Merged.WordsRecall, r.Merged.HybridRecall, r.Merged.Gain(), r.Merged.Worse)
 		}
 	}
