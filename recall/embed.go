@@ -46,8 +46,8 @@ const (
 )
 
 // ErrEmbedding is wrapped around an embedder's failure or a malformed
-// answer (a count or a length that does not match); recall then falls
-// back to words alone for that Find.
+// answer (a count or a length that does not match, NaN or an infinity);
+// recall then falls back to words alone for that Find.
 var ErrEmbedding = errors.New("recall: embedding failed")
 
 // vector is a unit vector quantized to int8: a quarter of float32's
@@ -106,6 +106,9 @@ func embedAll(ctx context.Context, e Embedder, texts []string) ([]vector, error)
 		for _, r := range raw {
 			if len(r) == 0 {
 				return nil, fmt.Errorf("%w: an empty vector", ErrEmbedding)
+			}
+			if slices.ContainsFunc(r, func(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) }) {
+				return nil, fmt.Errorf("%w: a vector holding NaN or an infinity", ErrEmbedding)
 			}
 			if len(out) > 0 && len(r) != len(out[0]) {
 				return nil, fmt.Errorf("%w: a vector of length %d among others of %d", ErrEmbedding, len(r), len(out[0]))

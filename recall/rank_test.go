@@ -133,8 +133,8 @@ func TestHybridRecallFindsOtherWords(t *testing.T) {
 	assert.NoError(t, events[len(events)-1].Err)
 }
 
-// TestEmbedderAnswersAreChecked: a wrong count or mixed lengths are an
-// embedding failure, not a panic or a wrong ranking.
+// TestEmbedderAnswersAreChecked: a wrong count, mixed lengths, NaN or an
+// infinity are an embedding failure, not a panic or a wrong ranking.
 func TestEmbedderAnswersAreChecked(t *testing.T) {
 	for name, e := range map[string]EmbedderFunc{
 		"too few": func(_ context.Context, texts []string) ([][]float32, error) { return [][]float32{{1}}, nil },
@@ -147,6 +147,20 @@ func TestEmbedderAnswersAreChecked(t *testing.T) {
 		},
 		"empty": func(_ context.Context, texts []string) ([][]float32, error) {
 			return make([][]float32, len(texts)), nil
+		},
+		"NaN": func(_ context.Context, texts []string) ([][]float32, error) {
+			out := make([][]float32, len(texts))
+			for i := range out {
+				out[i] = []float32{1, float32(math.NaN())}
+			}
+			return out, nil
+		},
+		"infinity": func(_ context.Context, texts []string) ([][]float32, error) {
+			out := make([][]float32, len(texts))
+			for i := range out {
+				out[i] = []float32{float32(math.Inf(1)), 0}
+			}
+			return out, nil
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
