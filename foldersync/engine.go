@@ -198,16 +198,19 @@ type BasisMirror interface {
 // Engine keeps one folder in step with one Remote. Rounds of one Engine
 // run one at a time; it is safe for concurrent use.
 type Engine struct {
-	round   sync.Mutex
-	dir     *memdir.Dir
-	fs      afero.Fs
-	gate    *memdir.WriteGate
-	scanner *secrets.Scanner
-	folder  string
-	remote  Remote
-	opts    Options
-	basis   string
-	aside   string
+	round sync.Mutex
+	dir   *memdir.Dir
+	fs    afero.Fs
+	gate  *memdir.WriteGate
+	// plainGate writes the engine's own records (the basis, copies kept
+	// aside) outside any checkpoint.
+	plainGate *memdir.WriteGate
+	scanner   *secrets.Scanner
+	folder    string
+	remote    Remote
+	opts      Options
+	basis     string
+	aside     string
 	// asideGate and asideFS write and read the conflicts folder.
 	asideGate *memdir.WriteGate
 	asideFS   afero.Fs
@@ -261,10 +264,15 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	// The basis and the copies kept aside are the engine's own records,
+	// never in a checkpoint: a rewind gives back the folder's files and
+	// leaves the basis, so the next round sends what it gave back as an
+	// edit, and no copy kept aside is ever taken away.
+	plain := d.Gate()
 	if opts.History != nil {
 		d = d.WithHistory(opts.History)
 	}
-	e := &Engine{dir: d, fs: d.FS(), gate: d.Gate(), scanner: d.Scanner(), folder: folder, remote: remote, opts: opts,
+	e := &Engine{dir: d, fs: d.FS(), gate: d.Gate(), plainGate: plain, scanner: d.Scanner(), folder: folder, remote: remote, opts: opts,
 		basis: opts.BasisPath, aside: opts.ConflictsDir}
 	if e.basis == "" {
 		e.basis = filepath.Join(folder, DefaultBasisName)
@@ -282,7 +290,7 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 			e.asideInside = true
 		}
 	}
-	e.asideGate, e.asideFS = e.gate, e.fs
+	e.asideGate, e.asideFS = plain, e.fs
 	if opts.ConflictsIn != nil {
 		e.asideGate, e.asideFS = opts.ConflictsIn.Gate(), opts.ConflictsIn.FS()
 	}
@@ -1415,7 +1423,7 @@ func (r *round) save(ctx context.Context) error {
 	if r.e.opts.BasisInMemory {
 		// Nothing on disk; a pass that fails leaves e.kept unset, so the
 		// next one starts again from what the Mirror holds.
-	} else if _, err := r.e.gate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
+	} else if _, err := r.e.plainGate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
 		return fmt.Errorf("foldersync: save the basis: %w", err)
 	}
 	r.dirty = false

@@ -55,7 +55,16 @@ type Options struct {
 	// server records them on every version. Door defaults to
 	// teamwire.DoorSync; Session and Origin are sent when set.
 	Door, Session, Origin string
+	// History, when set, makes every round that writes or deletes a file
+	// of the folder undoable: a checkpoint (Result.Checkpoint, named
+	// CheckpointPrefix and the time) is taken before its first such
+	// write. Without it a pulled version replaces the file for good.
+	History foldersync.History
 }
+
+// CheckpointPrefix starts the name of the checkpoint a round takes
+// (Options.History).
+const CheckpointPrefix = "store-sync"
 
 // Client syncs one mount folder with its store: the sync engine
 // (package foldersync) through the Memory Stores driver (Remote), with
@@ -102,16 +111,18 @@ func New(d *memdir.Dir, cfg Options) (*Client, error) {
 	dir = filepath.Clean(dir)
 	c := &Client{authorsDue: true, fs: fsys, dir: dir, cfg: cfg, gate: d.Gate(), conn: cn, remote: &Remote{conn: cn, ids: map[string]string{}}}
 	c.engine, err = foldersync.New(d, dir, c.remote, foldersync.Options{
-		Include:         cfg.Mount.syncable,
-		BasisPath:       filepath.Join(dir, engineBasisName),
-		ConflictsDir:    filepath.Join(dir, ConflictsDirName),
-		DeleteMode:      cfg.DeleteMode,
-		AllowMassDelete: cfg.AllowMassDelete,
-		ReadOnly:        cfg.Mount.ReadOnly(),
-		MaxBytes:        MaxContentBytes,
-		Now:             cfg.Now,
-		Prepare:         c.prepare,
-		Mirror:          claudeBasis{c},
+		Include:          cfg.Mount.syncable,
+		BasisPath:        filepath.Join(dir, engineBasisName),
+		ConflictsDir:     filepath.Join(dir, ConflictsDirName),
+		DeleteMode:       cfg.DeleteMode,
+		AllowMassDelete:  cfg.AllowMassDelete,
+		ReadOnly:         cfg.Mount.ReadOnly(),
+		MaxBytes:         MaxContentBytes,
+		Now:              cfg.Now,
+		Prepare:          c.prepare,
+		Mirror:           claudeBasis{c},
+		History:          cfg.History,
+		CheckpointPrefix: CheckpointPrefix,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storesync: %w", err)

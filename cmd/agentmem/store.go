@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/memdir"
 	"io"
 	"net"
 	"net/url"
@@ -15,8 +16,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/storesync"
 )
 
@@ -66,6 +69,9 @@ max(50, 10%) of the tracked memories deleted on one side at once are held
 until --allow-mass-delete. A store that was replaced or restored from a
 backup deletes nothing. When both sides changed a memory, the store's
 version takes the file and yours is kept in .memory-sync-conflicts/.
+A round that pulls over a file or deletes one takes a checkpoint first
+(history store-sync-<hash of the folder>; --no-checkpoint turns it off)
+and prints the agentmem rewind command that undoes it.
 watch pushes about 2 s after a local change and resyncs every --resync.
 A file whose bytes are not valid UTF-8 or hold a NUL, whose name is not
 NFC or holds a control character, or whose path is a folder of another
@@ -88,6 +94,8 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	deleteMode := fs.String("delete-mode", foldersync.DeleteCorroborate, "corroborate, immediate or never")
 	allowMassDelete := fs.Bool("allow-mass-delete", false, "let a round delete more than max(50, 10%) of the tracked memories on one side")
 	resync := fs.Duration("resync", storesync.DefaultResync, "watch: the time between full rounds")
+	historyName := fs.String("history", "", "the file history that keeps a checkpoint before a round changes files (default store-sync-<hash of the mount folder>; see agentmem history)")
+	noCheckpoint := fs.Bool("no-checkpoint", false, "take no checkpoint before a round changes files")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			storeUsage(e.stdout)
@@ -163,8 +171,26 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		if err != nil {
 			return exitError, err
 		}
-		sc, err := storesync.New(folder, storesync.Options{BaseURL: *server, Token: token, Mount: m,
-			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete, Door: storeDoor(name)})
+		var history *filehistory.Tracker
+		if !*noCheckpoint {
+			home, err := configHome(e, c)
+			if err != nil {
+				return exitError, fmt.Errorf("no place for the round's checkpoint (%v); pass --config-dir, or --no-checkpoint to sync without one", err)
+			}
+			hname := *historyName
+			if hname == "" {
+				hname = storeHistory(m.Dir(auto))
+			}
+			if history, err = filehistory.Open(e.fs, home, hname, filehistory.Options{}); err != nil {
+				return exitError, err
+			}
+		}
+		opts := storesync.Options{BaseURL: *server, Token: token, Mount: m,
+			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete, Door: storeDoor(name)}
+		if history != nil {
+			opts.History = history
+		}
+		sc, err := storesync.New(folder, opts)
 		if err != nil {
 			return exitError, err
 		}
@@ -195,6 +221,14 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		code = max(code, storeExit(res, err))
 	}
 	return code, nil
+}
+
+// storeHistory returns the default file history of the mount folder dir
+// (absolute): "store-sync-" and 12 hex digits of its SHA-256, one per
+// folder, so that watchers of two mounts never write one journal.
+func storeHistory(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return storesync.CheckpointPrefix + "-" + hex.EncodeToString(sum[:6])
 }
 
 // storeDoor is the door the store records a command's writes under.
@@ -242,6 +276,9 @@ func printStoreResult(e env, mount string, r foldersync.Result, err error) {
 			why = "not a regular file: a link or a special file is never synced; put the file itself in the folder to share it"
 		}
 		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, shown(s.Path), why)
+	}
+	if r.Checkpoint != "" {
+		fmt.Fprintf(e.stdout, "%s: checkpoint %s (undo this round's changes here: agentmem rewind %s)\n", mount, r.Checkpoint, r.Checkpoint)
 	}
 	for _, h := range r.Held {
 		fmt.Fprintf(e.stderr, "%s: held %d deletion(s) on the %s side: more than %d of %d tracked memories at once; nothing was deleted (pass --allow-mass-delete to confirm)\n",

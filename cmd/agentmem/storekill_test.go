@@ -86,18 +86,9 @@ func runKilled(t *testing.T, k *killSwitch, dir string, env []string, args ...st
 // taken for a conflict.
 func TestStoreSyncKilledMidRound(t *testing.T) {
 	f := newSyncFixture(t, "")
-	root := t.TempDir()
-	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`
-	ana, anaEnv := clone(t, root, "ana")
-	ben, benEnv := clone(t, root, "ben")
-	anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
-	benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
-	mountDir := func(dir string, env []string) string {
-		out, errOut, code := runIn(t, dir, env, "store", "ls")
-		require.Equal(t, 0, code, errOut)
-		return strings.Fields(strings.TrimSpace(out))[4]
-	}
-	anaDir, benDir := mountDir(ana, anaEnv), mountDir(ben, benEnv)
+	a, b := storeTeammates(t, f)
+	ana, anaEnv, anaDir := a.dir, a.env, a.folder
+	ben, benEnv, benDir := b.dir, b.env, b.folder
 	for _, c := range []struct {
 		dir string
 		env []string

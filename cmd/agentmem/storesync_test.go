@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,29 +236,45 @@ func TestStoreSyncUserStore(t *testing.T) {
 	assert.Len(t, storeFiles(t, f.url, f.key), 2)
 }
 
+// storeUser is a teammate's project with the one-mount store setting and
+// the store token in its environment, and the mount's folder.
+type storeUser struct {
+	dir, folder string
+	env         []string
+}
+
+// storeTeammates returns two teammates, ana and ben, on f's team-store
+// mounted as "proj" (not synced yet).
+func storeTeammates(t *testing.T, f *syncFixture) (ana, ben storeUser) {
+	t.Helper()
+	root := t.TempDir()
+	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`
+	users := make([]storeUser, 2)
+	for i, name := range []string{"ana", "ben"} {
+		dir, env := clone(t, root, name)
+		env = append(env, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+		out, errOut, code := runIn(t, dir, env, "store", "ls")
+		require.Equal(t, 0, code, errOut)
+		users[i] = storeUser{dir: dir, env: env, folder: strings.Fields(out)[4]}
+	}
+	return users[0], users[1]
+}
+
 // TestStoreWatchPullsWhatOthersPush: a running `agentmem store watch`
 // brings a teammate's new memory into its folder at the next resync, with
 // nothing changed locally (a watcher that only pushed would never get it).
 func TestStoreWatchPullsWhatOthersPush(t *testing.T) {
 	f := newSyncFixture(t, "")
-	root := t.TempDir()
-	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`
-	ana, anaEnv := clone(t, root, "ana")
-	ben, benEnv := clone(t, root, "ben")
-	anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
-	benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
-	out, errOut, code := runIn(t, ana, anaEnv, "store", "ls")
-	require.Equal(t, 0, code, errOut)
-	anaDir := strings.Fields(out)[4]
-	out, _, _ = runIn(t, ben, benEnv, "store", "ls")
-	benDir := strings.Fields(out)[4]
+	a, b := storeTeammates(t, f)
+	ana, anaEnv, anaDir := a.dir, a.env, a.folder
+	ben, benEnv, benDir := b.dir, b.env, b.folder
 
 	cmd := exec.Command(binary(t), "store", "watch", "--server", f.url, "--resync", "1s")
 	cmd.Dir = ben
 	cmd.Env = append(os.Environ(), benEnv...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	_, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url) // mount Ana's folder
+	_, errOut, code := runIn(t, ana, anaEnv, "store", "sync", "--server", f.url) // mount Ana's folder
 	require.Equal(t, 0, code, errOut)
 	writeFile(t, anaDir, "from-ana.md", "pushed by Ana\n")
 	_, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url)
@@ -277,4 +294,61 @@ func folderAt(fsys afero.Fs, dir string) *memdir.Dir {
 		panic(err)
 	}
 	return d
+}
+
+// TestStoreSyncCheckpointsBeforeItChangesFiles: a round that pulls over a
+// file or deletes one takes a checkpoint first and prints the rewind
+// that undoes it, which brings back what was there byte for byte (a
+// store restored from a backup and written past the generation a
+// teammate saw cannot be told from a store that moved on: this is what
+// keeps that teammate's work).
+func TestStoreSyncCheckpointsBeforeItChangesFiles(t *testing.T) {
+	f := newSyncFixture(t, "")
+	a, b := storeTeammates(t, f)
+	ana, anaEnv, anaDir := a.dir, a.env, a.folder
+	ben, benEnv, benDir := b.dir, b.env, b.folder
+	sync := func(dir string, env []string, args ...string) string {
+		t.Helper()
+		out, errOut, code := runIn(t, dir, env, append([]string{"store", "sync", "--server", f.url, "--delete-mode", "immediate"}, args...)...)
+		require.Equal(t, 0, code, out+errOut)
+		return out
+	}
+	sync(ana, anaEnv) // mounts the folder
+	writeFile(t, anaDir, "deploy.md", "Deploys freeze on Fridays.\n")
+	writeFile(t, anaDir, "old.md", "Old news.\n")
+	sync(ana, anaEnv)
+	sync(ben, benEnv)
+	require.Equal(t, "Old news.\n", readFile(t, benDir, "old.md"))
+
+	writeFile(t, anaDir, "deploy.md", "Deploys freeze on Thursdays.\n")
+	require.NoError(t, os.Remove(filepath.Join(anaDir, "old.md")))
+	sync(ana, anaEnv)
+	out := sync(ben, benEnv)
+	assert.Contains(t, out, "proj: pulled  /deploy.md\n")
+	assert.Contains(t, out, "proj: deleted /old.md (deleted in the store)\n")
+	m := regexp.MustCompile(`proj: checkpoint (store-sync-\S+) \(undo this round's changes here: agentmem rewind (\S+)\)`).FindStringSubmatch(out)
+	require.NotNil(t, m, "the round that changed files names its checkpoint:\n%s", out)
+	require.Equal(t, m[1], m[2])
+	_, err := os.Stat(filepath.Join(benDir, "old.md"))
+	require.True(t, os.IsNotExist(err))
+
+	rew, errOut, code := runIn(t, ben, benEnv, "rewind", m[1])
+	require.Equal(t, 0, code, rew+errOut)
+	assert.Equal(t, "Deploys freeze on Fridays.\n", readFile(t, benDir, "deploy.md"))
+	assert.Equal(t, "Old news.\n", readFile(t, benDir, "old.md"))
+
+	// What the rewind gave back is an edit here: the next round sends it.
+	out = sync(ben, benEnv)
+	assert.Contains(t, out, "proj: pushed  /deploy.md\n")
+	assert.Contains(t, out, "proj: pushed  /old.md\n")
+	out = sync(ana, anaEnv)
+	assert.Equal(t, "Deploys freeze on Fridays.\n", readFile(t, anaDir, "deploy.md"), out)
+	assert.Equal(t, "Old news.\n", readFile(t, anaDir, "old.md"), out)
+
+	// --no-checkpoint takes none (and prints none).
+	writeFile(t, anaDir, "deploy.md", "Deploys freeze on Wednesdays.\n")
+	sync(ana, anaEnv)
+	out = sync(ben, benEnv, "--no-checkpoint")
+	assert.Contains(t, out, "proj: pulled  /deploy.md\n")
+	assert.NotContains(t, out, "checkpoint")
 }
