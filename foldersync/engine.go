@@ -1026,10 +1026,14 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			return nil
 		}
 		c, cached := r.b.Stat[p]
-		info, err := e.fs.Stat(en.Abs)
+		info, err := en.Lstat(e.fs)
 		if err != nil {
 			ok = false
 			skip(SkipUnreadable)
+			return nil
+		}
+		if !info.Mode().IsRegular() {
+			skip(SkipNotRegular) // became a link or a folder since the listing
 			return nil
 		}
 		if e.opts.MaxBytes > 0 && info.Size() > e.opts.MaxBytes {

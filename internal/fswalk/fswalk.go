@@ -6,6 +6,7 @@ package fswalk
 import (
 	"context"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,31 @@ type Entry struct {
 	Abs string
 	// Type holds the type bits only (directory, link, regular, ...).
 	Type fs.FileMode
+	// dir is the open folder that listed the entry (on a real disk), and
+	// name its bare name there: Lstat asks the folder, not the path.
+	dir  *os.File
+	name string
+}
+
+// Lstat returns what the filesystem says of the entry, not following a
+// link. On a real disk it asks the open folder for the bare name, so the
+// kernel does not resolve the whole path again (a good part of a stat
+// walk's time); elsewhere it is fsys's Lstat, or Stat where fsys has no
+// Lstat. Call it inside the walk's callback: the folder is closed after.
+func (e Entry) Lstat(fsys afero.Fs) (fs.FileInfo, error) {
+	if e.dir != nil {
+		if info, asked, err := statAt(e.dir, e.name); asked {
+			if err != nil {
+				return nil, &fs.PathError{Op: "lstat", Path: e.Abs, Err: err}
+			}
+			return info, nil
+		}
+	}
+	if l, ok := fsys.(afero.Lstater); ok {
+		info, _, err := l.LstatIfPossible(e.Abs)
+		return info, err
+	}
+	return fsys.Stat(e.Abs)
 }
 
 // dirEntryReader is implemented by *os.File: it lists a directory with the
@@ -49,15 +75,17 @@ func walk(ctx context.Context, fsys afero.Fs, abs, rel string, sorted bool, fn f
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := readDir(fsys, abs, sorted)
+	entries, dir, err := readDir(fsys, abs, sorted)
 	if err != nil {
 		if rel == "" {
 			return err
 		}
 		return nil
 	}
+	defer dir.Close()
+	osDir, _ := dir.(*os.File)
 	for _, e := range entries {
-		child := Entry{Abs: abs + string(filepath.Separator) + e.Rel, Rel: e.Rel, Type: e.Type}
+		child := Entry{Abs: abs + string(filepath.Separator) + e.Rel, Rel: e.Rel, Type: e.Type, dir: osDir, name: e.Rel}
 		if rel != "" {
 			child.Rel = rel + "/" + e.Rel
 		}
@@ -76,20 +104,29 @@ func walk(ctx context.Context, fsys afero.Fs, abs, rel string, sorted bool, fn f
 // ReadDir lists one directory, sorted by name; each Entry's Rel is the
 // bare name.
 func ReadDir(fsys afero.Fs, dir string) ([]Entry, error) {
-	return readDir(fsys, dir, true)
+	out, f, err := readDir(fsys, dir, true)
+	if err == nil {
+		f.Close()
+	}
+	return out, err
 }
 
-func readDir(fsys afero.Fs, dir string, sorted bool) ([]Entry, error) {
+// readDir lists dir and returns it still open (the caller closes it).
+func readDir(fsys afero.Fs, dir string, sorted bool) (_ []Entry, _ afero.File, err error) {
 	f, err := fsys.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
 	var out []Entry
 	if r, ok := f.(dirEntryReader); ok {
 		des, err := r.ReadDir(-1)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = make([]Entry, len(des))
 		for i, de := range des {
@@ -98,7 +135,7 @@ func readDir(fsys afero.Fs, dir string, sorted bool) ([]Entry, error) {
 	} else {
 		infos, err := f.Readdir(-1)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = make([]Entry, len(infos))
 		for i, fi := range infos {
@@ -108,7 +145,7 @@ func readDir(fsys afero.Fs, dir string, sorted bool) ([]Entry, error) {
 	if sorted && !slices.IsSortedFunc(out, byRel) { // most filesystems list in order already
 		slices.SortFunc(out, byRel)
 	}
-	return out, nil
+	return out, f, nil
 }
 
 // byRel orders entries by name.

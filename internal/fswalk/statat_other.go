@@ -1,0 +1,11 @@
+//go:build !(linux || darwin)
+
+package fswalk
+
+import (
+	"io/fs"
+	"os"
+)
+
+// statAt cannot ask a folder here: the caller stats the path.
+func statAt(*os.File, string) (fs.FileInfo, bool, error) { return nil, false, nil }
