@@ -7,13 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"unicode"
+
+	"github.com/kljensen/snowball/english"
 )
 
-// controlDims is the length of a control embedder's vectors.
-const controlDims = 256
+// controlDims is the length of a control embedder's vectors, and
+// stemmedDims of "stemmed-words" (few words share a bucket).
+const (
+	controlDims = 256
+	stemmedDims = 4096
+)
 
 // ErrUnknownControl is returned by ControlEmbedder for a name it does not
 // know; ControlEmbedderNames lists the names it does.
@@ -21,7 +28,7 @@ var ErrUnknownControl = errors.New("recall: no such control embedder")
 
 // ControlEmbedderNames returns the names ControlEmbedder knows.
 func ControlEmbedderNames() []string {
-	return []string{"zero", "random", "hashed-words", "word-vectors"}
+	return []string{"zero", "random", "hashed-words", "stemmed-words", "word-vectors"}
 }
 
 // ControlEmbedder returns an embedder that knows nothing of meaning, to
@@ -32,6 +39,10 @@ func ControlEmbedderNames() []string {
 //   - "random": a random vector per text (the same text, the same vector);
 //   - "hashed-words": the text's words counted into 256 hashed buckets (a
 //     bag of words, which words alone already know better);
+//   - "stemmed-words": the text's stemmed words, each counted 1 + ln(times
+//     it occurs), in 4,096 hashed buckets (a bag of words that weighs
+//     words otherwise than the word ranking does: every word alike,
+//     however common);
 //   - "word-vectors": the average of a random vector per word (averaged
 //     word vectors that were never trained).
 //
@@ -55,6 +66,20 @@ func ControlEmbedder(name string) (Embedder, error) {
 				h := fnv.New32a()
 				_, _ = h.Write([]byte(w))
 				v[h.Sum32()%controlDims]++
+			}
+			return v
+		}), nil
+	case "stemmed-words":
+		return eachText(func(t string) []float32 {
+			tf := map[string]int{}
+			for _, w := range words(t) {
+				tf[english.Stem(w, false)]++
+			}
+			v := make([]float32, stemmedDims)
+			for w, n := range tf {
+				h := fnv.New32a()
+				_, _ = h.Write([]byte(w))
+				v[h.Sum32()%stemmedDims] += float32(1 + math.Log(float64(n)))
 			}
 			return v
 		}), nil

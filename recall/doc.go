@@ -42,12 +42,16 @@
 // by more than the largest of that many noise draws would, except with
 // probability 1% per message (spread estimated robustly; see
 // FinderOptions.Embedder). When none stands out (equal or zero vectors,
-// random vectors, an embedder that does not separate these texts) the
-// vector side abstains and the selection is the lexical one, whole. For
-// a memory words found too, only what its word score does not predict
+// random vectors, an embedder that does not separate these texts, a
+// sparse one under which most memories are exactly as similar as each
+// other) the vector side abstains and the selection is the lexical one,
+// whole. For a memory words found too (every memory the words match, not
+// only the first hundred), only what its word score does not predict
 // counts (a line fitted through every memory's word score and z-score,
-// when words found ten or more), so an embedder that knows words does
-// not count them twice. A memory found by meaning scores its confidence
+// when words found ten or more), and only when that stands out from what
+// the line leaves of the other word-found memories, so an embedder that
+// knows words, or weighs them otherwise, does not count them twice. A
+// memory found by meaning scores its confidence
 // (0 to 1) times FinderOptions.VectorWeight on top of its share of the
 // best word match: it comes in for a weaker word match it beats, moves up
 // a word match it confirms, and never displaces the best word match. Supersession looks

@@ -157,17 +157,11 @@ func confident(sims []scored, minSimilarity float64, words map[string]float64) m
 	for i, s := range sims {
 		vals[i] = s.score
 	}
-	slices.Sort(vals)
-	median := medianSorted(vals)
-	var absDev float64
-	for i, v := range vals {
-		vals[i] = math.Abs(v - median)
-		absDev += vals[i]
-	}
-	slices.Sort(vals)
-	// 1.4826 and 1.2533 make each estimate a normal distribution's sigma.
-	spread := max(1.4826*medianSorted(vals), 1.2533*absDev/float64(n))
-	if spread <= 1e-9 {
+	median, spread, mostAlike := robustSpread(vals)
+	if spread <= 1e-9 || mostAlike {
+		// Most memories are exactly as similar to the message as each
+		// other: a sparse embedder (a bag of words) that tells only
+		// which memories share a word, which the words already know.
 		return nil
 	}
 	t := math.Sqrt2 * math.Erfcinv(2*falseAlarm/float64(n))
@@ -203,7 +197,12 @@ func confident(sims []scored, minSimilarity float64, words map[string]float64) m
 // not follow the words: noise, or a model that knows what words miss)
 // takes nothing, and so do fewer than minWordFit word-found memories (too
 // few to draw a line through: one memory found by both would be taken as
-// the words' doing). Memories words did not find keep their z-score.
+// the words' doing). What the line leaves of each word-found memory is
+// then judged against what it leaves of the others (their median and
+// robust spread, at the false-alarm rate over as many memories): an
+// embedder that weighs words otherwise than the word ranking misses the
+// line by much on many memories, and none of them stands out for that.
+// Memories words did not find keep their z-score.
 func explainedByWords(sims []scored, z []float64, words map[string]float64, t float64) {
 	if len(words) < minWordFit {
 		return
@@ -226,11 +225,47 @@ func explainedByWords(sims []scored, z []float64, words map[string]float64, t fl
 		return
 	}
 	intercept := sy/n - slope*sx/n
+	var found []int
+	var res []float64
 	for i, s := range sims {
 		if x := words[s.key]; x > 0 {
 			z[i] -= intercept + slope*x
+			found = append(found, i)
+			res = append(res, z[i])
 		}
 	}
+	// How far the line misses is itself spread: an embedder that weighs
+	// words otherwise than the word ranking does misses by much on many
+	// memories. A word-found memory counts only when what is left stands
+	// out from what is left of the others, as a memory's similarity must
+	// stand out from the directory's.
+	median, spread, _ := robustSpread(res)
+	if spread <= 1e-9 {
+		return
+	}
+	tw := math.Sqrt2 * math.Erfcinv(2*falseAlarm/float64(len(found)))
+	for _, i := range found {
+		z[i] = (z[i] - median) / spread * t / tw
+	}
+}
+
+// robustSpread returns the median of vals and their spread about it: the
+// larger of the median absolute deviation and the mean absolute
+// deviation, each scaled to a normal distribution's sigma (1.4826,
+// 1.2533), so the few values that stand out do not widen it. mostAlike
+// reports that at least half the values equal the median (a median
+// absolute deviation of zero). vals is reordered and overwritten.
+func robustSpread(vals []float64) (median, spread float64, mostAlike bool) {
+	slices.Sort(vals)
+	median = medianSorted(vals)
+	var absDev float64
+	for i, v := range vals {
+		vals[i] = math.Abs(v - median)
+		absDev += vals[i]
+	}
+	slices.Sort(vals)
+	mad := medianSorted(vals)
+	return median, max(1.4826*mad, 1.2533*absDev/float64(len(vals))), mad <= 1e-12
 }
 
 // medianSorted returns the median of sorted values.

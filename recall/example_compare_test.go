@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -33,15 +34,19 @@ func ExampleCompareEmbedder() {
 		{Query: "which automobile did she buy", Needs: []string{"car.md"}},
 	}
 
-	// synonyms gives each text its own direction, plus a shared one when
-	// it speaks of a car.
+	// synonyms gives each text a vector of its own (drawn from the text,
+	// as a model's differ from text to text), plus a shared direction
+	// when it speaks of a car.
 	synonyms := recall.EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
 		out := make([][]float32, len(texts))
 		for i, text := range texts {
-			v := make([]float32, 65)
-			h := fnv.New32a()
+			h := fnv.New64a()
 			h.Write([]byte(text))
-			v[1+h.Sum32()%64] = 1
+			r := rand.New(rand.NewPCG(h.Sum64(), 1))
+			v := make([]float32, 65)
+			for d := 1; d < len(v); d++ {
+				v[d] = float32(r.NormFloat64()) / 8
+			}
 			if strings.Contains(text, "sedan") || strings.Contains(text, "automobile") {
 				v[0] = 1
 			}

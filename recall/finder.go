@@ -82,8 +82,9 @@ type FinderOptions struct {
 	// its word score predicts (see the package doc), is found by meaning
 	// too, so a message that names a thing by another word still finds
 	// it. An embedder whose similarities do not separate the memories,
-	// or only follow the words, abstains and leaves the lexical selection
-	// as it is. Embeddings are
+	// only follow the words, or are mostly one value (a sparse bag of
+	// words), abstains and leaves the lexical selection as it is.
+	// Embeddings are
 	// cached by the hash of the text embedded. Nil: words alone. Check
 	// what an embedder brings with CompareEmbedder.
 	Embedder Embedder
@@ -92,8 +93,7 @@ type FinderOptions struct {
 	// added to its share of the best word match's score (default
 	// 1). Lower it to let meaning only fill slots
 	// words leave free, raise it to let meaning outrank weak word
-	// matches sooner. Word matches scoring at least half the best are
-	// never displaced.
+	// matches sooner. The best word match is never displaced.
 	VectorWeight float64
 	// MinSimilarity, when positive, is a cosine below which no memory
 	// counts as found by meaning, however it stands out (default none;

@@ -59,7 +59,15 @@ func recencyOrder(hits []lexical.Hit, snap *snapshot) []lexical.Hit {
 // that also score in the last free slots.
 func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event, vectors bool) []string {
 	max, n := f.cfg.MaxSelected, len(snap.headers)
-	pool := f.corpus.search(query, recencyDepth, skip)
+	depth := recencyDepth
+	if vectors {
+		// Every memory the words match, not only the first hundred: an
+		// embedder that knows words finds the rest too.
+		if n > depth {
+			depth = n
+		}
+	}
+	pool := f.corpus.search(query, depth, skip)
 	// What the words know, even when they do not answer: the vector side
 	// counts only what they do not say.
 	var wordScores map[string]float64
@@ -68,6 +76,9 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 		for _, h := range pool {
 			wordScores[h.Key] = h.Score / pool[0].Score
 		}
+	}
+	if len(pool) > recencyDepth {
+		pool = pool[:recencyDepth]
 	}
 	// Whether words answer at all is the best match's to say, before
 	// recency reorders close matches.

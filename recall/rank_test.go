@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -80,8 +81,10 @@ func (e *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 	}
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
-		v := make([]float32, len(concepts)+1)
-		v[len(concepts)] = 0.05 // every text a little alike
+		// Like a real model's, every text's vector is its own (a little
+		// of it drawn from the text), so texts that share no concept are
+		// alike by chance only, not all equally.
+		v := append(make([]float32, len(concepts)), textNoise(t, 16, 0.05)...)
 		for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return r < 'a' || r > 'z' }) {
 			for c, words := range concepts {
 				for _, cw := range words {
@@ -94,6 +97,16 @@ func (e *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 		out[i] = v
 	}
 	return out, nil
+}
+
+// textNoise is dims normal draws seeded by text, times scale: the part of
+// a test embedder's vector that makes each text its own.
+func textNoise(text string, dims int, scale float32) []float32 {
+	g := gaussian(sha256.Sum256([]byte(text)))[:dims]
+	for i := range g {
+		g[i] *= scale
+	}
+	return g
 }
 
 // TestHybridRecallFindsOtherWords: with an Embedder a message that names a

@@ -38,7 +38,7 @@ are skipped.
 
 --embedder is an OpenAI-compatible endpoint ("openai": OPENAI_API_KEY,
 --openai-url or OPENAI_BASE_URL, --openai-model) or a control that knows nothing of meaning
-(` + "zero, random, hashed-words, word-vectors" + `), which should change nothing.
+(` + "zero, random, hashed-words, stemmed-words, word-vectors" + `), which should change nothing.
 
 Flags:
 `

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,8 +27,9 @@ func checkEmbedder(t *testing.T, getenv map[string]string, args ...string) (stri
 }
 
 // embeddingServer is an OpenAI-compatible /embeddings endpoint that
-// gives a text containing one of near the vector (1, 0) and every other
-// text (0, 1).
+// gives a text containing one of near the direction (1, 0) and every
+// other text (0, 1), each followed by 16 small draws seeded by the text
+// (as a model's vectors differ from text to text).
 func embeddingServer(t *testing.T, near ...string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/embeddings" {
@@ -39,13 +42,20 @@ func embeddingServer(t *testing.T, near ...string) *httptest.Server {
 		require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
 		var data []string
 		for i, text := range req.Input {
-			v := "[0,1]"
+			v := []float64{0, 1}
 			for _, n := range near {
 				if strings.Contains(text, n) {
-					v = "[1,0]"
+					v = []float64{1, 0}
 				}
 			}
-			data = append(data, fmt.Sprintf(`{"object":"embedding","index":%d,"embedding":%s}`, i, v))
+			h := fnv.New64a()
+			h.Write([]byte(text))
+			r := rand.New(rand.NewPCG(h.Sum64(), 1))
+			for range 16 {
+				v = append(v, r.NormFloat64()/20)
+			}
+			raw, _ := json.Marshal(v)
+			data = append(data, fmt.Sprintf(`{"object":"embedding","index":%d,"embedding":%s}`, i, raw))
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","model":"m","data":[%s],"usage":{"prompt_tokens":1,"total_tokens":1}}`, strings.Join(data, ","))
