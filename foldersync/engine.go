@@ -1011,6 +1011,13 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 		p := en.Rel
 		v := e.judge(p)
 		if v == pathExcluded {
+			if en.Type&fs.ModeSymlink != 0 && !fswalk.Hidden(p) {
+				// A link to a folder is not followed: said, not passed over
+				// in silence (its files are not synced from here).
+				if info, err := e.fs.Stat(en.Abs); err == nil && info.IsDir() {
+					r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipNotRegular})
+				}
+			}
 			return nil
 		}
 		skip := func(reason string) {

@@ -47,3 +47,28 @@ func TestSkipsAreReportedInPathOrder(t *testing.T) {
 		t.Fatalf("the remote holds ok39.md as %q", got)
 	}
 }
+
+// A link to a folder is reported (not a regular file), not passed over in
+// silence, and nothing behind it is synced or touched.
+func TestALinkToAFolderIsReported(t *testing.T) {
+	r := memremote.New("m")
+	c := remotetest.NewClient(t, r, foldersync.Options{})
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.md"), []byte("outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(c.Dir, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	c.Write(t, "kept.md", "kept\n")
+	res := c.Round(t)
+	if skipOf(res, "linkdir") != foldersync.SkipNotRegular {
+		t.Fatalf("the link to a folder was skipped with %q; skipped: %+v", skipOf(res, "linkdir"), res.Skipped)
+	}
+	if _, ok := r.Read("linkdir/secret.md"); ok {
+		t.Fatal("a file behind the link reached the remote")
+	}
+	if got, _ := r.Read("kept.md"); string(got) != "kept\n" {
+		t.Fatalf("kept.md reached the remote as %q", got)
+	}
+}

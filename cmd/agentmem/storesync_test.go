@@ -352,3 +352,24 @@ func TestStoreSyncCheckpointsBeforeItChangesFiles(t *testing.T) {
 	assert.Contains(t, out, "proj: pulled  /deploy.md\n")
 	assert.NotContains(t, out, "checkpoint")
 }
+
+// TestStoreSyncReportsALinkedFolder: a link to a folder in the mount is
+// named with the reason and the run exits 9, as a linked file does;
+// nothing behind it reaches the store.
+func TestStoreSyncReportsALinkedFolder(t *testing.T) {
+	f := newSyncFixture(t, "")
+	ana, _ := storeTeammates(t, f)
+	_, errOut, code := runIn(t, ana.dir, ana.env, "store", "sync", "--server", f.url) // mounts the folder
+	require.Equal(t, 0, code, errOut)
+	outside := t.TempDir()
+	writeFile(t, outside, "private.md", "not for the store\n")
+	require.NoError(t, os.Symlink(outside, filepath.Join(ana.folder, "linkdir")))
+	writeFile(t, ana.folder, "shared.md", "for the store\n")
+	out, errOut, code := runIn(t, ana.dir, ana.env, "store", "sync", "--server", f.url)
+	assert.Equal(t, 9, code, out+errOut)
+	assert.Contains(t, errOut, "proj: skipped /linkdir (not a regular file")
+	assert.Contains(t, out, "proj: pushed  /shared.md")
+	files := storeFiles(t, f.url, f.key)
+	assert.Contains(t, files, "/shared.md")
+	assert.Len(t, files, 1, "nothing behind the link reaches the store")
+}
