@@ -879,7 +879,10 @@ func (e *Engine) basisStamp() ([2]int64, error) {
 }
 
 // replacedBy reports whether lst is not the remote the basis was made
-// with: another Store, or a Generation older than the basis'. A remote
+// with: another Store, a Generation older than the basis', or an entry
+// back at a version written well before the one agreed on (wentBack): a
+// store restored from a backup and written past the basis' Generation
+// since. A remote
 // that names neither is judged by its entries: it must still hold one of
 // the basis' entries with the same Ref (when the driver gives Refs).
 func (b *basis) replacedBy(lst Listing) bool {
@@ -890,6 +893,9 @@ func (b *basis) replacedBy(lst Listing) bool {
 		return true
 	}
 	if b.Generation > 0 && lst.Generation > 0 && lst.Generation < b.Generation {
+		return true
+	}
+	if !lst.Unchanged && wentBack(b.Entries, lst.Entries) {
 		return true
 	}
 	if lst.Store != "" || lst.Generation > 0 {
@@ -932,6 +938,26 @@ func (e *Engine) included(rel string) bool {
 		return abs != e.basis && !inside(e.aside, abs)
 	}
 	return !hidden
+}
+
+// clockSlack is how much older than the agreed version a remote's
+// version of an entry must have been written to tell of a remote that
+// went back: more than the clocks of two servers of one store differ by.
+const clockSlack = time.Minute
+
+// wentBack reports whether the remote holds an entry, at the path and
+// under the handle agreed on, in another version written more than
+// clockSlack before the agreed one: a store moves forward, so only a
+// restored one gives back an older version of a memory.
+func wentBack(agreed, listed map[string]Entry) bool {
+	for p, en := range listed {
+		old, ok := agreed[p]
+		if ok && en.Written > 0 && old.Written > 0 && en.Sum != old.Sum && en.Ref == old.Ref &&
+			en.Written < old.Written-clockSlack.Milliseconds() {
+			return true
+		}
+	}
+	return false
 }
 
 func inside(dir, p string) bool {

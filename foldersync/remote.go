@@ -89,6 +89,12 @@ type Entry struct {
 	Ref string
 	// Author says who wrote the entry as it is, when the remote says.
 	Author Author
+	// Written is when the remote wrote the entry as it is (Unix ms), 0
+	// when it does not say. An entry the remote now holds in another
+	// version written well before the one agreed on tells of a remote
+	// that went back in time (restored from a backup), however far its
+	// Generation moved on since.
+	Written int64
 }
 
 // Author is who wrote an entry, when and through which door.

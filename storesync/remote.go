@@ -85,7 +85,7 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 	ids := make(map[string]string, len(mems))
 	for p, m := range mems {
 		rel := strings.TrimPrefix(p, "/")
-		out.Entries[rel] = foldersync.Entry{Sum: m.SHA256, Ref: m.ID}
+		out.Entries[rel] = foldersync.Entry{Sum: m.SHA256, Ref: m.ID, Written: m.Updated}
 		ids[rel] = m.ID
 	}
 	r.mu.Lock()
@@ -247,7 +247,7 @@ func (r *Remote) apply(ctx context.Context, c foldersync.Change) (foldersync.Out
 		delete(r.ids, c.Path)
 	} else {
 		r.ids[c.Path] = m.ID
-		o.Entry = foldersync.Entry{Sum: sha256Hex(string(c.Content)), Ref: m.ID}
+		o.Entry = foldersync.Entry{Sum: sha256Hex(string(c.Content)), Ref: m.ID, Written: m.Updated}
 	}
 	r.mu.Unlock()
 	o.Status = foldersync.Applied

@@ -27,6 +27,9 @@ type remoteMemory struct {
 	Path    string
 	SHA256  string
 	Content string
+	// Updated is when the store wrote the memory as it is (Unix ms; 0
+	// when it does not say).
+	Updated int64
 }
 
 // fromWire is a memory of a listing or a read as the sync uses it.
@@ -34,6 +37,9 @@ func fromWire(m storewire.Memory) remoteMemory {
 	r := remoteMemory{ID: m.ID, Path: m.Path, SHA256: m.ContentSHA256}
 	if m.Content != nil {
 		r.Content = *m.Content
+	}
+	if t, err := time.Parse(time.RFC3339Nano, m.UpdatedAt); err == nil {
+		r.Updated = t.UnixMilli()
 	}
 	return r
 }
@@ -264,7 +270,7 @@ func (c *conn) list(ctx context.Context, header ...string) (map[string]remoteMem
 		}
 		switch line.Type {
 		case storewire.LineMemory, storewire.LineMetadata:
-			out[normalPath(line.Path)] = fromWire(storewire.Memory{ID: line.ID, Path: line.Path, ContentSHA256: line.ContentSHA, Content: line.Content})
+			out[normalPath(line.Path)] = fromWire(storewire.Memory{ID: line.ID, Path: line.Path, ContentSHA256: line.ContentSHA, Content: line.Content, UpdatedAt: line.UpdatedAt})
 		case storewire.LineError:
 			return nil, head, errors.New("storesync: the export reported a memory it could not read; try again later")
 		case storewire.LineComplete:

@@ -286,6 +286,7 @@ type Line struct {
 	Path        string  `json:"path"`
 	ContentSHA  string  `json:"content_sha256"`
 	Content     *string `json:"content"`
+	UpdatedAt   string  `json:"updated_at"`
 	MemoryCount int     `json:"memory_count"`
 	ErrorCount  int     `json:"error_count"`
 }

@@ -38,6 +38,8 @@ type sqliteStores struct {
 	h     *teamserver.Handler
 	name  string
 	ctl   *storesync.Remote
+	// now, when set, is the server's clock.
+	now func() time.Time
 }
 
 func (s *sqliteStores) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +56,7 @@ func (s *sqliteStores) open(t testing.TB, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{s.grant}, RatePerToken: -1})
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{s.grant}, RatePerToken: -1, Now: s.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,4 +233,80 @@ func TestStoreSyncSurvivesARestoredStore(t *testing.T) {
 	assert.Equal(t, "early, edited", read("early.md"), "the newer local version stays")
 	require.Len(t, res.Conflicts, 1)
 	assert.True(t, res.Conflicts[0].LocalKept)
+}
+
+// TestStoreSyncNoticesARestoreOthersWrotePast: a store restored from a
+// backup, then written past the generation a teammate last saw by
+// another teammate, still reads as restored to the first: the store gives
+// back a version of a memory written long before the one agreed on.
+// Nothing of the first teammate's is lost: the memory written after the
+// backup is pushed back, not deleted, and the edit made after it stays
+// (the store's older copy kept aside).
+func TestStoreSyncNoticesARestoreOthersWrotePast(t *testing.T) {
+	token, grant, err := teamserver.NewToken("acme", nil, "*")
+	require.NoError(t, err)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixMilli())
+	s := &sqliteStores{grant: grant, name: "team-store", now: func() time.Time { return time.UnixMilli(clock.Add(1)) }}
+	s.open(t, filepath.Join(t.TempDir(), "team.db"))
+	s.create(t)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	mounts, err := storesync.ParseMounts(`[{"path": "/v1/code/memory/team-store", "mount": "proj"}]`)
+	require.NoError(t, err)
+	type teammate struct {
+		dir string
+		c   *storesync.Client
+	}
+	join := func() teammate {
+		dir := mounts[0].Dir(t.TempDir())
+		d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+		require.NoError(t, err)
+		c, err := storesync.New(d, storesync.Options{BaseURL: srv.URL, Token: token, Mount: mounts[0], DeleteMode: foldersync.DeleteImmediate})
+		require.NoError(t, err)
+		return teammate{dir, c}
+	}
+	write := func(m teammate, rel, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(m.dir, rel), []byte(content), 0o644))
+	}
+	read := func(m teammate, rel string) string {
+		raw, err := os.ReadFile(filepath.Join(m.dir, rel))
+		require.NoError(t, err)
+		return string(raw)
+	}
+	round := func(m teammate) foldersync.Result {
+		res, err := m.c.Sync(context.Background())
+		require.NoError(t, err)
+		return res
+	}
+	ben, ana := join(), join()
+	round(ben)
+	round(ana)
+	write(ben, "shared.md", "v1")
+	round(ben)
+	round(ana)
+
+	restore := s.Backup(t)
+	clock.Add(time.Hour.Milliseconds())
+	write(ben, "shared.md", "v2, after the backup")
+	write(ben, "new.md", "written after the backup")
+	round(ben)
+	restore()
+	clock.Add(time.Hour.Milliseconds())
+	for i := range 3 { // Ana's pushes take the store past Ben's generation
+		write(ana, fmt.Sprintf("ana%d.md", i), "from Ana")
+		round(ana)
+	}
+
+	res := round(ben)
+	assert.True(t, res.BasisReset, "the store gave back a version older than the one agreed on")
+	assert.Empty(t, res.DeletedLocal)
+	assert.Equal(t, "written after the backup", read(ben, "new.md"))
+	assert.Contains(t, res.Pushed, "/new.md")
+	assert.Equal(t, "v2, after the backup", read(ben, "shared.md"))
+	round(ben)
+	round(ana)
+	assert.Equal(t, "v2, after the backup", read(ana, "shared.md"))
+	assert.Equal(t, "written after the backup", read(ana, "new.md"))
+	assert.Equal(t, "from Ana", read(ben, "ana2.md"))
 }
