@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -940,6 +941,10 @@ func (e *Engine) included(rel string) bool {
 	return !hidden
 }
 
+// staleTempAge is how old a write's temporary file in the folder must be
+// to be taken for one a killed process left (a write takes milliseconds).
+const staleTempAge = time.Hour
+
 // clockSlack is how much older than the agreed version a remote's
 // version of an entry must have been written to tell of a remote that
 // went back: more than the clocks of two servers of one store differ by.
@@ -1032,6 +1037,14 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			r.stores = append(r.stores, dir)
 		}
 		if en.Type.IsDir() {
+			return nil
+		}
+		if en.Type.IsRegular() && atomicfile.IsTemp(path.Base(en.Rel)) {
+			// A write's temporary file: one older than staleTempAge was
+			// left by a process killed in the middle, and goes.
+			if info, err := en.Lstat(e.fs); err == nil && r.now.Sub(info.ModTime()) > staleTempAge {
+				_, _ = e.plainGate.Remove(ctx, en.Abs)
+			}
 			return nil
 		}
 		p := en.Rel

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
@@ -70,5 +71,38 @@ func TestALinkToAFolderIsReported(t *testing.T) {
 	}
 	if got, _ := r.Read("kept.md"); string(got) != "kept\n" {
 		t.Fatalf("kept.md reached the remote as %q", got)
+	}
+}
+
+// A write's temporary file left by a killed process (over an hour old)
+// is removed by the next round; a fresh one, which may be a write under
+// way, stays; neither is synced.
+func TestStaleTemporaryFilesGo(t *testing.T) {
+	r := memremote.New("m")
+	c := remotetest.NewClient(t, r, foldersync.Options{})
+	old := filepath.Join(c.Dir, ".notes.md.tmp-4242")
+	fresh := filepath.Join(c.Dir, ".other.md.tmp-77")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("half a write"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	c.Write(t, "notes.md", "whole\n")
+	c.Round(t)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatalf("the stale temporary file is still there (%v)", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("a fresh temporary file was removed: %v", err)
+	}
+	if got, _ := r.Read("notes.md"); string(got) != "whole\n" {
+		t.Fatalf("notes.md reached the remote as %q", got)
+	}
+	if _, ok := r.Read(".notes.md.tmp-4242"); ok {
+		t.Fatal("a temporary file reached the remote")
 	}
 }

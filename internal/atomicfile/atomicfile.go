@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/afero"
@@ -68,6 +69,22 @@ func write(fsys afero.Fs, path string, data []byte, perm os.FileMode, sync bool)
 		return fmt.Errorf("rename into place: %w", err)
 	}
 	return nil
+}
+
+// IsTemp reports whether name (a bare file name) is one of WriteFile's
+// temporary files: "." + the target's name + ".tmp-" + digits. One that
+// outlives its write was left by a process killed in the middle.
+func IsTemp(name string) bool {
+	i := strings.LastIndex(name, ".tmp-")
+	if !strings.HasPrefix(name, ".") || i < 2 || i+len(".tmp-") == len(name) {
+		return false
+	}
+	for _, r := range name[i+len(".tmp-"):] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxTempBase is the most bytes of the target's name a temporary file's

@@ -131,3 +131,24 @@ func TestWriteFileWithALongName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entries, 3, "no temporary file is left")
 }
+
+// TestIsTemp: the names of WriteFile's temporary files, and no others.
+func TestIsTemp(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	tmp, err := afero.TempFile(fsys, "/", "."+tempBase("notes.md")+".tmp-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := filepath.Base(tmp.Name()); !IsTemp(name) {
+		t.Fatalf("IsTemp(%q) = false for a temporary file's own name", name)
+	}
+	for name, want := range map[string]bool{
+		".notes.md.tmp-123": true, ".a.tmp-1": true,
+		"notes.md.tmp-123": false, ".notes.md.tmp-": false, ".notes.md.tmp-12a": false,
+		".notes.md": false, ".tmp-123": false, "notes.md": false,
+	} {
+		if IsTemp(name) != want {
+			t.Errorf("IsTemp(%q) = %v, want %v", name, !want, want)
+		}
+	}
+}
