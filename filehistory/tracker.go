@@ -205,9 +205,25 @@ func (t *Tracker) CanRewind(messageID string) bool {
 	return t.find(messageID) >= 0
 }
 
+// SnapshotFileError is a tracked file MakeSnapshot could not back up (no
+// longer a regular file, or unreadable): the snapshot was taken without
+// it, and a rewind to it leaves that file as it is.
+type SnapshotFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *SnapshotFileError) Error() string {
+	return fmt.Sprintf("filehistory: %s left out of the snapshot: %v", e.Path, e.Err)
+}
+
+func (e *SnapshotFileError) Unwrap() error { return e.Err }
+
 // MakeSnapshot records the state of every tracked file before the message
 // messageID is handled. Files unchanged since their newest version share
-// it; changed ones get a new version.
+// it; changed ones get a new version. A file it cannot back up is left out
+// with a *SnapshotFileError (the snapshot is taken all the same); any
+// other error means no snapshot.
 func (t *Tracker) MakeSnapshot(ctx context.Context, messageID string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -219,7 +235,7 @@ func (t *Tracker) MakeSnapshot(ctx context.Context, messageID string) error {
 		}
 		b, err := t.currentVersion(p)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &SnapshotFileError{Path: p, Err: err})
 			continue
 		}
 		snap.TrackedFileBackups[p] = b

@@ -270,6 +270,9 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	// leaves the basis, so the next round sends what it gave back as an
 	// edit, and no copy kept aside is ever taken away.
 	plain := d.Gate()
+	if t, ok := opts.History.(*filehistory.Tracker); ok && t == nil {
+		opts.History = nil // a nil tracker records nothing, as memdir takes it
+	}
 	if opts.History != nil {
 		d = d.WithHistory(opts.History)
 	}
@@ -1258,11 +1261,29 @@ func (r *round) checkpoint(ctx context.Context) error {
 		prefix = "sync"
 	}
 	id := filehistory.CheckpointID(prefix, r.now)
-	if err := h.MakeSnapshot(ctx, id); err != nil {
+	if err := h.MakeSnapshot(ctx, id); err != nil && !onlyFilesLeftOut(err) {
 		return fmt.Errorf("foldersync: take a checkpoint before the round writes: %w (nothing was written)", err)
 	}
 	r.res.Checkpoint = id
 	return nil
+}
+
+// onlyFilesLeftOut reports whether a snapshot's error says only that
+// some tracked files could not be backed up: the checkpoint stands, and
+// the round never writes those (a file it cannot read or that is not a
+// regular file is left alone).
+func onlyFilesLeftOut(err error) bool {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var fe *filehistory.SnapshotFileError
+		if !errors.As(e, &fe) {
+			return false
+		}
+	}
+	return true
 }
 
 var errLocalChanged = errors.New("foldersync: the file changed during the sync")

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 	"github.com/agentmem-sdk/agentmem/internal/memremote"
+	"github.com/spf13/afero"
 )
 
 // The walk meets files in the folder's own order (a real disk lists by
@@ -104,5 +106,45 @@ func TestStaleTemporaryFilesGo(t *testing.T) {
 	}
 	if _, ok := r.Read(".notes.md.tmp-4242"); ok {
 		t.Fatal("a temporary file reached the remote")
+	}
+}
+
+// A tracked file that is no longer a regular file is left out of the
+// round's checkpoint instead of stopping every pull for good; a nil
+// tracker records nothing rather than failing the round.
+func TestCheckpointLeavesOutWhatItCannotBackUp(t *testing.T) {
+	r := memremote.New("m")
+	tr, err := filehistory.Open(afero.NewOsFs(), t.TempDir(), "sync-test", filehistory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := remotetest.NewClient(t, r, foldersync.Options{History: tr})
+	r.Write("x.md", []byte("x1\n"))
+	r.Write("y.md", []byte("y1\n"))
+	if res := c.Round(t); res.Checkpoint == "" {
+		t.Fatal("a round that pulled took no checkpoint")
+	}
+	if err := os.Remove(filepath.Join(c.Dir, "x.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(c.Dir, "x.md")); err != nil {
+		t.Fatal(err)
+	}
+	r.Write("y.md", []byte("y2\n"))
+	res := c.Round(t)
+	if got, _ := c.Read(t, "y.md"); got != "y2\n" || res.Checkpoint == "" {
+		t.Fatalf("y.md is %q after the round (checkpoint %q): a file the snapshot could not back up stopped the pull", got, res.Checkpoint)
+	}
+	if skipOf(res, "x.md") != foldersync.SkipNotRegular {
+		t.Fatalf("x.md skipped with %q", skipOf(res, "x.md"))
+	}
+
+	var none *filehistory.Tracker
+	n := remotetest.NewClient(t, r, foldersync.Options{History: none})
+	if res := n.Round(t); res.Checkpoint != "" {
+		t.Fatalf("a nil tracker took checkpoint %q", res.Checkpoint)
+	}
+	if got, _ := n.Read(t, "y.md"); got != "y2\n" {
+		t.Fatalf("with a nil tracker y.md is %q", got)
 	}
 }

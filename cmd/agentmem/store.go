@@ -94,7 +94,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	deleteMode := fs.String("delete-mode", foldersync.DeleteCorroborate, "corroborate, immediate or never")
 	allowMassDelete := fs.Bool("allow-mass-delete", false, "let a round delete more than max(50, 10%) of the tracked memories on one side")
 	resync := fs.Duration("resync", storesync.DefaultResync, "watch: the time between full rounds")
-	historyName := fs.String("history", "", "the file history that keeps a checkpoint before a round changes files (default store-sync-<hash of the mount folder>; see agentmem history)")
+	historyName := fs.String("history", "", "the file history that keeps a checkpoint before a round changes files (default store-sync-<hash of the mount folder>; with several mounts, NAME-<mount> each; see agentmem history)")
 	noCheckpoint := fs.Bool("no-checkpoint", false, "take no checkpoint before a round changes files")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -178,8 +178,11 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 				return exitError, fmt.Errorf("no place for the round's checkpoint (%v); pass --config-dir, or --no-checkpoint to sync without one", err)
 			}
 			hname := *historyName
-			if hname == "" {
+			switch {
+			case hname == "":
 				hname = storeHistory(m.Dir(auto))
+			case len(mounts) > 1:
+				hname += "-" + m.Name // one journal per folder, never shared
 			}
 			if history, err = filehistory.Open(e.fs, home, hname, filehistory.Options{}); err != nil {
 				return exitError, err
@@ -203,8 +206,11 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		for i, sc := range clients {
 			m := mounts[i]
 			go func() {
+				var repeats watchRepeats
 				_ = storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, Observer: func(ev foldersync.Event) {
-					printStoreResult(e, m.Name, ev.Result, ev.Err)
+					r := ev.Result
+					repeats.quiet(&r)
+					printStoreResult(e, m.Name, r, ev.Err)
 				}})
 				done <- struct{}{}
 			}()

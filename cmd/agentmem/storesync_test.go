@@ -373,3 +373,59 @@ func TestStoreSyncReportsALinkedFolder(t *testing.T) {
 	assert.Contains(t, files, "/shared.md")
 	assert.Len(t, files, 1, "nothing behind the link reaches the store")
 }
+
+// TestStoreWatchSaysASkipOnce: a file left at home is named when it is
+// first met, not again on every round while it stays so.
+func TestStoreWatchSaysASkipOnce(t *testing.T) {
+	f := newSyncFixture(t, "")
+	ana, _ := storeTeammates(t, f)
+	_, errOut, code := runIn(t, ana.dir, ana.env, "store", "sync", "--server", f.url) // mounts the folder
+	require.Equal(t, 0, code, errOut)
+	writeFile(t, ana.folder, "latin1.md", "caf\xe9\n")
+	cmd := exec.Command(binary(t), "store", "watch", "--server", f.url, "--resync", "1s")
+	cmd.Dir = ana.dir
+	cmd.Env = append(os.Environ(), ana.env...)
+	stderr := &background{} // a writer safe to read while the command runs
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, func() bool { return strings.Contains(stderr.log(), "skipped /latin1.md") })
+	writeFile(t, ana.folder, "more.md", "a change, so rounds run\n")
+	waitFor(t, func() bool {
+		files := storeFiles(t, f.url, f.key)
+		_, ok := files["/more.md"]
+		return ok
+	})
+	time.Sleep(3 * time.Second) // a few resyncs
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait())
+	assert.Equal(t, 1, strings.Count(stderr.log(), "skipped /latin1.md"), stderr.log())
+}
+
+// TestStoreHistoryIsOnePerMount: --history with several mounts keeps one
+// journal per mount folder (NAME-<mount>), so a rewind of one mount's
+// round never touches another's files.
+func TestStoreHistoryIsOnePerMount(t *testing.T) {
+	f := newSyncFixture(t, "")
+	root := t.TempDir()
+	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"},{"path":"/v1/code/memory/team-store","mount":"mirror","mode":"ro"}]`
+	ana, anaEnv := clone(t, root, "ana")
+	ben, benEnv := clone(t, root, "ben")
+	anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+	benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+	out, errOut, code := runIn(t, ana, anaEnv, "store", "sync", "--server", f.url, "--mount", "proj")
+	require.Equal(t, 0, code, out+errOut)
+	out, _, _ = runIn(t, ana, anaEnv, "store", "ls")
+	writeFile(t, strings.Fields(out)[4], "deploy.md", "Deploys freeze on Fridays.\n")
+	out, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url, "--mount", "proj")
+	require.Equal(t, 0, code, out+errOut)
+
+	out, errOut, code = runIn(t, ben, benEnv, "store", "sync", "--server", f.url, "--history", "mine")
+	require.Equal(t, 0, code, out+errOut)
+	assert.Contains(t, out, "proj: checkpoint ")
+	assert.Contains(t, out, "mirror: checkpoint ")
+	out, errOut, code = runIn(t, ben, benEnv, "history", "--json")
+	require.Equal(t, 0, code, out+errOut)
+	assert.Contains(t, out, `"mine-proj"`)
+	assert.Contains(t, out, `"mine-mirror"`)
+}

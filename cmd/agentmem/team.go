@@ -145,6 +145,36 @@ func shown(k string) string {
 	return k
 }
 
+// watchRepeats keeps a watcher from saying the same thing every round: a
+// hold repeats until confirmed, a file left at home and what waits for
+// review or a pending deletion stay so round after round. Each is said
+// again only when it changes.
+type watchRepeats struct{ held, skipped, inReview, pending string }
+
+// quiet clears from r what the previous round already said.
+func (w *watchRepeats) quiet(r *foldersync.Result) {
+	if s := fmt.Sprint(r.Held); s == w.held {
+		r.Held = nil
+	} else {
+		w.held = s
+	}
+	if s := fmt.Sprint(r.Skipped); s == w.skipped {
+		r.Skipped = nil
+	} else {
+		w.skipped = s
+	}
+	if s := fmt.Sprint(r.InReview); s == w.inReview {
+		r.InReview = nil
+	} else {
+		w.inReview = s
+	}
+	if s := fmt.Sprint(r.Pending); s == w.pending {
+		r.Pending = nil
+	} else {
+		w.pending = s
+	}
+}
+
 // PullHistoryPrefix starts the name of the file history the team client
 // commands keep a checkpoint in before a pull changes files (agentmem
 // rewind undoes it): one history per team directory, so that watchers of
@@ -638,30 +668,12 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *interval <= 0 {
 			return exitError, errors.New("--interval must be positive")
 		}
-		var lastHeld, lastSkipped, lastInReview string
+		var repeats watchRepeats
 		var sentBefore int
 		var bytesBefore int64
 		w, err := client.StartWatcher(ctx, &st, foldersync.WatchOptions{Interval: *interval, Observer: func(ev foldersync.Event) {
 			r := ev.Result
-			// A hold repeats every round until confirmed: say it again
-			// only when it changes.
-			if held := fmt.Sprint(r.Held); held == lastHeld {
-				r.Held = nil
-			} else {
-				lastHeld = held
-			}
-			// So does a file left at home every round.
-			if skipped := fmt.Sprint(r.Skipped); skipped == lastSkipped {
-				r.Skipped = nil
-			} else {
-				lastSkipped = skipped
-			}
-			// So does what waits for review: say it when it changes.
-			if waiting := fmt.Sprint(r.InReview); waiting == lastInReview {
-				r.InReview = nil
-			} else {
-				lastInReview = waiting
-			}
+			repeats.quiet(&r)
 			requests, sent := client.Remote().Traffic()
 			out.requests, out.sent = requests-sentBefore, sent-bytesBefore
 			sentBefore, bytesBefore = requests, sent
