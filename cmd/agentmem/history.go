@@ -202,11 +202,7 @@ func rewindFlags(fs *flag.FlagSet) runner {
 				return exitError, fmt.Errorf("record the current versions before the rewind (nothing was changed): %w", err)
 			}
 			st, err = tr.Rewind(ctx, args[0], filehistory.RewindOptions{})
-			cmd := "agentmem rewind " + undo + " --session " + name
-			if c.configDir != "" {
-				cmd += " --config-dir " + shellQuote(c.configDir)
-			}
-			defer fmt.Fprintf(e.stdout, "undo this rewind with: %s\n", cmd)
+			defer fmt.Fprintf(e.stdout, "undo this rewind with: %s\n", rewindCommand(c, undo, name))
 		}
 		verb, removed := "restored", "removed"
 		if *dryRun {
@@ -229,4 +225,18 @@ func rewindFlags(fs *flag.FlagSet) runner {
 		}
 		return exitOK, nil
 	}
+}
+
+// rewindCommand is the agentmem rewind command that goes back to
+// checkpoint of history ("" lets rewind find the history that has it),
+// with the --config-dir this run was given.
+func rewindCommand(c *common, checkpoint, history string) string {
+	cmd := "agentmem rewind " + checkpoint
+	if history != "" {
+		cmd += " --session " + history
+	}
+	if c.configDir != "" {
+		cmd += " --config-dir " + shellQuote(c.configDir)
+	}
+	return cmd
 }

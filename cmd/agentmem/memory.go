@@ -313,11 +313,7 @@ func (ch *cliChange) failed(c *common, err error) error {
 
 // undoCommand is the rewind command that undoes the edit.
 func (ch *cliChange) undoCommand(c *common) string {
-	cmd := "agentmem rewind " + ch.checkpoint + " --session " + ch.history
-	if c.configDir != "" {
-		cmd += " --config-dir " + shellQuote(c.configDir)
-	}
-	return cmd
+	return rewindCommand(c, ch.checkpoint, ch.history)
 }
 
 func shellQuote(s string) string {

@@ -210,7 +210,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 				_ = storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, Observer: func(ev foldersync.Event) {
 					r := ev.Result
 					repeats.quiet(&r)
-					printStoreResult(e, m.Name, r, ev.Err)
+					printStoreResult(e, c, m.Name, r, ev.Err)
 				}})
 				done <- struct{}{}
 			}()
@@ -223,7 +223,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	code := exitOK
 	for i, sc := range clients {
 		res, err := sc.Sync(ctx)
-		printStoreResult(e, mounts[i].Name, res, err)
+		printStoreResult(e, c, mounts[i].Name, res, err)
 		code = max(code, storeExit(res, err))
 	}
 	return code, nil
@@ -247,7 +247,7 @@ func storeDoor(name string) string {
 
 // printStoreResult prints one round: a line per file changed, conflict,
 // skip and hold, then an error if the round failed.
-func printStoreResult(e env, mount string, r foldersync.Result, err error) {
+func printStoreResult(e env, c *common, mount string, r foldersync.Result, err error) {
 	for _, p := range r.Pulled {
 		fmt.Fprintf(e.stdout, "%s: pulled  %s\n", mount, shown(p))
 	}
@@ -284,7 +284,7 @@ func printStoreResult(e env, mount string, r foldersync.Result, err error) {
 		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, shown(s.Path), why)
 	}
 	if r.Checkpoint != "" {
-		fmt.Fprintf(e.stdout, "%s: checkpoint %s (undo this round's changes here: agentmem rewind %s)\n", mount, r.Checkpoint, r.Checkpoint)
+		fmt.Fprintf(e.stdout, "%s: checkpoint %s (to put this folder's files back as they were before this round: %s)\n", mount, r.Checkpoint, rewindCommand(c, r.Checkpoint, ""))
 	}
 	for _, h := range r.Held {
 		fmt.Fprintf(e.stderr, "%s: held %d deletion(s) on the %s side: more than %d of %d tracked memories at once; nothing was deleted (pass --allow-mass-delete to confirm)\n",

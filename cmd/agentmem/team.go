@@ -663,7 +663,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var st teammem.SyncState
-	out := teamOutput{e: e, name: name, dir: abs, again: again, st: &st}
+	out := teamOutput{e: e, c: c, name: name, dir: abs, again: again, st: &st}
 	if name == "watch" {
 		if *interval <= 0 {
 			return exitError, errors.New("--interval must be positive")
@@ -727,6 +727,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 // requests and sent are what the round sent.
 type teamOutput struct {
 	e         env
+	c         *common
 	name, dir string
 	again     string
 	st        *teammem.SyncState
@@ -825,7 +826,7 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 		}
 	}
 	if r.Checkpoint != "" {
-		fmt.Fprintf(e.stdout, "checkpoint %s (undo this pull: agentmem rewind %s)\n", r.Checkpoint, r.Checkpoint)
+		fmt.Fprintf(e.stdout, "checkpoint %s (undo this pull: %s)\n", r.Checkpoint, rewindCommand(o.c, r.Checkpoint, ""))
 	}
 	if err == nil && (o.requests > 0 || len(r.Pulled)+len(r.Pushed)+len(r.InReview) > 0) {
 		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", o.requests, o.sent)

@@ -82,8 +82,13 @@ func walk(ctx context.Context, fsys afero.Fs, abs, rel string, sorted bool, fn f
 		}
 		return nil
 	}
-	defer dir.Close()
 	osDir, _ := dir.(*os.File)
+	if canStatAt && osDir != nil {
+		defer dir.Close() // open while its entries are met: Lstat asks it
+	} else {
+		dir.Close() // nothing to ask it (and an open folder can block its renaming)
+		osDir = nil
+	}
 	for _, e := range entries {
 		child := Entry{Abs: abs + string(filepath.Separator) + e.Rel, Rel: e.Rel, Type: e.Type, dir: osDir, name: e.Rel}
 		if rel != "" {

@@ -10,6 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// canStatAt: an open folder can be asked for its files (statAt).
+const canStatAt = true
+
 // statAt is fstatat(dir, name) without following a link; asked is false
 // when the folder cannot be asked (its descriptor is gone).
 func statAt(dir *os.File, name string) (info fs.FileInfo, asked bool, err error) {
