@@ -196,6 +196,14 @@ type BasisMirror interface {
 	Save(ctx context.Context, a Agreed) error
 }
 
+// UnchangedMirror is a BasisMirror that can tell at no cost that it
+// still holds what it last seeded or saved, so an unchanged round need
+// not build the seed and compare it with the engine's basis.
+type UnchangedMirror interface {
+	BasisMirror
+	Unchanged() bool
+}
+
 // Engine keeps one folder in step with one Remote. Rounds of one Engine
 // run one at a time; it is safe for concurrent use.
 type Engine struct {
@@ -514,7 +522,10 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		// The Mirror is the basis of record: it may have been given
 		// another state since the last round (a driver's caller that
 		// keeps it).
-		if a, ok := e.opts.Mirror.Seed(); ok {
+		if u, ok := e.opts.Mirror.(UnchangedMirror); ok && e.kept != nil && u.Unchanged() {
+			// It holds what it last seeded or saved: the kept basis
+			// stands, without building the seed to compare.
+		} else if a, ok := e.opts.Mirror.Seed(); ok {
 			seed = &a
 		} else {
 			seed = &Agreed{}

@@ -135,7 +135,10 @@ type ClientOptions struct {
 // and two different versions are a conflict; a copy older than the key's
 // deletion on the server is moved aside rather than pushed back.
 type SyncState struct {
-	// Base is the per-key checksum both sides last agreed on.
+	// Base is the per-key checksum both sides last agreed on. Between
+	// calls, give the client the state as a call left it, or another (a
+	// state read again from its file): a Base changed in place is not
+	// seen.
 	Base map[string]string
 	// ETag is the server's repo checksum as of ServerChecksums.
 	ETag string
@@ -265,6 +268,9 @@ type Client struct {
 	// stated is the driver's view of the server the last round copied
 	// into its SyncState.
 	stated *repoView
+	// mirrored stamps the state the engine was last seeded from or saved
+	// to (stateBasis.Unchanged).
+	mirrored stateStamp
 }
 
 // Configuration errors.

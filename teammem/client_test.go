@@ -660,3 +660,26 @@ func TestOneRefusedKeyNeverBlocksThePush(t *testing.T) {
 	assert.True(t, refused, "a sync refuses it again: %+v", res.Skipped)
 	assert.Equal(t, "a file", readFile(t, filepath.Join(dir, "x.md")))
 }
+
+// TestAStateGivenAnewIsSeen: the client keeps its engine's basis between
+// calls while the state is the one the last call left; a state given a
+// new Base (here an empty one: the agreement forgotten) is read again,
+// so a file missing here is not taken for a deletion to send.
+func TestAStateGivenAnewIsSeen(t *testing.T) {
+	e := startServer(t, 0)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.md": "a\n", "b.md": "b\n"})
+	c := newClient(t, e, dir, nil)
+	var st teammem.SyncState
+	_, err := c.Sync(context.Background(), &st)
+	require.NoError(t, err)
+	_, err = c.Sync(context.Background(), &st) // kept basis: nothing to do
+	require.NoError(t, err)
+
+	st.Base = map[string]string{} // forgotten
+	require.NoError(t, os.Remove(filepath.Join(dir, "a.md")))
+	res, err := c.Sync(context.Background(), &st)
+	require.NoError(t, err)
+	assert.Empty(t, res.DeletedRemote, "with no agreement, a missing file is no evidence of a deletion")
+	assert.Contains(t, res.Pulled, "a.md")
+}

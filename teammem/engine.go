@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
@@ -127,6 +128,7 @@ func (m stateBasis) Seed() (foldersync.Agreed, bool) {
 	for k, sum := range st.Base {
 		a.Entries[k] = foldersync.Entry{Sum: sumHex(sum)}
 	}
+	m.c.mirrored = stampOf(st)
 	return a, true
 }
 
@@ -140,7 +142,30 @@ func (m stateBasis) Save(_ context.Context, a foldersync.Agreed) error {
 		st.Base[k] = sumWire(e.Sum)
 	}
 	st.StoreID, st.Version, st.Resetting = a.Store, a.Generation, a.Resetting
+	m.c.mirrored = stampOf(st)
 	return nil
+}
+
+// Unchanged reports whether the round's state is the one this client
+// last seeded the engine from or saved to, untouched: the same state,
+// the same Base map (SyncState: a Base changed in place is not seen).
+func (m stateBasis) Unchanged() bool {
+	st := m.c.st
+	return st != nil && m.c.mirrored == stampOf(st)
+}
+
+// stateStamp tells a SyncState's basis apart from another's at no cost.
+type stateStamp struct {
+	st        *SyncState
+	base      uintptr
+	n         int
+	store     string
+	version   int64
+	resetting bool
+}
+
+func stampOf(st *SyncState) stateStamp {
+	return stateStamp{st: st, base: reflect.ValueOf(st.Base).Pointer(), n: len(st.Base), store: st.StoreID, version: st.Version, resetting: st.Resetting}
 }
 
 // resetReason says why the server v is not the store the state before
