@@ -521,14 +521,14 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 	if e.opts.BasisInMemory && e.opts.Mirror != nil {
 		// The Mirror is the basis of record: it may have been given
 		// another state since the last round (a driver's caller that
-		// keeps it).
-		if u, ok := e.opts.Mirror.(UnchangedMirror); ok && e.kept != nil && u.Unchanged() {
-			// It holds what it last seeded or saved: the kept basis
-			// stands, without building the seed to compare.
-		} else if a, ok := e.opts.Mirror.Seed(); ok {
-			seed = &a
-		} else {
+		// keeps it). One that still holds what it last seeded or saved
+		// leaves the kept basis standing, with no seed to build.
+		u, tells := e.opts.Mirror.(UnchangedMirror)
+		if !tells || e.kept == nil || !u.Unchanged() {
 			seed = &Agreed{}
+			if a, ok := e.opts.Mirror.Seed(); ok {
+				seed = &a
+			}
 		}
 	}
 	if e.kept != nil && statErr == nil && stamp == e.keptStamp && (seed == nil || e.kept.holds(*seed)) {

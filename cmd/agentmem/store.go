@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -180,7 +178,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 			hname := *historyName
 			switch {
 			case hname == "":
-				hname = storeHistory(m.Dir(auto))
+				hname = folderHistory(storesync.CheckpointPrefix+"-", m.Dir(auto))
 			case len(mounts) > 1:
 				hname += "-" + m.Name // one journal per folder, never shared
 			}
@@ -188,12 +186,8 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 				return exitError, err
 			}
 		}
-		opts := storesync.Options{BaseURL: *server, Token: token, Mount: m,
-			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete, Door: storeDoor(name)}
-		if history != nil {
-			opts.History = history
-		}
-		sc, err := storesync.New(folder, opts)
+		sc, err := storesync.New(folder, storesync.Options{BaseURL: *server, Token: token, Mount: m,
+			DeleteMode: *deleteMode, AllowMassDelete: *allowMassDelete, Door: storeDoor(name), History: history})
 		if err != nil {
 			return exitError, err
 		}
@@ -227,14 +221,6 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		code = max(code, storeExit(res, err))
 	}
 	return code, nil
-}
-
-// storeHistory returns the default file history of the mount folder dir
-// (absolute): "store-sync-" and 12 hex digits of its SHA-256, one per
-// folder, so that watchers of two mounts never write one journal.
-func storeHistory(dir string) string {
-	sum := sha256.Sum256([]byte(dir))
-	return storesync.CheckpointPrefix + "-" + hex.EncodeToString(sum[:6])
 }
 
 // storeDoor is the door the store records a command's writes under.

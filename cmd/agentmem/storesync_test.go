@@ -247,8 +247,14 @@ type storeUser struct {
 // mounted as "proj" (not synced yet).
 func storeTeammates(t *testing.T, f *syncFixture) (ana, ben storeUser) {
 	t.Helper()
+	return storeTeammatesOn(t, f, `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`)
+}
+
+// storeTeammatesOn is storeTeammates with the mounts of stores (JSON);
+// folder is the first mount's.
+func storeTeammatesOn(t *testing.T, f *syncFixture, stores string) (ana, ben storeUser) {
+	t.Helper()
 	root := t.TempDir()
-	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`
 	users := make([]storeUser, 2)
 	for i, name := range []string{"ana", "ben"} {
 		dir, env := clone(t, root, name)
@@ -407,16 +413,11 @@ func TestStoreWatchSaysASkipOnce(t *testing.T) {
 // round never touches another's files.
 func TestStoreHistoryIsOnePerMount(t *testing.T) {
 	f := newSyncFixture(t, "")
-	root := t.TempDir()
-	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"},{"path":"/v1/code/memory/team-store","mount":"mirror","mode":"ro"}]`
-	ana, anaEnv := clone(t, root, "ana")
-	ben, benEnv := clone(t, root, "ben")
-	anaEnv = append(anaEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
-	benEnv = append(benEnv, "CLAUDE_MEMORY_STORES="+stores, "AGENTMEM_STORE_TOKEN="+f.key)
+	a, b := storeTeammatesOn(t, f, `[{"path":"/v1/code/memory/team-store","mount":"proj"},{"path":"/v1/code/memory/team-store","mount":"mirror","mode":"ro"}]`)
+	ana, anaEnv, ben, benEnv := a.dir, a.env, b.dir, b.env
 	out, errOut, code := runIn(t, ana, anaEnv, "store", "sync", "--server", f.url, "--mount", "proj")
 	require.Equal(t, 0, code, out+errOut)
-	out, _, _ = runIn(t, ana, anaEnv, "store", "ls")
-	writeFile(t, strings.Fields(out)[4], "deploy.md", "Deploys freeze on Fridays.\n")
+	writeFile(t, a.folder, "deploy.md", "Deploys freeze on Fridays.\n")
 	out, errOut, code = runIn(t, ana, anaEnv, "store", "sync", "--server", f.url, "--mount", "proj")
 	require.Equal(t, 0, code, out+errOut)
 

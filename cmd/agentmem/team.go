@@ -153,26 +153,26 @@ type watchRepeats struct{ held, skipped, inReview, pending string }
 
 // quiet clears from r what the previous round already said.
 func (w *watchRepeats) quiet(r *foldersync.Result) {
-	if s := fmt.Sprint(r.Held); s == w.held {
+	if saidBefore(&w.held, r.Held) {
 		r.Held = nil
-	} else {
-		w.held = s
 	}
-	if s := fmt.Sprint(r.Skipped); s == w.skipped {
+	if saidBefore(&w.skipped, r.Skipped) {
 		r.Skipped = nil
-	} else {
-		w.skipped = s
 	}
-	if s := fmt.Sprint(r.InReview); s == w.inReview {
+	if saidBefore(&w.inReview, r.InReview) {
 		r.InReview = nil
-	} else {
-		w.inReview = s
 	}
-	if s := fmt.Sprint(r.Pending); s == w.pending {
+	if saidBefore(&w.pending, r.Pending) {
 		r.Pending = nil
-	} else {
-		w.pending = s
 	}
+}
+
+// saidBefore reports whether v reads as *last, and makes it *last.
+func saidBefore(last *string, v any) bool {
+	s := fmt.Sprint(v)
+	same := s == *last
+	*last = s
+	return same
 }
 
 // PullHistoryPrefix starts the name of the file history the team client
@@ -183,9 +183,14 @@ const PullHistoryPrefix = "team-sync-"
 
 // pullHistory returns the default history of the team directory dir
 // (absolute): PullHistoryPrefix and 12 hex digits of its SHA-256.
-func pullHistory(dir string) string {
+func pullHistory(dir string) string { return folderHistory(PullHistoryPrefix, dir) }
+
+// folderHistory names the file history a sync command keeps for the
+// folder dir (absolute): prefix and 12 hex digits of dir's SHA-256, one
+// per folder, so that the syncs of two folders never write one journal.
+func folderHistory(prefix, dir string) string {
 	sum := sha256.Sum256([]byte(dir))
-	return PullHistoryPrefix + hex.EncodeToString(sum[:6])
+	return prefix + hex.EncodeToString(sum[:6])
 }
 
 // TokenEnv names the environment variable the team client commands read

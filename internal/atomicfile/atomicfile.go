@@ -75,8 +75,11 @@ func write(fsys afero.Fs, path string, data []byte, perm os.FileMode, sync bool)
 // temporary files: "." + the target's name + ".tmp-" + digits. One that
 // outlives its write was left by a process killed in the middle.
 func IsTemp(name string) bool {
+	if !strings.HasPrefix(name, ".") {
+		return false // the cheap test first: the walk asks it of every file
+	}
 	i := strings.LastIndex(name, ".tmp-")
-	if !strings.HasPrefix(name, ".") || i < 2 || i+len(".tmp-") == len(name) {
+	if i < 2 || i+len(".tmp-") == len(name) {
 		return false
 	}
 	for _, r := range name[i+len(".tmp-"):] {

@@ -182,55 +182,85 @@ func TestStoresDriverRestoredAndReplaced(t *testing.T) {
 	remotetest.RunEngine(t, factory)
 }
 
-// TestStoreSyncSurvivesARestoredStore: a store database restored from a
-// backup deletes nothing on a client; what the store lacks is pushed
-// back, and a newer local version stays (the store's copy kept aside).
-func TestStoreSyncSurvivesARestoredStore(t *testing.T) {
+// teamStoreServer serves a SQLite database holding the store
+// "team-store" over HTTP, on the clock now (nil: the real one); folders
+// joins teammates to it.
+func teamStoreServer(t *testing.T, now func() time.Time) (*sqliteStores, *storeFolders) {
 	token, grant, err := teamserver.NewToken("acme", nil, "*")
 	require.NoError(t, err)
-	s := &sqliteStores{grant: grant, name: "team-store"}
+	s := &sqliteStores{grant: grant, name: "team-store", now: now}
 	s.open(t, filepath.Join(t.TempDir(), "team.db"))
 	s.create(t)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	mounts, err := storesync.ParseMounts(`[{"path": "/v1/code/memory/team-store", "mount": "proj"}]`)
 	require.NoError(t, err)
-	dir := mounts[0].Dir(t.TempDir())
+	return s, &storeFolders{t: t, url: srv.URL, token: token, mount: mounts[0]}
+}
+
+type storeFolders struct {
+	t          *testing.T
+	url, token string
+	mount      storesync.Mount
+}
+
+// storeFolder is one teammate's mount folder and its sync client.
+type storeFolder struct {
+	t   *testing.T
+	dir string
+	c   *storesync.Client
+}
+
+func (f *storeFolders) join() storeFolder {
+	t := f.t
+	dir := f.mount.Dir(t.TempDir())
 	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
 	require.NoError(t, err)
-	c, err := storesync.New(d, storesync.Options{BaseURL: srv.URL, Token: token, Mount: mounts[0], DeleteMode: foldersync.DeleteImmediate})
+	c, err := storesync.New(d, storesync.Options{BaseURL: f.url, Token: f.token, Mount: f.mount, DeleteMode: foldersync.DeleteImmediate})
 	require.NoError(t, err)
-	write := func(rel, content string) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
-	}
-	read := func(rel string) string {
-		raw, err := os.ReadFile(filepath.Join(dir, rel))
-		require.NoError(t, err)
-		return string(raw)
-	}
-	round := func() foldersync.Result {
-		res, err := c.Sync(context.Background())
-		require.NoError(t, err)
-		return res
-	}
-	round()
+	return storeFolder{t, dir, c}
+}
+
+func (m storeFolder) write(rel, content string) {
+	require.NoError(m.t, os.WriteFile(filepath.Join(m.dir, rel), []byte(content), 0o644))
+}
+
+func (m storeFolder) read(rel string) string {
+	raw, err := os.ReadFile(filepath.Join(m.dir, rel))
+	require.NoError(m.t, err)
+	return string(raw)
+}
+
+func (m storeFolder) round() foldersync.Result {
+	res, err := m.c.Sync(context.Background())
+	require.NoError(m.t, err)
+	return res
+}
+
+// TestStoreSyncSurvivesARestoredStore: a store database restored from a
+// backup deletes nothing on a client; what the store lacks is pushed
+// back, and a newer local version stays (the store's copy kept aside).
+func TestStoreSyncSurvivesARestoredStore(t *testing.T) {
+	s, folders := teamStoreServer(t, nil)
+	me := folders.join()
+	me.round()
 
 	// A backup taken now, a memory written and one edited after it, then
 	// the backup put back in the database's place.
-	write("early.md", "early")
-	round()
+	me.write("early.md", "early")
+	me.round()
 	restore := s.Backup(t)
-	write("late.md", "late")
-	write("early.md", "early, edited")
-	round()
+	me.write("late.md", "late")
+	me.write("early.md", "early, edited")
+	me.round()
 	restore()
 
-	res := round()
+	res := me.round()
 	assert.True(t, res.BasisReset, "the restored store's generation went back")
 	assert.Empty(t, res.DeletedLocal)
-	assert.Equal(t, "late", read("late.md"))
+	assert.Equal(t, "late", me.read("late.md"))
 	assert.Contains(t, res.Pushed, "/late.md")
-	assert.Equal(t, "early, edited", read("early.md"), "the newer local version stays")
+	assert.Equal(t, "early, edited", me.read("early.md"), "the newer local version stays")
 	require.Len(t, res.Conflicts, 1)
 	assert.True(t, res.Conflicts[0].LocalKept)
 }
@@ -243,70 +273,37 @@ func TestStoreSyncSurvivesARestoredStore(t *testing.T) {
 // backup is pushed back, not deleted, and the edit made after it stays
 // (the store's older copy kept aside).
 func TestStoreSyncNoticesARestoreOthersWrotePast(t *testing.T) {
-	token, grant, err := teamserver.NewToken("acme", nil, "*")
-	require.NoError(t, err)
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixMilli())
-	s := &sqliteStores{grant: grant, name: "team-store", now: func() time.Time { return time.UnixMilli(clock.Add(1)) }}
-	s.open(t, filepath.Join(t.TempDir(), "team.db"))
-	s.create(t)
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	mounts, err := storesync.ParseMounts(`[{"path": "/v1/code/memory/team-store", "mount": "proj"}]`)
-	require.NoError(t, err)
-	type teammate struct {
-		dir string
-		c   *storesync.Client
-	}
-	join := func() teammate {
-		dir := mounts[0].Dir(t.TempDir())
-		d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
-		require.NoError(t, err)
-		c, err := storesync.New(d, storesync.Options{BaseURL: srv.URL, Token: token, Mount: mounts[0], DeleteMode: foldersync.DeleteImmediate})
-		require.NoError(t, err)
-		return teammate{dir, c}
-	}
-	write := func(m teammate, rel, content string) {
-		require.NoError(t, os.WriteFile(filepath.Join(m.dir, rel), []byte(content), 0o644))
-	}
-	read := func(m teammate, rel string) string {
-		raw, err := os.ReadFile(filepath.Join(m.dir, rel))
-		require.NoError(t, err)
-		return string(raw)
-	}
-	round := func(m teammate) foldersync.Result {
-		res, err := m.c.Sync(context.Background())
-		require.NoError(t, err)
-		return res
-	}
-	ben, ana := join(), join()
-	round(ben)
-	round(ana)
-	write(ben, "shared.md", "v1")
-	round(ben)
-	round(ana)
+	s, folders := teamStoreServer(t, func() time.Time { return time.UnixMilli(clock.Add(1)) })
+	ben, ana := folders.join(), folders.join()
+	ben.round()
+	ana.round()
+	ben.write("shared.md", "v1")
+	ben.round()
+	ana.round()
 
 	restore := s.Backup(t)
 	clock.Add(time.Hour.Milliseconds())
-	write(ben, "shared.md", "v2, after the backup")
-	write(ben, "new.md", "written after the backup")
-	round(ben)
+	ben.write("shared.md", "v2, after the backup")
+	ben.write("new.md", "written after the backup")
+	ben.round()
 	restore()
 	clock.Add(time.Hour.Milliseconds())
 	for i := range 3 { // Ana's pushes take the store past Ben's generation
-		write(ana, fmt.Sprintf("ana%d.md", i), "from Ana")
-		round(ana)
+		ana.write(fmt.Sprintf("ana%d.md", i), "from Ana")
+		ana.round()
 	}
 
-	res := round(ben)
+	res := ben.round()
 	assert.True(t, res.BasisReset, "the store gave back a version older than the one agreed on")
 	assert.Empty(t, res.DeletedLocal)
-	assert.Equal(t, "written after the backup", read(ben, "new.md"))
+	assert.Equal(t, "written after the backup", ben.read("new.md"))
 	assert.Contains(t, res.Pushed, "/new.md")
-	assert.Equal(t, "v2, after the backup", read(ben, "shared.md"))
-	round(ben)
-	round(ana)
-	assert.Equal(t, "v2, after the backup", read(ana, "shared.md"))
-	assert.Equal(t, "written after the backup", read(ana, "new.md"))
-	assert.Equal(t, "from Ana", read(ben, "ana2.md"))
+	assert.Equal(t, "v2, after the backup", ben.read("shared.md"))
+	ben.round()
+	ana.round()
+	assert.Equal(t, "v2, after the backup", ana.read("shared.md"))
+	assert.Equal(t, "written after the backup", ana.read("new.md"))
+	assert.Equal(t, "from Ana", ben.read("ana2.md"))
 }
