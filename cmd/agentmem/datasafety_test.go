@@ -579,3 +579,67 @@ func TestSyncErrorsSayWhatToDo(t *testing.T) {
 	_, errOut, _ = plain.run("pull")
 	assert.Contains(t, errOut, "the server speaks HTTPS: use an https:// URL")
 }
+
+// TestStoreRestoredAndWrittenPastLosesNothing runs the case a user met
+// with the built server and CLI: Ben edits a memory and writes a new one
+// after a backup; the backup is restored; Ana pushes the store past the
+// generation Ben last saw; Ben's next `store sync` must neither delete
+// his new memory nor take the older copy over his edit. (The store's
+// versions tell the restore only when written more than a minute apart,
+// so the test waits that long once.)
+func TestStoreRestoredAndWrittenPastLosesNothing(t *testing.T) {
+	root := t.TempDir()
+	tokens, key, _, _ := storeTokens(t, root)
+	srv := &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}
+	srv.start()
+	t.Cleanup(srv.kill)
+	f := &syncFixture{t: t, tokens: tokens, url: "http://" + srv.addr, key: key, now: time.Now()}
+	f.createStore()
+	ana, ben := storeTeammates(t, f)
+	sync := func(u storeUser) (string, int) {
+		t.Helper()
+		out, errOut, code := runIn(t, u.dir, u.env, "store", "sync", "--server", f.url)
+		return out + errOut, code
+	}
+	for _, u := range []storeUser{ben, ana} {
+		out, code := sync(u)
+		require.Equal(t, 0, code, out)
+	}
+	writeFile(t, ben.folder, "shared.md", "v1\n")
+	out, code := sync(ben)
+	require.Equal(t, 0, code, out)
+	out, code = sync(ana)
+	require.Equal(t, 0, code, out)
+
+	srv.stop() // the guide's backup: stop the server, copy the file
+	backup := filepath.Join(root, "backup.db")
+	copyFile(t, srv.db, backup)
+	srv.start()
+	time.Sleep(61 * time.Second)
+	writeFile(t, ben.folder, "shared.md", "v2, after the backup\n")
+	writeFile(t, ben.folder, "new.md", "written after the backup\n")
+	out, code = sync(ben)
+	require.Equal(t, 0, code, out)
+
+	srv.stop()
+	copyFile(t, backup, srv.db)
+	srv.start()
+	for i := range 3 { // Ana's pushes take the store past Ben's generation
+		writeFile(t, ana.folder, fmt.Sprintf("ana%d.md", i), "from Ana\n")
+		out, code = sync(ana)
+		require.Equal(t, 0, code, out)
+	}
+
+	out, code = sync(ben)
+	assert.Equal(t, exitConflict, code, "the store's older shared.md is kept aside:\n%s", out)
+	assert.Contains(t, out, "restored from a backup")
+	assert.NotContains(t, out, "deleted /", "nothing of Ben's is deleted")
+	assert.Contains(t, out, "pushed  /new.md")
+	assert.Equal(t, "v2, after the backup\n", readFile(t, ben.folder, "shared.md"))
+	assert.Equal(t, "written after the backup\n", readFile(t, ben.folder, "new.md"))
+	for _, u := range []storeUser{ben, ana} {
+		sync(u)
+	}
+	assert.Equal(t, "v2, after the backup\n", readFile(t, ana.folder, "shared.md"), "the edit reached Ana")
+	assert.Equal(t, "written after the backup\n", readFile(t, ana.folder, "new.md"))
+}
