@@ -37,6 +37,10 @@ type basis struct {
 	Listing *savedListing `json:"listing,omitempty"`
 	// Resetting: Agreed.Resetting.
 	Resetting bool `json:"resetting,omitempty"`
+	// InFlight: Agreed.InFlight.
+	InFlight map[string]InFlight `json:"in_flight,omitempty"`
+	// Diverged: Agreed.Diverged.
+	Diverged map[string]string `json:"diverged,omitempty"`
 	// fresh says no basis file was there.
 	fresh bool
 }
@@ -129,6 +133,7 @@ func (b *basis) marshal() []byte {
 // seed starts a basis from what a mirror kept.
 func (b *basis) seed(a Agreed) {
 	b.Store, b.Generation, b.Resetting = a.Store, a.Generation, a.Resetting
+	b.InFlight, b.Diverged = maps.Clone(a.InFlight), maps.Clone(a.Diverged)
 	for p, e := range a.Entries {
 		b.Entries[p] = e
 	}
@@ -139,7 +144,8 @@ func (b *basis) seed(a Agreed) {
 
 // agreed is the part of the basis a mirror keeps.
 func (b *basis) agreed() Agreed {
-	a := Agreed{Store: b.Store, Generation: b.Generation, Entries: maps.Clone(b.Entries), Pending: map[string]PendingDelete{}, Resetting: b.Resetting}
+	a := Agreed{Store: b.Store, Generation: b.Generation, Entries: maps.Clone(b.Entries), Pending: map[string]PendingDelete{}, Resetting: b.Resetting,
+		InFlight: maps.Clone(b.InFlight), Diverged: maps.Clone(b.Diverged)}
 	for p, d := range b.Deletes {
 		a.Pending[p] = PendingDelete{FirstMissed: time.UnixMilli(d.FirstMissedMS), Walks: d.Walks}
 	}
@@ -151,7 +157,8 @@ func (b *basis) agreed() Agreed {
 // a mirror may keep no authors) and the same pending deletions.
 func (b *basis) holds(a Agreed) bool {
 	if b.Store != a.Store || b.Generation != a.Generation || b.Resetting != a.Resetting ||
-		len(b.Entries) != len(a.Entries) || len(b.Deletes) != len(a.Pending) {
+		len(b.Entries) != len(a.Entries) || len(b.Deletes) != len(a.Pending) ||
+		!maps.Equal(b.InFlight, a.InFlight) || !maps.Equal(b.Diverged, a.Diverged) {
 		return false
 	}
 	for p, e := range a.Entries {

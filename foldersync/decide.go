@@ -16,18 +16,22 @@ const (
 	actStale                     // a local copy older than the remote's deletion: move it aside
 	actKeepLocal                 // the remote went back: keep its copy aside, push the local one
 	actRestore                   // deletions do not propagate (KeepDeleted): bring the remote's copy back
+	actDiverged                  // nothing agreed on and the remote's copy newer: keep the local file, the remote's aside
 )
 
 // pathState is what a round knows of one path: l, r and b are the local,
 // remote and basis sums ("" for absent); deleted is when the remote
 // deleted the path (zero without evidence) and mtime the local file's
-// modification time.
+// modification time; written is when the remote wrote its copy (zero
+// when it does not say).
 type pathState struct {
-	l, r, b        string
-	deleted, mtime time.Time
+	l, r, b                 string
+	deleted, mtime, written time.Time
 }
 
-// decide applies the three-way rules to one path. keepDeleted stops
+// decide applies the three-way rules to one path. Where both sides
+// changed it, the remote's version takes the file and the local one goes
+// aside, but only against a basis: without one, the local file stays. keepDeleted stops
 // deletions from propagating either way; reset says the remote is not
 // the one the basis was made with (replaced, or restored from a backup),
 // so nothing is deleted or moved aside on its word and a path whose sides
@@ -79,6 +83,24 @@ func decide(s pathState, keepDeleted, reset bool) action {
 		return actPush
 	case reset:
 		return actKeepLocal
+	case b == "":
+		// Nothing says what both sides agreed on (a first sync, a lost
+		// or damaged basis): the local file is never replaced on such
+		// weak evidence. It is sent unless the remote's copy is known to
+		// be the newer one.
+		if !s.written.IsZero() && s.written.After(s.mtime.Add(clockSlack)) {
+			return actDiverged
+		}
+		return actKeepLocal
 	}
 	return actConflict
+}
+
+// writtenAt is when the remote wrote the entry as it is (zero when it
+// does not say).
+func (en Entry) writtenAt() time.Time {
+	if en.Written > 0 {
+		return time.UnixMilli(en.Written)
+	}
+	return en.Author.Time
 }

@@ -177,6 +177,27 @@ type Agreed struct {
 	// does, nothing is deleted on either side on the remote's word and a
 	// path whose sides differ keeps the local side.
 	Resetting bool
+	// InFlight are the changes a round began and may not have seen
+	// through: a push whose reply was lost, a pull written by a run
+	// killed before it recorded it. The next round that finds exactly
+	// those bytes on that side takes them as agreed, not as another's
+	// change; otherwise they never landed and are forgotten.
+	InFlight map[string]InFlight
+	// Diverged are the paths found different on both sides with nothing
+	// agreed on and the remote's copy the newer: the local file stayed
+	// where it was and the remote's copy, of this Sum, was kept aside
+	// once. The file is pushed once it is edited again.
+	Diverged map[string]string
+}
+
+// InFlight is one change a round began: the Sum of the bytes sent to the
+// remote, or written here with Here ("" for a deletion), and for a write
+// here the remote's Ref and Written of the version it came from.
+type InFlight struct {
+	Sum     string `json:"sum"`
+	Here    bool   `json:"here,omitempty"`
+	Ref     string `json:"ref,omitempty"`
+	Written int64  `json:"written,omitempty"`
 }
 
 // PendingDelete is a local deletion not yet sent: when the file was
@@ -356,6 +377,12 @@ const (
 	// SkipRefused starts the reason of a change the remote refused
 	// (Outcome Refused); its words follow the colon.
 	SkipRefused = "refused"
+	// SkipDiverged: the file and the remote's copy differ, nothing says
+	// what both last agreed on (a first sync, a lost or damaged basis)
+	// and the remote's copy is the newer. The local file stays as it is
+	// and the remote's copy was kept aside in the conflicts folder; edit
+	// the file to send it, or remove it to take the remote's.
+	SkipDiverged = "diverged: the file and the remote's newer copy differ with no record of what both last agreed on; yours stays and the remote's copy is in the conflicts folder: edit yours to send it, or remove it to take the remote's"
 	// SkipRejected starts the reason of a change a person reviewing the
 	// remote already rejected; the reason given follows the colon.
 	SkipRejected = "rejected-in-review"
@@ -620,8 +647,10 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		b.Deletes = map[string]pendingDelete{}
 		b.Store, b.Generation, b.Listing = lst.Store, lst.Generation, nil
 		b.Resetting = true
+		b.InFlight, b.Diverged = nil, nil
 		r.dirty = true
 	}
+	r.settle()
 	if lst.Unchanged && !reset && walkOK && r.agrees(untouchable) {
 		// Nothing moved on either side since both agreed: nothing to
 		// decide.
@@ -696,7 +725,7 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		if untouchable[p] {
 			continue
 		}
-		st := pathState{b: b.Entries[p].Sum, r: r.remote[p].Sum}
+		st := pathState{b: b.Entries[p].Sum, r: r.remote[p].Sum, written: r.remote[p].writtenAt()}
 		if l := r.locals[p]; l != nil {
 			st.l, st.mtime = l.sum, l.mtime
 		}
@@ -705,8 +734,7 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		}
 		a := decide(st, e.opts.KeepDeleted, reset || b.Resetting)
 		switch {
-		case mode == ModePull && (a == actConflict || a == actKeepLocal),
-			mode == ModePush && (a == actConflict || a == actKeepLocal):
+		case mode != ModeBoth && (a == actConflict || a == actKeepLocal || a == actDiverged):
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipConflict})
 			a = actNone
 		case mode == ModePull && (a == actPush || a == actDeleteThere),
@@ -730,6 +758,10 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 				res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipReadOnly})
 				a = actNone
 			}
+		}
+		if _, ok := b.Diverged[p]; ok && a != actDiverged && a != actKeepLocal {
+			delete(b.Diverged, p) // settled: the sides agree, or one of them moved
+			r.dirty = true
 		}
 		if a != actDeleteThere {
 			if _, ok := b.Deletes[p]; ok && r.locals[p] != nil {
@@ -778,9 +810,24 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 			if ok {
 				changes = append(changes, ch)
 			}
-		case actKeepLocal:
+		case actDiverged:
+			if b.Diverged[p] == r.remote[p].Sum {
+				r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipDiverged})
+				continue // its copy is aside already
+			}
 			if err := r.keepRemoteAside(ctx, p); err != nil {
 				return false, err
+			}
+			if b.Diverged == nil {
+				b.Diverged = map[string]string{}
+			}
+			b.Diverged[p] = r.remote[p].Sum
+			r.dirty = true
+		case actKeepLocal:
+			if b.Diverged[p] != r.remote[p].Sum { // not kept aside already
+				if err := r.keepRemoteAside(ctx, p); err != nil {
+					return false, err
+				}
 			}
 			ch, ok, err := r.pushChange(ctx, p)
 			if err != nil {
@@ -828,6 +875,14 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		n := min(batchSize, len(changes))
 		batch := changes[:n]
 		changes = changes[n:]
+		// What is sent is recorded first: a reply lost on the way back
+		// leaves the next round a way to know these bytes as its own.
+		for _, c := range batch {
+			r.begin(c.Path, InFlight{Sum: sumOf(c)})
+		}
+		if err := r.save(ctx); err != nil {
+			return false, err
+		}
 		outs, err := e.remote.Apply(ctx, batch)
 		mismatch := r.record(batch, outs)
 		again = again || mismatch
@@ -1214,6 +1269,52 @@ func (r *round) pushChange(ctx context.Context, p string) (Change, bool, error) 
 	return Change{Path: p, Content: raw, Wrote: wrote, Expect: expect}, true, ctx.Err()
 }
 
+// begin records a change about to be made (Agreed.InFlight).
+func (r *round) begin(p string, f InFlight) {
+	if r.b.InFlight == nil {
+		r.b.InFlight = map[string]InFlight{}
+	}
+	r.b.InFlight[p] = f
+	r.dirty = true
+}
+
+// sumOf is the Sum a change leaves on the remote ("" for a deletion).
+func sumOf(c Change) string {
+	if c.Delete {
+		return ""
+	}
+	return Sum(c.Content)
+}
+
+// settle takes each change the last round began and did not see through
+// (Agreed.InFlight) as agreed when its side holds exactly what it
+// carried, and forgets it otherwise: it never landed, and the basis as
+// it was still stands.
+func (r *round) settle() {
+	b := r.b
+	for p, f := range b.InFlight {
+		var got Entry
+		var there bool
+		if f.Here {
+			if l := r.locals[p]; l != nil {
+				got, there = Entry{Sum: l.sum, Ref: f.Ref, Written: f.Written}, true
+			}
+		} else {
+			got, there = r.remote[p]
+		}
+		switch {
+		case f.Sum == "" && !there:
+			delete(b.Entries, p)
+			delete(b.Deletes, p)
+		case there && got.Sum == f.Sum:
+			b.Entries[p] = got
+			delete(b.Deletes, p)
+		}
+		delete(b.InFlight, p)
+		r.dirty = true
+	}
+}
+
 // record applies the remote's outcomes to the basis; mismatch reports a
 // change the remote did not apply because someone wrote in between.
 func (r *round) record(batch []Change, outs []Outcome) (mismatch bool) {
@@ -1225,6 +1326,10 @@ func (r *round) record(batch []Change, outs []Outcome) (mismatch bool) {
 		c, ok := byPath[o.Path]
 		if !ok {
 			continue
+		}
+		if _, ok := r.b.InFlight[o.Path]; ok {
+			delete(r.b.InFlight, o.Path) // answered: nothing is in doubt
+			r.dirty = true
 		}
 		switch o.Status {
 		case Applied:
@@ -1311,6 +1416,18 @@ func (r *round) pull(ctx context.Context, paths []string, conflict bool) error {
 		if err != nil {
 			return fmt.Errorf("foldersync: fetch from the remote: %w", err)
 		}
+		// What is about to be written is recorded first: a run killed
+		// after a write and before the basis took it leaves the next
+		// round a way to know the file as agreed, not as an edit here.
+		for _, p := range batch {
+			if content, ok := got[p]; ok {
+				en := r.remote[p]
+				r.begin(p, InFlight{Sum: Sum(content), Here: true, Ref: en.Ref, Written: en.Written})
+			}
+		}
+		if err := r.save(ctx); err != nil {
+			return err
+		}
 		for _, p := range batch {
 			content, ok := got[p]
 			if !ok {
@@ -1319,6 +1436,7 @@ func (r *round) pull(ctx context.Context, paths []string, conflict bool) error {
 			if err := r.write(ctx, p, content, conflict); err != nil {
 				return err
 			}
+			delete(r.b.InFlight, p) // recorded, or not written at all
 		}
 		if err := r.save(ctx); err != nil {
 			return err

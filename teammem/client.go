@@ -170,6 +170,13 @@ type SyncState struct {
 	// read of the server said (teamwire.Content.EntryAuthors; kept in the
 	// state file, read back by Attributions for the prompt).
 	Authors map[string]teamwire.Attribution
+	// InFlight and Diverged are what the engine keeps of changes a round
+	// began and may not have seen through (a push whose reply was lost)
+	// and of files it left in place beside the server's newer copy
+	// (foldersync.Agreed); kept in the state file, written after every
+	// batch of a round.
+	InFlight map[string]foldersync.InFlight
+	Diverged map[string]string
 	// Reset says why the last round took the server for another store
 	// than the one this directory agreed with (another identity, an
 	// emptied repo, an older version: a replaced store, a restored

@@ -166,17 +166,19 @@ func TestPushPullDelta(t *testing.T) {
 	assert.Empty(t, res.Pushed)
 	assert.True(t, res.Unchanged)
 
-	// Without a base (a fresh state), a local-only file is pushed, and two
-	// different versions of one key are a conflict: the server's takes the
-	// file, the local one is kept aside, nothing is lost.
-	writeFiles(t, b, map[string]string{"local-only.md": "mine", "ci.md": "stale edit"})
+	// Without a base (a fresh state), a local-only file is pushed, and of
+	// two different versions of one key the local file stays where it is:
+	// edited after the server's, it is pushed and the server's copy is
+	// kept aside, nothing is lost.
+	writeFiles(t, b, map[string]string{"local-only.md": "mine", "ci.md": "a later edit"})
 	res, err = cb.Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
-	assert.Equal(t, "CI stays green, always", readFile(t, filepath.Join(b, "ci.md")))
-	assert.Equal(t, []string{"local-only.md"}, res.Pushed)
+	assert.Equal(t, "a later edit", readFile(t, filepath.Join(b, "ci.md")))
+	assert.Equal(t, []string{"ci.md", "local-only.md"}, res.Pushed)
 	require.Len(t, res.Conflicts, 1)
 	assert.Equal(t, "ci.md", res.Conflicts[0].Path)
-	assert.Equal(t, "stale edit", readFile(t, res.Conflicts[0].SavedAs))
+	assert.True(t, res.Conflicts[0].LocalKept)
+	assert.Equal(t, "CI stays green, always", readFile(t, res.Conflicts[0].SavedAs))
 	assert.Equal(t, filepath.Join(filepath.Dir(b), teammem.ConflictsDirName), filepath.Dir(res.Conflicts[0].SavedAs), "kept outside the synced directory")
 }
 

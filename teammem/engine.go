@@ -124,7 +124,8 @@ func (m stateBasis) Seed() (foldersync.Agreed, bool) {
 	if st == nil {
 		return foldersync.Agreed{}, false
 	}
-	a := foldersync.Agreed{Store: st.StoreID, Generation: st.Version, Resetting: st.Resetting, Entries: make(map[string]foldersync.Entry, len(st.Base))}
+	a := foldersync.Agreed{Store: st.StoreID, Generation: st.Version, Resetting: st.Resetting, Entries: make(map[string]foldersync.Entry, len(st.Base)),
+		InFlight: st.InFlight, Diverged: st.Diverged}
 	for k, sum := range st.Base {
 		a.Entries[k] = foldersync.Entry{Sum: sumHex(sum)}
 	}
@@ -142,8 +143,11 @@ func (m stateBasis) Save(_ context.Context, a foldersync.Agreed) error {
 		st.Base[k] = sumWire(e.Sum)
 	}
 	st.StoreID, st.Version, st.Resetting = a.Store, a.Generation, a.Resetting
+	st.InFlight, st.Diverged = a.InFlight, a.Diverged
 	m.c.mirrored = stampOf(st)
-	return nil
+	// On disk at once: a run killed in the middle of a round leaves the
+	// batches it saw through, and the changes it began, on record.
+	return m.c.saveState(st)
 }
 
 // Unchanged reports whether the round's state is the one this client
@@ -162,10 +166,13 @@ type stateStamp struct {
 	store     string
 	version   int64
 	resetting bool
+	inFlight  uintptr
+	diverged  uintptr
 }
 
 func stampOf(st *SyncState) stateStamp {
-	return stateStamp{st: st, base: reflect.ValueOf(st.Base).Pointer(), n: len(st.Base), store: st.StoreID, version: st.Version, resetting: st.Resetting}
+	return stateStamp{st: st, base: reflect.ValueOf(st.Base).Pointer(), n: len(st.Base), store: st.StoreID, version: st.Version, resetting: st.Resetting,
+		inFlight: reflect.ValueOf(st.InFlight).Pointer(), diverged: reflect.ValueOf(st.Diverged).Pointer()}
 }
 
 // resetReason says why the server v is not the store the state before

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -62,6 +63,8 @@ type stateFile struct {
 	Resetting        bool                            `json:"resetting,omitempty"`
 	InReview         map[string]string               `json:"inReview,omitempty"`
 	Authors          map[string]teamwire.Attribution `json:"authors,omitempty"`
+	InFlight         map[string]foldersync.InFlight  `json:"inFlight,omitempty"`
+	Diverged         map[string]string               `json:"diverged,omitempty"`
 }
 
 // Attributions returns who wrote each team memory of teamDir as it is and
@@ -137,6 +140,7 @@ func (c *Client) loadState(st *SyncState) {
 	st.MaxEntries, st.ServerHasContent = f.MaxEntries, f.ServerHasContent
 	st.StoreID, st.Version, st.Resetting = f.StoreID, f.Version, f.Resetting
 	st.InReview, st.Authors = f.InReview, f.Authors
+	st.InFlight, st.Diverged = f.InFlight, f.Diverged
 }
 
 // saveState writes st to the state file atomically (temp file, fsync,
@@ -148,7 +152,8 @@ func (c *Client) saveState(st *SyncState) error {
 	data, err := json.Marshal(stateFile{Format: 1, Server: c.cfg.BaseURL, Repo: c.cfg.Repo, Saved: c.now().UTC(),
 		Base: st.Base, ETag: st.ETag, ServerChecksums: st.ServerChecksums, Tombstones: st.Tombstones,
 		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent,
-		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting, InReview: st.InReview, Authors: st.Authors})
+		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting, InReview: st.InReview, Authors: st.Authors,
+		InFlight: st.InFlight, Diverged: st.Diverged})
 	if err != nil {
 		return err
 	}

@@ -142,6 +142,37 @@ func (c *cutRemote) Get(ctx context.Context, paths []string) (map[string][]byte,
 	return c.Remote.Get(ctx, paths)
 }
 
+// lostReply carries out every change it is given, then answers with an
+// error and no outcomes: a reply lost on its way back (a cut
+// connection, a client killed before it read the answer).
+type lostReply struct{ foldersync.Remote }
+
+var errLostReply = errors.New("remotetest: the reply was lost")
+
+func (l lostReply) Apply(ctx context.Context, changes []foldersync.Change) ([]foldersync.Outcome, error) {
+	if _, err := l.Remote.Apply(ctx, changes); err != nil {
+		return nil, err
+	}
+	return nil, errLostReply
+}
+
+// killAfterWrite stands in for a run killed just after it wrote a pulled
+// file and before it recorded it: it keeps the basis file as it was when
+// the first write began, to be put back after the round.
+type killAfterWrite struct {
+	basis string
+	kept  []byte
+}
+
+func (k *killAfterWrite) TrackEdit(context.Context, string) error {
+	if k.kept == nil {
+		k.kept, _ = os.ReadFile(k.basis)
+	}
+	return nil
+}
+
+func (k *killAfterWrite) MakeSnapshot(context.Context, string) error { return nil }
+
 // racingRemote lets a teammate write just before the first Apply: the
 // engine's change then meets a remote that moved since its listing.
 type racingRemote struct {
@@ -555,6 +586,132 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		}
 		if res := b.Round(t); !res.Unchanged {
 			t.Fatalf("a round after convergence: %+v", res)
+		}
+	})
+	t.Run("LostReplyKeepsNewestEdit", func(t *testing.T) {
+		r, ctl := newRemote(t)
+		a := NewClient(t, r, foldersync.Options{})
+		a.Write(t, "f.md", "v1\n")
+		a.Write(t, "gone.md", "v1\n")
+		a.Round(t)
+		// The push lands, its reply is lost.
+		a.Write(t, "f.md", "v2\n")
+		a.Write(t, "gone.md", "v2\n")
+		lost, err := foldersync.New(mustDir(t, a.Dir), a.Dir, lostReply{r}, foldersync.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lost.Round(context.Background()); !errors.Is(err, errLostReply) {
+			t.Fatalf("the round whose reply was lost: %v", err)
+		}
+		remoteHas(t, ctl, "f.md", "v2\n")
+		// The user edits one file again and deletes the other.
+		a.Write(t, "f.md", "v3\n")
+		a.Remove(t, "gone.md")
+		res := a.Round(t)
+		if len(res.Conflicts) > 0 || !has(res.Pushed, "f.md") || !has(res.DeletedRemote, "gone.md") {
+			t.Fatalf("after a lost reply: %+v", res)
+		}
+		if got, _ := a.Read(t, "f.md"); got != "v3\n" {
+			t.Fatalf("the newest edit was put aside: the file holds %q", got)
+		}
+		remoteHas(t, ctl, "f.md", "v3\n")
+		if _, ok := ctl.Read(t, "gone.md"); ok {
+			t.Fatalf("the deletion was undone")
+		}
+		if _, ok := a.Read(t, "gone.md"); ok {
+			t.Fatalf("the deleted file came back")
+		}
+	})
+	t.Run("KilledPullKnowsItsOwn", func(t *testing.T) {
+		r, ctl := newRemote(t)
+		a := NewClient(t, r, foldersync.Options{})
+		a.Write(t, "f.md", "v1\n")
+		a.Round(t)
+		ctl.Write(t, "f.md", []byte("v2 teammate\n"))
+		basis := filepath.Join(a.Dir, foldersync.DefaultBasisName)
+		kill := &killAfterWrite{basis: basis}
+		killed, err := foldersync.New(mustDir(t, a.Dir), a.Dir, r, foldersync.Options{History: kill})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := killed.Round(context.Background()); err != nil || !has(res.Pulled, "f.md") {
+			t.Fatalf("the pull: %+v %v", res, err)
+		}
+		if kill.kept == nil {
+			t.Fatal("the pull wrote nothing through the gate")
+		}
+		if err := os.WriteFile(basis, kill.kept, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The teammate edits again: the file here is the teammate's
+		// previous version, not an edit of the user's.
+		ctl.Write(t, "f.md", []byte("v3 teammate\n"))
+		res := a.Round(t)
+		if len(res.Conflicts) > 0 || !has(res.Pulled, "f.md") {
+			t.Fatalf("a pull the killed run did not record: %+v", res)
+		}
+		if got, _ := a.Read(t, "f.md"); got != "v3 teammate\n" {
+			t.Fatalf("the file holds %q", got)
+		}
+	})
+	t.Run("NoBasisKeepsTheLocalFile", func(t *testing.T) {
+		r, ctl := newRemote(t)
+		a := NewClient(t, r, foldersync.Options{})
+		for _, p := range []string{"a.md", "b.md", "c.md"} {
+			a.Write(t, p, "v1\n")
+		}
+		a.Round(t)
+		// Pending edits, then the basis is lost.
+		for _, p := range []string{"a.md", "b.md", "c.md"} {
+			a.Write(t, p, "v2 mine\n")
+		}
+		if err := os.Remove(filepath.Join(a.Dir, foldersync.DefaultBasisName)); err != nil {
+			t.Fatal(err)
+		}
+		res := a.Round(t)
+		for _, p := range []string{"a.md", "b.md", "c.md"} {
+			if got, _ := a.Read(t, p); got != "v2 mine\n" {
+				t.Fatalf("%s holds %q after a lost basis: %+v", p, got, res)
+			}
+			remoteHas(t, ctl, p, "v2 mine\n")
+		}
+		for _, c := range res.Conflicts {
+			if !c.LocalKept {
+				t.Fatalf("a local file was put aside: %+v", c)
+			}
+		}
+		// A folder that already holds an older copy than the remote's:
+		// the copy stays, the remote's goes aside, nothing is pushed.
+		b := NewClient(t, r, foldersync.Options{})
+		b.Write(t, "a.md", "an old copy\n")
+		past := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(filepath.Join(b.Dir, "a.md"), past, past); err != nil {
+			t.Fatal(err)
+		}
+		res = b.Round(t)
+		if got, _ := b.Read(t, "a.md"); got != "an old copy\n" {
+			t.Fatalf("the local copy was replaced: %q", got)
+		}
+		if has(res.Pushed, "a.md") && len(res.Conflicts) == 0 {
+			t.Fatalf("pushed without keeping the remote's copy: %+v", res)
+		}
+		if !has(res.Pushed, "a.md") {
+			// The remote said its copy is newer: kept aside once, and
+			// the next round neither copies it again nor pushes.
+			if len(res.Conflicts) != 1 || !res.Conflicts[0].LocalKept {
+				t.Fatalf("the remote's newer copy was not kept aside: %+v", res)
+			}
+			if again := b.Round(t); len(again.Conflicts) > 0 || len(again.Pushed) > 0 || skipped(again, "a.md") != foldersync.SkipDiverged {
+				t.Fatalf("the round after: %+v", again)
+			}
+			remoteHas(t, ctl, "a.md", "v2 mine\n")
+			// An edit sends it.
+			b.Write(t, "a.md", "edited after\n")
+			if res := b.Round(t); !has(res.Pushed, "a.md") || len(res.Conflicts) > 0 {
+				t.Fatalf("the edit after a divergence: %+v", res)
+			}
+			remoteHas(t, ctl, "a.md", "edited after\n")
 		}
 	})
 	t.Run("BytesExactOrRefused", func(t *testing.T) {
