@@ -1327,8 +1327,10 @@ func (r *round) record(batch []Change, outs []Outcome) (mismatch bool) {
 		if !ok {
 			continue
 		}
-		if _, ok := r.b.InFlight[o.Path]; ok {
-			delete(r.b.InFlight, o.Path) // answered: nothing is in doubt
+		if _, ok := r.b.InFlight[o.Path]; ok && o.Status != Mismatch {
+			// Answered: nothing is in doubt. A Mismatch may answer a
+			// retry of a change that did land: the next pass settles it.
+			delete(r.b.InFlight, o.Path)
 			r.dirty = true
 		}
 		switch o.Status {
