@@ -41,8 +41,12 @@ type basis struct {
 	InFlight map[string]InFlight `json:"in_flight,omitempty"`
 	// Diverged: Agreed.Diverged.
 	Diverged map[string]string `json:"diverged,omitempty"`
-	// fresh says no basis file was there.
+	// fresh says no basis file was there, or none that could be read.
 	fresh bool
+	// damaged is why the basis file there could not be read, and raw its
+	// bytes (kept aside before it is replaced).
+	damaged *BasisError
+	raw     []byte
 }
 
 // pendingDelete is a local deletion not yet sent: when it was first
@@ -72,16 +76,23 @@ func newBasis() *basis {
 	return &basis{V: basisVersion, Entries: map[string]Entry{}, Deletes: map[string]pendingDelete{}, Stat: map[string]statEntry{}}
 }
 
-// BasisError reports a basis file that exists but cannot be read as one
-// (damaged, or written by a newer version). The round changes nothing:
+// BasisError reports a basis file that exists but cannot be read as one.
+// Written by a newer version, it stops the round, which changes nothing:
 // move the file away to start from an empty basis (a first sync, which
-// deletes nothing on either side).
+// deletes nothing on either side). Damaged, it is kept aside and the
+// round rebuilds the basis (Result.BasisDamaged).
 type BasisError struct {
 	Path string
 	Err  error
+	// KeptAt is where a damaged basis was kept aside ("" when the round
+	// stopped instead).
+	KeptAt string
 }
 
 func (e *BasisError) Error() string {
+	if e.KeptAt != "" {
+		return fmt.Sprintf("foldersync: the basis %s could not be read (%v); it was kept at %s and rebuilt from what both sides hold: nothing was deleted, and a file that differs kept its local version", e.Path, e.Err, e.KeptAt)
+	}
 	return fmt.Sprintf("foldersync: the basis %s cannot be read (%v); nothing was changed: move it away to sync again from scratch (nothing is deleted on a first sync)", e.Path, e.Err)
 }
 
@@ -99,11 +110,24 @@ func readBasis(fsys afero.Fs, path string) (*basis, error) {
 		return nil, &BasisError{Path: path, Err: err}
 	}
 	b := newBasis()
-	if err := json.Unmarshal(raw, b); err != nil {
-		return nil, &BasisError{Path: path, Err: err}
+	var shape struct {
+		V int `json:"v"`
 	}
-	if b.V != basisVersion {
-		return nil, &BasisError{Path: path, Err: fmt.Errorf("version %d, this one reads %d", b.V, basisVersion)}
+	if json.Unmarshal(raw, &shape) == nil && shape.V > basisVersion {
+		// A newer version's basis is not this one's to rebuild.
+		return nil, &BasisError{Path: path, Err: fmt.Errorf("version %d, this one reads %d", shape.V, basisVersion)}
+	}
+	if err := json.Unmarshal(raw, b); err != nil || b.V != basisVersion {
+		if err == nil {
+			err = fmt.Errorf("version %d, this one reads %d", b.V, basisVersion)
+		}
+		// Damaged (a torn write, a hand edit): rebuilt from what both
+		// sides hold, as a first sync, which deletes nothing.
+		b = newBasis()
+		b.fresh = true
+		b.damaged = &BasisError{Path: path, Err: err}
+		b.raw = raw
+		return b, nil
 	}
 	if b.Entries == nil {
 		b.Entries = map[string]Entry{}

@@ -438,6 +438,12 @@ type Result struct {
 	// nothing on either side, kept the local side of each difference and
 	// the remote's copy aside.
 	BasisReset bool
+	// BasisDamaged reports a basis file that could not be read (torn,
+	// edited by hand): it was kept aside beside itself (".damaged") and
+	// the round rebuilt the basis from what both sides hold and the
+	// Mirror's copy where it is intact. Nothing was deleted on either
+	// side, and a file that differs kept the local side.
+	BasisDamaged *BasisError
 	// Checkpoint names the snapshot taken before the round first
 	// overwrote or deleted a local file (Options.History).
 	Checkpoint string
@@ -460,7 +466,7 @@ func (r Result) Changed() bool {
 // refusals in this sense.
 func (s Skip) Refused() bool {
 	switch s.Reason {
-	case SkipSecret, SkipOversized, SkipNotRegular, SkipUnreadable, SkipChanged, SkipReadOnly, SkipConflict:
+	case SkipSecret, SkipOversized, SkipNotRegular, SkipUnreadable, SkipChanged, SkipReadOnly, SkipConflict, SkipDiverged:
 		return false
 	}
 	return !strings.HasPrefix(s.Reason, SkipRefused+":") && !strings.HasPrefix(s.Reason, SkipRejected+":")
@@ -578,6 +584,15 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 	}
 	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
+	if b.damaged != nil {
+		if _, err := e.plainGate.WriteFile(ctx, e.basis+".damaged", b.raw, 0o644); err != nil {
+			return false, fmt.Errorf("foldersync: keep the damaged basis aside: %w (nothing was changed)", err)
+		}
+		b.damaged.KeptAt = e.basis + ".damaged"
+		res.BasisDamaged = b.damaged
+		b.damaged, b.raw = nil, nil
+		r.dirty = true
+	}
 	defer func() {
 		e.stat = b.Stat
 		if err == nil && e.opts.BasisInMemory {

@@ -276,6 +276,9 @@ func printStoreResult(e env, c *common, mount string, r foldersync.Result, err e
 		fmt.Fprintf(e.stderr, "%s: held %d deletion(s) on the %s side: more than %d of %d tracked memories at once; nothing was deleted (pass --allow-mass-delete to confirm)\n",
 			mount, len(h.Paths), h.Side, h.Threshold, h.Tracked)
 	}
+	if r.BasisDamaged != nil {
+		fmt.Fprintf(e.stderr, "%s: warning: %v\n", mount, r.BasisDamaged)
+	}
 	if r.BasisReset {
 		fmt.Fprintf(e.stderr, "%s: warning: the store does not know this folder's last sync (replaced, or restored from a backup); nothing was deleted, and what it lacked was pushed\n", mount)
 	}
@@ -308,7 +311,7 @@ func storeExit(r foldersync.Result, err error) int {
 	switch {
 	case err == nil && len(r.Held) > 0:
 		return exitHeld
-	case err == nil && len(r.Conflicts) > 0:
+	case err == nil && (len(r.Conflicts) > 0 || slices.ContainsFunc(r.Skipped, func(s foldersync.Skip) bool { return s.Reason == foldersync.SkipDiverged })):
 		return exitConflict
 	case err == nil && slices.ContainsFunc(r.Skipped, storeRefused):
 		return exitRefused

@@ -716,8 +716,13 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if len(res.Held) > 0 {
 		return exitHeld, nil
 	}
-	if len(res.Conflicts) > 0 || hasSkip(res, foldersync.SkipConflict) {
+	if len(res.Conflicts) > 0 || hasSkip(res, foldersync.SkipConflict) || hasSkip(res, foldersync.SkipDiverged) {
 		return exitConflict, nil
+	}
+	for _, s := range res.Skipped {
+		if code, _ := teamSkip(s); code == skipOverLimit {
+			return exitLimit, nil // the repo is full: what did not fit waits
+		}
 	}
 	for _, s := range res.Skipped {
 		if refusedSkip(s) {

@@ -714,6 +714,58 @@ func RunEngine(t *testing.T, newRemote Factory) {
 			remoteHas(t, ctl, "a.md", "edited after\n")
 		}
 	})
+	t.Run("DamagedBasisRebuilt", func(t *testing.T) {
+		r, ctl := newRemote(t)
+		a := NewClient(t, r, foldersync.Options{})
+		a.Write(t, "kept.md", "kept\n")
+		a.Write(t, "edited.md", "v1\n")
+		a.Write(t, "deleted-there.md", "v1\n")
+		a.Round(t)
+		a.Write(t, "edited.md", "v2 mine\n")
+		ctl.Remove(t, "deleted-there.md")
+		basis := filepath.Join(a.Dir, foldersync.DefaultBasisName)
+		torn, err := os.ReadFile(basis)
+		if err != nil {
+			t.Fatal(err)
+		}
+		torn = torn[:len(torn)/2]
+		if err := os.WriteFile(basis, torn, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := a.Round(t)
+		if res.BasisDamaged == nil || !has(res.Pushed, "edited.md") || len(res.DeletedRemote) > 0 {
+			t.Fatalf("a round on a damaged basis: %+v", res)
+		}
+		for _, p := range res.DeletedLocal {
+			// Only a copy older than the remote's deletion, moved aside.
+			if p != "deleted-there.md" || len(res.Conflicts) == 0 {
+				t.Fatalf("a round on a damaged basis deleted %s: %+v", p, res)
+			}
+		}
+		for _, c := range res.Conflicts {
+			if !c.LocalKept && !c.Stale {
+				t.Fatalf("a local file was replaced: %+v", c)
+			}
+		}
+		if got, _ := a.Read(t, "edited.md"); got != "v2 mine\n" {
+			t.Fatalf("the pending edit was displaced: %q", got)
+		}
+		remoteHas(t, ctl, "edited.md", "v2 mine\n")
+		if kept, err := os.ReadFile(basis + ".damaged"); err != nil || !bytes.Equal(kept, torn) {
+			t.Fatalf("the damaged basis was not kept aside: %v", err)
+		}
+		if res := a.Round(t); res.BasisDamaged != nil || len(res.Conflicts) > 0 || len(res.Pushed)+len(res.Pulled) > 0 {
+			t.Fatalf("the round after the rebuild: %+v", res)
+		}
+		// A basis of a newer version is not this one's to rebuild.
+		if err := os.WriteFile(basis, []byte(`{"v":99,"entries":{}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var be *foldersync.BasisError
+		if _, err := a.Engine.Round(context.Background()); !errors.As(err, &be) {
+			t.Fatalf("a newer basis: %v", err)
+		}
+	})
 	t.Run("BytesExactOrRefused", func(t *testing.T) {
 		r, ctl := newRemote(t)
 		a, b := NewClient(t, r, foldersync.Options{}), NewClient(t, r, foldersync.Options{})
