@@ -377,6 +377,11 @@ const (
 	// SkipRefused starts the reason of a change the remote refused
 	// (Outcome Refused); its words follow the colon.
 	SkipRefused = "refused"
+	// SkipUnwritable: the file or its folder cannot be written here (its
+	// permissions, another user's folder, a read-only filesystem); the
+	// rest of the round went on. Make it writable to take the remote's
+	// change.
+	SkipUnwritable = "unwritable: this client may not write the file or its folder (permissions, or a read-only filesystem); the rest synced: make it writable to take the remote's change"
 	// SkipDiverged: the file and the remote's copy differ, nothing says
 	// what both last agreed on (a first sync, a lost or damaged basis)
 	// and the remote's copy is the newer. The local file stays as it is
@@ -1488,12 +1493,18 @@ func (r *round) write(ctx context.Context, p string, content []byte, conflict bo
 		}
 		r.res.Conflicts = append(r.res.Conflicts, Conflict{Path: p, SavedAs: saved})
 	}
+	perm := fs.FileMode(0o644)
+	if l != nil {
+		if info, err := r.e.fs.Stat(l.abs); err == nil {
+			perm = info.Mode().Perm() // the file keeps its mode
+		}
+	}
 	_, err := r.e.gate.UpdateFile(ctx, r.abs(p), func(old []byte, exists bool) ([]byte, error) {
 		if (l == nil && exists) || (l != nil && (!exists || Sum(old) != l.sum)) {
 			return nil, errLocalChanged
 		}
 		return content, nil
-	}, 0o644)
+	}, perm)
 	if skip := writeSkip(err); skip != "" {
 		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: skip})
 		return nil
@@ -1536,6 +1547,8 @@ func writeSkip(err error) string {
 		return SkipRefused + ": " + err.Error()
 	case errors.As(err, &se):
 		return SkipScreened + ": " + err.Error()
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return SkipUnwritable
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.EEXIST), strings.Contains(err.Error(), "is a directory"), strings.Contains(err.Error(), "not a directory"):
 		return SkipPathClash + ": a file or folder here is in the way"
 	}
@@ -1568,14 +1581,18 @@ func (r *round) deleteHere(ctx context.Context, p string, stale bool) error {
 		}
 		return old, nil
 	}, 0o644)
-	if errors.Is(err, errLocalChanged) {
-		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipChanged})
+	if skip := writeSkip(err); skip != "" {
+		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: skip})
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("foldersync: delete %s: %w", p, err)
 	}
 	if _, err := r.e.gate.Remove(ctx, l.abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if skip := writeSkip(err); skip != "" {
+			r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: skip})
+			return nil
+		}
 		return fmt.Errorf("foldersync: delete %s: %w", p, err)
 	}
 	delete(r.b.Entries, p)

@@ -95,7 +95,7 @@ func teamSkip(s foldersync.Skip) (code, words string) {
 		return skipTooLarge, ""
 	case foldersync.SkipNotRegular:
 		return skipTeamNotRegular, "" // a link is never followed
-	case foldersync.SkipUnreadable, foldersync.SkipChanged:
+	case foldersync.SkipUnreadable, foldersync.SkipChanged, foldersync.SkipUnwritable:
 		return skipWriteFailed, s.Reason
 	}
 	code, words, _ = strings.Cut(s.Reason, ": ")
