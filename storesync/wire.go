@@ -64,7 +64,10 @@ func (e *APIError) Error() string {
 }
 
 // Temporary reports an answer worth retrying later: 429 and 5xx.
-func (e *APIError) Temporary() bool { return e.Status == http.StatusTooManyRequests || e.Status >= 500 }
+func (e *APIError) Temporary() bool {
+	// A full disk (507) is not mended in a retry's time.
+	return e.Status == http.StatusTooManyRequests || (e.Status >= 500 && e.Status != http.StatusInsufficientStorage)
+}
 
 // conn speaks the store protocol to one store.
 type conn struct {

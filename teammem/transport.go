@@ -191,7 +191,8 @@ func (c *transport) send(ctx context.Context, res *traffic, method, u string, bo
 			resp.StatusCode == http.StatusNotFound && method == http.MethodGet:
 			return resp, respBody, nil
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-			if attempt > c.cfg.MaxRetries {
+			if attempt > c.cfg.MaxRetries || resp.StatusCode == http.StatusInsufficientStorage {
+				// A full disk is not mended in a retry's time: said at once.
 				return nil, nil, c.statusError(resp, respBody, attempt)
 			}
 			if err := c.cfg.Sleep(ctx, c.backoff(attempt, resp.Header.Get("Retry-After"))); err != nil {

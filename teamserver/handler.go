@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
@@ -120,6 +121,9 @@ type Handler struct {
 	// draining is closed by Drain: long-polls answer at once.
 	draining  chan struct{}
 	drainOnce sync.Once
+	// fault is the last storage fault a write met (storageFault), which
+	// /readyz reports for faultRetry after it.
+	fault atomic.Pointer[storeFault]
 }
 
 // Drain answers every waiting long-poll at once (304, as if its wait had
@@ -523,6 +527,11 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 // is busy or the request waited too long for it (the client retries),
 // 500 otherwise.
 func (h *Handler) storeError(w http.ResponseWriter, err error) {
+	if f := h.storageFault(err); f != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(faultRetry.Seconds())))
+		writeError(w, f.status, f.typ, f.code, f.message)
+		return
+	}
 	if errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded) {
 		h.log.Warn("team memory store busy", "error", err)
 		w.Header().Set("Retry-After", "1")

@@ -128,12 +128,16 @@ func (c *storesCall) limits() StoreLimits { return c.h.cfg.StoreLimits }
 // Retry-After, anything else 500 (logged, never shown).
 func (c *storesCall) fail(err error) {
 	var api *APIError
+	fault := c.h.storageFault(err)
 	switch {
 	case errors.As(err, &api):
 		writeStoresError(c.w, api)
 	case c.r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		// The client went away: nobody reads the answer.
 		c.w.WriteHeader(statusClientClosed)
+	case fault != nil:
+		c.w.Header().Set("Retry-After", strconv.Itoa(int(faultRetry.Seconds())))
+		writeStoresError(c.w, &APIError{Status: fault.status, Type: fault.typ, Message: fault.message})
 	case errors.Is(err, ErrOverloaded) || errors.Is(err, context.DeadlineExceeded):
 		c.h.log.Warn("memory stores: store busy", "error", err)
 		c.w.Header().Set("Retry-After", "1")

@@ -273,13 +273,19 @@ func (h *Handler) routes() *http.ServeMux {
 	return mux
 }
 
-// ready answers the readiness probe: the store answers a ping.
+// ready answers the readiness probe: the store answers a ping, and no
+// write met a full disk or a read-only database in the last faultRetry.
 func (h *Handler) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.team.Ping(ctx); err != nil {
 		h.log.Warn("team memory store not ready", "error", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+		return
+	}
+	if f := h.fault.Load(); f != nil && h.cfg.Now().Sub(f.at) < faultRetry {
+		w.Header().Set("Retry-After", strconv.Itoa(int(faultRetry.Seconds())))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "writes failing", "cause": f.message})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

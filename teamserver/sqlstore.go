@@ -176,13 +176,22 @@ func (s *sqlStore) Ping(ctx context.Context) error {
 }
 
 // overloaded marks the errors that mean "busy, try again" with
-// ErrOverloaded: no free connection in time, SQLite's lock, PostgreSQL
-// out of connections.
+// ErrOverloaded (no free connection in time, SQLite's lock, PostgreSQL
+// out of connections), a full disk with ErrStorageFull and a database
+// that takes no writes with ErrStoreReadOnly.
 func overloaded(err error) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "database or disk is full") || strings.Contains(msg, "SQLITE_FULL") ||
+		strings.Contains(msg, "no space left on device") || strings.Contains(msg, "53100") || strings.Contains(msg, "disk quota exceeded"):
+		return fmt.Errorf("%w: %v", ErrStorageFull, err)
+	case strings.Contains(msg, "readonly database") || strings.Contains(msg, "SQLITE_READONLY") ||
+		strings.Contains(msg, "read-only file system") || strings.Contains(msg, "25006"):
+		return fmt.Errorf("%w: %v", ErrStoreReadOnly, err)
+	}
 	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY") ||
 		strings.Contains(msg, "too many clients") || strings.Contains(msg, "53300") {
 		return fmt.Errorf("%w: %v", ErrOverloaded, err)

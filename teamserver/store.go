@@ -104,6 +104,14 @@ var (
 	// ErrOverloaded: the store could not take the request in time (no
 	// free connection, the database busy); the client should retry.
 	ErrOverloaded = errors.New("server: the store is busy")
+	// ErrStorageFull: the store's disk (or its quota) is full; nothing was
+	// written. Answered 507 with Retry-After: the operator must free
+	// space, and /readyz says not ready meanwhile.
+	ErrStorageFull = errors.New("server: the store's disk is full")
+	// ErrStoreReadOnly: the store takes no writes (a read-only database
+	// file or filesystem, a PostgreSQL standby); nothing was written.
+	// Answered 503 with Retry-After, and /readyz says not ready meanwhile.
+	ErrStoreReadOnly = errors.New("server: the store is read-only")
 )
 
 // TooManyEntriesError reports a write that would exceed MaxEntries;

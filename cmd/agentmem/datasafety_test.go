@@ -143,7 +143,7 @@ func TestReplacedStoreDeletesNothing(t *testing.T) {
 	assert.Equal(t, exitConflict, code, errOut)
 	assert.Contains(t, errOut, "another identity")
 	assert.NotContains(t, out, "deleted")
-	assert.Regexp(t, `conflict m0\.md: kept yours \(the server went back\); the server's version is kept at `, out)
+	assert.Regexp(t, `conflict m0\.md: kept yours; the server's version is kept at `, out)
 	assert.Equal(t, want, ana.files())
 	kept, err := filepath.Glob(filepath.Join(root, "ana", "memory", ".team-conflicts", "m0.md.*.md"))
 	require.NoError(t, err)

@@ -254,7 +254,7 @@ func printStoreResult(e env, c *common, mount string, r foldersync.Result, err e
 	}
 	for _, cf := range r.Conflicts {
 		if cf.LocalKept {
-			fmt.Fprintf(e.stdout, "%s: conflict %s: kept yours; the store's older version is in %s\n", mount, shown(cf.Path), cf.SavedAs)
+			fmt.Fprintf(e.stdout, "%s: conflict %s: kept yours; the store's version is in %s\n", mount, shown(cf.Path), cf.SavedAs)
 		} else {
 			fmt.Fprintf(e.stdout, "%s: conflict %s: took the store's version; yours is in %s\n", mount, shown(cf.Path), cf.SavedAs)
 		}

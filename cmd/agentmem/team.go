@@ -786,7 +786,7 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 	}
 	for _, cf := range r.Conflicts {
 		if cf.LocalKept {
-			fmt.Fprintf(e.stdout, "conflict %s: kept yours (the server went back); the server's version is kept at %s\n", shown(cf.Path), cf.SavedAs)
+			fmt.Fprintf(e.stdout, "conflict %s: kept yours; the server's version is kept at %s\n", shown(cf.Path), cf.SavedAs)
 			continue
 		}
 		fmt.Fprintf(e.stdout, "conflict %s: took the server's version; yours is kept at %s\n", shown(cf.Path), cf.SavedAs)
