@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -585,8 +586,8 @@ func TestSyncErrorsSayWhatToDo(t *testing.T) {
 // after a backup; the backup is restored; Ana pushes the store past the
 // generation Ben last saw; Ben's next `store sync` must neither delete
 // his new memory nor take the older copy over his edit. (The store's
-// versions tell the restore only when written more than a minute apart,
-// so the test waits that long once.)
+// versions tell the restore only when written more than a minute apart:
+// the backup is made two minutes older, as one taken then would be.)
 func TestStoreRestoredAndWrittenPastLosesNothing(t *testing.T) {
 	root := t.TempDir()
 	tokens, key, _, _ := storeTokens(t, root)
@@ -615,7 +616,7 @@ func TestStoreRestoredAndWrittenPastLosesNothing(t *testing.T) {
 	backup := filepath.Join(root, "backup.db")
 	copyFile(t, srv.db, backup)
 	srv.start()
-	time.Sleep(61 * time.Second)
+	agedBackup(t, backup, 2*time.Minute)
 	writeFile(t, ben.folder, "shared.md", "v2, after the backup\n")
 	writeFile(t, ben.folder, "new.md", "written after the backup\n")
 	out, code = sync(ben)
@@ -642,4 +643,22 @@ func TestStoreRestoredAndWrittenPastLosesNothing(t *testing.T) {
 	}
 	assert.Equal(t, "v2, after the backup\n", readFile(t, ana.folder, "shared.md"), "the edit reached Ana")
 	assert.Equal(t, "written after the backup\n", readFile(t, ana.folder, "new.md"))
+}
+
+// agedBackup moves every time a SQLite backup of the server holds back
+// by age, as if the backup had been taken that long ago (the server
+// stopped, so nothing else has the file open).
+func agedBackup(t *testing.T, path string, age time.Duration) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	ms := age.Milliseconds()
+	for _, q := range []string{
+		"UPDATE ms_memories SET created_ms = created_ms - ?1, updated_ms = updated_ms - ?1",
+		"UPDATE ms_versions SET created_ms = created_ms - ?1",
+	} {
+		_, err := db.Exec(q, ms)
+		require.NoError(t, err, q)
+	}
 }
