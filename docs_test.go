@@ -199,4 +199,11 @@ func TestCIRunsTheREADMETestCommand(t *testing.T) {
 	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
 	require.NoError(t, err)
 	assert.Contains(t, strings.Split(string(ci), "\n"), cmd, ".ci/run runs the README's test command as written")
+	for _, l := range strings.Split(string(ci), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "#") {
+			continue
+		}
+		assert.NotContains(t, l, "-timeout", ".ci/run runs every test under go test's default timeout")
+		assert.NotContains(t, l, "GOFLAGS", ".ci/run sets no flags the README's command lacks")
+	}
 }
