@@ -685,3 +685,45 @@ func TestAStateGivenAnewIsSeen(t *testing.T) {
 	assert.Empty(t, res.DeletedRemote, "with no agreement, a missing file is no evidence of a deletion")
 	assert.Contains(t, res.Pulled, "a.md")
 }
+
+// TestStateFollowsTheServerNotItsURL: the same server reached under
+// another spelling of its URL (localhost for 127.0.0.1) finds the state
+// kept under the first: pending edits are pushed and a deletion is
+// carried out, nothing is put aside. A state under another URL that is
+// another server is a reset: nothing deleted, the local files kept.
+func TestStateFollowsTheServerNotItsURL(t *testing.T) {
+	e := startServer(t, 100)
+	dir := t.TempDir()
+	team := filepath.Join(dir, "team")
+	state := func(url string) func(*teammem.ClientOptions) {
+		return func(c *teammem.ClientOptions) {
+			c.BaseURL = url
+			c.StateFile = teammem.StatePath(team, url, "acme/shop")
+		}
+	}
+	writeFiles(t, team, map[string]string{"a.md": "a1", "b.md": "b1", "c.md": "c1", "d.md": "d1"})
+	_, err := newClient(t, e, team, state(e.url)).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+
+	writeFiles(t, team, map[string]string{"a.md": "a2 mine", "b.md": "b2 mine", "c.md": "c2 mine"})
+	require.NoError(t, os.Remove(filepath.Join(team, "d.md")))
+	other := strings.Replace(e.url, "127.0.0.1", "localhost", 1)
+	require.NotEqual(t, e.url, other)
+	res, err := newClient(t, e, team, state(other)).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.Empty(t, res.Conflicts)
+	assert.ElementsMatch(t, []string{"a.md", "b.md", "c.md"}, res.Pushed)
+	assert.Equal(t, []string{"d.md"}, res.DeletedRemote)
+	for k, v := range map[string]string{"a.md": "a2 mine", "b.md": "b2 mine", "c.md": "c2 mine"} {
+		assert.Equal(t, v, readFile(t, filepath.Join(team, k)))
+	}
+	assert.NoFileExists(t, teammem.StatePath(team, e.url, "acme/shop"), "moved, not copied")
+
+	// Another server under a third URL: a reset, nothing deleted.
+	e2 := startServer(t, 100)
+	res, err = newClient(t, e2, team, state(e2.url)).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
+	assert.Empty(t, res.DeletedLocal)
+	assert.Empty(t, res.DeletedRemote)
+	assert.ElementsMatch(t, []string{"a.md", "b.md", "c.md"}, res.Pushed)
+}

@@ -65,6 +65,8 @@ type stateFile struct {
 	Authors          map[string]teamwire.Attribution `json:"authors,omitempty"`
 	InFlight         map[string]foldersync.InFlight  `json:"inFlight,omitempty"`
 	Diverged         map[string]string               `json:"diverged,omitempty"`
+	// Dir is the team directory the state is of.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Attributions returns who wrote each team memory of teamDir as it is and
@@ -122,11 +124,16 @@ func (c *Client) loadState(st *SyncState) {
 	st.loaded = true
 	data, err := afero.ReadFile(c.fs, c.cfg.StateFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return
+		if data, err = c.adoptState(); data == nil {
+			return
+		}
 	}
 	var f stateFile
 	if err == nil {
 		err = json.Unmarshal(data, &f)
+	}
+	if err == nil && f.Server != c.cfg.BaseURL && f.Repo == c.cfg.Repo && f.StoreID != "" {
+		f.Server = c.cfg.BaseURL // adopted (adoptState): the round checks the server's identity
 	}
 	if err == nil && (f.Format != 1 || f.Server != c.cfg.BaseURL || f.Repo != c.cfg.Repo) {
 		err = errors.New("it belongs to another server or repo")
@@ -143,6 +150,42 @@ func (c *Client) loadState(st *SyncState) {
 	st.InFlight, st.Diverged = f.InFlight, f.Diverged
 }
 
+// adoptState takes over the state this team directory kept for the same
+// repo under another spelling of the server's URL ("localhost" for
+// "127.0.0.1", a proxy's name): the newest such state that names the
+// store it agreed with is moved to this client's state file and its
+// bytes returned (nil when there is none). A state is kept per URL text,
+// but it is the store's identity that counts: the round compares the
+// server's with the one the state names, and a store that is not the one
+// is a reset (nothing deleted, local files kept), as without any state.
+// Moved, not copied: two states of one store would each go stale.
+func (c *Client) adoptState() ([]byte, error) {
+	names, _ := afero.Glob(c.fs, filepath.Join(filepath.Dir(c.cfg.StateFile), "*.json"))
+	var best string
+	var bestData []byte
+	var bestSaved time.Time
+	for _, n := range names {
+		data, err := afero.ReadFile(c.fs, n)
+		var f stateFile
+		if err != nil || json.Unmarshal(data, &f) != nil || f.Format != 1 || f.Repo != c.cfg.Repo || f.StoreID == "" ||
+			f.Server == c.cfg.BaseURL || (f.Dir != "" && f.Dir != c.teamDir) {
+			continue
+		}
+		if best == "" || f.Saved.After(bestSaved) {
+			best, bestData, bestSaved = n, data, f.Saved
+		}
+	}
+	if best == "" {
+		return nil, nil
+	}
+	if err := c.fs.Rename(best, c.cfg.StateFile); err != nil {
+		return nil, nil // left where it is: this run starts without a base
+	}
+	c.log.Warn("teammem: took over the sync state kept for another URL of this repo's server; the server's identity is checked",
+		"event", "teammem_state_adopted", "from", filepath.Base(best))
+	return bestData, nil
+}
+
 // saveState writes st to the state file atomically (temp file, fsync,
 // rename), so a crash leaves the old state or the new one.
 func (c *Client) saveState(st *SyncState) error {
@@ -153,7 +196,7 @@ func (c *Client) saveState(st *SyncState) error {
 		Base: st.Base, ETag: st.ETag, ServerChecksums: st.ServerChecksums, Tombstones: st.Tombstones,
 		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent,
 		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting, InReview: st.InReview, Authors: st.Authors,
-		InFlight: st.InFlight, Diverged: st.Diverged})
+		InFlight: st.InFlight, Diverged: st.Diverged, Dir: c.teamDir})
 	if err != nil {
 		return err
 	}
