@@ -40,7 +40,7 @@ type basis struct {
 	// InFlight: Agreed.InFlight.
 	InFlight map[string]InFlight `json:"in_flight,omitempty"`
 	// Diverged: Agreed.Diverged.
-	Diverged map[string]string `json:"diverged,omitempty"`
+	Diverged map[string]Divergence `json:"diverged,omitempty"`
 	// fresh says no basis file was there, or none that could be read.
 	fresh bool
 	// damaged is why the basis file there could not be read, and raw its
@@ -87,10 +87,19 @@ type BasisError struct {
 	// KeptAt is where a damaged basis was kept aside ("" when the round
 	// stopped instead).
 	KeptAt string
+	// FromPrevious says the round went on from the basis as it was saved
+	// before (prevSuffix); otherwise it rebuilt the basis from what both
+	// sides hold.
+	FromPrevious bool
+	// newer: written by a newer version.
+	newer bool
 }
 
 func (e *BasisError) Error() string {
 	if e.KeptAt != "" {
+		if e.FromPrevious {
+			return fmt.Sprintf("foldersync: the basis %s could not be read (%v); it was kept at %s and the round went on from the basis saved before it", e.Path, e.Err, e.KeptAt)
+		}
 		return fmt.Sprintf("foldersync: the basis %s could not be read (%v); it was kept at %s and rebuilt from what both sides hold: nothing was deleted, and a file that differs kept its local version", e.Path, e.Err, e.KeptAt)
 	}
 	return fmt.Sprintf("foldersync: the basis %s cannot be read (%v); nothing was changed: move it away to sync again from scratch (nothing is deleted on a first sync)", e.Path, e.Err)
@@ -98,36 +107,64 @@ func (e *BasisError) Error() string {
 
 func (e *BasisError) Unwrap() error { return e.Err }
 
-// readBasis reads the basis; a missing one is an empty basis.
+// prevSuffix names the basis as it was before its last save, kept
+// beside it: the fallback of a basis damaged since, or missing after a
+// run killed between the two.
+const prevSuffix = ".prev"
+
+// readBasis reads the basis; a missing one is an empty basis. A damaged
+// one (a torn write, a hand edit) is read from the copy of the save
+// before it (prevSuffix), which is at most one batch behind: what that
+// batch did shows as agreed on both sides. Without a readable copy the
+// basis is rebuilt from what both sides hold, as a first sync, which
+// deletes nothing. A basis of a newer version stops the round.
 func readBasis(fsys afero.Fs, path string) (*basis, error) {
-	raw, err := afero.ReadFile(fsys, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		b := newBasis()
-		b.fresh = true
+	b, raw, err := readBasisFile(fsys, path)
+	if err == nil && b != nil {
 		return b, nil
 	}
-	if err != nil {
-		return nil, &BasisError{Path: path, Err: err}
+	var be *BasisError
+	if err != nil && (!errors.As(err, &be) || be.newer) {
+		return nil, err
 	}
-	b := newBasis()
+	prev, _, perr := readBasisFile(fsys, path+prevSuffix)
+	if perr != nil && errors.As(perr, &be) && be.newer {
+		return nil, perr
+	}
+	if prev == nil || perr != nil {
+		prev = newBasis()
+		prev.fresh = true
+	}
+	if err != nil {
+		prev.damaged, prev.raw = err.(*BasisError), raw
+		prev.damaged.FromPrevious = !prev.fresh
+	}
+	return prev, nil
+}
+
+// readBasisFile reads one basis file: nil without an error when there is
+// none.
+func readBasisFile(fsys afero.Fs, path string) (*basis, []byte, error) {
+	raw, err := afero.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, &BasisError{Path: path, Err: err}
+	}
 	var shape struct {
 		V int `json:"v"`
 	}
 	if json.Unmarshal(raw, &shape) == nil && shape.V > basisVersion {
 		// A newer version's basis is not this one's to rebuild.
-		return nil, &BasisError{Path: path, Err: fmt.Errorf("version %d, this one reads %d", shape.V, basisVersion)}
+		return nil, raw, &BasisError{Path: path, Err: fmt.Errorf("version %d, this one reads %d", shape.V, basisVersion), newer: true}
 	}
+	b := newBasis()
 	if err := json.Unmarshal(raw, b); err != nil || b.V != basisVersion {
 		if err == nil {
 			err = fmt.Errorf("version %d, this one reads %d", b.V, basisVersion)
 		}
-		// Damaged (a torn write, a hand edit): rebuilt from what both
-		// sides hold, as a first sync, which deletes nothing.
-		b = newBasis()
-		b.fresh = true
-		b.damaged = &BasisError{Path: path, Err: err}
-		b.raw = raw
-		return b, nil
+		return nil, raw, &BasisError{Path: path, Err: err}
 	}
 	if b.Entries == nil {
 		b.Entries = map[string]Entry{}
@@ -138,7 +175,7 @@ func readBasis(fsys afero.Fs, path string) (*basis, error) {
 	if b.Stat == nil {
 		b.Stat = map[string]statEntry{}
 	}
-	return b, nil
+	return b, raw, nil
 }
 
 func (b *basis) listing() Listing {

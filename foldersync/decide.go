@@ -16,7 +16,7 @@ const (
 	actStale                     // a local copy older than the remote's deletion: move it aside
 	actKeepLocal                 // the remote went back: keep its copy aside, push the local one
 	actRestore                   // deletions do not propagate (KeepDeleted): bring the remote's copy back
-	actDiverged                  // nothing agreed on and the remote's copy newer: keep the local file, the remote's aside
+	actDiverged                  // nothing agreed on, the local file not known newer: keep it, the remote's aside
 )
 
 // pathState is what a round knows of one path: l, r and b are the local,
@@ -86,12 +86,12 @@ func decide(s pathState, keepDeleted, reset bool) action {
 	case b == "":
 		// Nothing says what both sides agreed on (a first sync, a lost
 		// or damaged basis): the local file is never replaced on such
-		// weak evidence. It is sent unless the remote's copy is known to
-		// be the newer one.
-		if !s.written.IsZero() && s.written.After(s.mtime.Add(clockSlack)) {
-			return actDiverged
+		// weak evidence, and sent over the remote's copy only when it
+		// was written well after that copy.
+		if !s.written.IsZero() && s.mtime.After(s.written.Add(clockSlack)) {
+			return actKeepLocal
 		}
-		return actKeepLocal
+		return actDiverged
 	}
 	return actConflict
 }

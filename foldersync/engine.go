@@ -184,10 +184,19 @@ type Agreed struct {
 	// change; otherwise they never landed and are forgotten.
 	InFlight map[string]InFlight
 	// Diverged are the paths found different on both sides with nothing
-	// agreed on and the remote's copy the newer: the local file stayed
-	// where it was and the remote's copy, of this Sum, was kept aside
-	// once. The file is pushed once it is edited again.
-	Diverged map[string]string
+	// agreed on and no sign the local file is the newer: the local file
+	// stayed where it was and the remote's copy, of this Sum, was kept
+	// aside once. The file is pushed once it is edited again.
+	Diverged map[string]Divergence
+}
+
+// Divergence is a path left as it is beside the remote's copy: the Sum
+// of that copy (kept aside) and of the local file then. A local file
+// that changed since, beside the same remote copy, was edited after the
+// user was shown the remote's: it is pushed.
+type Divergence struct {
+	Remote string `json:"remote"`
+	Local  string `json:"local"`
 }
 
 // InFlight is one change a round began: the Sum of the bytes sent to the
@@ -313,7 +322,7 @@ func New(d *memdir.Dir, folder string, remote Remote, opts Options) (*Engine, er
 	if e.aside == "" {
 		e.aside = filepath.Join(folder, DefaultConflictsDirName)
 	}
-	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis} {
+	for _, p := range []string{filepath.Join(folder, DefaultBasisName), e.basis, e.basis + prevSuffix} {
 		if _, err := e.gate.CheckPath(p); err != nil {
 			return nil, fmt.Errorf("foldersync: %s is not inside the memory directory: %w", p, err)
 		}
@@ -384,10 +393,10 @@ const (
 	SkipUnwritable = "unwritable: this client may not write the file or its folder (permissions, or a read-only filesystem); the rest synced: make it writable to take the remote's change"
 	// SkipDiverged: the file and the remote's copy differ, nothing says
 	// what both last agreed on (a first sync, a lost or damaged basis)
-	// and the remote's copy is the newer. The local file stays as it is
-	// and the remote's copy was kept aside in the conflicts folder; edit
-	// the file to send it, or remove it to take the remote's.
-	SkipDiverged = "diverged: the file and the remote's newer copy differ with no record of what both last agreed on; yours stays and the remote's copy is in the conflicts folder: edit yours to send it, or remove it to take the remote's"
+	// and nothing says the file is the newer. The local file stays as it
+	// is and the remote's copy was kept aside in the conflicts folder;
+	// edit the file to send it, or remove it to take the remote's.
+	SkipDiverged = "diverged: the file and the remote's copy differ with no record of what both last agreed on; yours stays and the remote's copy is in the conflicts folder: edit yours to send it, or remove it to take the remote's"
 	// SkipRejected starts the reason of a change a person reviewing the
 	// remote already rejected; the reason given follows the colon.
 	SkipRejected = "rejected-in-review"
@@ -753,6 +762,9 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 			st.deleted = deleted[p]
 		}
 		a := decide(st, e.opts.KeepDeleted, reset || b.Resetting)
+		if d, ok := b.Diverged[p]; ok && a == actDiverged && d.Remote == st.r && d.Local != st.l {
+			a = actKeepLocal // edited since the remote's copy was put beside it
+		}
 		switch {
 		case mode != ModeBoth && (a == actConflict || a == actKeepLocal || a == actDiverged):
 			res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipConflict})
@@ -831,7 +843,7 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 				changes = append(changes, ch)
 			}
 		case actDiverged:
-			if b.Diverged[p] == r.remote[p].Sum {
+			if b.Diverged[p].Remote == r.remote[p].Sum {
 				r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipDiverged})
 				continue // its copy is aside already
 			}
@@ -839,12 +851,12 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 				return false, err
 			}
 			if b.Diverged == nil {
-				b.Diverged = map[string]string{}
+				b.Diverged = map[string]Divergence{}
 			}
-			b.Diverged[p] = r.remote[p].Sum
+			b.Diverged[p] = Divergence{Remote: r.remote[p].Sum, Local: r.locals[p].sum}
 			r.dirty = true
 		case actKeepLocal:
-			if b.Diverged[p] != r.remote[p].Sum { // not kept aside already
+			if b.Diverged[p].Remote != r.remote[p].Sum { // not kept aside already
 				if err := r.keepRemoteAside(ctx, p); err != nil {
 					return false, err
 				}
@@ -1657,8 +1669,16 @@ func (r *round) save(ctx context.Context) error {
 	if r.e.opts.BasisInMemory {
 		// Nothing on disk; a pass that fails leaves e.kept unset, so the
 		// next one starts again from what the Mirror holds.
-	} else if _, err := r.e.plainGate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
-		return fmt.Errorf("foldersync: save the basis: %w", err)
+	} else {
+		// The save before stays beside it: the fallback of a basis
+		// damaged later (readBasis).
+		// (Both paths were checked to lie in the memory directory by New.)
+		if err := r.e.fs.Rename(r.e.basis, r.e.basis+prevSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("foldersync: save the basis: %w", err)
+		}
+		if _, err := r.e.plainGate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
+			return fmt.Errorf("foldersync: save the basis: %w", err)
+		}
 	}
 	r.dirty = false
 	if m := r.e.opts.Mirror; m != nil {

@@ -176,7 +176,7 @@ type SyncState struct {
 	// (foldersync.Agreed); kept in the state file, written after every
 	// batch of a round.
 	InFlight map[string]foldersync.InFlight
-	Diverged map[string]string
+	Diverged map[string]foldersync.Divergence
 	// Reset says why the last round took the server for another store
 	// than the one this directory agreed with (another identity, an
 	// emptied repo, an older version: a replaced store, a restored

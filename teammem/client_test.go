@@ -167,19 +167,30 @@ func TestPushPullDelta(t *testing.T) {
 	assert.True(t, res.Unchanged)
 
 	// Without a base (a fresh state), a local-only file is pushed, and of
-	// two different versions of one key the local file stays where it is:
-	// edited after the server's, it is pushed and the server's copy is
-	// kept aside, nothing is lost.
+	// two different versions of one key the local file stays where it is
+	// and the server's copy is kept aside: with nothing to say the local
+	// one is the newer (written within a minute of the server's), it is
+	// not pushed until it is edited again.
 	writeFiles(t, b, map[string]string{"local-only.md": "mine", "ci.md": "a later edit"})
-	res, err = cb.Sync(context.Background(), &teammem.SyncState{})
+	fresh := &teammem.SyncState{}
+	res, err = cb.Sync(context.Background(), fresh)
 	require.NoError(t, err)
 	assert.Equal(t, "a later edit", readFile(t, filepath.Join(b, "ci.md")))
-	assert.Equal(t, []string{"ci.md", "local-only.md"}, res.Pushed)
+	assert.Equal(t, []string{"local-only.md"}, res.Pushed)
 	require.Len(t, res.Conflicts, 1)
 	assert.Equal(t, "ci.md", res.Conflicts[0].Path)
 	assert.True(t, res.Conflicts[0].LocalKept)
 	assert.Equal(t, "CI stays green, always", readFile(t, res.Conflicts[0].SavedAs))
 	assert.Equal(t, filepath.Join(filepath.Dir(b), teammem.ConflictsDirName), filepath.Dir(res.Conflicts[0].SavedAs), "kept outside the synced directory")
+	res, err = cb.Sync(context.Background(), fresh)
+	require.NoError(t, err)
+	assert.Empty(t, res.Conflicts, "kept aside once")
+	assert.Equal(t, []foldersync.Skip{{Path: "ci.md", Reason: foldersync.SkipDiverged}}, res.Skipped)
+	writeFiles(t, b, map[string]string{"ci.md": "edited again"})
+	res, err = cb.Sync(context.Background(), fresh)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ci.md"}, res.Pushed, "an edit after the server's copy was put beside it is sent")
+	assert.Empty(t, res.Conflicts)
 }
 
 func TestPushNeverOverwritesATeammatesEdit(t *testing.T) {
@@ -391,8 +402,22 @@ func TestStateFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.md"}, res.DeletedRemote, "a new process remembers the base")
 
-	// A torn state file: no base, so nothing is deleted, b.md is kept.
+	// A torn state file: the one saved before it stands in (b.md's
+	// deletion is carried out).
+	writeFiles(t, team, map[string]string{"c.md": "c"})
+	_, err = newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
+	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(statePath, []byte(`{"format":1,"base":{"b.md`), 0o600))
+	require.NoError(t, os.Remove(filepath.Join(team, "c.md")))
+	var prev teammem.SyncState
+	res, err = newClient(t, e, team, withState).Sync(context.Background(), &prev)
+	require.NoError(t, err)
+	assert.NoError(t, prev.FileError)
+	assert.Equal(t, []string{"c.md"}, res.DeletedRemote, "the state saved before knows c.md: %+v", res)
+
+	// Both torn: no base, so nothing is deleted, b.md is kept.
+	require.NoError(t, os.WriteFile(statePath, []byte(`{"format":1,"base":{"b.md`), 0o600))
+	require.NoError(t, os.WriteFile(statePath+".prev", []byte(`{"format":1,"ba`), 0o600))
 	require.NoError(t, os.Remove(filepath.Join(team, "b.md")))
 	var torn teammem.SyncState
 	res, err = newClient(t, e, team, withState).Sync(context.Background(), &torn)

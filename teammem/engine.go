@@ -146,8 +146,13 @@ func (m stateBasis) Save(_ context.Context, a foldersync.Agreed) error {
 	st.InFlight, st.Diverged = a.InFlight, a.Diverged
 	m.c.mirrored = stampOf(st)
 	// On disk at once: a run killed in the middle of a round leaves the
-	// batches it saw through, and the changes it began, on record.
-	return m.c.saveState(st)
+	// batches it saw through, and the changes it began, on record. What
+	// the server held is not: it moved with this round, and a tag beside
+	// a newer version would read as a restored server. The end of the
+	// round records it.
+	onDisk := *st
+	onDisk.ETag, onDisk.ServerChecksums, onDisk.Tombstones = "", nil, nil
+	return m.c.saveState(&onDisk)
 }
 
 // Unchanged reports whether the round's state is the one this client

@@ -21,6 +21,9 @@ import (
 // state files.
 const StateDirName = ".team-sync"
 
+// prevStateSuffix names a state file as it was before its last save.
+const prevStateSuffix = ".prev"
+
 // ErrCorruptState reports a state file that could not be read; the run
 // that met it went on without a base.
 var ErrCorruptState = errors.New("teammem: the sync state file is unreadable; syncing without a base (nothing is deleted this run)")
@@ -48,23 +51,23 @@ func ServerHasContent(fsys afero.Fs, path string) bool {
 
 // stateFile is the JSON form of a SyncState on disk.
 type stateFile struct {
-	Format           int                             `json:"format"`
-	Server           string                          `json:"server"`
-	Repo             string                          `json:"repo"`
-	Saved            time.Time                       `json:"saved"`
-	Base             map[string]string               `json:"base"`
-	ETag             string                          `json:"etag,omitempty"`
-	ServerChecksums  map[string]string               `json:"serverChecksums,omitempty"`
-	Tombstones       map[string]int64                `json:"tombstones,omitempty"`
-	MaxEntries       int                             `json:"maxEntries,omitempty"`
-	ServerHasContent bool                            `json:"serverHasContent,omitempty"`
-	StoreID          string                          `json:"storeId,omitempty"`
-	Version          int64                           `json:"version,omitempty"`
-	Resetting        bool                            `json:"resetting,omitempty"`
-	InReview         map[string]string               `json:"inReview,omitempty"`
-	Authors          map[string]teamwire.Attribution `json:"authors,omitempty"`
-	InFlight         map[string]foldersync.InFlight  `json:"inFlight,omitempty"`
-	Diverged         map[string]string               `json:"diverged,omitempty"`
+	Format           int                              `json:"format"`
+	Server           string                           `json:"server"`
+	Repo             string                           `json:"repo"`
+	Saved            time.Time                        `json:"saved"`
+	Base             map[string]string                `json:"base"`
+	ETag             string                           `json:"etag,omitempty"`
+	ServerChecksums  map[string]string                `json:"serverChecksums,omitempty"`
+	Tombstones       map[string]int64                 `json:"tombstones,omitempty"`
+	MaxEntries       int                              `json:"maxEntries,omitempty"`
+	ServerHasContent bool                             `json:"serverHasContent,omitempty"`
+	StoreID          string                           `json:"storeId,omitempty"`
+	Version          int64                            `json:"version,omitempty"`
+	Resetting        bool                             `json:"resetting,omitempty"`
+	InReview         map[string]string                `json:"inReview,omitempty"`
+	Authors          map[string]teamwire.Attribution  `json:"authors,omitempty"`
+	InFlight         map[string]foldersync.InFlight   `json:"inFlight,omitempty"`
+	Diverged         map[string]foldersync.Divergence `json:"diverged,omitempty"`
 	// Dir is the team directory the state is of.
 	Dir string `json:"dir,omitempty"`
 }
@@ -131,6 +134,15 @@ func (c *Client) loadState(st *SyncState) {
 	var f stateFile
 	if err == nil {
 		err = json.Unmarshal(data, &f)
+	}
+	if err != nil {
+		// Torn or damaged: the state saved before it (at most one batch
+		// behind, so what that batch did shows as agreed on both sides).
+		var prev stateFile
+		if raw, perr := afero.ReadFile(c.fs, c.cfg.StateFile+prevStateSuffix); perr == nil && json.Unmarshal(raw, &prev) == nil {
+			c.log.Warn("teammem: sync state unreadable; going on from the one saved before it", "event", "teammem_state_previous", "error", err)
+			f, err = prev, nil
+		}
 	}
 	if err == nil && f.Server != c.cfg.BaseURL && f.Repo == c.cfg.Repo && f.StoreID != "" {
 		f.Server = c.cfg.BaseURL // adopted (adoptState): the round checks the server's identity
@@ -201,6 +213,11 @@ func (c *Client) saveState(st *SyncState) error {
 		return err
 	}
 	if err := c.fs.MkdirAll(filepath.Dir(c.cfg.StateFile), 0o755); err != nil {
+		return fmt.Errorf("teammem: save the sync state: %w", err)
+	}
+	// The state saved before stays beside it: the fallback of a state
+	// file damaged later (loadState).
+	if err := c.fs.Rename(c.cfg.StateFile, c.cfg.StateFile+prevStateSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("teammem: save the sync state: %w", err)
 	}
 	if err := atomicfile.WriteFile(c.fs, c.cfg.StateFile, data, 0o600); err != nil {

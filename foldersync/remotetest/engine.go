@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -666,20 +667,33 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		for _, p := range []string{"a.md", "b.md", "c.md"} {
 			a.Write(t, p, "v2 mine\n")
 		}
-		if err := os.Remove(filepath.Join(a.Dir, foldersync.DefaultBasisName)); err != nil {
-			t.Fatal(err)
+		for _, name := range []string{foldersync.DefaultBasisName, foldersync.DefaultBasisName + ".prev"} {
+			if err := os.Remove(filepath.Join(a.Dir, name)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		res := a.Round(t)
 		for _, p := range []string{"a.md", "b.md", "c.md"} {
 			if got, _ := a.Read(t, p); got != "v2 mine\n" {
 				t.Fatalf("%s holds %q after a lost basis: %+v", p, got, res)
 			}
-			remoteHas(t, ctl, p, "v2 mine\n")
 		}
 		for _, c := range res.Conflicts {
 			if !c.LocalKept {
 				t.Fatalf("a local file was put aside: %+v", c)
 			}
+		}
+		// Not known to be newer (written within a minute of the remote's
+		// copy): left in place until edited again, then sent.
+		for _, p := range []string{"a.md", "b.md", "c.md"} {
+			if !has(res.Pushed, p) {
+				a.Write(t, p, "v3 mine\n")
+			}
+		}
+		a.Round(t)
+		for _, p := range []string{"a.md", "b.md", "c.md"} {
+			got, _ := a.Read(t, p)
+			remoteHas(t, ctl, p, got)
 		}
 		// A folder that already holds an older copy than the remote's:
 		// the copy stays, the remote's goes aside, nothing is pushed.
@@ -705,7 +719,8 @@ func RunEngine(t *testing.T, newRemote Factory) {
 			if again := b.Round(t); len(again.Conflicts) > 0 || len(again.Pushed) > 0 || skipped(again, "a.md") != foldersync.SkipDiverged {
 				t.Fatalf("the round after: %+v", again)
 			}
-			remoteHas(t, ctl, "a.md", "v2 mine\n")
+			before, _ := ctl.Read(t, "a.md")
+			remoteHas(t, ctl, "a.md", string(before))
 			// An edit sends it.
 			b.Write(t, "a.md", "edited after\n")
 			if res := b.Round(t); !has(res.Pushed, "a.md") || len(res.Conflicts) > 0 {
@@ -724,28 +739,22 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		a.Write(t, "edited.md", "v2 mine\n")
 		ctl.Remove(t, "deleted-there.md")
 		basis := filepath.Join(a.Dir, foldersync.DefaultBasisName)
-		torn, err := os.ReadFile(basis)
-		if err != nil {
-			t.Fatal(err)
+		tear := func(path string) []byte {
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw = raw[:len(raw)/2]
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return raw
 		}
-		torn = torn[:len(torn)/2]
-		if err := os.WriteFile(basis, torn, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		// The basis is torn: the save before it takes its place.
+		torn := tear(basis)
 		res := a.Round(t)
-		if res.BasisDamaged == nil || !has(res.Pushed, "edited.md") || len(res.DeletedRemote) > 0 {
-			t.Fatalf("a round on a damaged basis: %+v", res)
-		}
-		for _, p := range res.DeletedLocal {
-			// Only a copy older than the remote's deletion, moved aside.
-			if p != "deleted-there.md" || len(res.Conflicts) == 0 {
-				t.Fatalf("a round on a damaged basis deleted %s: %+v", p, res)
-			}
-		}
-		for _, c := range res.Conflicts {
-			if !c.LocalKept && !c.Stale {
-				t.Fatalf("a local file was replaced: %+v", c)
-			}
+		if res.BasisDamaged == nil || !res.BasisDamaged.FromPrevious || !has(res.Pushed, "edited.md") || len(res.Conflicts) > 0 || len(res.DeletedRemote) > 0 {
+			t.Fatalf("a round on a torn basis: %+v", res)
 		}
 		if got, _ := a.Read(t, "edited.md"); got != "v2 mine\n" {
 			t.Fatalf("the pending edit was displaced: %q", got)
@@ -756,6 +765,30 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		}
 		if res := a.Round(t); res.BasisDamaged != nil || len(res.Conflicts) > 0 || len(res.Pushed)+len(res.Pulled) > 0 {
 			t.Fatalf("the round after the rebuild: %+v", res)
+		}
+		// Both torn: rebuilt from both sides; nothing deleted, the local
+		// file stays where it is.
+		a.Write(t, "edited.md", "v3 mine\n")
+		ctl.Remove(t, "kept.md")
+		tear(basis)
+		tear(basis + ".prev")
+		res = a.Round(t)
+		if res.BasisDamaged == nil || res.BasisDamaged.FromPrevious || len(res.DeletedRemote) > 0 {
+			t.Fatalf("a round on a basis torn twice: %+v", res)
+		}
+		for _, p := range res.DeletedLocal {
+			// Only a copy older than the remote's deletion, moved aside.
+			if !slices.ContainsFunc(res.Conflicts, func(c foldersync.Conflict) bool { return c.Path == p && c.Stale }) {
+				t.Fatalf("a round on a basis torn twice deleted %s: %+v", p, res)
+			}
+		}
+		for _, c := range res.Conflicts {
+			if !c.LocalKept && !c.Stale {
+				t.Fatalf("a local file was replaced: %+v", c)
+			}
+		}
+		if got, _ := a.Read(t, "edited.md"); got != "v3 mine\n" {
+			t.Fatalf("the pending edit was displaced: %q", got)
 		}
 		// A basis of a newer version is not this one's to rebuild.
 		if err := os.WriteFile(basis, []byte(`{"v":99,"entries":{}}`), 0o644); err != nil {
