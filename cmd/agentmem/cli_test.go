@@ -23,6 +23,7 @@ func memTree(t *testing.T) string {
 }
 
 func TestFlagsAfterTheArgument(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}
 	out, errOut, code := runWithInput(t, env, "", "recall", "can we deploy on friday?", "--dir", dir)
@@ -37,6 +38,7 @@ func TestFlagsAfterTheArgument(t *testing.T) {
 }
 
 func TestMissingThingsAreErrors(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	missing := filepath.Join(root, "nope", "mem")
 	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", TokenEnv + "=x"}
@@ -58,6 +60,7 @@ func TestMissingThingsAreErrors(t *testing.T) {
 }
 
 func TestEveryCommandHonoursTheEnableChain(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	off := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1", TokenEnv + "=x"}
 	for _, args := range [][]string{
@@ -79,6 +82,7 @@ func TestEveryCommandHonoursTheEnableChain(t *testing.T) {
 }
 
 func TestLintUsesThePromptsEntryLimit(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	long := "- [Deploy days](deploys.md) — " + strings.Repeat("x", 140) + "\n" // 170 characters: over 150, under 200
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte(long), 0o644))
@@ -92,6 +96,7 @@ func TestLintUsesThePromptsEntryLimit(t *testing.T) {
 }
 
 func TestLintSaysWhyFrontmatterFails(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.md"), []byte("---\nname: caf\xe9\ndescription: d\n---\nbody\n"), 0o644))
 	out, _, code := runWithInput(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "", "lint", "--dir", dir)
@@ -100,6 +105,7 @@ func TestLintSaysWhyFrontmatterFails(t *testing.T) {
 }
 
 func TestTeamServeOnABusyPortCreatesNothing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, tokens := makeToken(t, root)
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "first"), 0o755))
@@ -112,6 +118,7 @@ func TestTeamServeOnABusyPortCreatesNothing(t *testing.T) {
 }
 
 func TestTeamTokenAdd(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens.json")
 	token1, errOut, code := runWithInput(t, nil, "", "team", "token", "--org", "acme", "--repo", "acme/*", "--name", "alice", "--add", file)
 	require.Equal(t, 0, code, errOut)
@@ -151,6 +158,7 @@ func TestTeamTokenAdd(t *testing.T) {
 }
 
 func TestLintRefusesAnIndexLinkOutAndPromptDoesNotReadIt(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	outside := filepath.Join(t.TempDir(), "hostname")
 	require.NoError(t, os.WriteFile(outside, []byte("OUTSIDE-HOST\n"), 0o644))
@@ -172,6 +180,7 @@ func TestLintRefusesAnIndexLinkOutAndPromptDoesNotReadIt(t *testing.T) {
 }
 
 func TestLintFixSkipsBrokenFiles(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "blob.md"), []byte("\x00\x01\x02\xffbinary"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad\xffname.md"), []byte("---\nname: b\ndescription: bee\ntype: user\n---\nB\n"), 0o644))
@@ -192,6 +201,7 @@ func TestLintFixSkipsBrokenFiles(t *testing.T) {
 }
 
 func TestLsReadsTheTypeClaudeCodeWritesUnderMetadata(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy-freeze-q3.md"), []byte("---\nname: deploy-freeze-q3\ndescription: No deploys after the cut\nmetadata:\n  node_type: memory\n  type: reference\n  originSessionId: 5d0c2a1e\n  modified: 2026-12-01T19:02:17.192Z\n---\nbody\n"), 0o644))
 	out, errOut, code := runWithInput(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "", "ls", "--json", "--dir", dir)
@@ -201,6 +211,7 @@ func TestLsReadsTheTypeClaudeCodeWritesUnderMetadata(t *testing.T) {
 }
 
 func TestLintListsUnresolvedLinksAsInformation(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "freeze.md"), []byte("---\nname: release-freeze\ndescription: no deploys after the cut\nmetadata:\n  type: project\n---\nSee [[deploys]], [[Deploy days]] and [[on-call-rota]].\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte("- [Deploy days](deploys.md) — never deploy on Fridays\n- [Freeze](freeze.md) — no deploys after the cut\n"), 0o644))

@@ -231,11 +231,12 @@ func keys(m map[string]string) []string {
 // TestWatchersConverge runs three `agentmem team watch` processes against
 // one `agentmem team serve` through creates, edits, deletes, a deletion
 // racing an edit, two edits racing each other, a SIGKILL of the server in
-// the middle of a change, and random churn (60 s; AGENTMEM_CHURN_SECONDS
+// the middle of a change, and random churn (20 s; AGENTMEM_CHURN_SECONDS
 // changes it). After each phase every directory must equal the server's
 // entries byte for byte; nothing deleted may come back; every edit that
 // lost a race must survive in a conflicts folder.
 func TestWatchersConverge(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := startTeamServer(t, root)
 	a := startWatcher(t, root, "a", url, token)
@@ -292,7 +293,7 @@ func TestWatchersConverge(t *testing.T) {
 
 	// Random churn: each watcher creates, edits and deletes keys of its
 	// own, so the last write to each key is known.
-	seconds := 60
+	seconds := 20
 	if s, err := strconv.Atoi(os.Getenv("AGENTMEM_CHURN_SECONDS")); err == nil {
 		seconds = s
 	}
@@ -367,6 +368,7 @@ func runBinary(t *testing.T, dir string, env []string, stdin string, args ...str
 // each works in a clone with a github.com remote and passes only --server;
 // --repo and --dir come from the project.
 func TestTeamSessionFromTheREADME(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	withToken := func(project string, env []string) (string, []string) {

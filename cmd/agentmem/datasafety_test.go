@@ -103,6 +103,7 @@ func threeMemories(m *teammate) map[string]string {
 }
 
 func TestReplacedStoreDeletesNothing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -155,6 +156,7 @@ func TestReplacedStoreDeletesNothing(t *testing.T) {
 }
 
 func TestRestoredBackupKeepsLaterMemories(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -193,6 +195,7 @@ func TestRestoredBackupKeepsLaterMemories(t *testing.T) {
 }
 
 func TestWatcherAcrossAStoreReplacement(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -227,6 +230,7 @@ func waitFor(t *testing.T, ok func() bool) {
 }
 
 func TestRestoreOfADeletion(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -277,6 +281,7 @@ func TestRestoreOfADeletion(t *testing.T) {
 // TestServeStopsWithWatchersConnected: SIGTERM to team serve with
 // watchers long-polling drains and exits 0 within a second.
 func TestServeStopsWithWatchersConnected(t *testing.T) {
+	t.Parallel()
 	dbs := map[string]string{"sqlite": ""}
 	if dsn := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN"); dsn != "" {
 		dbs["postgres"] = dsn
@@ -321,6 +326,7 @@ func TestServeStopsWithWatchersConnected(t *testing.T) {
 }
 
 func TestMassDeleteHold(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -379,6 +385,7 @@ func TestMassDeleteHold(t *testing.T) {
 }
 
 func TestPullTakesACheckpointThatUndoesIt(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -409,6 +416,7 @@ func TestPullTakesACheckpointThatUndoesIt(t *testing.T) {
 // history of its own, so two watchers never append to one journal, and a
 // rewind undoes one project's pull only.
 func TestEachTeamDirectoryHasItsOwnHistory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ben := newTeammate(t, root, "ben", url, token)
@@ -452,6 +460,7 @@ func uniq(xs []string) []string {
 }
 
 func TestConflictsExitSevenAndPullKeepsTheEdit(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -484,6 +493,7 @@ func TestConflictsExitSevenAndPullKeepsTheEdit(t *testing.T) {
 }
 
 func TestWatchIsQuietWhenNothingChanges(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -501,6 +511,7 @@ func TestWatchIsQuietWhenNothingChanges(t *testing.T) {
 }
 
 func TestUntrustedCertificateIsNamed(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)
 	m := newTeammate(t, t.TempDir(), "ana", srv.URL, "amt_x")
@@ -513,6 +524,7 @@ func TestUntrustedCertificateIsNamed(t *testing.T) {
 // TestWatcherSaysAHoldOnce: a running watcher that meets a mass delete
 // holds it every round but prints it once, and deletes nothing.
 func TestWatcherSaysAHoldOnce(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -542,6 +554,7 @@ func TestWatcherSaysAHoldOnce(t *testing.T) {
 // TestWatcherSaysALeftAtHomeFileOnce: a file the server's screens refuse
 // is skipped every round but printed once, and left as it is.
 func TestWatcherSaysALeftAtHomeFileOnce(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -566,6 +579,7 @@ func TestWatcherSaysALeftAtHomeFileOnce(t *testing.T) {
 // plain http:// URL to a TLS server each get a sentence that says what
 // to change, not only a status.
 func TestSyncErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	m := newTeammate(t, root, "ana", url, token)
@@ -589,6 +603,7 @@ func TestSyncErrorsSayWhatToDo(t *testing.T) {
 // versions tell the restore only when written more than a minute apart:
 // the backup is made two minutes older, as one taken then would be.)
 func TestStoreRestoredAndWrittenPastLosesNothing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tokens, key, _, _ := storeTokens(t, root)
 	srv := &teamServer{t: t, addr: freeAddr(t), db: filepath.Join(root, "team.db"), toks: tokens}

@@ -85,6 +85,7 @@ func runWithInput(t *testing.T, env []string, stdin string, args ...string) (str
 }
 
 func TestDreamStagedAsksAndAppliesOnlyOnYes(t *testing.T) {
+	t.Parallel()
 	srv, calls := scriptedMessagesAPI(t)
 	root, dir := dreamTree(t)
 	env := []string{"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + srv.URL, "CLAUDE_CODE_DISABLE_AUTO_MEMORY="}
@@ -124,6 +125,7 @@ func TestDreamStagedAsksAndAppliesOnlyOnYes(t *testing.T) {
 }
 
 func TestDreamInPlaceIsRewindable(t *testing.T) {
+	t.Parallel()
 	srv, _ := scriptedMessagesAPI(t)
 	root, dir := dreamTree(t)
 	env := []string{"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + srv.URL, "CLAUDE_CODE_DISABLE_AUTO_MEMORY="}
@@ -143,6 +145,7 @@ func TestDreamInPlaceIsRewindable(t *testing.T) {
 }
 
 func TestDreamRefusesBeforeAnyModelCall(t *testing.T) {
+	t.Parallel()
 	srv, calls := scriptedMessagesAPI(t)
 	root, dir := dreamTree(t)
 	cfg := filepath.Join(root, "cfg")

@@ -14,6 +14,7 @@ import (
 // --team-server) given as host:port says the address needs http:// or
 // https:// and shows the fixed value, instead of Go's URL parse error.
 func TestServerWithoutASchemeSaysWhatToType(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", TokenEnv + "=x", StoreTokenEnv + "=x", "CLAUDE_CONFIG_DIR=" + filepath.Join(root, "cfg")}
 	for _, args := range [][]string{
@@ -40,6 +41,7 @@ func TestServerWithoutASchemeSaysWhatToType(t *testing.T) {
 // names the path and says the folder is missing, not SQLite's
 // "unable to open database file (14)".
 func TestServeDBInAMissingFolderNamesIt(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, tokens := makeToken(t, root)
 	db := filepath.Join(root, "no-such-folder", "team.db")
@@ -55,6 +57,7 @@ func TestServeDBInAMissingFolderNamesIt(t *testing.T) {
 // closing one is reported as such, with the line, not as a memory with no
 // name.
 func TestLintSaysTheFrontmatterIsNotClosed(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "open.md"), []byte("\n---\nname: Open\ndescription: never closed\ntype: user\n\nThe body.\n"), 0o644))
 	index, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))

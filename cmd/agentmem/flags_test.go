@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseAnywhere(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		dir  string

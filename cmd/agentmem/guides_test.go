@@ -23,6 +23,7 @@ import (
 // the test's own), then a token added to the token file and the server,
 // here on a free loopback port; a teammate syncs with the token.
 func TestGuideSelfHostingOnOneMachine(t *testing.T) {
+	t.Parallel()
 	lines := docstest.Block(t, repoRoot, "Self-hosting on one machine takes three\ncommands:")
 	require.Len(t, lines, 3)
 	require.True(t, strings.HasPrefix(lines[0], "go build "), lines[0])
@@ -63,6 +64,7 @@ func TestGuideSelfHostingOnOneMachine(t *testing.T) {
 // commands against that server: the log, one key's log, and a restore of
 // version 12 of a memory written thirteen times.
 func TestGuideRunningItForATeam(t *testing.T) {
+	t.Parallel()
 	lines := docstest.Block(t, repoRoot, "### Running it for a team")
 	root := t.TempDir()
 	cert, _ := selfSigned(t, root)

@@ -26,6 +26,7 @@ import (
 // with a file history; the user finds the run with `agentmem history` and
 // undoes it with `agentmem rewind`, first as a dry run.
 func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	config := filepath.Join(root, "config")
 	dir := filepath.Join(root, "memory")
@@ -109,6 +110,7 @@ func TestHistoryAndRewindUndoAnExtraction(t *testing.T) {
 // TestTeamPullWithHistory: `team pull --history NAME` checkpoints a pull
 // that changes files, and `agentmem rewind` undoes it.
 func TestTeamPullWithHistory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	env := func(who string) []string {
@@ -147,6 +149,7 @@ func TestTeamPullWithHistory(t *testing.T) {
 // backed files up (keys relative to the project with realParentDir, and
 // file-history-delta lines) is listed by history and undone by rewind.
 func TestClaudeCode2_1_328FileHistory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	config := filepath.Join(root, ".claude")
 	proj := filepath.Join(root, "proj")

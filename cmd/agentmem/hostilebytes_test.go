@@ -80,6 +80,7 @@ type hostileProtocol struct {
 // file reached Ben, and no output holds a raw control character of a
 // name.
 func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens, token := syncTokens(t, dir)
 	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens, "--rate", "-1")

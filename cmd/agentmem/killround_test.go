@@ -45,6 +45,7 @@ func killContent(i, v int, owner string, size int) string {
 // folders and a new teammate's equal the server byte for byte, and the
 // server holds every write of both.
 func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 35))
@@ -67,7 +68,7 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 		round:  []string{"store", "sync", "--server", url, "--delete-mode", "immediate"},
 		folder: func(p *person) string { return filepath.Join(p.team, "proj") },
 		remote: func() map[string]string { return storeMemories(t, url, token, "kill-store") },
-		known:  []string{".MEMORY.md.lock", ".memory-sync", ".memory-sync-basis", ".memory-sync-store", ".agentmem-sync-basis", ".memory-sync-authors.json"},
+		known:  []string{".MEMORY.md.lock", ".memory-sync", ".memory-sync-basis", ".memory-sync-store", ".agentmem-sync-basis", ".agentmem-sync-basis.prev", ".memory-sync-authors.json"},
 	}}
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 // foreign links in index lines, high-confidence injection as problems,
 // low-confidence injection as information.
 func TestLintReportsScreens(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "mem")
 	copyTree(t, filepath.Join("..", "..", "testdata", "lint", "clean"), dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"),
@@ -48,6 +49,7 @@ func TestLintReportsScreens(t *testing.T) {
 // other's index through sync; a name with a control character is
 // printed quoted.
 func TestLintFixLeavesBrokenFilesUnindexed(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "mem")
 	copyTree(t, filepath.Join("..", "..", "testdata", "lint", "clean"), dir)
 	before, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))

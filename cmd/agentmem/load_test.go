@@ -331,6 +331,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 // memory may grow by far less than the repo (it streams entries from
 // the store), where buffering replies would cost several times the repo.
 func TestFullGetsStreamInBoundedMemory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokensFile, tokens := manyTokens(t, dir, 1)
 	url, cmd := serveArgs(t, filepath.Join(dir, "team.db"), tokensFile, "--rate", "-1")

@@ -19,6 +19,7 @@ import (
 // <name>.<time>.md, over the limit: team sync never settled the conflict
 // and store sync aborted the whole round).
 func TestConflictOnALongNameKeepsBothVersions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens, token := syncTokens(t, dir)
 	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens, "--rate", "-1")

@@ -39,6 +39,7 @@ func replyCutter(t *testing.T, target string, cutting *atomic.Bool) string {
 // and the deletion of another: the next sync exits 0, pushes the newest
 // edit and the deletion, and puts nothing aside.
 func TestLostReplyKeepsTheNewestEdit(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, direct, token := fixedServer(t, root)
 	createStore(t, direct, token, "lost-store")

@@ -93,6 +93,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestGoldenSubcommands(t *testing.T) {
+	t.Parallel()
 	root := fixture(t)
 	proj := []string{"--project", filepath.Join(root, "work", "acme", "api"), "--now", fixedNow}
 	// A worktree checkout built on disk: it must share the main checkout's memory.
@@ -145,6 +146,7 @@ func TestGoldenSubcommands(t *testing.T) {
 }
 
 func TestUsageAndErrors(t *testing.T) {
+	t.Parallel()
 	root := fixture(t)
 	for _, c := range []struct {
 		args []string
@@ -190,6 +192,7 @@ func lintKinds(t *testing.T, dir string, extra ...string) ([]problem, int) {
 }
 
 func TestLintFixtures(t *testing.T) {
+	t.Parallel()
 	want := map[string]string{
 		"dangling-pointer": kindDanglingPointer, "missing-pointer": kindMissingPointer, "index-too-long": kindIndexTooLong,
 		"index-too-large": kindIndexTooLarge, "long-entry": kindLongEntry, "bad-frontmatter": kindBadFrontmatter,
@@ -233,6 +236,7 @@ func TestLintFixtures(t *testing.T) {
 }
 
 func TestLintFix(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "mem")
 	copyTree(t, filepath.Join("..", "..", "testdata", "lint", "missing-pointer"), dir)
 	copyTree(t, filepath.Join("..", "..", "testdata", "lint", "dangling-pointer"), filepath.Join(t.TempDir(), "unused"))
@@ -287,6 +291,7 @@ func readAll(t *testing.T, dir string) map[string]string {
 }
 
 func TestBinary(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "agentmem")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
@@ -319,6 +324,7 @@ func TestBinary(t *testing.T) {
 }
 
 func TestConfigHomeSources(t *testing.T) {
+	t.Parallel()
 	root := fixture(t)
 	project := filepath.Join(root, "work", "acme", "api")
 	run1 := func(getenv func(string) string, home string, args ...string) string {

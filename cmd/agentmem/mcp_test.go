@@ -186,12 +186,14 @@ func inMemorySession(t *testing.T, dir string) *mcp.ClientSession {
 }
 
 func TestMCPInMemory(t *testing.T) {
+	t.Parallel()
 	dir, outside := mcpTree(t)
 	cs := inMemorySession(t, dir)
 	mcpScenario(t, cs, dir, outside, "")
 }
 
 func TestMCPBinaryOverStdio(t *testing.T) {
+	t.Parallel()
 	dir, outside := mcpTree(t)
 	cmd := exec.Command(binary(t), "mcp", "--dir", dir)
 	cmd.Env = append(os.Environ(), "CLAUDE_CODE_DISABLE_AUTO_MEMORY=")
@@ -233,6 +235,7 @@ func startMCPHTTPOn(t *testing.T, addr string, env []string, args ...string) str
 }
 
 func TestMCPBinaryOverHTTPTwoClients(t *testing.T) {
+	t.Parallel()
 	dir, outside := mcpTree(t)
 	url := startMCPHTTP(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "--dir", dir)
 	var wg sync.WaitGroup
@@ -261,6 +264,7 @@ func TestMCPBinaryOverHTTPTwoClients(t *testing.T) {
 }
 
 func TestMCPRefusals(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for name, c := range map[string]struct {
 		env  []string
@@ -303,6 +307,7 @@ func tsClient(t *testing.T) string {
 const tsSDKVersion = "1.32.2"
 
 func TestMCPWithTheTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	script := tsClient(t)
 	env := append(os.Environ(), "CLAUDE_CODE_DISABLE_AUTO_MEMORY=")
 	t.Run("stdio", func(t *testing.T) {
@@ -330,6 +335,7 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 // team/ reaches the teammate, and what the teammate pushes becomes
 // readable through the MCP server, without any restart.
 func TestMCPKeepsTeamMemoryInSync(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, serverURL, token := startTeamServer(t, root)
 	dir := filepath.Join(root, "ana", "mem")
@@ -366,6 +372,7 @@ func TestMCPKeepsTeamMemoryInSync(t *testing.T) {
 // .mcp.json makes Claude Code start it: no flags, in a fresh project, with
 // CLAUDE_CONFIG_DIR set. A save lands in that project's memory directory.
 func TestMCPAsClaudeCodeStartsIt(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	project := filepath.Join(root, "src", "shop")
 	require.NoError(t, os.MkdirAll(project, 0o755))
@@ -386,6 +393,7 @@ func TestMCPAsClaudeCodeStartsIt(t *testing.T) {
 // TestMCPListsPastTheManifestLimit: memory_list and resources/list show
 // more than the prompt manifest's 200 memories, and say when they stop.
 func TestMCPListsPastTheManifestLimit(t *testing.T) {
+	t.Parallel()
 	dir, _ := mcpTree(t)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for i := range mcpserver.MaxList + 5 {
@@ -428,6 +436,7 @@ func TestMCPListsPastTheManifestLimit(t *testing.T) {
 // TestMCPResourcesFollowTheDisk: files another process writes or removes
 // show up in, and leave, the next resources/list.
 func TestMCPResourcesFollowTheDisk(t *testing.T) {
+	t.Parallel()
 	dir, _ := mcpTree(t)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	cs := inMemorySession(t, dir)
@@ -450,6 +459,7 @@ func TestMCPResourcesFollowTheDisk(t *testing.T) {
 // A save whose pointer brings the index near its load limit says so, in
 // the text and in the structured result.
 func TestMCPSaveNearTheIndexLimitGetsANotice(t *testing.T) {
+	t.Parallel()
 	dir, _ := mcpTree(t)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "MEMORY.md"), []byte(strings.Repeat("- [A](a.md) — a memory\n", 165)), 0o644))
@@ -471,6 +481,7 @@ func TestMCPSaveNearTheIndexLimitGetsANotice(t *testing.T) {
 // mcp` and closes stdin: every request read before the end of input is
 // answered before the server exits 0.
 func TestMCPBinaryAnswersPipedRequests(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "memory")
 	lines := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,

@@ -29,6 +29,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // The built binary refuses to listen off loopback without a token.
 func TestMCPHTTPRefusesNonLoopbackWithoutToken(t *testing.T) {
+	t.Parallel()
 	dir, _ := mcpTree(t)
 	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", MCPTokenEnv + "="}
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
@@ -44,6 +45,7 @@ func TestMCPHTTPRefusesNonLoopbackWithoutToken(t *testing.T) {
 
 // With a token, every request must carry it; off loopback too.
 func TestMCPHTTPRequiresItsToken(t *testing.T) {
+	t.Parallel()
 	dir, outside := mcpTree(t)
 	token := strings.Repeat("s3cr3t-", 4)
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -92,6 +94,7 @@ func TestMCPHTTPRequiresItsToken(t *testing.T) {
 
 // team token --manage lets a token limited to a store archive and delete it.
 func TestTeamTokenManage(t *testing.T) {
+	t.Parallel()
 	var out, errOut strings.Builder
 	e := env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
 	code := run([]string{"team", "token", "--org", "acme", "--store", teamserver.StoreIDPrefix + "abc", "--manage"}, e)

@@ -19,6 +19,7 @@ var undoRe = regexp.MustCompile(`undo with: agentmem rewind (\S+) --session (\S+
 // recall then work; show prints a memory by file or name; rm removes one
 // and the rewind it prints brings it back.
 func TestNewShowRmOnAFreshProject(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	project := filepath.Join(root, "shop")
 	require.NoError(t, os.MkdirAll(project, 0o755))
@@ -91,6 +92,7 @@ func TestNewShowRmOnAFreshProject(t *testing.T) {
 
 // TestNewRefusesWhatItShouldNot: bad input writes nothing and says what to do.
 func TestNewRefusesWhatItShouldNot(t *testing.T) {
+	t.Parallel()
 	dir := memTree(t)
 	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(t.TempDir(), "cfg")}
 	before, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
@@ -144,6 +146,7 @@ func TestNewRefusesWhatItShouldNot(t *testing.T) {
 // TestREADMEFirstMemories runs the README's first-memories lines verbatim
 // in a fresh project, then the undo command rm printed.
 func TestREADMEFirstMemories(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	project := filepath.Join(root, "shop")
 	require.NoError(t, os.MkdirAll(project, 0o755))
@@ -166,6 +169,7 @@ func TestREADMEFirstMemories(t *testing.T) {
 // where a later change is in the way it refuses and changes nothing, and
 // with --force it keeps the current versions as a rewind of their own.
 func TestUndoTouchesOnlyItsOwnEdit(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	project := filepath.Join(root, "shop")
 	require.NoError(t, os.MkdirAll(project, 0o755))
@@ -248,6 +252,7 @@ func TestUndoTouchesOnlyItsOwnEdit(t *testing.T) {
 // (NFC, so an NFD title names the same memory), and show and rm find it
 // by that title in either form.
 func TestNewNamesInAnyScript(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	project := filepath.Join(root, "shop")
 	require.NoError(t, os.MkdirAll(project, 0o755))

@@ -92,6 +92,7 @@ func apiErr(t *testing.T, err error) (int, string, map[string]any) {
 // only the base URL and the API key. On PostgreSQL, calls alternate
 // between two servers on one database.
 func TestMemoryStoresWithTheOfficialGoSDK(t *testing.T) {
+	t.Parallel()
 	tokens, acmeKey, globexKey, noStoresKey := storeTokens(t, t.TempDir())
 	for name, urls := range storeServers(t, tokens, "--max-store-memories", "40") {
 		t.Run(name, func(t *testing.T) {
@@ -357,6 +358,7 @@ func TestMemoryStoresWithTheOfficialGoSDK(t *testing.T) {
 // (@anthropic-ai/sdk from npm, installed in AGENTMEM_TS_SDK_DIR) against
 // the built server. AGENTMEM_REQUIRE_TS_SDK makes a missing SDK a failure.
 func TestMemoryStoresWithTheOfficialTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	sdkDir := os.Getenv("AGENTMEM_TS_SDK_DIR")
 	if sdkDir == "" {
 		if os.Getenv("AGENTMEM_REQUIRE_TS_SDK") != "" {

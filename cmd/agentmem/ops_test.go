@@ -27,6 +27,7 @@ import (
 // TestHistoryThroughTheCLI writes, overwrites, deletes and restores a key
 // with named tokens, and reads the log with its authors.
 func TestHistoryThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	newNamed := func(name string) (string, string) {
 		out, _, code := runBin(t, nil, "team", "token", "--org", "acme", "--repo", "acme/*", "--name", name)
@@ -95,6 +96,7 @@ func selfSigned(t *testing.T, dir string) (string, string) {
 }
 
 func TestServeTLSMetricsAndHealth(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, tokens := makeToken(t, dir)
 	cert, key := selfSigned(t, dir)
@@ -152,6 +154,7 @@ func TestServeTLSMetricsAndHealth(t *testing.T) {
 // TestServeConsole: team serve serves the console at /console beside the
 // protocols, and --console=false turns it off.
 func TestServeConsole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	token, tokens := makeToken(t, dir)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -185,6 +188,7 @@ func TestServeConsole(t *testing.T) {
 // TestREADMEConsole runs the README's console command as written (on a
 // free port) and opens the console it names.
 func TestREADMEConsole(t *testing.T) {
+	t.Parallel()
 	lines := readmeBlock(t, "also serves a web console at `/console/`")
 	dir := t.TempDir()
 	_, tokens := makeToken(t, dir)

@@ -110,6 +110,7 @@ func projectTeamDir(t *testing.T, project string, env []string) string {
 // TestREADMETwoTeammatesVerbatim runs the README's two-teammate session
 // as written, on a fresh setup: Ana's watcher, then Ben's lines.
 func TestREADMETwoTeammatesVerbatim(t *testing.T) {
+	t.Parallel()
 	lines := readmeBlock(t, "A session with two\nteammates, Ana and Ben")
 	split := -1
 	for i, l := range lines {
@@ -161,6 +162,7 @@ func TestREADMETwoTeammatesVerbatim(t *testing.T) {
 // restoring a server" commands as written: a backup restored under
 // memories written after it, then a move from SQLite to PostgreSQL.
 func TestREADMEMovingOrRestoringAServer(t *testing.T) {
+	t.Parallel()
 	pg := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN")
 	if pg == "" && os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
 		t.Fatal("AGENTMEM_REQUIRE_POSTGRES is set but AGENTMEM_TEST_POSTGRES_DSN is not")

@@ -67,6 +67,7 @@ func embeddingServer(t *testing.T, near ...string) *httptest.Server {
 // TestCheckEmbedderOnTheShopSet: a control that knows nothing changes
 // nothing on a labelled set file.
 func TestCheckEmbedderOnTheShopSet(t *testing.T) {
+	t.Parallel()
 	shop := filepath.Join("..", "..", "testdata", "recall", "shop.json")
 	for _, name := range []string{"zero", "random"} {
 		out, errOut, code := checkEmbedder(t, nil, "--set", shop, "--embedder", name)
@@ -88,6 +89,7 @@ func TestCheckEmbedderOnTheShopSet(t *testing.T) {
 // helps: exit 0), and one that points at the wrong memory and is given
 // too much weight (it costs recall: exit 1).
 func TestCheckEmbedderOverAnEndpoint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, desc, body string) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("---\nname: "+strings.TrimSuffix(name, ".md")+"\ndescription: "+desc+"\ntype: project\n---\n\n"+body+"\n"), 0o644))
@@ -119,6 +121,7 @@ func TestCheckEmbedderOverAnEndpoint(t *testing.T) {
 }
 
 func TestCheckEmbedderRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	shop := filepath.Join("..", "..", "testdata", "recall", "shop.json")
 	badSet := filepath.Join(t.TempDir(), "set.json")
 	require.NoError(t, os.WriteFile(badSet, []byte(`{"memories": [{"file": "a.md", "name": "a"}], "queries": [{"query": "q", "needs": ["b.md"]}]}`), 0o644))
@@ -152,6 +155,7 @@ func TestCheckEmbedderRefusesBadInput(t *testing.T) {
 // memory directory with labels checked over an OpenAI-compatible
 // endpoint.
 func TestReadmeCheckEmbedder(t *testing.T) {
+	t.Parallel()
 	sets := t.TempDir()
 	mem := t.TempDir()
 	write := func(name, desc, body string) {

@@ -18,6 +18,7 @@ import (
 // everything the teammates had, on both protocols, and a new teammate
 // gets it all.
 func TestServerRestoredFromABackupLosesNoClientsMemory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := fixedServer(t, root)
 	createStore(t, url, token, "team-store")

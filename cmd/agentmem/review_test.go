@@ -52,6 +52,7 @@ func as(tok map[string]string, who string) []string {
 // rejected one never does; an agent can neither approve nor set the
 // policy; the log names author, door and reviewer.
 func TestTeamReviewCommands(t *testing.T) {
+	t.Parallel()
 	url, tok := reviewServer(t)
 	repo := []string{"--server", url, "--repo", "acme/shop"}
 	botDir, carolDir := t.TempDir(), t.TempDir()
@@ -140,6 +141,7 @@ func TestTeamReviewCommands(t *testing.T) {
 // no other client receives it until a person approves it with the CLI,
 // and the store's log names the author and the door.
 func TestStoreReviewCommands(t *testing.T) {
+	t.Parallel()
 	url, tok := reviewServer(t)
 	code, _, body := storeHTTP(t, "POST", url+"/v1/memory_stores", tok["alice"], true, map[string]any{"name": "team-store"})
 	require.Equal(t, 200, code, string(body))
@@ -192,6 +194,7 @@ func TestStoreReviewCommands(t *testing.T) {
 // two tokens into a token file, the policy, then (after the agent pushed
 // two memories) the listing, a diff, an approval and a rejection.
 func TestREADMETrustAndReview(t *testing.T) {
+	t.Parallel()
 	lines := readmeBlock(t, "A repo or store can require review:")
 	require.Len(t, lines, 8)
 	root := t.TempDir()

@@ -32,6 +32,7 @@ func claudeHome(t *testing.T) string {
 }
 
 func TestSessionsCommands(t *testing.T) {
+	t.Parallel()
 	home := claudeHome(t)
 	args := func(a ...string) []string { return append(a, "--config-dir", home, "--project", "/work/shop") }
 
@@ -110,6 +111,7 @@ func keysOf(t *testing.T, arr string) []string {
 }
 
 func TestSessionsShowLeavesOutEmptyEntries(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	dir := filepath.Join(home, "projects", "-work-shop")
 	require.NoError(t, os.MkdirAll(dir, 0o700))
@@ -155,6 +157,7 @@ func write2_1_328Session(t *testing.T, home, id string, extra ...string) {
 }
 
 func TestSessionsRead2_1_328Transcripts(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	id := "0a1b2c3d-0000-4000-8000-000000000328"
 	write2_1_328Session(t, home, id)

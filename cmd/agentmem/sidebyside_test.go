@@ -120,6 +120,7 @@ func memory(name, body string) string {
 // holds a store's file or manifest, no store holds a team file, and
 // `agentmem lint` finds nothing wrong.
 func TestTeamSyncAndTwoStoresSideBySide(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	admin := filepath.Join(root, "admin")
 	require.NoError(t, os.MkdirAll(admin, 0o755))

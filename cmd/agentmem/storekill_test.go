@@ -85,6 +85,7 @@ func runKilled(t *testing.T, k *killSwitch, dir string, env []string, args ...st
 // the next round finishes the work with nothing lost, pushed twice or
 // taken for a conflict.
 func TestStoreSyncKilledMidRound(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	a, b := storeTeammates(t, f)
 	ana, anaEnv, anaDir := a.dir, a.env, a.folder

@@ -24,6 +24,7 @@ import (
 // hand goes with the sync's own door; after the round the folder knows
 // who wrote each memory, and the front door's prompt says it.
 func TestStorePushNamesItsDoorAndThePromptItsAuthor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newSyncFixture(t, "")
 	c, dir := f.client("ana")

@@ -72,6 +72,7 @@ func storeFiles(t *testing.T, url, key string) map[string]string {
 // owner's last write is there, and the losing side of the conflict is
 // kept.
 func TestStoreSyncConvergence(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens, key, _, _ := storeTokens(t, dir)
 	db := filepath.Join(dir, "team.db")

@@ -72,6 +72,7 @@ func faultyProxy(t *testing.T, target string, fault *atomic.Value, hits *atomic.
 // page (as Anthropic's public API is); a store that keeps answering 429
 // fails the round with a temporary error and changes nothing.
 func TestStoreSyncUnderServerFaults(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	a, aDir := f.client("ana", foldersync.DeleteImmediate)
 	writeFile(t, aDir, "a.md", "kept")

@@ -101,6 +101,7 @@ func readFile(t *testing.T, dir, rel string) string {
 // teammates' projects, `store ls`, `store sync` and a `store watch` that
 // pushes a new file within seconds and stops cleanly on SIGTERM.
 func TestStoreCommand(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	root := t.TempDir()
 	stores := `[{"path":"/v1/code/memory/team-store","mount":"proj"},{"path":"/v1/code/memory/team-store","mount":"mirror","mode":"ro"}]`
@@ -168,6 +169,7 @@ func TestStoreCommand(t *testing.T) {
 // names both stores, marks the read-only one, and carries the store's
 // index; a file the model writes there is pushed by the watcher.
 func TestFrontDoorMountsStores(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	code, _, body := storeHTTP(t, "POST", f.url+"/v1/code/memory/team-store/memories", f.key, false,
 		map[string]any{"path": "/MEMORY.md", "content": "- [CI](ci.md) — where CI runs <main>\n"})
@@ -204,6 +206,7 @@ func TestFrontDoorMountsStores(t *testing.T) {
 }
 
 func TestStoreCommandHonoursTheEnableChain(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	project, env := clone(t, root, "ana")
 	env = append(env, `CLAUDE_MEMORY_STORES=["/v1/code/memory/team-store"]`, "AGENTMEM_STORE_TOKEN=x", "CLAUDE_CODE_DISABLE_AUTO_MEMORY=1")
@@ -216,6 +219,7 @@ func TestStoreCommandHonoursTheEnableChain(t *testing.T) {
 // directory: its own files sync, team/, logs/ and dot folders do not, and
 // a secret in private memory is not pushed.
 func TestStoreSyncUserStore(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	mounts, err := storesync.ParseMounts(`[{"path":"/v1/code/memory/team-store","scope":"user","mount":"me"}]`)
 	require.NoError(t, err)
@@ -270,6 +274,7 @@ func storeTeammatesOn(t *testing.T, f *syncFixture, stores string) (ana, ben sto
 // brings a teammate's new memory into its folder at the next resync, with
 // nothing changed locally (a watcher that only pushed would never get it).
 func TestStoreWatchPullsWhatOthersPush(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	a, b := storeTeammates(t, f)
 	ana, anaEnv, anaDir := a.dir, a.env, a.folder
@@ -309,6 +314,7 @@ func folderAt(fsys afero.Fs, dir string) *memdir.Dir {
 // teammate saw cannot be told from a store that moved on: this is what
 // keeps that teammate's work).
 func TestStoreSyncCheckpointsBeforeItChangesFiles(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	a, b := storeTeammates(t, f)
 	ana, anaEnv, anaDir := a.dir, a.env, a.folder
@@ -363,6 +369,7 @@ func TestStoreSyncCheckpointsBeforeItChangesFiles(t *testing.T) {
 // named with the reason and the run exits 9, as a linked file does;
 // nothing behind it reaches the store.
 func TestStoreSyncReportsALinkedFolder(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	ana, _ := storeTeammates(t, f)
 	_, errOut, code := runIn(t, ana.dir, ana.env, "store", "sync", "--server", f.url) // mounts the folder
@@ -383,6 +390,7 @@ func TestStoreSyncReportsALinkedFolder(t *testing.T) {
 // TestStoreWatchSaysASkipOnce: a file left at home is named when it is
 // first met, not again on every round while it stays so.
 func TestStoreWatchSaysASkipOnce(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	ana, _ := storeTeammates(t, f)
 	_, errOut, code := runIn(t, ana.dir, ana.env, "store", "sync", "--server", f.url) // mounts the folder
@@ -412,6 +420,7 @@ func TestStoreWatchSaysASkipOnce(t *testing.T) {
 // journal per mount folder (NAME-<mount>), so a rewind of one mount's
 // round never touches another's files.
 func TestStoreHistoryIsOnePerMount(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	a, b := storeTeammatesOn(t, f, `[{"path":"/v1/code/memory/team-store","mount":"proj"},{"path":"/v1/code/memory/team-store","mount":"mirror","mode":"ro"}]`)
 	ana, anaEnv, ben, benEnv := a.dir, a.env, b.dir, b.env

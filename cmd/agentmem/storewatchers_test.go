@@ -25,6 +25,7 @@ import (
 // again: the watchers recover and every folder ends equal to the store,
 // with every file of the burst.
 func TestThreeStoreWatchersAgreeOnDeletesAndRecreates(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := fixedServer(t, root)
 	createStore(t, url, token, "team-store")

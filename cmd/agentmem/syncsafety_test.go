@@ -94,6 +94,7 @@ func inProcessServer(t testing.TB) (url, token string) {
 // bytes, or the file is refused (reported as skipped) and left as it was
 // on the author's disk, never overwritten by a pull.
 func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 7))
@@ -201,6 +202,7 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 // replaced store: y.md stays deleted everywhere and the newer x.md wins
 // everywhere.
 func TestStoreSyncDeleteAndRecreateIsNotAReplacedStore(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	ana, anaDir := f.client("ana", foldersync.DeleteImmediate)
 	ben, benDir := f.client("ben", foldersync.DeleteImmediate)
@@ -283,6 +285,7 @@ func conflictCopies(t *testing.T, dir string) []string {
 // their reason and exit 9, syncs the rest, and every later round goes
 // on; the server refuses to make the clash from this side.
 func TestStoreSyncSkipsAPathClash(t *testing.T) {
+	t.Parallel()
 	f := newSyncFixture(t, "")
 	ben, benDir := f.client("ben")
 	writeFile(t, benDir, "clash.md", "a file")
@@ -321,6 +324,7 @@ func TestStoreSyncSkipsAPathClash(t *testing.T) {
 // mount, or a folder holding a store manifest), so a teammate's store
 // sync finds its folders its own, and both kinds converge.
 func TestTeamSyncLeavesStoreFoldersToStoreSync(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens, token := syncTokens(t, dir)
 	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
@@ -424,6 +428,7 @@ func TestTeamSyncLeavesStoreFoldersToStoreSync(t *testing.T) {
 // its reason, the rest reaches the teammate, the run exits 9, and the
 // files are left exactly as they were.
 func TestTeamPushSkipsWhatItCannotCarry(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -453,6 +458,7 @@ func TestTeamPushSkipsWhatItCannotCarry(t *testing.T) {
 // the pull skips the folder's file, each saying why, the rest of the
 // round goes on and the run exits 9; the author's file stays as it is.
 func TestTeamSyncSkipsAPathClash(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, url, token := startTeamServer(t, root)
 	ana := newTeammate(t, root, "ana", url, token)
@@ -521,6 +527,7 @@ func countFiles(dir string) int {
 // every file is either as it was or as the server has it, never torn,
 // and the next round finishes and converges.
 func TestSyncKilledMidRoundTearsNothing(t *testing.T) {
+	t.Parallel()
 	const files = 400
 	content := func(i int, v string) string {
 		return fmt.Sprintf("memory %d, %s\n%s", i, v, strings.Repeat("a line of text that makes the file long enough to take time\n", 40))
@@ -638,6 +645,7 @@ func mustIndex(key string) int {
 // refuse: each is reported with the screen's reason and left as it is,
 // the rest is pushed, and the run exits 9.
 func TestSyncLeavesScreenedFilesAtHome(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens, token := syncTokens(t, dir)
 	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
@@ -673,6 +681,7 @@ func TestSyncLeavesScreenedFilesAtHome(t *testing.T) {
 // TestStoreSyncSaysTheServerIsDown: a store server that does not answer
 // is exit 4 with a sentence that says so, not a transport error.
 func TestStoreSyncSaysTheServerIsDown(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	url := "http://" + ln.Addr().String()

@@ -90,6 +90,7 @@ func makeToken(t *testing.T, dir string) (string, string) {
 }
 
 func TestTeamCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	token, tokens := makeToken(t, dir)
 	url, srv := serve(t, filepath.Join(dir, "team.db"), tokens)
@@ -146,6 +147,7 @@ func TestTeamCommands(t *testing.T) {
 // while clients push, restarts it on the same database, and checks that
 // every push the server acknowledged is there.
 func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	token, tokens := makeToken(t, dir)
 	db := filepath.Join(dir, "team.db")
@@ -220,6 +222,7 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 }
 
 func TestTeamUsage(t *testing.T) {
+	t.Parallel()
 	var out, errOut strings.Builder
 	e := env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }, fs: afero.NewOsFs()}
 	assert.Equal(t, exitOK, run([]string{"team", "--help"}, e))
@@ -234,6 +237,7 @@ func TestTeamUsage(t *testing.T) {
 }
 
 func TestTeamServeOnPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN")
 	if dsn == "" {
 		if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
