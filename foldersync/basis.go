@@ -43,10 +43,9 @@ type basis struct {
 	Diverged map[string]Divergence `json:"diverged,omitempty"`
 	// fresh says no basis file was there, or none that could be read.
 	fresh bool
-	// damaged is why the basis file there could not be read, and raw its
-	// bytes (kept aside before it is replaced).
+	// damaged is why the basis file there could not be read (it is kept
+	// aside before the round saves).
 	damaged *BasisError
-	raw     []byte
 }
 
 // pendingDelete is a local deletion not yet sent: when it was first
@@ -119,7 +118,7 @@ const prevSuffix = ".prev"
 // basis is rebuilt from what both sides hold, as a first sync, which
 // deletes nothing. A basis of a newer version stops the round.
 func readBasis(fsys afero.Fs, path string) (*basis, error) {
-	b, raw, err := readBasisFile(fsys, path)
+	b, err := readBasisFile(fsys, path)
 	if err == nil && b != nil {
 		return b, nil
 	}
@@ -127,7 +126,7 @@ func readBasis(fsys afero.Fs, path string) (*basis, error) {
 	if err != nil && (!errors.As(err, &be) || be.newer) {
 		return nil, err
 	}
-	prev, _, perr := readBasisFile(fsys, path+prevSuffix)
+	prev, perr := readBasisFile(fsys, path+prevSuffix)
 	if perr != nil && errors.As(perr, &be) && be.newer {
 		return nil, perr
 	}
@@ -136,7 +135,7 @@ func readBasis(fsys afero.Fs, path string) (*basis, error) {
 		prev.fresh = true
 	}
 	if err != nil {
-		prev.damaged, prev.raw = err.(*BasisError), raw
+		prev.damaged = err.(*BasisError)
 		prev.damaged.FromPrevious = !prev.fresh
 	}
 	return prev, nil
@@ -144,27 +143,27 @@ func readBasis(fsys afero.Fs, path string) (*basis, error) {
 
 // readBasisFile reads one basis file: nil without an error when there is
 // none.
-func readBasisFile(fsys afero.Fs, path string) (*basis, []byte, error) {
+func readBasisFile(fsys afero.Fs, path string) (*basis, error) {
 	raw, err := afero.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, nil, &BasisError{Path: path, Err: err}
+		return nil, &BasisError{Path: path, Err: err}
 	}
 	var shape struct {
 		V int `json:"v"`
 	}
 	if json.Unmarshal(raw, &shape) == nil && shape.V > basisVersion {
 		// A newer version's basis is not this one's to rebuild.
-		return nil, raw, &BasisError{Path: path, Err: fmt.Errorf("version %d, this one reads %d", shape.V, basisVersion), newer: true}
+		return nil, &BasisError{Path: path, Err: fmt.Errorf("version %d, this one reads %d", shape.V, basisVersion), newer: true}
 	}
 	b := newBasis()
 	if err := json.Unmarshal(raw, b); err != nil || b.V != basisVersion {
 		if err == nil {
 			err = fmt.Errorf("version %d, this one reads %d", b.V, basisVersion)
 		}
-		return nil, raw, &BasisError{Path: path, Err: err}
+		return nil, &BasisError{Path: path, Err: err}
 	}
 	if b.Entries == nil {
 		b.Entries = map[string]Entry{}
@@ -175,7 +174,7 @@ func readBasisFile(fsys afero.Fs, path string) (*basis, []byte, error) {
 	if b.Stat == nil {
 		b.Stat = map[string]statEntry{}
 	}
-	return b, raw, nil
+	return b, nil
 }
 
 func (b *basis) listing() Listing {

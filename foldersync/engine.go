@@ -599,12 +599,14 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 	e.kept = nil // a pass that fails leaves no half-changed basis behind
 	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
 	if b.damaged != nil {
-		if _, err := e.plainGate.WriteFile(ctx, e.basis+".damaged", b.raw, 0o644); err != nil {
+		// Moved, not copied: the next save must not keep it as the
+		// basis saved before (prevSuffix).
+		if err := e.fs.Rename(e.basis, e.basis+".damaged"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return false, fmt.Errorf("foldersync: keep the damaged basis aside: %w (nothing was changed)", err)
 		}
 		b.damaged.KeptAt = e.basis + ".damaged"
 		res.BasisDamaged = b.damaged
-		b.damaged, b.raw = nil, nil
+		b.damaged = nil
 		r.dirty = true
 	}
 	defer func() {
