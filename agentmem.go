@@ -573,12 +573,11 @@ func (m *Memory) Resumed() []llm.Message { return append([]llm.Message(nil), m.r
 func (m *Memory) startStoreSync() error {
 	for _, mt := range m.mounts {
 		// The mount folder is the memory directory (a user store) or a
-		// handle of its own on team/<name>: as a Sub view sharing the
-		// root's lock, a watcher's pushes went missing about half the
-		// time (TestFrontDoorMountsStores), cause not yet found.
+		// view of its folder (team/<name>): one lock, secret scanner and
+		// provenance with every other writer of the session.
 		view := m.memDir
 		if rel, err := filepath.Rel(m.dir, mt.Dir(m.dir)); err == nil && rel != "." {
-			if view, err = memdir.NewDir(m.fs, mt.Dir(m.dir), memdir.DirOptions{}); err != nil {
+			if view, err = m.memDir.Sub(filepath.ToSlash(rel)); err != nil {
 				return err
 			}
 		}

@@ -135,10 +135,12 @@ func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, 
 			fsw, w.opts.Poll = nil, 500*time.Millisecond
 		}
 	}
+	// What the folder held before the first round (polling): a change
+	// made during it, or after, is one (the round's own writes cost one
+	// look more).
+	last := w.fingerprint(ctx)
 	first := w.round(ctx, "start", 0)
-	// What the folder holds once the first round is over (polling): a
-	// change made after it, or after StartWatcher returns, is one.
-	last, seen := w.fingerprint(ctx), w.files(ctx)
+	seen := w.files(ctx)
 	w.observe(first)
 	if first.Err != nil && w.Paused() != "" {
 		if fsw != nil {
@@ -300,10 +302,6 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 			retryAt = time.Time{}
 		}
 		lastRound = ev.At
-		if w.opts.Poll > 0 {
-			// The round's own writes are not a change.
-			last, seen = w.fingerprint(ctx), w.files(ctx)
-		}
 	}
 	failures, lastRound = first.Failures, first.At
 	if first.Err != nil {
@@ -313,8 +311,19 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 		if w.Paused() != "" {
 			return
 		}
+		var before [32]byte
+		if w.opts.Poll > 0 {
+			// Taken before the round, so a change made while it runs
+			// (after its walk) is seen at the next look: taken after, it
+			// passed for the round's own write and waited for the
+			// Interval. The round's own writes cost one look more.
+			before = w.fingerprint(ctx)
+		}
 		ev := w.round(ctx, cause, failures)
 		after(ev)
+		if w.opts.Poll > 0 {
+			last, seen = before, w.files(ctx)
+		}
 		w.observe(ev) // once the round's own writes are taken in
 	}
 	local := func(name string, removal bool) {

@@ -89,3 +89,58 @@ func TestWatcher(t *testing.T) {
 		})
 	}
 }
+
+// writesDuringList writes a file into the folder while the round lists
+// the remote, once armed: a user's write that lands after the round's
+// walk.
+type writesDuringList struct {
+	*memremote.Remote
+	arm   chan func()
+	wrote chan struct{}
+}
+
+func (w *writesDuringList) List(ctx context.Context, prev foldersync.Listing) (foldersync.Listing, error) {
+	select {
+	case write := <-w.arm:
+		write()
+		close(w.wrote)
+	default:
+	}
+	return w.Remote.List(ctx, prev)
+}
+
+// TestWatcherSeesAWriteDuringARound: a file written while a round runs
+// (after its walk of the folder) starts another round, whether the
+// watcher polls or is told by fsnotify. Polling took the folder's
+// fingerprint after the round, so such a write counted as the round's
+// own and waited for the interval (the store mount's lost pushes of
+// TestFrontDoorMountsStores: rounds held up on a shared lock made the
+// window wide).
+func TestWatcherSeesAWriteDuringARound(t *testing.T) {
+	for _, poll := range []time.Duration{0, 20 * time.Millisecond} {
+		name := "fsnotify"
+		if poll > 0 {
+			name = "poll"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := &writesDuringList{Remote: memremote.New("w"), arm: make(chan func(), 1), wrote: make(chan struct{})}
+			c := remotetest.NewClient(t, r, foldersync.Options{})
+			events := make(chan foldersync.Event, 100)
+			w, err := foldersync.StartWatcher(context.Background(), c.Engine, foldersync.WatchOptions{
+				Debounce: 50 * time.Millisecond, Interval: -1, Poll: poll,
+				Observer: func(ev foldersync.Event) { events <- ev },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			r.arm <- func() { c.Write(t, "during.md", "written during a round\n") }
+			c.Write(t, "before.md", "starts the round\n")
+			<-r.wrote
+			waitFor(t, events, "pushing the write made during a round", func(ev foldersync.Event) bool {
+				got, ok := r.Read("during.md")
+				return ok && string(got) == "written during a round\n"
+			})
+		})
+	}
+}

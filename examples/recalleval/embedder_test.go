@@ -28,6 +28,7 @@ import (
 // the oracle blended with trigrams (an embedder that knows words and
 // some meaning).
 func TestEmbeddersThatKnowNothingCostNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, seed := range []uint64{2, 3} {
 		conv := FromConvset(convset.Generate(convset.Options{Seed: seed, Conversations: 3}))
@@ -94,6 +95,7 @@ func TestWriteSetsAndCheckEmbedders(t *testing.T) {
 // counted what the words already said: every embedder that knows only
 // words must now stay within half a point of words alone.
 func TestEmbeddersThatKnowWordsCostNothingMerged(t *testing.T) {
+	t.Parallel()
 	set := Conversational(4)
 	root, err := Materialise(set)
 	require.NoError(t, err)
@@ -119,6 +121,7 @@ func TestEmbeddersThatKnowWordsCostNothingMerged(t *testing.T) {
 // leave unexplained was taken at face value. It is now judged against
 // what they leave of the other memories: within half a point.
 func TestStemmedWordsCostLittleMerged(t *testing.T) {
+	t.Parallel()
 	set, _ := Updates(15)
 	root, err := Materialise(set)
 	require.NoError(t, err)

@@ -51,6 +51,7 @@ func TestShopQuality(t *testing.T) {
 // the same run: agentmem must reach recall@5 0.60 at both sizes, return
 // nothing for under 5% of the questions, and beat minisearch.
 func TestConversationalQuality(t *testing.T) {
+	t.Parallel()
 	set := Conversational(1)
 	root, err := Materialise(set)
 	require.NoError(t, err)
@@ -116,6 +117,7 @@ func TestRunPrintsEveryMethod(t *testing.T) {
 
 // TestOwnTree is the user's path: a memory directory and a labels file.
 func TestOwnTree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
@@ -155,6 +157,7 @@ func TestOwnTree(t *testing.T) {
 // requires answers for over 95% of the questions, and logs the ratio to
 // the peer, which this set does not require agentmem to beat.
 func TestUpdatesQuality(t *testing.T) {
+	t.Parallel()
 	set, kinds := Updates(1)
 	root, err := Materialise(set)
 	require.NoError(t, err)
