@@ -86,9 +86,9 @@ type BasisError struct {
 	// KeptAt is where a damaged basis was kept aside ("" when the round
 	// stopped instead).
 	KeptAt string
-	// FromPrevious says the round went on from the basis as it was saved
-	// before (prevSuffix); otherwise it rebuilt the basis from what both
-	// sides hold.
+	// FromPrevious says the round went on from the basis' copy
+	// (prevSuffix); otherwise it rebuilt the basis from what both sides
+	// hold.
 	FromPrevious bool
 	// newer: written by a newer version.
 	newer bool
@@ -97,7 +97,7 @@ type BasisError struct {
 func (e *BasisError) Error() string {
 	if e.KeptAt != "" {
 		if e.FromPrevious {
-			return fmt.Sprintf("foldersync: the basis %s could not be read (%v); it was kept at %s and the round went on from the basis saved before it", e.Path, e.Err, e.KeptAt)
+			return fmt.Sprintf("foldersync: the basis %s could not be read (%v); it was kept at %s and the round went on from its copy", e.Path, e.Err, e.KeptAt)
 		}
 		return fmt.Sprintf("foldersync: the basis %s could not be read (%v); it was kept at %s and rebuilt from what both sides hold: nothing was deleted, and a file that differs kept its local version", e.Path, e.Err, e.KeptAt)
 	}
@@ -106,17 +106,16 @@ func (e *BasisError) Error() string {
 
 func (e *BasisError) Unwrap() error { return e.Err }
 
-// prevSuffix names the basis as it was before its last save, kept
-// beside it: the fallback of a basis damaged since, or missing after a
-// run killed between the two.
+// prevSuffix names the copy of the basis kept beside it: the fallback of
+// a basis damaged since it was saved.
 const prevSuffix = ".prev"
 
 // readBasis reads the basis; a missing one is an empty basis. A damaged
-// one (a torn write, a hand edit) is read from the copy of the save
-// before it (prevSuffix), which is at most one batch behind: what that
-// batch did shows as agreed on both sides. Without a readable copy the
-// basis is rebuilt from what both sides hold, as a first sync, which
-// deletes nothing. A basis of a newer version stops the round.
+// one (a torn write, a hand edit) is read from its copy (prevSuffix),
+// written after it by every save (a run killed between the two leaves
+// it one save behind). Without a readable copy the basis is rebuilt from
+// what both sides hold, as a first sync, which deletes nothing. A basis
+// of a newer version stops the round.
 func readBasis(fsys afero.Fs, path string) (*basis, error) {
 	b, err := readBasisFile(fsys, path)
 	if err == nil && b != nil {

@@ -1672,14 +1672,14 @@ func (r *round) save(ctx context.Context) error {
 		// Nothing on disk; a pass that fails leaves e.kept unset, so the
 		// next one starts again from what the Mirror holds.
 	} else {
-		// The save before stays beside it: the fallback of a basis
-		// damaged later (readBasis).
-		// (Both paths were checked to lie in the memory directory by New.)
-		if err := r.e.fs.Rename(r.e.basis, r.e.basis+prevSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("foldersync: save the basis: %w", err)
-		}
-		if _, err := r.e.plainGate.WriteFile(ctx, r.e.basis, r.b.marshal(), 0o644); err != nil {
-			return fmt.Errorf("foldersync: save the basis: %w", err)
+		// A copy stays beside it: the fallback of a basis damaged later
+		// (readBasis). A copy, not the save before: that one lacks the
+		// changes this save says are in flight.
+		raw := r.b.marshal()
+		for _, p := range []string{r.e.basis, r.e.basis + prevSuffix} {
+			if _, err := r.e.plainGate.WriteFile(ctx, p, raw, 0o644); err != nil {
+				return fmt.Errorf("foldersync: save the basis: %w", err)
+			}
 		}
 	}
 	r.dirty = false

@@ -123,6 +123,12 @@ func TestRandomFaultsKeepTheUsersLastEdit(t *testing.T) {
 		memories = n
 	}
 	seed := uint64(time.Now().UnixNano())
+	if n, err := strconv.ParseUint(os.Getenv("AGENTMEM_FAULT_SEED"), 10, 64); err == nil {
+		seed = n // a failing run's, to run it again
+	}
+	if n, err := strconv.ParseUint(os.Getenv("AGENTMEM_FAULT_SEED"), 10, 64); err == nil {
+		seed = n // a failing run's, to run it again
+	}
 	t.Logf("seed %d, %d faults, %d memories", seed, faults, memories)
 	rng := rand.New(rand.NewPCG(seed, 45))
 	remote := memremote.New("store-1")

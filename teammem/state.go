@@ -21,7 +21,7 @@ import (
 // state files.
 const StateDirName = ".team-sync"
 
-// prevStateSuffix names a state file as it was before its last save.
+// prevStateSuffix names the copy of a state file kept beside it.
 const prevStateSuffix = ".prev"
 
 // ErrCorruptState reports a state file that could not be read; the run
@@ -136,11 +136,10 @@ func (c *Client) loadState(st *SyncState) {
 		err = json.Unmarshal(data, &f)
 	}
 	if err != nil {
-		// Torn or damaged: the state saved before it (at most one batch
-		// behind, so what that batch did shows as agreed on both sides).
+		// Torn or damaged: its copy (saveState).
 		var prev stateFile
 		if raw, perr := afero.ReadFile(c.fs, c.cfg.StateFile+prevStateSuffix); perr == nil && json.Unmarshal(raw, &prev) == nil {
-			c.log.Warn("teammem: sync state unreadable; going on from the one saved before it", "event", "teammem_state_previous", "error", err)
+			c.log.Warn("teammem: sync state unreadable; going on from its copy", "event", "teammem_state_previous", "error", err)
 			f, err = prev, nil
 		}
 	}
@@ -215,13 +214,13 @@ func (c *Client) saveState(st *SyncState) error {
 	if err := c.fs.MkdirAll(filepath.Dir(c.cfg.StateFile), 0o755); err != nil {
 		return fmt.Errorf("teammem: save the sync state: %w", err)
 	}
-	// The state saved before stays beside it: the fallback of a state
-	// file damaged later (loadState).
-	if err := c.fs.Rename(c.cfg.StateFile, c.cfg.StateFile+prevStateSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("teammem: save the sync state: %w", err)
-	}
-	if err := atomicfile.WriteFile(c.fs, c.cfg.StateFile, data, 0o600); err != nil {
-		return fmt.Errorf("teammem: save the sync state: %w", err)
+	// A copy stays beside it: the fallback of a state file damaged later
+	// (loadState). A copy, not the save before: that one lacks the
+	// changes this save says are in flight.
+	for _, p := range []string{c.cfg.StateFile, c.cfg.StateFile + prevStateSuffix} {
+		if err := atomicfile.WriteFile(c.fs, p, data, 0o600); err != nil {
+			return fmt.Errorf("teammem: save the sync state: %w", err)
+		}
 	}
 	return nil
 }
