@@ -818,8 +818,8 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 			}
 			why = "path_clash: " + words + " (a file here where the server has a folder, or the other way round); rename one of them"
 		}
-		if w, ok := skipWhy[code]; ok {
-			why = w
+		if w, ok := skipWhy[code]; ok && (code != skipWriteFailed || words == "") {
+			why = w // the engine's own words say more (unwritable, unreadable)
 		}
 		fmt.Fprintf(e.stdout, "skipped %s (%s)\n", shown(s.Path), why)
 	}
