@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // RewindOptions tunes one Rewind.
@@ -24,6 +25,15 @@ type RewindOptions struct {
 	// else: the rewind then changes nothing and returns a
 	// *ChangedSinceError naming every such file.
 	IfUnchangedSince string
+	// Dir, when set, is the memory directory the tracked files lie in:
+	// every file the rewind restores or removes is written through its
+	// write gate (its lock, its confinement, its provenance; never this
+	// tracker's own recording), and with IfUnchangedSince each file is
+	// compared with its version there under the same lock as its write,
+	// so a change that lands between the check and the write is never
+	// overwritten. A tracked file outside it is not touched (an error
+	// for that file). Without Dir the files are written directly.
+	Dir *memdir.Dir
 }
 
 // ChangedSinceError refuses a rewind that would overwrite or remove
@@ -72,19 +82,34 @@ func (t *Tracker) Rewind(ctx context.Context, messageID string, opts RewindOptio
 		}
 		return t.first[p]
 	}
+	var since map[string]Backup // each file's version at IfUnchangedSince
 	if opts.IfUnchangedSince != "" {
 		if err := t.unchangedSince(opts.IfUnchangedSince, target); err != nil {
 			return DiffStats{}, err
 		}
+		since = t.snaps[t.find(opts.IfUnchangedSince)].TrackedFileBackups
+	}
+	w := writer{t: t, ctx: ctx}
+	if opts.Dir != nil {
+		w.gate = opts.Dir.WithHistory(nil).Gate()
 	}
 	var st DiffStats
 	var errs []error
+	var raced []string
 	for _, p := range t.order {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
 		b := target(p)
-		ins, del, changed, err := t.restore(p, b, opts.DryRun)
+		w.guard = nil
+		if left, ok := since[p]; ok && w.gate != nil {
+			w.guard = t.guard(left)
+		}
+		ins, del, changed, err := t.restore(p, b, opts.DryRun, w)
+		if errors.Is(err, errChangedSince) {
+			raced = append(raced, p)
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("filehistory: rewind %s: %w", filepath.Base(p), err))
 			continue
@@ -98,7 +123,67 @@ func (t *Tracker) Rewind(ctx context.Context, messageID string, opts RewindOptio
 			st.Deletions += del
 		}
 	}
+	if len(raced) > 0 {
+		errs = append(errs, &ChangedSinceError{Since: opts.IfUnchangedSince, Paths: raced})
+	}
 	return st, errors.Join(errs...)
+}
+
+// errChangedSince: a file changed after the check and before its write.
+var errChangedSince = errors.New("filehistory: changed since")
+
+// guard returns the check a write through the gate makes under its lock:
+// the file must still be as version left has it.
+func (t *Tracker) guard(left Backup) func(old []byte, exists bool) error {
+	var want []byte
+	if left.Existed() {
+		var err error
+		if want, err = afero.ReadFile(t.fs, filepath.Join(t.dir, left.BackupFileName)); err != nil {
+			return func([]byte, bool) error { return fmt.Errorf("read backup: %w", err) }
+		}
+	}
+	return func(old []byte, exists bool) error {
+		if exists != left.Existed() || !bytes.Equal(old, want) {
+			return errChangedSince
+		}
+		return nil
+	}
+}
+
+// writer writes a rewind's files: through a memory directory's write
+// gate when it has one (guard, when set, checked under the gate's lock),
+// directly otherwise.
+type writer struct {
+	t     *Tracker
+	ctx   context.Context
+	gate  *memdir.WriteGate
+	guard func(old []byte, exists bool) error
+}
+
+func (w writer) write(path string, data []byte, perm fs.FileMode) error {
+	if w.gate == nil {
+		if err := w.t.fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		return atomicfile.WriteFile(w.t.fs, path, data, perm)
+	}
+	_, err := w.gate.UpdateFile(w.ctx, path, func(old []byte, exists bool) ([]byte, error) {
+		if w.guard != nil {
+			if err := w.guard(old, exists); err != nil {
+				return nil, err
+			}
+		}
+		return data, nil
+	}, perm)
+	return err
+}
+
+func (w writer) remove(path string) error {
+	if w.gate == nil {
+		return w.t.fs.Remove(path)
+	}
+	_, err := w.gate.RemoveIf(w.ctx, path, w.guard)
+	return err
 }
 
 // unchangedSince returns a *ChangedSinceError for the files a rewind to
@@ -137,7 +222,7 @@ func (t *Tracker) unchangedSince(since string, target func(string) Backup) error
 
 // restore brings path to backup b and reports the line counts. It reads
 // the file and the backup once each.
-func (t *Tracker) restore(path string, b Backup, dryRun bool) (ins, del int, changed bool, err error) {
+func (t *Tracker) restore(path string, b Backup, dryRun bool, w writer) (ins, del int, changed bool, err error) {
 	cur, err := afero.ReadFile(t.fs, path)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -148,7 +233,7 @@ func (t *Tracker) restore(path string, b Backup, dryRun bool) (ins, del int, cha
 			return 0, 0, false, nil
 		}
 		if !dryRun {
-			if err := t.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := w.remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return 0, 0, false, err
 			}
 		}
@@ -172,10 +257,7 @@ func (t *Tracker) restore(path string, b Backup, dryRun bool) (ins, del int, cha
 	if dryRun {
 		return ins, del, true, nil
 	}
-	if err := t.fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return 0, 0, false, err
-	}
-	if err := atomicfile.WriteFile(t.fs, path, old, info.Mode().Perm()); err != nil {
+	if err := w.write(path, old, info.Mode().Perm()); err != nil {
 		return 0, 0, false, err
 	}
 	return ins, del, true, nil

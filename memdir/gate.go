@@ -443,19 +443,28 @@ func CheckTeamContainment(fsys afero.Fs, teamDir, rel string) error {
 // root like a write, so a directory swapped for a link cannot make it
 // remove a file outside. A file that does not exist is not an error.
 func (g *WriteGate) Remove(ctx context.Context, abs string) (Target, error) {
-	return g.remove(ctx, abs, false)
+	return g.remove(ctx, abs, false, nil)
+}
+
+// RemoveIf is Remove when check, given the file's content read under the
+// same lock, accepts it: a removal that must not take a change made
+// since it was decided on. check's error is returned as it is, and
+// nothing is removed.
+func (g *WriteGate) RemoveIf(ctx context.Context, abs string, check func(old []byte, exists bool) error) (Target, error) {
+	return g.remove(ctx, abs, false, check)
 }
 
 // RemoveAll checks abs like CheckPath and removes it with everything
 // below it, confined to its root like a write. A memory root itself is
 // never removed. A path that does not exist is not an error.
 func (g *WriteGate) RemoveAll(ctx context.Context, abs string) (Target, error) {
-	return g.remove(ctx, abs, true)
+	return g.remove(ctx, abs, true, nil)
 }
 
 // remove checks abs and removes it (all below it too when all is set),
-// confined to its root under the root's lock.
-func (g *WriteGate) remove(ctx context.Context, abs string, all bool) (Target, error) {
+// confined to its root under the root's lock, once check (when set)
+// accepts the file's content.
+func (g *WriteGate) remove(ctx context.Context, abs string, all bool, check func(old []byte, exists bool) error) (Target, error) {
 	t, err := g.CheckPath(abs)
 	if err != nil {
 		return Target{}, err
@@ -473,6 +482,15 @@ func (g *WriteGate) remove(ctx context.Context, abs string, all bool) (Target, e
 		return Target{}, err
 	}
 	defer unlock()
+	if check != nil {
+		old, err := afero.ReadFile(fsys, name)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return Target{}, confinedError(err, "read "+filepath.Base(name))
+		}
+		if err := check(old, err == nil); err != nil {
+			return Target{}, err
+		}
+	}
 	if !all {
 		if err := g.track(ctx, t.Path); err != nil {
 			return Target{}, err

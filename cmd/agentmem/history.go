@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
 // historyNames returns the histories to show: --session's, or every one
@@ -201,7 +202,17 @@ func rewindFlags(fs *flag.FlagSet) runner {
 			if err := tr.MakeSnapshot(ctx, undo); err != nil {
 				return exitError, fmt.Errorf("record the current versions before the rewind (nothing was changed): %w", err)
 			}
-			st, err = tr.Rewind(ctx, args[0], filehistory.RewindOptions{})
+			// Through the folder the files lie in: under its lock, confined
+			// to it, and checked again under the lock of each write.
+			dir, derr := rewindDir(e, tr)
+			if derr != nil {
+				return exitError, derr
+			}
+			st, err = tr.Rewind(ctx, args[0], filehistory.RewindOptions{IfUnchangedSince: opts.IfUnchangedSince, Dir: dir})
+			if errors.As(err, &changed) {
+				return exitError, fmt.Errorf("%s changed while the rewind ran: that change stands and the other files were put back; run the same command again to see what is left (the versions from before the rewind: %s)",
+					strings.Join(changed.Paths, ", "), rewindCommand(c, undo, name))
+			}
 			defer fmt.Fprintf(e.stdout, "undo this rewind with: %s\n", rewindCommand(c, undo, name))
 		}
 		verb, removed := "restored", "removed"
@@ -239,4 +250,25 @@ func rewindCommand(c *common, checkpoint, history string) string {
 		cmd += " --config-dir " + shellQuote(c.configDir)
 	}
 	return cmd
+}
+
+// rewindDir is the memory directory a history's files lie in: the
+// deepest folder that holds every tracked file (nil when they share
+// none but the filesystem's root: written directly then).
+func rewindDir(e env, tr *filehistory.Tracker) (*memdir.Dir, error) {
+	common := ""
+	for _, p := range tr.Tracked() {
+		dir := filepath.Dir(p)
+		if common == "" {
+			common = dir
+			continue
+		}
+		for common != dir && !strings.HasPrefix(dir, common+string(filepath.Separator)) {
+			common = filepath.Dir(common)
+		}
+	}
+	if common == "" || common == filepath.Dir(common) {
+		return nil, nil
+	}
+	return memdir.NewDir(e.fs, common, memdir.DirOptions{})
 }
