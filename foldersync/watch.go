@@ -82,6 +82,9 @@ type Event struct {
 	// Failures is the number of failed rounds in a row, this one
 	// included (0 after a round that worked).
 	Failures int
+	// Paused names the failure no retry mends that paused the watcher
+	// after this round (WatchOptions.Pause), "" when it goes on.
+	Paused string
 }
 
 // Watcher keeps a folder in step with its remote: a round at start, one
@@ -176,6 +179,7 @@ func (w *Watcher) round(ctx context.Context, cause string, failures int) Event {
 				w.mu.Lock()
 				w.paused = why
 				w.mu.Unlock()
+				ev.Paused = why
 			}
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -404,4 +405,47 @@ func TestStoreWatcherLearnsAuthors(t *testing.T) {
 	writeFile(t, dir, "w200.md", "written while watched\n")
 	want["w200.md"] = "ana"
 	assert.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, authors(dir)) }, 20*time.Second, 50*time.Millisecond, "a later round credits a new memory")
+}
+
+// revoking answers 401 to every request once revoked is set, as a store
+// whose token was revoked does.
+type revoking struct {
+	revoked atomic.Bool
+	calls   atomic.Int64
+}
+
+func (r *revoking) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.calls.Add(1)
+	if r.revoked.Load() {
+		body := `{"type":"error","error":{"type":"authentication_error","message":"invalid token"}}`
+		return &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestStoreWatcherPausesOnARevokedToken: a store watcher whose token is
+// revoked pauses after the failing round, as team sync's does, instead of
+// retrying forever; Resume tries again.
+func TestStoreWatcherPausesOnARevokedToken(t *testing.T) {
+	f := newAuthorsFixture(t, "ana")
+	rt := &revoking{}
+	dir := f.mount.Dir(filepath.Join(t.TempDir(), "ana"))
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	c, err := storesync.New(d, storesync.Options{BaseURL: f.url, Token: f.tokens["ana"], Mount: f.mount, HTTP: &http.Client{Transport: rt}})
+	require.NoError(t, err)
+	w, err := storesync.StartWatcher(context.Background(), c, storesync.WatchOptions{Debounce: 20 * time.Millisecond, Poll: 20 * time.Millisecond, Resync: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer w.Close()
+	rt.revoked.Store(true)
+	writeFile(t, dir, "after.md", "written after the revocation\n")
+	require.Eventually(t, func() bool { return w.Paused() != "" }, 10*time.Second, 20*time.Millisecond, "the watcher pauses")
+	assert.Contains(t, w.Paused(), "authentication_error")
+	n := rt.calls.Load()
+	time.Sleep(500 * time.Millisecond) // ten intervals
+	assert.Equal(t, n, rt.calls.Load(), "a paused watcher sends nothing")
+	rt.revoked.Store(false)
+	w.Resume()
+	assert.Eventually(t, func() bool { return w.Paused() == "" && rt.calls.Load() > n }, 10*time.Second, 20*time.Millisecond, "Resume tries again")
 }

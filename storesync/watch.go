@@ -2,6 +2,8 @@ package storesync
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
@@ -34,7 +36,11 @@ type WatchOptions struct {
 // StartWatcher starts the engine's watcher (foldersync.StartWatcher) over
 // this Client: a round at once, then one about Debounce after each local
 // change and one every Resync; a failed round is tried again with a
-// doubling wait. Close (or the end of ctx) stops it.
+// doubling wait, and one no retry mends (the store answered an error
+// that is not APIError.Temporary: a revoked token, a store gone, a full
+// disk) pauses the watcher, as team sync's does, until Watcher.Resume or
+// the removal of a file. When the first round fails so, StartWatcher
+// returns its error and no watcher. Close (or the end of ctx) stops it.
 func StartWatcher(ctx context.Context, c *Client, cfg WatchOptions) (*foldersync.Watcher, error) {
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = defaultDebounce
@@ -43,7 +49,7 @@ func StartWatcher(ctx context.Context, c *Client, cfg WatchOptions) (*foldersync
 		cfg.Resync = DefaultResync
 	}
 	// Each round is Sync's: the engine's, then the authors for the prompt.
-	opts := foldersync.WatchOptions{Debounce: cfg.Debounce, Interval: cfg.Resync, Poll: cfg.Poll, Round: c.round}
+	opts := foldersync.WatchOptions{Debounce: cfg.Debounce, Interval: cfg.Resync, Poll: cfg.Poll, Round: c.round, Pause: pauseReason}
 	if cfg.Observer != nil {
 		opts.Observer = func(ev foldersync.Event) {
 			ev.Result = fromEngine(ev.Result)
@@ -61,4 +67,14 @@ func Watch(ctx context.Context, c *Client, cfg WatchOptions) error {
 	}
 	<-w.Done()
 	return nil
+}
+
+// pauseReason names a failure no retry mends: the store's error type and
+// status ("" for any other failure, which is retried).
+func pauseReason(err error) string {
+	var api *APIError
+	if !errors.As(err, &api) || api.Temporary() {
+		return ""
+	}
+	return fmt.Sprintf("%s (HTTP %d)", api.Type, api.Status)
 }

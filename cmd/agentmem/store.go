@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
@@ -197,22 +198,30 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	defer stop()
 	if name == "watch" {
 		done := make(chan struct{}, len(clients))
+		var failed atomic.Int32 // the exit code of a watcher that could not start
 		for i, sc := range clients {
 			m := mounts[i]
 			go func() {
 				var repeats watchRepeats
-				_ = storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, Observer: func(ev foldersync.Event) {
+				err := storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, Observer: func(ev foldersync.Event) {
 					r := ev.Result
 					repeats.quiet(&r)
 					printStoreResult(e, c, m.Name, r, ev.Err)
+					if ev.Err != nil {
+						fmt.Fprintf(e.stderr, "agentmem store watch: %s: %s\n", m.Name, watchNext(ev))
+					}
 				}})
+				if err != nil { // the first round failed so no retry mends it
+					fmt.Fprintf(e.stderr, "agentmem store watch: %s: stopped: %v\n", m.Name, err)
+					failed.Store(int32(storeExit(foldersync.Result{}, err)))
+				}
 				done <- struct{}{}
 			}()
 		}
 		for range clients {
 			<-done
 		}
-		return exitOK, nil
+		return int(failed.Load()), nil
 	}
 	code := exitOK
 	for i, sc := range clients {

@@ -687,7 +687,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 			}
 			st.FileError = nil // said once
 			if ev.Err != nil {
-				fmt.Fprintf(e.stderr, "agentmem team watch: %v (retrying)\n", ev.Err)
+				fmt.Fprintf(e.stderr, "agentmem team watch: %v (%s)\n", ev.Err, watchNext(ev))
 			}
 		}})
 		if err != nil {
@@ -972,4 +972,13 @@ func storeMountDirs(e env) []string {
 		}
 	}
 	return dirs
+}
+
+// watchNext says what a watcher does after a failed round: it retries,
+// or it paused on a failure no retry mends (both watch commands).
+func watchNext(ev foldersync.Event) string {
+	if ev.Paused != "" {
+		return "paused: " + ev.Paused + "; fix it, then restart the watcher (removing a file resumes it too)"
+	}
+	return "retrying"
 }
