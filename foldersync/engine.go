@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/filelock"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -235,7 +236,9 @@ type UnchangedMirror interface {
 }
 
 // Engine keeps one folder in step with one Remote. Rounds of one Engine
-// run one at a time; it is safe for concurrent use.
+// run one at a time; it is safe for concurrent use. Rounds on one folder
+// run one at a time across Engines and processes too: each holds the
+// lock file beside the basis (".<basis name>.lock").
 type Engine struct {
 	round sync.Mutex
 	dir   *memdir.Dir
@@ -513,6 +516,16 @@ func (e *Engine) RoundMode(ctx context.Context, mode Mode) (Result, error) {
 	e.round.Lock()
 	defer e.round.Unlock()
 	var res Result
+	// One round at a time on this folder across processes too (two
+	// watchers, a watcher and a sync): the lock beside the basis.
+	if err := e.fs.MkdirAll(e.folder, 0o755); err != nil {
+		return res, fmt.Errorf("foldersync: create the folder: %w", err)
+	}
+	unlock, err := filelock.Lock(ctx, e.fs, filepath.Join(e.folder, DefaultBasisName))
+	if err != nil {
+		return res, fmt.Errorf("foldersync: wait for another sync of this folder: %w", err)
+	}
+	defer unlock()
 	if e.opts.Prepare != nil {
 		if err := e.opts.Prepare(ctx); err != nil {
 			return res, err

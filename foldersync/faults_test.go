@@ -260,3 +260,115 @@ func TestRandomFaultsKeepTheUsersLastEdit(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoClientsOnOneFolder: two engines (two processes: a watcher and a
+// sync) run rounds on one folder at the same time while files are
+// written: their rounds take turns, so nothing conflicts and both sides
+// end equal.
+func TestTwoClientsOnOneFolder(t *testing.T) {
+	remote := memremote.New("store-1")
+	dir := t.TempDir()
+	var engines [2]*foldersync.Engine
+	for i := range engines {
+		d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if engines[i], err = foldersync.New(d, dir, remote, foldersync.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := make(chan foldersync.Result, 100)
+	errs := make(chan error, 2)
+	for _, e := range engines {
+		go func() {
+			for range 30 {
+				res, err := e.Round(context.Background())
+				if err != nil {
+					errs <- err
+					return
+				}
+				results <- res
+			}
+			errs <- nil
+		}()
+	}
+	for i := range 60 {
+		remote.Write(fmt.Sprintf("theirs%02d.md", i), []byte(fmt.Sprintf("a teammate's %d\n", i)))
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("mine%02d.md", i)), []byte(fmt.Sprintf("mine %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(results)
+	if _, err := engines[0].Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for res := range results {
+		if len(res.Conflicts) > 0 {
+			t.Fatalf("a conflict between two clients of one folder: %+v", res.Conflicts)
+		}
+	}
+	for p, want := range remote.Files() {
+		got, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: here %q (%v), there %q", p, got, err, want)
+		}
+	}
+	if n := len(remote.Files()); n != 120 {
+		t.Errorf("the remote holds %d memories, want 120", n)
+	}
+}
+
+// gatedRemote holds its listings at a gate while it is closed.
+type gatedRemote struct {
+	foldersync.Remote
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g gatedRemote) List(ctx context.Context, prev foldersync.Listing) (foldersync.Listing, error) {
+	g.entered <- struct{}{}
+	<-g.gate
+	return g.Remote.List(ctx, prev)
+}
+
+// TestRoundsOfOneFolderTakeTurns: a second engine on a folder (another
+// process's) does not start its round while the first one's runs: it
+// waits on the lock beside the basis.
+func TestRoundsOfOneFolderTakeTurns(t *testing.T) {
+	remote := memremote.New("store-1")
+	dir := t.TempDir()
+	g := gatedRemote{Remote: remote, entered: make(chan struct{}, 2), gate: make(chan struct{})}
+	var engines [2]*foldersync.Engine
+	for i := range engines {
+		d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if engines[i], err = foldersync.New(d, dir, g, foldersync.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 2)
+	go func() { _, err := engines[0].Round(context.Background()); done <- err }()
+	<-g.entered // the first round is listing
+	go func() { _, err := engines[1].Round(context.Background()); done <- err }()
+	select {
+	case <-g.entered:
+		t.Fatal("the second round started while the first ran")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(g.gate)
+	<-g.entered
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

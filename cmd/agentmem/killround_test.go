@@ -62,14 +62,14 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 		round:  []string{"team", "sync", "--server", url},
 		folder: func(p *person) string { return p.team },
 		remote: func() map[string]string { return teamEntries(t, url, token) },
-		known:  []string{".MEMORY.md.lock"}, // the folder's lock, kept on purpose
+		known:  []string{".MEMORY.md.lock", "..foldersync-basis.lock"}, // the folder's locks, kept on purpose
 	}, {
 		name:   "store",
 		limit:  102_400,
 		round:  []string{"store", "sync", "--server", url, "--delete-mode", "immediate"},
 		folder: func(p *person) string { return filepath.Join(p.team, "proj") },
 		remote: func() map[string]string { return storeMemories(t, url, token, "kill-store") },
-		known:  []string{".MEMORY.md.lock", ".memory-sync", ".memory-sync-basis", ".memory-sync-store", ".agentmem-sync-basis", ".agentmem-sync-basis.prev", ".memory-sync-authors.json"},
+		known:  []string{".MEMORY.md.lock", ".memory-sync", ".memory-sync-basis", ".memory-sync-store", ".agentmem-sync-basis", ".agentmem-sync-basis.prev", "..foldersync-basis.lock", ".memory-sync-authors.json"},
 	}}
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {
