@@ -553,6 +553,9 @@ type round struct {
 	remote map[string]Entry
 	gen    int64 // the highest generation an applied change reported
 	reset  bool  // the listing is of a replaced or restored remote
+	// untouchable are the paths this round leaves alone on both sides
+	// (skipped, or in another path's way).
+	untouchable map[string]bool
 	// stores are the folders below this one that hold a memory store's
 	// manifest (memdir.StoreManifestName): each is kept in step by its
 	// store's own sync, never by this one.
@@ -570,8 +573,70 @@ func (r *round) inStore(p string) bool {
 }
 
 // once runs one pass; again reports a Mismatch worth looking again for.
+// Its phases: take the basis, walk the folder, list the remote, settle
+// what the last round left in flight, decide every path, carry out the
+// decisions here, then there, and record what both now agree on.
 func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, err error) {
+	b, err := e.takeBasis()
+	if err != nil {
+		return false, err
+	}
+	e.kept = nil // a pass that fails leaves no half-changed basis behind
+	r := &round{e: e, b: b, res: res, now: e.opts.Now(), untouchable: map[string]bool{}}
+	defer func() {
+		e.stat = b.Stat
+		if err == nil && e.opts.BasisInMemory {
+			e.kept = b
+		} else if err == nil {
+			if st, serr := e.basisStamp(); serr == nil {
+				e.kept, e.keptStamp = b, st
+			}
+		}
+	}()
+	if err := r.keepDamagedAside(); err != nil {
+		return false, err
+	}
+	walkOK, err := r.walk(ctx, r.untouchable)
+	if err != nil {
+		return false, err
+	}
+	r.leaveStoresAlone()
+	lst, err := r.listRemote(ctx)
+	if err != nil {
+		return false, err
+	}
+	r.settle()
+	if lst.Unchanged && !r.reset && walkOK && r.agrees(r.untouchable) {
+		// Nothing moved on either side since both agreed: nothing to
+		// decide.
+		return false, r.finish(ctx, mode, lst, 0, false)
+	}
+	paths := r.paths(mode)
+	deleted, err := r.deletionEvidence(ctx, lst)
+	if err != nil {
+		return false, err
+	}
+	decisions, holdThere, holdHere := r.decideAll(paths, deleted, mode, walkOK)
+	here, changes, err := r.plan(ctx, decisions, holdThere, holdHere)
+	if err != nil {
+		return false, err
+	}
+	if err := r.carryOutHere(ctx, here); err != nil {
+		return false, err
+	}
+	sent := len(changes)
+	if again, err = r.carryOutThere(ctx, changes); err != nil {
+		return false, err
+	}
+	return again, r.finish(ctx, mode, lst, sent, again)
+}
+
+// takeBasis is the basis a pass starts from: the one the last pass kept
+// while nothing says it changed, else the Mirror's seed (BasisInMemory)
+// or the basis file (seeded from the Mirror when there is none).
+func (e *Engine) takeBasis() (*basis, error) {
 	var b *basis
+	var err error
 	var stamp [2]int64
 	var statErr error
 	if !e.opts.BasisInMemory {
@@ -603,43 +668,37 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		// holds whatever the basis: the cache outlives a seed.
 		maps.Copy(b.Stat, e.stat)
 	} else if b, err = readBasis(e.fs, e.basis); err != nil {
-		return false, err
+		return nil, err
 	} else if e.opts.Mirror != nil && b.fresh {
 		if a, ok := e.opts.Mirror.Seed(); ok {
 			b.seed(a)
 		}
 	}
-	e.kept = nil // a pass that fails leaves no half-changed basis behind
-	r := &round{e: e, b: b, res: res, now: e.opts.Now()}
+	return b, nil
+}
+
+// keepDamagedAside moves a damaged basis file aside and reports it.
+func (r *round) keepDamagedAside() error {
+	e, b := r.e, r.b
 	if b.damaged != nil {
 		// Moved, not copied: the next save must not keep it as the
 		// basis saved before (prevSuffix).
 		if err := e.fs.Rename(e.basis, e.basis+".damaged"); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("foldersync: keep the damaged basis aside: %w (nothing was changed)", err)
+			return fmt.Errorf("foldersync: keep the damaged basis aside: %w (nothing was changed)", err)
 		}
 		b.damaged.KeptAt = e.basis + ".damaged"
-		res.BasisDamaged = b.damaged
+		r.res.BasisDamaged = b.damaged
 		b.damaged = nil
 		r.dirty = true
 	}
-	defer func() {
-		e.stat = b.Stat
-		if err == nil && e.opts.BasisInMemory {
-			e.kept = b
-		} else if err == nil {
-			if st, serr := e.basisStamp(); serr == nil {
-				e.kept, e.keptStamp = b, st
-			}
-		}
-	}()
-	untouchable := map[string]bool{}
-	walkOK, err := r.walk(ctx, untouchable)
-	if err != nil {
-		return false, err
-	}
+	return nil
+}
+
+// leaveStoresAlone forgets what lies in a store's folder below this one:
+// its store sync's alone, nothing of it deleted, pushed or pulled.
+func (r *round) leaveStoresAlone() {
+	b, res, untouchable := r.b, r.res, r.untouchable
 	if len(r.stores) > 0 {
-		// A store's folder is its store sync's alone: forgotten here,
-		// nothing of it deleted, pushed or pulled.
 		for p := range r.locals {
 			if r.inStore(p) {
 				delete(r.locals, p)
@@ -659,10 +718,16 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 			}
 		}
 	}
+}
+
+// listRemote lists the remote, keeps the paths synced here and resets
+// the basis when the remote is not the one it was made with.
+func (r *round) listRemote(ctx context.Context) (Listing, error) {
+	e, b, res, untouchable := r.e, r.b, r.res, r.untouchable
 	prev := b.listing()
 	lst, err := e.remote.List(ctx, prev)
 	if err != nil {
-		return false, fmt.Errorf("foldersync: list the remote: %w", err)
+		return Listing{}, fmt.Errorf("foldersync: list the remote: %w", err)
 	}
 	if lst.Unchanged {
 		lst.Entries = prev.Entries
@@ -683,9 +748,8 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		}
 		r.remote[p] = en
 	}
-	reset := b.replacedBy(lst)
-	r.reset = reset
-	if reset {
+	r.reset = b.replacedBy(lst)
+	if r.reset {
 		res.BasisReset = true
 		b.Entries = map[string]Entry{}
 		b.Deletes = map[string]pendingDelete{}
@@ -694,12 +758,13 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		b.InFlight, b.Diverged = nil, nil
 		r.dirty = true
 	}
-	r.settle()
-	if lst.Unchanged && !reset && walkOK && r.agrees(untouchable) {
-		// Nothing moved on either side since both agreed: nothing to
-		// decide.
-		return false, r.finish(ctx, mode, lst, 0, false)
-	}
+	return lst, nil
+}
+
+// paths are every path either side or the basis knows; one that cannot
+// be a file beside another (a folder of it) is untouchable.
+func (r *round) paths(mode Mode) map[string]bool {
+	b, res, untouchable := r.b, r.res, r.untouchable
 	paths := map[string]bool{}
 	for p := range r.locals {
 		paths[p] = true
@@ -717,12 +782,18 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		}
 		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipPathClash + ": " + other + " is in the way"})
 	}
-	// Evidence of deletion for the tracked paths the remote lacks.
+	return paths
+}
+
+// deletionEvidence is when the remote deleted each tracked path it lacks
+// (and each untracked local one), on its evidence only.
+func (r *round) deletionEvidence(ctx context.Context, lst Listing) (map[string]time.Time, error) {
+	e, b, untouchable := r.e, r.b, r.untouchable
 	deleted := maps.Clone(lst.Deleted)
 	if deleted == nil {
 		deleted = map[string]time.Time{}
 	}
-	if !reset {
+	if !r.reset {
 		var missing []string
 		for p := range b.Entries {
 			if _, ok := r.remote[p]; !ok && !untouchable[p] && deleted[p].IsZero() {
@@ -756,14 +827,20 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 			slices.Sort(missing)
 			ev, err := e.remote.Deleted(ctx, missing)
 			if err != nil {
-				return false, fmt.Errorf("foldersync: ask the remote for deletions: %w", err)
+				return nil, fmt.Errorf("foldersync: ask the remote for deletions: %w", err)
 			}
 			maps.Copy(deleted, ev)
 		}
 	}
-	// Decide every path first, so each side's deletions can be counted
-	// against the mass-delete threshold before any happens.
-	decisions := map[string]action{}
+	return deleted, nil
+}
+
+// decideAll decides every path first, so each side's deletions can be
+// counted against the mass-delete threshold before any happens, and
+// reports which side's deletions are held.
+func (r *round) decideAll(paths map[string]bool, deleted map[string]time.Time, mode Mode, walkOK bool) (decisions map[string]action, holdThere, holdHere bool) {
+	e, b, res, untouchable := r.e, r.b, r.res, r.untouchable
+	decisions = map[string]action{}
 	var deleteThere, deleteHere []string
 	for _, p := range sortedKeys(paths) {
 		if untouchable[p] {
@@ -776,7 +853,7 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		if st.r == "" {
 			st.deleted = deleted[p]
 		}
-		a := decide(st, e.opts.KeepDeleted, reset || b.Resetting)
+		a := decide(st, e.opts.KeepDeleted, r.reset || b.Resetting)
 		if d, ok := b.Diverged[p]; ok && a == actDiverged && d.Remote == st.r && d.Local != st.l {
 			a = actKeepLocal // edited since the remote's copy was put beside it
 		}
@@ -819,9 +896,20 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		decisions[p] = a
 	}
 	tracked := len(b.Entries)
-	holdThere := r.hold("remote", deleteThere, tracked)
-	holdHere := r.hold("local", deleteHere, tracked)
-	var pulls, conflicts, stales, deletesHere []string
+	return decisions, r.hold("remote", deleteThere, tracked), r.hold("local", deleteHere, tracked)
+}
+
+// localWork is what a round does to the folder: pulls, pulls over a
+// local edit (conflicts), deletions and stale copies moved aside.
+type localWork struct {
+	pulls, conflicts, deletes, stales []string
+}
+
+// plan turns the decisions into the folder's work and the remote's
+// changes, recording in the basis what needs neither.
+func (r *round) plan(ctx context.Context, decisions map[string]action, holdThere, holdHere bool) (localWork, []Change, error) {
+	b := r.b
+	var here localWork
 	var changes []Change
 	for _, p := range sortedKeys(decisions) {
 		a := decisions[p]
@@ -842,17 +930,17 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 				r.dirty = true
 			}
 		case actPull, actRestore:
-			pulls = append(pulls, p)
+			here.pulls = append(here.pulls, p)
 		case actConflict:
-			conflicts = append(conflicts, p)
+			here.conflicts = append(here.conflicts, p)
 		case actDeleteHere:
-			deletesHere = append(deletesHere, p)
+			here.deletes = append(here.deletes, p)
 		case actStale:
-			stales = append(stales, p)
+			here.stales = append(here.stales, p)
 		case actPush:
 			ch, ok, err := r.pushChange(ctx, p)
 			if err != nil {
-				return false, err
+				return here, nil, err
 			}
 			if ok {
 				changes = append(changes, ch)
@@ -863,7 +951,7 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 				continue // its copy is aside already
 			}
 			if err := r.keepRemoteAside(ctx, p); err != nil {
-				return false, err
+				return here, nil, err
 			}
 			if b.Diverged == nil {
 				b.Diverged = map[string]Divergence{}
@@ -873,12 +961,12 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		case actKeepLocal:
 			if b.Diverged[p].Remote != r.remote[p].Sum { // not kept aside already
 				if err := r.keepRemoteAside(ctx, p); err != nil {
-					return false, err
+					return here, nil, err
 				}
 			}
 			ch, ok, err := r.pushChange(ctx, p)
 			if err != nil {
-				return false, err
+				return here, nil, err
 			}
 			if ok {
 				changes = append(changes, ch)
@@ -893,31 +981,33 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 			r.dirty = true
 		}
 	}
-	if err := r.save(ctx); err != nil {
-		return false, err
+	return here, changes, r.save(ctx)
+}
+
+// carryOutHere does the folder's work and saves the basis.
+func (r *round) carryOutHere(ctx context.Context, here localWork) error {
+	if err := r.pull(ctx, here.pulls, false); err != nil {
+		return err
 	}
-	// The local side: pulls, conflicts, deletions, stale copies.
-	if err := r.pull(ctx, pulls, false); err != nil {
-		return false, err
+	if err := r.pull(ctx, here.conflicts, true); err != nil {
+		return err
 	}
-	if err := r.pull(ctx, conflicts, true); err != nil {
-		return false, err
-	}
-	for _, p := range deletesHere {
+	for _, p := range here.deletes {
 		if err := r.deleteHere(ctx, p, false); err != nil {
-			return false, err
+			return err
 		}
 	}
-	for _, p := range stales {
+	for _, p := range here.stales {
 		if err := r.deleteHere(ctx, p, true); err != nil {
-			return false, err
+			return err
 		}
 	}
-	if err := r.save(ctx); err != nil {
-		return false, err
-	}
-	// The remote side, one batch at a time.
-	sent := len(changes)
+	return r.save(ctx)
+}
+
+// carryOutThere sends the changes one batch at a time, each recorded as
+// in flight before it goes; again reports a Mismatch.
+func (r *round) carryOutThere(ctx context.Context, changes []Change) (again bool, err error) {
 	for len(changes) > 0 {
 		n := min(batchSize, len(changes))
 		batch := changes[:n]
@@ -930,9 +1020,8 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 		if err := r.save(ctx); err != nil {
 			return false, err
 		}
-		outs, err := e.remote.Apply(ctx, batch)
-		mismatch := r.record(batch, outs)
-		again = again || mismatch
+		outs, err := r.e.remote.Apply(ctx, batch)
+		again = r.record(batch, outs) || again
 		if serr := r.save(ctx); serr != nil && err == nil {
 			err = serr
 		}
@@ -940,7 +1029,7 @@ func (e *Engine) once(ctx context.Context, res *Result, mode Mode) (again bool, 
 			return false, fmt.Errorf("foldersync: send changes to the remote: %w", err)
 		}
 	}
-	return again, r.finish(ctx, mode, lst, sent, again)
+	return again, nil
 }
 
 // agrees reports whether the folder and the remote hold exactly what
