@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
-	"github.com/agentmem-sdk/agentmem/internal/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
 )
 
 // settle ages every file of dir past the racy-clean window, as files of a

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/internal/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )

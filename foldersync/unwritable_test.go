@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/internal/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )

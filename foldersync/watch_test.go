@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
-	"github.com/agentmem-sdk/agentmem/internal/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
 )
 
 // flaky fails its listings while down is set.

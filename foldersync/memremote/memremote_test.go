@@ -5,7 +5,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
-	"github.com/agentmem-sdk/agentmem/internal/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
 )
 
 // control drives a memremote.Remote as a teammate would.
