@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 )
 
 // settle ages every file of dir past the racy-clean window, as files of a

@@ -10,8 +10,8 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 	"github.com/spf13/afero"
 )
 

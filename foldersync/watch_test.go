@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 )
 
 // flaky fails its listings while down is set.

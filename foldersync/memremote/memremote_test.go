@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 )
 
 // control drives a memremote.Remote as a teammate would.
