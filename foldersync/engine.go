@@ -495,6 +495,9 @@ type local struct {
 	sum   string
 	size  int64
 	mtime time.Time
+	// screened: the walk read these bytes and refusal passed them (a
+	// file the stat cache vouched for was not read).
+	screened bool
 }
 
 // Round runs one round: walk the folder, list the remote, decide every
@@ -1311,7 +1314,7 @@ func (r *round) walk(ctx context.Context, untouchable map[string]bool) (ok bool,
 			return nil
 		}
 		sum := Sum(raw)
-		r.locals[p] = newLocal(local{abs: en.Abs, sum: sum, size: int64(len(raw)), mtime: mt})
+		r.locals[p] = newLocal(local{abs: en.Abs, sum: sum, size: int64(len(raw)), mtime: mt, screened: true})
 		// A file read again inside the racy window, as it was, changes
 		// nothing worth saving; once outside it, its entry is trusted.
 		st := statEntry{Size: info.Size(), MtimeNS: mt.UnixNano(), SeenNS: nowNS, Sum: sum}
@@ -1396,9 +1399,11 @@ func (r *round) pushChange(ctx context.Context, p string) (Change, bool, error) 
 		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipChanged})
 		return Change{}, false, nil
 	}
-	if reason := r.e.refusal(p, raw); reason != "" {
-		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: reason})
-		return Change{}, false, nil
+	if !l.screened { // each write is screened once
+		if reason := r.e.refusal(p, raw); reason != "" {
+			r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: reason})
+			return Change{}, false, nil
+		}
 	}
 	expect := r.remote[p]                      // what the remote holds now (zero: must not exist)
 	wrote, _ := r.e.dir.Provenance(l.abs, raw) // the door that wrote it, if recorded

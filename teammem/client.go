@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/agentmem-sdk/agentmem/secrets"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
@@ -261,7 +260,6 @@ type Client struct {
 	*transport
 	fs      afero.Fs
 	teamDir string           // cleaned
-	scanner *secrets.Scanner // the team directory's
 	team    *memdir.Dir      // the team directory: how its files were written
 	aside   *memdir.Dir      // the conflicts folder beside it
 	remote  *Remote
@@ -305,13 +303,13 @@ func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	team = team.WithHistory(t.cfg.History)
-	c := &Client{transport: t, fs: fsys, teamDir: filepath.Clean(teamDir), scanner: team.Scanner(), team: team}
+	c := &Client{transport: t, fs: fsys, teamDir: filepath.Clean(teamDir), team: team}
 	aside, err := team.WithPath(c.conflictsDir())
 	if err != nil {
 		return nil, fmt.Errorf("teammem: %w", err)
 	}
 	c.aside = aside
-	c.remote = &Remote{t: t, scanner: c.scanner}
+	c.remote = &Remote{t: t}
 	c.leftOut = c.skipDirs()
 	opts := foldersync.Options{
 		Include:         c.includes,

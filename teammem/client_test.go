@@ -276,7 +276,7 @@ func TestSkipsAndLimits(t *testing.T) {
 	assert.Equal(t, 2, n, "the hashes view and one PUT: no retry on 413")
 	for _, s := range res.Skipped {
 		if s.Path == "secret.md" {
-			assert.Equal(t, "secret: GitHub PAT", s.Reason)
+			assert.Equal(t, foldersync.SkipSecret, s.Reason, "the engine's scan, once for every driver")
 		}
 	}
 	assert.Equal(t, map[string]string{"secret.md": "secret", "huge.md": "too_large"}, skipsOf(res))

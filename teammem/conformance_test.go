@@ -100,7 +100,7 @@ func teamRemote(t *testing.T) (foldersync.Remote, remotetest.Control) {
 	store := teamserver.NewMemoryStore()
 	s.swap(t, store)
 	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: s.url, Repo: "acme/shop", Token: s.token,
-		Sleep: func(context.Context, time.Duration) error { return nil }}, nil)
+		Sleep: func(context.Context, time.Duration) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

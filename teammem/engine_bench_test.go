@@ -49,7 +49,7 @@ func BenchmarkEngineRound(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/bench", Token: token}, nil)
+	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
 	if err != nil {
 		b.Fatal(err)
 	}

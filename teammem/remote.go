@@ -17,8 +17,6 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/screen"
-	"github.com/agentmem-sdk/agentmem/secrets"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -37,8 +35,7 @@ import (
 // A Remote keeps what it last read or wrote of the repo; calls on one
 // Remote are serialized.
 type Remote struct {
-	t       *transport
-	scanner *secrets.Scanner
+	t *transport
 
 	mu sync.Mutex
 	// cur is the repo as this Remote last read or wrote it (nil before
@@ -78,14 +75,15 @@ type repoView struct {
 
 // NewRemote returns the driver for the repo cfg names (BaseURL, Path,
 // Repo, Token, HTTP, the retry settings, Door, Session, Origin, Logger,
-// MaxReplyBytes; the other fields are the Client's). scanner, when set,
-// refuses content that holds a secret (Check).
-func NewRemote(cfg ClientOptions, scanner *secrets.Scanner) (*Remote, error) {
+// MaxReplyBytes; the other fields are the Client's). The screens and
+// the secret scanner are the engine's (foldersync.Engine screens every
+// write once, for every driver) and the server's.
+func NewRemote(cfg ClientOptions) (*Remote, error) {
 	t, err := newTransport(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Remote{t: t, scanner: scanner}, nil
+	return &Remote{t: t}, nil
 }
 
 // Remote returns the client's driver, the one its rounds run through:
@@ -389,9 +387,9 @@ func (r *Remote) Deleted(ctx context.Context, paths []string) (map[string]time.T
 // "invalid_key" (not a name a team key may have), "not_nfc" (the name is
 // not in Unicode NFC form), "too_large" (over teamwire.MaxEntryBytes),
 // "nul_byte" (a NUL, which not every server store keeps), "not_utf8"
-// (bytes JSON would not carry exactly), foldersync.SkipScreened (a
-// screen every server applies) or foldersync.SkipSecret (the label of
-// the secret found).
+// (bytes JSON would not carry exactly). The screens every server applies
+// and the secret scanner are the engine's, run once on every write
+// (foldersync.SkipScreened, foldersync.SkipSecret).
 func (r *Remote) Check(key string, content []byte) string {
 	if teamwire.ValidateKeySyntax(key) != nil {
 		return "invalid_key: the file's name is not a valid team memory key (a control character, a backslash, a traversal or too long); rename it"
@@ -408,14 +406,6 @@ func (r *Remote) Check(key string, content []byte) string {
 			return foldersync.SkipNULByte
 		}
 		return foldersync.SkipNotUTF8
-	}
-	if err := screen.CheckShared(key, string(content)); err != nil {
-		return foldersync.SkipScreened + ": " + err.Error()
-	}
-	if r.scanner != nil {
-		if m, ok := r.scanner.First(string(content)); ok {
-			return foldersync.SkipSecret + ": " + m.Label
-		}
 	}
 	return ""
 }
@@ -438,11 +428,15 @@ func (r *Remote) Apply(ctx context.Context, changes []foldersync.Change) ([]fold
 	}
 	var pending []foldersync.Change
 	for _, ch := range changes {
+		refused := ""
+		if !ch.Delete {
+			refused = r.Check(ch.Path, ch.Content)
+		}
 		switch {
 		case ch.Delete && teamwire.ValidateKeySyntax(ch.Path) != nil:
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Refused, Reason: "invalid_key: not a valid team memory key"})
-		case !ch.Delete && r.Check(ch.Path, ch.Content) != "":
-			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Refused, Reason: r.Check(ch.Path, ch.Content)})
+		case refused != "":
+			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Refused, Reason: refused})
 		case (r.cur.exact || r.cur.empty) && sumHex(r.cur.sums[ch.Path]) != ch.Expect.Sum:
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Mismatch})
 		default:

@@ -147,7 +147,7 @@ func sqliteTeamRemote(t *testing.T) (foldersync.Remote, remotetest.Control) {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token,
-		Sleep: func(context.Context, time.Duration) error { return nil }}, nil)
+		Sleep: func(context.Context, time.Duration) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
