@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode"
 
-
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
@@ -259,9 +258,9 @@ func (e *SyncError) Permanent() bool {
 type Client struct {
 	*transport
 	fs      afero.Fs
-	teamDir string           // cleaned
-	team    *memdir.Dir      // the team directory: how its files were written
-	aside   *memdir.Dir      // the conflicts folder beside it
+	teamDir string      // cleaned
+	team    *memdir.Dir // the team directory: how its files were written
+	aside   *memdir.Dir // the conflicts folder beside it
 	remote  *Remote
 	engine  *foldersync.Engine
 
