@@ -181,3 +181,28 @@ func newCommand(t *testing.T, dir string, env []string, args ...string) *exec.Cm
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }
+
+// syncProtocol is one of the two sync commands a black-box test runs: its
+// name, the folder below the team directory it keeps ("" for team sync,
+// the mount's for store sync) and one round of it.
+type syncProtocol struct {
+	name, dir string
+	round     []string
+}
+
+// storeMount creates the store name on the server at url and returns the
+// CLAUDE_MEMORY_STORES value that mounts it as "proj".
+func storeMount(t *testing.T, url, token, name string) string {
+	t.Helper()
+	createStore(t, url, token, name)
+	return `[{"path":"/v1/code/memory/` + name + `","mount":"proj"}]`
+}
+
+// bothProtocols are team sync and store sync (the "proj" mount,
+// deletions carried out at once) against the server at url.
+func bothProtocols(url string) []syncProtocol {
+	return []syncProtocol{
+		{"team", "", []string{"team", "sync", "--server", url}},
+		{"store", "proj/", []string{"store", "sync", "--server", url, "--delete-mode", "immediate"}},
+	}
+}

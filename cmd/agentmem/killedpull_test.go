@@ -19,16 +19,9 @@ func TestKilledPullThenTeammateEditsIsNoConflict(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	_, url, token := fixedServer(t, root)
-	createStore(t, url, token, "pull-store")
-	const stores = `[{"path":"/v1/code/memory/pull-store","mount":"proj"}]`
+	stores := storeMount(t, url, token, "pull-store")
 	const files = 300
-	for _, pr := range []struct {
-		name, dir string
-		round     []string
-	}{
-		{"team", "", []string{"team", "sync", "--server", url}},
-		{"store", "proj/", []string{"store", "sync", "--server", url, "--delete-mode", "immediate"}},
-	} {
+	for _, pr := range bothProtocols(url) {
 		t.Run(pr.name, func(t *testing.T) {
 			base := t.TempDir()
 			ana := newPerson(t, base, "ana", token, stores)

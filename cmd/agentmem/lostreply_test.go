@@ -42,21 +42,15 @@ func TestLostReplyKeepsTheNewestEdit(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	_, direct, token := fixedServer(t, root)
-	createStore(t, direct, token, "lost-store")
+	stores := storeMount(t, direct, token, "lost-store")
 	var cutting atomic.Bool
 	url := replyCutter(t, direct, &cutting)
-	const stores = `[{"path":"/v1/code/memory/lost-store","mount":"proj"}]`
 	ana := newPerson(t, root, "ana", token, stores)
-	for _, proto := range []struct {
-		name, dir string
-		round     []string
-		server    func() map[string]string
-	}{
-		{"team", "", []string{"team", "sync", "--server", url},
-			func() map[string]string { return teamEntries(t, direct, token) }},
-		{"store", "proj/", []string{"store", "sync", "--server", url, "--delete-mode", "immediate"},
-			func() map[string]string { return storeMemories(t, direct, token, "lost-store") }},
-	} {
+	server := map[string]func() map[string]string{
+		"team":  func() map[string]string { return teamEntries(t, direct, token) },
+		"store": func() map[string]string { return storeMemories(t, direct, token, "lost-store") },
+	}
+	for _, proto := range bothProtocols(url) {
 		t.Run(proto.name, func(t *testing.T) {
 			f, gone := proto.dir+"f.md", proto.dir+"gone.md"
 			ana.ok(proto.round...) // a store's folder is made by its first sync
@@ -70,7 +64,7 @@ func TestLostReplyKeepsTheNewestEdit(t *testing.T) {
 			out, code := ana.run(proto.round...)
 			cutting.Store(false)
 			require.NotEqual(t, exitOK, code, "the round whose replies were cut:\n%s", out)
-			require.Equal(t, "v2\n", proto.server()[stripDir(f, proto.dir)], "the server applied the push")
+			require.Equal(t, "v2\n", server[proto.name]()[stripDir(f, proto.dir)], "the server applied the push")
 
 			writeRaw(t, ana.team, f, []byte("v3, the newest\n"))
 			require.NoError(t, removeFile(ana.team, gone))
@@ -80,7 +74,7 @@ func TestLostReplyKeepsTheNewestEdit(t *testing.T) {
 			files := memoryFiles(t, ana.team)
 			assert.Equal(t, "v3, the newest\n", files[f], "the newest edit stays in place")
 			assert.NotContains(t, files, gone, "the deletion stands")
-			server := proto.server()
+			server := server[proto.name]()
 			assert.Equal(t, "v3, the newest\n", server[stripDir(f, proto.dir)], "the newest edit reached the server")
 			assert.NotContains(t, server, stripDir(gone, proto.dir), "the deletion reached the server")
 		})

@@ -37,15 +37,8 @@ func TestUnwritableFolderIsOneSkip(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	_, url, token := fixedServer(t, root)
-	createStore(t, url, token, "locked-store")
-	const stores = `[{"path":"/v1/code/memory/locked-store","mount":"proj"}]`
-	for _, pr := range []struct {
-		name, dir string
-		round     []string
-	}{
-		{"team", "", []string{"team", "sync", "--server", url}},
-		{"store", "proj/", []string{"store", "sync", "--server", url, "--delete-mode", "immediate"}},
-	} {
+	stores := storeMount(t, url, token, "locked-store")
+	for _, pr := range bothProtocols(url) {
 		t.Run(pr.name, func(t *testing.T) {
 			base := t.TempDir()
 			ana := newPerson(t, base, "ana", token, stores)
