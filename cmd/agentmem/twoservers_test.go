@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,9 @@ import (
 // safe: two `agentmem team serve` processes on one SQLite file. Two
 // teammates, each on their own server, push at the same moment on both
 // protocols; no acknowledged write is lost, both servers answer with all
-// of them, and each teammate ends with the other's memories.
+// of them, and each teammate ends with the other's memories. A watcher on
+// one server hears of a write through the other at once (its long-poll
+// looks at the file every second), not at its interval.
 func TestTwoServersOnOneSQLiteFile(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -69,4 +72,18 @@ func TestTwoServersOnOneSQLiteFile(t *testing.T) {
 			}
 		})
 	}
+
+	// A watcher on the second server, a push through the first.
+	watch := newCommand(t, ben.project, ben.env, "team", "watch", "--server", url2, "--interval", "10m")
+	require.NoError(t, watch.Start())
+	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
+	time.Sleep(500 * time.Millisecond) // its first round, then its long-poll
+	writeRaw(t, ana.team, "through-the-first.md", []byte("pushed through the first server\n"))
+	ana.ok("team", "sync", "--server", url1)
+	start := time.Now()
+	waitFor(t, func() bool {
+		return memoryFiles(t, ben.team)["through-the-first.md"] == "pushed through the first server\n"
+	})
+	t.Logf("the watcher on the second server pulled a write through the first after %s", time.Since(start).Round(10*time.Millisecond))
+	assert.Less(t, time.Since(start), 30*time.Second, "woken by its long-poll, not its 10-minute interval")
 }
