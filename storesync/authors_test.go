@@ -449,3 +449,12 @@ func TestStoreWatcherPausesOnARevokedToken(t *testing.T) {
 	w.Resume()
 	assert.Eventually(t, func() bool { return w.Paused() == "" && rt.calls.Load() > n }, 10*time.Second, 20*time.Millisecond, "Resume tries again")
 }
+
+// TestAFullDiskIsNotRetried: a store's 507 (its disk is full) is not
+// mended by a retry, so it is said at once and pauses a watcher; a 503 or
+// a 429 is retried.
+func TestAFullDiskIsNotRetried(t *testing.T) {
+	for status, temporary := range map[int]bool{507: false, 503: true, 500: true, 429: true, 401: false} {
+		assert.Equal(t, temporary, (&storesync.APIError{Status: status}).Temporary(), "%d", status)
+	}
+}

@@ -455,12 +455,12 @@ func TestRetries(t *testing.T) {
 	assert.Equal(t, 3, n)
 	assert.Equal(t, []time.Duration{625 * time.Millisecond, 7 * time.Second}, delays, "500ms + 25% jitter, then Retry-After")
 
-	// Retries give up after 3, and 401 is never retried.
+	// Retries give up after 3; 401 and 403 are never retried, nor a full disk (507).
 	for _, tc := range []struct {
 		status   int
 		requests int
 		class    teammem.ErrorClass
-	}{{503, 4, teammem.ClassUnknown}, {401, 1, teammem.ClassAuth}, {403, 1, teammem.ClassForbidden}} {
+	}{{503, 4, teammem.ClassUnknown}, {401, 1, teammem.ClassAuth}, {403, 1, teammem.ClassForbidden}, {507, 1, teammem.ClassUnknown}} {
 		mu.Lock()
 		calls, statuses = 0, []int{tc.status}
 		mu.Unlock()
