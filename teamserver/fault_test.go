@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
@@ -21,6 +23,13 @@ import (
 type faultyStore struct {
 	teamserver.Store
 	fail *atomic.Value
+}
+
+func (s faultyStore) CreateMemStore(ctx context.Context, tenant string, st teamserver.MemStore, l teamserver.StoreLimits, now time.Time) (teamserver.MemStore, error) {
+	if err, _ := s.fail.Load().(error); err != nil {
+		return teamserver.MemStore{}, err
+	}
+	return s.Store.CreateMemStore(ctx, tenant, st, l, now)
 }
 
 func (s faultyStore) Put(ctx context.Context, r teamserver.Repo, p teamserver.PutRequest) (teamserver.Snapshot, error) {
@@ -65,6 +74,24 @@ func TestStorageFaultsNameTheirCause(t *testing.T) {
 			var ready map[string]string
 			require.NoError(t, json.Unmarshal(raw, &ready))
 			assert.Contains(t, ready["cause"], c.words)
+			// The Memory Stores API answers the same.
+			tok, grant, err := teamserver.NewToken("acme", nil, "*")
+			require.NoError(t, err)
+			h, err := teamserver.NewHandler(faultyStore{teamserver.NewMemoryStore(), fail}, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+			require.NoError(t, err)
+			ms := httptest.NewServer(h)
+			defer ms.Close()
+			req, err := http.NewRequest(http.MethodPost, ms.URL+"/v1/memory_stores", strings.NewReader(`{"name":"s"}`))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Content-Type", "application/json")
+			r2, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			raw2, _ := io.ReadAll(r2.Body)
+			r2.Body.Close()
+			assert.Equal(t, c.status, r2.StatusCode, string(raw2))
+			assert.Equal(t, "30", r2.Header.Get("Retry-After"))
+			assert.Contains(t, string(raw2), c.words)
 			// Reads still work.
 			resp, _ = f.do(t, http.MethodGet, f.acme, "acme/shop", "", nil, nil)
 			assert.NotEqual(t, http.StatusInternalServerError, resp.StatusCode)
