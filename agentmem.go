@@ -590,7 +590,7 @@ func (m *Memory) startStoreSync() error {
 		m.storeSync.Add(1)
 		go func() {
 			defer m.storeSync.Done()
-			_ = storesync.Watch(m.bg, c, storesync.WatchOptions{Observer: func(ev foldersync.Event) {
+			w, err := c.StartWatcher(m.bg, foldersync.WatchOptions{Observer: func(ev foldersync.Event) {
 				r, err := ev.Result, ev.Err
 				m.observe(Event{Layer: LayerStoreSync, Err: err, Detail: StoreEvent{Mount: mt.Name, Result: r}})
 				if err != nil {
@@ -600,6 +600,9 @@ func (m *Memory) startStoreSync() error {
 				m.log.Debug("agentmem: memory store synced", "mount", mt.Name, "pulled", len(r.Pulled), "pushed", len(r.Pushed),
 					"conflicts", len(r.Conflicts), "held", len(r.Held), "reset", r.BasisReset)
 			}})
+			if err == nil {
+				<-w.Done()
+			}
 		}()
 	}
 	return nil
@@ -642,12 +645,12 @@ func (m *Memory) startTeamSync(team string) error {
 	// The server records this session on what the watcher pushes, and
 	// each file's door as the write that left it recorded it (the
 	// client's own, sync, for a file written by anything else).
-	client, err := teammem.NewClient(view, teammem.ClientOptions{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: m.teamState, History: h,
+	client, err := teammem.New(view, teammem.Options{BaseURL: m.opts.Team.ServerURL, Repo: repo, Token: m.opts.Team.Token, StateFile: m.teamState, History: h,
 		Session: m.opts.SessionID})
 	if err != nil {
 		return err
 	}
-	w, err := client.StartWatcher(m.bg, nil, foldersync.WatchOptions{Observer: func(e foldersync.Event) {
+	w, err := client.StartWatcher(m.bg, foldersync.WatchOptions{Observer: func(e foldersync.Event) {
 		m.observe(Event{Layer: LayerTeamSync, Err: e.Err, Detail: e})
 		if e.Err != nil {
 			m.log.Warn("agentmem: team sync failed; retrying in the background", "error", e.Err, "failures", e.Failures)

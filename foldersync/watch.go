@@ -52,13 +52,6 @@ type WatchOptions struct {
 	// around the engine's round (the team client's Sync, which keeps its
 	// SyncState).
 	Round func(ctx context.Context) (Result, error)
-	// Pause, when set, names a failure no retry can mend ("" for one worth
-	// retrying): no token, no access, a limit of the remote. The watcher
-	// then runs no round until Resume, or until a synced file is removed
-	// from the folder (what mends a limit; a round that fails the same
-	// way pauses again). A first round that fails so makes StartWatcher
-	// fail.
-	Pause func(err error) string
 	// Wake, when set, runs beside the watcher for its whole life and
 	// calls notify whenever the remote says it changed (a team server's
 	// long-poll, teammem.Remote.LongPoll), so a change made elsewhere
@@ -83,7 +76,7 @@ type Event struct {
 	// included (0 after a round that worked).
 	Failures int
 	// Paused names the failure no retry mends that paused the watcher
-	// after this round (WatchOptions.Pause), "" when it goes on.
+	// after this round (PauseReason), "" when it goes on.
 	Paused string
 }
 
@@ -103,12 +96,12 @@ type Watcher struct {
 	woke   chan struct{} // closed once Wake has returned (nil without Wake)
 
 	mu     sync.Mutex
-	paused string // why rounds are paused (WatchOptions.Pause), "" when they run
+	paused string // why rounds are paused (PauseReason), "" when they run
 }
 
 // StartWatcher runs a first round and starts watching. The first
 // round's error is reported to the Observer and retried like any other,
-// unless WatchOptions.Pause names it: then StartWatcher returns it and
+// unless it is one no retry mends (PermanentError): then StartWatcher returns it and
 // no watcher. Otherwise StartWatcher fails only when the folder cannot
 // be watched or polled.
 func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, error) {
@@ -168,19 +161,44 @@ func StartWatcher(ctx context.Context, e *Engine, opts WatchOptions) (*Watcher, 
 	return w, nil
 }
 
+// PermanentError is the error contract of every driver: what a round's
+// failure means to a watcher. A failure whose chain holds a
+// PermanentError that reports Permanent (no token, no access, a limit of
+// the remote, a full disk) is one no retry mends: the watcher runs no
+// round until Resume, or until a synced file is removed from the folder
+// (what mends a limit; a round that fails the same way pauses again),
+// and a first round that fails so makes StartWatcher fail. Every other
+// failure (a lost connection, a timeout, 429, 5xx: what the drivers'
+// requests already retried) is tried again with a doubling wait; only
+// the end of the watcher's context, or Close, stops it.
+type PermanentError interface {
+	error
+	Permanent() bool
+	// Reason names the failure in a few words (the remote's error code).
+	Reason() string
+}
+
+// PauseReason names a failure no retry mends (the Reason of the
+// PermanentError in err's chain), or "" for one worth retrying.
+func PauseReason(err error) string {
+	var p PermanentError
+	if errors.As(err, &p) && p.Permanent() {
+		return p.Reason()
+	}
+	return ""
+}
+
 // round runs one round and records a pause.
 func (w *Watcher) round(ctx context.Context, cause string, failures int) Event {
 	res, err := w.opts.Round(context.WithoutCancel(ctx))
 	ev := Event{Result: res, Err: err, Cause: cause, At: time.Now(), Failures: failures}
 	if err != nil {
 		ev.Failures++
-		if w.opts.Pause != nil {
-			if why := w.opts.Pause(err); why != "" {
-				w.mu.Lock()
-				w.paused = why
-				w.mu.Unlock()
-				ev.Paused = why
-			}
+		if why := PauseReason(err); why != "" {
+			w.mu.Lock()
+			w.paused = why
+			w.mu.Unlock()
+			ev.Paused = why
 		}
 	} else {
 		ev.Failures = 0
@@ -195,7 +213,7 @@ func (w *Watcher) observe(ev Event) {
 	}
 }
 
-// Paused returns why the watcher runs no rounds (WatchOptions.Pause),
+// Paused returns why the watcher runs no rounds (PauseReason),
 // or "" when it runs them.
 func (w *Watcher) Paused() string {
 	w.mu.Lock()

@@ -57,7 +57,7 @@ func TestNoWriteLandsOutsideUnderSymlinkRace(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte("from the server\n"), 0o644))
 	}
 	client := func(dir string) *teammem.Client {
-		c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		require.NoError(t, err)
 		return c
 	}

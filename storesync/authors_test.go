@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/storesync"
@@ -397,7 +398,7 @@ func TestStoreWatcherLearnsAuthors(t *testing.T) {
 		writeFile(t, dir, name, fmt.Sprintf("watched %d\n", i))
 		want[name] = "ana"
 	}
-	w, err := storesync.StartWatcher(context.Background(), c, storesync.WatchOptions{Debounce: 50 * time.Millisecond, Poll: 50 * time.Millisecond})
+	w, err := c.StartWatcher(context.Background(), foldersync.WatchOptions{Debounce: 50 * time.Millisecond, Poll: 50 * time.Millisecond})
 	require.NoError(t, err)
 	defer w.Close()
 	assert.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, authors(dir)) }, 20*time.Second, 50*time.Millisecond, "the watcher's first round credits every memory")
@@ -435,7 +436,7 @@ func TestStoreWatcherPausesOnARevokedToken(t *testing.T) {
 	require.NoError(t, err)
 	c, err := storesync.New(d, storesync.Options{BaseURL: f.url, Token: f.tokens["ana"], Mount: f.mount, HTTP: &http.Client{Transport: rt}})
 	require.NoError(t, err)
-	w, err := storesync.StartWatcher(context.Background(), c, storesync.WatchOptions{Debounce: 20 * time.Millisecond, Poll: 20 * time.Millisecond, Resync: 50 * time.Millisecond})
+	w, err := c.StartWatcher(context.Background(), foldersync.WatchOptions{Debounce: 20 * time.Millisecond, Poll: 20 * time.Millisecond, Interval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	defer w.Close()
 	rt.revoked.Store(true)
@@ -455,6 +456,6 @@ func TestStoreWatcherPausesOnARevokedToken(t *testing.T) {
 // a 429 is retried.
 func TestAFullDiskIsNotRetried(t *testing.T) {
 	for status, temporary := range map[int]bool{507: false, 503: true, 500: true, 429: true, 401: false} {
-		assert.Equal(t, temporary, (&storesync.APIError{Status: status}).Temporary(), "%d", status)
+		assert.Equal(t, temporary, !(&storesync.APIError{Status: status}).Permanent(), "%d", status)
 	}
 }

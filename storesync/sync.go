@@ -45,8 +45,9 @@ type Options struct {
 	// AllowMassDelete lets a round delete more than max(50, 10 %) of the
 	// tracked memories on one side.
 	AllowMassDelete bool
-	// Retries is how often a network error, a 429 or a 5xx is retried,
-	// honouring Retry-After (default 3; negative: none).
+	// Retries is how often a network error, a timeout, a 429 or a 5xx
+	// other than 507 is sent again, honouring Retry-After (default 3;
+	// negative: none).
 	Retries int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -158,12 +159,6 @@ func newConn(cfg *Options) (*conn, error) {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 30 * time.Second}
 	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 3
-	}
-	if cfg.Retries < 0 {
-		cfg.Retries = 0
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -182,6 +177,9 @@ func newConn(cfg *Options) (*conn, error) {
 
 // Dir is the mount folder.
 func (c *Client) Dir() string { return c.dir }
+
+// Remote is the driver the client's engine syncs through.
+func (c *Client) Remote() *Remote { return c.remote }
 
 // Sync runs one round: list the store, walk the folder, reconcile them
 // against the basis (foldersync's rules), and record the new basis as it

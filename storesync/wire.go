@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/httpretry"
 	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
@@ -63,11 +63,9 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("storesync: the store answered %d %s: %s", e.Status, e.Type, e.Message)
 }
 
-// Temporary reports an answer worth retrying later: 429 and 5xx.
-func (e *APIError) Temporary() bool {
-	// A full disk (507) is not mended in a retry's time.
-	return e.Status == http.StatusTooManyRequests || (e.Status >= 500 && e.Status != http.StatusInsufficientStorage)
-}
+// Permanent reports an answer no retry mends: a refusal that is not 429
+// or 5xx, or a full disk (507). A watcher pauses on it.
+func (e *APIError) Permanent() bool { return !httpretry.Retried(e.Status) }
 
 // conn speaks the store protocol to one store.
 type conn struct {
@@ -106,73 +104,40 @@ func accepted(body []byte) error {
 
 func (c *conn) do(ctx context.Context, method, rel string, body any, header ...string) (int, []byte, error) {
 	var raw []byte
+	h := http.Header{}
 	if body != nil {
 		raw, _ = json.Marshal(body)
+		h.Set("Content-Type", "application/json")
 	}
-	for attempt := 0; ; attempt++ {
-		var r io.Reader
-		if raw != nil {
-			r = bytes.NewReader(raw)
-		}
-		req, err := http.NewRequestWithContext(ctx, method, c.base+c.path+rel, r)
-		if err != nil {
-			return 0, nil, err
-		}
-		if c.public {
-			req.Header.Set(storewire.APIKeyHeader, c.token)
-			req.Header.Set(storewire.VersionHeader, storewire.APIVersion)
-			req.Header.Set(storewire.BetaHeader, storewire.Beta)
-		} else {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		req.Header.Set("Accept", "application/json, text/plain, */*")
-		req.Header.Set(teamwire.DoorHeader, c.prov.Door)
-		if c.prov.Session != "" {
-			req.Header.Set(teamwire.SessionHeader, c.prov.Session)
-		}
-		if c.prov.Origin != "" {
-			req.Header.Set(teamwire.OriginHeader, c.prov.Origin)
-		}
-		if raw != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			if attempt < c.retries && ctx.Err() == nil {
-				if !sleep(ctx, backoff(attempt)) {
-					return 0, nil, ctx.Err()
-				}
-				continue
-			}
-			if ctx.Err() != nil {
-				return 0, nil, err
-			}
-			return 0, nil, &NetworkError{Base: c.base, Err: err}
-		}
-		out, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-		resp.Body.Close()
-		if err != nil {
-			return 0, nil, err
-		}
-		if resp.StatusCode < 300 {
-			return resp.StatusCode, out, nil
-		}
-		apiErr := parseError(resp, out)
-		if apiErr.Temporary() && attempt < c.retries {
-			wait := apiErr.RetryAfter
-			if wait == 0 {
-				wait = backoff(attempt)
-			}
-			if !sleep(ctx, min(wait, time.Hour)) {
-				return 0, nil, ctx.Err()
-			}
-			continue
-		}
-		return resp.StatusCode, out, apiErr
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
 	}
+	p := httpretry.Policy{HTTP: c.http, Retries: c.retries, BaseDelay: 200 * time.Millisecond, Header: c.header}
+	reply, err := p.Send(ctx, method, c.base+c.path+rel, raw, h)
+	var ne *httpretry.NetError
+	switch {
+	case errors.As(err, &ne):
+		return 0, nil, &NetworkError{Base: c.base, Err: ne.Err}
+	case err != nil:
+		return 0, nil, err
+	case reply.Status < 300:
+		return reply.Status, reply.Body, nil
+	}
+	return reply.Status, reply.Body, parseError(reply)
+}
+
+// header sets the headers of every request: the key or token, and
+// provenance.
+func (c *conn) header(h http.Header) {
+	if c.public {
+		h.Set(storewire.APIKeyHeader, c.token)
+		h.Set(storewire.VersionHeader, storewire.APIVersion)
+		h.Set(storewire.BetaHeader, storewire.Beta)
+	} else {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	h.Set("Accept", "application/json, text/plain, */*")
+	c.prov.SetHeaders(h)
 }
 
 // NetworkError reports a request that did not reach the store, after
@@ -205,21 +170,9 @@ func (e *NetworkError) Error() string {
 
 func (e *NetworkError) Unwrap() error { return e.Err }
 
-func backoff(attempt int) time.Duration { return time.Duration(200<<attempt) * time.Millisecond }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func parseError(resp *http.Response, body []byte) *APIError {
-	e := &APIError{Status: resp.StatusCode}
+func parseError(resp *httpretry.Reply) *APIError {
+	e := &APIError{Status: resp.Status}
+	body := resp.Body
 	var env storewire.ErrorBody
 	if json.Unmarshal(body, &env) == nil {
 		e.Type, e.Message, e.ConflictingID, e.ConflictingPath = env.Error.Type, env.Error.Message, env.Error.ConflictingID, env.Error.ConflictingPath

@@ -30,7 +30,6 @@ const (
 	// (a server without the limits view keeps it).
 	defaultReplyCap        = 64 << 20
 	defaultTimeout         = 30 * time.Second
-	defaultMaxRetries      = 3
 	defaultConflictRetries = 2
 	defaultBaseDelay       = 500 * time.Millisecond
 	defaultMaxDelay        = 32 * time.Second
@@ -41,9 +40,9 @@ type HTTPDoer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
-// ClientOptions configures a sync Client. BaseURL, Repo, Token, Fs and
+// Options configures a sync Client. BaseURL, Repo, Token, Fs and
 // TeamDir are required; the zero value of the rest means the defaults.
-type ClientOptions struct {
+type Options struct {
 	// BaseURL is the server, such as https://team.example.com.
 	BaseURL string
 	// Path is the endpoint below BaseURL (default teamwire.DefaultSyncPath).
@@ -53,8 +52,10 @@ type ClientOptions struct {
 	Token string
 	// HTTP sends requests (default an http.Client with a 30 s timeout).
 	HTTP HTTPDoer
-	// MaxRetries on network errors, timeouts, 429 and 5xx (default 3).
-	MaxRetries int
+	// Retries is how often a network error, a timeout, a 429 or a 5xx
+	// other than 507 is sent again, honouring Retry-After (default 3;
+	// negative: none).
+	Retries int
 	// ConflictRetries after a 412 (default 2).
 	ConflictRetries int
 	// BaseDelay and MaxDelay shape the backoff min(base*2^(n-1), max)
@@ -111,7 +112,7 @@ type ClientOptions struct {
 // SyncState is what a client remembers between calls: the three-way
 // base of the sync. The caller creates one (the zero value) per team
 // directory and server and passes it to every call, or sets
-// ClientOptions.StateFile to keep it on disk between processes.
+// Options.StateFile to keep it on disk between processes.
 //
 // For each key, Base holds the checksum the two sides last agreed on.
 // With it, every Pull, Push and Sync decides each key by comparing the
@@ -181,7 +182,7 @@ type SyncState struct {
 	// backup), "" when it did not: that round forgot Base and deleted
 	// nothing (its Result.BasisReset).
 	Reset string
-	// FileError is set when ClientOptions.StateFile could not be read
+	// FileError is set when Options.StateFile could not be read
 	// (ErrCorruptState): this state started without a base, and its
 	// first round deleted nothing.
 	FileError error
@@ -268,7 +269,8 @@ type Client struct {
 	// Mirror).
 	mu      sync.Mutex
 	st      *SyncState
-	leftOut []string // SkipDirs, cleaned
+	own     SyncState // the watcher's (State)
+	leftOut []string  // SkipDirs, cleaned
 	// stated is the driver's view of the server the last round copied
 	// into its SyncState.
 	stated *repoView
@@ -279,23 +281,23 @@ type Client struct {
 
 // Configuration errors.
 var (
-	ErrNoToken = errors.New("teammem: no sync token (set ClientOptions.Token)")
-	ErrNoRepo  = errors.New("teammem: no repo (set ClientOptions.Repo to owner/name)")
+	ErrNoToken = errors.New("teammem: no sync token (set Options.Token)")
+	ErrNoRepo  = errors.New("teammem: no repo (set Options.Repo to owner/name)")
 )
 
-// NewClient returns a Client that syncs the team directory team: the
+// New returns a Client that syncs the team directory team: the
 // team view of a memory directory (Dir.Sub(memdir.TeamDirName)), or a
 // team directory on its own (memdir.NewDir with DirOptions.Team). Every
 // pull writes through it, with its scanner, synced flag and lock; pushed
 // files are checked with its scanner; conflict copies go to a folder
 // beside it (ConflictsDirName) with the same rules.
-func NewClient(team *memdir.Dir, cfg ClientOptions) (*Client, error) {
+func New(team *memdir.Dir, cfg Options) (*Client, error) {
 	if team == nil {
-		return nil, errors.New("teammem: NewClient needs the team directory (a memdir.Dir: its filesystem and path)")
+		return nil, errors.New("teammem: New needs the team directory (a memdir.Dir: its filesystem and path)")
 	}
 	fsys, teamDir := team.FS(), team.Path()
 	if fsys == nil || teamDir == "" {
-		return nil, errors.New("teammem: NewClient needs a filesystem and the team directory")
+		return nil, errors.New("teammem: New needs a filesystem and the team directory")
 	}
 	t, err := newTransport(cfg)
 	if err != nil {
@@ -343,13 +345,13 @@ func (c *Client) Hashes(ctx context.Context, st *SyncState) error {
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode == http.StatusNotFound {
+	if resp.Status == http.StatusNotFound {
 		st.ETag, st.ServerChecksums = "", map[string]string{}
 		return nil
 	}
 	var hv teamwire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
-		return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
+		return &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the hashes view has no entryChecksums")}
 	}
 	st.ETag, st.ServerChecksums, st.Tombstones = hv.Checksum, hv.EntryChecksums, hv.DeletedEntries
 	return nil

@@ -45,14 +45,14 @@ func startServer(t *testing.T, maxEntries int) syncEnv {
 	return syncEnv{url: srv.URL, token: token, store: store}
 }
 
-func newClient(t *testing.T, e syncEnv, dir string, mutate func(*teammem.ClientOptions)) *teammem.Client {
+func newClient(t *testing.T, e syncEnv, dir string, mutate func(*teammem.Options)) *teammem.Client {
 	t.Helper()
-	cfg := teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token,
+	cfg := teammem.Options{BaseURL: e.url, Repo: "acme/shop", Token: e.token,
 		Sleep: func(context.Context, time.Duration) error { return nil }}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), cfg)
+	c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), cfg)
 	require.NoError(t, err)
 	return c
 }
@@ -119,7 +119,7 @@ func TestPushPullDelta(t *testing.T) {
 	a := t.TempDir()
 	writeFiles(t, a, map[string]string{"ci.md": "CI stays green", "notes/db.md": "real DB", ".hidden.md": "no", "image.png": "no", ".git/x.md": "no"})
 	codes := &replies{}
-	ca := newClient(t, e, a, func(c *teammem.ClientOptions) { c.HTTP = codes })
+	ca := newClient(t, e, a, func(c *teammem.Options) { c.HTTP = codes })
 	var sa teammem.SyncState
 	res, err := ca.Push(context.Background(), &sa)
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestPushPullDelta(t *testing.T) {
 	// Pull into an empty directory.
 	b := t.TempDir()
 	codesB := &replies{}
-	cb := newClient(t, e, b, func(c *teammem.ClientOptions) { c.HTTP = codesB })
+	cb := newClient(t, e, b, func(c *teammem.Options) { c.HTTP = codesB })
 	var sb teammem.SyncState
 	res, err = cb.Pull(context.Background(), &sb)
 	require.NoError(t, err)
@@ -342,7 +342,7 @@ func TestDeletionPropagation(t *testing.T) {
 
 	// KeepDeleted: a local delete does not propagate; the file is restored.
 	c := t.TempDir()
-	cc := newClient(t, e, c, func(cfg *teammem.ClientOptions) { cfg.KeepDeleted = true })
+	cc := newClient(t, e, c, func(cfg *teammem.Options) { cfg.KeepDeleted = true })
 	var sc teammem.SyncState
 	_, err = cc.Sync(context.Background(), &sc)
 	require.NoError(t, err)
@@ -392,7 +392,7 @@ func TestStateFile(t *testing.T) {
 	writeFiles(t, team, map[string]string{"a.md": "a", "b.md": "b"})
 	statePath := teammem.StatePath(team, e.url, "acme/shop")
 	assert.Equal(t, filepath.Join(root, teammem.StateDirName), filepath.Dir(statePath), "beside the team dir, not in it")
-	withState := func(cfg *teammem.ClientOptions) { cfg.StateFile = statePath }
+	withState := func(cfg *teammem.Options) { cfg.StateFile = statePath }
 	_, err := newClient(t, e, team, withState).Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	require.FileExists(t, statePath)
@@ -447,7 +447,7 @@ func TestRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	var delays []time.Duration
-	c, err := teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/team"), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
+	c, err := teammem.New(teamDirAt(afero.NewMemMapFs(), "/team"), teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: "t", Jitter: func() float64 { return 1 }, Sleep: func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }})
 	require.NoError(t, err)
 	_, err = c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
@@ -472,12 +472,12 @@ func TestRetries(t *testing.T) {
 		n, _ := requests(c)
 		assert.Equal(t, tc.requests, n-n0, "%d", tc.status)
 	}
-	_, err = teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop"})
+	_, err = teammem.New(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.Options{BaseURL: srv.URL, Repo: "acme/shop"})
 	assert.ErrorIs(t, err, teammem.ErrNoToken)
-	_, err = teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: srv.URL, Token: "t"})
+	_, err = teammem.New(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.Options{BaseURL: srv.URL, Token: "t"})
 	assert.ErrorIs(t, err, teammem.ErrNoRepo)
 	assert.False(t, errors.Is(err, teammem.ErrNoToken))
-	_, err = teammem.NewClient(nil, teammem.ClientOptions{BaseURL: srv.URL, Token: "t", Repo: "acme/shop"})
+	_, err = teammem.New(nil, teammem.Options{BaseURL: srv.URL, Token: "t", Repo: "acme/shop"})
 	assert.ErrorContains(t, err, "filesystem")
 }
 
@@ -487,7 +487,7 @@ func TestEntryLimitDoesNotLookLikeDeletion(t *testing.T) {
 	e := startServer(t, 3)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "1", "b.md": "2", "c.md": "3"})
-	c := newClient(t, e, dir, func(cfg *teammem.ClientOptions) { _ = cfg })
+	c := newClient(t, e, dir, func(cfg *teammem.Options) { _ = cfg })
 	var st teammem.SyncState
 	_, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
@@ -511,7 +511,7 @@ func TestSkippedFileIsNotDeleted(t *testing.T) {
 	e := startServer(t, 100)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"deploy.md": "deploys on Tuesdays"})
-	c := newClient(t, e, dir, func(cfg *teammem.ClientOptions) { _ = cfg })
+	c := newClient(t, e, dir, func(cfg *teammem.Options) { _ = cfg })
 	var st teammem.SyncState
 	_, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
@@ -571,7 +571,7 @@ func TestReplyCapFollowsServerLimits(t *testing.T) {
 	_, err := newClient(t, e, src, nil).Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)
 	dst := t.TempDir()
-	res, err := newClient(t, e, dst, func(c *teammem.ClientOptions) { c.MaxReplyBytes = 4 << 10 }).Pull(context.Background(), &teammem.SyncState{})
+	res, err := newClient(t, e, dst, func(c *teammem.Options) { c.MaxReplyBytes = 4 << 10 }).Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err, "a 120 KB repo through a 4 KiB initial cap")
 	assert.Len(t, res.Pulled, 20)
 }
@@ -613,7 +613,7 @@ func TestUnconditionalPushMeetsATeammate(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"mine.md": "ours"})
 	codes := &replies{}
-	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, func(c *teammem.ClientOptions) { c.HTTP = codes })
+	c := newClient(t, syncEnv{url: proxy.URL, token: e.token, store: e.store}, dir, func(c *teammem.Options) { c.HTTP = codes })
 	var st teammem.SyncState
 	res, err := c.Sync(context.Background(), &st)
 	require.NoError(t, err)
@@ -720,8 +720,8 @@ func TestStateFollowsTheServerNotItsURL(t *testing.T) {
 	e := startServer(t, 100)
 	dir := t.TempDir()
 	team := filepath.Join(dir, "team")
-	state := func(url string) func(*teammem.ClientOptions) {
-		return func(c *teammem.ClientOptions) {
+	state := func(url string) func(*teammem.Options) {
+		return func(c *teammem.Options) {
 			c.BaseURL = url
 			c.StateFile = teammem.StatePath(team, url, "acme/shop")
 		}

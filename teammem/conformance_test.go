@@ -99,7 +99,7 @@ func teamRemote(t *testing.T) (foldersync.Remote, remotetest.Control) {
 	s := startSwappable(t)
 	store := teamserver.NewMemoryStore()
 	s.swap(t, store)
-	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: s.url, Repo: "acme/shop", Token: s.token,
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: s.url, Repo: "acme/shop", Token: s.token,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	if err != nil {
 		t.Fatal(err)

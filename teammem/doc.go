@@ -20,7 +20,7 @@
 //     github.com/agentmem-sdk/agentmem/rootfs.
 //   - Sync with a server (package teamserver is the reference one):
 //     Client with Pull, Push, Sync and Hashes over a caller-owned
-//     SyncState (three-way base; StatePath, ClientOptions.StateFile):
+//     SyncState (three-way base; StatePath, Options.StateFile):
 //     each is one round of the sync engine (package foldersync) through
 //     the team driver, Remote, and returns the engine's foldersync.Result
 //     (pulled, pushed, deleted on either side, conflicts, skips with the
@@ -37,7 +37,7 @@
 //
 // Pull, Push, Sync and the watcher all decide each key three ways: the
 // local file, the server's entry and the base (the checksum both sides
-// last agreed on, kept in SyncState and, with ClientOptions.StateFile, on
+// last agreed on, kept in SyncState and, with Options.StateFile, on
 // disk beside the team directory). See SyncState for the rules: a change
 // on one side goes to the other, deletions of unchanged copies propagate
 // (unless KeepDeleted), an edit beats a deletion, and when both sides
@@ -59,8 +59,8 @@
 // lacks, reported in Result.BasisReset and, with the reason, in
 // SyncState.Reset. A round that would delete more
 // than foldersync.MassDeleteThreshold of the tracked memories on one side deletes
-// none of them there (Result.Held) unless ClientOptions.AllowMassDelete.
-// With ClientOptions.History every pull that writes or deletes takes a
+// none of them there (Result.Held) unless Options.AllowMassDelete.
+// With Options.History every pull that writes or deletes takes a
 // checkpoint first (Result.Checkpoint). Restore refuses a version that is
 // a deletion (*DeletionVersionError).
 //

@@ -49,7 +49,7 @@ func BenchmarkEngineRound(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func BenchmarkClientRound(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
+	c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
 	if err != nil {
 		b.Fatal(err)
 	}

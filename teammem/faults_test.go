@@ -93,7 +93,7 @@ func TestFaultsRetriedWithinBounds(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "alpha"})
 	var delays []time.Duration
-	c := newClient(t, e, dir, func(cfg *teammem.ClientOptions) {
+	c := newClient(t, e, dir, func(cfg *teammem.Options) {
 		cfg.HTTP = &http.Client{Timeout: 100 * time.Millisecond}
 		cfg.Jitter = func() float64 { return 0 }
 		cfg.Sleep = func(_ context.Context, d time.Duration) error { delays = append(delays, d); return nil }

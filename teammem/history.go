@@ -107,7 +107,7 @@ func (c *Client) Restore(ctx context.Context, key string, version int64) (int64,
 	}
 	var pr teamwire.PutResult
 	if err := json.Unmarshal(body, &pr); err != nil {
-		return 0, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a restore is not valid")}
+		return 0, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the server's reply to a restore is not valid")}
 	}
 	switch {
 	case len(pr.InReview) > 0:
@@ -163,11 +163,11 @@ func (c *Client) getJSON(ctx context.Context, u string, v any) error {
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode == http.StatusNotFound {
+	if resp.Status == http.StatusNotFound {
 		return ErrNotFoundOnServer
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply is not valid")}
+		return &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the server's reply is not valid")}
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/teammem"
 )
 
-// TestPullCheckpointUndoesAPull: with ClientOptions.History a pull that
+// TestPullCheckpointUndoesAPull: with Options.History a pull that
 // changes files takes a checkpoint; rewinding it restores the edited file
 // and removes the new one. A pull that changes nothing takes none.
 func TestPullCheckpointUndoesAPull(t *testing.T) {
@@ -24,7 +24,7 @@ func TestPullCheckpointUndoesAPull(t *testing.T) {
 	history, err := filehistory.NewTracker(afero.NewOsFs(), filepath.Join(t.TempDir(), "config"), "team-pull", filehistory.Options{})
 	require.NoError(t, err)
 	ca := newClient(t, e, a, nil)
-	cb := newClient(t, e, b, func(c *teammem.ClientOptions) { c.History = history })
+	cb := newClient(t, e, b, func(c *teammem.Options) { c.History = history })
 	var sa, sb teammem.SyncState
 
 	writeFiles(t, a, map[string]string{"ci.md": "CI stays green\n"})

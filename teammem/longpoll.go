@@ -43,7 +43,7 @@ func (c *transport) waitForChange(ctx context.Context, res *traffic, etag string
 		}
 		return "", false, err
 	}
-	switch resp.StatusCode {
+	switch resp.Status {
 	case http.StatusNotModified:
 		return etag, false, nil
 	case http.StatusNotFound:
@@ -51,7 +51,7 @@ func (c *transport) waitForChange(ctx context.Context, res *traffic, etag string
 	}
 	var hv teamwire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil {
-		return "", false, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view is not valid")}
+		return "", false, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the hashes view is not valid")}
 	}
 	if hv.Checksum == etag {
 		// An answer without a change is a server that ignored wait.

@@ -11,7 +11,7 @@ import (
 type stateMirror struct{ c *Client }
 
 // StateMirror returns the foldersync.BasisMirror of the client's state
-// file (ClientOptions.StateFile): an engine running the team driver on a
+// file (Options.StateFile): an engine running the team driver on a
 // team directory this client synced starts from the base the client
 // agreed on (nothing is taken for a deletion, pushed again or kept aside
 // as a conflict), and every basis the engine saves is written back to

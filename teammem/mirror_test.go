@@ -25,7 +25,7 @@ func TestStateMirrorHandsTheBaseOver(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(t.TempDir(), "state.json")
 	writeFiles(t, dir, map[string]string{"a.md": "alpha", "b.md": "bee", "c.md": "sea"})
-	c := newClient(t, e, dir, func(o *teammem.ClientOptions) { o.StateFile = state })
+	c := newClient(t, e, dir, func(o *teammem.Options) { o.StateFile = state })
 	_, err := c.Sync(ctx, &teammem.SyncState{})
 	require.NoError(t, err)
 

@@ -9,7 +9,7 @@ import (
 // through p is pushed with: the record laid over the client's own
 // (teamwire.Provenance.Overlay), or nil for the client's own (no record, or
 // one not valid on the wire).
-func provenanceHeaders(p memdir.Provenance, own ClientOptions) map[string]string {
+func provenanceHeaders(p memdir.Provenance, own Options) map[string]string {
 	prov, ok := teamwire.Provenance{Door: own.Door, Session: own.Session, Origin: own.Origin}.Overlay(p.Door, p.Session, p.Origin)
 	if !ok {
 		return nil

@@ -31,7 +31,7 @@ func TestPushSendsEachFilesProvenance(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	dir := filepath.Join(t.TempDir(), "team")
-	c := newClient(t, syncEnv{url: srv.URL, token: tok}, dir, func(o *teammem.ClientOptions) { o.Session = "watcher" })
+	c := newClient(t, syncEnv{url: srv.URL, token: tok}, dir, func(o *teammem.Options) { o.Session = "watcher" })
 	var st teammem.SyncState
 	writeFiles(t, dir, map[string]string{"old.md": "to be deleted"})
 	_, err = c.Sync(ctx, &st)

@@ -62,12 +62,12 @@ func (c *Client) fetchHashes(ctx context.Context, tr *traffic) (serverView, erro
 		return serverView{}, err
 	}
 	storeID := resp.Header.Get(teamwire.StoreIDHeader)
-	if resp.StatusCode == http.StatusNotFound {
+	if resp.Status == http.StatusNotFound {
 		return serverView{storeID: storeID, sums: map[string]string{}, empty: true}, nil
 	}
 	var hv teamwire.HashesView
 	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
-		return serverView{}, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
+		return serverView{}, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the hashes view has no entryChecksums")}
 	}
 	return serverView{storeID: storeID, version: hv.Version, etag: hv.Checksum, sums: hv.EntryChecksums, tombs: hv.DeletedEntries}, nil
 }

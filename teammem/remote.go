@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/internal/httpretry"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -78,7 +79,7 @@ type repoView struct {
 // MaxReplyBytes; the other fields are the Client's). The screens and
 // the secret scanner are the engine's (foldersync.Engine screens every
 // write once, for every driver) and the server's.
-func NewRemote(cfg ClientOptions) (*Remote, error) {
+func NewRemote(cfg Options) (*Remote, error) {
 	t, err := newTransport(cfg)
 	if err != nil {
 		return nil, err
@@ -89,6 +90,9 @@ func NewRemote(cfg ClientOptions) (*Remote, error) {
 // Remote returns the client's driver, the one its rounds run through:
 // its Traffic counts their requests, and its LongPoll wakes a watcher.
 func (c *Client) Remote() *Remote { return c.remote }
+
+// Dir is the team directory.
+func (c *Client) Dir() string { return c.teamDir }
 
 var _ foldersync.Remote = (*Remote)(nil)
 
@@ -233,10 +237,10 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 		return nil, err
 	}
 	store := resp.Header.Get(teamwire.StoreIDHeader)
-	switch resp.StatusCode {
+	switch resp.Status {
 	case http.StatusNotModified:
 		if known == nil {
-			return nil, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server answered 304 to a read that asked for no tag")}
+			return nil, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the server answered 304 to a read that asked for no tag")}
 		}
 		if store != "" {
 			known.store = store
@@ -252,7 +256,7 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 	if content {
 		var data teamwire.TeamMemoryData
 		if err := json.Unmarshal(body, &data); err != nil {
-			return nil, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply is not team memory JSON")}
+			return nil, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the server's reply is not team memory JSON")}
 		}
 		v.version, v.tag, v.sums, v.entries = data.Version, data.Checksum, data.Content.EntryChecksums, data.Content.Entries
 		v.authors = data.Content.EntryAuthors
@@ -260,7 +264,7 @@ func (r *Remote) read(ctx context.Context, known *repoView, content bool) (*repo
 	} else {
 		var hv teamwire.HashesView
 		if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
-			return nil, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the hashes view has no entryChecksums")}
+			return nil, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the hashes view has no entryChecksums")}
 		}
 		v.version, v.tag, v.sums = hv.Version, hv.Checksum, hv.EntryChecksums
 		v.tombs = tombTimes(hv.DeletedEntries)
@@ -656,7 +660,7 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 	}
 	var pr teamwire.PutResult
 	if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
-		return nil, &SyncError{Class: ClassParse, Status: resp.StatusCode, Err: errors.New("the server's reply to a push is not valid")}
+		return nil, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the server's reply to a push is not valid")}
 	}
 	inReview := map[string]bool{}
 	for _, k := range pr.InReview {
@@ -759,7 +763,7 @@ func (r *Remote) LongPoll(ctx context.Context, notify func()) error {
 				continue
 			}
 			emptySeen = emptySeen || err == nil
-			if sleepCtx(ctx, pause) != nil {
+			if httpretry.Sleep(ctx, pause) != nil {
 				break
 			}
 			continue
@@ -771,7 +775,7 @@ func (r *Remote) LongPoll(ctx context.Context, notify func()) error {
 		case errors.Is(err, ErrLongPollUnsupported):
 			return err
 		case err != nil:
-			if sleepCtx(ctx, pause) != nil {
+			if httpretry.Sleep(ctx, pause) != nil {
 				return nil
 			}
 			pause = min(2*pause, teamwire.MaxLongPoll)

@@ -71,7 +71,7 @@ func startDriverServer(t *testing.T, opts teamserver.Options) driverEnv {
 
 func newDriver(t *testing.T, e driverEnv) *teammem.Remote {
 	t.Helper()
-	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token,
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: e.url, Repo: "acme/shop", Token: e.token,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	return r
@@ -258,7 +258,7 @@ func keysOf[V any](m map[string]V) []string {
 }
 
 func TestRemoteCheck(t *testing.T) {
-	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: "http://127.0.0.1:1", Repo: "acme/shop", Token: "t"})
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: "http://127.0.0.1:1", Repo: "acme/shop", Token: "t"})
 	require.NoError(t, err)
 	for _, c := range []struct{ path, content, reason string }{
 		{"fine.md", "text", ""},
@@ -419,7 +419,7 @@ func TestRemoteLongPollUnsupported(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":{"type":"invalid_request_error","message":"unknown view","details":{"error_code":"team_memory_invalid_view"}}}`))
 	}))
 	defer srv.Close()
-	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: "t"})
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: "t"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

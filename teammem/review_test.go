@@ -39,7 +39,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	client := func(who, dir string) *teammem.Client {
-		return newClient(t, syncEnv{url: srv.URL, token: tokens[who]}, dir, func(o *teammem.ClientOptions) {
+		return newClient(t, syncEnv{url: srv.URL, token: tokens[who]}, dir, func(o *teammem.Options) {
 			o.Door, o.Session = teamwire.DoorExtraction, "sess-"+who
 		})
 	}
@@ -119,9 +119,9 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 // A malformed door, session or origin is refused when the client is made.
 func TestClientRefusesMalformedProvenance(t *testing.T) {
 	e := startServer(t, 10)
-	for _, o := range []teammem.ClientOptions{{Door: "Bad Door"}, {Session: "a b"}, {Origin: "web"}} {
-		cfg := teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Door: o.Door, Session: o.Session, Origin: o.Origin}
-		_, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), t.TempDir()), cfg)
+	for _, o := range []teammem.Options{{Door: "Bad Door"}, {Session: "a b"}, {Origin: "web"}} {
+		cfg := teammem.Options{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Door: o.Door, Session: o.Session, Origin: o.Origin}
+		_, err := teammem.New(teamDirAt(afero.NewOsFs(), t.TempDir()), cfg)
 		assert.Error(t, err)
 	}
 }

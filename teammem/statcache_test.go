@@ -50,7 +50,7 @@ func TestUnchangedSyncReadsNoFile(t *testing.T) {
 		require.NoError(t, os.Chtimes(filepath.Join(dir, filepath.FromSlash(k)), past, past))
 	}
 	fsys := &readCounter{Fs: afero.NewOsFs()}
-	c, err := teammem.NewClient(teamDirAt(fsys, dir), teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token})
+	c, err := teammem.New(teamDirAt(fsys, dir), teammem.Options{BaseURL: e.url, Repo: "acme/shop", Token: e.token})
 	require.NoError(t, err)
 	ctx := context.Background()
 	var st teammem.SyncState

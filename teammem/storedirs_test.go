@@ -34,7 +34,7 @@ func TestStoreFoldersAreNotTeamMemory(t *testing.T) {
 		"docs/c.md":                        "a configured mount not synced yet",
 		"mine.md":                          "team",
 	})
-	c := newClient(t, e, dir, func(o *teammem.ClientOptions) { o.SkipDirs = []string{"docs"} })
+	c := newClient(t, e, dir, func(o *teammem.Options) { o.SkipDirs = []string{"docs"} })
 	var st teammem.SyncState
 	res, err := c.Sync(ctx, &st)
 	require.NoError(t, err)

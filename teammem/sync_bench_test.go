@@ -38,7 +38,7 @@ func BenchmarkDeltaPush(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c, _ := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+	c, _ := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 	var st teammem.SyncState
 	if _, err := c.Push(context.Background(), &st); err != nil {
 		b.Fatal(err)

@@ -45,7 +45,7 @@ func TestPullUndoRestoresWhatThePullReplaced(t *testing.T) {
 	writeFiles(t, a, map[string]string{"ci.md": "CI may be red on Fridays\n"})
 	_, err = ca.Push(ctx, &sa)
 	require.NoError(t, err)
-	cb = newClient(t, e, b, func(c *teammem.ClientOptions) { c.History = history })
+	cb = newClient(t, e, b, func(c *teammem.Options) { c.History = history })
 	res, err := cb.Pull(ctx, &sb)
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Checkpoint)
@@ -77,7 +77,7 @@ func TestClientUsesTheTeamDirsScanner(t *testing.T) {
 		}
 		team, err := memdir.NewDir(afero.NewOsFs(), dir, opts)
 		require.NoError(t, err)
-		c, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: e.url, Repo: "acme/lax" + fmt.Sprint(lax), Token: e.token})
+		c, err := teammem.New(team, teammem.Options{BaseURL: e.url, Repo: "acme/lax" + fmt.Sprint(lax), Token: e.token})
 		require.NoError(t, err)
 		res, err := c.Push(ctx, &teammem.SyncState{})
 		if lax {

@@ -42,7 +42,7 @@ func waitGoroutines(t *testing.T, want int) {
 
 func TestWatcherFsnotify(t *testing.T) {
 	e := startServer(t, 100)
-	noKeepAlive := func(c *teammem.ClientOptions) {
+	noKeepAlive := func(c *teammem.Options) {
 		c.HTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	}
 	before := runtime.NumGoroutine()
@@ -53,7 +53,7 @@ func TestWatcherFsnotify(t *testing.T) {
 	require.NoError(t, err)
 
 	dir := filepath.Join(t.TempDir(), "memory", "team") // created by the watcher
-	w, err := newClient(t, e, dir, noKeepAlive).StartWatcher(context.Background(), nil, foldersync.WatchOptions{Debounce: 50 * time.Millisecond})
+	w, err := newClient(t, e, dir, noKeepAlive).StartWatcher(context.Background(), foldersync.WatchOptions{Debounce: 50 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Equal(t, "from the team", readFile(t, filepath.Join(dir, "seed.md")))
 
@@ -72,10 +72,10 @@ func TestWatcherFsnotify(t *testing.T) {
 func TestWatcherPollingAndSuppression(t *testing.T) {
 	e := startServer(t, 2)
 	fsys := afero.NewMemMapFs()
-	c, err := teammem.NewClient(teamDirAt(fsys, "/m/team"), teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
+	c, err := teammem.New(teamDirAt(fsys, "/m/team"), teammem.Options{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	var syncErrs []error
-	w, err := c.StartWatcher(context.Background(), nil, foldersync.WatchOptions{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Wake: noWake, Observer: func(ev foldersync.Event) { syncErrs = append(syncErrs, ev.Err) }})
+	w, err := c.StartWatcher(context.Background(), foldersync.WatchOptions{Debounce: 30 * time.Millisecond, Poll: 10 * time.Millisecond, Wake: noWake, Observer: func(ev foldersync.Event) { syncErrs = append(syncErrs, ev.Err) }})
 	require.NoError(t, err)
 	defer w.Close()
 
@@ -98,9 +98,9 @@ func TestWatcherPollingAndSuppression(t *testing.T) {
 
 func TestWatcherPermanentFailureAtStart(t *testing.T) {
 	e := startServer(t, 10)
-	c, err := teammem.NewClient(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.ClientOptions{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
+	c, err := teammem.New(teamDirAt(afero.NewMemMapFs(), "/t"), teammem.Options{BaseURL: e.url, Repo: "acme/shop", Token: "wrong"})
 	require.NoError(t, err)
-	w, err := c.StartWatcher(context.Background(), nil, foldersync.WatchOptions{Poll: time.Millisecond})
+	w, err := c.StartWatcher(context.Background(), foldersync.WatchOptions{Poll: time.Millisecond})
 	var se *teammem.SyncError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, teammem.ClassAuth, se.Class)
@@ -134,7 +134,7 @@ func TestWatcherBringsInTeammatesChanges(t *testing.T) {
 			cfg.Debounce = 50 * time.Millisecond
 			events := make(chan foldersync.Event, 100)
 			cfg.Observer = func(ev foldersync.Event) { events <- ev }
-			w, err := newClient(t, e, dir, nil).StartWatcher(context.Background(), nil, cfg)
+			w, err := newClient(t, e, dir, nil).StartWatcher(context.Background(), cfg)
 			require.NoError(t, err)
 			defer w.Close()
 			time.Sleep(300 * time.Millisecond) // the long-poll is waiting now
@@ -190,12 +190,12 @@ func TestWatcherRetriesUntilTheChangeLands(t *testing.T) {
 	}))
 	defer gate.Close()
 	dir := filepath.Join(t.TempDir(), "memory", "team")
-	c := newClient(t, syncEnv{url: gate.URL, token: e.token, store: e.store}, dir, func(cfg *teammem.ClientOptions) {
+	c := newClient(t, syncEnv{url: gate.URL, token: e.token, store: e.store}, dir, func(cfg *teammem.Options) {
 		cfg.Sleep = func(context.Context, time.Duration) error { return nil }
 		cfg.BaseDelay, cfg.MaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	})
 	var failures atomic.Int32
-	w, err := c.StartWatcher(context.Background(), nil, foldersync.WatchOptions{Debounce: 20 * time.Millisecond, Interval: time.Hour, Wake: noWake, Observer: func(ev foldersync.Event) {
+	w, err := c.StartWatcher(context.Background(), foldersync.WatchOptions{Debounce: 20 * time.Millisecond, Interval: time.Hour, Wake: noWake, Observer: func(ev foldersync.Event) {
 		if ev.Err != nil {
 			failures.Add(1)
 		}
@@ -214,7 +214,7 @@ func TestWatcherStopsWithItsContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "memory", "team")
 	c := newClient(t, e, dir, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.StartWatcher(ctx, nil, foldersync.WatchOptions{Debounce: time.Hour, Interval: time.Hour, Wake: noWake})
+	w, err := c.StartWatcher(ctx, foldersync.WatchOptions{Debounce: time.Hour, Interval: time.Hour, Wake: noWake})
 	require.NoError(t, err)
 	writeFiles(t, dir, map[string]string{"pending.md": "written just before the host stopped"})
 	w.Notify() // pending, but the debounce is an hour away

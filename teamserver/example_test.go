@@ -28,7 +28,7 @@ func ExampleNewHandler() {
 	_ = os.WriteFile(filepath.Join(alice, "testing.md"), []byte("Integration tests hit a real database."), 0o644)
 
 	client := func(dir string) *teammem.Client {
-		c, _ := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, _ := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		return c
 	}
 	pushed, _ := client(alice).Sync(context.Background(), &teammem.SyncState{})

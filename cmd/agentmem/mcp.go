@@ -69,7 +69,7 @@ func mcpFlags(fs *flag.FlagSet) runner {
 			if err != nil {
 				return exitError, err
 			}
-			w, err := client.StartWatcher(ctx, nil, foldersync.WatchOptions{Observer: func(ev foldersync.Event) {
+			w, err := client.StartWatcher(ctx, foldersync.WatchOptions{Observer: func(ev foldersync.Event) {
 				if ev.Err != nil {
 					log.Warn("team sync failed; retrying", "error", ev.Err, "failures", ev.Failures)
 				}

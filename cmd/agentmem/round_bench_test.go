@@ -85,7 +85,7 @@ func BenchmarkSyncRound(b *testing.B) {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					b.Fatal(err)
 				}
-				c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: url, Repo: "acme/bench", Token: token, HTTP: hc})
+				c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: url, Repo: "acme/bench", Token: token, HTTP: hc})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -203,7 +203,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 			m := mounts[i]
 			go func() {
 				var repeats watchRepeats
-				err := storesync.Watch(ctx, sc, storesync.WatchOptions{Resync: *resync, Observer: func(ev foldersync.Event) {
+				w, err := sc.StartWatcher(ctx, foldersync.WatchOptions{Interval: *resync, Observer: func(ev foldersync.Event) {
 					r := ev.Result
 					repeats.quiet(&r)
 					printStoreResult(e, c, m.Name, r, ev.Err)
@@ -214,6 +214,8 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 				if err != nil { // the first round failed so no retry mends it
 					fmt.Fprintf(e.stderr, "agentmem store watch: %s: stopped: %v\n", m.Name, err)
 					failed.Store(int32(storeExit(foldersync.Result{}, err)))
+				} else {
+					<-w.Done()
 				}
 				done <- struct{}{}
 			}()

@@ -99,7 +99,7 @@ func TestStoreSyncUnderServerFaults(t *testing.T) {
 	_, err := client().Sync(context.Background())
 	var apiErr *storesync.APIError
 	require.ErrorAs(t, err, &apiErr)
-	assert.True(t, apiErr.Temporary())
+	assert.False(t, apiErr.Permanent())
 	assert.Equal(t, "kept", readFile(t, aDir, "a.md"))
 
 	fault.Store("500-once")

@@ -113,7 +113,7 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 	teamSide := func(name string) side {
 		dir := filepath.Join(t.TempDir(), name, "team")
 		require.NoError(t, os.MkdirAll(dir, 0o755))
-		c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: url, Repo: "acme/shop", Token: token})
+		c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: url, Repo: "acme/shop", Token: token})
 		require.NoError(t, err)
 		var st teammem.SyncState
 		return side{dir, func() ([]string, error) {

@@ -552,7 +552,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	client, err := teammem.NewClient(scratch, teammem.ClientOptions{BaseURL: *serverURL, Repo: *repo, Token: token, Door: teamwire.DoorCLI})
+	client, err := teammem.New(scratch, teammem.Options{BaseURL: *serverURL, Repo: *repo, Token: token, Door: teamwire.DoorCLI})
 	if err != nil {
 		return exitError, err
 	}
@@ -667,8 +667,8 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var st teammem.SyncState
-	out := teamOutput{e: e, c: c, name: name, dir: abs, again: again, st: &st}
+	st := client.State()
+	out := teamOutput{e: e, c: c, name: name, dir: abs, again: again, st: st}
 	if name == "watch" {
 		if *interval <= 0 {
 			return exitError, errors.New("--interval must be positive")
@@ -676,7 +676,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		var repeats watchRepeats
 		var sentBefore int
 		var bytesBefore int64
-		w, err := client.StartWatcher(ctx, &st, foldersync.WatchOptions{Interval: *interval, Observer: func(ev foldersync.Event) {
+		w, err := client.StartWatcher(ctx, foldersync.WatchOptions{Interval: *interval, Observer: func(ev foldersync.Event) {
 			r := ev.Result
 			repeats.quiet(&r)
 			requests, sent := client.Remote().Traffic()
@@ -702,11 +702,11 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	var res foldersync.Result
 	switch name {
 	case "pull":
-		res, err = client.Pull(ctx, &st)
+		res, err = client.Pull(ctx, st)
 	case "push":
-		res, err = client.Push(ctx, &st)
+		res, err = client.Push(ctx, st)
 	case "sync":
-		res, err = client.Sync(ctx, &st)
+		res, err = client.Sync(ctx, st)
 	}
 	out.requests, out.sent = client.Remote().Traffic()
 	out.print(res, err)
@@ -946,7 +946,7 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 	if err != nil {
 		return nil, "", err
 	}
-	client, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
+	client, err := teammem.New(team, teammem.Options{BaseURL: o.server, Repo: o.repo, Token: token, KeepDeleted: o.keepDeleted,
 		AllowMassDelete: o.allowMassDelete, StateFile: o.state, History: history, SkipDirs: storeMountDirs(e), Door: o.door, Logger: o.log})
 	return client, abs, err
 }

@@ -163,7 +163,7 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 			if !assert.NoError(t, os.MkdirAll(local, 0o755)) {
 				return
 			}
-			c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), local), teammem.ClientOptions{BaseURL: url, Repo: "acme/shop", Token: token, MaxRetries: 1, Sleep: func(context.Context, time.Duration) error { return nil }})
+			c, err := teammem.New(teamDirAt(afero.NewOsFs(), local), teammem.Options{BaseURL: url, Repo: "acme/shop", Token: token, Retries: 1, Sleep: func(context.Context, time.Duration) error { return nil }})
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -208,7 +208,7 @@ func TestServerKilledLosesNoAcknowledgedWrite(t *testing.T) {
 	require.NotEmpty(t, acked)
 
 	url2, _ := serve(t, db, tokens)
-	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), filepath.Join(dir, "check")), teammem.ClientOptions{BaseURL: url2, Repo: "acme/shop", Token: token})
+	c, err := teammem.New(teamDirAt(afero.NewOsFs(), filepath.Join(dir, "check")), teammem.Options{BaseURL: url2, Repo: "acme/shop", Token: token})
 	require.NoError(t, err)
 	_, err = c.Pull(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)

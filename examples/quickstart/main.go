@@ -169,7 +169,7 @@ func syncTeams(ctx context.Context, step func(string, ...any), fsys afero.Fs, au
 		if err != nil {
 			return err
 		}
-		c, err := teammem.NewClient(team, teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+		c, err := teammem.New(team, teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 		if err != nil {
 			return err
 		}

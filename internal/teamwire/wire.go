@@ -7,6 +7,7 @@ package teamwire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -349,6 +350,18 @@ type Provenance struct {
 	Session  string `json:"session,omitempty"`
 	Origin   string `json:"origin,omitempty"`
 	Reviewer string `json:"reviewer,omitempty"`
+}
+
+// SetHeaders sets a request's provenance headers: the door always,
+// the session and origin when set.
+func (p Provenance) SetHeaders(h http.Header) {
+	h.Set(DoorHeader, p.Door)
+	if p.Session != "" {
+		h.Set(SessionHeader, p.Session)
+	}
+	if p.Origin != "" {
+		h.Set(OriginHeader, p.Origin)
+	}
 }
 
 // RevisionView is the body of GET ...&view=history&key=K&version=V.

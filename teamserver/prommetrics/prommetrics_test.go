@@ -30,7 +30,7 @@ func TestMetricsPage(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("one"), 0o644))
-	c, err := teammem.NewClient(teamDirAt(afero.NewOsFs(), dir), teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+	c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
 	require.NoError(t, err)
 	_, err = c.Sync(context.Background(), &teammem.SyncState{})
 	require.NoError(t, err)

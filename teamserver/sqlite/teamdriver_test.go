@@ -146,7 +146,7 @@ func sqliteTeamRemote(t *testing.T) (foldersync.Remote, remotetest.Control) {
 	s.open(t, filepath.Join(t.TempDir(), "team.db"))
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	r, err := teammem.NewRemote(teammem.ClientOptions{BaseURL: srv.URL, Repo: "acme/shop", Token: token,
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: token,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
