@@ -845,7 +845,7 @@ func (r *round) decideAll(paths map[string]bool, deleted map[string]time.Time, m
 	e, b, res, untouchable := r.e, r.b, r.res, r.untouchable
 	decisions = map[string]action{}
 	var deleteThere, deleteHere []string
-	for _, p := range sortedKeys(paths) {
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
 		if untouchable[p] {
 			continue
 		}
@@ -914,7 +914,7 @@ func (r *round) plan(ctx context.Context, decisions map[string]action, holdThere
 	b := r.b
 	var here localWork
 	var changes []Change
-	for _, p := range sortedKeys(decisions) {
+	for _, p := range slices.Sorted(maps.Keys(decisions)) {
 		a := decisions[p]
 		switch {
 		case a == actDeleteThere && holdThere, (a == actDeleteHere || a == actStale) && holdHere:
@@ -1839,15 +1839,6 @@ func agreedKey(a Agreed) string {
 func Sum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // dedupSkips drops a skip repeated by a round that looked again.

@@ -2,8 +2,9 @@ package memdir
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,7 +95,7 @@ func headerOut(m Memory, opts FormatOptions) yaml.MapSlice {
 		if m.Type != "" {
 			out = append(out, yaml.MapItem{Key: "type", Value: string(m.Type)})
 		}
-		for _, k := range sortedKeys(kept) {
+		for _, k := range slices.Sorted(maps.Keys(kept)) {
 			out = append(out, yaml.MapItem{Key: k, Value: kept[k]})
 		}
 		return out
@@ -119,19 +120,10 @@ func headerOut(m Memory, opts FormatOptions) yaml.MapSlice {
 	}
 	meta = append(meta, yaml.MapItem{Key: "modified", Value: now().UTC().Format(modifiedFormat)})
 	delete(kept, "modified")
-	for _, k := range sortedKeys(kept) {
+	for _, k := range slices.Sorted(maps.Keys(kept)) {
 		meta = append(meta, yaml.MapItem{Key: k, Value: kept[k]})
 	}
 	return append(out, yaml.MapItem{Key: "metadata", Value: meta})
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func encodeHeader(h yaml.MapSlice) ([]byte, error) {

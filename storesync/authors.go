@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,7 +140,7 @@ func (c *Client) learnAuthors(ctx context.Context, l *authorLookup) (complete bo
 		err = l.walk(ctx, deep)
 	}
 	lookups := 0
-	for _, id := range sortedKeys(l.want) {
+	for _, id := range slices.Sorted(maps.Keys(l.want)) {
 		if err != nil || lookups == maxAuthorLookups {
 			break
 		}
@@ -262,7 +264,7 @@ func (l *authorLookup) walk(ctx context.Context, deep map[string]bool) error {
 // given) without an author.
 func (l *authorLookup) unvouched(ids ...string) {
 	if len(ids) == 0 {
-		ids = sortedKeys(l.want)
+		ids = slices.Sorted(maps.Keys(l.want))
 	}
 	for _, id := range ids {
 		if p, ok := l.want[id]; ok {

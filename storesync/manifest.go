@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -146,16 +148,16 @@ func readBasis(fsys afero.Fs, dir, partition string) basis {
 
 func (b basis) marshal() []byte {
 	j := basisJSON{V: 1, Partition: b.Partition, Entries: [][3]string{}, Deletes: []json.RawMessage{}, EntriesWereOnDisk: true}
-	for _, p := range sortedKeys(b.Entries) {
+	for _, p := range slices.Sorted(maps.Keys(b.Entries)) {
 		e := b.Entries[p]
 		j.Entries = append(j.Entries, [3]string{p, e.ID, e.SHA256})
 	}
-	for _, p := range sortedKeys(b.Deletes) {
+	for _, p := range slices.Sorted(maps.Keys(b.Deletes)) {
 		d := b.Deletes[p]
 		raw, _ := json.Marshal([]any{p, d.FirstMissedMS, d.Walks})
 		j.Deletes = append(j.Deletes, raw)
 	}
-	for _, p := range sortedKeys(b.Held) {
+	for _, p := range slices.Sorted(maps.Keys(b.Held)) {
 		j.Held = append(j.Held, [2]string{p, b.Held[p]})
 	}
 	out, _ := json.Marshal(j)

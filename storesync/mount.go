@@ -22,6 +22,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -103,19 +104,11 @@ func (m *Mount) fill() error {
 		return fmt.Errorf("path %q must be an absolute path on the store's host", m.Path)
 	}
 	m.Path = "/" + strings.Trim(path.Clean(m.Path), "/")
-	switch m.Mode {
-	case "":
-		m.Mode = "rw"
-	case "rw", "ro":
-	default:
-		return fmt.Errorf("mode %q must be rw or ro", m.Mode)
+	if err := oneOf("mode", &m.Mode, "rw", "ro"); err != nil {
+		return err
 	}
-	switch m.Scope {
-	case "":
-		m.Scope = "team"
-	case "team", "user":
-	default:
-		return fmt.Errorf("scope %q must be team or user", m.Scope)
+	if err := oneOf("scope", &m.Scope, "team", "user"); err != nil {
+		return err
 	}
 	if m.Name == "" {
 		m.Name = strings.Trim(unsafeRe.ReplaceAllString(path.Base(m.Path), "-"), "-")
@@ -161,4 +154,16 @@ func (m Mount) syncable(rel string) bool {
 		return true
 	}
 	return false
+}
+
+// oneOf sets an empty *v to the first of the allowed values, and says
+// when it is none of them.
+func oneOf(name string, v *string, allowed ...string) error {
+	if *v == "" {
+		*v = allowed[0]
+	}
+	if !slices.Contains(allowed, *v) {
+		return fmt.Errorf("%s %q must be %s", name, *v, strings.Join(allowed, " or "))
+	}
+	return nil
 }

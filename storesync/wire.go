@@ -297,22 +297,19 @@ func (c *conn) create(ctx context.Context, p, content string) (remoteMemory, err
 	if !c.public {
 		body.Precondition = &storewire.Precondition{Type: storewire.PreconditionNotExists}
 	}
-	status, out, err := c.do(ctx, http.MethodPost, "/memories", body)
-	if err != nil {
-		return remoteMemory{}, err
-	}
-	if status == http.StatusAccepted {
-		return remoteMemory{}, accepted(out)
-	}
-	var m storewire.Memory
-	err = json.Unmarshal(out, &m)
-	return fromWire(m), err
+	return c.write(ctx, "/memories", body)
 }
 
 // update rewrites a memory whose content still has sha256 ifSHA.
 func (c *conn) update(ctx context.Context, id, content, ifSHA string) (remoteMemory, error) {
-	status, out, err := c.do(ctx, http.MethodPost, "/memories/"+url.PathEscape(id), storewire.UpdateMemory{Content: &content,
+	return c.write(ctx, "/memories/"+url.PathEscape(id), storewire.UpdateMemory{Content: &content,
 		Precondition: &storewire.Precondition{Type: storewire.PreconditionSHA256, ContentSHA256: ifSHA}})
+}
+
+// write posts a create or an update and reads the memory it answers
+// with (a 202: kept for review, or rejected).
+func (c *conn) write(ctx context.Context, rel string, body any) (remoteMemory, error) {
+	status, out, err := c.do(ctx, http.MethodPost, rel, body)
 	if err != nil {
 		return remoteMemory{}, err
 	}

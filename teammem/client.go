@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,15 +381,6 @@ func underDirs(key string, dirs []string) bool {
 func jsonLen(s string) int {
 	b, _ := json.Marshal(s)
 	return len(b)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // printable returns s without control or format characters (a hostile

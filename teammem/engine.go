@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
+	"slices"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
@@ -59,7 +61,7 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 	}
 	rem.mu.Lock()
 	v := rem.cur
-	for _, k := range sortedKeys(rem.hostile) {
+	for _, k := range slices.Sorted(maps.Keys(rem.hostile)) {
 		res.Skipped = append(res.Skipped, foldersync.Skip{Path: k, Reason: "invalid_key: the server holds a key no team directory may hold; left out"})
 	}
 	st.Reset = ""

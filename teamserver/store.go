@@ -268,7 +268,7 @@ func changes(cur Snapshot, req PutRequest) bool {
 // content changed or that was deleted, in key order.
 func revisions(cur, next Snapshot, req PutRequest) []Revision {
 	var out []Revision
-	for _, k := range sortedKeys(req.Entries) {
+	for _, k := range slices.Sorted(maps.Keys(req.Entries)) {
 		if cur.Checksums[k] == next.Checksums[k] {
 			continue
 		}
@@ -295,7 +295,7 @@ func pruneTombstones(t map[string]int64, r Retention, now time.Time) {
 		}
 	}
 	if r.MaxTombstones > 0 && len(t) > r.MaxTombstones {
-		keys := sortedKeys(t)
+		keys := slices.Sorted(maps.Keys(t))
 		sort.SliceStable(keys, func(i, j int) bool { return t[keys[i]] < t[keys[j]] })
 		for _, k := range keys[:len(keys)-r.MaxTombstones] {
 			delete(t, k)
@@ -317,15 +317,6 @@ func keepRevisions(revs []Revision, r Retention, now time.Time) []Revision {
 		out = append(out, rev)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // memoryStore keeps everything in memory: for tests and throwaway servers.
@@ -386,7 +377,7 @@ func (s *memoryStore) Stream(ctx context.Context, repo Repo, head func(Snapshot)
 	if err := head(Snapshot{Version: snap.Version, Checksum: snap.Checksum, LastModified: snap.LastModified}); err != nil {
 		return Snapshot{}, err
 	}
-	for _, k := range sortedKeys(snap.Entries) {
+	for _, k := range slices.Sorted(maps.Keys(snap.Entries)) {
 		if err := entry(k, snap.Entries[k]); err != nil {
 			return Snapshot{}, err
 		}

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
+	"github.com/agentmem-sdk/agentmem/llm/openai"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/recall"
+	"github.com/spf13/afero"
 )
 
 func recallFlags(fs *flag.FlagSet) runner {
@@ -69,4 +75,208 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 		fmt.Fprintln(e.stdout, s.Text())
 	}
 	return exitOK, nil
+}
+
+// checkEmbedderCommand is recall's subcommand that measures an embedder.
+const checkEmbedderCommand = "check-embedder"
+
+const checkEmbedderUsage = `usage: agentmem recall check-embedder --embedder NAME (--set FILE | --questions FILE) [flags]
+
+Measures what an embedder brings to recall: every labelled question is
+selected for by words alone and with the embedder, and recall@K is
+compared (exit 1 when the embedder lowers it).
+
+--set FILE is a labelled set, memories and questions in one JSON file
+(what go run ./examples/recalleval -write-sets writes):
+  {"memories": [{"file": "a.md", "name": "...", "description": "...", "body": "...",
+                 "type": "user", "date": "2026-01-02T15:04:05Z"}],
+   "queries":  [{"query": "...", "needs": ["a.md"]}]}
+--questions FILE labels the memory directory agentmem resolves (as for
+agentmem recall; --dir to name one): [{"query": "...", "needs": ["a.md"]}].
+Paths are relative to the memory directory; questions needing nothing
+are skipped.
+
+--embedder is an OpenAI-compatible endpoint ("openai": OPENAI_API_KEY,
+--openai-url or OPENAI_BASE_URL, --openai-model) or a control that knows nothing of meaning
+(` + "zero, random, hashed-words, stemmed-words, word-vectors" + `), which should change nothing.
+
+Flags:
+`
+
+// checkEmbedderSet is the JSON of --set.
+type checkEmbedderSet struct {
+	Memories []struct {
+		File        string    `json:"file"`
+		Type        string    `json:"type"`
+		Name        string    `json:"name"`
+		Description string    `json:"description"`
+		Body        string    `json:"body"`
+		Date        time.Time `json:"date"`
+	} `json:"memories"`
+	Queries []recall.Question `json:"queries"`
+}
+
+// runCheckEmbedder runs agentmem recall check-embedder.
+func runCheckEmbedder(e env, args []string) int {
+	fs := flag.NewFlagSet("agentmem recall check-embedder", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var com common
+	com.register(fs)
+	embedder := fs.String("embedder", "", "the embedder to check: openai, or a control ("+strings.Join(recall.ControlEmbedderNames(), ", ")+")")
+	setFile := fs.String("set", "", "a labelled set: memories and questions in one JSON file")
+	questionsFile := fs.String("questions", "", "labelled questions for the resolved memory directory (JSON)")
+	perFolder := fs.Bool("per-folder", false, "ask each question of the top folder holding what it needs, as its own memory directory")
+	k := fs.Int("k", recall.MaxSelected, "measure recall@K (memories selected per question)")
+	weight := fs.Float64("vector-weight", 0, "recall.FinderOptions.VectorWeight (default 1)")
+	url := fs.String("openai-url", "", "with --embedder openai: the endpoint, up to before /embeddings (default $OPENAI_BASE_URL, else OpenAI's)")
+	model := fs.String("openai-model", "", "with --embedder openai: the embedding model (default "+openai.DefaultEmbeddingModel+")")
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	if _, err := parseAnywhere(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(e.stdout, checkEmbedderUsage)
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "agentmem recall check-embedder: %v (see agentmem recall check-embedder --help)\n", err)
+		return exitError
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(e.stderr, "agentmem recall check-embedder: %v\n", err)
+		return exitError
+	}
+	emb, name, err := checkedEmbedder(e, *embedder, *url, *model)
+	if err != nil {
+		return fail(err)
+	}
+	req := recall.CompareRequest{Embedder: emb, K: *k, PerFolder: *perFolder, Options: recall.FinderOptions{VectorWeight: *weight}}
+	switch {
+	case (*setFile == "") == (*questionsFile == ""):
+		return fail(errors.New("give either --set FILE (memories and questions) or --questions FILE (questions for the memory directory)"))
+	case *setFile != "":
+		set, err := readJSON[checkEmbedderSet](e, *setFile)
+		if err != nil {
+			return fail(err)
+		}
+		fsys := afero.NewMemMapFs()
+		if err := writeSet(fsys, "/memory", set); err != nil {
+			return fail(err)
+		}
+		if req.Dir, err = memdir.NewDir(fsys, "/memory", memdir.DirOptions{}); err != nil {
+			return fail(err)
+		}
+		req.Questions = set.Queries
+	default:
+		qs, err := readJSON[[]recall.Question](e, *questionsFile)
+		if err != nil {
+			return fail(err)
+		}
+		r, err := existingMemory(e, &com)
+		if err != nil {
+			return fail(err)
+		}
+		if req.Dir, err = memdir.NewDir(e.fs, r.path.Dir, memdir.DirOptions{}); err != nil {
+			return fail(err)
+		}
+		req.Questions = qs
+	}
+	c, err := recall.CompareEmbedder(context.Background(), req)
+	if err != nil {
+		return fail(err)
+	}
+	if *asJSON {
+		out, _ := json.MarshalIndent(map[string]any{"embedder": name, "k": c.K, "questions": c.Questions, "skipped": c.Skipped,
+			"words_recall": c.WordsRecall, "hybrid_recall": c.HybridRecall, "gain": c.Gain(), "better": c.Better, "worse": c.Worse, "abstained": c.Abstained}, "", "  ")
+		fmt.Fprintln(e.stdout, string(out))
+	} else {
+		fmt.Fprintf(e.stdout, "%d questions", c.Questions)
+		if c.Skipped > 0 {
+			fmt.Fprintf(e.stdout, " (%d needing no memory skipped)", c.Skipped)
+		}
+		fmt.Fprintf(e.stdout, ", recall@%d:\n", c.K)
+		fmt.Fprintf(e.stdout, "  %-17s %.3f\n", "words alone", c.WordsRecall)
+		fmt.Fprintf(e.stdout, "  %-17s %.3f  (%+.3f; better on %d, worse on %d; found nothing with confidence on %d)\n",
+			"with the embedder", c.HybridRecall, c.Gain(), c.Better, c.Worse, c.Abstained)
+	}
+	switch {
+	case c.Gain() < 0:
+		fmt.Fprintf(e.stderr, "%s lowers recall on these questions: leave it out, or lower --vector-weight\n", name)
+		return exitProblems
+	case c.Gain() == 0 && !*asJSON:
+		fmt.Fprintf(e.stdout, "%s changes nothing on these questions\n", name)
+	case !*asJSON:
+		fmt.Fprintf(e.stdout, "%s helps on these questions\n", name)
+	}
+	return exitOK
+}
+
+// checkedEmbedder returns the embedder --embedder names, and its name.
+func checkedEmbedder(e env, name, url, model string) (recall.Embedder, string, error) {
+	switch name {
+	case "":
+		return nil, "", fmt.Errorf("--embedder is required: openai, or a control (%s)", strings.Join(recall.ControlEmbedderNames(), ", "))
+	case "openai":
+		if url == "" {
+			url = e.getenv("OPENAI_BASE_URL")
+		}
+		key := e.getenv("OPENAI_API_KEY")
+		if key == "" {
+			return nil, "", errors.New("--embedder openai needs OPENAI_API_KEY (any value for an endpoint that takes none)")
+		}
+		m, err := openai.New(openai.Options{APIKey: key, BaseURL: url, EmbeddingModel: model})
+		if err != nil {
+			return nil, "", err
+		}
+		if model == "" {
+			model = openai.DefaultEmbeddingModel
+		}
+		return m, model, nil
+	}
+	emb, err := recall.ControlEmbedder(name)
+	return emb, name, err
+}
+
+// readJSON reads a JSON file.
+func readJSON[T any](e env, file string) (T, error) {
+	var v T
+	data, err := afero.ReadFile(e.fs, file)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, fmt.Errorf("%s is not the expected JSON: %w (see agentmem recall check-embedder --help)", file, err)
+	}
+	return v, nil
+}
+
+// writeSet writes a set's memories under dir on fsys, each dated by its
+// date or one hour apart in set order.
+func writeSet(fsys afero.Fs, dir string, set checkEmbedderSet) error {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, m := range set.Memories {
+		rel := path.Clean("/" + m.File)
+		if !strings.HasSuffix(rel, ".md") || rel == "/MEMORY.md" {
+			return fmt.Errorf("memory %d: file %q must be a .md path inside the set", i+1, m.File)
+		}
+		p := path.Join(dir, rel)
+		typ := m.Type
+		if typ == "" {
+			typ = "user"
+		}
+		content := fmt.Sprintf("---\nname: %q\ndescription: %q\ntype: %s\n---\n\n%s\n", m.Name, m.Description, typ, m.Body)
+		if err := fsys.MkdirAll(path.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := afero.WriteFile(fsys, p, []byte(content), 0o644); err != nil {
+			return err
+		}
+		mt := m.Date
+		if mt.IsZero() {
+			mt = base.Add(time.Duration(i) * time.Hour)
+		}
+		if err := fsys.Chtimes(p, mt, mt); err != nil {
+			return err
+		}
+	}
+	return nil
 }

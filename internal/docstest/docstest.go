@@ -95,7 +95,7 @@ func Locate(root, marker string) (Fence, error) {
 		return Fence{}, &MarkerError{Marker: marker, Problem: "is in more than one page (" + strings.Join(found, ", ") + "); make it unique"}
 	}
 	i := strings.Index(text, marker)
-	for _, f := range fences(found[0], text) {
+	for _, f := range fencesOf(found[0], text, "sh") {
 		if f.Offset >= i {
 			return f, nil
 		}
@@ -104,25 +104,15 @@ func Locate(root, marker string) (Fence, error) {
 }
 
 // Fences returns every ```sh block of the README and the guides.
-func Fences(root string) ([]Fence, error) {
-	files, err := Files(root)
-	if err != nil {
-		return nil, err
-	}
-	var all []Fence
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, fences(f, string(data))...)
-	}
-	return all, nil
-}
+func Fences(root string) ([]Fence, error) { return fencesIn(root, "sh") }
 
 // GoFences returns every ```go block of the README and the guides, in
 // page order, for a test that type-checks them.
-func GoFences(root string) ([]Fence, error) {
+func GoFences(root string) ([]Fence, error) { return fencesIn(root, "go") }
+
+// fencesIn returns every block of one language of the README and the
+// guides, in page order.
+func fencesIn(root, lang string) ([]Fence, error) {
 	files, err := Files(root)
 	if err != nil {
 		return nil, err
@@ -133,15 +123,9 @@ func GoFences(root string) ([]Fence, error) {
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, fencesOf(f, string(data), "go")...)
+		all = append(all, fencesOf(f, string(data), lang)...)
 	}
 	return all, nil
-}
-
-// fences finds the closed ```sh blocks of one page, skipping the inside
-// of every other fenced block.
-func fences(file, text string) []Fence {
-	return fencesOf(file, text, "sh")
 }
 
 // fencesOf finds the closed blocks of one language in one page,

@@ -1,17 +1,22 @@
 package storetest
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/agentmem-sdk/agentmem/internal/storewire"
 	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // apiStatus is the status and error type of a refusal (0 and "" for
@@ -163,4 +168,276 @@ func RunMemoryStores(t *testing.T, newStores func(t *testing.T) teamserver.Memor
 		assert.Empty(t, again.Content, "a redacted version loses its content")
 		assert.Empty(t, again.Path, "and its path")
 	})
+}
+
+// RunMemoryStoresAPI checks, through the handler over a store newStore
+// makes, what the Memory Stores API answers as the official SDKs
+// document it: a "deleted" version has null content, content_sha256 and
+// content_size_bytes (the version before records what was deleted);
+// an archived store refuses new and changed memories and changes to
+// itself (400 invalid_request_error "cannot modify archived resource"),
+// and still lets its memories be read and deleted, its versions redacted
+// and itself deleted. A store without MemoryStores is skipped.
+func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
+	s := newStore(t)
+	if _, ok := s.(teamserver.MemoryStores); !ok {
+		return
+	}
+	h, tok := handlerOver(t, s, nil)
+	call := func(method, target string, body any) (int, string) {
+		t.Helper()
+		var raw []byte
+		if body != nil {
+			var err error
+			raw, err = json.Marshal(body)
+			require.NoError(t, err)
+		}
+		req := httptest.NewRequest(method, target, strings.NewReader(string(raw)))
+		req.Header.Set(storewire.APIKeyHeader, tok)
+		req.Header.Set(storewire.VersionHeader, storewire.APIVersion)
+		req.Header.Set(storewire.BetaHeader, storewire.Beta)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	ok := func(method, target string, body, out any) {
+		t.Helper()
+		code, got := call(method, target, body)
+		require.Equal(t, http.StatusOK, code, "%s %s: %s", method, target, got)
+		if out != nil {
+			require.NoError(t, json.Unmarshal([]byte(got), out), got)
+		}
+	}
+	newStoreNamed := func(name string) string {
+		var st storewire.Store
+		ok(http.MethodPost, storewire.StoresPath, storewire.CreateStore{Name: name}, &st)
+		return storewire.StoresPath + "/" + st.ID
+	}
+	newMemory := func(base, path, content string) storewire.Memory {
+		var m storewire.Memory
+		ok(http.MethodPost, base+"/memories", storewire.CreateMemory{Path: path, Content: &content}, &m)
+		return m
+	}
+
+	t.Run("a deleted version has no content", func(t *testing.T) {
+		base := newStoreNamed("deleted-versions")
+		m := newMemory(base, "/gone.md", "soon gone")
+		ok(http.MethodDelete, base+"/memories/"+m.ID, nil, nil)
+		for _, view := range []string{"basic", "full"} {
+			var page struct {
+				Data []json.RawMessage `json:"data"`
+			}
+			ok(http.MethodGet, base+"/memory_versions?memory_id="+m.ID+"&view="+view, nil, &page)
+			require.Len(t, page.Data, 2)
+			var gone, created storewire.Version
+			require.NoError(t, json.Unmarshal(page.Data[0], &gone))
+			require.NoError(t, json.Unmarshal(page.Data[1], &created))
+			require.Equal(t, teamserver.OpDeleted, gone.Operation)
+			assertNull(t, string(page.Data[0]), "content", "content_sha256", "content_size_bytes")
+			require.NotNil(t, gone.Path)
+			assert.Equal(t, "/gone.md", *gone.Path, "a deleted version keeps its path")
+			require.NotNil(t, created.ContentSHA256)
+			assert.Equal(t, hashOf("soon gone"), *created.ContentSHA256, "the version before records what was deleted")
+			assert.EqualValues(t, len("soon gone"), *created.ContentSize)
+			_, one := call(http.MethodGet, base+"/memory_versions/"+gone.ID, nil)
+			assertNull(t, one, "content", "content_sha256", "content_size_bytes")
+		}
+	})
+
+	t.Run("an archived store", func(t *testing.T) {
+		base := newStoreNamed("archived")
+		keep := newMemory(base, "/keep.md", "kept")
+		drop := newMemory(base, "/drop.md", "dropped")
+		ok(http.MethodPost, base+"/archive", nil, nil)
+		changed := "changed"
+		for what, c := range map[string]struct {
+			target string
+			body   any
+		}{
+			"create a memory":  {"/memories", storewire.CreateMemory{Path: "/late.md", Content: &changed}},
+			"update a memory":  {"/memories/" + keep.ID, storewire.UpdateMemory{Content: &changed}},
+			"update the store": {"", storewire.UpdateStore{Name: &changed}},
+		} {
+			code, body := call(http.MethodPost, base+c.target, c.body)
+			assert.Equal(t, http.StatusBadRequest, code, "%s: %s", what, body)
+			assert.JSONEq(t, `{"type":"error","error":{"type":"invalid_request_error","message":"cannot modify archived resource"}}`, body, what)
+		}
+		var got storewire.Memory
+		ok(http.MethodGet, base+"/memories/"+keep.ID, nil, &got)
+		require.NotNil(t, got.Content, "an archived store is still read")
+		assert.Equal(t, "kept", *got.Content)
+		ok(http.MethodDelete, base+"/memories/"+drop.ID, nil, nil)
+		var page struct {
+			Data []storewire.Version `json:"data"`
+		}
+		ok(http.MethodGet, base+"/memory_versions?memory_id="+keep.ID, nil, &page)
+		require.Len(t, page.Data, 1)
+		var red storewire.Version
+		ok(http.MethodPost, base+"/memory_versions/"+page.Data[0].ID+"/redact", nil, &red)
+		assert.NotNil(t, red.RedactedAt, "an archived store's versions may be redacted")
+		var gone storewire.Deleted
+		ok(http.MethodDelete, base, nil, &gone)
+		assert.Equal(t, storewire.TypeStoreDeleted, gone.Type, "an archived store may be deleted")
+		code, body := call(http.MethodGet, base, nil)
+		assert.Equal(t, http.StatusNotFound, code, body)
+	})
+}
+
+// assertNull checks that each key is present in the JSON object and null.
+func assertNull(t *testing.T, raw string, keys ...string) {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(raw), &m), raw)
+	for _, k := range keys {
+		v, ok := m[k]
+		if assert.True(t, ok, "%s missing in %s", k, raw) {
+			assert.Equal(t, "null", string(v), "%s in %s", k, raw)
+		}
+	}
+}
+
+// RunClaudeCodeRoute checks, through the handler over a store newStore
+// makes, the calls Claude Code's store client makes under
+// storewire.CodeStorePrefix: the same store reached by its name or its
+// ID, not_exists and content_sha256 preconditions and the conflict that
+// names the memory in the way, the depth-1 listing with its prefixes,
+// the export and its basic view, and deletes answered 204. A store
+// without MemoryStores is skipped.
+func RunClaudeCodeRoute(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
+	s := newStore(t)
+	if _, ok := s.(teamserver.MemoryStores); !ok {
+		return
+	}
+	h, tok := handlerOver(t, s, nil)
+	// call sends a request as Claude Code's store client does: a bearer
+	// token and no beta header.
+	call := func(method, target string, body any) (int, http.Header, []byte) {
+		t.Helper()
+		var raw []byte
+		if body != nil {
+			var err error
+			raw, err = json.Marshal(body)
+			require.NoError(t, err)
+		}
+		req := httptest.NewRequest(method, target, strings.NewReader(string(raw)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("User-Agent", "claude-cli/2.1.328 (external, sdk-cli)")
+		req.Header.Set("Accept", "application/json, text/plain, */*")
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Header(), rec.Body.Bytes()
+	}
+	decode := func(body []byte) map[string]any {
+		t.Helper()
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(body, &m), string(body))
+		return m
+	}
+	lines := func(body []byte) []map[string]any {
+		t.Helper()
+		var out []map[string]any
+		sc := bufio.NewScanner(strings.NewReader(string(body)))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			out = append(out, decode(sc.Bytes()))
+		}
+		return out
+	}
+	code, _, body := call(http.MethodPost, storewire.StoresPath, map[string]any{"name": "team-store"})
+	require.Equal(t, http.StatusOK, code, string(body))
+	storeID := decode(body)["id"].(string)
+
+	for i, ref := range []string{"team-store", storeID} {
+		p := storewire.CodeStorePrefix + ref
+		path := "/release-freeze-" + strconv.Itoa(i) + ".md"
+		content := "Freeze from Dec 20.\n"
+		notExists := map[string]string{"type": storewire.PreconditionNotExists}
+		code, _, body := call(http.MethodPost, p+"/memories", map[string]any{"path": path, "content": content, "precondition": notExists})
+		require.Equal(t, http.StatusOK, code, string(body))
+		m := decode(body)
+		id := m["id"].(string)
+		assert.Regexp(t, `^mem_[A-Za-z0-9_-]{1,120}$`, id)
+		assert.Equal(t, hashOf(content), m["content_sha256"])
+		assert.Equal(t, float64(len(content)), m["content_size_bytes"])
+		assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, m["updated_at"])
+
+		code, _, body = call(http.MethodPost, p+"/memories", map[string]any{"path": path, "content": "again", "precondition": notExists})
+		require.Equal(t, http.StatusConflict, code, string(body))
+		e := decode(body)["error"].(map[string]any)
+		assert.Equal(t, path, e["conflicting_path"])
+		assert.Equal(t, id, e["conflicting_memory_id"])
+
+		code, _, body = call(http.MethodGet, p+"/memories/"+url.PathEscape(id), nil)
+		require.Equal(t, http.StatusOK, code, string(body))
+		assert.Equal(t, content, decode(body)["content"])
+
+		stale := map[string]string{"type": storewire.PreconditionSHA256, "content_sha256": hashOf("stale")}
+		code, _, body = call(http.MethodPost, p+"/memories/"+id, map[string]any{"content": "v2", "precondition": stale})
+		require.Equal(t, http.StatusConflict, code, string(body))
+		assert.Equal(t, storewire.PreconditionFailedType, decode(body)["error"].(map[string]any)["type"])
+		current := map[string]string{"type": storewire.PreconditionSHA256, "content_sha256": hashOf(content)}
+		code, _, body = call(http.MethodPost, p+"/memories/"+id, map[string]any{"content": "v2", "precondition": current})
+		require.Equal(t, http.StatusOK, code, string(body))
+		assert.Equal(t, hashOf("v2"), decode(body)["content_sha256"])
+	}
+	p := storewire.CodeStorePrefix + "team-store"
+	code, _, body = call(http.MethodPost, p+"/memories", map[string]any{"path": "/topics/ci.md", "content": "CI runs on main."})
+	require.Equal(t, http.StatusOK, code, string(body))
+
+	// The listing exactly as Claude Code sends it.
+	code, _, body = call(http.MethodGet, p+"/memories?limit=100&path_prefix=%2F&depth=1&order_by=path&order=asc", nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	list := decode(body)
+	assert.Nil(t, list["next_page"])
+	var paths []string
+	for _, it := range list["data"].([]any) {
+		m := it.(map[string]any)
+		assert.Equal(t, "memory", m["type"])
+		paths = append(paths, m["path"].(string))
+	}
+	assert.Equal(t, []string{"/release-freeze-0.md", "/release-freeze-1.md"}, paths)
+	assert.Equal(t, []any{map[string]any{"type": "memory_prefix", "path": "/topics/"}}, list["prefixes"])
+	code, _, body = call(http.MethodGet, p+"/memories?path_prefix=%2Fnone%2F", nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	assert.Equal(t, []any{}, decode(body)["prefixes"], "an empty listing still carries its prefixes")
+
+	// The export, and its basic view.
+	code, hdr, body := call(http.MethodGet, p+"/memories/export", nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	assert.Equal(t, "application/x-ndjson", hdr.Get("Content-Type"))
+	all := lines(body)
+	require.Len(t, all, 5)
+	assert.Equal(t, "store", all[0]["type"])
+	assert.NotContains(t, all[0], "view")
+	for _, l := range all[1:4] {
+		assert.Equal(t, "memory", l["type"])
+		assert.Equal(t, hashOf(l["content"].(string)), l["content_sha256"])
+	}
+	assert.Equal(t, map[string]any{"type": "complete", "memory_count": float64(3), "error_count": float64(0)}, all[4])
+	code, _, body = call(http.MethodGet, p+"/memories/export?view=basic", nil)
+	require.Equal(t, http.StatusOK, code)
+	all = lines(body)
+	assert.Equal(t, "basic", all[0]["view"])
+	for _, l := range all[1:4] {
+		assert.NotContains(t, l, "content")
+		assert.Len(t, l["content_sha256"], 64)
+	}
+
+	// Delete with the old sha: 409; with the current one: 204, then 404.
+	ci := all[3]["id"].(string)
+	code, _, _ = call(http.MethodDelete, p+"/memories/"+ci+"?expected_content_sha256="+hashOf("nope"), nil)
+	assert.Equal(t, http.StatusConflict, code)
+	code, _, body = call(http.MethodDelete, p+"/memories/"+ci+"?expected_content_sha256="+hashOf("CI runs on main."), nil)
+	assert.Equal(t, http.StatusNoContent, code)
+	assert.Empty(t, body)
+	code, _, _ = call(http.MethodGet, p+"/memories/"+ci, nil)
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _, _ = call(http.MethodGet, storewire.CodeStorePrefix+"no-such-store/memories", nil)
+	assert.Equal(t, http.StatusNotFound, code)
 }

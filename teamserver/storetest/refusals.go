@@ -26,10 +26,7 @@ import (
 // an encoder would have replaced what is being tested.
 func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 	s := newStore(t)
-	tok, g, err := teamserver.NewToken("acme", []string{"acme/*"}, "*")
-	require.NoError(t, err)
-	h, err := teamserver.NewHandler(s, teamserver.Options{Tokens: []teamserver.TokenGrant{g}, RatePerToken: -1})
-	require.NoError(t, err)
+	h, tok := handlerOver(t, s, []string{"acme/*"})
 	call := func(method, target, body string) (int, string) {
 		t.Helper()
 		req := httptest.NewRequest(method, target, strings.NewReader(body))

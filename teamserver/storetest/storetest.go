@@ -7,7 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -224,7 +225,7 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 		put(t, s, teamserver.PutRequest{Deletes: []string{"x.md"}, Retention: r, Now: t0.Add(time.Hour)})
 		put(t, s, teamserver.PutRequest{Deletes: []string{"y.md"}, Retention: r, Now: t0.Add(2 * time.Hour)})
 		snap := put(t, s, teamserver.PutRequest{Deletes: []string{"z.md"}, Retention: r, Now: t0.Add(3 * time.Hour)})
-		assert.Equal(t, []string{"y.md", "z.md"}, sortedKeys(snap.Tombstones), "at most MaxTombstones, the newest")
+		assert.Equal(t, []string{"y.md", "z.md"}, slices.Sorted(maps.Keys(snap.Tombstones)), "at most MaxTombstones, the newest")
 		snap = put(t, s, teamserver.PutRequest{Entries: map[string]string{"later.md": "1"}, Retention: r, Now: t0.Add(48 * time.Hour)})
 		assert.Empty(t, snap.Tombstones, "tombstones past their age are compacted")
 		got, err := s.Get(ctx, repo, false)
@@ -377,11 +378,13 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 	})
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+// handlerOver is a handler over s, without a rate limit, and a token of
+// tenant acme for repos (nil: every repo) and every store.
+func handlerOver(t *testing.T, s teamserver.TeamStore, repos []string) (*teamserver.Handler, string) {
+	t.Helper()
+	tok, g, err := teamserver.NewToken("acme", repos, "*")
+	require.NoError(t, err)
+	h, err := teamserver.NewHandler(s, teamserver.Options{Tokens: []teamserver.TokenGrant{g}, RatePerToken: -1})
+	require.NoError(t, err)
+	return h, tok
 }
