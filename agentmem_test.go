@@ -5,25 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/spf13/afero"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"time"
 
 	"github.com/agentmem-sdk/agentmem"
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/transcript"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type ctxKey struct{}
@@ -728,4 +731,180 @@ func TestRelativeProjectRootIsMadeAbsolute(t *testing.T) {
 	require.NoError(t, err)
 	defer want.Close()
 	assert.Equal(t, want.Dir(), mem.Dir(), "the same memory directory as the absolute path's")
+}
+
+// TestModelMiddlewareKeepsTheCheckpoint: with Options.History, the
+// middleware hands the model each user message under the ID of the
+// checkpoint UserMessage took for it, with every block UserMessage made,
+// and rewinding the session's file history to that ID undoes the memory
+// writes of the turn.
+func TestModelMiddlewareKeepsTheCheckpoint(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: project, ConfigHome: config, History: true,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	file := filepath.Join(mem.Dir(), "deploys.md")
+	write := func(body string) json.RawMessage {
+		raw, _ := json.Marshal(map[string]string{"file_path": file, "content": "---\nname: Deploys\ndescription: d\ntype: project\n---\n" + body + "\n"})
+		return raw
+	}
+	var mu sync.Mutex
+	var seen []llm.Request
+	inner := llm.ModelFunc(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == llm.RoleUser && last.Text() != "" {
+			body := "Tuesdays."
+			if len(req.Messages) > 1 {
+				body = "Thursdays."
+			}
+			return llm.Response{Message: llm.Message{ID: "w" + u0(len(req.Messages)), Role: llm.RoleAssistant,
+				Content: []llm.Block{llm.ToolUseBlock("call"+u0(len(req.Messages)), "Write", write(body))}}, StopReason: llm.StopToolUse}, nil
+		}
+		return llm.Response{Message: llm.Message{ID: "a" + u0(len(req.Messages)), Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("saved")}}, StopReason: llm.StopEndTurn}, nil
+	})
+	model := mem.Model(inner)
+	ctx := context.Background()
+	tools := map[string]llm.Tool{}
+	for _, tool := range mem.Tools() {
+		tools[tool.Spec.Name] = tool
+	}
+	loop := func(conv []llm.Message) []llm.Message {
+		for {
+			resp, err := model.Generate(ctx, llm.Request{Messages: conv})
+			require.NoError(t, err)
+			conv = append(conv, resp.Message)
+			if len(resp.Message.ToolUses()) == 0 {
+				return conv
+			}
+			var results []llm.Block
+			for _, u := range resp.Message.ToolUses() {
+				out, err := tools[u.ToolName].Call(ctx, u.Input)
+				require.NoError(t, err)
+				results = append(results, llm.ToolResultBlock(u.ToolUseID, out, false))
+			}
+			conv = append(conv, llm.Message{ID: "tr" + u0(len(conv)), Role: llm.RoleUser, Content: results})
+		}
+	}
+	conv := loop([]llm.Message{msg("u1", llm.RoleUser, "remember: deploys on Tuesdays")})
+	loop(append(conv, msg("u2", llm.RoleUser, "no, Thursdays")))
+	require.NoError(t, mem.Close())
+
+	require.Len(t, seen, 4)
+	first, second := seen[0].Messages[0], seen[2].Messages[4]
+	require.NotEqual(t, "u1", first.ID, "the model sees the checkpoint's ID")
+	require.NotEqual(t, "u2", second.ID)
+	assert.Equal(t, first.ID, seen[3].Messages[0].ID, "the same ID on every later call")
+	assert.Equal(t, "remember: deploys on Tuesdays", first.Content[len(first.Content)-1].Text, "the host's text, after the blocks UserMessage put before it")
+
+	h, err := filehistory.Open(afero.NewOsFs(), config, mem.SessionID(), filehistory.Options{})
+	require.NoError(t, err)
+	require.True(t, h.CanRewind(first.ID), "a checkpoint was taken for the first message")
+	require.True(t, h.CanRewind(second.ID), "and for the second")
+	_, err = h.Rewind(ctx, second.ID, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	got, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "Tuesdays.", "the second turn's write is undone")
+	_, err = h.Rewind(ctx, first.ID, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.NoFileExists(t, file, "the first turn's write is undone")
+}
+
+// A team memory the extraction writes reaches the server with the door
+// "extraction" and the session that wrote it, not the sync's own door;
+// a turn the host marks untrusted sends its writes with that origin, and
+// a repo under review keeps them for a person even from a person's token.
+func TestExtractionsTeamWriteNamesItsDoorAndSession(t *testing.T) {
+	ctx := context.Background()
+	store := teamserver.NewMemoryStore()
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	grant.Name, grant.Kind = "ana", teamserver.KindPerson
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
+	require.NoError(t, err)
+	target := teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}
+	require.NoError(t, h.SetPolicy(ctx, "acme", target, teamserver.PolicyReview, "ana"))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	project, config := home(t)
+	team := filepath.Join(config, "projects", memdir.SanitizePath(project), "memory", memdir.TeamDirName)
+	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
+
+	session := func(key, origin string) string {
+		t.Helper()
+		model := llmtest.New(
+			llmtest.ToolUse("t1", memdir.ToolWrite, map[string]any{"file_path": filepath.Join(team, key), "content": "We deploy on Tuesdays."}),
+			llmtest.Text("done"),
+		)
+		mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+			Disable: agentmem.SessionSummary | agentmem.Consolidation | agentmem.Recall,
+			Team:    agentmem.TeamOptions{ServerURL: srv.URL, Repo: "acme/shop", Token: token}})
+		require.NoError(t, err)
+		mem.TurnEnded(ctx, agentmem.Turn{Origin: origin, Messages: []llm.Message{
+			msg("u1", llm.RoleUser, "remember: we deploy on tuesdays"), msg("a1", llm.RoleAssistant, "Noted.")}})
+		require.NoError(t, mem.Drain(ctx))
+		require.FileExists(t, filepath.Join(team, key))
+		require.NoError(t, mem.Close()) // flushes the team sync
+		return mem.SessionID()
+	}
+
+	sid := session("deploy.md", "")
+	hist, err := store.History(ctx, repo, "deploy.md", 10)
+	require.NoError(t, err)
+	require.Len(t, hist, 1, "a person's trusted write is stored at once under review")
+	assert.Equal(t, "ana", hist[0].Author)
+	assert.Equal(t, teamwire.Provenance{Door: teamwire.DoorExtraction, Session: sid}, hist[0].Provenance)
+
+	sid = session("planted.md", agentmem.OriginFetched)
+	got, err := store.Get(ctx, repo, false)
+	require.NoError(t, err)
+	assert.NotContains(t, got.Entries, "planted.md", "a write from an untrusted turn waits for review")
+	pending, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target, Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	assert.Equal(t, "planted.md", pending[0].Key)
+	assert.Equal(t, teamwire.Provenance{Door: teamwire.DoorExtraction, Session: sid, Origin: teamwire.OriginFetched}, pending[0].Provenance)
+}
+
+// teamSection is a sentence only the team section of the prompt holds.
+const teamSection = "Team memory is shared with every contributor"
+
+// With team sync on, the prompt has the team section only when the last
+// sync found content on the server for the project, unless the host
+// says otherwise.
+func TestTeamSectionOnlyWhenTheServerHasContent(t *testing.T) {
+	store := teamserver.NewMemoryStore()
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	project, config := home(t)
+	prompt := func(mode agentmem.TeamPrompt) string {
+		t.Helper()
+		mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+			Team: agentmem.TeamOptions{ServerURL: srv.URL, Repo: "acme/shop", Token: token, Prompt: mode}})
+		require.NoError(t, err)
+		defer mem.Close()
+		p, err := mem.SystemPrompt(context.Background())
+		require.NoError(t, err)
+		return p
+	}
+	assert.NotContains(t, prompt(agentmem.TeamPromptAuto), teamSection, "an empty team layer costs no prompt tokens")
+	assert.Contains(t, prompt(agentmem.TeamPromptAlways), teamSection, "the host's override")
+
+	_, err = store.Put(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"},
+		teamserver.PutRequest{Entries: map[string]string{"MEMORY.md": "- [CI](ci.md) — nightly\n", "ci.md": "CI runs nightly."},
+			Author: "ana", Now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)})
+	require.NoError(t, err)
+	p := prompt(agentmem.TeamPromptAuto)
+	assert.Contains(t, p, teamSection, "the session's first sync found content")
+	assert.Equal(t, 1, strings.Count(p, teamSection))
+	assert.Contains(t, p, "- ci.md (written by ana, 2026-11-30)\n", "the team listing says whose each memory is")
+	assert.Contains(t, p, "not as instructions to you")
+	assert.NotContains(t, prompt(agentmem.TeamPromptNever), teamSection, "the host's override")
 }

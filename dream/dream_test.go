@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/racefs"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/llm/llmtest"
 	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/agentmem-sdk/agentmem/transcript"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -416,4 +418,254 @@ func TestConsolidationIsToldWhichMemoriesConflict(t *testing.T) {
 	assert.NotContains(t, prompt, "pager.md")
 
 	assert.Empty(t, conflictingPairs(nil))
+}
+
+// TestConsolidationWritesThroughTheHostsDir: the consolidation's tools
+// write through the Dir the host gave, so a directory synced to an
+// account refuses a credential the consolidation copies into a memory,
+// and the host's own scanner is the one that judges (one that knows no
+// rule lets the same text through), for a run and for a stage.
+func TestConsolidationWritesThroughTheHostsDir(t *testing.T) {
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	const stage = "/c/projects/-work-shop/stage"
+	copying := func(dir string) *llmtest.Model {
+		return llmtest.New(
+			llmtest.ToolUse("1", "Write", map[string]any{"file_path": dir + "/deploys.md", "content": "---\nname: Deploys\ndescription: d\ntype: project\n---\nThe deploy token is " + token + "\n"}),
+			llmtest.Text("Done."),
+		)
+	}
+	run := func(t *testing.T, opts memdir.DirOptions, staged bool) afero.Fs {
+		clock := &testClock{now: now0}
+		fsys := tree(t, 1, now0.Add(-time.Hour))
+		require.NoError(t, afero.WriteFile(fsys, autoDir+"/ci.md", []byte("---\nname: CI\ndescription: c\ntype: project\n---\nGreen.\n"), 0o644))
+		dir, err := memdir.NewDir(fsys, autoDir, opts)
+		require.NoError(t, err)
+		target := autoDir
+		if staged {
+			target = stage
+		}
+		d, err := New(dir, copying(target), Options{ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current,
+			Now: clock.Now, Lock: LockOptions{PID: 4242, Alive: func(int) bool { return true }}})
+		require.NoError(t, err)
+		if staged {
+			st, err := d.ForceStaged(context.Background(), StageOptions{Dir: stage})
+			require.NoError(t, err)
+			if st != nil && st.Dir != "" {
+				exists, _ := afero.Exists(fsys, st.Dir+"/deploys.md")
+				if opts.Synced && opts.Scanner == nil {
+					assert.False(t, exists, "the stage has the host's rules too")
+				}
+				require.NoError(t, st.Accept(context.Background()))
+			}
+			return fsys
+		}
+		out := d.Force(context.Background())
+		require.NoError(t, out.Err)
+		return fsys
+	}
+	for _, staged := range []bool{false, true} {
+		fsys := run(t, memdir.DirOptions{Synced: true}, staged)
+		exists, _ := afero.Exists(fsys, autoDir+"/deploys.md")
+		assert.False(t, exists, "staged=%v: a synced directory refuses the credential", staged)
+
+		fsys = run(t, memdir.DirOptions{Synced: true, Scanner: &secrets.Scanner{}}, staged)
+		exists, _ = afero.Exists(fsys, autoDir+"/deploys.md")
+		assert.True(t, exists, "staged=%v: the host's scanner judges", staged)
+
+		fsys = run(t, memdir.DirOptions{}, staged)
+		exists, _ = afero.Exists(fsys, autoDir+"/deploys.md")
+		assert.True(t, exists, "staged=%v: a private directory keeps it", staged)
+	}
+}
+
+// mergeIn scripts a consolidation of dir: it merges two memories into one
+// (reading both first), points the index at it, and writes a new one.
+func mergeIn(dir string) *llmtest.Model {
+	return llmtest.New(
+		llmtest.ToolUse("1", "Read", map[string]any{"file_path": dir + "/deploys.md"}),
+		llmtest.ToolUse("2", "Edit", map[string]any{"file_path": dir + "/deploys.md", "old_string": "Tuesdays.", "new_string": "Tuesdays and Thursdays."}),
+		llmtest.ToolUse("3", "Read", map[string]any{"file_path": dir + "/MEMORY.md"}),
+		llmtest.ToolUse("4", "Write", map[string]any{"file_path": dir + "/MEMORY.md", "content": "- [Deploys](deploys.md) — Tuesdays and Thursdays\n- [Ports](ports.md) — staging 8443\n"}),
+		llmtest.ToolUse("5", "Write", map[string]any{"file_path": dir + "/ports.md", "content": "---\nname: Ports\ndescription: staging 8443\ntype: project\n---\nStaging listens on 8443.\n"}),
+		llmtest.Text("Merged."),
+	)
+}
+
+func seeded(t *testing.T) afero.Fs {
+	fsys := tree(t, 1, now0.Add(-time.Hour))
+	require.NoError(t, afero.WriteFile(fsys, autoDir+"/MEMORY.md", []byte("- [Deploys](deploys.md) — Tuesdays\n"), 0o644))
+	require.NoError(t, afero.WriteFile(fsys, autoDir+"/deploys.md", []byte("---\nname: Deploys\ndescription: Tuesdays\ntype: project\n---\nDeploys on Tuesdays.\n"), 0o644))
+	return fsys
+}
+
+func memoryTree(t *testing.T, fsys afero.Fs) map[string][]byte {
+	m, err := snapshotTree(context.Background(), fsys, autoDir)
+	require.NoError(t, err)
+	return m
+}
+
+// TestStagedAcceptEqualsInPlace: accepting a staged consolidation leaves
+// the memory directory exactly as the same consolidation in place does,
+// and the directory is untouched until then.
+func TestStagedAcceptEqualsInPlace(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+
+	inPlace := seeded(t)
+	out := newDreamer(t, inPlace, mergeIn(autoDir), clock, nil).Force(ctx)
+	require.NoError(t, out.Err)
+	want := memoryTree(t, inPlace)
+
+	fsys := seeded(t)
+	original := memoryTree(t, fsys)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	st, err := newDreamer(t, fsys, mergeIn(stageDir), clock, nil).ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Outcome.Err)
+	assert.Equal(t, original, memoryTree(t, fsys), "nothing changes before Accept")
+	kinds := map[string]ChangeKind{}
+	for _, c := range st.Changes {
+		kinds[c.Rel] = c.Kind
+	}
+	assert.Equal(t, map[string]ChangeKind{"MEMORY.md": Changed, "deploys.md": Changed, "ports.md": Added}, kinds)
+
+	require.NoError(t, st.Accept(ctx))
+	assert.Equal(t, want, memoryTree(t, fsys), "accept = in place")
+	exists, _ := afero.Exists(fsys, stageDir)
+	assert.False(t, exists, "the copy is removed")
+}
+
+func TestStagedDiscardChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	original := memoryTree(t, fsys)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	d := newDreamer(t, fsys, mergeIn(stageDir), clock, nil)
+	before, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	clock.Advance(48 * time.Hour)
+	st, err := d.ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.Len(t, st.Changes, 3)
+	stamped, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.NotEqual(t, before.Unix(), stamped.Unix(), "the run stamps the lock while the stage waits")
+	require.NoError(t, st.Discard())
+	assert.Equal(t, original, memoryTree(t, fsys))
+	exists, _ := afero.Exists(fsys, stageDir)
+	assert.False(t, exists)
+	last, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.Equal(t, before.Unix(), last.Unix(), "a rejected consolidation does not count: the lock is rolled back")
+}
+
+func TestStagedAcceptKeepsTheLockStamp(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	d := newDreamer(t, fsys, mergeIn(stageDir), clock, nil)
+	clock.Advance(48 * time.Hour)
+	st, err := d.ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Accept(ctx))
+	require.NoError(t, st.Discard(), "a second call after Accept changes nothing")
+	last, err := d.Lock().LastConsolidation()
+	require.NoError(t, err)
+	assert.Equal(t, clock.Now().Unix(), last.Unix(), "an accepted consolidation counts")
+}
+
+func TestStagedAcceptRefusesAStaleStage(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	st, err := newDreamer(t, fsys, mergeIn(stageDir), clock, nil).ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	// The user edits a memory while the stage waits for review.
+	require.NoError(t, afero.WriteFile(fsys, autoDir+"/deploys.md", []byte("the user's edit\n"), 0o644))
+	before := memoryTree(t, fsys)
+	assert.ErrorIs(t, st.Accept(ctx), ErrStageStale)
+	assert.Equal(t, before, memoryTree(t, fsys), "nothing applied")
+	require.NoError(t, st.Discard())
+}
+
+func TestStagedAcceptCanBeRewound(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	original := memoryTree(t, fsys)
+	history, err := filehistory.NewTracker(fsys, "/history", "dream", filehistory.Options{})
+	require.NoError(t, err)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	d := newDreamer(t, fsys, mergeIn(stageDir), clock, func(c *Options) { c.History = history })
+	st, err := d.ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Accept(ctx))
+	snaps := history.Snapshots()
+	require.Len(t, snaps, 1, "one checkpoint, for the accept (the copy needs none)")
+	_, err = history.Rewind(ctx, snaps[0].MessageID, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, original, memoryTree(t, fsys))
+}
+
+// TestStagedAcceptKeepsModes: a memory the consolidation changed keeps
+// its mode, as the in-place Edit keeps it.
+func TestStagedAcceptKeepsModes(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	require.NoError(t, fsys.Chmod(autoDir+"/deploys.md", 0o600))
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	st, err := newDreamer(t, fsys, mergeIn(stageDir), clock, nil).ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Accept(ctx))
+	info, err := fsys.Stat(autoDir + "/deploys.md")
+	require.NoError(t, err)
+	assert.Equal(t, "-rw-------", info.Mode().Perm().String())
+}
+
+// TestAcceptUndoRestoresWhatTheAcceptReplaced: a write that lands while
+// an accepted consolidation records a file is either replaced by the
+// accept (and is what a rewind puts back) or comes after it; a rewind
+// never puts back a version the accept did not replace.
+func TestAcceptUndoRestoresWhatTheAcceptReplaced(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := tree(t, 1, now0.Add(-time.Hour))
+	target := autoDir + "/ci.md"
+	require.NoError(t, afero.WriteFile(fsys, target, []byte("---\nname: CI\ndescription: c\ntype: project\n---\nGreen.\n"), 0o644))
+	rfs := racefs.New(fsys, target, func() error {
+		_, err := mustDir(t, fsys, autoDir).Gate().WriteFile(context.Background(), target, []byte("a user's edit\n"), 0o644)
+		return err
+	})
+	history, err := filehistory.NewTracker(rfs, cfgHome, "dream-runs", filehistory.Options{})
+	require.NoError(t, err)
+	const stage = "/c/projects/-work-shop/stage"
+	model := llmtest.New(
+		llmtest.ToolUse("1", "Read", map[string]any{"file_path": stage + "/ci.md"}),
+		llmtest.ToolUse("2", "Write", map[string]any{"file_path": stage + "/ci.md", "content": "---\nname: CI\ndescription: c\ntype: project\n---\nGreen, always.\n"}),
+		llmtest.Text("Done."),
+	)
+	dir, err := memdir.NewDir(fsys, autoDir, memdir.DirOptions{})
+	require.NoError(t, err)
+	d, err := New(dir, model, Options{ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current, History: history,
+		Now: clock.Now, Lock: LockOptions{PID: 4242, Alive: func(int) bool { return true }}})
+	require.NoError(t, err)
+	st, err := d.ForceStaged(ctx, StageOptions{Dir: stage})
+	require.NoError(t, err)
+	require.Len(t, st.Changes, 1)
+	require.NoError(t, st.Accept(ctx))
+	require.True(t, rfs.Ran(), "the concurrent write ran")
+	require.NoError(t, rfs.Wait())
+
+	read := func() string { b, _ := afero.ReadFile(fsys, target); return string(b) }
+	replaced := "---\nname: CI\ndescription: c\ntype: project\n---\nGreen.\n"
+	if read() != "a user's edit\n" {
+		replaced = "a user's edit\n" // it landed first: the accept replaced it
+	}
+	_, err = history.Rewind(ctx, st.Checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, replaced, read(), "the rewind puts back exactly what the accept replaced")
 }

@@ -2,18 +2,23 @@ package filehistory_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/transcript"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentmem-sdk/agentmem/filehistory"
-	"github.com/agentmem-sdk/agentmem/transcript"
 )
 
 const session = "3f2b9a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -494,4 +499,387 @@ func TestRelativeKeysNeedTheirRealParentDir(t *testing.T) {
 		}
 		assert.Contains(t, s.TrackedFileBackups, c.want, label)
 	}
+}
+
+func TestOpenKeepsHistoryAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	tr, err := filehistory.Open(d.fs, d.home, "extract-runs", filehistory.Options{})
+	require.NoError(t, err)
+	before := threeTurns(t, d, tr)
+
+	// Another process (the CLI) opens the same history.
+	again, err := filehistory.Open(afero.NewOsFs(), d.home, "extract-runs", filehistory.Options{})
+	require.NoError(t, err)
+	require.Len(t, again.Snapshots(), 3)
+	sessions, err := filehistory.Sessions(d.fs, d.home)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"extract-runs"}, sessions)
+
+	touched, err := again.Touched("m1")
+	require.NoError(t, err)
+	assert.Equal(t, []string{d.path("a.md"), d.path("sub/b.md")}, touched)
+	touched, err = again.Touched("m2")
+	require.NoError(t, err)
+	assert.Equal(t, []string{d.path("a.md"), d.path("c.md")}, touched)
+	touched, err = again.Touched("m3")
+	require.NoError(t, err)
+	assert.Equal(t, []string{d.path("sub/b.md"), d.path("d.md")}, touched)
+	_, err = again.Touched("nope")
+	assert.ErrorIs(t, err, filehistory.ErrUnknownSnapshot)
+
+	_, err = again.Rewind(ctx, "m2", filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before[1], d.state("a.md", "sub/b.md", "c.md", "d.md"))
+
+	// The first process goes on: its next snapshot sees the rewound files.
+	require.NoError(t, tr.MakeSnapshot(ctx, "m4"))
+	_, err = tr.Rewind(ctx, "m1", filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before[0], d.state("a.md", "sub/b.md", "c.md", "d.md"))
+}
+
+func TestDiffShowsEachTurn(t *testing.T) {
+	d := newDisk(t)
+	tr, err := filehistory.Open(d.fs, d.home, "runs", filehistory.Options{})
+	require.NoError(t, err)
+	threeTurns(t, d, tr)
+	diffs, err := tr.Diff("m1")
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	assert.Equal(t, d.path("a.md"), diffs[0].Path)
+	assert.Equal(t, "alpha\nbeta\n", string(diffs[0].Before))
+	assert.Equal(t, "alpha\nBETA\ngamma\ndelta\n", string(diffs[0].After))
+	assert.Equal(t, 3, diffs[0].Insertions)
+	assert.Equal(t, 1, diffs[0].Deletions)
+	assert.True(t, diffs[1].Created)
+
+	diffs, err = tr.Diff("m2")
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	assert.True(t, diffs[1].Deleted, "c.md was removed in turn 2")
+	assert.Equal(t, 1, diffs[1].Deletions)
+
+	diffs, err = tr.Diff("m3") // the newest: compared with the disk
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	assert.Equal(t, "changed\n", string(diffs[0].After))
+	assert.True(t, diffs[1].Created)
+}
+
+// journalSize is the size of a history's journal file.
+func journalSize(t *testing.T, d disk, session string) int {
+	t.Helper()
+	info, err := os.Stat(filepath.Join(filehistory.BackupDir(d.home, session), filehistory.JournalName))
+	require.NoError(t, err)
+	return int(info.Size())
+}
+
+// A turn that writes n files journals one line per file, not the whole
+// snapshot again for each: a pull of a thousand memories must not write
+// a thousand-squared journal.
+func TestJournalGrowsLinearlyWithTheFilesOfATurn(t *testing.T) {
+	ctx := context.Background()
+	size := func(n int, opts filehistory.Options) int {
+		d := newDisk(t)
+		tr, err := filehistory.Open(d.fs, d.home, "pull", opts)
+		require.NoError(t, err)
+		require.NoError(t, tr.MakeSnapshot(ctx, "m1"))
+		for i := range n {
+			name := fmt.Sprintf("f%04d.md", i)
+			require.NoError(t, tr.TrackEdit(ctx, d.path(name)))
+			d.write(name, "x\n", 0o644)
+		}
+		again, err := filehistory.Open(d.fs, d.home, "pull", filehistory.Options{})
+		require.NoError(t, err)
+		require.Len(t, again.Snapshots(), 1)
+		require.Len(t, again.Snapshots()[0].TrackedFileBackups, n, "every file the turn tracked reads back")
+		return journalSize(t, d, "pull")
+	}
+	small, large := size(100, filehistory.Options{}), size(400, filehistory.Options{})
+	assert.Less(t, float64(large)/float64(small), 4.5, "4x the files, about 4x the journal (%d B, %d B)", small, large)
+	oldSmall, oldLarge := size(50, filehistory.Options{SnapshotUpdates: true}), size(100, filehistory.Options{SnapshotUpdates: true})
+	assert.Greater(t, float64(oldLarge)/float64(oldSmall), 3.5, "2.1.88's whole-snapshot updates grow with the square (%d B, %d B)", oldSmall, oldLarge)
+}
+
+// A history used for a long time keeps a journal the size of what it
+// keeps: once it holds twice that (past 1 MiB) it is rewritten, and what
+// reads back is the same.
+func TestJournalIsCompacted(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	opts := filehistory.Options{MaxSnapshots: 5}
+	tr, err := filehistory.Open(d.fs, d.home, "watch", opts)
+	require.NoError(t, err)
+	deep := strings.Repeat("a-directory-with-a-rather-long-name/", 14)
+	peak, rewrites, last := 0, 0, 0
+	for turn := range 100 {
+		require.NoError(t, tr.MakeSnapshot(ctx, fmt.Sprintf("m%d", turn)))
+		for i := range 20 {
+			name := fmt.Sprintf("%s/f%02d.md", deep, i)
+			require.NoError(t, tr.TrackEdit(ctx, d.path(name)))
+			d.write(name, fmt.Sprintf("turn %d\n", turn), 0o644)
+		}
+		size := journalSize(t, d, "watch")
+		if size < last {
+			rewrites++
+		}
+		peak, last = max(peak, size), size
+	}
+	assert.Positive(t, rewrites)
+	assert.Less(t, peak, 2<<20, "the journal never grows far past the 1 MiB floor")
+
+	again, err := filehistory.Open(d.fs, d.home, "watch", opts)
+	require.NoError(t, err)
+	want, got := tr.Snapshots(), again.Snapshots()
+	require.Len(t, got, 5)
+	for i := range want {
+		assert.Equal(t, want[i].MessageID, got[i].MessageID)
+		assert.Equal(t, len(want[i].TrackedFileBackups), len(got[i].TrackedFileBackups))
+	}
+	_, err = again.Rewind(ctx, "m96", filehistory.RewindOptions{})
+	require.NoError(t, err)
+	content, _, _ := d.read(deep + "/f07.md")
+	assert.Equal(t, "turn 95\n", content, "the oldest kept checkpoint still rewinds")
+}
+
+// An old journal, long past what it keeps, is left alone by a tracker
+// that only reads it, and rewritten by the next one that writes.
+func TestTheNextWriteCompactsAnOldJournal(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	var journal []byte
+	collect := func(_ context.Context, line []byte) error {
+		journal = append(append(journal, line...), '\n')
+		return nil
+	}
+	tr, err := filehistory.NewTracker(d.fs, d.home, "old", filehistory.Options{MaxSnapshots: 2, SnapshotUpdates: true, Journal: collect})
+	require.NoError(t, err)
+	for turn := range 12 {
+		require.NoError(t, tr.MakeSnapshot(ctx, fmt.Sprintf("m%d", turn)))
+		for i := range 30 {
+			require.NoError(t, tr.TrackEdit(ctx, d.path(fmt.Sprintf("turn-%02d-file-%02d.md", turn, i))))
+		}
+	}
+	require.Greater(t, len(journal), 2<<20)
+	path := filepath.Join(filehistory.BackupDir(d.home, "old"), filehistory.JournalName)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	require.NoError(t, os.WriteFile(path, journal, 0o600))
+
+	again, err := filehistory.Open(d.fs, d.home, "old", filehistory.Options{MaxSnapshots: 2})
+	require.NoError(t, err)
+	require.Len(t, again.Snapshots(), 2)
+	assert.Equal(t, "m10", again.Snapshots()[0].MessageID)
+	assert.Len(t, again.Snapshots()[1].TrackedFileBackups, 12*30)
+	assert.Equal(t, len(journal), journalSize(t, d, "old"), "opening it to read changes nothing")
+	require.NoError(t, again.MakeSnapshot(ctx, "m12"))
+	after := journalSize(t, d, "old")
+	assert.Less(t, after, len(journal)/10, "the journal went from %d B to %d B", len(journal), after)
+	third, err := filehistory.Open(d.fs, d.home, "old", filehistory.Options{MaxSnapshots: 2})
+	require.NoError(t, err)
+	require.Len(t, third.Snapshots(), 2)
+	assert.Equal(t, []string{"m11", "m12"}, []string{third.Snapshots()[0].MessageID, third.Snapshots()[1].MessageID}, "the rewritten journal reads back the same")
+}
+
+func TestReadStateRules(t *testing.T) {
+	r := filehistory.NewReadState(filehistory.ReadStateOptions{})
+	assert.NoError(t, r.CheckWrite("/m/new.md", nil, false, true), "creating a file needs no read")
+	assert.ErrorIs(t, r.CheckWrite("/m/a.md", []byte("x"), true, false), filehistory.ErrNotRead)
+
+	r.RecordRead("/m/a.md", []byte("x"), filehistory.View{Offset: 2, Limit: 1, Partial: true})
+	assert.NoError(t, r.CheckWrite("/m/a.md", []byte("x"), true, false), "an edit needs any read")
+	assert.ErrorIs(t, r.CheckWrite("/m/a.md", []byte("x"), true, true), filehistory.ErrNotRead, "a Write needs a whole read")
+	assert.ErrorIs(t, r.CheckWrite("/m/a.md", []byte("y"), true, false), filehistory.ErrModifiedSinceRead)
+
+	r.RecordWrite("/m/a.md", []byte("z"))
+	assert.NoError(t, r.CheckWrite("/m/a.md", []byte("z"), true, true))
+	r.Forget("/m/a.md")
+	assert.ErrorIs(t, r.CheckWrite("/m/a.md", []byte("z"), true, true), filehistory.ErrNotRead)
+}
+
+func TestReadStateBounds(t *testing.T) {
+	r := filehistory.NewReadState(filehistory.ReadStateOptions{MaxFiles: 3, MaxBytes: 10})
+	for i := range 4 {
+		r.RecordRead("/m/"+strconv.Itoa(i), []byte("ab"), filehistory.View{})
+	}
+	assert.ErrorIs(t, r.CheckWrite("/m/0", []byte("ab"), true, true), filehistory.ErrNotRead, "the least recently used file is forgotten")
+	assert.NoError(t, r.CheckWrite("/m/3", []byte("ab"), true, true))
+
+	r.RecordRead("/m/big", []byte("0123456789"), filehistory.View{}) // all 10 bytes
+	for _, p := range []string{"/m/1", "/m/2", "/m/3"} {
+		assert.ErrorIs(t, r.CheckWrite(p, []byte("ab"), true, true), filehistory.ErrNotRead, "bytes bound: %s", p)
+	}
+	r.RecordRead("/m/huge", make([]byte, 11), filehistory.View{})
+	assert.ErrorIs(t, r.CheckWrite("/m/huge", make([]byte, 11), true, true), filehistory.ErrNotRead, "a file over the bound is never remembered")
+}
+
+func TestReadStateChanges(t *testing.T) {
+	r := filehistory.NewReadState(filehistory.ReadStateOptions{})
+	disk := map[string]string{"/m/a": "mine", "/m/b": "mine", "/m/c": "read only"}
+	r.RecordWrite("/m/a", []byte("mine"))
+	r.RecordWrite("/m/b", []byte("mine"))
+	r.RecordRead("/m/c", []byte("read only"), filehistory.View{})
+	read := func(p string) ([]byte, error) {
+		s, ok := disk[p]
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		return []byte(s), nil
+	}
+	assert.Empty(t, r.Changes(read))
+	disk["/m/a"] = "theirs"
+	delete(disk, "/m/b")
+	disk["/m/c"] = "changed, but never written by the agent"
+	ch := r.Changes(read)
+	assert.ElementsMatch(t, []filehistory.Change{{Path: "/m/a", Content: []byte("theirs")}, {Path: "/m/b", Deleted: true}}, ch)
+	assert.Empty(t, r.Changes(read))
+	assert.Empty(t, r.Changes(func(string) ([]byte, error) { return nil, errors.New("io") }), "an unreadable file is not a change")
+}
+
+// lateWriter is a filesystem on which another writer gets in just before
+// the first lock the gate takes: it writes race into target then, once.
+type lateWriter struct {
+	afero.Fs
+	once   sync.Once
+	target string
+	race   []byte
+}
+
+func (l *lateWriter) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if strings.HasSuffix(name, ".lock") {
+		l.once.Do(func() { _ = afero.WriteFile(l.Fs, l.target, l.race, 0o644) })
+	}
+	return l.Fs.OpenFile(name, flag, perm)
+}
+
+// TestRewindThroughTheDir: a rewind given the memory directory writes
+// through its gate: a change that lands after the rewind's check and
+// before its write is not overwritten (the check is made again under the
+// write's lock), and the rest is put back; a tracked file outside the
+// directory is not touched.
+func TestRewindThroughTheDir(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	mem, other := filepath.Join(root, "memory"), filepath.Join(root, "elsewhere")
+	require.NoError(t, os.MkdirAll(mem, 0o755))
+	require.NoError(t, os.MkdirAll(other, 0o755))
+	a, b, out := filepath.Join(mem, "a.md"), filepath.Join(mem, "b.md"), filepath.Join(other, "out.md")
+	for _, p := range []string{a, b, out} {
+		require.NoError(t, os.WriteFile(p, []byte("v1\n"), 0o644))
+	}
+	tr, err := filehistory.NewTracker(afero.NewOsFs(), filepath.Join(root, "home"), session, filehistory.Options{})
+	require.NoError(t, err)
+	require.NoError(t, tr.MakeSnapshot(ctx, "before"))
+	for _, p := range []string{a, b, out} {
+		require.NoError(t, tr.TrackEdit(ctx, p))
+		require.NoError(t, os.WriteFile(p, []byte("v2, the change to undo\n"), 0o644))
+	}
+	require.NoError(t, tr.MakeSnapshot(ctx, "after"))
+
+	fsys := &lateWriter{Fs: afero.NewOsFs(), target: a, race: []byte("v3, written during the rewind\n")}
+	d, err := memdir.NewDir(fsys, mem, memdir.DirOptions{})
+	require.NoError(t, err)
+	_, err = tr.Rewind(ctx, "before", filehistory.RewindOptions{IfUnchangedSince: "after", Dir: d})
+	var changed *filehistory.ChangedSinceError
+	require.True(t, errors.As(err, &changed), "%v", err)
+	assert.Equal(t, []string{a}, changed.Paths)
+	got, _ := os.ReadFile(a)
+	assert.Equal(t, "v3, written during the rewind\n", string(got), "the late change stands")
+	got, _ = os.ReadFile(b)
+	assert.Equal(t, "v1\n", string(got), "the rest is put back")
+	got, _ = os.ReadFile(out)
+	assert.Equal(t, "v2, the change to undo\n", string(got), "a file outside the directory is not touched")
+	var pte *memdir.PathTraversalError
+	assert.True(t, errors.As(err, &pte), "the file outside is refused: %v", err)
+}
+
+// BenchmarkCheckpointBeforeJob: a 2,000-file memory directory whose
+// earlier jobs touched 50 files; each iteration is one more job that
+// checkpoints and then changes 5 files. The floor is what any checkpoint
+// must at least do: a stat walk of the directory plus copying the 5 files
+// the job changes. Reported as x-floor (target: at most 1.5).
+func BenchmarkCheckpointBeforeJob(b *testing.B) {
+	ctx := context.Background()
+	root := b.TempDir()
+	dir := filepath.Join(root, "memory")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	body := strings.Repeat("a line of memory text that is long enough to matter\n", 40)
+	var paths []string
+	for i := range 2000 {
+		p := filepath.Join(dir, fmt.Sprintf("memory_%04d.md", i))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	tr, err := filehistory.NewTracker(afero.NewOsFs(), filepath.Join(root, "config"), "bench", filehistory.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	job := func(n int, files []string) {
+		if err := tr.MakeSnapshot(ctx, fmt.Sprintf("job-%d", n)); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range files {
+			if err := tr.TrackEdit(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	change := func(files []string, n int) {
+		for _, p := range files {
+			if err := os.WriteFile(p, []byte(body+fmt.Sprintf("change %d\n", n)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for n := range 10 { // earlier jobs: 50 tracked files
+		files := paths[n*5 : n*5+5]
+		job(n, files)
+		change(files, n)
+	}
+	floorDir := filepath.Join(root, "floor")
+	if err := os.MkdirAll(floorDir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	var ours, floor time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		files := paths[1000+(i%190)*5 : 1000+(i%190)*5+5]
+		start := time.Now()
+		job(100+i, files)
+		ours += time.Since(start)
+		b.StopTimer()
+		change(files, 100+i)
+
+		start = time.Now()
+		n := 0
+		err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if _, err := d.Info(); err != nil {
+				return err
+			}
+			n++
+			return nil
+		})
+		if err != nil || n < 2000 {
+			b.Fatal(err, n)
+		}
+		for j, p := range files {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(floorDir, fmt.Sprintf("%d-%d", i, j)), data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		floor += time.Since(start)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(ours)/float64(floor), "x-floor")
 }

@@ -1,15 +1,20 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/agentmem-sdk/agentmem/memdir"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -62,4 +67,130 @@ func TestEmbeddedOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// lockedBuffer is an io.WriteCloser safe for the transport's writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+func (b *lockedBuffer) Close() error { return nil }
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// pipedRequests is what `printf ... | agentmem mcp` sends: several
+// requests, then the end of input.
+func pipedRequests() (string, []int) {
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_save","arguments":{"name":"Piped","description":"saved from a pipe","type":"project","body":"Saved before stdin closed."}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory_list","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"five","method":"resources/list"}`,
+	}
+	return strings.Join(lines, "\n") + "\n", []int{1, 2, 3, 4}
+}
+
+// answeredIDs decodes the responses written and returns them by id.
+func answeredIDs(t *testing.T, out string) map[string]json.RawMessage {
+	t.Helper()
+	got := map[string]json.RawMessage{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		if len(m.ID) > 0 {
+			assert.Empty(t, m.Error, line)
+			got[string(m.ID)] = m.Result
+		}
+	}
+	return got
+}
+
+func TestAnswerAllAnswersEveryRequestReadBeforeEOF(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "memory")
+	srv, err := New(dirAt(t, dir), Options{Version: "test"})
+	require.NoError(t, err)
+	in, ids := pipedRequests()
+	out := &lockedBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Run(ctx, AnswerAll(&mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: out}))
+	require.NoError(t, ctx.Err(), "Run returned because every request was answered, not on the deadline")
+	if err != nil {
+		require.ErrorIs(t, err, io.EOF)
+	}
+	got := answeredIDs(t, out.String())
+	for _, id := range ids {
+		assert.Contains(t, got, fmt.Sprint(id), "request %d answered; output:\n%s", id, out.String())
+	}
+	assert.Contains(t, got, `"five"`)
+	data, err := afero.ReadFile(afero.NewOsFs(), filepath.Join(dir, "piped.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "Saved before stdin closed.", "the save was done, not cancelled")
+}
+
+// Without AnswerAll the SDK drops what it read before the end of input:
+// this pins the reason the wrapper exists.
+func TestWithoutAnswerAllRequestsAreDropped(t *testing.T) {
+	srv, err := New(dirAt(t, filepath.Join(t.TempDir(), "memory")), Options{Version: "test"})
+	require.NoError(t, err)
+	in, _ := pipedRequests()
+	out := &lockedBuffer{}
+	_ = srv.Run(context.Background(), &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: out})
+	assert.Less(t, len(answeredIDs(t, out.String())), 5)
+}
+
+// A closed connection stops the wait even with requests unanswered.
+func TestAnswerAllStopsOnClose(t *testing.T) {
+	pr, pw := io.Pipe()
+	tr := AnswerAll(&mcp.IOTransport{Reader: pr, Writer: &lockedBuffer{}})
+	conn, err := tr.Connect(context.Background())
+	require.NoError(t, err)
+	go func() {
+		_, _ = pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n"))
+		_ = pw.Close()
+	}()
+	_, err = conn.Read(context.Background())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { _, err := conn.Read(context.Background()); done <- err }()
+	select {
+	case <-done:
+		t.Fatal("the end of input was reported with a request unanswered")
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, conn.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, io.EOF)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the wait")
+	}
+}
+
+// dirAt is a memory directory handle on the real disk at dir.
+func dirAt(t *testing.T, dir string) *memdir.Dir {
+	t.Helper()
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,11 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 )
 
 var t0 = time.Date(2026, 3, 15, 10, 30, 0, 0, time.UTC)
@@ -306,4 +306,305 @@ func TestMemoryFileNamesAgreesWithTheScanWalk(t *testing.T) {
 	sort.Strings(got)
 	assert.Equal(t, want, got)
 	assert.Equal(t, []string{"a.md", "notes/c.md", "notes/deep/d.md", "z.md"}, got)
+}
+
+// settle dates every folder below dir an hour back, as if the last save
+// or sync was long ago, so its listing may be kept.
+func settle(t *testing.T, dir string) {
+	t.Helper()
+	past := time.Now().Add(-time.Hour)
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			err = os.Chtimes(p, past, past)
+		}
+		return err
+	}))
+}
+
+func TestTeamListingSeesEveryChangeOnDisk(t *testing.T) {
+	ctx := context.Background()
+	fsys := afero.NewOsFs()
+	team := filepath.Join(t.TempDir(), "team")
+	write := func(rel string) {
+		p := filepath.Join(team, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+	}
+	list := func() []string {
+		names, err := teamFileNames(ctx, fsys, team)
+		require.NoError(t, err)
+		return append([]string(nil), names...)
+	}
+	write("a.md")
+	write("sub/b.md")
+	settle(t, team)
+	require.Equal(t, []string{"a.md", "sub/b.md"}, list())
+	require.True(t, cached(team), "a settled listing is kept")
+	require.Equal(t, []string{"a.md", "sub/b.md"}, list(), "served from the cache")
+
+	write("c.md") // the folder's mtime moves to now
+	require.Equal(t, []string{"a.md", "c.md", "sub/b.md"}, list())
+	require.False(t, cached(team), "a folder changed this second is not kept")
+	write("d.md") // same second: the fresh folder was not kept, so this shows too
+	require.Equal(t, []string{"a.md", "c.md", "d.md", "sub/b.md"}, list())
+
+	settle(t, team)
+	list()
+	write("sub/e.md") // a change below a subfolder
+	require.Equal(t, []string{"a.md", "c.md", "d.md", "sub/b.md", "sub/e.md"}, list())
+
+	settle(t, team)
+	list()
+	require.NoError(t, os.Remove(filepath.Join(team, "a.md")))
+	require.Equal(t, []string{"c.md", "d.md", "sub/b.md", "sub/e.md"}, list())
+
+	// A subfolder swapped for another one, dated the same: a new folder.
+	settle(t, team)
+	list()
+	other := filepath.Join(filepath.Dir(team), "other")
+	require.NoError(t, os.MkdirAll(other, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "z.md"), []byte("x"), 0o644))
+	info, err := os.Stat(filepath.Join(team, "sub"))
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(filepath.Join(team, "sub")))
+	require.NoError(t, os.Rename(other, filepath.Join(team, "sub")))
+	for _, d := range []string{team, filepath.Join(team, "sub")} {
+		require.NoError(t, os.Chtimes(d, info.ModTime(), info.ModTime()))
+	}
+	require.Equal(t, []string{"c.md", "d.md", "sub/z.md"}, list())
+
+	// A team folder that goes away lists nothing and is not an error to
+	// the prompt.
+	require.NoError(t, os.RemoveAll(team))
+	_, err = teamFileNames(ctx, fsys, team)
+	require.Error(t, err)
+}
+
+func TestTeamListingIsSortedWithFoldersAndDashes(t *testing.T) {
+	for _, fsys := range []afero.Fs{afero.NewOsFs(), afero.NewMemMapFs()} {
+		team := filepath.Join(t.TempDir(), "team")
+		for _, rel := range []string{"a/x.md", "a-b.md", "b.md"} {
+			require.NoError(t, fsys.MkdirAll(filepath.Dir(filepath.Join(team, rel)), 0o755))
+			require.NoError(t, afero.WriteFile(fsys, filepath.Join(team, rel), []byte("x"), 0o644))
+		}
+		if _, disk := fsys.(*afero.OsFs); disk {
+			settle(t, team)
+		}
+		for range 2 {
+			names, err := teamFileNames(context.Background(), fsys, team)
+			require.NoError(t, err)
+			require.Equal(t, []string{"a-b.md", "a/x.md", "b.md"}, names)
+		}
+	}
+}
+
+func cached(dir string) bool {
+	listingCache.Lock()
+	defer listingCache.Unlock()
+	c, ok := listingCache.byDir[dir]
+	return ok && c.unchanged()
+}
+
+// TestSaveRefusesWhatLintReports: Save writes nothing that breaks a rule
+// lint reports (CheckMemoryFile, CheckIndexLine), and refuses it with the
+// same *MemoryError.
+func TestSaveRefusesWhatLintReports(t *testing.T) {
+	cases := []struct {
+		name string
+		m    Memory
+		want string
+	}{
+		{"body not UTF-8", Memory{Name: "Deploys", Description: "when we deploy", Body: "Tuesdays \xff\xfe"}, problemNotText},
+		{"NUL in the body", Memory{Name: "Deploys", Description: "when we deploy", Body: "Tues\x00days"}, problemNotText},
+		{"name too long for the index", Memory{File: "deploys.md", Name: strings.Repeat("n", 5000), Description: "when we deploy", Body: "Tuesdays."}, problemLongEntry},
+		{"file name with a control character", Memory{File: "de\x07ploys.md", Name: "Deploys", Description: "d", Body: "Tuesdays."}, problemFileName},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := afero.NewMemMapFs()
+			d, err := NewDir(fsys, "/mem", DirOptions{})
+			require.NoError(t, err)
+			_, err = d.Save(context.Background(), c.m)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidMemory)
+			var me *MemoryError
+			require.True(t, errors.As(err, &me), "a *MemoryError: %v", err)
+			assert.Equal(t, c.want, me.Problem)
+			files, _ := afero.ReadDir(fsys, "/mem")
+			assert.Empty(t, files, "nothing is written")
+		})
+	}
+}
+
+// TestCheckMemoryFileAcceptsWhatSaveWrites: a memory Save writes breaks no
+// rule, and a body of any valid text stays accepted.
+func TestCheckMemoryFileAcceptsWhatSaveWrites(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	d, err := NewDir(fsys, "/mem", DirOptions{})
+	require.NoError(t, err)
+	res, err := d.Save(context.Background(), Memory{Name: "Déploiements: mardi", Description: "quand on déploie", Body: "Le mardi. 日本語"})
+	require.NoError(t, err)
+	data, err := afero.ReadFile(fsys, res.Path)
+	require.NoError(t, err)
+	assert.Empty(t, CheckMemoryFile(res.File, data))
+	assert.Nil(t, CheckIndexLine(res.IndexLine))
+}
+
+// benchTree writes n memory files (about 1 KiB each, 100 per directory) on
+// the real disk and returns the directory and the file paths.
+func benchTree(b *testing.B, n int) (string, []string) {
+	b.Helper()
+	dir := b.TempDir()
+	paths := make([]string, 0, n)
+	body := strings.Repeat("Some remembered detail about the project and why it matters.\n", 14)
+	for i := 0; i < n; i++ {
+		sub := filepath.Join(dir, fmt.Sprintf("topic%03d", i/100))
+		if i%100 == 0 {
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		p := filepath.Join(sub, fmt.Sprintf("memory_%05d.md", i))
+		content := fmt.Sprintf("---\nname: Memory %d\ndescription: Remembered fact number %d about the build\ntype: project\n---\n\n%s", i, i, body)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return dir, paths
+}
+
+// floorRead is the least any scan must do: open each known file and read
+// its first 4 KiB, with no directory walk, parsing or sorting.
+func floorRead(b *testing.B, fsys afero.Fs, paths []string, buf []byte) {
+	for _, p := range paths {
+		f, err := fsys.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(f, buf); err != nil && err != io.ErrUnexpectedEOF {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+// BenchmarkScanMemoryFiles reports ns/file for ScanMemoryFiles and for the
+// floor, measured alternately in the same run, and their ratio (x-floor).
+func BenchmarkScanMemoryFiles(b *testing.B) {
+	for _, n := range []int{200, 2_000, 20_000} {
+		for _, par := range []int{0, 1} {
+			name := fmt.Sprintf("files=%d/parallel", n)
+			if par == 1 {
+				name = fmt.Sprintf("files=%d/serial", n)
+			}
+			benchScan(b, name, n, par)
+		}
+	}
+}
+
+func benchScan(b *testing.B, name string, n, parallelism int) {
+	b.Run(name, func(b *testing.B) {
+		dir, paths := benchTree(b, n)
+		fsys := afero.NewOsFs()
+		buf := make([]byte, 4096)
+		ctx := context.Background()
+		floorRead(b, fsys, paths, buf) // warm the page cache
+		var scanTime, floorTime time.Duration
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			got, err := ScanMemoryFiles(ctx, fsys, dir, ScanOptions{Parallelism: parallelism})
+			scanTime += time.Since(start)
+			if err != nil || len(got) != min(n, maxMemoryFiles) {
+				b.Fatalf("scan: %d headers, %v", len(got), err)
+			}
+			b.StopTimer()
+			start = time.Now()
+			floorRead(b, fsys, paths, buf)
+			floorTime += time.Since(start)
+			b.StartTimer()
+		}
+		perFile := float64(scanTime.Nanoseconds()) / float64(b.N*n)
+		floor := float64(floorTime.Nanoseconds()) / float64(b.N*n)
+		b.ReportMetric(perFile, "ns/file")
+		b.ReportMetric(floor, "floor-ns/file")
+		b.ReportMetric(perFile/floor, "x-floor")
+	})
+}
+
+// BenchmarkBuildCombinedMemoryPrompt (buildCombinedMemoryPrompt) builds the combined prompt over two
+// full 200-line indexes and 200 team files, and reports the ratio to a
+// floor that only reads both indexes from the same filesystem: on the real
+// disk, where hosts keep memory, and on afero's in-memory filesystem, whose
+// own directory listing (it sorts a map under a lock on every call) costs
+// about ten times that floor by itself.
+func BenchmarkBuildCombinedMemoryPrompt(b *testing.B) {
+	b.Run("fs=disk", func(b *testing.B) {
+		benchCombinedPrompt(b, afero.NewOsFs(), b.TempDir())
+	})
+	b.Run("fs=memmap", func(b *testing.B) {
+		benchCombinedPrompt(b, afero.NewMemMapFs(), "/m")
+	})
+}
+
+func benchCombinedPrompt(b *testing.B, fsys afero.Fs, root string) {
+	index := lines(200, indexEntry)
+	team := filepath.Join(root, "team")
+	if err := fsys.MkdirAll(team, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	indexes := []string{filepath.Join(root, "MEMORY.md"), filepath.Join(team, "MEMORY.md")}
+	for _, p := range indexes {
+		if err := afero.WriteFile(fsys, p, []byte(index), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		if err := afero.WriteFile(fsys, filepath.Join(team, fmt.Sprintf("topic_%d.md", i)), []byte("---\nname: t\n---\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The team folder was last changed an hour ago, as between two syncs;
+	// a folder changed this very second is listed again on every prompt.
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := fsys.Chtimes(team, hourAgo, hourAgo); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	req := combinedPromptRequest{AutoDir: root + string(filepath.Separator)}
+	var buildTime, floorTime time.Duration
+	size := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		out, err := buildCombinedMemoryPrompt(ctx, fsys, req)
+		buildTime += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(out)
+		b.StopTimer()
+		start = time.Now()
+		for _, p := range indexes {
+			if _, err := afero.ReadFile(fsys, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		floorTime += time.Since(start)
+		b.StartTimer()
+	}
+	if !strings.Contains(out0(fsys, req), "- topic_99.md\n") {
+		b.Fatal("the prompt does not list the team files")
+	}
+	b.ReportMetric(float64(size), "prompt-bytes")
+	b.ReportMetric(float64(buildTime)/float64(floorTime), "x-floor")
+}
+
+// out0 builds the prompt once, for a check after the timed loop.
+func out0(fsys afero.Fs, req combinedPromptRequest) string {
+	out, _ := buildCombinedMemoryPrompt(context.Background(), fsys, req)
+	return out
 }

@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/rootfs"
 	"github.com/agentmem-sdk/agentmem/secrets"
@@ -455,4 +460,342 @@ func TestToolsUseTheDirsScanner(t *testing.T) {
 			assert.ErrorContains(t, err, "refused")
 		}
 	}
+}
+
+func decide(t *testing.T, perm llm.PermissionFunc, name string, input map[string]any) llm.Decision {
+	t.Helper()
+	raw, err := json.Marshal(input)
+	require.NoError(t, err)
+	return perm(context.Background(), llm.ToolCall{ID: "1", Name: name, Input: raw})
+}
+
+func TestExtractPermissionTable(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	const auto = "/c/projects/p/memory"
+	perm := ExtractPermission(dirAt(fsys, auto+"/"), []string{"/c/projects/p/memory/logs"})
+	secret := "token " + "ghp_" + strings.Repeat("aB3dE5fG7h", 3) + "aB3dE5"
+	places := map[string]string{
+		"inside":  auto + "/notes.md",
+		"outside": "/c/projects/p/other.md",
+		"sibling": auto + "-evil/x.md",
+		"team":    auto + "/team/ci.md",
+		"dotdot":  auto + "/../secrets.md",
+	}
+	// Every tool against every place; writes carry either clean text or a
+	// secret. Read tools may look anywhere in the memory dirs; write tools
+	// only inside the auto dir. A secret passes the permission: the write
+	// gate scans what the write leaves in the file, once
+	// (TestTeamSecretsRefusedWithoutPermissionRule).
+	type row struct {
+		tool, place, content string
+		allow                bool
+	}
+	var table []row
+	readTools := []string{memdir.ToolRead, memdir.ToolGrep, memdir.ToolGlob, memdir.ToolList}
+	for _, tool := range readTools {
+		for place, ok := range map[string]bool{"inside": true, "team": true, "outside": false, "sibling": false, "dotdot": false} {
+			table = append(table, row{tool, place, "", ok})
+		}
+	}
+	for _, tool := range []string{memdir.ToolWrite, memdir.ToolEdit} {
+		for place, ok := range map[string]bool{"inside": true, "team": true, "outside": false, "sibling": false, "dotdot": false} {
+			table = append(table, row{tool, place, "fine", ok})
+		}
+		table = append(table, row{tool, "team", secret, true}, row{tool, "inside", secret, true})
+	}
+	table = append(table, row{"Bash", "inside", "", false}, row{"WebFetch", "inside", "", false}, row{"NotebookEdit", "inside", "fine", false})
+	for _, c := range table {
+		t.Run(c.tool+" "+c.place+" "+c.content[:min(len(c.content), 4)], func(t *testing.T) {
+			p := places[c.place]
+			in := map[string]any{"file_path": p, "path": p, "content": c.content, "old_string": "x", "new_string": c.content, "pattern": "x"}
+			d := decide(t, perm, c.tool, in)
+			assert.Equal(t, c.allow, d.Allow, "reason: %s", d.Reason)
+			if !d.Allow {
+				assert.NotEmpty(t, d.Reason, "the model is told why")
+				assert.NotContains(t, d.Reason, "ghp_", "a denial never repeats the secret")
+			}
+		})
+	}
+	assert.True(t, decide(t, perm, memdir.ToolGrep, map[string]any{"pattern": "x"}).Allow, "no path: the tool's own default")
+	assert.True(t, decide(t, perm, memdir.ToolRead, map[string]any{"file_path": "/c/projects/p/memory/logs/2026/01/x.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolWrite, map[string]any{"file_path": "relative.md", "content": "x"}).Allow)
+	d := perm(context.Background(), llm.ToolCall{Name: memdir.ToolWrite, Input: json.RawMessage(`[1]`)})
+	assert.False(t, d.Allow)
+}
+
+func TestSessionPermission(t *testing.T) {
+	perm := SessionPermission("/c/s/summary.md")
+	assert.True(t, decide(t, perm, memdir.ToolEdit, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+	assert.True(t, decide(t, perm, memdir.ToolEdit, map[string]any{"file_path": "/c/s/./summary.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolEdit, map[string]any{"file_path": "/c/s/other.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolEdit, map[string]any{}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolWrite, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+	assert.False(t, decide(t, perm, memdir.ToolRead, map[string]any{"file_path": "/c/s/summary.md"}).Allow)
+}
+
+func TestAgentWithMemoryTools(t *testing.T) {
+	// The loop, the tools and the rule together: a denied write outside,
+	// then a write inside that lands.
+	fsys := afero.NewMemMapFs()
+	const auto = "/c/memory"
+	require.NoError(t, fsys.MkdirAll(auto, 0o755))
+	ts, err := New(dirAt(fsys, auto), Options{})
+	require.NoError(t, err)
+	steps := []llm.Response{
+		toolUse("1", memdir.ToolWrite, map[string]any{"file_path": "/etc/cron.d/x", "content": "x"}),
+		toolUse("2", memdir.ToolWrite, map[string]any{"file_path": auto + "/user_role.md", "content": "---\nname: Role\ntype: user\n---\nData scientist\n"}),
+		{Message: llm.Message{Content: []llm.Block{llm.TextBlock("saved")}}, StopReason: llm.StopEndTurn},
+	}
+	i := 0
+	model := llm.ModelFunc(func(context.Context, llm.Request) (llm.Response, error) { i++; return steps[i-1], nil })
+	res, err := llm.RunAgent(context.Background(), model, llm.Task{Prompt: "save", Tools: ts.Tools(), Permission: ExtractPermission(dirAt(fsys, auto), nil)})
+	require.NoError(t, err)
+	require.Len(t, res.ToolCalls, 2)
+	assert.True(t, res.ToolCalls[0].Denied)
+	assert.False(t, res.ToolCalls[1].Denied)
+	assert.Equal(t, []string{auto + "/user_role.md"}, ts.Written())
+}
+
+func toolUse(id, name string, input map[string]any) llm.Response {
+	raw, _ := json.Marshal(input)
+	return llm.Response{Message: llm.Message{Content: []llm.Block{llm.ToolUseBlock(id, name, raw)}}, StopReason: llm.StopToolUse}
+}
+
+func TestReadBeforeWrite(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			a := filepath.Join(e.mem, "a.md")
+			edit := m{"file_path": a, "old_string": "alpha", "new_string": "gamma"}
+
+			_, err := run(t, e.ts, memdir.ToolEdit, edit)
+			assert.ErrorContains(t, err, "has not been read yet")
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "x\n"})
+			assert.ErrorContains(t, err, "has not been read yet")
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "new.md"), "content": "x\n"})
+			assert.NoError(t, err, "creating a file overwrites nothing")
+
+			// Part of the file: Edit may go on, Write may not.
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": a, "offset": 2, "limit": 1})
+			require.NoError(t, err)
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "x\n"})
+			assert.ErrorContains(t, err, "has not been read yet")
+			_, err = run(t, e.ts, memdir.ToolEdit, edit)
+			require.NoError(t, err)
+			// Its own write counts as read.
+			_, err = run(t, e.ts, memdir.ToolEdit, m{"file_path": a, "old_string": "gamma", "new_string": "delta"})
+			require.NoError(t, err)
+
+			// Someone else changes the file: refused, nothing lost.
+			require.NoError(t, afero.WriteFile(e.fs, a, []byte("the user's version\n"), 0o644))
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "mine\n"})
+			assert.ErrorContains(t, err, "has been modified since you read it")
+			data, _ := afero.ReadFile(e.fs, a)
+			assert.Equal(t, "the user's version\n", string(data))
+
+			// A full read whose content still matches passes, whatever the mtime.
+			_, err = run(t, e.ts, memdir.ToolRead, m{"file_path": a})
+			require.NoError(t, err)
+			future := time.Now().Add(time.Hour)
+			require.NoError(t, e.fs.Chtimes(a, future, future))
+			_, err = run(t, e.ts, memdir.ToolWrite, m{"file_path": a, "content": "mine\n"})
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func TestBlindWritesOption(t *testing.T) {
+	e := envs(t)[1]
+	ts, err := New(dirAt(e.fs, e.mem), Options{BlindWrites: true})
+	require.NoError(t, err)
+	_, err = run(t, ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "a.md"), "content": "x\n"})
+	assert.NoError(t, err)
+}
+
+// TestConcurrentWritersOneWins is the main agent's Edit and a background
+// job's Write to the same memory file at the same moment, on the real
+// disk: exactly one lands, the other is told "modified since read", and
+// the file holds the winner's content in full.
+func TestConcurrentWritersOneWins(t *testing.T) {
+	e := envs(t)[1]
+	a := filepath.Join(e.mem, "a.md")
+	wins := map[string]int{}
+	for i := range 200 {
+		base := fmt.Sprintf("round %d\nshared line\n", i)
+		require.NoError(t, os.WriteFile(a, []byte(base), 0o644))
+		main, err := New(dirAt(e.fs, e.mem), Options{})
+		require.NoError(t, err)
+		job, err := New(dirAt(e.fs, e.mem), Options{})
+		require.NoError(t, err)
+		for _, ts := range []*Toolset{main, job} {
+			_, err := run(t, ts, memdir.ToolRead, m{"file_path": a})
+			require.NoError(t, err)
+		}
+		var wg sync.WaitGroup
+		var editErr, writeErr error
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, editErr = callTool(main, memdir.ToolEdit, m{"file_path": a, "old_string": "shared line", "new_string": "main agent's line"})
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			_, writeErr = callTool(job, memdir.ToolWrite, m{"file_path": a, "content": base + "background job's line\n"})
+		}()
+		close(start)
+		wg.Wait()
+		data, err := os.ReadFile(a)
+		require.NoError(t, err)
+		switch {
+		case editErr == nil && writeErr != nil:
+			assert.ErrorContains(t, writeErr, "modified since you read it")
+			assert.Equal(t, fmt.Sprintf("round %d\nmain agent's line\n", i), string(data))
+			wins["edit"]++
+		case writeErr == nil && editErr != nil:
+			assert.ErrorContains(t, editErr, "modified since you read it")
+			assert.Equal(t, base+"background job's line\n", string(data))
+			wins["write"]++
+		default:
+			t.Fatalf("round %d: edit error %v, write error %v: exactly one must win", i, editErr, writeErr)
+		}
+	}
+	t.Logf("wins over 200 rounds: %v", wins)
+}
+
+func callTool(ts *Toolset, name string, input m) (string, error) {
+	raw, _ := json.Marshal(input)
+	for _, tool := range ts.Tools() {
+		if tool.Spec.Name == name {
+			return tool.Call(context.Background(), raw)
+		}
+	}
+	return "", fmt.Errorf("no tool %s", name)
+}
+
+func TestChangedFiles(t *testing.T) {
+	for _, e := range envs(t) {
+		t.Run(e.name, func(t *testing.T) {
+			n := filepath.Join(e.mem, "note.md")
+			gone := filepath.Join(e.mem, "gone.md")
+			for _, p := range []string{n, gone} {
+				_, err := run(t, e.ts, memdir.ToolWrite, m{"file_path": p, "content": "mine\n"})
+				require.NoError(t, err)
+			}
+			assert.Empty(t, e.ts.ChangedFiles())
+			require.NoError(t, afero.WriteFile(e.fs, n, []byte("theirs\n"), 0o644))
+			require.NoError(t, e.fs.Remove(gone))
+			ch := e.ts.ChangedFiles()
+			require.Len(t, ch, 2)
+			byPath := map[string]filehistory.Change{}
+			for _, c := range ch {
+				byPath[c.Path] = c
+			}
+			assert.Equal(t, "theirs\n", string(byPath[n].Content))
+			assert.True(t, byPath[gone].Deleted)
+			assert.Empty(t, e.ts.ChangedFiles(), "each change is reported once")
+			// The model was told: it may edit the new content.
+			_, err := run(t, e.ts, memdir.ToolEdit, m{"file_path": n, "old_string": "theirs", "new_string": "ours"})
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func TestToolsetTrackerRewindsToolWrites(t *testing.T) {
+	ctx := context.Background()
+	e := envs(t)[1]
+	home := filepath.Join(filepath.Dir(e.mem), "home")
+	tr, err := filehistory.NewTracker(e.fs, home, "s1", filehistory.Options{})
+	require.NoError(t, err)
+	ts, err := New(dirAt(e.fs, e.mem).WithHistory(tr), Options{})
+	require.NoError(t, err)
+	a := filepath.Join(e.mem, "a.md")
+	before, _ := os.ReadFile(a)
+
+	require.NoError(t, tr.MakeSnapshot(ctx, "m1"))
+	_, err = run(t, ts, memdir.ToolRead, m{"file_path": a})
+	require.NoError(t, err)
+	_, err = run(t, ts, memdir.ToolEdit, m{"file_path": a, "old_string": "alpha", "new_string": "wrong"})
+	require.NoError(t, err)
+	_, err = run(t, ts, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "bad.md"), "content": "a wrong memory\n"})
+	require.NoError(t, err)
+
+	st, err := tr.Rewind(ctx, "m1", filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Len(t, st.FilesChanged, 2)
+	after, _ := os.ReadFile(a)
+	assert.Equal(t, string(before), string(after))
+	_, err = os.Stat(filepath.Join(e.mem, "bad.md"))
+	assert.True(t, os.IsNotExist(err))
+
+	// Without a snapshot the tracker refuses, and so does the write.
+	tr2, _ := filehistory.NewTracker(e.fs, home, "s2", filehistory.Options{})
+	ts2, _ := New(dirAt(e.fs, e.mem).WithHistory(tr2), Options{})
+	_, err = run(t, ts2, memdir.ToolWrite, m{"file_path": filepath.Join(e.mem, "x.md"), "content": "x"})
+	assert.ErrorContains(t, err, "could not be saved for undo")
+	assert.False(t, strings.Contains(err.Error(), home), "no host path of the backup store")
+}
+
+// BenchmarkGrep runs the Grep tool over a 2,000-file memory dir on the
+// real disk, and in the same loop a floor that reads every file (paths
+// known in advance) and runs the same regexp; it reports x-floor.
+func BenchmarkGrep(b *testing.B) {
+	dir := b.TempDir()
+	var paths []string
+	body := strings.Repeat("remembered detail about the build and the deploy process\n", 16)
+	for i := 0; i < 2000; i++ {
+		sub := filepath.Join(dir, fmt.Sprintf("t%02d", i/100))
+		if i%100 == 0 {
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		p := filepath.Join(sub, fmt.Sprintf("m%04d.md", i))
+		extra := ""
+		if i%50 == 0 {
+			extra = "the flaky-test quarantine list lives in ci/quarantine.txt\n"
+		}
+		if err := os.WriteFile(p, []byte("---\nname: m\n---\n"+body+extra), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	fsys := afero.NewOsFs()
+	ts, err := New(dirAt(fsys, dir), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	grep := ts.grepTool()
+	input, _ := json.Marshal(map[string]any{"pattern": `flaky-test \w+`})
+	re := regexp.MustCompile(`flaky-test \w+`)
+	ctx := context.Background()
+	var ours, floor time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		out, err := grep.Call(ctx, input)
+		ours += time.Since(start)
+		if err != nil || strings.Count(out, "\n") != 40 {
+			b.Fatalf("grep: %v %q", err, out[:min(len(out), 200)])
+		}
+		b.StopTimer()
+		start = time.Now()
+		n := 0
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if re.Match(data) {
+				n++
+			}
+		}
+		floor += time.Since(start)
+		if n != 40 {
+			b.Fatal(n)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(ours)/float64(floor), "x-floor")
 }

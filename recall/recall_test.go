@@ -2,13 +2,23 @@ package recall
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/llm/llmtest"
@@ -319,4 +329,834 @@ func mustDir(fsys afero.Fs, dir string) *memdir.Dir {
 		panic(err)
 	}
 	return d
+}
+
+// diskTree writes memories on the real disk and backdates every file and
+// folder by an hour, so their mtimes are settled (older than the racy
+// window) as on a directory nobody touched lately.
+func diskTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, body := range files {
+		p := filepath.Join(dir, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(memoryText(rel, body)), 0o644))
+	}
+	backdate(t, dir)
+	return dir
+}
+
+func memoryText(name, body string) string {
+	return "---\nname: " + name + "\ndescription: " + body + "\ntype: project\n---\n\n" + body + "\n"
+}
+
+// backdate sets every mtime below dir (dir included) to one fixed time
+// long past.
+func backdate(t *testing.T, dir string) {
+	t.Helper()
+	old := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	}))
+}
+
+func names(f *Finder, query string) []string {
+	var out []string
+	for _, h := range f.Find(context.Background(), query, nil, nil) {
+		out = append(out, h.Filename)
+	}
+	return out
+}
+
+// TestFinderSeesChangesWithoutAFullWalk: on the real disk a Find after a
+// file is added, removed or renamed (its folder's mtime moved), or after a
+// new subfolder, sees the change at once; an edit in place is seen through
+// the change notice.
+func TestFinderSeesChangesWithoutAFullWalk(t *testing.T) {
+	dir := diskTree(t, map[string]string{
+		"deploy.md":       "deploys happen on tuesday",
+		"team/oncall.md":  "the pager moves weekly",
+		"team/grafana.md": "dashboards live in grafana",
+	})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+
+	// Added: the folder's mtime moves.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "team", "kafka.md"), []byte(memoryText("kafka", "kafka consumer lag alerts")), 0o644))
+	assert.Equal(t, []string{"team/kafka.md"}, names(f, "kafka consumer lag"))
+
+	// A new subfolder: its parent's mtime moves.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "team", "infra"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "team", "infra", "vault.md"), []byte(memoryText("vault", "vault secret storage")), 0o644))
+	assert.Equal(t, []string{"team/infra/vault.md"}, names(f, "vault secret storage"))
+
+	// Removed and renamed.
+	require.NoError(t, os.Remove(filepath.Join(dir, "team", "grafana.md")))
+	assert.Empty(t, names(f, "grafana dashboards"))
+	require.NoError(t, os.Rename(filepath.Join(dir, "team", "oncall.md"), filepath.Join(dir, "pager.md")))
+	assert.Equal(t, []string{"pager.md"}, names(f, "pager moves weekly"))
+
+	// Edited in place, with every folder settled again: only the change
+	// notice tells.
+	backdate(t, dir)
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.md"), []byte(memoryText("deploy.md", "releases ship on thursday now")), 0o644))
+	eventuallyFinds(t, f, "releases ship thursday", "deploy.md", "an edit in place is seen through its change notice")
+}
+
+// TestFinderSkipsTheWalkAndWalksOnSchedule: with every folder settled and
+// no notice, Find reads nothing (a change hidden from both is not seen),
+// and the periodic full walk finds it.
+func TestFinderSkipsTheWalkAndWalksOnSchedule(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+	require.NoError(t, f.Close()) // no more notices
+	require.NoError(t, f.Close(), "a second Close does nothing")
+
+	// A change that neither moves a folder nor sends a notice.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.md"), []byte(memoryText("deploy.md", "releases ship on thursday now")), 0o644))
+	backdate(t, dir)
+	assert.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"), "no walk: the old text is still indexed")
+	eventuallyFinds(t, f, "releases ship thursday", "deploy.md", "the periodic full walk finds it")
+}
+
+// TestFinderRacyFolder: a folder whose mtime is within the racy window is
+// walked on every Find, so a change in the same clock tick is not missed.
+func TestFinderRacyFolder(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, f.Close()) // no notices: only the folders tell
+	now := time.Now()
+	require.NoError(t, os.Chtimes(dir, now, now))
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+	// Add a file and put the folder's mtime back where the last Find saw
+	// it, as a change within one clock tick would leave it.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kafka.md"), []byte(memoryText("kafka", "kafka consumer lag alerts")), 0o644))
+	require.NoError(t, os.Chtimes(dir, now, now))
+	assert.Equal(t, []string{"kafka.md"}, names(f, "kafka consumer lag"))
+}
+
+// TestFinderOnMemMapFsWalksEveryTime: another filesystem gives no notices
+// and its folders' mtimes do not move, so every Find walks.
+func TestFinderOnMemMapFsWalksEveryTime(t *testing.T) {
+	fsys, dir := sampleTree(t)
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, []string{"deploy.md"}, names(f, "deploys tuesdays"))
+	require.NoError(t, afero.WriteFile(fsys, "/mem/deploy.md", []byte(memoryText("deploy.md", "releases ship thursday")), 0o644))
+	assert.Equal(t, []string{"deploy.md"}, names(f, "releases ship thursday"))
+}
+
+// TestFinderSeesADirectoryReplaced: the memory directory removed and made
+// again (a restore, a sync that swaps folders) is read anew, even when
+// its mtime is set back to the old one.
+func TestFinderSeesADirectoryReplaced(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+	require.NoError(t, os.RemoveAll(dir))
+	assert.Empty(t, names(f, "when do deploys happen"), "gone")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kafka.md"), []byte(memoryText("kafka", "kafka consumer lag alerts")), 0o644))
+	backdate(t, dir)
+	assert.Equal(t, []string{"kafka.md"}, names(f, "kafka consumer lag"), "the new directory is read")
+
+	// Replaced between two Finds, the new one's mtime set to the old one's.
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vault.md"), []byte(memoryText("vault", "vault secret storage")), 0o644))
+	backdate(t, dir)
+	eventuallyFinds(t, f, "vault secret storage", "vault.md", "found")
+}
+
+// TestAnUnclosedFinderReleasesItsWatcher: a Finder dropped without Close
+// stops its watcher once it is collected.
+func TestAnUnclosedFinderReleasesItsWatcher(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	var d *changeDetector // held past the Finder, which it does not reach
+	func() {
+		f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen")) // starts the watcher
+		d = f.corpus.changes
+	}()
+	released := func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.closed && d.watcher == nil
+	}
+	require.False(t, released(), "the watcher runs while the Finder is in use")
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return released()
+	}, 5*time.Second, 20*time.Millisecond, "the watcher is closed once the Finder is collected")
+	d.loop.Wait() // and its goroutine has ended
+}
+
+// TestACancelledWalkKeepsTheNotice: a change notice that a Find's walk
+// was cancelled before acting on is still acted on by the next Find.
+func TestACancelledWalkKeepsTheNotice(t *testing.T) {
+	dir := diskTree(t, map[string]string{"deploy.md": "deploys happen on tuesday"})
+	f, err := NewFinder(mustDir(afero.NewOsFs(), dir), FinderOptions{FullWalkEvery: time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, []string{"deploy.md"}, names(f, "when do deploys happen"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.md"), []byte(memoryText("deploy.md", "releases ship on thursday now")), 0o644))
+	backdate(t, dir)
+	require.Eventually(t, f.corpus.changes.dirty.Load, 5*time.Second, 5*time.Millisecond, "the notice arrives")
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.Empty(t, f.Find(cancelled, "releases ship thursday", nil, nil), "a cancelled Find finds nothing")
+	assert.Equal(t, []string{"deploy.md"}, names(f, "releases ship thursday"), "the next Find walks")
+}
+
+// eventuallyFinds waits (up to 5 s) for query to find exactly want: what
+// a change notice or a scheduled walk brings is not there at once.
+func eventuallyFinds(t *testing.T, f *Finder, query, want, msg string) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		got := names(f, query)
+		return len(got) == 1 && got[0] == want
+	}, 5*time.Second, 10*time.Millisecond, msg)
+}
+
+func sims(vals ...float64) []scored {
+	out := make([]scored, len(vals))
+	for i, v := range vals {
+		out[i] = scored{fmt.Sprintf("m%03d", i), v}
+	}
+	return out
+}
+
+// TestVectorsAbstainWhenSimilaritiesDoNotSeparate: equal similarities
+// (an embedder giving one vector, or the zero vector, to every text) find
+// nothing; noise finds something on about falseAlarm of the messages; a
+// memory that stands out is found, with a confidence below 1 that grows
+// with how far it stands out.
+func TestVectorsAbstainWhenSimilaritiesDoNotSeparate(t *testing.T) {
+	assert.Nil(t, confident(sims(0, 0, 0, 0, 0, 0, 0, 0), 0, nil), "all zero")
+	assert.Nil(t, confident(sims(0.3, 0.3, 0.3, 0.3, 0.3), 0, nil), "all equal")
+	assert.Nil(t, confident(sims(0.9), 0, nil), "one memory cannot stand out")
+	assert.Nil(t, confident(sims(0.9, 0.1, 0.1), 0, nil), "nor one of three")
+
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{20, 200, 2000} {
+		alarms := 0
+		const trials = 400
+		for range trials {
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = 0.2 + 0.05*r.NormFloat64()
+			}
+			if confident(sims(vals...), 0, nil) != nil {
+				alarms++
+			}
+		}
+		assert.LessOrEqual(t, alarms, trials*4/100, "noise over %d memories: found something on %d of %d messages (falseAlarm is 1%%)", n, alarms, trials)
+	}
+
+	vals := make([]float64, 200)
+	for i := range vals {
+		vals[i] = 0.2 + 0.05*r.NormFloat64()
+	}
+	vals[7], vals[9] = 0.8, 0.5
+	got := confident(sims(vals...), 0, nil)
+	require.Len(t, got, 2)
+	assert.Greater(t, got["m007"], got["m009"])
+	assert.Less(t, got["m007"], 1.0)
+	assert.Greater(t, got["m009"], 0.0)
+	assert.Len(t, confident(sims(vals...), 0.6, nil), 1, "MinSimilarity is a floor besides the statistic")
+}
+
+// TestVectorsCountOnlyWhatWordsDoNotExplain: an embedder that follows
+// the words (its similarity rises with the word score) finds nothing
+// words found already; a memory it finds beyond what its words explain,
+// and one words did not find, are still found.
+func TestVectorsCountOnlyWhatWordsDoNotExplain(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	var all []scored
+	words := map[string]float64{}
+	for i := range 400 {
+		key := fmt.Sprintf("m%03d", i)
+		sim := 0.2 + 0.02*r.NormFloat64()
+		if i < 40 { // found by words, from 1 down to 0.1
+			words[key] = 1 - float64(i)/44
+			sim += 0.5 * words[key]
+		}
+		all = append(all, scored{key, sim})
+	}
+	all[30].score += 0.4 // a weak word match meaning finds beyond its words
+	all[200].score = 0.8 // words missed it
+	raw := confident(all, 0, nil)
+	assert.Contains(t, raw, "m000", "without the word scores the best word match stands out")
+	assert.Greater(t, len(raw), 10)
+	got := confident(all, 0, words)
+	assert.Equal(t, []string{"m030", "m200"}, slices.Sorted(maps.Keys(got)))
+
+	flat := map[string]float64{}
+	for i := range 40 {
+		flat[fmt.Sprintf("m%03d", i+100)] = 0.5 // words that say nothing of these similarities
+	}
+	assert.Equal(t, raw, confident(all, 0, flat), "a line that does not rise takes nothing")
+}
+
+func hits(scores ...float64) []lexical.Hit {
+	out := make([]lexical.Hit, len(scores))
+	for i, s := range scores {
+		out[i] = lexical.Hit{Key: fmt.Sprintf("w%d", i), Score: s}
+	}
+	return out
+}
+
+func keys(ss []scored) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.key
+	}
+	return out
+}
+
+// TestWeighKeepsWhatWordsFound: with nothing found by meaning the
+// selection is the lexical one as it is; a memory found by meaning takes
+// the place of a word match it beats, never the best word match, and
+// reorders the matches words found too.
+func TestWeighKeepsWhatWordsFound(t *testing.T) {
+	pool := hits(10, 9, 8, 6, 5, 4, 1)
+	_, ranked, _ := weigh(pool, nil, 0.2, 1, 5)
+	assert.Equal(t, []string{"w0", "w1", "w2", "w3", "w4"}, keys(ranked), "words alone")
+
+	_, ranked, _ = weigh(pool, map[string]float64{"v": 0.55}, 0.2, 1, 5)
+	assert.Equal(t, []string{"w0", "w1", "w2", "w3", "v"}, keys(ranked), "in for the weakest word match it beats (0.5 < 0.55)")
+
+	_, ranked, _ = weigh(pool, map[string]float64{"v": 0.3}, 0.2, 1, 5)
+	assert.Equal(t, []string{"w0", "w1", "w2", "w3", "w4"}, keys(ranked), "less sure than words: nothing moves")
+
+	_, ranked, _ = weigh(pool, map[string]float64{"w4": 0.9}, 0.2, 1, 5)
+	assert.Equal(t, []string{"w4", "w0", "w1", "w2", "w3"}, keys(ranked), "found by both: first")
+
+	found := map[string]float64{"a": 0.99, "b": 0.99, "c": 0.99, "d": 0.99, "e": 0.99}
+	_, ranked, _ = weigh(pool, found, 0.2, 10, 5)
+	assert.Contains(t, keys(ranked), "w0", "the best word match stays whatever the weight")
+	assert.Len(t, ranked, 5)
+
+	_, ranked, _ = weigh(nil, map[string]float64{"v": 0.1}, 0.2, 1, 5)
+	assert.Equal(t, []string{"v"}, keys(ranked), "words found nothing: meaning answers")
+}
+
+// knowsNothing are embedders whose similarities say nothing.
+func knowsNothing(t *testing.T) map[string]Embedder {
+	out := map[string]Embedder{}
+	for _, n := range []string{"zero", "random"} {
+		e, err := ControlEmbedder(n)
+		require.NoError(t, err)
+		out[n] = e
+	}
+	out["constant"] = EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
+		v := make([][]float32, len(texts))
+		for i := range v {
+			v[i] = []float32{1, 2, 3}
+		}
+		return v, nil
+	})
+	return out
+}
+
+// TestAnEmbedderThatKnowsNothingChangesNothing: with the zero, a random
+// or a constant embedder every selection is the lexical one, superseding
+// included: a newer memory on the same subject that words did not find
+// does not come in through the vectors.
+func TestAnEmbedderThatKnowsNothingChangesNothing(t *testing.T) {
+	mems := [][3]string{
+		{"deploy-window.md", "the deploy window is tuesday afternoon", "Ask Priya about exceptions."},
+		{"deploy-window-moved.md", "the deploy window moved to thursday afternoon", "Since the freeze."},
+	}
+	for i := range 40 {
+		mems = append(mems, [3]string{fmt.Sprintf("note%02d.md", i), fmt.Sprintf("note %d on %s", i, benchWords[i%len(benchWords)]), benchWords[(i*7)%len(benchWords)] + " and " + benchWords[(i*3)%len(benchWords)]})
+	}
+	fsys, dir := memTree(t, mems...)
+	words, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+	require.NoError(t, err)
+	queries := []string{"ask priya about exceptions", "is the deploy window still tuesday", "postgres migration", "kafka lag and redis", "thanks!"}
+	assert.Equal(t, []string{"deploy-window.md"}, names(words, queries[0]), "words find only the older memory")
+	for name, e := range knowsNothing(t) {
+		var events []Event
+		f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: e, Observer: func(ev Event) { events = append(events, ev) }})
+		require.NoError(t, err)
+		for _, q := range queries {
+			assert.Equal(t, names(words, q), names(f, q), "%s: %q", name, q)
+			assert.Zero(t, events[len(events)-1].VectorMatches, name)
+		}
+	}
+}
+
+// TestCompareEmbedder: an embedder that knows synonyms raises recall,
+// one that knows nothing leaves it as it is and abstains; labels that do
+// not fit are refused.
+func TestCompareEmbedder(t *testing.T) {
+	mems := [][3]string{
+		{"p1/car.md", "Priya bought a used sedan", "A blue sedan, bought in March."},
+		{"p1/doctor.md", "Omar's new physician", "Dr. Lee at the Elm Street practice."},
+		{"p2/trip.md", "vacation plans", "Two weeks in Lisbon in June."},
+		{"p2/pay.md", "the salary review", "A raise in April."},
+	}
+	for i := range 12 {
+		mems = append(mems, [3]string{fmt.Sprintf("p%d/note%02d.md", 1+i%2, i), fmt.Sprintf("note %d on %s", i, benchWords[i]), benchWords[i+20]})
+	}
+	fsys, dir := memTree(t, mems...)
+	questions := []Question{
+		{Query: "which automobile did she get", Needs: []string{"p1/car.md"}},
+		{Query: "who is the doctor now", Needs: []string{"p1/doctor.md"}},
+		{Query: "vacation plans for summer", Needs: []string{"p2/trip.md"}},
+		{Query: "how much is the wage now", Needs: []string{"p2/pay.md"}},
+		{Query: "thanks!"},
+	}
+	ctx := context.Background()
+	for _, per := range []bool{false, true} {
+		c, err := CompareEmbedder(ctx, CompareRequest{Dir: mustDir(fsys, dir), Questions: questions, Embedder: &fakeEmbedder{}, PerFolder: per})
+		require.NoError(t, err)
+		assert.Equal(t, EmbedderComparison{K: 5, Questions: 4, Skipped: 1, WordsRecall: 0.25, HybridRecall: 1, Better: 3, Abstained: c.Abstained}, c, "per folder %v", per)
+		assert.InDelta(t, 0.75, c.Gain(), 1e-9)
+
+		zero, _ := ControlEmbedder("zero")
+		c, err = CompareEmbedder(ctx, CompareRequest{Dir: mustDir(fsys, dir), Questions: questions, Embedder: zero, PerFolder: per})
+		require.NoError(t, err)
+		assert.Equal(t, EmbedderComparison{K: 5, Questions: 4, Skipped: 1, WordsRecall: 0.25, HybridRecall: 0.25, Abstained: 4}, c)
+	}
+
+	bad := map[string]struct {
+		req  CompareRequest
+		want error
+	}{
+		"no embedder":    {CompareRequest{Dir: mustDir(fsys, dir), Questions: questions}, ErrNoEmbedder},
+		"no directory":   {CompareRequest{Questions: questions, Embedder: &fakeEmbedder{}}, ErrNoMemoryDir},
+		"no labels":      {CompareRequest{Dir: mustDir(fsys, dir), Questions: questions[4:], Embedder: &fakeEmbedder{}}, ErrBadLabels},
+		"missing file":   {CompareRequest{Dir: mustDir(fsys, dir), Questions: []Question{{Query: "q", Needs: []string{"p1/gone.md"}}}, Embedder: &fakeEmbedder{}}, ErrBadLabels},
+		"across folders": {CompareRequest{Dir: mustDir(fsys, dir), Questions: []Question{{Query: "q", Needs: []string{"p1/car.md", "p2/trip.md"}}}, Embedder: &fakeEmbedder{}, PerFolder: true}, ErrBadLabels},
+		"failing":        {CompareRequest{Dir: mustDir(fsys, dir), Questions: questions, Embedder: EmbedderFunc(func(context.Context, []string) ([][]float32, error) { return nil, errors.New("down") })}, ErrEmbedding},
+	}
+	for name, tc := range bad {
+		t.Run(name, func(t *testing.T) {
+			_, err := CompareEmbedder(ctx, tc.req)
+			assert.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+// TestControlEmbedders: each control is deterministic and gives one
+// vector per text; an unknown name is refused.
+func TestControlEmbedders(t *testing.T) {
+	for _, n := range ControlEmbedderNames() {
+		e, err := ControlEmbedder(n)
+		require.NoError(t, err)
+		a, err := e.Embed(context.Background(), []string{"the deploy window", "a sedan", ""})
+		require.NoError(t, err)
+		b, _ := e.Embed(context.Background(), []string{"the deploy window"})
+		require.Len(t, a, 3, n)
+		assert.Equal(t, a[0], b[0], n)
+		assert.Len(t, a[1], len(a[0]), n)
+	}
+	_, err := ControlEmbedder("bert")
+	assert.ErrorIs(t, err, ErrUnknownControl)
+}
+
+// TestTheBestWordMatchStays: memories found by meaning, given a large
+// weight, bring a newer memory on their subject in; the best word match
+// still stays in the selection.
+func TestTheBestWordMatchStays(t *testing.T) {
+	mems := [][3]string{
+		{"best.md", "the deploy window is friday", "Deploy in the window."},
+		{"zebra-stripes-a.md", "the zebra stripes are black afternoon", "Stripes."},
+		{"zebra-stripes-b.md", "the zebra stripes moved to white afternoon", "Stripes, newer."},
+	}
+	for i := range 10 {
+		mems = append(mems, [3]string{fmt.Sprintf("note%02d.md", i), fmt.Sprintf("note %d on the build cache", i), "Cache keys."})
+	}
+	fsys, dir := memTree(t, mems...)
+	near := EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
+		out := make([][]float32, len(texts))
+		for i, text := range texts {
+			out[i] = append([]float32{0, 1}, textNoise(text, 16, 0.05)...)
+			if text == "deploy window friday" || strings.Contains(text, "zebra") {
+				out[i][0], out[i][1] = 1, 0
+			}
+		}
+		return out, nil
+	})
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: near, VectorWeight: 5, MaxSelected: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"zebra-stripes-b.md", "best.md"}, names(f, "deploy window friday"))
+}
+
+// TestNewerValueRanksFirst: two memories on one subject with different
+// values: the newer ranks first, even when the older's wording matches the
+// message better; memories of another subject are left as they are.
+func TestNewerValueRanksFirst(t *testing.T) {
+	fsys, dir := memTree(t,
+		[3]string{"deploy-window.md", "the deploy window is tuesday afternoon", "We deploy in the tuesday afternoon window."},
+		[3]string{"oncall.md", "the pager rotates weekly", "Four engineers share the pager."},
+		[3]string{"deploy-window-moved.md", "the deploy window moved to thursday afternoon", "Since the freeze we deploy thursdays."},
+	)
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+	require.NoError(t, err)
+	got := names(f, "is the deploy window still tuesday afternoon?")
+	require.NotEmpty(t, got)
+	assert.Equal(t, "deploy-window-moved.md", got[0], "the newer value first")
+	assert.Contains(t, got, "deploy-window.md", "the older stays in the selection")
+}
+
+// TestLinkedNeighboursFillFreeSlots: a chosen memory's [[name]] neighbour
+// joins when it scores for the message (here below the relative cut, so
+// without the link it stays out), never one that does not score.
+func TestLinkedNeighboursFillFreeSlots(t *testing.T) {
+	find := func(links string) []string {
+		fsys := afero.NewMemMapFs()
+		write := func(file, name, desc, body string) {
+			require.NoError(t, afero.WriteFile(fsys, "/mem/"+file, []byte("---\nname: "+name+"\ndescription: "+desc+"\ntype: project\n---\n\n"+body+"\n"), 0o644))
+		}
+		write("release.md", "release-process", "how a release is cut, tagged and shipped", "Cut the release branch, tag it, ship it. "+links)
+		write("canary.md", "canary-checks", "what to watch while a canary runs", "Watch the error rates of a release before promoting it.")
+		write("lunch.md", "lunch-menu", "what the team orders for lunch", "Tacos on Fridays.")
+		for i := range 12 {
+			write("other"+strings.Repeat("x", i)+".md", "other", "notes on the build cache "+strings.Repeat("z", i), "Cache keys and eviction.")
+		}
+		f, err := NewFinder(mustDir(fsys, "/mem"), FinderOptions{})
+		require.NoError(t, err)
+		return names(f, "how is a release cut, tagged and shipped")
+	}
+	without := find("")
+	require.Equal(t, []string{"release.md"}, without, "the neighbour scores below the cut on its own")
+	with := find("See [[Canary-Checks]] and [[lunch-menu]].") // links match names case-folded
+	assert.Equal(t, []string{"release.md", "canary.md"}, with, "the linked neighbour that scores joins; the one that does not stays out")
+}
+
+// fakeEmbedder maps each text to a vector of concept counts: words of one
+// concept ("car", "automobile", "vehicle") count for the same axis, as an
+// embedding model's would.
+type fakeEmbedder struct {
+	calls, texts atomic.Int32
+	fail         atomic.Bool
+}
+
+var concepts = [][]string{
+	{"car", "automobile", "vehicle", "sedan"},
+	{"physician", "doctor", "gp", "clinic"},
+	{"holiday", "vacation", "trip", "getaway"},
+	{"salary", "pay", "wage", "raise"},
+}
+
+func (e *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.calls.Add(1)
+	e.texts.Add(int32(len(texts)))
+	if e.fail.Load() {
+		return nil, errors.New("embedding service down")
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		// Like a real model's, every text's vector is its own (a little
+		// of it drawn from the text), so texts that share no concept are
+		// alike by chance only, not all equally.
+		v := append(make([]float32, len(concepts)), textNoise(t, 16, 0.05)...)
+		for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			for c, words := range concepts {
+				for _, cw := range words {
+					if w == cw {
+						v[c]++
+					}
+				}
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// textNoise is dims normal draws seeded by text, times scale: the part of
+// a test embedder's vector that makes each text its own.
+func textNoise(text string, dims int, scale float32) []float32 {
+	g := gaussian(sha256.Sum256([]byte(text)))[:dims]
+	for i := range g {
+		g[i] *= scale
+	}
+	return g
+}
+
+// TestHybridRecallFindsOtherWords: with an Embedder a message that names a
+// memory's subject by another word finds it; each memory is embedded once
+// (cached by content), in batches; without one, or when it fails, recall
+// is the lexical one.
+func TestHybridRecallFindsOtherWords(t *testing.T) {
+	fsys, dir := memTree(t,
+		[3]string{"car.md", "Priya bought a used sedan", "A blue sedan, bought in March."},
+		[3]string{"doctor.md", "Omar's new physician", "Dr. Lee at the Elm Street practice."},
+		[3]string{"trip.md", "vacation plans", "Two weeks in Lisbon in June."},
+		[3]string{"lunch.md", "what the team orders for lunch", "Tacos on Fridays."},
+		[3]string{"build.md", "the build cache", "Cache keys and eviction."},
+	)
+	lexicalOnly, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, names(lexicalOnly, "which automobile did she get"), "no shared word: nothing by words alone")
+
+	emb := &fakeEmbedder{}
+	var events []Event
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: emb, Observer: func(e Event) { events = append(events, e) }})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"car.md"}, names(f, "which automobile did she get"))
+	assert.Equal(t, []string{"doctor.md"}, names(f, "who is the doctor now"))
+	assert.Equal(t, []string{"trip.md"}, names(f, "vacation plans for summer"), "a word match still counts")
+	assert.Equal(t, int32(5+3), emb.texts.Load(), "five memories embedded once, plus one text per message")
+
+	// A changed memory is embedded again, the others are not.
+	require.NoError(t, afero.WriteFile(fsys, "/mem/car.md", []byte("---\nname: car\ndescription: Priya sold the sedan\n---\n\nSold in May.\n"), 0o644))
+	names(f, "which automobile")
+	assert.Equal(t, int32(8+2), emb.texts.Load())
+
+	// A failing embedder: words alone, and the event says why.
+	emb.fail.Store(true)
+	assert.Equal(t, []string{"trip.md"}, names(f, "vacation plans for summer"))
+	require.ErrorIs(t, events[len(events)-1].EmbedErr, ErrEmbedding)
+	assert.NoError(t, events[len(events)-1].Err)
+}
+
+// TestEmbedderAnswersAreChecked: a wrong count, mixed lengths, NaN or an
+// infinity are an embedding failure, not a panic or a wrong ranking.
+func TestEmbedderAnswersAreChecked(t *testing.T) {
+	for name, e := range map[string]EmbedderFunc{
+		"too few": func(_ context.Context, texts []string) ([][]float32, error) { return [][]float32{{1}}, nil },
+		"lengths": func(_ context.Context, texts []string) ([][]float32, error) {
+			out := make([][]float32, len(texts))
+			for i := range out {
+				out[i] = make([]float32, 1+i)
+			}
+			return out, nil
+		},
+		"empty": func(_ context.Context, texts []string) ([][]float32, error) {
+			return make([][]float32, len(texts)), nil
+		},
+		"NaN": func(_ context.Context, texts []string) ([][]float32, error) {
+			out := make([][]float32, len(texts))
+			for i := range out {
+				out[i] = []float32{1, float32(math.NaN())}
+			}
+			return out, nil
+		},
+		"infinity": func(_ context.Context, texts []string) ([][]float32, error) {
+			out := make([][]float32, len(texts))
+			for i := range out {
+				out[i] = []float32{float32(math.Inf(1)), 0}
+			}
+			return out, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := embedAll(context.Background(), e, []string{"a", "b", "c"})
+			assert.ErrorIs(t, err, ErrEmbedding)
+		})
+	}
+}
+
+// TestEmbedBatches: Embed never gets more than embedBatch texts.
+func TestEmbedBatches(t *testing.T) {
+	var most int
+	e := EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
+		most = max(most, len(texts))
+		out := make([][]float32, len(texts))
+		for i := range out {
+			out[i] = []float32{1, 0}
+		}
+		return out, nil
+	})
+	texts := make([]string, 3*embedBatch+5)
+	got, err := embedAll(context.Background(), e, texts)
+	require.NoError(t, err)
+	assert.Len(t, got, len(texts))
+	assert.Equal(t, embedBatch, most)
+}
+
+// TestANameOnlyOneMemoryHoldsIsAnAnswer: a message whose only match is a
+// name that one memory alone holds gets that memory, while a lone weak
+// word that is no name still gets nothing.
+func TestANameOnlyOneMemoryHoldsIsAnAnswer(t *testing.T) {
+	mems := [][3]string{{"partner.md", "Ingrid's partner Freya works as a pilot", "Freya flies long haul."}}
+	for i := range 40 {
+		mems = append(mems, [3]string{fmt.Sprintf("m%02d.md", i), fmt.Sprintf("note %d on the build cache", i), "Cache keys and eviction."})
+	}
+	fsys, dir := memTree(t, mems...)
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"partner.md"}, names(f, "What is Freya's occupation?"))
+	assert.Empty(t, names(f, "what does a pilot earn"), "one weak word that is no name: nothing")
+}
+
+// TestQuantizedCosine: int8 vectors keep the cosine within 0.02 of the
+// exact one (the doc says about 1%).
+func TestQuantizedCosine(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		a, b := make([]float32, 256), make([]float32, 256)
+		for i := range a {
+			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			if i%2 == 0 {
+				b[i] += a[i] // related, so cosines spread over 0..1
+			}
+		}
+		var dot, na, nb float64
+		for i := range a {
+			dot += float64(a[i]) * float64(b[i])
+			na += float64(a[i]) * float64(a[i])
+			nb += float64(b[i]) * float64(b[i])
+		}
+		exact := dot / math.Sqrt(na*nb)
+		assert.InDelta(t, exact, cosine(quantize(a), quantize(b)), 0.02)
+	}
+}
+
+var benchWords = strings.Fields("postgres migration index orders deploy canary rollback kafka consumer lag redis cache ttl " +
+	"stripe refund idempotency checkout tax shipping inventory warehouse grafana tempo tracing alert pager oncall " +
+	"react vite storybook i18n accessibility openapi client graphql grpc proto auth token session cookie csrf argon2id " +
+	"helm terraform vault secret docker image distroless lint error context retry timeout queue cron email search")
+
+var benchQueries = []string{
+	"why is the kafka consumer lag paging oncall",
+	"add an index to the orders table in a postgres migration",
+	"where does parseConfig17 read the stripe refund settings",
+	"write a haiku about autumn",
+}
+
+// benchTree writes n distinct memories into a fresh directory on the real
+// disk, spread over 20 subdirectories.
+func benchTree(b *testing.B, n int) string {
+	b.Helper()
+	dir := b.TempDir()
+	for i := range n {
+		w := func(k int) string { return benchWords[(i*7+k*13)%len(benchWords)] }
+		content := fmt.Sprintf("---\nname: %s %s\ndescription: %s %s and %s for service%d\ntype: project\n---\n\n%s\n",
+			w(0), w(1), w(2), w(3), w(4), i%97, strings.Repeat(w(5)+" "+w(6)+" "+w(7)+fmt.Sprintf(" detail about parseConfig%d. ", i), 6))
+		p := filepath.Join(dir, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("m%05d.md", i))
+		if i < 20 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// statWalk is the floor of a Find on an unchanged directory: list every
+// directory and stat every memory file, nothing else.
+func statWalk(ctx context.Context, fsys afero.Fs, dir string) int {
+	n := 0
+	l := fsys.(afero.Lstater)
+	_ = fswalk.Walk(ctx, fsys, dir, func(e fswalk.Entry) error {
+		if e.Type.IsRegular() && path.Ext(e.Rel) == ".md" {
+			if _, _, err := l.LstatIfPossible(e.Abs); err == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// BenchmarkFindUnchanged measures a repeated Find on an unchanged
+// directory of 2,000 and 20,000 memories on the real disk (folders last
+// changed long ago) against a bare stat walk of the tree in the same loop,
+// the cost of every Find before change detection. It reports find-ms (a
+// Find), query-ms (the index search alone) and x-walk (Find / walk).
+func BenchmarkFindUnchanged(b *testing.B) {
+	for _, n := range []int{2_000, 20_000} {
+		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+			dir := benchTree(b, n)
+			settle(b, dir)
+			fsys := afero.NewOsFs()
+			f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			ctx := context.Background()
+			f.Find(ctx, "warm up", nil, nil) // the first Find reads every file once
+			var find, walk, query time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q := benchQueries[i%len(benchQueries)]
+				start := time.Now()
+				f.Find(ctx, q, nil, nil)
+				find += time.Since(start)
+				b.StopTimer()
+				start = time.Now()
+				if got := statWalk(ctx, fsys, dir); got != n {
+					b.Fatalf("walked %d files, want %d", got, n)
+				}
+				walk += time.Since(start)
+				start = time.Now()
+				f.corpus.search(q, MaxSelected, nil)
+				query += time.Since(start)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(find)/float64(walk), "x-walk")
+			b.ReportMetric(float64(find.Microseconds())/1000/float64(b.N), "find-ms")
+			b.ReportMetric(float64(query.Microseconds())/1000/float64(b.N), "query-ms")
+		})
+	}
+}
+
+// settle gives the folders below dir an mtime long past, as on a
+// directory nobody changed in the last seconds.
+func settle(b *testing.B, dir string) {
+	old := time.Now().Add(-time.Hour)
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkFindFirst measures the first Find on a directory of 2,000 and
+// 20,000 memories (every file read and indexed) against reading the
+// headers with ScanMemoryFiles in the same loop.
+func BenchmarkFindFirst(b *testing.B) {
+	for _, n := range []int{2_000, 20_000} {
+		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+			dir := benchTree(b, n)
+			fsys := afero.NewOsFs()
+			ctx := context.Background()
+			var first, scan time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				f.Find(ctx, benchQueries[0], nil, nil)
+				first += time.Since(start)
+				f.Close()
+				start = time.Now()
+				if _, err := memdir.ScanMemoryFiles(ctx, fsys, dir, memdir.ScanOptions{MaxFiles: 1 << 20}); err != nil {
+					b.Fatal(err)
+				}
+				scan += time.Since(start)
+			}
+			b.ReportMetric(float64(first)/float64(scan), "x-scan")
+		})
+	}
 }

@@ -1,15 +1,19 @@
 package teammem
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentmem-sdk/agentmem/memdir"
-
+	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/hostile"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -275,4 +279,212 @@ func TestValidateKeySyntax(t *testing.T) {
 		var pte *PathTraversalError
 		assert.ErrorAs(t, validateKeySyntax(k), &pte, "%q", k)
 	}
+}
+
+func TestPackChanges(t *testing.T) {
+	var changes []foldersync.Change
+	for i := 0; i < 5; i++ {
+		changes = append(changes, foldersync.Change{Path: fmt.Sprintf("gone%02d.md", i), Delete: true})
+	}
+	for i := 0; i < 30; i++ {
+		changes = append(changes, foldersync.Change{Path: fmt.Sprintf("k%02d.md", i), Content: []byte(strings.Repeat("é\"", 5000))})
+	}
+	changes = append(changes, foldersync.Change{Path: "z-huge.md", Content: []byte(strings.Repeat("x", 240_000))})
+	bs := packChanges(changes, teamwire.MaxPutBodyBytes)
+	require.Greater(t, len(bs), 2)
+	seen := 0
+	for i, b := range bs {
+		body := teamwire.PutBody{Entries: map[string]string{}}
+		for _, c := range b {
+			if c.Delete {
+				body.SoftDeleteKeys = append(body.SoftDeleteKeys, c.Path)
+			} else {
+				body.Entries[c.Path] = string(c.Content)
+			}
+		}
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		if len(b) == 1 && b[0].Path == "z-huge.md" {
+			assert.Greater(t, len(raw), teamwire.MaxPutBodyBytes, "an oversize entry travels alone")
+		} else {
+			assert.LessOrEqual(t, len(raw), teamwire.MaxPutBodyBytes, "batch %d", i)
+		}
+		// Greedy: the next entry would not have fitted (the envelope
+		// counted holds an empty soft_delete_keys too).
+		if i+1 < len(bs) && len(b) > 0 {
+			next := bs[i+1][0]
+			extra := jsonLen(next.Path) + jsonLen(string(next.Content)) + 2
+			assert.Greater(t, len(raw)+extra+len(`,"soft_delete_keys":[]`), teamwire.MaxPutBodyBytes)
+		}
+		seen += len(b)
+	}
+	assert.Equal(t, len(changes), seen)
+	assert.Empty(t, packChanges(nil, teamwire.MaxPutBodyBytes))
+}
+
+func FuzzValidateTeamMemKey(f *testing.F) {
+	for _, c := range loadHostileKeys(f) {
+		f.Add(c.key)
+	}
+	for _, k := range hostile.LinkTreeSeeds {
+		f.Add(k)
+	}
+	root, err := filepath.EvalSymlinks(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, team, _, err := hostile.LinkTree(root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	fsys := afero.NewOsFs()
+	f.Fuzz(func(t *testing.T, key string) {
+		got, err := ValidateTeamMemKey(fsys, team, key)
+		if err != nil {
+			if _, ok := err.(*PathTraversalError); !ok {
+				t.Fatalf("error of type %T, want *PathTraversalError", err)
+			}
+			return
+		}
+		real, ok := hostile.KernelResolve(got)
+		if !ok || !strings.HasPrefix(real, team+string(filepath.Separator)) {
+			t.Fatalf("accepted key %q resolves to %q, outside %q", key, real, team)
+		}
+	})
+}
+
+func TestParseRepoRemote(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://github.com/acme/shop":       "acme/shop",
+		"https://github.com/acme/shop.git":   "acme/shop",
+		"https://github.com/acme/shop/":      "acme/shop",
+		"git@github.com:acme/shop.git":       "acme/shop",
+		"git@github.com:acme/shop":           "acme/shop",
+		"ssh://git@github.com/acme/shop":     "acme/shop",
+		"ssh://git@github.com/acme/shop.git": "acme/shop",
+		"https://GitHub.com/Acme/my.repo":    "Acme/my.repo",
+		"  https://github.com/a/b \n":        "a/b",
+	} {
+		got, err := ParseRepoRemote(in, nil)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, in := range []string{
+		"https://gitlab.com/acme/shop", "git@gitlab.com:acme/shop.git", "https://github.com/acme", "https://github.com/acme/shop/tree/main",
+		"https://user:pass@github.com/acme/shop", "file:///srv/git/shop", "/srv/git/shop", "https://github.com/../etc",
+		"https://github.com/acme/shop?x=1", "ftp://github.com/acme/shop", "", "github.com/acme/shop", "git@github.com:acme/a/b",
+	} {
+		_, err := ParseRepoRemote(in, nil)
+		assert.ErrorIs(t, err, ErrUnsupportedRemote, "%q", in)
+	}
+	got, err := ParseRepoRemote("git@git.example.com:team/app.git", []string{"git.example.com"})
+	require.NoError(t, err)
+	assert.Equal(t, "team/app", got)
+}
+
+func TestRepoFromGitConfig(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "repo", ".git"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "repo", "pkg"), 0o755))
+	config := "[core]\n\tbare = false\n[remote \"upstream\"]\n\turl = https://github.com/other/x\n[remote \"origin\"]\n\turl = git@github.com:acme/shop.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "repo", ".git", "config"), []byte(config), 0o644))
+	got, err := RepoFromGitConfig(afero.NewOsFs(), filepath.Join(root, "repo", "pkg"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "acme/shop", got)
+	_, err = RepoFromGitConfig(afero.NewOsFs(), t.TempDir(), nil)
+	assert.ErrorIs(t, err, ErrUnsupportedRemote)
+}
+
+func call(name string, kv ...string) llm.ToolCall {
+	in := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		in[kv[i]] = kv[i+1]
+	}
+	return llm.ToolCall{Name: name, Input: js(in)}
+}
+
+func TestToolDetection(t *testing.T) {
+	d := ToolDetector{TeamDir: "/m/team/", AutoMemDir: "/m/"}
+	cases := []struct {
+		call          llm.ToolCall
+		search, write bool
+		summary       string
+	}{
+		{call("Edit", "file_path", "/m/team/notes/foo.md", "new_string", "x"), false, true, "Edited team/notes/foo.md"},
+		{call("Write", "file_path", "/m/team/ci.md", "content", "x"), false, true, "Wrote team/ci.md"},
+		{call("NotebookEdit", "notebook_path", "/m/team/nb.ipynb"), false, true, "Edited team/nb.ipynb"},
+		{call("Grep", "pattern", "flaky", "path", "/m/team/decisions"), true, false, "Searched team/decisions/"},
+		{call("Grep", "pattern", "flaky", "path", "/m/team"), true, false, "Searched team/"},
+		{call("Glob", "pattern", "/m/team/**/*.md"), true, false, "Searched team/**/*.md"},
+		{call("Edit", "file_path", "/m/private.md"), false, false, ""},
+		{call("Edit", "file_path", "/m/team-evil/x.md"), false, false, ""},
+		{call("Edit", "file_path", "/m/team/../x.md"), false, false, ""},
+		{call("Write", "file_path", "team/relative.md"), false, false, ""},
+		{call("Read", "file_path", "/m/team/a.md"), false, false, ""},
+		{call("Grep", "pattern", "x"), false, false, ""},
+		{call("Grep", "pattern", "x", "path", "/m/"), false, false, ""},
+		{llm.ToolCall{Name: "Edit", Input: js(map[string]any{"file_path": 42})}, false, false, ""},
+		{llm.ToolCall{Name: "Edit"}, false, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.call.Name+" "+c.summary, func(t *testing.T) {
+			assert.Equal(t, c.search, d.IsTeamMemorySearch(c.call))
+			assert.Equal(t, c.write, d.IsTeamMemoryWriteOrEdit(c.call, nil))
+			parts := d.AppendTeamMemorySummaryParts([]string{"before"}, c.call, nil)
+			if c.summary == "" {
+				assert.Equal(t, []string{"before"}, parts)
+			} else {
+				assert.Equal(t, []string{"before", c.summary}, parts)
+			}
+		})
+	}
+}
+
+func TestToolDetectionAllowList(t *testing.T) {
+	d := ToolDetector{TeamDir: "/m/team/"}
+	edit := call("Edit", "file_path", "/m/team/a.md")
+	assert.False(t, d.IsTeamMemoryWriteOrEdit(edit, []string{"Write"}))
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(edit, []string{"Write", "Edit"}))
+	assert.Empty(t, d.AppendTeamMemorySummaryParts(nil, edit, []string{}))
+	assert.Equal(t, []string{"Edited team/a.md"}, d.AppendTeamMemorySummaryParts(nil, edit, nil))
+}
+
+// TestToolDetectionHostNames: the detectors know Claude Code's tool names;
+// a host whose tools are named otherwise gives each call the name of the
+// tool it stands for, and a name it does not map is not a write or search.
+func TestToolDetectionHostNames(t *testing.T) {
+	d := ToolDetector{TeamDir: "/m/team/"}
+	asClaudeCode := map[string]string{"create_file": "Write", "str_replace": "Edit", "search": "Grep"}
+	mapped := func(c llm.ToolCall) llm.ToolCall { c.Name = asClaudeCode[c.Name]; return c }
+	assert.False(t, d.IsTeamMemoryWriteOrEdit(call("create_file", "file_path", "/m/team/a.md"), nil))
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(mapped(call("create_file", "file_path", "/m/team/a.md")), nil))
+	assert.True(t, d.IsTeamMemoryWriteOrEdit(mapped(call("str_replace", "file_path", "/m/team/a.md")), nil))
+	assert.Equal(t, []string{"Wrote team/a.md"}, d.AppendTeamMemorySummaryParts(nil, mapped(call("create_file", "file_path", "/m/team/a.md")), nil))
+	assert.False(t, d.IsTeamMemorySearch(call("search", "path", "/m/team/x")))
+	assert.True(t, d.IsTeamMemorySearch(mapped(call("search", "path", "/m/team/x"))))
+}
+
+// js is a tool input as a model sends it.
+func js(in map[string]any) json.RawMessage {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// The wire package's key reasons must read as memdir's: teammem turns one
+// into the other by value.
+func TestWireReasonsMatchMemdir(t *testing.T) {
+	for w, m := range map[string]memdir.TraversalReason{
+		teamwire.ReasonNUL: memdir.ReasonNUL, teamwire.ReasonEncoded: memdir.ReasonEncoded, teamwire.ReasonUnicode: memdir.ReasonUnicode,
+		teamwire.ReasonBackslash: memdir.ReasonBackslash, teamwire.ReasonAbsolute: memdir.ReasonAbsolute,
+		teamwire.ReasonTooLong: memdir.ReasonTooLong, teamwire.ReasonEscapes: memdir.ReasonEscapes,
+	} {
+		assert.Equal(t, string(m), w)
+	}
+	err := validateKeySyntax("a/../../etc/passwd")
+	var pte *PathTraversalError
+	assert.ErrorAs(t, err, &pte)
+	assert.Equal(t, memdir.ReasonEscapes, pte.Reason)
 }

@@ -5,23 +5,30 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
+	"github.com/agentmem-sdk/agentmem/internal/racefs"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/teammem"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem"
-	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
 // driverEnv is a real team server (its handler over a memory store)
@@ -424,4 +431,736 @@ func TestRemoteLongPollUnsupported(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	assert.ErrorIs(t, r.LongPoll(ctx, func() {}), teammem.ErrLongPollUnsupported)
+}
+
+// teamControl acts on a real team server's store from outside the
+// driver: a teammate's writes, an operator's backup, restore and
+// replacement, and a store that loses a key without a record.
+type teamControl struct {
+	srv   *swappable
+	store teamserver.Store
+}
+
+var acmeShop = teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
+
+func (c *teamControl) put(t testing.TB, req teamserver.PutRequest) {
+	t.Helper()
+	req.Author, req.Now = "teammate", time.Now()
+	if _, err := c.store.Put(context.Background(), acmeShop, req); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+}
+
+func (c *teamControl) Write(t testing.TB, path string, content []byte) {
+	c.put(t, teamserver.PutRequest{Entries: map[string]string{path: string(content)}})
+}
+
+func (c *teamControl) Remove(t testing.TB, path string) {
+	c.put(t, teamserver.PutRequest{Deletes: []string{path}})
+}
+
+func (c *teamControl) entries(t testing.TB) (map[string]string, int64) {
+	t.Helper()
+	snap, err := c.store.Get(context.Background(), acmeShop, true)
+	if err != nil {
+		return map[string]string{}, 0 // no repo yet
+	}
+	return snap.Entries, snap.Version
+}
+
+func (c *teamControl) Read(t testing.TB, path string) ([]byte, bool) {
+	e, _ := c.entries(t)
+	v, ok := e[path]
+	return []byte(v), ok
+}
+
+// rebuild puts a store in the server's place holding entries, under the
+// identity id ("" for a new one), at a version of at least minVersion
+// (moved on by writing and deleting a dot-file no folder syncs).
+func (c *teamControl) rebuild(t testing.TB, id string, entries map[string]string, minVersion int64) {
+	t.Helper()
+	var store teamserver.Store = teamserver.NewMemoryStore()
+	if id != "" {
+		store = sameID{Store: store, id: id}
+	}
+	c.store = store
+	if len(entries) > 0 {
+		c.put(t, teamserver.PutRequest{Entries: entries})
+	}
+	for _, v := c.entries(t); v < minVersion; _, v = c.entries(t) {
+		c.put(t, teamserver.PutRequest{Entries: map[string]string{".bump": "x"}})
+		c.put(t, teamserver.PutRequest{Deletes: []string{".bump"}})
+	}
+	c.srv.swap(t, store)
+}
+
+// Backup keeps the repo's content; the restore puts a store of the same
+// identity back holding it, at the version one write makes (no later
+// than the backup's).
+func (c *teamControl) Backup(t testing.TB) func() {
+	saved, _ := c.entries(t)
+	id := c.store.ID()
+	return func() { c.rebuild(t, id, saved, 0) }
+}
+
+func (c *teamControl) Replace(t testing.TB, files map[string][]byte) {
+	entries := map[string]string{}
+	for p, b := range files {
+		entries[p] = string(b)
+	}
+	c.rebuild(t, "", entries, 0)
+}
+
+func (c *teamControl) Lose(t testing.TB, path string) {
+	entries, version := c.entries(t)
+	delete(entries, path)
+	c.rebuild(t, c.store.ID(), entries, version+1)
+}
+
+func teamRemote(t *testing.T) (foldersync.Remote, remotetest.Control) {
+	s := startSwappable(t)
+	store := teamserver.NewMemoryStore()
+	s.swap(t, store)
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: s.url, Repo: "acme/shop", Token: s.token,
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, &teamControl{srv: s, store: store}
+}
+
+// The team driver keeps the Remote contract, on a real team server.
+func TestTeamRemoteConformance(t *testing.T) {
+	remotetest.Run(t, teamRemote)
+}
+
+// The engine's rules hold through the team driver, on a real team
+// server.
+func TestTeamRemoteEngine(t *testing.T) {
+	remotetest.RunEngine(t, teamRemote)
+}
+
+// TestPullCheckpointUndoesAPull: with Options.History a pull that
+// changes files takes a checkpoint; rewinding it restores the edited file
+// and removes the new one. A pull that changes nothing takes none.
+func TestPullCheckpointUndoesAPull(t *testing.T) {
+	ctx := context.Background()
+	e := startServer(t, 100)
+	a, b := t.TempDir(), t.TempDir()
+	history, err := filehistory.NewTracker(afero.NewOsFs(), filepath.Join(t.TempDir(), "config"), "team-pull", filehistory.Options{})
+	require.NoError(t, err)
+	ca := newClient(t, e, a, nil)
+	cb := newClient(t, e, b, func(c *teammem.Options) { c.History = history })
+	var sa, sb teammem.SyncState
+
+	writeFiles(t, a, map[string]string{"ci.md": "CI stays green\n"})
+	_, err = ca.Push(ctx, &sa)
+	require.NoError(t, err)
+	res, err := cb.Pull(ctx, &sb)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Checkpoint)
+
+	writeFiles(t, a, map[string]string{"ci.md": "CI may be red on Fridays\n", "deploy.md": "deploy any time\n"})
+	_, err = ca.Push(ctx, &sa)
+	require.NoError(t, err)
+	res, err = cb.Pull(ctx, &sb)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Checkpoint)
+	assert.ElementsMatch(t, []string{"ci.md", "deploy.md"}, res.Pulled)
+
+	_, err = history.Rewind(ctx, res.Checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "CI stays green\n", readFile(t, filepath.Join(b, "ci.md")))
+	_, err = os.Stat(filepath.Join(b, "deploy.md"))
+	assert.True(t, os.IsNotExist(err))
+
+	before := len(history.Snapshots())
+	res, err = cb.Pull(ctx, &sb)
+	require.NoError(t, err)
+	assert.Empty(t, res.Checkpoint)
+	assert.Len(t, history.Snapshots(), before, "a pull that writes nothing takes no checkpoint")
+}
+
+// A team directory the client synced continues under the engine from
+// the client's base: nothing is pulled back, pushed again or kept aside,
+// a deletion made since propagates, and the client's next run continues
+// from what the engine agreed on.
+func TestStateMirrorHandsTheBaseOver(t *testing.T) {
+	ctx := context.Background()
+	e := startServer(t, 0)
+	dir := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state.json")
+	writeFiles(t, dir, map[string]string{"a.md": "alpha", "b.md": "bee", "c.md": "sea"})
+	c := newClient(t, e, dir, func(o *teammem.Options) { o.StateFile = state })
+	_, err := c.Sync(ctx, &teammem.SyncState{})
+	require.NoError(t, err)
+
+	// Since the client's last run: a.md deleted here, c.md edited here.
+	require.NoError(t, os.Remove(filepath.Join(dir, "a.md")))
+	writeFiles(t, dir, map[string]string{"c.md": "sea, edited"})
+
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	eng, err := foldersync.New(d, dir, c.Remote(), foldersync.Options{Mirror: c.StateMirror(), BasisPath: filepath.Join(dir, ".basis")})
+	require.NoError(t, err)
+	res, err := eng.Round(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.md"}, res.DeletedRemote, "the base says a.md was agreed: its removal here is a deletion")
+	assert.Equal(t, []string{"c.md"}, res.Pushed)
+	assert.Empty(t, res.Pulled)
+	assert.Empty(t, res.Conflicts)
+	assert.False(t, res.BasisReset)
+	assert.Equal(t, map[string]string{"b.md": "bee", "c.md": "sea, edited"}, serverEntries(t, e))
+
+	// The client takes over again from the engine's base.
+	writeFiles(t, dir, map[string]string{"d.md": "dee"})
+	require.NoError(t, os.Remove(filepath.Join(dir, "b.md")))
+	var st teammem.SyncState
+	out, err := c.Sync(ctx, &st)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"d.md"}, out.Pushed)
+	assert.Equal(t, []string{"b.md"}, out.DeletedRemote)
+	assert.Empty(t, out.Pulled)
+	assert.Empty(t, out.Conflicts)
+	assert.Empty(t, st.Reset)
+	assert.Equal(t, map[string]string{"c.md": "sea, edited", "d.md": "dee"}, serverEntries(t, e))
+}
+
+// TestPullUndoRestoresWhatThePullReplaced: a teammate's write that lands
+// while a pull records its checkpoint is either replaced by the pull (and
+// is what a rewind puts back) or comes after it; a rewind never puts back
+// a version the pull did not replace.
+func TestPullUndoRestoresWhatThePullReplaced(t *testing.T) {
+	ctx := context.Background()
+	e := startServer(t, 100)
+	a, b := t.TempDir(), t.TempDir()
+	target := filepath.Join(b, "ci.md")
+	rfs := racefs.New(afero.NewOsFs(), target, func() error {
+		_, err := teamDirAt(afero.NewOsFs(), b).Gate().WriteFile(context.Background(), target, []byte("a local edit\n"), 0o644)
+		return err
+	})
+	history, err := filehistory.NewTracker(rfs, filepath.Join(t.TempDir(), "config"), "team-pull", filehistory.Options{})
+	require.NoError(t, err)
+	ca := newClient(t, e, a, nil)
+	cb := newClient(t, e, b, nil)
+	var sa, sb teammem.SyncState
+	writeFiles(t, a, map[string]string{"ci.md": "CI stays green\n"})
+	_, err = ca.Push(ctx, &sa)
+	require.NoError(t, err)
+	_, err = cb.Pull(ctx, &sb)
+	require.NoError(t, err)
+
+	writeFiles(t, a, map[string]string{"ci.md": "CI may be red on Fridays\n"})
+	_, err = ca.Push(ctx, &sa)
+	require.NoError(t, err)
+	cb = newClient(t, e, b, func(c *teammem.Options) { c.History = history })
+	res, err := cb.Pull(ctx, &sb)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Checkpoint)
+	require.True(t, rfs.Ran(), "the concurrent write ran")
+	require.NoError(t, rfs.Wait())
+
+	replaced := "CI stays green\n"
+	if readFile(t, target) != "a local edit\n" {
+		replaced = "a local edit\n" // it landed first: the pull replaced it
+	}
+	_, err = history.Rewind(ctx, res.Checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, replaced, readFile(t, target), "the rewind puts back exactly what the pull replaced")
+}
+
+// TestClientUsesTheTeamDirsScanner: the client checks what it pushes with
+// the team directory's own scanner: the default one holds back a file
+// with a credential, one that knows no rule lets it go.
+func TestClientUsesTheTeamDirsScanner(t *testing.T) {
+	ctx := context.Background()
+	e := startServer(t, 100)
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	for _, lax := range []bool{false, true} {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"ci.md": "the deploy key is " + token + "\n"})
+		opts := memdir.DirOptions{Team: true}
+		if lax {
+			opts.Scanner = &secrets.Scanner{}
+		}
+		team, err := memdir.NewDir(afero.NewOsFs(), dir, opts)
+		require.NoError(t, err)
+		c, err := teammem.New(team, teammem.Options{BaseURL: e.url, Repo: "acme/lax" + fmt.Sprint(lax), Token: e.token})
+		require.NoError(t, err)
+		res, err := c.Push(ctx, &teammem.SyncState{})
+		if lax {
+			if err == nil {
+				assert.NotContains(t, fmt.Sprint(res.Skipped), "secret", "the team directory's scanner knows no rule")
+			}
+			continue
+		}
+		require.NoError(t, err)
+		assert.Contains(t, fmt.Sprint(res.Skipped), "secret", "the default scanner holds the file back")
+	}
+}
+
+// Each pushed file goes with the door, session and origin of the write
+// that left it; a file written by anything else, and a deletion, go with
+// the client's own.
+func TestPushSendsEachFilesProvenance(t *testing.T) {
+	ctx := context.Background()
+	store := teamserver.NewMemoryStore()
+	tok, g, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	g.Name = "bot"
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{g}, RatePerToken: -1})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	dir := filepath.Join(t.TempDir(), "team")
+	c := newClient(t, syncEnv{url: srv.URL, token: tok}, dir, func(o *teammem.Options) { o.Session = "watcher" })
+	var st teammem.SyncState
+	writeFiles(t, dir, map[string]string{"old.md": "to be deleted"})
+	_, err = c.Sync(ctx, &st)
+	require.NoError(t, err)
+
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{Team: true})
+	require.NoError(t, err)
+	dream := d.WithProvenance(memdir.Provenance{Door: teamwire.DoorConsolidation, Session: "s-1", Origin: teamwire.OriginFetched})
+	_, err = dream.Gate().WriteFile(ctx, filepath.Join(dir, "a.md"), []byte("from a consolidation"), 0o644)
+	require.NoError(t, err)
+	_, err = d.WithDoor(teamwire.DoorMCP).Gate().WriteFile(ctx, filepath.Join(dir, "b.md"), []byte("from mcp"), 0o644)
+	require.NoError(t, err)
+	_, err = d.WithDoor(teamwire.DoorMCP).Gate().WriteFile(ctx, filepath.Join(dir, "edited.md"), []byte("from mcp"), 0o644)
+	require.NoError(t, err)
+	writeFiles(t, dir, map[string]string{"c.md": "by hand", "edited.md": "edited by hand since"})
+	require.NoError(t, os.Remove(filepath.Join(dir, "old.md")))
+	res, err := c.Sync(ctx, &st)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a.md", "b.md", "c.md", "edited.md"}, res.Pushed)
+	assert.Equal(t, []string{"old.md"}, res.DeletedRemote)
+
+	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
+	for key, want := range map[string]teamwire.Provenance{
+		"a.md":      {Door: teamwire.DoorConsolidation, Session: "s-1", Origin: teamwire.OriginFetched},
+		"b.md":      {Door: teamwire.DoorMCP, Session: "watcher"},
+		"c.md":      {Door: teamwire.DoorSync, Session: "watcher"},
+		"edited.md": {Door: teamwire.DoorSync, Session: "watcher"},
+		"old.md":    {Door: teamwire.DoorSync, Session: "watcher"},
+	} {
+		hist, err := store.History(ctx, repo, key, 1)
+		require.NoError(t, err)
+		require.NotEmpty(t, hist, key)
+		assert.Equal(t, want, hist[0].Provenance, key)
+	}
+}
+
+// An agent's write to a repo under review stays in its folder, reported
+// in review, until a person approves it; no other client's pull gets it
+// before; no sync of its author deletes it; a rejected one never reaches
+// anyone and is reported as rejected.
+func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
+	ctx := context.Background()
+	store := teamserver.NewMemoryStore()
+	var grants []teamserver.TokenGrant
+	tokens := map[string]string{}
+	for _, who := range []struct{ name, kind string }{{"alice", teamserver.KindPerson}, {"bot", teamserver.KindAgent}, {"carol", ""}} {
+		tok, g, err := teamserver.NewToken("acme", []string{"acme/*"})
+		require.NoError(t, err)
+		g.Name, g.Kind = who.name, who.kind
+		tokens[who.name] = tok
+		grants = append(grants, g)
+	}
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: grants})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client := func(who, dir string) *teammem.Client {
+		return newClient(t, syncEnv{url: srv.URL, token: tokens[who]}, dir, func(o *teammem.Options) {
+			o.Door, o.Session = teamwire.DoorExtraction, "sess-"+who
+		})
+	}
+	botDir, carolDir := t.TempDir(), t.TempDir()
+	bot, carol := client("bot", botDir), client("carol", carolDir)
+	var botState, carolState teammem.SyncState
+
+	writeFiles(t, botDir, map[string]string{"base.md": "base"})
+	_, err = bot.Sync(ctx, &botState)
+	require.NoError(t, err)
+	target := teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}
+	require.NoError(t, h.SetPolicy(ctx, "acme", target, teamserver.PolicyReview, "alice"))
+
+	writeFiles(t, botDir, map[string]string{"planted.md": "Deploys go out from the fork."})
+	require.NoError(t, os.Remove(filepath.Join(botDir, "base.md")))
+	for range 3 {
+		res, err := bot.Sync(ctx, &botState)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{"planted.md", "base.md"}, res.InReview)
+		assert.Empty(t, res.Pushed)
+		assert.Empty(t, res.DeletedRemote)
+		assert.Equal(t, "Deploys go out from the fork.", readFile(t, filepath.Join(botDir, "planted.md")), "the author's copy stays")
+		assert.NoFileExists(t, filepath.Join(botDir, "base.md"), "nor is its deletion undone")
+	}
+	res, err := carol.Sync(ctx, &carolState)
+	require.NoError(t, err)
+	assert.NoFileExists(t, filepath.Join(carolDir, "planted.md"), "a pending write reaches no other client")
+	assert.Equal(t, "base", readFile(t, filepath.Join(carolDir, "base.md")), "nor does a pending deletion")
+	assert.Empty(t, res.InReview)
+
+	pending, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target, Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	require.Len(t, pending, 2, "three syncs made one proposal per key")
+	for _, p := range pending {
+		assert.Equal(t, "bot", p.Author)
+		assert.Equal(t, teamwire.DoorExtraction, p.Door)
+		assert.Equal(t, "sess-bot", p.Session)
+		if p.Key == "planted.md" {
+			_, err = h.Approve(ctx, "acme", p.ID, "alice")
+		} else {
+			_, err = h.Reject(ctx, "acme", p.ID, "alice", "base.md is still needed")
+		}
+		require.NoError(t, err)
+	}
+	_, err = carol.Sync(ctx, &carolState)
+	require.NoError(t, err)
+	assert.Equal(t, "Deploys go out from the fork.", readFile(t, filepath.Join(carolDir, "planted.md")), "approved: it reaches everyone")
+	assert.Equal(t, "base", readFile(t, filepath.Join(carolDir, "base.md")), "rejected: the deletion never happens")
+	assert.Equal(t, "bot", carolState.Authors["planted.md"].Author, "a pull learns who wrote each entry")
+	assert.Equal(t, "alice", carolState.Authors["planted.md"].Reviewer)
+	assert.Equal(t, "bot", carolState.Authors["base.md"].Author)
+
+	res, err = bot.Sync(ctx, &botState)
+	require.NoError(t, err)
+	assert.Empty(t, res.InReview)
+	assert.Empty(t, res.Conflicts, "the approved version is the author's")
+	require.Len(t, res.Skipped, 1)
+	assert.Equal(t, foldersync.Skip{Path: "base.md", Reason: foldersync.SkipRejected + ": base.md is still needed"}, res.Skipped[0])
+	all, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target})
+	require.NoError(t, err)
+	assert.Len(t, all, 2, "a rejected change sent again adds no proposal")
+	hist, err := store.History(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, "planted.md", 5)
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	assert.Equal(t, teamwire.Provenance{Door: teamwire.DoorExtraction, Session: "sess-bot", Reviewer: "alice"}, hist[0].Provenance)
+
+	// An agent's restore waits for review too, and says so.
+	_, err = store.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"base.md": "base v2"}, Author: "alice", Now: time.Now()})
+	require.NoError(t, err)
+	_, err = bot.Restore(ctx, "base.md", 1)
+	require.ErrorIs(t, err, teammem.ErrInReview)
+	got, err := store.Get(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "base v2", got.Entries["base.md"], "nothing written")
+}
+
+// A malformed door, session or origin is refused when the client is made.
+func TestClientRefusesMalformedProvenance(t *testing.T) {
+	e := startServer(t, 10)
+	for _, o := range []teammem.Options{{Door: "Bad Door"}, {Session: "a b"}, {Origin: "web"}} {
+		cfg := teammem.Options{BaseURL: e.url, Repo: "acme/shop", Token: e.token, Door: o.Door, Session: o.Session, Origin: o.Origin}
+		_, err := teammem.New(teamDirAt(afero.NewOsFs(), t.TempDir()), cfg)
+		assert.Error(t, err)
+	}
+}
+
+// BenchmarkEngineRound runs the sync engine's round through the team
+// driver on a folder of 2,000 memories against a team server: x-floor
+// is an unchanged round's time over a stat walk of the folder (both
+// measured here), bytes-ratio what a round with one changed memory sends
+// over what the first, full upload sent.
+func BenchmarkEngineRound(b *testing.B) {
+	const n = 2000
+	body := make([]byte, 600)
+	for i := range body {
+		body[i] = 'a' + byte(i%26)
+	}
+	ctx := context.Background()
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000, RatePerToken: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	dir := b.TempDir()
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := foldersync.New(d, dir, r, foldersync.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	round := func() foldersync.Result {
+		res, err := e.Round(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	if res := round(); len(res.Pushed) != n {
+		b.Fatalf("the first round pushed %d of %d", len(res.Pushed), n)
+	}
+	_, full := r.Traffic()
+	// Files of a folder in use were written long before the round: aged
+	// past the stat cache's racy window, they are not read again.
+	past := time.Now().Add(-time.Hour)
+	for i := range n {
+		if err := os.Chtimes(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), past, past); err != nil {
+			b.Fatal(err)
+		}
+	}
+	round() // settles what the first round learned
+	round()
+
+	walk := func() {
+		if err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+			if err != nil || de.IsDir() {
+				return err
+			}
+			_, err = de.Info()
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Rounds and walks alternate, so that both meet the same load.
+	var roundT, walkT time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if res := round(); res.Changed() {
+			b.Fatalf("an unchanged folder's round changed something: %+v", res)
+		}
+		roundT += time.Since(start)
+		b.StopTimer()
+		start = time.Now()
+		walk()
+		walkT += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+
+	if err := os.WriteFile(filepath.Join(dir, "m0007.md"), []byte("one changed memory"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	_, before := r.Traffic()
+	if res := round(); len(res.Pushed) != 1 {
+		b.Fatalf("one changed memory: pushed %v", res.Pushed)
+	}
+	_, after := r.Traffic()
+	b.ReportMetric(float64(roundT)/float64(walkT), "x-floor")
+	b.ReportMetric(float64(after-before)/float64(full), "bytes-ratio")
+	b.ReportMetric(float64(full), "full-bytes")
+}
+
+// BenchmarkClientRound is BenchmarkEngineRound through the team client
+// (Client.Sync: the driver, the SyncState, the store-folder check): one
+// Client keeps its engine across calls, so an unchanged round reads no
+// file. x-floor is an unchanged Sync's time over a stat walk of the
+// folder, both measured here, in turns.
+func BenchmarkClientRound(b *testing.B) {
+	const n = 2000
+	body := make([]byte, 600)
+	for i := range body {
+		body[i] = 'a' + byte(i%26)
+	}
+	ctx := context.Background()
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000, RatePerToken: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	dir := filepath.Join(b.TempDir(), "team")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st teammem.SyncState
+	round := func() foldersync.Result {
+		res, err := c.Sync(ctx, &st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	if res := round(); len(res.Pushed) != n {
+		b.Fatalf("the first round pushed %d of %d", len(res.Pushed), n)
+	}
+	past := time.Now().Add(-time.Hour) // files of a folder in use: past the racy window
+	for i := range n {
+		if err := os.Chtimes(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), past, past); err != nil {
+			b.Fatal(err)
+		}
+	}
+	round() // settles what the first round learned
+	round()
+	walk := func() {
+		if err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+			if err != nil || de.IsDir() {
+				return err
+			}
+			_, err = de.Info()
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var roundT, walkT time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if res := round(); !res.Unchanged {
+			b.Fatalf("an unchanged folder's round did something: %+v", res)
+		}
+		roundT += time.Since(start)
+		b.StopTimer()
+		start = time.Now()
+		walk()
+		walkT += time.Since(start)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(roundT)/float64(walkT), "x-floor")
+}
+
+// BenchmarkDeltaPush pushes 1,000 entries of which 1 % changed, and
+// reports bytes and requests against a full upload of the same tree
+// (bytes-ratio, requests-ratio).
+func BenchmarkDeltaPush(b *testing.B) {
+	token, grant, _ := teamserver.NewToken("acme", []string{"acme/*"})
+	store := teamserver.NewMemoryStore()
+	h, _ := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	dir := b.TempDir()
+	body := make([]byte, 600)
+	for i := range body {
+		body[i] = 'a' + byte(i%26)
+	}
+	for i := 0; i < 1000; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c, _ := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: token})
+	var st teammem.SyncState
+	if _, err := c.Push(context.Background(), &st); err != nil {
+		b.Fatal(err)
+	}
+	fullRequests, fullBytes := c.Remote().Traffic()
+	var deltaRequests int
+	var deltaBytes int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for k := 0; k < 10; k++ { // 1 % of 1,000
+			content := fmt.Sprintf("changed %d %d", i, k)
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", (i*10+k)%1000)), []byte(content), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		n0, b0 := c.Remote().Traffic()
+		if _, err := c.Push(context.Background(), &st); err != nil {
+			b.Fatal(err)
+		}
+		n1, b1 := c.Remote().Traffic()
+		deltaRequests, deltaBytes = n1-n0, b1-b0
+	}
+	b.ReportMetric(float64(deltaBytes), "delta-bytes")
+	b.ReportMetric(float64(fullBytes), "full-bytes")
+	b.ReportMetric(float64(deltaBytes)/float64(fullBytes), "bytes-ratio")
+	b.ReportMetric(float64(deltaRequests)/float64(fullRequests), "requests-ratio")
+}
+
+// BenchmarkHashesView measures view=hashes requests per second against
+// the in-memory store from 8 concurrent clients on loopback, in the same run
+// as a floor handler that returns a constant body of the same size, and
+// reports x-floor (time per request relative to the floor).
+func BenchmarkHashesView(b *testing.B) {
+	token, grant, _ := teamserver.NewToken("acme", []string{"acme/*"})
+	store := teamserver.NewMemoryStore()
+	entries := map[string]string{}
+	for i := 0; i < 200; i++ {
+		entries[fmt.Sprintf("notes/m%03d.md", i)] = fmt.Sprintf("memory %d", i)
+	}
+	if _, err := store.Put(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: entries, Now: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	h, _ := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, RatePerToken: -1})
+	real := httptest.NewServer(h)
+	defer real.Close()
+	sample, err := get(real.URL+teamwire.DefaultSyncPath+"?repo=acme/shop&view=hashes", token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(sample)
+	}))
+	defer floor.Close()
+
+	var failures sync.Map
+	run := func(url string, n int) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		per := (n + 7) / 8
+		for w := 0; w < 8; w++ {
+			wg.Go(func() {
+				for i := 0; i < per; i++ {
+					if _, err := get(url, token); err != nil {
+						failures.Store(err.Error(), true)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	path := teamwire.DefaultSyncPath + "?repo=acme/shop&view=hashes"
+	b.ResetTimer()
+	realT := run(real.URL+path, b.N)
+	b.StopTimer()
+	floorT := run(floor.URL+path, b.N)
+	failures.Range(func(k, _ any) bool { b.Fatalf("request failed: %v", k); return false })
+	b.ReportMetric(float64(b.N)/realT.Seconds(), "req/s")
+	b.ReportMetric(float64(realT)/float64(floorT), "x-floor")
+}
+
+func get(url, token string) ([]byte, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != 200 {
+		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return body, err
 }

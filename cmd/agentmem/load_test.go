@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,12 +16,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
-
+	"github.com/agentmem-sdk/agentmem/storesync"
+	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/agentmem-sdk/agentmem/teamserver"
+	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -327,65 +332,215 @@ func peakRSS(t *testing.T, pid int) int64 {
 }
 
 // TestFullGetsStreamInBoundedMemory fills a repo with 240 entries of
-// 240 kB (about 58 MB) and reads it twice at once: the server's peak
-// memory may grow by far less than the repo (it streams entries from
-// the store), where buffering replies would cost several times the repo.
+// 240 kB (about 58 MB), has the server answer it once, then twice at
+// once: the server's peak memory may grow by far less than the repo (it
+// streams entries from the store), where buffering replies would cost
+// several times the repo.
 func TestFullGetsStreamInBoundedMemory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tokensFile, tokens := manyTokens(t, dir, 1)
-	url, cmd := serveArgs(t, filepath.Join(dir, "team.db"), tokensFile, "--rate", "-1")
-	endpoint := url + teamwire.DefaultSyncPath + "?repo=acme%2Fbig"
 	line := strings.Repeat("A memory line that is long enough to matter. ", 20) + "\n"
 	entry := strings.Repeat(line, 240_000/len(line))
 	batches := 60 // 240 entries; AGENTMEM_BIG_REPO_ENTRIES=2000 is the default entry limit
 	if n, err := strconv.Atoi(os.Getenv("AGENTMEM_BIG_REPO_ENTRIES")); err == nil && n >= 4 {
 		batches = n / 4
 	}
+	// The repo is written into the server's database before it starts:
+	// what is measured is the server answering, not the uploads.
+	db, err := sqlite.Open(filepath.Join(dir, "team.db"))
+	require.NoError(t, err)
 	total := 0
-	for batch := 0; batch < batches; batch++ {
-		entries := map[string]string{}
-		for i := range 4 {
-			k := fmt.Sprintf("notes/m%03d.md", batch*4+i)
-			entries[k] = fmt.Sprintf("%s %d\n", k, batch) + entry
-			total += len(entries[k])
-		}
-		raw, _ := json.Marshal(teamwire.PutBody{Entries: entries})
-		req, _ := http.NewRequest(http.MethodPut, endpoint, bytes.NewReader(raw))
+	entries := map[string]string{}
+	for i := range batches * 4 {
+		k := fmt.Sprintf("notes/m%03d.md", i)
+		entries[k] = fmt.Sprintf("%s %d\n", k, i/4) + entry
+		total += len(entries[k])
+	}
+	_, err = db.Put(context.Background(), teamserver.Repo{Tenant: "acme", Name: "acme/big"}, teamserver.PutRequest{Entries: entries, Now: time.Now()})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	url, cmd := serveArgs(t, filepath.Join(dir, "team.db"), tokensFile, "--rate", "-1")
+	endpoint := url + teamwire.DefaultSyncPath + "?repo=acme%2Fbig"
+	get := func(check bool) {
+		req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
 		req.Header.Set("Authorization", "Bearer "+tokens[0])
 		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-	}
-	before := peakRSS(t, cmd.Process.Pid)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
-			req.Header.Set("Authorization", "Bearer "+tokens[0])
-			resp, err := http.DefaultClient.Do(req)
-			if !assert.NoError(t, err) {
-				return
-			}
-			defer resp.Body.Close()
-			var data teamwire.TeamMemoryData
-			if assert.NoError(t, json.NewDecoder(resp.Body).Decode(&data)) {
-				assert.Len(t, data.Content.Entries, batches*4)
-				assert.Equal(t, data.Checksum, teamwire.RepoChecksum(data.Content.EntryChecksums))
-				for k, v := range data.Content.Entries {
-					if teamwire.EntryChecksum(v) != data.Content.EntryChecksums[k] {
-						t.Errorf("%s does not match its checksum", k)
-						break
-					}
+		if !assert.NoError(t, err) {
+			return
+		}
+		defer resp.Body.Close()
+		if !check {
+			n, err := io.Copy(io.Discard, resp.Body)
+			assert.NoError(t, err)
+			assert.Greater(t, n, int64(total))
+			return
+		}
+		var data teamwire.TeamMemoryData
+		if assert.NoError(t, json.NewDecoder(resp.Body).Decode(&data)) {
+			assert.Len(t, data.Content.Entries, batches*4)
+			assert.Equal(t, data.Checksum, teamwire.RepoChecksum(data.Content.EntryChecksums))
+			for k, v := range data.Content.Entries {
+				if teamwire.EntryChecksum(v) != data.Content.EntryChecksums[k] {
+					t.Errorf("%s does not match its checksum", k)
+					break
 				}
 			}
-		})
+		}
 	}
+	get(false) // the server's first answer settles its caches and heap
+	before := peakRSS(t, cmd.Process.Pid)
+	var wg sync.WaitGroup
+	wg.Go(func() { get(true) })
+	wg.Go(func() { get(false) })
 	wg.Wait()
 	after := peakRSS(t, cmd.Process.Pid)
 	growth := after - before
 	t.Logf("repo %d MB; server peak RSS %d MB before, %d MB after two concurrent full GETs (+%d MB)", total>>20, before>>20, after>>20, growth>>20)
 	assert.Less(t, growth, int64(total)/2, "the server must not hold the repo to answer")
 	assert.Less(t, growth, int64(64<<20))
+}
+
+// countingTransport counts the request body bytes a client sends.
+type countingTransport struct{ sent atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		r.Body = &countingBody{r.Body, &c.sent}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// statWalk is the floor of a round: the least any sync must do to see
+// whether a folder changed, a walk that stats every file.
+func statWalk(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		_, err = d.Info()
+		return err
+	})
+}
+
+// BenchmarkSyncRound runs a sync round through each protocol's client
+// on a folder of 2,000 memories against the built server's handler on
+// SQLite: x-floor is an unchanged round's time over a stat walk of the
+// folder (both measured here), bytes-ratio is what a round with one
+// changed memory sends over what the first, full upload sent.
+func BenchmarkSyncRound(b *testing.B) {
+	const n = 2000
+	body := make([]byte, 600)
+	for i := range body {
+		body[i] = 'a' + byte(i%26)
+	}
+	ctx := context.Background()
+	for _, proto := range []string{"team", "store"} {
+		b.Run(proto, func(b *testing.B) {
+			// A server of its own each time: b.Run calls this more than once.
+			url, token := inProcessServer(b)
+			code, _, out := storeHTTP(b, "POST", url+"/v1/memory_stores", token, true, map[string]any{"name": "bench-store"})
+			if code != 200 {
+				b.Fatalf("create store: %d %s", code, out)
+			}
+			mounts, err := storesync.ParseMounts(`[{"path": "/v1/code/memory/bench-store", "mount": "proj"}]`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			count := &countingTransport{}
+			hc := &http.Client{Transport: count, Timeout: time.Minute}
+			var dir string
+			var round func() error
+			switch proto {
+			case "team":
+				dir = filepath.Join(b.TempDir(), "team")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: url, Repo: "acme/bench", Token: token, HTTP: hc})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var st teammem.SyncState
+				round = func() error { _, err := c.Sync(ctx, &st); return err }
+			case "store":
+				dir = mounts[0].Dir(b.TempDir())
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				c, err := storesync.New(folderAt(afero.NewOsFs(), dir), storesync.Options{BaseURL: url, Token: token, Mount: mounts[0], HTTP: hc})
+				if err != nil {
+					b.Fatal(err)
+				}
+				round = func() error { _, err := c.Sync(ctx); return err }
+			}
+			if err := round(); err != nil { // mounts the folder
+				b.Fatal(err)
+			}
+			count.sent.Store(0)
+			for i := range n {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := round(); err != nil {
+				b.Fatal(err)
+			}
+			full := count.sent.Load()
+			// Files of a folder in use were written long before the round:
+			// aged past the stat cache's racy window, they are not read again.
+			past := time.Now().Add(-time.Hour)
+			for i := range n {
+				if err := os.Chtimes(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), past, past); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range 2 { // settles what the first round learned
+				if err := round(); err != nil {
+					b.Fatal(err)
+				}
+			}
+
+			// Rounds and walks take turns, so that both meet the same load.
+			var roundT, walkT time.Duration
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				if err := round(); err != nil {
+					b.Fatal(err)
+				}
+				roundT += time.Since(start)
+				b.StopTimer()
+				start = time.Now()
+				if err := statWalk(dir); err != nil {
+					b.Fatal(err)
+				}
+				walkT += time.Since(start)
+				b.StartTimer()
+			}
+			b.StopTimer()
+
+			if err := os.WriteFile(filepath.Join(dir, "m0007.md"), []byte("one changed memory"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			before := count.sent.Load()
+			if err := round(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(roundT)/float64(walkT), "x-floor")
+			b.ReportMetric(float64(count.sent.Load()-before)/float64(full), "bytes-ratio")
+			b.ReportMetric(float64(full), "full-bytes")
+		})
+	}
 }

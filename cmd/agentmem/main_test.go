@@ -2,17 +2,26 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/docstest"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -357,4 +366,416 @@ func TestConfigHomeSources(t *testing.T) {
 	run([]string{"path"}, env{stdout: &out, stderr: &out, getenv: none, home: filepath.Join(root, "home"), cwd: project, fs: afero.NewOsFs()})
 	assert.Contains(t, out.String(), "auto memory  "+filepath.Join(root, "home", "notes", "mem")+"/")
 	assert.Contains(t, out.String(), "autoMemoryDirectory in local settings")
+}
+
+// TestMain gives the tests, and every process they start, a home of their
+// own: a test never reads or writes the user's ~/.claude, and two tests
+// that run the binary without a --config-dir share nothing from an
+// earlier run. The Go tool keeps its caches where they were.
+func TestMain(m *testing.M) {
+	os.Exit(runIsolated(m))
+}
+
+func runIsolated(m *testing.M) int {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOPATH", "GOMODCACHE").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go env:", err)
+		return 2
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, k := range []string{"GOCACHE", "GOPATH", "GOMODCACHE"} {
+		if i < len(vals) {
+			os.Setenv(k, vals[i])
+		}
+	}
+	home, err := os.MkdirTemp("", "agentmem-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer os.RemoveAll(home)
+	os.Setenv("HOME", home)
+	os.Unsetenv("CLAUDE_CONFIG_DIR")
+	waitBound()
+	return m.Run()
+}
+
+// waitBound runs six of this package's parallel tests at once on any
+// machine, unless -parallel says otherwise: they spend most of their time
+// waiting for the processes they start (the built binary, a server,
+// Claude Code), so on two cores two at a time left a core idle.
+func waitBound() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(6, runtime.GOMAXPROCS(0))))
+	}
+}
+
+// repoRoot is the repository's root, where README.md and docs/ are.
+const repoRoot = "../.."
+
+// readmeBlock returns the lines of the first ```sh block after marker in
+// README.md or a guide under docs/ (docstest.Block).
+func readmeBlock(t *testing.T, marker string) []string {
+	t.Helper()
+	return docstest.Block(t, repoRoot, marker)
+}
+
+// shell runs README lines verbatim with bash in dir, the built command
+// first on PATH, after replacing the README's placeholders.
+type shell struct {
+	t       *testing.T
+	dir     string
+	env     []string
+	replace *strings.Replacer
+}
+
+func newShell(t *testing.T, dir string, env []string, replace ...string) *shell {
+	bin := filepath.Dir(binary(t))
+	return &shell{t: t, dir: dir, env: append(env, "PATH="+bin+":"+os.Getenv("PATH")), replace: strings.NewReplacer(replace...)}
+}
+
+func (s *shell) script(lines []string) string {
+	return "set -euo pipefail\n" + s.replace.Replace(strings.Join(lines, "\n")) + "\n"
+}
+
+// run runs lines and returns stdout and stderr; it fails the test on a
+// non-zero exit unless allowed.
+func (s *shell) run(lines []string) (string, string) {
+	s.t.Helper()
+	cmd := exec.Command("bash", "-c", s.script(lines))
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), s.env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.WaitDelay = 5 * time.Second // a background job that kept the output open cannot hang the test
+	err := cmd.Run()
+	require.NoError(s.t, err, "README lines failed:\n%s\nstdout:\n%s\nstderr:\n%s", s.script(lines), out.String(), errOut.String())
+	return out.String(), errOut.String()
+}
+
+// start runs lines in the background (a watcher) and returns a function
+// that stops it with SIGTERM and returns what it printed.
+func (s *shell) start(lines []string) func() string {
+	s.t.Helper()
+	cmd := exec.Command("bash", "-c", s.script(lines))
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), s.env...)
+	var mu sync.Mutex
+	var out bytes.Buffer
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(p) })
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // bash and what it starts, stopped together
+	require.NoError(s.t, cmd.Start())
+	s.t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String()
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// clone makes a checkout of github.com/acme/shop for who, with its own
+// home, and the token in the environment.
+func clone(t *testing.T, root, who string) (string, []string) {
+	project := filepath.Join(root, who, "src", "shop")
+	require.NoError(t, os.MkdirAll(filepath.Join(project, ".git"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(project, ".git", "config"), []byte("[remote \"origin\"]\n\turl = git@github.com:acme/shop.git\n"), 0o644))
+	home := filepath.Join(root, who, "home")
+	return project, []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude")}
+}
+
+func projectTeamDir(t *testing.T, project string, env []string) string {
+	out, _, code := runIn(t, project, env, "path")
+	require.Equal(t, 0, code)
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "team" {
+			return f[1]
+		}
+	}
+	t.Fatalf("no team line in %q", out)
+	return ""
+}
+
+// TestREADMETwoTeammatesVerbatim runs the README's two-teammate session
+// as written, on a fresh setup: Ana's watcher, then Ben's lines.
+func TestREADMETwoTeammatesVerbatim(t *testing.T) {
+	t.Parallel()
+	lines := readmeBlock(t, "A session with two\nteammates, Ana and Ben")
+	split := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "# Ben") {
+			split = i
+		}
+	}
+	require.Greater(t, split, 0, "the block has Ana's part, then Ben's")
+	root := t.TempDir()
+	_, url, token := startTeamServer(t, root)
+	replace := []string{"http://host:8787", url, "amt_...", token}
+	ana, anaEnv := clone(t, root, "ana")
+	ben, benEnv := clone(t, root, "ben")
+	anaTeam := projectTeamDir(t, ana, anaEnv)
+
+	watcher := newShell(t, ana, anaEnv, replace...).start(lines[:split])
+	time.Sleep(time.Second)
+	// Ben's part runs in one shell, as a reader types it; where the
+	// README says Ana's watcher has pulled, the shell waits until it has
+	// and lints Ana's tree.
+	lintOut := filepath.Join(root, "ana-lint.out")
+	var benLines []string
+	waits := 0
+	for _, l := range lines[split:] {
+		if strings.Contains(l, "within 5 s") {
+			waits++
+			l = fmt.Sprintf(`for i in $(seq 100); do [ -f %q ] && break; sleep 0.1; done; (cd %q && env %s agentmem lint > %q 2>&1 || true)`,
+				filepath.Join(anaTeam, "testing.md"), ana, strings.Join(anaEnv, " "), lintOut)
+		}
+		benLines = append(benLines, l)
+	}
+	require.Equal(t, 1, waits)
+	out, _ := newShell(t, ben, benEnv, replace...).run(benLines)
+	assert.Contains(t, out, "pushed  testing.md")
+	assert.Contains(t, out, "pushed  MEMORY.md")
+	assert.Contains(t, out, "removed testing.md on the server")
+	lint, err := os.ReadFile(lintOut)
+	require.NoError(t, err)
+	assert.Equal(t, "no problems found\n", string(lint), "the README's example memory is a clean one on Ana's side too")
+	assert.Contains(t, watcher(), "wrote   testing.md")
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(anaTeam, "testing.md")); return os.IsNotExist(err) })
+	waitFor(t, func() bool { return strings.Contains(watcher(), "deleted testing.md") })
+	time.Sleep(6 * time.Second) // past an idle --interval 5s round
+	log := watcher()
+	assert.Equal(t, strings.Count(log, "checkpoint "), strings.Count(log, "done: "), "a line only for a round that changed something:\n%s", log)
+}
+
+// TestREADMEMovingOrRestoringAServer runs the README's "Moving or
+// restoring a server" commands as written: a backup restored under
+// memories written after it, then a move from SQLite to PostgreSQL.
+func TestREADMEMovingOrRestoringAServer(t *testing.T) {
+	t.Parallel()
+	pg := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN")
+	if pg == "" && os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
+		t.Fatal("AGENTMEM_REQUIRE_POSTGRES is set but AGENTMEM_TEST_POSTGRES_DSN is not")
+	}
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" { // CI installs sqlite3 beside PostgreSQL
+			t.Fatal("sqlite3 is not installed")
+		}
+		t.Skip("sqlite3 is not installed (.ci/run installs it)")
+	}
+	lines := readmeBlock(t, "### Moving or restoring a server")
+	var restore, move []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "# Move to PostgreSQL") {
+			restore, move = lines[:i], lines[i:]
+		}
+	}
+	require.NotEmpty(t, move)
+
+	root := t.TempDir()
+	token, tokens := makeToken(t, root)
+	require.NoError(t, os.Rename(tokens, filepath.Join(root, "tokens.json")))
+	addr := freeAddr(t)
+	url := "http://" + addr
+	ana, anaEnv := clone(t, root, "ana")
+	anaEnv = append(anaEnv, "AGENTMEM_TEAM_TOKEN="+token, "PG_URL="+pg)
+	anaTeam := projectTeamDir(t, ana, anaEnv)
+	sh := newShell(t, root, anaEnv, "127.0.0.1:8787", addr)
+	t.Cleanup(func() {
+		sh.run([]string{`[ -f team.pid ] && kill -KILL "$(cat team.pid)" 2>/dev/null || true`})
+	})
+	writeMemory := func(key, text string) {
+		require.NoError(t, os.MkdirAll(anaTeam, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(anaTeam, key), []byte(text), 0o644))
+	}
+	inProject := func(cmd string) (string, string) {
+		s := newShell(t, ana, anaEnv, "127.0.0.1:8787", addr)
+		return s.run([]string{cmd})
+	}
+
+	// A running server, as the README starts it, and a first sync.
+	sh.run([]string{"agentmem team serve --addr 127.0.0.1:8787 --db team.db --tokens tokens.json >>team.log 2>&1 & echo $! > team.pid"})
+	writeMemory("early.md", "before the backup\n")
+	inProject("agentmem team sync --server http://127.0.0.1:8787")
+
+	// The backup line, then a memory written after it.
+	sh.run(restore[:2])
+	writeMemory("late.md", "after the backup\n")
+	out, _ := inProject("agentmem team sync --server http://127.0.0.1:8787")
+	require.Contains(t, out, "pushed  late.md")
+
+	// Stop, put the copy back, start: the README's lines (the sync among
+	// them runs in the project).
+	var serverLines []string
+	for _, l := range restore[2:] {
+		if strings.HasPrefix(l, "agentmem team sync") {
+			continue
+		}
+		serverLines = append(serverLines, l)
+	}
+	sh.run(serverLines)
+	out, errOut := inProject(syncLine(restore))
+	assert.Contains(t, errOut, "restored from a backup")
+	assert.Contains(t, out, "pushed  late.md")
+	assert.NotContains(t, out, "deleted")
+	ben, benEnv := clone(t, root, "ben")
+	benEnv = append(benEnv, "AGENTMEM_TEAM_TOKEN="+token)
+	_, errOut, code := runIn(t, ben, benEnv, "team", "pull", "--server", url)
+	require.Equal(t, 0, code, errOut)
+	benTeam := projectTeamDir(t, ben, benEnv)
+	for _, k := range []string{"early.md", "late.md"} {
+		assert.FileExists(t, filepath.Join(benTeam, k), "the restored server has %s back", k)
+	}
+
+	if pg == "" {
+		t.Log("AGENTMEM_TEST_POSTGRES_DSN is not set: the move to PostgreSQL is not run")
+		return
+	}
+	// Move to PostgreSQL: a fresh schema, then the README's lines.
+	schemaDSN := freshPostgresSchema(t, pg)
+	sh = newShell(t, root, append(anaEnv, "PG_URL="+schemaDSN), "127.0.0.1:8787", addr)
+	var moveServer []string
+	for _, l := range move {
+		if !strings.HasPrefix(l, "agentmem team sync") {
+			moveServer = append(moveServer, l)
+		}
+	}
+	sh.run(moveServer)
+	out, errOut = inProject(syncLine(move))
+	assert.Contains(t, errOut, "another identity")
+	assert.Contains(t, out, "pushed  early.md")
+	assert.Contains(t, out, "pushed  late.md")
+	assert.NotContains(t, out, "deleted")
+	carl, carlEnv := clone(t, root, "carl")
+	carlEnv = append(carlEnv, "AGENTMEM_TEAM_TOKEN="+token)
+	_, errOut, code = runIn(t, carl, carlEnv, "team", "pull", "--server", url)
+	require.Equal(t, 0, code, errOut)
+	carlTeam := projectTeamDir(t, carl, carlEnv)
+	for _, k := range []string{"early.md", "late.md"} {
+		assert.FileExists(t, filepath.Join(carlTeam, k), "the PostgreSQL store has %s", k)
+	}
+}
+
+func syncLine(lines []string) string {
+	for _, l := range lines {
+		if strings.HasPrefix(l, "agentmem team sync") {
+			return l
+		}
+	}
+	return "false"
+}
+
+// TestGuideSelfHostingOnOneMachine runs the team server guide's first
+// three commands: the build at the repository's root (into a GOPATH of
+// the test's own), then a token added to the token file and the server,
+// here on a free loopback port; a teammate syncs with the token.
+func TestGuideSelfHostingOnOneMachine(t *testing.T) {
+	t.Parallel()
+	lines := docstest.Block(t, repoRoot, "Self-hosting on one machine takes three\ncommands:")
+	require.Len(t, lines, 3)
+	require.True(t, strings.HasPrefix(lines[0], "go build "), lines[0])
+	root := t.TempDir()
+	gopath := filepath.Join(root, "go")
+	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	require.NoError(t, err)
+	build := newShell(t, repoRoot, []string{"GOPATH=" + gopath, "GOMODCACHE=" + strings.TrimSpace(string(modcache))})
+	build.run(lines[:1])
+	version, err := exec.Command(filepath.Join(gopath, "bin", "agentmem"), "version").CombinedOutput()
+	require.NoError(t, err, "%s", version)
+	assert.True(t, strings.HasPrefix(string(version), "agentmem "), "%s", version)
+
+	addr := freeAddr(t)
+	sh := newShell(t, root, nil, "0.0.0.0:8787", addr)
+	sh.run(lines[1:2])
+	token, err := os.ReadFile(filepath.Join(root, "ana.token"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(token), "amt_"), "ana.token holds the token only: %q", token)
+	grants, err := os.ReadFile(filepath.Join(root, "tokens.json"))
+	require.NoError(t, err)
+	assert.Regexp(t, `"name":\s*"ana"`, string(grants))
+	assert.NotContains(t, string(grants), strings.TrimSpace(string(token)), "the token file holds a hash")
+
+	sh.start(lines[2:3])
+	url := "http://" + addr
+	waitFor(t, func() bool { return getStatus(http.DefaultClient, url+"/readyz") == http.StatusOK })
+	ana, env := clone(t, root, "ana")
+	env = append(env, "AGENTMEM_TEAM_TOKEN="+strings.TrimSpace(string(token)))
+	require.NoError(t, os.MkdirAll(projectTeamDir(t, ana, env), 0o755))
+	_, errOut, code := runIn(t, ana, env, "team", "sync", "--server", url)
+	require.Equal(t, 0, code, errOut)
+}
+
+// TestGuideRunningItForATeam runs the guide's "Running it for a team"
+// commands (a token, then the server with TLS and metrics, on free
+// loopback ports with a certificate for 127.0.0.1), then its history
+// commands against that server: the log, one key's log, and a restore of
+// version 12 of a memory written thirteen times.
+func TestGuideRunningItForATeam(t *testing.T) {
+	t.Parallel()
+	lines := docstest.Block(t, repoRoot, "### Running it for a team")
+	root := t.TempDir()
+	cert, _ := selfSigned(t, root)
+	addr, metrics := freeAddr(t), freeAddr(t)
+	sh := newShell(t, root, nil, "0.0.0.0:8443", addr, "127.0.0.1:9187", metrics)
+	out, _ := sh.run(lines[:1])
+	printed := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, printed, 2, "a token, then its grant: %s", out)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "tokens.json"), []byte("["+printed[1]+"]"), 0o600))
+	sh.start(lines[1:])
+
+	pem, err := os.ReadFile(cert)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem))
+	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	url := "https://" + addr
+	waitFor(t, func() bool { return getStatus(tlsClient, url+"/readyz") == http.StatusOK })
+	// The history commands, against this server (the client trusts its
+	// certificate through SSL_CERT_FILE).
+	history := docstest.Block(t, repoRoot, "the time and the content:")
+	require.Len(t, history, 3)
+	alice, env := clone(t, root, "alice")
+	env = append(env, "AGENTMEM_TEAM_TOKEN="+printed[0], "SSL_CERT_FILE="+cert)
+	team := projectTeamDir(t, alice, env)
+	require.NoError(t, os.MkdirAll(team, 0o755))
+	for v := 1; v <= 13; v++ {
+		require.NoError(t, os.WriteFile(filepath.Join(team, "deploy.md"), []byte(fmt.Sprintf("Deploy rule, take %d.\n", v)), 0o644))
+		_, errOut, code := runIn(t, alice, env, "team", "push", "--server", url)
+		require.Equal(t, 0, code, errOut)
+	}
+	inProject := newShell(t, alice, env, "https://host:8443", url)
+	out, _ = inProject.run(history[:1])
+	assert.Contains(t, out, "deploy.md")
+	out, _ = inProject.run(history[1:2])
+	assert.Regexp(t, `(?m)^\s*13 .*alice`, out)
+	assert.Regexp(t, `(?m)^\s*12 .*alice`, out)
+	out, _ = inProject.run(history[2:3])
+	assert.Contains(t, out, "restored deploy.md from version 12 as version 14")
+	_, errOut, code := runIn(t, alice, env, "team", "pull", "--server", url)
+	require.Equal(t, 0, code, errOut)
+	got, err := os.ReadFile(filepath.Join(team, "deploy.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "Deploy rule, take 12.\n", string(got))
+
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), "agentmem_team_requests_total", "the metrics address serves the server's metrics")
+}
+
+// getStatus returns the status of a GET, or 0 when it fails.
+func getStatus(c *http.Client, url string) int {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
