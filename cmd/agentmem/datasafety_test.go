@@ -763,7 +763,6 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 7))
 	url, token := inProcessServer(t)
 	ctx := context.Background()
 
@@ -815,6 +814,7 @@ func TestSyncCarriesBytesExactlyOrRefuses(t *testing.T) {
 	}{{"team", teamSide}, {"store", storeSide}} {
 		t.Run(proto.name, func(t *testing.T) {
 			t.Parallel()
+			r := rand.New(rand.NewPCG(seed, uint64(7+len(proto.name)))) // each protocol its own draws
 			ana, ben := proto.make("ana"), proto.make("ben")
 			_, err := ana.sync()
 			require.NoError(t, err)
