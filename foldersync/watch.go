@@ -240,17 +240,6 @@ func (w *Watcher) removed() {
 	w.mu.Unlock()
 }
 
-// Watch runs a Watcher until ctx ends, then returns nil after its last
-// round.
-func Watch(ctx context.Context, e *Engine, opts WatchOptions) error {
-	w, err := StartWatcher(ctx, e, opts)
-	if err != nil {
-		return err
-	}
-	<-w.Done()
-	return nil
-}
-
 // Notify asks for a round now (the remote said it changed).
 func (w *Watcher) Notify() {
 	select {

@@ -335,27 +335,6 @@ func New(team *memdir.Dir, cfg Options) (*Client, error) {
 	return c, nil
 }
 
-// Hashes refreshes the state's ETag and known server checksums from the
-// hashes view, without fetching or writing any content (a cheap start for
-// a push from a fresh process).
-func (c *Client) Hashes(ctx context.Context, st *SyncState) error {
-	var tr traffic
-	resp, body, err := c.send(ctx, &tr, http.MethodGet, c.endpoint+"&view=hashes", nil, nil)
-	if err != nil {
-		return err
-	}
-	if resp.Status == http.StatusNotFound {
-		st.ETag, st.ServerChecksums = "", map[string]string{}
-		return nil
-	}
-	var hv teamwire.HashesView
-	if err := json.Unmarshal(body, &hv); err != nil || hv.EntryChecksums == nil {
-		return &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the hashes view has no entryChecksums")}
-	}
-	st.ETag, st.ServerChecksums, st.Tombstones = hv.Checksum, hv.EntryChecksums, hv.DeletedEntries
-	return nil
-}
-
 // skipDirs returns the folders this client never carries (SkipDirs),
 // cleaned.
 func (c *Client) skipDirs() []string {

@@ -15,19 +15,11 @@ import (
 // long-poll (SPEC 2.5): it answered at once, or refused the request.
 var ErrLongPollUnsupported = errors.New("teammem: the server does not support waiting for changes")
 
-// WaitForChange asks the server to answer as soon as the repo's checksum
-// differs from etag, or after wait (at most teamwire.MaxLongPoll). It reports
-// whether the repo changed. A server without the long-poll gives
-// ErrLongPollUnsupported.
-func (c *Client) WaitForChange(ctx context.Context, etag string, wait time.Duration) (bool, error) {
-	var tr traffic
-	_, changed, err := c.waitForChange(ctx, &tr, etag, wait)
-	return changed, err
-}
-
-// waitForChange is WaitForChange, counting its request in res; it also
-// returns the repo's checksum when the reply gave it ("" when the repo
-// has no data).
+// waitForChange asks the server to answer as soon as the repo's checksum
+// differs from etag, or after wait (at most teamwire.MaxLongPoll),
+// counting its request in res. It returns the repo's checksum when the
+// reply gave it ("" when the repo has no data) and whether the repo
+// changed. A server without the long-poll gives ErrLongPollUnsupported.
 func (c *transport) waitForChange(ctx context.Context, res *traffic, etag string, wait time.Duration) (string, bool, error) {
 	wait = min(max(wait, time.Second), teamwire.MaxLongPoll)
 	u := c.endpoint + "&view=hashes&wait=" + strconv.Itoa(int(wait/time.Second))
