@@ -447,6 +447,14 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	var injected *screen.Error
 	var injectedKey string
 	for _, k := range entryKeys(in.Entries) {
+		if m, ok := secretScanner().First(in.Entries[k]); ok {
+			writeJSON(w, http.StatusBadRequest, teamwire.ErrorBody{Error: teamwire.ErrorInfo{
+				Type:    "invalid_request_error",
+				Message: "an entry holds a credential (" + m.Label + "): remove it from the memory; nothing was written",
+				Details: teamwire.ErrorDetails{ErrorCode: teamwire.CodeSecret, Keys: []string{k}},
+			}})
+			return
+		}
 		if se := screenEntry(k, in.Entries[k]); se != nil {
 			if se.Screen == screen.ScreenInjection {
 				if screened == nil {

@@ -387,6 +387,29 @@ func TestPutRefusesScreenedEntries(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "legitimate joins, low-confidence shapes and brackets pass: %s", body)
 }
 
+// The team route refuses a credential as the clients and the Memory
+// Stores route do: the kind is named, the credential never, and nothing
+// of the batch is written.
+func TestPutRefusesACredential(t *testing.T) {
+	f := newServer(t, nil)
+	for label, secret := range map[string]string{
+		"GitHub":    "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5",
+		"AWS":       "AKIAIOSFODNN7EXAMPLQ",
+		"Anthropic": "sk-ant-api03-" + strings.Repeat("aB3dE5fG7h", 9) + "xYz" + "AA",
+	} {
+		resp, body := f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"ok.md": "fine", "key.md": "the key is " + secret + "\n"}}, nil)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", label, body)
+		assert.Equal(t, teamwire.CodeSecret, errCode(t, body))
+		var e teamwire.ErrorBody
+		require.NoError(t, json.Unmarshal(body, &e))
+		assert.Equal(t, []string{"key.md"}, e.Error.Details.Keys)
+		assert.Contains(t, e.Error.Message, label)
+		assert.NotContains(t, string(body), secret)
+	}
+	resp, body := f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing was written: %s", body)
+}
+
 func TestMemoryStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
 }

@@ -165,6 +165,11 @@ const (
 	CodeInvisibleCharacter = "invisible_character"
 	CodeInjection          = "prompt_injection"
 	CodeIndexLink          = "index_link"
+	// CodeSecret refuses an entry that holds a credential (the sync
+	// clients' high-confidence rules, package secrets): the message names
+	// the kind of credential, never the credential; Details.Keys names
+	// the entry (400).
+	CodeSecret = "secret"
 	// CodeInvalidProvenance refuses a request whose DoorHeader,
 	// SessionHeader or OriginHeader is malformed (400).
 	CodeInvalidProvenance = "invalid_provenance"
