@@ -39,13 +39,31 @@
 //     it sits between two emoji (the one before may be a skin-tone
 //     modifier or VARIATION SELECTOR-16), as in a family or a
 //     profession emoji.
+//   - default-ignorable: every other default-ignorable character, by
+//     the Unicode property rather than a list (the format characters
+//     but the prepended concatenation marks, which show; the other
+//     default-ignorable code points; the variation selectors): a soft
+//     hyphen U+00AD, the Hangul fillers, COMBINING GRAPHEME JOINER
+//     U+034F, MONGOLIAN VOWEL SEPARATOR U+180E, the interlinear
+//     annotation characters U+FFF9-U+FFFB, the deprecated format
+//     characters U+206A-U+206F... A variation selector is allowed right
+//     after a character it can select a form of (an emoji's
+//     presentation, an ideograph's variant; a Mongolian one after a
+//     Mongolian letter), and a Hangul choseong or jungseong filler
+//     beside a Hangul character.
 //
 // Injection (high confidence refused on shared writes, low
 // confidence reported only): text addressed to the model as
 // instructions ("ignore previous instructions", "you are now in
 // developer mode", a role marker followed by an order), and fake system
 // or tool-call markup (<system-reminder>, <function_calls>,
-// <|im_start|>, [INST]...).
+// <|im_start|>, [INST]...). The rules read the text as written and, when
+// it holds anything but ASCII, folded: compatibility forms to their
+// letters (NFKC: fullwidth and mathematical letters), default-ignorable
+// characters dropped, the commonest confusable Cyrillic and Greek
+// letters mapped to the Latin ones they imitate (Unicode TS #39), lower
+// case. So "Ignоre" with a Cyrillic о, "Ｉｇｎｏｒｅ" and a soft hyphen
+// inside "Ig­nore" are the same word to them.
 //
 // Index links (refused on every write of a MEMORY.md): a
 // pointer line carries exactly one link, to a file inside the index's

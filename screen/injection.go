@@ -57,7 +57,7 @@ var injectionRules = []injectionRule{
 		`you(?:\s+are|'re)\s+(?:now\s+)?(?:in\s+)?(?:developer|god|dan|jailbreak|jailbroken|unrestricted|unfiltered|debug|admin|sudo)\s+mode\b|you(?:\s+are|'re)\s+no\s+longer\s+(?:bound|restricted|limited|an?\s+(?:ai|assistant))\b`),
 	lineRule(inj("role-marker-order", "a role marker followed by an order to the model", roles,
 		roleMarker+`[ \t]*`+order+`\b`)),
-	inj("fake-system-markup", "fake system or tool-call markup",
+	inj(ruleFakeMarkup, "fake system or tool-call markup",
 		[]string{"<system", "</system", "<function", "</function", "<invoke", "</invoke", "<antml", "</antml", "<tool_", "</tool_",
 			"<user-prompt", "</user-prompt", "<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>"},
 		`</?(?:system-reminder|system|function_calls|function_results|invoke|antml:[a-z_]+|tool_use|tool_result|tool_call|tool_response|user-prompt-submit-hook)\b[^>\n]{0,200}>|<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\|>|\[/?INST\]|<</?SYS>>`),
@@ -77,6 +77,9 @@ var injectionRules = []injectionRule{
 		`(?:send|post|upload|exfiltrate|forward|curl)\s+(?:the\s+|all\s+|your\s+|every\s+)?(?:[a-z_.\-]+\s+){0,3}to\s+https?://`),
 }
 
+// ruleFakeMarkup is the rule whose matches in code are mentions.
+const ruleFakeMarkup = "fake-system-markup"
+
 // window bounds the text an anchored pattern may match.
 const window = 1024
 
@@ -85,8 +88,37 @@ const window = 1024
 func findInjection(text string) []Finding { return injection(text, true) }
 
 // injection runs the high-confidence rules, and the low ones when low is
-// set.
+// set, on text and, when it holds anything but ASCII, on its folded form
+// (fold: what a homoglyph, a fullwidth or mathematical letter or a soft
+// hyphen disguises), each finding at its place in text.
 func injection(text string, low bool) []Finding {
+	out := injectionIn(text, low)
+	if isASCII(text) {
+		return out
+	}
+	folded, at := fold(text)
+	seen := map[[2]int]bool{}
+	for _, f := range out {
+		seen[[2]int{f.Offset, len(f.RuleID)}] = true
+	}
+	var ln lines
+	for _, f := range injectionIn(folded, low) {
+		f.Offset = at[f.Offset]
+		if ln == nil {
+			ln = newLines(text)
+		}
+		f.Line = ln.at(f.Offset)
+		if k := [2]int{f.Offset, len(f.RuleID)}; !seen[k] {
+			seen[k] = true
+			out = append(out, f)
+		}
+	}
+	sortFindings(out)
+	return out
+}
+
+// injectionIn runs the rules on text as it is.
+func injectionIn(text string, low bool) []Finding {
 	lower := asciiLower(text) // the offsets stay those of text
 	var out []Finding
 	var ln lines
@@ -119,6 +151,9 @@ func injection(text string, low bool) []Finding {
 				seen[at] = true
 				if ln == nil {
 					ln = newLines(text)
+				}
+				if r.id == ruleFakeMarkup && inCode(text, at) {
+					continue // mentioned in code, not sent as markup
 				}
 				f := Finding{Screen: ScreenInjection, RuleID: r.id, Label: r.label, Offset: at, Line: ln.at(at)}
 				if r.low {

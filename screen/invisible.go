@@ -14,6 +14,11 @@ const (
 	RuleBidiMark        = "bidi-mark"
 	RuleZeroWidth       = "zero-width"
 	RuleZeroWidthJoiner = "zero-width-joiner"
+	// RuleDefaultIgnorable is any other default-ignorable character (a
+	// soft hyphen, a Hangul filler, a combining grapheme joiner, a
+	// variation selector that selects nothing, an interlinear annotation
+	// character): the Unicode property, not a list.
+	RuleDefaultIgnorable = "default-ignorable"
 )
 
 // findInvisible returns one finding per invisible or direction-control
@@ -29,17 +34,8 @@ func findInvisible(text string) []Finding {
 		out = append(out, Finding{Screen: ScreenInvisible, RuleID: id, Label: "invisible character", Offset: off, Line: ln.at(off), CodePoint: r})
 	}
 	for i := 0; i < len(text); {
-		c := text[i]
-		if c < 0xD8 || (c >= 0xDA && c < 0xE2) || (c > 0xE2 && c < 0xEF) {
-			// ASCII and lead bytes of planes no rule touches (U+0600-U+067F
-			// is 0xD8 0x80..; U+2000-U+2FFF is 0xE2; U+F000-U+FFFF is 0xEF;
-			// the tags and emoji are 0xF0 and 0xF3): skip the character.
-			if c < utf8.RuneSelf {
-				i++
-			} else {
-				_, n := utf8.DecodeRuneInString(text[i:])
-				i += n
-			}
+		if text[i] < utf8.RuneSelf {
+			i++
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(text[i:])
@@ -76,6 +72,21 @@ func findInvisible(text string) []Finding {
 			next, _ := utf8.DecodeRuneInString(text[i+n:])
 			if !legitimateJoin(prev, next, r == 0x200D) {
 				add(i, r, RuleZeroWidthJoiner)
+			}
+		case r == 0xFEFF:
+			// A byte order mark at the start of the text.
+		case r == 0x115F || r == 0x1160:
+			// Hangul choseong and jungseong fillers stand in a syllable
+			// of jamo; alone they hide.
+			prev, _ := utf8.DecodeLastRuneInString(text[:i])
+			next, _ := utf8.DecodeRuneInString(text[i+n:])
+			if !unicode.Is(unicode.Hangul, prev) && !unicode.Is(unicode.Hangul, next) {
+				add(i, r, RuleDefaultIgnorable)
+			}
+		case hidden(r):
+			prev, _ := utf8.DecodeLastRuneInString(text[:i])
+			if !selects(prev, r) {
+				add(i, r, RuleDefaultIgnorable)
 			}
 		}
 		i += n
@@ -189,4 +200,11 @@ var names = map[rune]string{
 	0x200B: "ZERO WIDTH SPACE", 0x200C: "ZERO WIDTH NON-JOINER", 0x200D: "ZERO WIDTH JOINER",
 	0x2060: "WORD JOINER", 0x2061: "FUNCTION APPLICATION", 0x2062: "INVISIBLE TIMES",
 	0x2063: "INVISIBLE SEPARATOR", 0x2064: "INVISIBLE PLUS", 0xFEFF: "ZERO WIDTH NO-BREAK SPACE",
+	0x00AD: "SOFT HYPHEN", 0x034F: "COMBINING GRAPHEME JOINER", 0x115F: "HANGUL CHOSEONG FILLER",
+	0x1160: "HANGUL JUNGSEONG FILLER", 0x3164: "HANGUL FILLER", 0xFFA0: "HALFWIDTH HANGUL FILLER",
+	0x180E: "MONGOLIAN VOWEL SEPARATOR", 0xFFF9: "INTERLINEAR ANNOTATION ANCHOR",
+	0xFFFA: "INTERLINEAR ANNOTATION SEPARATOR", 0xFFFB: "INTERLINEAR ANNOTATION TERMINATOR",
+	0x206A: "INHIBIT SYMMETRIC SWAPPING", 0x206B: "ACTIVATE SYMMETRIC SWAPPING",
+	0x206C: "INHIBIT ARABIC FORM SHAPING", 0x206D: "ACTIVATE ARABIC FORM SHAPING",
+	0x206E: "NATIONAL DIGIT SHAPES", 0x206F: "NOMINAL DIGIT SHAPES",
 }

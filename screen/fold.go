@@ -1,0 +1,180 @@
+package screen
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// hidden reports whether r is default-ignorable (Unicode's
+// Default_Ignorable_Code_Point, approximated by its parts: the format
+// characters, the other default-ignorable code points and the variation
+// selectors), apart from the prepended concatenation marks, which show.
+func hidden(r rune) bool {
+	switch {
+	case r < 0xAD:
+		return false
+	case unicode.Is(unicode.Cf, r):
+		return !unicode.Is(unicode.Prepended_Concatenation_Mark, r)
+	}
+	return unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r)
+}
+
+// selects reports whether a variation selector or a Mongolian free
+// variation selector after prev chooses a form of it (an emoji's
+// presentation, an ideograph's variant), as against hiding nothing
+// after a space or at the start.
+func selects(prev, r rune) bool {
+	switch {
+	case prev == utf8.RuneError || unicode.IsSpace(prev) || hidden(prev):
+		return false
+	case r >= 0x180B && r <= 0x180F:
+		return unicode.Is(unicode.Mongolian, prev)
+	}
+	return unicode.Is(unicode.Variation_Selector, r)
+}
+
+// confusable maps letters of other scripts that look like Latin ones to
+// the Latin letter (the commonest of Unicode TS #39's confusables).
+var confusable = map[rune]rune{
+	// Cyrillic
+	'а': 'a', 'в': 'b', 'е': 'e', 'ё': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
+	'у': 'y', 'х': 'x', 'і': 'i', 'ї': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'һ': 'h', 'ӏ': 'l',
+	// Greek
+	'α': 'a', 'β': 'b', 'ε': 'e', 'ζ': 'z', 'η': 'n', 'ι': 'i', 'κ': 'k', 'μ': 'u', 'ν': 'v', 'ο': 'o', 'ρ': 'p',
+	'τ': 't', 'υ': 'u', 'χ': 'x', 'ϲ': 'c',
+	// Latin look-alikes NFKC keeps
+	'ı': 'i', 'ȷ': 'j', 'ɡ': 'g', 'ɑ': 'a', 'ꓲ': 'l', 'ǀ': 'l',
+}
+
+// fold returns text as the injection rules read it when it holds
+// anything but ASCII: compatibility forms folded (NFKC: fullwidth and
+// mathematical letters are letters), default-ignorable characters
+// dropped (a soft hyphen inside a word), confusable letters mapped to
+// the Latin ones they imitate, lower case. at[i] is the offset in text
+// of the character folded byte i came from.
+func fold(text string) (string, []int) {
+	var b strings.Builder
+	b.Grow(len(text))
+	at := make([]int, 0, len(text))
+	var buf [utf8.UTFMax]byte
+	for i, r := range text {
+		if r < utf8.RuneSelf {
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			b.WriteByte(byte(r))
+			at = append(at, i)
+			continue
+		}
+		if hidden(r) {
+			continue
+		}
+		n := utf8.EncodeRune(buf[:], r)
+		for _, f := range norm.NFKC.String(string(buf[:n])) {
+			f = unicode.ToLower(f)
+			if c, ok := confusable[f]; ok {
+				f = c
+			}
+			w := utf8.EncodeRune(buf[:], f)
+			b.Write(buf[:w])
+			for range w {
+				at = append(at, i)
+			}
+		}
+	}
+	return b.String(), at
+}
+
+// isASCII reports whether text is all ASCII.
+func isASCII(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// inCode reports whether byte offset off of text lies in code: a fenced
+// block (between lines opening with ``` or ~~~) or an inline code span
+// (between two runs of as many backticks on one line). Markup there is
+// mentioned, not sent.
+func inCode(text string, off int) bool {
+	start := 0
+	fence := ""
+	for start <= off && start < len(text) {
+		end := strings.IndexByte(text[start:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		line := text[start:end]
+		trimmed := strings.TrimLeft(line, " ")
+		switch {
+		case fence != "" && strings.HasPrefix(trimmed, fence):
+			if off <= end {
+				return true // the closing fence line itself
+			}
+			fence = ""
+		case fence != "":
+			if off <= end {
+				return true
+			}
+		case strings.HasPrefix(trimmed, "```"), strings.HasPrefix(trimmed, "~~~"):
+			fence = trimmed[:3]
+			if off <= end {
+				return true
+			}
+		case off <= end:
+			return inInlineCode(line, off-start)
+		}
+		start = end + 1
+	}
+	return false
+}
+
+// inInlineCode reports whether byte offset off of line lies between an
+// opening run of backticks and a closing run of the same length.
+func inInlineCode(line string, off int) bool {
+	for i := 0; i < len(line); {
+		if line[i] != '`' {
+			i++
+			continue
+		}
+		n := 0
+		for i+n < len(line) && line[i+n] == '`' {
+			n++
+		}
+		run := line[i : i+n]
+		j := i + n
+		closeAt := -1
+		for k := j; k < len(line); {
+			c := strings.Index(line[k:], run)
+			if c < 0 {
+				break
+			}
+			c += k
+			m := 0
+			for c+m < len(line) && line[c+m] == '`' {
+				m++
+			}
+			if m == n {
+				closeAt = c
+				break
+			}
+			k = c + m
+		}
+		if closeAt < 0 {
+			return false // an unclosed run is a literal backtick
+		}
+		if off >= j && off < closeAt {
+			return true
+		}
+		i = closeAt + n
+	}
+	return false
+}
