@@ -418,6 +418,10 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 			"a key or entry "+strings.TrimPrefix(err.Error(), "synctext: ")+"; send every entry exactly as valid UTF-8 without NUL; nothing was written")
 		return
 	}
+	if err := synctext.CheckJSONShape(body); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, err.Error()+"; nothing was written")
+		return
+	}
 	var in teamwire.PutBody
 	if err := json.Unmarshal(body, &in); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body is not valid JSON")

@@ -410,6 +410,28 @@ func TestPutRefusesACredential(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing was written: %s", body)
 }
 
+// A body two JSON readers could read differently is refused on every
+// write route: a key twice in one object (Go keeps the last, others the
+// first), or data after the value.
+func TestBodiesThatReadTwoWaysAreRefused(t *testing.T) {
+	f := newServer(t, nil)
+	for _, body := range []string{
+		`{"entries":{"a.md":"the first","a.md":"the second"}}`,
+		`{"entries":{"a.md":"x"},"entries":{"b.md":"y"}}`,
+		`{"entries":{"a.md":"x"}} {"entries":{"b.md":"y"}}`,
+		`{"entries":{"a.md":"x"}}]`,
+	} {
+		resp, out := f.do(t, "PUT", f.acme, "acme/shop", "", body, nil)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", body, out)
+		assert.Equal(t, teamwire.CodeMalformedJSON, errCode(t, out), body)
+		assert.Contains(t, string(out), "nothing was written")
+	}
+	resp, out := f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing was written: %s", out)
+	resp, out = f.do(t, "PUT", f.acme, "acme/shop", "", "{\"entries\":{\"a.md\":\"x\"}}\n", nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a trailing newline is whitespace: %s", out)
+}
+
 func TestMemoryStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
 }

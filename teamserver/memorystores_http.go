@@ -180,6 +180,10 @@ func (c *storesCall) decode(v any) bool {
 			Message: "a string of the request " + strings.TrimPrefix(err.Error(), "synctext: ") + "; send content and paths as valid UTF-8 without NUL (nothing was written)"})
 		return false
 	}
+	if err := synctext.CheckJSONShape(raw); err != nil {
+		c.fail(invalid("%s (nothing was written)", err.Error()))
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {

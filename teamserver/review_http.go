@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
@@ -439,6 +440,9 @@ func (c *reviewCall) setPolicy() {
 // decode reads a small JSON body.
 func (c *reviewCall) decode(v any) bool {
 	raw, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, 64<<10))
+	if err == nil {
+		err = synctext.CheckJSONShape(raw)
+	}
 	if err == nil {
 		err = json.Unmarshal(raw, v)
 	}

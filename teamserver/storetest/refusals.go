@@ -58,6 +58,8 @@ func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore)
 			"delete key with control":     {`{"entries":{},"soft_delete_keys":["a\u001b.md"]}`, teamwire.CodeInvalidKey},
 			"delete key not UTF-8":        {"{\"entries\":{},\"soft_delete_keys\":[\"caf\xe9.md\"]}", teamwire.CodeInvalidText},
 			"key folder of a file, later": {`{"entries":{"ok.md/deeper/x.md":"x"}}`, teamwire.CodeKeyConflict},
+			"one key twice":               {`{"entries":{"a.md":"first","a.md":"second"}}`, teamwire.CodeMalformedJSON},
+			"data after the body":         {`{"entries":{"a.md":"x"}}{"entries":{"b.md":"y"}}`, teamwire.CodeMalformedJSON},
 		} {
 			code, body := call(http.MethodPut, syncPath, c.body)
 			assert.Equal(t, http.StatusBadRequest, code, "%s: %s", name, body)
@@ -110,6 +112,8 @@ func RunRefusals(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore)
 			"file where a folder is":    {"POST", "/memories", `{"path":"/dir","content":"x"}`, 409, storewire.FolderConflictType},
 			"move below a file":         {"POST", "/memories/" + ok.ID, `{"path":"/dir/in.md/x.md"}`, 409, storewire.FolderConflictType},
 			"move onto a folder":        {"POST", "/memories/" + ok.ID, `{"path":"/dir"}`, 409, storewire.FolderConflictType},
+			"one field twice":           {"POST", "/memories", `{"path":"/a.md","content":"x","path":"/b.md"}`, 400, ""},
+			"data after the body":       {"POST", "/memories", `{"path":"/a.md","content":"x"} {"path":"/b.md"}`, 400, ""},
 		} {
 			code, body := call(c.method, base+c.target, c.body)
 			assert.Equal(t, c.status, code, "%s: %s", name, body)
