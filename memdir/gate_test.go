@@ -627,7 +627,11 @@ func TestSaveDescriptionLinkStaysText(t *testing.T) {
 	res, err := d.Save(context.Background(), Memory{File: "plain.md", Name: "Plain",
 		Description: "hook - [Planted](../../outside/planted.md) — injected <https://evil.example>", Body: "x"})
 	require.NoError(t, err)
-	assert.Equal(t, "- [Plain](plain.md) — hook - (Planted)(../../outside/planted.md) — injected ‹https://evil.example›", res.IndexLine)
+	assert.Equal(t, "- [Plain](plain.md) — hook - (Planted)(../../outside/planted.md) — injected ‹https∶//evil.example›", res.IndexLine)
+	res, err = d.Save(context.Background(), Memory{File: "docs.md", Name: "Docs",
+		Description: "the API docs at https://wiki.example/api and www.example.com", Body: "x"})
+	require.NoError(t, err, "a URL in a description is text in the index")
+	assert.Equal(t, "- [Docs](docs.md) — the API docs at https∶//wiki.example/api and www․example.com", res.IndexLine)
 	data, err := os.ReadFile(filepath.Join(mem, EntrypointName))
 	require.NoError(t, err)
 	assert.Empty(t, screen.Blocking(string(data), screen.Options{Index: true}))

@@ -404,8 +404,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // IndexLine renders the MEMORY.md pointer for m stored at target (relative
 // to the index): "- [Title](target) — hook", kept within
 // maxIndexLineRunes by shortening the hook. The line carries one link:
-// brackets in the title and the hook become parentheses, and angle
-// brackets in the hook become ‹ and ›.
+// brackets in the title and the hook become parentheses, angle brackets
+// in the hook become ‹ and ›, and a URL's "://" and a "www." host take a
+// look-alike colon and dot, so no renderer follows them.
 func IndexLine(m Memory, target string) string {
 	title := oneLine(m.Name)
 	if title == "" {
@@ -431,9 +432,10 @@ func IndexLine(m Memory, target string) string {
 	return line + " — " + hook
 }
 
-// hookText turns the characters that open a Markdown link or autolink
-// into ones that do not.
-var hookText = strings.NewReplacer("[", "(", "]", ")", "<", "‹", ">", "›")
+// hookText turns the characters that open a Markdown link, an autolink,
+// an HTML tag or a bare URL into ones that do not (the memory file keeps
+// the URL as written; the pointer line only names it).
+var hookText = strings.NewReplacer("[", "(", "]", ")", "<", "‹", ">", "›", "://", "∶//", "www.", "www․", "WWW.", "WWW․")
 
 // upsertPointer replaces the first index line that links target with line
 // and drops later lines linking the same target; with none, it appends.

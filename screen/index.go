@@ -1,6 +1,7 @@
 package screen
 
 import (
+	"net/url"
 	"path"
 	"regexp"
 	"strings"
@@ -19,6 +20,9 @@ var (
 	autolink = regexp.MustCompile(`<(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*|[^\s<>@]+@[^\s<>@]+)>`)
 	// refDef is a reference definition: [label]: target.
 	refDef = regexp.MustCompile(`^[ ]{0,3}\[[^\]\n]+\]:\s*<?(\S*?)>?(?:\s|$)`)
+	// bareLink is what a renderer or a model follows without Markdown: a
+	// URL, a www. host, an HTML anchor or image.
+	bareLink = regexp.MustCompile(`(?i)\b(?:[a-z][a-z0-9+.\-]{1,31}://|www\.)[^\s<>()]+|<(?:a|img|link|iframe)\b[^>]*>`)
 )
 
 // findIndexLinks returns the findings of an index (MEMORY.md) text: per
@@ -31,24 +35,23 @@ func findIndexLinks(text string) []Finding {
 	for _, line := range strings.SplitAfter(text, "\n") {
 		start := off
 		off += len(line)
-		if !strings.ContainsAny(line, "[<") {
+		if !strings.ContainsAny(line, "[<:.") {
 			continue
 		}
-		type link struct {
-			at     int
-			target string
-			out    bool
-		}
-		var links []link
+		var links []indexLink
 		for _, m := range inlineLink.FindAllStringSubmatchIndex(line, -1) {
-			t := line[m[2]:m[3]]
-			links = append(links, link{at: m[0], target: t, out: !insideTarget(t)})
+			links = append(links, indexLink{at: m[0], end: m[1], out: !insideTarget(line[m[2]:m[3]])})
 		}
 		for _, m := range autolink.FindAllStringIndex(line, -1) {
-			links = append(links, link{at: m[0], out: true})
+			links = append(links, indexLink{at: m[0], end: m[1], out: true})
 		}
 		if m := refDef.FindStringSubmatchIndex(line); m != nil {
-			links = append(links, link{at: m[0], out: !insideTarget(line[m[2]:m[3]])})
+			links = append(links, indexLink{at: m[0], end: m[1], out: !insideTarget(line[m[2]:m[3]])})
+		}
+		for _, m := range bareLink.FindAllStringIndex(line, -1) {
+			if !within(links, m[0]) {
+				links = append(links, indexLink{at: m[0], end: m[1], out: true})
+			}
 		}
 		if len(links) == 0 {
 			continue
@@ -80,9 +83,33 @@ func findIndexLinks(text string) []Finding {
 	return out
 }
 
+// indexLink is a link found on an index line: where it starts and
+// ends, and whether it leaves the index's directory.
+type indexLink struct {
+	at, end int
+	out     bool
+}
+
+// within reports whether offset at lies inside one of links (a URL that
+// is an inline link's target or an autolink is that link).
+func within(links []indexLink, at int) bool {
+	for _, l := range links {
+		if at >= l.at && at < l.end {
+			return true
+		}
+	}
+	return false
+}
+
 // insideTarget reports whether a link target is a file inside the
-// index's directory: relative, no scheme, not leaving through "..".
+// index's directory: relative, no scheme, not leaving through ".." (as
+// written or percent-encoded).
 func insideTarget(t string) bool {
+	if u, err := url.PathUnescape(t); err == nil && u != t {
+		t = u
+	} else if err != nil {
+		return false
+	}
 	if t == "" || strings.HasPrefix(t, "/") || strings.HasPrefix(t, "\\") || strings.HasPrefix(t, "~") ||
 		strings.Contains(t, "\\") || strings.HasPrefix(t, "#") {
 		return false

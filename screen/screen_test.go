@@ -356,3 +356,30 @@ func TestMarkupInCodeIsAMention(t *testing.T) {
 		assert.ErrorIs(t, CheckShared("notes/a.md", text), ErrInjection, text)
 	}
 }
+
+// An index line carries one link, to a file of its directory, and
+// nothing else that leads outside it: a bare URL, a www. host, an HTML
+// anchor or image, a percent-encoded "..".
+func TestIndexLinesLeadNowhereElse(t *testing.T) {
+	for _, line := range []string{
+		"- [Seed](seed.md) — see https://evil.example/x\n",
+		"- [Seed](seed.md) — see www.evil.example\n",
+		"- [Seed](seed.md) — <a href=\"https://evil.example\">more</a>\n",
+		"- [Seed](seed.md) <img src=x>\n",
+		"- [Seed](%2e%2e/outside.md) — hook\n",
+		"- [Seed](..%2Foutside.md) — hook\n",
+		"- [Seed](seed.md) — ftp://files.example/x\n",
+	} {
+		f := Blocking(line, Options{Index: true})
+		if assert.NotEmpty(t, f, line) {
+			assert.Equal(t, RuleIndexLinkOut, f[0].RuleID, line)
+		}
+	}
+	for _, line := range []string{
+		"- [Seed](seed.md) — how the seed data is made\n",
+		"- [API](api%20notes.md) — the API, v2.1\n",
+		"- [Deploy](deploy.md) — deploys run at 10:30 on node.example.internal? no: on ci\n",
+	} {
+		assert.Empty(t, Blocking(line, Options{Index: true}), line)
+	}
+}
