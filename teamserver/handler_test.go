@@ -432,6 +432,41 @@ func TestBodiesThatReadTwoWaysAreRefused(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "a trailing newline is whitespace: %s", out)
 }
 
+// The server's own doors (review, console) sent by a client over the
+// network are recorded as http: a bot's write never shows as a review or
+// a person's console edit. In the server's process (the console) they
+// hold.
+func TestClientsCannotClaimTheServersDoors(t *testing.T) {
+	f := newServer(t, nil)
+	for i, door := range []string{teamwire.DoorReview, teamwire.DoorConsole, teamwire.DoorMCP} {
+		key := fmt.Sprintf("k%d.md", i)
+		resp, body := f.do(t, http.MethodPut, f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{key: "x"}}, map[string]string{teamwire.DoorHeader: door})
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key="+key, nil, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		var hv teamwire.HistoryView
+		require.NoError(t, json.Unmarshal(body, &hv))
+		require.Len(t, hv.Versions, 1)
+		want := door
+		if door != teamwire.DoorMCP {
+			want = teamwire.DoorHTTP
+		}
+		assert.Equal(t, want, hv.Versions[0].Door, door)
+	}
+	req := httptest.NewRequest(http.MethodPut, teamwire.DefaultSyncPath+"?repo=acme%2Fshop", strings.NewReader(`{"entries":{"c.md":"x"}}`))
+	req = req.WithContext(teamserver.InProcess(req.Context()))
+	req.Header.Set("Authorization", "Bearer "+f.acme)
+	req.Header.Set(teamwire.DoorHeader, teamwire.DoorConsole)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=c.md", nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var hv teamwire.HistoryView
+	require.NoError(t, json.Unmarshal(body, &hv))
+	assert.Equal(t, teamwire.DoorConsole, hv.Versions[0].Door)
+}
+
 func TestMemoryStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) teamserver.TeamStore { return teamserver.NewMemoryStore() })
 }

@@ -16,9 +16,26 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
-// requestProvenance reads a request's provenance headers.
+// requestProvenance reads a request's provenance headers. The doors of
+// the server's own faces (teamwire.DoorReview, DoorConsole) are taken
+// only from a request made in the server's process (InProcess): sent by
+// a client over the network they are recorded as teamwire.DoorHTTP, so a
+// bot's write never shows as a review or a person's console edit.
 func requestProvenance(r *http.Request) (teamwire.Provenance, error) {
-	return teamwire.ParseProvenance(r.Header.Get(teamwire.DoorHeader), r.Header.Get(teamwire.SessionHeader), r.Header.Get(teamwire.OriginHeader))
+	p, err := teamwire.ParseProvenance(r.Header.Get(teamwire.DoorHeader), r.Header.Get(teamwire.SessionHeader), r.Header.Get(teamwire.OriginHeader))
+	if (p.Door == teamwire.DoorReview || p.Door == teamwire.DoorConsole) && r.Context().Value(inProcessKey{}) == nil {
+		p.Door = teamwire.DoorHTTP
+	}
+	return p, err
+}
+
+type inProcessKey struct{}
+
+// InProcess marks a request's context as made by code in the server's
+// own process (the web console calling the Handler directly), whose
+// provenance headers may name the server's own doors.
+func InProcess(ctx context.Context) context.Context {
+	return context.WithValue(ctx, inProcessKey{}, true)
 }
 
 // ErrReadOnly refuses a write to a target whose policy is read-only.

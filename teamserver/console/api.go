@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
 // refusal is the server's answer, other than 2xx, to a call the console
@@ -73,7 +74,7 @@ func (c *Console) send(ctx context.Context, from *http.Request, s *session, meth
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	req, err := http.NewRequestWithContext(teamserver.InProcess(ctx), method, u, rd)
 	if err != nil {
 		return nil, err
 	}
