@@ -862,7 +862,7 @@ func TestExtractionsTeamWriteNamesItsDoorAndSession(t *testing.T) {
 	got, err := store.Get(ctx, repo, false)
 	require.NoError(t, err)
 	assert.NotContains(t, got.Entries, "planted.md", "a write from an untrusted turn waits for review")
-	pending, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target, Status: teamserver.ProposalPending})
+	pending, _, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target, Status: teamserver.ProposalPending})
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	assert.Equal(t, "planted.md", pending[0].Key)

@@ -804,7 +804,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	assert.Equal(t, "base", readFile(t, filepath.Join(carolDir, "base.md")), "nor does a pending deletion")
 	assert.Empty(t, res.InReview)
 
-	pending, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target, Status: teamserver.ProposalPending})
+	pending, _, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target, Status: teamserver.ProposalPending})
 	require.NoError(t, err)
 	require.Len(t, pending, 2, "three syncs made one proposal per key")
 	for _, p := range pending {
@@ -832,7 +832,7 @@ func TestReviewKeepsAnAgentsWriteUntilApproved(t *testing.T) {
 	assert.Empty(t, res.Conflicts, "the approved version is the author's")
 	require.Len(t, res.Skipped, 1)
 	assert.Equal(t, foldersync.Skip{Path: "base.md", Reason: foldersync.SkipRejected + ": base.md is still needed"}, res.Skipped[0])
-	all, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target})
+	all, _, err := h.Proposals(ctx, "acme", teamserver.ProposalFilter{Target: target})
 	require.NoError(t, err)
 	assert.Len(t, all, 2, "a rejected change sent again adds no proposal")
 	hist, err := store.History(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, "planted.md", 5)

@@ -103,6 +103,9 @@ type ProposalFilter struct {
 	// TokenSHA256, when set, lists only that token's proposals.
 	TokenSHA256 string
 	Limit       int // default 100
+	// Offset skips that many of the proposals the filter matches, newest
+	// first: the next page starts at the previous page's Offset+Limit.
+	Offset int
 }
 
 // Errors of review.
@@ -146,6 +149,9 @@ type Reviews interface {
 	Propose(ctx context.Context, p Proposal) (Proposal, error)
 	// Proposals lists a tenant's proposals, newest first.
 	Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, error)
+	// CountProposals counts the proposals f matches (its Limit and
+	// Offset aside).
+	CountProposals(ctx context.Context, tenant string, f ProposalFilter) (int, error)
 	// Proposal returns one proposal of a tenant.
 	Proposal(ctx context.Context, tenant, id string) (Proposal, error)
 	// Decide moves a pending proposal to status (approved or rejected)
@@ -250,12 +256,30 @@ func (s *memoryStore) Proposals(_ context.Context, tenant string, f ProposalFilt
 		limit = 100
 	}
 	var out []Proposal
+	skip := f.Offset
 	for i := len(s.reviews.proposals) - 1; i >= 0 && len(out) < limit; i-- {
 		if p := s.reviews.proposals[i]; matches(p, tenant, f) {
+			if skip > 0 {
+				skip--
+				continue
+			}
 			out = append(out, p)
 		}
 	}
 	return out, nil
+}
+
+// CountProposals implements Reviews.
+func (s *memoryStore) CountProposals(_ context.Context, tenant string, f ProposalFilter) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.reviews.proposals {
+		if matches(p, tenant, f) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Proposal implements Reviews.

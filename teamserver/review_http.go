@@ -68,13 +68,19 @@ func (h *Handler) SetPolicy(ctx context.Context, tenant string, t Target, policy
 	return rv.SetPolicy(ctx, tenant, t, policy, by, h.cfg.Now())
 }
 
-// Proposals lists a tenant's proposals, newest first.
-func (h *Handler) Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
+// Proposals lists a tenant's proposals, newest first, and counts all
+// that f matches (the page's Limit and Offset aside).
+func (h *Handler) Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, int, error) {
 	rv := h.reviews()
 	if rv == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return rv.Proposals(ctx, tenant, f)
+	total, err := rv.CountProposals(ctx, tenant, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	ps, err := rv.Proposals(ctx, tenant, f)
+	return ps, total, err
 }
 
 // ProposalCurrent is what a proposal's key (or memory) holds now.
@@ -506,18 +512,32 @@ func (c *reviewCall) list() {
 		writeError(c.w, http.StatusBadRequest, "invalid_request_error", "invalid_status", "status must be pending, approved, rejected, superseded or all")
 		return
 	}
-	f := ProposalFilter{Target: t, Status: status, Limit: 500}
+	f := ProposalFilter{Target: t, Status: status, Limit: teamwire.DefaultProposalPage}
+	for name, into := range map[string]*int{"limit": &f.Limit, "offset": &f.Offset} {
+		if v := c.r.URL.Query().Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || (name == "limit" && (n < 1 || n > teamwire.MaxProposalPage)) {
+				writeError(c.w, http.StatusBadRequest, "invalid_request_error", "invalid_page",
+					"limit must be 1 to "+strconv.Itoa(teamwire.MaxProposalPage)+" and offset 0 or more")
+				return
+			}
+			*into = n
+		}
+	}
 	if !c.grant.IsPerson() {
 		f.TokenSHA256 = c.grant.TokenSHA256 // an agent sees its own
 	}
-	ps, err := c.h.Proposals(c.r.Context(), c.grant.Organization, f)
+	ps, total, err := c.h.Proposals(c.r.Context(), c.grant.Organization, f)
 	if err != nil {
 		c.h.storeError(c.w, err)
 		return
 	}
-	out := teamwire.ProposalList{Proposals: []teamwire.ProposalView{}}
+	out := teamwire.ProposalList{Proposals: []teamwire.ProposalView{}, Total: total, Offset: f.Offset}
 	for _, p := range ps {
 		out.Proposals = append(out.Proposals, proposalOut(p, false))
+	}
+	if next := f.Offset + len(ps); next < total {
+		out.NextOffset = &next
 	}
 	writeJSON(c.w, http.StatusOK, out)
 }

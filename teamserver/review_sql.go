@@ -141,22 +141,9 @@ func (s *sqlStore) Proposals(ctx context.Context, tenant string, f ProposalFilte
 	if limit <= 0 {
 		limit = 100
 	}
-	query := `SELECT ` + proposalColumns + ` FROM review_proposals WHERE tenant = ?`
-	args := []any{tenant}
-	if f.Target.Kind != "" {
-		query += ` AND kind = ? AND target = ?`
-		args = append(args, f.Target.Kind, f.Target.Name)
-	}
-	if f.Status != "" {
-		query += ` AND status = ?`
-		args = append(args, f.Status)
-	}
-	if f.TokenSHA256 != "" {
-		query += ` AND token_sha = ?`
-		args = append(args, f.TokenSHA256)
-	}
-	query += ` ORDER BY created_ms DESC, seq DESC LIMIT ?`
-	args = append(args, limit)
+	where, args := proposalWhere(tenant, f)
+	query := `SELECT ` + proposalColumns + ` FROM review_proposals WHERE ` + where + ` ORDER BY created_ms DESC, seq DESC LIMIT ? OFFSET ?`
+	args = append(args, limit, max(f.Offset, 0))
 	var out []Proposal
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		out = nil
@@ -175,6 +162,35 @@ func (s *sqlStore) Proposals(ctx context.Context, tenant string, f ProposalFilte
 		return rows.Err()
 	})
 	return out, err
+}
+
+// CountProposals implements Reviews.
+func (s *sqlStore) CountProposals(ctx context.Context, tenant string, f ProposalFilter) (int, error) {
+	where, args := proposalWhere(tenant, f)
+	var n int
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM review_proposals WHERE `+where), args...).Scan(&n)
+	})
+	return n, err
+}
+
+// proposalWhere is the WHERE clause of f, and its arguments.
+func proposalWhere(tenant string, f ProposalFilter) (string, []any) {
+	where := `tenant = ?`
+	args := []any{tenant}
+	if f.Target.Kind != "" {
+		where += ` AND kind = ? AND target = ?`
+		args = append(args, f.Target.Kind, f.Target.Name)
+	}
+	if f.Status != "" {
+		where += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	if f.TokenSHA256 != "" {
+		where += ` AND token_sha = ?`
+		args = append(args, f.TokenSHA256)
+	}
+	return where, args
 }
 
 // Proposal implements Reviews.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,7 +210,7 @@ func teamPolicy(e env, c *common, args []string) (int, error) {
 
 // teamReview runs `team review ls|show|approve|reject`.
 func teamReview(e env, c *common, args []string) (int, error) {
-	usage := "usage: agentmem team review ls|show|approve|reject --server URL [--repo OWNER/NAME | --store ID] [ID] [--status S] [--reason WHY]"
+	usage := "usage: agentmem team review ls|show|approve|reject --server URL [--repo OWNER/NAME | --store ID] [ID | --all [--yes]] [--status S] [--reason WHY]"
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(e.stdout, usage)
 		fmt.Fprint(e.stdout, `
@@ -217,6 +218,8 @@ func teamReview(e env, c *common, args []string) (int, error) {
   show ID  one proposal: who, through which door, and a unified diff against what the server holds now
   approve ID   write it, recorded with its author and door and you as reviewer (a person's token)
   reject ID --reason WHY   never write it; kept with the reason (a person's token)
+  approve --all, reject --all --reason WHY   every pending proposal of the repo or store:
+           says how many and stops, until run again with --yes
 `)
 		if len(args) == 0 {
 			return exitError, nil
@@ -236,6 +239,8 @@ func teamReview(e env, c *common, args []string) (int, error) {
 	project := fs.String("project", "", "the project directory (default: the current directory)")
 	status := fs.String("status", "pending", "ls: pending, approved, rejected, superseded or all")
 	reason := fs.String("reason", "", "reject: why (kept in the proposal's history; its author sees it)")
+	all := fs.Bool("all", false, "approve, reject: every pending proposal of the repo or store")
+	yes := fs.Bool("yes", false, "with --all: go ahead (without it, the count is shown and nothing decided)")
 	positional, err := parseAnywhere(fs, rest)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -248,8 +253,11 @@ func teamReview(e env, c *common, args []string) (int, error) {
 	switch {
 	case sub == "ls" && len(positional) > 0:
 		return exitError, fmt.Errorf("agentmem team review ls takes no argument (got %q)", positional[0])
+	case *all && (sub == "ls" || sub == "show" || len(positional) > 0):
+		return exitError, fmt.Errorf("agentmem team review %s: --all decides every pending proposal; give it to approve or reject, without an ID", sub)
+	case *all:
 	case sub != "ls" && len(positional) != 1:
-		return exitError, fmt.Errorf("agentmem team review %s needs one proposal ID (see agentmem team review ls)", sub)
+		return exitError, fmt.Errorf("agentmem team review %s needs one proposal ID, or --all (see agentmem team review ls)", sub)
 	case sub != "ls":
 		id = positional[0]
 		if !strings.HasPrefix(id, "prop_") || strings.ContainsAny(id, "/?#") {
@@ -269,15 +277,18 @@ func teamReview(e env, c *common, args []string) (int, error) {
 	name := "review " + sub
 	switch sub {
 	case "ls":
-		var l teamwire.ProposalList
-		if err := rc.do(http.MethodGet, "/proposals", url.Values{"status": {*status}}, nil, &l); err != nil {
+		ps, err := rc.proposals(*status)
+		if err != nil {
 			return reviewExit(e, name, err), nil
 		}
-		if len(l.Proposals) == 0 {
+		if len(ps) == 0 {
 			fmt.Fprintf(e.stdout, "no %s proposals\n", strings.ReplaceAll(*status, "all", ""))
 		}
-		for _, p := range l.Proposals {
+		for _, p := range ps {
 			printProposal(e, p)
+		}
+		if len(ps) > 0 {
+			fmt.Fprintf(e.stdout, "%d %s proposals\n", len(ps), strings.ReplaceAll(*status, "all", ""))
 		}
 	case "show":
 		var d teamwire.ProposalDetail
@@ -298,6 +309,9 @@ func teamReview(e env, c *common, args []string) (int, error) {
 		}
 		fmt.Fprint(e.stdout, diff)
 	case "approve", "reject":
+		if *all {
+			return decideAll(e, rc, name, sub, *reason, *yes), nil
+		}
 		var p teamwire.ProposalView
 		var body any
 		if sub == "reject" {
@@ -309,6 +323,62 @@ func teamReview(e env, c *common, args []string) (int, error) {
 		fmt.Fprintf(e.stdout, "%s %s %s\n", p.Status, p.ID, shown(p.Key))
 	}
 	return exitOK, nil
+}
+
+// proposals lists every proposal of status, page after page.
+func (rc *reviewClient) proposals(status string) ([]teamwire.ProposalView, error) {
+	var out []teamwire.ProposalView
+	for offset := 0; ; {
+		var l teamwire.ProposalList
+		q := url.Values{"status": {status}, "limit": {strconv.Itoa(teamwire.MaxProposalPage)}, "offset": {strconv.Itoa(offset)}}
+		if err := rc.do(http.MethodGet, "/proposals", q, nil, &l); err != nil {
+			return nil, err
+		}
+		out = append(out, l.Proposals...)
+		if l.NextOffset == nil || *l.NextOffset <= offset {
+			return out, nil
+		}
+		offset = *l.NextOffset
+	}
+}
+
+// decideAll approves or rejects every pending proposal, once the person
+// confirmed with --yes; without it, it says how many and decides none.
+func decideAll(e env, rc *reviewClient, name, sub, reason string, yes bool) int {
+	ps, err := rc.proposals("pending")
+	if err != nil {
+		return reviewExit(e, name, err)
+	}
+	done := map[string]string{"approve": "approved", "reject": "rejected"}[sub]
+	if !yes {
+		fmt.Fprintf(e.stdout, "%d pending proposals would be %s; nothing was decided: run again with --yes to %s them all\n", len(ps), done, sub)
+		if len(ps) == 0 {
+			return exitOK
+		}
+		return exitError
+	}
+	var body any
+	if sub == "reject" {
+		body = teamwire.RejectBody{Reason: reason}
+	}
+	failed := 0
+	for i, p := range ps {
+		var out teamwire.ProposalView
+		if err := rc.do(http.MethodPost, "/proposals/"+url.PathEscape(p.ID)+"/"+sub, nil, body, &out); err != nil {
+			if i == 0 {
+				return reviewExit(e, name, err) // the token may not decide: the rest would fail alike
+			}
+			fmt.Fprintf(e.stderr, "agentmem team %s: %s: %v\n", name, p.ID, err)
+			failed++
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%s %s %s\n", out.Status, out.ID, shown(out.Key))
+	}
+	fmt.Fprintf(e.stdout, "%d of %d proposals %s\n", len(ps)-failed, len(ps), done)
+	if failed > 0 {
+		return exitError
+	}
+	return exitOK
 }
 
 // printProposal prints one proposal on one line (and its decision on a

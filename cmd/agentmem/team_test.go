@@ -415,6 +415,27 @@ func TestTeamReviewCommands(t *testing.T) {
 	_, _, _ = team("carol", append([]string{"sync", "--dir", carolDir}, repo...)...)
 	assert.NoFileExists(t, filepath.Join(carolDir, "other.md"))
 
+	// Bulk: every pending proposal with one confirmation.
+	for _, f := range []string{"b1.md", "b2.md", "b3.md"} {
+		writeFile(t, botDir, f, "Batch note "+f+".\n")
+	}
+	_, errOut, code = team("bot", append([]string{"sync", "--dir", botDir}, repo...)...)
+	require.Equal(t, 0, code, errOut)
+	out, _, _ = team("alice", append([]string{"review", "ls"}, repo...)...)
+	assert.Len(t, proposalRe.FindAllString(out, -1), 3, out)
+	assert.Contains(t, out, "3 pending proposals\n")
+	out, _, code = team("alice", append([]string{"review", "approve", "--all"}, repo...)...)
+	assert.Equal(t, exitError, code, "without --yes nothing is decided: %s", out)
+	assert.Contains(t, out, "3 pending proposals would be approved; nothing was decided: run again with --yes")
+	_, errOut, code = team("bot", append([]string{"review", "approve", "--all", "--yes"}, repo...)...)
+	assert.Equal(t, exitAuth, code, "an agent cannot approve in bulk either")
+	out, errOut, code = team("alice", append([]string{"review", "approve", "--all", "--yes"}, repo...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "3 of 3 proposals approved")
+	_, errOut, code = team("carol", append([]string{"sync", "--dir", carolDir}, repo...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "Batch note b2.md.\n", readFile(t, carolDir, "b2.md"))
+
 	// Read-only refuses.
 	_, errOut, code = team("alice", append([]string{"policy", "read-only"}, repo...)...)
 	require.Equal(t, 0, code, errOut)

@@ -539,7 +539,20 @@ type CurrentView struct {
 // ProposalList is the body of GET .../proposals.
 type ProposalList struct {
 	Proposals []ProposalView `json:"proposals"`
+	// Total counts every proposal the list's filter matches; Offset is
+	// where this page starts, NextOffset where the next one does (absent
+	// on the last page): ?offset=N&limit=M.
+	Total      int  `json:"total"`
+	Offset     int  `json:"offset"`
+	NextOffset *int `json:"next_offset,omitempty"`
 }
+
+// DefaultProposalPage and MaxProposalPage are a proposal list's page
+// sizes: by default, and at most (?limit=).
+const (
+	DefaultProposalPage = 100
+	MaxProposalPage     = 500
+)
 
 // RejectBody is the body of POST .../proposals/ID/reject.
 type RejectBody struct {

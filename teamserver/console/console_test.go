@@ -789,7 +789,7 @@ func TestReviewQueueOfAStore(t *testing.T) {
 	status, body = f.send(t, f.robot, http.MethodPost, mems+"/"+prefs, map[string]any{"content": "---\ntype: user\n---\nLikes both.\n"})
 	require.Equal(t, http.StatusAccepted, status, body)
 	var mod teamserver.Proposal
-	ps, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	ps, _, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
 	require.NoError(t, err)
 	for _, q := range ps {
 		if q.Key == "/prefs.md" {
@@ -1314,7 +1314,7 @@ func TestBrowserReview(t *testing.T) {
 
 	f.propose(t, f.robot, "acme/shop", map[string]string{"build.md": "---\ntype: project\ndescription: How to build\n---\nBuild with `make all`.\n"})
 	f.propose(t, f.robot, "acme/shop", map[string]string{"style.md": "---\ntype: feedback\ndescription: Code style\n---\nSpaces, not tabs.\n"})
-	ps, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	ps, _, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
 	require.NoError(t, err)
 	ids := map[string]string{}
 	for _, p := range ps {

@@ -38,7 +38,7 @@ func reaches(g teamserver.TokenGrant, t teamserver.Target) bool {
 // pending lists the pending proposals of the targets the token reaches,
 // newest first.
 func (c *Console) pending(ctx context.Context, s *session) ([]teamserver.Proposal, error) {
-	all, err := c.h.Proposals(ctx, s.grant.Organization, teamserver.ProposalFilter{Status: teamserver.ProposalPending, Limit: teamserver.MaxPendingProposals})
+	all, _, err := c.h.Proposals(ctx, s.grant.Organization, teamserver.ProposalFilter{Status: teamserver.ProposalPending, Limit: teamserver.MaxPendingProposals})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -314,6 +315,37 @@ func RunTrust(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 			assert.Equal(t, teamwire.CodeReadOnly, errCode(body))
 		}
 		assert.NotContains(t, ts.pull(ts.carol).Content.Entries, "ro.md")
+	})
+
+	t.Run("review list pages", func(t *testing.T) {
+		ts := newTrustServer(t, newStore(t))
+		code, body := ts.setPolicy(ts.alice, "repo=acme/shop", teamserver.PolicyReview)
+		require.Equal(t, http.StatusOK, code, body)
+		const n = 7
+		for i := range n {
+			code, _, body := ts.push(ts.bot, map[string]string{fmt.Sprintf("k%d.md", i): "proposed"}, nil, nil)
+			require.Equal(t, http.StatusAccepted, code, body)
+		}
+		seen := map[string]bool{}
+		for offset := 0; ; {
+			var l teamwire.ProposalList
+			code, body, _ := ts.call(http.MethodGet, teamwire.ReviewPath+fmt.Sprintf("/proposals?repo=acme/shop&limit=3&offset=%d", offset), ts.alice, nil, nil, &l)
+			require.Equal(t, http.StatusOK, code, body)
+			assert.Equal(t, n, l.Total, "every page says how many there are")
+			assert.Equal(t, offset, l.Offset)
+			assert.LessOrEqual(t, len(l.Proposals), 3)
+			for _, p := range l.Proposals {
+				assert.False(t, seen[p.ID], "a proposal on two pages")
+				seen[p.ID] = true
+			}
+			if l.NextOffset == nil {
+				break
+			}
+			offset = *l.NextOffset
+		}
+		assert.Len(t, seen, n, "the pages hold every proposal")
+		code, body, _ = ts.call(http.MethodGet, teamwire.ReviewPath+"/proposals?repo=acme/shop&limit=501", ts.alice, nil, nil, nil)
+		assert.Equal(t, http.StatusBadRequest, code, body)
 	})
 
 	t.Run("untrusted origin under review", func(t *testing.T) {
