@@ -56,8 +56,9 @@
 //     token file (TokenGrant, LoadTokens, NewToken). A missing or unknown
 //     token gets 401. Failed authentications are limited per client
 //     address (Options.AuthFailRate, AuthFailBurst): past them every
-//     request from the address gets 429 (auth_rate_limited) before its
-//     token is looked at.
+//     request from the address with a token that is not valid gets 429
+//     (auth_rate_limited); a valid token is still served, so teammates
+//     behind one NAT or proxy are not locked out by one wrong client.
 //   - Authorisation: each token holds a tenant (its organizationId) and
 //     repo patterns ("owner/name" or "owner/*"). A repo outside them gets
 //     403, decided before the store is read, with the same body whether

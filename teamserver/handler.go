@@ -300,8 +300,8 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
-// authRefused answers a request from an address that has failed
-// authentication too often (429, true), before its token is looked at.
+// authRefused answers a request with a token that is not valid from an
+// address that has failed authentication too often (429, true).
 func (h *Handler) authRefused(w http.ResponseWriter, r *http.Request, stores bool) bool {
 	wait, blocked := h.authFails.exhausted(clientAddr(r))
 	if !blocked {

@@ -808,7 +808,9 @@ func TestUnauthenticatedFloodStaysBounded(t *testing.T) {
 }
 
 // Failed authentications are limited per client address: past the burst
-// every request from it is 429, a valid token too, until time refills it.
+// every request from it with a wrong token is 429 until time refills it,
+// while a valid token from the same address (a teammate behind the same
+// NAT or proxy) is still served.
 func TestFailedAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
@@ -823,7 +825,9 @@ func TestFailedAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 	assert.Equal(t, teamwire.CodeAuthRateLimited, errCode(t, body))
 	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
 	resp, _ = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
-	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the address is refused before its token is looked at")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a teammate's valid token is served (the repo is empty)")
+	resp, _ = f.do(t, "GET", "amt_wrong", "acme/shop", "", nil, nil)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "while wrong ones still wait")
 
 	mu.Lock()
 	now = now.Add(2 * time.Second)

@@ -192,11 +192,14 @@ func (h *Handler) protect(p *protocol, name string, auth bool, run routeFunc) ht
 			return
 		}
 		if auth {
-			if h.authRefused(sw, r, p.stores) {
-				return
-			}
+			// A valid token is served even from an address that failed
+			// too often (teammates share a NAT or the proxy in front);
+			// a wrong one from there waits.
 			grant, ok := h.authenticate(r)
 			if !ok {
+				if h.authRefused(sw, r, p.stores) {
+					return
+				}
 				h.authFailed(r)
 				p.unauthorized(sw)
 				return
