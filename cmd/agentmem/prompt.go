@@ -4,9 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
-	"github.com/agentmem-sdk/agentmem/teammem"
 	"github.com/spf13/afero"
 )
 
@@ -30,11 +30,23 @@ func runPrompt(e env, c *common, args []string, team, skipIndex bool) (int, erro
 		AutoDir:     r.path.Dir,
 		TeamActive:  team,
 		SkipIndex:   skipIndex,
-		TeamAuthors: teammem.Attributions(e.fs, memdir.TeamMemPath(r.path.Dir)),
+		TeamAuthors: teamAuthors(sharedAuthors(e.fs, r.path.Dir)),
 	})
 	if err != nil {
 		return exitError, err
 	}
 	fmt.Fprint(e.stdout, p.Text)
 	return exitOK, nil
+}
+
+// teamAuthors keeps the writers of the team directory's memories (its
+// own and its store folders'), keyed by their path in it.
+func teamAuthors(shared map[string]memdir.Attribution) map[string]memdir.Attribution {
+	out := map[string]memdir.Attribution{}
+	for k, a := range shared {
+		if rel, ok := strings.CutPrefix(k, memdir.TeamDirName+"/"); ok {
+			out[rel] = a
+		}
+	}
+	return out
 }

@@ -518,6 +518,11 @@ func TestStorePushNamesItsDoorAndThePromptItsAuthor(t *testing.T) {
 	assert.Contains(t, out, `"file": "`+filepath.ToSlash(rel)+`",`)
 	assert.Regexp(t, `"file": "`+regexp.QuoteMeta(filepath.ToSlash(rel))+`",[^}]*"author": "alice",\s*"written": "`+time.Now().UTC().Format("2006-01-02"), out)
 
+	// So does the CLI's prompt, in its team section.
+	out, errOut, code = runWithInput(t, []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "", "prompt", "--team", "--dir", auto)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "- proj/tool.md (written by alice, "+time.Now().UTC().Format("2006-01-02")+")\n")
+
 	// The front door's prompt names them, as the team listing does.
 	env := map[string]string{"CLAUDE_MEMORY_STORES": `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`}
 	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: t.TempDir(), MemoryDir: auto,
