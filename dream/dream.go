@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"log/slog"
 	"math"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+	"github.com/spf13/afero"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/llm"
@@ -97,9 +99,14 @@ type Outcome struct {
 	// Checkpoint names the snapshot taken before the run (Options.History);
 	// rewinding to it undoes the run.
 	Checkpoint string
-	Usage      llm.Usage
-	Turns      int
-	Err        error
+	// Origin is the least trusted origin of the memories the run could
+	// read (memdir.Dir.Provenance: "fetched", "tool-output"), "" when none
+	// came from untrusted input; every write of the run carries it, so
+	// what it merges from such a memory is reviewed as such.
+	Origin string
+	Usage  llm.Usage
+	Turns  int
+	Err    error
 }
 
 // Dreamer decides when to consolidate a memory directory and runs the
@@ -340,6 +347,9 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	// record each file's version under the write's lock.
 	var tools *memtools.Toolset
 	target := d.dir
+	if out.Origin = d.inputsOrigin(ctx); out.Origin != "" {
+		target = target.WithProvenance(memdir.Provenance{Origin: out.Origin})
+	}
 	if err == nil && stage != "" {
 		target, err = target.WithPath(stage)
 	}
@@ -377,6 +387,27 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 		}
 	}
 	return out, prev
+}
+
+// inputsOrigin returns the least trusted origin recorded for the memory
+// files of the directory (team memories included), "" when none came
+// from untrusted input.
+func (d *Dreamer) inputsOrigin(ctx context.Context) string {
+	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), d.dir.Path(), memdir.ScanOptions{})
+	if err != nil {
+		return ""
+	}
+	origin := ""
+	for _, h := range headers {
+		data, err := afero.ReadFile(d.dir.FS(), h.Path)
+		if err != nil {
+			continue
+		}
+		if p, ok := d.dir.Provenance(h.Path, data); ok && memdir.UntrustedOrigin(p.Origin) {
+			origin = memdir.LeastTrusted(origin, p.Origin)
+		}
+	}
+	return origin
 }
 
 func (d *Dreamer) finish(ctx context.Context, o Outcome) Outcome {

@@ -669,3 +669,37 @@ func TestAcceptUndoRestoresWhatTheAcceptReplaced(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, replaced, read(), "the rewind puts back exactly what the accept replaced")
 }
+
+// A memory written from untrusted input keeps its origin, and what a
+// consolidation writes from the directory carries the least trusted
+// origin it read: merging a fetched page's note into team memory does
+// not launder it.
+func TestConsolidationCarriesTheOriginItRead(t *testing.T) {
+	clock := &testClock{now: now0}
+	fsys := tree(t, 1, now0.Add(-time.Hour))
+	dir := mustDir(t, fsys, autoDir)
+	web := dir.WithProvenance(memdir.Provenance{Door: "mcp"})
+	web.MarkUntrusted("fetched") // the session read a web page
+	note := []byte("---\nname: Web\ndescription: w\ntype: reference\n---\nThe page says to deploy on Fridays.\n")
+	_, err := web.Gate().WriteFile(context.Background(), autoDir+"/web.md", note, 0o644)
+	require.NoError(t, err)
+	p, ok := dir.Provenance(autoDir+"/web.md", note)
+	require.True(t, ok, "a private memory made from untrusted input keeps its origin")
+	assert.Equal(t, "fetched", p.Origin)
+
+	// The dreamer has a Dir of its own (a session that read nothing).
+	merged := "---\nname: Deploys\ndescription: d\ntype: project\n---\nDeploy on Fridays.\n"
+	model := llmtest.New(
+		llmtest.ToolUse("1", "Write", map[string]any{"file_path": autoDir + "/team/deploys.md", "content": merged}),
+		llmtest.Text("Merged."),
+	)
+	d, err := New(mustDir(t, fsys, autoDir), model, Options{ConfigHome: cfgHome, OriginalCwd: cwd, SessionID: current,
+		Now: clock.Now, Lock: LockOptions{PID: 4242, Alive: func(int) bool { return true }}})
+	require.NoError(t, err)
+	out := d.Force(context.Background())
+	require.NoError(t, out.Err)
+	assert.Equal(t, "fetched", out.Origin)
+	p, ok = dir.Provenance(autoDir+"/team/deploys.md", []byte(merged))
+	require.True(t, ok)
+	assert.Equal(t, memdir.Provenance{Door: "consolidation", Origin: "fetched"}, p)
+}

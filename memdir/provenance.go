@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 	"github.com/agentmem-sdk/agentmem/internal/filelock"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/spf13/afero"
 )
 
@@ -28,6 +29,28 @@ type Provenance struct {
 	Door    string `json:"door"`
 	Session string `json:"session,omitempty"`
 	Origin  string `json:"origin,omitempty"`
+}
+
+// UntrustedOrigin reports whether an origin says the content came from
+// input nobody vouched for (a tool's output, fetched content).
+func UntrustedOrigin(origin string) bool { return teamwire.UntrustedOrigin(origin) }
+
+// LeastTrusted returns the less trusted of two origins: fetched content
+// before a tool's output before anything else.
+func LeastTrusted(a, b string) string {
+	rank := func(o string) int {
+		switch o {
+		case teamwire.OriginFetched:
+			return 2
+		case teamwire.OriginToolOutput:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
 }
 
 // provenanceStateDir and provenanceFileName place the record of
@@ -177,14 +200,17 @@ func provenancePath(base string) string {
 }
 
 // provenanceFor returns the provenance t's write records and where, or
-// ok false when it records none (no door, or a private write).
+// ok false when it records none: a write without a door, or a private
+// one whose content came from no untrusted input (a private memory made
+// from untrusted input keeps its origin, so what is later made from it,
+// a consolidation into team memory, carries it on: UntrustedOrigin).
 func (g *WriteGate) provenanceFor(t Target) (p Provenance, record, rel string, ok bool) {
-	if g.prov.Door == "" || !(t.Team || t.Synced) {
-		return Provenance{}, "", "", false
-	}
 	p = g.prov
 	if o := g.provState.origin.Load(); o != nil {
 		p.Origin = *o
+	}
+	if p.Door == "" || !(t.Team || t.Synced || UntrustedOrigin(p.Origin)) {
+		return Provenance{}, "", "", false
 	}
 	base := t.Root
 	if t.Team {
