@@ -271,6 +271,7 @@ func (c *Console) memory(w http.ResponseWriter, r *http.Request, s *session, src
 		c.apiFail(w, r, s, err)
 		return
 	}
+	it.Content = redacted(it.Content)
 	fields, body := splitFrontmatter(it.Content)
 	c.page(w, r, s, http.StatusOK, "memory", map[string]any{"Src": srcView(src), "Item": it, "Fields": fields,
 		"HTML": c.render.html(body), "HistoryURL": memoryURL(src, "history", key), "DeleteURL": memoryURL(src, "delete", key),
@@ -428,7 +429,9 @@ func (c *Console) deleteConfirm(w http.ResponseWriter, r *http.Request, s *sessi
 		c.apiFail(w, r, s, err)
 		return
 	}
-	c.page(w, r, s, http.StatusOK, "delete", map[string]any{"Src": srcView(src), "Item": it, "Seen": seenText(it.Content, false), "Action": src.base() + "/delete",
+	seen := seenText(it.Content, false)
+	it.Content = redacted(it.Content)
+	c.page(w, r, s, http.StatusOK, "delete", map[string]any{"Src": srcView(src), "Item": it, "Seen": seen, "Action": src.base() + "/delete",
 		"MemoryURL": memoryURL(src, "memory", key)})
 }
 

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"html/template"
 	"strings"
+	"sync"
 
 	"github.com/agentmem-sdk/agentmem/internal/linediff"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/text"
 )
 
 // renderer turns memory Markdown into HTML that is safe to show: goldmark
@@ -29,15 +33,42 @@ func newRenderer() *renderer {
 	return &renderer{md: goldmark.New(goldmark.WithExtensions(extension.GFM)), policy: p}
 }
 
-// html renders Markdown; text it cannot render is shown as text.
+// html renders Markdown, credentials redacted; text it cannot render is
+// shown as text. An image is rendered as a link to it: the console loads
+// nothing a memory points at.
 func (r *renderer) html(src string) template.HTML {
+	src = redacted(src)
 	var b bytes.Buffer
-	if err := r.md.Convert([]byte(src), &b); err != nil {
+	doc := r.md.Parser().Parse(text.NewReader([]byte(src)))
+	imagesAsLinks(doc)
+	if err := r.md.Renderer().Render(&b, []byte(src), doc); err != nil {
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
 	}
 	// The sanitizer's output is the only HTML the console passes through
 	// unescaped.
 	return template.HTML(r.policy.SanitizeBytes(b.Bytes())) //nolint:gosec // sanitized just above
+}
+
+// imagesAsLinks replaces every image of doc by a link to its source,
+// with the image's text.
+func imagesAsLinks(doc ast.Node) {
+	var images []*ast.Image
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if img, ok := n.(*ast.Image); ok && entering {
+			images = append(images, img)
+		}
+		return ast.WalkContinue, nil
+	})
+	for _, img := range images {
+		link := ast.NewLink()
+		link.Destination, link.Title = img.Destination, img.Title
+		for c := img.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			link.AppendChild(link, c)
+			c = next
+		}
+		img.Parent().ReplaceChild(img.Parent(), img, link)
+	}
 }
 
 // field is one line of a memory's frontmatter.
@@ -106,9 +137,17 @@ type diffLine struct {
 	Text string
 }
 
-// diff returns the unified diff from a to b as lines to show.
+// redactor finds credentials in what the console shows.
+var redactor = sync.OnceValue(secrets.New)
+
+// redacted is content as the console shows it: every credential, even
+// one a server stored before it refused them, replaced by [REDACTED].
+func redacted(content string) string { return redactor().Redact(content) }
+
+// diff returns the unified diff from a to b as lines to show, with
+// credentials redacted.
 func diff(fromName, toName, a, b string) []diffLine {
-	text := linediff.Unified(fromName, toName, []byte(a), []byte(b))
+	text := linediff.Unified(fromName, toName, []byte(redacted(a)), []byte(redacted(b)))
 	if text == "" {
 		return nil
 	}

@@ -102,3 +102,21 @@ func TestSafeNextStaysInTheConsole(t *testing.T) {
 		assert.Equal(t, want, safeNext("/console", in), in)
 	}
 }
+
+// The console loads nothing a memory points at (an image is a link to
+// it) and shows no credential, even one stored before the server
+// refused them.
+func TestRenderShowsNoImageAndNoCredential(t *testing.T) {
+	r := newRenderer()
+	token := "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+	out := string(r.html("See ![the chart](https://evil.example/pixel.png \"chart\").\n\nThe token is " + token + ".\n"))
+	assert.NotContains(t, out, "<img")
+	assert.Contains(t, out, `<a href="https://evil.example/pixel.png"`)
+	assert.Contains(t, out, "the chart</a>")
+	assert.NotContains(t, out, token)
+	assert.Contains(t, out, "[REDACTED]")
+	lines := diff("a", "b", "old "+token+"\n", "new\n")
+	for _, l := range lines {
+		assert.NotContains(t, l.Text, token)
+	}
+}
