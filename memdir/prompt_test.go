@@ -430,8 +430,8 @@ func TestBuildIndexContext(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(got, "<system-reminder>\n"), got)
 	assert.True(t, strings.HasSuffix(got, "\n</system-reminder>"), got)
-	assert.Contains(t, got, "\n\nContents of "+auto+"MEMORY.md (user's auto-memory, persists across conversations):\n\n- [Testing](testing.md) — real DB\n</system-reminder>",
-		"the label, a blank line and the cleaned index")
+	assert.Contains(t, got, "\n\nContents of "+auto+"MEMORY.md (user's auto-memory, persists across conversations):\n\n"+quotedIndexNotice+"\n\n> - [Testing](testing.md) — real DB\n</system-reminder>",
+		"the label, a blank line, the notice and the cleaned index, quoted")
 
 	require.NoError(t, afero.WriteFile(fsys, auto+"MEMORY.md", []byte(strings.Repeat("- [A](a.md) — x\n", 250)), 0o644))
 	got, err = BuildIndexContext(ctx, fsys, LoadPromptRequest{AutoDir: auto})
