@@ -133,6 +133,7 @@ type (
 		Type        string `json:"type" jsonschema:"user, feedback, project or reference"`
 		Body        string `json:"body" jsonschema:"the memory itself; lead with the rule or fact"`
 		File        string `json:"file,omitempty" jsonschema:"the file to write (relative, .md); default derived from name; team/... for team memory"`
+		IfVersion   string `json:"if_version,omitempty" jsonschema:"new: create the file, never replace one; a version (from memory_read or an earlier save): replace the file only if it still holds that version"`
 	}
 	recallIn struct {
 		Query string `json:"query" jsonschema:"the user's request or the topic to remember about"`
@@ -161,12 +162,16 @@ type (
 	readOutput struct {
 		File    string `json:"file"`
 		Content string `json:"content"`
+		// Version is the file's version, for memory_save's if_version.
+		Version string `json:"version"`
 	}
 	// SaveOutput is the structured result of memory_save.
 	SaveOutput struct {
 		File      string `json:"file"`
 		IndexLine string `json:"index_line"`
 		Replaced  bool   `json:"replaced"`
+		// Version is the saved file's version, for a later if_version.
+		Version string `json:"version"`
 		// Notice says the index nears or passes its load limit.
 		Notice string `json:"notice,omitempty"`
 	}
@@ -228,10 +233,10 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if err != nil {
 				return nil, readOutput{}, err
 			}
-			return text(string(data)), readOutput{File: in.File, Content: string(data)}, nil
+			return text(string(data)), readOutput{File: in.File, Content: string(data), Version: memdir.MemoryVersion(data)}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_save", Description: "Save a memory: writes the file with its frontmatter and its pointer in MEMORY.md " +
-		"(replacing the file and pointer when the file exists). Never save secrets; team/ files are shared with the team and are refused when they hold a credential."},
+		"(replacing the file and pointer when the file exists; if_version \"new\" refuses to replace one, and a version from memory_read replaces it only if unchanged since). Never save secrets; team/ files are shared with the team and are refused when they hold a credential."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in saveIn) (*mcp.CallToolResult, SaveOutput, error) {
 			typ, ok := memdir.ParseMemoryType(in.Type)
 			if !ok {
@@ -240,7 +245,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if strings.TrimSpace(in.Name) == "" || strings.TrimSpace(in.Body) == "" {
 				return nil, SaveOutput{}, errors.New("name and body are required")
 			}
-			res, err := ms.dir.Save(ctx, memdir.Memory{File: in.File, Name: in.Name, Description: in.Description, Type: typ, Body: in.Body})
+			res, err := ms.dir.Save(ctx, memdir.Memory{File: in.File, Name: in.Name, Description: in.Description, Type: typ, Body: in.Body, IfVersion: in.IfVersion})
 			if err != nil {
 				return nil, SaveOutput{}, toolError(in.File, err)
 			}
@@ -249,12 +254,12 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			if res.ReplacedPointer {
 				verb = "Updated"
 			}
-			answer := fmt.Sprintf("%s %s; MEMORY.md: %s", verb, res.File, res.IndexLine)
+			answer := fmt.Sprintf("%s %s (version %s); MEMORY.md: %s", verb, res.File, res.Version, res.IndexLine)
 			notice := ms.indexNotice(res.File)
 			if notice != "" {
 				answer += "\n\n" + notice
 			}
-			return text(answer), SaveOutput{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer, Notice: notice}, nil
+			return text(answer), SaveOutput{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer, Version: res.Version, Notice: notice}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, deleteOutput, error) {
@@ -319,6 +324,9 @@ func toolError(file string, err error) error {
 	}
 	if errors.Is(err, memdir.ErrMemoryNotFound) {
 		return errors.New("no such memory file (see memory_list)")
+	}
+	if errors.Is(err, memdir.ErrVersionMismatch) {
+		return errors.New(strings.TrimPrefix(err.Error(), "memdir: "))
 	}
 	return err
 }

@@ -194,3 +194,52 @@ func dirAt(t *testing.T, dir string) *memdir.Dir {
 	}
 	return d
 }
+
+// memory_save takes if_version: "new" creates and never replaces, and a
+// version memory_read gave replaces only while the file still holds it.
+func TestSaveIfVersion(t *testing.T) {
+	d, err := memdir.NewDir(afero.NewOsFs(), filepath.Join(t.TempDir(), "memory"), memdir.DirOptions{})
+	require.NoError(t, err)
+	srv, err := New(d, Options{Version: "test"})
+	require.NoError(t, err)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	call := func(name string, args map[string]any, out any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		require.NoError(t, err)
+		if out != nil && !res.IsError {
+			raw, _ := json.Marshal(res.StructuredContent)
+			require.NoError(t, json.Unmarshal(raw, out))
+		}
+		return res
+	}
+	save := func(body, ifVersion string) (*mcp.CallToolResult, SaveOutput) {
+		var out SaveOutput
+		res := call("memory_save", map[string]any{"file": "deploy.md", "name": "Deploy", "description": "when", "type": "project", "body": body, "if_version": ifVersion}, &out)
+		return res, out
+	}
+	res, first := save("Tuesdays.", "new")
+	require.False(t, res.IsError)
+	require.Len(t, first.Version, 12)
+	res, _ = save("Fridays.", "new")
+	require.True(t, res.IsError, "new never replaces")
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "deploy.md already exists")
+	assert.NotContains(t, res.Content[0].(*mcp.TextContent).Text, "memdir:")
+
+	var read readOutput
+	call("memory_read", map[string]any{"file": "deploy.md"}, &read)
+	assert.Equal(t, first.Version, read.Version)
+	res, second := save("Thursdays.", read.Version)
+	require.False(t, res.IsError, "the version read still holds")
+	res, _ = save("Mondays.", read.Version)
+	require.True(t, res.IsError, "a stale version is refused")
+	call("memory_read", map[string]any{"file": "deploy.md"}, &read)
+	assert.Equal(t, second.Version, read.Version)
+	assert.Contains(t, read.Content, "Thursdays.")
+}

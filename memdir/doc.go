@@ -51,6 +51,9 @@
 //     updated" mean the topic file is written and only the pointer is
 //     missing.
 //   - ErrMemoryNotFound: Dir.Delete was given a file that does not exist.
+//   - *VersionError (errors.Is ErrVersionMismatch): a save's
+//     Memory.IfVersion did not hold: the file exists where it was to be
+//     created ("new"), or holds another version; nothing was written.
 //   - *PathTraversalError: the write gate refused a path; Reason says why
 //     (ReasonOutsideRoot, ReasonSymlinkEscape, ReasonDangling, ReasonLoop,
 //     ReasonNotMemoryPath, ...; ReasonUnverifiable means the check itself

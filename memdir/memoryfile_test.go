@@ -695,3 +695,36 @@ func TestCheckToolCallTeamOnlyMultiEditAndFinalContent(t *testing.T) {
 		})
 	}
 }
+
+// A create-only save refuses to replace a memory, and a versioned one
+// replaces it only while it holds that version; a refusal writes nothing.
+func TestSaveIfVersion(t *testing.T) {
+	mem, _ := diskMemory(t)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	first, err := d.Save(ctx, Memory{File: "deploy.md", Name: "Deploy", Description: "d", Type: TypeProject, Body: "Tuesdays.", IfVersion: IfVersionNew})
+	require.NoError(t, err)
+	require.Len(t, first.Version, 12)
+	data, err := os.ReadFile(first.Path)
+	require.NoError(t, err)
+	assert.Equal(t, MemoryVersion(data), first.Version)
+
+	_, err = d.Save(ctx, Memory{File: "deploy.md", Name: "Deploy", Description: "d", Type: TypeProject, Body: "Fridays.", IfVersion: IfVersionNew})
+	var ve *VersionError
+	require.ErrorAs(t, err, &ve)
+	assert.ErrorIs(t, err, ErrVersionMismatch)
+	assert.Equal(t, first.Version, ve.Current)
+	assert.Contains(t, err.Error(), "already exists")
+
+	second, err := d.Save(ctx, Memory{File: "deploy.md", Name: "Deploy", Description: "d", Type: TypeProject, Body: "Thursdays.", IfVersion: first.Version})
+	require.NoError(t, err, "the version it was read at still holds")
+	_, err = d.Save(ctx, Memory{File: "deploy.md", Name: "Deploy", Description: "d", Type: TypeProject, Body: "Mondays.", IfVersion: first.Version})
+	require.ErrorAs(t, err, &ve, "a stale version is refused")
+	assert.Equal(t, second.Version, ve.Current)
+	data, err = os.ReadFile(first.Path)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "Thursdays.", "nothing was written by the refusals")
+	_, err = d.Save(ctx, Memory{File: "other.md", Name: "Other", Description: "o", Type: TypeProject, Body: "x", IfVersion: first.Version})
+	assert.ErrorIs(t, err, ErrVersionMismatch, "a version of a file that does not exist")
+}

@@ -2,6 +2,8 @@ package memdir
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -50,6 +52,12 @@ type Memory struct {
 	// "**How to apply:**" lines.
 	Why        string
 	HowToApply string
+	// IfVersion, when set, makes the save conditional: IfVersionNew
+	// ("new") creates the file and refuses to replace one, and a version
+	// (MemoryVersion, as SaveResult.Version gives it) replaces the file
+	// only while it still holds that version. A refused save is a
+	// *VersionError (ErrVersionMismatch) and writes nothing.
+	IfVersion string
 	// Metadata holds header fields to keep, as Frontmatter.Metadata reads
 	// them (node_type, originSessionId, modified and any other key): Save
 	// merges those of the file it replaces with these, so a rewrite never
@@ -68,6 +76,9 @@ type SaveResult struct {
 	// ReplacedPointer reports whether an existing pointer to the same file
 	// was replaced rather than a new one appended.
 	ReplacedPointer bool
+	// Version is the saved file's version (MemoryVersion): give it as
+	// Memory.IfVersion to replace the file only if nobody changed it.
+	Version string
 }
 
 // Dir is one memory directory on a filesystem. It is safe for concurrent
@@ -275,7 +286,11 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 	opts := FormatOptions{Layout: d.opts.Layout, Team: strings.HasPrefix(file, TeamDirName+"/"), SessionID: d.opts.SessionID, Now: d.opts.Now}
 	// The header fields of the file it replaces are read under the same
 	// lock as the write, so a concurrent writer's fields are not lost.
-	if _, err := d.gate.UpdateFile(ctx, abs, func(old []byte, _ bool) ([]byte, error) {
+	var version string
+	if _, err := d.gate.UpdateFile(ctx, abs, func(old []byte, exists bool) ([]byte, error) {
+		if err := checkIfVersion(file, m.IfVersion, old, exists); err != nil {
+			return nil, err
+		}
 		m.Metadata = keptMetadata(old, m.Metadata)
 		data, err := FormatMemoryFile(m, opts)
 		if err != nil {
@@ -285,10 +300,12 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 		if problems := CheckMemoryFile(file, data); len(problems) > 0 {
 			return nil, problems[0]
 		}
+		version = MemoryVersion(data)
 		return data, nil
 	}, 0o644); err != nil {
 		var me *MemoryError
-		if errors.As(err, &me) {
+		var ve *VersionError
+		if errors.As(err, &me) || errors.As(err, &ve) {
 			return SaveResult{}, err
 		}
 		return SaveResult{}, saveError(file, err)
@@ -303,7 +320,60 @@ func (d *Dir) Save(ctx context.Context, m Memory) (SaveResult, error) {
 	if err != nil {
 		return SaveResult{}, fmt.Errorf("memdir: memory %s saved but %s could not be updated: %w", file, EntrypointName, err)
 	}
-	return SaveResult{Path: abs, File: file, IndexLine: line, ReplacedPointer: replaced}, nil
+	return SaveResult{Path: abs, File: file, IndexLine: line, ReplacedPointer: replaced, Version: version}, nil
+}
+
+// IfVersionNew is the Memory.IfVersion of a save that creates a memory
+// and never replaces one.
+const IfVersionNew = "new"
+
+// ErrVersionMismatch is what a *VersionError matches: a save's IfVersion
+// did not hold.
+var ErrVersionMismatch = errors.New("memdir: the memory is not at the version the save expected")
+
+// VersionError reports a save refused by its IfVersion: the file exists
+// where it was to be created ("new"), or holds another version than the
+// one given (Current, "" when the file does not exist). Nothing was
+// written.
+type VersionError struct {
+	File, Want, Current string
+}
+
+func (e *VersionError) Error() string {
+	switch {
+	case e.Want == IfVersionNew:
+		return fmt.Sprintf("memdir: %s already exists (version %s) and the save was to create it; nothing was written: read it and save with its version to replace it", e.File, e.Current)
+	case e.Current == "":
+		return fmt.Sprintf("memdir: %s does not exist, and the save expected version %s; nothing was written", e.File, e.Want)
+	}
+	return fmt.Sprintf("memdir: %s is at version %s, not %s: someone changed it since it was read; nothing was written: read it again", e.File, e.Current, e.Want)
+}
+
+func (e *VersionError) Is(target error) bool { return target == ErrVersionMismatch }
+
+// MemoryVersion is the version of a memory file's content: the first 12
+// hex digits of its SHA-256, as Claude Code names a memory's version.
+func MemoryVersion(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:6])
+}
+
+// checkIfVersion refuses a save whose IfVersion does not hold for the
+// file as it is (under the write's lock).
+func checkIfVersion(file, want string, old []byte, exists bool) error {
+	cur := ""
+	if exists {
+		cur = MemoryVersion(old)
+	}
+	switch {
+	case want == "":
+		return nil
+	case want == IfVersionNew && !exists:
+		return nil
+	case want != IfVersionNew && exists && want == cur:
+		return nil
+	}
+	return &VersionError{File: file, Want: want, Current: cur}
 }
 
 // MemoryFileName returns the file Save writes m to, relative to the
