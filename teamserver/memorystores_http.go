@@ -193,6 +193,15 @@ func (c *storesCall) decode(v any) bool {
 	return true
 }
 
+// answer writes the view out gives (200), or the call's error.
+func (c *storesCall) answer(err error, out func() any) {
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, out())
+}
+
 func clip(s string) string {
 	if len(s) > 200 {
 		return s[:200]
@@ -227,20 +236,12 @@ func (c *storesCall) createStore() {
 		return
 	}
 	st, err := c.ms.CreateMemStore(c.r.Context(), c.tenant, MemStore{Name: req.Name, Description: req.Description, Metadata: req.Metadata}, c.limits(), c.now())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, storeOut(st))
+	c.answer(err, func() any { return storeOut(st) })
 }
 
 func (c *storesCall) getStore(id string) {
 	st, err := c.ms.GetMemStore(c.r.Context(), c.tenant, id)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, storeOut(st))
+	c.answer(err, func() any { return storeOut(st) })
 }
 
 func (c *storesCall) updateStore(id string) {
@@ -249,11 +250,7 @@ func (c *storesCall) updateStore(id string) {
 		return
 	}
 	st, err := c.ms.UpdateMemStore(c.r.Context(), c.tenant, id, StorePatch{Name: req.Name, Description: req.Description, Metadata: req.Metadata}, c.now())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, storeOut(st))
+	c.answer(err, func() any { return storeOut(st) })
 }
 
 // mayManage answers 403 unless the token may archive or delete the
@@ -276,11 +273,7 @@ func (c *storesCall) archiveStore(id string) {
 		return
 	}
 	st, err := c.ms.ArchiveMemStore(c.r.Context(), c.tenant, id, c.now())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, storeOut(st))
+	c.answer(err, func() any { return storeOut(st) })
 }
 
 func (c *storesCall) deleteStore(id string) {
@@ -479,11 +472,7 @@ func (c *storesCall) createMemory(storeID string) {
 		return
 	}
 	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, By: c.actor()}, c.limits(), c.now())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, memoryOut(m, full))
+	c.answer(err, func() any { return memoryOut(m, full) })
 }
 
 func (c *storesCall) getMemory(storeID, id string) {
@@ -492,11 +481,7 @@ func (c *storesCall) getMemory(storeID, id string) {
 		return
 	}
 	m, err := c.ms.GetMemory(c.r.Context(), c.tenant, storeID, id)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, memoryOut(m, full))
+	c.answer(err, func() any { return memoryOut(m, full) })
 }
 
 func (c *storesCall) updateMemory(storeID, id string) {
@@ -531,11 +516,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		return
 	}
 	m, err := c.ms.UpdateMemory(c.r.Context(), c.tenant, storeID, id, w, c.limits(), c.now())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, memoryOut(m, full))
+	c.answer(err, func() any { return memoryOut(m, full) })
 }
 
 // reviewUpdate applies the store's policy to an update (true: go on):
@@ -953,20 +934,12 @@ func (c *storesCall) getVersion(storeID, id string) {
 		return
 	}
 	v, err := c.ms.GetVersion(c.r.Context(), c.tenant, storeID, id)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, versionOut(v, full))
+	c.answer(err, func() any { return versionOut(v, full) })
 }
 
 func (c *storesCall) redactVersion(storeID, id string) {
 	v, err := c.ms.RedactVersion(c.r.Context(), c.tenant, storeID, id, c.actor(), c.now())
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeJSON(c.w, http.StatusOK, versionOut(v, true))
+	c.answer(err, func() any { return versionOut(v, true) })
 }
 
 // storeIndexCache keeps stores' content-free indexes by generation, up to
