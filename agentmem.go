@@ -940,6 +940,28 @@ func (m *Memory) MarkUntrusted(origin string) {
 	}
 }
 
+// PauseWrites pauses the agents' memory writes for this session (the
+// memory tools, MCP, extraction, consolidation), as Claude Code's
+// /pause-memory does: each such write is refused with a
+// *memdir.PausedError and no background job runs, until ResumeWrites. A
+// person's control: offer it in the host's UI, never as a tool.
+func (m *Memory) PauseWrites() {
+	if m.memDir != nil {
+		m.memDir.PauseWrites()
+	}
+}
+
+// ResumeWrites lifts PauseWrites.
+func (m *Memory) ResumeWrites() {
+	if m.memDir != nil {
+		m.memDir.ResumeWrites()
+	}
+}
+
+// WritesPaused reports whether memory writes are paused, for this session
+// (PauseWrites) or for the memory directory (agentmem pause).
+func (m *Memory) WritesPaused() bool { return m.memDir != nil && m.memDir.WritesPaused() }
+
 // ChangedFiles returns the memory files the agent wrote through Tools that
 // someone else (the user, a teammate's sync, another agent) has changed or
 // deleted since, each reported once. UserMessage reports them itself; a
@@ -1019,6 +1041,11 @@ func (m *Memory) TurnEnded(ctx context.Context, t Turn) {
 		if err := m.recorder.Record(context.WithoutCancel(ctx), fresh...); err != nil {
 			m.log.WarnContext(ctx, "agentmem: the transcript could not be written", "error", err)
 		}
+	}
+	if m.WritesPaused() {
+		// The person paused memory writes: no background job runs.
+		m.log.DebugContext(ctx, "agentmem: memory writes are paused; no background job this turn")
+		return
 	}
 	if m.extractor != nil {
 		m.extractor.OnTurnEnd(ctx, t.Messages, extract.TurnInfo{SubAgent: t.SubAgent, Prefix: t.Prefix})

@@ -175,6 +175,10 @@ type (
 		// Notice says the index nears or passes its load limit.
 		Notice string `json:"notice,omitempty"`
 	}
+	// pauseOutput is the structured result of memory_pause.
+	pauseOutput struct {
+		Paused bool `json:"paused"`
+	}
 	// deleteOutput is the structured result of memory_delete.
 	deleteOutput struct {
 		File    string `json:"file"`
@@ -260,6 +264,15 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 				answer += "\n\n" + notice
 			}
 			return text(answer), SaveOutput{File: res.File, IndexLine: res.IndexLine, Replaced: res.ReplacedPointer, Version: res.Version, Notice: notice}, nil
+		}))
+	mcp.AddTool(srv, &mcp.Tool{Name: "memory_pause", Description: "Pause the agents' writes to this memory directory (saves, deletes; " +
+		"the memory tools, extraction and consolidation of every process too) when the person asks for it, as Claude Code's /pause-memory does. " +
+		"Only the person resumes them (agentmem resume); no tool does."},
+		safe(func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, pauseOutput, error) {
+			if err := memdir.PauseDirectory(ms.dir.FS(), ms.dir.Path()); err != nil {
+				return nil, pauseOutput{}, fmt.Errorf("could not pause: %v", err)
+			}
+			return text("Memory writes are paused until the person runs agentmem resume."), pauseOutput{Paused: true}, nil
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: "memory_delete", Description: "Delete a memory file and its pointer in MEMORY.md."},
 		safe(func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, deleteOutput, error) {

@@ -330,6 +330,9 @@ func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old 
 	if err != nil {
 		return Target{}, err
 	}
+	if err := g.checkPaused(t); err != nil {
+		return Target{}, err
+	}
 	fsys, name, done, err := g.open(t)
 	if err != nil {
 		return Target{}, err
@@ -469,6 +472,9 @@ func (g *WriteGate) remove(ctx context.Context, abs string, all bool, check func
 	if err != nil {
 		return Target{}, err
 	}
+	if err := g.checkPaused(t); err != nil {
+		return Target{}, err
+	}
 	if all && (t.Rel == "." || t.Rel == "") {
 		return Target{}, &PathTraversalError{Reason: ReasonNotMemoryPath, Detail: "a memory root cannot be removed"}
 	}
@@ -525,6 +531,9 @@ func (g *WriteGate) Rename(ctx context.Context, from, to string) error {
 	}
 	if tf.Root != tt.Root {
 		return ErrCrossRoot
+	}
+	if err := g.checkPaused(tf); err != nil {
+		return err
 	}
 	if tf.Rel == "." || tf.Rel == "" {
 		return &PathTraversalError{Reason: ReasonNotMemoryPath, Detail: "a memory root cannot be renamed"}

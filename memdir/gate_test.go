@@ -687,3 +687,42 @@ func TestCheckToolCallScreens(t *testing.T) {
 	edit = llm.ToolCall{Name: "Edit", Input: js(map[string]any{"file_path": filepath.Join(mem, "old.md"), "old_string": "TBD", "new_string": "do\u2066ne"})}
 	assert.ErrorIs(t, d.CheckToolCall(edit), screen.ErrInvisible)
 }
+
+// A pause refuses the agents' writes (a handle with an agent's door)
+// through every handle of the directory, team memory included, and lets
+// the host's own and the person's writes through; the marker pauses
+// every process.
+func TestPauseRefusesTheAgentsWrites(t *testing.T) {
+	mem, _ := diskMemory(t)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	agent := d.WithDoor("file-tools")
+	d.PauseWrites()
+	for _, f := range []string{"a.md", "team/a.md"} {
+		_, err = agent.Gate().WriteFile(ctx, filepath.Join(mem, f), []byte("x\n"), 0o644)
+		var pe *PausedError
+		require.ErrorAs(t, err, &pe, f)
+		assert.ErrorIs(t, err, ErrPaused)
+		assert.Equal(t, "file-tools", pe.Door)
+	}
+	_, err = agent.Save(ctx, Memory{File: "b.md", Name: "B", Description: "b", Type: TypeProject, Body: "b"})
+	assert.ErrorIs(t, err, ErrPaused)
+	_, err = d.Gate().WriteFile(ctx, filepath.Join(mem, "host.md"), []byte("x\n"), 0o644)
+	assert.NoError(t, err, "the host's own write")
+	_, err = d.WithDoor("cli").Gate().WriteFile(ctx, filepath.Join(mem, "cli.md"), []byte("x\n"), 0o644)
+	assert.NoError(t, err, "the person's CLI")
+	assert.True(t, agent.WritesPaused())
+	d.ResumeWrites()
+	_, err = agent.Gate().WriteFile(ctx, filepath.Join(mem, "a.md"), []byte("x\n"), 0o644)
+	require.NoError(t, err)
+
+	require.NoError(t, PauseDirectory(afero.NewOsFs(), mem))
+	_, err = agent.Gate().Remove(ctx, filepath.Join(mem, "a.md"))
+	assert.ErrorIs(t, err, ErrPaused, "the marker pauses every process")
+	assert.FileExists(t, filepath.Join(mem, "a.md"))
+	require.NoError(t, ResumeDirectory(afero.NewOsFs(), mem))
+	require.NoError(t, ResumeDirectory(afero.NewOsFs(), mem), "resuming twice is fine")
+	_, err = agent.Gate().Remove(ctx, filepath.Join(mem, "a.md"))
+	assert.NoError(t, err)
+}

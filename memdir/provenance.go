@@ -90,6 +90,7 @@ type provenanceFile struct {
 // cache of the records read.
 type provenanceState struct {
 	origin atomic.Pointer[string]
+	paused atomic.Bool // Dir.PauseWrites
 	mu     sync.Mutex
 	cache  map[string]cachedProvenance
 }

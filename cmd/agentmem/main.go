@@ -78,6 +78,8 @@ func commands() []command {
 		{"new", "--type T --name N --description D [--body B]", "save a memory and its pointer in MEMORY.md, creating the directory; undo with the agentmem rewind command it prints", newFlags},
 		{"show", "FILE|NAME", "print one memory file", showFlags},
 		{"rm", "FILE|NAME", "remove a memory and its pointer in MEMORY.md; undo with the agentmem rewind command it prints (agentmem history --session agentmem-cli lists them)", rmFlags},
+		{"pause", "", "pause the agents' writes to the memory directory (memory tools, MCP, extraction, consolidation) until agentmem resume", pauseFlags},
+		{"resume", "", "let the agents write to the memory directory again", resumeFlags},
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
 		{"recall", "[--explain] QUERY | check-embedder", "show what recall would surface for a message; check-embedder: measure what an embedder brings (agentmem recall check-embedder --help)", recallFlags},
 		{"team", "serve|token|pull|push|sync|watch|log|restore", "run or use a team memory sync server (agentmem team --help)", teamFlags},

@@ -58,7 +58,7 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) 
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.ElementsMatch(t, []string{"memory_list", "memory_read", "memory_save", "memory_delete", "memory_recall", "memory_search"}, names)
+	assert.ElementsMatch(t, []string{"memory_list", "memory_read", "memory_save", "memory_delete", "memory_recall", "memory_search", "memory_pause"}, names)
 
 	deploys := "deploys" + tag + ".md"
 	res, txt := call(t, cs, "memory_save", map[string]any{"name": "Deploys " + tag, "description": "when we ship to production", "type": "project",
@@ -612,4 +612,50 @@ func TestTeamTokenManage(t *testing.T) {
 	code = run([]string{"team", "token", "--org", "acme", "--repo", "acme/*", "--manage"}, e)
 	assert.NotEqual(t, exitOK, code)
 	assert.Contains(t, errOut.String(), "--manage needs --store")
+}
+
+// agentmem pause stops the agents' writes to the memory directory in
+// every process (here an MCP server already running), while the
+// person's own CLI writes go on; agentmem resume lets them write again.
+func TestPauseStopsTheAgentsWrites(t *testing.T) {
+	t.Parallel()
+	dir, _ := mcpTree(t)
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}
+	_, errOut, code := runWithInput(t, env, "", "new", "--dir", dir, "--type", "project", "--name", "First", "--description", "d", "--body", "x")
+	require.Equal(t, 0, code, errOut)
+	cmd := exec.Command(binary(t), "mcp", "--dir", dir)
+	cmd.Env = append(os.Environ(), env...)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	save := map[string]any{"name": "Deploys", "description": "when we ship", "type": "project", "body": "Tuesdays."}
+
+	out, errOut, code := runWithInput(t, env, "", "pause", "--dir", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "paused:")
+	res, text := call(t, cs, "memory_save", save)
+	assert.True(t, res.IsError, "a paused directory refuses the agent's save: %s", text)
+	assert.Contains(t, text, "paused by the person")
+	assert.NoFileExists(t, filepath.Join(dir, "deploys.md"))
+	res, text = call(t, cs, "memory_delete", map[string]any{"file": "first.md"})
+	assert.True(t, res.IsError, "and its delete: %s", text)
+	assert.FileExists(t, filepath.Join(dir, "first.md"))
+	_, errOut, code = runWithInput(t, env, "", "new", "--dir", dir, "--type", "project", "--name", "Second", "--description", "d", "--body", "y")
+	assert.Equal(t, 0, code, "the person's CLI still writes: %s", errOut)
+
+	_, errOut, code = runWithInput(t, env, "", "resume", "--dir", dir)
+	require.Equal(t, 0, code, errOut)
+	res, text = call(t, cs, "memory_save", save)
+	assert.False(t, res.IsError, "resumed: %s", text)
+	assert.FileExists(t, filepath.Join(dir, "deploys.md"))
+
+	// The person may pause through the MCP client too; only the CLI resumes.
+	res, text = call(t, cs, "memory_pause", map[string]any{})
+	require.False(t, res.IsError, text)
+	res, _ = call(t, cs, "memory_save", map[string]any{"name": "Later", "description": "l", "type": "project", "body": "z"})
+	assert.True(t, res.IsError, "paused through MCP")
+	_, errOut, code = runWithInput(t, env, "", "resume", "--dir", dir)
+	require.Equal(t, 0, code, errOut)
+	res, text = call(t, cs, "memory_save", map[string]any{"name": "Later", "description": "l", "type": "project", "body": "z"})
+	assert.False(t, res.IsError, text)
 }
