@@ -390,10 +390,11 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 }
 
 // inputsOrigin returns the least trusted origin recorded for the memory
-// files of the directory (team memories included), "" when none came
-// from untrusted input.
+// files of the directory (every one the run's tools can read, team
+// memories included), "" when none came from untrusted input. The
+// transcripts the run reads carry no origin of their own.
 func (d *Dreamer) inputsOrigin(ctx context.Context) string {
-	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), d.dir.Path(), memdir.ScanOptions{})
+	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), d.dir.Path(), memdir.ScanOptions{MaxFiles: math.MaxInt32, HeaderLines: 1})
 	if err != nil {
 		return ""
 	}

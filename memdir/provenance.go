@@ -120,7 +120,8 @@ func (e *ProvenanceError) Unwrap() error { return e.Err }
 // any file of a directory synced to an account) record p: the next sync
 // sends such a file with p's door, session and origin rather than its
 // own. A field p leaves empty keeps d's. Writes into private memory record
-// nothing.
+// nothing unless their origin is untrusted (UntrustedOrigin): that is
+// kept, so what is later made from them carries it.
 func (d *Dir) WithProvenance(p Provenance) *Dir {
 	g := *d.gate
 	if p.Door != "" {
@@ -208,7 +209,7 @@ func provenancePath(base string) string {
 func (g *WriteGate) provenanceFor(t Target) (p Provenance, record, rel string, ok bool) {
 	p = g.prov
 	if o := g.provState.origin.Load(); o != nil {
-		p.Origin = *o
+		p.Origin = LeastTrusted(p.Origin, *o)
 	}
 	if p.Door == "" || !(t.Team || t.Synced || UntrustedOrigin(p.Origin)) {
 		return Provenance{}, "", "", false

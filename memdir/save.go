@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -482,12 +483,12 @@ func IndexLine(m Memory, target string) string {
 	if title == "" {
 		title = strings.TrimSuffix(path.Base(target), ".md")
 	}
-	title = strings.NewReplacer("[", "(", "]", ")").Replace(title)
+	title = linkText(strings.NewReplacer("[", "(", "]", ")").Replace(title))
 	line := "- [" + title + "](" + target + ")"
 	// The hook is text, never a link: a description's brackets and angle
 	// brackets would give the pointer line a second link, perhaps out of
 	// the directory.
-	hook := hookText.Replace(oneLine(m.Description))
+	hook := linkText(hookText.Replace(oneLine(m.Description)))
 	if hook == "" {
 		return line
 	}
@@ -502,10 +503,20 @@ func IndexLine(m Memory, target string) string {
 	return line + " — " + hook
 }
 
-// hookText turns the characters that open a Markdown link, an autolink,
-// an HTML tag or a bare URL into ones that do not (the memory file keeps
-// the URL as written; the pointer line only names it).
-var hookText = strings.NewReplacer("[", "(", "]", ")", "<", "‹", ">", "›", "://", "∶//", "www.", "www․", "WWW.", "WWW․")
+// hookText turns the characters that open a Markdown link, an autolink
+// or an HTML tag into ones that do not.
+var hookText = strings.NewReplacer("[", "(", "]", ")", "<", "‹", ">", "›")
+
+// wwwHost is a www. host in any case.
+var wwwHost = regexp.MustCompile(`(?i)\bwww\.`)
+
+// linkText turns a bare URL's "://" and a "www." host into look-alikes
+// no renderer follows (the memory file keeps the URL as written; the
+// pointer line only names it).
+func linkText(s string) string {
+	s = strings.ReplaceAll(s, "://", "∶//")
+	return wwwHost.ReplaceAllStringFunc(s, func(w string) string { return w[:3] + "․" })
+}
 
 // upsertPointer replaces the first index line that links target with line
 // and drops later lines linking the same target; with none, it appends.

@@ -22,18 +22,22 @@ func hidden(r rune) bool {
 	return unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r)
 }
 
-// selects reports whether a variation selector or a Mongolian free
-// variation selector after prev chooses a form of it (an emoji's
-// presentation, an ideograph's variant), as against hiding nothing
-// after a space or at the start.
+// selects reports whether a variation selector after prev chooses a form
+// of it: an emoji's presentation (VS15, VS16 after an emoji, a symbol or
+// a keycap's digit, # or *), an ideograph's variant (VS1-VS14 and the
+// ideographic selectors after a Han character), a Mongolian letter's
+// form (its free variation selectors). Anywhere else it only hides.
 func selects(prev, r rune) bool {
 	switch {
 	case prev == utf8.RuneError || unicode.IsSpace(prev) || hidden(prev):
 		return false
 	case r >= 0x180B && r <= 0x180F:
 		return unicode.Is(unicode.Mongolian, prev)
+	case r == 0xFE0E || r == 0xFE0F:
+		return isEmoji(prev) || unicode.Is(unicode.So, prev) || unicode.Is(unicode.Sm, prev) ||
+			(prev >= '0' && prev <= '9') || prev == '#' || prev == '*' || prev == 0x00A9 || prev == 0x00AE
 	}
-	return unicode.Is(unicode.Variation_Selector, r)
+	return unicode.Is(unicode.Variation_Selector, r) && unicode.Is(unicode.Han, prev)
 }
 
 // confusable maps letters of other scripts that look like Latin ones to
@@ -125,6 +129,9 @@ func inCode(text string, off int) bool {
 				return true
 			}
 		case strings.HasPrefix(trimmed, "```"), strings.HasPrefix(trimmed, "~~~"):
+			if !closes(text[min(end+1, len(text)):], trimmed[:3]) {
+				break // an unclosed fence is no code block: what follows is sent as it is
+			}
 			fence = trimmed[:3]
 			if off <= end {
 				return true
@@ -175,6 +182,17 @@ func inInlineCode(line string, off int) bool {
 			return true
 		}
 		i = closeAt + n
+	}
+	return false
+}
+
+// closes reports whether rest holds a line that closes a fence opened
+// with marker.
+func closes(rest, marker string) bool {
+	for line := range strings.SplitSeq(rest, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(line, " "), marker) {
+			return true
+		}
 	}
 	return false
 }

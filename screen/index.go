@@ -40,17 +40,19 @@ func findIndexLinks(text string) []Finding {
 		}
 		var links []indexLink
 		for _, m := range inlineLink.FindAllStringSubmatchIndex(line, -1) {
-			links = append(links, indexLink{at: m[0], end: m[1], out: !insideTarget(line[m[2]:m[3]])})
+			// Only the target is the link's own URL: a URL in its text or
+			// title is one more way out.
+			links = append(links, indexLink{at: m[0], from: m[2], to: m[3], out: !insideTarget(line[m[2]:m[3]])})
 		}
 		for _, m := range autolink.FindAllStringIndex(line, -1) {
-			links = append(links, indexLink{at: m[0], end: m[1], out: true})
+			links = append(links, indexLink{at: m[0], from: m[0], to: m[1], out: true})
 		}
 		if m := refDef.FindStringSubmatchIndex(line); m != nil {
-			links = append(links, indexLink{at: m[0], end: m[1], out: !insideTarget(line[m[2]:m[3]])})
+			links = append(links, indexLink{at: m[0], from: m[2], to: m[3], out: !insideTarget(line[m[2]:m[3]])})
 		}
 		for _, m := range bareLink.FindAllStringIndex(line, -1) {
 			if !within(links, m[0]) {
-				links = append(links, indexLink{at: m[0], end: m[1], out: true})
+				links = append(links, indexLink{at: m[0], from: m[0], to: m[1], out: true})
 			}
 		}
 		if len(links) == 0 {
@@ -83,18 +85,20 @@ func findIndexLinks(text string) []Finding {
 	return out
 }
 
-// indexLink is a link found on an index line: where it starts and
-// ends, and whether it leaves the index's directory.
+// indexLink is a link found on an index line: where it starts, where
+// its own target lies (from, to), and whether it leaves the index's
+// directory.
 type indexLink struct {
-	at, end int
-	out     bool
+	at, from, to int
+	out          bool
 }
 
-// within reports whether offset at lies inside one of links (a URL that
-// is an inline link's target or an autolink is that link).
+// within reports whether offset at lies in one of links' own targets (a
+// URL that is an inline link's target, or an autolink, is that link; one
+// in a link's text or title is not).
 func within(links []indexLink, at int) bool {
 	for _, l := range links {
-		if at >= l.at && at < l.end {
+		if at >= l.from && at < l.to {
 			return true
 		}
 	}

@@ -97,9 +97,13 @@ func injection(text string, low bool) []Finding {
 		return out
 	}
 	folded, at := fold(text)
-	seen := map[[2]int]bool{}
+	type place struct {
+		off  int
+		rule string
+	}
+	seen := map[place]bool{}
 	for _, f := range out {
-		seen[[2]int{f.Offset, len(f.RuleID)}] = true
+		seen[place{f.Offset, f.RuleID}] = true
 	}
 	var ln lines
 	for _, f := range injectionIn(folded, low) {
@@ -108,7 +112,7 @@ func injection(text string, low bool) []Finding {
 			ln = newLines(text)
 		}
 		f.Line = ln.at(f.Offset)
-		if k := [2]int{f.Offset, len(f.RuleID)}; !seen[k] {
+		if k := (place{f.Offset, f.RuleID}); !seen[k] {
 			seen[k] = true
 			out = append(out, f)
 		}

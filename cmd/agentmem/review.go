@@ -345,9 +345,27 @@ func (rc *reviewClient) proposals(status string) ([]teamwire.ProposalView, error
 // decideAll approves or rejects every pending proposal, once the person
 // confirmed with --yes; without it, it says how many and decides none.
 func decideAll(e env, rc *reviewClient, name, sub, reason string, yes bool) int {
-	ps, err := rc.proposals("pending")
+	listed, err := rc.proposals("pending")
 	if err != nil {
 		return reviewExit(e, name, err)
+	}
+	// Oldest first, so that of two proposals for one key the newer is
+	// written last; each once (a page may repeat one while others write);
+	// one the screens flagged is left for a person to look at alone.
+	var ps []teamwire.ProposalView
+	seen := map[string]bool{}
+	flagged := 0
+	for i := len(listed) - 1; i >= 0; i-- {
+		p := listed[i]
+		switch {
+		case seen[p.ID]:
+		case p.Screened != "" && sub == "approve":
+			flagged++
+			fmt.Fprintf(e.stdout, "left for a look of its own: %s %s (flagged by the screens)\n", p.ID, shown(p.Key))
+		default:
+			ps = append(ps, p)
+		}
+		seen[p.ID] = true
 	}
 	done := map[string]string{"approve": "approved", "reject": "rejected"}[sub]
 	if !yes {
@@ -375,6 +393,9 @@ func decideAll(e env, rc *reviewClient, name, sub, reason string, yes bool) int 
 		fmt.Fprintf(e.stdout, "%s %s %s\n", out.Status, out.ID, shown(out.Key))
 	}
 	fmt.Fprintf(e.stdout, "%d of %d proposals %s\n", len(ps)-failed, len(ps), done)
+	if flagged > 0 {
+		fmt.Fprintf(e.stdout, "%d flagged proposals left pending: decide each with agentmem team review show and approve ID\n", flagged)
+	}
 	if failed > 0 {
 		return exitError
 	}

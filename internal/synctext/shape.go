@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"regexp"
+	"strings"
 )
 
 // ErrDuplicateKey and ErrTrailingData refuse a request body that two
@@ -34,6 +36,10 @@ func CheckJSONShape(raw []byte) error {
 	return nil
 }
 
+// fieldName is a key shaped like a struct field's name (as against a
+// memory's path or key, which holds a dot or a slash).
+var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // walkValue reads one value, refusing an object that repeats a key.
 func walkValue(dec *json.Decoder) error {
 	t, err := dec.Token()
@@ -53,6 +59,11 @@ func walkValue(dec *json.Decoder) error {
 				return err
 			}
 			key, _ := k.(string)
+			if fieldName.MatchString(key) {
+				// Go matches a struct's field names in any case:
+				// "entries" and "Entries" fill one field.
+				key = strings.ToLower(key)
+			}
 			if seen[key] {
 				return ErrDuplicateKey
 			}

@@ -107,16 +107,18 @@ func TestFitName(t *testing.T) {
 
 func TestCheckJSONShape(t *testing.T) {
 	for body, want := range map[string]error{
-		`{"entries":{"a.md":"x"}}`:                     nil,
-		`{"entries":{"a.md":"x","a.md":"y"}}`:          ErrDuplicateKey,
-		`{"entries":{"a.md":"x"},"entries":{}}`:        ErrDuplicateKey,
-		`[{"k":1},{"k":2}]`:                            nil,
-		`{"entries":{"a.md":"x"}} {"entries":{}}`:      ErrTrailingData,
-		`{"entries":{"a.md":"x"}}garbage`:              ErrTrailingData,
-		"{\"entries\":{\"a.md\":\"x\"}}\n  \t":         nil,
-		`{"a":"\u0061","\u0061":1}`:                    ErrDuplicateKey,
-		`not json`:                                     nil,
-		`{"content":"A \"quoted\" {\"k\":1,\"k\":2}"}`: nil,
+		`{"entries":{"a.md":"x"}}`:                         nil,
+		`{"entries":{"a.md":"x","a.md":"y"}}`:              ErrDuplicateKey,
+		`{"entries":{"a.md":"x"},"entries":{}}`:            ErrDuplicateKey,
+		`[{"k":1},{"k":2}]`:                                nil,
+		`{"entries":{"a.md":"x"}} {"entries":{}}`:          ErrTrailingData,
+		`{"entries":{"a.md":"x"}}garbage`:                  ErrTrailingData,
+		"{\"entries\":{\"a.md\":\"x\"}}\n  \t":             nil,
+		`{"a":"\u0061","\u0061":1}`:                        ErrDuplicateKey,
+		`not json`:                                         nil,
+		`{"entries":{"a.md":"ok"},"Entries":{"b.md":"x"}}`: ErrDuplicateKey,
+		`{"entries":{"A.md":"x","a.md":"y"}}`:              nil,
+		`{"content":"A \"quoted\" {\"k\":1,\"k\":2}"}`:     nil,
 	} {
 		assert.Equal(t, want, CheckJSONShape([]byte(body)), body)
 	}

@@ -203,11 +203,12 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 	types, authors := map[string]bool{}, map[string]bool{}
 	var rows []memRow
 	for _, it := range all {
-		fields, _ := splitFrontmatter(it.Content)
+		content := redacted(it.Content) // shown and searched alike: no credential, not even by prefix
+		fields, _ := splitFrontmatter(content)
 		t := fieldValue(fields, "type")
 		types[t], authors[it.Author] = true, true
 		if (typ != "" && t != typ) || (author != "" && it.Author != author) ||
-			(text != "" && !strings.Contains(strings.ToLower(it.Key), lowText) && !strings.Contains(strings.ToLower(it.Content), lowText)) {
+			(text != "" && !strings.Contains(strings.ToLower(it.Key), lowText) && !strings.Contains(strings.ToLower(content), lowText)) {
 			continue
 		}
 		desc := fieldValue(fields, "description")
