@@ -168,7 +168,10 @@ func (p Policy) Delay(attempt int, retryAfter string) time.Duration {
 	}
 	if retryAfter != "" {
 		if secs, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil && secs >= 0 {
-			return min(time.Duration(secs)*time.Second, most)
+			if secs > int(most/time.Second) {
+				return most // and no overflow of a huge value
+			}
+			return time.Duration(secs) * time.Second
 		}
 		if t, err := http.ParseTime(retryAfter); err == nil {
 			return min(max(time.Until(t), 0), most)

@@ -81,3 +81,12 @@ func TestAnUntrustedCertificateIsNotRetried(t *testing.T) {
 	assert.Equal(t, 1, ne.Attempts)
 	assert.Contains(t, ne.TLS, "authority this machine does not trust")
 }
+
+// A Retry-After beyond MaxDelay, however large, waits MaxDelay.
+func TestRetryAfterIsCapped(t *testing.T) {
+	p := httpretry.Policy{MaxDelay: 5 * time.Second}
+	for _, v := range []string{"6", "3600", "99999999999999999", "9223372036854775807"} {
+		assert.Equal(t, 5*time.Second, p.Delay(1, v), v)
+	}
+	assert.Equal(t, 2*time.Second, p.Delay(1, "2"))
+}
