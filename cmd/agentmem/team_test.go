@@ -429,6 +429,7 @@ func TestTeamReviewCommands(t *testing.T) {
 	assert.Contains(t, out, "3 pending proposals would be approved; nothing was decided: run again with --yes")
 	_, errOut, code = team("bot", append([]string{"review", "approve", "--all", "--yes"}, repo...)...)
 	assert.Equal(t, exitAuth, code, "an agent cannot approve in bulk either")
+	assert.Contains(t, errOut, "review_needs_person")
 	out, errOut, code = team("alice", append([]string{"review", "approve", "--all", "--yes"}, repo...)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "3 of 3 proposals approved")
