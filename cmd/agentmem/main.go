@@ -77,7 +77,7 @@ func commands() []command {
 		{"ls", "[--json]", "list memory files, newest first", lsFlags},
 		{"new", "--type T --name N --description D [--body B]", "save a memory and its pointer in MEMORY.md, creating the directory; undo with the agentmem rewind command it prints", newFlags},
 		{"show", "FILE|NAME", "print one memory file", showFlags},
-		{"rm", "FILE|NAME", "remove a memory and its pointer in MEMORY.md; undo with the agentmem rewind command it prints (agentmem history --session agentmem-cli lists them)", rmFlags},
+		{"rm", "FILE|NAME", "remove a memory and its pointer in MEMORY.md; undo with the agentmem rewind command it prints (agentmem history lists them, one history per edit)", rmFlags},
 		{"pause", "", "pause the agents' writes to the memory directory (memory tools, MCP, extraction, consolidation) until agentmem resume", pauseFlags},
 		{"resume", "", "let the agents write to the memory directory again", resumeFlags},
 		{"lint", "[--fix] [--json]", "report problems in the memory tree; exit 1 when there are any", lintFlags},
