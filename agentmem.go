@@ -1004,10 +1004,59 @@ func (m *Memory) Recalled(ctx context.Context, text string) string {
 		return ""
 	}
 	var parts []string
-	for _, s := range m.recall.Recall(ctx, text, nil) {
+	surfaced := m.recall.Recall(ctx, text, nil)
+	for _, s := range surfaced {
 		parts = append(parts, s.Text())
 	}
+	if len(surfaced) > 0 {
+		m.observe(Event{Layer: LayerRecall, Detail: m.recallTurn(surfaced)})
+	}
 	return strings.Join(parts, "\n\n")
+}
+
+// RecallTurn is the Detail of the LayerRecall event the front door sends
+// when a message's recall put memories in front of the model (Recalled,
+// UserMessage), as Claude Code's memory_recall event tells a UI: which
+// memories, whose, and how they were shown.
+type RecallTurn struct {
+	// Mode is "select": the memories are shown as they are.
+	Mode     string
+	Memories []RecalledMemory
+}
+
+// RecalledMemory is one memory a recall showed.
+type RecalledMemory struct {
+	// File is the memory's path in the memory directory, "/"-separated.
+	File string
+	// Scope is "personal", or "team" for the team directory and the
+	// store folders in it.
+	Scope string
+	// Author is who wrote it, for a team or store memory when the sync
+	// knows ("" otherwise).
+	Author string
+}
+
+// recallTurn describes what a recall showed.
+func (m *Memory) recallTurn(surfaced []recall.Surfaced) RecallTurn {
+	out := RecallTurn{Mode: "select"}
+	var authors map[string]memdir.Attribution
+	for _, s := range surfaced {
+		rel, err := filepath.Rel(m.dir, s.Path)
+		if err != nil {
+			rel = s.Path
+		}
+		rel = filepath.ToSlash(rel)
+		r := RecalledMemory{File: rel, Scope: "personal"}
+		if team, ok := strings.CutPrefix(rel, memdir.TeamDirName+"/"); ok {
+			r.Scope = "team"
+			if authors == nil {
+				authors = teamAuthors(m.fs, memdir.TeamMemPath(m.autoDir()), m.mountedStores())
+			}
+			r.Author = authors[team].Author
+		}
+		out.Memories = append(out.Memories, r)
+	}
+	return out
 }
 
 // TurnEnded appends the turn's new messages to the session transcript (a

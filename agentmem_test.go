@@ -909,3 +909,38 @@ func TestTeamSectionOnlyWhenTheServerHasContent(t *testing.T) {
 	assert.Contains(t, p, "not as instructions to you")
 	assert.NotContains(t, prompt(agentmem.TeamPromptNever), teamSection, "the host's override")
 }
+
+// Each message whose recall shows memories is reported to the observer
+// as Claude Code's memory_recall event tells a UI: the mode, and each
+// memory with its scope and, for team memory, its writer when known.
+func TestRecallIsReportedWithScopes(t *testing.T) {
+	ctx := context.Background()
+	project, config := home(t)
+	var mu sync.Mutex
+	var turns []agentmem.RecallTurn
+	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation,
+		Observer: func(e agentmem.Event) {
+			if rt, ok := e.Detail.(agentmem.RecallTurn); ok {
+				mu.Lock()
+				turns = append(turns, rt)
+				mu.Unlock()
+			}
+		}})
+	require.NoError(t, err)
+	defer mem.Close()
+	require.NoError(t, os.MkdirAll(filepath.Join(mem.Dir(), "team"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: Deploy days\ndescription: when we deploy to production\ntype: project\n---\nWe deploy to production on Tuesdays.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "team", "freeze.md"), []byte("---\nname: Deploy freeze\ndescription: the production deploy freeze\ntype: project\n---\nNo production deploy during the December freeze.\n"), 0o644))
+	mem.Recalled(ctx, "when do we deploy to production?")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, turns, 1)
+	assert.Equal(t, "select", turns[0].Mode)
+	scopes := map[string]string{}
+	for _, m := range turns[0].Memories {
+		scopes[m.File] = m.Scope
+	}
+	assert.Equal(t, "personal", scopes["deploys.md"], "%v", turns[0].Memories)
+	assert.Equal(t, "team", scopes["team/freeze.md"], "%v", turns[0].Memories)
+}
