@@ -120,6 +120,10 @@ type Options struct {
 	AutoMemoryDirectory map[memdir.SettingSource]string
 	// AutoMemoryEnabled is the host's merged autoMemoryEnabled setting.
 	AutoMemoryEnabled *bool
+	// AutoDreamEnabled is the host's merged autoDreamEnabled setting, as
+	// Claude Code reads it: false leaves Consolidation out (as Disable
+	// does); true or unset leaves it as Disable says.
+	AutoDreamEnabled *bool
 	// SessionID names this session: a UUID, as Claude Code names sessions
 	// (transcript.IsSessionID; default a new one).
 	SessionID string
@@ -412,7 +416,12 @@ func (m *Memory) history(name string) (*filehistory.Tracker, error) {
 	return filehistory.Open(m.fs, m.opts.ConfigHome, name, filehistory.Options{})
 }
 
-func (m *Memory) on(j Job) bool { return m.opts.Disable&j == 0 }
+func (m *Memory) on(j Job) bool {
+	if j == Consolidation && m.opts.AutoDreamEnabled != nil && !*m.opts.AutoDreamEnabled {
+		return false
+	}
+	return m.opts.Disable&j == 0
+}
 
 func (m *Memory) build(model llm.Model) error {
 	var err error

@@ -944,3 +944,21 @@ func TestRecallIsReportedWithScopes(t *testing.T) {
 	assert.Equal(t, "personal", scopes["deploys.md"], "%v", turns[0].Memories)
 	assert.Equal(t, "team", scopes["team/freeze.md"], "%v", turns[0].Memories)
 }
+
+// The autoDreamEnabled setting, read by the host, turns consolidation off
+// when false, as in Claude Code.
+func TestAutoDreamEnabledSetting(t *testing.T) {
+	project, config := home(t)
+	for _, c := range []struct {
+		setting *bool
+		want    bool
+	}{{nil, true}, {ptr(true), true}, {ptr(false), false}} {
+		mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+			Disable: agentmem.Extraction | agentmem.SessionSummary, AutoDreamEnabled: c.setting})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, mem.Dreamer() != nil, "autoDreamEnabled %v", c.setting)
+		require.NoError(t, mem.Close())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
