@@ -1,6 +1,7 @@
 package screen
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,8 +15,12 @@ import (
 // selectors), apart from the prepended concatenation marks, which show.
 func hidden(r rune) bool {
 	switch {
-	case r < 0xAD:
-		return false
+	case r < 0x300:
+		return r == 0xAD // Latin-1 and the Latin extensions hold one
+	case r >= 0x3040 && r < 0x3130, r >= 0x3190 && r < 0xA000:
+		return false // kana and the unified ideographs (not the Hangul filler U+3164): none
+	case r >= 0xAC00 && r < 0xD800:
+		return false // Hangul syllables: none
 	case unicode.Is(unicode.Cf, r):
 		return !unicode.Is(unicode.Prepended_Concatenation_Mark, r)
 	}
@@ -77,7 +82,11 @@ func fold(text string) (string, []int) {
 			continue
 		}
 		n := utf8.EncodeRune(buf[:], r)
-		for _, f := range norm.NFKC.String(string(buf[:n])) {
+		form := buf[:n]
+		if d := compatForm(form); d != nil {
+			form = d // a compatibility form's letters (fullwidth, mathematical)
+		}
+		for _, f := range string(form) {
 			f = unicode.ToLower(f)
 			if c, ok := confusable[f]; ok {
 				f = c
@@ -92,14 +101,37 @@ func fold(text string) (string, []int) {
 	return b.String(), at
 }
 
-// isASCII reports whether text is all ASCII.
-func isASCII(text string) bool {
-	for i := 0; i < len(text); i++ {
-		if text[i] >= utf8.RuneSelf {
-			return false
+// compatForm returns the compatibility decomposition of the character
+// in b (a fullwidth or mathematical letter's plain one), nil when it has
+// none beyond its canonical one (an accented letter stays as it is).
+func compatForm(b []byte) []byte {
+	k := norm.NFKC.Properties(b).Decomposition()
+	if k == nil || bytes.Equal(k, norm.NFC.Properties(b).Decomposition()) {
+		return nil
+	}
+	return k
+}
+
+// disguised reports whether text holds anything fold changes beyond case:
+// a default-ignorable character, a confusable letter, a compatibility
+// form. Text without one reads the same folded, so the rules run once.
+func disguised(text string) bool {
+	var buf [utf8.UTFMax]byte
+	for _, r := range text {
+		if r < utf8.RuneSelf {
+			continue
+		}
+		if hidden(r) {
+			return true
+		}
+		if _, ok := confusable[unicode.ToLower(r)]; ok {
+			return true
+		}
+		if compatForm(buf[:utf8.EncodeRune(buf[:], r)]) != nil {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // inCode reports whether byte offset off of text lies in code: a fenced

@@ -93,7 +93,7 @@ func findInjection(text string) []Finding { return injection(text, true) }
 // hyphen disguises), each finding at its place in text.
 func injection(text string, low bool) []Finding {
 	out := injectionIn(text, low)
-	if isASCII(text) {
+	if !disguised(text) {
 		return out
 	}
 	folded, at := fold(text)
