@@ -30,8 +30,6 @@ const (
 	defaultReplyCap        = 64 << 20
 	defaultTimeout         = 30 * time.Second
 	defaultConflictRetries = 2
-	defaultBaseDelay       = 500 * time.Millisecond
-	defaultMaxDelay        = 32 * time.Second
 )
 
 // HTTPDoer sends requests (an *http.Client, or a wrapper).

@@ -64,12 +64,6 @@ func newTransport(cfg Options) (*transport, error) {
 	if cfg.ConflictRetries <= 0 {
 		cfg.ConflictRetries = defaultConflictRetries
 	}
-	if cfg.BaseDelay <= 0 {
-		cfg.BaseDelay = defaultBaseDelay
-	}
-	if cfg.MaxDelay <= 0 {
-		cfg.MaxDelay = defaultMaxDelay
-	}
 	if cfg.Jitter == nil {
 		cfg.Jitter = rand.Float64
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"regexp"
 	"strings"
 )
 
@@ -24,7 +23,7 @@ var (
 func CheckJSONShape(raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if err := walkValue(dec); err != nil {
+	if err := walkValue(dec, true); err != nil {
 		if errors.Is(err, ErrDuplicateKey) {
 			return err
 		}
@@ -36,12 +35,14 @@ func CheckJSONShape(raw []byte) error {
 	return nil
 }
 
-// fieldName is a key shaped like a struct field's name (as against a
-// memory's path or key, which holds a dot or a slash).
-var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// mapFields are the fields whose object is a map of the user's names
+// (team keys, a memory's metadata), matched exactly, where every other
+// object is a struct whose field names Go matches in any case.
+var mapFields = map[string]bool{"entries": true, "metadata": true}
 
-// walkValue reads one value, refusing an object that repeats a key.
-func walkValue(dec *json.Decoder) error {
+// walkValue reads one value, refusing an object that repeats a key: in
+// any case when fields is set (a struct), exactly in a map.
+func walkValue(dec *json.Decoder, fields bool) error {
 	t, err := dec.Token()
 	if err != nil {
 		return err
@@ -59,8 +60,7 @@ func walkValue(dec *json.Decoder) error {
 				return err
 			}
 			key, _ := k.(string)
-			if fieldName.MatchString(key) {
-				// Go matches a struct's field names in any case:
+			if fields {
 				// "entries" and "Entries" fill one field.
 				key = strings.ToLower(key)
 			}
@@ -68,13 +68,13 @@ func walkValue(dec *json.Decoder) error {
 				return ErrDuplicateKey
 			}
 			seen[key] = true
-			if err := walkValue(dec); err != nil {
+			if err := walkValue(dec, !(fields && mapFields[key])); err != nil {
 				return err
 			}
 		}
 	case '[':
 		for dec.More() {
-			if err := walkValue(dec); err != nil {
+			if err := walkValue(dec, true); err != nil {
 				return err
 			}
 		}
