@@ -962,3 +962,37 @@ func TestAutoDreamEnabledSetting(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// While the person has paused memory writes, a turn starts no background
+// job (no model call at all), the memory tools refuse, and the transcript
+// is still written; after ResumeWrites the next turn's jobs run.
+func TestPausedWritesRunNoJob(t *testing.T) {
+	project, config := home(t)
+	model := &recordingModel{}
+	mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		Disable: agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	ctx := context.Background()
+	mem.PauseWrites()
+	require.True(t, mem.WritesPaused())
+	conv := []llm.Message{msg("u1", llm.RoleUser, "We deploy on Tuesdays."), msg("a1", llm.RoleAssistant, "Noted.")}
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: conv, ContextTokens: 20_000})
+	require.NoError(t, mem.Drain(ctx))
+	model.mu.Lock()
+	assert.Empty(t, model.purposes, "no background job while paused")
+	model.mu.Unlock()
+	_, err = mem.MemoryDir().WithDoor("memory-tool").Save(ctx, memdir.Memory{File: "x.md", Name: "X", Description: "x", Type: memdir.TypeProject, Body: "x"})
+	assert.ErrorIs(t, err, memdir.ErrPaused)
+	sessions, err := mem.Transcripts().List(ctx)
+	require.NoError(t, err)
+	assert.NotEmpty(t, sessions, "the transcript is still written")
+
+	mem.ResumeWrites()
+	conv = append(conv, msg("u2", llm.RoleUser, "And never on Fridays."), msg("a2", llm.RoleAssistant, "Noted."))
+	mem.TurnEnded(ctx, agentmem.Turn{Messages: conv, ContextTokens: 20_000})
+	require.NoError(t, mem.Drain(ctx))
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	assert.Contains(t, model.purposes, llm.PurposeExtractMemories, "resumed: the jobs run again")
+}
