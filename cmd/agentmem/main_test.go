@@ -301,13 +301,7 @@ func readAll(t *testing.T, dir string) map[string]string {
 
 func TestBinary(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "agentmem")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := binary(t)
 	root := fixture(t)
 	for _, c := range []struct {
 		args []string
@@ -394,6 +388,11 @@ func runIsolated(m *testing.M) int {
 		return 2
 	}
 	defer os.RemoveAll(home)
+	defer func() {
+		if builtBin != "" {
+			os.RemoveAll(filepath.Dir(builtBin))
+		}
+	}()
 	os.Setenv("HOME", home)
 	os.Unsetenv("CLAUDE_CONFIG_DIR")
 	waitBound()

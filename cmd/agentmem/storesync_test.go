@@ -1290,7 +1290,7 @@ func TestREADMEStoreSync(t *testing.T) {
 	keyFile := filepath.Join(root, "alice.key")
 	ps := newShell(t, project, env, "127.0.0.1:8787", addr, "cat alice.key", "cat "+keyFile)
 	t.Cleanup(func() {
-		ps.run([]string{`[ -f store.pid ] && kill -TERM "$(cat store.pid)" 2>/dev/null || true`})
+		ps.run([]string{`if [ -f store.pid ]; then p="$(cat store.pid)"; kill -TERM "$p" 2>/dev/null; while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; fi; true`})
 	})
 	out, errOut := ps.run(readmeBlock(t, "## Syncing a memory folder with a store"))
 	assert.Regexp(t, `(?m)^proj +team +rw +/v1/code/memory/team-store +/.*/team/proj$`, out)
