@@ -279,8 +279,11 @@ func runLoad(t *testing.T, name string, urls, tokens []string, clients int, oneR
 // SQLite, and on two servers sharing PostgreSQL when a database is
 // configured (AGENTMEM_TEST_POSTGRES_DSN). No acknowledged write may be
 // lost, no answer may be a 500, no read may be torn. Each run lasts
-// AGENTMEM_LOAD_SECONDS (default 1; the guide's figures are of 2).
+// AGENTMEM_LOAD_SECONDS (default 1; the guide's figures are of 2). It
+// runs beside the package's other tests, so the rates it logs are only a
+// guide; run it alone (-run '^TestLoad$') to measure.
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	seconds := 1.0
 	if v, err := strconv.ParseFloat(os.Getenv("AGENTMEM_LOAD_SECONDS"), 64); err == nil {
 		seconds = v
