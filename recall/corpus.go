@@ -46,6 +46,14 @@ type corpus struct {
 	embedder Embedder
 	vectors  map[[32]byte]vector
 	pending  map[[32]byte]string
+
+	// What the embedder earned (vectorTrust), and the vectors of the
+	// texts that measure it, by the hash of the text.
+	trustMu      sync.Mutex
+	trust        Trust
+	meaningKnown bool
+	fitAt        int // how many memories the fit was measured on
+	aux          map[[32]byte]vector
 }
 
 // snapshot is the directory's memories as of one refresh.
@@ -238,6 +246,40 @@ func (c *corpus) embedPending(ctx context.Context) error {
 		delete(c.pending, h)
 	}
 	return nil
+}
+
+// embedAux returns the vectors of texts that are not memories (the
+// embedder's tests), embedding only those not met before.
+func (c *corpus) embedAux(ctx context.Context, texts []string) ([]vector, error) {
+	c.mu.Lock()
+	if c.aux == nil {
+		c.aux = map[[32]byte]vector{}
+	}
+	out := make([]vector, len(texts))
+	var todo []string
+	var at []int
+	for i, t := range texts {
+		if v, ok := c.aux[sha256.Sum256([]byte(t))]; ok {
+			out[i] = v
+		} else {
+			todo, at = append(todo, t), append(at, i)
+		}
+	}
+	c.mu.Unlock()
+	if len(todo) == 0 {
+		return out, nil
+	}
+	vecs, err := embedAll(ctx, c.embedder, todo)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j, i := range at {
+		out[i] = vecs[j]
+		c.aux[sha256.Sum256([]byte(todo[j]))] = vecs[j]
+	}
+	return out, nil
 }
 
 // similarities returns the cosine to q of every embedded memory keep

@@ -36,9 +36,10 @@ const (
 	// selectionDepth is how deep the lexical ranking goes into the
 	// selection and into supersession.
 	selectionDepth = 30
-	// falseAlarm is the vector side's false-alarm rate: the chance that
-	// an embedder whose similarities say nothing (noise) still has a
-	// memory of a directory found with confidence, for one message.
+	// falseAlarm is the vector side's false-alarm rate for an embedder
+	// not trusted (see Trust): the chance that an embedder whose
+	// similarities say nothing (noise) still has a memory of a directory
+	// found with confidence, for one message.
 	falseAlarm = 0.01
 	// minWordFit is how many memories words must find for the vector
 	// side to tell what the word scores explain (explainedByWords).
@@ -148,7 +149,7 @@ type scored struct {
 // counts whatever its z. words, when given, are the memories words found
 // with their share of the best word match: a word-found memory's z is
 // then only what its words do not explain (explainedByWords).
-func confident(sims []scored, minSimilarity float64, words map[string]float64) map[string]float64 {
+func confident(sims []scored, minSimilarity float64, words map[string]float64, alarm float64) map[string]float64 {
 	n := len(sims)
 	if n < 2 {
 		return nil
@@ -164,13 +165,13 @@ func confident(sims []scored, minSimilarity float64, words map[string]float64) m
 		// which memories share a word, which the words already know.
 		return nil
 	}
-	t := math.Sqrt2 * math.Erfcinv(2*falseAlarm/float64(n))
+	t := math.Sqrt2 * math.Erfcinv(2*alarm/float64(n))
 	z := make([]float64, n)
 	for i, s := range sims {
 		z[i] = (s.score - median) / spread
 	}
 	if len(words) > 0 {
-		explainedByWords(sims, z, words, t)
+		explainedByWords(sims, z, words, t, alarm)
 	}
 	var out map[string]float64
 	for i, s := range sims {
@@ -203,7 +204,7 @@ func confident(sims []scored, minSimilarity float64, words map[string]float64) m
 // embedder that weighs words otherwise than the word ranking misses the
 // line by much on many memories, and none of them stands out for that.
 // Memories words did not find keep their z-score.
-func explainedByWords(sims []scored, z []float64, words map[string]float64, t float64) {
+func explainedByWords(sims []scored, z []float64, words map[string]float64, t, alarm float64) {
 	if len(words) < minWordFit {
 		return
 	}
@@ -243,7 +244,7 @@ func explainedByWords(sims []scored, z []float64, words map[string]float64, t fl
 	if spread <= 1e-9 {
 		return
 	}
-	tw := math.Sqrt2 * math.Erfcinv(2*falseAlarm/float64(len(found)))
+	tw := math.Sqrt2 * math.Erfcinv(2*alarm/float64(len(found)))
 	for _, i := range found {
 		z[i] = (z[i] - median) / spread * t / tw
 	}

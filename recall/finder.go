@@ -47,7 +47,11 @@ type Event struct {
 	// VectorMatches is how many memories the embedder found with
 	// confidence (0: it abstained, or there is no Embedder).
 	VectorMatches int
-	Duration      time.Duration
+	// Trust is what the embedder earned on this directory and the weight
+	// and false-alarm rate that gave the vector side (nil without an
+	// Embedder, or when it failed).
+	Trust    *Trust
+	Duration time.Duration
 }
 
 // CandidateRule says which memories a selector chooses from.

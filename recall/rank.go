@@ -92,16 +92,21 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	}
 
 	var found map[string]float64 // by meaning, with confidence
-	if vectors {
-		var err error
-		found, err = f.vectorMatches(ctx, query, skip, wordScores)
+	weight := f.cfg.VectorWeight
+	if vectors && f.corpus.embedder != nil {
+		trust, err := f.vectorTrust(ctx, snap)
+		if err == nil {
+			weight = trust.Weight
+			ev.Trust = &trust
+			found, err = f.vectorMatches(ctx, query, skip, wordScores, trust.FalseAlarm)
+		}
 		if err != nil {
 			ev.EmbedErr = err
 			f.log.Warn("recall: the embedder failed; selecting by words alone", "event", "recall_embed_failed", "error", err)
 		}
 		ev.VectorMatches = len(found)
 	}
-	all, ranked, base := weigh(pool, found, f.lexical.MinRelative, f.cfg.VectorWeight, max)
+	all, ranked, base := weigh(pool, found, f.lexical.MinRelative, weight, max)
 	if len(ranked) == 0 {
 		return nil
 	}
@@ -218,7 +223,7 @@ func (f *Finder) namesOnlyIt(query, key string) bool {
 // beyond what their word scores (words: share of the best word match)
 // explain (see confident), each with its confidence; nil without an
 // Embedder.
-func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(string) bool, words map[string]float64) (map[string]float64, error) {
+func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(string) bool, words map[string]float64, alarm float64) (map[string]float64, error) {
 	if f.corpus.embedder == nil {
 		return nil, nil
 	}
@@ -229,7 +234,7 @@ func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(stri
 	if err != nil {
 		return nil, err
 	}
-	return confident(f.corpus.similarities(q[0], func(rel string) bool { return !skip(rel) }), f.cfg.MinSimilarity, words), nil
+	return confident(f.corpus.similarities(q[0], func(rel string) bool { return !skip(rel) }), f.cfg.MinSimilarity, words, alarm), nil
 }
 
 // supersede puts, for each memory of ranked, a newer memory of candidates

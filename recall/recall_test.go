@@ -546,10 +546,10 @@ func sims(vals ...float64) []scored {
 // memory that stands out is found, with a confidence below 1 that grows
 // with how far it stands out.
 func TestVectorsAbstainWhenSimilaritiesDoNotSeparate(t *testing.T) {
-	assert.Nil(t, confident(sims(0, 0, 0, 0, 0, 0, 0, 0), 0, nil), "all zero")
-	assert.Nil(t, confident(sims(0.3, 0.3, 0.3, 0.3, 0.3), 0, nil), "all equal")
-	assert.Nil(t, confident(sims(0.9), 0, nil), "one memory cannot stand out")
-	assert.Nil(t, confident(sims(0.9, 0.1, 0.1), 0, nil), "nor one of three")
+	assert.Nil(t, confident(sims(0, 0, 0, 0, 0, 0, 0, 0), 0, nil, falseAlarm), "all zero")
+	assert.Nil(t, confident(sims(0.3, 0.3, 0.3, 0.3, 0.3), 0, nil, falseAlarm), "all equal")
+	assert.Nil(t, confident(sims(0.9), 0, nil, falseAlarm), "one memory cannot stand out")
+	assert.Nil(t, confident(sims(0.9, 0.1, 0.1), 0, nil, falseAlarm), "nor one of three")
 
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{20, 200, 2000} {
@@ -560,7 +560,7 @@ func TestVectorsAbstainWhenSimilaritiesDoNotSeparate(t *testing.T) {
 			for i := range vals {
 				vals[i] = 0.2 + 0.05*r.NormFloat64()
 			}
-			if confident(sims(vals...), 0, nil) != nil {
+			if confident(sims(vals...), 0, nil, falseAlarm) != nil {
 				alarms++
 			}
 		}
@@ -572,12 +572,12 @@ func TestVectorsAbstainWhenSimilaritiesDoNotSeparate(t *testing.T) {
 		vals[i] = 0.2 + 0.05*r.NormFloat64()
 	}
 	vals[7], vals[9] = 0.8, 0.5
-	got := confident(sims(vals...), 0, nil)
+	got := confident(sims(vals...), 0, nil, falseAlarm)
 	require.Len(t, got, 2)
 	assert.Greater(t, got["m007"], got["m009"])
 	assert.Less(t, got["m007"], 1.0)
 	assert.Greater(t, got["m009"], 0.0)
-	assert.Len(t, confident(sims(vals...), 0.6, nil), 1, "MinSimilarity is a floor besides the statistic")
+	assert.Len(t, confident(sims(vals...), 0.6, nil, falseAlarm), 1, "MinSimilarity is a floor besides the statistic")
 }
 
 // TestVectorsCountOnlyWhatWordsDoNotExplain: an embedder that follows
@@ -599,17 +599,17 @@ func TestVectorsCountOnlyWhatWordsDoNotExplain(t *testing.T) {
 	}
 	all[30].score += 0.4 // a weak word match meaning finds beyond its words
 	all[200].score = 0.8 // words missed it
-	raw := confident(all, 0, nil)
+	raw := confident(all, 0, nil, falseAlarm)
 	assert.Contains(t, raw, "m000", "without the word scores the best word match stands out")
 	assert.Greater(t, len(raw), 10)
-	got := confident(all, 0, words)
+	got := confident(all, 0, words, falseAlarm)
 	assert.Equal(t, []string{"m030", "m200"}, slices.Sorted(maps.Keys(got)))
 
 	flat := map[string]float64{}
 	for i := range 40 {
 		flat[fmt.Sprintf("m%03d", i+100)] = 0.5 // words that say nothing of these similarities
 	}
-	assert.Equal(t, raw, confident(all, 0, flat), "a line that does not rise takes nothing")
+	assert.Equal(t, raw, confident(all, 0, flat, falseAlarm), "a line that does not rise takes nothing")
 }
 
 func hits(scores ...float64) []lexical.Hit {
@@ -915,12 +915,13 @@ func TestHybridRecallFindsOtherWords(t *testing.T) {
 	assert.Equal(t, []string{"car.md"}, names(f, "which automobile did she get"))
 	assert.Equal(t, []string{"doctor.md"}, names(f, "who is the doctor now"))
 	assert.Equal(t, []string{"trip.md"}, names(f, "vacation plans for summer"), "a word match still counts")
-	assert.Equal(t, int32(5+3), emb.texts.Load(), "five memories embedded once, plus one text per message")
+	meaning := int32(2 * len(meaningPairs))
+	assert.Equal(t, 5+3+meaning, emb.texts.Load(), "five memories embedded once, plus one text per message and the test of meaning once")
 
 	// A changed memory is embedded again, the others are not.
 	require.NoError(t, afero.WriteFile(fsys, "/mem/car.md", []byte("---\nname: car\ndescription: Priya sold the sedan\n---\n\nSold in May.\n"), 0o644))
 	names(f, "which automobile")
-	assert.Equal(t, int32(8+2), emb.texts.Load())
+	assert.Equal(t, 8+2+meaning, emb.texts.Load())
 
 	// A failing embedder: words alone, and the event says why.
 	emb.fail.Store(true)
