@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -136,14 +137,26 @@ func (o LexicalOptions) withDefaults() LexicalOptions {
 // minSubjectDocs is the fewest memories a subject word is shared by.
 const minSubjectDocs = 20
 
+// fewMemories is the directory size below which one matching word needs
+// less strength: the fewer memories, the fewer words there are to match
+// by chance.
+const fewMemories = 20
+
 // Abstain reports whether the best match, in a directory of n memories,
 // says nothing is relevant: it holds a single word of the query, a word
 // that is not a subject of the directory, and is weaker than
-// MinStrength.
+// MinStrength. Below fewMemories memories the strength needed falls
+// with the log of their number (a third of MinStrength for one memory,
+// about 60% for five), so a newcomer's first memory is found by the word
+// a question shares with it.
 func (o LexicalOptions) Abstain(best Hit, n int) bool {
 	o = o.withDefaults()
 	subject := best.Shared >= max(minSubjectDocs, int(o.SubjectShare*float64(n)))
-	return best.Matched < 2 && !subject && best.Strength < o.MinStrength
+	need := o.MinStrength
+	if n < fewMemories {
+		need *= math.Log(2+float64(n)) / math.Log(2+fewMemories)
+	}
+	return best.Matched < 2 && !subject && best.Strength < need
 }
 
 // choose applies the selection rules to hits ranked best first from a
