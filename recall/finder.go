@@ -50,7 +50,12 @@ type Event struct {
 	// Trust is what the embedder earned on this directory and the weight
 	// and false-alarm rate that gave the vector side (nil without an
 	// Embedder, or when it failed).
-	Trust    *Trust
+	Trust *Trust
+	// Why says, when the lexical selection chose nothing, what held it
+	// back: no memory shares a word with the message, the best match is
+	// one weak word (with the strength it has and needs), or every memory
+	// was surfaced already.
+	Why      string
 	Duration time.Duration
 }
 
@@ -231,6 +236,7 @@ func (f *Finder) find(ctx context.Context, query string, surfaced map[string]boo
 	} else {
 		ev.Candidates = len(snap.headers) - nSurfaced
 		if ev.Candidates == 0 {
+			ev.Why = "every memory was surfaced already"
 			return nil, nil
 		}
 	}

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
@@ -83,6 +84,13 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	// Whether words answer at all is the best match's to say, before
 	// recency reorders close matches.
 	lexicalOK := len(pool) > 0 && (!f.lexical.Abstain(pool[0], n) || f.namesOnlyIt(query, pool[0].Key))
+	switch {
+	case len(pool) == 0:
+		ev.Why = "no memory holds a word of the message (memories surfaced already left aside)"
+	case !lexicalOK:
+		ev.Why = fmt.Sprintf("the best match, %s, holds one word of the message at strength %.2f, less than the %.2f one word needs among %d memories",
+			pool[0].Key, pool[0].Strength, f.lexical.strengthNeeded(n), n)
+	}
 	if !lexicalOK {
 		pool = nil
 	}
@@ -108,8 +116,12 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	}
 	all, ranked, base := weigh(pool, found, f.lexical.MinRelative, weight, max)
 	if len(ranked) == 0 {
+		if ev.Trust != nil {
+			ev.Why += "; the embedder found no memory with confidence"
+		}
 		return nil
 	}
+	ev.Why = ""
 	// Newer values first: within the selection a newer memory on the same
 	// subject goes before the older one, and one from the rest of the
 	// ranking comes in when it scores at least half as well (the older's

@@ -152,11 +152,17 @@ const fewMemories = 20
 func (o LexicalOptions) Abstain(best Hit, n int) bool {
 	o = o.withDefaults()
 	subject := best.Shared >= max(minSubjectDocs, int(o.SubjectShare*float64(n)))
-	need := o.MinStrength
+	return best.Matched < 2 && !subject && best.Strength < o.strengthNeeded(n)
+}
+
+// strengthNeeded is the strength one matching word needs among n
+// memories (see Abstain).
+func (o LexicalOptions) strengthNeeded(n int) float64 {
+	need := o.withDefaults().MinStrength
 	if n < fewMemories {
 		need *= math.Log(2+float64(n)) / math.Log(2+fewMemories)
 	}
-	return best.Matched < 2 && !subject && best.Strength < need
+	return need
 }
 
 // choose applies the selection rules to hits ranked best first from a

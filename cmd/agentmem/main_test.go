@@ -137,6 +137,7 @@ func TestGoldenSubcommands(t *testing.T) {
 		{"lint.txt", append([]string{"lint"}, proj...), 1},
 		{"recall.txt", append([]string{"recall", "--explain"}, append(proj, "should I mock postgres in integration tests?")...), 0},
 		{"recall_none.txt", append([]string{"recall"}, append(proj, "write a haiku about autumn")...), 0},
+		{"recall_none_explained.txt", append([]string{"recall", "--explain", "--embedder", "zero"}, append(proj, "write a haiku about autumn")...), 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

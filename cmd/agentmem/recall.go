@@ -19,11 +19,22 @@ import (
 )
 
 func recallFlags(fs *flag.FlagSet) runner {
-	explain := fs.Bool("explain", false, "show the lexical scores of the best candidates")
-	return func(e env, c *common, args []string) (int, error) { return runRecall(e, c, args, *explain) }
+	var o recallOptions
+	fs.BoolVar(&o.explain, "explain", false, "show the lexical scores of the best candidates, the trust an --embedder earned, and why nothing was surfaced")
+	fs.StringVar(&o.embedder, "embedder", "", "recall by meaning as well as words: openai, or a control ("+strings.Join(recall.ControlEmbedderNames(), ", ")+")")
+	fs.StringVar(&o.url, "openai-url", "", "with --embedder openai: the endpoint, up to before /embeddings (default $OPENAI_BASE_URL, else OpenAI's)")
+	fs.StringVar(&o.model, "openai-model", "", "with --embedder openai: the embedding model (default "+openai.DefaultEmbeddingModel+")")
+	return func(e env, c *common, args []string) (int, error) { return runRecall(e, c, args, o) }
 }
 
-func runRecall(e env, c *common, args []string, explain bool) (int, error) {
+// recallOptions are agentmem recall's flags.
+type recallOptions struct {
+	explain              bool
+	embedder, url, model string
+}
+
+func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
+	explain := o.explain
 	query := strings.TrimSpace(strings.Join(args, " "))
 	if query == "" {
 		return exitError, fmt.Errorf("give the message to recall for, e.g. agentmem recall \"how do we test?\"")
@@ -41,7 +52,14 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	finder, err := recall.NewFinder(d, recall.FinderOptions{})
+	var last recall.Event
+	opts := recall.FinderOptions{Observer: func(ev recall.Event) { last = ev }}
+	if o.embedder != "" {
+		if opts.Embedder, _, err = checkedEmbedder(e, o.embedder, o.url, o.model); err != nil {
+			return exitError, err
+		}
+	}
+	finder, err := recall.NewFinder(d, opts)
 	if err != nil {
 		return exitError, err
 	}
@@ -53,7 +71,7 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 		}
 		o := finder.Options()
 		fmt.Fprintf(e.stdout, "tokens: %s\n", strings.Join(lexical.Tokenize(query), " "))
-		fmt.Fprintf(e.stdout, "best candidates (score, strength, query words matched); nothing is selected when the best matches one word with strength < %.2f, else up to %d scoring >= %.0f%% of the best:\n",
+		fmt.Fprintf(e.stdout, "best candidates (score, strength, query words matched); nothing is selected when the best matches one word with strength < %.2f (less in a directory of under 20 memories), else up to %d scoring >= %.0f%% of the best:\n",
 			o.MinStrength, recall.MaxSelected, 100*o.MinRelative)
 		if len(hits) == 0 {
 			fmt.Fprintln(e.stdout, "  none match")
@@ -64,8 +82,18 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 		fmt.Fprintln(e.stdout)
 	}
 	got := recall.NewSession(finder, recall.SessionOptions{Now: func() time.Time { return now }}).Recall(ctx, query, nil)
+	if explain {
+		explainEvent(e, o.embedder, last)
+	}
 	if len(got) == 0 {
 		fmt.Fprintln(e.stdout, "nothing to surface for this message")
+		why := last.Why
+		if last.Selector == "" { // the session asked for nothing
+			why = "a message of one word is not recalled for: it carries no topic"
+		}
+		if explain && why != "" {
+			fmt.Fprintf(e.stdout, "why: %s\n", why)
+		}
 		return exitOK, nil
 	}
 	for i, s := range got {
@@ -75,6 +103,18 @@ func runRecall(e env, c *common, args []string, explain bool) (int, error) {
 		fmt.Fprintln(e.stdout, s.Text())
 	}
 	return exitOK, nil
+}
+
+// explainEvent prints what the embedder earned and did for one Find.
+func explainEvent(e env, name string, ev recall.Event) {
+	switch {
+	case ev.EmbedErr != nil:
+		fmt.Fprintf(e.stdout, "embedder %s failed, words alone: %v\n\n", name, ev.EmbedErr)
+	case ev.Trust != nil:
+		t := ev.Trust
+		fmt.Fprintf(e.stdout, "embedder %s: meaning %.2f, fit on this directory %.2f; a memory found by meaning adds up to %.2f (the best word match is 1), false-alarm rate %.2f; found by meaning: %d\n\n",
+			name, t.Meaning, t.Fit, t.Weight, t.FalseAlarm, ev.VectorMatches)
+	}
 }
 
 // checkEmbedderCommand is recall's subcommand that measures an embedder.
