@@ -106,7 +106,13 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 		if err == nil {
 			weight = trust.Weight
 			ev.Trust = &trust
-			found, err = f.vectorMatches(ctx, query, skip, wordScores, trust.FalseAlarm)
+			alarm := trust.FalseAlarm
+			if !lexicalOK {
+				// Words say nothing is needed: meaning alone must stand
+				// out as clearly as for an embedder not trusted.
+				alarm = falseAlarm
+			}
+			found, err = f.vectorMatches(ctx, query, skip, wordScores, alarm)
 		}
 		if err != nil {
 			ev.EmbedErr = err

@@ -7,6 +7,7 @@
 //	ANTHROPIC_API_KEY=... go run ./examples/recalleval -model
 //	go run ./examples/recalleval -embedders -seed 2  # what each control embedder and the oracle bring
 //	go run ./examples/recalleval -write-sets DIR -seed 2  # the generated sets as JSON, for agentmem recall check-embedder
+//	go run ./examples/recalleval -install-peers  # install minisearch and the sentence encoder (npm), once
 //
 // Two sets ship with it: testdata/recall/shop.json (150 coding-assistant
 // memories, 61 messages, 14 that need no memory; the lexical thresholds
@@ -22,15 +23,17 @@
 // got nothing) and ms/query. The methods: the default Finder; the Finder
 // with Claude Code's newest-200 candidate rule; agentmem's BM25 ranking
 // cut at five with no thresholds; the hybrid Finder with TrigramEmbedder
-// (hashed character trigrams: the fusion measured offline, with an
-// embedder far weaker than a model's); minisearch (the npm BM25 library, with
-// prefix and fuzzy matching) when node and npm are on the PATH; the
-// model selector with -model and an API key.
+// (hashed character trigrams: an embedder that knows only words); when
+// node and npm are on the PATH, minisearch (the npm BM25 library, with
+// prefix and fuzzy matching) and the hybrid Finder with a real sentence
+// encoder (SentenceEncoder: Universal Sentence Encoder lite, run offline
+// in node); the model selector with -model and an API key.
 //
 // With -embedders it prints instead, for the generated sets, recall@5 by
 // words alone and with each control embedder (recall.ControlEmbedder,
-// TrigramEmbedder) and with an Oracle built from the set's answers at
-// several qualities, per directory and merged (recall.CompareEmbedder).
+// TrigramEmbedder), with an Oracle built from the set's answers at
+// several qualities and with the sentence encoder, per directory and
+// merged (recall.CompareEmbedder).
 //
 // A labels file for -dir is JSON: [{"query": "...", "needs":
 // ["file.md", "team/other.md"]}, ...], paths relative to the directory;
@@ -114,7 +117,15 @@ func main() {
 	model := flag.Bool("model", false, "also run the model selector (needs ANTHROPIC_API_KEY)")
 	embedders := flag.Bool("embedders", false, "instead of the methods, measure what each control embedder and the oracle at several qualities bring to recall (recall.CompareEmbedder) on the generated sets")
 	writeSets := flag.String("write-sets", "", "write the generated sets of -seed as JSON files into this directory (for agentmem recall check-embedder --set) and exit")
+	installPeers := flag.Bool("install-peers", false, "install minisearch and the sentence encoder (npm) into the user's cache directory and exit")
 	flag.Parse()
+	if *installPeers {
+		if err := InstallPeers(); err != nil {
+			fmt.Fprintln(os.Stderr, "recalleval:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *writeSets != "" || *embedders {
 		var err error
 		if *writeSets != "" {
@@ -164,6 +175,12 @@ func Run(ctx context.Context, w io.Writer, cfg Config) error {
 			methods = append(methods, ms)
 		} else {
 			fmt.Fprintf(w, "(minisearch not run: %v)\n", err)
+		}
+		if enc, err := NewSentenceEncoder(); err == nil {
+			defer enc.Close()
+			methods = append(methods, &finderMethod{name: "agentmem+" + EncoderName, cfg: recall.FinderOptions{Embedder: enc}})
+		} else {
+			fmt.Fprintf(w, "(the sentence encoder not run: %v)\n", err)
 		}
 	}
 	if cfg.Dir != "" {
@@ -244,7 +261,7 @@ func OfKind(qs []Query, kinds []string, kind string) []Query {
 }
 
 func table(ctx context.Context, w io.Writer, methods []Method, groups []Group) error {
-	fmt.Fprintf(w, "  %-20s %9s %7s %6s %8s %9s\n", "method", "recall@5", "hit@5", "empty", "abstain", "ms/query")
+	fmt.Fprintf(w, "  %-26s %9s %7s %6s %8s %9s\n", "method", "recall@5", "hit@5", "empty", "abstain", "ms/query")
 	for _, m := range methods {
 		got, err := Evaluate(ctx, m, groups)
 		if err != nil {
@@ -254,7 +271,7 @@ func table(ctx context.Context, w io.Writer, methods []Method, groups []Group) e
 		if got.Abstain >= 0 {
 			abstain = fmt.Sprintf("%.3f", got.Abstain)
 		}
-		fmt.Fprintf(w, "  %-20s %9.3f %7.3f %6.3f %8s %9.2f\n", m.Name(), got.RecallAt5, got.HitAt5, got.Empty, abstain, got.MsPerQuery)
+		fmt.Fprintf(w, "  %-26s %9.3f %7.3f %6.3f %8s %9.2f\n", m.Name(), got.RecallAt5, got.HitAt5, got.Empty, abstain, got.MsPerQuery)
 	}
 	return nil
 }
@@ -425,6 +442,10 @@ func EmbedderRows(ctx context.Context, set *Set) ([]EmbedderRow, error) {
 	}
 	defer os.RemoveAll(root)
 	names, embs := Embedders(set)
+	if enc, err := NewSentenceEncoder(); err == nil {
+		defer enc.Close()
+		names, embs[EncoderName] = append(names, EncoderName), enc
+	}
 	dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
 	if err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,25 +57,9 @@ type Minisearch struct {
 // directory) and returns the peer; an error says why it cannot run (no
 // node or npm, no network for npm).
 func NewMinisearch() (*Minisearch, error) {
-	if _, err := exec.LookPath("node"); err != nil {
-		return nil, errors.New("node is not on the PATH")
-	}
-	cache, err := os.UserCacheDir()
+	dir, err := npmInstall("minisearch-"+MinisearchVersion, "minisearch@"+MinisearchVersion)
 	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "agentmem-recalleval", "minisearch-"+MinisearchVersion)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "minisearch", "package.json")); err != nil {
-		if _, err := exec.LookPath("npm"); err != nil {
-			return nil, errors.New("npm is not on the PATH")
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		cmd := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", dir, "minisearch@"+MinisearchVersion)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("npm install minisearch: %v: %s", err, strings.TrimSpace(string(out)))
-		}
+		return nil, err
 	}
 	return &Minisearch{dir: dir}, nil
 }
