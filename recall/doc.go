@@ -56,6 +56,19 @@
 // best word match: it comes in for a weaker word match it beats, moves up
 // a word match it confirms, and never displaces the best word match. Supersession looks
 // only at memories words found or meaning found with confidence.
+//
+// How much the vector side may speak is earned, per directory (Trust,
+// reported in Event.Trust): Meaning is how well the embedder pairs 24
+// questions with statements that share no word with them (chance 0, all
+// first 1), which an embedder that knows only words or nothing cannot
+// do; Fit is how well it finds up to 32 of the directory's own memories
+// for their description without its rarest word, against words (full at
+// 70% of the words' rank quality). Their product sets the false-alarm
+// rate between 1% and 50% and the weight between 1 and 4 times
+// VectorWeight; an embedder that earns nothing is held to the rules
+// above. When words find nothing to answer, meaning is held to 1% alone.
+// The test is embedded once per Finder (48 texts), the fit again when
+// the directory's size moves by a tenth.
 // CompareEmbedder measures recall@k with and without an embedder on
 // labelled questions; ControlEmbedder gives embedders that know nothing,
 // to see that they cost nothing. Embeddings are cached by the hash of

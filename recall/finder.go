@@ -92,7 +92,8 @@ type FinderOptions struct {
 	// too, so a message that names a thing by another word still finds
 	// it. An embedder whose similarities do not separate the memories,
 	// only follow the words, or are mostly one value (a sparse bag of
-	// words), abstains and leaves the lexical selection as it is.
+	// words), abstains and leaves the lexical selection as it is. How much
+	// it may say is earned on the directory (Trust; see the package doc).
 	// Embeddings are
 	// cached by the hash of the text embedded. Nil: words alone. Check
 	// what an embedder brings with CompareEmbedder.
