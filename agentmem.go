@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -178,6 +179,11 @@ type Options struct {
 	// as by words (recall.FinderOptions.Embedder; llm/openai's Model is
 	// one). Nil: recall by words alone.
 	Embedder recall.Embedder
+	// VectorCache is the directory where the Embedder's vectors are kept
+	// between sessions (recall.FinderOptions.VectorCache); default
+	// agentmem/vectors under the user's cache directory
+	// (os.UserCacheDir), "none" to keep them in memory only.
+	VectorCache string
 	// SyncedMemory says the private memory directory is synced to the
 	// user's account (a private memory store): the memory tools and Save
 	// then refuse a secret in any memory file, as they do in team/.
@@ -442,7 +448,7 @@ func (m *Memory) build(model llm.Model) error {
 	}
 	team := memdir.TeamMemPath(m.dir)
 	if m.on(Recall) {
-		if m.finder, err = recall.NewFinder(m.memDir, recall.FinderOptions{Logger: m.log, Embedder: m.opts.Embedder,
+		if m.finder, err = recall.NewFinder(m.memDir, recall.FinderOptions{Logger: m.log, Embedder: m.opts.Embedder, VectorCache: vectorCacheDir(m.opts.VectorCache),
 			Observer: func(e recall.Event) { m.observe(Event{Layer: LayerRecall, Err: e.Err, Detail: e}) }}); err != nil {
 			return err
 		}
@@ -1219,3 +1225,19 @@ func (m *Memory) Transcripts() transcript.Store { return m.store }
 
 // Toolset returns the memory tools behind Tools (nil when memory is off).
 func (m *Memory) Toolset() *memtools.Toolset { return m.tools }
+
+// vectorCacheDir is where Options.VectorCache keeps vectors ("" when
+// nowhere).
+func vectorCacheDir(opt string) string {
+	switch opt {
+	case "none":
+		return ""
+	case "":
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(cache, "agentmem", "vectors")
+	}
+	return opt
+}

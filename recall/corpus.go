@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
@@ -54,6 +55,12 @@ type corpus struct {
 	meaningKnown bool
 	fitAt        int // how many memories the fit was measured on
 	aux          map[[32]byte]vector
+
+	// The vectors on disk (FinderOptions.VectorCache), opened once.
+	cacheDir string
+	cacheMu  sync.Mutex
+	cache    atomic.Pointer[vectorCache]
+	cacheErr error
 }
 
 // snapshot is the directory's memories as of one refresh.
@@ -223,6 +230,7 @@ func (c *corpus) snapshot(headers []memdir.MemoryHeader, byName map[string]memdi
 // embedPending embeds the texts read but not embedded yet; what fails
 // stays pending for the next Find.
 func (c *corpus) embedPending(ctx context.Context) error {
+	c.openCache(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.pending) == 0 {
@@ -230,7 +238,15 @@ func (c *corpus) embedPending(ctx context.Context) error {
 	}
 	hashes := make([][32]byte, 0, len(c.pending))
 	for h := range c.pending {
+		if v, ok := c.cached(h); ok {
+			c.vectors[h] = v
+			delete(c.pending, h)
+			continue
+		}
 		hashes = append(hashes, h)
+	}
+	if len(hashes) == 0 {
+		return nil
 	}
 	sort.Slice(hashes, func(i, j int) bool { return string(hashes[i][:]) < string(hashes[j][:]) })
 	texts := make([]string, len(hashes))
@@ -245,7 +261,25 @@ func (c *corpus) embedPending(ctx context.Context) error {
 		c.vectors[h] = vecs[i]
 		delete(c.pending, h)
 	}
+	c.remember(hashes, vecs)
 	return nil
+}
+
+// cached returns the vector of hash from the vector cache, if open.
+func (c *corpus) cached(h [32]byte) (vector, bool) {
+	vc := c.cache.Load()
+	if vc == nil {
+		return nil, false
+	}
+	return vc.get(h)
+}
+
+// remember writes vectors to the vector cache, if open; a cache that
+// cannot be written only costs embedding them again later.
+func (c *corpus) remember(hashes [][32]byte, vecs []vector) {
+	if vc := c.cache.Load(); vc != nil {
+		_ = vc.put(hashes, vecs)
+	}
 }
 
 // embedAux returns the vectors of texts that are not memories (the
@@ -259,8 +293,11 @@ func (c *corpus) embedAux(ctx context.Context, texts []string) ([]vector, error)
 	var todo []string
 	var at []int
 	for i, t := range texts {
-		if v, ok := c.aux[sha256.Sum256([]byte(t))]; ok {
+		h := sha256.Sum256([]byte(t))
+		if v, ok := c.aux[h]; ok {
 			out[i] = v
+		} else if v, ok := c.cached(h); ok {
+			out[i], c.aux[h] = v, v
 		} else {
 			todo, at = append(todo, t), append(at, i)
 		}
@@ -275,11 +312,35 @@ func (c *corpus) embedAux(ctx context.Context, texts []string) ([]vector, error)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	hashes := make([][32]byte, len(todo))
 	for j, i := range at {
+		hashes[j] = sha256.Sum256([]byte(todo[j]))
 		out[i] = vecs[j]
-		c.aux[sha256.Sum256([]byte(todo[j]))] = vecs[j]
+		c.aux[hashes[j]] = vecs[j]
 	}
+	c.remember(hashes, vecs)
 	return out, nil
+}
+
+// rankOf returns key's rank (1: the most similar) among the embedded
+// memories by cosine to q, ties against it; false when it is not
+// embedded or ranks below limit.
+func (c *corpus) rankOf(q vector, key string, limit int) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.vectors[c.files[key].hash]
+	if !ok {
+		return 0, false
+	}
+	own, rank := cosine(q, v), 1
+	for rel, f := range c.files {
+		if w, ok := c.vectors[f.hash]; ok && rel != key && cosine(q, w) >= own {
+			if rank++; rank > limit {
+				return 0, false
+			}
+		}
+	}
+	return rank, true
 }
 
 // similarities returns the cosine to q of every embedded memory keep

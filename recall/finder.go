@@ -98,6 +98,14 @@ type FinderOptions struct {
 	// cached by the hash of the text embedded. Nil: words alone. Check
 	// what an embedder brings with CompareEmbedder.
 	Embedder Embedder
+	// VectorCache, when set, is a directory where the Embedder's vectors
+	// are kept (one file per embedder, by the hash of each text), so a
+	// new Finder, a restart or another directory holding the same memory
+	// does not embed it again; an embedder is known by its EmbedderID
+	// (IdentifiedEmbedder) or else by its vectors of a fixed set of
+	// texts, so a changed model is noticed. Empty: vectors are kept in
+	// memory only. The front door sets it (agentmem.Options.VectorCache).
+	VectorCache string
 	// VectorWeight is how much a memory found by meaning counts against
 	// the word matches: its confidence (0 to 1) times VectorWeight is
 	// added to its share of the best word match's score (default
@@ -160,7 +168,7 @@ func NewFinder(d *memdir.Dir, cfg FinderOptions) (*Finder, error) {
 	}
 	c := newCorpus(fsys, dir, changes)
 	if cfg.Embedder != nil {
-		c.embedder, c.vectors, c.pending = cfg.Embedder, map[[32]byte]vector{}, map[[32]byte]string{}
+		c.embedder, c.vectors, c.pending, c.cacheDir = cfg.Embedder, map[[32]byte]vector{}, map[[32]byte]string{}, cfg.VectorCache
 	}
 	f := &Finder{fs: fsys, cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
 	// A Finder nobody closed releases its watcher when it is collected.

@@ -1193,3 +1193,142 @@ func TestANewcomersFirstMemoriesAreFound(t *testing.T) {
 		f.Close()
 	}
 }
+
+// namedEmbedder is fakeEmbedder with an EmbedderID.
+type namedEmbedder struct {
+	*fakeEmbedder
+	id string
+}
+
+func (e namedEmbedder) EmbedderID() string { return e.id }
+
+// shiftedEmbedder gives other vectors than fakeEmbedder (two dimensions
+// swapped, so the same cosines): another model.
+type shiftedEmbedder struct{ *fakeEmbedder }
+
+func (e shiftedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out, err := e.fakeEmbedder.Embed(ctx, texts)
+	for _, v := range out {
+		v[0], v[1] = v[1], v[0]
+	}
+	return out, err
+}
+
+// TestVectorsAreRememberedOnDisk: with a VectorCache, a restarted Finder
+// (a new session) and a Finder over another directory holding the same
+// memories (a teammate's, pulled) embed none of them again, only the
+// message; an embedder without an EmbedderID is known by its vectors, so
+// another model is noticed and embeds everything anew; a torn last record
+// (a crash mid-append) is cut off and the rest still serves.
+func TestVectorsAreRememberedOnDisk(t *testing.T) {
+	mems := [][3]string{
+		{"car.md", "Priya bought a used sedan", "A blue sedan, bought in March."},
+		{"doctor.md", "Omar's new physician", "Dr. Lee at the Elm Street practice."},
+		{"trip.md", "vacation plans", "Two weeks in Lisbon in June."},
+	}
+	for i := range 12 {
+		mems = append(mems, [3]string{fmt.Sprintf("note%02d.md", i), fmt.Sprintf("note %d on %s and %s", i, benchWords[i], benchWords[i+1]), benchWords[i+20]})
+	}
+	cache := t.TempDir()
+	find := func(e Embedder, fsys afero.Fs) {
+		t.Helper()
+		f, err := NewFinder(mustDir(fsys, "/mem"), FinderOptions{Embedder: e, VectorCache: cache})
+		require.NoError(t, err)
+		defer f.Close()
+		assert.Equal(t, []string{"car.md"}, names(f, "which automobile did she get"))
+	}
+	fsys, _ := memTree(t, mems...)
+	teammate, _ := memTree(t, mems...)
+
+	named := namedEmbedder{&fakeEmbedder{}, "fake-model v1"}
+	find(named, fsys)
+	first := named.texts.Load()
+	assert.Greater(t, first, int32(len(mems)+2*len(meaningPairs)), "the memories, the test of meaning and the fit's probes")
+	named.texts.Store(0)
+	find(named, fsys)
+	assert.Equal(t, int32(1), named.texts.Load(), "after a restart only the message is embedded")
+	find(named, teammate)
+	assert.Equal(t, int32(2), named.texts.Load(), "a teammate's same memories are not embedded again")
+
+	plain := &fakeEmbedder{}
+	find(plain, fsys)
+	plain.texts.Store(0)
+	find(plain, fsys)
+	assert.Equal(t, int32(2*len(meaningPairs)+1), plain.texts.Load(), "without an EmbedderID: the test of meaning once, to know it, and the message")
+	other := shiftedEmbedder{&fakeEmbedder{}}
+	find(other, fsys)
+	assert.Greater(t, other.texts.Load(), int32(len(mems)+2*len(meaningPairs)), "another model is noticed: everything is embedded for it")
+
+	files, err := filepath.Glob(filepath.Join(cache, "*.vectors"))
+	require.NoError(t, err)
+	require.Len(t, files, 3, "one file per embedder")
+	for _, p := range files {
+		info, err := os.Stat(p)
+		require.NoError(t, err)
+		require.NoError(t, os.Truncate(p, info.Size()-7))
+	}
+	named.texts.Store(0)
+	find(named, fsys)
+	assert.Equal(t, int32(2), named.texts.Load(), "the torn record's text is embedded again, nothing else")
+	named.texts.Store(0)
+	find(named, fsys)
+	assert.Equal(t, int32(1), named.texts.Load(), "and the file is whole again")
+}
+
+// quickEmbedder is a cheap model stand-in for benchmarks: 256 values
+// drawn from each text's hash, and a name; it counts the texts it embeds.
+type quickEmbedder struct{ texts atomic.Int64 }
+
+func (e *quickEmbedder) EmbedderID() string { return "quick 256" }
+
+func (e *quickEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.texts.Add(int64(len(texts)))
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = textNoise(t, 256, 1)
+	}
+	return out, nil
+}
+
+// BenchmarkFindFirstWithVectorsOnDisk is a restart with an embedder:
+// every memory's vector is already in the VectorCache, and the first
+// Find (index, vectors from disk, the embedder's trust) is measured
+// against ScanMemoryFiles in the same run (x-scan), with the texts
+// embedded per restart besides the message (embedded: 0).
+func BenchmarkFindFirstWithVectorsOnDisk(b *testing.B) {
+	for _, n := range []int{2_000, 20_000} {
+		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+			dir := benchTree(b, n)
+			fsys := afero.NewOsFs()
+			ctx := context.Background()
+			emb := &quickEmbedder{}
+			opts := FinderOptions{Embedder: emb, VectorCache: b.TempDir()}
+			warm, err := NewFinder(mustDir(fsys, dir), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			warm.Find(ctx, benchQueries[0], nil, nil)
+			warm.Close()
+			emb.texts.Store(0)
+			var first, scan time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				f, err := NewFinder(mustDir(fsys, dir), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				f.Find(ctx, benchQueries[0], nil, nil)
+				first += time.Since(start)
+				f.Close()
+				start = time.Now()
+				if _, err := memdir.ScanMemoryFiles(ctx, fsys, dir, memdir.ScanOptions{MaxFiles: 1 << 20}); err != nil {
+					b.Fatal(err)
+				}
+				scan += time.Since(start)
+			}
+			b.ReportMetric(float64(first)/float64(scan), "x-scan")
+			b.ReportMetric(float64(emb.texts.Load()-int64(b.N))/float64(b.N), "embedded")
+		})
+	}
+}

@@ -88,14 +88,8 @@ func (f *Finder) vectorTrust(ctx context.Context, snap *snapshot) (Trust, error)
 	c.trustMu.Lock()
 	defer c.trustMu.Unlock()
 	if !c.meaningKnown {
-		texts := make([]string, 0, 2*len(meaningPairs))
-		for _, p := range meaningPairs {
-			texts = append(texts, p[0])
-		}
-		for _, p := range meaningPairs {
-			texts = append(texts, p[1])
-		}
-		vecs, err := c.embedAux(ctx, texts)
+		c.openCache(ctx)
+		vecs, err := c.embedAux(ctx, meaningTexts())
 		if err != nil {
 			return Trust{}, err
 		}
@@ -113,6 +107,18 @@ func (f *Finder) vectorTrust(ctx context.Context, snap *snapshot) (Trust, error)
 	t.FalseAlarm = falseAlarm + (trustedFalseAlarm-falseAlarm)*t.level()
 	t.Weight = f.cfg.VectorWeight * (1 + (trustedWeight-1)*t.level())
 	return t, nil
+}
+
+// meaningTexts are the questions of meaningPairs, then the statements.
+func meaningTexts() []string {
+	texts := make([]string, 0, 2*len(meaningPairs))
+	for _, p := range meaningPairs {
+		texts = append(texts, p[0])
+	}
+	for _, p := range meaningPairs {
+		texts = append(texts, p[1])
+	}
+	return texts
 }
 
 // meaningOf scores the vectors of meaningPairs (the questions, then the
@@ -151,17 +157,29 @@ func (f *Finder) fit(ctx context.Context, snap *snapshot) (float64, error) {
 		key, text string
 		order     [32]byte
 	}
-	var probes []probe
+	var all []probe
 	for _, h := range snap.headers {
-		if text, ok := f.withoutRarestWord(h.Description); ok {
-			probes = append(probes, probe{h.Filename, text, sha256.Sum256([]byte(h.Filename))})
+		if len(strings.Fields(h.Description)) >= 4 {
+			all = append(all, probe{key: h.Filename, text: h.Description, order: sha256.Sum256([]byte(h.Filename))})
+		}
+	}
+	if len(all) < minFitProbes {
+		return 1, nil
+	}
+	slices.SortFunc(all, func(a, b probe) int { return bytes.Compare(a.order[:], b.order[:]) })
+	var probes []probe
+	for _, p := range all {
+		if len(probes) == fitProbes {
+			break
+		}
+		if text, ok := f.withoutRarestWord(p.text); ok {
+			p.text = text
+			probes = append(probes, p)
 		}
 	}
 	if len(probes) < minFitProbes {
 		return 1, nil
 	}
-	slices.SortFunc(probes, func(a, b probe) int { return bytes.Compare(a.order[:], b.order[:]) })
-	probes = probes[:min(len(probes), fitProbes)]
 	texts := make([]string, len(probes))
 	for i, p := range probes {
 		texts[i] = p.text
@@ -181,13 +199,8 @@ func (f *Finder) fit(ctx context.Context, snap *snapshot) (float64, error) {
 				break
 			}
 		}
-		sims := f.corpus.similarities(vecs[i], func(string) bool { return true })
-		sortScored(sims)
-		for r, s := range sims[:min(len(sims), 50)] {
-			if s.key == p.key {
-				byVectors += 1 / float64(r+1)
-				break
-			}
+		if r, ok := f.corpus.rankOf(vecs[i], p.key, 50); ok {
+			byVectors += 1 / float64(r)
 		}
 	}
 	if byWords == 0 {
@@ -210,7 +223,7 @@ func (f *Finder) withoutRarestWord(description string) (string, bool) {
 		if len(toks) == 0 {
 			continue
 		}
-		if n := len(f.corpus.index.Holders(toks[0], fewest)); n > 0 && n < fewest {
+		if n := f.corpus.index.DocFreq(toks[0]); n > 0 && n < fewest {
 			rarest, fewest = i, n
 		}
 	}

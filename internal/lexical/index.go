@@ -323,6 +323,14 @@ func siftDown(h []Hit, i int) {
 	}
 }
 
+// DocFreq returns how many documents hold term (a term as Tokenize
+// gives it).
+func (ix *Index) DocFreq(term string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.postings[term])
+}
+
 // Holders returns the keys of the documents that hold term (a term as
 // Tokenize gives it), at most max of them.
 func (ix *Index) Holders(term string, max int) []string {
