@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -57,6 +59,10 @@ func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
 	if o.embedder != "" {
 		if opts.Embedder, _, err = checkedEmbedder(e, o.embedder, o.url, o.model); err != nil {
 			return exitError, err
+		}
+		if cache, err := os.UserCacheDir(); err == nil {
+			// The vectors the front door keeps, shared with it.
+			opts.VectorCache = filepath.Join(cache, "agentmem", "vectors")
 		}
 	}
 	finder, err := recall.NewFinder(d, opts)

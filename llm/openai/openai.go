@@ -140,6 +140,17 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	return response(out)
 }
 
+// EmbedderID names what Embed returns: the endpoint, the embedding model
+// and its dimensions (recall.IdentifiedEmbedder: recall's vector cache is
+// then found without embedding anything, and another model gets its own).
+func (m *Model) EmbedderID() string {
+	model := m.cfg.EmbeddingModel
+	if model == "" {
+		model = DefaultEmbeddingModel
+	}
+	return fmt.Sprintf("openai %s %s %d", m.cfg.BaseURL, model, m.cfg.EmbeddingDimensions)
+}
+
 // Embed returns one embedding per text, in order, from the Embeddings
 // API: a Model is a recall.Embedder, for hybrid recall
 // (recall.FinderOptions.Embedder, agentmem.Options.Embedder).
