@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
 
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
 )
@@ -134,7 +136,7 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	// wording may match the message better); the lowest-ranked leave to
 	// make room.
 	var out []string
-	for _, s := range supersede(ranked, all, base, snap) {
+	for _, s := range supersede(ranked, all, base, snap, f.valueUpdate(snap)) {
 		if len(out) == max {
 			break
 		}
@@ -260,7 +262,7 @@ func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(stri
 // on its own side (base) right before it, so the current value of a thing
 // ranks above the one it replaced. Candidates are only memories words
 // found or meaning found with confidence.
-func supersede(ranked, candidates []scored, base map[string]float64, snap *snapshot) []scored {
+func supersede(ranked, candidates []scored, base map[string]float64, snap *snapshot, update func(key string, placed map[string]bool) (string, bool)) []scored {
 	out := make([]scored, 0, len(ranked))
 	placed := map[string]bool{}
 	// bar is what the first of a chain scores on its own side: a newer
@@ -272,6 +274,8 @@ func supersede(ranked, candidates []scored, base map[string]float64, snap *snaps
 		}
 		if depth < 4 { // a chain of updates: the newest first
 			if newer, ok := newestOnSubject(s.key, bar/2, candidates, base, snap, placed); ok {
+				place(scored{newer, s.score}, bar, depth+1)
+			} else if newer, ok := update(s.key, placed); ok {
 				place(scored{newer, s.score}, bar, depth+1)
 			}
 		}
@@ -327,4 +331,62 @@ func addLinked(chosen []string, max int, snap *snapshot, scores func(string) boo
 		}
 	}
 	return chosen
+}
+
+// maxValueHolders is how many memories may hold a term of a memory's
+// description for a newer one holding it to count as its update.
+const maxValueHolders = 3
+
+// valueUpdate returns, for a memory, the newest memory not placed yet
+// that is newer and names at least half of the values of its
+// description (the terms at most maxValueHolders memories hold): "Ingrid
+// left Northwind Logistics and joined Juniper Media" updates "Ingrid
+// works at Northwind Logistics", whatever the two are named and however
+// little the newer one shares with the message.
+func (f *Finder) valueUpdate(snap *snapshot) func(key string, placed map[string]bool) (string, bool) {
+	return func(key string, placed map[string]bool) (string, bool) {
+		mine, ok := snap.byName[key]
+		if !ok {
+			return "", false
+		}
+		values := 0
+		named := map[string]int{}
+		for _, term := range slices.Compact(slices.Sorted(slices.Values(lexical.Tokenize(mine.Description)))) {
+			holders := f.corpus.index.Holders(term, maxValueHolders+1)
+			if len(holders) > maxValueHolders {
+				continue
+			}
+			values++
+			for _, h := range holders {
+				if h != key && !placed[h] {
+					named[h]++
+				}
+			}
+		}
+		best, found := mine.ModTime, ""
+		for h, n := range named {
+			if other, ok := snap.byName[h]; ok && 2*n >= values && saysItChanges(other.Description) && (other.ModTime.After(best) || other.ModTime.Equal(best) && found != "" && h < found) {
+				best, found = other.ModTime, h
+			}
+		}
+		return found, found != ""
+	}
+}
+
+// changeWords are the words with which a memory says a value changed.
+var changeWords = map[string]bool{
+	"left": true, "joined": true, "moved": true, "changed": true, "switched": true, "replaced": true,
+	"instead": true, "longer": true, "now": true, "became": true, "anymore": true, "updated": true,
+	"slipped": true, "renamed": true, "migrated": true,
+}
+
+// saysItChanges reports whether a description says something changed
+// ("left", "moved", "switched", "no longer", "instead", ...).
+func saysItChanges(description string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(description), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if changeWords[w] {
+			return true
+		}
+	}
+	return false
 }

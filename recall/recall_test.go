@@ -689,7 +689,7 @@ func TestAnEmbedderThatKnowsNothingChangesNothing(t *testing.T) {
 	words, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	queries := []string{"ask priya about exceptions", "is the deploy window still tuesday", "postgres migration", "kafka lag and redis", "thanks!"}
-	assert.Equal(t, []string{"deploy-window.md"}, names(words, queries[0]), "words find only the older memory")
+	assert.Equal(t, []string{"deploy-window-moved.md", "deploy-window.md"}, names(words, queries[0]), "words find the older memory, and its newer value comes first")
 	for name, e := range knowsNothing(t) {
 		var events []Event
 		f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: e, Observer: func(ev Event) { events = append(events, ev) }})
@@ -1331,4 +1331,32 @@ func BenchmarkFindFirstWithVectorsOnDisk(b *testing.B) {
 			b.ReportMetric(float64(emb.texts.Load()-int64(b.N))/float64(b.N), "embedded")
 		})
 	}
+}
+
+// TestANewerMemoryThatChangesAValueComesFirst: a newer memory that names
+// the values of an older one and says it changed ("left ... and joined")
+// is its update, however differently the two are named and however
+// little the newer one shares with the message; one that only shares a
+// rare word, saying nothing changed, is not.
+func TestANewerMemoryThatChangesAValueComesFirst(t *testing.T) {
+	mems := [][3]string{
+		{"employer.md", "Ingrid works at Northwind Logistics", "Ingrid works at Northwind Logistics."},
+		{"news-3.md", "Ingrid left Northwind Logistics and joined Juniper Media", "Since September."},
+		{"cello.md", "Ingrid takes cello lessons", "On Tuesdays."},
+		{"recital.md", "Ingrid played cello at a recital", "Her first one."},
+	}
+	for i := range 20 {
+		mems = append(mems, [3]string{fmt.Sprintf("note%02d.md", i), fmt.Sprintf("Ingrid noted %s", benchWords[i]), benchWords[i+20]})
+	}
+	fsys, dir := memTree(t, mems...)
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+	require.NoError(t, err)
+	defer f.Close()
+	got := names(f, "Which company does Ingrid work for now?")
+	require.NotEmpty(t, got)
+	assert.Equal(t, "news-3.md", got[0], "the current employer first")
+	assert.Contains(t, got, "employer.md", "the older stays")
+	got = names(f, "When are Ingrid's cello lessons?")
+	require.NotEmpty(t, got)
+	assert.Equal(t, "cello.md", got[0], "a newer memory that shares a word but changes nothing does not supersede")
 }

@@ -154,12 +154,14 @@ func TestOwnTree(t *testing.T) {
 }
 
 // TestUpdatesQuality runs the default Finder on the set with knowledge
-// updates (other speakers, other topics, facts that change; never tuned
-// on), per directory and merged, with minisearch in the same run. It pins
-// agentmem a little below its measured figures (recall@5 0.650 per
-// directory, 0.600 merged, 0.365 on the questions for a current value),
-// requires answers for over 95% of the questions, and logs the ratio to
-// the peer, which this set does not require agentmem to beat.
+// updates (other speakers, other topics, facts that change), per
+// directory and merged, with minisearch in the same run. It pins agentmem
+// a little below its measured figures (recall@5 0.718 per directory,
+// 0.600 merged, 0.487 on the questions for a current value; seed 1 was
+// not looked at while the rule that a newer memory naming an older one's
+// values and saying it changed supersedes it was chosen on seeds 3 and
+// 5), requires answers for over 95% of the questions, and requires
+// agentmem to beat minisearch on the current values (0.404).
 func TestUpdatesQuality(t *testing.T) {
 	t.Parallel()
 	set, kinds := Updates(1)
@@ -173,7 +175,7 @@ func TestUpdatesQuality(t *testing.T) {
 		"merged":        {{Dir: root, Queries: set.Queries}},
 		"current":       PerDirectory(root, current),
 	}
-	floor := map[string]float64{"per-directory": 0.63, "merged": 0.57, "current": 0.34}
+	floor := map[string]float64{"per-directory": 0.70, "merged": 0.57, "current": 0.46}
 	ours := map[string]Metrics{}
 	for name, groups := range runs {
 		m, err := Evaluate(ctx, methodByName(t, "agentmem"), groups)
@@ -188,6 +190,9 @@ func TestUpdatesQuality(t *testing.T) {
 		m, err := Evaluate(ctx, peer, groups)
 		require.NoError(t, err)
 		t.Logf("%s minisearch: recall@5 %.3f (agentmem / minisearch = %.2f)", name, m.RecallAt5, ours[name].RecallAt5/m.RecallAt5)
+		if name == "current" {
+			assert.Greater(t, ours[name].RecallAt5, m.RecallAt5, "the current value: agentmem beats minisearch")
+		}
 	}
 }
 
