@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,9 @@ type corpus struct {
 	embedder Embedder
 	vectors  map[[32]byte]vector
 	pending  map[[32]byte]string
+	// embedded lists the files that have a vector while embeddedOK.
+	embedded   []embeddedFile
+	embeddedOK bool
 
 	// What the embedder earned (vectorTrust), and the vectors of the
 	// texts that measure it, by the hash of the text.
@@ -73,6 +77,8 @@ type snapshot struct {
 	links map[string][]string
 	// age is each memory's place in headers (0: the newest).
 	age map[string]int
+	// values are each memory's description terms, once each, sorted.
+	values map[string][]string
 }
 
 type fileState struct {
@@ -187,14 +193,16 @@ func (c *corpus) walkAndRead(ctx context.Context) (*snapshot, error) {
 // snapshot builds a snapshot of the files (under c.mu), and drops the
 // vectors no file holds any more.
 func (c *corpus) snapshot(headers []memdir.MemoryHeader, byName map[string]memdir.MemoryHeader) *snapshot {
+	c.embeddedOK = false // the files changed
 	snap := &snapshot{headers: headers, byName: byName, subjects: make(map[string]lexical.Subject, len(c.files)), links: map[string][]string{},
-		age: make(map[string]int, len(headers))}
+		age: make(map[string]int, len(headers)), values: make(map[string][]string, len(c.files))}
 	for i, h := range headers {
 		snap.age[h.Filename] = i
 	}
 	byLinkName := make(map[string]string, len(c.files))
 	for rel, f := range c.files {
 		snap.subjects[rel] = f.subject
+		snap.values[rel] = slices.Compact(slices.Sorted(slices.Values(lexical.Tokenize(f.header.Description))))
 		for _, n := range memdir.LinkNames(rel, f.header.Name) {
 			if old, taken := byLinkName[n]; !taken || rel < old {
 				byLinkName[n] = rel
@@ -240,6 +248,7 @@ func (c *corpus) embedPending(ctx context.Context) error {
 	for h := range c.pending {
 		if v, ok := c.cached(h); ok {
 			c.vectors[h] = v
+			c.embeddedOK = false
 			delete(c.pending, h)
 			continue
 		}
@@ -259,6 +268,7 @@ func (c *corpus) embedPending(ctx context.Context) error {
 	}
 	for i, h := range hashes {
 		c.vectors[h] = vecs[i]
+		c.embeddedOK = false
 		delete(c.pending, h)
 	}
 	c.remember(hashes, vecs)
@@ -333,8 +343,8 @@ func (c *corpus) rankOf(q vector, key string, limit int) (int, bool) {
 		return 0, false
 	}
 	own, rank := cosine(q, v), 1
-	for rel, f := range c.files {
-		if w, ok := c.vectors[f.hash]; ok && rel != key && cosine(q, w) >= own {
+	for _, e := range c.embeddedFiles() {
+		if e.rel != key && cosine(q, e.v) >= own {
 			if rank++; rank > limit {
 				return 0, false
 			}
@@ -348,13 +358,36 @@ func (c *corpus) rankOf(q vector, key string, limit int) (int, bool) {
 func (c *corpus) similarities(q vector, keep func(rel string) bool) []scored {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]scored, 0, len(c.files))
-	for rel, f := range c.files {
-		if v, ok := c.vectors[f.hash]; ok && keep(rel) {
-			out = append(out, scored{rel, cosine(q, v)})
+	embedded := c.embeddedFiles()
+	out := make([]scored, 0, len(embedded))
+	for _, e := range embedded {
+		if keep(e.rel) {
+			out = append(out, scored{e.rel, cosine(q, e.v)})
 		}
 	}
 	return out
+}
+
+// embeddedFile is a memory and its vector.
+type embeddedFile struct {
+	rel string
+	v   vector
+}
+
+// embeddedFiles returns the memories that have a vector (under c.mu),
+// listed again only after the files or the vectors changed.
+func (c *corpus) embeddedFiles() []embeddedFile {
+	if c.embeddedOK {
+		return c.embedded
+	}
+	c.embedded = c.embedded[:0]
+	for rel, f := range c.files {
+		if v, ok := c.vectors[f.hash]; ok {
+			c.embedded = append(c.embedded, embeddedFile{rel, v})
+		}
+	}
+	c.embeddedOK = true
+	return c.embedded
 }
 
 // walk lists the memory files (memdir.IsMemoryFile: "*.md" files except

@@ -351,7 +351,7 @@ func (f *Finder) valueUpdate(snap *snapshot) func(key string, placed map[string]
 		}
 		values := 0
 		named := map[string]int{}
-		for _, term := range slices.Compact(slices.Sorted(slices.Values(lexical.Tokenize(mine.Description)))) {
+		for _, term := range snap.values[key] {
 			holders := f.corpus.index.Holders(term, maxValueHolders+1)
 			if len(holders) > maxValueHolders {
 				continue
