@@ -25,11 +25,16 @@
 // a subject of the directory (LexicalOptions, calibrated on the messages
 // of testdata/recall/shop.json that need no memory), unless that word is a
 // name (capitalized inside a sentence) that at most three memories hold;
+// in a directory of fewer than 20 memories one word needs less strength
+// (a third of it for one memory), so a newcomer's first memory is found;
 // otherwise it returns up to five, dropping those under a fifth of the
-// best score.
+// best score; Event.Why says what held back an empty selection.
 // Among close scores newer memories rank first (up to 10% more score for
-// the newest), a newer memory on the same subject (lexical.SameSubject)
-// goes before the one it replaced, and a chosen memory's [[name]] links
+// the newest), a newer memory on the same subject (lexical.SameSubject),
+// or one that names at least half of an older one's values (terms at
+// most three memories hold) and says something changed ("left",
+// "moved", "no longer", ...), goes before the one it replaced, and a
+// chosen memory's [[name]] links
 // fill free slots when they match the message too. Names a selector
 // invents are dropped. Find never fails: an error yields no memories and
 // an Event that carries it, and every selection emits an Event with its

@@ -103,7 +103,7 @@ type LexicalOptions struct {
 	// testdata/recall/shop.json that need no memory ("thanks, that looks
 	// good", "what is 17 times 23", ...), whose best matches all hold a
 	// single word, shared by at most 8 of 150 memories, at strength 0.83
-	// or less.
+	// or less. Below 20 memories less is needed (see Abstain).
 	MinStrength float64
 	// SubjectShare makes a word a subject of the directory when at least
 	// this share of the memories, and at least 20 of them, hold it

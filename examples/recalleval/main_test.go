@@ -246,8 +246,9 @@ func minisearchPeer(t *testing.T) *Minisearch {
 }
 
 // TestEmbeddersThatKnowNothingCostNothing runs the control embedders and
-// the oracle on both generated sets, smaller than the full ones (3
-// conversations, 5 users: quick enough under -race), with seed 2
+// the oracle on both generated sets, smaller than the full ones (2
+// conversations and 4 users, 3 and 5 with AGENTMEM_RECALL_FULL: quick
+// enough under -race), with seed 2
 // (AGENTMEM_RECALL_SEEDS; CI runs 2 and 3), per directory and merged;
 // the zero, random and stemmed-words controls and trigrams by default,
 // every control with AGENTMEM_RECALL_FULL (CI); go run
@@ -261,9 +262,13 @@ func minisearchPeer(t *testing.T) *Minisearch {
 func TestEmbeddersThatKnowNothingCostNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	conversations, users := 2, 4
+	if fullRecallRuns() {
+		conversations, users = 3, 5
+	}
 	for _, seed := range recallSeeds(t) {
-		conv := FromConvset(convset.Generate(convset.Options{Seed: seed, Conversations: 3}))
-		upd, _ := FromUpdateset(updateset.Generate(updateset.Options{Seed: seed, Users: 5}))
+		conv := FromConvset(convset.Generate(convset.Options{Seed: seed, Conversations: conversations}))
+		upd, _ := FromUpdateset(updateset.Generate(updateset.Options{Seed: seed, Users: users}))
 		for _, s := range []namedSet{{"conversational", conv}, {"updates", upd}} {
 			root, err := Materialise(s.set)
 			require.NoError(t, err)
