@@ -124,7 +124,7 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	}
 	all, ranked, base := weigh(pool, found, f.lexical.MinRelative, weight, max)
 	if len(ranked) == 0 {
-		if ev.Trust != nil {
+		if ev.Trust != nil && ev.Why != "" {
 			ev.Why += "; the embedder found no memory with confidence"
 		}
 		return nil
@@ -136,7 +136,7 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	// wording may match the message better); the lowest-ranked leave to
 	// make room.
 	var out []string
-	for _, s := range supersede(ranked, all, base, snap, f.valueUpdate(snap)) {
+	for _, s := range supersede(ranked, all, base, snap, f.valueUpdate(snap, skip)) {
 		if len(out) == max {
 			break
 		}
@@ -260,8 +260,9 @@ func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(stri
 // supersede puts, for each memory of ranked, a newer memory of candidates
 // on the same subject (lexical.SameSubject) scoring at least half as well
 // on its own side (base) right before it, so the current value of a thing
-// ranks above the one it replaced. Candidates are only memories words
-// found or meaning found with confidence.
+// ranks above the one it replaced. Candidates are memories words found
+// or meaning found with confidence, and (update) a newer memory that
+// names the older one's values and says they changed.
 func supersede(ranked, candidates []scored, base map[string]float64, snap *snapshot, update func(key string, placed map[string]bool) (string, bool)) []scored {
 	out := make([]scored, 0, len(ranked))
 	placed := map[string]bool{}
@@ -343,7 +344,7 @@ const maxValueHolders = 3
 // left Northwind Logistics and joined Juniper Media" updates "Ingrid
 // works at Northwind Logistics", whatever the two are named and however
 // little the newer one shares with the message.
-func (f *Finder) valueUpdate(snap *snapshot) func(key string, placed map[string]bool) (string, bool) {
+func (f *Finder) valueUpdate(snap *snapshot, skip func(string) bool) func(key string, placed map[string]bool) (string, bool) {
 	return func(key string, placed map[string]bool) (string, bool) {
 		mine, ok := snap.byName[key]
 		if !ok {
@@ -358,7 +359,7 @@ func (f *Finder) valueUpdate(snap *snapshot) func(key string, placed map[string]
 			}
 			values++
 			for _, h := range holders {
-				if h != key && !placed[h] {
+				if h != key && !placed[h] && !skip(h) {
 					named[h]++
 				}
 			}

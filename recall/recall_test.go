@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -1359,4 +1360,49 @@ func TestANewerMemoryThatChangesAValueComesFirst(t *testing.T) {
 	got = names(f, "When are Ingrid's cello lessons?")
 	require.NotEmpty(t, got)
 	assert.Equal(t, "cello.md", got[0], "a newer memory that shares a word but changes nothing does not supersede")
+}
+
+// TestVectorCacheReadsOnlySoundRecords: garbage, a record torn and then
+// followed by another process's append, a record whose checksum fails
+// and one that is not a unit vector are skipped, never read as another
+// text's vector; the sound records around them are read.
+func TestVectorCacheReadsOnlySoundRecords(t *testing.T) {
+	dir := t.TempDir()
+	vc, err := openVectorCache(dir, "test")
+	require.NoError(t, err)
+	unit := func(seed string) vector { return quantize(textNoise(seed, 8, 1)) }
+	h := func(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+	require.NoError(t, vc.put([][32]byte{h("a")}, []vector{unit("a")}))
+	var torn, crafted, badSum bytes.Buffer
+	encodeRecord(&torn, h("torn"), unit("torn"))
+	loud := make(vector, 8)
+	for i := range loud {
+		loud[i] = 127
+	}
+	encodeRecord(&crafted, h("loud"), loud)
+	encodeRecord(&badSum, h("flipped"), unit("flipped"))
+	flipped := badSum.Bytes()
+	flipped[len(flipped)-1] ^= 0xff
+	f, err := os.OpenFile(vc.path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write(append(append(append([]byte("garbage\x00\xa7"), torn.Bytes()[:20]...), crafted.Bytes()...), flipped...))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, vc.put([][32]byte{h("b")}, []vector{unit("b")}))
+
+	again, err := openVectorCache(dir, "test")
+	require.NoError(t, err)
+	assert.Len(t, again.have, 2)
+	got, ok := again.get(h("a"))
+	assert.True(t, ok)
+	assert.Equal(t, unit("a"), got)
+	got, ok = again.get(h("b"))
+	assert.True(t, ok)
+	assert.Equal(t, unit("b"), got)
+	for _, s := range []string{"torn", "loud", "flipped"} {
+		_, ok := again.get(h(s))
+		assert.False(t, ok, s)
+	}
+	_, err = openVectorCache(dir, "another")
+	require.NoError(t, err, "another identity has its own file")
 }

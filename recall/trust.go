@@ -204,7 +204,7 @@ func (f *Finder) fit(ctx context.Context, snap *snapshot) (float64, error) {
 		}
 	}
 	if byWords == 0 {
-		return min(1, byVectors), nil
+		return max(0, min(1, byVectors/float64(len(probes))/goodFit)), nil
 	}
 	return max(0, min(1, byVectors/byWords/goodFit)), nil
 }

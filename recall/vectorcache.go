@@ -8,9 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -28,31 +31,40 @@ type IdentifiedEmbedder interface {
 const (
 	// vectorCacheMagic starts every cache file, before the embedder's
 	// identity and a newline.
-	vectorCacheMagic = "agentmem vectors 1 "
+	vectorCacheMagic = "agentmem vectors 2 "
 	// maxVectorCacheBytes is how large a cache file may grow before it
 	// is rewritten with its newest half (64 MiB: about 120,000 vectors
 	// of 512 dimensions).
 	maxVectorCacheBytes = 64 << 20
 	// maxVectorDims bounds one record's length.
 	maxVectorDims = 1 << 14
+	// recordHead is a record's fixed part: the marker, the text's hash,
+	// the vector's length and the checksum.
+	recordHead = 4 + 32 + 2 + 4
 )
+
+// recordMarker starts every record, so a reader finds the next whole
+// record after a torn or garbled one.
+var recordMarker = [4]byte{0xA7, 0x3E, 0x91, 0x5C}
 
 // vectorCache keeps an embedder's vectors on disk, by the SHA-256 of the
 // text embedded, in one append-only file per embedder identity under a
 // directory: a new Finder, a restart or another directory holding the
 // same memory (a teammate's, pulled) finds its vector there instead of
-// embedding it again. A record is the text's hash, the vector's length
-// (uint16) and its int8 values, appended in one write, so several
-// processes may share the file; a torn last record (a crash mid-append)
-// is cut off on open. A file whose first line names another identity is
-// left alone and not used.
+// embedding it again. A record is a marker, the text's hash, the
+// vector's length (uint16), a CRC-32 of those and the values, and the
+// int8 values, appended in one write, so several processes may share
+// the file. A record that is torn (a crash mid-append), garbled or not a
+// unit vector is skipped, never read as another's: the reader goes on
+// at the next marker. A file whose first line names another identity is
+// not used. Only a cache: what is lost is embedded again.
 type vectorCache struct {
 	mu   sync.Mutex
 	path string
 	have map[[32]byte]vector
-	// size is the file's length; past maxVectorCacheBytes the file is
-	// rewritten with its newest half.
-	size int64
+	// broken stops writing after a failed write, so a short write is
+	// never followed by more records from this process.
+	broken bool
 }
 
 // openVectorCache opens (or creates) the cache of identity under dir.
@@ -63,49 +75,102 @@ func openVectorCache(dir, identity string) (*vectorCache, error) {
 	}
 	c := &vectorCache{path: filepath.Join(dir, hex.EncodeToString(sum[:12])+".vectors"), have: map[[32]byte]vector{}}
 	header := []byte(vectorCacheMagic + identity + "\n")
-	data, err := os.ReadFile(c.path)
+	data, err := readAtMost(c.path, 2*maxVectorCacheBytes)
 	switch {
-	case errors.Is(err, os.ErrNotExist) || (err == nil && len(data) == 0):
-		if err := os.WriteFile(c.path, header, 0o600); err != nil {
+	case errors.Is(err, os.ErrNotExist) || (err == nil && len(data) < len(header) && bytes.HasPrefix(header, data)):
+		// New, or a header torn by a crash: start the file afresh.
+		if err := writeFileAtomically(c.path, header); err != nil {
 			return nil, fmt.Errorf("recall: vector cache: %w", err)
 		}
-		c.size = int64(len(header))
 		return c, nil
 	case err != nil:
 		return nil, fmt.Errorf("recall: vector cache: %w", err)
 	case !bytes.HasPrefix(data, header):
 		return nil, fmt.Errorf("recall: vector cache %s belongs to another embedder; remove it", c.path)
 	}
-	whole := c.load(data[len(header):]) + len(header)
-	if whole < len(data) {
-		// A torn last record: cut it off so appends line up again.
-		if err := os.Truncate(c.path, int64(whole)); err != nil {
-			return nil, fmt.Errorf("recall: vector cache: %w", err)
-		}
-	}
-	c.size = int64(whole)
+	c.load(data[len(header):])
 	return c, nil
 }
 
-// load reads the records of data into have and returns how many bytes
-// of whole records it read.
-func (c *vectorCache) load(data []byte) int {
-	at := 0
-	for len(data)-at >= 34 {
-		n := int(binary.LittleEndian.Uint16(data[at+32:]))
-		if n == 0 || len(data)-at-34 < n {
-			break
+// readAtMost reads a file, refusing one larger than limit.
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is over %d bytes; remove it", path, limit)
+	}
+	return data, err
+}
+
+// load reads the whole, sound records of data into have.
+func (c *vectorCache) load(data []byte) {
+	for len(data) >= recordHead {
+		if !bytes.HasPrefix(data, recordMarker[:]) {
+			next := bytes.Index(data[1:], recordMarker[:])
+			if next < 0 {
+				return
+			}
+			data = data[1+next:]
+			continue
 		}
-		var h [32]byte
-		copy(h[:], data[at:])
-		v := make(vector, n)
-		for i, b := range data[at+34 : at+34+n] {
-			v[i] = int8(b)
+		h, v, size, ok := decodeRecord(data)
+		if !ok {
+			data = data[len(recordMarker):] // look for the next marker
+			continue
 		}
 		c.have[h] = v
-		at += 34 + n
+		data = data[size:]
 	}
-	return at
+}
+
+// decodeRecord reads the record at the start of data: its hash, vector
+// and size; false when it is torn, fails its checksum, or is not a
+// quantized unit vector (or the zero vector).
+func decodeRecord(data []byte) (h [32]byte, v vector, size int, ok bool) {
+	n := int(binary.LittleEndian.Uint16(data[36:]))
+	size = recordHead + n
+	if n == 0 || n > maxVectorDims || len(data) < size {
+		return h, nil, 0, false
+	}
+	sum := crc32.NewIEEE()
+	sum.Write(data[4:38])
+	sum.Write(data[recordHead:size])
+	if sum.Sum32() != binary.LittleEndian.Uint32(data[38:]) {
+		return h, nil, 0, false
+	}
+	copy(h[:], data[4:36])
+	v = make(vector, n)
+	var norm float64
+	for i, b := range data[recordHead:size] {
+		v[i] = int8(b)
+		norm += float64(v[i]) * float64(v[i])
+	}
+	if norm != 0 && math.Abs(math.Sqrt(norm)/127-1) > 0.1 {
+		return h, nil, 0, false
+	}
+	return h, v, size, true
+}
+
+// encodeRecord appends the record of h and v to buf.
+func encodeRecord(buf *bytes.Buffer, h [32]byte, v vector) {
+	var head [recordHead]byte
+	copy(head[:4], recordMarker[:])
+	copy(head[4:36], h[:])
+	binary.LittleEndian.PutUint16(head[36:], uint16(len(v)))
+	values := make([]byte, len(v))
+	for i, x := range v {
+		values[i] = byte(x)
+	}
+	sum := crc32.NewIEEE()
+	sum.Write(head[4:38])
+	sum.Write(values)
+	binary.LittleEndian.PutUint32(head[38:], sum.Sum32())
+	buf.Write(head[:])
+	buf.Write(values)
 }
 
 // get returns the vector of the text with hash h, if the cache has it.
@@ -116,8 +181,8 @@ func (c *vectorCache) get(h [32]byte) (vector, bool) {
 	return v, ok
 }
 
-// put appends vectors to the file (and keeps them); a failure to write
-// leaves them only in memory.
+// put appends vectors to the file (and keeps them); after a failed write
+// they are kept in memory only.
 func (c *vectorCache) put(hashes [][32]byte, vecs []vector) error {
 	var buf bytes.Buffer
 	c.mu.Lock()
@@ -128,66 +193,70 @@ func (c *vectorCache) put(hashes [][32]byte, vecs []vector) error {
 			continue
 		}
 		c.have[h] = v
-		buf.Write(h[:])
-		_ = binary.Write(&buf, binary.LittleEndian, uint16(len(v)))
-		for _, x := range v {
-			buf.WriteByte(byte(x))
-		}
+		encodeRecord(&buf, h, v)
 	}
-	if buf.Len() == 0 {
+	if buf.Len() == 0 || c.broken {
 		return nil
-	}
-	if c.size+int64(buf.Len()) > maxVectorCacheBytes {
-		return c.rewriteNewest(buf.Bytes())
 	}
 	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
+		c.broken = true
 		return fmt.Errorf("recall: vector cache: %w", err)
 	}
 	defer f.Close()
 	if _, err := f.Write(buf.Bytes()); err != nil {
+		c.broken = true
 		return fmt.Errorf("recall: vector cache: %w", err)
 	}
-	c.size += int64(buf.Len())
+	if info, err := f.Stat(); err == nil && info.Size() > maxVectorCacheBytes {
+		return c.rewriteNewest()
+	}
 	return nil
 }
 
-// rewriteNewest replaces the file with its newest half of records and
-// more (under c.mu), through a temporary file and a rename.
-func (c *vectorCache) rewriteNewest(more []byte) error {
-	data, err := os.ReadFile(c.path)
+// rewriteNewest replaces the file with its newest half of records (under
+// c.mu), through a temporary file of its own and a rename.
+func (c *vectorCache) rewriteNewest() error {
+	data, err := readAtMost(c.path, 2*maxVectorCacheBytes)
 	if err != nil {
+		c.broken = true
 		return fmt.Errorf("recall: vector cache: %w", err)
 	}
 	nl := bytes.IndexByte(data, '\n') + 1
-	header, records := data[:nl], data[nl:]
-	at := 0
-	for len(records)-at >= 34 && at < len(records)/2 {
-		n := int(binary.LittleEndian.Uint16(records[at+32:]))
-		if len(records)-at-34 < n {
-			break
-		}
-		at += 34 + n
+	half := data[nl+(len(data)-nl)/2:]
+	if at := bytes.Index(half, recordMarker[:]); at >= 0 {
+		half = half[at:]
+	} else {
+		half = nil
 	}
-	keep := records[at:]
-	tmp := c.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := writeFileAtomically(c.path, append(slices.Clip(data[:nl]), half...)); err != nil {
+		c.broken = true
 		return fmt.Errorf("recall: vector cache: %w", err)
 	}
-	_, err = io.Copy(f, io.MultiReader(bytes.NewReader(header), bytes.NewReader(keep), bytes.NewReader(more)))
+	return nil
+}
+
+// writeFileAtomically writes data to path through a temporary file in
+// its directory and a rename.
+func writeFileAtomically(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, c.path)
+		err = os.Chmod(f.Name(), 0o600)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("recall: vector cache: %w", err)
+		os.Remove(f.Name())
 	}
-	c.size = int64(len(header) + len(keep) + len(more))
-	return nil
+	return err
 }
 
 // openCache opens the vector cache of the corpus's embedder once (no

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/agentmem-sdk/agentmem/llm"
 	sdk "github.com/openai/openai-go/v3"
@@ -148,7 +149,11 @@ func (m *Model) EmbedderID() string {
 	if model == "" {
 		model = DefaultEmbeddingModel
 	}
-	return fmt.Sprintf("openai %s %s %d", m.cfg.BaseURL, model, m.cfg.EmbeddingDimensions)
+	url := m.cfg.BaseURL
+	if url == "" {
+		url = os.Getenv("OPENAI_BASE_URL") // what the client falls back to
+	}
+	return fmt.Sprintf("openai %s %s %d", url, model, m.cfg.EmbeddingDimensions)
 }
 
 // Embed returns one embedding per text, in order, from the Embeddings
