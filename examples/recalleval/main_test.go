@@ -230,18 +230,24 @@ func TestUpdatesetShape(t *testing.T) {
 	assert.GreaterOrEqual(t, len(a.Queries), 300)
 }
 
-// minisearchPeer starts the peer, or skips where node is missing, unless
-// AGENTMEM_REQUIRE_PEER (set by .ci/run) makes a missing peer a failure.
+// minisearchPeer starts the peer (see startPeer).
 func minisearchPeer(t *testing.T) *Minisearch {
+	return startPeer(t, "minisearch", NewMinisearch)
+}
+
+// startPeer starts a node peer and closes it after the test, or skips
+// where node is missing, unless AGENTMEM_REQUIRE_PEER (set by .ci/run)
+// makes a missing peer a failure.
+func startPeer[P interface{ Close() }](t *testing.T, what string, start func() (P, error)) P {
 	t.Helper()
-	peer, err := NewMinisearch()
+	peer, err := start()
 	if err != nil {
 		if os.Getenv("AGENTMEM_REQUIRE_PEER") != "" {
-			t.Fatalf("the peer must run here: %v", err)
+			t.Fatalf("%s must run here: %v", what, err)
 		}
-		t.Skipf("minisearch cannot run on this machine (%v); .ci/run installs node and requires it", err)
+		t.Skipf("%s cannot run on this machine (%v); .ci/run installs node and requires it", what, err)
 	}
-	t.Cleanup(func() { peer.Close() })
+	t.Cleanup(peer.Close)
 	return peer
 }
 
@@ -410,19 +416,9 @@ func seedsFrom(t *testing.T, name string, def uint64) []uint64 {
 	return out
 }
 
-// encoder starts the sentence encoder, or skips where node is missing,
-// unless AGENTMEM_REQUIRE_PEER (set by .ci/run) makes that a failure.
+// encoder starts the sentence encoder (see startPeer).
 func encoder(t *testing.T) *SentenceEncoder {
-	t.Helper()
-	enc, err := NewSentenceEncoder()
-	if err != nil {
-		if os.Getenv("AGENTMEM_REQUIRE_PEER") != "" {
-			t.Fatalf("the sentence encoder must run here: %v", err)
-		}
-		t.Skipf("the sentence encoder cannot run on this machine (%v); .ci/run installs node and requires it", err)
-	}
-	t.Cleanup(enc.Close)
-	return enc
+	return startPeer(t, "the sentence encoder", NewSentenceEncoder)
 }
 
 // TestARealSentenceEncoderRaisesRecall plugs a real sentence encoder
