@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -61,15 +62,51 @@ func (d *Dir) Delete(ctx context.Context, file string) error {
 // RemovePointers drops every index line that links file.
 func (d *Dir) RemovePointers(ctx context.Context, file string) error {
 	index, target := d.indexFor(file)
-	return d.editIndex(ctx, index, func(lines []string) []string {
-		out := lines[:0]
-		for _, l := range lines {
-			if !linksTo(l, target) {
-				out = append(out, l)
-			}
+	return d.editIndex(ctx, index, func(lines []string) []string { return withoutLinks(lines, target) })
+}
+
+// withoutLinks returns lines without those that link target (reusing
+// lines' storage).
+func withoutLinks(lines []string, target string) []string {
+	out := lines[:0]
+	for _, l := range lines {
+		if !linksTo(l, target) {
+			out = append(out, l)
 		}
-		return out
-	})
+	}
+	return out
+}
+
+// IndexWithoutPointers returns the text of an index (a MEMORY.md) without
+// the lines that link target (a path relative to the index's folder, as
+// its links are written), and whether any was dropped: what a memory's
+// index must become when the memory is deleted anywhere but on this disk
+// (a team server's console, a store).
+func IndexWithoutPointers(index, target string) (string, bool) {
+	lines := strings.Split(strings.TrimRight(index, "\n"), "\n")
+	kept := withoutLinks(slices.Clone(lines), target)
+	if len(kept) == len(lines) {
+		return index, false
+	}
+	if len(kept) == 0 {
+		return "", true
+	}
+	return strings.Join(kept, "\n") + "\n", true
+}
+
+// IndexWithPointer returns the text of an index with a pointer to target
+// appended (IndexLine of m) unless a line links it already, and whether
+// it added one: what the index must become when a memory comes back.
+func IndexWithPointer(index, target string, m Memory) (string, bool) {
+	for _, l := range strings.Split(index, "\n") {
+		if linksTo(l, target) {
+			return index, false
+		}
+	}
+	if s := strings.TrimRight(index, "\n"); s != "" {
+		return s + "\n" + IndexLine(m, target) + "\n", true
+	}
+	return IndexLine(m, target) + "\n", true
 }
 
 // MovePointers makes the pointers to from point to to. Within one index

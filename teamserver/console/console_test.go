@@ -1366,3 +1366,40 @@ func TestBrowserReview(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "We use tabs.", p.Reason)
 }
+
+// TestConsoleDeleteAndRestoreKeepTheIndexWhole: deleting a memory in the
+// console drops the lines of the repo's MEMORY.md that point to it in the
+// same write (so no teammate's index points to nothing, and a sync brings
+// both), and restoring it adds a pointer back; the other lines stay as
+// they were.
+func TestConsoleDeleteAndRestoreKeepTheIndexWhole(t *testing.T) {
+	f := newFixture(t)
+	index := "- [Deploys](deploys.md) — how we deploy\n- [On call](oncall.md) — who is on call\n- [Also on call](./oncall.md)\n"
+	f.put(t, f.alice, "acme/shop", map[string]string{"MEMORY.md": index})
+	b := newClient(t, f)
+	csrf := b.signIn(f.alice)
+
+	_, confirm := b.get("/repos/acme/shop/delete?key=oncall.md")
+	resp, _ := b.post("/repos/acme/shop/delete", url.Values{"csrf": {csrf}, "key": {"oncall.md"}, "seen": {seenOf(t, confirm)}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	got, ok := f.repoContent(t, f.alice, "acme/shop", "MEMORY.md")
+	require.True(t, ok)
+	assert.Equal(t, "- [Deploys](deploys.md) — how we deploy\n", got, "the pointers to the deleted memory are gone, the rest stays")
+	var log []teamwire.LogEntry
+	f.do(t, f.alice, http.MethodGet, teamwire.DefaultSyncPath+"?repo=acme/shop&view=log&limit=1", nil, &log)
+	require.NotEmpty(t, log)
+	assert.ElementsMatch(t, []string{"oncall.md", "MEMORY.md"}, log[0].Keys, "one write: a teammate never syncs one without the other")
+
+	_, confirm = b.get("/repos/acme/shop/restore?key=oncall.md&version=2")
+	resp, _ = b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"oncall.md"}, "version": {"2"}, "seen": {seenOf(t, confirm)}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	got, _ = f.repoContent(t, f.alice, "acme/shop", "MEMORY.md")
+	assert.Equal(t, "- [Deploys](deploys.md) — how we deploy\n- [oncall](oncall.md) — Who is on call\n", got, "the restored memory is pointed to again")
+
+	// A restore of a memory the index points to already leaves it alone.
+	_, confirm = b.get("/repos/acme/shop/restore?key=deploys.md&version=1")
+	resp, _ = b.post("/repos/acme/shop/restore", url.Values{"csrf": {csrf}, "key": {"deploys.md"}, "version": {"1"}, "seen": {seenOf(t, confirm)}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	again, _ := f.repoContent(t, f.alice, "acme/shop", "MEMORY.md")
+	assert.Equal(t, got, again)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/storewire"
 
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 )
 
@@ -141,10 +142,26 @@ func (p *repoSource) version(ctx context.Context, key, id string) (string, bool,
 	return rv.Content, rv.Deleted, nil
 }
 
-func (p *repoSource) put(ctx context.Context, body teamwire.PutBody) error {
-	return p.c.call(ctx, p.r, p.s, http.MethodPut, p.c.h.SyncPath(), url.Values{"repo": {p.repo}}, body, nil, nil)
+// put writes body to the repo if it is still at checksum (the repo as
+// read): a teammate's write in between is answered 412, not overwritten.
+func (p *repoSource) put(ctx context.Context, body teamwire.PutBody, checksum string) error {
+	return p.c.call(ctx, p.r, p.s, http.MethodPut, p.c.h.SyncPath(), url.Values{"repo": {p.repo}}, body, map[string]string{"If-Match": `"` + checksum + `"`}, nil)
 }
 
+// read returns the whole repo (an empty one when it has no memory yet).
+func (p *repoSource) read(ctx context.Context) (teamwire.TeamMemoryData, error) {
+	var data teamwire.TeamMemoryData
+	err := p.get0(ctx, url.Values{}, &data)
+	var ae *refusal
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return data, nil
+	}
+	return data, err
+}
+
+// restore writes version id's content as the memory's content and, in
+// the same write, a pointer to it in the repo's MEMORY.md when the index
+// has none, so every teammate's index points to it again.
 func (p *repoSource) restore(ctx context.Context, key, id string) error {
 	content, deleted, err := p.version(ctx, key, id)
 	if err != nil {
@@ -153,14 +170,38 @@ func (p *repoSource) restore(ctx context.Context, key, id string) error {
 	if deleted {
 		return errRestoreDeletion
 	}
-	return p.put(ctx, teamwire.PutBody{Entries: map[string]string{key: content}})
-}
-
-func (p *repoSource) remove(ctx context.Context, key string) error {
-	if _, err := p.get(ctx, key); err != nil {
+	data, err := p.read(ctx)
+	if err != nil {
 		return err
 	}
-	return p.put(ctx, teamwire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{key}})
+	body := teamwire.PutBody{Entries: map[string]string{key: content}}
+	if key != memdir.EntrypointName {
+		fm, _, _ := memdir.ParseFrontmatter([]byte(content))
+		if index, added := memdir.IndexWithPointer(data.Content.Entries[memdir.EntrypointName], key, memdir.Memory{Name: fm.Name, Description: fm.Description}); added {
+			body.Entries[memdir.EntrypointName] = index
+		}
+	}
+	return p.put(ctx, body, data.Checksum)
+}
+
+// remove deletes the memory and, in the same write, the lines of the
+// repo's MEMORY.md that point to it, so no teammate's index is left
+// pointing to nothing.
+func (p *repoSource) remove(ctx context.Context, key string) error {
+	data, err := p.read(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := data.Content.Entries[key]; !ok {
+		return errNoMemory
+	}
+	body := teamwire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{key}}
+	if index, ok := data.Content.Entries[memdir.EntrypointName]; ok && key != memdir.EntrypointName {
+		if next, dropped := memdir.IndexWithoutPointers(index, key); dropped {
+			body.Entries[memdir.EntrypointName] = next
+		}
+	}
+	return p.put(ctx, body, data.Checksum)
 }
 
 // errRestoreDeletion: the version chosen is a deletion, which has no
