@@ -12,10 +12,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"html"
 	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -798,4 +800,74 @@ func TestREADMEConsole(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), "Sign in")
+}
+
+// TestConsoleDeleteLeavesEveryTeammateLintClean: Ana's team memories and
+// their index travel to Ben; a person deletes one in the built server's
+// console; after their next sync neither teammate's team MEMORY.md points
+// to nothing (agentmem lint exits 0 for both), and a restore brings the
+// memory and its pointer back to both.
+func TestConsoleDeleteLeavesEveryTeammateLintClean(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	tokens := filepath.Join(root, "tokens.json")
+	pat, _, code := runBin(t, nil, "team", "token", "--org", "acme", "--repo", "acme/*", "--kind", "person", "--name", "pat", "--add", tokens)
+	require.Equal(t, 0, code)
+	pat = strings.TrimSpace(pat)
+	url, _ := serveArgs(t, filepath.Join(root, "team.db"), tokens)
+	ana := newPerson(t, root, "ana", pat, "")
+	ben := newPerson(t, root, "ben", pat, "")
+	writeRaw(t, ana.team, "deploys.md", []byte("---\nname: Deploys\ndescription: when we deploy\ntype: project\n---\nTuesdays and Thursdays.\n"))
+	writeRaw(t, ana.team, "oncall.md", []byte("---\nname: On call\ndescription: who is on call\ntype: project\n---\nThe rota is in the wiki.\n"))
+	writeRaw(t, ana.team, "MEMORY.md", []byte("- [Deploys](deploys.md) — when we deploy\n- [On call](oncall.md) — who is on call\n"))
+	sync := []string{"team", "sync", "--server", url, "--repo", "acme/shop"}
+	ana.ok(sync...)
+	ben.ok(sync...)
+	require.FileExists(t, filepath.Join(ben.team, "oncall.md"))
+
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	page := func(path string) string {
+		resp, err := browser.Get(url + "/console" + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, b)
+		return string(b)
+	}
+	field := func(page, name string) string {
+		m := regexp.MustCompile(`name="` + name + `" value="([^"]+)"`).FindStringSubmatch(page)
+		require.NotNil(t, m, "%s in %s", name, page)
+		return html.UnescapeString(m[1])
+	}
+	post := func(path string, form neturl.Values) {
+		resp, err := browser.PostForm(url+"/console"+path, form)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "%s: %s", path, b)
+	}
+	post("/signin", neturl.Values{"csrf": {field(page("/signin"), "csrf")}, "token": {pat}})
+	confirm := page("/repos/acme/shop/delete?key=oncall.md")
+	post("/repos/acme/shop/delete", neturl.Values{"csrf": {field(confirm, "csrf")}, "key": {"oncall.md"}, "seen": {field(confirm, "seen")}})
+
+	for _, p := range []*person{ana, ben} {
+		p.ok(sync...)
+		assert.NoFileExists(t, filepath.Join(p.team, "oncall.md"), p.name)
+		index, err := os.ReadFile(filepath.Join(p.team, "MEMORY.md"))
+		require.NoError(t, err)
+		assert.Equal(t, "- [Deploys](deploys.md) — when we deploy\n", string(index), p.name)
+		out, code := p.run("lint")
+		assert.Equal(t, 0, code, "%s: lint after a console delete:\n%s", p.name, out)
+	}
+
+	confirm = page("/repos/acme/shop/restore?key=oncall.md&version=1")
+	post("/repos/acme/shop/restore", neturl.Values{"csrf": {field(confirm, "csrf")}, "key": {"oncall.md"}, "version": {"1"}, "seen": {field(confirm, "seen")}})
+	for _, p := range []*person{ana, ben} {
+		p.ok(sync...)
+		assert.FileExists(t, filepath.Join(p.team, "oncall.md"), p.name)
+		out, code := p.run("lint")
+		assert.Equal(t, 0, code, "%s: lint after a console restore:\n%s", p.name, out)
+	}
 }
