@@ -138,9 +138,9 @@ func (c *transport) sendWith(ctx context.Context, p httpretry.Policy, res *traff
 	case ne != nil && ne.TLS != "":
 		return nil, nil, &SyncError{Class: ClassTLS, Attempts: attempts, Err: errors.New(ne.TLS)}
 	case ne != nil && ne.Timeout:
-		return nil, nil, &SyncError{Class: ClassTimeout, Attempts: attempts, Err: errors.New("the server could not be reached")}
+		return nil, nil, &SyncError{Class: ClassTimeout, Attempts: attempts, Err: fmt.Errorf("the team server at %s did not answer in time (%d attempts): is it running and reachable from here?", c.cfg.BaseURL, attempts)}
 	case ne != nil:
-		return nil, nil, &SyncError{Class: ClassNetwork, Attempts: attempts, Err: errors.New("the server could not be reached")}
+		return nil, nil, &SyncError{Class: ClassNetwork, Attempts: attempts, Err: fmt.Errorf("the team server at %s could not be reached (%d attempts): is it running, and is the URL right?", c.cfg.BaseURL, attempts)}
 	case err != nil:
 		return nil, nil, err
 	}
@@ -159,6 +159,7 @@ func (c *transport) statusError(resp *httpretry.Reply, attempts int) error {
 	switch {
 	case resp.Status == http.StatusUnauthorized:
 		e.Class = ClassAuth
+		e.Err = fmt.Errorf("the team server at %s does not know this token: check the token given (AGENTMEM_TEAM_TOKEN for the agentmem command); a token just added to the server's token file is read within seconds", c.cfg.BaseURL)
 	case resp.Status == http.StatusForbidden && e.Code == teamwire.CodeReadOnly:
 		// Not the token's fault: the repo's review policy refuses writes.
 		e.Class = ClassUnknown

@@ -39,7 +39,7 @@ func (h *Handler) Authenticate(r *http.Request, token string) (TokenGrant, error
 		return TokenGrant{}, &AuthRateLimitedError{RetryAfter: wait}
 	}
 	token = strings.TrimSpace(token)
-	g, ok := h.grants[HashToken(token)]
+	g, ok := h.grantOf(HashToken(token))
 	if token == "" || !ok {
 		h.authFailed(r)
 		return TokenGrant{}, ErrUnknownToken

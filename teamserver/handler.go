@@ -100,7 +100,7 @@ const DefaultMaxEntries = 2000
 // Handler serves the team memory sync protocol.
 type Handler struct {
 	cfg     Options
-	grants  map[string]TokenGrant // by token hash
+	grants  atomic.Pointer[map[string]TokenGrant] // by token hash; SetTokens swaps it
 	log     *slog.Logger
 	changes *changeFeed
 	hashes  *hashCache
@@ -202,7 +202,7 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 	if cfg.AuthFailBurst <= 0 {
 		cfg.AuthFailBurst = defaultAuthFailBurst
 	}
-	h := &Handler{cfg: cfg, grants: map[string]TokenGrant{}, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), indexes: newStoreIndexCache(200_000), draining: make(chan struct{})}
+	h := &Handler{cfg: cfg, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), indexes: newStoreIndexCache(200_000), draining: make(chan struct{})}
 	if cfg.RatePerToken > 0 {
 		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
 	}
@@ -223,13 +223,32 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 		h.protect(storesProtocol, "stores", true, func(w http.ResponseWriter, _ *http.Request, _ *request) { storesProtocol.notFound(w) }),
 		h.protect(reviewProtocol, "review", true, func(w http.ResponseWriter, _ *http.Request, _ *request) { reviewProtocol.notFound(w) }),
 	}
-	for i, g := range cfg.Tokens {
-		if err := g.validate(); err != nil {
-			return nil, fmt.Errorf("server: token %d: %w", i+1, err)
-		}
-		h.grants[g.TokenSHA256] = g
+	if err := h.SetTokens(cfg.Tokens); err != nil {
+		return nil, err
 	}
 	return h, nil
+}
+
+// SetTokens replaces the grants the handler accepts (Options.Tokens) at
+// once, for every request that starts after it: a token file read again
+// (agentmem team serve does when the file changes) takes effect without
+// a restart. Invalid grants are refused whole and the old ones stay.
+func (h *Handler) SetTokens(grants []TokenGrant) error {
+	m := make(map[string]TokenGrant, len(grants))
+	for i, g := range grants {
+		if err := g.validate(); err != nil {
+			return fmt.Errorf("server: token %d: %w", i+1, err)
+		}
+		m[g.TokenSHA256] = g
+	}
+	h.grants.Store(&m)
+	return nil
+}
+
+// grantOf returns the grant of a token hash.
+func (h *Handler) grantOf(hash string) (TokenGrant, bool) {
+	g, ok := (*h.grants.Load())[hash]
+	return g, ok
 }
 
 type statusWriter struct {
@@ -363,7 +382,7 @@ func (h *Handler) authenticate(r *http.Request) (TokenGrant, bool) {
 	if strings.TrimSpace(token) == "" {
 		return TokenGrant{}, false
 	}
-	g, ok := h.grants[HashToken(strings.TrimSpace(token))]
+	g, ok := h.grantOf(HashToken(strings.TrimSpace(token)))
 	return g, ok
 }
 

@@ -324,7 +324,7 @@ func teamToken(e env, args []string) (int, error) {
 			return exitError, err
 		}
 		fmt.Fprintln(e.stdout, token)
-		fmt.Fprintf(e.stderr, "added %s to %s (%d tokens); restart agentmem team serve to use it\n", orDefault(grant.Name, "the token"), *add, n)
+		fmt.Fprintf(e.stderr, "added %s to %s (%d tokens); a running agentmem team serve reads it within %s\n", orDefault(grant.Name, "the token"), *add, n, tokenReloadEvery)
 		return exitOK, nil
 	}
 	line, err := json.Marshal(grant)
@@ -483,6 +483,7 @@ func teamServe(e env, args []string) (int, error) {
 	if *withConsole {
 		fmt.Fprintf(e.stdout, "console on %s://%s%s/\n", scheme, ln.Addr(), console.DefaultPrefix)
 	}
+	go reloadTokens(ctx, e, *tokens, h)
 	go func() {
 		if *tlsCert != "" {
 			errc <- srv.ServeTLS(ln, *tlsCert, *tlsKey)
@@ -505,6 +506,51 @@ func teamServe(e env, args []string) (int, error) {
 	}
 	fmt.Fprintln(e.stdout, "stopped")
 	return exitOK, nil
+}
+
+// tokenReloadEvery is how often team serve looks at its token file.
+const tokenReloadEvery = 2 * time.Second
+
+// reloadTokens reads the token file again whenever its size or mtime
+// changes, until ctx ends: a token added with agentmem team token --add
+// (or removed by hand) takes effect without a restart. A file that does
+// not read as tokens keeps the tokens in use and says why.
+func reloadTokens(ctx context.Context, e env, path string, h *teamserver.Handler) {
+	stamp := func() (time.Time, int64) {
+		info, err := e.fs.Stat(path)
+		if err != nil {
+			return time.Time{}, -1
+		}
+		return info.ModTime(), info.Size()
+	}
+	mtime, size := stamp()
+	t := time.NewTicker(tokenReloadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m, n := stamp()
+		if m.Equal(mtime) && n == size {
+			continue
+		}
+		mtime, size = m, n
+		data, err := afero.ReadFile(e.fs, path)
+		var grants []teamserver.TokenGrant
+		if err == nil {
+			grants, err = teamserver.LoadTokens(bytes.NewReader(data))
+		}
+		if err == nil {
+			err = h.SetTokens(grants)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "agentmem team serve: the token file %s changed but cannot be used (%v); the tokens read before stay in use: fix the file\n", path, err)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "read the token file %s again: %d tokens\n", path, len(grants))
+	}
 }
 
 // teamHistory runs `team log` and `team restore`.
@@ -845,10 +891,21 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 
 // classExit prints a one-line error and maps its class to an exit code.
 func classExit(e env, name string, err error) int {
-	fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
 	var se *teammem.SyncError
 	if !errors.As(err, &se) {
+		fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
 		return exitError
+	}
+	switch se.Class {
+	case teammem.ClassNetwork, teammem.ClassTimeout, teammem.ClassAuth, teammem.ClassForbidden, teammem.ClassTLS:
+		if se.Err == nil {
+			fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
+			break
+		}
+		// Its own words say what failed, where and what to do.
+		fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, se.Err)
+	default:
+		fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
 	}
 	switch se.Class {
 	case teammem.ClassAuth, teammem.ClassForbidden:

@@ -871,3 +871,54 @@ func TestConsoleDeleteLeavesEveryTeammateLintClean(t *testing.T) {
 		assert.Equal(t, 0, code, "%s: lint after a console restore:\n%s", p.name, out)
 	}
 }
+
+// TestTeamErrorsNameTheFix: what a newcomer meets first, through the
+// built binary: a server that is not running, a token the server does not
+// know, a repo the token may not use. Each error names the server's URL
+// and what to do, in one line; and a token added to the running server's
+// token file works within seconds, without a restart.
+func TestTeamErrorsNameTheFix(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	tokens := filepath.Join(root, "tokens.json")
+	first, _, code := runBin(t, nil, "team", "token", "--org", "acme", "--repo", "acme/*", "--add", tokens)
+	require.Equal(t, 0, code)
+	url, _ := serveArgs(t, filepath.Join(root, "team.db"), tokens)
+	down := "http://" + freeAddr(t)
+	project, env := clone(t, root, "ana")
+
+	sync := func(server, token, repo string) (string, int) {
+		_, errOut, code := runIn(t, project, append(env, "AGENTMEM_TEAM_TOKEN="+token), "team", "sync", "--server", server, "--repo", repo)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %s", errOut)
+		return errOut, code
+	}
+	errOut, code := sync(down, strings.TrimSpace(first), "acme/shop")
+	assert.Equal(t, exitNetwork, code)
+	assert.Contains(t, errOut, "the team server at "+down+" could not be reached")
+	assert.Contains(t, errOut, "is it running, and is the URL right?")
+	assert.NotContains(t, errOut, "foldersync:")
+
+	errOut, code = sync(url, "amt_not-a-token", "acme/shop")
+	assert.Equal(t, exitAuth, code)
+	assert.Contains(t, errOut, "the team server at "+url+" does not know this token")
+	assert.Contains(t, errOut, "AGENTMEM_TEAM_TOKEN")
+
+	errOut, code = sync(url, strings.TrimSpace(first), "globex/web")
+	assert.Equal(t, exitAuth, code)
+	assert.Contains(t, errOut, "may not use repo globex/web")
+	assert.Contains(t, errOut, "agentmem team token --repo")
+
+	// A token added while the server runs is read without a restart.
+	second, added, code := runBin(t, nil, "team", "token", "--org", "acme", "--repo", "acme/*", "--add", tokens)
+	require.Equal(t, 0, code)
+	assert.Contains(t, added, "a running agentmem team serve reads it within")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		errOut, code = sync(url, strings.TrimSpace(second), "acme/shop")
+		if code == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.Equal(t, 0, code, "the added token works: %s", errOut)
+}
