@@ -367,5 +367,5 @@ func ExampleDir_CheckToolCall() {
 	// <nil>
 	// agentmem: path escapes the team memory directory through a symbolic link
 	// agentmem: path escapes the team memory directory
-	// true refusing to write a GitHub PAT into team memory, which every contributor can read; remove the secret and write again
+	// true refusing to write a secret (GitHub PAT) into team memory, which every contributor can read; remove it and write again
 }

@@ -389,7 +389,7 @@ func memoryFileName(m Memory) (string, error) {
 	if file == "" {
 		slug := slugify(m.Name)
 		if slug == "" {
-			return "", invalidMemory("set File, or a Name with letters or digits to derive it from")
+			return "", invalidMemory("the memory needs a name with letters or digits (its file name is made from it), or a file name ending in .md")
 		}
 		file = slug + ".md"
 	}
@@ -398,6 +398,8 @@ func memoryFileName(m Memory) (string, error) {
 		return "", invalidMemory("file name contains a backslash or NUL")
 	case path.IsAbs(file) || filepath.IsAbs(file):
 		return "", invalidMemory("file must be relative to the memory directory")
+	case file == ".." || strings.HasPrefix(file, "../"):
+		return "", invalidMemory("the file %q would leave the memory directory; give a path inside it, such as notes/x.md", file)
 	case path.Clean(file) != file:
 		return "", invalidMemory("file must be a clean relative path without . or .. segments")
 	case !strings.HasSuffix(file, ".md"):

@@ -18,11 +18,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Synced {
-		return "refusing to write a " + e.Label + " into memory, which is synced to your account; " +
-			"remove the secret and write again"
+		return "refusing to write a secret (" + e.Label + ") into memory, which is synced to your account; " +
+			"remove it and write again"
 	}
-	return "refusing to write a " + e.Label + " into team memory, which every contributor can read; " +
-		"remove the secret and write again"
+	return "refusing to write a secret (" + e.Label + ") into team memory, which every contributor can read; " +
+		"remove it and write again"
 }
 
 // Is makes errors.Is(err, ErrFound) true.

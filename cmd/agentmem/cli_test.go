@@ -1200,13 +1200,15 @@ func TestNewRefusesWhatItShouldNot(t *testing.T) {
 		{"", []string{"--type", "user", "--name", "x", "--body", "b"}, "--description is required"},
 		{"  \n", []string{"--type", "user", "--name", "x", "--description", "d"}, "no body"},
 		{"", []string{"--type", "project", "--name", "Deploy days", "--file", "deploys.md", "--description", "d", "--body", "b"}, "deploys.md exists already: pass --replace"},
-		{"", []string{"--type", "user", "--name", "x", "--file", "../outside.md", "--description", "d", "--body", "b"}, "invalid memory"},
+		{"", []string{"--type", "user", "--name", "x", "--file", "../outside.md", "--description", "d", "--body", "b"}, `the file "../outside.md" would leave the memory directory`},
+		{"", []string{"--type", "user", "--name", "!!!", "--description", "d", "--body", "b"}, "the memory needs a name with letters or digits"},
 		{"", []string{"--type", "reference", "--name", "CI token", "--file", "team/ci.md", "--description", "d", "--body", "token " + secret}, "GitHub"},
 	} {
 		_, errOut, code := runWithInput(t, env, c.stdin, append([]string{"new", "--dir", dir}, c.args...)...)
 		assert.Equal(t, exitError, code, "%v", c.args)
 		assert.Contains(t, errOut, c.want, "%v", c.args)
 		assert.NotContains(t, errOut, secret, "an error never repeats the secret")
+		assert.NotContains(t, errOut, "memdir:", "an error in the user's words, not the package's")
 	}
 	after, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
 	require.NoError(t, err)

@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -131,7 +132,7 @@ func run(args []string, e env) int {
 			// The team commands parse their own flags.
 			code, err := runSub(e, &com, args[1:])
 			if err != nil {
-				fmt.Fprintf(e.stderr, "agentmem %s: %v\n", c.name, err)
+				fmt.Fprintf(e.stderr, "agentmem %s: %s\n", c.name, inUserWords(err))
 				return exitError
 			}
 			return code
@@ -149,7 +150,7 @@ func run(args []string, e env) int {
 		}
 		code, err := runSub(e, &com, positional)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "agentmem %s: %v\n", c.name, err)
+			fmt.Fprintf(e.stderr, "agentmem %s: %s\n", c.name, inUserWords(err))
 			return exitError
 		}
 		return code
@@ -244,4 +245,23 @@ func resolve(e env, c *common) (resolved, error) {
 		return resolved{}, err
 	}
 	return resolved{path: p, project: project, inputs: in, ignored: ignored}, nil
+}
+
+// packagePrefixes are the "package: " prefixes library errors start with,
+// which say nothing to a person at the command line.
+var packagePrefixes = []string{"memdir: invalid memory: ", "memdir: ", "foldersync: ", "teammem: ", "storesync: ", "recall: ", "memtools: ", "filehistory: ", "transcript: "}
+
+// inUserWords is an error's message without the package names it starts
+// with.
+func inUserWords(err error) string {
+	msg := err.Error()
+	for again := true; again; {
+		again = false
+		for _, p := range packagePrefixes {
+			if rest, ok := strings.CutPrefix(msg, p); ok && rest != "" {
+				msg, again = rest, true
+			}
+		}
+	}
+	return msg
 }
