@@ -7,12 +7,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"io/fs"
 	"net/http"
+	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -709,6 +713,21 @@ func TestGuideSelfHostingOnOneMachine(t *testing.T) {
 	require.NoError(t, os.MkdirAll(projectTeamDir(t, ana, env), 0o755))
 	_, errOut, code := runIn(t, ana, env, "team", "sync", "--server", url)
 	require.Equal(t, 0, code, errOut)
+
+	// Ana's token, a person's, signs in to the console the guide names.
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := browser.Get(url + "/console/signin")
+	require.NoError(t, err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	require.NotNil(t, m, "%s", page)
+	resp, err = browser.PostForm(url+"/console/signin", neturl.Values{"csrf": {html.UnescapeString(string(m[1]))}, "token": {strings.TrimSpace(string(token))}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "the guide's token signs in to the console")
 }
 
 // TestGuideRunningItForATeam runs the guide's "Running it for a team"
