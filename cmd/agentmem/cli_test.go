@@ -1185,7 +1185,8 @@ func TestNewShowRmOnAFreshProject(t *testing.T) {
 func TestNewRefusesWhatItShouldNot(t *testing.T) {
 	t.Parallel()
 	dir := memTree(t)
-	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(t.TempDir(), "cfg")}
+	cfg := filepath.Join(t.TempDir(), "cfg")
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + cfg}
 	before, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
 	require.NoError(t, err)
 	secret := "ghp_" + strings.Repeat("a", 36)
@@ -1215,6 +1216,8 @@ func TestNewRefusesWhatItShouldNot(t *testing.T) {
 	assert.Equal(t, string(before), string(after))
 	assert.NoFileExists(t, filepath.Join(dir, "team", "ci.md"))
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(dir), "outside.md"))
+	histories, _ := os.ReadDir(filepath.Join(cfg, "file-history"))
+	assert.Empty(t, histories, "a refused new leaves no empty history behind")
 	data, _ := os.ReadFile(filepath.Join(dir, "deploys.md"))
 	assert.Contains(t, string(data), "Never deploy on Fridays.", "the existing memory is kept")
 

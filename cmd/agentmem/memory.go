@@ -128,7 +128,7 @@ func runNew(e env, c *common, m memdir.Memory, replace bool) (int, error) {
 	}
 	res, err := d.Save(context.Background(), m)
 	if err != nil {
-		return exitError, change.failed(c, err)
+		return exitError, change.failed(e, c, err)
 	}
 	fmt.Fprintf(e.stdout, "saved %s memory %s\n", m.Type, res.File)
 	fmt.Fprintf(e.stdout, "index: %s\n", res.IndexLine)
@@ -164,7 +164,7 @@ func rmFlags(*flag.FlagSet) runner {
 			return exitError, err
 		}
 		if err := d.Delete(context.Background(), file); err != nil {
-			return exitError, change.failed(c, err)
+			return exitError, change.failed(e, c, err)
 		}
 		index := memdir.EntrypointName
 		if strings.HasPrefix(file, memdir.TeamDirName+"/") {
@@ -302,9 +302,15 @@ func (ch *cliChange) done(e env, c *common) (int, error) {
 
 // failed reports an edit that stopped part way: whatever it wrote is
 // recorded, and the undo command is part of the error.
-func (ch *cliChange) failed(c *common, err error) error {
+func (ch *cliChange) failed(e env, c *common, err error) error {
 	st, rerr := ch.h.Rewind(context.Background(), ch.checkpoint, filehistory.RewindOptions{DryRun: true})
-	if rerr != nil || len(st.FilesChanged) == 0 {
+	if rerr != nil {
+		return err
+	}
+	if len(st.FilesChanged) == 0 {
+		// Nothing was written: the history this change opened (its own,
+		// named after it) would only list an empty checkpoint.
+		_ = e.fs.RemoveAll(ch.h.Dir())
 		return err
 	}
 	_ = ch.h.MakeSnapshot(context.Background(), ch.checkpoint+doneSuffix)
