@@ -171,11 +171,15 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"--help"}, 0, "usage: agentmem COMMAND"},
 		{[]string{"ls", "--help"}, 0, "usage: agentmem ls [--json]"},
 		{[]string{"lint", "-h"}, 0, "--fix"},
+		{[]string{"sessions", "ls", "--help"}, 0, "usage: agentmem sessions ls [--all-projects] [--json]"},
+		{[]string{"team", "restore", "--help"}, 0, "the version to write back"},
 	} {
 		out, _, code := runCmd(t, root, c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)
 		assert.Contains(t, out, c.want)
 	}
+	logHelp, _, _ := runCmd(t, root, "team", "log", "--help")
+	assert.NotContains(t, logHelp, "-version", "team log shows its own flags, not restore's")
 	for _, c := range []struct {
 		args []string
 		want string

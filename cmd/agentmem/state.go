@@ -44,6 +44,8 @@ Flags: --config-dir DIR (default $CLAUDE_CONFIG_DIR, else ~/.claude), --project 
 		positional, err := parseAnywhere(fs, rest)
 		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				usage := map[string]string{"ls": "ls [--all-projects] [--json]", "show": "show ID [--json]", "search": "search QUERY [--json]"}[sub]
+				fmt.Fprintf(e.stdout, "usage: agentmem sessions %s\n\nFlags:\n", orDefault(usage, sub+" [flags]"))
 				fs.SetOutput(e.stdout)
 				fs.PrintDefaults()
 				return exitOK, nil

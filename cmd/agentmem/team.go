@@ -560,8 +560,15 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 	repo := fs.String("repo", "", "owner/name (default: the project's git remote)")
 	project := fs.String("project", "", "the project directory (default: the current directory)")
 	key := fs.String("key", "", "the memory's key, such as deploy.md")
-	version := fs.Int64("version", 0, "restore: the version to write back")
-	store := fs.String("store", "", "log: a memory store's ID: its versions, instead of a repo's log")
+	var version *int64
+	var store *string
+	if name == "restore" {
+		version = fs.Int64("version", 0, "the version to write back")
+		store = new(string)
+	} else {
+		version = new(int64)
+		store = fs.String("store", "", "a memory store's ID: its versions, instead of a repo's log")
+	}
 	if ok, code := parseSub(e, fs, name, args); !ok {
 		return code, nil
 	}
