@@ -221,7 +221,10 @@ func buildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req combinedP
 		return "", err
 	}
 	if listing != "" {
-		b.WriteString("\nTeam memory files (read one when its name or index entry looks relevant):\n\n" + listing)
+		if !req.IndexInUserMessage {
+			b.WriteString("\n") // after the index block, which ends its last line only
+		}
+		b.WriteString("Team memory files (read one when its name or index entry looks relevant):\n\n" + listing)
 	}
 	return b.String(), nil
 }

@@ -74,7 +74,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"path", "[--project DIR]", "print the memory directories and why they were chosen", pathFlags},
-		{"prompt", "[--team] [--skip-index]", "print the memory section of the system prompt", promptFlags},
+		{"prompt", "[--team] [--skip-index | --index-in-system-prompt]", "print the memory section of the system prompt, then the index block the first user message starts with", promptFlags},
 		{"ls", "[--json]", "list memory files, newest first", lsFlags},
 		{"new", "--type T --name N --description D [--body B]", "save a memory and its pointer in MEMORY.md, creating the directory; undo with the agentmem rewind command it prints", newFlags},
 		{"show", "FILE|NAME", "print one memory file", showFlags},
