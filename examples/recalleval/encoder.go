@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/gob"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,10 +47,9 @@ const readline = require('readline');
 // as a recall.Embedder. It remembers every vector it computed, by text,
 // so the evaluation's repeated Finders over one set embed each text once.
 type SentenceEncoder struct {
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
+	node *nodeProcess
+
+	mu   sync.Mutex // the memo and counts
 	memo map[[32]byte][]float32
 	// memoFile keeps memo between runs (the model is deterministic).
 	memoFile string
@@ -70,28 +66,14 @@ func NewSentenceEncoder() (*SentenceEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("node", "-e", encoderScript)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	node, err := startNode(encoderScript, dir, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the sentence encoder: %w", err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	e := &SentenceEncoder{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), memo: map[[32]byte][]float32{}, memoFile: filepath.Join(dir, "vectors.gob")}
+	e := &SentenceEncoder{node: node, memo: map[[32]byte][]float32{}, memoFile: filepath.Join(dir, "vectors.gob")}
 	if f, err := os.Open(e.memoFile); err == nil {
 		_ = gob.NewDecoder(f).Decode(&e.memo) // a damaged memo is only recomputed
 		f.Close()
-	}
-	if ready, err := e.out.ReadString('\n'); err != nil || strings.TrimSpace(ready) != "ready" {
-		e.Close()
-		return nil, fmt.Errorf("the sentence encoder did not start: %v", err)
 	}
 	return e, nil
 }
@@ -100,9 +82,6 @@ func NewSentenceEncoder() (*SentenceEncoder, error) {
 func (e *SentenceEncoder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cmd == nil {
-		return nil, errors.New("the sentence encoder is closed")
-	}
 	out := make([][]float32, len(texts))
 	var todo []string
 	var at []int
@@ -119,16 +98,8 @@ func (e *SentenceEncoder) Embed(ctx context.Context, texts []string) ([][]float3
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	line, _ := json.Marshal(todo)
-	if _, err := e.in.Write(append(line, '\n')); err != nil {
-		return nil, fmt.Errorf("the sentence encoder: %w", err)
-	}
-	reply, err := e.out.ReadString('\n')
-	if err != nil {
-		return nil, fmt.Errorf("the sentence encoder: %w", err)
-	}
 	var vecs [][]float32
-	if err := json.Unmarshal([]byte(reply), &vecs); err != nil || len(vecs) != len(todo) {
+	if err := e.node.ask(todo, &vecs); err != nil || len(vecs) != len(todo) {
 		return nil, fmt.Errorf("the sentence encoder answered %d vectors for %d texts: %v", len(vecs), len(todo), err)
 	}
 	e.Calls += len(todo)
@@ -142,13 +113,9 @@ func (e *SentenceEncoder) Embed(ctx context.Context, texts []string) ([][]float3
 
 // Close ends the node process.
 func (e *SentenceEncoder) Close() {
+	e.node.close()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cmd != nil {
-		_ = e.in.Close()
-		_ = e.cmd.Wait()
-		e.cmd = nil
-	}
 	if e.added > 0 {
 		var buf bytes.Buffer
 		if gob.NewEncoder(&buf).Encode(e.memo) == nil {

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
@@ -45,12 +42,8 @@ rl.on('line', (line) => {
 // Minisearch runs the minisearch npm library in a node process: a peer
 // measured in the same run, on the same files.
 type Minisearch struct {
-	dir string // where node_modules/minisearch is installed
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
+	dir  string // where node_modules/minisearch is installed
+	node *nodeProcess
 }
 
 // NewMinisearch installs minisearch (once, into the user's cache
@@ -93,60 +86,30 @@ func (m *Minisearch) Prepare(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "node", "-e", minisearchScript)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(m.dir, "node_modules"))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.cmd, m.in, m.out = cmd, in, bufio.NewReaderSize(out, 1<<20)
-	m.mu.Unlock()
 	line, _ := json.Marshal(docs)
-	if _, err := in.Write(append(line, '\n')); err != nil {
-		return err
+	node, err := startNode(minisearchScript, m.dir, line)
+	if err != nil {
+		return fmt.Errorf("minisearch: %w", err)
 	}
-	ready, err := m.out.ReadString('\n')
-	if err != nil || strings.TrimSpace(ready) != "ready" {
-		return fmt.Errorf("minisearch did not start: %v", err)
-	}
+	m.node = node
 	return nil
 }
 
 // Answer implements Method.
 func (m *Minisearch) Answer(_ context.Context, query string) ([]string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	line, _ := json.Marshal(query)
-	if _, err := m.in.Write(append(line, '\n')); err != nil {
-		return nil, err
-	}
-	reply, err := m.out.ReadString('\n')
-	if err != nil {
-		return nil, err
+	if m.node == nil {
+		return nil, errors.New("minisearch: Prepare first")
 	}
 	var ids []string
-	if err := json.Unmarshal([]byte(reply), &ids); err != nil {
-		return nil, fmt.Errorf("minisearch reply: %w", err)
+	if err := m.node.ask(query, &ids); err != nil {
+		return nil, fmt.Errorf("minisearch: %w", err)
 	}
 	return ids, nil
 }
 
 // Close ends the node process.
 func (m *Minisearch) Close() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		_ = m.in.Close()
-		_ = m.cmd.Wait()
-		m.cmd = nil
+	if m.node != nil {
+		m.node.close()
 	}
 }
