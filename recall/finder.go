@@ -339,6 +339,17 @@ func (f *Finder) Rank(ctx context.Context, query string, k int) ([]Hit, error) {
 	return f.corpus.search(query, k, nil), nil
 }
 
+// Memories brings the index up to date and returns how many memories
+// the directory holds (what LexicalOptions.StrengthNeeded is measured
+// against).
+func (f *Finder) Memories(ctx context.Context) (int, error) {
+	snap, err := f.corpus.refresh(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return len(snap.headers), nil
+}
+
 // Close stops watching the directory for changes. Find still works after
 // it, walking the directory's folders as it would without change notices.
 // A second Close does nothing. A Finder that becomes unreachable without a

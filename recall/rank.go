@@ -91,7 +91,7 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 		ev.Why = "no memory holds a word of the message (memories surfaced already left aside)"
 	case !lexicalOK:
 		ev.Why = fmt.Sprintf("the best match, %s, holds one word of the message at strength %.2f, less than the %.2f one word needs among %d memories",
-			pool[0].Key, pool[0].Strength, f.lexical.strengthNeeded(n), n)
+			pool[0].Key, pool[0].Strength, f.lexical.StrengthNeeded(n), n)
 	}
 	if !lexicalOK {
 		pool = nil

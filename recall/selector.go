@@ -152,12 +152,12 @@ const fewMemories = 20
 func (o LexicalOptions) Abstain(best Hit, n int) bool {
 	o = o.withDefaults()
 	subject := best.Shared >= max(minSubjectDocs, int(o.SubjectShare*float64(n)))
-	return best.Matched < 2 && !subject && best.Strength < o.strengthNeeded(n)
+	return best.Matched < 2 && !subject && best.Strength < o.StrengthNeeded(n)
 }
 
-// strengthNeeded is the strength one matching word needs among n
-// memories (see Abstain).
-func (o LexicalOptions) strengthNeeded(n int) float64 {
+// StrengthNeeded is the strength one matching word needs among n
+// memories (see Abstain): MinStrength from 20 memories up, less below.
+func (o LexicalOptions) StrengthNeeded(n int) float64 {
 	need := o.withDefaults().MinStrength
 	if n < fewMemories {
 		need *= math.Log(2+float64(n)) / math.Log(2+fewMemories)

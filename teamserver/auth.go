@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -144,7 +145,10 @@ func LoadTokens(r io.Reader) ([]TokenGrant, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&grants); err != nil {
-		return nil, fmt.Errorf("server: the token file is not a JSON array of grants: %w", err)
+		return nil, fmt.Errorf("server: the token file is not a JSON array of grants (%w): make entries with agentmem team token --add", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("server: the token file has more after its JSON array: it must hold one array of grants and nothing else")
 	}
 	for i, g := range grants {
 		if err := g.validate(); err != nil {

@@ -248,10 +248,13 @@ func TestTokens(t *testing.T) {
 	grants, err := teamserver.LoadTokens(bytes.NewReader(raw))
 	require.NoError(t, err)
 	assert.Equal(t, []teamserver.TokenGrant{grant}, grants)
+	grants, err = teamserver.LoadTokens(bytes.NewReader(append(raw, " \n"...)))
+	require.NoError(t, err, "white space after the array is fine")
+	assert.Len(t, grants, 1)
 	for _, bad := range []string{`{}`, `[{"token_sha256":"abc","organization":"a","repos":["a/b"]}]`,
 		`[{"token_sha256":"` + strings.Repeat("a", 64) + `","organization":"","repos":["a/b"]}]`,
 		`[{"token_sha256":"` + strings.Repeat("a", 64) + `","organization":"o","repos":["bad"]}]`,
-		`[{"token":"clear","organization":"o","repos":["a/b"]}]`} {
+		`[{"token":"clear","organization":"o","repos":["a/b"]}]`, string(raw) + "\ngarbage", string(raw) + "[]"} {
 		_, err := teamserver.LoadTokens(strings.NewReader(bad))
 		assert.Error(t, err, bad)
 	}

@@ -76,9 +76,13 @@ func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
 			return exitError, err
 		}
 		o := finder.Options()
+		n, err := finder.Memories(ctx)
+		if err != nil {
+			return exitError, err
+		}
 		fmt.Fprintf(e.stdout, "tokens: %s\n", strings.Join(lexical.Tokenize(query), " "))
-		fmt.Fprintf(e.stdout, "best candidates (score, strength, query words matched); nothing is selected when the best matches one word with strength < %.2f (less in a directory of under 20 memories), else up to %d scoring >= %.0f%% of the best:\n",
-			o.MinStrength, recall.MaxSelected, 100*o.MinRelative)
+		fmt.Fprintf(e.stdout, "best candidates (score, strength, query words matched); nothing is selected when the best matches one word with strength < %.2f (among these %d memories), else up to %d scoring >= %.0f%% of the best:\n",
+			o.StrengthNeeded(n), n, recall.MaxSelected, 100*o.MinRelative)
 		if len(hits) == 0 {
 			fmt.Fprintln(e.stdout, "  none match")
 		}

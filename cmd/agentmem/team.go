@@ -591,7 +591,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		}
 		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
 		if err != nil {
-			return exitError, fmt.Errorf("--repo is required: the project has no github.com remote to read it from (%v)", err)
+			return exitError, errors.New("--repo is required (owner/name, such as --repo acme/shop): the project has no github.com remote (git remote get-url origin) to read it from")
 		}
 		*repo = r
 	}
@@ -961,7 +961,7 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 		}
 		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
 		if err != nil {
-			return nil, "", fmt.Errorf("--repo is required: the project has no github.com remote to read it from (%v)", err)
+			return nil, "", errors.New("--repo is required (owner/name, such as --repo acme/shop): the project has no github.com remote (git remote get-url origin) to read it from")
 		}
 		o.repo = r
 	}
