@@ -559,7 +559,7 @@ func TestREADMETwoTeammatesVerbatim(t *testing.T) {
 	waitFor(t, func() bool { return strings.Contains(watcher(), "deleted testing.md") })
 	time.Sleep(6 * time.Second) // past an idle --interval 5s round
 	log := watcher()
-	assert.Equal(t, strings.Count(log, "checkpoint "), strings.Count(log, "done: "), "a line only for a round that changed something:\n%s", log)
+	assert.Equal(t, strings.Count(log, "checkpoint "), strings.Count(log, "done ("), "a line only for a round that changed something:\n%s", log)
 }
 
 // TestREADMEMovingOrRestoringAServer runs the README's "Moving or

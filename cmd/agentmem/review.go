@@ -49,7 +49,7 @@ type reviewClient struct {
 // team review and team policy.
 func newReviewClient(e env, c *common, serverURL, repo, store, project string) (*reviewClient, error) {
 	if serverURL == "" {
-		return nil, errors.New("--server is required")
+		return nil, errors.New("--server is required: the server's URL, such as --server http://127.0.0.1:8787")
 	}
 	if err := checkServerURL("--server", serverURL); err != nil {
 		return nil, err

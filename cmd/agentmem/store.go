@@ -154,7 +154,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		return exitOK, nil
 	}
 	if *server == "" {
-		return exitError, errors.New("--server is required")
+		return exitError, errors.New("--server is required: the server's URL, such as --server http://127.0.0.1:8787")
 	}
 	if err := checkServerURL("--server", *server); err != nil {
 		return exitError, err

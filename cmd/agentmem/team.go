@@ -573,7 +573,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		return code, nil
 	}
 	if *serverURL == "" {
-		return exitError, errors.New("--server is required")
+		return exitError, errors.New("--server is required: the team server's URL, such as --server http://127.0.0.1:8787")
 	}
 	if *store != "" {
 		if name != "log" || *repo != "" || *key != "" {
@@ -683,7 +683,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		return code, nil
 	}
 	if *serverURL == "" {
-		return exitError, errors.New("--server is required")
+		return exitError, errors.New("--server is required: the team server's URL, such as --server http://127.0.0.1:8787")
 	}
 	if err := checkServerURL("--server", *serverURL); err != nil {
 		return exitError, err
@@ -892,7 +892,20 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 		fmt.Fprintf(e.stdout, "checkpoint %s (undo this pull: %s)\n", r.Checkpoint, rewindCommand(o.c, r.Checkpoint, ""))
 	}
 	if err == nil && (o.requests > 0 || len(r.Pulled)+len(r.Pushed)+len(r.InReview) > 0) {
-		fmt.Fprintf(e.stdout, "done: %d requests, %d bytes sent\n", o.requests, o.sent)
+		var parts []string
+		for _, p := range []struct {
+			n    int
+			verb string
+		}{{len(r.Pulled), "pulled"}, {len(r.Pushed), "pushed"}, {len(r.InReview), "sent for review"}} {
+			if p.n > 0 {
+				parts = append(parts, plural(p.n, "memory", "memories")+" "+p.verb)
+			}
+		}
+		what := "in step with the server, nothing to pull or push"
+		if len(parts) > 0 {
+			what = strings.Join(parts, ", ")
+		}
+		fmt.Fprintf(e.stdout, "done (%s): %s, %d bytes sent\n", what, plural(o.requests, "request", "requests"), o.sent)
 	}
 }
 
@@ -1045,4 +1058,12 @@ func watchNext(ev foldersync.Event) string {
 		return "paused: " + ev.Paused + "; fix it, then restart the watcher (removing a file resumes it too)"
 	}
 	return "retrying"
+}
+
+// plural is n and the word for n of them.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

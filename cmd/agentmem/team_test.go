@@ -125,7 +125,7 @@ func TestTeamCommands(t *testing.T) {
 	assert.Equal(t, "CI stays green", string(got))
 	out, _, code = runBin(t, withToken, "team", "sync", "--server", url, "--repo", "acme/shop", "--dir", b)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "done: 1 requests, 0 bytes sent")
+	assert.Contains(t, out, "done (in step with the server, nothing to pull or push): 1 request, 0 bytes sent")
 
 	for _, c := range []struct {
 		env  []string
