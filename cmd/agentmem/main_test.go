@@ -173,6 +173,8 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"lint", "-h"}, 0, "--fix"},
 		{[]string{"sessions", "ls", "--help"}, 0, "usage: agentmem sessions ls [--all-projects] [--json]"},
 		{[]string{"team", "restore", "--help"}, 0, "the version to write back"},
+		{[]string{"team", "log", "--help"}, 0, "usage: agentmem team log --server URL"},
+		{[]string{"team", "sync", "--help"}, 0, "The token comes from $AGENTMEM_TEAM_TOKEN."},
 	} {
 		out, _, code := runCmd(t, root, c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)

@@ -225,8 +225,30 @@ func teamFlags(fs *flag.FlagSet) runner {
 	}
 }
 
-func teamUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: agentmem team COMMAND [flags]
+func teamUsage(w io.Writer) { fmt.Fprint(w, teamUsageText) }
+
+// teamCommandUsage is the line of teamUsageText for one team command:
+// its synopsis and what it does, in one or two lines.
+func teamCommandUsage(name string) string {
+	lines := strings.Split(teamUsageText, "\n")
+	for i, l := range lines {
+		rest, ok := strings.CutPrefix(l, "  "+name+" ")
+		if !ok {
+			continue
+		}
+		fields := strings.SplitN(strings.TrimSpace(rest), "   ", 2)
+		synopsis, what := strings.TrimSpace(fields[0]), ""
+		if len(fields) == 2 {
+			what = strings.TrimSpace(fields[1])
+		} else if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "        ") {
+			what = strings.TrimSpace(lines[i+1])
+		}
+		return "usage: agentmem team " + name + " " + synopsis + "\n\n" + what + "\n"
+	}
+	return "usage: agentmem team " + name + " [flags]\n"
+}
+
+const teamUsageText = `usage: agentmem team COMMAND [flags]
 
   serve  --addr HOST:PORT --db FILE|URL --tokens FILE [limits, --tls-cert F --tls-key F, --metrics-addr HOST:PORT]
                                                                        run the sync server (SQLite file or postgres:// URL; --help lists the limits)
@@ -236,7 +258,7 @@ func teamUsage(w io.Writer) {
   restore --server URL [--repo OWNER/NAME] --key KEY --version N       write an old version back as a new one (only if nothing changed meanwhile)
   pull   --server URL [--repo OWNER/NAME] [--dir DIR]                 bring the team's changes into DIR (local edits stay)
   push   --server URL [--repo OWNER/NAME] [--dir DIR]                 send local changes (and deletions)
-  sync   --server URL [--repo OWNER/NAME] [--dir DIR]                 both, by the three-way rules
+  sync   --server URL [--repo OWNER/NAME] [--dir DIR]                 pull and push, by the three-way rules
   watch  --server URL [--repo OWNER/NAME] [--dir DIR] [--interval 30s]  keep DIR in sync both ways until interrupted
   policy --server URL [--repo OWNER/NAME | --store ID] [open|review|read-only]  show or set the review policy (setting needs a person's token)
   review ls|show|approve|reject --server URL [--repo OWNER/NAME | --store ID] [ID] [--reason WHY] [--status S]
@@ -265,8 +287,7 @@ through, and the run exits 9. A memory
 store's folder (a CLAUDE_MEMORY_STORES mount, or any folder holding a
 .memory-sync manifest) is never carried: agentmem store syncs it.
 Exit codes: 0 ok, 2 usage or local failure, 3 auth, 4 network or TLS, 5 server refused, 6 entry limit, 7 conflicts, 8 mass delete held, 9 files refused.
-`)
-}
+`
 
 func subFlags(e env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("agentmem team "+name, flag.ContinueOnError)
@@ -278,7 +299,11 @@ func parseSub(e env, fs *flag.FlagSet, name string, args []string) (bool, int) {
 	positional, err := parseAnywhere(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(e.stdout, "usage: agentmem team %s [flags]\n\nFlags:\n", name)
+			fmt.Fprint(e.stdout, teamCommandUsage(name))
+			if name != "serve" && name != "token" {
+				fmt.Fprintf(e.stdout, "The token comes from $%s.\n", TokenEnv)
+			}
+			fmt.Fprint(e.stdout, "\nFlags:\n")
 			fs.SetOutput(e.stdout)
 			fs.PrintDefaults()
 			return false, exitOK
