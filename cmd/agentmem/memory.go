@@ -45,7 +45,7 @@ func newFlags(fs *flag.FlagSet) runner {
 	name := fs.String("name", "", "a short title; it also titles the index pointer and names the file (required)")
 	desc := fs.String("description", "", "one line that says when the memory is relevant (required)")
 	var body optString
-	fs.Var(&body, "body", "the memory itself (default: read from standard input)")
+	fs.Var(&body, "body", "the memory itself, as `text` (default: read from standard input)")
 	file := fs.String("file", "", "the file to write, relative to the memory directory, such as deploys.md or team/ci.md (default derived from --name)")
 	why := fs.String("why", "", "why the rule or fact holds (a **Why:** line)")
 	how := fs.String("how-to-apply", "", "when and how to apply it (a **How to apply:** line)")

@@ -323,9 +323,9 @@ func teamToken(e env, args []string) (int, error) {
 	org := fs.String("org", "", "the tenant the token belongs to")
 	name := fs.String("name", "", "who holds the token: the author of their writes in the history")
 	var repos multiFlag
-	fs.Var(&repos, "repo", "a repo the token may use: owner/name or owner/* (repeatable)")
+	fs.Var(&repos, "repo", "a repo the token may use: `owner/name` or owner/* (repeatable)")
 	var stores multiFlag
-	fs.Var(&stores, "store", "a memory store the token may use: * (every store of --org, and creating stores) or a store ID (repeatable)")
+	fs.Var(&stores, "store", "a memory store the token may use: * (every store of --org, and creating stores) or a store `ID` (repeatable)")
 	manage := fs.Bool("manage", false, "with --store IDs: the token may also archive and delete those stores (a * token always may)")
 	kind := fs.String("kind", teamserver.KindAgent, "whose token it is: person (may approve and reject reviewed writes and set review policies) or agent (its writes wait for a person under a review policy)")
 	add := fs.String("add", "", "add the grant to this token file (created if missing) and print only the token")
