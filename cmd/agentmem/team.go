@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -227,6 +228,9 @@ func teamFlags(fs *flag.FlagSet) runner {
 
 func teamUsage(w io.Writer) { fmt.Fprint(w, teamUsageText) }
 
+// twoSpaces separates a team command's synopsis from what it does.
+var twoSpaces = regexp.MustCompile(`\s{2,}`)
+
 // teamCommandUsage is the line of teamUsageText for one team command:
 // its synopsis and what it does, in one or two lines.
 func teamCommandUsage(name string) string {
@@ -236,7 +240,7 @@ func teamCommandUsage(name string) string {
 		if !ok {
 			continue
 		}
-		fields := strings.SplitN(strings.TrimSpace(rest), "   ", 2)
+		fields := twoSpaces.Split(strings.TrimSpace(rest), 2)
 		synopsis, what := strings.TrimSpace(fields[0]), ""
 		if len(fields) == 2 {
 			what = strings.TrimSpace(fields[1])
@@ -698,8 +702,11 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	configDir := fs.String("config-dir", "", "config home, for the default --dir (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	keepDeleted := fs.Bool("keep-deleted", false, "do not propagate deletions in either direction")
 	_ = fs.Bool("propagate-deletes", true, "deletions propagate by default (kept for old scripts)")
-	interval := fs.Duration("interval", foldersync.DefaultInterval, "watch: the longest time between two syncs")
-	verbose := fs.Bool("verbose", false, "watch: log every sync decision to stderr")
+	interval, verbose := new(time.Duration), new(bool)
+	if name == "watch" {
+		interval = fs.Duration("interval", foldersync.DefaultInterval, "the longest time between two syncs")
+		verbose = fs.Bool("verbose", false, "log every sync decision to stderr")
+	}
 	stateFile := fs.String("state", "", "the sync state file (default <auto memory>/.team-sync/<server+repo>.json)")
 	historyName := fs.String("history", "", "the file history that keeps a checkpoint before each pull that changes files (default team-sync-<hash of the team directory>; see agentmem history)")
 	noCheckpoint := fs.Bool("no-checkpoint", false, "take no checkpoint before a pull changes files")
