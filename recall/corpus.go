@@ -65,6 +65,8 @@ type corpus struct {
 	cacheMu  sync.Mutex
 	cache    atomic.Pointer[vectorCache]
 	cacheErr error
+	// cacheErrSaid: the Finder logged cacheErr already.
+	cacheErrSaid bool
 }
 
 // snapshot is the directory's memories as of one refresh.

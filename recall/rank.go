@@ -105,6 +105,9 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	weight := f.cfg.VectorWeight
 	if vectors && f.corpus.embedder != nil {
 		trust, err := f.vectorTrust(ctx, snap)
+		if cerr := f.corpus.cacheFailure(); cerr != nil {
+			f.log.Warn("recall: vectors are kept in memory only", "event", "recall_vector_cache_failed", "error", cerr)
+		}
 		if err == nil {
 			weight = trust.Weight
 			ev.Trust = &trust

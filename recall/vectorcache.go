@@ -15,6 +15,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/spf13/afero"
 )
 
 // IdentifiedEmbedder is an Embedder that names itself: what it returns
@@ -79,7 +82,7 @@ func openVectorCache(dir, identity string) (*vectorCache, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist) || (err == nil && len(data) < len(header) && bytes.HasPrefix(header, data)):
 		// New, or a header torn by a crash: start the file afresh.
-		if err := writeFileAtomically(c.path, header); err != nil {
+		if err := writeCache(c.path, header); err != nil {
 			return nil, fmt.Errorf("recall: vector cache: %w", err)
 		}
 		return c, nil
@@ -90,6 +93,12 @@ func openVectorCache(dir, identity string) (*vectorCache, error) {
 	}
 	c.load(data[len(header):])
 	return c, nil
+}
+
+// writeCache replaces a cache file whole (atomicfile, without the
+// fsync: a cache lost to a power cut is only embedded again).
+func writeCache(path string, data []byte) error {
+	return atomicfile.WriteFileNoSync(afero.NewOsFs(), path, data, 0o600)
 }
 
 // readAtMost reads a file, refusing one larger than limit.
@@ -229,34 +238,23 @@ func (c *vectorCache) rewriteNewest() error {
 	} else {
 		half = nil
 	}
-	if err := writeFileAtomically(c.path, append(slices.Clip(data[:nl]), half...)); err != nil {
+	if err := writeCache(c.path, append(slices.Clip(data[:nl]), half...)); err != nil {
 		c.broken = true
 		return fmt.Errorf("recall: vector cache: %w", err)
 	}
 	return nil
 }
 
-// writeFileAtomically writes data to path through a temporary file in
-// its directory and a rename.
-func writeFileAtomically(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
+// cacheFailure returns, once, why the vector cache could not be opened
+// (nil when it opened, or when that was said already).
+func (c *corpus) cacheFailure() error {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	if c.cacheErr == nil || c.cacheErrSaid {
+		return nil
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o600)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	c.cacheErrSaid = true
+	return c.cacheErr
 }
 
 // openCache opens the vector cache of the corpus's embedder once (no

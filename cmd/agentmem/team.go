@@ -437,12 +437,7 @@ func teamServe(e env, args []string) (int, error) {
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return exitError, errors.New("--tls-cert and --tls-key go together")
 	}
-	f, err := e.fs.Open(*tokens)
-	if err != nil {
-		return exitError, fmt.Errorf("read the token file: %w", err)
-	}
-	grants, err := teamserver.LoadTokens(f)
-	f.Close()
+	grants, err := readTokenFile(e, *tokens)
 	if err != nil {
 		return exitError, err
 	}
@@ -537,6 +532,16 @@ func teamServe(e env, args []string) (int, error) {
 	return exitOK, nil
 }
 
+// readTokenFile reads and checks the token file team serve uses.
+func readTokenFile(e env, path string) ([]teamserver.TokenGrant, error) {
+	f, err := e.fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the token file: %w", err)
+	}
+	defer f.Close()
+	return teamserver.LoadTokens(f)
+}
+
 // tokenReloadEvery is how often team serve looks at its token file.
 const tokenReloadEvery = 2 * time.Second
 
@@ -566,11 +571,7 @@ func reloadTokens(ctx context.Context, e env, path string, h *teamserver.Handler
 			continue
 		}
 		mtime, size = m, n
-		data, err := afero.ReadFile(e.fs, path)
-		var grants []teamserver.TokenGrant
-		if err == nil {
-			grants, err = teamserver.LoadTokens(bytes.NewReader(data))
-		}
+		grants, err := readTokenFile(e, path)
 		if err == nil {
 			err = h.SetTokens(grants)
 		}

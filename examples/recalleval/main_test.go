@@ -276,11 +276,7 @@ func TestEmbeddersThatKnowNothingCostNothing(t *testing.T) {
 		conv := FromConvset(convset.Generate(convset.Options{Seed: seed, Conversations: conversations}))
 		upd, _ := FromUpdateset(updateset.Generate(updateset.Options{Seed: seed, Users: users}))
 		for _, s := range []namedSet{{"conversational", conv}, {"updates", upd}} {
-			root, err := Materialise(s.set)
-			require.NoError(t, err)
-			t.Cleanup(func() { os.RemoveAll(root) })
-			dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
-			require.NoError(t, err)
+			dir := materialisedDir(t, s.set)
 			for _, per := range []bool{true, false} {
 				where := fmt.Sprintf("%s seed %d per-directory %v", s.name, seed, per)
 				check := func(e recall.Embedder) recall.EmbedderComparison {
@@ -345,11 +341,7 @@ func TestWriteSetsAndCheckEmbedders(t *testing.T) {
 func TestEmbeddersThatKnowWordsCostNothingMerged(t *testing.T) {
 	t.Parallel()
 	set := Conversational(4)
-	root, err := Materialise(set)
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
-	require.NoError(t, err)
+	dir := materialisedDir(t, set)
 	names := []string{"trigrams"}
 	if fullRecallRuns() {
 		names = []string{"hashed-words", "word-vectors", "trigrams"}
@@ -375,11 +367,7 @@ func TestEmbeddersThatKnowWordsCostNothingMerged(t *testing.T) {
 func TestStemmedWordsCostLittleMerged(t *testing.T) {
 	t.Parallel()
 	set, _ := Updates(15)
-	root, err := Materialise(set)
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
-	require.NoError(t, err)
+	dir := materialisedDir(t, set)
 	e, err := recall.ControlEmbedder("stemmed-words")
 	require.NoError(t, err)
 	c, err := recall.CompareEmbedder(context.Background(), recall.CompareRequest{Dir: dir, Questions: Labelled(set.Queries), Embedder: e})
@@ -438,11 +426,7 @@ func TestARealSentenceEncoderRaisesRecall(t *testing.T) {
 		conv := FromConvset(convset.Generate(convset.Options{Seed: seed, Conversations: 3}))
 		upd, _ := FromUpdateset(updateset.Generate(updateset.Options{Seed: seed, Users: 5}))
 		for _, s := range []namedSet{{"conversational", conv}, {"updates", upd}} {
-			root, err := Materialise(s.set)
-			require.NoError(t, err)
-			t.Cleanup(func() { os.RemoveAll(root) })
-			dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
-			require.NoError(t, err)
+			dir := materialisedDir(t, s.set)
 			for _, per := range []bool{true, false} {
 				c, err := recall.CompareEmbedder(ctx, recall.CompareRequest{Dir: dir, Questions: Labelled(s.set.Queries), Embedder: enc, PerFolder: per})
 				require.NoError(t, err)
@@ -465,4 +449,16 @@ func TestARealSentenceEncoderRaisesRecall(t *testing.T) {
 func encoderSeeds(t *testing.T) []uint64 {
 	t.Helper()
 	return seedsFrom(t, "AGENTMEM_ENCODER_SEEDS", 3)
+}
+
+// materialisedDir writes set into a temporary tree, removed after the
+// test, and opens it as a memory directory.
+func materialisedDir(t *testing.T, set *Set) *memdir.Dir {
+	t.Helper()
+	root, err := Materialise(set)
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	dir, err := memdir.NewDir(afero.NewOsFs(), root, memdir.DirOptions{})
+	require.NoError(t, err)
+	return dir
 }
