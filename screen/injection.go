@@ -3,6 +3,7 @@ package screen
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // injectionRule is one way text addresses the model. Every match starts
@@ -14,13 +15,14 @@ type injectionRule struct {
 	id       string
 	label    string
 	keywords []string
-	re       *regexp.Regexp
+	re       func() *regexp.Regexp // compiled on first use, so a program that never screens pays nothing at start
 	line     bool
 	low      bool
 }
 
 func inj(id, label string, keywords []string, pattern string) injectionRule {
-	return injectionRule{id: id, label: label, keywords: keywords, re: regexp.MustCompile(`(?i)^(?:` + pattern + `)`)}
+	re := sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^(?:` + pattern + `)`) })
+	return injectionRule{id: id, label: label, keywords: keywords, re: re}
 }
 
 func injLow(id, label string, keywords []string, pattern string) injectionRule {
@@ -149,7 +151,7 @@ func injectionIn(text string, low bool) []Finding {
 				} else if hit > 0 && isWordByte(lower[hit-1]) && isWordByte(k[0]) {
 					continue // inside a word
 				}
-				if seen[at] || !r.re.MatchString(text[at:min(len(text), at+window)]) {
+				if seen[at] || !r.re().MatchString(text[at:min(len(text), at+window)]) {
 					continue
 				}
 				seen[at] = true

@@ -406,3 +406,11 @@ func TestIndexLinesLeadNowhereElse(t *testing.T) {
 		assert.Empty(t, Blocking(line, Options{Index: true}), line)
 	}
 }
+
+// TestEveryInjectionPatternCompiles compiles every rule's pattern, which
+// the screen otherwise does on first use.
+func TestEveryInjectionPatternCompiles(t *testing.T) {
+	for _, r := range injectionRules {
+		assert.NotNil(t, r.re(), r.id)
+	}
+}

@@ -1414,139 +1414,178 @@ func hostileCases() []hostileCase {
 // hostileProtocol is one protocol's way to run the case table.
 type hostileProtocol struct {
 	name   string
-	stores func(i int) string // CLAUDE_MEMORY_STORES for case i ("" for none)
-	round  []string
+	stores func(i int) string   // CLAUDE_MEMORY_STORES for group i ("" for none)
+	round  func(i int) []string // the sync command of group i
 	folder func(*person) string
 }
 
 // TestHostileBytesArriveExactlyOrAreRefused runs each hostile content and
-// name on both protocols, one case per row, with the built binary: Ana
-// writes the file beside an ordinary one and syncs; Ben syncs; Ana syncs
-// twice more. Either Ben holds exactly Ana's bytes under exactly her
-// name, or Ana's rounds printed a line naming the file and why and exited
-// non-zero; Ana's file is byte-identical after every round, the ordinary
-// file reached Ben, and no output holds a raw control character of a
-// name.
+// name on both protocols with the built binary, the way a user's folder
+// holds them: all at once, beside an ordinary file. A case whose name
+// clashes with a teammate's file refuses a whole team push, so each of
+// those runs in a folder of its own. Ana writes the files and syncs; Ben
+// syncs; Ana syncs twice more. For every case, either Ben holds exactly
+// Ana's bytes under exactly her name, or Ana's rounds printed a line
+// naming the file and why and exited non-zero; Ana's file is
+// byte-identical after every round, the ordinary file reached Ben, and
+// no output holds a raw control character of a name.
 func TestHostileBytesArriveExactlyOrAreRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tokens, token := syncTokens(t, dir)
 	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens, "--rate", "-1")
-	cases := hostileCases()
-	for i := range cases {
+	var groups [][]hostileCase
+	var together []hostileCase
+	for _, c := range hostileCases() {
+		if c.other != "" {
+			groups = append(groups, []hostileCase{c})
+		} else {
+			together = append(together, c)
+		}
+	}
+	groups = append(groups, together)
+	for i := range groups {
 		createStore(t, url, token, fmt.Sprintf("hostile-%d", i))
 	}
 	protocols := []hostileProtocol{{
 		name:   "team",
 		stores: func(int) string { return "" },
-		round:  []string{"team", "sync", "--server", url},
+		round: func(i int) []string {
+			return []string{"team", "sync", "--server", url, "--repo", fmt.Sprintf("acme/hostile-%d", i)}
+		},
 		folder: func(p *person) string { return p.team },
 	}, {
 		name: "store",
 		stores: func(i int) string {
 			return fmt.Sprintf(`[{"path":"/v1/code/memory/hostile-%d","mount":"proj"}]`, i)
 		},
-		round:  []string{"store", "sync", "--server", url},
+		round:  func(int) []string { return []string{"store", "sync", "--server", url} },
 		folder: func(p *person) string { return filepath.Join(p.team, "proj") },
 	}}
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {
-			for i, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					t.Parallel() // each row has its own repo, store and folders
-					root := t.TempDir()
-					repo := fmt.Sprintf("acme/hostile-%d", i)
-					ana := newPerson(t, root, "ana", token, proto.stores(i))
-					ben := newPerson(t, root, "ben", token, proto.stores(i))
-					round := append(append([]string{}, proto.round...), "--repo", repo)
-					if proto.name == "store" {
-						round = proto.round
-					}
-					ana.ok(round...) // mounts her (empty) folder
-					ben.ok(round...)
-					if c.other != "" {
-						writeRaw(t, proto.folder(ben), c.other, []byte("ben's file below\n"))
-						ben.ok(round...)
-					}
-					anaDir, benDir := proto.folder(ana), proto.folder(ben)
-					if c.link {
-						outside := filepath.Join(root, "outside.txt")
-						require.NoError(t, os.WriteFile(outside, []byte(c.content), 0o644))
-						require.NoError(t, os.Symlink(outside, filepath.Join(anaDir, c.file)))
-					} else {
-						writeRaw(t, anaDir, c.file, []byte(c.content))
-					}
-					writeRaw(t, anaDir, "ordinary.md", []byte("an ordinary memory\n"))
-
-					var said strings.Builder
-					codes := []int{}
-					check := func(round string) {
-						t.Helper()
-						got, err := os.ReadFile(filepath.Join(anaDir, c.file))
-						if assert.NoError(t, err, "%s: Ana's file is gone", round) {
-							assert.Equal(t, c.content, string(got), "%s: Ana's file changed", round)
-						}
-					}
-					out, code := ana.run(round...)
-					said.WriteString(out)
-					codes = append(codes, code)
-					check("her first round")
-					out, code = ben.run(round...)
-					benSaid := fmt.Sprintf("Ben's round (exit %d):\n%s", code, out)
-					check("Ben's round")
-					for n := range 2 {
-						out, code2 := ana.run(round...)
-						said.WriteString(out)
-						codes = append(codes, code2)
-						check(fmt.Sprintf("her round %d", n+2))
-					}
-					out, code = ben.run(round...)
-					benSaid += fmt.Sprintf("Ben's last round (exit %d):\n%s", code, out)
-
-					benFiles := memoryFiles(t, benDir)
-					assert.Equal(t, "an ordinary memory\n", benFiles["ordinary.md"], "the ordinary file reaches Ben whatever the other one is\nAna:\n%s\n%s", said.String(), benSaid)
-					if c.other != "" {
-						assert.Equal(t, "ben's file below\n", benFiles[c.other], "Ben's own file stays")
-					}
-					for _, o := range []string{said.String(), benSaid} {
-						if strings.ContainsAny(c.file, "\x1b\x07\t\n") {
-							assert.NotContains(t, o, c.file, "a name with control characters is printed raw")
-						}
-						assert.NotContains(t, o, "\x1b", "the output holds an escape character")
-					}
-					got, received := benFiles[c.file]
-					if c.link {
-						assert.False(t, received, "a link's target outside the folder reached Ben: %q", got)
-						received = false
-					}
-					if received && got == c.content {
-						t.Logf("%s: carried exactly (Ana's exit codes %v)", c.name, codes)
-						return
-					}
-					if received {
-						t.Errorf("Ben received other bytes under %q: %q (want %q)", c.file, abbrev(got), abbrev(c.content))
-					}
-					named := false
-					for _, l := range strings.Split(said.String(), "\n") {
-						if strings.Contains(l, "skipped") && (strings.Contains(l, c.file) || strings.Contains(l, quoteInner(c.file))) {
-							named = true
-							t.Logf("%s: refused: %s", c.name, l)
-							if strings.ContainsAny(c.file, "\x1b\x07\n") {
-								assert.NotContains(t, l, "(not_nfc:", "a name in NFC that holds a control character is refused for the character, not its form")
-							}
-							if want := bytesReason(c.file, c.content, c.link); want != nil {
-								assert.True(t, slices.ContainsFunc(want, func(r string) bool { return strings.Contains(l, "("+r+":") }),
-									"a plain name whose bytes cannot be carried is skipped for %v, as the guides print it: %s", want, l)
-							}
-						}
-					}
-					assert.True(t, named, "%q neither reached Ben nor was refused with a line naming it; Ana's output:\n%s", c.file, said.String())
-					for _, code := range codes {
-						assert.NotEqual(t, 0, code, "a round that refused a file exits 0")
-					}
+			for i, group := range groups {
+				name := group[0].name
+				if len(group) > 1 {
+					name = "all at once"
+				}
+				t.Run(name, func(t *testing.T) {
+					t.Parallel() // each group has its own repo, store and folders
+					runHostileGroup(t, proto, token, i, group)
 				})
 			}
 		})
+	}
+}
+
+// runHostileGroup runs one folder of hostile cases through one protocol
+// and checks every case of it.
+func runHostileGroup(t *testing.T, proto hostileProtocol, token string, i int, cases []hostileCase) {
+	root := t.TempDir()
+	ana := newPerson(t, root, "ana", token, proto.stores(i))
+	ben := newPerson(t, root, "ben", token, proto.stores(i))
+	round := proto.round(i)
+	ana.ok(round...) // mounts her (empty) folder
+	ben.ok(round...)
+	anaDir, benDir := proto.folder(ana), proto.folder(ben)
+	for _, c := range cases {
+		if c.other != "" {
+			writeRaw(t, benDir, c.other, []byte("ben's file below\n"))
+		}
+	}
+	if slices.ContainsFunc(cases, func(c hostileCase) bool { return c.other != "" }) {
+		ben.ok(round...)
+	}
+	for _, c := range cases {
+		if c.link {
+			outside := filepath.Join(root, "outside.txt")
+			require.NoError(t, os.WriteFile(outside, []byte(c.content), 0o644))
+			require.NoError(t, os.Symlink(outside, filepath.Join(anaDir, c.file)))
+		} else {
+			writeRaw(t, anaDir, c.file, []byte(c.content))
+		}
+	}
+	writeRaw(t, anaDir, "ordinary.md", []byte("an ordinary memory\n"))
+
+	var said strings.Builder
+	codes := []int{}
+	check := func(round string) {
+		t.Helper()
+		for _, c := range cases {
+			got, err := os.ReadFile(filepath.Join(anaDir, c.file))
+			if assert.NoError(t, err, "%s: %s: Ana's file is gone", c.name, round) {
+				assert.Equal(t, c.content, string(got), "%s: %s: Ana's file changed", c.name, round)
+			}
+		}
+	}
+	out, code := ana.run(round...)
+	said.WriteString(out)
+	codes = append(codes, code)
+	check("her first round")
+	out, code = ben.run(round...)
+	benSaid := fmt.Sprintf("Ben's round (exit %d):\n%s", code, out)
+	check("Ben's round")
+	for n := range 2 {
+		out, code2 := ana.run(round...)
+		said.WriteString(out)
+		codes = append(codes, code2)
+		check(fmt.Sprintf("her round %d", n+2))
+	}
+	out, code = ben.run(round...)
+	benSaid += fmt.Sprintf("Ben's last round (exit %d):\n%s", code, out)
+
+	benFiles := memoryFiles(t, benDir)
+	assert.Equal(t, "an ordinary memory\n", benFiles["ordinary.md"], "the ordinary file reaches Ben whatever the others are\nAna:\n%s\n%s", said.String(), benSaid)
+	for _, o := range []string{said.String(), benSaid} {
+		assert.NotContains(t, o, "\x1b", "the output holds an escape character")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkHostileCase(t, c, benFiles, said.String(), benSaid, codes)
+		})
+	}
+}
+
+// checkHostileCase checks one case after the rounds: carried exactly,
+// or refused by a line that names it and a non-zero exit.
+func checkHostileCase(t *testing.T, c hostileCase, benFiles map[string]string, said, benSaid string, codes []int) {
+	if c.other != "" {
+		assert.Equal(t, "ben's file below\n", benFiles[c.other], "Ben's own file stays")
+	}
+	if strings.ContainsAny(c.file, "\x1b\x07\t\n") {
+		for _, o := range []string{said, benSaid} {
+			assert.NotContains(t, o, c.file, "a name with control characters is printed raw")
+		}
+	}
+	got, received := benFiles[c.file]
+	if c.link {
+		assert.False(t, received, "a link's target outside the folder reached Ben: %q", got)
+		received = false
+	}
+	if received && got == c.content {
+		t.Logf("%s: carried exactly (Ana's exit codes %v)", c.name, codes)
+		return
+	}
+	if received {
+		t.Errorf("Ben received other bytes under %q: %q (want %q)", c.file, abbrev(got), abbrev(c.content))
+	}
+	named := false
+	for _, l := range strings.Split(said, "\n") {
+		if strings.Contains(l, "skipped") && (strings.Contains(l, c.file) || strings.Contains(l, quoteInner(c.file))) {
+			named = true
+			t.Logf("%s: refused: %s", c.name, l)
+			if strings.ContainsAny(c.file, "\x1b\x07\n") {
+				assert.NotContains(t, l, "(not_nfc:", "a name in NFC that holds a control character is refused for the character, not its form")
+			}
+			if want := bytesReason(c.file, c.content, c.link); want != nil {
+				assert.True(t, slices.ContainsFunc(want, func(r string) bool { return strings.Contains(l, "("+r+":") }),
+					"a plain name whose bytes cannot be carried is skipped for %v, as the guides print it: %s", want, l)
+			}
+		}
+	}
+	assert.True(t, named, "%q neither reached Ben nor was refused with a line naming it; Ana's output:\n%s", c.file, said)
+	for _, code := range codes {
+		assert.NotEqual(t, 0, code, "a round that refused a file exits 0")
 	}
 }
 
