@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -57,7 +56,6 @@ type Console struct {
 	tmpl     *template.Template
 	mux      *http.ServeMux
 	sessions *sessions
-	static   http.Handler
 	cop      *http.CrossOriginProtection
 	render   *renderer
 }
@@ -67,6 +65,9 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
+
+//go:embed static/favicon.svg
+var favicon []byte
 
 // New returns the console over h, the handler that serves the protocols:
 // the console reads and writes through it, with the signed-in token, so
@@ -104,11 +105,9 @@ func New(h *teamserver.Handler, opts Options) (*Console, error) {
 		return nil, err
 	}
 	c.tmpl = tmpl
-	sub, err := fs.Sub(staticFS, "static")
-	if err != nil {
+	if _, err := assets(); err != nil {
 		return nil, err
 	}
-	c.static = http.StripPrefix(opts.Prefix+"/static/", http.FileServerFS(sub))
 	c.cop = http.NewCrossOriginProtection()
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.log.Warn("console: a cross-origin form was refused", "path", r.URL.Path)
@@ -131,7 +130,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	if strings.HasPrefix(r.URL.Path, c.opts.Prefix+"/static/") {
 		hd.Set("Cache-Control", "public, max-age=3600")
-		c.static.ServeHTTP(w, r)
+		c.serveStatic(w, r)
 		return
 	}
 	hd.Set("Cache-Control", "no-store")
@@ -350,6 +349,15 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, s *session, statu
 		data["Me"] = s.grant.Author()
 		data["Org"] = s.grant.Organization
 		data["CSRF"] = s.csrf
+		if _, ok := data["Waiting"]; !ok {
+			// The navigation counts what waits for review; a page
+			// renders without the count rather than fail for it.
+			ctx, cancel := reqCtx(r)
+			if ps, err := c.pending(ctx, s); err == nil {
+				data["Waiting"] = len(ps)
+			}
+			cancel()
+		}
 	}
 	var b strings.Builder
 	if err := c.tmpl.ExecuteTemplate(&b, name, data); err != nil {
@@ -367,12 +375,21 @@ func reqCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), 30*time.Second)
 }
 
-// Wrap returns a handler that serves the console under its prefix and
-// passes every other request to next (the server's handler) untouched.
+// Wrap returns a handler that serves the console under its prefix (and
+// its icon at /favicon.ico) and passes every other request to next (the
+// server's handler) untouched.
 func (c *Console) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == c.opts.Prefix || strings.HasPrefix(r.URL.Path, c.opts.Prefix+"/") {
 			c.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/favicon.ico" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			// What a browser asks the host for, whatever the page says.
+			w.Header().Set("Content-Type", "image/svg+xml")
+			w.Header().Set("Cache-Control", "public, max-age=86400")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_, _ = w.Write(favicon)
 			return
 		}
 		next.ServeHTTP(w, r)

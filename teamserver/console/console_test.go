@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,6 +27,8 @@ import (
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/teamserver/console"
 	"github.com/agentmem-sdk/agentmem/teamserver/sqlite"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
@@ -600,7 +603,7 @@ func TestReviewQueueApproveAndReject(t *testing.T) {
 
 	// The home page shows each repo's policy; a person sets it.
 	_, home := alice.get("/")
-	assert.Contains(t, home, `aria-label="Review policy of acme/shop"`)
+	assert.Contains(t, home, `<legend class="sr">Review policy of acme/shop</legend>`)
 	resp, _ := alice.post("/policy", url.Values{"csrf": {csrf}, "kind": {"repo"}, "name": {"acme/shop"}, "policy": {"review"}}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	pol, err := f.h.Policy(context.Background(), "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"})
@@ -1168,6 +1171,16 @@ func TestBrowserJourney(t *testing.T) {
 	j.checkA11y("home")
 	j.screenshot("home")
 
+	// The icon the page names and the one a browser asks the host for
+	// are both there (no 404 on every page).
+	icon := eval[string](j, "the icon", `document.querySelector('link[rel="icon"]').href`)
+	for _, u := range []string{icon, f.srv.URL + "/favicon.ico"} {
+		resp, err := http.Get(u)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, "200 image/svg+xml", fmt.Sprint(resp.StatusCode, " ", resp.Header.Get("Content-Type")), u)
+	}
+
 	// Keyboard: the first Tab reaches the skip link, which leads to the
 	// content.
 	j.run("tab", chromedp.KeyEvent(kb.Tab))
@@ -1179,8 +1192,24 @@ func TestBrowserJourney(t *testing.T) {
 	assert.Contains(t, j.text("main"), "5 of 5 memories, page 1 of 2")
 	j.checkA11y("memory list")
 	j.screenshot("list")
+	// Times read as a person says them, the exact time on hover.
+	when := eval[[]string](j, "a time", `(t => [t.textContent, t.title])(document.querySelector("table.memories time"))`)
+	assert.Regexp(t, `^(\d+ min ago|just now)$`, when[0])
+	assert.Regexp(t, `^2026-\d\d-\d\d \d\d:\d\d:\d\d UTC$`, when[1])
 	j.click(`a[rel="next"]`)
 	assert.Contains(t, j.text("main"), "page 2 of 2")
+
+	// Sorted by a column's header: the newest first, then the oldest.
+	firstRow := func() string { return j.text("table.memories tbody tr th") }
+	j.at("/repos/acme/shop")
+	assert.Equal(t, "deploys.md", firstRow())
+	j.click(`th a.sort[href*="sort=updated"]`)
+	assert.Equal(t, "descending", eval[string](j, "aria-sort", `document.querySelector("th[aria-sort]").getAttribute("aria-sort")`))
+	assert.Equal(t, "deploys.md", firstRow(), "written last, with hostile.md and people/carol.md after it by name")
+	j.click(`th[aria-sort] a.sort`)
+	assert.Equal(t, "ascending", eval[string](j, "aria-sort", `document.querySelector("th[aria-sort]").getAttribute("aria-sort")`))
+	assert.Equal(t, "style.md", firstRow(), "written first")
+	j.checkA11y("sorted list")
 
 	// Filter by type with the form, then by text with the keyboard alone.
 	j.run("choose a type", chromedp.SetValue(chromedp.CSS("#f-type"), "project"))
@@ -1208,11 +1237,21 @@ func TestBrowserJourney(t *testing.T) {
 	j.click(`.actions a[href*="/history"]`)
 	j.run("choose versions", chromedp.Click(chromedp.CSS("#from-1")), chromedp.Click(chromedp.CSS("#to-2")))
 	j.click(`main form button[type="submit"]`)
+	// Side by side on a wide screen: the old line on the left, the new
+	// one on the right, in one row.
+	row := eval[[]string](j, "the changed row", `Array.from(document.querySelectorAll("table.split tbody tr")).map(r => Array.from(r.cells).map(c => c.textContent)).find(c => c.length == 4 && c[1].includes("make deploy"))`)
+	require.Len(t, row, 4)
+	assert.Equal(t, "removed: Run `make deploy` from **main**.", strings.TrimSpace(row[1]))
+	assert.Equal(t, "added: Run `make release` from **main**, then watch the dashboard.", strings.TrimSpace(row[3]))
+	assert.False(t, eval[bool](j, "unified hidden", `document.querySelector("pre.diff").offsetParent !== null`), "one form of the diff shows at a time")
+	j.checkA11y("history")
+	j.screenshot("history")
+	// Unified on a phone.
+	j.run("phone", chromedp.EmulateViewport(390, 800, chromedp.EmulateScale(1)))
 	d := j.text(".diff")
 	assert.Contains(t, d, "-Run `make deploy` from **main**.")
 	assert.Contains(t, d, "+Run `make release` from **main**, then watch the dashboard.")
-	j.checkA11y("history")
-	j.screenshot("history")
+	j.run("laptop", chromedp.EmulateViewport(1024, 720))
 
 	// Restore version 1, after its confirmation.
 	j.click(`a[href*="restore?key=deploys.md&version=1"]`)
@@ -1231,10 +1270,26 @@ func TestBrowserJourney(t *testing.T) {
 	j.click(`a.danger`)
 	assert.Contains(t, j.heading(), "Delete")
 	j.checkA11y("delete confirmation")
-	j.click(`form.confirm button[type="submit"]`)
+	j.click(`form[action$="/delete"] button[type="submit"]`)
 	assert.Contains(t, j.text(".notice"), "deleted")
 	_, ok := f.repoContent(t, f.alice, "acme/shop", "oncall.md")
 	assert.False(t, ok)
+
+	// Delete two memories at once: tick them, confirm both on one page.
+	f.put(t, f.alice, "acme/shop", map[string]string{"a-old.md": "Old note A.\n", "b-old.md": "Old note B.\n"})
+	j.at("/repos/acme/shop")
+	j.run("tick two", chromedp.Click(chromedp.CSS(`input[type="checkbox"][value="a-old.md"]`)), chromedp.Click(chromedp.CSS(`input[type="checkbox"][value="b-old.md"]`)))
+	j.click(`#pick button[type="submit"]`)
+	assert.Equal(t, "Delete 2 memories?", j.heading())
+	j.checkA11y("bulk delete confirmation")
+	_, ok = f.repoContent(t, f.alice, "acme/shop", "a-old.md")
+	assert.True(t, ok, "the confirmation page alone deletes nothing")
+	j.click(`form[action$="/delete"] button[type="submit"]`)
+	assert.Contains(t, j.text(".notice"), "2 memories were deleted")
+	for _, k := range []string{"a-old.md", "b-old.md"} {
+		_, ok = f.repoContent(t, f.alice, "acme/shop", k)
+		assert.False(t, ok, k)
+	}
 
 	// A memory holding a script and a javascript: link shows as text.
 	j.at("/repos/acme/shop/memory?key=hostile.md")
@@ -1278,6 +1333,19 @@ func TestBrowserJourney(t *testing.T) {
 	j.screenshot("list-phone")
 	j.run("laptop", chromedp.EmulateViewport(1024, 720))
 
+	// Dark when the system is: other colours, still readable (axe checks
+	// the contrast), on every kind of page.
+	j.run("dark", colorScheme("dark"))
+	for _, p := range []string{"/", "/repos/acme/shop", "/repos/acme/shop/history?key=deploys.md&from=1&to=2", "/activity"} {
+		j.at(p)
+		bg := eval[string](j, "background", `getComputedStyle(document.body).backgroundColor`)
+		assert.Equal(t, "rgb(13, 17, 23)", bg, "%s is dark", p)
+		j.checkA11y("dark " + p)
+	}
+	j.at("/repos/acme/shop")
+	j.screenshot("list-dark")
+	j.run("light", colorScheme("light"))
+
 	// Sign out: the console asks for a token again.
 	j.click(`.signout button`)
 	assert.Equal(t, "Sign in", j.heading())
@@ -1308,8 +1376,9 @@ func TestBrowserReview(t *testing.T) {
 
 	// A person puts the repo under review from the home page.
 	j.signIn(f.alice)
-	j.run("choose review", chromedp.SetValue(chromedp.CSS(`select[aria-label="Review policy of acme/shop"]`), "review"))
-	j.click(`button[aria-label="Set the policy of acme/shop"]`)
+	shop := `details.policy:has(input[name="name"][value="acme/shop"])`
+	j.run("choose review", chromedp.Click(chromedp.CSS(shop+" summary")), chromedp.Click(chromedp.CSS(shop+` input[value="review"]`)))
+	j.click(shop + ` button[type="submit"]`)
 	assert.Contains(t, j.text(".notice"), "acme/shop is now review")
 
 	f.propose(t, f.robot, "acme/shop", map[string]string{"build.md": "---\ntype: project\ndescription: How to build\n---\nBuild with `make all`.\n"})
@@ -1323,12 +1392,12 @@ func TestBrowserReview(t *testing.T) {
 	require.Len(t, ids, 2)
 
 	j.at("/")
-	assert.Contains(t, j.text(`nav a[href="/console/review"]`), "Review")
+	assert.Equal(t, "Review 2 waiting", eval[string](j, "the count", `document.querySelector('nav a[href="/console/review"]').textContent`), "the navigation counts what waits")
 	j.click(`nav a[href="/console/review"]`)
 	assert.Equal(t, "Review", j.heading())
 	page := j.text("main")
 	assert.Contains(t, page, "2 changes wait")
-	assert.Contains(t, page, "+Spaces, not tabs.")
+	assert.Contains(t, page, "Spaces, not tabs.")
 	assert.Contains(t, page, "robot")
 	assert.Contains(t, page, "sess-42")
 	j.checkA11y("review")
@@ -1354,6 +1423,25 @@ func TestBrowserReview(t *testing.T) {
 	j.click(`#h-` + ids["style.md"] + ` ~ .decide form.reject button[type="submit"]`)
 	assert.Contains(t, j.text(".notice"), "rejected")
 	assert.Contains(t, j.text("main"), "No change waits")
+	assert.Equal(t, "Review", j.text(`nav a[href="/console/review"]`), "nothing waits, no count")
+
+	// Approve two changes at once: tick them, confirm both on one page.
+	f.propose(t, f.robot, "acme/shop", map[string]string{"lint.md": "Run the linter before a push.\n"})
+	f.propose(t, f.robot, "acme/shop", map[string]string{"test.md": "Run the tests before a push.\n"})
+	ps, _, err = f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	j.at("/review")
+	j.run("tick both", chromedp.Click(chromedp.CSS("#pick-"+ps[0].ID)), chromedp.Click(chromedp.CSS("#pick-"+ps[1].ID)))
+	j.click(`#bulk button.primary`)
+	assert.Equal(t, "Approve 2 changes?", j.heading())
+	j.checkA11y("bulk approve confirmation")
+	j.click(`form.confirm button[type="submit"]`)
+	assert.Contains(t, j.text(".notice"), "2 changes were approved")
+	for _, k := range []string{"lint.md", "test.md"} {
+		_, ok = f.repoContent(t, f.bob, "acme/shop", k)
+		assert.True(t, ok, k)
+	}
 
 	// What clients are served: the approved change, never the rejected one.
 	content, ok := f.repoContent(t, f.bob, "acme/shop", "build.md")
@@ -1365,6 +1453,15 @@ func TestBrowserReview(t *testing.T) {
 	p, _, err := f.h.Proposal(context.Background(), "acme", ids["style.md"])
 	require.NoError(t, err)
 	assert.Equal(t, "We use tabs.", p.Reason)
+}
+
+// colorScheme emulates the system's colour setting ("dark" or "light").
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tgt *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tgt, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+		return err
+	})
 }
 
 // TestConsoleDeleteAndRestoreKeepTheIndexWhole: deleting a memory in the
@@ -1402,4 +1499,223 @@ func TestConsoleDeleteAndRestoreKeepTheIndexWhole(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	again, _ := f.repoContent(t, f.alice, "acme/shop", "MEMORY.md")
 	assert.Equal(t, got, again)
+}
+
+// TestBulkDeleteIsAllOrNothing: a confirmation of several memories
+// deletes them in one write (a repo) or one by one (a store); if any of
+// them changed since the page showed it, none is deleted.
+func TestBulkDeleteIsAllOrNothing(t *testing.T) {
+	f := newFixture(t)
+	b := newClient(t, f)
+	csrf := b.signIn(f.alice)
+	seens := func(page string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(`name="seen" value="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+
+	_, confirm := b.get("/repos/acme/shop/delete?key=style.md&key=oncall.md&key=style.md")
+	assert.Contains(t, confirm, "Delete 2 memories?", "a key named twice is one memory")
+	seen := seens(confirm)
+	require.Len(t, seen, 2)
+	// A teammate changes one of them meanwhile: nothing is deleted.
+	f.put(t, f.bob, "acme/shop", map[string]string{"oncall.md": "The rota moved.\n"})
+	resp, _ := b.post("/repos/acme/shop/delete", url.Values{"csrf": {csrf}, "key": {"style.md", "oncall.md"}, "seen": seen}, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	for _, k := range []string{"style.md", "oncall.md"} {
+		_, ok := f.repoContent(t, f.alice, "acme/shop", k)
+		assert.True(t, ok, "%s stays when one memory changed", k)
+	}
+	// Confirmed again, both go in one write.
+	_, confirm = b.get("/repos/acme/shop/delete?key=style.md&key=oncall.md")
+	resp, _ = b.post("/repos/acme/shop/delete", url.Values{"csrf": {csrf}, "key": {"style.md", "oncall.md"}, "seen": seens(confirm)}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, page := b.get(strings.TrimPrefix(resp.Header.Get("Location"), "/console"))
+	assert.Contains(t, page, "2 memories were deleted")
+	for _, k := range []string{"style.md", "oncall.md"} {
+		_, ok := f.repoContent(t, f.alice, "acme/shop", k)
+		assert.False(t, ok, k)
+	}
+	var log []teamwire.LogEntry
+	f.do(t, f.alice, http.MethodGet, teamwire.DefaultSyncPath+"?repo=acme/shop&view=log&limit=1", nil, &log)
+	require.Len(t, log, 1)
+	assert.ElementsMatch(t, []string{"style.md", "oncall.md"}, log[0].Keys, "one write deleted both")
+
+	// Nothing chosen, or a name that is not there, says what to do.
+	resp, page = b.get("/repos/acme/shop/delete")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, page, "tick the memories to delete")
+	resp, _ = b.get("/repos/acme/shop/delete?key=deploys.md&key=nothing.md")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// A store's memories, one by one.
+	var other struct{ ID string }
+	f.stores(t, f.alice, http.MethodPost, "/"+f.storeID+"/memories", map[string]any{"path": "/other.md", "content": "Other text.\n"}, &other)
+	_, confirm = b.get("/stores/" + f.storeID + "/delete?key=/prefs.md&key=/other.md")
+	resp, _ = b.post("/stores/"+f.storeID+"/delete", url.Values{"csrf": {csrf}, "key": {"/prefs.md", "/other.md"}, "seen": seens(confirm)}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, page = b.get("/stores/" + f.storeID)
+	assert.Contains(t, page, "0 of 0 memories")
+}
+
+// TestListSortsByEveryColumn: each column's header sorts the list, a
+// second click reverses it, and the filters and the sort travel with
+// the page links.
+func TestListSortsByEveryColumn(t *testing.T) {
+	f := newFixture(t)
+	b := newClient(t, f)
+	b.signIn(f.alice)
+	firstKeys := func(page string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(`<th scope="row"><a href="[^"]*">([^<]+)</a>`).FindAllStringSubmatch(page, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"deploys.md", "hostile.md", "oncall.md"}},
+		{"?sort=key&order=desc", []string{"style.md", "people/carol.md", "oncall.md"}},
+		{"?sort=updated&order=desc", []string{"deploys.md", "hostile.md", "people/carol.md"}},
+		{"?sort=updated", []string{"style.md", "oncall.md", "deploys.md"}},
+		{"?sort=type", []string{"style.md", "deploys.md", "oncall.md"}},
+		{"?sort=author&order=desc", []string{"oncall.md", "deploys.md", "hostile.md"}},
+		{"?sort=nonsense", []string{"deploys.md", "hostile.md", "oncall.md"}},
+	} {
+		resp, page := b.get("/repos/acme/shop" + c.query)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, c.want, firstKeys(page), c.query)
+	}
+	_, page := b.get("/repos/acme/shop?sort=updated&order=desc")
+	assert.Contains(t, page, `aria-sort="descending"><a class="sort" href="/console/repos/acme/shop?sort=updated"`, "a second click reverses")
+	assert.Contains(t, page, `href="/console/repos/acme/shop?order=desc&page=2&sort=updated" rel="next"`, "the next page keeps the sort")
+}
+
+// TestBulkRejectGivesEveryChangeTheReason: several proposals rejected
+// from one confirmation page, each with the reason typed there.
+func TestBulkRejectGivesEveryChangeTheReason(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, f.h.SetPolicy(context.Background(), "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "alice"))
+	f.propose(t, f.robot, "acme/shop", map[string]string{"a.md": "A.\n"})
+	f.propose(t, f.robot, "acme/shop", map[string]string{"b.md": "B.\n"})
+	ps, _, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	b := newClient(t, f)
+	csrf := b.signIn(f.alice)
+	_, page := b.get("/review")
+	assert.Contains(t, page, `<span class="badge">2<span class="sr"> waiting</span></span>`)
+	resp, page := b.get("/review/reject?id=" + ps[0].ID + "&id=" + ps[1].ID)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, page, "Reject 2 changes?")
+	resp, _ = b.post("/review/reject", url.Values{"csrf": {csrf}, "id": {ps[0].ID, ps[1].ID}, "reason": {""}}, nil)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "no reason, nothing rejected")
+	resp, _ = b.post("/review/reject", url.Values{"csrf": {csrf}, "id": {ps[0].ID, ps[1].ID}, "reason": {"Not now."}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	for _, p := range ps {
+		got, _, err := f.h.Proposal(context.Background(), "acme", p.ID)
+		require.NoError(t, err)
+		assert.Equal(t, teamserver.ProposalRejected, got.Status)
+		assert.Equal(t, "Not now.", got.Reason)
+	}
+	// Deciding them again says they were decided, and nothing chosen
+	// says what to do.
+	resp, page = b.post("/review/approve", url.Values{"csrf": {csrf}, "id": {ps[0].ID}}, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.Contains(t, html.UnescapeString(page), "already decided")
+	resp, page = b.get("/review/approve")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, page, "tick the changes to decide")
+	_, page = b.get("/")
+	assert.NotContains(t, page, `class="badge"`, "nothing waits, no count")
+}
+
+// TestListPageOf2000MemoriesIsLight: the memory list of a repo of 2,000
+// memories, as team serve mounts the console, weighs at most 30 KiB with
+// its style sheet, script and icon (uncompressed).
+func TestListPageOf2000MemoriesIsLight(t *testing.T) {
+	f := newFixture(t)
+	body := strings.Repeat("A remembered detail about the build, the deploy and the people who run them.\n", 12)
+	for i := 0; i < 2000; i += 500 {
+		batch := map[string]string{}
+		for n := i; n < i+500; n++ {
+			batch[fmt.Sprintf("notes/m%04d.md", n)] = fmt.Sprintf("---\nname: m%04d\ndescription: memory number %d about the build\ntype: project\n---\n%s", n, n, body)
+		}
+		f.put(t, f.alice, "acme/big", batch)
+	}
+	con, err := console.New(f.h, console.Options{})
+	require.NoError(t, err)
+	srv := httptest.NewServer(con.Wrap(f.h))
+	defer srv.Close()
+	b := &browserless{t: t, f: f, url: srv.URL + con.Prefix(), c: &http.Client{Jar: must(cookiejar.New(nil)), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	b.signIn(f.alice)
+	weight := 0
+	for _, u := range []string{"/repos/acme/big?sort=updated&order=desc", "/static/console.css", "/static/console.js", "/static/favicon.svg"} {
+		resp, err := b.c.Get(b.url + u)
+		require.NoError(t, err)
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, u)
+		if strings.HasPrefix(u, "/repos/") {
+			assert.Contains(t, string(data), "2000 of 2000 memories, page 1 of 40")
+		}
+		t.Logf("%s: %d bytes", u, len(data))
+		weight += len(data)
+	}
+	t.Logf("the list page of 2,000 memories weighs %.1f KiB with its assets", float64(weight)/1024)
+	assert.LessOrEqual(t, weight, 30<<10)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestStaticFilesAreSmallAndCached: the style sheet is served without
+// its comments, gzipped to a client that takes it and plain to one
+// that does not; the icon answers at /favicon.ico too.
+func TestStaticFilesAreSmallAndCached(t *testing.T) {
+	f := newFixture(t)
+	get := func(u, enc string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		if enc != "" {
+			req.Header.Set("Accept-Encoding", enc)
+		}
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, data
+	}
+	resp, plain := get(f.consoleBaseURL+"/static/console.css", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/css; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Empty(t, resp.Header.Get("Content-Encoding"))
+	assert.NotContains(t, string(plain), "/*", "no comment is sent")
+	assert.Contains(t, string(plain), "@media (prefers-color-scheme:dark){:root{")
+	resp, zipped := get(f.consoleBaseURL+"/static/console.css", "br, gzip")
+	assert.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
+	assert.Equal(t, "Accept-Encoding", resp.Header.Get("Vary"))
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	require.NoError(t, err)
+	unzipped, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	assert.Equal(t, plain, unzipped)
+	assert.Less(t, len(zipped), len(plain)/2)
+	resp, _ = get(f.consoleBaseURL+"/static/console.css", "gzip;q=0")
+	assert.Empty(t, resp.Header.Get("Content-Encoding"))
+	resp, _ = get(f.consoleBaseURL+"/static/nothing.css", "")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, icon := get(f.srv.URL+"/favicon.ico", "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "image/svg+xml", resp.Header.Get("Content-Type"))
+	assert.Contains(t, string(icon), "<svg")
 }

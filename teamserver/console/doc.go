@@ -1,9 +1,10 @@
 // Package console is the web console of the memory server: pages a
 // person reads in a browser to see what the team's agents remember, in
 // the repos (team memory sync) and the memory stores their token
-// reaches, compare versions, restore one and delete a memory, and
-// decide the changes agents' tokens proposed under a review policy
-// (approve, or reject with a reason) and set that policy.
+// reaches, sort and filter them, compare versions side by side, restore
+// one and delete memories (one or several at once), and decide the
+// changes agents' tokens proposed under a review policy (approve, or
+// reject with a reason, one or several at once) and set that policy.
 //
 // A Console wraps the server's *teamserver.Handler and is served beside
 // it, under a prefix (DefaultPrefix, "/console"); `agentmem team serve`
@@ -46,7 +47,9 @@
 //     event handler, no link but http, https and mailto). Every page
 //     carries a Content-Security-Policy without inline script or style,
 //     frame-ancestors 'none', X-Frame-Options DENY and nosniff, and is
-//     not cached.
+//     not cached. Pages are never compressed, since each carries the
+//     session's CSRF token beside text a visitor chooses (the BREACH
+//     attack); only the static files, which hold no secret, are gzipped.
 //   - Reach: a page of a repo or store that the token's grant does not
 //     name answers 404, the same whether or not it exists; lists show
 //     only what the grant names (TokenGrant.Allows, AllowsStore).

@@ -40,6 +40,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+p+"/review", c.authed(c.review))
 	m.HandleFunc("GET "+p+"/review/approve", c.authed(c.approveConfirm))
 	m.HandleFunc("POST "+p+"/review/approve", c.authed(c.approve))
+	m.HandleFunc("GET "+p+"/review/reject", c.authed(c.rejectConfirm))
 	m.HandleFunc("POST "+p+"/review/reject", c.authed(c.reject))
 	m.HandleFunc("POST "+p+"/policy", c.authed(c.setPolicy))
 	m.HandleFunc(p+"/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
@@ -167,7 +168,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
 		sr = append(sr, storeRow{Name: st.Name, ID: st.ID, URL: c.opts.Prefix + "/stores/" + st.ID, Memories: st.Memories, Changed: st.Updated, Archived: !st.Archived.IsZero(),
 			Policy: pol, Pending: waiting[t], ReviewURL: c.opts.Prefix + "/review?" + url.Values{"store": {st.ID}}.Encode()})
 	}
-	data := map[string]any{"Repos": rr, "Stores": sr, "Patterns": s.grant.Repos, "Policies": []string{teamserver.PolicyOpen, teamserver.PolicyReview, teamserver.PolicyReadOnly},
+	data := map[string]any{"Repos": rr, "Stores": sr, "Waiting": len(ps), "Patterns": s.grant.Repos, "Policies": []string{teamserver.PolicyOpen, teamserver.PolicyReview, teamserver.PolicyReadOnly},
 		"PolicyAction": c.opts.Prefix + "/policy"}
 	if q := r.URL.Query(); q.Get("done") == "policy" {
 		data["Done"] = "The policy of " + q.Get("name") + " is now " + q.Get("policy") + "."
@@ -217,26 +218,55 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 		}
 		rows = append(rows, memRow{Key: it.Key, URL: memoryURL(src, "memory", it.Key), Type: t, Description: desc, Author: it.Author, Updated: it.Updated})
 	}
+	by, desc := sortRows(rows, q.Get("sort"), q.Get("order"))
 	pageN, _ := strconv.Atoi(q.Get("page"))
 	pages := max(1, (len(rows)+c.opts.PageSize-1)/c.opts.PageSize)
 	pageN = min(max(pageN, 1), pages)
 	shown := rows[min((pageN-1)*c.opts.PageSize, len(rows)):min(pageN*c.opts.PageSize, len(rows))]
-	pageURL := func(n int) string {
+	listURL := func(n int, by string, desc bool) string {
 		v := url.Values{}
 		for k, val := range map[string]string{"type": typ, "author": author, "q": text} {
 			if val != "" {
 				v.Set(k, val)
 			}
 		}
-		v.Set("page", strconv.Itoa(n))
+		if by != "key" || desc {
+			v.Set("sort", by)
+			if desc {
+				v.Set("order", "desc")
+			}
+		}
+		if n > 1 {
+			v.Set("page", strconv.Itoa(n))
+		}
+		if len(v) == 0 {
+			return src.base()
+		}
 		return src.base() + "?" + v.Encode()
+	}
+	pageURL := func(n int) string { return listURL(n, by, desc) }
+	var cols []sortCol
+	for _, col := range listColumns {
+		sc := sortCol{Label: col.label, URL: listURL(1, col.by, col.by == "updated")}
+		if col.by == by {
+			sc.Sort = "ascending"
+			if desc {
+				sc.Sort = "descending"
+			}
+			sc.URL = listURL(1, col.by, !desc)
+		}
+		cols = append(cols, sc)
 	}
 	data := map[string]any{"Src": srcView(src), "Rows": shown, "Total": len(all), "Matching": len(rows),
 		"Type": typ, "Author": author, "Q": text, "Types": keys(types), "Authors": keys(authors),
-		"PageN": pageN, "Pages": pages}
+		"PageN": pageN, "Pages": pages, "Cols": cols, "DeleteAction": src.base() + "/delete"}
 	if q.Get("done") == "deleted" {
-		data["Done"] = "The memory " + q.Get("key") + " was deleted. Its history is kept:"
-		data["UndoURL"] = memoryURL(src, "history", q.Get("key"))
+		if n := q.Get("count"); n != "" {
+			data["Done"] = n + " memories were deleted. Their history is kept: open a memory's history from the activity page to restore a version."
+		} else {
+			data["Done"] = "The memory " + q.Get("key") + " was deleted. Its history is kept:"
+			data["UndoURL"] = memoryURL(src, "history", q.Get("key"))
+		}
 	}
 	if pageN > 1 {
 		data["Prev"] = pageURL(pageN - 1)
@@ -245,6 +275,49 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 		data["Next"] = pageURL(pageN + 1)
 	}
 	c.page(w, r, s, http.StatusOK, "list", data)
+}
+
+// listColumns are the memory list's columns, each sortable.
+var listColumns = []struct{ by, label string }{
+	{"key", "Memory"}, {"type", "Type"}, {"description", "Description"}, {"author", "Author"}, {"updated", "Last change"},
+}
+
+// sortCol is a column header of the memory list: its label, the link
+// that sorts by it (or reverses the order), and how it sorts the list
+// now ("ascending", "descending" or "" when another column does).
+type sortCol struct{ Label, URL, Sort string }
+
+// sortRows orders the rows by a column (the key when by names none) and
+// returns the column and direction it used. Ties keep key order.
+func sortRows(rows []memRow, by, order string) (string, bool) {
+	desc := order == "desc"
+	var less func(a, b memRow) int
+	switch by {
+	case "type":
+		less = func(a, b memRow) int { return strings.Compare(a.Type, b.Type) }
+	case "description":
+		less = func(a, b memRow) int {
+			return strings.Compare(strings.ToLower(a.Description), strings.ToLower(b.Description))
+		}
+	case "author":
+		less = func(a, b memRow) int { return strings.Compare(a.Author, b.Author) }
+	case "updated":
+		less = func(a, b memRow) int { return a.Updated.Compare(b.Updated) }
+	default:
+		by = "key"
+		less = func(a, b memRow) int { return strings.Compare(a.Key, b.Key) }
+	}
+	slices.SortStableFunc(rows, func(a, b memRow) int {
+		c := less(a, b)
+		if desc {
+			c = -c
+		}
+		if c == 0 {
+			c = strings.Compare(a.Key, b.Key)
+		}
+		return c
+	})
+	return by, desc
 }
 
 // keys returns a set's members in order, without the empty string.
@@ -421,39 +494,112 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, s *session, sr
 	http.Redirect(w, r, memoryURL(src, "memory", key, "done", "restored"), http.StatusSeeOther)
 }
 
+// maxBulk is the most memories one confirmation deletes.
+const maxBulk = 200
+
+// chosenKeys are the distinct keys a form named, in its order.
+func chosenKeys(vals []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range vals {
+		if k != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// deletion is one memory on the delete confirmation page.
+type deletion struct {
+	Item item
+	Seen string
+}
+
 func (c *Console) deleteConfirm(w http.ResponseWriter, r *http.Request, s *session, src source) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	key := r.URL.Query().Get("key")
-	it, err := src.get(ctx, key)
+	keys := chosenKeys(r.URL.Query()["key"])
+	switch {
+	case len(keys) == 0:
+		c.fail(w, r, s, http.StatusBadRequest, "No memory was chosen. Go back, tick the memories to delete, and press Delete selected again.")
+		return
+	case len(keys) > maxBulk:
+		c.fail(w, r, s, http.StatusBadRequest, "At most 200 memories are deleted at once. Go back and choose fewer.")
+		return
+	}
+	all, err := src.list(ctx)
 	if err != nil {
 		c.apiFail(w, r, s, err)
 		return
 	}
-	seen := seenText(it.Content, false)
-	it.Content = redacted(it.Content)
-	c.page(w, r, s, http.StatusOK, "delete", map[string]any{"Src": srcView(src), "Item": it, "Seen": seen, "Action": src.base() + "/delete",
-		"MemoryURL": memoryURL(src, "memory", key)})
+	byKey := make(map[string]item, len(all))
+	for _, it := range all {
+		byKey[it.Key] = it
+	}
+	var ds []deletion
+	for _, k := range keys {
+		it, ok := byKey[k]
+		if !ok {
+			c.fail(w, r, s, http.StatusNotFound, "There is no memory under the name "+strconv.Quote(k)+" (it may have been deleted). Go back to the list and choose again.")
+			return
+		}
+		seen := seenText(it.Content, false)
+		it.Content = redacted(it.Content)
+		ds = append(ds, deletion{Item: it, Seen: seen})
+	}
+	back := src.base()
+	if len(ds) == 1 {
+		back = memoryURL(src, "memory", keys[0])
+	}
+	c.page(w, r, s, http.StatusOK, "delete", map[string]any{"Src": srcView(src), "Items": ds, "Action": src.base() + "/delete", "Back": back})
 }
 
 func (c *Console) remove(w http.ResponseWriter, r *http.Request, s *session, src source) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	key := r.PostFormValue("key")
-	cur, err := src.get(ctx, key)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, s, http.StatusBadRequest, "The form could not be read. Go back and confirm again.")
+		return
+	}
+	keys, seens := r.PostForm["key"], r.PostForm["seen"]
+	for len(seens) < len(keys) {
+		seens = append(seens, "") // refused below as changed, unless gone
+	}
+	if len(keys) == 0 || len(keys) > maxBulk || len(chosenKeys(keys)) != len(keys) {
+		c.fail(w, r, s, http.StatusBadRequest, "The confirmation did not name its memories one by one. Go back to the list and choose again.")
+		return
+	}
+	all, err := src.list(ctx)
 	if err != nil {
-		c.apiFail(w, r, s, err) // deleting what is gone says so
-		return
-	}
-	if !c.unchangedSince(w, r, s, cur, false, r.PostFormValue("seen")) {
-		return
-	}
-	if err := src.remove(ctx, key); err != nil {
 		c.apiFail(w, r, s, err)
 		return
 	}
-	c.log.Info("console: a memory was deleted", "tenant", s.grant.Organization, "who", s.grant.Author(), "kind", src.kind())
-	http.Redirect(w, r, src.base()+"?"+url.Values{"done": {"deleted"}, "key": {key}}.Encode(), http.StatusSeeOther)
+	byKey := make(map[string]item, len(all))
+	for _, it := range all {
+		byKey[it.Key] = it
+	}
+	// Every memory must still be what the page showed, or none is deleted.
+	for i, k := range keys {
+		cur, ok := byKey[k]
+		if !ok {
+			c.apiFail(w, r, s, errNoMemory) // deleting what is gone says so
+			return
+		}
+		if !c.unchangedSince(w, r, s, cur, false, seens[i]) {
+			return
+		}
+	}
+	if err := src.remove(ctx, keys); err != nil {
+		c.apiFail(w, r, s, err)
+		return
+	}
+	c.log.Info("console: memories were deleted", "tenant", s.grant.Organization, "who", s.grant.Author(), "kind", src.kind(), "count", len(keys))
+	q := url.Values{"done": {"deleted"}, "key": {keys[0]}}
+	if len(keys) > 1 {
+		q = url.Values{"done": {"deleted"}, "count": {strconv.Itoa(len(keys))}}
+	}
+	http.Redirect(w, r, src.base()+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 // seenText fingerprints the text a confirmation page showed ("gone" for
@@ -573,13 +719,9 @@ func keysOf(m map[string]int) []string {
 
 func (c *Console) funcs() template.FuncMap {
 	return template.FuncMap{
-		"when": func(t time.Time) string {
-			if t.IsZero() {
-				return "—"
-			}
-			return t.UTC().Format("2006-01-02 15:04 UTC")
-		},
-		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"ago":   func(t time.Time) string { return ago(c.opts.Now(), t) },
+		"exact": exact,
+		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		// policyForm is what the policy form of one row needs.
 		"policyForm": func(page map[string]any, kind, name, label, policy string) map[string]any {
 			return map[string]any{"Action": page["PolicyAction"], "CSRF": page["CSRF"], "Policies": page["Policies"],

@@ -2,9 +2,12 @@ package console
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/linediff"
 	"github.com/agentmem-sdk/agentmem/secrets"
@@ -144,14 +147,37 @@ var redactor = sync.OnceValue(secrets.New)
 // one a server stored before it refused them, replaced by [REDACTED].
 func redacted(content string) string { return redactor().Redact(content) }
 
-// diff returns the unified diff from a to b as lines to show, with
+// diffView is a change as the pages show it: side by side on a wide
+// screen, unified on a narrow one (the style sheet picks).
+type diffView struct {
+	Lines []diffLine // the unified diff; none when the texts are equal
+	Split *splitDiff
+}
+
+// splitDiff is the side-by-side form of a unified diff.
+type splitDiff struct {
+	From, To string
+	Rows     []splitRow
+}
+
+// splitRow is one row of a side-by-side diff: a hunk header, or a line
+// of the earlier text beside a line of the later one (either may be
+// empty, with line number 0).
+type splitRow struct {
+	Hunk                string
+	Left, Right         string
+	LeftKind, RightKind string // "del", "add" or "" for context
+	LeftNo, RightNo     int
+}
+
+// diff returns the change from a to b as the pages show it, with
 // credentials redacted.
-func diff(fromName, toName, a, b string) []diffLine {
+func diff(fromName, toName, a, b string) diffView {
 	text := linediff.Unified(fromName, toName, []byte(redacted(a)), []byte(redacted(b)))
 	if text == "" {
-		return nil
+		return diffView{}
 	}
-	var out []diffLine
+	var lines []diffLine
 	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 		kind := "ctx"
 		switch {
@@ -164,7 +190,93 @@ func diff(fromName, toName, a, b string) []diffLine {
 		case strings.HasPrefix(line, "-"):
 			kind = "del"
 		}
-		out = append(out, diffLine{Kind: kind, Text: line})
+		lines = append(lines, diffLine{Kind: kind, Text: line})
 	}
+	return diffView{Lines: lines, Split: split(fromName, toName, lines)}
+}
+
+// split lays a unified diff out side by side: context on both sides, and
+// each run of removed lines beside the run of added lines that follows.
+func split(fromName, toName string, lines []diffLine) *splitDiff {
+	out := &splitDiff{From: fromName, To: toName}
+	var left, right int // the next line number on each side
+	var dels, adds []string
+	flush := func() {
+		for i := range max(len(dels), len(adds)) {
+			var row splitRow
+			if i < len(dels) {
+				row.Left, row.LeftKind, row.LeftNo = dels[i], "del", left
+				left++
+			}
+			if i < len(adds) {
+				row.Right, row.RightKind, row.RightNo = adds[i], "add", right
+				right++
+			}
+			out.Rows = append(out.Rows, row)
+		}
+		dels, adds = dels[:0], adds[:0]
+	}
+	for _, l := range lines {
+		switch l.Kind {
+		case "head":
+		case "hunk":
+			flush()
+			var a, b int
+			if _, err := fmt.Sscanf(l.Text, "@@ -%d", &a); err == nil {
+				left = max(a, 1)
+			}
+			if i := strings.Index(l.Text, " +"); i >= 0 {
+				if _, err := fmt.Sscanf(l.Text[i:], " +%d", &b); err == nil {
+					right = max(b, 1)
+				}
+			}
+			out.Rows = append(out.Rows, splitRow{Hunk: l.Text})
+		case "del":
+			if len(adds) > 0 {
+				flush()
+			}
+			dels = append(dels, l.Text[1:])
+		case "add":
+			adds = append(adds, l.Text[1:])
+		default:
+			flush()
+			text := strings.TrimPrefix(l.Text, " ")
+			out.Rows = append(out.Rows, splitRow{Left: text, Right: text, LeftNo: left, RightNo: right})
+			left++
+			right++
+		}
+	}
+	flush()
 	return out
 }
+
+// ago says how long before now t was, as a person says it ("3 min ago",
+// "yesterday"); older than a month, the date.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return plural(int(d/time.Minute), "min") + " ago"
+	case d < 24*time.Hour:
+		return plural(int(d/time.Hour), "hour") + " ago"
+	case d < 48*time.Hour:
+		return "yesterday"
+	case d < 30*24*time.Hour:
+		return plural(int(d/(24*time.Hour)), "day") + " ago"
+	case now.Year() == t.Year():
+		return t.UTC().Format("2 Jan")
+	}
+	return t.UTC().Format("2 Jan 2006")
+}
+
+func plural(n int, unit string) string {
+	if n == 1 || unit == "min" {
+		return strconv.Itoa(n) + " " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// exact is the time as the hover shows it.
+func exact(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }

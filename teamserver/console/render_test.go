@@ -1,11 +1,13 @@
 package console
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 )
 
@@ -116,7 +118,38 @@ func TestRenderShowsNoImageAndNoCredential(t *testing.T) {
 	assert.NotContains(t, out, token)
 	assert.Contains(t, out, "[REDACTED]")
 	lines := diff("a", "b", "old "+token+"\n", "new\n")
-	for _, l := range lines {
+	for _, l := range lines.Lines {
 		assert.NotContains(t, l.Text, token)
 	}
+}
+
+func TestAgoSaysItAsAPersonWould(t *testing.T) {
+	now := time.Date(2026, 12, 6, 15, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Hour, "just now"}, {0, "just now"}, {59 * time.Second, "just now"}, {time.Minute, "1 min ago"},
+		{59 * time.Minute, "59 min ago"}, {time.Hour, "1 hour ago"}, {23 * time.Hour, "23 hours ago"},
+		{30 * time.Hour, "yesterday"}, {50 * time.Hour, "2 days ago"}, {29 * 24 * time.Hour, "29 days ago"},
+		{60 * 24 * time.Hour, "7 Oct"}, {400 * 24 * time.Hour, "1 Nov 2025"},
+	} {
+		assert.Equal(t, c.want, ago(now, now.Add(-c.d)), c.d)
+	}
+	assert.Equal(t, "2026-12-06 15:00:00 UTC", exact(now))
+}
+
+func TestSplitPairsRemovedAndAddedLines(t *testing.T) {
+	d := diff("a", "b", "one\ntwo\nthree\nfour\n", "one\nTWO\nthree\nfour\nfive\n")
+	require.NotNil(t, d.Split)
+	var rows []string
+	for _, r := range d.Split.Rows {
+		if r.Hunk != "" {
+			rows = append(rows, "hunk")
+			continue
+		}
+		rows = append(rows, fmt.Sprintf("%d:%s:%s|%d:%s:%s", r.LeftNo, r.LeftKind, r.Left, r.RightNo, r.RightKind, r.Right))
+	}
+	assert.Equal(t, []string{"hunk", "1::one|1::one", "2:del:two|2:add:TWO", "3::three|3::three", "4::four|4::four", "0::|5:add:five"}, rows)
+	assert.Nil(t, diff("a", "b", "same\n", "same\n").Split, "equal texts have no diff")
 }

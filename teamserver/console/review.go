@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -59,7 +61,7 @@ type proposalRow struct {
 	// Stale says how the key or memory changed since the proposal was
 	// made ("" when it did not).
 	Stale      string
-	Diff       []diffLine
+	Diff       diffView
 	ApproveURL string
 }
 
@@ -149,6 +151,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		c.apiFail(w, r, s, err)
 		return
 	}
+	waiting := len(ps)
 	// ?repo= or ?store= narrows the queue to one repo or store.
 	var only string
 	if q := r.URL.Query(); q.Get("repo") != "" || q.Get("store") != "" {
@@ -210,11 +213,15 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		rows = append(rows, c.proposalView(p, cur, names))
 	}
-	data := map[string]any{"Rows": rows, "Total": total, "More": total - len(ps), "Action": c.opts.Prefix + "/review", "Only": only}
-	switch q := r.URL.Query(); q.Get("done") {
-	case "approved":
+	data := map[string]any{"Rows": rows, "Waiting": waiting, "Total": total, "More": total - len(ps), "Action": c.opts.Prefix + "/review", "Only": only}
+	switch q := r.URL.Query(); {
+	case q.Get("count") != "" && q.Get("done") == "approved":
+		data["Done"] = q.Get("count") + " changes were approved and written: clients receive them with their next sync."
+	case q.Get("count") != "" && q.Get("done") == "rejected":
+		data["Done"] = q.Get("count") + " changes were rejected. They are never served; their authors' clients report the reason."
+	case q.Get("done") == "approved":
 		data["Done"] = "The change to " + q.Get("key") + " was approved and written: clients receive it with their next sync."
-	case "rejected":
+	case q.Get("done") == "rejected":
 		data["Done"] = "The change to " + q.Get("key") + " was rejected. It is never served; its author's client reports the reason."
 	}
 	c.page(w, r, s, http.StatusOK, "review", data)
@@ -236,10 +243,33 @@ func (c *Console) proposalFor(ctx context.Context, s *session, id string) (teams
 	return p, cur, nil
 }
 
-func (c *Console) approveConfirm(w http.ResponseWriter, r *http.Request, s *session) {
+// chosenProposals reads the pending proposals a form named (one or
+// more, at most maxQueue), each one the token reaches.
+func (c *Console) chosenProposals(ctx context.Context, s *session, ids []string) ([]teamserver.Proposal, []teamserver.ProposalCurrent, error) {
+	ids = chosenKeys(ids)
+	if len(ids) == 0 || len(ids) > maxQueue {
+		return nil, nil, errNoChoice
+	}
+	ps := make([]teamserver.Proposal, 0, len(ids))
+	curs := make([]teamserver.ProposalCurrent, 0, len(ids))
+	for _, id := range ids {
+		p, cur, err := c.proposalFor(ctx, s, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		ps, curs = append(ps, p), append(curs, cur)
+	}
+	return ps, curs, nil
+}
+
+// errNoChoice: a bulk form named no proposal, or too many.
+var errNoChoice = errors.New("console: no proposal chosen")
+
+// decideConfirm shows the changes an approval or a rejection decides.
+func (c *Console) decideConfirm(w http.ResponseWriter, r *http.Request, s *session, page string) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	p, cur, err := c.proposalFor(ctx, s, r.URL.Query().Get("id"))
+	ps, curs, err := c.chosenProposals(ctx, s, r.URL.Query()["id"])
 	if err != nil {
 		c.reviewFail(w, r, s, err)
 		return
@@ -249,45 +279,88 @@ func (c *Console) approveConfirm(w http.ResponseWriter, r *http.Request, s *sess
 		c.apiFail(w, r, s, err)
 		return
 	}
-	c.page(w, r, s, http.StatusOK, "approve", map[string]any{"P": c.proposalView(p, cur, names),
-		"Action": c.opts.Prefix + "/review/approve", "Back": c.opts.Prefix + "/review"})
+	rows := make([]proposalRow, len(ps))
+	for i := range ps {
+		rows[i] = c.proposalView(ps[i], curs[i], names)
+	}
+	c.page(w, r, s, http.StatusOK, page, map[string]any{"Ps": rows,
+		"Action": c.opts.Prefix + "/review/" + page, "Back": c.opts.Prefix + "/review"})
 }
 
-func (c *Console) approve(w http.ResponseWriter, r *http.Request, s *session) {
+func (c *Console) approveConfirm(w http.ResponseWriter, r *http.Request, s *session) {
+	c.decideConfirm(w, r, s, "approve")
+}
+
+func (c *Console) rejectConfirm(w http.ResponseWriter, r *http.Request, s *session) {
+	c.decideConfirm(w, r, s, "reject")
+}
+
+// decide approves or rejects every proposal the form names, in its
+// order; one that cannot be decided stops the rest, and the page says
+// how many were decided before it.
+func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session, approve bool, reason string) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	p, _, err := c.proposalFor(ctx, s, r.PostFormValue("id"))
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, s, http.StatusBadRequest, "The form could not be read. Go back and decide again.")
+		return
+	}
+	ps, _, err := c.chosenProposals(ctx, s, r.PostForm["id"])
 	if err != nil {
 		c.reviewFail(w, r, s, err)
 		return
 	}
-	if _, err := c.h.Approve(ctx, s.grant.Organization, p.ID, s.grant.Author()); err != nil {
-		c.reviewFail(w, r, s, err)
-		return
+	for i, p := range ps {
+		if approve {
+			_, err = c.h.Approve(ctx, s.grant.Organization, p.ID, s.grant.Author())
+		} else {
+			_, err = c.h.Reject(ctx, s.grant.Organization, p.ID, s.grant.Author(), reason)
+		}
+		if err != nil {
+			if i > 0 {
+				err = &partlyDecided{done: i, of: len(ps), key: p.Key, err: err}
+			}
+			c.reviewFail(w, r, s, err)
+			return
+		}
+		c.log.Info("console: a proposal was decided", "tenant", s.grant.Organization, "who", s.grant.Author(), "target", p.Target.Kind, "proposal", p.ID, "approved", approve)
 	}
-	c.log.Info("console: a proposal was approved", "tenant", s.grant.Organization, "who", s.grant.Author(), "target", p.Target.Kind, "proposal", p.ID)
-	http.Redirect(w, r, c.opts.Prefix+"/review?"+url.Values{"done": {"approved"}, "key": {p.Key}}.Encode(), http.StatusSeeOther)
+	done := "rejected"
+	if approve {
+		done = "approved"
+	}
+	q := url.Values{"done": {done}, "key": {ps[0].Key}}
+	if len(ps) > 1 {
+		q = url.Values{"done": {done}, "count": {strconv.Itoa(len(ps))}}
+	}
+	http.Redirect(w, r, c.opts.Prefix+"/review?"+q.Encode(), http.StatusSeeOther)
+}
+
+// partlyDecided: a bulk decision stopped at one proposal after deciding
+// the ones before it.
+type partlyDecided struct {
+	done, of int
+	key      string
+	err      error
+}
+
+func (e *partlyDecided) Error() string {
+	return fmt.Sprintf("%d of %d changes were decided; %s was not: %v", e.done, e.of, e.key, e.err)
+}
+
+func (e *partlyDecided) Unwrap() error { return e.err }
+
+func (c *Console) approve(w http.ResponseWriter, r *http.Request, s *session) {
+	c.decide(w, r, s, true, "")
 }
 
 func (c *Console) reject(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx, cancel := reqCtx(r)
-	defer cancel()
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	if reason == "" || len(reason) > maxReason || !utf8.ValidString(reason) {
 		c.fail(w, r, s, http.StatusBadRequest, "A rejection needs a reason (up to 2,000 bytes): its author's client shows it. Go back, write one, and reject again.")
 		return
 	}
-	p, _, err := c.proposalFor(ctx, s, r.PostFormValue("id"))
-	if err != nil {
-		c.reviewFail(w, r, s, err)
-		return
-	}
-	if _, err := c.h.Reject(ctx, s.grant.Organization, p.ID, s.grant.Author(), reason); err != nil {
-		c.reviewFail(w, r, s, err)
-		return
-	}
-	c.log.Info("console: a proposal was rejected", "tenant", s.grant.Organization, "who", s.grant.Author(), "target", p.Target.Kind, "proposal", p.ID)
-	http.Redirect(w, r, c.opts.Prefix+"/review?"+url.Values{"done": {"rejected"}, "key": {p.Key}}.Encode(), http.StatusSeeOther)
+	c.decide(w, r, s, false, reason)
 }
 
 // setPolicy sets the review policy of a repo or store the token reaches.
@@ -316,30 +389,51 @@ func (c *Console) setPolicy(w http.ResponseWriter, r *http.Request, s *session) 
 // An approval whose write the store refuses leaves the proposal pending
 // (Handler.Approve reopens it); the page says why.
 func (c *Console) reviewFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	var partly *partlyDecided
+	if errors.As(err, &partly) {
+		// Say what was done before what could not be.
+		_, why := reviewMessage(partly.err)
+		c.fail(w, r, s, http.StatusConflict, fmt.Sprintf("%d of %d changes were decided before %s, which was not: %s Reload the review queue to see what still waits.",
+			partly.done, partly.of, partly.key, why))
+		return
+	}
+	if errors.Is(err, errNoChoice) {
+		c.fail(w, r, s, http.StatusBadRequest, "No change was chosen, or more than 50. Go back, tick the changes to decide, and press the button again.")
+		return
+	}
+	status, msg := reviewMessage(err)
+	if status == http.StatusInternalServerError {
+		c.log.Error("console: a review action failed", "path", r.URL.Path, "error", err)
+	}
+	c.fail(w, r, s, status, msg)
+}
+
+// reviewMessage is the status and the words for a review action that
+// failed.
+func reviewMessage(err error) (int, string) {
 	var api *teamserver.APIError
 	var conflict *teamserver.KeyConflictError
 	var tooMany *teamserver.TooManyEntriesError
 	switch {
 	case errors.As(err, &api):
-		c.fail(w, r, s, api.Status, "The store refused the change: "+api.Message+". The proposal still waits; reject it, or approve it once the store can take it.")
+		return api.Status, "The store refused the change: " + api.Message + ". The proposal still waits; reject it, or approve it once the store can take it."
 	case errors.As(err, &conflict):
-		c.fail(w, r, s, http.StatusConflict, "The key cannot exist beside another key of the repo now. The proposal still waits; reject it, or approve it once the other key is gone.")
+		return http.StatusConflict, "The key cannot exist beside another key of the repo now. The proposal still waits; reject it, or approve it once the other key is gone."
 	case errors.As(err, &tooMany):
-		c.fail(w, r, s, http.StatusRequestEntityTooLarge, "The repo would hold more memories than the server allows. The proposal still waits; delete some memories first, or reject it.")
+		return http.StatusRequestEntityTooLarge, "The repo would hold more memories than the server allows. The proposal still waits; delete some memories first, or reject it."
 	case errors.Is(err, teamserver.ErrTooManyRepos):
-		c.fail(w, r, s, http.StatusForbidden, "The organization holds as many repos as the server allows. The proposal still waits.")
+		return http.StatusForbidden, "The organization holds as many repos as the server allows. The proposal still waits."
 	case errors.Is(err, teamserver.ErrNoProposal):
-		c.fail(w, r, s, http.StatusNotFound, "No such proposal waits in a repo or store your token reaches.")
+		return http.StatusNotFound, "No such proposal waits in a repo or store your token reaches."
 	case errors.Is(err, teamserver.ErrProposalDecided):
-		c.fail(w, r, s, http.StatusConflict, "This proposal was already decided (approved, rejected, or replaced by a newer change of its author). Reload the review queue.")
+		return http.StatusConflict, "This proposal was already decided (approved, rejected, or replaced by a newer change of its author). Reload the review queue."
 	case errors.Is(err, teamserver.ErrReadOnly):
-		c.fail(w, r, s, http.StatusForbidden, "This repo or store is read-only (its review policy): nobody writes, an approval included. The proposal still waits; set the policy to review to approve it.")
+		return http.StatusForbidden, "This repo or store is read-only (its review policy): nobody writes, an approval included. The proposal still waits; set the policy to review to approve it."
 	case errors.Is(err, teamserver.ErrNoReview):
-		c.fail(w, r, s, http.StatusNotImplemented, "This server's store keeps no review policies: every repo and store is open.")
+		return http.StatusNotImplemented, "This server's store keeps no review policies: every repo and store is open."
 	case errors.Is(err, context.DeadlineExceeded):
-		c.fail(w, r, s, http.StatusServiceUnavailable, "The server took too long to answer. Try again.")
+		return http.StatusServiceUnavailable, "The server took too long to answer. Try again."
 	default:
-		c.log.Error("console: a review action failed", "path", r.URL.Path, "error", err)
-		c.fail(w, r, s, http.StatusInternalServerError, "The server could not complete the review action; nothing was decided and the proposal still waits. Try again; if it persists, see the server's log.")
+		return http.StatusInternalServerError, "The server could not complete the review action; nothing was decided and the proposal still waits. Try again; if it persists, see the server's log."
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -49,7 +51,9 @@ type source interface {
 	version(ctx context.Context, key, id string) (content string, deleted bool, err error)
 	// restore writes version id's content as the memory's new content.
 	restore(ctx context.Context, key, id string) error
-	remove(ctx context.Context, key string) error
+	// remove deletes the memories of keys, all in one write where the
+	// protocol can.
+	remove(ctx context.Context, keys []string) error
 }
 
 // errNoMemory: the source holds no memory under that key.
@@ -184,22 +188,30 @@ func (p *repoSource) restore(ctx context.Context, key, id string) error {
 	return p.put(ctx, body, data.Checksum)
 }
 
-// remove deletes the memory and, in the same write, the lines of the
-// repo's MEMORY.md that point to it, so no teammate's index is left
+// remove deletes the memories and, in the same write, the lines of the
+// repo's MEMORY.md that point to them, so no teammate's index is left
 // pointing to nothing.
-func (p *repoSource) remove(ctx context.Context, key string) error {
+func (p *repoSource) remove(ctx context.Context, keys []string) error {
 	data, err := p.read(ctx)
 	if err != nil {
 		return err
 	}
-	if _, ok := data.Content.Entries[key]; !ok {
-		return errNoMemory
-	}
-	body := teamwire.PutBody{Entries: map[string]string{}, SoftDeleteKeys: []string{key}}
-	if index, ok := data.Content.Entries[memdir.EntrypointName]; ok && key != memdir.EntrypointName {
-		if next, dropped := memdir.IndexWithoutPointers(index, key); dropped {
-			body.Entries[memdir.EntrypointName] = next
+	body := teamwire.PutBody{Entries: map[string]string{}}
+	index, hasIndex := data.Content.Entries[memdir.EntrypointName]
+	for _, key := range keys {
+		if _, ok := data.Content.Entries[key]; !ok {
+			return errNoMemory
 		}
+		body.SoftDeleteKeys = append(body.SoftDeleteKeys, key)
+		if hasIndex && key != memdir.EntrypointName {
+			if next, dropped := memdir.IndexWithoutPointers(index, key); dropped {
+				index = next
+				body.Entries[memdir.EntrypointName] = next
+			}
+		}
+	}
+	if slices.Contains(keys, memdir.EntrypointName) {
+		delete(body.Entries, memdir.EntrypointName)
 	}
 	return p.put(ctx, body, data.Checksum)
 }
@@ -423,13 +435,21 @@ func (p *storeSource) restore(ctx context.Context, key, id string) error {
 	return p.c.call(ctx, p.r, p.s, http.MethodPost, p.path("/memories/"+url.PathEscape(mid)), nil, map[string]any{"content": content}, nil, nil)
 }
 
-func (p *storeSource) remove(ctx context.Context, key string) error {
-	mid, live, err := p.memoryID(ctx, key)
-	if err != nil {
-		return err
+func (p *storeSource) remove(ctx context.Context, keys []string) error {
+	for i, key := range keys {
+		mid, live, err := p.memoryID(ctx, key)
+		if err == nil && !live {
+			err = errNoMemory
+		}
+		if err == nil {
+			err = p.c.call(ctx, p.r, p.s, http.MethodDelete, p.path("/memories/"+url.PathEscape(mid)), nil, nil, nil, nil)
+		}
+		if err != nil {
+			if i > 0 {
+				return fmt.Errorf("%d of %d memories were deleted before %s: %w", i, len(keys), key, err)
+			}
+			return err
+		}
 	}
-	if !live {
-		return errNoMemory
-	}
-	return p.c.call(ctx, p.r, p.s, http.MethodDelete, p.path("/memories/"+url.PathEscape(mid)), nil, nil, nil, nil)
+	return nil
 }
