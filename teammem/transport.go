@@ -174,7 +174,7 @@ func (c *transport) statusError(resp *httpretry.Reply, attempts int) error {
 	case resp.Status == http.StatusRequestEntityTooLarge && e.Code == teamwire.CodeTooManyEntries:
 		e.Class = ClassTooManyEntries
 		e.MaxEntries = eb.Error.Details.MaxEntries
-		e.Err = fmt.Errorf("the server holds at most %d entries for this repo", eb.Error.Details.MaxEntries)
+		e.Err = fmt.Errorf("the team server at %s holds at most %d memories in repo %s and this push would go over it, so nothing was pushed: run it again to push what fits (the rest waits here), delete memories you no longer need, or ask the server's administrator to raise team serve --max-entries", c.cfg.BaseURL, eb.Error.Details.MaxEntries, c.cfg.Repo)
 	default:
 		e.Class = ClassUnknown
 	}

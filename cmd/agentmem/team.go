@@ -134,6 +134,7 @@ var skipWhy = map[string]string{
 	skipTeamNotRegular: "not_regular: a link or a special file is never synced; put the file itself in the folder to share it",
 	skipTooLarge:       fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", teamwire.MaxEntryBytes),
 	skipWriteFailed:    "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
+	skipOverLimit:      "over_limit: the repo holds as many memories as the server allows (team serve --max-entries); it waits here: delete memories you no longer need and sync, or ask the server's administrator to raise the limit",
 }
 
 // shown returns a key or path fit for a terminal: quoted when it holds
@@ -754,7 +755,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	st := client.State()
-	out := teamOutput{e: e, c: c, name: name, dir: abs, again: again, st: st}
+	out := teamOutput{e: e, c: c, name: name, dir: abs, repo: *repo, again: again, st: st}
 	if name == "watch" {
 		if *interval <= 0 {
 			return exitError, errors.New("--interval must be positive")
@@ -773,7 +774,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 			}
 			st.FileError = nil // said once
 			if ev.Err != nil {
-				fmt.Fprintf(e.stderr, "agentmem team watch: %v (%s)\n", ev.Err, watchNext(ev))
+				fmt.Fprintf(e.stderr, "agentmem team watch: %s (%s)\n", syncErrWords(ev.Err), watchNext(ev))
 			}
 		}})
 		if err != nil {
@@ -825,6 +826,7 @@ type teamOutput struct {
 	e         env
 	c         *common
 	name, dir string
+	repo      string // owner/name on the server
 	again     string
 	st        *teammem.SyncState
 	requests  int
@@ -937,28 +939,41 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 		what := "in step with the server, nothing to pull or push"
 		if len(parts) > 0 {
 			what = strings.Join(parts, ", ")
+		} else if o.repo != "" && folderHoldsNoMemory(o.dir) {
+			// A new repo, or a misspelt one: say which, so a typo in
+			// --repo does not read as success.
+			what = "repo " + o.repo + " holds no team memory on the server yet and this folder none; check --repo, or write a memory here and push to start it"
 		}
 		fmt.Fprintf(e.stdout, "done (%s): %s, %d bytes sent\n", what, plural(o.requests, "request", "requests"), o.sent)
 	}
 }
 
+// folderHoldsNoMemory reports whether dir holds no Markdown file below
+// it (hidden folders aside), or does not exist.
+func folderHoldsNoMemory(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return filepath.SkipDir
+		}
+		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".md") {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return !found
+}
+
 // classExit prints a one-line error and maps its class to an exit code.
 func classExit(e env, name string, err error) int {
+	fmt.Fprintf(e.stderr, "agentmem team %s: %s\n", name, syncErrWords(err))
 	var se *teammem.SyncError
 	if !errors.As(err, &se) {
-		fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
 		return exitError
-	}
-	switch se.Class {
-	case teammem.ClassNetwork, teammem.ClassTimeout, teammem.ClassAuth, teammem.ClassForbidden, teammem.ClassTLS:
-		if se.Err == nil {
-			fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
-			break
-		}
-		// Its own words say what failed, where and what to do.
-		fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, se.Err)
-	default:
-		fmt.Fprintf(e.stderr, "agentmem team %s: %v\n", name, err)
 	}
 	switch se.Class {
 	case teammem.ClassAuth, teammem.ClassForbidden:
@@ -969,6 +984,30 @@ func classExit(e env, name string, err error) int {
 		return exitLimit
 	}
 	return exitServer
+}
+
+// syncErrWords says what a failed team round met, where, and what to
+// do, without the packages the error passed through.
+func syncErrWords(err error) string {
+	var se *teammem.SyncError
+	if !errors.As(err, &se) || se.Err == nil {
+		return inUserWords(err)
+	}
+	switch se.Class {
+	case teammem.ClassNetwork, teammem.ClassTimeout, teammem.ClassAuth, teammem.ClassForbidden, teammem.ClassTLS, teammem.ClassTooManyEntries:
+		return se.Err.Error() // its own words say what failed, where and what to do
+	}
+	if se.Status == 0 {
+		return inUserWords(err)
+	}
+	hint := ""
+	switch {
+	case se.Status == http.StatusTooManyRequests:
+		hint = "; the server limits each token's requests (team serve --rate): wait a minute and run it again"
+	case se.Status >= 500:
+		hint = "; the files here are as they were: run it again later, and if it persists see the server's log"
+	}
+	return fmt.Sprintf("the team server refused (HTTP %d): %v%s", se.Status, se.Err, hint)
 }
 
 // teamClientOptions are the team client flags shared by team pull, push,

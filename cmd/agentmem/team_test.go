@@ -908,6 +908,47 @@ func TestTeamErrorsNameTheFix(t *testing.T) {
 	assert.Contains(t, errOut, "may not use repo globex/web")
 	assert.Contains(t, errOut, "agentmem team token --repo")
 
+	// A repo that holds nothing, pulled into a folder that holds nothing:
+	// a misspelt --repo does not read as success.
+	empty := filepath.Join(root, "empty")
+	out, _, code := runIn(t, project, append(env, "AGENTMEM_TEAM_TOKEN="+strings.TrimSpace(first)), "team", "pull", "--server", url, "--repo", "acme/shpo", "--dir", empty)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "repo acme/shpo holds no team memory on the server yet and this folder none; check --repo")
+
+	// Over the server's limit: the first push says the limit, where, and
+	// what to do; the next pushes what fits and says why the rest waits.
+	boss, _, code := runBin(t, nil, "team", "token", "--org", "acme", "--repo", "acme/*", "--kind", "person", "--add", tokens)
+	require.Equal(t, 0, code)
+	full, _ := serveArgs(t, filepath.Join(root, "full.db"), tokens, "--max-entries", "2")
+	three := filepath.Join(root, "three")
+	for i := range 3 {
+		writeRaw(t, three, fmt.Sprintf("m%d.md", i), []byte("a memory\n"))
+	}
+	push := func() (string, string, int) {
+		return runIn(t, project, append(env, "AGENTMEM_TEAM_TOKEN="+strings.TrimSpace(first)), "team", "push", "--server", full, "--repo", "acme/three", "--dir", three)
+	}
+	_, errOut, code = push()
+	assert.Equal(t, exitLimit, code)
+	assert.Equal(t, "agentmem team push: the team server at "+full+" holds at most 2 memories in repo acme/three and this push would go over it, so nothing was pushed: run it again to push what fits (the rest waits here), delete memories you no longer need, or ask the server's administrator to raise team serve --max-entries\n", errOut)
+	out, _, code = push()
+	assert.Equal(t, exitLimit, code)
+	assert.Contains(t, out, "skipped m2.md (over_limit: the repo holds as many memories as the server allows (team serve --max-entries); it waits here: delete memories you no longer need and sync")
+
+	// Writes paused by a read-only policy say so and how to lift it.
+	_, _, code = runIn(t, project, append(env, "AGENTMEM_TEAM_TOKEN="+strings.TrimSpace(boss)), "team", "policy", "--server", full, "--repo", "acme/three", "read-only")
+	require.Equal(t, 0, code)
+	writeRaw(t, three, "m0.md", []byte("a changed memory\n"))
+	_, errOut, code = push()
+	assert.Equal(t, exitServer, code)
+	assert.Equal(t, "agentmem team push: the team server refused (HTTP 403): repo acme/three is read-only (its review policy): nothing was written; a person can change it with agentmem team policy\n", errOut)
+
+	// A watcher that meets a token the server does not know pauses, in
+	// the same words.
+	_, errOut, code = runIn(t, project, append(env, "AGENTMEM_TEAM_TOKEN=amt_not-a-token"), "team", "watch", "--server", url, "--repo", "acme/shop", "--dir", empty)
+	assert.Equal(t, exitAuth, code)
+	assert.Contains(t, errOut, "agentmem team watch: the team server at "+url+" does not know this token: check the token given (AGENTMEM_TEAM_TOKEN for the agentmem command); a token just added to the server's token file is read within seconds (paused: unauthorized; fix it, then restart the watcher")
+	assert.NotContains(t, errOut, "teammem")
+
 	// A token added while the server runs is read without a restart.
 	second, added, code := runBin(t, nil, "team", "token", "--org", "acme", "--repo", "acme/*", "--add", tokens)
 	require.Equal(t, 0, code)
