@@ -481,9 +481,18 @@ func (c *corpus) read(s statFile) (lexical.Document, memdir.MemoryHeader, bool) 
 
 // search ranks the indexed memories for query, leaving out skip.
 func (c *corpus) search(query string, k int, skip func(rel string) bool) []lexical.Hit {
-	var keep func(string) bool
-	if skip != nil {
-		keep = func(rel string) bool { return !skip(rel) }
+	return c.index.Search(query, k, keepAll(skip))
+}
+
+// searchAll is search that also returns every match, in no order.
+func (c *corpus) searchAll(query string, k int, skip func(rel string) bool) (top, all []lexical.Hit) {
+	return c.index.SearchAll(query, k, keepAll(skip))
+}
+
+// keepAll turns a skip test into the index's keep test.
+func keepAll(skip func(rel string) bool) func(string) bool {
+	if skip == nil {
+		return nil
 	}
-	return c.index.Search(query, k, keep)
+	return func(rel string) bool { return !skip(rel) }
 }

@@ -76,11 +76,30 @@ func cosine(a, b vector) float64 {
 	if len(a) != len(b) || len(a) == 0 {
 		return 0
 	}
-	var dot int64
-	for i := range a {
-		dot += int64(a[i]) * int64(b[i])
+	b = b[:len(a)]
+	if len(a) > 130_000 { // past what an int32 sum holds: slowly
+		var dot int64
+		for i := range a {
+			dot += int64(a[i]) * int64(b[i])
+		}
+		return float64(dot) / (127 * 127)
 	}
-	return float64(dot) / (127 * 127)
+	// Four sums of products of int8 values, eight values a step (one
+	// bounds check each): a product is at most 127², so an int32 sum
+	// holds any vector of up to 130,000 values.
+	var d0, d1, d2, d3 int32
+	for len(a) >= 8 {
+		a8, b8 := a[:8:8], b[:8:8]
+		d0 += int32(a8[0])*int32(b8[0]) + int32(a8[4])*int32(b8[4])
+		d1 += int32(a8[1])*int32(b8[1]) + int32(a8[5])*int32(b8[5])
+		d2 += int32(a8[2])*int32(b8[2]) + int32(a8[6])*int32(b8[6])
+		d3 += int32(a8[3])*int32(b8[3]) + int32(a8[7])*int32(b8[7])
+		a, b = a[8:], b[8:]
+	}
+	for i := range a {
+		d0 += int32(a[i]) * int32(b[i])
+	}
+	return float64(int64(d0)+int64(d1)+int64(d2)+int64(d3)) / (127 * 127)
 }
 
 // embedText is what of a memory is embedded.
@@ -257,25 +276,70 @@ func explainedByWords(sims []scored, z []float64, words map[string]float64, t, a
 // reports that at least half the values equal the median (a median
 // absolute deviation of zero). vals is reordered and overwritten.
 func robustSpread(vals []float64) (median, spread float64, mostAlike bool) {
-	slices.Sort(vals)
-	median = medianSorted(vals)
+	median = medianOf(vals)
 	var absDev float64
 	for i, v := range vals {
 		vals[i] = math.Abs(v - median)
 		absDev += vals[i]
 	}
-	slices.Sort(vals)
-	mad := medianSorted(vals)
+	mad := medianOf(vals)
 	return median, max(1.4826*mad, 1.2533*absDev/float64(len(vals))), mad <= 1e-12
 }
 
-// medianSorted returns the median of sorted values.
-func medianSorted(v []float64) float64 {
+// medianOf returns the median of v, reordering v: a selection in linear
+// time, where sorting would take n log n (it runs once per Find over
+// every memory's similarity).
+func medianOf(v []float64) float64 {
 	n := len(v)
+	hi := nthSmallest(v, n/2)
 	if n%2 == 1 {
-		return v[n/2]
+		return hi
 	}
-	return (v[n/2-1] + v[n/2]) / 2
+	// v[:n/2] now holds the n/2 smallest values: the other middle one is
+	// their largest.
+	return (slices.Max(v[:n/2]) + hi) / 2
+}
+
+// nthSmallest returns the k-th smallest value of v (from 0), leaving the
+// k smallest in v[:k] (Hoare's selection with a median-of-three pivot).
+func nthSmallest(v []float64, k int) float64 {
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if v[mid] < v[lo] {
+			v[mid], v[lo] = v[lo], v[mid]
+		}
+		if v[hi] < v[lo] {
+			v[hi], v[lo] = v[lo], v[hi]
+		}
+		if v[hi] < v[mid] {
+			v[hi], v[mid] = v[mid], v[hi]
+		}
+		pivot := v[mid]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < pivot {
+				i++
+			}
+			for v[j] > pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }
 
 // sortScored orders a ranking best first, ties by key.

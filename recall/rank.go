@@ -62,26 +62,22 @@ func recencyOrder(hits []lexical.Hit, snap *snapshot) []lexical.Hit {
 // that also score in the last free slots.
 func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot, skip func(string) bool, ev *Event, vectors bool) []string {
 	max, n := f.cfg.MaxSelected, len(snap.headers)
-	depth := recencyDepth
-	if vectors {
-		// Every memory the words match, not only the first hundred: an
-		// embedder that knows words finds the rest too.
-		if n > depth {
-			depth = n
-		}
-	}
-	pool := f.corpus.search(query, depth, skip)
+	var pool []lexical.Hit
 	// What the words know, even when they do not answer: the vector side
-	// counts only what they do not say.
+	// counts only what they do not say, of every memory the words match
+	// (an embedder that knows words finds them all too).
 	var wordScores map[string]float64
-	if vectors && len(pool) > 0 {
-		wordScores = make(map[string]float64, len(pool))
-		for _, h := range pool {
-			wordScores[h.Key] = h.Score / pool[0].Score
+	if vectors {
+		var all []lexical.Hit
+		pool, all = f.corpus.searchAll(query, recencyDepth, skip)
+		if len(pool) > 0 {
+			wordScores = make(map[string]float64, len(all))
+			for _, h := range all {
+				wordScores[h.Key] = h.Score / pool[0].Score
+			}
 		}
-	}
-	if len(pool) > recencyDepth {
-		pool = pool[:recencyDepth]
+	} else {
+		pool = f.corpus.search(query, recencyDepth, skip)
 	}
 	// Whether words answer at all is the best match's to say, before
 	// recency reorders close matches.

@@ -1083,16 +1083,28 @@ func statWalk(ctx context.Context, fsys afero.Fs, dir string) int {
 
 // BenchmarkFindUnchanged measures a repeated Find on an unchanged
 // directory of 2,000 and 20,000 memories on the real disk (folders last
-// changed long ago) against a bare stat walk of the tree in the same loop,
+// changed long ago), by words alone and with an embedder (a cheap
+// 256-value stand-in, so the model's own time is left out), against a
+// bare stat walk of the tree in the same loop,
 // the cost of every Find before change detection. It reports find-ms (a
 // Find), query-ms (the index search alone) and x-walk (Find / walk).
 func BenchmarkFindUnchanged(b *testing.B) {
-	for _, n := range []int{2_000, 20_000} {
-		b.Run(fmt.Sprintf("memories=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n     int
+		model bool
+	}{{2_000, false}, {20_000, false}, {2_000, true}, {20_000, true}} {
+		name := fmt.Sprintf("memories=%d", c.n)
+		opts := FinderOptions{}
+		if c.model {
+			name += "/embedder"
+			opts.Embedder = &quickEmbedder{}
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
 			dir := benchTree(b, n)
 			settle(b, dir)
 			fsys := afero.NewOsFs()
-			f, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
+			f, err := NewFinder(mustDir(fsys, dir), opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -1420,4 +1432,46 @@ func TestAVectorCacheThatCannotOpenIsSaidOnce(t *testing.T) {
 	data, err := os.ReadFile(notAFolder)
 	require.NoError(t, err)
 	assert.Equal(t, "a file", string(data), "the file in the way is left as it was")
+}
+
+// TestMedianAndCosineMatchTheirPlainForms: the selection-based median
+// equals the median of the sorted values, and the unrolled dot product
+// equals the plain one, for any length and values (duplicates, extremes).
+func TestMedianAndCosineMatchTheirPlainForms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for n := 1; n < 300; n++ {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = float64(rng.IntN(7)) / 3 // many ties
+			if n%3 == 0 {
+				vals[i] = rng.NormFloat64()
+			}
+		}
+		sorted := slices.Sorted(slices.Values(vals))
+		want := sorted[n/2]
+		if n%2 == 0 {
+			want = (sorted[n/2-1] + sorted[n/2]) / 2
+		}
+		assert.Equal(t, want, medianOf(slices.Clone(vals)), "n=%d", n)
+	}
+	for n := range 70 {
+		a, b := make(vector, n), make(vector, n)
+		for i := range a {
+			a[i], b[i] = int8(rng.IntN(255)-127), int8(rng.IntN(255)-127)
+		}
+		if n == 9 {
+			for i := range a {
+				a[i], b[i] = -127, -127
+			}
+		}
+		var dot int64
+		for i := range a {
+			dot += int64(a[i]) * int64(b[i])
+		}
+		want := float64(dot) / (127 * 127)
+		if n == 0 {
+			want = 0
+		}
+		assert.Equal(t, want, cosine(a, b), "n=%d", n)
+	}
 }

@@ -204,15 +204,27 @@ type scorer struct {
 // Search returns up to k documents for query, best first (ties by key),
 // leaving out those for which keep returns false (nil keeps all).
 func (ix *Index) Search(query string, k int, keep func(key string) bool) []Hit {
+	top, _ := ix.search(query, k, keep, false)
+	return top
+}
+
+// SearchAll is Search that also returns every document the query
+// matches (that keep keeps), in no order: what a caller needs of the
+// rest is their scores, which cost no sort.
+func (ix *Index) SearchAll(query string, k int, keep func(key string) bool) (top, all []Hit) {
+	return ix.search(query, k, keep, true)
+}
+
+func (ix *Index) search(query string, k int, keep func(key string) bool, wantAll bool) (top, all []Hit) {
 	if k <= 0 {
-		return nil
+		return nil, nil
 	}
 	terms := Tokenize(query)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := float64(len(ix.byKey))
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	avgLen := ix.total / n
 	sc, _ := ix.scratch.Get().(*scorer)
@@ -253,7 +265,10 @@ func (ix *Index) Search(query string, k int, keep func(key string) bool) []Hit {
 	}
 	unit := math.Log(1+(n-0.5)/1.5) * (bm25K1 + 1) // one term only this document has, saturated
 	// Keep the k best in a heap whose root is the worst kept.
-	top := make([]Hit, 0, min(k, len(sc.touched)))
+	top = make([]Hit, 0, min(k, len(sc.touched)))
+	if wantAll {
+		all = make([]Hit, 0, len(sc.touched))
+	}
 	for _, d := range sc.touched {
 		score := sc.scores[d]
 		h := Hit{Key: ix.docs[d].key, Score: score, Strength: score / unit, Matched: int(sc.matched[d]), Shared: int(sc.shared[d])}
@@ -261,10 +276,16 @@ func (ix *Index) Search(query string, k int, keep func(key string) bool) []Hit {
 			h.Coverage = sc.cover[d] / totalIDF
 		}
 		sc.scores[d], sc.matched[d], sc.cover[d] = 0, 0, 0
+		if wantAll {
+			if keep != nil && !keep(h.Key) {
+				continue
+			}
+			all = append(all, h)
+		}
 		if len(top) == k && better(top[0], h) <= 0 {
 			continue // not better than the worst kept
 		}
-		if keep != nil && !keep(h.Key) {
+		if !wantAll && keep != nil && !keep(h.Key) {
 			continue
 		}
 		if len(top) < k {
@@ -276,7 +297,7 @@ func (ix *Index) Search(query string, k int, keep func(key string) bool) []Hit {
 		}
 	}
 	slices.SortFunc(top, better)
-	return top
+	return top, all
 }
 
 // better orders hits best first: higher score, then key.
