@@ -51,6 +51,8 @@ const FolderConflictType = storewire.FolderConflictType
 // APIError is a refusal by the store: its HTTP status, error type and
 // message. A path conflict names the memory that holds the path.
 type APIError struct {
+	// Store is the store's URL (server and path), "" when not known.
+	Store           string
 	Status          int
 	Type            string
 	Message         string
@@ -60,6 +62,9 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
+	if e.Store != "" {
+		return fmt.Sprintf("storesync: the store at %s answered %d %s: %s", e.Store, e.Status, e.Type, e.Message)
+	}
 	return fmt.Sprintf("storesync: the store answered %d %s: %s", e.Status, e.Type, e.Message)
 }
 
@@ -123,7 +128,9 @@ func (c *conn) do(ctx context.Context, method, rel string, body any, header ...s
 	case reply.Status < 300:
 		return reply.Status, reply.Body, nil
 	}
-	return reply.Status, reply.Body, parseError(reply)
+	apiErr := parseError(reply)
+	apiErr.Store = c.base + c.path
+	return reply.Status, reply.Body, apiErr
 }
 
 // header sets the headers of every request: the key or token, and

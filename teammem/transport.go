@@ -163,10 +163,10 @@ func (c *transport) statusError(resp *httpretry.Reply, attempts int) error {
 	case resp.Status == http.StatusForbidden && e.Code == teamwire.CodeReadOnly:
 		// Not the token's fault: the repo's review policy refuses writes.
 		e.Class = ClassUnknown
-		e.Err = fmt.Errorf("repo %s is read-only (its review policy): nothing was written; a person can change it with agentmem team policy", c.cfg.Repo)
+		e.Err = fmt.Errorf("repo %s on the team server at %s is read-only (its review policy): nothing was written; a person can change it with agentmem team policy", c.cfg.Repo, c.cfg.BaseURL)
 	case resp.Status == http.StatusForbidden:
 		e.Class = ClassForbidden
-		e.Err = fmt.Errorf("the token may not use repo %s: ask for a token whose grant names it (agentmem team token --repo)", c.cfg.Repo)
+		e.Err = fmt.Errorf("the team server at %s says the token may not use repo %s: ask for a token whose grant names it (agentmem team token --repo)", c.cfg.BaseURL, c.cfg.Repo)
 	case resp.Status == http.StatusBadRequest && bytes.Contains(body, []byte("HTTP request to an HTTPS server")):
 		e.Err = errors.New("the server speaks HTTPS: use an https:// URL")
 	case resp.Status == http.StatusPreconditionFailed:

@@ -132,7 +132,7 @@ func TestTeamServeOnABusyPortCreatesNothing(t *testing.T) {
 	db := filepath.Join(root, "second.db")
 	_, errOut, code := runWithInput(t, nil, "", "team", "serve", "--addr", srv.addr, "--db", db, "--tokens", tokens)
 	assert.Equal(t, exitError, code)
-	assert.Contains(t, errOut, "address already in use")
+	assert.Contains(t, errOut, srv.addr+" is in use by another program (another team serve?): stop it, or give --addr another port")
 	assert.NoFileExists(t, db)
 }
 
@@ -510,7 +510,7 @@ func TestCheckEmbedderRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		"no embedder":      {[]string{"--set", shop}, "--embedder is required"},
-		"unknown embedder": {[]string{"--set", shop, "--embedder", "bert"}, "no such control embedder"},
+		"unknown embedder": {[]string{"--set", shop, "--embedder", "bert"}, "--embedder bert is not one: give openai"},
 		"no key":           {[]string{"--set", shop, "--embedder", "openai"}, "needs OPENAI_API_KEY"},
 		"no labels":        {[]string{"--embedder", "zero"}, "give either --set FILE"},
 		"both":             {[]string{"--embedder", "zero", "--set", shop, "--questions", shop}, "give either --set FILE"},

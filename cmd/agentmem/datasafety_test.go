@@ -599,7 +599,7 @@ func TestSyncErrorsSayWhatToDo(t *testing.T) {
 	m.repo = "other/repo"
 	_, errOut, code := m.run("pull")
 	assert.Equal(t, exitAuth, code, errOut)
-	assert.Contains(t, errOut, "the token may not use repo other/repo: ask for a token whose grant names it")
+	assert.Contains(t, errOut, "says the token may not use repo other/repo: ask for a token whose grant names it")
 
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)

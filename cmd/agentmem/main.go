@@ -220,6 +220,12 @@ func resolve(e env, c *common) (resolved, error) {
 	if err != nil {
 		return resolved{}, err
 	}
+	if c.project != "" {
+		// A mistyped --project is an error, not a new memory directory.
+		if ok, _ := afero.DirExists(e.fs, project); !ok {
+			return resolved{}, fmt.Errorf("the project %s does not exist: check --project (nothing was created)", project)
+		}
+	}
 	if c.dir != "" {
 		d, err := filepath.Abs(c.dir)
 		if err != nil {

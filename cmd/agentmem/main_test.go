@@ -152,6 +152,7 @@ func TestGoldenSubcommands(t *testing.T) {
 	}
 	// A project without a memory directory is an error, and the prompt
 	// creates nothing for it.
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "work", "fresh"), 0o755))
 	_, errOut, code := runCmd(t, root, "prompt", "--project", filepath.Join(root, "work", "fresh"))
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "no memory directory at")

@@ -283,6 +283,9 @@ func checkedEmbedder(e env, name, url, model string) (recall.Embedder, string, e
 		return m, model, nil
 	}
 	emb, err := recall.ControlEmbedder(name)
+	if errors.Is(err, recall.ErrUnknownControl) {
+		return nil, "", fmt.Errorf("--embedder %s is not one: give openai (an OpenAI-compatible endpoint), or a control (%s)", shellQuote(name), strings.Join(recall.ControlEmbedderNames(), ", "))
+	}
 	return emb, name, err
 }
 

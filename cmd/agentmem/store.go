@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -197,6 +198,9 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if name == "watch" {
+		for _, m := range mounts {
+			fmt.Fprintf(e.stdout, "watching %s for %s (every %s; Ctrl-C to stop)\n", m.Dir(auto), m.Path, *resync)
+		}
 		done := make(chan struct{}, len(clients))
 		var failed atomic.Int32 // the exit code of a watcher that could not start
 		for i, sc := range clients {
@@ -212,7 +216,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 					}
 				}})
 				if err != nil { // the first round failed so no retry mends it
-					fmt.Fprintf(e.stderr, "agentmem store watch: %s: stopped: %v\n", m.Name, err)
+					fmt.Fprintf(e.stderr, "agentmem store watch: %s: stopped: %s\n", m.Name, storeErrWords(err))
 					failed.Store(int32(storeExit(foldersync.Result{}, err)))
 				} else {
 					<-w.Done()
@@ -277,6 +281,8 @@ func printStoreResult(e env, c *common, mount string, r foldersync.Result, err e
 			why = fmt.Sprintf("oversized: the file is over %d bytes, the most a memory may hold; left as it is", storesync.MaxContentBytes)
 		case skipNotRegular:
 			why = "not a regular file: a link or a special file is never synced; put the file itself in the folder to share it"
+		case skipSecret:
+			why = secretWhy
 		}
 		fmt.Fprintf(e.stderr, "%s: skipped %s (%s)\n", mount, shown(s.Path), why)
 	}
@@ -294,8 +300,39 @@ func printStoreResult(e env, c *common, mount string, r foldersync.Result, err e
 		fmt.Fprintf(e.stderr, "%s: warning: the store does not know this folder's last sync (replaced, or restored from a backup); nothing was deleted, and what it lacked was pushed\n", mount)
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "agentmem store: %s: %v\n", mount, err)
+		fmt.Fprintf(e.stderr, "agentmem store: %s: %s\n", mount, storeErrWords(err))
 	}
+}
+
+// storeErrWords says what a failed store round met, where, and what to
+// do, without the packages the error passed through.
+func storeErrWords(err error) string {
+	var api *storesync.APIError
+	var netErr *storesync.NetworkError
+	switch {
+	case errors.As(err, &netErr):
+		return strings.TrimPrefix(netErr.Error(), "storesync: ")
+	case !errors.As(err, &api):
+		return inUserWords(err)
+	}
+	where := "the store"
+	if api.Store != "" {
+		where = "the store at " + api.Store
+	}
+	said := fmt.Sprintf("(HTTP %d %s: %s)", api.Status, api.Type, api.Message)
+	switch {
+	case api.Status == http.StatusUnauthorized:
+		return where + " does not know this token " + said + ": check " + StoreTokenEnv + "; a token just added to the server's token file is read within seconds"
+	case api.Status == http.StatusForbidden:
+		return where + " refused this token " + said + ": use a token made for this store (agentmem team token --store ID, or --store '*' for every store of the organization)"
+	case api.Status == http.StatusNotFound:
+		return where + " does not exist " + said + ": check the store's path in $" + MemoryStoresEnv + " (agentmem store ls shows it), or create the store"
+	case api.Status == http.StatusTooManyRequests:
+		return where + " is limiting this token's requests " + said + ": wait a minute and sync again"
+	case api.Status >= 500:
+		return where + " failed " + said + ": the files here are as they were; sync again later, and if it persists see the server's log"
+	}
+	return where + " refused the request " + said
 }
 
 // The store client's skip reasons that, beside foldersync.Skip.Refused,

@@ -134,8 +134,12 @@ var skipWhy = map[string]string{
 	skipTeamNotRegular: "not_regular: a link or a special file is never synced; put the file itself in the folder to share it",
 	skipTooLarge:       fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", teamwire.MaxEntryBytes),
 	skipWriteFailed:    "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",
+	skipSecret:         secretWhy,
 	skipOverLimit:      "over_limit: the repo holds as many memories as the server allows (team serve --max-entries); it waits here: delete memories you no longer need and sync, or ask the server's administrator to raise the limit",
 }
+
+// secretWhy is what a sync says of a file it keeps home for a secret.
+const secretWhy = "secret: the file holds what looks like a credential (a key, a token, a password); it stays here and is never sent: remove the credential (agentmem lint names its kind) and sync again"
 
 // shown returns a key or path fit for a terminal: quoted when it holds
 // a control character or invalid UTF-8, so an escape sequence in a name
@@ -206,25 +210,40 @@ func teamFlags(fs *flag.FlagSet) runner {
 			return exitError, nil
 		}
 		sub, rest := args[0], args[1:]
-		switch sub {
-		case "serve":
-			return teamServe(e, rest)
-		case "token":
-			return teamToken(e, rest)
-		case "pull", "push", "sync", "watch":
-			return teamClient(e, c, sub, rest)
-		case "log", "restore":
-			return teamHistory(e, c, sub, rest)
-		case "review":
-			return teamReview(e, c, rest)
-		case "policy":
-			return teamPolicy(e, c, rest)
-		case "help", "-h", "--help":
-			teamUsage(e.stdout)
-			return exitOK, nil
+		code, err := teamSub(e, c, sub, rest)
+		if err != nil && !errors.Is(err, errUnknownTeamCommand) {
+			// Said here, so the line names the subcommand that failed.
+			fmt.Fprintf(e.stderr, "agentmem team %s: %s\n", sub, inUserWords(err))
+			return code, nil
 		}
-		return exitError, fmt.Errorf("unknown team command %q (want serve, token, pull, push, sync, watch, log, restore, review or policy)", sub)
+		return code, err
 	}
+}
+
+// errUnknownTeamCommand: the first argument of agentmem team names no
+// subcommand.
+var errUnknownTeamCommand = errors.New("unknown team command")
+
+// teamSub runs one team subcommand.
+func teamSub(e env, c *common, sub string, rest []string) (int, error) {
+	switch sub {
+	case "serve":
+		return teamServe(e, rest)
+	case "token":
+		return teamToken(e, rest)
+	case "pull", "push", "sync", "watch":
+		return teamClient(e, c, sub, rest)
+	case "log", "restore":
+		return teamHistory(e, c, sub, rest)
+	case "review":
+		return teamReview(e, c, rest)
+	case "policy":
+		return teamPolicy(e, c, rest)
+	case "help", "-h", "--help":
+		teamUsage(e.stdout)
+		return exitOK, nil
+	}
+	return exitError, fmt.Errorf("%w %q (want serve, token, pull, push, sync, watch, log, restore, review or policy)", errUnknownTeamCommand, sub)
 }
 
 func teamUsage(w io.Writer) { fmt.Fprint(w, teamUsageText) }
@@ -340,6 +359,12 @@ func teamToken(e env, args []string) (int, error) {
 	if *manage && len(stores) == 0 {
 		return exitError, errors.New("--manage needs --store: it lets the token archive and delete its stores")
 	}
+	switch {
+	case *org == "":
+		return exitError, errors.New("--org is required: the organization the token belongs to, such as --org acme")
+	case len(repos) == 0 && len(stores) == 0:
+		return exitError, errors.New("--repo or --store is required: what the token may use, such as --repo 'acme/*' or --store '*'")
+	}
 	token, grant, err := teamserver.NewToken(*org, repos, stores...)
 	if err != nil {
 		return exitError, err
@@ -354,7 +379,7 @@ func teamToken(e env, args []string) (int, error) {
 			return exitError, err
 		}
 		fmt.Fprintln(e.stdout, token)
-		fmt.Fprintf(e.stderr, "added %s to %s (%d tokens); a running agentmem team serve reads it within %s\n", orDefault(grant.Name, "the token"), *add, n, tokenReloadEvery)
+		fmt.Fprintf(e.stderr, "added %s to %s (%s); a running agentmem team serve reads it within %s\n", orDefault(grant.Name, "the token"), *add, plural(n, "token", "tokens"), tokenReloadEvery)
 		return exitOK, nil
 	}
 	line, err := json.Marshal(grant)
@@ -375,7 +400,7 @@ func addGrant(e env, path string, grant teamserver.TokenGrant) (int, error) {
 	switch {
 	case err == nil:
 		if grants, err = teamserver.LoadTokens(bytes.NewReader(data)); err != nil {
-			return 0, fmt.Errorf("%s is not a token file (%v); nothing was changed", path, err)
+			return 0, fmt.Errorf("%s is not a token file (%s); nothing was changed: give --add a new file name, or mend or move that file", path, strings.TrimPrefix(err.Error(), "server: "))
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return 0, err
@@ -445,14 +470,14 @@ func teamServe(e env, args []string) (int, error) {
 	// Listen first: a busy port must not leave a new database file behind.
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return exitError, err
+		return exitError, listenError("--addr", *addr, err)
 	}
 	defer ln.Close()
 	ln = teamserver.LimitListener(ln, *maxConns)
 	var mln net.Listener
 	if *metricsAddr != "" {
 		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
-			return exitError, err
+			return exitError, listenError("--metrics-addr", *metricsAddr, err)
 		}
 		defer mln.Close()
 	}
@@ -465,7 +490,9 @@ func teamServe(e env, args []string) (int, error) {
 		store, err = sqlite.OpenMax(*db, *dbMaxConns)
 	}
 	if err != nil {
-		return exitError, err
+		// One line: a driver's error may span several.
+		return exitError, fmt.Errorf("the database %s cannot be used (%s): check --db (a SQLite file of team serve, or a reachable postgres:// URL)",
+			where, strings.Join(strings.Fields(strings.NewReplacer("sqlite: ", "", "postgres: ", "", "server: ", "").Replace(err.Error())), " "))
 	}
 	defer store.Close()
 	day := 24 * time.Hour
@@ -533,9 +560,23 @@ func teamServe(e env, args []string) (int, error) {
 	return exitOK, nil
 }
 
+// listenError says why team serve cannot listen on addr, and what to do.
+func listenError(flagName, addr string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("%s is in use by another program (another team serve?): stop it, or give %s another port", addr, flagName)
+	case strings.Contains(err.Error(), "missing port"):
+		return fmt.Errorf("%s %s has no port: give host:port, such as %s 127.0.0.1:%s", flagName, addr, flagName, strings.TrimPrefix(addr, ":"))
+	}
+	return fmt.Errorf("cannot listen on %s (%v): check %s", addr, err, flagName)
+}
+
 // readTokenFile reads and checks the token file team serve uses.
 func readTokenFile(e env, path string) ([]teamserver.TokenGrant, error) {
 	f, err := e.fs.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("there is no token file %s: make it with agentmem team token --org ORG --repo 'ORG/*' --kind person --add %s", path, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the token file: %w", err)
 	}
@@ -939,6 +980,8 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 		what := "in step with the server, nothing to pull or push"
 		if len(parts) > 0 {
 			what = strings.Join(parts, ", ")
+		} else if len(r.Skipped)+len(r.Held)+len(r.Conflicts) > 0 {
+			what = "nothing pulled or pushed; what waits is said above"
 		} else if o.repo != "" && folderHoldsNoMemory(o.dir) {
 			// A new repo, or a misspelt one: say which, so a typo in
 			// --repo does not read as success.
@@ -997,6 +1040,9 @@ func syncErrWords(err error) string {
 	case teammem.ClassNetwork, teammem.ClassTimeout, teammem.ClassAuth, teammem.ClassForbidden, teammem.ClassTLS, teammem.ClassTooManyEntries:
 		return se.Err.Error() // its own words say what failed, where and what to do
 	}
+	if se.Code == teamwire.CodeReadOnly {
+		return se.Err.Error() // its own words name the server and the fix
+	}
 	if se.Status == 0 {
 		return inUserWords(err)
 	}
@@ -1049,6 +1095,9 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 			return nil, "", errors.New("--repo is required (owner/name, such as --repo acme/shop): the project has no github.com remote (git remote get-url origin) to read it from")
 		}
 		o.repo = r
+	}
+	if !teamserver.ValidRepoSlug(o.repo) {
+		return nil, "", fmt.Errorf("--repo %s is not a repo name: give owner/name, letters, digits, '-', '_' and '.' only, such as --repo acme/shop", shellQuote(o.repo))
 	}
 	explicit := o.dir != ""
 	if !explicit {

@@ -445,7 +445,7 @@ func TestTeamReviewCommands(t *testing.T) {
 	writeFile(t, botDir, "third.md", "x\n")
 	_, errOut, code = team("bot", append([]string{"sync", "--dir", botDir}, repo...)...)
 	assert.Equal(t, exitServer, code, "the server refused, the token is fine: %s", errOut)
-	assert.Contains(t, errOut, "review_read_only")
+	assert.Contains(t, errOut, "on the team server at ")
 	assert.Contains(t, errOut, "is read-only (its review policy): nothing was written")
 	assert.NotContains(t, errOut, "ask for a token")
 }
@@ -508,7 +508,7 @@ func TestStoreReviewCommands(t *testing.T) {
 // two memories) the listing, a diff, an approval and a rejection.
 func TestREADMETrustAndReview(t *testing.T) {
 	t.Parallel()
-	lines := readmeBlock(t, "A repo or store can require review:")
+	lines := readmeBlock(t, "A repo or store can require review")
 	require.Len(t, lines, 8)
 	root := t.TempDir()
 	sh := newShell(t, root, nil)
@@ -589,9 +589,9 @@ func TestREADMETrustAndReview(t *testing.T) {
 	assert.Contains(t, out, "not as instructions to you")
 
 	carol := t.TempDir()
-	ana, err := os.ReadFile(filepath.Join(root, "ana.token"))
+	lee, err := os.ReadFile(filepath.Join(root, "lee.token"))
 	require.NoError(t, err)
-	_, errOut, code = runBin(t, []string{"AGENTMEM_TEAM_TOKEN=" + strings.TrimSpace(string(ana))}, "team", "pull", "--server", url, "--repo", "acme/shop", "--dir", carol)
+	_, errOut, code = runBin(t, []string{"AGENTMEM_TEAM_TOKEN=" + strings.TrimSpace(string(lee))}, "team", "pull", "--server", url, "--repo", "acme/shop", "--dir", carol)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "Deploy from main.\n", readFile(t, carol, "deploy.md"))
 	assert.NoFileExists(t, filepath.Join(carol, "fork.md"))
@@ -940,7 +940,7 @@ func TestTeamErrorsNameTheFix(t *testing.T) {
 	writeRaw(t, three, "m0.md", []byte("a changed memory\n"))
 	_, errOut, code = push()
 	assert.Equal(t, exitServer, code)
-	assert.Equal(t, "agentmem team push: the team server refused (HTTP 403): repo acme/three is read-only (its review policy): nothing was written; a person can change it with agentmem team policy\n", errOut)
+	assert.Equal(t, "agentmem team push: repo acme/three on the team server at "+full+" is read-only (its review policy): nothing was written; a person can change it with agentmem team policy\n", errOut)
 
 	// A watcher that meets a token the server does not know pauses, in
 	// the same words.
@@ -962,4 +962,55 @@ func TestTeamErrorsNameTheFix(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	assert.Equal(t, 0, code, "the added token works: %s", errOut)
+}
+
+// TestNewcomerErrorsNameTheFix runs the mistakes a newcomer makes with
+// the built binary beyond the sync errors: each is one line that names
+// what failed, where, and what to do, without a package's name.
+func TestNewcomerErrorsNameTheFix(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	tokens, token := syncTokens(t, root)
+	repoOnly, _, code := runBin(t, nil, "team", "token", "--org", "acme", "--repo", "acme/*", "--name", "rita", "--add", tokens)
+	require.Equal(t, 0, code)
+	url, _ := serveArgs(t, filepath.Join(root, "team.db"), tokens)
+	project, env := clone(t, root, "ana")
+	used := strings.TrimPrefix(url, "http://")
+	for _, c := range []struct {
+		what string
+		env  []string
+		args []string
+		want string
+	}{
+		{"a port in use", nil, []string{"team", "serve", "--addr", used, "--db", filepath.Join(root, "x.db"), "--tokens", tokens},
+			"agentmem team serve: " + used + " is in use by another program (another team serve?): stop it, or give --addr another port"},
+		{"an address without a port", nil, []string{"team", "serve", "--addr", "8787", "--db", filepath.Join(root, "x.db"), "--tokens", tokens},
+			"agentmem team serve: --addr 8787 has no port: give host:port, such as --addr 127.0.0.1:8787"},
+		{"no token file", nil, []string{"team", "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(root, "x.db"), "--tokens", filepath.Join(root, "none.json")},
+			"agentmem team serve: there is no token file " + filepath.Join(root, "none.json") + ": make it with agentmem team token"},
+		{"a file that is no database", nil, []string{"team", "serve", "--addr", "127.0.0.1:0", "--db", tokens, "--tokens", tokens},
+			"cannot be used ("},
+		{"a token without --org", nil, []string{"team", "token", "--repo", "acme/*"}, "agentmem team token: --org is required: the organization the token belongs to"},
+		{"a token without a grant", nil, []string{"team", "token", "--org", "acme"}, "agentmem team token: --repo or --store is required"},
+		{"a repo that is no name", []string{"AGENTMEM_TEAM_TOKEN=" + token}, []string{"team", "sync", "--server", url, "--repo", "shop"},
+			"agentmem team sync: --repo shop is not a repo name: give owner/name"},
+		{"a project that does not exist", nil, []string{"new", "--project", filepath.Join(root, "nope"), "--type", "user", "--name", "a", "--description", "b", "--body", "c"},
+			"agentmem new: the project " + filepath.Join(root, "nope") + " does not exist: check --project (nothing was created)"},
+		{"a store token nobody knows", []string{"AGENTMEM_STORE_TOKEN=amt_nobody", `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/notes","mount":"proj"}]`}, []string{"store", "sync", "--server", url},
+			"agentmem store: proj: the store at " + url + "/v1/code/memory/notes does not know this token (HTTP 401"},
+		{"a token not made for stores", []string{"AGENTMEM_STORE_TOKEN=" + strings.TrimSpace(repoOnly), `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/notes","mount":"proj"}]`}, []string{"store", "sync", "--server", url},
+			"refused this token (HTTP 403 permission_error: this token may not use memory stores): use a token made for this store (agentmem team token --store ID"},
+		{"a store that does not exist", []string{"AGENTMEM_STORE_TOKEN=" + token, `CLAUDE_MEMORY_STORES=[{"path":"/v1/memory_stores/memstore_nothing","mount":"other"}]`}, []string{"store", "sync", "--server", url},
+			"does not exist (HTTP 404 not_found_error: memory store not found): check the store's path in $CLAUDE_MEMORY_STORES"},
+	} {
+		_, errOut, code := runIn(t, project, append(append([]string{}, env...), c.env...), c.args...)
+		assert.NotEqual(t, 0, code, c.what)
+		assert.Contains(t, errOut, c.want, c.what)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "%s: one line: %s", c.what, errOut)
+		for _, pkg := range []string{"foldersync:", "teammem:", "storesync:", "memdir:", "server:"} {
+			assert.NotContains(t, errOut, pkg, c.what)
+		}
+	}
+	_, err := os.Stat(filepath.Join(root, "nope"))
+	assert.True(t, os.IsNotExist(err), "nothing was created for a mistyped --project")
 }
