@@ -293,14 +293,48 @@ func tsClient(t *testing.T) string {
 			t.Skipf("%s is not installed; .ci/run installs node and npm and requires this test", tool)
 		}
 	}
-	dir := t.TempDir()
-	out, err := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", dir, "@modelcontextprotocol/sdk@"+tsSDKVersion).CombinedOutput()
-	require.NoError(t, err, "npm install: %s", out)
+	dir := npmInstalled(t, "@modelcontextprotocol/sdk", tsSDKVersion)
 	script, err := os.ReadFile(filepath.Join("testdata", "mcp_client.mjs"))
 	require.NoError(t, err)
+	// Beside its node_modules, written whole (another test process may
+	// read the same file).
+	f, err := os.CreateTemp(dir, ".mcp_client-*.mjs")
+	require.NoError(t, err)
+	_, err = f.Write(script)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 	p := filepath.Join(dir, "mcp_client.mjs")
-	require.NoError(t, os.WriteFile(p, script, 0o644))
+	require.NoError(t, os.Rename(f.Name(), p))
 	return p
+}
+
+// npmInstalled returns a folder whose node_modules holds pkg at version,
+// installed once per machine under the user's cache directory (a run
+// after the first installs nothing); a folder of a failed or torn
+// install is never used, since the install goes to a new folder renamed
+// into place whole.
+func npmInstalled(t *testing.T, pkg, version string) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "agentmem-test", "npm", strings.NewReplacer("/", "_", "@", "").Replace(pkg)+"-"+version)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json")); err == nil {
+		return dir
+	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o755))
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
+	require.NoError(t, err)
+	defer os.RemoveAll(tmp)
+	out, err := exec.Command("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", tmp, pkg+"@"+version).CombinedOutput()
+	require.NoError(t, err, "npm install: %s", out)
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another test process installed it meanwhile: use that one.
+		_, statErr := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json"))
+		require.NoError(t, statErr, "install %s: %v", pkg, err)
+	}
+	return dir
 }
 
 // tsSDKVersion is the TypeScript SDK the black-box client runs.

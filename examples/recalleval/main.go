@@ -652,6 +652,18 @@ func Materialise(s *Set) (string, error) {
 			return "", err
 		}
 	}
+	// Folders written long ago, as a real memory directory's are: a
+	// Finder then trusts its change detection instead of walking the
+	// tree on every Find of the evaluation's first seconds.
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, base, base)
+	})
+	if err != nil {
+		return "", err
+	}
 	return root, nil
 }
 
