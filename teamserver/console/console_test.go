@@ -1719,3 +1719,43 @@ func TestStaticFilesAreSmallAndCached(t *testing.T) {
 	assert.Equal(t, "image/svg+xml", resp.Header.Get("Content-Type"))
 	assert.Contains(t, string(icon), "<svg")
 }
+
+// TestConsoleApprovalKeepsTheIndexWhole: an agent's new memory and its
+// index line arrive as two proposals; approving the memory and rejecting
+// the index change still leaves MEMORY.md pointing to the memory, and
+// approving the deletion of a memory drops its line.
+func TestConsoleApprovalKeepsTheIndexWhole(t *testing.T) {
+	f := newFixture(t)
+	f.put(t, f.alice, "acme/shop", map[string]string{"MEMORY.md": "- [Deploys](deploys.md) — how we deploy\n- [On call](oncall.md) — who is on call\n"})
+	require.NoError(t, f.h.SetPolicy(context.Background(), "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "alice"))
+	f.propose(t, f.robot, "acme/shop", map[string]string{"freeze.md": "---\nname: freeze\ndescription: No deploys in December\ntype: project\n---\nNo deploys in December.\n"})
+	f.propose(t, f.robot, "acme/shop", map[string]string{"MEMORY.md": "- [Deploys](deploys.md) — how we deploy\n- [On call](oncall.md) — who is on call\n- [freeze](freeze.md) — No deploys in December (and more)\n"})
+	ps, _, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	ids := map[string]string{}
+	for _, p := range ps {
+		ids[p.Key] = p.ID
+	}
+	require.Len(t, ids, 2)
+	b := newClient(t, f)
+	csrf := b.signIn(f.alice)
+	resp, _ := b.post("/review/approve", url.Values{"csrf": {csrf}, "id": {ids["freeze.md"]}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = b.post("/review/reject", url.Values{"csrf": {csrf}, "id": {ids["MEMORY.md"]}, "reason": {"Keep the index short."}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	index, _ := f.repoContent(t, f.bob, "acme/shop", "MEMORY.md")
+	assert.Equal(t, "- [Deploys](deploys.md) — how we deploy\n- [On call](oncall.md) — who is on call\n- [freeze](freeze.md) — No deploys in December\n", index)
+
+	// An approved deletion takes its line with it.
+	status, body := f.send(t, f.robot, http.MethodPut, teamwire.DefaultSyncPath+"?repo=acme%2Fshop", map[string]any{"entries": map[string]string{}, "soft_delete_keys": []string{"oncall.md"}})
+	require.Equal(t, http.StatusAccepted, status, body)
+	ps, _, err = f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	resp, _ = b.post("/review/approve", url.Values{"csrf": {csrf}, "id": {ps[0].ID}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, ok := f.repoContent(t, f.bob, "acme/shop", "oncall.md")
+	assert.False(t, ok)
+	index, _ = f.repoContent(t, f.bob, "acme/shop", "MEMORY.md")
+	assert.Equal(t, "- [Deploys](deploys.md) — how we deploy\n- [freeze](freeze.md) — No deploys in December\n", index)
+}

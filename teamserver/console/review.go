@@ -324,6 +324,15 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session, app
 			return
 		}
 		c.log.Info("console: a proposal was decided", "tenant", s.grant.Organization, "who", s.grant.Author(), "target", p.Target.Kind, "proposal", p.ID, "approved", approve)
+		if approve && p.Target.Kind == teamserver.TargetRepo {
+			// The memory's index line comes with it (or goes), so no
+			// teammate's MEMORY.md is left short of it or pointing to
+			// nothing whatever becomes of the author's own index change.
+			src := &repoSource{c: c, r: r, s: s, repo: p.Target.Name}
+			if err := src.indexFollows(ctx, p.Key); err != nil {
+				c.log.Warn("console: the index could not follow an approval", "repo", p.Target.Name, "error", err)
+			}
+		}
 	}
 	done := "rejected"
 	if approve {

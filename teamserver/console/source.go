@@ -216,6 +216,37 @@ func (p *repoSource) remove(ctx context.Context, keys []string) error {
 	return p.put(ctx, body, data.Checksum)
 }
 
+// indexFollows makes the repo's MEMORY.md agree with a memory another
+// write changed (an approval): a pointer when the memory is there and no
+// line points to it, none when it is gone. It writes only when the
+// index must change (If-Match, as every console write), and leaves a
+// repo without an index as it is.
+func (p *repoSource) indexFollows(ctx context.Context, key string) error {
+	if key == memdir.EntrypointName {
+		return nil
+	}
+	data, err := p.read(ctx)
+	if err != nil {
+		return err
+	}
+	index, hasIndex := data.Content.Entries[memdir.EntrypointName]
+	if !hasIndex {
+		return nil
+	}
+	var next string
+	var changed bool
+	if content, ok := data.Content.Entries[key]; ok {
+		fm, _, _ := memdir.ParseFrontmatter([]byte(content))
+		next, changed = memdir.IndexWithPointer(index, key, memdir.Memory{Name: fm.Name, Description: fm.Description})
+	} else {
+		next, changed = memdir.IndexWithoutPointers(index, key)
+	}
+	if !changed {
+		return nil
+	}
+	return p.put(ctx, teamwire.PutBody{Entries: map[string]string{memdir.EntrypointName: next}}, data.Checksum)
+}
+
 // errRestoreDeletion: the version chosen is a deletion, which has no
 // content to restore; choose the version before it.
 // errNoVersion: the version asked for is not one of the memory's.
