@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -1374,4 +1376,20 @@ func TestNewNamesInAnyScript(t *testing.T) {
 	out, code = run("rm", "Cafe\u0301 rules")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "removed café_rules.md")
+}
+
+// TestWatchLogsInTheCommandsWords: what the sync library logs while a
+// watcher runs reads as the command's own line, without a package name
+// or internal attributes unless --verbose asks for them.
+func TestWatchLogsInTheCommandsWords(t *testing.T) {
+	var out strings.Builder
+	log := slog.New(&lineHandler{w: &out, prefix: "agentmem team watch", level: slog.LevelWarn})
+	log.Debug("teammem: a round began")
+	log.Warn("teammem: took over the sync state kept for another URL", "event", "teammem_state_adopted", "from", "597b.json")
+	log.Warn("teammem: a file could not be read", "error", errors.New("permission denied"))
+	assert.Equal(t, "agentmem team watch: took over the sync state kept for another URL\nagentmem team watch: a file could not be read (error: permission denied)\n", out.String())
+	out.Reset()
+	verbose := slog.New(&lineHandler{w: &out, prefix: "agentmem team watch", level: slog.LevelDebug, attrs: true})
+	verbose.Debug("teammem: a round began", "event", "round")
+	assert.Equal(t, "agentmem team watch: a round began (event: round)\n", out.String())
 }

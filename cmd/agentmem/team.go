@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -778,7 +779,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *verbose {
 			level = slog.LevelDebug
 		}
-		o.log = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+		o.log = slog.New(&lineHandler{w: e.stderr, prefix: "agentmem team watch", level: level, attrs: *verbose})
 	}
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
@@ -1010,6 +1011,38 @@ func folderHoldsNoMemory(dir string) bool {
 	})
 	return !found
 }
+
+// lineHandler prints a library's log records as a command's own lines:
+// "agentmem team watch: what happened", without the package's name, the
+// error when there is one, and the other attributes only when asked
+// (--verbose).
+type lineHandler struct {
+	w      io.Writer
+	prefix string
+	level  slog.Level
+	attrs  bool
+	mu     sync.Mutex
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(h.prefix + ": " + inUserWords(errors.New(r.Message)))
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "error" || h.attrs {
+			fmt.Fprintf(&b, " (%s: %v)", a.Key, a.Value)
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := fmt.Fprintln(h.w, b.String())
+	return err
+}
+
+func (h *lineHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *lineHandler) WithGroup(string) slog.Handler      { return h }
 
 // classExit prints a one-line error and maps its class to an exit code.
 func classExit(e env, name string, err error) int {
