@@ -1,6 +1,7 @@
 package teamserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -442,8 +443,17 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 		return
 	}
 	var in teamwire.PutBody
-	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body is not valid JSON")
+	// A field the body does not take is refused, not ignored: a client
+	// that misspells soft_delete_keys must not be told its deletion
+	// was written.
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		msg := "the request body is not valid JSON"
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			msg = "the request body has a field this route does not take (" + strings.TrimPrefix(err.Error(), "json: ") + "); it takes entries and soft_delete_keys; nothing was written"
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, msg)
 		return
 	}
 	n := 0

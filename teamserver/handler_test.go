@@ -435,6 +435,23 @@ func TestBodiesThatReadTwoWaysAreRefused(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "a trailing newline is whitespace: %s", out)
 }
 
+// A field the PUT body does not take is refused, never ignored: a
+// client that misspells soft_delete_keys is not told its deletion was
+// written.
+func TestAFieldThePutDoesNotTakeIsRefused(t *testing.T) {
+	f := newServer(t, nil)
+	resp, out := f.do(t, "PUT", f.acme, "acme/shop", "", `{"entries":{"a.md":"x"}}`, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", out)
+	resp, out = f.do(t, "PUT", f.acme, "acme/shop", "", `{"entries":{},"softDeleteKeys":["a.md"]}`, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", out)
+	assert.Equal(t, teamwire.CodeMalformedJSON, errCode(t, out))
+	assert.Contains(t, string(out), `unknown field \"softDeleteKeys\"`)
+	assert.Contains(t, string(out), "it takes entries and soft_delete_keys; nothing was written")
+	resp, out = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(out), `"a.md"`, "nothing was deleted")
+}
+
 // The server's own doors (review, console) sent by a client over the
 // network are recorded as http: a bot's write never shows as a review or
 // a person's console edit. In the server's process (the console) they
