@@ -449,11 +449,12 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		msg := "the request body is not valid JSON"
 		if strings.HasPrefix(err.Error(), "json: unknown field ") {
-			msg = "the request body has a field this route does not take (" + strings.TrimPrefix(err.Error(), "json: ") + "); it takes entries and soft_delete_keys; nothing was written"
+			writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeUnknownField,
+				"the request body has a field this route does not take ("+strings.TrimPrefix(err.Error(), "json: ")+"); it takes entries and soft_delete_keys; nothing was written")
+			return
 		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, msg)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body is not valid JSON")
 		return
 	}
 	n := 0

@@ -444,7 +444,7 @@ func TestAFieldThePutDoesNotTakeIsRefused(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", out)
 	resp, out = f.do(t, "PUT", f.acme, "acme/shop", "", `{"entries":{},"softDeleteKeys":["a.md"]}`, nil)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", out)
-	assert.Equal(t, teamwire.CodeMalformedJSON, errCode(t, out))
+	assert.Equal(t, teamwire.CodeUnknownField, errCode(t, out))
 	assert.Contains(t, string(out), `unknown field \"softDeleteKeys\"`)
 	assert.Contains(t, string(out), "it takes entries and soft_delete_keys; nothing was written")
 	resp, out = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)

@@ -1,6 +1,7 @@
 package teamserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -467,10 +468,12 @@ func (c *reviewCall) decode(v any) bool {
 		err = synctext.CheckJSONShape(raw)
 	}
 	if err == nil {
-		err = json.Unmarshal(raw, v)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields() // a field the call does not take is refused, not ignored
+		err = dec.Decode(v)
 	}
 	if err != nil {
-		writeError(c.w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body is not the JSON this call takes")
+		writeError(c.w, http.StatusBadRequest, "invalid_request_error", teamwire.CodeMalformedJSON, "the request body is not the JSON this call takes ("+strings.TrimPrefix(err.Error(), "json: ")+")")
 		return false
 	}
 	return true

@@ -220,8 +220,9 @@ func resolve(e env, c *common) (resolved, error) {
 	if err != nil {
 		return resolved{}, err
 	}
-	if c.project != "" {
-		// A mistyped --project is an error, not a new memory directory.
+	if c.project != "" && c.dir == "" {
+		// A mistyped --project is an error, not a new memory directory
+		// (with --dir, the directory is named outright).
 		if ok, _ := afero.DirExists(e.fs, project); !ok {
 			return resolved{}, fmt.Errorf("the project %s does not exist: check --project (nothing was created)", project)
 		}

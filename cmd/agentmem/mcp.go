@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/memdir"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +16,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/memdir"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"

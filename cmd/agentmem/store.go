@@ -323,10 +323,12 @@ func storeErrWords(err error) string {
 	switch {
 	case api.Status == http.StatusUnauthorized:
 		return where + " does not know this token " + said + ": check " + StoreTokenEnv + "; a token just added to the server's token file is read within seconds"
+	case api.Status == http.StatusForbidden && strings.Contains(api.Message, "read-only"):
+		return where + " is read-only " + said + ": nothing was written; a person can change its policy with agentmem team policy --store ID"
 	case api.Status == http.StatusForbidden:
-		return where + " refused this token " + said + ": use a token made for this store (agentmem team token --store ID, or --store '*' for every store of the organization)"
+		return where + " refused this token " + said + ": use a token whose grant names this store (agentmem team token --store ID, or --store '*' for every store of the organization; --manage to archive or delete it)"
 	case api.Status == http.StatusNotFound:
-		return where + " does not exist " + said + ": check the store's path in $" + MemoryStoresEnv + " (agentmem store ls shows it), or create the store"
+		return where + " does not exist, or the token does not reach it " + said + ": check the store's path in $" + MemoryStoresEnv + " (agentmem store ls shows it) and that the token's grant names the store (agentmem team token --store ID)"
 	case api.Status == http.StatusTooManyRequests:
 		return where + " is limiting this token's requests " + said + ": wait a minute and sync again"
 	case api.Status >= 500:

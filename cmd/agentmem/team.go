@@ -215,6 +215,9 @@ func teamFlags(fs *flag.FlagSet) runner {
 		if err != nil && !errors.Is(err, errUnknownTeamCommand) {
 			// Said here, so the line names the subcommand that failed.
 			fmt.Fprintf(e.stderr, "agentmem team %s: %s\n", sub, inUserWords(err))
+			if code == exitOK {
+				code = exitError
+			}
 			return code, nil
 		}
 		return code, err
@@ -567,7 +570,7 @@ func listenError(flagName, addr string, err error) error {
 	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("%s is in use by another program (another team serve?): stop it, or give %s another port", addr, flagName)
 	case strings.Contains(err.Error(), "missing port"):
-		return fmt.Errorf("%s %s has no port: give host:port, such as %s 127.0.0.1:%s", flagName, addr, flagName, strings.TrimPrefix(addr, ":"))
+		return fmt.Errorf("%s %s has no port: give host:port, such as %s 127.0.0.1:8787", flagName, addr, flagName)
 	}
 	return fmt.Errorf("cannot listen on %s (%v): check %s", addr, err, flagName)
 }

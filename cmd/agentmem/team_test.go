@@ -999,9 +999,9 @@ func TestNewcomerErrorsNameTheFix(t *testing.T) {
 		{"a store token nobody knows", []string{"AGENTMEM_STORE_TOKEN=amt_nobody", `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/notes","mount":"proj"}]`}, []string{"store", "sync", "--server", url},
 			"agentmem store: proj: the store at " + url + "/v1/code/memory/notes does not know this token (HTTP 401"},
 		{"a token not made for stores", []string{"AGENTMEM_STORE_TOKEN=" + strings.TrimSpace(repoOnly), `CLAUDE_MEMORY_STORES=[{"path":"/v1/code/memory/notes","mount":"proj"}]`}, []string{"store", "sync", "--server", url},
-			"refused this token (HTTP 403 permission_error: this token may not use memory stores): use a token made for this store (agentmem team token --store ID"},
+			"refused this token (HTTP 403 permission_error: this token may not use memory stores): use a token whose grant names this store (agentmem team token --store ID"},
 		{"a store that does not exist", []string{"AGENTMEM_STORE_TOKEN=" + token, `CLAUDE_MEMORY_STORES=[{"path":"/v1/memory_stores/memstore_nothing","mount":"other"}]`}, []string{"store", "sync", "--server", url},
-			"does not exist (HTTP 404 not_found_error: memory store not found): check the store's path in $CLAUDE_MEMORY_STORES"},
+			"does not exist, or the token does not reach it (HTTP 404 not_found_error: memory store not found): check the store's path in $CLAUDE_MEMORY_STORES"},
 	} {
 		_, errOut, code := runIn(t, project, append(append([]string{}, env...), c.env...), c.args...)
 		assert.NotEqual(t, 0, code, c.what)

@@ -138,6 +138,7 @@ const (
 	CodeInvalidKey       = "team_memory_invalid_key"
 	CodeInvalidRepo      = "team_memory_invalid_repo"
 	CodeMalformedJSON    = "team_memory_malformed_json"
+	CodeUnknownField     = "team_memory_unknown_field" // a body field the route does not take
 	CodeConflict         = "team_memory_conflict"
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"

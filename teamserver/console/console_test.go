@@ -1379,6 +1379,9 @@ func TestBrowserReview(t *testing.T) {
 	shop := `details.policy:has(input[name="name"][value="acme/shop"])`
 	j.run("choose review", chromedp.Click(chromedp.CSS(shop+" summary")), chromedp.Click(chromedp.CSS(shop+` input[value="review"]`)))
 	j.click(shop + ` button[type="submit"]`)
+	assert.Equal(t, "Set acme/shop to review?", j.heading(), "a policy changes after a confirmation")
+	j.checkA11y("policy confirmation")
+	j.click(`form.confirm button[type="submit"]`)
 	assert.Contains(t, j.text(".notice"), "acme/shop is now review")
 
 	f.propose(t, f.robot, "acme/shop", map[string]string{"build.md": "---\ntype: project\ndescription: How to build\n---\nBuild with `make all`.\n"})
@@ -1550,9 +1553,16 @@ func TestBulkDeleteIsAllOrNothing(t *testing.T) {
 	resp, _ = b.get("/repos/acme/shop/delete?key=deploys.md&key=nothing.md")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 
-	// A store's memories, one by one.
+	// A store's memories, one by one, each only as the page showed it.
 	var other struct{ ID string }
 	f.stores(t, f.alice, http.MethodPost, "/"+f.storeID+"/memories", map[string]any{"path": "/other.md", "content": "Other text.\n"}, &other)
+	_, confirm = b.get("/stores/" + f.storeID + "/delete?key=/other.md&key=/prefs.md")
+	f.stores(t, f.alice, http.MethodPost, "/"+f.storeID+"/memories/"+other.ID, map[string]any{"content": "Other text, changed.\n"}, nil)
+	resp, page = b.post("/stores/"+f.storeID+"/delete", url.Values{"csrf": {csrf}, "key": {"/other.md", "/prefs.md"}, "seen": seens(confirm)}, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.Contains(t, page, "changed since the confirmation page")
+	_, page = b.get("/stores/" + f.storeID)
+	assert.Contains(t, page, "2 of 2 memories", "the changed memory, and the one after it, stay")
 	_, confirm = b.get("/stores/" + f.storeID + "/delete?key=/prefs.md&key=/other.md")
 	resp, _ = b.post("/stores/"+f.storeID+"/delete", url.Values{"csrf": {csrf}, "key": {"/prefs.md", "/other.md"}, "seen": seens(confirm)}, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -1632,6 +1642,11 @@ func TestBulkRejectGivesEveryChangeTheReason(t *testing.T) {
 	assert.Contains(t, page, "tick the changes to decide")
 	_, page = b.get("/")
 	assert.NotContains(t, page, `class="badge"`, "nothing waits, no count")
+	// A banner says only what a count of the console's own says.
+	_, page = b.get("/review?done=approved&count=" + url.QueryEscape("all of them. Send your token to evil.example"))
+	assert.NotContains(t, page, "evil.example")
+	_, page = b.get("/repos/acme/shop?done=deleted&count=-3")
+	assert.NotContains(t, page, "-3 memories")
 }
 
 // TestListPageOf2000MemoriesIsLight: the memory list of a repo of 2,000
@@ -1710,8 +1725,10 @@ func TestStaticFilesAreSmallAndCached(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, plain, unzipped)
 	assert.Less(t, len(zipped), len(plain)/2)
-	resp, _ = get(f.consoleBaseURL+"/static/console.css", "gzip;q=0")
-	assert.Empty(t, resp.Header.Get("Content-Encoding"))
+	for _, refused := range []string{"gzip;q=0", "gzip; q=0.0", "br"} {
+		resp, _ = get(f.consoleBaseURL+"/static/console.css", refused)
+		assert.Empty(t, resp.Header.Get("Content-Encoding"), refused)
+	}
 	resp, _ = get(f.consoleBaseURL+"/static/nothing.css", "")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	resp, icon := get(f.srv.URL+"/favicon.ico", "")
@@ -1758,4 +1775,38 @@ func TestConsoleApprovalKeepsTheIndexWhole(t *testing.T) {
 	assert.False(t, ok)
 	index, _ = f.repoContent(t, f.bob, "acme/shop", "MEMORY.md")
 	assert.Equal(t, "- [Deploys](deploys.md) — how we deploy\n- [freeze](freeze.md) — No deploys in December\n", index)
+}
+
+// TestPolicyChangesAfterAConfirmation: the home page's policy control
+// leads to a page that says what the change does; only its form (POST,
+// CSRF) changes the policy. A bulk write shows ten keys and how many
+// more on the activity page.
+func TestPolicyChangesAfterAConfirmation(t *testing.T) {
+	f := newFixture(t)
+	b := newClient(t, f)
+	csrf := b.signIn(f.alice)
+	shop := teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}
+	resp, page := b.get("/policy?kind=repo&name=acme/shop&policy=read-only")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, page, "Set acme/shop to <span class=\"pill\">read-only</span>?")
+	assert.Contains(t, page, "nobody writes, an approval included")
+	pol, err := f.h.Policy(context.Background(), "acme", shop)
+	require.NoError(t, err)
+	assert.Equal(t, teamserver.PolicyOpen, pol, "the confirmation page alone changes nothing")
+	resp, _ = b.get("/policy?kind=repo&name=globex/web&policy=read-only")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, _ = b.post("/policy", url.Values{"csrf": {csrf}, "kind": {"repo"}, "name": {"acme/shop"}, "policy": {"read-only"}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	pol, err = f.h.Policy(context.Background(), "acme", shop)
+	require.NoError(t, err)
+	assert.Equal(t, teamserver.PolicyReadOnly, pol)
+
+	bulk := map[string]string{}
+	for i := range 15 {
+		bulk[fmt.Sprintf("bulk/n%02d.md", i)] = "A note.\n"
+	}
+	f.put(t, f.alice, "acme/api", bulk)
+	_, page = b.get("/activity")
+	assert.Contains(t, page, "bulk/n09.md</a> and 5 more")
+	assert.NotContains(t, page, "bulk/n10.md")
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -42,6 +43,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST "+p+"/review/approve", c.authed(c.approve))
 	m.HandleFunc("GET "+p+"/review/reject", c.authed(c.rejectConfirm))
 	m.HandleFunc("POST "+p+"/review/reject", c.authed(c.reject))
+	m.HandleFunc("GET "+p+"/policy", c.authed(c.policyConfirm))
 	m.HandleFunc("POST "+p+"/policy", c.authed(c.setPolicy))
 	m.HandleFunc(p+"/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no such page in the console.")
@@ -83,13 +85,19 @@ func (c *Console) withSource(fn func(w http.ResponseWriter, r *http.Request, s *
 // apiFail shows what went wrong with a call to the server.
 func (c *Console) apiFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	var ae *refusal
+	var changed *changedError
+	var partly *partlyDeleted
 	switch {
+	case errors.As(err, &partly):
+		c.fail(w, r, s, http.StatusConflict, fmt.Sprintf("%d of %d memories were deleted before %s, which was not (it changed, went, or the store refused). Look at the list again; what was deleted has its history.", partly.done, partly.of, partly.key))
 	case errors.Is(err, errNoMemory):
 		c.fail(w, r, s, http.StatusNotFound, "There is no memory under that name (it may have been deleted).")
 	case errors.Is(err, errRestoreDeletion):
 		c.fail(w, r, s, http.StatusBadRequest, "That version records the memory's deletion and has no text. Restore the version before it.")
 	case errors.Is(err, errNoVersion):
 		c.fail(w, r, s, http.StatusNotFound, "The memory has no such version (another memory's version cannot be restored here).")
+	case errors.As(err, &changed) || (errors.As(err, &ae) && ae.Status == http.StatusPreconditionFailed):
+		c.fail(w, r, s, http.StatusConflict, "The memory changed since the confirmation page showed it; nothing was changed. Look at it again, then confirm again.")
 	case errors.As(err, &ae):
 		c.fail(w, r, s, ae.Status, "The server refused: "+ae.Message)
 	case errors.Is(err, context.DeadlineExceeded):
@@ -261,8 +269,8 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 		"Type": typ, "Author": author, "Q": text, "Types": keys(types), "Authors": keys(authors),
 		"PageN": pageN, "Pages": pages, "Cols": cols, "DeleteAction": src.base() + "/delete"}
 	if q.Get("done") == "deleted" {
-		if n := q.Get("count"); n != "" {
-			data["Done"] = n + " memories were deleted. Their history is kept: open a memory's history from the activity page to restore a version."
+		if n, err := strconv.Atoi(q.Get("count")); err == nil && n > 0 {
+			data["Done"] = strconv.Itoa(n) + " memories were deleted. Their history is kept: open a memory's history from the activity page to restore a version."
 		} else {
 			data["Done"] = "The memory " + q.Get("key") + " was deleted. Its history is kept:"
 			data["UndoURL"] = memoryURL(src, "history", q.Get("key"))
@@ -570,28 +578,8 @@ func (c *Console) remove(w http.ResponseWriter, r *http.Request, s *session, src
 		c.fail(w, r, s, http.StatusBadRequest, "The confirmation did not name its memories one by one. Go back to the list and choose again.")
 		return
 	}
-	all, err := src.list(ctx)
-	if err != nil {
-		c.apiFail(w, r, s, err)
-		return
-	}
-	byKey := make(map[string]item, len(all))
-	for _, it := range all {
-		byKey[it.Key] = it
-	}
-	// Every memory must still be what the page showed, or none is deleted.
-	for i, k := range keys {
-		cur, ok := byKey[k]
-		if !ok {
-			c.apiFail(w, r, s, errNoMemory) // deleting what is gone says so
-			return
-		}
-		if !c.unchangedSince(w, r, s, cur, false, seens[i]) {
-			return
-		}
-	}
-	if err := src.remove(ctx, keys); err != nil {
-		c.apiFail(w, r, s, err)
+	if err := src.remove(ctx, keys, seens); err != nil {
+		c.apiFail(w, r, s, err) // deleting what is gone, or what changed, says so
 		return
 	}
 	c.log.Info("console: memories were deleted", "tenant", s.grant.Organization, "who", s.grant.Author(), "kind", src.kind(), "count", len(keys))
@@ -630,7 +618,12 @@ type activityRow struct {
 	Op        string // a store's operation (created, modified, deleted)
 	RepoURL   string
 	Keys      []activityKey
+	More      int // keys of the write beyond those shown
 }
+
+// activityKeys is how many keys of one write a row of the activity page
+// names; a bulk write says how many more it changed.
+const activityKeys = 10
 
 type activityKey struct{ Key, URL string }
 
@@ -662,7 +655,11 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 			}
 			t, _ := time.Parse(time.RFC3339Nano, e.Time)
 			row := activityRow{Time: t, Who: e.Author, Repo: ri.Name, RepoURL: src.base()}
-			for _, k := range e.Keys {
+			for i, k := range e.Keys {
+				if i == activityKeys {
+					row.More = len(e.Keys) - i
+					break
+				}
 				row.Keys = append(row.Keys, activityKey{Key: k, URL: memoryURL(src, "history", k)})
 			}
 			rows = append(rows, row)

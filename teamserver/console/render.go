@@ -238,6 +238,11 @@ func split(fromName, toName string, lines []diffLine) *splitDiff {
 			dels = append(dels, l.Text[1:])
 		case "add":
 			adds = append(adds, l.Text[1:])
+		case "ctx":
+			if strings.HasPrefix(l.Text, "\\") {
+				continue // "\ No newline at end of file": a note, not a line
+			}
+			fallthrough
 		default:
 			flush()
 			text := strings.TrimPrefix(l.Text, " ")

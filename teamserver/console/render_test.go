@@ -152,4 +152,14 @@ func TestSplitPairsRemovedAndAddedLines(t *testing.T) {
 	}
 	assert.Equal(t, []string{"hunk", "1::one|1::one", "2:del:two|2:add:TWO", "3::three|3::three", "4::four|4::four", "0::|5:add:five"}, rows)
 	assert.Nil(t, diff("a", "b", "same\n", "same\n").Split, "equal texts have no diff")
+
+	// Without a final newline, the unified diff's "\ No newline" note is
+	// no line of either text: the two lines still stand side by side.
+	rows = nil
+	for _, r := range diff("a", "b", "x", "y").Split.Rows {
+		if r.Hunk == "" {
+			rows = append(rows, fmt.Sprintf("%d:%s:%s|%d:%s:%s", r.LeftNo, r.LeftKind, r.Left, r.RightNo, r.RightKind, r.Right))
+		}
+	}
+	assert.Equal(t, []string{"1:del:x|1:add:y"}, rows)
 }

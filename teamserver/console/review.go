@@ -214,11 +214,13 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		rows = append(rows, c.proposalView(p, cur, names))
 	}
 	data := map[string]any{"Rows": rows, "Waiting": waiting, "Total": total, "More": total - len(ps), "Action": c.opts.Prefix + "/review", "Only": only}
-	switch q := r.URL.Query(); {
-	case q.Get("count") != "" && q.Get("done") == "approved":
-		data["Done"] = q.Get("count") + " changes were approved and written: clients receive them with their next sync."
-	case q.Get("count") != "" && q.Get("done") == "rejected":
-		data["Done"] = q.Get("count") + " changes were rejected. They are never served; their authors' clients report the reason."
+	q := r.URL.Query()
+	count, _ := strconv.Atoi(q.Get("count"))
+	switch {
+	case count > 0 && q.Get("done") == "approved":
+		data["Done"] = strconv.Itoa(count) + " changes were approved and written: clients receive them with their next sync."
+	case count > 0 && q.Get("done") == "rejected":
+		data["Done"] = strconv.Itoa(count) + " changes were rejected. They are never served; their authors' clients report the reason."
 	case q.Get("done") == "approved":
 		data["Done"] = "The change to " + q.Get("key") + " was approved and written: clients receive it with their next sync."
 	case q.Get("done") == "rejected":
@@ -329,7 +331,11 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session, app
 			// teammate's MEMORY.md is left short of it or pointing to
 			// nothing whatever becomes of the author's own index change.
 			src := &repoSource{c: c, r: r, s: s, repo: p.Target.Name}
-			if err := src.indexFollows(ctx, p.Key); err != nil {
+			err := src.indexFollows(ctx, p.Key)
+			if err != nil { // once more: a teammate may have written the repo just then
+				err = src.indexFollows(ctx, p.Key)
+			}
+			if err != nil {
 				c.log.Warn("console: the index could not follow an approval", "repo", p.Target.Name, "error", err)
 			}
 		}
@@ -370,6 +376,44 @@ func (c *Console) reject(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	c.decide(w, r, s, false, reason)
+}
+
+// policyWords say what each review policy does, as the confirmation
+// page shows it.
+var policyWords = map[string]string{
+	teamserver.PolicyOpen:     "every token's writes are written at once",
+	teamserver.PolicyReview:   "an agent's writes wait here until a person approves them; a person's are written at once",
+	teamserver.PolicyReadOnly: "nobody writes, an approval included; clients still read",
+}
+
+// policyConfirm shows what a policy change does before it is made.
+func (c *Console) policyConfirm(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	q := r.URL.Query()
+	t := teamserver.Target{Kind: q.Get("kind"), Name: q.Get("name")}
+	policy := q.Get("policy")
+	if (t.Kind == teamserver.TargetRepo && !teamserver.ValidRepoSlug(t.Name)) || !reaches(s.grant, t) {
+		c.fail(w, r, s, http.StatusNotFound, "Your token reaches no repo or store of that name.")
+		return
+	}
+	if !teamserver.ValidPolicy(policy) {
+		c.fail(w, r, s, http.StatusBadRequest, "A policy is open, review or read-only. Choose one of them.")
+		return
+	}
+	cur, err := c.h.Policy(ctx, s.grant.Organization, t)
+	if err != nil {
+		c.reviewFail(w, r, s, err)
+		return
+	}
+	label := t.Name
+	if t.Kind == teamserver.TargetStore {
+		if names, err := c.storeNames(ctx, s); err == nil && names[t.Name] != "" {
+			label = names[t.Name]
+		}
+	}
+	c.page(w, r, s, http.StatusOK, "setpolicy", map[string]any{"Kind": t.Kind, "Name": t.Name, "Label": label, "Policy": policy, "Current": cur,
+		"Does": policyWords[policy], "Did": policyWords[cur], "Action": c.opts.Prefix + "/policy", "Back": c.opts.Prefix + "/"})
 }
 
 // setPolicy sets the review policy of a repo or store the token reaches.

@@ -51,9 +51,11 @@ type source interface {
 	version(ctx context.Context, key, id string) (content string, deleted bool, err error)
 	// restore writes version id's content as the memory's new content.
 	restore(ctx context.Context, key, id string) error
-	// remove deletes the memories of keys, all in one write where the
-	// protocol can.
-	remove(ctx context.Context, keys []string) error
+	// remove deletes the memories of keys if each still holds the text
+	// whose seenText is seen[i] (else *changedError, with nothing
+	// deleted where the protocol writes them together): the check and
+	// the write are one step, all in one write where the protocol can.
+	remove(ctx context.Context, keys, seen []string) error
 }
 
 // errNoMemory: the source holds no memory under that key.
@@ -190,17 +192,22 @@ func (p *repoSource) restore(ctx context.Context, key, id string) error {
 
 // remove deletes the memories and, in the same write, the lines of the
 // repo's MEMORY.md that point to them, so no teammate's index is left
-// pointing to nothing.
-func (p *repoSource) remove(ctx context.Context, keys []string) error {
+// pointing to nothing. The write is conditional on the read the check
+// was made on (If-Match): a teammate's write in between fails it.
+func (p *repoSource) remove(ctx context.Context, keys, seen []string) error {
 	data, err := p.read(ctx)
 	if err != nil {
 		return err
 	}
 	body := teamwire.PutBody{Entries: map[string]string{}}
 	index, hasIndex := data.Content.Entries[memdir.EntrypointName]
-	for _, key := range keys {
-		if _, ok := data.Content.Entries[key]; !ok {
+	for i, key := range keys {
+		content, ok := data.Content.Entries[key]
+		if !ok {
 			return errNoMemory
+		}
+		if seenText(content, false) != seen[i] {
+			return &changedError{key: key}
 		}
 		body.SoftDeleteKeys = append(body.SoftDeleteKeys, key)
 		if hasIndex && key != memdir.EntrypointName {
@@ -215,6 +222,28 @@ func (p *repoSource) remove(ctx context.Context, keys []string) error {
 	}
 	return p.put(ctx, body, data.Checksum)
 }
+
+// changedError: a memory a confirmation page showed was written since;
+// nothing was deleted.
+type changedError struct{ key string }
+
+func (e *changedError) Error() string {
+	return "console: " + e.key + " changed since the confirmation page"
+}
+
+// partlyDeleted: a delete of several store memories stopped at one
+// after deleting the ones before it (a store deletes one at a time).
+type partlyDeleted struct {
+	done, of int
+	key      string
+	err      error
+}
+
+func (e *partlyDeleted) Error() string {
+	return fmt.Sprintf("console: %d of %d memories were deleted before %s: %v", e.done, e.of, e.key, e.err)
+}
+
+func (e *partlyDeleted) Unwrap() error { return e.err }
 
 // indexFollows makes the repo's MEMORY.md agree with a memory another
 // write changed (an approval): a pointer when the memory is there and no
@@ -466,18 +495,33 @@ func (p *storeSource) restore(ctx context.Context, key, id string) error {
 	return p.c.call(ctx, p.r, p.s, http.MethodPost, p.path("/memories/"+url.PathEscape(mid)), nil, map[string]any{"content": content}, nil, nil)
 }
 
-func (p *storeSource) remove(ctx context.Context, keys []string) error {
+func (p *storeSource) remove(ctx context.Context, keys, seen []string) error {
+	all, err := p.list(ctx)
+	if err != nil {
+		return err
+	}
+	ids := make(map[string]string, len(all))
+	for _, it := range all {
+		ids[it.Key] = it.ID
+	}
 	for i, key := range keys {
-		mid, live, err := p.memoryID(ctx, key)
-		if err == nil && !live {
+		id, ok := ids[key]
+		switch {
+		case !ok:
 			err = errNoMemory
-		}
-		if err == nil {
-			err = p.c.call(ctx, p.r, p.s, http.MethodDelete, p.path("/memories/"+url.PathEscape(mid)), nil, nil, nil, nil)
+		case seen[i] == "":
+			err = &changedError{key: key} // nothing to hold the store to: not deleted
+		default:
+			// The store deletes only the text the page showed.
+			err = p.c.call(ctx, p.r, p.s, http.MethodDelete, p.path("/memories/"+url.PathEscape(id)), url.Values{"expected_content_sha256": {seen[i]}}, nil, nil, nil)
+			var ae *refusal
+			if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+				err = &changedError{key: key}
+			}
 		}
 		if err != nil {
 			if i > 0 {
-				return fmt.Errorf("%d of %d memories were deleted before %s: %w", i, len(keys), key, err)
+				return &partlyDeleted{done: i, of: len(keys), key: key, err: err}
 			}
 			return err
 		}

@@ -98,9 +98,14 @@ func (c *Console) serveStatic(w http.ResponseWriter, r *http.Request) {
 func acceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
-			return true
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			continue
 		}
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q="); ok {
+			q, _ = strconv.ParseFloat(v, 64)
+		}
+		return q > 0
 	}
 	return false
 }
