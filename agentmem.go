@@ -188,6 +188,13 @@ type Options struct {
 	// user's account (a private memory store): the memory tools and Save
 	// then refuse a secret in any memory file, as they do in team/.
 	SyncedMemory bool
+	// SharedWritesMainAgentOnly lets only the session's main agent write
+	// team memory and the memory stores mounted in it, as Claude Code
+	// 2.1.333 on does: a write there from a sub-agent, a fork
+	// (memdir.WithAgent on the tool call's context) or a background job
+	// (extraction, consolidation, the session summary) is refused with a
+	// *memdir.NotMainAgentError. Private memory is not affected.
+	SharedWritesMainAgentOnly bool
 }
 
 // PromptOptions choose the memory prompt. The zero value is what Claude
@@ -438,6 +445,7 @@ func (m *Memory) build(model llm.Model) error {
 	// layer adds its own door (memdir.Dir.WithDoor), and the sync
 	// clients send both with the file.
 	m.memDir = m.memDir.WithProvenance(memdir.Provenance{Session: m.opts.SessionID})
+	m.memDir.SharedWritesMainAgentOnly(m.opts.SharedWritesMainAgentOnly)
 	// The main agent's own memory writes keep the session's file history
 	// (as Claude Code's do): UserMessage takes a checkpoint per message.
 	if m.mainHistory, err = m.history(m.opts.SessionID); err != nil {
@@ -874,15 +882,20 @@ func (m *Memory) Compacted() {
 
 // Guard wraps the permission function of the host's own tools: a write by
 // Write, Edit, MultiEdit or NotebookEdit into the memory directory that
-// leaves it (through ".." or a link), or that would put a secret in team
-// memory (or in synced memory, with Options.SyncedMemory), is denied
-// with a reason the model sees; everything else goes to next (nil
-// allows).
+// leaves it (through ".." or a link), that would put a secret in team
+// memory (or in synced memory, with Options.SyncedMemory), that comes
+// while writes are paused, or that a sub-agent, fork or background query
+// makes in shared memory under Options.SharedWritesMainAgentOnly
+// (memdir.WithAgent on ctx), is denied with a reason the model sees;
+// everything else goes to next (nil allows).
 func (m *Memory) Guard(next llm.PermissionFunc) llm.PermissionFunc {
 	return func(ctx context.Context, call llm.ToolCall) llm.Decision {
 		if m.enabled {
 			asClaudeCode := llm.ToolCall{ID: call.ID, Name: m.toolName(call.Name), Input: call.Input}
-			err := m.memDir.CheckToolCall(asClaudeCode) // one path check, one scan
+			// One path check, one scan, and what the call's agent may not
+			// do (a pause; shared memory from another agent than the main
+			// one, with Options.SharedWritesMainAgentOnly).
+			err := m.memDir.WithDoor(teamwire.DoorFileTools).CheckToolCallFrom(ctx, asClaudeCode)
 			in, _ := call.Fields()
 			path, _ := in["file_path"].(string)
 			if r := memdir.Refusal(path, "memory", err); r != nil {

@@ -998,3 +998,43 @@ func TestPausedWritesRunNoJob(t *testing.T) {
 	defer model.mu.Unlock()
 	assert.Contains(t, model.purposes, llm.PurposeExtractMemories, "resumed: the jobs run again")
 }
+
+// With Options.SharedWritesMainAgentOnly, a sub-agent's write to team
+// memory is refused through the memory tools and the host's own Write
+// tool (memdir.WithAgent on the call's context), and extraction's team
+// writes too; the main agent's go through, and private memory stays
+// every agent's.
+func TestSharedWritesFromTheMainAgentOnlyAtTheFrontDoor(t *testing.T) {
+	project, config := home(t)
+	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
+		SharedWritesMainAgentOnly: true, Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+	require.NoError(t, err)
+	defer mem.Close()
+	ctx := context.Background()
+	sub := memdir.WithAgent(ctx, memdir.AgentSub)
+	tools := map[string]llm.Tool{}
+	for _, tool := range mem.Tools() {
+		tools[tool.Spec.Name] = tool
+	}
+	team := filepath.Join(mem.Dir(), "team", "deploys.md")
+	in, _ := json.Marshal(map[string]string{"file_path": team, "content": "---\nname: Deploys\ndescription: d\ntype: project\n---\nTuesdays.\n"})
+	_, err = tools["Write"].Call(sub, in)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "shared memory, which only the session's main agent writes")
+	assert.NoFileExists(t, team)
+	private, _ := json.Marshal(map[string]string{"file_path": filepath.Join(mem.Dir(), "mine.md"), "content": "---\nname: Mine\ndescription: m\ntype: user\n---\nA sub-agent's note.\n"})
+	_, err = tools["Write"].Call(sub, private)
+	assert.NoError(t, err, "private memory")
+	_, err = tools["Write"].Call(ctx, in)
+	require.NoError(t, err, "the main agent")
+
+	guard := mem.Guard(nil)
+	call := llm.ToolCall{Name: "Write", Input: in}
+	d := guard(sub, call)
+	assert.False(t, d.Allow)
+	assert.Contains(t, d.Reason, "subagent")
+	assert.True(t, guard(ctx, call).Allow)
+
+	_, err = mem.MemoryDir().WithDoor("extraction").Save(ctx, memdir.Memory{File: "team/x.md", Name: "X", Description: "x", Type: memdir.TypeProject, Body: "x"})
+	assert.ErrorIs(t, err, memdir.ErrNotMainAgent)
+}

@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -99,6 +100,22 @@ func (d *Dir) CheckToolCall(call llm.ToolCall) error {
 		}
 	}
 	return nil
+}
+
+// CheckToolCallFrom is CheckToolCall for a call made with ctx: it also
+// refuses what the gate would refuse of the call's agent (a pause, and
+// shared memory written by another agent than the main one under
+// Dir.SharedWritesMainAgentOnly; see WithAgent). Use it on a handle
+// with the tools' door (WithDoor), as a host's permission check.
+func (d *Dir) CheckToolCallFrom(ctx context.Context, call llm.ToolCall) error {
+	if err := d.CheckToolCall(call); err != nil {
+		return err
+	}
+	_, t, err := d.checkToolPath(call)
+	if err != nil || t == nil {
+		return err
+	}
+	return d.gate.mayWrite(ctx, *t)
 }
 
 // CheckToolPath is CheckToolCall without the content check: the path

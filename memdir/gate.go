@@ -330,7 +330,7 @@ func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old 
 	if err != nil {
 		return Target{}, err
 	}
-	if err := g.checkPaused(t); err != nil {
+	if err := g.mayWrite(ctx, t); err != nil {
 		return Target{}, err
 	}
 	fsys, name, done, err := g.open(t)
@@ -472,7 +472,7 @@ func (g *WriteGate) remove(ctx context.Context, abs string, all bool, check func
 	if err != nil {
 		return Target{}, err
 	}
-	if err := g.checkPaused(t); err != nil {
+	if err := g.mayWrite(ctx, t); err != nil {
 		return Target{}, err
 	}
 	if all && (t.Rel == "." || t.Rel == "") {
@@ -532,7 +532,7 @@ func (g *WriteGate) Rename(ctx context.Context, from, to string) error {
 	if tf.Root != tt.Root {
 		return ErrCrossRoot
 	}
-	if err := g.checkPaused(tf); err != nil {
+	if err := g.mayWrite(ctx, tf); err != nil {
 		return err
 	}
 	if tf.Rel == "." || tf.Rel == "" {

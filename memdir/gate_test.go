@@ -729,3 +729,58 @@ func TestPauseRefusesTheAgentsWrites(t *testing.T) {
 	_, err = agent.Gate().Remove(ctx, filepath.Join(mem, "a.md"))
 	assert.NoError(t, err)
 }
+
+// Under SharedWritesMainAgentOnly, shared memory (team, and the stores
+// mounted in it) is written by the session's main agent only: a
+// sub-agent's, a fork's or a background job's write there is refused
+// with the door and the agent named, through the gate and the
+// permission check alike; private memory, the host's own writes and a
+// directory without the setting are not affected.
+func TestSharedWritesFromTheMainAgentOnly(t *testing.T) {
+	mem, _ := diskMemory(t)
+	d, err := NewDir(afero.NewOsFs(), mem, DirOptions{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	sub, fork := WithAgent(ctx, AgentSub), WithAgent(ctx, AgentFork)
+	tools := d.WithDoor("file-tools")
+	team := filepath.Join(mem, "team", "a.md")
+	store := filepath.Join(mem, "team", "proj", "b.md")
+
+	_, err = tools.Gate().WriteFile(sub, team, []byte("x\n"), 0o644)
+	require.NoError(t, err, "off by default")
+	d.SharedWritesMainAgentOnly(true)
+	for _, c := range []struct {
+		ctx   context.Context
+		agent Agent
+		path  string
+	}{{sub, AgentSub, team}, {fork, AgentFork, store}} {
+		_, err = tools.Gate().WriteFile(c.ctx, c.path, []byte("y\n"), 0o644)
+		var ne *NotMainAgentError
+		require.ErrorAs(t, err, &ne, c.path)
+		assert.ErrorIs(t, err, ErrNotMainAgent)
+		assert.Equal(t, "file-tools", ne.Door)
+		assert.Equal(t, c.agent, ne.Agent)
+		assert.Contains(t, err.Error(), "nothing was written")
+	}
+	got, _ := os.ReadFile(team)
+	assert.Equal(t, "x\n", string(got), "the refused write changed nothing")
+	_, err = tools.Gate().Remove(sub, team)
+	assert.ErrorIs(t, err, ErrNotMainAgent, "nor deletes")
+	_, err = tools.Gate().WriteFile(sub, filepath.Join(mem, "private.md"), []byte("p\n"), 0o644)
+	assert.NoError(t, err, "private memory is the sub-agent's to write")
+	_, err = tools.Gate().WriteFile(ctx, team, []byte("main\n"), 0o644)
+	assert.NoError(t, err, "the main agent")
+	_, err = d.Gate().WriteFile(sub, team, []byte("host\n"), 0o644)
+	assert.NoError(t, err, "the host's own write")
+	_, err = d.WithDoor("extraction").Save(ctx, Memory{File: "team/c.md", Name: "C", Description: "c", Type: TypeProject, Body: "c"})
+	var ne *NotMainAgentError
+	require.ErrorAs(t, err, &ne, "a background job is no main agent")
+	assert.Equal(t, AgentBackground, ne.Agent)
+
+	// The permission check of a host's own Write tool says the same.
+	write := llm.ToolCall{Name: "Write", Input: js(map[string]any{"file_path": team, "content": "z"})}
+	assert.ErrorIs(t, tools.CheckToolCallFrom(sub, write), ErrNotMainAgent)
+	assert.NoError(t, tools.CheckToolCallFrom(ctx, write))
+	d.SharedWritesMainAgentOnly(false)
+	assert.NoError(t, tools.CheckToolCallFrom(sub, write))
+}

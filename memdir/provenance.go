@@ -89,10 +89,11 @@ type provenanceFile struct {
 // origin a host marked the session's writes with (MarkUntrusted), and a
 // cache of the records read.
 type provenanceState struct {
-	origin atomic.Pointer[string]
-	paused atomic.Bool // Dir.PauseWrites
-	mu     sync.Mutex
-	cache  map[string]cachedProvenance
+	origin   atomic.Pointer[string]
+	paused   atomic.Bool // Dir.PauseWrites
+	mainOnly atomic.Bool // Dir.SharedWritesMainAgentOnly
+	mu       sync.Mutex
+	cache    map[string]cachedProvenance
 }
 
 type cachedProvenance struct {

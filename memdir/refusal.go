@@ -19,7 +19,8 @@ func (e *ToolError) Error() string { return e.Msg }
 // and root as the model knows them (its own path, "" to name none, and
 // the directory it was given, such as "memory" or "/memories"). Every
 // refusal starts "refused:". It returns nil when err is not a refusal (a
-// *PathTraversalError, a *secrets.Error, a *screen.Error or ErrCrossRoot).
+// *PathTraversalError, a *secrets.Error, a *screen.Error, ErrCrossRoot,
+// a *NotMainAgentError or a *PausedError).
 func Refusal(path, root string, err error) *ToolError {
 	what := "the path"
 	if path != "" {
@@ -28,6 +29,8 @@ func Refusal(path, root string, err error) *ToolError {
 	var pte *PathTraversalError
 	var se *secrets.Error
 	var sc *screen.Error
+	var nm *NotMainAgentError
+	var pe *PausedError
 	switch {
 	case errors.As(err, &sc) && sc.Screen == screen.ScreenInvisible:
 		return &ToolError{Msg: "refused: " + what + " would hold an invisible character, " + sc.CodePointName() + " (" + sc.RuleID + "), at " + sc.Where() + "; remove it and try again"}
@@ -45,6 +48,10 @@ func Refusal(path, root string, err error) *ToolError {
 		return &ToolError{Msg: "refused: " + what + " would hold a credential (" + se.Label + "), and team memory is shared with every contributor; remove the secret and try again"}
 	case errors.Is(err, ErrCrossRoot):
 		return &ToolError{Msg: "refused: " + what + " cannot move into or out of the team directory; move its files one by one"}
+	case errors.As(err, &nm):
+		return &ToolError{Msg: "refused: " + what + " is shared memory, which only the session's main agent writes, and this write comes from a " + string(nm.Agent) + "; nothing was written: write private memory instead, or leave it to the main agent"}
+	case errors.As(err, &pe):
+		return &ToolError{Msg: "refused: memory writes are paused by the person; nothing was written, and only the person resumes them"}
 	}
 	return nil
 }

@@ -1,0 +1,105 @@
+package memdir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+)
+
+// Agent says which agent of a session a write comes from: its main
+// agent (the zero value), a sub-agent it started, a fork of it, or a
+// background query. A host says it on the context of the tool call
+// (WithAgent); writes through the background doors (extraction,
+// consolidation, the session summary) are a background query's
+// whatever the context says.
+type Agent string
+
+const (
+	AgentMain       Agent = ""
+	AgentSub        Agent = "subagent"
+	AgentFork       Agent = "fork"
+	AgentBackground Agent = "background"
+)
+
+type agentKey struct{}
+
+// WithAgent returns ctx saying the writes made with it come from agent.
+func WithAgent(ctx context.Context, agent Agent) context.Context {
+	return context.WithValue(ctx, agentKey{}, agent)
+}
+
+// AgentFrom returns the agent ctx names (AgentMain when none).
+func AgentFrom(ctx context.Context) Agent {
+	a, _ := ctx.Value(agentKey{}).(Agent)
+	return a
+}
+
+// ErrNotMainAgent is what a *NotMainAgentError matches.
+var ErrNotMainAgent = errors.New("memdir: shared memory is written by the main agent only")
+
+// NotMainAgentError refuses a write to shared memory (team memory and
+// the memory stores mounted in it) that comes from another agent than
+// the session's main one, while the host allows only the main agent
+// there (Dir.SharedWritesMainAgentOnly). Nothing was written; the
+// session's private memory is not affected.
+type NotMainAgentError struct {
+	Door  string // the door of the refused write (Dir.WithDoor)
+	Agent Agent
+}
+
+func (e *NotMainAgentError) Error() string {
+	return fmt.Sprintf("shared memory is written by the session's main agent only, and this %s write comes from a %s: nothing was written; write private memory, or leave it to the main agent", orDefault(e.Door, "host"), e.Agent)
+}
+
+func (e *NotMainAgentError) Is(target error) bool { return target == ErrNotMainAgent }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// SharedWritesMainAgentOnly sets whether only the session's main agent
+// may write shared memory through every handle of the directory in this
+// process: a sub-agent's, a fork's or a background query's write there
+// is then refused with a *NotMainAgentError (a host's own writes, with
+// no door, and a sync's go on).
+func (d *Dir) SharedWritesMainAgentOnly(on bool) { d.gate.provState.mainOnly.Store(on) }
+
+// backgroundDoor reports whether writes through door are a background
+// query's, whatever the context says.
+func backgroundDoor(door string) bool {
+	switch door {
+	case teamwire.DoorExtraction, teamwire.DoorConsolidation, teamwire.DoorSessionSummary:
+		return true
+	}
+	return false
+}
+
+// checkAgent refuses a write to shared memory from another agent than
+// the main one while the directory allows only the main agent there.
+func (g *WriteGate) checkAgent(ctx context.Context, t Target) error {
+	if !t.Team || !g.provState.mainOnly.Load() || !agentDoor(g.prov.Door) {
+		return nil
+	}
+	agent := AgentFrom(ctx)
+	if agent == AgentMain && backgroundDoor(g.prov.Door) {
+		agent = AgentBackground
+	}
+	if agent == AgentMain {
+		return nil
+	}
+	return &NotMainAgentError{Door: g.prov.Door, Agent: agent}
+}
+
+// mayWrite checks what refuses a write whatever its path and content: a
+// pause, and another agent than the main one in shared memory.
+func (g *WriteGate) mayWrite(ctx context.Context, t Target) error {
+	if err := g.checkPaused(t); err != nil {
+		return err
+	}
+	return g.checkAgent(ctx, t)
+}
