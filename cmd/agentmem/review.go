@@ -59,7 +59,7 @@ func newReviewClient(e env, c *common, serverURL, repo, store, project string) (
 	case store != "" && repo != "":
 		return nil, errors.New("give --repo or --store, not both")
 	case store != "":
-		q.Set("store", store)
+		// Set once the token is known: a name is looked up.
 	default:
 		if repo == "" {
 			root := project
@@ -81,7 +81,50 @@ func newReviewClient(e env, c *common, serverURL, repo, store, project string) (
 	if token == "" {
 		return nil, errNoToken
 	}
+	if store != "" {
+		id, err := storeIDFor(serverURL, token, store)
+		if err != nil {
+			return nil, err
+		}
+		q.Set("store", id)
+	}
 	return &reviewClient{base: strings.TrimRight(serverURL, "/") + teamwire.ReviewPath, token: token, query: q, http: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// storeIDFor returns the ID of the memory store --store names: an ID
+// (memstore_...) as it is, or a store's name looked up among the stores
+// the token reaches, so a person may give either.
+func storeIDFor(serverURL, token, store string) (string, error) {
+	if strings.HasPrefix(store, "memstore_") {
+		if strings.ContainsAny(store, "/?#") {
+			return "", fmt.Errorf("%q is not a memory store ID (memstore_...) nor a name: give one of them", store)
+		}
+		return store, nil
+	}
+	rc := &reviewClient{base: strings.TrimRight(serverURL, "/") + "/v1/memory_stores", token: token, http: &http.Client{Timeout: 30 * time.Second}}
+	var page struct {
+		Data []struct{ ID, Name string } `json:"data"`
+	}
+	if err := rc.do(http.MethodGet, "", url.Values{"limit": {"100"}}, nil, &page); err != nil {
+		return "", fmt.Errorf("look up the memory store named %q: %w", store, err)
+	}
+	var ids []string
+	for _, st := range page.Data {
+		if st.Name == store {
+			ids = append(ids, st.ID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		var names []string
+		for _, st := range page.Data {
+			names = append(names, st.Name)
+		}
+		return "", fmt.Errorf("the token reaches no memory store named %q (it reaches: %s); give a store's name or its ID (memstore_...)", store, orDefault(strings.Join(names, ", "), "none"))
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%d memory stores are named %q (%s): give the ID of the one you mean", len(ids), store, strings.Join(ids, ", "))
 }
 
 // reviewError is a refusal of the review endpoint.
@@ -171,7 +214,7 @@ func teamPolicy(e env, c *common, args []string) (int, error) {
 	fs := subFlags(e, "policy")
 	serverURL := fs.String("server", "", "the sync server's base URL")
 	repo := fs.String("repo", "", "owner/name (default: the project's git remote)")
-	store := fs.String("store", "", "a memory store's ID, instead of a repo")
+	store := fs.String("store", "", "a memory store's ID or name, instead of a repo")
 	project := fs.String("project", "", "the project directory (default: the current directory)")
 	positional, err := parseAnywhere(fs, args)
 	if err != nil {
@@ -235,7 +278,7 @@ func teamReview(e env, c *common, args []string) (int, error) {
 	fs := subFlags(e, "review "+sub)
 	serverURL := fs.String("server", "", "the sync server's base URL")
 	repo := fs.String("repo", "", "owner/name (default: the project's git remote)")
-	store := fs.String("store", "", "a memory store's ID, instead of a repo")
+	store := fs.String("store", "", "a memory store's ID or name, instead of a repo")
 	project := fs.String("project", "", "the project directory (default: the current directory)")
 	status := fs.String("status", "pending", "ls: pending, approved, rejected, superseded or all")
 	reason := fs.String("reason", "", "reject: why (kept in the proposal's history; its author sees it)")
@@ -424,15 +467,16 @@ func storeLog(e env, serverURL, storeID string) (int, error) {
 	if err := checkServerURL("--server", serverURL); err != nil {
 		return exitError, err
 	}
-	if !strings.HasPrefix(storeID, "memstore_") || strings.ContainsAny(storeID, "/?#") {
-		return exitError, fmt.Errorf("%q is not a memory store ID (memstore_...)", storeID)
-	}
 	token := e.getenv(StoreTokenEnv)
 	if token == "" {
 		token = e.getenv(TokenEnv)
 	}
 	if token == "" {
 		return reviewExit(e, "log", errNoToken), nil
+	}
+	storeID, err := storeIDFor(serverURL, token, storeID)
+	if err != nil {
+		return exitError, err
 	}
 	rc := &reviewClient{base: strings.TrimRight(serverURL, "/") + "/v1/memory_stores/" + url.PathEscape(storeID), token: token,
 		query: url.Values{"limit": {"100"}}, http: &http.Client{Timeout: 30 * time.Second}}

@@ -643,7 +643,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 		store = new(string)
 	} else {
 		version = new(int64)
-		store = fs.String("store", "", "a memory store's ID: its versions, instead of a repo's log")
+		store = fs.String("store", "", "a memory store's ID or name: its versions, instead of a repo's log")
 	}
 	if ok, code := parseSub(e, fs, name, args); !ok {
 		return code, nil

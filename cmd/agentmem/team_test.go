@@ -461,8 +461,15 @@ func TestStoreReviewCommands(t *testing.T) {
 	var st struct{ ID string }
 	require.NoError(t, json.Unmarshal(body, &st))
 	store := []string{"--server", url, "--store", st.ID}
-	_, errOut, exit := runBin(t, as(tok, "alice"), append([]string{"team", "policy", "review"}, store...)...)
+	// A store may be named by its name too, as its routes take it.
+	_, errOut, exit := runBin(t, as(tok, "alice"), "team", "policy", "review", "--server", url, "--store", "team-store")
 	require.Equal(t, 0, exit, errOut)
+	out, errOut, exit := runBin(t, as(tok, "alice"), "team", "policy", "--server", url, "--store", st.ID)
+	require.Equal(t, 0, exit, errOut)
+	assert.Contains(t, out, "review")
+	_, errOut, exit = runBin(t, as(tok, "alice"), "team", "log", "--server", url, "--store", "team-stroe")
+	assert.NotEqual(t, 0, exit)
+	assert.Contains(t, errOut, `the token reaches no memory store named "team-stroe" (it reaches: team-store); give a store's name or its ID (memstore_...)`)
 
 	mounts, err := storesync.ParseMounts(`[{"path": "/v1/code/memory/team-store", "mount": "proj"}]`)
 	require.NoError(t, err)
@@ -485,7 +492,7 @@ func TestStoreReviewCommands(t *testing.T) {
 	syncOK(t, carol)
 	assert.NoFileExists(t, filepath.Join(carolDir, "planted.md"), "a pending memory reaches no other client")
 
-	out, errOut, exit := runBin(t, as(tok, "alice"), append([]string{"team", "review", "ls"}, store...)...)
+	out, errOut, exit = runBin(t, as(tok, "alice"), append([]string{"team", "review", "ls"}, store...)...)
 	require.Equal(t, 0, exit, errOut)
 	ids := proposalRe.FindAllString(out, -1)
 	require.Len(t, ids, 1, out)
