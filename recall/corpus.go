@@ -81,6 +81,15 @@ type snapshot struct {
 	age map[string]int
 	// values are each memory's description terms, once each, sorted.
 	values map[string][]string
+	// expires is when each memory with an expires date stops holding
+	// (memdir.ExpiresKey); recall leaves it out from then on.
+	expires map[string]time.Time
+}
+
+// expired reports whether the memory rel has expired at now.
+func (s *snapshot) expired(rel string, now time.Time) bool {
+	t, ok := s.expires[rel]
+	return ok && !now.Before(t)
 }
 
 type fileState struct {
@@ -200,6 +209,12 @@ func (c *corpus) snapshot(headers []memdir.MemoryHeader, byName map[string]memdi
 		age: make(map[string]int, len(headers)), values: make(map[string][]string, len(c.files))}
 	for i, h := range headers {
 		snap.age[h.Filename] = i
+		if t, ok := h.Expires(); ok {
+			if snap.expires == nil {
+				snap.expires = map[string]time.Time{}
+			}
+			snap.expires[h.Filename] = t
+		}
 	}
 	byLinkName := make(map[string]string, len(c.files))
 	for rel, f := range c.files {

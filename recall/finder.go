@@ -281,8 +281,15 @@ func (f *Finder) find(ctx context.Context, query string, surfaced map[string]boo
 }
 
 // skipper returns the test for memories already surfaced (given by
-// absolute path) and how many of the snapshot's memories it skips.
+// absolute path), or expired, and how many of the snapshot's memories
+// it skips as surfaced.
 func (f *Finder) skipper(surfaced map[string]bool, snap *snapshot) (func(rel string) bool, int) {
+	if len(snap.expires) > 0 {
+		// A memory past its expires date is never recalled.
+		now := time.Now()
+		inner, n := f.skipper(surfaced, &snapshot{byName: snap.byName})
+		return func(rel string) bool { return inner(rel) || snap.expired(rel, now) }, n
+	}
 	if len(surfaced) == 0 {
 		return func(string) bool { return false }, 0
 	}

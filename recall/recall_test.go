@@ -1475,3 +1475,45 @@ func TestMedianAndCosineMatchTheirPlainForms(t *testing.T) {
 		assert.Equal(t, want, cosine(a, b), "n=%d", n)
 	}
 }
+
+// TestAnExpiredMemoryIsNotRecalled: a memory whose frontmatter says it
+// expired is left out of recall (by words and by meaning alike); the
+// same memory is found before it expires, and one whose date is still
+// ahead, or unreadable, is found.
+func TestAnExpiredMemoryIsNotRecalled(t *testing.T) {
+	mems := [][3]string{
+		{"freeze.md", "Deploy freeze over the holidays", "No deploys until January."},
+		{"window.md", "Deploy window moves to Wednesdays", "From January on."},
+	}
+	for i := range 20 {
+		mems = append(mems, [3]string{fmt.Sprintf("note%02d.md", i), "Noted " + benchWords[i], benchWords[i+20]})
+	}
+	fsys, dir := memTree(t, mems...)
+	freezeQ, windowQ := "is there a deploy freeze over the holidays?", "which day is the deploy window now?"
+	found := func(opts FinderOptions, q string) []string {
+		f, err := NewFinder(mustDir(fsys, dir), opts)
+		require.NoError(t, err)
+		defer f.Close()
+		return names(f, q)
+	}
+	require.Contains(t, found(FinderOptions{}, freezeQ), "freeze.md", "found before it expires")
+	require.Contains(t, found(FinderOptions{}, windowQ), "window.md")
+	past, future := time.Now().AddDate(0, 0, -2).Format(time.DateOnly), time.Now().AddDate(1, 0, 0).Format(time.RFC3339)
+	for file, expires := range map[string]string{"freeze.md": past, "window.md": future} {
+		p := filepath.Join(dir, file)
+		data, err := afero.ReadFile(fsys, p)
+		require.NoError(t, err)
+		require.NoError(t, afero.WriteFile(fsys, p, []byte(strings.Replace(string(data), "\n---\n", "\nexpires: "+expires+"\n---\n", 1)), 0o644))
+	}
+	for _, opts := range []FinderOptions{{}, {Embedder: &quickEmbedder{}}} {
+		assert.NotContains(t, found(opts, freezeQ), "freeze.md", "expired on %s", past)
+		assert.Contains(t, found(opts, windowQ), "window.md", "expires next year")
+	}
+	fm, _, _ := memdir.ParseFrontmatter([]byte("---\nname: x\nexpires: " + past + "\n---\nx\n"))
+	assert.True(t, fm.Expired(time.Now()))
+	fm, _, _ = memdir.ParseFrontmatter([]byte("---\nname: x\nexpires: soon\n---\nx\n"))
+	_, ok := fm.Expires()
+	assert.False(t, ok, "an unreadable date expires nothing")
+	day, _ := memdir.Frontmatter{Metadata: map[string]string{"expires": "2026-12-31"}}.Expires()
+	assert.Equal(t, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), day, "a day holds through its end")
+}

@@ -1393,3 +1393,20 @@ func TestWatchLogsInTheCommandsWords(t *testing.T) {
 	verbose.Debug("teammem: a round began", "event", "round")
 	assert.Equal(t, "agentmem team watch: a round began (event: round)\n", out.String())
 }
+
+// TestLintListsExpiredMemories: lint names a memory past its expires
+// date (and a date it cannot read) with what to do; one still ahead is
+// fine.
+func TestLintListsExpiredMemories(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "mem")
+	for name, expires := range map[string]string{"old.md": "2020-01-01", "soon.md": "2099-12-31", "odd.md": "next week"} {
+		writeFile(t, dir, name, "---\nname: "+name+"\ndescription: d\ntype: project\nexpires: "+expires+"\n---\nbody\n")
+	}
+	writeFile(t, dir, "MEMORY.md", "- [old](old.md) — d\n- [soon](soon.md) — d\n- [odd](odd.md) — d\n")
+	out, _, code := runCmd(t, root, "lint", "--dir", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "old.md: expired: its expires date, 2020-01-01, has passed: recall leaves it out; delete it (agentmem rm old.md) or move the date")
+	assert.Contains(t, out, `odd.md: expired: expires "next week" is not a date`)
+	assert.NotContains(t, out, "soon.md")
+}

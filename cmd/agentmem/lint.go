@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -53,6 +54,9 @@ const (
 	// system or tool-call markup (high confidence: a shared write that
 	// adds it is refused; low confidence is information).
 	kindInjection = "injection"
+	// kindExpired: a memory past its expires date (recall leaves it
+	// out), or whose expires date does not read.
+	kindExpired = "expired"
 )
 
 // maxLintFileBytes bounds how much of a memory file lint reads.
@@ -241,6 +245,13 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 			}
 			if fm.Description == "" {
 				add(f.rel, 0, kindMissingDescription, "the frontmatter has no description (recall and the manifest rely on it)")
+			}
+			if v := fm.Metadata[memdir.ExpiresKey]; v != "" {
+				if _, ok := fm.Expires(); !ok {
+					add(f.rel, 0, kindExpired, "expires %q is not a date: give a day (2026-12-31) or an RFC 3339 time, or remove the line", v)
+				} else if fm.Expired(time.Now()) {
+					add(f.rel, 0, kindExpired, "its expires date, %s, has passed: recall leaves it out; delete it (agentmem rm %s) or move the date", v, f.rel)
+				}
 			}
 			if head := headerBlock(f.content); head != "" {
 				if m := typeLine.FindStringSubmatch(head); m != nil {
