@@ -784,3 +784,24 @@ func TestSharedWritesFromTheMainAgentOnly(t *testing.T) {
 	d.SharedWritesMainAgentOnly(false)
 	assert.NoError(t, tools.CheckToolCallFrom(sub, write))
 }
+
+// The prompt's index leaves out the lines that point to a memory past
+// its expires date, as recall leaves the memory out; the rest stays as
+// written, and the file stays on disk.
+func TestThePromptIndexLeavesExpiredMemoriesOut(t *testing.T) {
+	mem, _ := diskMemory(t)
+	write := func(name, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(mem, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(mem, name), []byte(content), 0o644))
+	}
+	write("freeze.md", "---\nname: freeze\ndescription: holiday freeze\ntype: project\nexpires: 2020-01-06\n---\nNo deploys.\n")
+	write("window.md", "---\nname: window\ndescription: deploy window\ntype: project\nexpires: 2999-01-01\n---\nWednesdays.\n")
+	write("MEMORY.md", "# Memory\n- [Freeze](freeze.md) — holiday freeze\n- [Window](./window.md) — deploy window\n- [Gone](gone.md) — a file that is not there\n")
+	block, err := BuildIndexContext(context.Background(), afero.NewOsFs(), LoadPromptRequest{AutoDir: mem + string(filepath.Separator)})
+	require.NoError(t, err)
+	assert.NotContains(t, block, "freeze.md")
+	assert.Contains(t, block, "> - [Window](./window.md) — deploy window")
+	assert.Contains(t, block, "> - [Gone](gone.md)", "a line whose file cannot be read stays")
+	assert.Contains(t, block, "> # Memory")
+	assert.FileExists(t, filepath.Join(mem, "freeze.md"))
+}

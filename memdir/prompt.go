@@ -326,7 +326,7 @@ func loadIndex(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log *slog
 		log.Warn("memdir: memory index could not be read", "event", "memdir_index_unreadable", "error", err)
 		return "", indexUnreadable
 	}
-	t := limits.Truncate(stripIndexComments(string(raw)))
+	t := limits.Truncate(withoutExpired(fsys, dir, stripIndexComments(string(raw)), time.Now()))
 	if t.Content == "" {
 		return "", indexEmpty
 	}
