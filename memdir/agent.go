@@ -50,17 +50,10 @@ type NotMainAgentError struct {
 }
 
 func (e *NotMainAgentError) Error() string {
-	return fmt.Sprintf("shared memory is written by the session's main agent only, and this %s write comes from a %s: nothing was written; write private memory, or leave it to the main agent", orDefault(e.Door, "host"), e.Agent)
+	return fmt.Sprintf("shared memory is written by the session's main agent only, and this %s write comes from a %s: nothing was written; write private memory, or leave it to the main agent", e.Door, e.Agent)
 }
 
 func (e *NotMainAgentError) Is(target error) bool { return target == ErrNotMainAgent }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
 
 // SharedWritesMainAgentOnly sets whether only the session's main agent
 // may write shared memory through every handle of the directory in this

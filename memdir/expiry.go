@@ -2,6 +2,7 @@ package memdir
 
 import (
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -28,6 +29,9 @@ func (fm Frontmatter) Expires() (time.Time, bool) {
 	}
 	if d, err := time.Parse(time.DateOnly, v); err == nil {
 		return d.AddDate(0, 0, 1), true // through the whole day
+	}
+	if t, err := time.Parse(time.DateTime, v); err == nil {
+		return t, true // "2026-12-31 18:00:00", as YAML writes a time, UTC
 	}
 	return time.Time{}, false
 }
@@ -88,8 +92,17 @@ func firstLinkTarget(line string) string {
 	return t
 }
 
-// expiredFile reports whether the memory file at p says it expired.
+// expiredFile reports whether the memory file at p says it expired. Only
+// a regular file is read: a pipe or a device under a memory's name must
+// not stall the prompt.
 func expiredFile(fsys afero.Fs, p string, now time.Time) bool {
+	stat := fsys.Stat
+	if l, ok := fsys.(afero.Lstater); ok {
+		stat = func(p string) (fs.FileInfo, error) { info, _, err := l.LstatIfPossible(p); return info, err }
+	}
+	if info, err := stat(p); err != nil || !info.Mode().IsRegular() {
+		return false
+	}
 	f, err := fsys.Open(p)
 	if err != nil {
 		return false

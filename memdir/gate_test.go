@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -796,9 +797,22 @@ func TestThePromptIndexLeavesExpiredMemoriesOut(t *testing.T) {
 	}
 	write("freeze.md", "---\nname: freeze\ndescription: holiday freeze\ntype: project\nexpires: 2020-01-06\n---\nNo deploys.\n")
 	write("window.md", "---\nname: window\ndescription: deploy window\ntype: project\nexpires: 2999-01-01\n---\nWednesdays.\n")
-	write("MEMORY.md", "# Memory\n- [Freeze](freeze.md) — holiday freeze\n- [Window](./window.md) — deploy window\n- [Gone](gone.md) — a file that is not there\n")
-	block, err := BuildIndexContext(context.Background(), afero.NewOsFs(), LoadPromptRequest{AutoDir: mem + string(filepath.Separator)})
-	require.NoError(t, err)
+	require.NoError(t, syscall.Mkfifo(filepath.Join(mem, "pipe.md"), 0o644))
+	write("MEMORY.md", "# Memory\n- [Freeze](freeze.md) — holiday freeze\n- [Window](./window.md) — deploy window\n- [Gone](gone.md) — a file that is not there\n- [Pipe](pipe.md) — a pipe under a memory's name\n")
+	var block string
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		block, err = BuildIndexContext(context.Background(), afero.NewOsFs(), LoadPromptRequest{AutoDir: mem + string(filepath.Separator)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("a pipe named in the index stalled the prompt")
+	}
+	assert.Contains(t, block, "> - [Pipe](pipe.md)", "only regular files are read")
 	assert.NotContains(t, block, "freeze.md")
 	assert.Contains(t, block, "> - [Window](./window.md) — deploy window")
 	assert.Contains(t, block, "> - [Gone](gone.md)", "a line whose file cannot be read stays")

@@ -284,15 +284,6 @@ func (f *Finder) find(ctx context.Context, query string, surfaced map[string]boo
 // absolute path), or expired, and how many of the snapshot's memories
 // it skips as surfaced.
 func (f *Finder) skipper(surfaced map[string]bool, snap *snapshot) (func(rel string) bool, int) {
-	if len(snap.expires) > 0 {
-		// A memory past its expires date is never recalled.
-		now := time.Now()
-		inner, n := f.skipper(surfaced, &snapshot{byName: snap.byName})
-		return func(rel string) bool { return inner(rel) || snap.expired(rel, now) }, n
-	}
-	if len(surfaced) == 0 {
-		return func(string) bool { return false }, 0
-	}
 	rels := make(map[string]bool, len(surfaced))
 	n := 0
 	for p, on := range surfaced {
@@ -307,7 +298,12 @@ func (f *Finder) skipper(surfaced map[string]bool, snap *snapshot) (func(rel str
 			}
 		}
 	}
-	return func(rel string) bool { return rels[rel] }, n
+	if len(snap.expires) == 0 {
+		return func(rel string) bool { return rels[rel] }, n
+	}
+	// A memory past its expires date is never recalled.
+	now := time.Now()
+	return func(rel string) bool { return rels[rel] || snap.expired(rel, now) }, n
 }
 
 // prefilter offers a model selector the MaxCandidates lexically best

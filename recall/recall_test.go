@@ -900,18 +900,24 @@ func textNoise(text string, dims int, scale float32) []float32 {
 	return g
 }
 
-// TestHybridRecallFindsOtherWords: with an Embedder a message that names a
-// memory's subject by another word finds it; each memory is embedded once
-// (cached by content), in batches; without one, or when it fails, recall
-// is the lexical one.
-func TestHybridRecallFindsOtherWords(t *testing.T) {
-	fsys, dir := memTree(t,
+// otherWordsTree is five memories whose subjects a message may name by
+// other words (a car for a sedan, a doctor for a physician).
+func otherWordsTree(t *testing.T) (afero.Fs, string) {
+	return memTree(t,
 		[3]string{"car.md", "Priya bought a used sedan", "A blue sedan, bought in March."},
 		[3]string{"doctor.md", "Omar's new physician", "Dr. Lee at the Elm Street practice."},
 		[3]string{"trip.md", "vacation plans", "Two weeks in Lisbon in June."},
 		[3]string{"lunch.md", "what the team orders for lunch", "Tacos on Fridays."},
 		[3]string{"build.md", "the build cache", "Cache keys and eviction."},
 	)
+}
+
+// TestHybridRecallFindsOtherWords: with an Embedder a message that names a
+// memory's subject by another word finds it; each memory is embedded once
+// (cached by content), in batches; without one, or when it fails, recall
+// is the lexical one.
+func TestHybridRecallFindsOtherWords(t *testing.T) {
+	fsys, dir := otherWordsTree(t)
 	lexicalOnly, err := NewFinder(mustDir(fsys, dir), FinderOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, names(lexicalOnly, "which automobile did she get"), "no shared word: nothing by words alone")
@@ -1413,13 +1419,7 @@ func TestVectorCacheReadsOnlySoundRecords(t *testing.T) {
 // file, not a folder, leaves vectors in memory, recall working, and one
 // warning in the log, not one per message.
 func TestAVectorCacheThatCannotOpenIsSaidOnce(t *testing.T) {
-	fsys, dir := memTree(t,
-		[3]string{"car.md", "Priya bought a used sedan", "A blue sedan, bought in March."},
-		[3]string{"doctor.md", "Omar's new physician", "Dr. Lee at the Elm Street practice."},
-		[3]string{"trip.md", "vacation plans", "Two weeks in Lisbon in June."},
-		[3]string{"lunch.md", "what the team orders for lunch", "Tacos on Fridays."},
-		[3]string{"build.md", "the build cache", "Cache keys and eviction."},
-	)
+	fsys, dir := otherWordsTree(t)
 	notAFolder := filepath.Join(t.TempDir(), "vectors")
 	require.NoError(t, os.WriteFile(notAFolder, []byte("a file"), 0o644))
 	var log bytes.Buffer
@@ -1516,4 +1516,7 @@ func TestAnExpiredMemoryIsNotRecalled(t *testing.T) {
 	assert.False(t, ok, "an unreadable date expires nothing")
 	day, _ := memdir.Frontmatter{Metadata: map[string]string{"expires": "2026-12-31"}}.Expires()
 	assert.Equal(t, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), day, "a day holds through its end")
+	at, ok := memdir.Frontmatter{Metadata: map[string]string{"expires": "2026-12-31 18:00:00"}}.Expires()
+	assert.True(t, ok)
+	assert.Equal(t, time.Date(2026, 12, 31, 18, 0, 0, 0, time.UTC), at, "a date and a time, as YAML writes one")
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
@@ -1383,15 +1384,18 @@ func TestNewNamesInAnyScript(t *testing.T) {
 // or internal attributes unless --verbose asks for them.
 func TestWatchLogsInTheCommandsWords(t *testing.T) {
 	var out strings.Builder
-	log := slog.New(&lineHandler{w: &out, prefix: "agentmem team watch", level: slog.LevelWarn})
+	log := slog.New(&lineHandler{w: &out, prefix: "agentmem team watch", level: slog.LevelWarn, mu: new(sync.Mutex)})
 	log.Debug("teammem: a round began")
 	log.Warn("teammem: took over the sync state kept for another URL", "event", "teammem_state_adopted", "from", "597b.json")
 	log.Warn("teammem: a file could not be read", "error", errors.New("permission denied"))
 	assert.Equal(t, "agentmem team watch: took over the sync state kept for another URL\nagentmem team watch: a file could not be read (error: permission denied)\n", out.String())
 	out.Reset()
-	verbose := slog.New(&lineHandler{w: &out, prefix: "agentmem team watch", level: slog.LevelDebug, attrs: true})
+	verbose := slog.New(&lineHandler{w: &out, prefix: "agentmem team watch", level: slog.LevelDebug, attrs: true, mu: new(sync.Mutex)})
 	verbose.Debug("teammem: a round began", "event", "round")
 	assert.Equal(t, "agentmem team watch: a round began (event: round)\n", out.String())
+	out.Reset()
+	log.With("error", "disk full").Warn("teammem: a state file could not be saved")
+	assert.Equal(t, "agentmem team watch: a state file could not be saved (error: disk full)\n", out.String(), "what With adds is said too")
 }
 
 // TestLintListsExpiredMemories: lint names a memory past its expires

@@ -329,12 +329,8 @@ func storeErrWords(err error) string {
 		return where + " refused this token " + said + ": use a token whose grant names this store (agentmem team token --store ID, or --store '*' for every store of the organization; --manage to archive or delete it)"
 	case api.Status == http.StatusNotFound:
 		return where + " does not exist, or the token does not reach it " + said + ": check the store's path in $" + MemoryStoresEnv + " (agentmem store ls shows it) and that the token's grant names the store (agentmem team token --store ID)"
-	case api.Status == http.StatusTooManyRequests:
-		return where + " is limiting this token's requests " + said + ": wait a minute and sync again"
-	case api.Status >= 500:
-		return where + " failed " + said + ": the files here are as they were; sync again later, and if it persists see the server's log"
 	}
-	return where + " refused the request " + said
+	return where + " refused the request " + said + retryHint(api.Status)
 }
 
 // The store client's skip reasons that, beside foldersync.Skip.Refused,

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -782,7 +783,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 		if *verbose {
 			level = slog.LevelDebug
 		}
-		o.log = slog.New(&lineHandler{w: e.stderr, prefix: "agentmem team watch", level: level, attrs: *verbose})
+		o.log = slog.New(&lineHandler{w: e.stderr, prefix: "agentmem team watch", level: level, attrs: *verbose, mu: new(sync.Mutex)})
 	}
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
@@ -1024,7 +1025,8 @@ type lineHandler struct {
 	prefix string
 	level  slog.Level
 	attrs  bool
-	mu     sync.Mutex
+	with   []slog.Attr // from Logger.With
+	mu     *sync.Mutex // shared by the handlers With derives
 }
 
 func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
@@ -1032,20 +1034,28 @@ func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	b.WriteString(h.prefix + ": " + inUserWords(errors.New(r.Message)))
-	r.Attrs(func(a slog.Attr) bool {
+	say := func(a slog.Attr) bool {
 		if a.Key == "error" || h.attrs {
 			fmt.Fprintf(&b, " (%s: %v)", a.Key, a.Value)
 		}
 		return true
-	})
+	}
+	for _, a := range h.with {
+		say(a)
+	}
+	r.Attrs(say)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, err := fmt.Fprintln(h.w, b.String())
 	return err
 }
 
-func (h *lineHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *lineHandler) WithGroup(string) slog.Handler      { return h }
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	next := *h
+	next.with = append(slices.Clip(h.with), as...)
+	return &next
+}
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }
 
 // classExit prints a one-line error and maps its class to an exit code.
 func classExit(e env, name string, err error) int {
@@ -1082,14 +1092,19 @@ func syncErrWords(err error) string {
 	if se.Status == 0 {
 		return inUserWords(err)
 	}
-	hint := ""
+	return fmt.Sprintf("the team server refused (HTTP %d): %v%s", se.Status, se.Err, retryHint(se.Status))
+}
+
+// retryHint is what to do about a refusal that passes with time: too
+// many requests, or a server error ("" for any other status).
+func retryHint(status int) string {
 	switch {
-	case se.Status == http.StatusTooManyRequests:
-		hint = "; the server limits each token's requests (team serve --rate): wait a minute and run it again"
-	case se.Status >= 500:
-		hint = "; the files here are as they were: run it again later, and if it persists see the server's log"
+	case status == http.StatusTooManyRequests:
+		return "; the server limits each token's requests (team serve --rate): wait a minute and run it again"
+	case status >= 500:
+		return "; the files here are as they were: run it again later, and if it persists see the server's log"
 	}
-	return fmt.Sprintf("the team server refused (HTTP %d): %v%s", se.Status, se.Err, hint)
+	return ""
 }
 
 // teamClientOptions are the team client flags shared by team pull, push,

@@ -1763,6 +1763,16 @@ func TestConsoleApprovalKeepsTheIndexWhole(t *testing.T) {
 	index, _ := f.repoContent(t, f.bob, "acme/shop", "MEMORY.md")
 	assert.Equal(t, "- [Deploys](deploys.md) — how we deploy\n- [On call](oncall.md) — who is on call\n- [freeze](freeze.md) — No deploys in December\n", index)
 
+	// A file that is no memory gets no line.
+	f.propose(t, f.robot, "acme/shop", map[string]string{"scratch.txt": "a scratch file\n"})
+	ps, _, err = f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	resp, _ = b.post("/review/approve", url.Values{"csrf": {csrf}, "id": {ps[0].ID}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	again, _ := f.repoContent(t, f.bob, "acme/shop", "MEMORY.md")
+	assert.Equal(t, index, again)
+
 	// An approved deletion takes its line with it.
 	status, body := f.send(t, f.robot, http.MethodPut, teamwire.DefaultSyncPath+"?repo=acme%2Fshop", map[string]any{"entries": map[string]string{}, "soft_delete_keys": []string{"oncall.md"}})
 	require.Equal(t, http.StatusAccepted, status, body)

@@ -86,7 +86,7 @@ func (c *Console) withSource(fn func(w http.ResponseWriter, r *http.Request, s *
 func (c *Console) apiFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	var ae *refusal
 	var changed *changedError
-	var partly *partlyDeleted
+	var partly *partlyDone
 	switch {
 	case errors.As(err, &partly):
 		c.fail(w, r, s, http.StatusConflict, fmt.Sprintf("%d of %d memories were deleted before %s, which was not (it changed, went, or the store refused). Look at the list again; what was deleted has its history.", partly.done, partly.of, partly.key))

@@ -320,7 +320,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session, app
 		}
 		if err != nil {
 			if i > 0 {
-				err = &partlyDecided{done: i, of: len(ps), key: p.Key, err: err}
+				err = &partlyDone{done: i, of: len(ps), key: p.Key, did: "decided", err: err}
 			}
 			c.reviewFail(w, r, s, err)
 			return
@@ -350,20 +350,6 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session, app
 	}
 	http.Redirect(w, r, c.opts.Prefix+"/review?"+q.Encode(), http.StatusSeeOther)
 }
-
-// partlyDecided: a bulk decision stopped at one proposal after deciding
-// the ones before it.
-type partlyDecided struct {
-	done, of int
-	key      string
-	err      error
-}
-
-func (e *partlyDecided) Error() string {
-	return fmt.Sprintf("%d of %d changes were decided; %s was not: %v", e.done, e.of, e.key, e.err)
-}
-
-func (e *partlyDecided) Unwrap() error { return e.err }
 
 func (c *Console) approve(w http.ResponseWriter, r *http.Request, s *session) {
 	c.decide(w, r, s, true, "")
@@ -442,7 +428,7 @@ func (c *Console) setPolicy(w http.ResponseWriter, r *http.Request, s *session) 
 // An approval whose write the store refuses leaves the proposal pending
 // (Handler.Approve reopens it); the page says why.
 func (c *Console) reviewFail(w http.ResponseWriter, r *http.Request, s *session, err error) {
-	var partly *partlyDecided
+	var partly *partlyDone
 	if errors.As(err, &partly) {
 		// Say what was done before what could not be.
 		_, why := reviewMessage(partly.err)

@@ -231,19 +231,21 @@ func (e *changedError) Error() string {
 	return "console: " + e.key + " changed since the confirmation page"
 }
 
-// partlyDeleted: a delete of several store memories stopped at one
-// after deleting the ones before it (a store deletes one at a time).
-type partlyDeleted struct {
+// partlyDone: an action on several items (memories deleted one by one
+// in a store, proposals decided in order) stopped at one after the ones
+// before it were done.
+type partlyDone struct {
 	done, of int
-	key      string
+	key      string // the item it stopped at
+	did      string // what was done: "deleted", "decided"
 	err      error
 }
 
-func (e *partlyDeleted) Error() string {
-	return fmt.Sprintf("console: %d of %d memories were deleted before %s: %v", e.done, e.of, e.key, e.err)
+func (e *partlyDone) Error() string {
+	return fmt.Sprintf("console: %d of %d were %s before %s: %v", e.done, e.of, e.did, e.key, e.err)
 }
 
-func (e *partlyDeleted) Unwrap() error { return e.err }
+func (e *partlyDone) Unwrap() error { return e.err }
 
 // indexFollows makes the repo's MEMORY.md agree with a memory another
 // write changed (an approval): a pointer when the memory is there and no
@@ -251,7 +253,7 @@ func (e *partlyDeleted) Unwrap() error { return e.err }
 // index must change (If-Match, as every console write), and leaves a
 // repo without an index as it is.
 func (p *repoSource) indexFollows(ctx context.Context, key string) error {
-	if key == memdir.EntrypointName {
+	if !memdir.IsMemoryFile(key, 0) { // the index and files that are no memory get no line
 		return nil
 	}
 	data, err := p.read(ctx)
@@ -521,7 +523,7 @@ func (p *storeSource) remove(ctx context.Context, keys, seen []string) error {
 		}
 		if err != nil {
 			if i > 0 {
-				return &partlyDeleted{done: i, of: len(keys), key: key, err: err}
+				return &partlyDone{done: i, of: len(keys), key: key, did: "deleted", err: err}
 			}
 			return err
 		}
