@@ -164,6 +164,10 @@ func (c *transport) statusError(resp *httpretry.Reply, attempts int) error {
 		// Not the token's fault: the repo's review policy refuses writes.
 		e.Class = ClassUnknown
 		e.Err = fmt.Errorf("repo %s on the team server at %s is read-only (its review policy): nothing was written; a person can change it with agentmem team policy", c.cfg.Repo, c.cfg.BaseURL)
+	case resp.Status == http.StatusForbidden && e.Code == teamwire.CodeTooManyRepos:
+		// The token may use the repo, but the server will not create it.
+		e.Class = ClassForbidden
+		e.Err = fmt.Errorf("the team server at %s will not create repo %s: the organization holds as many repos as the server allows; nothing was written: use a repo that exists, or ask the server's administrator to raise team serve --max-repos", c.cfg.BaseURL, c.cfg.Repo)
 	case resp.Status == http.StatusForbidden:
 		e.Class = ClassForbidden
 		e.Err = fmt.Errorf("the team server at %s says the token may not use repo %s: ask for a token whose grant names it (agentmem team token --repo)", c.cfg.BaseURL, c.cfg.Repo)

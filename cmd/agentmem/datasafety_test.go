@@ -297,7 +297,7 @@ func TestServeStopsWithWatchersConnected(t *testing.T) {
 	t.Parallel()
 	dbs := map[string]string{"sqlite": ""}
 	if dsn := os.Getenv("AGENTMEM_TEST_POSTGRES_DSN"); dsn != "" {
-		dbs["postgres"] = dsn
+		dbs["postgres"] = freshPostgresSchema(t, dsn) // a shared schema fills the organization's repos
 	} else if os.Getenv("AGENTMEM_REQUIRE_POSTGRES") != "" {
 		t.Fatal("AGENTMEM_REQUIRE_POSTGRES is set but AGENTMEM_TEST_POSTGRES_DSN is not")
 	}
@@ -319,6 +319,7 @@ func TestServeStopsWithWatchersConnected(t *testing.T) {
 				m.write("a.md", "a\n")
 				w := exec.Command(binary(t), "team", "watch", "--server", url, "--repo", m.repo, "--dir", m.dir, "--interval", "30s")
 				w.Env = append(os.Environ(), m.env...)
+				w.Stderr = new(strings.Builder)
 				require.NoError(t, w.Start())
 				t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
 				watchers = append(watchers, w)
@@ -332,7 +333,7 @@ func TestServeStopsWithWatchersConnected(t *testing.T) {
 			assert.Less(t, took, time.Second, "and within a second")
 			for _, w := range watchers {
 				require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-				assert.NoError(t, w.Wait(), "the watchers stop cleanly too")
+				assert.NoError(t, w.Wait(), "the watchers stop cleanly too: %s", w.Stderr)
 			}
 		})
 	}
@@ -600,6 +601,23 @@ func TestSyncErrorsSayWhatToDo(t *testing.T) {
 	_, errOut, code := m.run("pull")
 	assert.Equal(t, exitAuth, code, errOut)
 	assert.Contains(t, errOut, "says the token may not use repo other/repo: ask for a token whose grant names it")
+
+	// A full organization is not the token's fault: the words say so.
+	fullToken, tokens := makeToken(t, t.TempDir())
+	full, _ := serve(t, filepath.Join(root, "full.db"), tokens, "--max-repos", "1")
+	first := newTeammate(t, root, "cy", full, fullToken)
+	first.repo = "acme/first"
+	first.write("a.md", "a\n")
+	_, errOut, code = first.run("push")
+	require.Equal(t, 0, code, errOut)
+	second := newTeammate(t, root, "di", full, fullToken)
+	second.repo = "acme/second"
+	second.write("b.md", "b\n")
+	_, errOut, code = second.run("push")
+	assert.Equal(t, exitAuth, code, errOut)
+	assert.Contains(t, errOut, "will not create repo acme/second: the organization holds as many repos as the server allows; nothing was written")
+	assert.Contains(t, errOut, "team serve --max-repos")
+	assert.NotContains(t, errOut, "may not use repo")
 
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)

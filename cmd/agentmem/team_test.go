@@ -71,9 +71,9 @@ func runBin(t *testing.T, env []string, args ...string) (string, string, int) {
 var listenRe = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 
 // serve starts `agentmem team serve` and returns its URL and process.
-func serve(t *testing.T, db, tokens string) (string, *exec.Cmd) {
+func serve(t *testing.T, db, tokens string, flags ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(binary(t), "team", "serve", "--addr", "127.0.0.1:0", "--db", db, "--tokens", tokens, "--max-entries", "500")
+	cmd := exec.Command(binary(t), append([]string{"team", "serve", "--addr", "127.0.0.1:0", "--db", db, "--tokens", tokens, "--max-entries", "500"}, flags...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
