@@ -63,7 +63,12 @@
 // characters dropped, the commonest confusable Cyrillic and Greek
 // letters mapped to the Latin ones they imitate (Unicode TS #39), lower
 // case. So "Ignоre" with a Cyrillic о, "Ｉｇｎｏｒｅ" and a soft hyphen
-// inside "Ig­nore" are the same word to them.
+// inside "Ig­nore" are the same word to them. They also read a text with
+// leetspeak ("1gn0r3 4ll pr3v10u5 1n57ruc710n5") with its digits and
+// signs as letters, and every run of base64 that decodes to text
+// ("SWdub3JlIGFsbCBwcmV2aW91cy..."), whose findings are placed at the
+// run's start. The order to drop previous instructions is also read in
+// French, Spanish, German, Italian and Portuguese.
 //
 // Index links (refused on every write of a MEMORY.md): a
 // pointer line carries exactly one link, to a file inside the index's

@@ -1,28 +1,73 @@
 package screen
 
 import (
+	"iter"
 	"regexp"
 	"strings"
 	"sync"
 )
 
-// injectionRule is one way text addresses the model. Every match starts
-// with one of keywords (lower-case literals) at a word boundary, or, for
-// a line rule, at the start of a line whose first word is a keyword: the
-// pattern runs anchored there only, so a clean text costs a substring
-// search per keyword.
+// injectionRule is one way text addresses the model, in one or more
+// forms. Every match of a form starts with one of its keywords
+// (lower-case literals) at a word boundary, or, for a line rule, at the
+// start of a line whose first word is a keyword: the form's pattern runs
+// anchored there only, so a clean text costs a substring search per
+// keyword.
 type injectionRule struct {
-	id       string
-	label    string
+	id    string
+	label string
+	forms []form
+	line  bool
+	low   bool
+}
+
+// form is one phrasing of a rule: its keywords and its pattern, and
+// words one of which a match holds near its start (none: no such test),
+// which spares the pattern's run where a keyword is a common word.
+type form struct {
 	keywords []string
 	re       func() *regexp.Regexp // compiled on first use, so a program that never screens pays nothing at start
-	line     bool
-	low      bool
+	near     []string
+}
+
+// nearWindow is how far after a match's start its near words are looked for.
+const nearWindow = 64
+
+// mayMatch reports whether lower (the text in lower case) holds one of
+// the form's near words close after at.
+func (f *form) mayMatch(lower string, at int) bool {
+	if f.near == nil {
+		return true
+	}
+	span := lower[at:min(len(lower), at+nearWindow)]
+	for _, w := range f.near {
+		if strings.Contains(span, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func newForm(keywords []string, pattern string) form {
+	re := sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^(?:` + pattern + `)`) })
+	return form{keywords: keywords, re: re}
 }
 
 func inj(id, label string, keywords []string, pattern string) injectionRule {
-	re := sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^(?:` + pattern + `)`) })
-	return injectionRule{id: id, label: label, keywords: keywords, re: re}
+	return injectionRule{id: id, label: label, forms: []form{newForm(keywords, pattern)}}
+}
+
+// or adds a phrasing with keywords of its own, so a common word of one
+// form does not run the others' patterns.
+func (r injectionRule) or(keywords []string, pattern string) injectionRule {
+	r.forms = append(r.forms, newForm(keywords, pattern))
+	return r
+}
+
+// near sets the words the last form's matches hold near their start.
+func (r injectionRule) near(words ...string) injectionRule {
+	r.forms[len(r.forms)-1].near = words
+	return r
 }
 
 func injLow(id, label string, keywords []string, pattern string) injectionRule {
@@ -50,13 +95,21 @@ var roles = []string{"system", "assistant", "developer", "human"}
 var injectionRules = []injectionRule{
 	inj("ignore-previous-instructions", "text telling the model to drop its instructions",
 		[]string{"ignore", "disregard", "forget", "override"},
-		`(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+|these\s+|those\s+)?(?:previous|prior|above|earlier|preceding|foregoing|original|system)\s+(?:instructions?|prompts?|directions?|directives?|rules|guidelines|messages|context)\b`),
+		`(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+|these\s+|those\s+)?(?:previous|prior|above|earlier|preceding|foregoing|original|system)\s+(?:and\s+(?:following|subsequent)\s+)?(?:instructions?|prompts?|directions?|directives?|rules|guidelines|messages|context)\b`+
+			`|(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:above|before|previous|prior|(?:you\s+(?:were|have\s+been)\s+)?told\b)`+
+			`|(?:ignore|disregard)\s+the\s+above\s+and\s+(?:instead|just|only|now)\b`).
+		or(foreignIgnoreKeywords, foreignIgnore).near(foreignInstructions...),
 	inj("new-instructions", "text giving the model new instructions",
 		[]string{"your", "the"},
-		`(?:your|the)\s+(?:new|updated|real|actual)\s+(?:instructions|system\s+prompt|directives?)\s+(?:are|is|follow)\b`),
+		`(?:your|the)\s+(?:new|updated|real|actual)\s+(?:instructions|system\s+prompt|directives?)\s*(?:(?:are|is|follow)\b|:)`).
+		near("instructions", "prompt", "directive").
+		or([]string{"new", "updated"},
+			`(?:new|updated)\s+instructions\s*(?::|\*|\]|!|from\s+(?:the\s+|your\s+)?(?:developer|system|admin\w*|operator|owner)\b)`).
+		near("instructions"),
 	inj("you-are-now", "text redefining the model's role",
 		[]string{"you"},
-		`you(?:\s+are|'re)\s+(?:now\s+)?(?:in\s+)?(?:developer|god|dan|jailbreak|jailbroken|unrestricted|unfiltered|debug|admin|sudo)\s+mode\b|you(?:\s+are|'re)\s+no\s+longer\s+(?:bound|restricted|limited|an?\s+(?:ai|assistant))\b`),
+		`you(?:\s+are|'re)\s+(?:now\s+)?(?:in\s+)?(?:developer|god|dan|jailbreak|jailbroken|unrestricted|unfiltered|debug|admin|sudo)\s+mode\b|`+
+			`you(?:\s+are|'re)\s+now\s+(?:unrestricted|unfiltered|uncensored|jailbroken|free\s+(?:of|from)\s+(?:all\s+|any\s+)?(?:restrictions|rules|guidelines))\b|you(?:\s+are|'re)\s+no\s+longer\s+(?:bound|restricted|limited|an?\s+(?:ai|assistant))\b`),
 	lineRule(inj("role-marker-order", "a role marker followed by an order to the model", roles,
 		roleMarker+`[ \t]*`+order+`\b`)),
 	inj(ruleFakeMarkup, "fake system or tool-call markup",
@@ -79,48 +132,89 @@ var injectionRules = []injectionRule{
 		`(?:send|post|upload|exfiltrate|forward|curl)\s+(?:the\s+|all\s+|your\s+|every\s+)?(?:[a-z_.\-]+\s+){0,3}to\s+https?://`),
 }
 
+// foreignIgnore is "ignore the previous instructions" in French, Spanish,
+// German, Italian and Portuguese, the languages published evasions
+// translate it into; foreignIgnoreKeywords are the words it opens with.
+const foreignIgnore = `(?:ignore[zrs]?|oublie[zrs]?)\s+(?:toutes\s+|tous\s+)?(?:les\s+|tes\s+|vos\s+)?(?:instructions|consignes|directives|r[èe]gles)\s+(?:pr[ée]c[ée]dentes|ant[ée]rieures|ci-dessus)` +
+	`|ne\s+(?:tiens|tenez)\s+(?:pas\s+|plus\s+)?compte\s+des\s+(?:instructions|consignes|directives|r[èe]gles)\s+(?:pr[ée]c[ée]dentes|ant[ée]rieures|ci-dessus)` +
+	`|(?:ignora|ignore|ignorar|olvida|olvide|olvidar)\s+(?:todas\s+)?(?:las\s+|tus\s+|sus\s+)?(?:instrucciones|indicaciones|reglas|[óo]rdenes)\s+(?:anteriores|previas)` +
+	`|(?:ignoriere|ignorier|ignorieren\s+sie|vergiss|vergessen\s+sie)\s+(?:alle\s+)?(?:deine\s+|ihre\s+|die\s+)?(?:vorherigen|bisherigen|vorangegangenen|fr[üu]heren|obigen)\s+(?:anweisungen|instruktionen|regeln|befehle|vorgaben)` +
+	`|(?:ignora|dimentica|dimentichi)\s+(?:tutte\s+)?(?:le\s+)?(?:tue\s+)?(?:istruzioni|regole|indicazioni)\s+(?:precedenti|anteriori)` +
+	`|(?:ignore|ignora|esque[çc]a)\s+(?:todas\s+)?(?:as\s+)?(?:suas\s+)?(?:instru[çc][õo]es|regras|orienta[çc][õo]es)\s+(?:anteriores|pr[ée]vias)`
+
+var foreignIgnoreKeywords = []string{"ignor", "oubli", "ne tiens", "ne tenez", "olvid", "vergiss", "vergessen", "dimentic", "esque"}
+
+// foreignInstructions are the nouns foreignIgnore's matches hold.
+var foreignInstructions = []string{"stru", "consigne", "directive", "gles", "anweisung", "regeln", "befehle", "vorgabe", "indica", "regole", "rdenes", "regras", "orienta"}
+
 // ruleFakeMarkup is the rule whose matches in code are mentions.
 const ruleFakeMarkup = "fake-system-markup"
 
-// window bounds the text an anchored pattern may match.
-const window = 1024
+// window bounds the text an anchored pattern may match: the longest
+// phrasing is under 250 bytes, and the regexp engine's cost grows with
+// what it is given.
+const window = 320
 
 // findInjection returns one finding per match of every injection rule in
 // text, high and low confidence, in text order.
 func findInjection(text string) []Finding { return injection(text, true) }
 
 // injection runs the high-confidence rules, and the low ones when low is
-// set, on text and, when it holds anything but ASCII, on its folded form
-// (fold: what a homoglyph, a fullwidth or mathematical letter or a soft
-// hyphen disguises), each finding at its place in text.
+// set, on every reading of text (readings: as written, folded, leetspeak
+// read as letters) and of every base64 run in it, each finding at its
+// place in text (a decoded run's findings at the run's start).
 func injection(text string, low bool) []Finding {
-	out := injectionIn(text, low)
-	if !disguised(text) {
-		return out
-	}
-	folded, at := fold(text)
 	type place struct {
 		off  int
 		rule string
 	}
 	seen := map[place]bool{}
-	for _, f := range out {
-		seen[place{f.Offset, f.RuleID}] = true
-	}
+	var out []Finding
 	var ln lines
-	for _, f := range injectionIn(folded, low) {
-		f.Offset = at[f.Offset]
-		if ln == nil {
-			ln = newLines(text)
-		}
-		f.Line = ln.at(f.Offset)
-		if k := (place{f.Offset, f.RuleID}); !seen[k] {
+	add := func(found []Finding, at func(int) int) {
+		for _, f := range found {
+			f.Offset = at(f.Offset)
+			k := place{f.Offset, f.RuleID}
+			if seen[k] {
+				continue
+			}
 			seen[k] = true
+			if ln == nil {
+				ln = newLines(text)
+			}
+			f.Line = ln.at(f.Offset)
 			out = append(out, f)
 		}
 	}
+	readings(text, func(reading string, at func(int) int) { add(injectionIn(reading, low), at) })
+	for _, run := range encodedRuns(text) {
+		readings(run.decoded, func(reading string, _ func(int) int) {
+			add(injectionIn(reading, low), func(int) int { return run.at })
+		})
+	}
 	sortFindings(out)
 	return out
+}
+
+// readings calls read with text as written and with each other way it
+// can be read: folded when it holds anything fold changes (a homoglyph,
+// a fullwidth or mathematical letter, a soft hyphen), and with
+// leetspeak's digits read as letters ("1gn0r3"), once with 1 as i and
+// once as l. at maps a reading's byte offset to text's.
+func readings(text string, read func(reading string, at func(int) int)) {
+	same := func(i int) int { return i }
+	read(text, same)
+	base, at := text, same
+	if disguised(text) {
+		folded, offsets := fold(text)
+		base, at = folded, func(i int) int { return offsets[i] }
+		read(folded, at)
+	}
+	if leetish(base) {
+		for _, one := range []byte{'i', 'l'} {
+			read(deleet(base, one), at)
+		}
+	}
 }
 
 // injectionIn runs the rules on text as it is.
@@ -134,43 +228,59 @@ func injectionIn(text string, low bool) []Finding {
 			continue
 		}
 		seen := map[int]bool{}
-		for _, k := range r.keywords {
-			for from := 0; ; {
-				j := strings.Index(lower[from:], k)
-				if j < 0 {
-					break
-				}
-				hit := from + j
-				from = hit + len(k)
-				at := hit
-				if r.line {
-					at = strings.LastIndexByte(text[:hit], '\n') + 1
-					if strings.Trim(text[at:hit], " \t#*[") != "" {
-						continue // the role word is not the line's first word
+		for _, fm := range r.forms {
+			for _, k := range fm.keywords {
+				for at := range r.starts(text, lower, k) {
+					if seen[at] || !fm.mayMatch(lower, at) || !fm.re().MatchString(text[at:min(len(text), at+window)]) {
+						continue
 					}
-				} else if hit > 0 && isWordByte(lower[hit-1]) && isWordByte(k[0]) {
-					continue // inside a word
+					seen[at] = true
+					if r.id == ruleFakeMarkup && inCode(text, at) {
+						continue // mentioned in code, not sent as markup
+					}
+					if ln == nil {
+						ln = newLines(text)
+					}
+					f := Finding{Screen: ScreenInjection, RuleID: r.id, Label: r.label, Offset: at, Line: ln.at(at)}
+					if r.low {
+						f.Confidence = Low
+					}
+					out = append(out, f)
 				}
-				if seen[at] || !r.re().MatchString(text[at:min(len(text), at+window)]) {
-					continue
-				}
-				seen[at] = true
-				if ln == nil {
-					ln = newLines(text)
-				}
-				if r.id == ruleFakeMarkup && inCode(text, at) {
-					continue // mentioned in code, not sent as markup
-				}
-				f := Finding{Screen: ScreenInjection, RuleID: r.id, Label: r.label, Offset: at, Line: ln.at(at)}
-				if r.low {
-					f.Confidence = Low
-				}
-				out = append(out, f)
 			}
 		}
 	}
 	sortFindings(out)
 	return out
+}
+
+// starts yields where a match of the rule may start for each place
+// keyword k is in lower (text in lower case): at the keyword when it
+// begins a word, or, for a line rule, at the start of a line whose first
+// word it is.
+func (r *injectionRule) starts(text, lower, k string) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for from := 0; ; {
+			j := strings.Index(lower[from:], k)
+			if j < 0 {
+				return
+			}
+			hit := from + j
+			from = hit + len(k)
+			at := hit
+			if r.line {
+				at = strings.LastIndexByte(text[:hit], '\n') + 1
+				if strings.Trim(text[at:hit], " \t#*[") != "" {
+					continue // the role word is not the line's first word
+				}
+			} else if hit > 0 && isWordByte(lower[hit-1]) && isWordByte(k[0]) {
+				continue // inside a word
+			}
+			if !yield(at) {
+				return
+			}
+		}
+	}
 }
 
 func isWordByte(c byte) bool {

@@ -411,6 +411,8 @@ func TestIndexLinesLeadNowhereElse(t *testing.T) {
 // the screen otherwise does on first use.
 func TestEveryInjectionPatternCompiles(t *testing.T) {
 	for _, r := range injectionRules {
-		assert.NotNil(t, r.re(), r.id)
+		for _, f := range r.forms {
+			assert.NotNil(t, f.re(), r.id)
+		}
 	}
 }
