@@ -30,6 +30,9 @@ const (
 	PurposeMemoryRelevance Purpose = "memory_relevance"
 	PurposeAutoDream       Purpose = "auto_dream"
 	PurposeSessionMemory   Purpose = "session_memory"
+	// PurposeReviewJudge is the team server's judge of writes waiting
+	// for review (teamserver.ModelJudge).
+	PurposeReviewJudge Purpose = "review_judge"
 )
 
 // Role is who wrote a message.

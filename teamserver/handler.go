@@ -72,6 +72,11 @@ type Options struct {
 	// connection, the writer); past it the answer is 503 with
 	// Retry-After (default 10 s).
 	StoreTimeout time.Duration
+	// Judge, when set, reads every write proposed for review and may flag
+	// it for the reviewer (ModelJudge asks a model); JudgeTimeout bounds
+	// one call (default DefaultJudgeTimeout).
+	Judge        Judge
+	JudgeTimeout time.Duration
 	// StoreLimits bound the Memory Stores API: stores per organization,
 	// memories and bytes per store (defaults DefaultMaxStores,
 	// DefaultMaxStoreMemories, DefaultMaxStoreBytes).
@@ -107,6 +112,8 @@ type Handler struct {
 	hashes  *hashCache
 	indexes *storeIndexCache
 	limiter *rateLimiter
+	// verdicts are the review judge's flags of the changes it read.
+	verdicts verdicts
 	// authFails limits failed authentications per client address.
 	authFails *rateLimiter
 	metrics   Metrics
@@ -196,6 +203,9 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 	}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 10 * time.Second
+	}
+	if cfg.JudgeTimeout <= 0 {
+		cfg.JudgeTimeout = DefaultJudgeTimeout
 	}
 	if cfg.AuthFailRate == 0 {
 		cfg.AuthFailRate = defaultAuthFailRate

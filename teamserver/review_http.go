@@ -283,7 +283,7 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 	var keys, rejected []string
 	reasons := map[string]string{}
 	propose := func(p Proposal) bool {
-		got, err := rv.Propose(ctx, p)
+		got, err := rv.Propose(ctx, h.judge(ctx, p))
 		if err != nil {
 			h.reviewError(w, err)
 			return false

@@ -34,8 +34,15 @@ import (
 // URL and process.
 func serveArgs(t *testing.T, db, tokens string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
+	return serveEnv(t, nil, db, tokens, extra...)
+}
+
+// serveEnv is serveArgs with env added to the server's environment.
+func serveEnv(t *testing.T, env []string, db, tokens string, extra ...string) (string, *exec.Cmd) {
+	t.Helper()
 	args := append([]string{"team", "serve", "--addr", "127.0.0.1:0", "--db", db, "--tokens", tokens}, extra...)
 	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
 	if f := os.Getenv("AGENTMEM_SERVER_LOG"); f != "" {
 		cmd.Stderr, _ = os.OpenFile(f, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	}

@@ -404,7 +404,7 @@ func decideAll(e env, rc *reviewClient, name, sub, reason string, yes bool) int 
 		case seen[p.ID]:
 		case p.Screened != "" && sub == "approve":
 			flagged++
-			fmt.Fprintf(e.stdout, "left for a look of its own: %s %s (flagged by the screens)\n", p.ID, shown(p.Key))
+			fmt.Fprintf(e.stdout, "left for a look of its own: %s %s (flagged)\n", p.ID, shown(p.Key))
 		default:
 			ps = append(ps, p)
 		}
@@ -450,7 +450,7 @@ func decideAll(e env, rc *reviewClient, name, sub, reason string, yes bool) int 
 func printProposal(e env, p teamwire.ProposalView) {
 	fmt.Fprintf(e.stdout, "%s  %-8s %-8s %s  by %s via %s  %s%s\n", p.ID, p.Status, p.Op, shown(p.Key), shown(p.Author), orDefault(p.Door, "-"), p.Created, provenanceNote(p.Provenance))
 	if p.Screened != "" {
-		fmt.Fprintln(e.stdout, "    flagged by the screens: "+shown(p.Screened))
+		fmt.Fprintln(e.stdout, "    flagged: "+shown(p.Screened))
 	}
 	if p.DecidedBy != "" {
 		line := "    " + p.Status + " by " + shown(p.DecidedBy) + " " + p.Decided

@@ -31,6 +31,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+	"github.com/agentmem-sdk/agentmem/llm/anthropic"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teammem"
@@ -459,8 +460,21 @@ func teamServe(e env, args []string) (int, error) {
 	maxStoreMemories := fs.Int("max-store-memories", teamserver.DefaultMaxStoreMemories, "memories one memory store may hold")
 	maxStoreBytes := fs.Int64("max-store-bytes", teamserver.DefaultMaxStoreBytes, "content bytes one memory store may hold")
 	withConsole := fs.Bool("console", true, "serve the web console at /console (sign in with a person's token of the token file)")
+	judgeModel := fs.String("judge-model", "", "have this Anthropic model read every write proposed for review and flag it for the reviewer (needs ANTHROPIC_API_KEY; off when empty)")
 	if ok, code := parseSub(e, fs, "serve", args); !ok {
 		return code, nil
+	}
+	var judge teamserver.Judge
+	if *judgeModel != "" {
+		key := e.getenv("ANTHROPIC_API_KEY")
+		if key == "" {
+			return exitError, errors.New("--judge-model needs ANTHROPIC_API_KEY: set it, or leave --judge-model out to serve without a judge")
+		}
+		m, err := anthropic.New(anthropic.Options{APIKey: key, Model: *judgeModel, BaseURL: e.getenv("ANTHROPIC_BASE_URL")})
+		if err != nil {
+			return exitError, err
+		}
+		judge = teamserver.ModelJudge(m)
 	}
 	if *tokens == "" {
 		return exitError, errors.New("--tokens is required (make entries with agentmem team token)")
@@ -509,7 +523,7 @@ func teamServe(e env, args []string) (int, error) {
 		hm = metrics
 	}
 	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: grants, MaxEntries: *maxEntries, MaxRepos: *maxRepos, RatePerToken: *rate, RateBurst: *burst, Metrics: hm, Retention: teamserver.Retention{TombstoneAge: time.Duration(*tombstoneDays) * day, HistoryKeep: *historyKeep, HistoryAge: time.Duration(*historyDays) * day},
-		StoreLimits: teamserver.StoreLimits{MaxStores: *maxStores, MaxMemories: *maxStoreMemories, MaxBytes: *maxStoreBytes}, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		StoreLimits: teamserver.StoreLimits{MaxStores: *maxStores, MaxMemories: *maxStoreMemories, MaxBytes: *maxStoreBytes}, Judge: judge, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	if err != nil {
 		return exitError, err
 	}

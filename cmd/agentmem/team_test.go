@@ -312,6 +312,12 @@ var proposalRe = regexp.MustCompile(`prop_[0-9a-v]+`)
 // reviewServer serves a database with three tokens: alice (a person), bot
 // (an agent) and carol (made without --kind: an agent too).
 func reviewServer(t *testing.T) (url string, tok map[string]string) {
+	return reviewServerWith(t, nil)
+}
+
+// reviewServerWith is reviewServer with env added to the server's
+// environment and extra flags after team serve's.
+func reviewServerWith(t *testing.T, env []string, extra ...string) (url string, tok map[string]string) {
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.json")
 	tok = map[string]string{}
@@ -330,7 +336,7 @@ func reviewServer(t *testing.T) (url string, tok map[string]string) {
 	require.NoError(t, json.Unmarshal(raw, &grants))
 	assert.Equal(t, "person", grants[0]["kind"])
 	assert.Equal(t, "agent", grants[2]["kind"], "a token is an agent's unless --kind person")
-	url, _ = serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+	url, _ = serveEnv(t, env, filepath.Join(dir, "team.db"), tokens, extra...)
 	return url, tok
 }
 

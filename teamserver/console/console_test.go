@@ -711,7 +711,7 @@ func TestReviewQueueFlagsAnInjection(t *testing.T) {
 	sections := strings.Split(page, `<section class="proposal"`)[1:]
 	require.Len(t, sections, 2)
 	for _, sec := range sections {
-		flagged := strings.Contains(sec, "Flagged by the screens")
+		flagged := strings.Contains(sec, "Flagged:")
 		assert.Equal(t, strings.Contains(sec, "notes/a.md"), flagged, "only the injection is flagged: %s", sec)
 		assert.NotContains(t, sec, "since the change was proposed")
 	}
