@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ type Outcome struct {
 	Stopped string
 	// Sessions are the transcripts it was told to review.
 	Sessions []string
-	// Files are the memory files it wrote or edited.
+	// Files are the memory files it wrote, edited or deleted.
 	Files []string
 	// Checkpoint names the snapshot taken before the run (Options.History);
 	// rewinding to it undoes the run.
@@ -280,6 +281,43 @@ func (d *Dreamer) sessionsSince(since time.Time) ([]string, error) {
 // store (transcript.Search), best first, with snippets.
 const SearchSessionsTool = "SearchSessions"
 
+// DeleteMemoryTool is the tool the consolidation agent deletes a memory
+// with (a merged duplicate, a contradicted fact, an expired memory): the
+// file and every index line that points to it, through the directory's
+// write gate and, when Options.History is set, recorded for undo.
+const DeleteMemoryTool = "DeleteMemory"
+
+// deleteTool deletes memories of dir; deleted collects their absolute
+// paths.
+func deleteTool(dir *memdir.Dir, deleted *[]string) llm.Tool {
+	return llm.Tool{Spec: llm.ToolSpec{Name: DeleteMemoryTool,
+		Description: "Delete one memory file of the memory directory and the index lines that point to it. Give its absolute path. Use it for a memory merged into another, contradicted by newer ones, or past its expires date.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string"}},"required":["file_path"],"additionalProperties":false}`)},
+		Call: func(ctx context.Context, input json.RawMessage) (string, error) {
+			var in struct {
+				Path string `json:"file_path"`
+			}
+			if err := json.Unmarshal(input, &in); err != nil || !filepath.IsAbs(in.Path) {
+				return "", errors.New("give the memory file's absolute path as file_path")
+			}
+			rel, err := filepath.Rel(dir.Path(), filepath.Clean(in.Path))
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return "", fmt.Errorf("%s is not in the memory directory %s", in.Path, dir.Path())
+			}
+			switch err := dir.Delete(ctx, filepath.ToSlash(rel)); {
+			case errors.Is(err, memdir.ErrMemoryNotFound):
+				return "", fmt.Errorf("%s does not exist (its index lines, if any, were removed)", in.Path)
+			case err != nil:
+				if r := memdir.Refusal(in.Path, "memory", err); r != nil {
+					return "", r
+				}
+				return "", fmt.Errorf("%s could not be deleted", in.Path)
+			}
+			*deleted = append(*deleted, filepath.Join(dir.Path(), rel))
+			return "Deleted " + in.Path + " and its index lines.", nil
+		}}
+}
+
 func (d *Dreamer) searchTool() llm.Tool {
 	return llm.Tool{Spec: llm.ToolSpec{Name: SearchSessionsTool,
 		Description: "Search the recorded sessions for a few specific words (a decision, an error, a name). Returns the matching sessions with the passage that matched. Use narrow queries.",
@@ -306,14 +344,23 @@ func (d *Dreamer) searchTool() llm.Tool {
 		}}
 }
 
-// conflicts finds the memories of dir that disagree (the newest
-// memdir.ScanMemoryFiles returns); a failed scan names none.
-func (d *Dreamer) conflicts(ctx context.Context, dir string) []conflict {
+// review finds what the consolidation is told to look at in dir (the
+// newest memdir.ScanMemoryFiles returns): the memories that disagree,
+// and those past their expires date, at most maxExpired. A failed scan
+// names none.
+func (d *Dreamer) review(ctx context.Context, dir string) ([]conflict, []memdir.MemoryHeader) {
 	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), dir, memdir.ScanOptions{})
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	return conflictingPairs(headers)
+	var expired []memdir.MemoryHeader
+	now := d.cfg.Now()
+	for _, h := range headers {
+		if h.Expired(now) && len(expired) < maxExpired {
+			expired = append(expired, h)
+		}
+	}
+	return conflictingPairs(headers), expired
 }
 
 // run takes the lock and runs the consolidation agent on the memory
@@ -346,6 +393,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	// and lock), or a copy of it with the same rules for a stage, and
 	// record each file's version under the write's lock.
 	var tools *memtools.Toolset
+	var writer *memdir.Dir // what the tools write through
 	target := d.dir
 	if out.Origin = d.inputsOrigin(ctx); out.Origin != "" {
 		target = target.WithProvenance(memdir.Provenance{Origin: out.Origin})
@@ -356,20 +404,23 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	if err == nil {
 		var reach *memdir.Dir
 		if reach, err = target.WithRoots(readRoots...); err == nil {
-			tools, err = memtools.New(reach.WithHistory(history), memtools.Options{})
+			writer = reach.WithHistory(history)
+			tools, err = memtools.New(writer, memtools.Options{})
 		}
 	}
 	if err == nil {
 		files := memtools.ExtractPermission(target, readRoots)
+		conflicts, expired := d.review(ctx, dir)
+		var deleted []string
 		var res llm.Result
 		res, err = llm.RunAgent(ctx, d.model, llm.Task{
 			Purpose: llm.PurposeAutoDream,
 			System:  systemPrompt(dir),
-			Prompt:  userPrompt(dir, d.transcriptDir(), sessions, d.conflicts(ctx, dir)),
-			Tools:   append(tools.Tools(), d.searchTool()),
+			Prompt:  userPrompt(dir, d.transcriptDir(), sessions, conflicts, expired),
+			Tools:   append(tools.Tools(), d.searchTool(), deleteTool(writer, &deleted)),
 			Permission: func(ctx context.Context, call llm.ToolCall) llm.Decision {
-				if call.Name == SearchSessionsTool {
-					return llm.Allow()
+				if call.Name == SearchSessionsTool || call.Name == DeleteMemoryTool {
+					return llm.Allow() // the search reads only; the delete stays in the directory and goes through its gate
 				}
 				return files(ctx, call)
 			},
@@ -378,7 +429,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 		if errors.Is(err, llm.ErrMaxTurns) {
 			err = nil
 		}
-		out.Usage, out.Turns, out.Files = res.Usage, res.Turns, tools.Written()
+		out.Usage, out.Turns, out.Files = res.Usage, res.Turns, append(tools.Written(), deleted...)
 	}
 	if err != nil {
 		out.Err = err

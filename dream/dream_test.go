@@ -420,6 +420,64 @@ func TestConsolidationIsToldWhichMemoriesConflict(t *testing.T) {
 	assert.Empty(t, conflictingPairs(nil))
 }
 
+// TestConsolidationProposesRemovingExpiredMemories: a memory past its
+// expires date is named to the consolidation with the date, one still
+// current is not; the agent's DeleteMemory removes the file and its
+// index line, shown as a deletion in a stage and left as it was until
+// the stage is accepted; a path outside the directory is refused.
+func TestConsolidationProposesRemovingExpiredMemories(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	yesterday, nextWeek := now0.AddDate(0, 0, -1).Format(time.DateOnly), now0.AddDate(0, 0, 7).Format(time.DateOnly)
+	require.NoError(t, afero.WriteFile(fsys, autoDir+"/freeze.md", []byte("---\nname: Freeze\ndescription: code freeze\ntype: project\nexpires: "+yesterday+"\n---\nNo merges this week.\n"), 0o644))
+	require.NoError(t, afero.WriteFile(fsys, autoDir+"/launch.md", []byte("---\nname: Launch\ndescription: launch week\ntype: project\nexpires: "+nextWeek+"\n---\nLaunch on Monday.\n"), 0o644))
+	require.NoError(t, afero.WriteFile(fsys, autoDir+"/MEMORY.md", []byte("- [Deploys](deploys.md) — Tuesdays\n- [Freeze](freeze.md) — code freeze\n- [Launch](launch.md) — launch week\n"), 0o644))
+	original := memoryTree(t, fsys)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	model := llmtest.New(
+		llmtest.ToolUse("1", DeleteMemoryTool, map[string]any{"file_path": "/etc/passwd"}),
+		llmtest.ToolUse("2", DeleteMemoryTool, map[string]any{"file_path": stageDir + "/freeze.md"}),
+		llmtest.Text("Removed 1 expired memory."),
+	)
+	st, err := newDreamer(t, fsys, model, clock, nil).ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Outcome.Err)
+	prompt := model.Requests()[0].Messages[0].Text()
+	assert.Contains(t, prompt, "- freeze.md (expires: "+yesterday+")")
+	assert.Contains(t, prompt, "delete each file and its index line")
+	assert.NotContains(t, prompt, "launch.md")
+	refused := fmt.Sprint(model.Requests()[1].Messages)
+	assert.Contains(t, refused, "not in the memory directory", "a path outside is refused")
+	kinds := map[string]ChangeKind{}
+	for _, c := range st.Changes {
+		kinds[c.Rel] = c.Kind
+	}
+	assert.Equal(t, map[string]ChangeKind{"MEMORY.md": Changed, "freeze.md": Deleted}, kinds)
+	assert.Equal(t, original, memoryTree(t, fsys), "nothing changes before Accept")
+
+	require.NoError(t, st.Accept(ctx))
+	exists, _ := afero.Exists(fsys, autoDir+"/freeze.md")
+	assert.False(t, exists)
+	index, err := afero.ReadFile(fsys, autoDir+"/MEMORY.md")
+	require.NoError(t, err)
+	assert.Equal(t, "- [Deploys](deploys.md) — Tuesdays\n- [Launch](launch.md) — launch week\n", string(index))
+
+	// In place, with a history: the deletion is undone by the rewind.
+	fsys = seeded(t)
+	require.NoError(t, afero.WriteFile(fsys, autoDir+"/freeze.md", []byte("---\nname: Freeze\nexpires: "+yesterday+"\n---\nx\n"), 0o644))
+	before := memoryTree(t, fsys)
+	history, err := filehistory.NewTracker(fsys, "/history", "dream", filehistory.Options{})
+	require.NoError(t, err)
+	model = llmtest.New(llmtest.ToolUse("1", DeleteMemoryTool, map[string]any{"file_path": autoDir + "/freeze.md"}), llmtest.Text("Done."))
+	out := newDreamer(t, fsys, model, clock, func(c *Options) { c.History = history }).Force(ctx)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{autoDir + "/freeze.md"}, out.Files)
+	_, err = history.Rewind(ctx, out.Checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before, memoryTree(t, fsys), "the rewind brings it back")
+}
+
 // TestConsolidationWritesThroughTheHostsDir: the consolidation's tools
 // write through the Dir the host gave, so a directory synced to an
 // account refuses a credential the consolidation copies into a memory,

@@ -9,8 +9,12 @@ import (
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
-// maxConflicts bounds the pairs the prompt names.
-const maxConflicts = 20
+// maxConflicts bounds the pairs the prompt names; maxExpired the
+// memories past their expires date.
+const (
+	maxConflicts = 20
+	maxExpired   = 50
+)
 
 // conflict is two memories that seem to speak of the same thing with
 // different values (lexical.SameSubject); Newer is the later one.
@@ -59,11 +63,11 @@ func conflictingPairs(headers []memdir.MemoryHeader) []conflict {
 func systemPrompt(autoDir string) string {
 	return "You tidy the long-term memory of an AI coding assistant: the Markdown files in " + autoDir +
 		" and their index " + filepath.Join(autoDir, memdir.EntrypointName) + ". You have no shell: your tools read, " +
-		"search and list files, and write or edit them only inside the memory directory. Never put a secret in a memory, " +
+		"search and list files, write or edit them, and delete a memory with " + DeleteMemoryTool + ", only inside the memory directory. Never put a secret in a memory, " +
 		"and never write a secret or anything personal into the team directory " + memdir.TeamMemPath(autoDir) + "."
 }
 
-func userPrompt(autoDir, transcriptDir string, sessions []string, conflicts []conflict) string {
+func userPrompt(autoDir, transcriptDir string, sessions []string, conflicts []conflict, expired []memdir.MemoryHeader) string {
 	var b strings.Builder
 	b.WriteString("Consolidate the memory directory in four phases.\n\n")
 	b.WriteString("1. Orient. List " + autoDir + ", read " + memdir.EntrypointName + ", and skim the topic files so you know what " +
@@ -85,6 +89,14 @@ func userPrompt(autoDir, transcriptDir string, sessions []string, conflicts []co
 		for _, c := range conflicts {
 			fmt.Fprintf(&b, "- %s (%s) is newer than %s (%s)\n", c.Newer.Filename, c.Newer.ModTime.Format("2006-01-02"),
 				c.Older.Filename, c.Older.ModTime.Format("2006-01-02"))
+		}
+		b.WriteString("\n")
+	}
+	if len(expired) > 0 {
+		b.WriteString("These memories are past the date in their " + memdir.ExpiresKey + " header, so recall no longer shows them; " +
+			"delete each file and its index line, unless the sessions show it still holds (then set a later " + memdir.ExpiresKey + " date):\n")
+		for _, h := range expired {
+			fmt.Fprintf(&b, "- %s (%s: %s)\n", h.Filename, memdir.ExpiresKey, strings.TrimSpace(h.Metadata[memdir.ExpiresKey]))
 		}
 		b.WriteString("\n")
 	}

@@ -42,18 +42,6 @@ func (fm Frontmatter) Expired(now time.Time) bool {
 	return ok && !now.Before(t)
 }
 
-// Unexpired returns the headers whose memories have not expired at now,
-// in their order.
-func Unexpired(headers []MemoryHeader, now time.Time) []MemoryHeader {
-	out := headers[:0:0]
-	for _, h := range headers {
-		if !h.Expired(now) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // withoutExpired drops the lines of an index (the MEMORY.md of dir) that
 // point to a memory file of dir past its expires date at now, so the
 // prompt does not offer what recall leaves out. A line whose file cannot

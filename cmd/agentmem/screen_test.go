@@ -51,3 +51,37 @@ func TestDisguisedOrdersAreNotShared(t *testing.T) {
 		})
 	}
 }
+
+// TestExpiryTravelsByteForByte: a memory past its expires date, with
+// CRLF lines and a date-time form of the key, reaches a teammate exactly
+// as written on both protocols: sync neither drops an expired memory nor
+// rewrites its header.
+func TestExpiryTravelsByteForByte(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	_, url, token := fixedServer(t, root)
+	stores := storeMount(t, url, token, "expiry-store")
+	files := map[string]string{
+		"freeze.md": "---\r\nname: Freeze\r\ndescription: code freeze\r\ntype: project\r\nexpires: 2020-01-31\r\n---\r\nNo merges.\r\n",
+		"launch.md": "---\nname: Launch\nmetadata:\n  type: project\nexpires: 2099-06-01T18:00:00+02:00\n---\nLaunch on Monday.\n",
+	}
+	for _, pr := range bothProtocols(url) {
+		t.Run(pr.name, func(t *testing.T) {
+			t.Parallel()
+			base := t.TempDir()
+			ana := newPerson(t, base, "ana", token, stores)
+			ben := newPerson(t, base, "ben", token, stores)
+			ana.ok(pr.round...)
+			for name, text := range files {
+				writeRaw(t, ana.team, pr.dir+name, []byte(text))
+			}
+			ana.ok(pr.round...)
+			ben.ok(pr.round...)
+			got := memoryFiles(t, ben.team)
+			for name, text := range files {
+				assert.Equal(t, text, got[pr.dir+name], name)
+			}
+			assert.Equal(t, memoryFiles(t, ana.team), got)
+		})
+	}
+}
