@@ -22,6 +22,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/recall"
 	"github.com/agentmem-sdk/agentmem/secrets"
+	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/agentmem-sdk/agentmem/teamserver"
 	"github.com/agentmem-sdk/agentmem/transcript"
 	"github.com/spf13/afero"
@@ -945,6 +946,59 @@ func TestRecallIsReportedWithScopes(t *testing.T) {
 	}
 	assert.Equal(t, "personal", scopes["deploys.md"], "%v", turns[0].Memories)
 	assert.Equal(t, "team", scopes["team/freeze.md"], "%v", turns[0].Memories)
+}
+
+// TestRecallSynthesizesWithAModel: with SynthesizeRecall, a recall of
+// enough memories sends the model's paragraph naming them instead of
+// the memories (mode synthesize, every source listed with its scope and
+// a store memory's writer); a paragraph that names no memory, or a
+// failed call, falls back to the memories as they are (mode select).
+func TestRecallSynthesizesWithAModel(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		reply llmtest.Step
+		mode  string
+	}{
+		{"distilled", llmtest.Text("Production deploys go out on Tuesdays [deploys.md], but not during the December freeze [team/proj/freeze.md]."), agentmem.RecallSynthesize},
+		{"names nothing", llmtest.Text("Deploys are on Tuesdays."), agentmem.RecallSelect},
+		{"fails", llmtest.Fail(errors.New("overloaded")), agentmem.RecallSelect},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			project, config := home(t)
+			var turns []agentmem.RecallTurn
+			model := llmtest.New(c.reply)
+			mem, err := agentmem.New(afero.NewOsFs(), model, agentmem.Options{ProjectRoot: project, ConfigHome: config, SynthesizeRecall: 2,
+				Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation,
+				Observer: func(e agentmem.Event) {
+					if rt, ok := e.Detail.(agentmem.RecallTurn); ok {
+						turns = append(turns, rt)
+					}
+				}})
+			require.NoError(t, err)
+			defer mem.Close()
+			store := filepath.Join(mem.Dir(), "team", "proj")
+			require.NoError(t, os.MkdirAll(store, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(mem.Dir(), "deploys.md"), []byte("---\nname: Deploy days\ndescription: when we deploy to production\ntype: project\n---\nWe deploy to production on Tuesdays.\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(store, "freeze.md"), []byte("---\nname: Deploy freeze\ndescription: the production deploy freeze\ntype: project\n---\nNo production deploy during the December freeze.\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(store, storesync.AuthorsName), []byte(`{"v":1,"files":{"/freeze.md":{"sha256":"x","author":"lee","time":"2026-11-30T10:00:00Z"}}}`), 0o644))
+
+			got := mem.Recalled(ctx, "when do we deploy to production?")
+			require.Len(t, turns, 1)
+			assert.Equal(t, c.mode, turns[0].Mode)
+			assert.ElementsMatch(t, []agentmem.RecalledMemory{{File: "deploys.md", Scope: "personal"}, {File: "team/proj/freeze.md", Scope: "team", Author: "lee"}}, turns[0].Memories)
+			if c.mode == agentmem.RecallSynthesize {
+				assert.Contains(t, got, "but not during the December freeze [team/proj/freeze.md]")
+				assert.NotContains(t, got, "We deploy to production on Tuesdays.", "the paragraph, not the memories")
+				req := model.Requests()[0]
+				assert.Equal(t, llm.PurposeMemorySynthesis, req.Purpose)
+				assert.Contains(t, req.Messages[0].Text(), "We deploy to production on Tuesdays.")
+			} else {
+				assert.Contains(t, got, "We deploy to production on Tuesdays.")
+				assert.Contains(t, got, "No production deploy during the December freeze.")
+			}
+		})
+	}
 }
 
 // The autoDreamEnabled setting, read by the host, turns consolidation off

@@ -30,6 +30,9 @@ const (
 	PurposeMemoryRelevance Purpose = "memory_relevance"
 	PurposeAutoDream       Purpose = "auto_dream"
 	PurposeSessionMemory   Purpose = "session_memory"
+	// PurposeMemorySynthesis distils a message's recalled memories into
+	// one paragraph (agentmem.Options.SynthesizeRecall).
+	PurposeMemorySynthesis Purpose = "memory_synthesis"
 	// PurposeReviewJudge is the team server's judge of writes waiting
 	// for review (teamserver.ModelJudge).
 	PurposeReviewJudge Purpose = "review_judge"

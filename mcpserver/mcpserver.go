@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"io"
 	"io/fs"
 	"net/http"
@@ -27,6 +26,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/afero"
 
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/agentmem-sdk/agentmem/memtools"
@@ -151,12 +152,20 @@ type (
 		Type        string `json:"type"`
 		Age         string `json:"age"`
 		Content     string `json:"content,omitempty"`
+		// Scope and Author, in memory_recall: "personal" or "team", and
+		// who wrote a team or store memory as the last sync recorded
+		// (agentmem.DescribeRecall).
+		Scope  string `json:"scope,omitempty"`
+		Author string `json:"author,omitempty"`
 	}
 	// ListOutput is the structured result of memory_list and memory_recall.
 	ListOutput struct {
 		Memories []MemoryEntry `json:"memories"`
 		// More reports whether older memories were left out of the list.
 		More bool `json:"more,omitempty"`
+		// Mode, in memory_recall, is "select": the memories as they are
+		// (Claude Code's memory_recall event).
+		Mode string `json:"mode,omitempty"`
 	}
 	// readOutput is the structured result of memory_read.
 	readOutput struct {
@@ -294,15 +303,26 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 			}
 			limit = min(limit, mcpMaxRecall)
 			found := ms.finder.Find(ctx, in.Query, nil, nil)
-			out := ListOutput{Memories: []MemoryEntry{}}
+			found = found[:min(limit, len(found))]
+			files := make([]string, len(found))
+			for i, h := range found {
+				files[i] = h.Filename
+			}
+			turn := agentmem.DescribeRecall(ms.fs, ms.dir.Path(), files)
+			out := ListOutput{Memories: []MemoryEntry{}, Mode: turn.Mode}
 			var b strings.Builder
-			for _, h := range found[:min(limit, len(found))] {
+			for i, h := range found {
 				m := ms.entry(h)
 				if data, err := ms.read(h.Filename); err == nil {
 					m.Content = string(data[:min(len(data), mcpRecallBytes)])
 				}
+				m.Scope, m.Author = turn.Memories[i].Scope, turn.Memories[i].Author
 				out.Memories = append(out.Memories, m)
-				fmt.Fprintf(&b, "## %s (%s, saved %s)\n%s\n\n", m.File, m.Type, m.Age, strings.TrimSpace(m.Content))
+				by := ""
+				if m.Author != "" {
+					by = ", by " + m.Author
+				}
+				fmt.Fprintf(&b, "## %s (%s, %s%s, saved %s)\n%s\n\n", m.File, m.Type, m.Scope, by, m.Age, strings.TrimSpace(m.Content))
 			}
 			if len(out.Memories) == 0 {
 				return text("No memory is relevant to this."), out, nil

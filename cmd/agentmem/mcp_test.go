@@ -81,6 +81,21 @@ func mcpScenario(t *testing.T, cs *mcp.ClientSession, dir, outside, tag string) 
 	require.False(t, res.IsError, txt)
 	assert.Contains(t, txt, deploys)
 	assert.Contains(t, txt, "never on Fridays")
+	var recalled mcpserver.ListOutput
+	raw, _ = json.Marshal(res.StructuredContent)
+	require.NoError(t, json.Unmarshal(raw, &recalled))
+	assert.Equal(t, "select", recalled.Mode, "the recall event's mode")
+	require.NotEmpty(t, recalled.Memories)
+	assert.Equal(t, "personal", recalled.Memories[0].Scope)
+	res, txt = call(t, cs, "memory_recall", map[string]any{"query": "when does the nightly slow suite run in the pipeline?"})
+	require.False(t, res.IsError, txt)
+	raw, _ = json.Marshal(res.StructuredContent)
+	require.NoError(t, json.Unmarshal(raw, &recalled))
+	scopes := map[string]string{}
+	for _, m := range recalled.Memories {
+		scopes[m.File] = m.Scope
+	}
+	assert.Equal(t, "team", scopes["team/ci"+tag+".md"], "%s", txt)
 
 	res, txt = call(t, cs, "memory_read", map[string]any{"file": deploys})
 	require.False(t, res.IsError, txt)
