@@ -188,13 +188,16 @@ type Options struct {
 	// user's account (a private memory store): the memory tools and Save
 	// then refuse a secret in any memory file, as they do in team/.
 	SyncedMemory bool
-	// SharedWritesMainAgentOnly lets only the session's main agent write
-	// team memory and the memory stores mounted in it, as Claude Code
-	// 2.1.333 on does: a write there from a sub-agent, a fork
-	// (memdir.WithAgent on the tool call's context) or a background job
-	// (extraction, consolidation, the session summary) is refused with a
-	// *memdir.NotMainAgentError. Private memory is not affected.
-	SharedWritesMainAgentOnly bool
+	// SharedWritesMainAgentOnly says what a write to team memory and the
+	// memory stores mounted in it meets when it comes from another agent
+	// than the session's main one, as Claude Code 2.1.333 on has it: a
+	// sub-agent or a fork (memdir.WithAgent on the tool call's context)
+	// or a background job (extraction, consolidation, the session
+	// summary). memdir.MainAgentOnlyRefuse refuses it with a
+	// *memdir.NotMainAgentError; memdir.MainAgentOnlyPropose writes it
+	// with the origin other-agent, so a repo or store under the review
+	// policy keeps it for a person. Private memory is not affected.
+	SharedWritesMainAgentOnly memdir.MainAgentOnly
 	// SynthesizeRecall, when above 0 and a model is given, has the model
 	// distil a message's recalled memories into one paragraph that names
 	// each memory it draws on ("[deploys.md]"), sent instead of the

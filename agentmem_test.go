@@ -1061,7 +1061,7 @@ func TestPausedWritesRunNoJob(t *testing.T) {
 func TestSharedWritesFromTheMainAgentOnlyAtTheFrontDoor(t *testing.T) {
 	project, config := home(t)
 	mem, err := agentmem.New(afero.NewOsFs(), &recordingModel{}, agentmem.Options{ProjectRoot: project, ConfigHome: config,
-		SharedWritesMainAgentOnly: true, Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
+		SharedWritesMainAgentOnly: memdir.MainAgentOnlyRefuse, Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation})
 	require.NoError(t, err)
 	defer mem.Close()
 	ctx := context.Background()

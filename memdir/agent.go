@@ -55,12 +55,31 @@ func (e *NotMainAgentError) Error() string {
 
 func (e *NotMainAgentError) Is(target error) bool { return target == ErrNotMainAgent }
 
-// SharedWritesMainAgentOnly sets whether only the session's main agent
-// may write shared memory through every handle of the directory in this
-// process: a sub-agent's, a fork's or a background query's write there
-// is then refused with a *NotMainAgentError (a host's own writes, with
-// no door, and a sync's go on).
-func (d *Dir) SharedWritesMainAgentOnly(on bool) { d.gate.provState.mainOnly.Store(on) }
+// MainAgentOnly says what a write to shared memory (team memory and the
+// memory stores mounted in it) from another agent than the session's main
+// one meets: a sub-agent's, a fork's (WithAgent) or a background query's
+// (the extraction, consolidation and session-summary doors).
+type MainAgentOnly int32
+
+const (
+	// MainAgentOnlyOff: every agent writes shared memory.
+	MainAgentOnlyOff MainAgentOnly = iota
+	// MainAgentOnlyRefuse: the write is refused with a
+	// *NotMainAgentError; nothing is written.
+	MainAgentOnlyRefuse
+	// MainAgentOnlyPropose: the write is made and recorded with the
+	// origin other-agent, which the sync clients send with it: a repo or
+	// store under the review policy keeps it for a person, whoever's
+	// token syncs it; under open it is stored, its origin recorded.
+	MainAgentOnlyPropose
+)
+
+// SharedWritesMainAgentOnly sets what another agent's write to shared
+// memory meets, through every handle of the directory in this process (a
+// host's own writes, with no door, and a sync's are never affected).
+func (d *Dir) SharedWritesMainAgentOnly(mode MainAgentOnly) {
+	d.gate.provState.mainOnly.Store(int32(mode))
+}
 
 // backgroundDoor reports whether writes through door are a background
 // query's, whatever the context says.
@@ -75,17 +94,34 @@ func backgroundDoor(door string) bool {
 // checkAgent refuses a write to shared memory from another agent than
 // the main one while the directory allows only the main agent there.
 func (g *WriteGate) checkAgent(ctx context.Context, t Target) error {
-	if !t.Team || !g.provState.mainOnly.Load() || !agentDoor(g.prov.Door) {
-		return nil
+	if agent := g.otherAgent(ctx, t); agent != AgentMain && MainAgentOnly(g.provState.mainOnly.Load()) == MainAgentOnlyRefuse {
+		return &NotMainAgentError{Door: g.prov.Door, Agent: agent}
+	}
+	return nil
+}
+
+// otherAgent returns the agent a write to t through this gate comes
+// from when the main-agent-only rule covers it (a shared target, an
+// agent's door, the rule on), AgentMain otherwise.
+func (g *WriteGate) otherAgent(ctx context.Context, t Target) Agent {
+	if !t.Team || MainAgentOnly(g.provState.mainOnly.Load()) == MainAgentOnlyOff || !agentDoor(g.prov.Door) {
+		return AgentMain
 	}
 	agent := AgentFrom(ctx)
 	if agent == AgentMain && backgroundDoor(g.prov.Door) {
 		agent = AgentBackground
 	}
-	if agent == AgentMain {
-		return nil
+	return agent
+}
+
+// proposedOrigin is the origin a write to t records: under
+// MainAgentOnlyPropose another agent's write is marked other-agent, as
+// less trusted as origin already says.
+func (g *WriteGate) proposedOrigin(ctx context.Context, t Target, origin string) string {
+	if g.otherAgent(ctx, t) != AgentMain && MainAgentOnly(g.provState.mainOnly.Load()) == MainAgentOnlyPropose {
+		return LeastTrusted(origin, teamwire.OriginOtherAgent)
 	}
-	return &NotMainAgentError{Door: g.prov.Door, Agent: agent}
+	return origin
 }
 
 // mayWrite checks what refuses a write whatever its path and content: a

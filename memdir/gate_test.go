@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/internal/filelock"
 	"github.com/agentmem-sdk/agentmem/internal/hostile"
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/screen"
 	"github.com/agentmem-sdk/agentmem/secrets"
@@ -749,7 +750,7 @@ func TestSharedWritesFromTheMainAgentOnly(t *testing.T) {
 
 	_, err = tools.Gate().WriteFile(sub, team, []byte("x\n"), 0o644)
 	require.NoError(t, err, "off by default")
-	d.SharedWritesMainAgentOnly(true)
+	d.SharedWritesMainAgentOnly(MainAgentOnlyRefuse)
 	for _, c := range []struct {
 		ctx   context.Context
 		agent Agent
@@ -782,8 +783,32 @@ func TestSharedWritesFromTheMainAgentOnly(t *testing.T) {
 	write := llm.ToolCall{Name: "Write", Input: js(map[string]any{"file_path": team, "content": "z"})}
 	assert.ErrorIs(t, tools.CheckToolCallFrom(sub, write), ErrNotMainAgent)
 	assert.NoError(t, tools.CheckToolCallFrom(ctx, write))
-	d.SharedWritesMainAgentOnly(false)
+	d.SharedWritesMainAgentOnly(MainAgentOnlyOff)
 	assert.NoError(t, tools.CheckToolCallFrom(sub, write))
+
+	// Proposed instead: the write is made and its origin says other-agent
+	// (the sync sends it so, and a repo under review keeps it for a
+	// person); the main agent's keeps its own; a less trusted origin wins.
+	d.SharedWritesMainAgentOnly(MainAgentOnlyPropose)
+	agentTools := tools.WithProvenance(Provenance{Origin: teamwire.OriginAgent})
+	_, err = agentTools.Gate().WriteFile(sub, team, []byte("proposed\n"), 0o644)
+	require.NoError(t, err)
+	assert.NoError(t, agentTools.CheckToolCallFrom(sub, write))
+	p, ok := d.Provenance(team, []byte("proposed\n"))
+	require.True(t, ok)
+	assert.Equal(t, teamwire.OriginOtherAgent, p.Origin)
+	_, err = agentTools.Gate().WriteFile(ctx, store, []byte("main\n"), 0o644)
+	require.NoError(t, err)
+	p, _ = d.Provenance(store, []byte("main\n"))
+	assert.Equal(t, teamwire.OriginAgent, p.Origin, "the main agent's origin is its own")
+	_, err = agentTools.WithProvenance(Provenance{Origin: teamwire.OriginFetched}).Gate().WriteFile(fork, store, []byte("fetched\n"), 0o644)
+	require.NoError(t, err)
+	p, _ = d.Provenance(store, []byte("fetched\n"))
+	assert.Equal(t, teamwire.OriginFetched, p.Origin, "fetched is less trusted still")
+	_, err = agentTools.Gate().WriteFile(sub, filepath.Join(mem, "mine.md"), []byte("m\n"), 0o644)
+	require.NoError(t, err)
+	_, ok = d.Provenance(filepath.Join(mem, "mine.md"), []byte("m\n"))
+	assert.False(t, ok, "private memory records none")
 }
 
 // The prompt's index leaves out the lines that point to a memory past

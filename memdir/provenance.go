@@ -41,8 +41,10 @@ func LeastTrusted(a, b string) string {
 	rank := func(o string) int {
 		switch o {
 		case teamwire.OriginFetched:
-			return 2
+			return 3
 		case teamwire.OriginToolOutput:
+			return 2
+		case teamwire.OriginOtherAgent:
 			return 1
 		}
 		return 0
@@ -90,8 +92,8 @@ type provenanceFile struct {
 // cache of the records read.
 type provenanceState struct {
 	origin   atomic.Pointer[string]
-	paused   atomic.Bool // Dir.PauseWrites
-	mainOnly atomic.Bool // Dir.SharedWritesMainAgentOnly
+	paused   atomic.Bool  // Dir.PauseWrites
+	mainOnly atomic.Int32 // a MainAgentOnly: Dir.SharedWritesMainAgentOnly
 	mu       sync.Mutex
 	cache    map[string]cachedProvenance
 }
@@ -234,6 +236,7 @@ func (g *WriteGate) recordProvenance(ctx context.Context, t Target, data []byte)
 	if !ok {
 		return nil
 	}
+	p.Origin = g.proposedOrigin(ctx, t, p.Origin)
 	if err := g.fs.MkdirAll(filepath.Dir(record), 0o755); err != nil {
 		return &ProvenanceError{Path: record, Err: err}
 	}

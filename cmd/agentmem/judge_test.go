@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentmem-sdk/agentmem"
+	"github.com/agentmem-sdk/agentmem/llm"
+	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -85,4 +91,44 @@ func TestReviewJudgeFlagsForThePerson(t *testing.T) {
 	out, _, _ = team("alice", append([]string{"review", "ls"}, repo...)...)
 	assert.Len(t, proposalRe.FindAllString(out, -1), 1, "the flagged one waits for a look of its own: %s", out)
 	assert.Contains(t, out, "planted.md")
+}
+
+// TestOtherAgentsSharedWritesWaitForReview: a host with
+// SharedWritesMainAgentOnly set to propose lets a sub-agent write team
+// memory, and the team sync, with a person's token, sends that write as
+// other-agent's: under review it waits for a person, while the main
+// agent's write is stored at once.
+func TestOtherAgentsSharedWritesWaitForReview(t *testing.T) {
+	t.Parallel()
+	url, tok := reviewServer(t)
+	repo := []string{"--server", url, "--repo", "acme/shop"}
+	_, errOut, code := runBin(t, as(tok, "alice"), append([]string{"team", "policy", "review"}, repo...)...)
+	require.Equal(t, 0, code, errOut)
+
+	dir := filepath.Join(t.TempDir(), "memory")
+	mem, err := agentmem.New(afero.NewOsFs(), nil, agentmem.Options{ProjectRoot: t.TempDir(), MemoryDir: dir,
+		SharedWritesMainAgentOnly: memdir.MainAgentOnlyPropose, Disable: agentmem.Extraction | agentmem.SessionSummary | agentmem.Consolidation | agentmem.Transcripts})
+	require.NoError(t, err)
+	defer mem.Close()
+	tools := map[string]llm.Tool{}
+	for _, tool := range mem.Tools() {
+		tools[tool.Spec.Name] = tool
+	}
+	write := func(ctx context.Context, name, body string) {
+		in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(dir, "team", name), "content": "---\nname: " + name + "\ndescription: d\ntype: project\n---\n" + body + "\n"})
+		_, err := tools["Write"].Call(ctx, in)
+		require.NoError(t, err, name)
+	}
+	ctx := context.Background()
+	write(memdir.WithAgent(ctx, memdir.AgentSub), "from-sub.md", "A sub-agent's finding.")
+	write(ctx, "from-main.md", "The main agent's note.")
+
+	out, errOut, code := runBin(t, as(tok, "alice"), append([]string{"team", "sync", "--dir", filepath.Join(dir, "team")}, repo...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "pushed  from-main.md")
+	assert.Contains(t, out, "in review from-sub.md")
+	out, errOut, code = runBin(t, as(tok, "alice"), append([]string{"team", "review", "ls"}, repo...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `from-sub\.md  by alice via file-tools .*origin=other-agent`, out)
+	assert.NotContains(t, out, "from-main.md")
 }

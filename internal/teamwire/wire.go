@@ -229,14 +229,18 @@ const (
 	OriginAgent      = "agent"
 	OriginToolOutput = "tool-output"
 	OriginFetched    = "fetched"
+	// OriginOtherAgent: written by another agent than the session's main
+	// one (a sub-agent, a fork, a background query) on a host that holds
+	// those for review (memdir.MainAgentOnlyPropose).
+	OriginOtherAgent = "other-agent"
 )
 
 // UntrustedOrigin reports whether origin says the content came from
-// input nobody vouched for (OriginToolOutput, OriginFetched): under the
-// policy "review" such a write waits for a person whoever's token sends
-// it.
+// input nobody vouched for (OriginToolOutput, OriginFetched) or from an
+// agent its host holds for review (OriginOtherAgent): under the policy
+// "review" such a write waits for a person whoever's token sends it.
 func UntrustedOrigin(origin string) bool {
-	return origin == OriginToolOutput || origin == OriginFetched
+	return origin == OriginToolOutput || origin == OriginFetched || origin == OriginOtherAgent
 }
 
 // MaxSessionLength bounds SessionHeader.
@@ -272,10 +276,10 @@ func ParseProvenance(door, session, origin string) (Provenance, error) {
 		p.Session = session
 	}
 	switch origin {
-	case "", OriginUser, OriginAgent, OriginToolOutput, OriginFetched:
+	case "", OriginUser, OriginAgent, OriginToolOutput, OriginFetched, OriginOtherAgent:
 		p.Origin = origin
 	default:
-		return p, &ProvenanceError{Header: OriginHeader, Reason: "must be user, agent, tool-output or fetched"}
+		return p, &ProvenanceError{Header: OriginHeader, Reason: "must be user, agent, tool-output, fetched or other-agent"}
 	}
 	return p, nil
 }
