@@ -216,6 +216,10 @@ func (h *Handler) protect(p *protocol, name string, auth bool, run routeFunc) ht
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), p.timeout(h))
 		defer cancel()
+		if p.stores && auth {
+			h.idempotent(sw, r.WithContext(ctx), c, func(w http.ResponseWriter, r *http.Request) { run(w, r, c) })
+			return
+		}
 		run(sw, r.WithContext(ctx), c)
 	})
 }

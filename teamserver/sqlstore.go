@@ -52,7 +52,7 @@ type SQLDialect struct {
 // both from then on: Close closes them. The store has every protocol and
 // reports its reading pool (PoolStats).
 func NewSQLStore(ctx context.Context, w, r *sql.DB, d SQLDialect) (Store, error) {
-	if _, err := w.ExecContext(ctx, sqlSchema+memStoreSchema); err != nil {
+	if _, err := w.ExecContext(ctx, sqlSchema+memStoreSchema+idempotencySchema); err != nil {
 		return nil, fmt.Errorf("server: prepare the database: %w", err)
 	}
 	s := &sqlStore{w: w, r: r, d: d}

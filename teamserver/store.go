@@ -328,6 +328,9 @@ type memoryStore struct {
 	log     map[Repo][]Change              // oldest first
 	reviews memReviews
 	stores  memStores // memorystores_mem.go
+	// idempotency keeps the Memory Stores API's idempotency keys
+	// (idempotency.go), under its own lock.
+	idempotency memIdempotency
 }
 
 // NewMemoryStore returns an empty store that keeps everything in memory,

@@ -247,6 +247,53 @@ func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.Tea
 		}
 	})
 
+	t.Run("a retried create with its idempotency key", func(t *testing.T) {
+		base := newStoreNamed("idempotent")
+		send := func(key string, body any) (int, string, http.Header) {
+			t.Helper()
+			raw, err := json.Marshal(body)
+			require.NoError(t, err)
+			req := httptest.NewRequest(http.MethodPost, base+"/memories", strings.NewReader(string(raw)))
+			req.Header.Set(storewire.APIKeyHeader, tok)
+			req.Header.Set("Content-Type", "application/json")
+			if key != "" {
+				req.Header.Set(teamserver.IdempotencyKeyHeader, key)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code, rec.Body.String(), rec.Header()
+		}
+		content := "we deploy on Tuesdays"
+		create := storewire.CreateMemory{Path: "/deploys.md", Content: &content}
+		code, first, hdr := send("k-1", create)
+		require.Equal(t, http.StatusOK, code, first)
+		assert.Empty(t, hdr.Get(teamserver.IdempotentReplayedHeader))
+		code, again, hdr := send("k-1", create)
+		assert.Equal(t, http.StatusOK, code, "the retry gets the first answer, not a conflict: %s", again)
+		assert.Equal(t, first, again)
+		assert.Equal(t, "true", hdr.Get(teamserver.IdempotentReplayedHeader))
+		var list struct {
+			Data []storewire.Memory `json:"data"`
+		}
+		ok(http.MethodGet, base+"/memories", nil, &list)
+		assert.Len(t, list.Data, 1, "made once")
+
+		other := "we deploy on Fridays"
+		code, body, _ := send("k-1", storewire.CreateMemory{Path: "/deploys.md", Content: &other})
+		assert.Equal(t, http.StatusUnprocessableEntity, code, "the key with another body: %s", body)
+		code, body, _ = send("k-2", create)
+		assert.Equal(t, http.StatusConflict, code, "a new key runs again (and meets the memory): %s", body)
+		code, again, _ = send("k-2", create)
+		assert.Equal(t, http.StatusConflict, code, "an error answer is kept too: %s", again)
+		assert.Equal(t, body, again)
+		code, body, _ = send("", create)
+		assert.Equal(t, http.StatusConflict, code, "without a key each request runs: %s", body)
+		for _, bad := range []string{strings.Repeat("k", 256), "with space", "tab\t"} {
+			code, body, _ = send(bad, create)
+			assert.Equal(t, http.StatusBadRequest, code, "%q: %s", bad, body)
+		}
+	})
+
 	t.Run("an archived store", func(t *testing.T) {
 		base := newStoreNamed("archived")
 		keep := newMemory(base, "/keep.md", "kept")

@@ -1,0 +1,271 @@
+package teamserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Idempotency keys. A POST of the Memory Stores API (create a store or a
+// memory, update, archive, redact) sent with an Idempotency-Key header is
+// carried out once per key: the answer is kept, and a retry with the same
+// key and the same body gets it again, marked Idempotent-Replayed: true,
+// without being carried out again. A key is its token's, for one method
+// and path, kept IdempotencyKeep. The store keeps the keys, so servers on
+// one database share them.
+const (
+	// IdempotencyKeyHeader names the request's key: 1 to 255 printable
+	// ASCII characters.
+	IdempotencyKeyHeader = "Idempotency-Key"
+	// IdempotentReplayedHeader marks an answer given again for a key.
+	IdempotentReplayedHeader = "Idempotent-Replayed"
+	// IdempotencyKeep is how long an answer is kept for its key.
+	IdempotencyKeep = 24 * time.Hour
+	// idempotencyClaim is how long a request may hold its key before the
+	// key is taken to be abandoned (a server that stopped mid-request).
+	idempotencyClaim = time.Minute
+	// maxIdempotentBody bounds the answer kept; a larger one is not kept
+	// (the key is released).
+	maxIdempotentBody = 1 << 20
+)
+
+// keptAnswer is the answer kept for a key (Status 0: the request that
+// claimed the key is still running).
+type keptAnswer struct {
+	RequestSHA  string
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// idempotencyStore keeps the keys' answers.
+type idempotencyStore interface {
+	// claimKey returns the answer kept for key and true, or claims key for
+	// a request whose body hashes to requestSHA and returns false.
+	claimKey(ctx context.Context, key, requestSHA string, now time.Time) (keptAnswer, bool, error)
+	// keepAnswer records the answer of the request that claimed key.
+	keepAnswer(ctx context.Context, key string, a keptAnswer) error
+	// releaseKey forgets a claim whose request failed, so a retry runs.
+	releaseKey(ctx context.Context, key string) error
+}
+
+// idempotent runs a Memory Stores POST that carries an Idempotency-Key
+// once per key (run: the route), and answers a retry with the kept
+// answer. Without a key, or with a store that keeps none, it just runs.
+func (h *Handler) idempotent(w http.ResponseWriter, r *http.Request, c *request, run func(w http.ResponseWriter, r *http.Request)) {
+	raw, sent := r.Header[http.CanonicalHeaderKey(IdempotencyKeyHeader)]
+	keys, ok := h.stores.(idempotencyStore)
+	if r.Method != http.MethodPost || !sent || !ok {
+		run(w, r)
+		return
+	}
+	if len(raw) != 1 || !validIdempotencyKey(raw[0]) {
+		writeStoresError(w, invalid("the %s header must be sent once, with 1 to 255 printable ASCII characters", IdempotencyKeyHeader))
+		return
+	}
+	call := &storesCall{h: h, w: w, r: r}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		call.fail(&APIError{Status: http.StatusRequestEntityTooLarge, Type: "request_too_large", Message: "the request body is too large"})
+		return
+	case err != nil:
+		call.fail(invalid("the request body could not be read"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	key := idempotencyID(c.grant.TokenSHA256, r.Method, r.URL.Path, raw[0])
+	sum := sha256.Sum256(body)
+	requestSHA := hex.EncodeToString(sum[:])
+	kept, found, err := keys.claimKey(r.Context(), key, requestSHA, h.cfg.Now())
+	switch {
+	case err != nil:
+		call.fail(err)
+		return
+	case found && kept.RequestSHA != requestSHA:
+		writeStoresError(w, &APIError{Status: http.StatusUnprocessableEntity, Type: "invalid_request_error",
+			Message: "this " + IdempotencyKeyHeader + " was used with another request body; send a new key for a new request"})
+		return
+	case found && kept.Status == 0:
+		w.Header().Set("Retry-After", "1")
+		writeStoresError(w, &APIError{Status: http.StatusConflict, Type: "conflict_error",
+			Message: "a request with this " + IdempotencyKeyHeader + " is still running; retry in a moment for its answer"})
+		return
+	case found:
+		w.Header().Set("Content-Type", kept.ContentType)
+		w.Header().Set(IdempotentReplayedHeader, "true")
+		w.WriteHeader(kept.Status)
+		_, _ = w.Write(kept.Body)
+		return
+	}
+	rec := &answerRecorder{ResponseWriter: w, status: http.StatusOK}
+	run(rec, r)
+	ctx := context.WithoutCancel(r.Context())
+	if rec.status >= 500 || rec.status == http.StatusTooManyRequests || rec.over {
+		_ = keys.releaseKey(ctx, key) // not an answer to keep: a retry runs again
+		return
+	}
+	if err := keys.keepAnswer(ctx, key, keptAnswer{RequestSHA: requestSHA, Status: rec.status, ContentType: w.Header().Get("Content-Type"), Body: rec.body.Bytes()}); err != nil {
+		h.log.Warn("an idempotent answer could not be kept; a retry with its key will be refused as running until the claim lapses", "error", err)
+	}
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := range len(k) {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// idempotencyID is the stored name of a key: its token's, for one method
+// and path.
+func idempotencyID(token, method, path, key string) string {
+	sum := sha256.Sum256([]byte(token + "\n" + method + "\n" + path + "\n" + key))
+	return hex.EncodeToString(sum[:])
+}
+
+// answerRecorder passes an answer on and keeps a copy of it.
+type answerRecorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+	over   bool // larger than maxIdempotentBody: not kept
+	wrote  bool
+}
+
+func (a *answerRecorder) WriteHeader(code int) {
+	if !a.wrote {
+		a.status, a.wrote = code, true
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answerRecorder) Write(b []byte) (int, error) {
+	a.wrote = true
+	if !a.over {
+		if a.body.Len()+len(b) > maxIdempotentBody {
+			a.over = true
+			a.body.Reset()
+		} else {
+			a.body.Write(b)
+		}
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+// ---- in memory ----
+
+// memIdempotency is memoryStore's keys.
+type memIdempotency struct {
+	mu   sync.Mutex
+	keys map[string]memKept
+}
+
+type memKept struct {
+	keptAnswer
+	at time.Time
+}
+
+func (s *memoryStore) claimKey(_ context.Context, key, requestSHA string, now time.Time) (keptAnswer, bool, error) {
+	m := &s.idempotency
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.keys == nil {
+		m.keys = map[string]memKept{}
+	}
+	for k, v := range m.keys {
+		if now.Sub(v.at) > IdempotencyKeep {
+			delete(m.keys, k)
+		}
+	}
+	if v, ok := m.keys[key]; ok && (v.Status != 0 || now.Sub(v.at) < idempotencyClaim) {
+		return v.keptAnswer, true, nil
+	}
+	m.keys[key] = memKept{keptAnswer: keptAnswer{RequestSHA: requestSHA}, at: now}
+	return keptAnswer{}, false, nil
+}
+
+func (s *memoryStore) keepAnswer(_ context.Context, key string, a keptAnswer) error {
+	m := &s.idempotency
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.keys[key]; ok {
+		v.keptAnswer = a
+		m.keys[key] = v
+	}
+	return nil
+}
+
+func (s *memoryStore) releaseKey(_ context.Context, key string) error {
+	m := &s.idempotency
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.keys[key]; ok && v.Status == 0 {
+		delete(m.keys, key)
+	}
+	return nil
+}
+
+// ---- SQL ----
+
+const idempotencySchema = `
+CREATE TABLE IF NOT EXISTS ms_idempotency (
+	key_sha TEXT PRIMARY KEY, request_sha TEXT NOT NULL, status BIGINT NOT NULL,
+	content_type TEXT NOT NULL, body TEXT NOT NULL, created_ms BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS ms_idempotency_by_age ON ms_idempotency (created_ms);
+`
+
+func (s *sqlStore) claimKey(ctx context.Context, key, requestSHA string, now time.Time) (keptAnswer, bool, error) {
+	var kept keptAnswer
+	found := false
+	err := s.write(ctx, "idempotency\n"+key, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM ms_idempotency WHERE created_ms < ?`), ms(now.Add(-IdempotencyKeep))); err != nil {
+			return err
+		}
+		var body string
+		var created int64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT request_sha, status, content_type, body, created_ms FROM ms_idempotency WHERE key_sha = ?`), key).
+			Scan(&kept.RequestSHA, &kept.Status, &kept.ContentType, &body, &created)
+		switch {
+		case err == nil && (kept.Status != 0 || now.Sub(fromMS(created)) < idempotencyClaim):
+			kept.Body, found = []byte(body), true
+			return nil
+		case err == nil: // an abandoned claim: take it over
+			_, err = tx.ExecContext(ctx, s.q(`UPDATE ms_idempotency SET request_sha = ?, created_ms = ? WHERE key_sha = ?`), requestSHA, ms(now), key)
+			return err
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.ExecContext(ctx, s.q(`INSERT INTO ms_idempotency (key_sha, request_sha, status, content_type, body, created_ms) VALUES (?, ?, 0, '', '', ?)`), key, requestSHA, ms(now))
+			return err
+		}
+		return err
+	})
+	return kept, found, err
+}
+
+func (s *sqlStore) keepAnswer(ctx context.Context, key string, a keptAnswer) error {
+	return s.write(ctx, "idempotency\n"+key, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE ms_idempotency SET status = ?, content_type = ?, body = ? WHERE key_sha = ? AND request_sha = ?`),
+			a.Status, a.ContentType, string(a.Body), key, a.RequestSHA)
+		return err
+	})
+}
+
+func (s *sqlStore) releaseKey(ctx context.Context, key string) error {
+	return s.write(ctx, "idempotency\n"+key, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM ms_idempotency WHERE key_sha = ? AND status = 0`), key)
+		return err
+	})
+}
