@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentmem-sdk/agentmem/internal/storewire"
@@ -96,6 +97,9 @@ type Memory struct {
 	Created   time.Time
 	Updated   time.Time
 	VersionID string // the version that wrote it as it is
+	// Metadata is the memory's own keys and values (at most 16; never
+	// nil once read).
+	Metadata map[string]string
 }
 
 // Actor is who made a change: the token's holder, and how the change
@@ -256,12 +260,21 @@ func validateStoreFields(name, description *string, metadata map[string]string) 
 	if description != nil && utf8.RuneCountInString(*description) > maxStoreDescriptionChars {
 		return invalid("description must be at most 1024 characters")
 	}
+	return validateMetadata(metadata)
+}
+
+// validateMetadata refuses metadata no store keeps: more than 16 keys, a
+// key of 0 or over 64 bytes, a value over 512 bytes, a control character.
+func validateMetadata(metadata map[string]string) error {
 	if len(metadata) > 16 {
 		return invalid("metadata may hold at most 16 keys")
 	}
 	for k, v := range metadata {
 		if k == "" || len(k) > 64 || len(v) > 512 {
 			return invalid("metadata keys must be 1 to 64 bytes and values at most 512 bytes")
+		}
+		if strings.ContainsFunc(k+v, unicode.IsControl) {
+			return invalid("metadata keys and values may not hold control characters")
 		}
 	}
 	return nil

@@ -402,7 +402,7 @@ func (c *storesCall) view(def string) (full bool, ok bool) {
 
 func memoryOut(m Memory, full bool) storewire.Memory {
 	out := storewire.Memory{Type: storewire.TypeMemory, ID: m.ID, MemoryStoreID: m.StoreID, MemoryVersionID: m.VersionID, Path: m.Path,
-		ContentSHA256: m.SHA256, ContentSize: m.Size, CreatedAt: timeJSON(m.Created), UpdatedAt: timeJSON(m.Updated)}
+		ContentSHA256: m.SHA256, ContentSize: m.Size, CreatedAt: timeJSON(m.Created), UpdatedAt: timeJSON(m.Updated), Metadata: m.Metadata}
 	if full {
 		content := m.Content
 		out.Content = &content
@@ -463,6 +463,10 @@ func (c *storesCall) createMemory(storeID string) {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
+	if err := validateMetadata(req.Metadata); err != nil {
+		c.fail(err)
+		return
+	}
 	screened, ok := c.screen(storeID, req.Path, req.Content)
 	if !ok {
 		return
@@ -471,7 +475,7 @@ func (c *storesCall) createMemory(storeID string) {
 		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}) {
 		return
 	}
-	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, By: c.actor()}, c.limits(), c.now())
+	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, Metadata: req.Metadata, By: c.actor()}, c.limits(), c.now())
 	c.answer(err, func() any { return memoryOut(m, full) })
 }
 
@@ -493,7 +497,7 @@ func (c *storesCall) updateMemory(storeID, id string) {
 	if !c.decode(&req) {
 		return
 	}
-	w := MemoryWrite{Content: req.Content, By: c.actor()}
+	w := MemoryWrite{Content: req.Content, Metadata: req.Metadata, By: c.actor()}
 	if req.Path != nil {
 		if *req.Path == "" {
 			c.fail(invalid("path must be absolute (start with /)"))

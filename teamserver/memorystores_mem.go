@@ -282,7 +282,7 @@ func (s *memoryStore) CreateMemory(_ context.Context, tenant, storeID string, w 
 	}
 	t := now.UTC().Truncate(time.Millisecond)
 	m := Memory{ID: newID(memoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
-		Size: int64(len(*w.Content)), Created: t, Updated: t}
+		Size: int64(len(*w.Content)), Created: t, Updated: t, Metadata: orEmpty(w.Metadata)}
 	m.VersionID = r.addVersion(m, OpCreated, w.By, t)
 	r.memories[m.ID] = m
 	r.changed(1, m.Size)
@@ -312,7 +312,10 @@ func (s *memoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string
 	if w.Content != nil {
 		next.Content, next.SHA256, next.Size = *w.Content, contentSHA256(*w.Content), int64(len(*w.Content))
 	}
-	same := next.Path == cur.Path && next.SHA256 == cur.SHA256
+	if w.Metadata != nil {
+		next.Metadata = orEmpty(w.Metadata)
+	}
+	same := next.Path == cur.Path && next.SHA256 == cur.SHA256 && maps.Equal(next.Metadata, cur.Metadata)
 	if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 && !same {
 		return Memory{}, preconditionFailed(cur)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,7 +26,7 @@ CREATE INDEX IF NOT EXISTS ms_stores_by_tenant ON ms_stores (tenant, created_ms)
 CREATE TABLE IF NOT EXISTS ms_memories (
 	store_id TEXT NOT NULL, id TEXT NOT NULL, path TEXT NOT NULL, content TEXT NOT NULL,
 	sha TEXT NOT NULL, size BIGINT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL,
-	version_id TEXT NOT NULL,
+	version_id TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (store_id, id), UNIQUE (store_id, path));
 CREATE TABLE IF NOT EXISTS ms_versions (
 	store_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, memory_id TEXT NOT NULL,
@@ -34,6 +35,20 @@ CREATE TABLE IF NOT EXISTS ms_versions (
 	redacted_ms BIGINT NOT NULL, redactor_type TEXT NOT NULL, redactor_id TEXT NOT NULL,
 	PRIMARY KEY (store_id, seq), UNIQUE (id));
 `
+
+// orEmpty is m, or an empty map for nil.
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m)
+}
+
+// metadataJSON is a memory's metadata as its column holds it.
+func metadataJSON(m map[string]string) string {
+	raw, _ := json.Marshal(orEmpty(m)) // a map of strings always marshals
+	return string(raw)
+}
 
 // StoreLimits bound what an organization and a store may hold.
 type StoreLimits struct {
@@ -281,12 +296,13 @@ func (s *sqlStore) DeleteMemStore(ctx context.Context, tenant, id string) error 
 	})
 }
 
-const memoryColumns = `id, store_id, path, sha, size, created_ms, updated_ms, version_id`
+const memoryColumns = `id, store_id, path, sha, size, created_ms, updated_ms, version_id, metadata`
 
 func scanMemory(row interface{ Scan(...any) error }, content *string) (Memory, error) {
 	var m Memory
 	var created, updated int64
-	dest := []any{&m.ID, &m.StoreID, &m.Path, &m.SHA256, &m.Size, &created, &updated, &m.VersionID}
+	var meta string
+	dest := []any{&m.ID, &m.StoreID, &m.Path, &m.SHA256, &m.Size, &created, &updated, &m.VersionID, &meta}
 	if content != nil {
 		dest = append(dest, content)
 	}
@@ -294,6 +310,12 @@ func scanMemory(row interface{ Scan(...any) error }, content *string) (Memory, e
 		return Memory{}, err
 	}
 	m.Created, m.Updated = fromMS(created), fromMS(updated)
+	m.Metadata = map[string]string{}
+	if meta != "" { // "": a memory written before memories had metadata
+		if err := json.Unmarshal([]byte(meta), &m.Metadata); err != nil {
+			return Memory{}, fmt.Errorf("memory %s: metadata: %w", m.ID, err)
+		}
+	}
 	return m, nil
 }
 
@@ -404,6 +426,9 @@ type MemoryWrite struct {
 	Content *string
 	// IfSHA256, when set, must equal the stored content's sha256 (update).
 	IfSHA256 string
+	// Metadata is the memory's metadata; nil on an update keeps it (an
+	// empty map clears it).
+	Metadata map[string]string
 	By       Actor
 }
 
@@ -411,6 +436,9 @@ type MemoryWrite struct {
 // refuses, content validateContent refuses, and on a create a missing
 // content. Every store and the handler call it, so they refuse alike.
 func (w MemoryWrite) check(create bool) error {
+	if err := validateMetadata(w.Metadata); err != nil {
+		return err
+	}
 	if create || w.Path != "" {
 		if err := validateMemoryPath(w.Path); err != nil {
 			return err
@@ -455,14 +483,14 @@ func (s *sqlStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 		}
 		t := now.UTC().Truncate(time.Millisecond)
 		m = Memory{ID: newID(memoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
-			Size: int64(len(*w.Content)), Created: t, Updated: t}
+			Size: int64(len(*w.Content)), Created: t, Updated: t, Metadata: orEmpty(w.Metadata)}
 		v, err := s.addVersion(ctx, tx, m, OpCreated, w.By, t)
 		if err != nil {
 			return err
 		}
 		m.VersionID = v
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_memories (`+memoryColumns+`, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			m.ID, storeID, m.Path, m.SHA256, m.Size, ms(t), ms(t), v, m.Content); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO ms_memories (`+memoryColumns+`, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			m.ID, storeID, m.Path, m.SHA256, m.Size, ms(t), ms(t), v, metadataJSON(m.Metadata), m.Content); err != nil {
 			return err
 		}
 		return s.changed(ctx, tx, storeID, 1, m.Size)
@@ -501,7 +529,10 @@ func (s *sqlStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 		if w.Content != nil {
 			next.Content, next.SHA256, next.Size = *w.Content, contentSHA256(*w.Content), int64(len(*w.Content))
 		}
-		same := next.Path == cur.Path && next.SHA256 == cur.SHA256
+		if w.Metadata != nil {
+			next.Metadata = w.Metadata
+		}
+		same := next.Path == cur.Path && next.SHA256 == cur.SHA256 && maps.Equal(next.Metadata, cur.Metadata)
 		if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 {
 			if same {
 				m = cur
@@ -536,8 +567,8 @@ func (s *sqlStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 			return err
 		}
 		next.VersionID = v
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ms_memories SET path = ?, content = ?, sha = ?, size = ?, updated_ms = ?, version_id = ? WHERE store_id = ? AND id = ?`),
-			next.Path, next.Content, next.SHA256, next.Size, ms(next.Updated), v, storeID, id); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ms_memories SET path = ?, content = ?, sha = ?, size = ?, updated_ms = ?, version_id = ?, metadata = ? WHERE store_id = ? AND id = ?`),
+			next.Path, next.Content, next.SHA256, next.Size, ms(next.Updated), v, metadataJSON(next.Metadata), storeID, id); err != nil {
 			return err
 		}
 		m = next

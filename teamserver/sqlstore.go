@@ -114,14 +114,19 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, reviewSchema); err != nil {
 		return err
 	}
+	added := [][2]string{{"ms_memories", "metadata"}}
 	for _, t := range provTables {
 		for _, c := range provColumns {
-			if s.hasColumn(ctx, t, c) {
-				continue
-			}
-			if _, err := s.w.ExecContext(ctx, `ALTER TABLE `+t+` ADD COLUMN `+c+` TEXT NOT NULL DEFAULT ''`); err != nil && !s.hasColumn(ctx, t, c) {
-				return fmt.Errorf("add %s.%s: %w", t, c, err)
-			}
+			added = append(added, [2]string{t, c})
+		}
+	}
+	for _, tc := range added {
+		t, c := tc[0], tc[1]
+		if s.hasColumn(ctx, t, c) {
+			continue
+		}
+		if _, err := s.w.ExecContext(ctx, `ALTER TABLE `+t+` ADD COLUMN `+c+` TEXT NOT NULL DEFAULT ''`); err != nil && !s.hasColumn(ctx, t, c) {
+			return fmt.Errorf("add %s.%s: %w", t, c, err)
 		}
 	}
 	return nil

@@ -95,6 +95,8 @@ type Memory struct {
 	CreatedAt       string  `json:"created_at"`
 	UpdatedAt       string  `json:"updated_at"`
 	Content         *string `json:"content"`
+	// Metadata is the memory's own keys and values, when it has any.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Prefix is a folder rolled up by a listing's depth.
@@ -144,9 +146,10 @@ type UpdateStore struct {
 
 // CreateMemory is the body of a memory's creation.
 type CreateMemory struct {
-	Path         string        `json:"path"`
-	Content      *string       `json:"content"`
-	Precondition *Precondition `json:"precondition,omitempty"`
+	Path         string            `json:"path"`
+	Content      *string           `json:"content"`
+	Precondition *Precondition     `json:"precondition,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
 }
 
 // UpdateMemory is the body of a memory's update: a new path, a new
@@ -155,6 +158,9 @@ type UpdateMemory struct {
 	Path         *string       `json:"path,omitempty"`
 	Content      *string       `json:"content,omitempty"`
 	Precondition *Precondition `json:"precondition,omitempty"`
+	// Metadata replaces the memory's metadata ({} clears it); absent
+	// keeps it.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Actor is who wrote or redacted a version: {"type": "api_actor",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -291,6 +292,46 @@ func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.Tea
 		for _, bad := range []string{strings.Repeat("k", 256), "with space", "tab\t"} {
 			code, body, _ = send(bad, create)
 			assert.Equal(t, http.StatusBadRequest, code, "%q: %s", bad, body)
+		}
+	})
+
+	t.Run("a memory's metadata", func(t *testing.T) {
+		base := newStoreNamed("metadata")
+		content := "we deploy on Tuesdays"
+		var m storewire.Memory
+		ok(http.MethodPost, base+"/memories", storewire.CreateMemory{Path: "/deploys.md", Content: &content,
+			Metadata: map[string]string{"source": "retro 2026-11", "owner": "ana"}}, &m)
+		assert.Equal(t, map[string]string{"source": "retro 2026-11", "owner": "ana"}, m.Metadata)
+		var got storewire.Memory
+		ok(http.MethodGet, base+"/memories/"+m.ID, nil, &got)
+		assert.Equal(t, m.Metadata, got.Metadata, "read back")
+		changed := "we deploy on Tuesdays and Thursdays"
+		ok(http.MethodPost, base+"/memories/"+m.ID, storewire.UpdateMemory{Content: &changed}, &got)
+		assert.Equal(t, m.Metadata, got.Metadata, "an update without metadata keeps it")
+		var moved storewire.Memory // a fresh value: decoding merges into a map already there
+		ok(http.MethodPost, base+"/memories/"+m.ID+"?view=full", storewire.UpdateMemory{Metadata: map[string]string{"owner": "ben"}}, &moved)
+		assert.Equal(t, map[string]string{"owner": "ben"}, moved.Metadata, "metadata alone changes")
+		require.NotNil(t, moved.Content)
+		assert.Equal(t, changed, *moved.Content)
+		var page struct {
+			Data []storewire.Memory `json:"data"`
+		}
+		ok(http.MethodGet, base+"/memories", nil, &page)
+		require.Len(t, page.Data, 1)
+		assert.Equal(t, map[string]string{"owner": "ben"}, page.Data[0].Metadata, "listed")
+		code, body := call(http.MethodPost, base+"/memories/"+m.ID, json.RawMessage(`{"metadata": {}}`))
+		require.Equal(t, http.StatusOK, code, body)
+		assert.NotContains(t, body, `"metadata"`, "{} clears it")
+		many := map[string]string{}
+		for i := range 17 {
+			many[fmt.Sprintf("k%d", i)] = "v"
+		}
+		for what, meta := range map[string]map[string]string{"17 keys": many, "a long key": {strings.Repeat("k", 65): "v"},
+			"a long value": {"k": strings.Repeat("v", 513)}, "a control character": {"k": "a\u0007b"}} {
+			code, body = call(http.MethodPost, base+"/memories", storewire.CreateMemory{Path: "/other.md", Content: &content, Metadata: meta})
+			assert.Equal(t, http.StatusBadRequest, code, "%s: %s", what, body)
+			code, body = call(http.MethodPost, base+"/memories/"+m.ID, storewire.UpdateMemory{Metadata: meta})
+			assert.Equal(t, http.StatusBadRequest, code, "%s: %s", what, body)
 		}
 	})
 

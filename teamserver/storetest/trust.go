@@ -616,6 +616,10 @@ func RunMigration(t *testing.T, exec func(ddl string) error, open func() teamser
 		require.NoError(t, err)
 		require.Len(t, vs, 1)
 		assert.Equal(t, teamserver.Actor{Type: "api_actor", ID: "olduser"}, vs[0].By)
+		m, err := ms.GetMemory(ctx, "acme", "memstore_old", "mem_old")
+		require.NoError(t, err, "a memory written before memories had metadata")
+		assert.Equal(t, "old", m.Content)
+		assert.Empty(t, m.Metadata)
 	}
 	if rv, ok := s.(teamserver.Reviews); ok {
 		require.NoError(t, rv.SetPolicy(ctx, "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "alice", time.Now()))
