@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS team_history (
 	PRIMARY KEY (tenant, name, key, version));
 CREATE TABLE IF NOT EXISTS team_log (
 	tenant TEXT NOT NULL, name TEXT NOT NULL, version BIGINT NOT NULL,
-	time_ms BIGINT NOT NULL, author TEXT NOT NULL, keys TEXT NOT NULL,
+	time_ms BIGINT NOT NULL, author TEXT NOT NULL, keys TEXT NOT NULL, ops TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (tenant, name, version));
 `
 
@@ -114,7 +114,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, reviewSchema); err != nil {
 		return err
 	}
-	added := [][2]string{{"ms_memories", "metadata"}}
+	added := [][2]string{{"ms_memories", "metadata"}, {"team_log", "ops"}}
 	for _, t := range provTables {
 		for _, c := range provColumns {
 			added = append(added, [2]string{t, c})
@@ -469,7 +469,7 @@ func (s *sqlStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutReques
 		return Snapshot{}, err
 	}
 	revs := revisions(cur, next, req)
-	keys := make([]string, 0, len(revs))
+	keys, ops := make([]string, 0, len(revs)), make([]string, 0, len(revs))
 	for _, r := range revs {
 		deleted := 0
 		if r.Deleted {
@@ -482,11 +482,12 @@ func (s *sqlStore) put(ctx context.Context, tx *sql.Tx, repo Repo, req PutReques
 		if err := s.trimHistory(exec, repo, r.Key, req.Retention, req.Now); err != nil {
 			return Snapshot{}, err
 		}
-		keys = append(keys, r.Key)
+		keys, ops = append(keys, r.Key), append(ops, keyOp(cur, r))
 	}
 	rawKeys, _ := json.Marshal(keys)
-	if err := exec(`INSERT INTO team_log (tenant, name, version, time_ms, author, keys, `+provSelect+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		repo.Tenant, repo.Name, next.Version, req.Now.UnixMilli(), req.Author, string(rawKeys), req.Door, req.Session, req.Origin, req.Reviewer); err != nil {
+	rawOps, _ := json.Marshal(ops)
+	if err := exec(`INSERT INTO team_log (tenant, name, version, time_ms, author, keys, ops, `+provSelect+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		repo.Tenant, repo.Name, next.Version, req.Now.UnixMilli(), req.Author, string(rawKeys), string(rawOps), req.Door, req.Session, req.Origin, req.Reviewer); err != nil {
 		return Snapshot{}, err
 	}
 	if age := req.Retention.HistoryAge; age > 0 {
@@ -564,16 +565,19 @@ func (s *sqlStore) Log(ctx context.Context, repo Repo, since int64, limit int) (
 		limit = 1000
 	}
 	var out []Change
-	err := s.each(ctx, s.r, `SELECT version, time_ms, author, keys, `+provSelect+` FROM team_log
+	err := s.each(ctx, s.r, `SELECT version, time_ms, author, keys, ops, `+provSelect+` FROM team_log
 		WHERE tenant = ? AND name = ? AND version > ? ORDER BY version DESC LIMIT ?`, repo, func(rows *sql.Rows) error {
 		var c Change
 		var ms int64
-		var keys string
-		if err := rows.Scan(append([]any{&c.Version, &ms, &c.Author, &keys}, provDest(&c.Provenance)...)...); err != nil {
+		var keys, ops string
+		if err := rows.Scan(append([]any{&c.Version, &ms, &c.Author, &keys, &ops}, provDest(&c.Provenance)...)...); err != nil {
 			return err
 		}
 		c.Time = time.UnixMilli(ms).UTC()
 		_ = json.Unmarshal([]byte(keys), &c.Keys)
+		if ops != "" { // "": recorded before the operations were
+			_ = json.Unmarshal([]byte(ops), &c.Ops)
+		}
 		out = append(out, c)
 		return nil
 	}, since, limit)

@@ -88,7 +88,29 @@ type Change struct {
 	Time    time.Time
 	Author  string
 	Keys    []string
+	// Ops says what the write did to each of Keys, in its order
+	// (KeyCreated, KeyChanged, KeyDeleted); nil for a change recorded
+	// before the operations were.
+	Ops []string
 	teamwire.Provenance
+}
+
+// What a repo write did to one key (Change.Ops).
+const (
+	KeyCreated = "created"
+	KeyChanged = "changed"
+	KeyDeleted = "deleted"
+)
+
+// keyOp is what revision r of a write did, given the repo before it.
+func keyOp(cur Snapshot, r Revision) string {
+	switch _, was := cur.Checksums[r.Key]; {
+	case r.Deleted:
+		return KeyDeleted
+	case was:
+		return KeyChanged
+	}
+	return KeyCreated
 }
 
 // Errors a Store returns.
@@ -420,7 +442,7 @@ func (s *memoryStore) Put(_ context.Context, repo Repo, req PutRequest) (Snapsho
 	change := Change{Version: next.Version, Time: req.Now, Author: req.Author, Provenance: req.Provenance}
 	for _, rev := range revs {
 		s.history[repo][rev.Key] = keepRevisions(append([]Revision{rev}, s.history[repo][rev.Key]...), req.Retention, req.Now)
-		change.Keys = append(change.Keys, rev.Key)
+		change.Keys, change.Ops = append(change.Keys, rev.Key), append(change.Ops, keyOp(cur, rev))
 	}
 	s.log[repo] = append(s.log[repo], change)
 	out := next

@@ -208,7 +208,11 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, repo Repo) {
 		if keys == nil {
 			keys = []string{}
 		}
-		out = append(out, teamwire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys, Provenance: c.Provenance})
+		ops := c.Ops
+		if len(ops) != len(keys) {
+			ops = nil // not recorded, or not one per key: say nothing
+		}
+		out = append(out, teamwire.LogEntry{Version: c.Version, Time: c.Time.UTC().Format(time.RFC3339Nano), Author: c.Author, Keys: keys, Ops: ops, Provenance: c.Provenance})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

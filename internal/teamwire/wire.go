@@ -391,6 +391,10 @@ type LogEntry struct {
 	Time    string   `json:"time"`
 	Author  string   `json:"author"`
 	Keys    []string `json:"keys"`
+	// Ops says, for each of Keys, whether the write created, changed or
+	// deleted it ("created", "changed", "deleted"); absent for a write a
+	// server recorded before it kept them.
+	Ops []string `json:"ops,omitempty"`
 	Provenance
 }
 

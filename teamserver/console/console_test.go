@@ -1790,7 +1790,8 @@ func TestConsoleApprovalKeepsTheIndexWhole(t *testing.T) {
 // TestPolicyChangesAfterAConfirmation: the home page's policy control
 // leads to a page that says what the change does; only its form (POST,
 // CSRF) changes the policy. A bulk write shows ten keys and how many
-// more on the activity page.
+// more on the activity page, and each write says what it did to each
+// key (created, changed, deleted).
 func TestPolicyChangesAfterAConfirmation(t *testing.T) {
 	f := newFixture(t)
 	b := newClient(t, f)
@@ -1817,6 +1818,14 @@ func TestPolicyChangesAfterAConfirmation(t *testing.T) {
 	}
 	f.put(t, f.alice, "acme/api", bulk)
 	_, page = b.get("/activity")
-	assert.Contains(t, page, "bulk/n09.md</a> and 5 more")
+	assert.Contains(t, page, "bulk/n09.md</a> (created) and 5 more: 15 created in all")
 	assert.NotContains(t, page, "bulk/n10.md")
+
+	// A write that changes one key and deletes another says which.
+	f.advance(time.Minute)
+	f.do(t, f.alice, http.MethodPut, teamwire.DefaultSyncPath+"?repo=acme%2Fapi",
+		teamwire.PutBody{Entries: map[string]string{"bulk/n00.md": "Changed.\n"}, SoftDeleteKeys: []string{"bulk/n01.md"}}, nil)
+	_, page = b.get("/activity")
+	assert.Contains(t, page, "bulk/n00.md</a> (changed), ")
+	assert.Contains(t, page, "bulk/n01.md</a> (deleted)")
 }

@@ -619,13 +619,33 @@ type activityRow struct {
 	RepoURL   string
 	Keys      []activityKey
 	More      int // keys of the write beyond those shown
+	// Counts sums up a write of more keys than are shown: "480 created,
+	// 20 deleted" (a repo write whose operations were recorded).
+	Counts string
 }
 
 // activityKeys is how many keys of one write a row of the activity page
 // names; a bulk write says how many more it changed.
 const activityKeys = 10
 
-type activityKey struct{ Key, URL string }
+// activityKey is one key of a write, and what the write did to it
+// (created, changed, deleted; "" when not recorded).
+type activityKey struct{ Key, URL, Op string }
+
+// opCounts says how many keys a write created, changed and deleted.
+func opCounts(ops []string) string {
+	n := map[string]int{}
+	for _, op := range ops {
+		n[op]++
+	}
+	var parts []string
+	for _, op := range []string{teamserver.KeyCreated, teamserver.KeyChanged, teamserver.KeyDeleted} {
+		if n[op] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[op], op))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
 
 // activity lists the recent writes to the token's repos and memory
 // stores, newest first,
@@ -655,12 +675,20 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 			}
 			t, _ := time.Parse(time.RFC3339Nano, e.Time)
 			row := activityRow{Time: t, Who: e.Author, Repo: ri.Name, RepoURL: src.base()}
+			recorded := len(e.Ops) == len(e.Keys)
 			for i, k := range e.Keys {
 				if i == activityKeys {
 					row.More = len(e.Keys) - i
+					if recorded {
+						row.Counts = opCounts(e.Ops)
+					}
 					break
 				}
-				row.Keys = append(row.Keys, activityKey{Key: k, URL: memoryURL(src, "history", k)})
+				key := activityKey{Key: k, URL: memoryURL(src, "history", k)}
+				if recorded {
+					key.Op = e.Ops[i]
+				}
+				row.Keys = append(row.Keys, key)
 			}
 			rows = append(rows, row)
 		}

@@ -194,8 +194,11 @@ func Run(t *testing.T, newStore func(t *testing.T) teamserver.TeamStore) {
 		log, err := s.Log(ctx, repo, 0, 10)
 		require.NoError(t, err)
 		require.Len(t, log, 3)
-		assert.Equal(t, teamserver.Change{Version: 2, Time: log[1].Time, Author: "bob", Keys: []string{"deploy.md", "other.md"}}, log[1])
+		assert.Equal(t, teamserver.Change{Version: 2, Time: log[1].Time, Author: "bob", Keys: []string{"deploy.md", "other.md"},
+			Ops: []string{teamserver.KeyChanged, teamserver.KeyCreated}}, log[1])
 		assert.True(t, log[1].Time.Equal(t0.Add(time.Hour)))
+		assert.Equal(t, []string{teamserver.KeyDeleted}, log[0].Ops)
+		assert.Equal(t, []string{teamserver.KeyCreated}, log[2].Ops)
 		since, err := s.Log(ctx, repo, 2, 10)
 		require.NoError(t, err)
 		require.Len(t, since, 1)

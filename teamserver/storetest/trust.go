@@ -611,6 +611,8 @@ func RunMigration(t *testing.T, exec func(ddl string) error, open func() teamser
 	require.Len(t, log, 2)
 	assert.Equal(t, teamwire.DoorCLI, log[0].Door)
 	assert.Equal(t, "olduser", log[1].Author)
+	assert.Nil(t, log[1].Ops, "an old change's operations were not recorded")
+	assert.Equal(t, []string{teamserver.KeyCreated}, log[0].Ops)
 	if ms, ok := s.(teamserver.MemoryStores); ok {
 		vs, err := ms.ListVersions(ctx, "acme", "memstore_old", teamserver.VersionFilter{Limit: 10})
 		require.NoError(t, err)
