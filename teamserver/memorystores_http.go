@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -79,7 +80,7 @@ func (c *storesCall) actor() Actor {
 // review applies the store's policy to a write: true when it may go on;
 // otherwise the answer is given (403 for a read-only store, 202 with the
 // proposal when it is kept for review).
-func (c *storesCall) review(storeID string, p Proposal) bool {
+func (c *storesCall) review(storeID string, p Proposal, metadata map[string]string) bool {
 	err := c.h.gate(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}, c.grant, c.prov)
 	switch {
 	case err == nil:
@@ -90,6 +91,10 @@ func (c *storesCall) review(storeID string, p Proposal) bool {
 		return false
 	case !errors.Is(err, errPropose):
 		c.fail(err)
+		return false
+	case metadata != nil:
+		// A proposal carries content only: metadata would be lost.
+		c.fail(invalid("this memory store keeps this write for review, and a proposal carries no metadata: send it without metadata, or have a person's token write it; nothing was written"))
 		return false
 	}
 	p.Tenant, p.Target, p.Author, p.TokenSHA256, p.Provenance, p.Created = c.tenant, Target{Kind: TargetStore, Name: storeID},
@@ -419,6 +424,28 @@ var secretScanner = sync.OnceValue(secrets.New)
 // message the hosted service gives, and content that the screens refuse
 // in shared memory (an invisible character, a high-confidence injection,
 // a foreign link in a MEMORY.md at path), with their error code.
+// screenMetadata refuses metadata no store keeps (validateMetadata), and
+// keys and values that the screens refuse in shared memory: a credential,
+// an invisible character, a high-confidence injection. Metadata is never
+// proposed for review, so an injection there is refused outright.
+func screenMetadata(metadata map[string]string) error {
+	if err := validateMetadata(metadata); err != nil || len(metadata) == 0 {
+		return err
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(metadata)) {
+		b.WriteString(k + ": " + metadata[k] + "\n")
+	}
+	text := b.String()
+	if len(secretScanner().Scan(text)) > 0 {
+		return invalid("metadata holds a credential: remove it; nothing was written")
+	}
+	if se := screenEntry("metadata", text); se != nil {
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "metadata: " + se.Error(), Code: screenCode(se)}
+	}
+	return nil
+}
+
 func screenMemory(path string, content *string) error {
 	if content == nil {
 		return nil
@@ -463,7 +490,7 @@ func (c *storesCall) createMemory(storeID string) {
 		c.fail(invalid(`a create takes only the precondition {"type": "not_exists"}`))
 		return
 	}
-	if err := validateMetadata(req.Metadata); err != nil {
+	if err := screenMetadata(req.Metadata); err != nil {
 		c.fail(err)
 		return
 	}
@@ -472,7 +499,7 @@ func (c *storesCall) createMemory(storeID string) {
 		return
 	}
 	if req.Content != nil && validateMemoryPath(req.Path) == nil && validateContent(*req.Content) == nil &&
-		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}) {
+		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}, req.Metadata) {
 		return
 	}
 	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, Metadata: req.Metadata, By: c.actor()}, c.limits(), c.now())
@@ -512,6 +539,10 @@ func (c *storesCall) updateMemory(storeID, id string) {
 		}
 		w.IfSHA256 = p.ContentSHA256
 	}
+	if err := screenMetadata(req.Metadata); err != nil {
+		c.fail(err)
+		return
+	}
 	screened, ok := c.screen(storeID, w.Path, req.Content)
 	if !ok {
 		return
@@ -550,14 +581,18 @@ func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite, screened st
 	if w.Content != nil {
 		next.Content = *w.Content
 	}
-	if next.Key == cur.Path && next.Content == cur.Content && screened == "" {
+	sameMetadata := w.Metadata == nil || maps.Equal(w.Metadata, cur.Metadata)
+	if next.Key == cur.Path && next.Content == cur.Content && sameMetadata && screened == "" {
 		return true // changes nothing: answered as the store answers it
 	}
 	if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 {
 		c.fail(preconditionFailed(cur))
 		return false
 	}
-	return c.review(storeID, next)
+	if sameMetadata {
+		w.Metadata = nil
+	}
+	return c.review(storeID, next, w.Metadata)
 }
 
 func (c *storesCall) deleteMemory(storeID, id string) {
@@ -576,7 +611,7 @@ func (c *storesCall) deleteMemory(storeID, id string) {
 			c.fail(preconditionFailed(cur))
 			return
 		}
-		if !c.review(storeID, Proposal{Key: cur.Path, MemoryID: id, Op: OpDeleted, Base: cur.SHA256}) {
+		if !c.review(storeID, Proposal{Key: cur.Path, MemoryID: id, Op: OpDeleted, Base: cur.SHA256}, nil) {
 			return
 		}
 	}

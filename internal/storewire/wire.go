@@ -158,9 +158,9 @@ type UpdateMemory struct {
 	Path         *string       `json:"path,omitempty"`
 	Content      *string       `json:"content,omitempty"`
 	Precondition *Precondition `json:"precondition,omitempty"`
-	// Metadata replaces the memory's metadata ({} clears it); absent
-	// keeps it.
-	Metadata map[string]string `json:"metadata,omitempty"`
+	// Metadata replaces the memory's metadata ({} clears it); null or
+	// absent keeps it (so not omitempty: an empty map is sent as {}).
+	Metadata map[string]string `json:"metadata"`
 }
 
 // Actor is who wrote or redacted a version: {"type": "api_actor",
