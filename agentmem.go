@@ -196,7 +196,9 @@ type Options struct {
 	// summary). memdir.MainAgentOnlyRefuse refuses it with a
 	// *memdir.NotMainAgentError; memdir.MainAgentOnlyPropose writes it
 	// with the origin other-agent, so a repo or store under the review
-	// policy keeps it for a person. Private memory is not affected.
+	// policy keeps it for a person (a deletion, a move and a write Guard
+	// lets the host make are refused, since they cannot carry it).
+	// Private memory is not affected.
 	SharedWritesMainAgentOnly memdir.MainAgentOnly
 	// SynthesizeRecall, when above 0 and a model is given, has the model
 	// distil a message's recalled memories into one paragraph that names

@@ -70,7 +70,12 @@ const (
 	// MainAgentOnlyPropose: the write is made and recorded with the
 	// origin other-agent, which the sync clients send with it: a repo or
 	// store under the review policy keeps it for a person, whoever's
-	// token syncs it; under open it is stored, its origin recorded.
+	// token syncs it; under open it is stored, its origin recorded. What
+	// cannot carry that origin is refused as under MainAgentOnlyRefuse:
+	// a deletion or a move (a sync sends a deletion with no file to
+	// record it on), and a write the host makes itself after its
+	// permission check allowed the call (Dir.CheckToolCallFrom,
+	// Memory.Guard).
 	MainAgentOnlyPropose
 )
 
@@ -93,8 +98,14 @@ func backgroundDoor(door string) bool {
 
 // checkAgent refuses a write to shared memory from another agent than
 // the main one while the directory allows only the main agent there.
-func (g *WriteGate) checkAgent(ctx context.Context, t Target) error {
-	if agent := g.otherAgent(ctx, t); agent != AgentMain && MainAgentOnly(g.provState.mainOnly.Load()) == MainAgentOnlyRefuse {
+// With markable false (a deletion, a move, a host's own write) a write
+// that MainAgentOnlyPropose would mark is refused too.
+func (g *WriteGate) checkAgent(ctx context.Context, t Target, markable bool) error {
+	agent := g.otherAgent(ctx, t)
+	if agent == AgentMain {
+		return nil
+	}
+	if mode := MainAgentOnly(g.provState.mainOnly.Load()); mode == MainAgentOnlyRefuse || !markable && mode == MainAgentOnlyPropose {
 		return &NotMainAgentError{Door: g.prov.Door, Agent: agent}
 	}
 	return nil
@@ -127,8 +138,18 @@ func (g *WriteGate) proposedOrigin(ctx context.Context, t Target, origin string)
 // mayWrite checks what refuses a write whatever its path and content: a
 // pause, and another agent than the main one in shared memory.
 func (g *WriteGate) mayWrite(ctx context.Context, t Target) error {
+	return g.may(ctx, t, true)
+}
+
+// mayRemove is mayWrite for what leaves no file behind to record an
+// origin on: a deletion, the source of a move.
+func (g *WriteGate) mayRemove(ctx context.Context, t Target) error {
+	return g.may(ctx, t, false)
+}
+
+func (g *WriteGate) may(ctx context.Context, t Target, markable bool) error {
 	if err := g.checkPaused(t); err != nil {
 		return err
 	}
-	return g.checkAgent(ctx, t)
+	return g.checkAgent(ctx, t, markable)
 }

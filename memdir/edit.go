@@ -115,7 +115,9 @@ func (d *Dir) CheckToolCallFrom(ctx context.Context, call llm.ToolCall) error {
 	if err != nil || t == nil {
 		return err
 	}
-	return d.gate.mayWrite(ctx, *t)
+	// The host writes the file itself once this allows the call, with no
+	// origin recorded: under MainAgentOnlyPropose that is refused too.
+	return d.gate.mayRemove(ctx, *t)
 }
 
 // CheckToolPath is CheckToolCall without the content check: the path

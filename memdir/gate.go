@@ -472,7 +472,7 @@ func (g *WriteGate) remove(ctx context.Context, abs string, all bool, check func
 	if err != nil {
 		return Target{}, err
 	}
-	if err := g.mayWrite(ctx, t); err != nil {
+	if err := g.mayRemove(ctx, t); err != nil {
 		return Target{}, err
 	}
 	if all && (t.Rel == "." || t.Rel == "") {
@@ -532,7 +532,10 @@ func (g *WriteGate) Rename(ctx context.Context, from, to string) error {
 	if tf.Root != tt.Root {
 		return ErrCrossRoot
 	}
-	if err := g.mayWrite(ctx, tf); err != nil {
+	if err := g.mayRemove(ctx, tf); err != nil {
+		return err
+	}
+	if err := g.mayWrite(ctx, tt); err != nil {
 		return err
 	}
 	if tf.Rel == "." || tf.Rel == "" {
