@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,33 +33,57 @@ type JudgeFunc func(ctx context.Context, p Proposal) (string, error)
 // Judge calls f.
 func (f JudgeFunc) Judge(ctx context.Context, p Proposal) (string, error) { return f(ctx, p) }
 
-// DefaultJudgeTimeout bounds one Judge call: the request that proposes
-// the write waits for it, within the request's own bound (10 s for the
-// Memory Stores API).
+// DefaultJudgeTimeout bounds the Judge calls of one request (they run
+// together): the request that proposes the writes waits for them,
+// within the request's own bound (10 s for the Memory Stores API).
 const DefaultJudgeTimeout = 5 * time.Second
 
 // judgePrefix starts a judge's flag in Proposal.Screened, after the
 // screens' own finding when there is one.
 const judgePrefix = "judge: "
 
-// judge asks the handler's judge about p and adds its flag to
-// p.Screened. A change the judge read before (the same writer, place
-// and content: a sync client sends a pending change again each round)
-// gets the same flag without asking again.
-func (h *Handler) judge(ctx context.Context, p Proposal) Proposal {
-	if h.cfg.Judge == nil {
-		return p
+// judgeAtOnce bounds the judge calls one request runs at a time.
+const judgeAtOnce = 8
+
+// judge asks the handler's judge about every proposal of one request,
+// judgeAtOnce at a time, all within one JudgeTimeout, and adds each flag
+// to its proposal's Screened. A change the judge read before (the same
+// writer, place and content: a sync client sends a pending change again
+// each round) gets the same flag without asking again; one it failed on
+// is not asked again either (the proposal it made waits unflagged, and a
+// resend would not change it), so a model that is down costs a request
+// at most JudgeTimeout once per change.
+func (h *Handler) judge(ctx context.Context, ps []Proposal) []Proposal {
+	if h.cfg.Judge == nil || len(ps) == 0 {
+		return ps
 	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.JudgeTimeout)
+	defer cancel()
+	out := slices.Clone(ps)
+	slots := make(chan struct{}, judgeAtOnce)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			out[i] = h.judgeOne(ctx, out[i])
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (h *Handler) judgeOne(ctx context.Context, p Proposal) Proposal {
 	key := judged{p.Tenant, p.Target, p.TokenSHA256, p.Key, p.Op, sha256.Sum256([]byte(p.Content))}
 	flag, seen := h.verdicts.get(key)
 	if !seen {
-		jctx, cancel := context.WithTimeout(ctx, h.cfg.JudgeTimeout)
-		defer cancel()
 		var err error
-		flag, err = h.cfg.Judge.Judge(jctx, p)
+		if err = ctx.Err(); err == nil {
+			flag, err = h.cfg.Judge.Judge(ctx, p)
+		}
 		if err != nil {
 			h.log.Warn("the review judge failed; the proposal waits unflagged", "tenant", p.Tenant, "target", p.Target.Name, "error", err)
-			return p
+			flag = ""
 		}
 		flag = strings.TrimSpace(printableFlag(flag))
 		h.verdicts.put(key, flag)

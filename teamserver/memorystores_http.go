@@ -99,7 +99,7 @@ func (c *storesCall) review(storeID string, p Proposal, metadata map[string]stri
 	}
 	p.Tenant, p.Target, p.Author, p.TokenSHA256, p.Provenance, p.Created = c.tenant, Target{Kind: TargetStore, Name: storeID},
 		c.grant.author(), c.grant.TokenSHA256, c.prov, c.now()
-	got, err := c.h.reviews().Propose(c.r.Context(), c.h.judge(c.r.Context(), p))
+	got, err := c.h.reviews().Propose(c.r.Context(), c.h.judge(c.r.Context(), []Proposal{p})[0])
 	if errors.Is(err, ErrTooManyProposals) {
 		c.fail(&APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: teamwire.CodeTooManyProposals,
 			Message: "this memory store holds " + strconv.Itoa(MaxPendingProposals) + " proposals waiting for review; a person must approve or reject some first; nothing was kept"})

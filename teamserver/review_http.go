@@ -282,29 +282,14 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		TokenSHA256: grant.TokenSHA256, Provenance: prov, Created: h.cfg.Now()}
 	var keys, rejected []string
 	reasons := map[string]string{}
-	propose := func(p Proposal) bool {
-		got, err := rv.Propose(ctx, h.judge(ctx, p))
-		if err != nil {
-			h.reviewError(w, err)
-			return false
-		}
-		if got.Status == ProposalRejected {
-			rejected = append(rejected, p.Key)
-			reasons[p.Key] = got.Reason
-		} else {
-			keys = append(keys, p.Key)
-		}
-		return true
-	}
+	var ps []Proposal
 	for _, k := range entryKeys(in.Entries) {
 		if sum, ok := cur.Checksums[k]; ok && sum == teamwire.EntryChecksum(in.Entries[k]) {
 			continue
 		}
 		p := base
 		p.Key, p.Op, p.Content, p.Base, p.Screened = k, ProposalPut, in.Entries[k], cur.Checksums[k], screened[k]
-		if !propose(p) {
-			return
-		}
+		ps = append(ps, p)
 	}
 	for _, k := range in.SoftDeleteKeys {
 		sum, live := cur.Checksums[k]
@@ -313,8 +298,19 @@ func (h *Handler) proposeTeam(w http.ResponseWriter, r *http.Request, repo Repo,
 		}
 		p := base
 		p.Key, p.Op, p.Base = k, ProposalDelete, sum
-		if !propose(p) {
+		ps = append(ps, p)
+	}
+	for _, p := range h.judge(ctx, ps) {
+		got, err := rv.Propose(ctx, p)
+		if err != nil {
+			h.reviewError(w, err)
 			return
+		}
+		if got.Status == ProposalRejected {
+			rejected = append(rejected, p.Key)
+			reasons[p.Key] = got.Reason
+		} else {
+			keys = append(keys, p.Key)
 		}
 	}
 	checksum := cur.Checksum

@@ -76,7 +76,7 @@ func TestReviewJudgeFlagsForThePerson(t *testing.T) {
 	assert.Contains(t, out, "in review")
 	_, errOut, code = team("bot", append([]string{"sync", "--dir", botDir}, repo...)...)
 	require.Equal(t, 0, code, errOut)
-	assert.EqualValues(t, 3+1, calls.Load(), "the judge read each change once; the one it failed on, again")
+	assert.EqualValues(t, 3, calls.Load(), "the judge read each change once, the one it failed on too")
 
 	out, errOut, code = team("alice", append([]string{"review", "ls"}, repo...)...)
 	require.Equal(t, 0, code, errOut)
