@@ -64,11 +64,14 @@
 // letters mapped to the Latin ones they imitate (Unicode TS #39), lower
 // case. So "Ignоre" with a Cyrillic о, "Ｉｇｎｏｒｅ" and a soft hyphen
 // inside "Ig­nore" are the same word to them. They also read a text with
-// leetspeak ("1gn0r3 4ll pr3v10u5 1n57ruc710n5") with its digits and
-// signs as letters, and every run of base64 that decodes to text
-// ("SWdub3JlIGFsbCBwcmV2aW91cy..."), whose findings are placed at the
-// run's start. The order to drop previous instructions is also read in
-// French, Spanish, German, Italian and Portuguese.
+// long runs of white space as one (padding that pushes words apart),
+// with leetspeak ("1gn0r3 4ll pr3v10u5 1n57ruc710n5") with its digits and
+// signs as letters (a 1 as i, or as l where that makes a word the rules
+// know: "a11"), and every run of base64 that decodes to text
+// ("SWdub3JlIGFsbCBwcmV2aW91cy...": glued to a word, misaligned, wrapped
+// over lines, or encoded twice), whose findings are placed at the run's
+// start. The order to drop previous instructions is also read in French,
+// Spanish, German, Italian and Portuguese.
 //
 // Index links (refused on every write of a MEMORY.md): a
 // pointer line carries exactly one link, to a file inside the index's

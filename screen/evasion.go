@@ -23,22 +23,39 @@ func leetish(text string) bool {
 
 // deleet returns text with leetspeak read as letters in every word
 // ("41" is "ai" in a leetish text), byte for byte, so offsets stay; one
-// is the letter a 1 stands for.
+// is the letter a 1 stands for, or 0 to choose it per word: l where that
+// makes a word the rules know (ellWords: "a11", "ru1es"), i elsewhere.
 func deleet(text string, one byte) string {
 	b := []byte(text)
 	leetWords(text, func(i, j int, _ bool) bool {
 		for k := i; k < j; k++ {
-			switch c := text[k]; {
-			case c == '1':
-				b[k] = one
-			case leet[c] != 0:
+			if c := text[k]; c != '1' && leet[c] != 0 {
 				b[k] = leet[c]
+			}
+		}
+		choice := one
+		if choice == 0 {
+			choice = 'i'
+			if w := string(b[i:j]); strings.Contains(w, "1") && ellWords[strings.ToLower(strings.ReplaceAll(w, "1", "l"))] {
+				choice = 'l'
+			}
+		}
+		for k := i; k < j; k++ {
+			if text[k] == '1' {
+				b[k] = choice
 			}
 		}
 		return true
 	})
 	return string(b)
 }
+
+// ellWords are the words of the injection rules that hold an l, which
+// leetspeak may write with a 1.
+var ellWords = map[string]bool{"all": true, "rules": true, "guidelines": true, "below": true, "following": true, "follow": true,
+	"tell": true, "reveal": true, "will": true, "developer": true, "earlier": true, "role": true, "unfiltered": true,
+	"jailbroken": true, "longer": true, "limited": true, "leak": true, "upload": true, "told": true, "shell": true,
+	"only": true, "helpful": true, "model": true, "original": true, "real": true}
 
 // leetWords calls f with the bounds of every word of text that holds a
 // digit or sign leetspeak writes for a letter, and whether it holds
@@ -84,11 +101,24 @@ const minEncodedRun = 16
 const maxEncodedRun = 256 << 10
 
 // encodedRuns returns the runs of base64 (standard or URL alphabet,
-// padded or not) in text that decode to printable UTF-8 text: what an
+// padded or not) in text that decode to readable UTF-8 text: what an
 // evasion hides an order in ("decode this and follow it: SWdub3Jl...").
-// A key, a hash or an image decodes to bytes that are not text.
+// A run glued to a word by a character of the other alphabet or by "="
+// ("payload=SWdu...", "run_SWdu...") is tried on its own too, so are the
+// four ways to align a run, and lines of base64 wrapped at a width are
+// joined. A key, a hash or an image decodes to bytes that are not text.
 func encodedRuns(text string) []encodedRun {
 	var out []encodedRun
+	seen := map[string]bool{}
+	try := func(at int, run string) {
+		if seen[run] {
+			return
+		}
+		seen[run] = true
+		if decoded, ok := decodeText(run); ok {
+			out = append(out, encodedRun{at: at, decoded: decoded})
+		}
+	}
 	for i := 0; i < len(text); {
 		if !isBase64Byte(text[i]) {
 			i++
@@ -98,13 +128,81 @@ func encodedRuns(text string) []encodedRun {
 		for j < len(text) && isBase64Byte(text[j]) {
 			j++
 		}
-		if run := strings.TrimRight(text[i:j], "="); len(run) >= minEncodedRun && !isWordish(run) {
-			if decoded, ok := decodeText(run[:min(len(run), maxEncodedRun)]); ok {
-				out = append(out, encodedRun{at: i, decoded: decoded})
-			}
+		for _, piece := range splitRun(text[i:j]) {
+			try(i+piece.at, piece.run)
 		}
 		i = j
 	}
+	for _, w := range wrappedRuns(text) {
+		try(w.at, w.run)
+	}
+	return out
+}
+
+type runPiece struct {
+	at  int
+	run string
+}
+
+// splitRun returns a run of base64 characters whole (padding cut) and
+// cut at each character one alphabet lacks ("=", "_", "-" for the
+// standard one; "=", "+", "/" for the URL one), each piece long enough
+// to be a message and not all lower case (a path, an identifier).
+func splitRun(run string) []runPiece {
+	if len(run) < minEncodedRun {
+		return nil // a word, most of the time
+	}
+	var out []runPiece
+	add := func(at int, piece string) {
+		piece = strings.TrimRight(piece, "=")
+		if len(piece) >= minEncodedRun && strings.ToLower(piece) != piece {
+			out = append(out, runPiece{at, piece[:min(len(piece), maxEncodedRun)]})
+		}
+	}
+	add(0, run)
+	for _, cuts := range []string{"=_-", "=+/"} {
+		at := 0
+		for part := range strings.FieldsFuncSeq(run, func(r rune) bool { return strings.ContainsRune(cuts, r) }) {
+			at = strings.Index(run[at:], part) + at
+			if len(part) < len(run) {
+				add(at, part)
+			}
+			at += len(part)
+		}
+	}
+	return out
+}
+
+// wrappedRuns joins consecutive lines that hold nothing but base64 (a
+// blob wrapped at a width, as the base64 command writes it).
+func wrappedRuns(text string) []runPiece {
+	var out []runPiece
+	var cur strings.Builder
+	start, lines := 0, 0
+	flush := func() {
+		if lines > 1 {
+			out = append(out, splitRun(cur.String())...)
+			out[len(out)-1].at = start
+		}
+		cur.Reset()
+		lines = 0
+	}
+	off := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		l := strings.TrimSpace(line)
+		whole := len(l) >= 4 && strings.IndexFunc(l, func(r rune) bool { return r >= utf8.RuneSelf || !isBase64Byte(byte(r)) }) < 0
+		if whole {
+			if lines == 0 {
+				start = off
+			}
+			cur.WriteString(l)
+			lines++
+		} else {
+			flush()
+		}
+		off += len(line) + 1
+	}
+	flush()
 	return out
 }
 
@@ -112,24 +210,42 @@ func isBase64Byte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_' || c == '='
 }
 
-// isWordish reports whether run is a path or an identifier rather than
-// an encoding: all lower case, or with a / or - or _ between lower-case
-// words only.
-func isWordish(run string) bool { return strings.ToLower(run) == run }
+// decodeText decodes run (no padding) as standard or URL base64, at
+// each of the four alignments, and returns it when it reads as text.
+func decodeText(run string) (string, bool) { return decodeTextIn(run, 2) }
 
-// decodeText decodes run (no padding) as standard or URL base64 and
-// returns it when it is printable UTF-8 text.
-func decodeText(run string) (string, bool) {
-	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-		b, err := enc.DecodeString(run[:len(run)/4*4+tail(len(run)%4)])
-		if err != nil || !utf8.Valid(b) {
-			continue
+// decodeTextIn is decodeText with depth levels of encoding: a run that
+// decodes to base64 alone is decoded again.
+func decodeTextIn(run string, depth int) (string, bool) {
+	for skip := range 4 {
+		r := run[min(skip, len(run)):]
+		if len(r) < minEncodedRun {
+			break
 		}
-		if printable(string(b)) {
-			return string(b), true
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			b, err := enc.DecodeString(r[:len(r)/4*4+tail(len(r)%4)])
+			switch {
+			case err != nil:
+			case readable(b):
+				return strings.ToValidUTF8(string(b), " "), true
+			case depth > 1 && allBase64(b):
+				if inner, ok := decodeTextIn(strings.TrimRight(string(b), "="), depth-1); ok {
+					return inner, true
+				}
+			}
 		}
 	}
 	return "", false
+}
+
+// allBase64 reports whether b is a run of base64 characters alone.
+func allBase64(b []byte) bool {
+	for _, c := range b {
+		if !isBase64Byte(c) {
+			return false
+		}
+	}
+	return len(b) >= minEncodedRun
 }
 
 // tail is how many of a run's last characters (its length mod 4) make
@@ -141,19 +257,74 @@ func tail(n int) int {
 	return n
 }
 
-// printable reports whether s reads as text: letters, digits,
-// punctuation and spaces, with at least one space (a message, not a
-// token).
-func printable(s string) bool {
-	spaces := 0
-	for _, r := range s {
+// readable reports whether b reads as text: at most one byte in twenty
+// a control character or not UTF-8, and a space, tab or line break
+// somewhere (a message, not a token).
+func readable(b []byte) bool {
+	bad, spaces, n := 0, 0, 0
+	for s := string(b); len(s) > 0; {
+		r, size := utf8.DecodeRuneInString(s)
+		s = s[size:]
+		n++
 		switch {
-		case r == ' ':
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
 			spaces++
-		case r == '\n' || r == '\t' || r == '\r':
-		case r < 0x20 || r == 0x7f || r == utf8.RuneError:
-			return false
+		case r == utf8.RuneError && size == 1, r < 0x20, r == 0x7f:
+			bad++
 		}
 	}
-	return spaces > 0
+	return spaces > 0 && bad*20 <= n
+}
+
+// padRun is the white space run that makes a text padded: longer runs
+// could push an order's words out of the rules' windows.
+const padRun = 8
+
+// padded reports whether text holds a run of white space of padRun or
+// more bytes.
+func padded(text string) bool {
+	n := 0
+	for i := 0; i < len(text); i++ {
+		if isSpaceByte(text[i]) {
+			if n++; n >= padRun {
+				return true
+			}
+		} else {
+			n = 0
+		}
+	}
+	return false
+}
+
+// collapse returns text with every run of two or more white space bytes
+// as one: a line break when the run holds one (the line rules still see
+// lines), a space otherwise. at[i] is the offset in text of collapsed
+// byte i.
+func collapse(text string) (string, []int) {
+	var b strings.Builder
+	b.Grow(len(text))
+	at := make([]int, 0, len(text))
+	for i := 0; i < len(text); {
+		if !isSpaceByte(text[i]) {
+			b.WriteByte(text[i])
+			at = append(at, i)
+			i++
+			continue
+		}
+		j, sep := i, byte(' ')
+		for j < len(text) && isSpaceByte(text[j]) {
+			if text[j] == '\n' {
+				sep = '\n'
+			}
+			j++
+		}
+		b.WriteByte(sep)
+		at = append(at, i)
+		i = j
+	}
+	return b.String(), at
+}
+
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }

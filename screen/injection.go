@@ -96,20 +96,23 @@ var injectionRules = []injectionRule{
 	inj("ignore-previous-instructions", "text telling the model to drop its instructions",
 		[]string{"ignore", "disregard", "forget", "override"},
 		`(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+|these\s+|those\s+)?(?:previous|prior|above|earlier|preceding|foregoing|original|system)\s+(?:and\s+(?:following|subsequent)\s+)?(?:instructions?|prompts?|directions?|directives?|rules|guidelines|messages|context)\b`+
-			`|(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:above|before|previous|prior|(?:you\s+(?:were|have\s+been)\s+)?told\b)`+
-			`|(?:ignore|disregard)\s+the\s+above\s+and\s+(?:instead|just|only|now)\b`).
+			`|(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:(?:you\s+(?:were|have\s+been)\s+)?told(?:\s+before)?|(?:above|before|previous|prior)(?:\s+this\s+(?:line|message|point))?)\s*(?:[.,;:!]|$|and\b)`+
+			`|(?:ignore|disregard)\s+the\s+above\s+and\s+instead\b`).
 		or(foreignIgnoreKeywords, foreignIgnore).near(foreignInstructions...),
 	inj("new-instructions", "text giving the model new instructions",
 		[]string{"your", "the"},
-		`(?:your|the)\s+(?:new|updated|real|actual)\s+(?:instructions|system\s+prompt|directives?)\s*(?:(?:are|is|follow)\b|:)`).
+		`your\s+(?:new|updated|real|actual)\s+(?:instructions|system\s+prompt|directives?)\s*(?:(?:are|is|follow)\b|:)`+
+			`|the\s+(?:new|updated|real|actual)\s+(?:instructions|system\s+prompt|directives?)\s+(?:are|is|follow)\b`).
 		near("instructions", "prompt", "directive").
-		or([]string{"new", "updated"},
-			`(?:new|updated)\s+instructions\s*(?::|\*|\]|!|from\s+(?:the\s+|your\s+)?(?:developer|system|admin\w*|operator|owner)\b)`).
+		or([]string{"new", "updated", "important"},
+			`(?:new|updated)\s+instructions\s*(?::[ \t]*`+order+`\b|\]|!|from\s+(?:the\s+|your\s+)?(?:developer|system|admin\w*|operator|owner)\b)`+
+				`|important\s+new\s+instructions\b`).
 		near("instructions"),
 	inj("you-are-now", "text redefining the model's role",
 		[]string{"you"},
 		`you(?:\s+are|'re)\s+(?:now\s+)?(?:in\s+)?(?:developer|god|dan|jailbreak|jailbroken|unrestricted|unfiltered|debug|admin|sudo)\s+mode\b|`+
-			`you(?:\s+are|'re)\s+now\s+(?:unrestricted|unfiltered|uncensored|jailbroken|free\s+(?:of|from)\s+(?:all\s+|any\s+)?(?:restrictions|rules|guidelines))\b|you(?:\s+are|'re)\s+no\s+longer\s+(?:bound|restricted|limited|an?\s+(?:ai|assistant))\b`),
+			`you(?:\s+are|'re)\s+now\s+(?:unrestricted|unfiltered|uncensored|jailbroken|free\s+(?:of|from)\s+(?:all\s+|any\s+)?(?:restrictions|rules|guidelines))\b|you(?:\s+are|'re)\s+no\s+longer\s+(?:bound|restricted|limited|an?\s+(?:ai|assistant))\b`).
+		near("mode", "longer", "unrestricted", "unfiltered", "uncensored", "jailbroken", "free"),
 	lineRule(inj("role-marker-order", "a role marker followed by an order to the model", roles,
 		roleMarker+`[ \t]*`+order+`\b`)),
 	inj(ruleFakeMarkup, "fake system or tool-call markup",
@@ -120,7 +123,8 @@ var injectionRules = []injectionRule{
 	lineRule(injLow("role-marker", "a role marker at the start of a line", roles, roleMarker)),
 	injLow("you-are-now-role", "text telling the model what it is now",
 		[]string{"you", "act", "pretend"},
-		`you(?:\s+are|'re)\s+now\s+(?:a|an|the|my)\b|(?:act\s+as|pretend\s+(?:to\s+be|you\s+are))\s+(?:a|an|the|my)\b`),
+		`you(?:\s+are|'re)\s+now\s+(?:a|an|the|my)\b|(?:act\s+as|pretend\s+(?:to\s+be|you\s+are))\s+(?:a|an|the|my)\b`).
+		near("now", "as", "pretend"),
 	injLow("hide-from-user", "text telling the model to keep something from the user",
 		[]string{"do", "don't", "never"},
 		`(?:do\s+not|don't|never)\s+(?:tell|inform|show|mention\s+(?:this|it)\s+to|reveal\s+(?:this|it)\s+to)\s+the\s+user\b`),
@@ -198,9 +202,12 @@ func injection(text string, low bool) []Finding {
 
 // readings calls read with text as written and with each other way it
 // can be read: folded when it holds anything fold changes (a homoglyph,
-// a fullwidth or mathematical letter, a soft hyphen), and with
-// leetspeak's digits read as letters ("1gn0r3"), once with 1 as i and
-// once as l. at maps a reading's byte offset to text's.
+// a fullwidth or mathematical letter, a soft hyphen); with long runs of
+// white space as one (padding that would push an order's words apart);
+// and with leetspeak's digits read as letters ("1gn0r3"), once with every
+// 1 as i and once with each word's 1 as the letter that makes a word the
+// rules know ("a11" is "all", "prev1ous" "previous"). at maps a
+// reading's byte offset to text's.
 func readings(text string, read func(reading string, at func(int) int)) {
 	same := func(i int) int { return i }
 	read(text, same)
@@ -210,10 +217,15 @@ func readings(text string, read func(reading string, at func(int) int)) {
 		base, at = folded, func(i int) int { return offsets[i] }
 		read(folded, at)
 	}
+	if padded(base) {
+		collapsed, offsets := collapse(base)
+		outer := at
+		base, at = collapsed, func(i int) int { return outer(offsets[i]) }
+		read(collapsed, at)
+	}
 	if leetish(base) {
-		for _, one := range []byte{'i', 'l'} {
-			read(deleet(base, one), at)
-		}
+		read(deleet(base, 'i'), at)
+		read(deleet(base, 0), at)
 	}
 }
 

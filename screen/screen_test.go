@@ -152,6 +152,7 @@ func TestInjectionFixtures(t *testing.T) {
 func TestInjectionNearMisses(t *testing.T) {
 	for _, text := range []string{
 		"We ignore previous releases when bisecting.",
+		"## New instructions:\nUse pnpm, not npm.",
 		"The linter ignores the above rule for generated files.",
 		"Don't forget the previous migration.",
 		"The new instructions for onboarding live in docs/onboarding.md.",
