@@ -17,9 +17,12 @@ import (
 // memory, update, archive, redact) sent with an Idempotency-Key header is
 // carried out once per key: the answer is kept, and a retry with the same
 // key and the same body gets it again, marked Idempotent-Replayed: true,
-// without being carried out again. A key is its token's, for one method
-// and path, kept IdempotencyKeep. The store keeps the keys, so servers on
-// one database share them.
+// without being carried out again. A key is its token's, for one method,
+// path and query, kept IdempotencyKeep, at most MaxIdempotencyKeys per
+// token at a time. The store keeps the keys, so servers on one database
+// share them. An answer that holds a memory's content (?view=full) is
+// not kept, so none outlives a deletion or a redaction: the key only
+// stops a second run while the first is running.
 const (
 	// IdempotencyKeyHeader names the request's key: 1 to 255 printable
 	// ASCII characters.
@@ -33,8 +36,15 @@ const (
 	idempotencyClaim = time.Minute
 	// maxIdempotentBody bounds the answer kept; a larger one is not kept
 	// (the key is released).
-	maxIdempotentBody = 1 << 20
+	maxIdempotentBody = 64 << 10
+	// MaxIdempotencyKeys bounds the keys one token holds at once; past it
+	// a request with a new key is answered 429.
+	MaxIdempotencyKeys = 10_000
 )
+
+// errTooManyKeys is a store's answer to a claim past MaxIdempotencyKeys.
+var errTooManyKeys = &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error",
+	Message: "this token holds as many idempotency keys as the server keeps (10,000 in 24 hours); retry later, or send the request without an Idempotency-Key"}
 
 // keptAnswer is the answer kept for a key (Status 0: the request that
 // claimed the key is still running).
@@ -48,8 +58,9 @@ type keptAnswer struct {
 // idempotencyStore keeps the keys' answers.
 type idempotencyStore interface {
 	// claimKey returns the answer kept for key and true, or claims key for
-	// a request whose body hashes to requestSHA and returns false.
-	claimKey(ctx context.Context, key, requestSHA string, now time.Time) (keptAnswer, bool, error)
+	// token's request whose body hashes to requestSHA and returns false
+	// (errTooManyKeys past MaxIdempotencyKeys of the token's).
+	claimKey(ctx context.Context, token, key, requestSHA string, now time.Time) (keptAnswer, bool, error)
 	// keepAnswer records the answer of the request that claimed key.
 	keepAnswer(ctx context.Context, key string, a keptAnswer) error
 	// releaseKey forgets a claim whose request failed, so a retry runs.
@@ -82,10 +93,10 @@ func (h *Handler) idempotent(w http.ResponseWriter, r *http.Request, c *request,
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	key := idempotencyID(c.grant.TokenSHA256, r.Method, r.URL.Path, raw[0])
+	key := idempotencyID(c.grant.TokenSHA256, r.Method, r.URL.Path+"?"+r.URL.RawQuery, raw[0])
 	sum := sha256.Sum256(body)
 	requestSHA := hex.EncodeToString(sum[:])
-	kept, found, err := keys.claimKey(r.Context(), key, requestSHA, h.cfg.Now())
+	kept, found, err := keys.claimKey(r.Context(), c.grant.TokenSHA256, key, requestSHA, h.cfg.Now())
 	switch {
 	case err != nil:
 		call.fail(err)
@@ -107,12 +118,18 @@ func (h *Handler) idempotent(w http.ResponseWriter, r *http.Request, c *request,
 		return
 	}
 	rec := &answerRecorder{ResponseWriter: w, status: http.StatusOK}
-	run(rec, r)
 	ctx := context.WithoutCancel(r.Context())
-	if rec.status >= 500 || rec.status == http.StatusTooManyRequests || rec.over {
-		_ = keys.releaseKey(ctx, key) // not an answer to keep: a retry runs again
+	keeping := false
+	defer func() {
+		if !keeping {
+			_ = keys.releaseKey(ctx, key) // not an answer to keep (or the route panicked): a retry runs again
+		}
+	}()
+	run(rec, r)
+	if rec.status >= 500 || rec.status == http.StatusTooManyRequests || rec.over || r.URL.Query().Get("view") == "full" {
 		return
 	}
+	keeping = true
 	if err := keys.keepAnswer(ctx, key, keptAnswer{RequestSHA: requestSHA, Status: rec.status, ContentType: w.Header().Get("Content-Type"), Body: rec.body.Bytes()}); err != nil {
 		h.log.Warn("an idempotent answer could not be kept; a retry with its key will be refused as running until the claim lapses", "error", err)
 	}
@@ -170,31 +187,46 @@ func (a *answerRecorder) Write(b []byte) (int, error) {
 
 // memIdempotency is memoryStore's keys.
 type memIdempotency struct {
-	mu   sync.Mutex
-	keys map[string]memKept
+	mu       sync.Mutex
+	keys     map[string]memKept
+	perToken map[string]int // keys held per token
+	swept    time.Time      // when expired keys were last dropped
 }
 
 type memKept struct {
 	keptAnswer
-	at time.Time
+	at    time.Time
+	token string
 }
 
-func (s *memoryStore) claimKey(_ context.Context, key, requestSHA string, now time.Time) (keptAnswer, bool, error) {
+func (s *memoryStore) claimKey(_ context.Context, token, key, requestSHA string, now time.Time) (keptAnswer, bool, error) {
 	m := &s.idempotency
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.keys == nil {
-		m.keys = map[string]memKept{}
+		m.keys, m.perToken = map[string]memKept{}, map[string]int{}
 	}
-	for k, v := range m.keys {
-		if now.Sub(v.at) > IdempotencyKeep {
-			delete(m.keys, k)
+	if now.Sub(m.swept) > time.Minute {
+		m.swept = now
+		for k, v := range m.keys {
+			if now.Sub(v.at) > IdempotencyKeep {
+				delete(m.keys, k)
+				m.perToken[v.token]--
+			}
 		}
 	}
-	if v, ok := m.keys[key]; ok && (v.Status != 0 || now.Sub(v.at) < idempotencyClaim) {
+	v, ok := m.keys[key]
+	if ok && now.Sub(v.at) <= IdempotencyKeep && (v.Status != 0 || now.Sub(v.at) < idempotencyClaim) {
 		return v.keptAnswer, true, nil
 	}
-	m.keys[key] = memKept{keptAnswer: keptAnswer{RequestSHA: requestSHA}, at: now}
+	if ok {
+		m.perToken[v.token]-- // expired, or an abandoned claim: taken over below
+	}
+	if m.perToken[token] >= MaxIdempotencyKeys {
+		return keptAnswer{}, false, errTooManyKeys
+	}
+	m.keys[key] = memKept{keptAnswer: keptAnswer{RequestSHA: requestSHA}, at: now, token: token}
+	m.perToken[token]++
 	return keptAnswer{}, false, nil
 }
 
@@ -215,6 +247,7 @@ func (s *memoryStore) releaseKey(_ context.Context, key string) error {
 	defer m.mu.Unlock()
 	if v, ok := m.keys[key]; ok && v.Status == 0 {
 		delete(m.keys, key)
+		m.perToken[v.token]--
 	}
 	return nil
 }
@@ -224,11 +257,15 @@ func (s *memoryStore) releaseKey(_ context.Context, key string) error {
 const idempotencySchema = `
 CREATE TABLE IF NOT EXISTS ms_idempotency (
 	key_sha TEXT PRIMARY KEY, request_sha TEXT NOT NULL, status BIGINT NOT NULL,
-	content_type TEXT NOT NULL, body TEXT NOT NULL, created_ms BIGINT NOT NULL);
+	content_type TEXT NOT NULL, body TEXT NOT NULL, created_ms BIGINT NOT NULL,
+	token_sha TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS ms_idempotency_by_age ON ms_idempotency (created_ms);
 `
 
-func (s *sqlStore) claimKey(ctx context.Context, key, requestSHA string, now time.Time) (keptAnswer, bool, error) {
+// idempotencyIndexes come after the migration that may add token_sha.
+const idempotencyIndexes = `CREATE INDEX IF NOT EXISTS ms_idempotency_by_token ON ms_idempotency (token_sha);`
+
+func (s *sqlStore) claimKey(ctx context.Context, token, key, requestSHA string, now time.Time) (keptAnswer, bool, error) {
 	var kept keptAnswer
 	found := false
 	err := s.write(ctx, "idempotency\n"+key, func(tx *sql.Tx) error {
@@ -247,7 +284,14 @@ func (s *sqlStore) claimKey(ctx context.Context, key, requestSHA string, now tim
 			_, err = tx.ExecContext(ctx, s.q(`UPDATE ms_idempotency SET request_sha = ?, created_ms = ? WHERE key_sha = ?`), requestSHA, ms(now), key)
 			return err
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, s.q(`INSERT INTO ms_idempotency (key_sha, request_sha, status, content_type, body, created_ms) VALUES (?, ?, 0, '', '', ?)`), key, requestSHA, ms(now))
+			var held int
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM ms_idempotency WHERE token_sha = ?`), token).Scan(&held); err != nil {
+				return err
+			}
+			if held >= MaxIdempotencyKeys {
+				return errTooManyKeys
+			}
+			_, err = tx.ExecContext(ctx, s.q(`INSERT INTO ms_idempotency (key_sha, request_sha, status, content_type, body, created_ms, token_sha) VALUES (?, ?, 0, '', '', ?, ?)`), key, requestSHA, ms(now), token)
 			return err
 		}
 		return err

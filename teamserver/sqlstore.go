@@ -114,7 +114,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, reviewSchema); err != nil {
 		return err
 	}
-	added := [][2]string{{"ms_memories", "metadata"}, {"team_log", "ops"}}
+	added := [][2]string{{"ms_memories", "metadata"}, {"team_log", "ops"}, {"ms_idempotency", "token_sha"}}
 	for _, t := range provTables {
 		for _, c := range provColumns {
 			added = append(added, [2]string{t, c})
@@ -129,7 +129,8 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 			return fmt.Errorf("add %s.%s: %w", t, c, err)
 		}
 	}
-	return nil
+	_, err := s.w.ExecContext(ctx, idempotencyIndexes)
+	return err
 }
 
 // hasColumn reports whether table has column.

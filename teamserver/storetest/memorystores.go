@@ -250,11 +250,11 @@ func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.Tea
 
 	t.Run("a retried create with its idempotency key", func(t *testing.T) {
 		base := newStoreNamed("idempotent")
-		send := func(key string, body any) (int, string, http.Header) {
+		sendTo := func(target, key string, body any) (int, string, http.Header) {
 			t.Helper()
 			raw, err := json.Marshal(body)
 			require.NoError(t, err)
-			req := httptest.NewRequest(http.MethodPost, base+"/memories", strings.NewReader(string(raw)))
+			req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(string(raw)))
 			req.Header.Set(storewire.APIKeyHeader, tok)
 			req.Header.Set("Content-Type", "application/json")
 			if key != "" {
@@ -263,6 +263,10 @@ func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.Tea
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			return rec.Code, rec.Body.String(), rec.Header()
+		}
+		send := func(key string, body any) (int, string, http.Header) {
+			t.Helper()
+			return sendTo(base+"/memories", key, body)
 		}
 		content := "we deploy on Tuesdays"
 		create := storewire.CreateMemory{Path: "/deploys.md", Content: &content}
@@ -293,6 +297,17 @@ func RunMemoryStoresAPI(t *testing.T, newStore func(t *testing.T) teamserver.Tea
 			code, body, _ = send(bad, create)
 			assert.Equal(t, http.StatusBadRequest, code, "%q: %s", bad, body)
 		}
+
+		// An answer with the memory's content is not kept: the key only
+		// holds while the request runs, and a retry runs again (here it
+		// meets the memory the first made, never a second one).
+		full := storewire.CreateMemory{Path: "/full.md", Content: &content}
+		code, body, _ = sendTo(base+"/memories?view=full", "k-3", full)
+		require.Equal(t, http.StatusOK, code, body)
+		assert.Contains(t, body, content)
+		code, body, hdr = sendTo(base+"/memories?view=full", "k-3", full)
+		assert.Equal(t, http.StatusConflict, code, "run again, not replayed: %s", body)
+		assert.Empty(t, hdr.Get(teamserver.IdempotentReplayedHeader))
 	})
 
 	t.Run("a memory's metadata", func(t *testing.T) {
