@@ -1829,3 +1829,44 @@ func TestPolicyChangesAfterAConfirmation(t *testing.T) {
 	assert.Contains(t, page, "bulk/n00.md</a> (changed), ")
 	assert.Contains(t, page, "bulk/n01.md</a> (deleted)")
 }
+
+// TestReviewQueuePages: a queue longer than a page says how many wait
+// and which are shown, and pages through them (the filter kept), newest
+// first, each change on one page only.
+func TestReviewQueuePages(t *testing.T) {
+	const queuePage = 50 // the console's page of the queue
+	f := newFixture(t)
+	require.NoError(t, f.h.SetPolicy(context.Background(), "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "alice"))
+	entries := map[string]string{}
+	for i := range queuePage + 12 {
+		entries[fmt.Sprintf("n%03d.md", i)] = fmt.Sprintf("Note %d.\n", i)
+	}
+	f.propose(t, f.robot, "acme/shop", entries)
+	b := newClient(t, f)
+	b.signIn(f.alice)
+	_, page := b.get("/review?repo=acme%2Fshop")
+	assert.Contains(t, page, fmt.Sprintf("%d changes wait in repo acme/shop", queuePage+12))
+	assert.Contains(t, page, fmt.Sprintf("1 to %d are shown, newest first", queuePage))
+	assert.True(t, strings.Contains(page, `href="/console/review?page=2&repo=acme%2Fshop" rel="next">Older</a>`), "a link to the next page, the filter kept")
+	assert.NotContains(t, page, `rel="prev"`)
+	ids := func(page string) map[string]bool {
+		out := map[string]bool{}
+		for _, id := range proposalIDRe.FindAllStringSubmatch(page, -1) {
+			out[id[1]] = true
+		}
+		return out
+	}
+	first := ids(page)
+	assert.Len(t, first, queuePage)
+	_, page = b.get("/review?page=2&repo=acme%2Fshop")
+	assert.Contains(t, page, fmt.Sprintf("%d to %d are shown", queuePage+1, queuePage+12))
+	assert.Contains(t, page, `rel="prev">Newer</a>`)
+	assert.NotContains(t, page, `rel="next"`)
+	second := ids(page)
+	assert.Len(t, second, 12)
+	for id := range second {
+		assert.False(t, first[id], "each change on one page only: %s", id)
+	}
+	_, page = b.get("/review?page=99&repo=acme%2Fshop")
+	assert.Contains(t, page, "are shown", "past the end: the last page")
+}

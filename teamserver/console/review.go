@@ -173,8 +173,25 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		ps = kept
 	}
 	total := len(ps)
-	if len(ps) > maxQueue {
-		ps = ps[:maxQueue]
+	// ?page=N shows the Nth maxQueue of the queue, newest first.
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = max(1, min(page, (total+maxQueue-1)/maxQueue))
+	first := (page - 1) * maxQueue
+	ps = ps[first:min(len(ps), first+maxQueue)]
+	pageURL := func(n int) string {
+		q := url.Values{}
+		for _, k := range []string{"repo", "store"} {
+			if v := r.URL.Query().Get(k); v != "" {
+				q.Set(k, v)
+			}
+		}
+		if n > 1 {
+			q.Set("page", strconv.Itoa(n))
+		}
+		if len(q) == 0 {
+			return c.opts.Prefix + "/review"
+		}
+		return c.opts.Prefix + "/review?" + q.Encode()
 	}
 	rows := make([]proposalRow, 0, len(ps))
 	// A repo's current entries are read once for all its proposals; a
@@ -213,7 +230,14 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		rows = append(rows, c.proposalView(p, cur, names))
 	}
-	data := map[string]any{"Rows": rows, "Waiting": waiting, "Total": total, "More": total - len(ps), "Action": c.opts.Prefix + "/review", "Only": only}
+	data := map[string]any{"Rows": rows, "Waiting": waiting, "Total": total, "Action": c.opts.Prefix + "/review", "Only": only,
+		"From": first + 1, "To": first + len(ps), "Paged": total > maxQueue}
+	if first > 0 {
+		data["Newer"] = pageURL(page - 1)
+	}
+	if first+len(ps) < total {
+		data["Older"] = pageURL(page + 1)
+	}
 	q := r.URL.Query()
 	count, _ := strconv.Atoi(q.Get("count"))
 	switch {
