@@ -395,7 +395,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	var tools *memtools.Toolset
 	var writer *memdir.Dir // what the tools write through
 	target := d.dir
-	if out.Origin = d.inputsOrigin(ctx); out.Origin != "" {
+	if out.Origin = memdir.LeastTrusted(d.inputsOrigin(ctx), d.sessionsOrigin(sessions)); out.Origin != "" {
 		target = target.WithProvenance(memdir.Provenance{Origin: out.Origin})
 	}
 	if err == nil && stage != "" {
@@ -444,6 +444,19 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 // files of the directory (every one the run's tools can read, team
 // memories included), "" when none came from untrusted input. The
 // transcripts the run reads carry no origin of their own.
+// sessionsOrigin is the least trusted origin the sessions to review were
+// marked with (memdir.Dir.SessionOrigin): a session that read a web page
+// or a tool's output passes its origin to what is made from its
+// transcript.
+func (d *Dreamer) sessionsOrigin(sessions []string) string {
+	origin := ""
+	for _, s := range sessions {
+		id := strings.TrimSuffix(filepath.Base(s), ".jsonl")
+		origin = memdir.LeastTrusted(origin, d.dir.SessionOrigin(id))
+	}
+	return origin
+}
+
 func (d *Dreamer) inputsOrigin(ctx context.Context) string {
 	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), d.dir.Path(), memdir.ScanOptions{MaxFiles: math.MaxInt32, HeaderLines: 1})
 	if err != nil {

@@ -761,3 +761,27 @@ func TestConsolidationCarriesTheOriginItRead(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, memdir.Provenance{Door: "consolidation", Origin: "fetched"}, p)
 }
+
+// TestConsolidationCarriesTheOriginOfTheSessionsItReviews: a session that
+// read a tool's output (MarkUntrusted on a handle naming it) and wrote no
+// memory still passes its origin to what a later consolidation, in
+// another Dir, writes from its transcript.
+func TestConsolidationCarriesTheOriginOfTheSessionsItReviews(t *testing.T) {
+	clock := &testClock{now: now0}
+	fsys := tree(t, 1, now0.Add(-time.Hour))
+	mustDir(t, fsys, autoDir).WithProvenance(memdir.Provenance{Session: session(0)}).MarkUntrusted("tool-output")
+	assert.Equal(t, "tool-output", mustDir(t, fsys, autoDir).SessionOrigin(session(0)), "recorded for other processes")
+	assert.Empty(t, mustDir(t, fsys, autoDir).SessionOrigin(current))
+
+	merged := "---\nname: Deploys\ndescription: d\ntype: project\n---\nDeploy on Fridays.\n"
+	model := llmtest.New(
+		llmtest.ToolUse("1", "Write", map[string]any{"file_path": autoDir + "/team/deploys.md", "content": merged}),
+		llmtest.Text("Merged."),
+	)
+	out := newDreamer(t, fsys, model, clock, nil).Force(context.Background())
+	require.NoError(t, out.Err)
+	assert.Equal(t, "tool-output", out.Origin)
+	p, ok := mustDir(t, fsys, autoDir).Provenance(autoDir+"/team/deploys.md", []byte(merged))
+	require.True(t, ok)
+	assert.Equal(t, "tool-output", p.Origin)
+}

@@ -179,10 +179,82 @@ func (d *Dir) Provenance(abs string, content []byte) (Provenance, bool) {
 // recorded whatever the handle's own. A session that read a web page or
 // a tool's output keeps it in its context, so the mark holds for the
 // handle's life. "" does nothing.
+//
+// The mark is also recorded for the handle's session (its provenance's
+// Session), so a consolidation run later, in another process, that
+// reviews that session's transcript knows what it read
+// (SessionOrigin).
 func (d *Dir) MarkUntrusted(origin string) {
-	if origin != "" {
-		d.gate.provState.origin.Store(&origin)
+	if origin == "" {
+		return
 	}
+	d.gate.provState.origin.Store(&origin)
+	if s := d.gate.prov.Session; s != "" {
+		_ = d.recordSessionOrigin(s, origin) // best effort: the writes carry the mark anyway
+	}
+}
+
+// sessionsFileName is the record of the sessions marked untrusted, beside
+// the provenance record.
+const sessionsFileName = "sessions.json"
+
+// maxMarkedSessions bounds that record: the newest are kept.
+const maxMarkedSessions = 1000
+
+type sessionMark struct {
+	Origin string `json:"origin"`
+	At     int64  `json:"at"` // Unix ms
+}
+
+// recordSessionOrigin notes that session read content of origin, as
+// untrusted as it already was at least.
+func (d *Dir) recordSessionOrigin(session, origin string) error {
+	base := d.provenanceBases()[0]
+	path := filepath.Join(base, provenanceStateDir, sessionsFileName)
+	if err := d.fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), indexLockTimeout)
+	unlock, err := filelock.Lock(ctx, d.fs, path)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	marks := map[string]sessionMark{}
+	if raw, err := afero.ReadFile(d.fs, path); err == nil {
+		_ = json.Unmarshal(raw, &marks) // an unreadable record starts again
+	}
+	marks[session] = sessionMark{Origin: LeastTrusted(marks[session].Origin, origin), At: time.Now().UnixMilli()}
+	for len(marks) > maxMarkedSessions {
+		oldest := ""
+		for k, m := range marks {
+			if oldest == "" || m.At < marks[oldest].At {
+				oldest = k
+			}
+		}
+		delete(marks, oldest)
+	}
+	raw, err := json.Marshal(marks)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(d.fs, path, raw, 0o600)
+}
+
+// SessionOrigin returns the origin a session was marked with
+// (MarkUntrusted on a handle of this directory naming that session), ""
+// when it was not.
+func (d *Dir) SessionOrigin(session string) string {
+	raw, err := afero.ReadFile(d.fs, filepath.Join(d.provenanceBases()[0], provenanceStateDir, sessionsFileName))
+	if err != nil {
+		return ""
+	}
+	var marks map[string]sessionMark
+	if json.Unmarshal(raw, &marks) != nil {
+		return ""
+	}
+	return marks[session].Origin
 }
 
 // provenanceBases are the memory directories whose record may hold a
