@@ -361,6 +361,20 @@ func (c *storesCall) cursor(page string) (string, bool) {
 
 // limit reads the limit parameter: 1 to 100, 20 when absent, at most
 // maxLimit.
+// page reads a listing's view (basic by default) and limit: at most 100
+// items a page, 20 with their content (false: answered).
+func (c *storesCall) page() (full bool, limit int, ok bool) {
+	if full, ok = c.view("basic"); !ok {
+		return false, 0, false
+	}
+	maxLimit := 100
+	if full {
+		maxLimit = 20
+	}
+	limit, ok = c.limit(c.r.URL.Query().Get("limit"), maxLimit)
+	return full, limit, ok
+}
+
 func (c *storesCall) limit(v string, maxLimit int) (int, bool) {
 	if v == "" {
 		return min(20, maxLimit), true
@@ -639,15 +653,7 @@ type listItem struct {
 // prefix are rolled into one memory_prefix item per folder at depth N.
 func (c *storesCall) listMemories(storeID string) {
 	q := c.r.URL.Query()
-	full, ok := c.view("basic")
-	if !ok {
-		return
-	}
-	maxLimit := 100
-	if full {
-		maxLimit = 20
-	}
-	limit, ok := c.limit(q.Get("limit"), maxLimit)
+	full, limit, ok := c.page()
 	if !ok {
 		return
 	}
@@ -908,15 +914,7 @@ func versionOut(v MemoryVersion, full bool) storewire.Version {
 
 func (c *storesCall) listVersions(storeID string) {
 	q := c.r.URL.Query()
-	full, ok := c.view("basic")
-	if !ok {
-		return
-	}
-	maxLimit := 100
-	if full {
-		maxLimit = 20
-	}
-	limit, ok := c.limit(q.Get("limit"), maxLimit)
+	full, limit, ok := c.page()
 	if !ok {
 		return
 	}

@@ -37,6 +37,34 @@ func (m *memStores) writable(tenant, id string) (*memStoreRec, error) {
 	return r, err
 }
 
+// memory finds memory id of a store of tenant (in a store that is not
+// archived, when writable).
+func (m *memStores) memory(tenant, storeID, id string, writable bool) (*memStoreRec, Memory, error) {
+	get := m.get
+	if writable {
+		get = m.writable
+	}
+	r, err := get(tenant, storeID)
+	if err != nil {
+		return nil, Memory{}, err
+	}
+	mem, ok := r.memories[id]
+	if !ok {
+		return nil, Memory{}, notFound("memory")
+	}
+	return r, mem, nil
+}
+
+// version finds version id of a store of tenant: its store and index.
+func (m *memStores) version(tenant, storeID, id string) (*memStoreRec, int, error) {
+	r, err := m.get(tenant, storeID)
+	if err != nil {
+		return nil, 0, err
+	}
+	i, err := r.version(id)
+	return r, i, err
+}
+
 func copyStore(st MemStore) MemStore {
 	st.Metadata = maps.Clone(st.Metadata)
 	if st.Metadata == nil {
@@ -182,15 +210,8 @@ func (s *memoryStore) DeleteMemStore(_ context.Context, tenant, id string) error
 func (s *memoryStore) GetMemory(_ context.Context, tenant, storeID, id string) (Memory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.stores.get(tenant, storeID)
-	if err != nil {
-		return Memory{}, err
-	}
-	m, ok := r.memories[id]
-	if !ok {
-		return Memory{}, notFound("memory")
-	}
-	return m, nil
+	_, m, err := s.stores.memory(tenant, storeID, id, false)
+	return m, err
 }
 
 // EachMemory implements MemoryStores: one snapshot, in path order.
@@ -297,13 +318,9 @@ func (s *memoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string
 	limits = limits.orDefaults()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.stores.writable(tenant, storeID)
+	r, cur, err := s.stores.memory(tenant, storeID, id, true)
 	if err != nil {
 		return Memory{}, err
-	}
-	cur, ok := r.memories[id]
-	if !ok {
-		return Memory{}, notFound("memory")
 	}
 	next := cur
 	if w.Path != "" {
@@ -345,13 +362,9 @@ func (s *memoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string
 func (s *memoryStore) DeleteMemory(_ context.Context, tenant, storeID, id, ifSHA256 string, by Actor, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.stores.get(tenant, storeID)
+	r, cur, err := s.stores.memory(tenant, storeID, id, false)
 	if err != nil {
 		return err
-	}
-	cur, ok := r.memories[id]
-	if !ok {
-		return notFound("memory")
 	}
 	if ifSHA256 != "" && ifSHA256 != cur.SHA256 {
 		return preconditionFailed(cur)
@@ -402,11 +415,7 @@ func (r *memStoreRec) version(id string) (int, error) {
 func (s *memoryStore) GetVersion(_ context.Context, tenant, storeID, id string) (MemoryVersion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.stores.get(tenant, storeID)
-	if err != nil {
-		return MemoryVersion{}, err
-	}
-	i, err := r.version(id)
+	r, i, err := s.stores.version(tenant, storeID, id)
 	if err != nil {
 		return MemoryVersion{}, err
 	}
@@ -418,11 +427,7 @@ func (s *memoryStore) GetVersion(_ context.Context, tenant, storeID, id string) 
 func (s *memoryStore) RedactVersion(_ context.Context, tenant, storeID, id string, by Actor, now time.Time) (MemoryVersion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.stores.get(tenant, storeID)
-	if err != nil {
-		return MemoryVersion{}, err
-	}
-	i, err := r.version(id)
+	r, i, err := s.stores.version(tenant, storeID, id)
 	if err != nil {
 		return MemoryVersion{}, err
 	}

@@ -1053,6 +1053,27 @@ func storeMount(t *testing.T, url, token, name string) string {
 	return `[{"path":"/v1/code/memory/` + name + `","mount":"proj"}]`
 }
 
+// teammatesOnBothProtocols runs body, in a parallel subtest per sync
+// protocol, for two teammates, ana and ben, of one built server (a store
+// named store mounted as "proj" for store sync), after a first round of
+// each: a store's folder starts empty.
+func teammatesOnBothProtocols(t *testing.T, store string, body func(t *testing.T, pr syncProtocol, ana, ben *person)) {
+	t.Helper()
+	_, url, token := fixedServer(t, t.TempDir())
+	stores := storeMount(t, url, token, store)
+	for _, pr := range bothProtocols(url) {
+		t.Run(pr.name, func(t *testing.T) {
+			t.Parallel()
+			base := t.TempDir()
+			ana := newPerson(t, base, "ana", token, stores)
+			ben := newPerson(t, base, "ben", token, stores)
+			ana.ok(pr.round...)
+			ben.ok(pr.round...)
+			body(t, pr, ana, ben)
+		})
+	}
+}
+
 // bothProtocols are team sync and store sync (the "proj" mount,
 // deletions carried out at once) against the server at url.
 func bothProtocols(url string) []syncProtocol {

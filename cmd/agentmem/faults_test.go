@@ -35,39 +35,28 @@ import (
 // earlier versions, never the user's edits).
 func TestKilledPullThenTeammateEditsIsNoConflict(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	_, url, token := fixedServer(t, root)
-	stores := storeMount(t, url, token, "pull-store")
 	const files = 300
-	for _, pr := range bothProtocols(url) {
-		t.Run(pr.name, func(t *testing.T) {
-			t.Parallel()
-			base := t.TempDir()
-			ana := newPerson(t, base, "ana", token, stores)
-			ben := newPerson(t, base, "ben", token, stores)
-			ana.ok(pr.round...)
-			ben.ok(pr.round...)
-			for i := range files {
-				writeRaw(t, ben.team, fmt.Sprintf("%sk%03d.md", pr.dir, i), []byte(fmt.Sprintf("ben's memory %d, v1\n%s", i, killContent(i, 1, "ben", 4000))))
-			}
-			ben.ok(pr.round...)
-			folder := filepath.Join(ana.team, pr.dir)
-			mid := killMidway(t, ana.project, ana.env, func() bool { return countFiles(folder) > files/2 }, pr.round...)
-			t.Logf("%s: the pull was killed mid-round: %v (%d of %d files written)", pr.name, mid, countFiles(folder), files)
-			for i := range files {
-				writeRaw(t, ben.team, fmt.Sprintf("%sk%03d.md", pr.dir, i), []byte(fmt.Sprintf("ben's memory %d, v2\n", i)))
-			}
-			ben.ok(pr.round...)
-			out, code := ana.run(pr.round...)
-			require.Equal(t, exitOK, code, out)
-			assert.NotContains(t, out, "conflict")
-			got := memoryFiles(t, ana.team)
-			for i := range files {
-				k := fmt.Sprintf("%sk%03d.md", pr.dir, i)
-				assert.Equal(t, fmt.Sprintf("ben's memory %d, v2\n", i), got[k], k)
-			}
-		})
-	}
+	teammatesOnBothProtocols(t, "pull-store", func(t *testing.T, pr syncProtocol, ana, ben *person) {
+		for i := range files {
+			writeRaw(t, ben.team, fmt.Sprintf("%sk%03d.md", pr.dir, i), []byte(fmt.Sprintf("ben's memory %d, v1\n%s", i, killContent(i, 1, "ben", 4000))))
+		}
+		ben.ok(pr.round...)
+		folder := filepath.Join(ana.team, pr.dir)
+		mid := killMidway(t, ana.project, ana.env, func() bool { return countFiles(folder) > files/2 }, pr.round...)
+		t.Logf("%s: the pull was killed mid-round: %v (%d of %d files written)", pr.name, mid, countFiles(folder), files)
+		for i := range files {
+			writeRaw(t, ben.team, fmt.Sprintf("%sk%03d.md", pr.dir, i), []byte(fmt.Sprintf("ben's memory %d, v2\n", i)))
+		}
+		ben.ok(pr.round...)
+		out, code := ana.run(pr.round...)
+		require.Equal(t, exitOK, code, out)
+		assert.NotContains(t, out, "conflict")
+		got := memoryFiles(t, ana.team)
+		for i := range files {
+			k := fmt.Sprintf("%sk%03d.md", pr.dir, i)
+			assert.Equal(t, fmt.Sprintf("ben's memory %d, v2\n", i), got[k], k)
+		}
+	})
 }
 
 // lockFolder makes dir unwritable for this process as the kernel would
@@ -95,45 +84,34 @@ func lockFolder(t *testing.T, dir string) {
 // read-only (0444) file the teammate changed keeps its mode.
 func TestUnwritableFolderIsOneSkip(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	_, url, token := fixedServer(t, root)
-	stores := storeMount(t, url, token, "locked-store")
-	for _, pr := range bothProtocols(url) {
-		t.Run(pr.name, func(t *testing.T) {
-			t.Parallel()
-			base := t.TempDir()
-			ana := newPerson(t, base, "ana", token, stores)
-			ben := newPerson(t, base, "ben", token, stores)
-			ana.ok(pr.round...)
-			ben.ok(pr.round...)
-			writeRaw(t, ben.team, pr.dir+"theirs/a.md", []byte("a, v1\n"))
-			writeRaw(t, ben.team, pr.dir+"ro.md", []byte("read-only, v1\n"))
-			ben.ok(pr.round...)
-			ana.ok(pr.round...)
-			require.NoError(t, os.Chmod(filepath.Join(ana.team, pr.dir+"ro.md"), 0o444))
-			lockFolder(t, filepath.Join(ana.team, pr.dir+"theirs"))
+	teammatesOnBothProtocols(t, "locked-store", func(t *testing.T, pr syncProtocol, ana, ben *person) {
+		writeRaw(t, ben.team, pr.dir+"theirs/a.md", []byte("a, v1\n"))
+		writeRaw(t, ben.team, pr.dir+"ro.md", []byte("read-only, v1\n"))
+		ben.ok(pr.round...)
+		ana.ok(pr.round...)
+		require.NoError(t, os.Chmod(filepath.Join(ana.team, pr.dir+"ro.md"), 0o444))
+		lockFolder(t, filepath.Join(ana.team, pr.dir+"theirs"))
 
-			writeRaw(t, ben.team, pr.dir+"theirs/a.md", []byte("a, v2\n"))
-			writeRaw(t, ben.team, pr.dir+"theirs/b.md", []byte("b, new\n"))
-			writeRaw(t, ben.team, pr.dir+"free.md", []byte("free\n"))
-			writeRaw(t, ben.team, pr.dir+"ro.md", []byte("read-only, v2\n"))
-			ben.ok(pr.round...)
-			writeRaw(t, ana.team, pr.dir+"mine.md", []byte("my new memory\n"))
+		writeRaw(t, ben.team, pr.dir+"theirs/a.md", []byte("a, v2\n"))
+		writeRaw(t, ben.team, pr.dir+"theirs/b.md", []byte("b, new\n"))
+		writeRaw(t, ben.team, pr.dir+"free.md", []byte("free\n"))
+		writeRaw(t, ben.team, pr.dir+"ro.md", []byte("read-only, v2\n"))
+		ben.ok(pr.round...)
+		writeRaw(t, ana.team, pr.dir+"mine.md", []byte("my new memory\n"))
 
-			out, code := ana.run(pr.round...)
-			assert.Equal(t, exitRefused, code, out)
-			assert.Contains(t, out, "unwritable")
-			files := memoryFiles(t, ana.team)
-			assert.Equal(t, "free\n", files[pr.dir+"free.md"], "the rest is pulled:\n%s", out)
-			assert.Equal(t, "read-only, v2\n", files[pr.dir+"ro.md"])
-			assert.Equal(t, "a, v1\n", files[pr.dir+"theirs/a.md"], "the locked folder is left as it is")
-			info, err := os.Stat(filepath.Join(ana.team, pr.dir+"ro.md"))
-			require.NoError(t, err)
-			assert.Equal(t, os.FileMode(0o444), info.Mode().Perm(), "a pulled file keeps its mode")
-			ben.ok(pr.round...)
-			assert.Equal(t, "my new memory\n", memoryFiles(t, ben.team)[pr.dir+"mine.md"], "the user's new memory was pushed")
-		})
-	}
+		out, code := ana.run(pr.round...)
+		assert.Equal(t, exitRefused, code, out)
+		assert.Contains(t, out, "unwritable")
+		files := memoryFiles(t, ana.team)
+		assert.Equal(t, "free\n", files[pr.dir+"free.md"], "the rest is pulled:\n%s", out)
+		assert.Equal(t, "read-only, v2\n", files[pr.dir+"ro.md"])
+		assert.Equal(t, "a, v1\n", files[pr.dir+"theirs/a.md"], "the locked folder is left as it is")
+		info, err := os.Stat(filepath.Join(ana.team, pr.dir+"ro.md"))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o444), info.Mode().Perm(), "a pulled file keeps its mode")
+		ben.ok(pr.round...)
+		assert.Equal(t, "my new memory\n", memoryFiles(t, ben.team)[pr.dir+"mine.md"], "the user's new memory was pushed")
+	})
 }
 
 // replyCutter stands between the built binary and the built server: while

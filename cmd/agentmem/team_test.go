@@ -73,23 +73,7 @@ var listenRe = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 // serve starts `agentmem team serve` and returns its URL and process.
 func serve(t *testing.T, db, tokens string, flags ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"team", "serve", "--addr", "127.0.0.1:0", "--db", db, "--tokens", tokens, "--max-entries", "500"}, flags...)...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return m[1], cmd
-		}
-	}
-	t.Fatalf("the server did not start")
-	return "", nil
+	return serveArgs(t, db, tokens, append([]string{"--max-entries", "500"}, flags...)...)
 }
 
 func makeToken(t *testing.T, dir string) (string, string) {

@@ -396,19 +396,28 @@ var policyWords = map[string]string{
 	teamserver.PolicyReadOnly: "nobody writes, an approval included; clients still read",
 }
 
+// policyChoice checks a policy form: a repo or store the token reaches
+// and a policy there is (false: answered).
+func (c *Console) policyChoice(w http.ResponseWriter, r *http.Request, s *session, kind, name, policy string) (teamserver.Target, string, bool) {
+	t := teamserver.Target{Kind: kind, Name: name}
+	if (t.Kind == teamserver.TargetRepo && !teamserver.ValidRepoSlug(t.Name)) || !reaches(s.grant, t) {
+		c.fail(w, r, s, http.StatusNotFound, "Your token reaches no repo or store of that name.")
+		return t, "", false
+	}
+	if !teamserver.ValidPolicy(policy) {
+		c.fail(w, r, s, http.StatusBadRequest, "A policy is open, review or read-only. Choose one of them.")
+		return t, "", false
+	}
+	return t, policy, true
+}
+
 // policyConfirm shows what a policy change does before it is made.
 func (c *Console) policyConfirm(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	q := r.URL.Query()
-	t := teamserver.Target{Kind: q.Get("kind"), Name: q.Get("name")}
-	policy := q.Get("policy")
-	if (t.Kind == teamserver.TargetRepo && !teamserver.ValidRepoSlug(t.Name)) || !reaches(s.grant, t) {
-		c.fail(w, r, s, http.StatusNotFound, "Your token reaches no repo or store of that name.")
-		return
-	}
-	if !teamserver.ValidPolicy(policy) {
-		c.fail(w, r, s, http.StatusBadRequest, "A policy is open, review or read-only. Choose one of them.")
+	t, policy, ok := c.policyChoice(w, r, s, q.Get("kind"), q.Get("name"), q.Get("policy"))
+	if !ok {
 		return
 	}
 	cur, err := c.h.Policy(ctx, s.grant.Organization, t)
@@ -430,14 +439,8 @@ func (c *Console) policyConfirm(w http.ResponseWriter, r *http.Request, s *sessi
 func (c *Console) setPolicy(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	t := teamserver.Target{Kind: r.PostFormValue("kind"), Name: r.PostFormValue("name")}
-	policy := r.PostFormValue("policy")
-	if (t.Kind == teamserver.TargetRepo && !teamserver.ValidRepoSlug(t.Name)) || !reaches(s.grant, t) {
-		c.fail(w, r, s, http.StatusNotFound, "Your token reaches no repo or store of that name.")
-		return
-	}
-	if !teamserver.ValidPolicy(policy) {
-		c.fail(w, r, s, http.StatusBadRequest, "A policy is open, review or read-only. Choose one of them.")
+	t, policy, ok := c.policyChoice(w, r, s, r.PostFormValue("kind"), r.PostFormValue("name"), r.PostFormValue("policy"))
+	if !ok {
 		return
 	}
 	if err := c.h.SetPolicy(ctx, s.grant.Organization, t, policy, s.grant.Author()); err != nil {
