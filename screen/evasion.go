@@ -3,6 +3,7 @@ package screen
 import (
 	"encoding/base64"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -181,8 +182,10 @@ func wrappedRuns(text string) []runPiece {
 	start, lines := 0, 0
 	flush := func() {
 		if lines > 1 {
-			out = append(out, splitRun(cur.String())...)
-			out[len(out)-1].at = start
+			for _, piece := range splitRun(cur.String()) {
+				piece.at = start // the joined run's offsets are not the text's
+				out = append(out, piece)
+			}
 		}
 		cur.Reset()
 		lines = 0
@@ -267,7 +270,7 @@ func readable(b []byte) bool {
 		s = s[size:]
 		n++
 		switch {
-		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+		case unicode.IsSpace(r):
 			spaces++
 		case r == utf8.RuneError && size == 1, r < 0x20, r == 0x7f:
 			bad++
