@@ -196,8 +196,9 @@ type Options struct {
 	// summary). memdir.MainAgentOnlyRefuse refuses it with a
 	// *memdir.NotMainAgentError; memdir.MainAgentOnlyPropose writes it
 	// with the origin other-agent, so a repo or store under the review
-	// policy keeps it for a person (a deletion, a move and a write Guard
-	// lets the host make are refused, since they cannot carry it).
+	// policy keeps it for a person (Guard records it for a write it lets
+	// the host make; a deletion and a move, which cannot carry it, are
+	// refused).
 	// Private memory is not affected.
 	SharedWritesMainAgentOnly memdir.MainAgentOnly
 	// SynthesizeRecall, when above 0 and a model is given, has the model

@@ -73,9 +73,9 @@ const (
 	// token syncs it; under open it is stored, its origin recorded. What
 	// cannot carry that origin is refused as under MainAgentOnlyRefuse:
 	// a deletion or a move (a sync sends a deletion with no file to
-	// record it on), and a write the host makes itself after its
-	// permission check allowed the call (Dir.CheckToolCallFrom,
-	// Memory.Guard).
+	// record it on). A write the host makes itself after its permission
+	// check (Dir.CheckToolCallFrom, Memory.Guard) is recorded by that
+	// check, before it is made.
 	MainAgentOnlyPropose
 )
 
@@ -98,8 +98,8 @@ func backgroundDoor(door string) bool {
 
 // checkAgent refuses a write to shared memory from another agent than
 // the main one while the directory allows only the main agent there.
-// With markable false (a deletion, a move, a host's own write) a write
-// that MainAgentOnlyPropose would mark is refused too.
+// With markable false (a deletion, a move) a write that
+// MainAgentOnlyPropose would mark is refused too.
 func (g *WriteGate) checkAgent(ctx context.Context, t Target, markable bool) error {
 	agent := g.otherAgent(ctx, t)
 	if agent == AgentMain {

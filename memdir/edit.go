@@ -106,18 +106,31 @@ func (d *Dir) CheckToolCall(call llm.ToolCall) error {
 // refuses what the gate would refuse of the call's agent (a pause, and
 // shared memory written by another agent than the main one under
 // Dir.SharedWritesMainAgentOnly; see WithAgent). Use it on a handle
-// with the tools' door (WithDoor), as a host's permission check.
+// with the tools' door (WithDoor), as a host's permission check. Under
+// MainAgentOnlyPropose another agent's call is allowed and what it will
+// leave in the file is recorded with the origin other-agent beforehand,
+// so the file carries it to the sync whoever writes it: the host's own
+// tool, or the memory tools (which record it again).
 func (d *Dir) CheckToolCallFrom(ctx context.Context, call llm.ToolCall) error {
 	if err := d.CheckToolCall(call); err != nil {
 		return err
 	}
-	_, t, err := d.checkToolPath(call)
+	in, t, err := d.checkToolPath(call)
 	if err != nil || t == nil {
 		return err
 	}
-	// The host writes the file itself once this allows the call, with no
-	// origin recorded: under MainAgentOnlyPropose that is refused too.
-	return d.gate.mayRemove(ctx, *t)
+	if err := d.gate.mayWrite(ctx, *t); err != nil {
+		return err
+	}
+	if d.gate.proposedOrigin(ctx, *t, "") == "" {
+		return nil
+	}
+	for _, text := range in.writtenTexts(d.fs, t.Path) {
+		if err := d.gate.recordProvenance(ctx, *t, []byte(text)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CheckToolPath is CheckToolCall without the content check: the path

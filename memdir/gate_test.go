@@ -793,12 +793,19 @@ func TestSharedWritesFromTheMainAgentOnly(t *testing.T) {
 	agentTools := tools.WithProvenance(Provenance{Origin: teamwire.OriginAgent})
 	_, err = agentTools.Gate().WriteFile(sub, team, []byte("proposed\n"), 0o644)
 	require.NoError(t, err)
-	assert.ErrorIs(t, agentTools.CheckToolCallFrom(sub, write), ErrNotMainAgent, "a host's own write cannot carry the origin: refused")
+	// A host's own tool: the check allows the call and records, before
+	// the host writes, the origin the file will carry.
+	hostWrite := llm.ToolCall{Name: "Write", Input: js(map[string]any{"file_path": filepath.Join(mem, "team", "host.md"), "content": "by the host\n"})}
+	require.NoError(t, agentTools.CheckToolCallFrom(sub, hostWrite))
+	require.NoError(t, os.WriteFile(filepath.Join(mem, "team", "host.md"), []byte("by the host\n"), 0o644))
+	p, ok := d.Provenance(filepath.Join(mem, "team", "host.md"), []byte("by the host\n"))
+	require.True(t, ok, "recorded by the check")
+	assert.Equal(t, teamwire.OriginOtherAgent, p.Origin)
 	_, err = agentTools.Gate().Remove(sub, team)
 	assert.ErrorIs(t, err, ErrNotMainAgent, "nor can a deletion")
 	assert.NoError(t, agentTools.Gate().Rename(ctx, team, filepath.Join(mem, "team", "moved.md")), "the main agent's move")
 	assert.ErrorIs(t, agentTools.Gate().Rename(sub, filepath.Join(mem, "team", "moved.md"), team), ErrNotMainAgent, "nor a move")
-	p, ok := d.Provenance(team, []byte("proposed\n"))
+	p, ok = d.Provenance(team, []byte("proposed\n"))
 	require.True(t, ok)
 	assert.Equal(t, teamwire.OriginOtherAgent, p.Origin)
 	_, err = agentTools.Gate().WriteFile(ctx, store, []byte("main\n"), 0o644)

@@ -120,7 +120,10 @@ func TestOtherAgentsSharedWritesWaitForReview(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 	ctx := context.Background()
-	write(memdir.WithAgent(ctx, memdir.AgentSub), "from-sub.md", "A sub-agent's finding.")
+	sub := memdir.WithAgent(ctx, memdir.AgentSub)
+	guardIn, _ := json.Marshal(map[string]string{"file_path": filepath.Join(dir, "team", "from-sub.md"), "content": "x"})
+	assert.True(t, mem.Guard(nil)(sub, llm.ToolCall{Name: "Write", Input: guardIn}).Allow, "Guard lets a sub-agent's write go, to be proposed")
+	write(sub, "from-sub.md", "A sub-agent's finding.")
 	write(ctx, "from-main.md", "The main agent's note.")
 
 	out, errOut, code := runBin(t, as(tok, "alice"), append([]string{"team", "sync", "--dir", filepath.Join(dir, "team")}, repo...)...)
