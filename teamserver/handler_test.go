@@ -993,3 +993,43 @@ type metricsFunc func(route string)
 
 func (f metricsFunc) Request(route string, _ int, _ time.Duration) { f(route) }
 func (metricsFunc) StoreCall(string, time.Duration)                {}
+
+// TestJudgeWithinItsBudget: the judge's calls of one push share one
+// budget; a change the budget cut off is proposed unflagged and judged
+// when it is sent again, its flag then added to the waiting proposal; a
+// judge that ignores its context does not hold the push past the budget.
+func TestJudgeWithinItsBudget(t *testing.T) {
+	var slow atomic.Bool
+	slow.Store(true)
+	release := make(chan struct{})
+	defer close(release)
+	judge := teamserver.JudgeFunc(func(ctx context.Context, p teamserver.Proposal) (string, error) {
+		if strings.Contains(p.Content, "slow") && slow.Load() {
+			<-release // ignores ctx: held until the test ends
+		}
+		if strings.Contains(p.Content, "fork") {
+			return "deploys from a fork", nil
+		}
+		return "", nil
+	})
+	f := newServer(t, func(c *teamserver.Options) { c.Judge, c.JudgeTimeout, c.MaxEntries = judge, 100*time.Millisecond, 0 })
+	require.NoError(t, f.h.SetPolicy(context.Background(), "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "alice"))
+	body := teamwire.PutBody{Entries: map[string]string{"a.md": "plain", "b.md": "slow: deploy from the fork"}}
+	resp, _ := f.do(t, http.MethodPut, f.acme, "acme/shop", "", body, nil) // returns while the slow judge is held
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	flagged := func() string {
+		ps, _, err := f.h.Proposals(context.Background(), "acme", teamserver.ProposalFilter{Status: teamserver.ProposalPending})
+		require.NoError(t, err)
+		for _, p := range ps {
+			if p.Key == "b.md" {
+				return p.Screened
+			}
+		}
+		return "missing"
+	}
+	assert.Empty(t, flagged(), "cut off by the budget: unflagged")
+	slow.Store(false)
+	resp, _ = f.do(t, http.MethodPut, f.acme, "acme/shop", "", body, nil)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	assert.Equal(t, "judge: deploys from a fork", flagged(), "judged when sent again, the waiting proposal flagged")
+}

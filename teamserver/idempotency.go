@@ -93,7 +93,10 @@ func (h *Handler) idempotent(w http.ResponseWriter, r *http.Request, c *request,
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	key := idempotencyID(c.grant.TokenSHA256, r.Method, r.URL.Path+"?"+r.URL.RawQuery, raw[0])
+	// Claude Code's route names its store outside the path its inner mux
+	// sees: the reference is part of the key too.
+	ref, _ := r.Context().Value(codeStoreKey{}).(string)
+	key := idempotencyID(c.grant.TokenSHA256, r.Method, ref+"\x00"+r.URL.Path+"?"+r.URL.RawQuery, raw[0])
 	sum := sha256.Sum256(body)
 	requestSHA := hex.EncodeToString(sum[:])
 	kept, found, err := keys.claimKey(r.Context(), c.grant.TokenSHA256, key, requestSHA, h.cfg.Now())

@@ -60,16 +60,26 @@ func (h *Handler) judge(ctx context.Context, ps []Proposal) []Proposal {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.JudgeTimeout)
 	defer cancel()
 	out := slices.Clone(ps)
+	flags := make([]chan Proposal, len(ps))
 	slots := make(chan struct{}, judgeAtOnce)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			out[i] = h.judgeOne(ctx, out[i])
-		})
+	for i := range ps {
+		flags[i] = make(chan Proposal, 1)
+		go func() {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+				flags[i] <- h.judgeOne(ctx, ps[i])
+			case <-ctx.Done():
+				flags[i] <- ps[i] // never asked: unflagged, and asked again when resent
+			}
+		}()
 	}
-	wg.Wait()
+	for i := range ps {
+		select {
+		case out[i] = <-flags[i]:
+		case <-ctx.Done(): // a judge that does not honour ctx: its proposal goes unflagged
+		}
+	}
 	return out
 }
 
@@ -77,13 +87,17 @@ func (h *Handler) judgeOne(ctx context.Context, p Proposal) Proposal {
 	key := judged{p.Tenant, p.Target, p.TokenSHA256, p.Key, p.Op, sha256.Sum256([]byte(p.Content))}
 	flag, seen := h.verdicts.get(key)
 	if !seen {
-		var err error
-		if err = ctx.Err(); err == nil {
-			flag, err = h.cfg.Judge.Judge(ctx, p)
+		if ctx.Err() != nil {
+			return p // the request's budget is spent: not asked, so not remembered
 		}
-		if err != nil {
+		var err error
+		flag, err = h.cfg.Judge.Judge(ctx, p)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return p // cut off by the budget: asked again when resent
+		case err != nil:
 			h.log.Warn("the review judge failed; the proposal waits unflagged", "tenant", p.Tenant, "target", p.Target.Name, "error", err)
-			flag = ""
+			flag = "" // the model's own failure is remembered, not retried each round
 		}
 		flag = strings.TrimSpace(printableFlag(flag))
 		h.verdicts.put(key, flag)

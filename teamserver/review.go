@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
@@ -163,6 +164,13 @@ type Reviews interface {
 }
 
 // sameChange reports whether two proposals ask for the same thing.
+// moreFlagged reports whether p, the same change as pending q sent
+// again, is flagged with more than q was (a judge that had no time for
+// it the first time).
+func moreFlagged(q, p Proposal) bool {
+	return q.Status == ProposalPending && p.Screened != "" && !strings.Contains(q.Screened, p.Screened)
+}
+
 func sameChange(a, b Proposal) bool {
 	return a.Op == b.Op && a.Content == b.Content && a.MemoryID == b.MemoryID
 }
@@ -226,6 +234,10 @@ func (s *memoryStore) Propose(_ context.Context, p Proposal) (Proposal, error) {
 		}
 		if q.TokenSHA256 == p.TokenSHA256 && q.Key == p.Key {
 			if sameChange(q, p) {
+				if moreFlagged(q, p) {
+					s.reviews.proposals[i].Screened = p.Screened
+					q.Screened = p.Screened
+				}
 				return q, nil
 			}
 			s.reviews.proposals[i].Status = ProposalSuperseded

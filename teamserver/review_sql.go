@@ -99,10 +99,17 @@ func (s *sqlStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 			return err
 		}
 		for _, q := range same {
-			if sameChange(q, p) {
-				p = q
-				return nil
+			if !sameChange(q, p) {
+				continue
 			}
+			if moreFlagged(q, p) {
+				if _, err := tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET screened = ? WHERE id = ?`), p.Screened, q.ID); err != nil {
+					return err
+				}
+				q.Screened = p.Screened
+			}
+			p = q
+			return nil
 		}
 		for _, q := range same {
 			if q.Status != ProposalPending {

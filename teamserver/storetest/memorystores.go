@@ -477,6 +477,22 @@ func RunClaudeCodeRoute(t *testing.T, newStore func(t *testing.T) teamserver.Tea
 	require.Equal(t, http.StatusOK, code, string(body))
 	storeID := decode(body)["id"].(string)
 
+	// One idempotency key sent to two stores is two requests: the key
+	// holds the store the route names.
+	for _, name := range []string{"idem-a", "idem-b"} {
+		code, _, body := call(http.MethodPost, storewire.StoresPath, map[string]any{"name": name})
+		require.Equal(t, http.StatusOK, code, string(body))
+		raw, _ := json.Marshal(map[string]string{"path": "/same.md", "content": "same body"})
+		req := httptest.NewRequest(http.MethodPost, storewire.CodeStorePrefix+name+"/memories", strings.NewReader(string(raw)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(teamserver.IdempotencyKeyHeader, "one-key")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", name, rec.Body.String())
+		assert.Empty(t, rec.Header().Get(teamserver.IdempotentReplayedHeader), "%s is written, not answered with the other store's answer", name)
+	}
+
 	for i, ref := range []string{"team-store", storeID} {
 		p := storewire.CodeStorePrefix + ref
 		path := "/release-freeze-" + strconv.Itoa(i) + ".md"
