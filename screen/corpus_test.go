@@ -181,3 +181,15 @@ func FuzzCheckShared(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkBlockingRepeatedKeywords screens 1 MiB of one line rule's word
+// and one phrasing's words over and over, what a crafted entry sends:
+// compare its MB/s with BenchmarkBlocking's (a line's start is a search,
+// not a scan back, so it stays linear).
+func BenchmarkBlockingRepeatedKeywords(b *testing.B) {
+	doc := strings.Repeat("system ", 1<<20/14) + strings.Repeat("the new system prompt is ", 1<<20/50)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		_ = Blocking(doc, Options{Shared: true})
+	}
+}

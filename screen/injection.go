@@ -242,7 +242,7 @@ func injectionIn(text string, low bool) []Finding {
 		seen := map[int]bool{}
 		for _, fm := range r.forms {
 			for _, k := range fm.keywords {
-				for at := range r.starts(text, lower, k) {
+				for at := range r.starts(text, lower, k, &ln) {
 					if seen[at] || !fm.mayMatch(lower, at) || !fm.re().MatchString(text[at:min(len(text), at+window)]) {
 						continue
 					}
@@ -270,7 +270,7 @@ func injectionIn(text string, low bool) []Finding {
 // keyword k is in lower (text in lower case): at the keyword when it
 // begins a word, or, for a line rule, at the start of a line whose first
 // word it is.
-func (r *injectionRule) starts(text, lower, k string) iter.Seq[int] {
+func (r *injectionRule) starts(text, lower, k string, ln *lines) iter.Seq[int] {
 	return func(yield func(int) bool) {
 		for from := 0; ; {
 			j := strings.Index(lower[from:], k)
@@ -281,7 +281,10 @@ func (r *injectionRule) starts(text, lower, k string) iter.Seq[int] {
 			from = hit + len(k)
 			at := hit
 			if r.line {
-				at = strings.LastIndexByte(text[:hit], '\n') + 1
+				if *ln == nil {
+					*ln = newLines(text) // once per text: a line's start is a search, not a scan back
+				}
+				at = ln.start(hit)
 				if strings.Trim(text[at:hit], " \t#*[") != "" {
 					continue // the role word is not the line's first word
 				}

@@ -152,7 +152,7 @@ func RuleIDs() []string {
 type lines []int // offsets of each '\n'
 
 func newLines(text string) lines {
-	var l lines
+	l := lines{} // never nil, so a caller that builds it once can tell
 	for i := 0; i < len(text); {
 		j := strings.IndexByte(text[i:], '\n')
 		if j < 0 {
@@ -165,6 +165,14 @@ func newLines(text string) lines {
 }
 
 func (l lines) at(off int) int { return sort.SearchInts(l, off) + 1 }
+
+// start returns the offset where the line holding off begins.
+func (l lines) start(off int) int {
+	if i := sort.SearchInts(l, off); i > 0 {
+		return l[i-1] + 1
+	}
+	return 0
+}
 
 // LineAt returns the line of text holding byte offset off, without its
 // newline.
