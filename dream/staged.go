@@ -164,6 +164,16 @@ func (s *Stage) Accept(ctx context.Context) error {
 		// Each write records the file it replaces, under its lock.
 		gate = d.dir.WithHistory(d.cfg.History).Gate()
 	}
+	// A deletion the gate refuses (another agent's in shared memory,
+	// under main-agent-only) refuses the whole stage before anything is
+	// applied: the undo could not put a half-applied one back.
+	for _, c := range s.Changes {
+		if c.Kind == Deleted {
+			if err := gate.CheckRemove(ctx, abs(c)); err != nil {
+				return fmt.Errorf("dream: accept %s (nothing applied): %w", c.Rel, err)
+			}
+		}
+	}
 	var applied []StagedChange
 	var err error
 	for _, c := range s.Changes {

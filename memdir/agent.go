@@ -141,6 +141,18 @@ func (g *WriteGate) mayWrite(ctx context.Context, t Target) error {
 	return g.may(ctx, t, true)
 }
 
+// CheckRemove reports whether a removal of abs through this gate would
+// be refused before it is tried (its path, a pause, another agent's
+// removal in shared memory), so a caller that removes after writing (a
+// move made of a write and a removal) can refuse the whole of it first.
+func (g *WriteGate) CheckRemove(ctx context.Context, abs string) error {
+	t, err := g.CheckPath(abs)
+	if err != nil {
+		return err
+	}
+	return g.mayRemove(ctx, t)
+}
+
 // mayRemove is mayWrite for what leaves no file behind to record an
 // origin on: a deletion, the source of a move.
 func (g *WriteGate) mayRemove(ctx context.Context, t Target) error {

@@ -593,7 +593,11 @@ func (h *Handler) rename(ctx context.Context, oldPath, newPath string) (string, 
 		return fmt.Sprintf("Successfully renamed %s to %s", from.shown, to.shown), nil
 	}
 	// A file is written where it lands (checked there: a move into team/
-	// is scanned for secrets), then removed where it was.
+	// is scanned for secrets), then removed where it was: a removal the
+	// gate would refuse is refused before anything is written.
+	if err := h.gate.CheckRemove(ctx, from.abs); err != nil {
+		return "", h.refusal(from, err)
+	}
 	data, err := h.read(from)
 	if err != nil {
 		return "", err

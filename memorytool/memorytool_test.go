@@ -282,3 +282,22 @@ func TestHandlerUsesTheDirsScanner(t *testing.T) {
 	_, err = do(t, h, map[string]any{"command": "create", "path": "/memories/private.md", "file_text": "key " + token})
 	assert.ErrorContains(t, err, "credential")
 }
+
+// TestAMoveItMayNotFinishIsNotStarted: under main-agent-only with
+// proposals, a sub-agent may write team memory but not remove from it;
+// its rename there is refused before anything is written, and leaves
+// both paths as they were.
+func TestAMoveItMayNotFinishIsNotStarted(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "mem")
+	d := mustDir(afero.NewOsFs(), root)
+	h, err := New(d)
+	require.NoError(t, err)
+	ok(t, h, map[string]any{"command": "create", "path": "/memories/team/a.md", "file_text": "a\n"})
+	d.SharedWritesMainAgentOnly(memdir.MainAgentOnlyPropose)
+	raw, _ := json.Marshal(map[string]any{"command": "rename", "old_path": "/memories/team/a.md", "new_path": "/memories/team/b.md"})
+	_, err = h.Call(memdir.WithAgent(context.Background(), memdir.AgentSub), raw)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "main agent")
+	assert.FileExists(t, filepath.Join(root, "team", "a.md"))
+	assert.NoFileExists(t, filepath.Join(root, "team", "b.md"), "nothing written")
+}
