@@ -80,7 +80,7 @@ func (c *storesCall) actor() Actor {
 // review applies the store's policy to a write: true when it may go on;
 // otherwise the answer is given (403 for a read-only store, 202 with the
 // proposal when it is kept for review).
-func (c *storesCall) review(storeID string, p Proposal, metadata map[string]string) bool {
+func (c *storesCall) review(storeID string, p Proposal, withMetadata bool) bool {
 	err := c.h.gate(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID}, c.grant, c.prov)
 	switch {
 	case err == nil:
@@ -92,7 +92,7 @@ func (c *storesCall) review(storeID string, p Proposal, metadata map[string]stri
 	case !errors.Is(err, errPropose):
 		c.fail(err)
 		return false
-	case metadata != nil:
+	case withMetadata:
 		// A proposal carries content only: metadata would be lost.
 		c.fail(invalid("this memory store keeps this write for review, and a proposal carries no metadata: send it without metadata, or have a person's token write it; nothing was written"))
 		return false
@@ -513,7 +513,7 @@ func (c *storesCall) createMemory(storeID string) {
 		return
 	}
 	if req.Content != nil && validateMemoryPath(req.Path) == nil && validateContent(*req.Content) == nil &&
-		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}, req.Metadata) {
+		!c.review(storeID, Proposal{Key: req.Path, Op: OpCreated, Content: *req.Content, Screened: screened}, len(req.Metadata) > 0) {
 		return
 	}
 	m, err := c.ms.CreateMemory(c.r.Context(), c.tenant, storeID, MemoryWrite{Path: req.Path, Content: req.Content, Metadata: req.Metadata, By: c.actor()}, c.limits(), c.now())
@@ -561,7 +561,12 @@ func (c *storesCall) updateMemory(storeID, id string) {
 	if !ok {
 		return
 	}
-	if !c.reviewUpdate(storeID, id, w, screened) {
+	proceed, unchanged := c.reviewUpdate(storeID, id, w, screened)
+	if unchanged != nil {
+		c.answer(nil, func() any { return memoryOut(*unchanged, full) })
+		return
+	}
+	if !proceed {
 		return
 	}
 	m, err := c.ms.UpdateMemory(c.r.Context(), c.tenant, storeID, id, w, c.limits(), c.now())
@@ -570,23 +575,27 @@ func (c *storesCall) updateMemory(storeID, id string) {
 
 // reviewUpdate applies the store's policy to an update (true: go on):
 // under review the proposal holds the memory's whole next state.
-func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite, screened string) bool {
+//
+// An update that changes nothing is answered with the memory as it is
+// (unchanged), never written: written, it could put back what a person
+// changed meanwhile, past the policy.
+func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite, screened string) (proceed bool, unchanged *Memory) {
 	policy, err := c.h.Policy(c.r.Context(), c.tenant, Target{Kind: TargetStore, Name: storeID})
 	if err != nil {
 		c.fail(err)
-		return false
+		return false, nil
 	}
 	if policy == PolicyOpen {
-		return true
+		return true, nil
 	}
 	cur, err := c.ms.GetMemory(c.r.Context(), c.tenant, storeID, id)
 	if err != nil {
 		c.fail(err)
-		return false
+		return false, nil
 	}
 	if err := w.check(false); err != nil {
 		c.fail(err)
-		return false
+		return false, nil
 	}
 	next := Proposal{Key: cur.Path, MemoryID: id, Op: OpModified, Content: cur.Content, Base: cur.SHA256, Screened: screened}
 	if w.Path != "" {
@@ -597,16 +606,16 @@ func (c *storesCall) reviewUpdate(storeID, id string, w MemoryWrite, screened st
 	}
 	sameMetadata := w.Metadata == nil || maps.Equal(w.Metadata, cur.Metadata)
 	if next.Key == cur.Path && next.Content == cur.Content && sameMetadata && screened == "" {
-		return true // changes nothing: answered as the store answers it
+		return false, &cur // changes nothing
 	}
 	if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 {
 		c.fail(preconditionFailed(cur))
-		return false
+		return false, nil
 	}
 	if sameMetadata {
 		w.Metadata = nil
 	}
-	return c.review(storeID, next, w.Metadata)
+	return c.review(storeID, next, w.Metadata != nil), nil
 }
 
 func (c *storesCall) deleteMemory(storeID, id string) {
@@ -625,7 +634,7 @@ func (c *storesCall) deleteMemory(storeID, id string) {
 			c.fail(preconditionFailed(cur))
 			return
 		}
-		if !c.review(storeID, Proposal{Key: cur.Path, MemoryID: id, Op: OpDeleted, Base: cur.SHA256}, nil) {
+		if !c.review(storeID, Proposal{Key: cur.Path, MemoryID: id, Op: OpDeleted, Base: cur.SHA256}, false) {
 			return
 		}
 	}
