@@ -85,6 +85,10 @@ func lineRule(r injectionRule) injectionRule {
 // order is an imperative a role marker or an instruction opens with.
 const order = `(?:ignore|disregard|forget|you\s+(?:are|must|will|should)|always|never|do\s+not|don't|from\s+now\s+on|new\s+instructions)`
 
+// modelOrder is an order only a model is given: what "new instructions:"
+// must lead to (a team's own instructions start "always run ...").
+const modelOrder = `(?:ignore|disregard|forget|you\s+(?:are|must|will|should)|from\s+now\s+on|do\s+not\s+(?:tell|reveal|mention))`
+
 // roleMarker is a role name at the start of a line, as a chat transcript
 // or a prompt template writes it.
 const roleMarker = `[ \t]*(?:#+[ \t]*)?(?:\*\*)?\[?(?:system|assistant|developer|human)\]?(?:\*\*)?[ \t]*:(?:\*\*)?`
@@ -105,8 +109,8 @@ var injectionRules = []injectionRule{
 			`|the\s+(?:new|updated|real|actual)\s+(?:instructions|system\s+prompt|directives?)\s+(?:are|is|follow)\b`).
 		near("instructions", "prompt", "directive").
 		or([]string{"new", "updated", "important"},
-			`(?:new|updated)\s+instructions\s*(?::[ \t]*`+order+`\b|\]|!|from\s+(?:the\s+|your\s+)?(?:developer|system|admin\w*|operator|owner)\b)`+
-				`|important\s+new\s+instructions\b`).
+			`(?:new|updated)\s+instructions\s*(?::[ \t]*`+modelOrder+`\b|\]|!|from\s+(?:the\s+|your\s+)?(?:developer|system|admin\w*|operator|owner)\b)`+
+				`|important\s+new\s+instructions\s*(?:\*|:|!|\])`).
 		near("instructions"),
 	inj("you-are-now", "text redefining the model's role",
 		[]string{"you"},
