@@ -38,20 +38,31 @@ func reaches(g teamserver.TokenGrant, t teamserver.Target) bool {
 }
 
 // pending lists the pending proposals of the targets the token reaches,
-// newest first.
-func (c *Console) pending(ctx context.Context, s *session) ([]teamserver.Proposal, error) {
-	all, _, err := c.h.Proposals(ctx, s.grant.Organization, teamserver.ProposalFilter{Status: teamserver.ProposalPending, Limit: teamserver.MaxPendingProposals})
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
-	for _, p := range all {
-		if reaches(s.grant, p.Target) {
-			out = append(out, p)
+// newest first: pages pages of MaxPendingProposals at most (the review
+// queue reads up to maxPendingPages, a count one).
+func (c *Console) pending(ctx context.Context, s *session, pages int) ([]teamserver.Proposal, error) {
+	f := teamserver.ProposalFilter{Status: teamserver.ProposalPending, Limit: teamserver.MaxPendingProposals}
+	var out []teamserver.Proposal
+	for range pages {
+		page, total, err := c.h.Proposals(ctx, s.grant.Organization, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range page {
+			if reaches(s.grant, p.Target) {
+				out = append(out, p)
+			}
+		}
+		f.Offset += len(page)
+		if len(page) == 0 || f.Offset >= total {
+			break
 		}
 	}
 	return out, nil
 }
+
+// maxPendingPages bounds the pages of proposals pending reads.
+const maxPendingPages = 20
 
 type proposalRow struct {
 	ID, Key, Op, Author, Door, Session, Origin, Screened string
@@ -141,7 +152,7 @@ func (c *Console) storeNames(ctx context.Context, s *session) (map[string]string
 func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	ps, err := c.pending(ctx, s)
+	ps, err := c.pending(ctx, s, maxPendingPages)
 	if err != nil {
 		c.reviewFail(w, r, s, err)
 		return
