@@ -221,6 +221,12 @@ func readings(text string, read func(reading string, at func(int) int)) {
 		base, at = folded, func(i int) int { return offsets[i] }
 		read(folded, at)
 	}
+	if strings.ContainsRune(base, '\v') {
+		// A vertical tab between words is white space to a reader, not
+		// to the rules' patterns: read it as a space (byte for byte).
+		base = strings.ReplaceAll(base, "\v", " ")
+		read(base, at)
+	}
 	if padded(base) {
 		collapsed, offsets := collapse(base)
 		outer := at
