@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentmem-sdk/agentmem"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
+	"github.com/agentmem-sdk/agentmem/storesync"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -134,4 +136,38 @@ func TestOtherAgentsSharedWritesWaitForReview(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, `from-sub\.md  by alice via file-tools .*origin=other-agent`, out)
 	assert.NotContains(t, out, "from-main.md")
+}
+
+// TestRecallPrintsTheEventAsJSON: agentmem recall --json prints what a
+// host's UI gets for a recall: the mode, and each memory's file, scope,
+// writer (a store folder's attribution) and text; nothing found is an
+// empty list.
+func TestRecallPrintsTheEventAsJSON(t *testing.T) {
+	t.Parallel()
+	dir := memTree(t)
+	store := filepath.Join(dir, "team", "proj")
+	require.NoError(t, os.MkdirAll(store, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(store, "freeze.md"),
+		[]byte("---\nname: Deploy freeze\ndescription: no deploy on Fridays in December\ntype: project\n---\nNo Friday deploy in December.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(store, storesync.AuthorsName),
+		[]byte(`{"v":1,"files":{"/freeze.md":{"sha256":"x","author":"lee","time":"2026-11-30T10:00:00Z"}}}`), 0o644))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}
+	out, errOut, code := runWithInput(t, env, "", "recall", "can we deploy on friday?", "--dir", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var ev struct {
+		Mode     string `json:"mode"`
+		Memories []struct{ File, Scope, Author, Text string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &ev), out)
+	assert.Equal(t, "select", ev.Mode)
+	byFile := map[string]string{}
+	for _, m := range ev.Memories {
+		byFile[m.File] = m.Scope + "/" + m.Author
+		assert.NotEmpty(t, m.Text)
+	}
+	assert.Equal(t, "personal/", byFile["deploys.md"], out)
+	assert.Equal(t, "team/lee", byFile["team/proj/freeze.md"], out)
+	out, _, code = runWithInput(t, env, "", "recall", "what is seventeen times twenty three?", "--dir", dir, "--json")
+	require.Equal(t, 0, code)
+	assert.JSONEq(t, `{"mode": "select", "memories": []}`, out)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem"
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/llm/openai"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -23,6 +24,7 @@ import (
 func recallFlags(fs *flag.FlagSet) runner {
 	var o recallOptions
 	fs.BoolVar(&o.explain, "explain", false, "show the lexical scores of the best candidates, the trust an --embedder earned, and why nothing was surfaced")
+	fs.BoolVar(&o.json, "json", false, "print the recall event as JSON: the mode, and each memory's file, scope, writer and text")
 	fs.StringVar(&o.embedder, "embedder", "", "recall by meaning as well as words: openai, or a control ("+strings.Join(recall.ControlEmbedderNames(), ", ")+")")
 	fs.StringVar(&o.url, "openai-url", "", "with --embedder openai: the endpoint, up to before /embeddings (default $OPENAI_BASE_URL, else OpenAI's)")
 	fs.StringVar(&o.model, "openai-model", "", "with --embedder openai: the embedding model (default "+openai.DefaultEmbeddingModel+")")
@@ -31,8 +33,22 @@ func recallFlags(fs *flag.FlagSet) runner {
 
 // recallOptions are agentmem recall's flags.
 type recallOptions struct {
-	explain              bool
+	explain, json        bool
 	embedder, url, model string
+}
+
+// recallEvent is agentmem recall --json: the recall event a host's UI
+// gets (agentmem.RecallTurn), each memory with the text recall shows.
+type recallEvent struct {
+	Mode     string           `json:"mode"`
+	Memories []recalledMemory `json:"memories"`
+}
+
+type recalledMemory struct {
+	File   string `json:"file"`
+	Scope  string `json:"scope"`
+	Author string `json:"author,omitempty"`
+	Text   string `json:"text"`
 }
 
 func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
@@ -95,6 +111,9 @@ func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
 	if explain {
 		explainEvent(e, o.embedder, last)
 	}
+	if len(got) == 0 && o.json {
+		return printJSON(e.stdout, recallEvent{Mode: agentmem.RecallSelect, Memories: []recalledMemory{}})
+	}
 	if len(got) == 0 {
 		fmt.Fprintln(e.stdout, "nothing to surface for this message")
 		why := last.Why
@@ -105,6 +124,22 @@ func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
 			fmt.Fprintf(e.stdout, "why: %s\n", why)
 		}
 		return exitOK, nil
+	}
+	if o.json {
+		files := make([]string, len(got))
+		for i, s := range got {
+			rel, err := filepath.Rel(r.path.Dir, s.Path)
+			if err != nil {
+				rel = s.Path
+			}
+			files[i] = filepath.ToSlash(rel)
+		}
+		turn := agentmem.DescribeRecall(e.fs, r.path.Dir, files)
+		ev := recallEvent{Mode: turn.Mode, Memories: []recalledMemory{}}
+		for i, m := range turn.Memories {
+			ev.Memories = append(ev.Memories, recalledMemory{File: m.File, Scope: m.Scope, Author: m.Author, Text: got[i].Text()})
+		}
+		return printJSON(e.stdout, ev)
 	}
 	for i, s := range got {
 		if i > 0 {
