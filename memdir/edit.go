@@ -126,7 +126,7 @@ func (d *Dir) CheckToolCallFrom(ctx context.Context, call llm.ToolCall) error {
 		return nil
 	}
 	for _, text := range in.writtenTexts(d.fs, t.Path) {
-		if err := d.gate.recordProvenance(ctx, *t, []byte(text)); err != nil {
+		if err := d.gate.recordProvenance(ctx, *t, []byte(text), true); err != nil {
 			return err
 		}
 	}

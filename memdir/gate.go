@@ -364,7 +364,7 @@ func (g *WriteGate) UpdateFile(ctx context.Context, abs string, update func(old 
 	if err := g.track(ctx, t.Path); err != nil {
 		return Target{}, err
 	}
-	if err := g.recordProvenance(ctx, t, data); err != nil {
+	if err := g.recordProvenance(ctx, t, data, false); err != nil {
 		return Target{}, err
 	}
 	if err := atomicfile.WriteFile(fsys, name, data, perm); err != nil {
@@ -564,7 +564,7 @@ func (g *WriteGate) Rename(ctx context.Context, from, to string) error {
 		}
 	}
 	if moved, err := afero.ReadFile(fsys, name); err == nil {
-		if err := g.recordProvenance(ctx, tt, moved); err != nil {
+		if err := g.recordProvenance(ctx, tt, moved, false); err != nil {
 			return err
 		}
 	}

@@ -801,6 +801,18 @@ func TestSharedWritesFromTheMainAgentOnly(t *testing.T) {
 	p, ok := d.Provenance(filepath.Join(mem, "team", "host.md"), []byte("by the host\n"))
 	require.True(t, ok, "recorded by the check")
 	assert.Equal(t, teamwire.OriginOtherAgent, p.Origin)
+	// A call the check allowed that then fails, or writes other bytes
+	// than it foresaw, leaves the file marked: the mark sticks to a file
+	// changed after an untrusted write with no write recorded since.
+	failing := llm.ToolCall{Name: "Write", Input: js(map[string]any{"file_path": filepath.Join(mem, "team", "host.md"), "content": "never written\n"})}
+	require.NoError(t, agentTools.CheckToolCallFrom(sub, failing))
+	p, ok = d.Provenance(filepath.Join(mem, "team", "host.md"), []byte("by the host\n"))
+	require.True(t, ok, "the file as it is keeps the mark")
+	assert.Equal(t, teamwire.OriginOtherAgent, p.Origin)
+	require.NoError(t, os.WriteFile(filepath.Join(mem, "team", "host.md"), []byte("other bytes\n"), 0o644))
+	p, ok = d.Provenance(filepath.Join(mem, "team", "host.md"), []byte("other bytes\n"))
+	require.True(t, ok)
+	assert.Equal(t, Provenance{Origin: teamwire.OriginOtherAgent}, p, "the mark, with no door or session to claim")
 	_, err = agentTools.Gate().Remove(sub, team)
 	assert.ErrorIs(t, err, ErrNotMainAgent, "nor can a deletion")
 	assert.NoError(t, agentTools.Gate().Rename(ctx, team, filepath.Join(mem, "team", "moved.md")), "the main agent's move")

@@ -166,8 +166,16 @@ func (d *Dir) Provenance(abs string, content []byte) (Provenance, bool) {
 			continue
 		}
 		files := d.gate.readProvenance(provenancePath(base))
-		if e, ok := files[filepath.ToSlash(rel)]; ok && e.SHA256 == want {
+		e, ok := files[filepath.ToSlash(rel)]
+		switch {
+		case ok && e.SHA256 == want:
 			return e.Provenance, true
+		case ok && UntrustedOrigin(e.Origin):
+			// The file changed since an untrusted write with no write
+			// recorded after it (a host's own tool wrote other bytes than
+			// its check foresaw, an editor, a failed call): the mark
+			// stays on the file, with no door or session to claim.
+			return Provenance{Origin: e.Origin}, true
 		}
 	}
 	return Provenance{}, false
@@ -302,8 +310,11 @@ func (g *WriteGate) provenanceFor(t Target) (p Provenance, record, rel string, o
 
 // recordProvenance records how t's write that leaves data was made,
 // under the record's own lock (taken inside the root's lock, always in
-// that order).
-func (g *WriteGate) recordProvenance(ctx context.Context, t Target, data []byte) error {
+// that order). With foreseen set the write is not made yet (a permission
+// check records what the host's tool will write): the entry then keeps
+// the least trusted origin the path's entry had, so a call that fails or
+// writes other bytes leaves the file at least as marked as it was.
+func (g *WriteGate) recordProvenance(ctx context.Context, t Target, data []byte, foreseen bool) error {
 	p, record, rel, ok := g.provenanceFor(t)
 	if !ok {
 		return nil
@@ -328,6 +339,9 @@ func (g *WriteGate) recordProvenance(ctx context.Context, t Target, data []byte)
 	}
 	sum := sha256.Sum256(data)
 	now := time.Now()
+	if prev, ok := f.Files[rel]; ok && foreseen {
+		p.Origin = LeastTrusted(prev.Origin, p.Origin)
+	}
 	f.Files[rel] = provenanceEntry{Provenance: p, SHA256: hex.EncodeToString(sum[:]), At: now.UnixMilli()}
 	pruneProvenance(f.Files, now)
 	raw, err := json.Marshal(f)
