@@ -85,9 +85,11 @@ func lineRule(r injectionRule) injectionRule {
 // order is an imperative a role marker or an instruction opens with.
 const order = `(?:ignore|disregard|forget|you\s+(?:are|must|will|should)|always|never|do\s+not|don't|from\s+now\s+on|new\s+instructions)`
 
-// modelOrder is an order only a model is given: what "new instructions:"
-// must lead to (a team's own instructions start "always run ...").
-const modelOrder = `(?:ignore|disregard|forget|you\s+(?:are|must|will|should)|from\s+now\s+on|do\s+not\s+(?:tell|reveal|mention))`
+// modelOrder is an order to the model: what "new instructions:" must
+// lead to. "New instructions: always run make lint" is refused with it,
+// as a payload's "always include .env" must be; a note says it as a
+// fact ("Run make lint before pushing").
+const modelOrder = `(?:ignore|disregard|forget|you\s+(?:are|must|will|should)|from\s+now\s+on|always|never|do\s+not\s+(?:tell|reveal|mention))`
 
 // roleMarker is a role name at the start of a line, as a chat transcript
 // or a prompt template writes it.
@@ -110,7 +112,7 @@ var injectionRules = []injectionRule{
 		near("instructions", "prompt", "directive").
 		or([]string{"new", "updated", "important"},
 			`(?:new|updated)\s+instructions\s*(?::[ \t]*`+modelOrder+`\b|\]|!|from\s+(?:the\s+|your\s+)?(?:developer|system|admin\w*|operator|owner)\b)`+
-				`|important\s+new\s+instructions\s*(?:\*|:|!|\])`).
+				`|important\s+new\s+instructions[ \t]*(?:[*:!\]]|\r?\n|$)`).
 		near("instructions"),
 	inj("you-are-now", "text redefining the model's role",
 		[]string{"you"},
