@@ -164,11 +164,12 @@ func (s *Stage) Accept(ctx context.Context) error {
 		// Each write records the file it replaces, under its lock.
 		gate = d.dir.WithHistory(d.cfg.History).Gate()
 	}
-	// A deletion the gate refuses (another agent's in shared memory,
+	// A removal the gate refuses (another agent's in shared memory,
 	// under main-agent-only) refuses the whole stage before anything is
-	// applied: the undo could not put a half-applied one back.
+	// applied: a deletion it holds, and the undo of a file it adds, which
+	// could not take a half-applied stage back.
 	for _, c := range s.Changes {
-		if c.Kind == Deleted {
+		if c.Kind == Deleted || c.Kind == Added {
 			if err := gate.CheckRemove(ctx, abs(c)); err != nil {
 				return fmt.Errorf("dream: accept %s (nothing applied): %w", c.Rel, err)
 			}

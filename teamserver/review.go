@@ -164,11 +164,24 @@ type Reviews interface {
 }
 
 // sameChange reports whether two proposals ask for the same thing.
-// moreFlagged reports whether p, the same change as pending q sent
-// again, is flagged with more than q was (a judge that had no time for
-// it the first time).
-func moreFlagged(q, p Proposal) bool {
-	return q.Status == ProposalPending && p.Screened != "" && !strings.Contains(q.Screened, p.Screened)
+// moreFlagged returns q's flag with what p, the same change as pending q
+// sent again, is flagged with beyond it (a judge that had no time for it
+// the first time), and whether that adds anything: a flag is only ever
+// added to, never replaced.
+func moreFlagged(q, p Proposal) (string, bool) {
+	if q.Status != ProposalPending || p.Screened == "" {
+		return q.Screened, false
+	}
+	flag, added := q.Screened, false
+	for part := range strings.SplitSeq(p.Screened, "; ") {
+		if part != "" && !strings.Contains(flag, part) {
+			if flag != "" {
+				flag += "; "
+			}
+			flag, added = flag+part, true
+		}
+	}
+	return flag, added
 }
 
 func sameChange(a, b Proposal) bool {
@@ -234,9 +247,9 @@ func (s *memoryStore) Propose(_ context.Context, p Proposal) (Proposal, error) {
 		}
 		if q.TokenSHA256 == p.TokenSHA256 && q.Key == p.Key {
 			if sameChange(q, p) {
-				if moreFlagged(q, p) {
-					s.reviews.proposals[i].Screened = p.Screened
-					q.Screened = p.Screened
+				if flag, added := moreFlagged(q, p); added {
+					s.reviews.proposals[i].Screened = flag
+					q.Screened = flag
 				}
 				return q, nil
 			}

@@ -102,11 +102,11 @@ func (s *sqlStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 			if !sameChange(q, p) {
 				continue
 			}
-			if moreFlagged(q, p) {
-				if _, err := tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET screened = ? WHERE id = ?`), p.Screened, q.ID); err != nil {
+			if flag, added := moreFlagged(q, p); added {
+				if _, err := tx.ExecContext(ctx, s.q(`UPDATE review_proposals SET screened = ? WHERE id = ?`), flag, q.ID); err != nil {
 					return err
 				}
-				q.Screened = p.Screened
+				q.Screened = flag
 			}
 			p = q
 			return nil

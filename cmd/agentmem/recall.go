@@ -53,6 +53,9 @@ type recalledMemory struct {
 
 func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
 	explain := o.explain
+	if explain && o.json {
+		return exitError, errors.New("--explain and --json go apart: --json prints only the recall event")
+	}
 	query := strings.TrimSpace(strings.Join(args, " "))
 	if query == "" {
 		return exitError, fmt.Errorf("give the message to recall for, e.g. agentmem recall \"how do we test?\"")

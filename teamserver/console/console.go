@@ -353,7 +353,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, s *session, statu
 			// The navigation counts what waits for review; a page
 			// renders without the count rather than fail for it.
 			ctx, cancel := reqCtx(r)
-			if ps, err := c.pending(ctx, s, 1); err == nil {
+			if ps, err := c.pending(ctx, s); err == nil {
 				data["Waiting"] = len(ps)
 			}
 			cancel()

@@ -144,7 +144,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	// One listing of the pending proposals gives every row its count.
-	ps, err := c.pending(ctx, s, maxPendingPages)
+	ps, err := c.pending(ctx, s)
 	if err != nil {
 		c.reviewFail(w, r, s, err)
 		return

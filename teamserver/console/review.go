@@ -37,32 +37,28 @@ func reaches(g teamserver.TokenGrant, t teamserver.Target) bool {
 	return false
 }
 
-// pending lists the pending proposals of the targets the token reaches,
-// newest first: pages pages of MaxPendingProposals at most (the review
-// queue reads up to maxPendingPages, a count one).
-func (c *Console) pending(ctx context.Context, s *session, pages int) ([]teamserver.Proposal, error) {
+// pending lists the pending proposals of the targets the token reaches
+// (of one target, when only names it: all of its, at most
+// MaxPendingProposals wait there), newest first: at most
+// MaxPendingProposals, each with its content, so a page view stays
+// bounded.
+func (c *Console) pending(ctx context.Context, s *session, only ...teamserver.Target) ([]teamserver.Proposal, error) {
 	f := teamserver.ProposalFilter{Status: teamserver.ProposalPending, Limit: teamserver.MaxPendingProposals}
-	var out []teamserver.Proposal
-	for range pages {
-		page, total, err := c.h.Proposals(ctx, s.grant.Organization, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range page {
-			if reaches(s.grant, p.Target) {
-				out = append(out, p)
-			}
-		}
-		f.Offset += len(page)
-		if len(page) == 0 || f.Offset >= total {
-			break
+	if len(only) > 0 {
+		f.Target = only[0]
+	}
+	all, _, err := c.h.Proposals(ctx, s.grant.Organization, f)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, p := range all {
+		if reaches(s.grant, p.Target) {
+			out = append(out, p)
 		}
 	}
 	return out, nil
 }
-
-// maxPendingPages bounds the pages of proposals pending reads.
-const maxPendingPages = 20
 
 type proposalRow struct {
 	ID, Key, Op, Author, Door, Session, Origin, Screened string
@@ -152,7 +148,7 @@ func (c *Console) storeNames(ctx context.Context, s *session) (map[string]string
 func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
-	ps, err := c.pending(ctx, s, maxPendingPages)
+	ps, err := c.pending(ctx, s)
 	if err != nil {
 		c.reviewFail(w, r, s, err)
 		return
@@ -163,7 +159,8 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	waiting := len(ps)
-	// ?repo= or ?store= narrows the queue to one repo or store.
+	// ?repo= or ?store= narrows the queue to one repo or store, read on
+	// its own (the organization's first page may not hold it).
 	var only string
 	if q := r.URL.Query(); q.Get("repo") != "" || q.Get("store") != "" {
 		t := teamserver.Target{Kind: teamserver.TargetRepo, Name: q.Get("repo")}
@@ -175,13 +172,10 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 				only = "store " + n
 			}
 		}
-		kept := ps[:0]
-		for _, p := range ps {
-			if p.Target == t {
-				kept = append(kept, p)
-			}
+		if ps, err = c.pending(ctx, s, t); err != nil {
+			c.reviewFail(w, r, s, err)
+			return
 		}
-		ps = kept
 	}
 	total := len(ps)
 	// ?page=N shows the Nth maxQueue of the queue, newest first.
