@@ -81,6 +81,11 @@ func fold(text string) (string, []int) {
 		if hidden(r) {
 			continue
 		}
+		if unicode.IsSpace(r) { // U+0085, U+2028...: a space to a reader, not to the patterns' \s
+			b.WriteByte(' ')
+			at = append(at, i)
+			continue
+		}
 		n := utf8.EncodeRune(buf[:], r)
 		form := buf[:n]
 		if d := compatForm(form); d != nil {
@@ -121,7 +126,7 @@ func disguised(text string) bool {
 		if r < utf8.RuneSelf {
 			continue
 		}
-		if hidden(r) {
+		if hidden(r) || unicode.IsSpace(r) {
 			return true
 		}
 		if _, ok := confusable[unicode.ToLower(r)]; ok {

@@ -77,7 +77,11 @@ func (h *Handler) judge(ctx context.Context, ps []Proposal) []Proposal {
 	for i := range ps {
 		select {
 		case out[i] = <-flags[i]:
-		case <-ctx.Done(): // a judge that does not honour ctx: its proposal goes unflagged
+		case <-ctx.Done():
+			select {
+			case out[i] = <-flags[i]: // judged in time after all
+			default: // a judge that does not honour ctx: its proposal goes unflagged
+			}
 		}
 	}
 	return out
@@ -85,7 +89,8 @@ func (h *Handler) judge(ctx context.Context, ps []Proposal) []Proposal {
 
 func (h *Handler) judgeOne(ctx context.Context, p Proposal) Proposal {
 	key := judged{p.Tenant, p.Target, p.TokenSHA256, p.Key, p.Op, sha256.Sum256([]byte(p.Content))}
-	flag, seen := h.verdicts.get(key)
+	now := h.cfg.Now()
+	flag, seen := h.verdicts.get(key, now)
 	if !seen {
 		if ctx.Err() != nil {
 			return p // the request's budget is spent: not asked, so not remembered
@@ -94,13 +99,17 @@ func (h *Handler) judgeOne(ctx context.Context, p Proposal) Proposal {
 		flag, err = h.cfg.Judge.Judge(ctx, p)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return p // cut off by the budget: asked again when resent
+			// Cut off by the budget: asked again when resent, but not
+			// before cutOffPause, so a hung model does not cost every
+			// round its whole budget.
+			h.verdicts.put(key, "", now.Add(cutOffPause))
+			return p
 		case err != nil:
 			h.log.Warn("the review judge failed; the proposal waits unflagged", "tenant", p.Tenant, "target", p.Target.Name, "error", err)
 			flag = "" // the model's own failure is remembered, not retried each round
 		}
 		flag = strings.TrimSpace(printableFlag(flag))
-		h.verdicts.put(key, flag)
+		h.verdicts.put(key, flag, time.Time{})
 	}
 	if flag == "" {
 		return p
@@ -125,34 +134,46 @@ type judged struct {
 // newest maxVerdicts.
 type verdicts struct {
 	mu    sync.Mutex
-	flags map[judged]string
+	flags map[judged]verdict
 	order []judged
 }
 
-const maxVerdicts = 10_000
+// verdict is a flag, and until when it holds (zero: for good): a change
+// the budget cut off is left alone for cutOffPause, then asked again.
+type verdict struct {
+	flag  string
+	until time.Time
+}
 
-func (v *verdicts) get(k judged) (string, bool) {
+const (
+	maxVerdicts = 10_000
+	cutOffPause = 10 * time.Minute
+)
+
+func (v *verdicts) get(k judged, now time.Time) (string, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	f, ok := v.flags[k]
-	return f, ok
+	if ok && !f.until.IsZero() && now.After(f.until) {
+		return "", false
+	}
+	return f.flag, ok
 }
 
-func (v *verdicts) put(k judged, flag string) {
+func (v *verdicts) put(k judged, flag string, until time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.flags == nil {
-		v.flags = map[judged]string{}
+		v.flags = map[judged]verdict{}
 	}
-	if _, ok := v.flags[k]; ok {
-		return
+	if _, ok := v.flags[k]; !ok {
+		if len(v.order) == maxVerdicts {
+			delete(v.flags, v.order[0])
+			v.order = v.order[1:]
+		}
+		v.order = append(v.order, k)
 	}
-	if len(v.order) == maxVerdicts {
-		delete(v.flags, v.order[0])
-		v.order = v.order[1:]
-	}
-	v.flags[k] = flag
-	v.order = append(v.order, k)
+	v.flags[k] = verdict{flag: flag, until: until}
 }
 
 // maxFlag bounds a judge's reason.
