@@ -445,14 +445,14 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 // memories included), "" when none came from untrusted input. The
 // transcripts the run reads carry no origin of their own.
 // sessionsOrigin is the least trusted origin the sessions to review were
-// marked with (memdir.Dir.SessionOrigin): a session that read a web page
+// marked with (memdir.Dir.SessionOrigins): a session that read a web page
 // or a tool's output passes its origin to what is made from its
 // transcript.
 func (d *Dreamer) sessionsOrigin(sessions []string) string {
+	marks := d.dir.SessionOrigins()
 	origin := ""
 	for _, s := range sessions {
-		id := strings.TrimSuffix(filepath.Base(s), ".jsonl")
-		origin = memdir.LeastTrusted(origin, d.dir.SessionOrigin(id))
+		origin = memdir.LeastTrusted(origin, marks[strings.TrimSuffix(filepath.Base(s), ".jsonl")])
 	}
 	return origin
 }

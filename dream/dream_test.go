@@ -770,8 +770,8 @@ func TestConsolidationCarriesTheOriginOfTheSessionsItReviews(t *testing.T) {
 	clock := &testClock{now: now0}
 	fsys := tree(t, 1, now0.Add(-time.Hour))
 	mustDir(t, fsys, autoDir).WithProvenance(memdir.Provenance{Session: session(0)}).MarkUntrusted("tool-output")
-	assert.Equal(t, "tool-output", mustDir(t, fsys, autoDir).SessionOrigin(session(0)), "recorded for other processes")
-	assert.Empty(t, mustDir(t, fsys, autoDir).SessionOrigin(current))
+	assert.Equal(t, "tool-output", mustDir(t, fsys, autoDir).SessionOrigins()[session(0)], "recorded for other processes")
+	assert.Empty(t, mustDir(t, fsys, autoDir).SessionOrigins()[current])
 
 	merged := "---\nname: Deploys\ndescription: d\ntype: project\n---\nDeploy on Fridays.\n"
 	model := llmtest.New(

@@ -96,6 +96,9 @@ type provenanceState struct {
 	mainOnly atomic.Int32 // a MainAgentOnly: Dir.SharedWritesMainAgentOnly
 	mu       sync.Mutex
 	cache    map[string]cachedProvenance
+	// sessionMarks are the session marks this process recorded
+	// (MarkUntrusted), so marking again writes nothing.
+	sessionMarks map[string]string
 }
 
 type cachedProvenance struct {
@@ -191,14 +194,29 @@ func (d *Dir) Provenance(abs string, content []byte) (Provenance, bool) {
 // The mark is also recorded for the handle's session (its provenance's
 // Session), so a consolidation run later, in another process, that
 // reviews that session's transcript knows what it read
-// (SessionOrigin).
+// (SessionOrigins). A mark is never lowered: "fetched" stays after a
+// later "tool-output", and marking again with what holds already writes
+// nothing.
 func (d *Dir) MarkUntrusted(origin string) {
 	if origin == "" {
 		return
 	}
-	d.gate.provState.origin.Store(&origin)
-	if s := d.gate.prov.Session; s != "" {
-		_ = d.recordSessionOrigin(s, origin) // best effort: the writes carry the mark anyway
+	st := d.gate.provState
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if prev := st.origin.Load(); prev != nil {
+		origin = LeastTrusted(*prev, origin)
+	}
+	st.origin.Store(&origin)
+	s := d.gate.prov.Session
+	if s == "" || st.sessionMarks[s] == origin {
+		return // no session to record, or recorded so already
+	}
+	if d.recordSessionOrigin(s, origin) == nil { // best effort: the writes carry the mark anyway
+		if st.sessionMarks == nil {
+			st.sessionMarks = map[string]string{}
+		}
+		st.sessionMarks[s] = origin
 	}
 }
 
@@ -250,19 +268,25 @@ func (d *Dir) recordSessionOrigin(session, origin string) error {
 	return atomicfile.WriteFile(d.fs, path, raw, 0o600)
 }
 
-// SessionOrigin returns the origin a session was marked with
-// (MarkUntrusted on a handle of this directory naming that session), ""
-// when it was not.
-func (d *Dir) SessionOrigin(session string) string {
+// SessionOrigins returns the origin each session was marked with
+// (MarkUntrusted on a handle of this directory naming that session), by
+// session ID: one read of the record for every session a caller asks
+// about. A session not in it was not marked (or not among the newest
+// 1,000).
+func (d *Dir) SessionOrigins() map[string]string {
 	raw, err := afero.ReadFile(d.fs, filepath.Join(d.provenanceBases()[0], provenanceStateDir, sessionsFileName))
 	if err != nil {
-		return ""
+		return nil
 	}
 	var marks map[string]sessionMark
 	if json.Unmarshal(raw, &marks) != nil {
-		return ""
+		return nil
 	}
-	return marks[session].Origin
+	out := make(map[string]string, len(marks))
+	for id, m := range marks {
+		out[id] = m.Origin
+	}
+	return out
 }
 
 // provenanceBases are the memory directories whose record may hold a

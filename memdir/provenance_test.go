@@ -99,6 +99,15 @@ func TestProvenanceSyncedAndUntrusted(t *testing.T) {
 	got, ok = d.Provenance("/mem/auto/moved.md", []byte("two"))
 	require.True(t, ok, "a rename records where the content went")
 	assert.Equal(t, memdir.Provenance{Door: "memory-tool", Session: "s-2", Origin: "fetched"}, got)
+
+	// A later, milder mark does not lower it, for the writes nor for the
+	// session's record a later consolidation reads.
+	tool.MarkUntrusted("tool-output")
+	_, err = tool.Gate().WriteFile(ctx, p, []byte("three"), 0o644)
+	require.NoError(t, err)
+	got, _ = d.Provenance(p, []byte("three"))
+	assert.Equal(t, "fetched", got.Origin, "never lowered")
+	assert.Equal(t, map[string]string{"s-2": "fetched"}, tool.SessionOrigins())
 }
 
 func TestProvenanceRecordUnwritable(t *testing.T) {
