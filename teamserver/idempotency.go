@@ -70,7 +70,7 @@ type idempotencyStore interface {
 // idempotent runs a Memory Stores POST that carries an Idempotency-Key
 // once per key (run: the route), and answers a retry with the kept
 // answer. Without a key, or with a store that keeps none, it just runs.
-func (h *Handler) idempotent(w http.ResponseWriter, r *http.Request, c *request, run func(w http.ResponseWriter, r *http.Request)) {
+func (h *Handler) idempotent(w *statusWriter, r *http.Request, c *request, run func(w http.ResponseWriter, r *http.Request)) {
 	raw, sent := r.Header[http.CanonicalHeaderKey(IdempotencyKeyHeader)]
 	keys, ok := h.stores.(idempotencyStore)
 	if r.Method != http.MethodPost || !sent || !ok {
@@ -120,7 +120,7 @@ func (h *Handler) idempotent(w http.ResponseWriter, r *http.Request, c *request,
 		_, _ = w.Write(kept.Body)
 		return
 	}
-	rec := &answerRecorder{ResponseWriter: w, status: http.StatusOK}
+	rec := &bodyCopy{ResponseWriter: w}
 	ctx := context.WithoutCancel(r.Context())
 	keeping := false
 	defer func() {
@@ -129,11 +129,11 @@ func (h *Handler) idempotent(w http.ResponseWriter, r *http.Request, c *request,
 		}
 	}()
 	run(rec, r)
-	if rec.status >= 500 || rec.status == http.StatusTooManyRequests || rec.over || r.URL.Query().Get("view") == "full" {
+	if w.status >= 500 || w.status == http.StatusTooManyRequests || rec.over || r.URL.Query().Get("view") == "full" {
 		return
 	}
 	keeping = true
-	if err := keys.keepAnswer(ctx, key, keptAnswer{RequestSHA: requestSHA, Status: rec.status, ContentType: w.Header().Get("Content-Type"), Body: rec.body.Bytes()}); err != nil {
+	if err := keys.keepAnswer(ctx, key, keptAnswer{RequestSHA: requestSHA, Status: w.status, ContentType: w.Header().Get("Content-Type"), Body: rec.body.Bytes()}); err != nil {
 		h.log.Warn("an idempotent answer could not be kept; a retry with its key will be refused as running until the claim lapses", "error", err)
 	}
 }
@@ -157,24 +157,15 @@ func idempotencyID(token, method, path, key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// answerRecorder passes an answer on and keeps a copy of it.
-type answerRecorder struct {
+// bodyCopy passes an answer's body on and keeps a copy of it, up to
+// maxIdempotentBody (the status is the statusWriter's below it).
+type bodyCopy struct {
 	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-	over   bool // larger than maxIdempotentBody: not kept
-	wrote  bool
+	body bytes.Buffer
+	over bool // larger than maxIdempotentBody: not kept
 }
 
-func (a *answerRecorder) WriteHeader(code int) {
-	if !a.wrote {
-		a.status, a.wrote = code, true
-	}
-	a.ResponseWriter.WriteHeader(code)
-}
-
-func (a *answerRecorder) Write(b []byte) (int, error) {
-	a.wrote = true
+func (a *bodyCopy) Write(b []byte) (int, error) {
 	if !a.over {
 		if a.body.Len()+len(b) > maxIdempotentBody {
 			a.over = true
