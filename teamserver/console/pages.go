@@ -227,10 +227,8 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 		rows = append(rows, memRow{Key: it.Key, URL: memoryURL(src, "memory", it.Key), Type: t, Description: desc, Author: it.Author, Updated: it.Updated})
 	}
 	by, desc := sortRows(rows, q.Get("sort"), q.Get("order"))
-	pageN, _ := strconv.Atoi(q.Get("page"))
-	pages := max(1, (len(rows)+c.opts.PageSize-1)/c.opts.PageSize)
-	pageN = min(max(pageN, 1), pages)
-	shown := rows[min((pageN-1)*c.opts.PageSize, len(rows)):min(pageN*c.opts.PageSize, len(rows))]
+	pg := pageOf(q, len(rows), c.opts.PageSize)
+	shown := rows[pg.first:pg.last]
 	listURL := func(n int, by string, desc bool) string {
 		v := url.Values{}
 		for k, val := range map[string]string{"type": typ, "author": author, "q": text} {
@@ -244,15 +242,8 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 				v.Set("order", "desc")
 			}
 		}
-		if n > 1 {
-			v.Set("page", strconv.Itoa(n))
-		}
-		if len(v) == 0 {
-			return src.base()
-		}
-		return src.base() + "?" + v.Encode()
+		return pageLink(src.base(), v, n)
 	}
-	pageURL := func(n int) string { return listURL(n, by, desc) }
 	var cols []sortCol
 	for _, col := range listColumns {
 		sc := sortCol{Label: col.label, URL: listURL(1, col.by, col.by == "updated")}
@@ -267,7 +258,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 	}
 	data := map[string]any{"Src": srcView(src), "Rows": shown, "Total": len(all), "Matching": len(rows),
 		"Type": typ, "Author": author, "Q": text, "Types": keys(types), "Authors": keys(authors),
-		"PageN": pageN, "Pages": pages, "Cols": cols, "DeleteAction": src.base() + "/delete"}
+		"PageN": pg.n, "Pages": pg.pages, "Cols": cols, "DeleteAction": src.base() + "/delete"}
 	if q.Get("done") == "deleted" {
 		if n, err := strconv.Atoi(q.Get("count")); err == nil && n > 0 {
 			data["Done"] = strconv.Itoa(n) + " memories were deleted. Their history is kept: open a memory's history from the activity page to restore a version."
@@ -276,13 +267,44 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, s *session, src s
 			data["UndoURL"] = memoryURL(src, "history", q.Get("key"))
 		}
 	}
-	if pageN > 1 {
-		data["Prev"] = pageURL(pageN - 1)
-	}
-	if pageN < pages {
-		data["Next"] = pageURL(pageN + 1)
-	}
+	pg.link(data, "Prev", "Next", func(n int) string { return listURL(n, by, desc) })
 	c.page(w, r, s, http.StatusOK, "list", data)
+}
+
+// paging is one page of a list of n items, size to a page: the page a
+// request asked for (?page=, clamped to the pages there are), and the
+// bounds of its items.
+type paging struct{ n, pages, first, last int }
+
+func pageOf(q url.Values, n, size int) paging {
+	p := paging{pages: max(1, (n+size-1)/size)}
+	p.n, _ = strconv.Atoi(q.Get("page"))
+	p.n = min(max(p.n, 1), p.pages)
+	p.first = min((p.n-1)*size, n)
+	p.last = min(p.n*size, n)
+	return p
+}
+
+// link sets data[prev] and data[next] to the URLs of the neighbouring
+// pages there are.
+func (p paging) link(data map[string]any, prev, next string, url func(page int) string) {
+	if p.n > 1 {
+		data[prev] = url(p.n - 1)
+	}
+	if p.n < p.pages {
+		data[next] = url(p.n + 1)
+	}
+}
+
+// pageLink is base with the query v and, past the first, the page.
+func pageLink(base string, v url.Values, page int) string {
+	if page > 1 {
+		v.Set("page", strconv.Itoa(page))
+	}
+	if len(v) == 0 {
+		return base
+	}
+	return base + "?" + v.Encode()
 }
 
 // listColumns are the memory list's columns, each sortable.

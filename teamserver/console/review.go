@@ -179,10 +179,8 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	total := len(ps)
 	// ?page=N shows the Nth maxQueue of the queue, newest first.
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(1, min(page, (total+maxQueue-1)/maxQueue))
-	first := (page - 1) * maxQueue
-	ps = ps[first:min(len(ps), first+maxQueue)]
+	pg := pageOf(r.URL.Query(), total, maxQueue)
+	ps = ps[pg.first:pg.last]
 	pageURL := func(n int) string {
 		q := url.Values{}
 		for _, k := range []string{"repo", "store"} {
@@ -190,13 +188,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 				q.Set(k, v)
 			}
 		}
-		if n > 1 {
-			q.Set("page", strconv.Itoa(n))
-		}
-		if len(q) == 0 {
-			return c.opts.Prefix + "/review"
-		}
-		return c.opts.Prefix + "/review?" + q.Encode()
+		return pageLink(c.opts.Prefix+"/review", q, n)
 	}
 	rows := make([]proposalRow, 0, len(ps))
 	// A repo's current entries are read once for all its proposals; a
@@ -236,13 +228,8 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, s *session) {
 		rows = append(rows, c.proposalView(p, cur, names))
 	}
 	data := map[string]any{"Rows": rows, "Waiting": waiting, "Total": total, "Action": c.opts.Prefix + "/review", "Only": only,
-		"From": first + 1, "To": first + len(ps), "Paged": total > maxQueue}
-	if first > 0 {
-		data["Newer"] = pageURL(page - 1)
-	}
-	if first+len(ps) < total {
-		data["Older"] = pageURL(page + 1)
-	}
+		"From": pg.first + 1, "To": pg.last, "Paged": pg.pages > 1}
+	pg.link(data, "Newer", "Older", pageURL)
 	q := r.URL.Query()
 	count, _ := strconv.Atoi(q.Get("count"))
 	switch {
