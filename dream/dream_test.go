@@ -785,3 +785,29 @@ func TestConsolidationCarriesTheOriginOfTheSessionsItReviews(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "tool-output", p.Origin)
 }
+
+// TestAStageThatCouldNotBeTakenBackIsNotApplied: under main-agent-only
+// with proposals, a consolidation (a background job) may write shared
+// memory but not remove from it, so a stage that adds a team memory (its
+// undo would be a removal) is refused before anything is applied.
+func TestAStageThatCouldNotBeTakenBackIsNotApplied(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{now: now0}
+	fsys := seeded(t)
+	stageDir := "/c/projects/-work-shop/.memory-staged"
+	model := llmtest.New(
+		llmtest.ToolUse("1", "Write", map[string]any{"file_path": stageDir + "/deploys.md", "content": "---\nname: Deploys\ndescription: Tuesdays\ntype: project\n---\nDeploys on Tuesdays, at noon.\n"}),
+		llmtest.ToolUse("2", "Write", map[string]any{"file_path": stageDir + "/team/ci.md", "content": "---\nname: CI\ndescription: ci\ntype: project\n---\nCI runs nightly.\n"}),
+		llmtest.Text("Done."),
+	)
+	d := newDreamer(t, fsys, model, clock, nil)
+	st, err := d.ForceStaged(ctx, StageOptions{Dir: stageDir})
+	require.NoError(t, err)
+	require.NoError(t, st.Outcome.Err)
+	before := memoryTree(t, fsys)
+	d.dir.SharedWritesMainAgentOnly(memdir.MainAgentOnlyPropose)
+	err = st.Accept(ctx)
+	require.ErrorIs(t, err, memdir.ErrNotMainAgent)
+	assert.Contains(t, err.Error(), "nothing applied")
+	assert.Equal(t, before, memoryTree(t, fsys), "nothing applied, the private change included")
+}
