@@ -94,11 +94,6 @@ type LoadPromptRequest struct {
 	TeamAuthors map[string]Attribution
 }
 
-// options are the settings every builder shares.
-func (cfg LoadPromptRequest) options() promptOptions {
-	return promptOptions{Heading: cfg.Heading, ExtraGuidelines: cfg.ExtraGuidelines, IndexLimits: cfg.IndexLimits, Logger: cfg.Logger, Layout: cfg.Layout, TeamAuthors: cfg.TeamAuthors}
-}
-
 // MemoryPrompt is the memory section of a system prompt.
 type MemoryPrompt struct {
 	// Text is empty when Mode is PromptDisabled.
@@ -140,17 +135,16 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 	switch {
 	case cfg.DailyLog:
 		mode = PromptDailyLog
-		text, err = buildDailyLogPrompt(ctx, fsys, dailyLogPromptRequest{AutoDir: cfg.AutoDir, promptOptions: cfg.options()})
+		text, err = buildDailyLogPrompt(ctx, fsys, cfg)
 	case cfg.TeamActive:
 		mode = PromptCombined
-		text, err = buildCombinedMemoryPrompt(ctx, fsys, cfg.combined())
+		text, err = buildCombinedMemoryPrompt(ctx, fsys, cfg)
 	case cfg.Lean:
 		mode = PromptLean
-		text, err = buildLeanMemoryPrompt(ctx, fsys, leanPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex, promptOptions: cfg.options()})
+		text, err = buildLeanMemoryPrompt(ctx, fsys, cfg)
 	default:
 		mode = PromptSingle
-		text, err = buildMemoryPrompt(ctx, fsys, memoryPromptRequest{Dir: cfg.AutoDir, SkipIndex: cfg.SkipIndex,
-			IndexInUserMessage: cfg.IndexInUserMessage, promptOptions: cfg.options()})
+		text, err = buildMemoryPrompt(ctx, fsys, cfg)
 	}
 	if err != nil {
 		return MemoryPrompt{}, err
@@ -177,18 +171,7 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 // options (Heading, ExtraGuidelines, IndexLimits, Logger, Layout,
 // TeamAuthors) are read; it creates no directory and adds no store section.
 func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
-	if req.AutoDir == "" {
-		return "", ErrNoMemoryDir
-	}
-	return buildCombinedMemoryPrompt(ctx, fsys, req.combined())
-}
-
-// combined is the part of the request the combined prompt reads.
-func (cfg LoadPromptRequest) combined() combinedPromptRequest {
-	return combinedPromptRequest{
-		AutoDir: cfg.AutoDir, TeamDir: cfg.TeamDir, IndividualMemoryFiles: cfg.IndividualMemoryFiles,
-		OmitHowToSave: cfg.OmitHowToSave, IndexInUserMessage: cfg.IndexInUserMessage, promptOptions: cfg.options(),
-	}
+	return buildCombinedMemoryPrompt(ctx, fsys, req)
 }
 
 // EnsureMemoryDir creates dir and its parents (mode 0o755). It is

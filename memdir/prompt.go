@@ -33,46 +33,10 @@ type InstructionFile struct {
 	Content string
 }
 
-// promptOptions are the settings every prompt builder shares. The zero
-// value means the defaults.
-type promptOptions struct {
-	// Heading replaces defaultPromptHeading.
-	Heading string
-	// ExtraGuidelines are the host's own rules, one per entry.
-	ExtraGuidelines []string
-	// IndexLimits bounds each index loaded into the prompt.
-	IndexLimits IndexLimits
-	// Logger receives events such as memdir_index_unreadable; nil discards
-	// them.
-	Logger *slog.Logger
-	// Layout is the header layout the prompt teaches (default
-	// LayoutCurrent); give the one the host's Dir writes.
-	Layout Layout
-	// TeamAuthors say who wrote each team memory as it is and when,
-	// keyed by its path in the team directory ("/"-separated): the team
-	// listing names them (teammem.Attributions reads what the last syncs
-	// learned from the server).
-	TeamAuthors map[string]Attribution
-}
-
 // Attribution is who wrote a shared memory as it is, and when.
 type Attribution struct {
 	Author string
 	Time   time.Time
-}
-
-// memoryPromptRequest asks for the prompt of one memory directory.
-type memoryPromptRequest struct {
-	// Dir is the memory directory (required).
-	Dir string
-	// SkipIndex drops the MEMORY.md step and the index: memories are plain
-	// topic files found by listing the directory.
-	SkipIndex bool
-	// IndexInUserMessage leaves the index out of the text: the host sends
-	// it with the first user message (BuildIndexContext), as Claude Code
-	// 2.1.328 does.
-	IndexInUserMessage bool
-	promptOptions
 }
 
 // buildMemoryPrompt returns the memory section for one directory: where it
@@ -82,23 +46,33 @@ type memoryPromptRequest struct {
 // MEMORY.md index (truncated, see IndexLimits) or a note that it is empty.
 // An unreadable index is logged and shown as not loaded; it does not fail
 // the build.
-func buildMemoryPrompt(ctx context.Context, fsys afero.Fs, req memoryPromptRequest) (string, error) {
-	if err := ctx.Err(); err != nil {
+func buildMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
+	b, err := promptHead(ctx, req)
+	if err != nil {
 		return "", err
 	}
-	if req.Dir == "" {
-		return "", ErrNoMemoryDir
-	}
-	var b strings.Builder
-	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
-	b.WriteString(sectionIntro(req.Dir))
+	b.WriteString(sectionIntro(req.AutoDir))
 	b.WriteString(singleDirBody(req.SkipIndex, req.ExtraGuidelines, req.Layout))
 	if req.SkipIndex || req.IndexInUserMessage {
 		return strings.TrimRight(b.String(), "\n") + "\n", nil
 	}
 	b.WriteString("## " + EntrypointName + "\n\n")
-	b.WriteString(indexBlock(fsys, req.Dir, req.Dir, req.IndexLimits, logger(req.Logger)))
+	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, logger(req.Logger)))
 	return b.String(), nil
+}
+
+// promptHead checks a builder's request and starts its text with the
+// heading.
+func promptHead(ctx context.Context, req LoadPromptRequest) (*strings.Builder, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.AutoDir == "" {
+		return nil, ErrNoMemoryDir
+	}
+	b := &strings.Builder{}
+	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
+	return b, nil
 }
 
 func singleDirBody(skipIndex bool, extra []string, layout Layout) string {
@@ -146,24 +120,6 @@ func BuildAgentMemoryPrompt(ctx context.Context, fsys afero.Fs, req AgentMemoryP
 	return strings.TrimRight(b.String(), "\n") + "\n", nil
 }
 
-// combinedPromptRequest asks for the memory prompt of a private directory
-// and its team directory.
-type combinedPromptRequest struct {
-	// AutoDir is the private auto-memory directory (required).
-	AutoDir string
-	// TeamDir defaults to TeamMemPath(AutoDir).
-	TeamDir string
-	// IndividualMemoryFiles are the host's already-loaded instruction files.
-	IndividualMemoryFiles []InstructionFile
-	// OmitHowToSave leaves out the section on how to write a memory (it is
-	// in by default).
-	OmitHowToSave bool
-	// IndexInUserMessage leaves both indexes out of the text: the host
-	// sends them with the first user message (BuildIndexContext).
-	IndexInUserMessage bool
-	promptOptions
-}
-
 // buildCombinedMemoryPrompt returns the memory section for a private
 // directory and a team directory. It follows the single-directory prompt,
 // adds which of the two each type belongs in (user memories are always
@@ -172,21 +128,16 @@ type combinedPromptRequest struct {
 // files through, and ends with both indexes. Team files are named in a
 // listing but not loaded: the model reads them on demand, so the prompt
 // stays small however much the team has saved.
-func buildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req combinedPromptRequest) (string, error) {
-	if err := ctx.Err(); err != nil {
+func buildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
+	b, err := promptHead(ctx, req)
+	if err != nil {
 		return "", err
-	}
-	if req.AutoDir == "" {
-		return "", ErrNoMemoryDir
 	}
 	teamDir := req.TeamDir
 	if teamDir == "" {
 		teamDir = TeamMemPath(req.AutoDir)
 	}
 	log := logger(req.Logger)
-	var b strings.Builder
-	b.Grow(16 << 10)
-	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
 	b.WriteString("You have a persistent memory kept as files in two directories, both of which already exist:\n\n" +
 		"- private: `" + req.AutoDir + "`, for you and this user only;\n" +
 		"- team: `" + teamDir + "`, shared with everyone who works on this project and synced between them.\n\n" +
@@ -229,27 +180,16 @@ func buildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req combinedP
 	return b.String(), nil
 }
 
-// dailyLogPromptRequest asks for the prompt of daily-log mode.
-type dailyLogPromptRequest struct {
-	// AutoDir is the auto-memory directory (required).
-	AutoDir string
-	promptOptions
-}
-
 // buildDailyLogPrompt returns the memory section for long-running sessions
 // that append to a daily log instead of curating topic files. The log path
 // is described as a YYYY/MM/YYYY-MM-DD pattern rather than today's date, so
 // a cached prompt stays valid past midnight. The current index is shown as
 // read-only context: the consolidation pass maintains it.
-func buildDailyLogPrompt(ctx context.Context, fsys afero.Fs, req dailyLogPromptRequest) (string, error) {
-	if err := ctx.Err(); err != nil {
+func buildDailyLogPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
+	b, err := promptHead(ctx, req)
+	if err != nil {
 		return "", err
 	}
-	if req.AutoDir == "" {
-		return "", ErrNoMemoryDir
-	}
-	var b strings.Builder
-	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
 	b.WriteString("You have a persistent memory kept as files in `" + req.AutoDir + "`. In this long-running session you do not " +
 		"edit topic files or the index yourself: you keep a daily log, and a separate consolidation pass later distils " +
 		"the logs into topic files and the " + EntrypointName + " index.\n\n")

@@ -81,17 +81,6 @@ func indexForContext(fsys afero.Fs, autoDir, dir string, limits IndexLimits, log
 	return text, strings.TrimRight(dir, "/\\") + "/" + EntrypointName
 }
 
-// leanPromptRequest asks for the short memory section.
-type leanPromptRequest struct {
-	// Dir is the memory directory (required).
-	Dir string
-	// SkipIndex is for a host whose recall brings memories to each
-	// message: the index step is left out (and no index should be sent),
-	// and each file is kept short enough for recall to show it whole.
-	SkipIndex bool
-	promptOptions
-}
-
 // buildLeanMemoryPrompt returns the short memory section Claude Code
 // 2.1.328 gives its larger models (about 2 KB against buildMemoryPrompt's
 // 6 KB and more): where the directory is, one file per fact and its header, links,
@@ -99,16 +88,12 @@ type leanPromptRequest struct {
 // upkeep, and that recalled memories are background to check, not
 // instructions. It never holds the index: send that with the first user
 // message (BuildIndexContext), unless SkipIndex.
-func buildLeanMemoryPrompt(ctx context.Context, fsys afero.Fs, req leanPromptRequest) (string, error) {
-	if err := ctx.Err(); err != nil {
+func buildLeanMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
+	b, err := promptHead(ctx, req)
+	if err != nil {
 		return "", err
 	}
-	if req.Dir == "" {
-		return "", ErrNoMemoryDir
-	}
-	var b strings.Builder
-	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
-	b.WriteString("Your memory is a folder of files at `" + req.Dir + "`; it is already there, so write into it with your " +
+	b.WriteString("Your memory is a folder of files at `" + req.AutoDir + "`; it is already there, so write into it with your " +
 		"file tools straight away (no mkdir, no check that it exists). Keep one fact per file, each starting with this header:\n\n")
 	b.WriteString(frontmatterTemplate(req.Layout) + "\n")
 	b.WriteString(sectionLinks(req.Layout))

@@ -573,7 +573,7 @@ func benchCombinedPrompt(b *testing.B, fsys afero.Fs, root string) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	req := combinedPromptRequest{AutoDir: root + string(filepath.Separator)}
+	req := LoadPromptRequest{AutoDir: root + string(filepath.Separator)}
 	var buildTime, floorTime time.Duration
 	size := 0
 	b.ReportAllocs()
@@ -604,7 +604,7 @@ func benchCombinedPrompt(b *testing.B, fsys afero.Fs, root string) {
 }
 
 // out0 builds the prompt once, for a check after the timed loop.
-func out0(fsys afero.Fs, req combinedPromptRequest) string {
+func out0(fsys afero.Fs, req LoadPromptRequest) string {
 	out, _ := buildCombinedMemoryPrompt(context.Background(), fsys, req)
 	return out
 }
