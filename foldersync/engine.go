@@ -405,6 +405,29 @@ const (
 	SkipRejected = "rejected-in-review"
 )
 
+// SkipContent says why JSON, which both protocols speak, would not carry
+// content exactly (SkipNULByte, SkipNotUTF8), or "" when it would. A
+// driver's Check starts with it.
+func SkipContent(content []byte) string {
+	var te *synctext.Error
+	if !errors.As(synctext.CheckContent(content), &te) {
+		return ""
+	}
+	if te.Reason == synctext.ReasonNUL {
+		return SkipNULByte
+	}
+	return SkipNotUTF8
+}
+
+// SkipText is SkipContent after the name's check: SkipBadName for a name
+// that is not NFC UTF-8 or holds a control character.
+func SkipText(name string, content []byte) string {
+	if synctext.CheckName(name) != nil || !norm.NFC.IsNormalString(name) {
+		return SkipBadName
+	}
+	return SkipContent(content)
+}
+
 // Skip is a path a round left alone, and why (one of the Skip reasons,
 // or a driver's Check reason).
 type Skip struct {

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/internal/synctext"
-	"golang.org/x/text/unicode/norm"
 )
 
 // Remote is the Memory Stores driver of the sync engine: one store
@@ -265,15 +263,8 @@ func (r *Remote) forget(p string) {
 // carry exactly (foldersync.SkipNotUTF8, SkipNULByte, SkipBadName) or a
 // store does not take (larger than MaxContentBytes).
 func (r *Remote) Check(p string, content []byte) string {
-	if synctext.CheckName(p) != nil || !norm.NFC.IsNormalString(p) {
-		return foldersync.SkipBadName
-	}
-	var te *synctext.Error
-	if errors.As(synctext.CheckContent(content), &te) {
-		if te.Reason == synctext.ReasonNUL {
-			return foldersync.SkipNULByte
-		}
-		return foldersync.SkipNotUTF8
+	if skip := foldersync.SkipText(p, content); skip != "" {
+		return skip
 	}
 	if len(content) > MaxContentBytes {
 		return "oversized: larger than a store takes"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/internal/httpretry"
-	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"golang.org/x/text/unicode/norm"
@@ -404,14 +403,7 @@ func (r *Remote) Check(key string, content []byte) string {
 	if len(content) > teamwire.MaxEntryBytes {
 		return "too_large: the file is larger than the largest entry the server keeps; split it"
 	}
-	var te *synctext.Error
-	if errors.As(synctext.CheckContent(content), &te) {
-		if te.Reason == synctext.ReasonNUL {
-			return foldersync.SkipNULByte
-		}
-		return foldersync.SkipNotUTF8
-	}
-	return ""
+	return foldersync.SkipContent(content)
 }
 
 // Apply pushes changes: the writes and deletions that pass Check and

@@ -11,7 +11,6 @@ package memremote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -19,8 +18,6 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
-	"github.com/agentmem-sdk/agentmem/internal/synctext"
-	"golang.org/x/text/unicode/norm"
 )
 
 // Remote is an in-memory remote. The zero value is not usable: call New.
@@ -197,17 +194,7 @@ func (m *Remote) deleteLocked(p string) {
 // Check implements foldersync.Remote: valid UTF-8 without NUL, and an NFC
 // name without control characters.
 func (m *Remote) Check(p string, content []byte) string {
-	if synctext.CheckName(p) != nil || !norm.NFC.IsNormalString(p) {
-		return foldersync.SkipBadName
-	}
-	var te *synctext.Error
-	if errors.As(synctext.CheckContent(content), &te) {
-		if te.Reason == synctext.ReasonNUL {
-			return foldersync.SkipNULByte
-		}
-		return foldersync.SkipNotUTF8
-	}
-	return ""
+	return foldersync.SkipText(p, content)
 }
 
 // Write puts content at p as another client would: a new version (a new
