@@ -142,24 +142,16 @@ func (s *memoryStore) ListRepos(_ context.Context, tenant string) ([]RepoInfo, e
 // ListRepos implements RepoLister.
 func (s *sqlStore) ListRepos(ctx context.Context, tenant string) ([]RepoInfo, error) {
 	var out []RepoInfo
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT r.name, r.version, r.last_modified_ms,
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		out, err = scanAll(ctx, tx, s.q(`SELECT r.name, r.version, r.last_modified_ms,
 			(SELECT COUNT(*) FROM team_entries e WHERE e.tenant = r.tenant AND e.name = r.name)
-			FROM team_repos r WHERE r.tenant = ? ORDER BY r.name`), tenant)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var ri RepoInfo
+			FROM team_repos r WHERE r.tenant = ? ORDER BY r.name`), func(row rowScanner) (ri RepoInfo, err error) {
 			var ms int64
-			if err := rows.Scan(&ri.Name, &ri.Version, &ms, &ri.Entries); err != nil {
-				return err
-			}
+			err = row.Scan(&ri.Name, &ri.Version, &ms, &ri.Entries)
 			ri.LastModified = time.UnixMilli(ms).UTC()
-			out = append(out, ri)
-		}
-		return rows.Err()
+			return ri, err
+		}, tenant)
+		return err
 	})
 	return out, err
 }

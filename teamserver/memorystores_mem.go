@@ -159,21 +159,8 @@ func (s *memoryStore) UpdateMemStore(_ context.Context, tenant, id string, p Sto
 		return MemStore{}, err
 	}
 	st := copyStore(r.st)
-	if p.Name != nil {
-		st.Name = *p.Name
-	}
-	if p.Description != nil {
-		st.Description = *p.Description
-	}
-	for k, v := range p.Metadata {
-		if v == "" {
-			delete(st.Metadata, k)
-		} else {
-			st.Metadata[k] = v
-		}
-	}
-	if len(st.Metadata) > 16 {
-		return MemStore{}, invalid("metadata may hold at most 16 keys")
+	if err := p.applyTo(&st); err != nil {
+		return MemStore{}, err
 	}
 	st.Updated = now.UTC().Truncate(time.Millisecond)
 	r.st = st

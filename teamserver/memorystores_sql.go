@@ -113,7 +113,7 @@ func (s *sqlStore) writeOnce(ctx context.Context, key string, fn func(tx *sql.Tx
 
 const storeColumns = `id, tenant, name, description, metadata, created_ms, updated_ms, archived_ms, generation, memory_count, total_bytes, seq`
 
-func scanStore(row interface{ Scan(...any) error }) (MemStore, error) {
+func scanStore(row rowScanner) (MemStore, error) {
 	var st MemStore
 	var meta string
 	var created, updated, archived int64
@@ -199,21 +199,9 @@ func (s *sqlStore) FindMemStore(ctx context.Context, tenant, idOrName string) (M
 // hosted service; Seq orders stores created in one millisecond).
 func (s *sqlStore) ListMemStores(ctx context.Context, tenant string) ([]MemStore, error) {
 	var out []MemStore
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		out = nil
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? ORDER BY seq DESC`), tenant)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			st, err := scanStore(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, st)
-		}
-		return rows.Err()
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		out, err = scanAll(ctx, tx, s.q(`SELECT `+storeColumns+` FROM ms_stores WHERE tenant = ? ORDER BY seq DESC`), scanStore, tenant)
+		return err
 	})
 	return out, err
 }
@@ -224,6 +212,28 @@ type StorePatch struct {
 	Name        *string
 	Description *string
 	Metadata    map[string]string
+}
+
+// applyTo changes st as the patch says; more than 16 metadata keys are
+// refused.
+func (p StorePatch) applyTo(st *MemStore) error {
+	if p.Name != nil {
+		st.Name = *p.Name
+	}
+	if p.Description != nil {
+		st.Description = *p.Description
+	}
+	for k, v := range p.Metadata {
+		if v == "" {
+			delete(st.Metadata, k)
+		} else {
+			st.Metadata[k] = v
+		}
+	}
+	if len(st.Metadata) > 16 {
+		return invalid("metadata may hold at most 16 keys")
+	}
+	return nil
 }
 
 // UpdateMemStore changes a store's name, description or metadata. An
@@ -240,21 +250,8 @@ func (s *sqlStore) UpdateMemStore(ctx context.Context, tenant, id string, p Stor
 		if !st.Archived.IsZero() {
 			return errArchived
 		}
-		if p.Name != nil {
-			st.Name = *p.Name
-		}
-		if p.Description != nil {
-			st.Description = *p.Description
-		}
-		for k, v := range p.Metadata {
-			if v == "" {
-				delete(st.Metadata, k)
-			} else {
-				st.Metadata[k] = v
-			}
-		}
-		if len(st.Metadata) > 16 {
-			return invalid("metadata may hold at most 16 keys")
+		if err := p.applyTo(&st); err != nil {
+			return err
 		}
 		meta, _ := json.Marshal(st.Metadata)
 		st.Updated = now.UTC().Truncate(time.Millisecond)
@@ -298,7 +295,7 @@ func (s *sqlStore) DeleteMemStore(ctx context.Context, tenant, id string) error 
 
 const memoryColumns = `id, store_id, path, sha, size, created_ms, updated_ms, version_id, metadata`
 
-func scanMemory(row interface{ Scan(...any) error }, content *string) (Memory, error) {
+func scanMemory(row rowScanner, content *string) (Memory, error) {
 	var m Memory
 	var created, updated int64
 	var meta string
@@ -653,7 +650,7 @@ func (s *sqlStore) addVersion(ctx context.Context, tx *sql.Tx, m Memory, op stri
 
 const versionColumns = `store_id, seq, id, memory_id, operation, path, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id, ` + provSelect
 
-func scanVersion(row interface{ Scan(...any) error }, content *string) (MemoryVersion, error) {
+func scanVersion(row rowScanner, content *string) (MemoryVersion, error) {
 	var v MemoryVersion
 	var created, redacted int64
 	dest := []any{&v.StoreID, &v.Seq, &v.ID, &v.MemoryID, &v.Operation, &v.Path, &v.SHA256, &v.Size, &created,

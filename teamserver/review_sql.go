@@ -28,7 +28,7 @@ CREATE INDEX IF NOT EXISTS review_proposals_by_target ON review_proposals (tenan
 
 const proposalColumns = `id, tenant, kind, target, key, memory_id, op, content, base, author, token_sha, ` + provSelect + `, created_ms, status, decided_by, decided_ms, reason, screened`
 
-func scanProposal(row interface{ Scan(...any) error }) (Proposal, error) {
+func scanProposal(row rowScanner) (Proposal, error) {
 	var p Proposal
 	var created, decided int64
 	dest := append([]any{&p.ID, &p.Tenant, &p.Target.Kind, &p.Target.Name, &p.Key, &p.MemoryID, &p.Op, &p.Content, &p.Base, &p.Author, &p.TokenSHA256},
@@ -79,23 +79,10 @@ func (s *sqlStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ms(p.Created.Add(-DecidedProposalAge))); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals
+		same, err := scanAll(ctx, tx, s.q(`SELECT `+proposalColumns+` FROM review_proposals
 			WHERE tenant = ? AND kind = ? AND target = ? AND status IN (?, ?) AND token_sha = ? AND key = ? ORDER BY created_ms DESC, seq DESC`),
-			p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ProposalRejected, p.TokenSHA256, p.Key)
+			scanProposal, p.Tenant, p.Target.Kind, p.Target.Name, ProposalPending, ProposalRejected, p.TokenSHA256, p.Key)
 		if err != nil {
-			return err
-		}
-		var same []Proposal
-		for rows.Next() {
-			q, err := scanProposal(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			same = append(same, q)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, q := range same {
@@ -152,21 +139,9 @@ func (s *sqlStore) Proposals(ctx context.Context, tenant string, f ProposalFilte
 	query := `SELECT ` + proposalColumns + ` FROM review_proposals WHERE ` + where + ` ORDER BY created_ms DESC, seq DESC LIMIT ? OFFSET ?`
 	args = append(args, limit, max(f.Offset, 0))
 	var out []Proposal
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		out = nil
-		rows, err := tx.QueryContext(ctx, s.q(query), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			p, err := scanProposal(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, p)
-		}
-		return rows.Err()
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		out, err = scanAll(ctx, tx, s.q(query), scanProposal, args...)
+		return err
 	})
 	return out, err
 }

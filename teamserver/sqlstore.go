@@ -210,6 +210,27 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// rowScanner is a row or a cursor over rows.
+type rowScanner interface{ Scan(...any) error }
+
+// scanAll runs query and reads every row it returns with scan.
+func scanAll[T any](ctx context.Context, q querier, query string, scan func(rowScanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // read runs fn in one read transaction, again on a fresh connection when
 // the one it got turns out broken (driver.ErrBadConn: nothing was done).
 func (s *sqlStore) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
