@@ -247,6 +247,22 @@ func TestHistoryUndoesAnUpdate(t *testing.T) {
 		require.NoError(t, err)
 		c.History = history
 	})
+	addTitle(t, model, tr)
+	s, err := tr.Summary()
+	require.NoError(t, err)
+	require.Contains(t, s, "Refund retries")
+
+	checkpoint := finishedCheckpoint(t, *events)
+	_, err = history.Rewind(context.Background(), checkpoint, filehistory.RewindOptions{})
+	require.NoError(t, err)
+	exists, _ := afero.Exists(fsys, tr.Path())
+	assert.False(t, exists, "the update created the summary; rewinding removes it")
+}
+
+// addTitle has the model write a title into the summary in one update,
+// and waits for it.
+func addTitle(t *testing.T, model *llmtest.Model, tr *Summarizer) {
+	t.Helper()
 	model.Add(
 		editStep(tr.Path(), "_A short title for what this session is about._\n", "_A short title for what this session is about._\nRefund retries\n"),
 		llmtest.Text("updated"),
@@ -255,21 +271,19 @@ func TestHistoryUndoesAnUpdate(t *testing.T) {
 	conv = append(conv, llm.Message{ID: "a9", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}})
 	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 12_000, Messages: conv}))
 	require.True(t, tr.WaitForUpdate(context.Background()))
-	s, err := tr.Summary()
-	require.NoError(t, err)
-	require.Contains(t, s, "Refund retries")
+}
 
+// finishedCheckpoint is the checkpoint of the last finished update.
+func finishedCheckpoint(t *testing.T, events []Event) string {
+	t.Helper()
 	var checkpoint string
-	for _, ev := range *events {
+	for _, ev := range events {
 		if ev.Kind == EventFinished {
 			checkpoint = ev.Checkpoint
 		}
 	}
 	require.NotEmpty(t, checkpoint)
-	_, err = history.Rewind(context.Background(), checkpoint, filehistory.RewindOptions{})
-	require.NoError(t, err)
-	exists, _ := afero.Exists(fsys, tr.Path())
-	assert.False(t, exists, "the update created the summary; rewinding removes it")
+	return checkpoint
 }
 
 type valueKey struct{}
@@ -326,24 +340,11 @@ func TestUpdateUndoRestoresWhatTheUpdateReplaced(t *testing.T) {
 		require.NoError(t, err)
 		c.History = history
 	})
-	model.Add(
-		editStep(tr.Path(), "_A short title for what this session is about._\n", "_A short title for what this session is about._\nRefund retries\n"),
-		llmtest.Text("updated"),
-	)
-	conv := append(msgs(1, false), llm.Message{ID: "u2", Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("retry refunds on timeout")}})
-	conv = append(conv, llm.Message{ID: "a9", Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}})
-	require.True(t, tr.Observe(context.Background(), Observation{ContextTokens: 12_000, Messages: conv}))
-	require.True(t, tr.WaitForUpdate(context.Background()))
+	addTitle(t, model, tr)
 	require.True(t, rfs.Ran(), "the concurrent write ran")
 	require.NoError(t, rfs.Wait())
 
-	var checkpoint string
-	for _, ev := range *events {
-		if ev.Kind == EventFinished {
-			checkpoint = ev.Checkpoint
-		}
-	}
-	require.NotEmpty(t, checkpoint)
+	checkpoint := finishedCheckpoint(t, *events)
 	read := func() string { b, _ := afero.ReadFile(fsys, tr.Path()); return string(b) }
 	replaced := defaultTemplate
 	if read() != defaultTemplate+elsewhere {
