@@ -275,8 +275,7 @@ func TestServerRestoredFromABackupLosesNoClientsMemory(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := fixedServer(t, root)
-	createStore(t, url, token, "team-store")
-	const stores = `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`
+	stores := storeMount(t, url, token, "team-store")
 	ana := newPerson(t, root, "ana", token, stores)
 	ben := newPerson(t, root, "ben", token, stores)
 	teamRound := []string{"team", "sync", "--server", url}
@@ -363,8 +362,7 @@ func TestDamagedOrLostStateKeepsPendingEdits(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	_, url, token := fixedServer(t, root)
-	createStore(t, url, token, "state-store")
-	const stores = `[{"path":"/v1/code/memory/state-store","mount":"proj"}]`
+	stores := storeMount(t, url, token, "state-store")
 	other := strings.Replace(url, "127.0.0.1", "localhost", 1)
 	type proto struct {
 		name, dir string
@@ -763,8 +761,7 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 	dir := t.TempDir()
 	tokens, token := syncTokens(t, dir)
 	url, _ := serveArgs(t, filepath.Join(dir, "team.db"), tokens, "--rate", "-1")
-	createStore(t, url, token, "kill-store")
-	const stores = `[{"path":"/v1/code/memory/kill-store","mount":"proj"}]`
+	stores := storeMount(t, url, token, "kill-store")
 
 	protocols := []killProtocol{{
 		name:   "team",

@@ -581,8 +581,7 @@ func TestThreeStoreWatchersAgreeOnDeletesAndRecreates(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	srv, url, token := fixedServer(t, root)
-	createStore(t, url, token, "team-store")
-	const stores = `[{"path":"/v1/code/memory/team-store","mount":"proj"}]`
+	stores := storeMount(t, url, token, "team-store")
 	people := map[string]*person{}
 	watchers := map[string]*background{}
 	watch := func(who string) {
