@@ -288,6 +288,13 @@ func (p *ccProject) env() []string {
 	return append(env, p.extraEnv...)
 }
 
+// trustProject marks the project trusted in Claude Code's settings, so
+// a run does not stop at the trust dialog.
+func (p *ccProject) trustProject(t *testing.T) {
+	require.NoError(t, os.WriteFile(filepath.Join(p.home, ".claude.json"),
+		[]byte(`{"projects":{"`+p.root+`":{"hasTrustDialogAccepted":true}}}`), 0o644))
+}
+
 // ccResult is what `claude -p --output-format json` prints at the end.
 type ccResult struct {
 	SessionID string `json:"session_id"`
@@ -1044,6 +1051,15 @@ type mitm struct {
 	seen   []string
 }
 
+// storesEnv is Claude Code's environment with the stores mounted, its
+// memory host reached through this proxy, and token as its session token.
+func (m *mitm) storesEnv(p *ccProject, stores, token string) []string {
+	return append(p.env(), "ANTHROPIC_BASE_URL="+p.stub.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test", "DISABLE_AUTOUPDATER=1",
+		"DISABLE_TELEMETRY=1", "CLAUDE_MEMORY_STORES="+stores, "CLAUDE_CODE_SESSION_ACCESS_TOKEN="+token,
+		"HTTPS_PROXY="+m.url, "https_proxy="+m.url, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
+		"NODE_EXTRA_CA_CERTS="+m.caFile)
+}
+
 func newMITM(t *testing.T, target string) *mitm {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -1182,17 +1198,13 @@ func TestClaudeCodeTakesAStoreFolderAgentmemSynced(t *testing.T) {
 	// Claude Code with the stores mounted, its memory host reached through
 	// the proxy, and the store token as its session token.
 	proxy := newMITM(t, srvURL)
-	require.NoError(t, os.WriteFile(filepath.Join(p.home, ".claude.json"),
-		[]byte(`{"projects":{"`+p.root+`":{"hasTrustDialogAccepted":true}}}`), 0o644))
+	p.trustProject(t)
 	debug := filepath.Join(dir, "claude-debug.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.bin, "-p", "hello", "--output-format", "json", "--debug-file", debug)
 	cmd.Dir = p.root
-	cmd.Env = append(p.env(), "ANTHROPIC_BASE_URL="+p.stub.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test", "DISABLE_AUTOUPDATER=1",
-		"DISABLE_TELEMETRY=1", "CLAUDE_MEMORY_STORES="+stores, "CLAUDE_CODE_SESSION_ACCESS_TOKEN="+key,
-		"HTTPS_PROXY="+proxy.url, "https_proxy="+proxy.url, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-		"NODE_EXTRA_CA_CERTS="+proxy.caFile)
+	cmd.Env = proxy.storesEnv(p, stores, key)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	logged, _ := os.ReadFile(debug)
@@ -1277,17 +1289,13 @@ func TestClaudeCodeNeverReceivesAPendingMemory(t *testing.T) {
 	require.NoError(t, err)
 	folder := mounts[0].Dir(p.auto)
 	proxy := newMITM(t, srvURL)
-	require.NoError(t, os.WriteFile(filepath.Join(p.home, ".claude.json"),
-		[]byte(`{"projects":{"`+p.root+`":{"hasTrustDialogAccepted":true}}}`), 0o644))
+	p.trustProject(t)
 	runClaude := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, p.bin, "-p", "hello", "--output-format", "json")
 		cmd.Dir = p.root
-		cmd.Env = append(p.env(), "ANTHROPIC_BASE_URL="+p.stub.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test", "DISABLE_AUTOUPDATER=1",
-			"DISABLE_TELEMETRY=1", "CLAUDE_MEMORY_STORES="+stores, "CLAUDE_CODE_SESSION_ACCESS_TOKEN="+agent,
-			"HTTPS_PROXY="+proxy.url, "https_proxy="+proxy.url, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-			"NODE_EXTRA_CA_CERTS="+proxy.caFile)
+		cmd.Env = proxy.storesEnv(p, stores, agent)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}

@@ -434,30 +434,14 @@ func TestTeamSessionFromTheREADME(t *testing.T) {
 	assert.Equal(t, "Deploys happen on Thursdays.", string(data))
 }
 
-// folderFiles reads the synced files of a folder (no dot names).
+// folderFiles reads the synced files of a folder (no dot names), keyed
+// by their store path ("/" first).
 func folderFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if strings.HasPrefix(d.Name(), ".") && p != dir {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Type().IsRegular() {
-			raw, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(dir, p)
-			out["/"+filepath.ToSlash(rel)] = string(raw)
-		}
-		return nil
-	}))
+	for rel, content := range memoryFiles(t, dir) {
+		out["/"+rel] = content
+	}
 	return out
 }
 
