@@ -327,6 +327,16 @@ func modeClients(t *testing.T, r *memremote.Remote) (both *remotetest.Client, pu
 	return both, pull, push
 }
 
+// roundOf runs one round of e and fails the test on an error.
+func roundOf(t *testing.T, e *foldersync.Engine) foldersync.Result {
+	t.Helper()
+	res, err := e.Round(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func TestModePullChangesTheFolderOnly(t *testing.T) {
 	r := memremote.New("m")
 	c, pull, _ := modeClients(t, r)
@@ -335,10 +345,7 @@ func TestModePullChangesTheFolderOnly(t *testing.T) {
 	r.Write("c.md", []byte("c remote\n")) // pulled
 	r.Write("d.md", []byte("d remote\n")) // pulled
 	c.Write(t, "e.md", "e local\n")       // waits
-	res, err := pull.Round(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := roundOf(t, pull)
 	if !contains(res.Pulled, "c.md") || !contains(res.Pulled, "d.md") || len(res.Pushed)+len(res.DeletedRemote) != 0 {
 		t.Fatalf("a pull-only round pulled %v, pushed %v, deleted on the remote %v", res.Pulled, res.Pushed, res.DeletedRemote)
 	}
@@ -354,10 +361,7 @@ func TestModePullChangesTheFolderOnly(t *testing.T) {
 	// A path both sides changed is left alone and reported.
 	c.Write(t, "c.md", "c local\n")
 	r.Write("c.md", []byte("c remote 2\n"))
-	res, err = pull.Round(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res = roundOf(t, pull)
 	if skipOf(res, "c.md") != foldersync.SkipConflict || len(res.Conflicts) != 0 {
 		t.Fatalf("c.md changed on both sides: skipped %q, conflicts %v; want %q and none", skipOf(res, "c.md"), res.Conflicts, foldersync.SkipConflict)
 	}
@@ -379,10 +383,7 @@ func TestModePushChangesTheRemoteOnly(t *testing.T) {
 	r.Write("c.md", []byte("c remote\n")) // waits for a pull
 	r.Remove("c.md")
 	r.Write("d.md", []byte("d remote\n")) // waits
-	res, err := push.Round(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := roundOf(t, push)
 	if !contains(res.Pushed, "a.md") || !contains(res.DeletedRemote, "b.md") || len(res.Pulled)+len(res.DeletedLocal) != 0 {
 		t.Fatalf("a push-only round pushed %v, deleted on the remote %v, pulled %v, deleted here %v", res.Pushed, res.DeletedRemote, res.Pulled, res.DeletedLocal)
 	}
@@ -398,10 +399,7 @@ func TestModePushChangesTheRemoteOnly(t *testing.T) {
 	// A path both sides changed is left alone on both.
 	c.Write(t, "a.md", "a local 2\n")
 	r.Write("a.md", []byte("a remote 2\n"))
-	res, err = push.Round(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res = roundOf(t, push)
 	if skipOf(res, "a.md") != foldersync.SkipConflict {
 		t.Fatalf("a.md changed on both sides: skipped %q, want %q", skipOf(res, "a.md"), foldersync.SkipConflict)
 	}
@@ -534,18 +532,12 @@ func TestResetLastsUntilARoundThatPushes(t *testing.T) {
 	c, pull, _ := modeClients(t, r)
 	// The remote is replaced by an older copy: a.md differs, b.md is gone.
 	r.Replace("m2", map[string][]byte{"a.md": []byte("a older\n"), "c.md": []byte("c.md v1\n")})
-	res, err := pull.Round(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := roundOf(t, pull)
 	if !res.BasisReset {
 		t.Fatal("the pull did not find the remote replaced")
 	}
 	// A second pull still keeps the local side: the reset is not settled.
-	res, err = pull.Round(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res = roundOf(t, pull)
 	if got, _ := c.Read(t, "a.md"); got != "a.md v1\n" {
 		t.Fatalf("a pull after a reset took the replaced remote's a.md: %q", got)
 	}

@@ -1263,21 +1263,27 @@ func TestREADMEFirstMemories(t *testing.T) {
 	assert.Contains(t, out, "We deploy on Tuesdays and Thursdays.", "the rewind rm printed brought it back")
 }
 
+// shopProject makes a project with a config home of its own and returns
+// how to run the built binary in it (stdout and stderr together).
+func shopProject(t *testing.T) func(args ...string) (string, int) {
+	root := t.TempDir()
+	project := filepath.Join(root, "shop")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(root, "cfg")}
+	return func(args ...string) (string, int) {
+		t.Helper()
+		out, errOut, code := runBinary(t, project, env, "", args...)
+		return out + errOut, code
+	}
+}
+
 // TestUndoTouchesOnlyItsOwnEdit: the undo new and rm print touches only
 // the files that edit changed, never a memory saved or edited after it;
 // where a later change is in the way it refuses and changes nothing, and
 // with --force it keeps the current versions as a rewind of their own.
 func TestUndoTouchesOnlyItsOwnEdit(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	project := filepath.Join(root, "shop")
-	require.NoError(t, os.MkdirAll(project, 0o755))
-	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(root, "cfg")}
-	run := func(args ...string) (string, int) {
-		t.Helper()
-		out, errOut, code := runBinary(t, project, env, "", args...)
-		return out + errOut, code
-	}
+	run := shopProject(t)
 	undo := func(out string) []string {
 		t.Helper()
 		m := undoRe.FindStringSubmatch(out)
@@ -1352,15 +1358,7 @@ func TestUndoTouchesOnlyItsOwnEdit(t *testing.T) {
 // by that title in either form.
 func TestNewNamesInAnyScript(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	project := filepath.Join(root, "shop")
-	require.NoError(t, os.MkdirAll(project, 0o755))
-	env := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=", "CLAUDE_CONFIG_DIR=" + filepath.Join(root, "cfg")}
-	run := func(args ...string) (string, int) {
-		t.Helper()
-		out, errOut, code := runBinary(t, project, env, "", args...)
-		return out + errOut, code
-	}
+	run := shopProject(t)
 	out, code := run("new", "--type", "project", "--name", "Café rules", "--description", "cafe", "--body", "x")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "saved project memory café_rules.md")
