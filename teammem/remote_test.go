@@ -867,32 +867,13 @@ func TestClientRefusesMalformedProvenance(t *testing.T) {
 // over what the first, full upload sent.
 func BenchmarkEngineRound(b *testing.B) {
 	const n = 2000
-	body := make([]byte, 600)
-	for i := range body {
-		body[i] = 'a' + byte(i%26)
-	}
 	ctx := context.Background()
-	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000, RatePerToken: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	dir := b.TempDir()
-	for i := range n {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	url, token, dir := benchFolder(b, n, b.TempDir())
 	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := teammem.NewRemote(teammem.Options{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
+	r, err := teammem.NewRemote(teammem.Options{BaseURL: url, Repo: "acme/bench", Token: token})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -907,12 +888,58 @@ func BenchmarkEngineRound(b *testing.B) {
 		}
 		return res
 	}
+	full := benchUnchangedRounds(b, n, dir, round, r.Traffic, func(res foldersync.Result) bool { return !res.Changed() })
+
+	if err := os.WriteFile(filepath.Join(dir, "m0007.md"), []byte("one changed memory"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	_, before := r.Traffic()
+	if res := round(); len(res.Pushed) != 1 {
+		b.Fatalf("one changed memory: pushed %v", res.Pushed)
+	}
+	_, after := r.Traffic()
+	b.ReportMetric(float64(after-before)/float64(full), "bytes-ratio")
+	b.ReportMetric(float64(full), "full-bytes")
+}
+
+// benchFolder starts a team server and fills dir with n memories of 600
+// bytes; it returns the server's URL and a token for acme/*.
+func benchFolder(b *testing.B, n int, dir string) (url, token, folder string) {
+	body := make([]byte, 600)
+	for i := range body {
+		body[i] = 'a' + byte(i%26)
+	}
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000, RatePerToken: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return srv.URL, token, dir
+}
+
+// benchUnchangedRounds runs the first round (which must push all n
+// files; it returns the bytes traffic says it sent), ages the files past
+// the stat cache's racy window as in a folder in use, settles, then times
+// unchanged rounds against a stat walk of the folder, in turns so both
+// meet the same load, and reports the ratio as x-floor.
+func benchUnchangedRounds(b *testing.B, n int, dir string, round func() foldersync.Result, traffic func() (int, int64), unchanged func(foldersync.Result) bool) (full int64) {
 	if res := round(); len(res.Pushed) != n {
 		b.Fatalf("the first round pushed %d of %d", len(res.Pushed), n)
 	}
-	_, full := r.Traffic()
-	// Files of a folder in use were written long before the round: aged
-	// past the stat cache's racy window, they are not read again.
+	_, full = traffic()
 	past := time.Now().Add(-time.Hour)
 	for i := range n {
 		if err := os.Chtimes(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), past, past); err != nil {
@@ -921,7 +948,6 @@ func BenchmarkEngineRound(b *testing.B) {
 	}
 	round() // settles what the first round learned
 	round()
-
 	walk := func() {
 		if err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 			if err != nil || de.IsDir() {
@@ -933,13 +959,12 @@ func BenchmarkEngineRound(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// Rounds and walks alternate, so that both meet the same load.
 	var roundT, walkT time.Duration
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if res := round(); res.Changed() {
-			b.Fatalf("an unchanged folder's round changed something: %+v", res)
+		if res := round(); !unchanged(res) {
+			b.Fatalf("an unchanged folder's round did something: %+v", res)
 		}
 		roundT += time.Since(start)
 		b.StopTimer()
@@ -949,18 +974,8 @@ func BenchmarkEngineRound(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-
-	if err := os.WriteFile(filepath.Join(dir, "m0007.md"), []byte("one changed memory"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	_, before := r.Traffic()
-	if res := round(); len(res.Pushed) != 1 {
-		b.Fatalf("one changed memory: pushed %v", res.Pushed)
-	}
-	_, after := r.Traffic()
 	b.ReportMetric(float64(roundT)/float64(walkT), "x-floor")
-	b.ReportMetric(float64(after-before)/float64(full), "bytes-ratio")
-	b.ReportMetric(float64(full), "full-bytes")
+	return full
 }
 
 // BenchmarkClientRound is BenchmarkEngineRound through the team client
@@ -970,31 +985,9 @@ func BenchmarkEngineRound(b *testing.B) {
 // folder, both measured here, in turns.
 func BenchmarkClientRound(b *testing.B) {
 	const n = 2000
-	body := make([]byte, 600)
-	for i := range body {
-		body[i] = 'a' + byte(i%26)
-	}
 	ctx := context.Background()
-	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := teamserver.NewHandler(teamserver.NewMemoryStore(), teamserver.Options{Tokens: []teamserver.TokenGrant{grant}, MaxEntries: 5000, RatePerToken: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	dir := filepath.Join(b.TempDir(), "team")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	for i := range n {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), body, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: srv.URL, Repo: "acme/bench", Token: token})
+	url, token, dir := benchFolder(b, n, filepath.Join(b.TempDir(), "team"))
+	c, err := teammem.New(teamDirAt(afero.NewOsFs(), dir), teammem.Options{BaseURL: url, Repo: "acme/bench", Token: token})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1006,43 +999,7 @@ func BenchmarkClientRound(b *testing.B) {
 		}
 		return res
 	}
-	if res := round(); len(res.Pushed) != n {
-		b.Fatalf("the first round pushed %d of %d", len(res.Pushed), n)
-	}
-	past := time.Now().Add(-time.Hour) // files of a folder in use: past the racy window
-	for i := range n {
-		if err := os.Chtimes(filepath.Join(dir, fmt.Sprintf("m%04d.md", i)), past, past); err != nil {
-			b.Fatal(err)
-		}
-	}
-	round() // settles what the first round learned
-	round()
-	walk := func() {
-		if err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-			if err != nil || de.IsDir() {
-				return err
-			}
-			_, err = de.Info()
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var roundT, walkT time.Duration
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		if res := round(); !res.Unchanged {
-			b.Fatalf("an unchanged folder's round did something: %+v", res)
-		}
-		roundT += time.Since(start)
-		b.StopTimer()
-		start = time.Now()
-		walk()
-		walkT += time.Since(start)
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(roundT)/float64(walkT), "x-floor")
+	benchUnchangedRounds(b, n, dir, round, func() (int, int64) { return 0, 0 }, func(res foldersync.Result) bool { return res.Unchanged })
 }
 
 // BenchmarkDeltaPush pushes 1,000 entries of which 1 % changed, and
