@@ -552,14 +552,21 @@ func TestTruncateOnlyLines(t *testing.T) {
 	assert.Contains(t, warning, "single line under about 200 characters")
 }
 
-func TestTruncateOnlySize(t *testing.T) {
-	long := func(i int) string { return fmt.Sprintf("- [T%d](t%d.md) — %s", i, i, strings.Repeat("x", 300)) }
-	raw := lines(100, long)
-	got := IndexLimits{}.Truncate(raw)
-	assert.False(t, got.WasLineTruncated)
+// truncateLongLines truncates an index of n lines of about width bytes
+// each under the default limits, which must cut it by size.
+func truncateLongLines(t *testing.T, n, width int) (raw string, got EntrypointTruncation, kept, warning string) {
+	t.Helper()
+	raw = lines(n, func(i int) string { return fmt.Sprintf("- [T%d](t%d.md) — %s", i, i, strings.Repeat("x", width)) })
+	got = IndexLimits{}.Truncate(raw)
 	require.True(t, got.WasByteTruncated)
-	kept, warning, _ := strings.Cut(got.Content, "\n\n")
+	kept, warning, _ = strings.Cut(got.Content, "\n\n")
 	assert.LessOrEqual(t, utf16Len(kept), 25_000)
+	return raw, got, kept, warning
+}
+
+func TestTruncateOnlySize(t *testing.T) {
+	raw, got, kept, warning := truncateLongLines(t, 100, 300)
+	assert.False(t, got.WasLineTruncated)
 	assert.True(t, strings.HasPrefix(raw, kept+"\n"), "the cut falls on a line end")
 	assert.Contains(t, warning, FormatFileSize(got.ByteCount)+" (the limit is 24.4KB), because some entries are too long")
 	// The kept part is the longest whole-line prefix that fits.
@@ -568,13 +575,8 @@ func TestTruncateOnlySize(t *testing.T) {
 }
 
 func TestTruncateBoth(t *testing.T) {
-	long := func(i int) string { return fmt.Sprintf("- [T%d](t%d.md) — %s", i, i, strings.Repeat("y", 200)) }
-	raw := lines(300, long)
-	got := IndexLimits{}.Truncate(raw)
+	_, got, kept, warning := truncateLongLines(t, 300, 200)
 	require.True(t, got.WasLineTruncated)
-	require.True(t, got.WasByteTruncated)
-	kept, warning, _ := strings.Cut(got.Content, "\n\n")
-	assert.LessOrEqual(t, utf16Len(kept), 25_000)
 	assert.LessOrEqual(t, strings.Count(kept, "\n")+1, 200)
 	assert.Contains(t, warning, "300 lines and "+FormatFileSize(got.ByteCount))
 }
