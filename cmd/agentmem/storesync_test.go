@@ -1155,17 +1155,7 @@ func TestClaudeCodeStoreRouteAfterARestart(t *testing.T) {
 	assert.Equal(t, storeID, data2[0].(map[string]any)["id"])
 
 	// The team sync protocol keeps working on the same server.
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	require.NoError(t, os.MkdirAll(a, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(a, "ci.md"), []byte("beside the stores"), 0o644))
-	withToken := []string{"AGENTMEM_TEAM_TOKEN=" + scoped}
-	_, errOut, exit := runBin(t, withToken, "team", "push", "--server", base, "--repo", "acme/shop", "--dir", a)
-	require.Equal(t, 0, exit, errOut)
-	_, errOut, exit = runBin(t, withToken, "team", "pull", "--server", base, "--repo", "acme/shop", "--dir", b)
-	require.Equal(t, 0, exit, errOut)
-	got, err := os.ReadFile(filepath.Join(b, "ci.md"))
-	require.NoError(t, err)
-	assert.Equal(t, "beside the stores", string(got))
+	pushThenPull(t, dir, base, scoped, "beside the stores")
 }
 
 // TestREADMEMemoryStoresSelfHosted runs the README's "Memory Stores,

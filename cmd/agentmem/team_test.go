@@ -247,17 +247,24 @@ func TestTeamServeOnPostgres(t *testing.T) {
 	dir := t.TempDir()
 	token, tokens := makeToken(t, dir)
 	srvURL, _ := serve(t, freshPostgresSchema(t, dsn), tokens)
+	pushThenPull(t, dir, srvURL, token, "on postgres")
+}
+
+// pushThenPull has team push send a/ci.md (holding content) to acme/shop
+// and team pull bring it into b, both under dir, and checks b's copy.
+func pushThenPull(t *testing.T, dir, url, token, content string) {
+	t.Helper()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	require.NoError(t, os.MkdirAll(a, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(a, "ci.md"), []byte("on postgres"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(a, "ci.md"), []byte(content), 0o644))
 	withToken := []string{"AGENTMEM_TEAM_TOKEN=" + token}
-	_, errOut, code := runBin(t, withToken, "team", "push", "--server", srvURL, "--repo", "acme/shop", "--dir", a)
+	_, errOut, code := runBin(t, withToken, "team", "push", "--server", url, "--repo", "acme/shop", "--dir", a)
 	require.Equal(t, 0, code, errOut)
-	_, errOut, code = runBin(t, withToken, "team", "pull", "--server", srvURL, "--repo", "acme/shop", "--dir", b)
+	_, errOut, code = runBin(t, withToken, "team", "pull", "--server", url, "--repo", "acme/shop", "--dir", b)
 	require.Equal(t, 0, code, errOut)
 	got, err := os.ReadFile(filepath.Join(b, "ci.md"))
 	require.NoError(t, err)
-	assert.Equal(t, "on postgres", string(got))
+	assert.Equal(t, content, string(got))
 }
 
 // freshPostgresSchema creates an empty schema (dropped after the test) and
