@@ -309,6 +309,38 @@ func (c *corpus) remember(hashes [][32]byte, vecs []vector) {
 	}
 }
 
+// embedMessage returns the message's vector. The first time an embedder
+// without an EmbedderID meets a vector cache not open yet, the texts that
+// identify it (openCache) ride in the same call, so after a restart only
+// the message costs a call, as with an EmbedderID.
+func (c *corpus) embedMessage(ctx context.Context, message string) (vector, error) {
+	texts := []string{message}
+	c.cacheMu.Lock()
+	_, identified := c.embedder.(IdentifiedEmbedder)
+	identify := c.cacheDir != "" && c.cache.Load() == nil && c.cacheErr == nil && !identified
+	c.cacheMu.Unlock()
+	c.mu.Lock()
+	if identify && c.aux == nil {
+		texts = append(texts, meaningTexts()...)
+	}
+	c.mu.Unlock()
+	vecs, err := embedAll(ctx, c.embedder, texts)
+	if err != nil {
+		return nil, err
+	}
+	if len(texts) > 1 {
+		c.mu.Lock()
+		if c.aux == nil {
+			c.aux = make(map[[32]byte]vector, len(texts)-1)
+		}
+		for i, t := range texts[1:] {
+			c.aux[sha256.Sum256([]byte(t))] = vecs[i+1]
+		}
+		c.mu.Unlock()
+	}
+	return vecs[0], nil
+}
+
 // embedAux returns the vectors of texts that are not memories (the
 // embedder's tests), embedding only those not met before.
 func (c *corpus) embedAux(ctx context.Context, texts []string) ([]vector, error) {

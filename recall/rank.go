@@ -100,7 +100,11 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	var found map[string]float64 // by meaning, with confidence
 	weight := f.cfg.VectorWeight
 	if vectors && f.corpus.embedder != nil {
-		trust, err := f.vectorTrust(ctx, snap)
+		q, err := f.corpus.embedMessage(ctx, query)
+		var trust Trust
+		if err == nil {
+			trust, err = f.vectorTrust(ctx, snap)
+		}
 		if cerr := f.corpus.cacheFailure(); cerr != nil {
 			f.log.Warn("recall: vectors are kept in memory only", "event", "recall_vector_cache_failed", "error", cerr)
 		}
@@ -113,7 +117,7 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 				// out as clearly as for an embedder not trusted.
 				alarm = falseAlarm
 			}
-			found, err = f.vectorMatches(ctx, query, skip, wordScores, alarm)
+			found, err = f.vectorMatches(ctx, q, skip, wordScores, alarm)
 		}
 		if err != nil {
 			ev.EmbedErr = err
@@ -239,21 +243,14 @@ func (f *Finder) namesOnlyIt(query, key string) bool {
 }
 
 // vectorMatches returns the memories the embedder finds with confidence
-// beyond what their word scores (words: share of the best word match)
-// explain (see confident), each with its confidence; nil without an
-// Embedder.
-func (f *Finder) vectorMatches(ctx context.Context, query string, skip func(string) bool, words map[string]float64, alarm float64) (map[string]float64, error) {
-	if f.corpus.embedder == nil {
-		return nil, nil
-	}
+// for the message's vector q beyond what their word scores (words: share
+// of the best word match) explain (see confident), each with its
+// confidence.
+func (f *Finder) vectorMatches(ctx context.Context, q vector, skip func(string) bool, words map[string]float64, alarm float64) (map[string]float64, error) {
 	if err := f.corpus.embedPending(ctx); err != nil {
 		return nil, err
 	}
-	q, err := embedAll(ctx, f.corpus.embedder, []string{query})
-	if err != nil {
-		return nil, err
-	}
-	return confident(f.corpus.similarities(q[0], func(rel string) bool { return !skip(rel) }), f.cfg.MinSimilarity, words, alarm), nil
+	return confident(f.corpus.similarities(q, func(rel string) bool { return !skip(rel) }), f.cfg.MinSimilarity, words, alarm), nil
 }
 
 // supersede puts, for each memory of ranked, a newer memory of candidates

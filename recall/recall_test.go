@@ -1254,8 +1254,13 @@ func TestVectorsAreRememberedOnDisk(t *testing.T) {
 	plain := &fakeEmbedder{}
 	find(plain, fsys)
 	plain.texts.Store(0)
+	plain.calls.Store(0)
 	find(plain, fsys)
 	assert.Equal(t, int32(2*len(meaningPairs)+1), plain.texts.Load(), "without an EmbedderID: the test of meaning once, to know it, and the message")
+	assert.Equal(t, int32(1), plain.calls.Load(), "in one call: the message's")
+	named.calls.Store(0)
+	find(named, fsys)
+	assert.Equal(t, int32(1), named.calls.Load(), "with an EmbedderID: one call, the message's")
 	other := shiftedEmbedder{&fakeEmbedder{}}
 	find(other, fsys)
 	assert.Greater(t, other.texts.Load(), int32(len(mems)+2*len(meaningPairs)), "another model is noticed: everything is embedded for it")
