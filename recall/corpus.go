@@ -430,8 +430,20 @@ func (c *corpus) embeddedFiles() []embeddedFile {
 		return c.embedded
 	}
 	c.embedded = c.embedded[:0]
+	size := 0
+	for _, f := range c.files {
+		if v, ok := c.vectors[f.hash]; ok {
+			size += len(v)
+		}
+	}
+	// The vectors are moved side by side into one block, so a Find reads
+	// them in order from memory instead of from wherever each was made.
+	block := make(vector, 0, size)
 	for rel, f := range c.files {
 		if v, ok := c.vectors[f.hash]; ok {
+			block = append(block, v...)
+			v = block[len(block)-len(v) : len(block) : len(block)]
+			c.vectors[f.hash] = v
 			c.embedded = append(c.embedded, embeddedFile{rel, v})
 		}
 	}

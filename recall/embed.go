@@ -84,9 +84,14 @@ func cosine(a, b vector) float64 {
 		}
 		return float64(dot) / (127 * 127)
 	}
-	// Four sums of products of int8 values, eight values a step (one
-	// bounds check each): a product is at most 127², so an int32 sum
-	// holds any vector of up to 130,000 values.
+	return float64(dot(a, b)) / (127 * 127)
+}
+
+// dotGo is the dot product of a and b (of one length, at most 130,000
+// values: a product is at most 127², so an int32 sum holds it): four
+// sums, eight values a step with one bounds check each.
+func dotGo(a, b vector) int32 {
+	b = b[:len(a)]
 	var d0, d1, d2, d3 int32
 	for len(a) >= 8 {
 		a8, b8 := a[:8:8], b[:8:8]
@@ -99,7 +104,7 @@ func cosine(a, b vector) float64 {
 	for i := range a {
 		d0 += int32(a[i]) * int32(b[i])
 	}
-	return float64(int64(d0)+int64(d1)+int64(d2)+int64(d3)) / (127 * 127)
+	return d0 + d1 + d2 + d3
 }
 
 // embedText is what of a memory is embedded.
