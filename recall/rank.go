@@ -14,6 +14,10 @@ import (
 // for the best match on it alone to be an answer.
 const maxNameHolders = 3
 
+// minNamedScope is how many memories must hold the names a message gives
+// for the vector side to look among them alone (namedScope).
+const minNamedScope = 20
+
 // defaultVectorWeight is FinderOptions.VectorWeight's default: a memory
 // found by meaning with full confidence counts as much as the best word
 // match.
@@ -117,7 +121,11 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 				// out as clearly as for an embedder not trusted.
 				alarm = falseAlarm
 			}
-			found, err = f.vectorMatches(ctx, q, skip, wordScores, alarm)
+			scope := skip
+			if trust.level() > 0 {
+				scope = f.namedScope(query, skip, n)
+			}
+			found, err = f.vectorMatches(ctx, q, scope, wordScores, alarm)
 		}
 		if err != nil {
 			ev.EmbedErr = err
@@ -240,6 +248,36 @@ func (f *Finder) namesOnlyIt(query, key string) bool {
 		}
 	}
 	return false
+}
+
+// namedScope narrows the vector side of an embedder that earned trust
+// to the memories that hold a name the message gives, when those are
+// fewer than half of the n memories and at least minNamedScope (a name
+// few memories hold is a rare word, which the words find; narrowed to
+// those, meaning would have nothing to add): a message that names people asks
+// about them, and a memory alike in meaning but about someone else is no
+// answer (a directory shared by many people, or many conversations).
+// Otherwise it is skip. An embedder that knows only words is left to see
+// every memory, as words already say which hold the name.
+func (f *Finder) namedScope(query string, skip func(string) bool, n int) func(string) bool {
+	names := lexical.Names(query)
+	if len(names) == 0 {
+		return skip
+	}
+	holders := map[string]bool{}
+	for _, name := range names {
+		h := f.corpus.index.Holders(name, n/2+1)
+		if len(h) > n/2 {
+			return skip
+		}
+		for _, k := range h {
+			holders[k] = true
+		}
+	}
+	if len(holders) < minNamedScope || len(holders) > n/2 {
+		return skip
+	}
+	return func(rel string) bool { return !holders[rel] || skip(rel) }
 }
 
 // vectorMatches returns the memories the embedder finds with confidence

@@ -1525,3 +1525,49 @@ func TestAnExpiredMemoryIsNotRecalled(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, time.Date(2026, 12, 31, 18, 0, 0, 0, time.UTC), at, "a date and a time, as YAML writes one")
 }
+
+// meaningfulEmbedder is fakeEmbedder that also pairs the built-in test of
+// meaning's questions with their statements, so it earns trust.
+type meaningfulEmbedder struct{ fakeEmbedder }
+
+func (e *meaningfulEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out, err := e.fakeEmbedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range texts {
+		v := append(out[i], make([]float32, len(meaningPairs))...)
+		for p, pair := range meaningPairs {
+			if t == pair[0] || t == pair[1] {
+				v[len(v)-len(meaningPairs)+p] = 3
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// TestMeaningLooksAmongTheNamedPeople: in a directory two people share,
+// a message that names one finds by meaning that person's memory, not the
+// other's alike in meaning (namedScope); a message that names no one
+// finds both.
+func TestMeaningLooksAmongTheNamedPeople(t *testing.T) {
+	var mems [][3]string
+	for _, who := range []string{"Ana", "Ben"} {
+		for i := range 25 {
+			mems = append(mems, [3]string{fmt.Sprintf("%s-%02d.md", strings.ToLower(who), i), who + " " + benchWords[i], benchWords[i+25]})
+		}
+		mems = append(mems, [3]string{strings.ToLower(who) + "-car.md", who + " bought sedan", "A blue sedan."})
+	}
+	fsys, dir := memTree(t, mems...)
+	var trust *Trust
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: &meaningfulEmbedder{}, Observer: func(e Event) { trust = e.Trust }})
+	require.NoError(t, err)
+	got := names(f, "which automobile did Ana get")
+	require.NotNil(t, trust)
+	require.Greater(t, trust.Meaning, 0.5, "the embedder pairs the test's questions and statements")
+	assert.Contains(t, got, "ana-car.md")
+	assert.NotContains(t, got, "ben-car.md", "Ben's car is no answer to a question about Ana")
+
+	assert.Subset(t, names(f, "which automobile was bought"), []string{"ana-car.md", "ben-car.md"}, "a message that names no one: meaning sees every memory")
+}
