@@ -75,6 +75,33 @@ type memoryServer struct {
 type Options struct {
 	// Version is reported to clients as the implementation's version.
 	Version string
+	// Agent is the agent every call is taken to come from (default the
+	// main agent): MCP does not say which agent of a client calls, so a
+	// host that gives its sub-agents, forks or background queries their
+	// own server names it here, and the Dir's SharedWritesMainAgentOnly
+	// then refuses or proposes their shared writes. A call may also name
+	// a sub-agent, fork or background query itself in its _meta
+	// (AgentMetaKey); it is never taken as the main agent's when Agent is
+	// another.
+	Agent memdir.Agent
+}
+
+// AgentMetaKey is the _meta key of a tools/call by which a client says
+// the call comes from a sub-agent ("subagent"), a fork ("fork") or a
+// background query ("background") of its session.
+const AgentMetaKey = "agentmem/agent"
+
+// callAgent is the agent a tools/call is taken to come from: the one its
+// _meta names when that is another than the main agent, else agent.
+func callAgent(req *mcp.CallToolRequest, agent memdir.Agent) memdir.Agent {
+	if req.Params == nil {
+		return agent
+	}
+	switch named, _ := req.Params.Meta[AgentMetaKey].(string); memdir.Agent(named) {
+	case memdir.AgentSub, memdir.AgentFork, memdir.AgentBackground:
+		return memdir.Agent(named)
+	}
+	return agent
 }
 
 // New returns the MCP server of the memory directory d (created on the
@@ -115,6 +142,9 @@ func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.ListResourcesRequest); ok && (r.Params == nil || r.Params.Cursor == "") {
 				ms.syncResources(ctx)
+			}
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				ctx = memdir.WithAgent(ctx, callAgent(r, opts.Agent))
 			}
 			return next(ctx, method, req)
 		}

@@ -89,7 +89,7 @@ func commands() []command {
 		{"history", "[--session NAME] [--diff] [--json]", "list the file histories' checkpoints and the files changed after each", historyFlags},
 		{"rewind", "CHECKPOINT [--session NAME] [--dry-run]", "put the files of a history back as they were at a checkpoint", rewindFlags},
 		{"dream", "[--staged [--yes]] [--model M]", "consolidate the memory directory now with the Anthropic API (undoable)", dreamFlags},
-		{"mcp", "[--http ADDR] [--team-server URL]", "serve the memory directory to MCP clients (stdio, or HTTP at /mcp)", mcpFlags},
+		{"mcp", "[--http ADDR] [--team-server URL] [--agent A]", "serve the memory directory to MCP clients (stdio, or HTTP at /mcp)", mcpFlags},
 	}
 }
 

@@ -26,14 +26,44 @@ import (
 	"github.com/agentmem-sdk/agentmem/mcpserver"
 )
 
+// agentFlags reads --agent and --main-agent-only.
+func agentFlags(agent, mainOnly string) (memdir.Agent, memdir.MainAgentOnly, error) {
+	var a memdir.Agent
+	switch agent {
+	case "main", "":
+	case string(memdir.AgentSub), string(memdir.AgentFork), string(memdir.AgentBackground):
+		a = memdir.Agent(agent)
+	default:
+		return "", 0, fmt.Errorf("--agent %q: want main, subagent, fork or background", agent)
+	}
+	if mainOnly == "" {
+		mainOnly = "off"
+		if a != memdir.AgentMain {
+			mainOnly = "refuse"
+		}
+	}
+	modes := map[string]memdir.MainAgentOnly{"off": memdir.MainAgentOnlyOff, "refuse": memdir.MainAgentOnlyRefuse, "propose": memdir.MainAgentOnlyPropose}
+	mode, ok := modes[mainOnly]
+	if !ok {
+		return "", 0, fmt.Errorf("--main-agent-only %q: want off, refuse or propose", mainOnly)
+	}
+	return a, mode, nil
+}
+
 func mcpFlags(fs *flag.FlagSet) runner {
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp instead of stdio (a non-loopback ADDR needs a token: "+MCPTokenEnv+" or --token-file)")
 	tokenFile := fs.String("token-file", "", "with --http: require this file's token (one line) as Authorization: Bearer on every request ("+MCPTokenEnv+" may hold it instead)")
 	teamServer := fs.String("team-server", "", "keep team memory synced with this server while serving ("+TokenEnv+" holds the token)")
 	repo := fs.String("repo", "", "with --team-server: owner/name (default: the project's git remote)")
+	agent := fs.String("agent", "main", "the agent every call is taken to come from: main, subagent, fork or background (serve a client's sub-agents from a server of their own)")
+	mainOnly := fs.String("main-agent-only", "", "what another agent's write to team memory meets: off, refuse, or propose (kept for a person's review); default refuse with an --agent other than main, else off")
 	return func(e env, c *common, args []string) (int, error) {
 		if len(args) > 0 {
 			return exitError, fmt.Errorf("unexpected argument %q", args[0])
+		}
+		callsFrom, mode, err := agentFlags(*agent, *mainOnly)
+		if err != nil {
+			return exitError, err
 		}
 		if *teamServer != "" {
 			if err := checkServerURL("--team-server", *teamServer); err != nil {
@@ -57,7 +87,8 @@ func mcpFlags(fs *flag.FlagSet) runner {
 		if err != nil {
 			return exitError, err
 		}
-		srv, err := mcpserver.New(d, mcpserver.Options{Version: version()})
+		d.SharedWritesMainAgentOnly(mode)
+		srv, err := mcpserver.New(d, mcpserver.Options{Version: version(), Agent: callsFrom})
 		if err != nil {
 			return exitError, err
 		}

@@ -708,3 +708,70 @@ func TestPauseStopsTheAgentsWrites(t *testing.T) {
 	res, text = call(t, cs, "memory_save", map[string]any{"name": "Later", "description": "l", "type": "project", "body": "z"})
 	assert.False(t, res.IsError, text)
 }
+
+// TestMCPTellsTheMainAgentFromOthers: MCP does not say which agent of a
+// client calls, so `agentmem mcp --agent subagent` serves a client's
+// sub-agents from a server of their own (their team writes refused, or
+// with --main-agent-only propose made and marked other-agent for review),
+// and a call may name itself a sub-agent in its _meta
+// (mcpserver.AgentMetaKey), never the main agent on a sub-agent's server.
+// Private memory stays theirs to write. Through the built binary and the
+// official Go SDK.
+func TestMCPTellsTheMainAgentFromOthers(t *testing.T) {
+	t.Parallel()
+	connect := func(t *testing.T, dir string, args ...string) *mcp.ClientSession {
+		cmd := exec.Command(binary(t), append([]string{"mcp", "--dir", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "CLAUDE_CODE_DISABLE_AUTO_MEMORY=")
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	save := func(cs *mcp.ClientSession, file string, meta mcp.Meta) (*mcp.CallToolResult, string) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Meta: meta, Name: "memory_save", Arguments: map[string]any{
+			"name": "CI " + file, "description": "the pipeline", "type": "reference", "body": "CI runs nightly.", "file": file}})
+		require.NoError(t, err)
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return res, b.String()
+	}
+	asSub := mcp.Meta{mcpserver.AgentMetaKey: "subagent"}
+	asMain := mcp.Meta{mcpserver.AgentMetaKey: "main"}
+
+	dir := filepath.Join(t.TempDir(), "mem")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	sub := connect(t, dir, "--agent", "subagent")
+	res, txt := save(sub, "team/ci.md", nil)
+	require.True(t, res.IsError, txt)
+	assert.Contains(t, txt, "only the session's main agent writes")
+	res, txt = save(sub, "team/ci.md", asMain)
+	require.True(t, res.IsError, "a call on a sub-agent's server is never the main agent's: %s", txt)
+	assert.NoFileExists(t, filepath.Join(dir, "team", "ci.md"))
+	res, txt = save(sub, "notes.md", nil)
+	require.False(t, res.IsError, "private memory is the sub-agent's to write: %s", txt)
+
+	main := connect(t, dir, "--main-agent-only", "refuse")
+	res, txt = save(main, "team/ci.md", asSub)
+	require.True(t, res.IsError, "a call that names itself a sub-agent: %s", txt)
+	res, txt = save(main, "team/ci.md", nil)
+	require.False(t, res.IsError, "the main agent writes team memory: %s", txt)
+
+	proposing := connect(t, dir, "--agent", "subagent", "--main-agent-only", "propose")
+	res, txt = save(proposing, "team/deploys.md", nil)
+	require.False(t, res.IsError, txt)
+	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
+	require.NoError(t, err)
+	content, err := os.ReadFile(filepath.Join(dir, "team", "deploys.md"))
+	require.NoError(t, err)
+	prov, ok := d.Provenance(filepath.Join(dir, "team", "deploys.md"), content)
+	require.True(t, ok)
+	assert.Equal(t, "other-agent", prov.Origin, "a sync sends it for a person's review")
+
+	_, errOut, code := runIn(t, "", []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "mcp", "--dir", dir, "--agent", "boss")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "want main, subagent, fork or background")
+}
