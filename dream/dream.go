@@ -395,7 +395,7 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	var tools *memtools.Toolset
 	var writer *memdir.Dir // what the tools write through
 	target := d.dir
-	if out.Origin = memdir.LeastTrusted(d.inputsOrigin(ctx), d.sessionsOrigin(sessions)); out.Origin != "" {
+	if out.Origin = memdir.LeastTrusted(d.inputsOrigin(ctx), d.sessionsOrigin(ctx, sessions)); out.Origin != "" {
 		target = target.WithProvenance(memdir.Provenance{Origin: out.Origin})
 	}
 	if err == nil && stage != "" {
@@ -440,23 +440,39 @@ func (d *Dreamer) run(ctx context.Context, sessions []string, stage string) (Out
 	return out, prev
 }
 
-// inputsOrigin returns the least trusted origin recorded for the memory
-// files of the directory (every one the run's tools can read, team
-// memories included), "" when none came from untrusted input. The
-// transcripts the run reads carry no origin of their own.
-// sessionsOrigin is the least trusted origin the sessions to review were
-// marked with (memdir.Dir.SessionOrigins): a session that read a web page
-// or a tool's output passes its origin to what is made from its
-// transcript.
-func (d *Dreamer) sessionsOrigin(sessions []string) string {
+// sessionsOrigin is the least trusted origin any session the run can
+// read was marked with (memdir.Dir.SessionOrigins): those it reviews and
+// every other the transcript store still holds, which its search and its
+// read tools reach. A session that read a web page or a tool's output
+// passes its origin to what is made from its transcript.
+func (d *Dreamer) sessionsOrigin(ctx context.Context, sessions []string) string {
 	marks := d.dir.SessionOrigins()
+	if len(marks) == 0 {
+		return ""
+	}
 	origin := ""
 	for _, s := range sessions {
 		origin = memdir.LeastTrusted(origin, marks[strings.TrimSuffix(filepath.Base(s), ".jsonl")])
 	}
+	held, err := d.cfg.Transcripts.List(ctx)
+	if err != nil {
+		// What the store holds is unknown: every marked session counts.
+		for _, o := range marks {
+			origin = memdir.LeastTrusted(origin, o)
+		}
+		return origin
+	}
+	for _, info := range held {
+		origin = memdir.LeastTrusted(origin, marks[info.SessionID])
+	}
 	return origin
 }
 
+// inputsOrigin returns the least trusted origin recorded for the memory
+// files of the directory (every one the run's tools can read, team
+// memories included), "" when none came from untrusted input. The
+// transcripts the run reads carry no origin of their own
+// (sessionsOrigin).
 func (d *Dreamer) inputsOrigin(ctx context.Context) string {
 	headers, err := memdir.ScanMemoryFiles(ctx, d.dir.FS(), d.dir.Path(), memdir.ScanOptions{MaxFiles: math.MaxInt32, HeaderLines: 1})
 	if err != nil {

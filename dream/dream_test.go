@@ -786,6 +786,35 @@ func TestConsolidationCarriesTheOriginOfTheSessionsItReviews(t *testing.T) {
 	assert.Equal(t, "tool-output", p.Origin)
 }
 
+// TestConsolidationCarriesTheOriginOfEverySessionItCanRead: a marked
+// session a later run does not review (it was reviewed before) is still
+// in the store its search and read tools reach, so its origin still
+// passes to what that run writes.
+func TestConsolidationCarriesTheOriginOfEverySessionItCanRead(t *testing.T) {
+	clock := &testClock{now: now0}
+	fsys := tree(t, 2, now0.Add(-time.Hour))
+	mustDir(t, fsys, autoDir).WithProvenance(memdir.Provenance{Session: session(0)}).MarkUntrusted("tool-output")
+	first := newDreamer(t, fsys, llmtest.New(llmtest.Text("Nothing to merge.")), clock, nil).Force(context.Background())
+	require.NoError(t, first.Err)
+	require.Len(t, first.Sessions, 2)
+
+	clock.now = now0.Add(3 * time.Hour)
+	later := filepath.Join("/c/projects/-work-shop", session(1)+".jsonl")
+	require.NoError(t, fsys.Chtimes(later, now0.Add(2*time.Hour), now0.Add(2*time.Hour)))
+	merged := "---\nname: Deploys\ndescription: d\ntype: project\n---\nDeploy on Fridays.\n"
+	model := llmtest.New(
+		llmtest.ToolUse("1", "Write", map[string]any{"file_path": autoDir + "/team/deploys.md", "content": merged}),
+		llmtest.Text("Merged."),
+	)
+	out := newDreamer(t, fsys, model, clock, nil).Force(context.Background())
+	require.NoError(t, out.Err)
+	require.Equal(t, []string{later}, out.Sessions, "the marked session is not reviewed again")
+	assert.Equal(t, "tool-output", out.Origin, "but the run can still search and read it")
+	p, ok := mustDir(t, fsys, autoDir).Provenance(autoDir+"/team/deploys.md", []byte(merged))
+	require.True(t, ok)
+	assert.Equal(t, "tool-output", p.Origin)
+}
+
 // TestAStageThatCouldNotBeTakenBackIsNotApplied: under main-agent-only
 // with proposals, a consolidation (a background job) may write shared
 // memory but not remove from it, so a stage that adds a team memory (its
