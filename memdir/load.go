@@ -171,6 +171,9 @@ func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest)
 // options (Heading, ExtraGuidelines, IndexLimits, Logger, Layout,
 // TeamAuthors) are read; it creates no directory and adds no store section.
 func BuildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest) (string, error) {
+	if req.AutoDir == "" {
+		return "", ErrNoMemoryDir // before a cancelled ctx, as it always was
+	}
 	return buildCombinedMemoryPrompt(ctx, fsys, req)
 }
 

@@ -309,34 +309,13 @@ func (c *corpus) remember(hashes [][32]byte, vecs []vector) {
 	}
 }
 
-// embedMessage returns the message's vector. The first time an embedder
-// without an EmbedderID meets a vector cache not open yet, the texts that
-// identify it (openCache) ride in the same call, so after a restart only
-// the message costs a call, as with an EmbedderID.
+// embedMessage returns the message's vector, in a call of its own: an
+// embedder without an EmbedderID is known by the test texts' vectors
+// (openCache), which must never depend on what else shares their call.
 func (c *corpus) embedMessage(ctx context.Context, message string) (vector, error) {
-	texts := []string{message}
-	c.cacheMu.Lock()
-	_, identified := c.embedder.(IdentifiedEmbedder)
-	identify := c.cacheDir != "" && c.cache.Load() == nil && c.cacheErr == nil && !identified
-	c.cacheMu.Unlock()
-	c.mu.Lock()
-	if identify && c.aux == nil {
-		texts = append(texts, meaningTexts()...)
-	}
-	c.mu.Unlock()
-	vecs, err := embedAll(ctx, c.embedder, texts)
+	vecs, err := embedAll(ctx, c.embedder, []string{message})
 	if err != nil {
 		return nil, err
-	}
-	if len(texts) > 1 {
-		c.mu.Lock()
-		if c.aux == nil {
-			c.aux = make(map[[32]byte]vector, len(texts)-1)
-		}
-		for i, t := range texts[1:] {
-			c.aux[sha256.Sum256([]byte(t))] = vecs[i+1]
-		}
-		c.mu.Unlock()
 	}
 	return vecs[0], nil
 }
@@ -423,6 +402,10 @@ type embeddedFile struct {
 	v   vector
 }
 
+// maxVectorBlock bounds the block embeddedFiles copies the vectors into
+// (each change of the directory copies it again).
+const maxVectorBlock = 64 << 20
+
 // embeddedFiles returns the memories that have a vector (under c.mu),
 // listed again only after the files or the vectors changed.
 func (c *corpus) embeddedFiles() []embeddedFile {
@@ -436,16 +419,29 @@ func (c *corpus) embeddedFiles() []embeddedFile {
 			size += len(v)
 		}
 	}
-	// The vectors are moved side by side into one block, so a Find reads
-	// them in order from memory instead of from wherever each was made.
-	block := make(vector, 0, size)
+	// Up to maxVectorBlock the vectors are moved side by side into one
+	// block, so a Find reads them in order from memory instead of from
+	// wherever each was made; the vector cache then keeps the block's
+	// copy too, not a second one.
+	var block vector
+	if size <= maxVectorBlock {
+		block = make(vector, 0, size)
+	}
+	vc := c.cache.Load()
 	for rel, f := range c.files {
-		if v, ok := c.vectors[f.hash]; ok {
+		v, ok := c.vectors[f.hash]
+		if !ok {
+			continue
+		}
+		if block != nil {
 			block = append(block, v...)
 			v = block[len(block)-len(v) : len(block) : len(block)]
 			c.vectors[f.hash] = v
-			c.embedded = append(c.embedded, embeddedFile{rel, v})
+			if vc != nil {
+				vc.share(f.hash, v)
+			}
 		}
+		c.embedded = append(c.embedded, embeddedFile{rel, v})
 	}
 	c.embeddedOK = true
 	return c.embedded

@@ -72,13 +72,14 @@
 // rate between 1% and 50% and the weight between 1 and 4 times
 // VectorWeight; an embedder that earns nothing is held to the rules
 // above. When words find nothing to answer, meaning is held to 1% alone.
-// The test is embedded once per Finder (48 texts, in the message's call
-// when the embedder has no EmbedderID), the fit again when the
+// The test is embedded once per Finder (48 texts; kept in the vector
+// cache for an embedder with an EmbedderID), the fit again when the
 // directory's size moves by a tenth. An embedder that earned trust looks,
-// for a message that names people, only among the memories that hold
-// those names when they are 20 or more and at most half the directory
-// (one directory many people share: a memory alike in meaning about
-// someone else is no answer).
+// for a message that gives names (a capitalized word inside a sentence:
+// a person, a place, a product), only among the memories that hold one
+// of them when those are 20 or more and at most half the directory (one
+// directory many people share: a memory alike in meaning about someone
+// else is no answer).
 // CompareEmbedder measures recall@k with and without an embedder on
 // labelled questions; ControlEmbedder gives embedders that know nothing,
 // to see that they cost nothing. Embeddings are cached by the hash of

@@ -12,6 +12,7 @@ func dotAVX2(a, b []int8) int32
 
 // dot is the dot product of a and b, of one length of at most 130,000.
 func dot(a, b vector) int32 {
+	b = b[:len(a)] // the assembly reads len(a) values of b
 	if useAVX2 {
 		return dotAVX2(a, b)
 	}

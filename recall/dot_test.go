@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDotMatchesTheGoLoop: the dot product the vector side uses (AVX2
@@ -65,4 +68,27 @@ func BenchmarkDot(b *testing.B) {
 	}
 	b.ReportMetric(float64(fast.Nanoseconds())/float64(100*b.N), "dot-ns")
 	b.ReportMetric(float64(fast)/float64(slow), "x-go")
+}
+
+// TestTheBlockAndTheCacheShareTheVectors: the vectors moved into the
+// block for reading in order are the vector cache's too, not a copy.
+func TestTheBlockAndTheCacheShareTheVectors(t *testing.T) {
+	fsys, dir := otherWordsTree(t)
+	f, err := NewFinder(mustDir(fsys, dir), FinderOptions{Embedder: &fakeEmbedder{}, VectorCache: t.TempDir()})
+	require.NoError(t, err)
+	defer f.Close()
+	names(f, "which automobile did she get")
+	c := f.corpus
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vc := c.cache.Load()
+	require.NotNil(t, vc)
+	shared := 0
+	for _, e := range c.embeddedFiles() {
+		h := c.files[e.rel].hash
+		if cached, ok := vc.get(h); ok && &cached[0] == &e.v[0] {
+			shared++
+		}
+	}
+	assert.Equal(t, len(c.embeddedFiles()), shared)
 }

@@ -190,6 +190,16 @@ func (c *vectorCache) get(h [32]byte) (vector, bool) {
 	return v, ok
 }
 
+// share keeps v, equal to the vector held for h, in its place, so the
+// Finder's copy and the cache's are one.
+func (c *vectorCache) share(h [32]byte, v vector) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.have[h]; ok && slices.Equal(old, v) {
+		c.have[h] = v
+	}
+}
+
 // put appends vectors to the file (and keeps them); after a failed write
 // they are kept in memory only.
 func (c *vectorCache) put(hashes [][32]byte, vecs []vector) error {
