@@ -773,17 +773,9 @@ func TestConsolidationCarriesTheOriginOfTheSessionsItReviews(t *testing.T) {
 	assert.Equal(t, "tool-output", mustDir(t, fsys, autoDir).SessionOrigins()[session(0)], "recorded for other processes")
 	assert.Empty(t, mustDir(t, fsys, autoDir).SessionOrigins()[current])
 
-	merged := "---\nname: Deploys\ndescription: d\ntype: project\n---\nDeploy on Fridays.\n"
-	model := llmtest.New(
-		llmtest.ToolUse("1", "Write", map[string]any{"file_path": autoDir + "/team/deploys.md", "content": merged}),
-		llmtest.Text("Merged."),
-	)
-	out := newDreamer(t, fsys, model, clock, nil).Force(context.Background())
-	require.NoError(t, out.Err)
+	out, origin := mergeIntoTeam(t, fsys, clock)
 	assert.Equal(t, "tool-output", out.Origin)
-	p, ok := mustDir(t, fsys, autoDir).Provenance(autoDir+"/team/deploys.md", []byte(merged))
-	require.True(t, ok)
-	assert.Equal(t, "tool-output", p.Origin)
+	assert.Equal(t, "tool-output", origin)
 }
 
 // TestConsolidationCarriesTheOriginOfEverySessionItCanRead: a marked
@@ -801,6 +793,16 @@ func TestConsolidationCarriesTheOriginOfEverySessionItCanRead(t *testing.T) {
 	clock.now = now0.Add(3 * time.Hour)
 	later := filepath.Join("/c/projects/-work-shop", session(1)+".jsonl")
 	require.NoError(t, fsys.Chtimes(later, now0.Add(2*time.Hour), now0.Add(2*time.Hour)))
+	out, origin := mergeIntoTeam(t, fsys, clock)
+	require.Equal(t, []string{later}, out.Sessions, "the marked session is not reviewed again")
+	assert.Equal(t, "tool-output", out.Origin, "but the run can still search and read it")
+	assert.Equal(t, "tool-output", origin)
+}
+
+// mergeIntoTeam runs a consolidation that writes one team memory and
+// returns its outcome and the origin recorded for that memory.
+func mergeIntoTeam(t *testing.T, fsys afero.Fs, clock *testClock) (Outcome, string) {
+	t.Helper()
 	merged := "---\nname: Deploys\ndescription: d\ntype: project\n---\nDeploy on Fridays.\n"
 	model := llmtest.New(
 		llmtest.ToolUse("1", "Write", map[string]any{"file_path": autoDir + "/team/deploys.md", "content": merged}),
@@ -808,11 +810,9 @@ func TestConsolidationCarriesTheOriginOfEverySessionItCanRead(t *testing.T) {
 	)
 	out := newDreamer(t, fsys, model, clock, nil).Force(context.Background())
 	require.NoError(t, out.Err)
-	require.Equal(t, []string{later}, out.Sessions, "the marked session is not reviewed again")
-	assert.Equal(t, "tool-output", out.Origin, "but the run can still search and read it")
 	p, ok := mustDir(t, fsys, autoDir).Provenance(autoDir+"/team/deploys.md", []byte(merged))
 	require.True(t, ok)
-	assert.Equal(t, "tool-output", p.Origin)
+	return out, p.Origin
 }
 
 // TestAStageThatCouldNotBeTakenBackIsNotApplied: under main-agent-only
