@@ -295,6 +295,15 @@ func (p *ccProject) trustProject(t *testing.T) {
 		[]byte(`{"projects":{"`+p.root+`":{"hasTrustDialogAccepted":true}}}`), 0o644))
 }
 
+// indexPart is the index block of a first user message: from "Contents
+// of " to the end of its system reminder.
+func indexPart(t *testing.T, s string) string {
+	t.Helper()
+	i, j := strings.Index(s, "Contents of "), strings.Index(s, "</system-reminder>")
+	require.True(t, i >= 0 && j > i, s)
+	return s[i:j]
+}
+
 // ccResult is what `claude -p --output-format json` prints at the end.
 type ccResult struct {
 	SessionID string `json:"session_id"`
@@ -872,11 +881,7 @@ func TestAgentmemWritesAMemoryClaudeCodeReadsAndEditsIt(t *testing.T) {
 	assert.NotContains(t, p.systemText("step:edit"), "integration tests hit a real database", "2.1.328 keeps the index out of the system prompt")
 	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.LoadPromptRequest{AutoDir: p.auto})
 	require.NoError(t, err)
-	part := func(s string) string {
-		i, j := strings.Index(s, "Contents of "), strings.Index(s, "</system-reminder>")
-		require.True(t, i >= 0 && j > i, s)
-		return s[i:j]
-	}
+	part := func(s string) string { return indexPart(t, s) }
 	assert.Equal(t, asNewest(t, p.bin, part(first)), part(ours), "agentmem's index block holds what Claude Code's does")
 
 	raw, err := os.ReadFile(file)
@@ -971,11 +976,7 @@ func TestClaudeCodeDropsIndexCommentsAsAgentmemDoes(t *testing.T) {
 	first := p.firstUserText("step:look")
 	ours, err := memdir.BuildIndexContext(context.Background(), afero.NewOsFs(), memdir.LoadPromptRequest{AutoDir: p.auto})
 	require.NoError(t, err)
-	part := func(s string) string {
-		i, j := strings.Index(s, "Contents of "), strings.Index(s, "</system-reminder>")
-		require.True(t, i >= 0 && j > i, s)
-		return s[i:j]
-	}
+	part := func(s string) string { return indexPart(t, s) }
 	t.Logf("Claude Code sent:\n%s", part(first))
 	assert.NotContains(t, part(first), "single comment line", "Claude Code drops a comment block")
 	want := part(ours)
