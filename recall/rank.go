@@ -264,6 +264,13 @@ func (f *Finder) namedScope(query string, skip func(string) bool, n int) func(st
 	if len(names) == 0 {
 		return skip
 	}
+	total := 0
+	for _, name := range names {
+		total += f.corpus.index.DocFreq(name)
+	}
+	if total < minNamedScope || total > n/2 && len(names) == 1 {
+		return skip // counted before any holder is listed
+	}
 	holders := map[string]bool{}
 	for _, name := range names {
 		h := f.corpus.index.Holders(name, n/2+1)
