@@ -361,6 +361,10 @@ const (
 	// SkipNULByte: the file holds a NUL byte, which not every server
 	// store keeps; remove it.
 	SkipNULByte = "nul_byte: the file holds a NUL byte, which not every store can keep; remove it"
+	// SkipRemoteKeptChanging: the remote answered that it had changed
+	// (Mismatch) each time the round sent the file; nothing was written
+	// there, and the next round sends it again.
+	SkipRemoteKeptChanging = "remote-changing: the remote changed each time this round sent the file; the next round sends it again"
 	// SkipNotRegular: a link, a device or another non-regular file.
 	SkipNotRegular = "not a regular file"
 	// SkipOversized: larger than Options.MaxBytes.
@@ -489,6 +493,9 @@ type Result struct {
 	Checkpoint string
 	// Unchanged reports a round that found nothing to do on either side.
 	Unchanged bool
+	// mismatched are the paths the remote answered Mismatch to in the
+	// last pass: after the last retry they are SkipRemoteKeptChanging.
+	mismatched []string
 }
 
 // Changed reports whether the round changed anything on either side.
@@ -506,7 +513,7 @@ func (r Result) Changed() bool {
 // refusals in this sense.
 func (s Skip) Refused() bool {
 	switch s.Reason {
-	case SkipSecret, SkipOversized, SkipNotRegular, SkipUnreadable, SkipChanged, SkipReadOnly, SkipConflict, SkipDiverged:
+	case SkipSecret, SkipOversized, SkipNotRegular, SkipUnreadable, SkipChanged, SkipReadOnly, SkipConflict, SkipDiverged, SkipRemoteKeptChanging:
 		return false
 	}
 	return !strings.HasPrefix(s.Reason, SkipRefused+":") && !strings.HasPrefix(s.Reason, SkipRejected+":")
@@ -558,8 +565,13 @@ func (e *Engine) RoundMode(ctx context.Context, mode Mode) (Result, error) {
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		res.Pending, res.Held, res.InReview = nil, nil, nil
+		res.Pending, res.Held, res.InReview, res.mismatched = nil, nil, nil, nil
 		again, err := e.once(ctx, &res, mode)
+		if err == nil && again && attempt >= e.opts.Retries {
+			for _, p := range res.mismatched {
+				res.Skipped = append(res.Skipped, Skip{Path: p, Reason: SkipRemoteKeptChanging})
+			}
+		}
 		if err != nil || !again || attempt >= e.opts.Retries {
 			res.Unchanged = err == nil && !again && !res.Changed() && len(res.Pending)+len(res.InReview)+len(res.Held) == 0
 			res.Skipped = dedupSkips(res.Skipped)
@@ -1516,6 +1528,7 @@ func (r *round) record(batch []Change, outs []Outcome) (mismatch bool) {
 			r.dirty = true
 		case Mismatch:
 			mismatch = true
+			r.res.mismatched = append(r.res.mismatched, c.Path)
 		case InReview:
 			r.res.InReview = append(r.res.InReview, c.Path)
 		case Rejected:

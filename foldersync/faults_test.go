@@ -16,8 +16,10 @@ import (
 
 	"github.com/agentmem-sdk/agentmem/foldersync"
 	"github.com/agentmem-sdk/agentmem/foldersync/memremote"
+	"github.com/agentmem-sdk/agentmem/foldersync/remotetest"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
 )
 
 // killSwitch stands in for a process killed at a random point: every
@@ -482,4 +484,29 @@ func TestUnwritableFolderIsOneSkip(t *testing.T) {
 	if got, _ := remote.Read("new.md"); string(got) != "my new memory\n" {
 		t.Fatalf("the remote holds %q", got)
 	}
+}
+
+// mismatchRemote answers Mismatch to every change, as a remote that
+// changes each time it is written to would.
+type mismatchRemote struct{ foldersync.Remote }
+
+func (r mismatchRemote) Apply(_ context.Context, changes []foldersync.Change) ([]foldersync.Outcome, error) {
+	out := make([]foldersync.Outcome, len(changes))
+	for i, c := range changes {
+		out[i] = foldersync.Outcome{Path: c.Path, Status: foldersync.Mismatch}
+	}
+	return out, nil
+}
+
+// TestAChangeTheRemoteKeepsRefusingIsSaid: a file the remote answers
+// Mismatch to on every retry is reported as skipped for this round, with
+// the reason, never passed over in silence; the file stays as it is.
+func TestAChangeTheRemoteKeepsRefusingIsSaid(t *testing.T) {
+	c := remotetest.NewClient(t, mismatchRemote{memremote.New("m")}, foldersync.Options{})
+	c.Write(t, "deploy.md", "Deploys on Tuesdays.\n")
+	res := c.Round(t)
+	assert.Empty(t, res.Pushed)
+	assert.Equal(t, []foldersync.Skip{{Path: "deploy.md", Reason: foldersync.SkipRemoteKeptChanging}}, res.Skipped)
+	got, _ := c.Read(t, "deploy.md")
+	assert.Equal(t, "Deploys on Tuesdays.\n", got)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -698,6 +699,13 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 	}
 	if id := resp.Header.Get(teamwire.StoreIDHeader); id != "" {
 		v.store = id
+	}
+	if !slices.ContainsFunc(out, func(o foldersync.Outcome) bool { return o.Status == foldersync.Applied }) {
+		// Held for review or rejected, every change: the repo did not
+		// move, and the next batch goes as the read saw it (a new repo
+		// without If-Match; it was refused with 412 on every round).
+		r.cur = v
+		return out, nil
 	}
 	v.version, v.tag, v.empty = pr.Version, pr.Checksum, false
 	// A push without If-Match (the repo was empty when read) may have met

@@ -1123,3 +1123,40 @@ func get(url, token string) ([]byte, error) {
 	}
 	return body, err
 }
+
+// A person's write to a new repo under review goes out in the same push
+// as an agent's proposal: the batch held for review does not move the
+// repo, so the next batch must not be sent as if it had (it was refused
+// with 412 on every round, and the person's memory never reached anyone).
+func TestAPersonsWriteIsNotHeldBehindAProposalInANewRepo(t *testing.T) {
+	ctx := context.Background()
+	store := teamserver.NewMemoryStore()
+	tok, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	grant.Name, grant.Kind = "lee", teamserver.KindPerson
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	target := teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}
+	require.NoError(t, h.SetPolicy(ctx, "acme", target, teamserver.PolicyReview, "lee"))
+
+	dir := t.TempDir()
+	d := teamDirAt(afero.NewOsFs(), dir)
+	sub := d.WithProvenance(memdir.Provenance{Door: teamwire.DoorMCP, Origin: teamwire.OriginOtherAgent})
+	_, err = sub.Gate().WriteFile(ctx, filepath.Join(dir, "MEMORY.md"), []byte("a sub-agent's note\n"), 0o644)
+	require.NoError(t, err)
+	writeFiles(t, dir, map[string]string{"deploy.md": "Deploys on Tuesdays.\n"})
+	c, err := teammem.New(d, teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: tok,
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	require.NoError(t, err)
+	var st teammem.SyncState
+	res, err := c.Sync(ctx, &st)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"deploy.md"}, res.Pushed)
+	assert.Equal(t, []string{"MEMORY.md"}, res.InReview)
+	got, err := store.Get(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "Deploys on Tuesdays.\n", got.Entries["deploy.md"], "the person's write is in the repo")
+	assert.NotContains(t, got.Entries, "MEMORY.md")
+}
