@@ -1074,7 +1074,7 @@ func TestSharedWritesFromTheMainAgentOnlyAtTheFrontDoor(t *testing.T) {
 	in, _ := json.Marshal(map[string]string{"file_path": team, "content": "---\nname: Deploys\ndescription: d\ntype: project\n---\nTuesdays.\n"})
 	_, err = tools["Write"].Call(sub, in)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "shared memory, which only the session's main agent writes")
+	assert.Contains(t, err.Error(), "shared memory, which only the session's main agent changes")
 	assert.NoFileExists(t, team)
 	private, _ := json.Marshal(map[string]string{"file_path": filepath.Join(mem.Dir(), "mine.md"), "content": "---\nname: Mine\ndescription: m\ntype: user\n---\nA sub-agent's note.\n"})
 	_, err = tools["Write"].Call(sub, private)
@@ -1086,7 +1086,7 @@ func TestSharedWritesFromTheMainAgentOnlyAtTheFrontDoor(t *testing.T) {
 	call := llm.ToolCall{Name: "Write", Input: in}
 	d := guard(sub, call)
 	assert.False(t, d.Allow)
-	assert.Contains(t, d.Reason, "subagent")
+	assert.Contains(t, d.Reason, "a sub-agent")
 	assert.True(t, guard(ctx, call).Allow)
 
 	_, err = mem.MemoryDir().WithDoor("extraction").Save(ctx, memdir.Memory{File: "team/x.md", Name: "X", Description: "x", Type: memdir.TypeProject, Body: "x"})

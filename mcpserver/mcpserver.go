@@ -88,20 +88,28 @@ type Options struct {
 
 // AgentMetaKey is the _meta key of a tools/call by which a client says
 // the call comes from a sub-agent ("subagent"), a fork ("fork") or a
-// background query ("background") of its session.
+// background query ("background") of its session; "main" leaves it to
+// Options.Agent, and any other value is taken as a sub-agent's.
 const AgentMetaKey = "agentmem/agent"
 
 // callAgent is the agent a tools/call is taken to come from: the one its
-// _meta names when that is another than the main agent, else agent.
+// _meta names when that is another than the main agent, a sub-agent when
+// its _meta says something else than "main" or a known agent, else agent.
 func callAgent(req *mcp.CallToolRequest, agent memdir.Agent) memdir.Agent {
 	if req.Params == nil {
 		return agent
 	}
-	switch named, _ := req.Params.Meta[AgentMetaKey].(string); memdir.Agent(named) {
+	claim, said := req.Params.Meta[AgentMetaKey]
+	if !said {
+		return agent
+	}
+	switch named, _ := claim.(string); memdir.Agent(named) {
 	case memdir.AgentSub, memdir.AgentFork, memdir.AgentBackground:
 		return memdir.Agent(named)
+	case "main":
+		return agent
 	}
-	return agent
+	return memdir.AgentSub // a claim it cannot read is never the main agent's
 }
 
 // New returns the MCP server of the memory directory d (created on the

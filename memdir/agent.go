@@ -25,6 +25,22 @@ const (
 
 type agentKey struct{}
 
+// described names the agent in words: "a sub-agent", "a fork", "a
+// background query".
+func (a Agent) described() string {
+	switch a {
+	case AgentSub:
+		return "a sub-agent"
+	case AgentFork:
+		return "a fork"
+	case AgentBackground:
+		return "a background query"
+	case AgentMain:
+		return "the main agent"
+	}
+	return "another agent (" + string(a) + ")"
+}
+
 // WithAgent returns ctx saying the writes made with it come from agent.
 func WithAgent(ctx context.Context, agent Agent) context.Context {
 	return context.WithValue(ctx, agentKey{}, agent)
@@ -50,7 +66,7 @@ type NotMainAgentError struct {
 }
 
 func (e *NotMainAgentError) Error() string {
-	return fmt.Sprintf("shared memory is written by the session's main agent only, and this %s write comes from a %s: nothing was written; write private memory, or leave it to the main agent", e.Door, e.Agent)
+	return fmt.Sprintf("shared memory is written by the session's main agent only, and this %s write comes from %s: nothing was written; write private memory, or leave it to the main agent", e.Door, e.Agent.described())
 }
 
 func (e *NotMainAgentError) Is(target error) bool { return target == ErrNotMainAgent }

@@ -49,7 +49,7 @@ func Refusal(path, root string, err error) *ToolError {
 	case errors.Is(err, ErrCrossRoot):
 		return &ToolError{Msg: "refused: " + what + " cannot move into or out of the team directory; move its files one by one"}
 	case errors.As(err, &nm):
-		return &ToolError{Msg: "refused: " + what + " is shared memory, which only the session's main agent writes, and this write comes from a " + string(nm.Agent) + "; nothing was written: write private memory instead, or leave it to the main agent"}
+		return &ToolError{Msg: "refused: " + what + " is shared memory, which only the session's main agent changes, and this call comes from " + nm.Agent.described() + "; nothing was changed: keep it in private memory instead, or leave it to the main agent"}
 	case errors.As(err, &pe):
 		return &ToolError{Msg: "refused: memory writes are paused by the person; nothing was written, and only the person resumes them"}
 	}

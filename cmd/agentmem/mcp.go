@@ -30,7 +30,7 @@ import (
 func agentFlags(agent, mainOnly string) (memdir.Agent, memdir.MainAgentOnly, error) {
 	var a memdir.Agent
 	switch agent {
-	case "main", "":
+	case "main":
 	case string(memdir.AgentSub), string(memdir.AgentFork), string(memdir.AgentBackground):
 		a = memdir.Agent(agent)
 	default:
@@ -203,6 +203,9 @@ func requireToken(token string, next http.Handler) http.Handler {
 // reach a local memory server. An address off loopback is refused
 // without a token; with one, every request must carry it (401).
 func serveMCPHTTP(ctx context.Context, e env, srv *mcp.Server, addr, token string) (int, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return exitError, fmt.Errorf("--http %q has no port: give HOST:PORT, such as 127.0.0.1:8765 (port 0 picks a free one)", addr)
+	}
 	if token == "" && !loopbackOnly(addr) {
 		return exitError, ErrListenWithoutToken
 	}

@@ -747,7 +747,7 @@ func TestMCPTellsTheMainAgentFromOthers(t *testing.T) {
 	sub := connect(t, dir, "--agent", "subagent")
 	res, txt := save(sub, "team/ci.md", nil)
 	require.True(t, res.IsError, txt)
-	assert.Contains(t, txt, "only the session's main agent writes")
+	assert.Contains(t, txt, "only the session's main agent changes, and this call comes from a sub-agent")
 	res, txt = save(sub, "team/ci.md", asMain)
 	require.True(t, res.IsError, "a call on a sub-agent's server is never the main agent's: %s", txt)
 	assert.NoFileExists(t, filepath.Join(dir, "team", "ci.md"))
@@ -757,6 +757,10 @@ func TestMCPTellsTheMainAgentFromOthers(t *testing.T) {
 	main := connect(t, dir, "--main-agent-only", "refuse")
 	res, txt = save(main, "team/ci.md", asSub)
 	require.True(t, res.IsError, "a call that names itself a sub-agent: %s", txt)
+	for _, claim := range []any{"Subagent", "bogus", "", 5} {
+		res, txt = save(main, "team/ci.md", mcp.Meta{mcpserver.AgentMetaKey: claim})
+		require.True(t, res.IsError, "a claim it cannot read (%v) is never the main agent's: %s", claim, txt)
+	}
 	res, txt = save(main, "team/ci.md", nil)
 	require.False(t, res.IsError, "the main agent writes team memory: %s", txt)
 
@@ -774,4 +778,7 @@ func TestMCPTellsTheMainAgentFromOthers(t *testing.T) {
 	_, errOut, code := runIn(t, "", []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "mcp", "--dir", dir, "--agent", "boss")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "want main, subagent, fork or background")
+	_, errOut, code = runIn(t, "", []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY="}, "mcp", "--dir", dir, "--http", "127.0.0.1")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "has no port")
 }

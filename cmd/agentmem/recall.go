@@ -100,7 +100,7 @@ func runRecall(e env, c *common, args []string, o recallOptions) (int, error) {
 			return exitError, err
 		}
 		fmt.Fprintf(e.stdout, "tokens: %s\n", strings.Join(lexical.Tokenize(query), " "))
-		fmt.Fprintf(e.stdout, "best candidates (score, strength, query words matched); nothing is selected when the best matches one word with strength < %.2f (among these %d memories), else up to %d scoring >= %.0f%% of the best:\n",
+		fmt.Fprintf(e.stdout, "best candidates (score, strength, query words matched); nothing is selected when the best matches one word with strength < %.2f (among these %d memories) and that word is no name at most 3 of them hold, else up to %d scoring >= %.0f%% of the best:\n",
 			o.StrengthNeeded(n), n, recall.MaxSelected, 100*o.MinRelative)
 		if len(hits) == 0 {
 			fmt.Fprintln(e.stdout, "  none match")
