@@ -160,6 +160,18 @@ func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
 	return srv, nil
 }
 
+// proposed reports whether the file at rel was recorded as another
+// agent's write (memdir.MainAgentOnlyPropose): a sync sends it for review.
+func (ms *memoryServer) proposed(rel string) bool {
+	abs := filepath.Join(ms.dir.Path(), filepath.FromSlash(rel))
+	data, err := afero.ReadFile(ms.fs, abs)
+	if err != nil {
+		return false
+	}
+	p, ok := ms.dir.Provenance(abs, data)
+	return ok && p.Origin == teamwire.OriginOtherAgent
+}
+
 // Tool inputs and outputs.
 type (
 	listIn struct{}
@@ -306,6 +318,9 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 				verb = "Updated"
 			}
 			answer := fmt.Sprintf("%s %s (version %s); MEMORY.md: %s", verb, res.File, res.Version, res.IndexLine)
+			if ms.proposed(res.File) {
+				answer += "\n\nWritten by another agent than the session's main one, it waits for a person's review before the team sees it."
+			}
 			notice := ms.indexNotice(res.File)
 			if notice != "" {
 				answer += "\n\n" + notice
