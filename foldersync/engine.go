@@ -363,7 +363,9 @@ const (
 	SkipNULByte = "nul_byte: the file holds a NUL byte, which not every store can keep; remove it"
 	// SkipRemoteKeptChanging: the remote answered that it had changed
 	// (Mismatch) each time the round sent the file; nothing was written
-	// there, and the next round sends it again.
+	// there, and the next round sends it again. A file pushed earlier in
+	// the round and changed since may be in Pushed too, each for its own
+	// version.
 	SkipRemoteKeptChanging = "remote-changing: the remote changed each time this round sent the file; the next round sends it again"
 	// SkipNotRegular: a link, a device or another non-regular file.
 	SkipNotRegular = "not a regular file"

@@ -160,16 +160,21 @@ func New(d *memdir.Dir, opts Options) (*mcp.Server, error) {
 	return srv, nil
 }
 
-// proposed reports whether the file at rel was recorded as another
-// agent's write (memdir.MainAgentOnlyPropose): a sync sends it for review.
+// proposed reports whether the shared file at rel was recorded as
+// another agent's write (memdir.MainAgentOnlyPropose) or as written from
+// untrusted input: a sync sends it so that a repo or store under review
+// keeps it for a person.
 func (ms *memoryServer) proposed(rel string) bool {
+	if !strings.HasPrefix(filepath.ToSlash(rel), "team/") {
+		return false
+	}
 	abs := filepath.Join(ms.dir.Path(), filepath.FromSlash(rel))
 	data, err := afero.ReadFile(ms.fs, abs)
 	if err != nil {
 		return false
 	}
 	p, ok := ms.dir.Provenance(abs, data)
-	return ok && p.Origin == teamwire.OriginOtherAgent
+	return ok && teamwire.UntrustedOrigin(p.Origin)
 }
 
 // Tool inputs and outputs.
@@ -231,7 +236,9 @@ type (
 		Replaced  bool   `json:"replaced"`
 		// Version is the saved file's version, for a later if_version.
 		Version string `json:"version"`
-		// Notice says the index nears or passes its load limit.
+		// Notice says the save waits for review where the team keeps one
+		// (another agent's write, or one from untrusted input), and that
+		// the index nears or passes its load limit.
 		Notice string `json:"notice,omitempty"`
 	}
 	// pauseOutput is the structured result of memory_pause.
@@ -318,10 +325,10 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 				verb = "Updated"
 			}
 			answer := fmt.Sprintf("%s %s (version %s); MEMORY.md: %s", verb, res.File, res.Version, res.IndexLine)
-			if ms.proposed(res.File) {
-				answer += "\n\nWritten by another agent than the session's main one, it waits for a person's review before the team sees it."
-			}
 			notice := ms.indexNotice(res.File)
+			if ms.proposed(res.File) {
+				notice = strings.TrimSpace("Recorded as another agent's write or as written from untrusted input: a team repo or store under review keeps it for a person's review before the team sees it.\n\n" + notice)
+			}
 			if notice != "" {
 				answer += "\n\n" + notice
 			}

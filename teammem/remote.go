@@ -701,9 +701,20 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 		v.store = id
 	}
 	if !slices.ContainsFunc(out, func(o foldersync.Outcome) bool { return o.Status == foldersync.Applied }) {
-		// Held for review or rejected, every change: the repo did not
-		// move, and the next batch goes as the read saw it (a new repo
-		// without If-Match; it was refused with 412 on every round).
+		// Held for review or rejected, every change: this batch did not
+		// move the repo, and the next batch goes as the read saw it (a
+		// new repo without If-Match; it was refused with 412 on every
+		// round). Unless the reply shows someone else moved it (created
+		// it since the read): then the next batch is checked against this
+		// view, meets 412 and the round looks again, instead of going
+		// without If-Match over a teammate's new entries.
+		seen := v.tag
+		if v.empty {
+			seen = teamwire.RepoChecksum(nil)
+		}
+		if pr.Checksum != seen {
+			v.empty, v.tag, v.exact = false, teamwire.RepoChecksum(v.sums), true
+		}
 		r.cur = v
 		return out, nil
 	}

@@ -1160,3 +1160,62 @@ func TestAPersonsWriteIsNotHeldBehindAProposalInANewRepo(t *testing.T) {
 	assert.Equal(t, "Deploys on Tuesdays.\n", got.Entries["deploy.md"], "the person's write is in the repo")
 	assert.NotContains(t, got.Entries, "MEMORY.md")
 }
+
+// beforeFirstPut runs hook once, just before the first PUT it sends.
+type beforeFirstPut struct {
+	once sync.Once
+	hook func()
+}
+
+func (b *beforeFirstPut) Do(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut {
+		b.once.Do(b.hook)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// A teammate creates the repo between this client's read (no repo yet)
+// and its push, whose first batch is held for review whole: the reply
+// shows the repo moved, so the next batch is not sent without If-Match
+// over the teammate's new entry; the round looks again and keeps both.
+func TestAHeldBatchNoticesATeammatesNewRepo(t *testing.T) {
+	ctx := context.Background()
+	store := teamserver.NewMemoryStore()
+	tok, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	grant.Name, grant.Kind = "lee", teamserver.KindPerson
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	require.NoError(t, h.SetPolicy(ctx, "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "lee"))
+
+	dir := t.TempDir()
+	d := teamDirAt(afero.NewOsFs(), dir)
+	sub := d.WithProvenance(memdir.Provenance{Door: teamwire.DoorMCP, Origin: teamwire.OriginOtherAgent})
+	_, err = sub.Gate().WriteFile(ctx, filepath.Join(dir, "MEMORY.md"), []byte("- [Deploys](deploy.md)\n"), 0o644)
+	require.NoError(t, err)
+	writeFiles(t, dir, map[string]string{"deploy.md": "Deploys on Tuesdays.\n"})
+	teammate := func() {
+		_, err := store.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"deploy.md": "Deploys on Fridays, says Ana.\n"}, Author: "ana", Now: time.Now()})
+		require.NoError(t, err)
+	}
+	c, err := teammem.New(d, teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: tok, HTTP: &beforeFirstPut{hook: teammate},
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	require.NoError(t, err)
+	var st teammem.SyncState
+	res, err := c.Sync(ctx, &st)
+	require.NoError(t, err)
+	got, err := store.Get(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, true)
+	require.NoError(t, err)
+	theirs := got.Entries["deploy.md"]
+	mine := readFile(t, filepath.Join(dir, "deploy.md"))
+	kept := theirs == "Deploys on Fridays, says Ana.\n" || len(res.Conflicts) == 1
+	assert.True(t, kept, "the teammate's deploy.md was replaced without a conflict: server %q, here %q, result %+v", theirs, mine, res)
+	if theirs != "Deploys on Fridays, says Ana.\n" {
+		require.Len(t, res.Conflicts, 1)
+		saved, err := os.ReadFile(res.Conflicts[0].SavedAs)
+		require.NoError(t, err)
+		assert.Contains(t, string(saved)+mine, "Deploys on Fridays, says Ana.", "the teammate's version is kept here")
+	}
+}

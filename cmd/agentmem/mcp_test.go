@@ -767,7 +767,7 @@ func TestMCPTellsTheMainAgentFromOthers(t *testing.T) {
 	proposing := connect(t, dir, "--agent", "subagent", "--main-agent-only", "propose")
 	res, txt = save(proposing, "team/deploys.md", nil)
 	require.False(t, res.IsError, txt)
-	assert.Contains(t, txt, "waits for a person's review", "the agent is told")
+	assert.Contains(t, txt, "keeps it for a person's review", "the agent is told")
 	d, err := memdir.NewDir(afero.NewOsFs(), dir, memdir.DirOptions{})
 	require.NoError(t, err)
 	content, err := os.ReadFile(filepath.Join(dir, "team", "deploys.md"))
