@@ -309,17 +309,6 @@ func (c *corpus) remember(hashes [][32]byte, vecs []vector) {
 	}
 }
 
-// embedMessage returns the message's vector, in a call of its own: an
-// embedder without an EmbedderID is known by the test texts' vectors
-// (openCache), which must never depend on what else shares their call.
-func (c *corpus) embedMessage(ctx context.Context, message string) (vector, error) {
-	vecs, err := embedAll(ctx, c.embedder, []string{message})
-	if err != nil {
-		return nil, err
-	}
-	return vecs[0], nil
-}
-
 // embedAux returns the vectors of texts that are not memories (the
 // embedder's tests), embedding only those not met before.
 func (c *corpus) embedAux(ctx context.Context, texts []string) ([]vector, error) {

@@ -104,7 +104,10 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 	var found map[string]float64 // by meaning, with confidence
 	weight := f.cfg.VectorWeight
 	if vectors && f.corpus.embedder != nil {
-		q, err := f.corpus.embedMessage(ctx, query)
+		// The message goes in a call of its own: an embedder without an
+		// EmbedderID is known by the test texts' vectors (openCache),
+		// which must never depend on what else shares their call.
+		qs, err := embedAll(ctx, f.corpus.embedder, []string{query})
 		var trust Trust
 		if err == nil {
 			trust, err = f.vectorTrust(ctx, snap)
@@ -125,7 +128,7 @@ func (f *Finder) selectLexical(ctx context.Context, query string, snap *snapshot
 			if trust.level() > 0 {
 				scope = f.namedScope(query, skip, n)
 			}
-			found, err = f.vectorMatches(ctx, q, scope, wordScores, alarm)
+			found, err = f.vectorMatches(ctx, qs[0], scope, wordScores, alarm)
 		}
 		if err != nil {
 			ev.EmbedErr = err
@@ -264,20 +267,20 @@ func (f *Finder) namedScope(query string, skip func(string) bool, n int) func(st
 	if len(names) == 0 {
 		return skip
 	}
-	total := 0
+	total := 0 // counted before any holder is listed
 	for _, name := range names {
-		total += f.corpus.index.DocFreq(name)
-	}
-	if total < minNamedScope || total > n/2 && len(names) == 1 {
-		return skip // counted before any holder is listed
-	}
-	holders := map[string]bool{}
-	for _, name := range names {
-		h := f.corpus.index.Holders(name, n/2+1)
-		if len(h) > n/2 {
+		held := f.corpus.index.DocFreq(name)
+		if held > n/2 {
 			return skip
 		}
-		for _, k := range h {
+		total += held
+	}
+	if total < minNamedScope {
+		return skip
+	}
+	holders := make(map[string]bool, total)
+	for _, name := range names {
+		for _, k := range f.corpus.index.Holders(name, total) {
 			holders[k] = true
 		}
 	}
