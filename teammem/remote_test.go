@@ -1130,26 +1130,7 @@ func get(url, token string) ([]byte, error) {
 // with 412 on every round, and the person's memory never reached anyone).
 func TestAPersonsWriteIsNotHeldBehindAProposalInANewRepo(t *testing.T) {
 	ctx := context.Background()
-	store := teamserver.NewMemoryStore()
-	tok, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
-	require.NoError(t, err)
-	grant.Name, grant.Kind = "lee", teamserver.KindPerson
-	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
-	require.NoError(t, err)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	target := teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}
-	require.NoError(t, h.SetPolicy(ctx, "acme", target, teamserver.PolicyReview, "lee"))
-
-	dir := t.TempDir()
-	d := teamDirAt(afero.NewOsFs(), dir)
-	sub := d.WithProvenance(memdir.Provenance{Door: teamwire.DoorMCP, Origin: teamwire.OriginOtherAgent})
-	_, err = sub.Gate().WriteFile(ctx, filepath.Join(dir, "MEMORY.md"), []byte("a sub-agent's note\n"), 0o644)
-	require.NoError(t, err)
-	writeFiles(t, dir, map[string]string{"deploy.md": "Deploys on Tuesdays.\n"})
-	c, err := teammem.New(d, teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: tok,
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-	require.NoError(t, err)
+	store, c, _ := heldThenPersonsWrite(t, nil)
 	var st teammem.SyncState
 	res, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
@@ -1159,6 +1140,35 @@ func TestAPersonsWriteIsNotHeldBehindAProposalInANewRepo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Deploys on Tuesdays.\n", got.Entries["deploy.md"], "the person's write is in the repo")
 	assert.NotContains(t, got.Entries, "MEMORY.md")
+}
+
+// heldThenPersonsWrite starts a server whose repo acme/shop, not created
+// yet, is under review, and a person's (lee's) client on a folder where
+// a sub-agent wrote MEMORY.md (origin other-agent: held for review) and
+// the person deploy.md; its requests go through doer when not nil.
+func heldThenPersonsWrite(t *testing.T, doer teammem.HTTPDoer) (teamserver.Store, *teammem.Client, string) {
+	t.Helper()
+	ctx := context.Background()
+	store := teamserver.NewMemoryStore()
+	tok, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	grant.Name, grant.Kind = "lee", teamserver.KindPerson
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	require.NoError(t, h.SetPolicy(ctx, "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "lee"))
+
+	dir := t.TempDir()
+	d := teamDirAt(afero.NewOsFs(), dir)
+	sub := d.WithProvenance(memdir.Provenance{Door: teamwire.DoorMCP, Origin: teamwire.OriginOtherAgent})
+	_, err = sub.Gate().WriteFile(ctx, filepath.Join(dir, "MEMORY.md"), []byte("- [Deploys](deploy.md)\n"), 0o644)
+	require.NoError(t, err)
+	writeFiles(t, dir, map[string]string{"deploy.md": "Deploys on Tuesdays.\n"})
+	c, err := teammem.New(d, teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: tok, HTTP: doer,
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	require.NoError(t, err)
+	return store, c, dir
 }
 
 // beforeFirstPut runs hook once, just before the first PUT it sends.
@@ -1180,29 +1190,12 @@ func (b *beforeFirstPut) Do(req *http.Request) (*http.Response, error) {
 // over the teammate's new entry; the round looks again and keeps both.
 func TestAHeldBatchNoticesATeammatesNewRepo(t *testing.T) {
 	ctx := context.Background()
-	store := teamserver.NewMemoryStore()
-	tok, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
-	require.NoError(t, err)
-	grant.Name, grant.Kind = "lee", teamserver.KindPerson
-	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
-	require.NoError(t, err)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	require.NoError(t, h.SetPolicy(ctx, "acme", teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"}, teamserver.PolicyReview, "lee"))
-
-	dir := t.TempDir()
-	d := teamDirAt(afero.NewOsFs(), dir)
-	sub := d.WithProvenance(memdir.Provenance{Door: teamwire.DoorMCP, Origin: teamwire.OriginOtherAgent})
-	_, err = sub.Gate().WriteFile(ctx, filepath.Join(dir, "MEMORY.md"), []byte("- [Deploys](deploy.md)\n"), 0o644)
-	require.NoError(t, err)
-	writeFiles(t, dir, map[string]string{"deploy.md": "Deploys on Tuesdays.\n"})
+	var store teamserver.Store
 	teammate := func() {
 		_, err := store.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{Entries: map[string]string{"deploy.md": "Deploys on Fridays, says Ana.\n"}, Author: "ana", Now: time.Now()})
 		require.NoError(t, err)
 	}
-	c, err := teammem.New(d, teammem.Options{BaseURL: srv.URL, Repo: "acme/shop", Token: tok, HTTP: &beforeFirstPut{hook: teammate},
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-	require.NoError(t, err)
+	store, c, dir := heldThenPersonsWrite(t, &beforeFirstPut{hook: teammate})
 	var st teammem.SyncState
 	res, err := c.Sync(ctx, &st)
 	require.NoError(t, err)
