@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -677,23 +678,35 @@ func TestServeTLSMetricsAndHealth(t *testing.T) {
 	dir := t.TempDir()
 	_, tokens := makeToken(t, dir)
 	cert, key := selfSigned(t, dir)
-	metricsAddr := freeAddr(t)
+	// Port 0 for both, read back from what the server prints: a port
+	// picked free beforehand may be taken by a parallel test by then.
 	cmd := exec.Command(binary(t), "team", "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "team.db"), "--tokens", tokens,
-		"--tls-cert", cert, "--tls-key", key, "--metrics-addr", metricsAddr)
+		"--tls-cert", cert, "--tls-key", key, "--metrics-addr", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
-	var url string
+	var url, metricsAddr string
 	for sc.Scan() {
-		if m := strings.Fields(sc.Text()); len(m) >= 3 && m[0] == "listening" {
+		m := strings.Fields(sc.Text())
+		if len(m) >= 3 && m[0] == "metrics" {
+			metricsAddr = strings.TrimSuffix(strings.TrimPrefix(m[2], "http://"), "/metrics")
+		}
+		if len(m) >= 3 && m[0] == "listening" {
 			url = m[2]
 			break
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	require.True(t, strings.HasPrefix(url, "https://"), url)
+	if !strings.HasPrefix(url, "https://") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // stderr is whole, and no longer written
+		t.Fatalf("the server printed no https URL (%q); it said: %s", url, stderr.String())
+	}
+	require.NotEmpty(t, metricsAddr)
 	pool := x509.NewCertPool()
 	pemBytes, err := os.ReadFile(cert)
 	require.NoError(t, err)
