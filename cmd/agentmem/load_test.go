@@ -52,6 +52,9 @@ func serveEnv(t *testing.T, env []string, db, tokens string, extra ...string) (s
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
+		if addr, ok := strings.CutPrefix(sc.Text(), "metrics on http://"); ok {
+			metricsAddrs.Store(cmd, strings.TrimSuffix(addr, "/metrics"))
+		}
 		if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
 			return m[1], cmd
@@ -59,6 +62,19 @@ func serveEnv(t *testing.T, env []string, db, tokens string, extra ...string) (s
 	}
 	t.Fatal("the server did not start")
 	return "", nil
+}
+
+// metricsAddrs holds the metrics address each server started by serveEnv
+// printed (with --metrics-addr 127.0.0.1:0: a port picked free
+// beforehand may be taken by a parallel test by then).
+var metricsAddrs sync.Map
+
+// metricsAddrOf returns the metrics address the server cmd printed.
+func metricsAddrOf(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	addr, ok := metricsAddrs.Load(cmd)
+	require.True(t, ok, "the server printed no metrics address")
+	return addr.(string)
 }
 
 // manyTokens writes a token file with n tokens (one per client).

@@ -1195,10 +1195,10 @@ func TestREADMEMemoryStoresSelfHosted(t *testing.T) {
 func TestMemoryStoresRateLimitMetricsAndLog(t *testing.T) {
 	dir := t.TempDir()
 	tokens, key, _, _ := storeTokens(t, dir)
-	metricsAddr := freeAddr(t)
 	logFile := filepath.Join(dir, "server.log")
 	t.Setenv("AGENTMEM_SERVER_LOG", logFile)
-	base, _ := serveArgs(t, filepath.Join(dir, "stores.db"), tokens, "--rate", "1", "--burst", "3", "--metrics-addr", metricsAddr)
+	base, srv := serveArgs(t, filepath.Join(dir, "stores.db"), tokens, "--rate", "1", "--burst", "3", "--metrics-addr", "127.0.0.1:0")
+	metricsAddr := metricsAddrOf(t, srv)
 	code, _, body := storeHTTP(t, "POST", base+"/v1/memory_stores", key, true, map[string]any{"name": "s"})
 	require.Equal(t, 200, code, string(body))
 	id := decodeJSON(t, body)["id"].(string)
