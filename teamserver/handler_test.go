@@ -413,6 +413,95 @@ func TestPutRefusesACredential(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing was written: %s", body)
 }
 
+// Credentials a store holds from before the routes refused them are
+// never served: the live team entry and memory are written again
+// redacted (a write of the server's own that clients pull), the older
+// store versions are redacted, and a team entry's past revision and a
+// waiting proposal are redacted when shown. A second run writes nothing.
+func TestCredentialsStoredBeforeTheRefusalAreNeverServed(t *testing.T) {
+	ctx := context.Background()
+	ghp := "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+	aws := "AKIAIOSFODNN7EXAMPLQ"
+	store := teamserver.NewMemoryStore()
+	f := newServerOn(t, store, nil)
+	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
+	now := time.Now()
+	for i, content := range []string{"the key is " + ghp + "\n", "the key is still " + ghp + "\n"} {
+		_, err := store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"key.md": content, "ok.md": "fine\n"}, Author: "ana", Now: now.Add(time.Duration(i) * time.Second)})
+		require.NoError(t, err)
+	}
+	other := teamserver.Repo{Tenant: "initech", Name: "initech/web"} // no token names it
+	_, err := store.Put(ctx, other, teamserver.PutRequest{Entries: map[string]string{"key.md": ghp}, Now: now})
+	require.NoError(t, err)
+	st, err := store.CreateMemStore(ctx, "acme", teamserver.MemStore{Name: "notes"}, teamserver.StoreLimits{}, now)
+	require.NoError(t, err)
+	first := "aws " + aws + "\n"
+	m, err := store.CreateMemory(ctx, "acme", st.ID, teamserver.MemoryWrite{Path: "/aws.md", Content: &first}, teamserver.StoreLimits{}, now)
+	require.NoError(t, err)
+	second := "aws still " + aws + "\n"
+	_, err = store.UpdateMemory(ctx, "acme", st.ID, m.ID, teamserver.MemoryWrite{Content: &second}, teamserver.StoreLimits{}, now)
+	require.NoError(t, err)
+	p, err := store.Propose(ctx, teamserver.Proposal{Tenant: "acme", Target: teamserver.Target{Kind: teamserver.TargetRepo, Name: "acme/shop"},
+		Key: "waiting.md", Op: teamserver.ProposalPut, Content: "proposed " + ghp + "\n", Author: "bot", TokenSHA256: teamserver.HashToken(f.acme), Created: now})
+	require.NoError(t, err)
+
+	red, err := f.h.RedactStoredCredentials(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"acme acme/shop key.md"}, red.Entries)
+	assert.Equal(t, []string{"acme " + st.ID + " /aws.md"}, red.Memories)
+	assert.Equal(t, 2, red.Versions, "both older versions held the key")
+	assert.Empty(t, red.Failed)
+
+	resp, body := f.do(t, http.MethodGet, f.acme, "acme/shop", "", nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.NotContains(t, string(body), ghp)
+	var data teamwire.TeamMemoryData
+	require.NoError(t, json.Unmarshal(body, &data))
+	assert.Equal(t, "the key is still [REDACTED]\n", data.Content.Entries["key.md"])
+	assert.Equal(t, "fine\n", data.Content.Entries["ok.md"], "an entry without a credential is left as it is")
+	assert.Equal(t, teamwire.EntryChecksum(data.Content.Entries["key.md"]), data.Content.EntryChecksums["key.md"], "the checksum is of what is served")
+	for _, v := range []string{"1", "2", "3"} {
+		resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=key.md&version="+v, nil, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		assert.NotContains(t, string(body), ghp, "version %s", v)
+	}
+	changes, err := store.Log(ctx, repo, 0, 1)
+	require.NoError(t, err)
+	assert.Equal(t, teamserver.ServerAuthor, changes[0].Author)
+	assert.Equal(t, teamwire.DoorServer, changes[0].Door)
+	assert.Equal(t, []string{teamserver.KeyChanged}, changes[0].Ops)
+
+	live, err := store.GetMemory(ctx, "acme", st.ID, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "aws still [REDACTED]\n", live.Content)
+	versions, err := store.ListVersions(ctx, "acme", st.ID, teamserver.VersionFilter{Content: true, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, versions, 3)
+	for _, v := range versions {
+		assert.NotContains(t, v.Content, aws)
+	}
+
+	detail := f.srv.URL + teamwire.ReviewPath + "/proposals/" + p.ID
+	req, err := http.NewRequest(http.MethodGet, detail, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+f.acme)
+	got, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer got.Body.Close()
+	var pd teamwire.ProposalDetail
+	require.NoError(t, json.NewDecoder(got.Body).Decode(&pd))
+	require.NotNil(t, pd.Proposal.Content, "status %d", got.StatusCode)
+	assert.Equal(t, "proposed [REDACTED]\n", *pd.Proposal.Content)
+
+	kept, err := store.Get(ctx, other, true)
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(kept.Entries["key.md"], ghp), "an organization no token names is not read")
+
+	again, err := f.h.RedactStoredCredentials(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, teamserver.Redacted{}, again, "a second run finds nothing")
+}
+
 // A body two JSON readers could read differently is refused on every
 // write route: a key twice in one object (Go keeps the last, others the
 // first), or data after the value.

@@ -191,7 +191,7 @@ func (h *Handler) apply(ctx context.Context, tenant string, p Proposal, reviewer
 		if p.Op == ProposalDelete {
 			req.Deletes = []string{p.Key}
 		} else {
-			req.Entries = map[string]string{p.Key: p.Content}
+			req.Entries = map[string]string{p.Key: withoutCredentials(p.Content)}
 		}
 		if _, err := h.team.Put(ctx, repo, req); err != nil {
 			return err
@@ -207,7 +207,7 @@ func (h *Handler) apply(ctx context.Context, tenant string, p Proposal, reviewer
 		if p.Session != "" {
 			by.Type = "session_actor"
 		}
-		content := p.Content
+		content := withoutCredentials(p.Content)
 		var err error
 		switch p.Op {
 		case OpCreated:
@@ -483,7 +483,7 @@ func proposalOut(p Proposal, withContent bool) teamwire.ProposalView {
 		out.Decided = p.Decided.UTC().Format(time.RFC3339Nano)
 	}
 	if withContent {
-		content := p.Content
+		content := withoutCredentials(p.Content)
 		out.Content = &content
 	}
 	return out

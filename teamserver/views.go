@@ -169,7 +169,7 @@ func (h *Handler) getHistory(w http.ResponseWriter, r *http.Request, repo Repo) 
 		case err != nil:
 			h.storeError(w, err)
 		default:
-			writeJSON(w, http.StatusOK, teamwire.RevisionView{Key: key, Version: rev.Version, Content: rev.Content, Deleted: rev.Deleted})
+			writeJSON(w, http.StatusOK, teamwire.RevisionView{Key: key, Version: rev.Version, Content: withoutCredentials(rev.Content), Deleted: rev.Deleted})
 		}
 		return
 	}

@@ -1638,3 +1638,45 @@ func abbrev(s string) string {
 	}
 	return s
 }
+
+// A server upgraded onto a database that holds credentials from before
+// it refused them redacts them when it starts, says so, and serves them
+// to nobody: a teammate's sync pulls the redacted entry, and the Memory
+// Stores API answers the redacted memory.
+func TestServeRedactsCredentialsStoredBeforeTheRefusal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tokens, token := syncTokens(t, dir)
+	ghp := "ghp_" + strings.Repeat("aB3dE5", 6)
+	db, err := sqlite.Open(filepath.Join(dir, "team.db"))
+	require.NoError(t, err)
+	ctx, now := context.Background(), time.Now()
+	_, err = db.Put(ctx, teamserver.Repo{Tenant: "acme", Name: "acme/shop"}, teamserver.PutRequest{
+		Entries: map[string]string{"key.md": "the deploy token is " + ghp + "\n", "ok.md": "fine\n"}, Author: "ana", Now: now})
+	require.NoError(t, err)
+	st, err := db.CreateMemStore(ctx, "acme", teamserver.MemStore{Name: "notes"}, teamserver.StoreLimits{}, now)
+	require.NoError(t, err)
+	content := "token " + ghp + "\n"
+	m, err := db.CreateMemory(ctx, "acme", st.ID, teamserver.MemoryWrite{Path: "/key.md", Content: &content}, teamserver.StoreLimits{}, now)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	url, cmd := serveArgs(t, filepath.Join(dir, "team.db"), tokens)
+	said := serverLogOf(t, cmd)
+	assert.Contains(t, said, "redacted a credential stored before this server refused them: acme acme/shop key.md")
+	assert.Contains(t, said, "redacted a credential stored before this server refused them: acme "+st.ID+" /key.md")
+	assert.NotContains(t, said, ghp)
+
+	ben := newPerson(t, t.TempDir(), "ben", token, "")
+	ben.ok("team", "sync", "--server", url, "--repo", "acme/shop")
+	files := memoryFiles(t, ben.team)
+	assert.Equal(t, "the deploy token is [REDACTED]\n", files["key.md"])
+	assert.Equal(t, "fine\n", files["ok.md"])
+	code, _, body := storeHTTP(t, http.MethodGet, url+"/v1/memory_stores/"+st.ID+"/memories/"+m.ID, token, true, nil)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	assert.Contains(t, string(body), "token [REDACTED]")
+	assert.NotContains(t, string(body), ghp)
+	out, code2 := ben.run("team", "log", "--server", url, "--repo", "acme/shop")
+	assert.Equal(t, 0, code2, out)
+	assert.Contains(t, out, teamserver.ServerAuthor, "the log names the server as the writer")
+}

@@ -43,13 +43,18 @@ func serveEnv(t *testing.T, env []string, db, tokens string, extra ...string) (s
 	args := append([]string{"team", "serve", "--addr", "127.0.0.1:0", "--db", db, "--tokens", tokens}, extra...)
 	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
-	if f := os.Getenv("AGENTMEM_SERVER_LOG"); f != "" {
-		cmd.Stderr, _ = os.OpenFile(f, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logPath := os.Getenv("AGENTMEM_SERVER_LOG")
+	if logPath == "" {
+		logPath = filepath.Join(t.TempDir(), "server.log")
 	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	cmd.Stderr = logFile
+	serverLogs.Store(cmd, logPath)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logFile.Close() })
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if addr, ok := strings.CutPrefix(sc.Text(), "metrics on http://"); ok {
@@ -68,6 +73,20 @@ func serveEnv(t *testing.T, env []string, db, tokens string, extra ...string) (s
 // printed (with --metrics-addr 127.0.0.1:0: a port picked free
 // beforehand may be taken by a parallel test by then).
 var metricsAddrs sync.Map
+
+// serverLogs holds the file each server started by serveEnv writes its
+// standard error to.
+var serverLogs sync.Map
+
+// serverLogOf returns what the server cmd printed on standard error so
+// far.
+func serverLogOf(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	path, _ := serverLogs.Load(cmd)
+	data, err := os.ReadFile(path.(string))
+	require.NoError(t, err)
+	return string(data)
+}
 
 // metricsAddrOf returns the metrics address the server cmd printed.
 func metricsAddrOf(t *testing.T, cmd *exec.Cmd) string {

@@ -527,6 +527,7 @@ func teamServe(e env, args []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
+	reportRedacted(e, h)
 	var handler http.Handler = h
 	if *withConsole {
 		con, err := console.New(h, console.Options{Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
@@ -605,6 +606,28 @@ func readTokenFile(e env, path string) ([]teamserver.TokenGrant, error) {
 
 // tokenReloadEvery is how often team serve looks at its token file.
 const tokenReloadEvery = 2 * time.Second
+
+// reportRedacted redacts the credentials the store holds from before the
+// server refused them (Handler.RedactStoredCredentials) and says what it
+// rewrote; a store it cannot write (a standby) is said, and served as it
+// is.
+func reportRedacted(e env, h *teamserver.Handler) {
+	red, err := h.RedactStoredCredentials(context.Background())
+	for _, what := range [][]string{red.Entries, red.Memories} {
+		for _, w := range what {
+			fmt.Fprintf(e.stderr, "redacted a credential stored before this server refused them: %s\n", w)
+		}
+	}
+	if red.Versions > 0 {
+		fmt.Fprintf(e.stderr, "redacted %s of memory stores that held a credential\n", plural(red.Versions, "older version", "older versions"))
+	}
+	for _, f := range red.Failed {
+		fmt.Fprintf(e.stderr, "warning: could not redact a stored credential: %s\n", f)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "warning: %v; credentials stored before this server refused them may still be served: restart once the store takes writes\n", err)
+	}
+}
 
 // reloadTokens reads the token file again whenever its size or mtime
 // changes, until ctx ends: a token added with agentmem team token --add

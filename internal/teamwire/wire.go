@@ -217,6 +217,9 @@ const (
 	DoorHTTP           = "http"
 	DoorReview         = "review"
 	DoorConsole        = "console"
+	// DoorServer is the server's own writes (its redaction of credentials
+	// stored before it refused them); no client can claim it.
+	DoorServer = "server"
 )
 
 // Doors lists the doors a server records as sent.

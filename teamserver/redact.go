@@ -1,0 +1,192 @@
+package teamserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/agentmem-sdk/agentmem/internal/teamwire"
+)
+
+// withoutCredentials returns content with its credentials redacted when
+// it holds one the routes refuse (secrets.Scanner.Scan), else content as
+// it is. What the server shows of a past version or a proposal goes
+// through it: those were stored before the routes refused credentials.
+func withoutCredentials(content string) string {
+	if len(secretScanner().Scan(content)) == 0 {
+		return content
+	}
+	return secretScanner().Redact(content)
+}
+
+// ServerAuthor is the author of the writes the server makes itself
+// (RedactStoredCredentials), recorded with the door teamwire.DoorServer.
+const ServerAuthor = "agentmem server"
+
+// Redacted says what RedactStoredCredentials rewrote, and what it could
+// not.
+type Redacted struct {
+	// Entries are the team entries rewritten, as "tenant repo key".
+	Entries []string
+	// Memories are the Memory Stores memories rewritten, as
+	// "tenant store path".
+	Memories []string
+	// Versions counts the older Memory Stores versions redacted.
+	Versions int
+	// Failed says what could not be rewritten and why (an archived
+	// store takes no write); the rest was.
+	Failed []string
+}
+
+// RedactStoredCredentials rewrites what the store holds from before the
+// routes refused credentials, for every organization a token of the
+// handler names: each live team entry and Memory Stores memory that holds
+// a credential is written again with each credential replaced by
+// [REDACTED], as a write of the server's own (ServerAuthor, door
+// teamwire.DoorServer) that every client pulls like any other change; the
+// older Memory Stores versions that hold one are redacted, as the
+// protocol's redaction does. A team entry's past revisions are redacted
+// when they are shown. Run it once at start (team serve does); it writes
+// nothing when nothing holds a credential. A write that meets a
+// teammate's write (412) is read again and retried.
+func (h *Handler) RedactStoredCredentials(ctx context.Context) (Redacted, error) {
+	var out Redacted
+	tenants := map[string]bool{}
+	for _, g := range *h.grants.Load() {
+		tenants[g.Organization] = true
+	}
+	for _, tenant := range slices.Sorted(maps.Keys(tenants)) {
+		if err := h.redactRepos(ctx, tenant, &out); err != nil {
+			return out, err
+		}
+		if err := h.redactStores(ctx, tenant, &out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// redactRepos rewrites the team entries of tenant's repos that hold a
+// credential.
+func (h *Handler) redactRepos(ctx context.Context, tenant string, out *Redacted) error {
+	rl, ok := h.team.(RepoLister)
+	if !ok {
+		return nil
+	}
+	repos, err := rl.ListRepos(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("server: listing the repos of %s to redact credentials: %w", tenant, err)
+	}
+	for _, info := range repos {
+		repo := Repo{Tenant: tenant, Name: info.Name}
+		for attempt := 0; ; attempt++ {
+			keys, err := h.redactRepo(ctx, repo)
+			if errors.Is(err, ErrPreconditionFailed) && attempt < 5 {
+				continue // a teammate wrote meanwhile: read again
+			}
+			if err != nil {
+				return fmt.Errorf("server: redacting credentials in %s: %w", repo.Name, err)
+			}
+			for _, k := range keys {
+				out.Entries = append(out.Entries, tenant+" "+repo.Name+" "+k)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// redactRepo writes repo's entries that hold a credential again, redacted,
+// in one write conditional on what it read; it returns their keys.
+func (h *Handler) redactRepo(ctx context.Context, repo Repo) ([]string, error) {
+	snap, err := h.team.Get(ctx, repo, true)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries := map[string]string{}
+	for k, v := range snap.Entries {
+		if r := withoutCredentials(v); r != v {
+			entries[k] = r
+		}
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	_, err = h.team.Put(ctx, repo, PutRequest{
+		IfMatch: snap.Checksum, Entries: entries, Retention: h.cfg.Retention,
+		Author: ServerAuthor, Provenance: teamwire.Provenance{Door: teamwire.DoorServer}, Now: h.cfg.Now(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.hashes.forget(repo)
+	h.changes.notify(repo)
+	return slices.Sorted(maps.Keys(entries)), nil
+}
+
+// redactStores rewrites the memories of tenant's memory stores that hold
+// a credential, and redacts their older versions that hold one.
+func (h *Handler) redactStores(ctx context.Context, tenant string, out *Redacted) error {
+	if h.stores == nil {
+		return nil
+	}
+	stores, err := h.stores.ListMemStores(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("server: listing the memory stores of %s to redact credentials: %w", tenant, err)
+	}
+	by := Actor{Type: "api_actor", ID: ServerAuthor, Provenance: teamwire.Provenance{Door: teamwire.DoorServer}}
+	for _, st := range stores {
+		var held []Memory
+		err := h.stores.EachMemory(ctx, tenant, st.ID, true, func(MemStore) error { return nil }, func(m Memory) error {
+			if withoutCredentials(m.Content) != m.Content {
+				held = append(held, m)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("server: reading memory store %s to redact credentials: %w", st.ID, err)
+		}
+		for _, m := range held {
+			content := withoutCredentials(m.Content)
+			_, err := h.stores.UpdateMemory(ctx, tenant, st.ID, m.ID, MemoryWrite{Content: &content, IfSHA256: m.SHA256, By: by}, h.cfg.StoreLimits, h.cfg.Now())
+			if err != nil {
+				out.Failed = append(out.Failed, fmt.Sprintf("%s %s %s: %v", tenant, st.ID, m.Path, err))
+				continue
+			}
+			out.Memories = append(out.Memories, tenant+" "+st.ID+" "+m.Path)
+		}
+		if err := h.redactVersions(ctx, tenant, st.ID, by, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// redactVersions redacts the versions of a memory store that hold a
+// credential, a page at a time, newest first.
+func (h *Handler) redactVersions(ctx context.Context, tenant, storeID string, by Actor, out *Redacted) error {
+	f := VersionFilter{Content: true, Limit: 500}
+	for {
+		versions, err := h.stores.ListVersions(ctx, tenant, storeID, f)
+		if err != nil {
+			return fmt.Errorf("server: reading the versions of memory store %s to redact credentials: %w", storeID, err)
+		}
+		for _, v := range versions {
+			if v.Redacted.IsZero() && withoutCredentials(v.Content) != v.Content {
+				if _, err := h.stores.RedactVersion(ctx, tenant, storeID, v.ID, by, h.cfg.Now()); err != nil {
+					return fmt.Errorf("server: redacting version %s of memory store %s: %w", v.ID, storeID, err)
+				}
+				out.Versions++
+			}
+		}
+		if len(versions) < f.Limit {
+			return nil
+		}
+		f.BeforeSeq = versions[len(versions)-1].Seq
+	}
+}
