@@ -321,7 +321,8 @@ func snippetOf(t *testing.T, f docstest.Fence) goSnippet {
 // the go command put each one's export data, by import path.
 func exportData(t *testing.T, paths []string) map[string]string {
 	t.Helper()
-	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, paths...)
+	args := append(append([]string{"list", "-export"}, buildFlags...), "-deps", "-f", "{{.ImportPath}}\t{{.Export}}")
+	args = append(args, paths...)
 	cmd := exec.Command("go", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -416,7 +417,8 @@ func TestCoreModuleStaysLight(t *testing.T) {
 	}
 	main := "package main\n\nimport (\n" + imports.String() + ")\n\nfunc main() {}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(host, "main.go"), []byte(main), 0o644))
-	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", os.DevNull, "."}} {
+	build := append(append([]string{"build"}, buildFlags...), "-o", os.DevNull, ".")
+	for _, args := range [][]string{{"mod", "tidy"}, build} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = host
 		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")

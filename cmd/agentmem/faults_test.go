@@ -745,7 +745,7 @@ func killContent(i, v int, owner string, size int) string {
 }
 
 // TestSIGKILLMidRoundLosesNothing runs, on both protocols, two teammates
-// who own alternate memories of a folder of 150 (AGENTMEM_KILL_MEMORIES;
+// who own alternate memories of a folder of 100 (AGENTMEM_KILL_MEMORIES;
 // some as large as the protocol carries): in each of three steps
 // (AGENTMEM_KILL_STEPS; CI runs 300 memories and six steps) both edit,
 // create and delete some of theirs, then one runs a round that is SIGKILLed after a random
@@ -820,7 +820,7 @@ func TestSIGKILLMidRoundLosesNothing(t *testing.T) {
 				want[key(i)] = c
 				writeRaw(t, proto.folder(o), key(i), []byte(c))
 			}
-			memories := 150
+			memories := 100
 			if n, err := strconv.Atoi(os.Getenv("AGENTMEM_KILL_MEMORIES")); err == nil && n > 0 {
 				memories = n
 			}
