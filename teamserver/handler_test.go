@@ -186,7 +186,8 @@ func TestLimitsAndBadInput(t *testing.T) {
 	assert.Equal(t, 413, resp.StatusCode)
 	assert.Equal(t, teamwire.CodeEntryTooLarge, errCode(t, body))
 
-	for _, key := range []string{"../escape.md", "/abs.md", `a\b.md`, "%2e%2e%2fx.md", "．．／x.md", "a//b.md", "", "a\u001b]0;TITLE\u0007.md", "rtl\u202e.md"} {
+	for _, key := range []string{"../escape.md", "/abs.md", `a\b.md`, "%2e%2e%2fx.md", "．．／x.md", "a//b.md", "", "a\u001b]0;TITLE\u0007.md", "rtl\u202e.md",
+		"a\u2215b.md", "a\u2044b.md", "a\uff0emd", "\u2216..\u2216x.md", `\..\x.md`} {
 		resp, body = f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"ok.md": "fine", key: "x"}}, nil)
 		assert.Equal(t, 400, resp.StatusCode, "%q", key)
 		assert.Equal(t, teamwire.CodeInvalidKey, errCode(t, body))

@@ -210,6 +210,12 @@ func validateMemoryPath(p string) error {
 	if synctext.CheckName(p) != nil {
 		return invalid("path must not contain control or format characters")
 	}
+	if strings.Contains(p, "\\") {
+		return invalid("path must not contain a backslash (a folder's separator on Windows)")
+	}
+	if r, ok := teamwire.Lookalike(p); ok {
+		return invalid("path must not contain %U, which looks like a slash, a backslash or a dot", r)
+	}
 	segs := strings.Split(p[1:], "/")
 	if len(segs) > maxMemoryPathSegments {
 		return invalid("path must be at most 20 segments deep")

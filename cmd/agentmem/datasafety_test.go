@@ -1426,6 +1426,8 @@ func hostileCases() []hostileCase {
 		// Today team sync leaves a link out without a word, exit 0.
 		{name: "link to a file outside", file: "outside.md", content: "what lies outside the memory folder\n", link: true},
 		{name: "colon and backslash in name", file: "a:b\\c.md", content: "odd characters\n"},
+		{name: "look-alike slash in name", file: "a\u2215b.md", content: "a division slash, not a folder\n"},
+		{name: "look-alike dot in name", file: "notes\uff0eold.md", content: "a fullwidth dot, not an extension\n"},
 	}
 }
 

@@ -883,6 +883,9 @@ func TestMemoryStoresWithTheOfficialGoSDK(t *testing.T) {
 				"/" + strings.Repeat("x", 1030):      "path must be at most 1024 bytes",
 				"/cafe\u0301.md":                     "path must be NFC-normalized",
 				"/bad\u0007.md":                      "path must not contain control or format characters",
+				"/a\u2215b.md":                       "path must not contain U+2215, which looks like a slash, a backslash or a dot",
+				"/notes\uff0emd":                     "path must not contain U+FF0E, which looks like a slash, a backslash or a dot",
+				`/..\..\evil.md`:                     "path must not contain a backslash (a folder's separator on Windows)",
 			} {
 				_, err = st.Memories.New(ctx, store.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: path, Content: anthropic.String("x")})
 				status, typ, body := apiErr(t, err)

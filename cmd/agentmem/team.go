@@ -133,7 +133,7 @@ var skipWhy = map[string]string{
 	skipNotUTF8:        "not_utf8: the file is not valid UTF-8 text, which sync cannot carry exactly; left as it is",
 	skipNULByte:        "nul_byte: the file holds a NUL byte, which not every server store can keep; left as it is",
 	skipNotNFC:         "not_nfc: the file name is not in Unicode NFC form, which the server refuses; rename it",
-	skipInvalidKey:     "invalid_key: the name is not one a team key may have (a control character, or a path that leads out of the folder); rename it",
+	skipInvalidKey:     "invalid_key: the name is not one a team key may have (a control character, a character that looks like a slash, a backslash or a dot, or a path that leads out of the folder); rename it",
 	skipTeamNotRegular: "not_regular: a link or a special file is never synced; put the file itself in the folder to share it",
 	skipTooLarge:       fmt.Sprintf("too_large: the file is over %d bytes, the most an entry may hold; left as it is", teamwire.MaxEntryBytes),
 	skipWriteFailed:    "write_failed: the server's file cannot be written here (such as a.md/b.md where a.md is a file); every other file was written, remove the clash",

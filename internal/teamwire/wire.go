@@ -423,7 +423,33 @@ const (
 	ReasonTooLong   = "key too long"
 	ReasonControl   = "control character or invalid UTF-8 in key"
 	ReasonEscapes   = "path escapes the team memory directory"
+	ReasonLookalike = "a character in key looks like a slash, a backslash or a dot"
 )
+
+// lookalikes are characters a reader takes for '/', '\' or '.' (Unicode
+// TS #39's confusables of them, and the fullwidth and small forms): in a
+// name they fake a folder, a way up or an extension.
+var lookalikes = map[rune]bool{
+	// '/'
+	0x2044: true, 0x2215: true, 0x2571: true, 0x29F8: true, 0xFF0F: true, 0x1735: true, 0x2F03: true,
+	0x3033: true, 0x31D3: true, 0x0337: true, 0x0338: true, 0x2CC6: true,
+	// '\'
+	0x2216: true, 0x29F5: true, 0x29F9: true, 0xFE68: true, 0xFF3C: true, 0x31D4: true, 0x2F02: true,
+	// '.'
+	0x2024: true, 0x2025: true, 0x2026: true, 0xFF0E: true, 0xFE52: true, 0x0701: true, 0x0702: true,
+	0xA60E: true, 0x10A50: true,
+}
+
+// Lookalike returns the first character of name that looks like a slash,
+// a backslash or a dot, if it holds one.
+func Lookalike(name string) (rune, bool) {
+	for _, r := range name {
+		if lookalikes[r] {
+			return r, true
+		}
+	}
+	return 0, false
+}
 
 // KeyError says why a key was refused. Its message never holds the key.
 type KeyError struct {
@@ -435,10 +461,11 @@ func (e *KeyError) Error() string { return "wire: " + e.Reason }
 
 func keyErr(reason, key string) *KeyError { return &KeyError{Reason: reason, Key: key} }
 
-// SanitizeKey runs the six checks every key passes before it is used: no
+// SanitizeKey runs the seven checks every key passes before it is used: no
 // NUL byte; no traversal once percent-decoded (up to three times, overlong
 // UTF-8 forms included); no traversal once NFKC-folded (fullwidth dots and
-// slashes); no backslash; not absolute; valid UTF-8 with no control or
+// slashes); no backslash, nor a character that looks like a slash, a
+// backslash or a dot (Lookalike); not absolute; valid UTF-8 with no control or
 // format character (the rule of a memory store's path, synctext.CheckName).
 func SanitizeKey(key string) error {
 	if strings.IndexByte(key, 0) >= 0 {
@@ -463,6 +490,9 @@ func SanitizeKey(key string) error {
 	}
 	if strings.IndexByte(key, '\\') >= 0 {
 		return keyErr(ReasonBackslash, key)
+	}
+	if _, ok := Lookalike(key); ok {
+		return keyErr(ReasonLookalike, key)
 	}
 	if strings.HasPrefix(key, "/") {
 		return keyErr(ReasonAbsolute, key)
