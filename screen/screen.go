@@ -3,6 +3,7 @@ package screen
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -86,12 +87,15 @@ type Options struct {
 // Check returns an *Error for the first finding that blocks a write of
 // text (by offset): an invisible character, an index link when
 // opts.Index, a high-confidence injection when opts.Shared. Nil when none.
+// An injection is returned only when nothing else blocks: a server under
+// review passes an injection on to a person, never the rest.
 func Check(text string, opts Options) error {
 	f := Blocking(text, opts)
 	if len(f) == 0 {
 		return nil
 	}
-	return &Error{Finding: f[0], Shared: opts.Shared}
+	i := max(0, slices.IndexFunc(f, func(f Finding) bool { return f.Screen != ScreenInjection }))
+	return &Error{Finding: f[i], Shared: opts.Shared}
 }
 
 // CheckShared returns Check's *Error for text written at name (a team
