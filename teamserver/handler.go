@@ -19,6 +19,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/screen"
+	"github.com/agentmem-sdk/agentmem/secrets"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -491,10 +492,16 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	var injected *screen.Error
 	var injectedKey string
 	for _, k := range entryKeys(in.Entries) {
-		if m, ok := secretScanner().First(in.Entries[k]); ok {
+		what, m, ok := "an entry", secrets.Match{}, false
+		if m, ok = secretScanner().First(k); ok {
+			what = "an entry's key" // shown wherever the entry is
+		} else {
+			m, ok = secretScanner().First(in.Entries[k])
+		}
+		if ok {
 			writeJSON(w, http.StatusBadRequest, teamwire.ErrorBody{Error: teamwire.ErrorInfo{
 				Type:    "invalid_request_error",
-				Message: "an entry holds a credential (" + m.Label + "): remove it from the memory; nothing was written",
+				Message: what + " holds a credential (" + m.Label + "): remove it from the memory; nothing was written",
 				Details: teamwire.ErrorDetails{ErrorCode: teamwire.CodeSecret, Keys: []string{k}},
 			}})
 			return

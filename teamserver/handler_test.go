@@ -410,7 +410,12 @@ func TestPutRefusesACredential(t *testing.T) {
 		assert.Contains(t, e.Error.Message, label)
 		assert.NotContains(t, string(body), secret)
 	}
-	resp, body := f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
+	ghp := "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+	resp, body := f.do(t, "PUT", f.acme, "acme/shop", "", teamwire.PutBody{Entries: map[string]string{"notes/" + ghp + ".md": "fine"}}, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a key shows wherever the entry does: %s", body)
+	assert.Equal(t, teamwire.CodeSecret, errCode(t, body))
+	assert.Contains(t, string(body), "an entry's key holds a credential (GitHub PAT)")
+	resp, body = f.do(t, "GET", f.acme, "acme/shop", "", nil, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing was written: %s", body)
 }
 

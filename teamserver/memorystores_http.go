@@ -240,6 +240,10 @@ func (c *storesCall) createStore() {
 	if !c.decode(&req) {
 		return
 	}
+	if err := screenStore(&req.Name, &req.Description, req.Metadata); err != nil {
+		c.fail(err)
+		return
+	}
 	st, err := c.ms.CreateMemStore(c.r.Context(), c.tenant, MemStore{Name: req.Name, Description: req.Description, Metadata: req.Metadata}, c.limits(), c.now())
 	c.answer(err, func() any { return storeOut(st) })
 }
@@ -252,6 +256,10 @@ func (c *storesCall) getStore(id string) {
 func (c *storesCall) updateStore(id string) {
 	var req storewire.UpdateStore
 	if !c.decode(&req) {
+		return
+	}
+	if err := screenStore(req.Name, req.Description, req.Metadata); err != nil {
+		c.fail(err)
 		return
 	}
 	st, err := c.ms.UpdateMemStore(c.r.Context(), c.tenant, id, StorePatch{Name: req.Name, Description: req.Description, Metadata: req.Metadata}, c.now())
@@ -437,11 +445,11 @@ var secretScanner = sync.OnceValue(secrets.New)
 // screenMemory refuses content that holds a credential, with the
 // message the hosted service gives, and content that the screens refuse
 // in shared memory (an invisible character, a high-confidence injection,
-// a foreign link in a MEMORY.md at path), with their error code.
+// a foreign link in a MEMORY.md at path), with their error code; and a
+// path that holds a credential (it is shown wherever the memory is).
 // screenMetadata refuses metadata no store keeps (validateMetadata), and
-// keys and values that the screens refuse in shared memory: a credential,
-// an invisible character, a high-confidence injection. Metadata is never
-// proposed for review, so an injection there is refused outright.
+// keys and values that screenShown refuses. Metadata is never proposed
+// for review, so an injection there is refused outright.
 func screenMetadata(metadata map[string]string) error {
 	if err := validateMetadata(metadata); err != nil || len(metadata) == 0 {
 		return err
@@ -450,17 +458,42 @@ func screenMetadata(metadata map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(metadata)) {
 		b.WriteString(k + ": " + metadata[k] + "\n")
 	}
-	text := b.String()
+	return screenShown("metadata", b.String())
+}
+
+// screenShown refuses text shown beside the memories to every member and
+// to the model (metadata, a store's name and description) that holds a
+// credential, an invisible character or a high-confidence injection.
+func screenShown(what, text string) error {
 	if len(secretScanner().Scan(text)) > 0 {
-		return invalid("metadata holds a credential: remove it; nothing was written")
+		return invalid("%s holds a credential: remove it; nothing was written", what)
 	}
-	if se := screenEntry("metadata", text); se != nil {
-		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "metadata: " + se.Error(), Code: screenCode(se)}
+	if se := screenEntry(what, text); se != nil {
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: what + ": " + se.Error(), Code: screenCode(se)}
+	}
+	return nil
+}
+
+// screenStore applies screenShown to a store's name, description and
+// metadata as a create or an update sends them (nil: kept).
+func screenStore(name, description *string, metadata map[string]string) error {
+	if err := screenMetadata(metadata); err != nil {
+		return err
+	}
+	for what, f := range map[string]*string{"name": name, "description": description} {
+		if f != nil {
+			if err := screenShown("the store's "+what, *f); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
 func screenMemory(path string, content *string) error {
+	if len(secretScanner().Scan(path)) > 0 {
+		return invalid("path appears to contain a credential or API key; remove it before writing. If the credential is real, rotate it.")
+	}
 	if content == nil {
 		return nil
 	}
