@@ -2,7 +2,9 @@ package screen
 
 import (
 	"encoding/base64"
+	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -330,4 +332,55 @@ func collapse(text string) (string, []int) {
 
 func isSpaceByte(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// squashedOrder is the order to drop previous instructions with nothing
+// between its letters: what a text says once the hyphens, dots, spaces,
+// underscores and emphasis that split its words are taken out ("Ig-nore",
+// "I g n o r e", "Ignore_all_previous_instructions", camel case).
+var squashedOrder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:ignore|disregard|forget|override)(?:all|any|every)?(?:of)?(?:the|your|my|these|those)?` +
+		`(?:previous|prior|above|earlier|preceding|foregoing|original|system|safety)` +
+		`(?:instructions?|prompts?|directions?|directives?|rules|guidelines)`)
+})
+
+// squashed returns where in text the order to drop previous instructions
+// begins with its words split or glued (squashedOrder), reading text as
+// folded: its letters alone, lower case. A match whose letters a
+// sentence's punctuation or a full stop before a space separates ("Don't
+// forget: prior rules apply") is two phrases, not one.
+func squashed(text string, at func(int) int) (int, bool) {
+	var b strings.Builder
+	var offs []int
+	for i, r := range text {
+		if r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			b.WriteByte(byte(r) | 0x20)
+			offs = append(offs, i)
+		}
+	}
+	letters := b.String()
+	for _, m := range squashedOrder().FindAllStringIndex(letters, -1) {
+		from, to := offs[m[0]], offs[m[1]-1]
+		if wordStart(text, from) && !strings.ContainsAny(text[from:to], ":;,!?\n") && !strings.Contains(text[from:to], ". ") {
+			return at(from), true
+		}
+	}
+	return 0, false
+}
+
+// wordStart reports whether the letter at i begins a word: nothing of a
+// word before it, or a capital after a small letter ("pleaseIgnore").
+func wordStart(text string, i int) bool {
+	if i == 0 || !isWordByte(asciiLowerByte(text[i-1])) {
+		return true
+	}
+	prev := text[i-1]
+	return 'a' <= prev && prev <= 'z' && 'A' <= text[i] && text[i] <= 'Z'
+}
+
+func asciiLowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

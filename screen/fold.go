@@ -54,15 +54,50 @@ var confusable = map[rune]rune{
 	// Greek
 	'α': 'a', 'β': 'b', 'ε': 'e', 'ζ': 'z', 'η': 'n', 'ι': 'i', 'κ': 'k', 'μ': 'u', 'ν': 'v', 'ο': 'o', 'ρ': 'p',
 	'τ': 't', 'υ': 'u', 'χ': 'x', 'ϲ': 'c',
-	// Latin look-alikes NFKC keeps
-	'ı': 'i', 'ȷ': 'j', 'ɡ': 'g', 'ɑ': 'a', 'ꓲ': 'l', 'ǀ': 'l',
+	'г': 'r', 'п': 'n', 'ԍ': 'g', 'ѡ': 'w', 'γ': 'y', 'ω': 'w', 'ϳ': 'j',
+	// Armenian
+	'ո': 'n', 'օ': 'o', 'ս': 'u', 'ց': 'g', 'հ': 'h', 'զ': 'q',
+	// Latin look-alikes NFKC keeps, small capitals among them
+	'ı': 'i', 'ȷ': 'j', 'ɡ': 'g', 'ɑ': 'a', 'ꓲ': 'l', 'ǀ': 'l', 'ɩ': 'i',
+	'ᴀ': 'a', 'ʙ': 'b', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ꜰ': 'f', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i', 'ᴊ': 'j', 'ᴋ': 'k',
+	'ʟ': 'l', 'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w',
+	'ʏ': 'y', 'ᴢ': 'z',
+	// Cherokee capitals (looked up before lower-casing, which changes them)
+	'Ꭰ': 'd', 'Ꭱ': 'r', 'Ꭲ': 't', 'Ꭵ': 'i', 'Ꭹ': 'y', 'Ꭺ': 'a', 'Ꭻ': 'j', 'Ꭼ': 'e', 'Ꮃ': 'w', 'Ꮇ': 'm', 'Ꮋ': 'h',
+	'Ꮐ': 'g', 'Ꮓ': 'z', 'Ꮟ': 'b', 'Ꮩ': 'v', 'Ꮪ': 's', 'Ꮮ': 'l', 'Ꮯ': 'c', 'Ꮲ': 'p', 'Ꮶ': 'k', 'Ꮻ': 'o',
+}
+
+// latinOf returns the Latin letter r imitates, lower case, and whether r
+// is a confusable.
+func latinOf(r rune) (rune, bool) {
+	if c, ok := confusable[r]; ok {
+		return c, true
+	}
+	c, ok := confusable[unicode.ToLower(r)]
+	return c, ok
+}
+
+// foldsAway reports whether fold drops r or changes it beyond case: a
+// default-ignorable, a space other than ' ', a combining mark, a
+// confusable letter, a letter with an accent, a compatibility form.
+func foldsAway(r rune) bool {
+	if hidden(r) || unicode.IsSpace(r) || unicode.Is(unicode.Mn, r) {
+		return true
+	}
+	if _, ok := latinOf(r); ok {
+		return true
+	}
+	var buf [utf8.UTFMax]byte
+	b := buf[:utf8.EncodeRune(buf[:], r)]
+	return compatForm(b) != nil || norm.NFD.Properties(b).Decomposition() != nil
 }
 
 // fold returns text as the injection rules read it when it holds
 // anything but ASCII: compatibility forms folded (NFKC: fullwidth and
 // mathematical letters are letters), default-ignorable characters
-// dropped (a soft hyphen inside a word), confusable letters mapped to
-// the Latin ones they imitate, lower case. at[i] is the offset in text
+// dropped (a soft hyphen inside a word), accents and other combining
+// marks dropped ("Ïgnore"), confusable letters mapped to the Latin ones
+// they imitate, lower case. at[i] is the offset in text
 // of the character folded byte i came from.
 func fold(text string) (string, []int) {
 	var b strings.Builder
@@ -90,11 +125,17 @@ func fold(text string) (string, []int) {
 		form := buf[:n]
 		if d := compatForm(form); d != nil {
 			form = d // a compatibility form's letters (fullwidth, mathematical)
+		} else if d := norm.NFD.Properties(form).Decomposition(); d != nil {
+			form = d // an accented letter: its letter, then its marks
 		}
 		for _, f := range string(form) {
-			f = unicode.ToLower(f)
-			if c, ok := confusable[f]; ok {
+			if unicode.Is(unicode.Mn, f) {
+				continue // an accent or another combining mark
+			}
+			if c, ok := latinOf(f); ok {
 				f = c
+			} else {
+				f = unicode.ToLower(f)
 			}
 			w := utf8.EncodeRune(buf[:], f)
 			b.Write(buf[:w])
@@ -117,22 +158,12 @@ func compatForm(b []byte) []byte {
 	return k
 }
 
-// disguised reports whether text holds anything fold changes beyond case:
-// a default-ignorable character, a confusable letter, a compatibility
-// form. Text without one reads the same folded, so the rules run once.
+// disguised reports whether text holds anything fold changes beyond case
+// (foldsAway). Text without one reads the same folded, so the rules run
+// once.
 func disguised(text string) bool {
-	var buf [utf8.UTFMax]byte
 	for _, r := range text {
-		if r < utf8.RuneSelf {
-			continue
-		}
-		if hidden(r) || unicode.IsSpace(r) {
-			return true
-		}
-		if _, ok := confusable[unicode.ToLower(r)]; ok {
-			return true
-		}
-		if compatForm(buf[:utf8.EncodeRune(buf[:], r)]) != nil {
+		if r >= utf8.RuneSelf && foldsAway(r) {
 			return true
 		}
 	}
