@@ -362,9 +362,19 @@ func (s *Scanner) First(text string) (Match, bool) {
 
 // Redact replaces every match of every rule, low-confidence ones
 // included, with "[REDACTED]".
-func (s *Scanner) Redact(text string) string {
+func (s *Scanner) Redact(text string) string { return s.redact(text, true) }
+
+// RedactBlocking replaces what the high-confidence rules match only (a
+// provider's token, a private key): what blocks a shared write. A
+// password assignment or the user part of a URL stays as written.
+func (s *Scanner) RedactBlocking(text string) string { return s.redact(text, false) }
+
+func (s *Scanner) redact(text string, low bool) string {
 	for i := range s.rules {
 		r := &s.rules[i]
+		if r.low && !low {
+			continue
+		}
 		var b strings.Builder
 		last := 0
 		for {

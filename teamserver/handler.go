@@ -130,6 +130,9 @@ type Handler struct {
 	// draining is closed by Drain: long-polls answer at once.
 	draining  chan struct{}
 	drainOnce sync.Once
+	// redactedTenants are the organizations RedactStoredCredentials has
+	// gone through.
+	redactedTenants sync.Map
 	// fault is the last storage fault a write met (storageFault), which
 	// /readyz reports for faultRetry after it.
 	fault atomic.Pointer[storeFault]

@@ -433,7 +433,8 @@ func TestCredentialsStoredBeforeTheRefusalAreNeverServed(t *testing.T) {
 	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
 	now := time.Now()
 	for i, content := range []string{"the key is " + ghp + "\n", "the key is still " + ghp + "\n"} {
-		_, err := store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"key.md": content, "ok.md": "fine\n"}, Author: "ana", Now: now.Add(time.Duration(i) * time.Second)})
+		_, err := store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"key.md": content, "ok.md": "fine\n",
+			"url.md": "clone https://ana:" + ghp + "@github.com/acme/x; password = hunter2secret\n"}, Author: "ana", Now: now.Add(time.Duration(i) * time.Second)})
 		require.NoError(t, err)
 	}
 	other := teamserver.Repo{Tenant: "initech", Name: "initech/web"} // no token names it
@@ -453,7 +454,7 @@ func TestCredentialsStoredBeforeTheRefusalAreNeverServed(t *testing.T) {
 
 	red, err := f.h.RedactStoredCredentials(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"acme acme/shop key.md"}, red.Entries)
+	assert.Equal(t, []string{"acme acme/shop key.md", "acme acme/shop url.md"}, red.Entries)
 	assert.Equal(t, []string{"acme " + st.ID + " /aws.md"}, red.Memories)
 	assert.Equal(t, 2, red.Versions, "both older versions held the key")
 	assert.Empty(t, red.Failed)
@@ -465,6 +466,8 @@ func TestCredentialsStoredBeforeTheRefusalAreNeverServed(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &data))
 	assert.Equal(t, "the key is still [REDACTED]\n", data.Content.Entries["key.md"])
 	assert.Equal(t, "fine\n", data.Content.Entries["ok.md"], "an entry without a credential is left as it is")
+	assert.Equal(t, "clone https://ana:[REDACTED]@github.com/acme/x; password = hunter2secret\n", data.Content.Entries["url.md"],
+		"only the credential the routes refuse is redacted: the host and what the routes take stay")
 	assert.Equal(t, teamwire.EntryChecksum(data.Content.Entries["key.md"]), data.Content.EntryChecksums["key.md"], "the checksum is of what is served")
 	for _, v := range []string{"1", "2", "3"} {
 		resp, body = f.do(t, http.MethodGet, f.acme, "acme/shop", "&view=history&key=key.md&version="+v, nil, nil)
@@ -475,7 +478,7 @@ func TestCredentialsStoredBeforeTheRefusalAreNeverServed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, teamserver.ServerAuthor, changes[0].Author)
 	assert.Equal(t, teamwire.DoorServer, changes[0].Door)
-	assert.Equal(t, []string{teamserver.KeyChanged}, changes[0].Ops)
+	assert.Equal(t, []string{teamserver.KeyChanged, teamserver.KeyChanged}, changes[0].Ops)
 
 	live, err := store.GetMemory(ctx, "acme", st.ID, m.ID)
 	require.NoError(t, err)
@@ -505,7 +508,10 @@ func TestCredentialsStoredBeforeTheRefusalAreNeverServed(t *testing.T) {
 
 	again, err := f.h.RedactStoredCredentials(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, teamserver.Redacted{}, again, "a second run finds nothing")
+	assert.Equal(t, teamserver.Redacted{}, again, "an organization is gone through once")
+	again, err = newServerOn(t, store, nil).h.RedactStoredCredentials(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, teamserver.Redacted{}, again, "a second server finds nothing left")
 }
 
 // A body two JSON readers could read differently is refused on every

@@ -10,15 +10,15 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 )
 
-// withoutCredentials returns content with its credentials redacted when
-// it holds one the routes refuse (secrets.Scanner.Scan), else content as
-// it is. What the server shows of a past version or a proposal goes
-// through it: those were stored before the routes refused credentials.
+// withoutCredentials returns content with the credentials the routes
+// refuse (secrets.Scanner.Scan) redacted, and nothing else: what the
+// server shows of a past version or a proposal goes through it, since
+// those were stored before the routes refused credentials.
 func withoutCredentials(content string) string {
 	if len(secretScanner().Scan(content)) == 0 {
 		return content
 	}
-	return secretScanner().Redact(content)
+	return secretScanner().RedactBlocking(content)
 }
 
 // ServerAuthor is the author of the writes the server makes itself
@@ -42,30 +42,38 @@ type Redacted struct {
 
 // RedactStoredCredentials rewrites what the store holds from before the
 // routes refused credentials, for every organization a token of the
-// handler names: each live team entry and Memory Stores memory that holds
-// a credential is written again with each credential replaced by
-// [REDACTED], as a write of the server's own (ServerAuthor, door
-// teamwire.DoorServer) that every client pulls like any other change; the
-// older Memory Stores versions that hold one are redacted, as the
-// protocol's redaction does. A team entry's past revisions are redacted
-// when they are shown. Run it once at start (team serve does); it writes
-// nothing when nothing holds a credential. A write that meets a
-// teammate's write (412) is read again and retried.
+// handler names that it has not redacted yet: each live team entry and
+// Memory Stores memory that holds a credential the routes refuse is
+// written again with each such credential replaced by [REDACTED], as a
+// write of the server's own (ServerAuthor, door teamwire.DoorServer) that
+// every client pulls like any other change; the older Memory Stores
+// versions that hold one are redacted, as the protocol's redaction does.
+// A team entry's past revisions and a proposal are redacted when shown.
+// A host calls it once the handler is made, and again after SetTokens
+// names a new organization (team serve does both); it writes nothing
+// where nothing holds a credential. A repo, memory or version it cannot
+// rewrite is listed in Failed and the rest is done; the error says only
+// that an organization could not be listed (it is tried again on the
+// next call).
 func (h *Handler) RedactStoredCredentials(ctx context.Context) (Redacted, error) {
 	var out Redacted
 	tenants := map[string]bool{}
 	for _, g := range *h.grants.Load() {
 		tenants[g.Organization] = true
 	}
+	var errs []error
 	for _, tenant := range slices.Sorted(maps.Keys(tenants)) {
-		if err := h.redactRepos(ctx, tenant, &out); err != nil {
-			return out, err
+		if _, done := h.redactedTenants.Load(tenant); done {
+			continue
 		}
-		if err := h.redactStores(ctx, tenant, &out); err != nil {
-			return out, err
+		err := errors.Join(h.redactRepos(ctx, tenant, &out), h.redactStores(ctx, tenant, &out))
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
+		h.redactedTenants.Store(tenant, true)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // redactRepos rewrites the team entries of tenant's repos that hold a
@@ -81,18 +89,16 @@ func (h *Handler) redactRepos(ctx context.Context, tenant string, out *Redacted)
 	}
 	for _, info := range repos {
 		repo := Repo{Tenant: tenant, Name: info.Name}
-		for attempt := 0; ; attempt++ {
-			keys, err := h.redactRepo(ctx, repo)
-			if errors.Is(err, ErrPreconditionFailed) && attempt < 5 {
-				continue // a teammate wrote meanwhile: read again
-			}
-			if err != nil {
-				return fmt.Errorf("server: redacting credentials in %s: %w", repo.Name, err)
-			}
-			for _, k := range keys {
-				out.Entries = append(out.Entries, tenant+" "+repo.Name+" "+k)
-			}
-			break
+		keys, err := h.redactRepo(ctx, repo)
+		for attempt := 0; errors.Is(err, ErrPreconditionFailed) && attempt < 5; attempt++ {
+			keys, err = h.redactRepo(ctx, repo) // a teammate wrote meanwhile: read again
+		}
+		if err != nil {
+			out.Failed = append(out.Failed, fmt.Sprintf("%s %s: %v", tenant, repo.Name, err))
+			continue
+		}
+		for _, k := range keys {
+			out.Entries = append(out.Entries, tenant+" "+repo.Name+" "+withoutCredentials(k))
 		}
 	}
 	return nil
@@ -149,19 +155,20 @@ func (h *Handler) redactStores(ctx context.Context, tenant string, out *Redacted
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("server: reading memory store %s to redact credentials: %w", st.ID, err)
+			out.Failed = append(out.Failed, fmt.Sprintf("reading memory store %s: %v", st.ID, err))
+			continue
 		}
 		for _, m := range held {
 			content := withoutCredentials(m.Content)
 			_, err := h.stores.UpdateMemory(ctx, tenant, st.ID, m.ID, MemoryWrite{Content: &content, IfSHA256: m.SHA256, By: by}, h.cfg.StoreLimits, h.cfg.Now())
 			if err != nil {
-				out.Failed = append(out.Failed, fmt.Sprintf("%s %s %s: %v", tenant, st.ID, m.Path, err))
+				out.Failed = append(out.Failed, fmt.Sprintf("%s %s %s: %v", tenant, st.ID, withoutCredentials(m.Path), err))
 				continue
 			}
-			out.Memories = append(out.Memories, tenant+" "+st.ID+" "+m.Path)
+			out.Memories = append(out.Memories, tenant+" "+st.ID+" "+withoutCredentials(m.Path))
 		}
 		if err := h.redactVersions(ctx, tenant, st.ID, by, out); err != nil {
-			return err
+			out.Failed = append(out.Failed, err.Error())
 		}
 	}
 	return nil

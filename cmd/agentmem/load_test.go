@@ -82,7 +82,8 @@ var serverLogs sync.Map
 // far.
 func serverLogOf(t *testing.T, cmd *exec.Cmd) string {
 	t.Helper()
-	path, _ := serverLogs.Load(cmd)
+	path, ok := serverLogs.Load(cmd)
+	require.True(t, ok, "the server was not started by serveEnv")
 	data, err := os.ReadFile(path.(string))
 	require.NoError(t, err)
 	return string(data)

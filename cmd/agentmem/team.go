@@ -622,10 +622,10 @@ func reportRedacted(e env, h *teamserver.Handler) {
 		fmt.Fprintf(e.stderr, "redacted %s of memory stores that held a credential\n", plural(red.Versions, "older version", "older versions"))
 	}
 	for _, f := range red.Failed {
-		fmt.Fprintf(e.stderr, "warning: could not redact a stored credential: %s\n", f)
+		fmt.Fprintf(e.stderr, "warning: could not redact a stored credential (%s); it is still served until that is fixed and the server restarts (a memory of an archived store: delete the memory)\n", f)
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "warning: %v; credentials stored before this server refused them may still be served: restart once the store takes writes\n", err)
+		fmt.Fprintf(e.stderr, "warning: %v; credentials stored before this server refused them may still be served: they are redacted when the server next starts or reads its token file\n", err)
 	}
 }
 
@@ -664,6 +664,7 @@ func reloadTokens(ctx context.Context, e env, path string, h *teamserver.Handler
 			continue
 		}
 		fmt.Fprintf(e.stdout, "read the token file %s again: %d tokens\n", path, len(grants))
+		reportRedacted(e, h) // an organization named for the first time
 	}
 }
 
