@@ -51,6 +51,9 @@
 //     presentation, an ideograph's variant; a Mongolian one after a
 //     Mongolian letter), and a Hangul choseong or jungseong filler
 //     beside a Hangul character.
+//   - blank: LINE SEPARATOR U+2028 and PARAGRAPH SEPARATOR U+2029 (a
+//     line break some renderers show as nothing), BRAILLE PATTERN BLANK
+//     U+2800.
 //
 // Injection (high confidence refused on shared writes, low
 // confidence reported only): text addressed to the model as

@@ -335,52 +335,86 @@ func isSpaceByte(c byte) bool {
 }
 
 // squashedOrder is the order to drop previous instructions with nothing
-// between its letters: what a text says once the hyphens, dots, spaces,
-// underscores and emphasis that split its words are taken out ("Ig-nore",
-// "I g n o r e", "Ignore_all_previous_instructions", camel case).
+// between its letters: what a text says once the hyphens, dots, spaces
+// and emphasis that split its words are taken out ("Ig-nore",
+// "I g n o r e", "**Ignore** all *previous*").
 var squashedOrder = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?:ignore|disregard|forget|override)(?:all|any|every)?(?:of)?(?:the|your|my|these|those)?` +
-		`(?:previous|prior|above|earlier|preceding|foregoing|original|system|safety)` +
+		`(?:previous|prior|above|earlier|preceding|foregoing|original|system)` +
 		`(?:instructions?|prompts?|directions?|directives?|rules|guidelines)`)
 })
 
+// orderWords are the words squashedOrder is made of.
+var orderWords = []string{"ignore", "disregard", "forget", "override", "all", "any", "every", "of", "the", "your", "my", "these",
+	"those", "previous", "prior", "above", "earlier", "preceding", "foregoing", "original", "system", "instruction",
+	"instructions", "prompt", "prompts", "direction", "directions", "directive", "directives", "rules", "guidelines"}
+
 // squashed returns where in text the order to drop previous instructions
-// begins with its words split or glued (squashedOrder), reading text as
-// folded: its letters alone, lower case. A match whose letters a
-// sentence's punctuation or a full stop before a space separates ("Don't
-// forget: prior rules apply") is two phrases, not one.
-func squashed(text string, at func(int) int) (int, bool) {
+// begins with a word of it split ("Ig-nore", "I.g.n.o.r.e") or its words
+// set apart by emphasis, reading base (text, or text folded; at maps
+// base's offsets to text's) as its letters alone, lower case. Whole words
+// joined by hyphens, underscores or case ("ignore-previous-instructions",
+// TestIgnorePreviousInstructions) are a name, not an order; a match that
+// a sentence's punctuation or a full stop before a space divides
+// ("Don't forget: prior rules apply") is two phrases.
+func squashed(text, base string, at func(int) int) (int, bool) {
 	var b strings.Builder
 	var offs []int
-	for i, r := range text {
+	for i, r := range base {
 		if r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
 			b.WriteByte(byte(r) | 0x20)
 			offs = append(offs, i)
 		}
 	}
-	letters := b.String()
-	for _, m := range squashedOrder().FindAllStringIndex(letters, -1) {
-		from, to := offs[m[0]], offs[m[1]-1]
-		if wordStart(text, from) && !strings.ContainsAny(text[from:to], ":;,!?\n") && !strings.Contains(text[from:to], ". ") {
+	for _, m := range squashedOrder().FindAllStringIndex(b.String(), -1) {
+		from, to := offs[m[0]], offs[m[1]-1]+1
+		span := base[from:to]
+		if strings.ContainsAny(span, ":;,!?\n") || strings.Contains(span, ". ") || !wordStart(text, at(from)) {
+			continue
+		}
+		if splitWord(span) || strings.ContainsAny(span, "*~") {
 			return at(from), true
 		}
 	}
 	return 0, false
 }
 
-// wordStart reports whether the letter at i begins a word: nothing of a
-// word before it, or a capital after a small letter ("pleaseIgnore").
-func wordStart(text string, i int) bool {
-	if i == 0 || !isWordByte(asciiLowerByte(text[i-1])) {
-		return true
+// splitWord reports whether a run of letters in span is not made of
+// whole orderWords: a word of the order broken apart.
+func splitWord(span string) bool {
+	for _, run := range strings.FieldsFunc(span, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') }) {
+		if !wholeWords(strings.ToLower(run)) {
+			return true
+		}
 	}
-	prev := text[i-1]
-	return 'a' <= prev && prev <= 'z' && 'A' <= text[i] && text[i] <= 'Z'
+	return false
 }
 
-func asciiLowerByte(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
+// wholeWords reports whether s is orderWords one after another.
+func wholeWords(s string) bool {
+	ok := make([]bool, len(s)+1)
+	ok[0] = true
+	for i := range s {
+		if !ok[i] {
+			continue
+		}
+		for _, w := range orderWords {
+			if strings.HasPrefix(s[i:], w) {
+				ok[i+len(w)] = true
+			}
+		}
 	}
-	return c
+	return ok[len(s)]
+}
+
+// wordStart reports whether the character at i of text begins a word:
+// no letter or digit right before it, or a capital right after a small
+// letter ("pleaseIg-nore").
+func wordStart(text string, i int) bool {
+	prev, _ := utf8.DecodeLastRuneInString(text[:i])
+	if i == 0 || !(unicode.IsLetter(prev) || unicode.IsDigit(prev)) {
+		return true
+	}
+	cur, _ := utf8.DecodeRuneInString(text[i:])
+	return unicode.IsLower(prev) && unicode.IsUpper(cur)
 }

@@ -95,11 +95,11 @@ func foldsAway(r rune) bool {
 // fold returns text as the injection rules read it when it holds
 // anything but ASCII: compatibility forms folded (NFKC: fullwidth and
 // mathematical letters are letters), default-ignorable characters
-// dropped (a soft hyphen inside a word), accents and other combining
-// marks dropped ("Ïgnore"), confusable letters mapped to the Latin ones
-// they imitate, lower case. at[i] is the offset in text
-// of the character folded byte i came from.
-func fold(text string) (string, []int) {
+// dropped (a soft hyphen inside a word), confusable letters mapped to
+// the Latin ones they imitate, lower case; without accents, accents and
+// other combining marks dropped too ("Ïgnore"). at[i] is the offset in
+// text of the character folded byte i came from.
+func fold(text string, accents bool) (string, []int) {
 	var b strings.Builder
 	b.Grow(len(text))
 	at := make([]int, 0, len(text))
@@ -125,11 +125,11 @@ func fold(text string) (string, []int) {
 		form := buf[:n]
 		if d := compatForm(form); d != nil {
 			form = d // a compatibility form's letters (fullwidth, mathematical)
-		} else if d := norm.NFD.Properties(form).Decomposition(); d != nil {
+		} else if d := norm.NFD.Properties(form).Decomposition(); d != nil && !accents {
 			form = d // an accented letter: its letter, then its marks
 		}
 		for _, f := range string(form) {
-			if unicode.Is(unicode.Mn, f) {
+			if !accents && unicode.Is(unicode.Mn, f) {
 				continue // an accent or another combining mark
 			}
 			if c, ok := latinOf(f); ok {
@@ -156,6 +156,18 @@ func compatForm(b []byte) []byte {
 		return nil
 	}
 	return k
+}
+
+// accented reports whether text holds an accented letter or another
+// combining mark: what fold without accents drops.
+func accented(text string) bool {
+	var buf [utf8.UTFMax]byte
+	for _, r := range text {
+		if r >= utf8.RuneSelf && (unicode.Is(unicode.Mn, r) || norm.NFD.Properties(buf[:utf8.EncodeRune(buf[:], r)]).Decomposition() != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // disguised reports whether text holds anything fold changes beyond case

@@ -19,6 +19,11 @@ const (
 	// variation selector that selects nothing, an interlinear annotation
 	// character): the Unicode property, not a list.
 	RuleDefaultIgnorable = "default-ignorable"
+	// RuleBlank is a character that shows as nothing or breaks a line
+	// unseen: LINE SEPARATOR U+2028, PARAGRAPH SEPARATOR U+2029 (a
+	// renderer that does not break there shows nothing, a model reads a
+	// new line), BRAILLE PATTERN BLANK U+2800.
+	RuleBlank = "blank"
 )
 
 // findInvisible returns one finding per invisible or direction-control
@@ -73,6 +78,8 @@ func findInvisible(text string) []Finding {
 			if !legitimateJoin(prev, next, r == 0x200D) {
 				add(i, r, RuleZeroWidthJoiner)
 			}
+		case r == 0x2028 || r == 0x2029 || r == 0x2800:
+			add(i, r, RuleBlank)
 		case r == 0xFEFF:
 			// A byte order mark at the start of the text.
 		case r == 0x115F || r == 0x1160:

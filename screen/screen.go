@@ -138,7 +138,7 @@ func sortFindings(f []Finding) {
 // RuleIDs lists the id of every rule: the invisible ones, the
 // injection ones (high, then low), the index ones.
 func RuleIDs() []string {
-	ids := []string{RuleUnicodeTag, RuleBidiControl, RuleBidiMark, RuleZeroWidth, RuleZeroWidthJoiner, RuleDefaultIgnorable}
+	ids := []string{RuleUnicodeTag, RuleBidiControl, RuleBidiMark, RuleZeroWidth, RuleZeroWidthJoiner, RuleDefaultIgnorable, RuleBlank}
 	for _, r := range injectionRules {
 		if !r.low {
 			ids = append(ids, r.id)

@@ -41,6 +41,9 @@ func TestInvisibleFixtures(t *testing.T) {
 		{"word joiner", "a\u2060b", RuleZeroWidth, 0x2060, 1, 1},
 		{"invisible times", "a\u2062b", RuleZeroWidth, 0x2062, 1, 1},
 		{"byte order mark inside", "a\uFEFFb", RuleZeroWidth, 0xFEFF, 1, 1},
+		{"line separator", "one\u2028two", RuleBlank, 0x2028, 3, 1},
+		{"paragraph separator", "one\u2029two", RuleBlank, 0x2029, 3, 1},
+		{"braille blank", "a\u2800b", RuleBlank, 0x2800, 1, 1},
 		{"zwj between Latin letters", "ign\u200Dore", RuleZeroWidthJoiner, 0x200D, 3, 1},
 		{"zwnj between Latin letters", "ign\u200Core", RuleZeroWidthJoiner, 0x200C, 3, 1},
 		{"zwj at the start", "\u200Dx", RuleZeroWidthJoiner, 0x200D, 0, 1},
@@ -222,7 +225,7 @@ func TestRuleIDsAreUnique(t *testing.T) {
 		assert.False(t, seen[id], id)
 		seen[id] = true
 	}
-	assert.Len(t, RuleIDs(), 6+len(injectionRules)+2)
+	assert.Len(t, RuleIDs(), 7+len(injectionRules)+2)
 }
 
 func TestErrorNamesNoContent(t *testing.T) {

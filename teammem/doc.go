@@ -7,7 +7,7 @@
 //   - Where it is and whether it is on: TeamMemPath, TeamMemoryEnabled,
 //     TeamMemoryActive, IsTeamMemPath, IsTeamMemFile; the repo key from
 //     a git remote: ParseRepoRemote, RepoFromGitConfig.
-//   - Keys and paths: SanitizeKey (six checks), ValidateTeamMemKey for
+//   - Keys and paths: SanitizeKey (seven checks), ValidateTeamMemKey for
 //     sync keys, ValidateTeamMemWritePath for absolute paths a model
 //     chose; both return a *PathTraversalError when they refuse.
 //   - Tool calls: ToolCall (fill it from any LLM API), ToolDetector with

@@ -50,7 +50,7 @@ func withSep(dir string) string {
 	return norm.NFC.String(strings.TrimSuffix(filepath.Clean(dir), string(filepath.Separator)) + string(filepath.Separator))
 }
 
-// SanitizeKey applies the six key checks, in order, and returns the first
+// SanitizeKey applies the seven key checks, in order, and returns the first
 // failure as a *PathTraversalError:
 //
 //  1. a NUL byte anywhere;
@@ -61,8 +61,10 @@ func withSep(dir string) string {
 //  3. Unicode compatibility forms: when NFKC(key) differs and contains
 //     "..", "/", "\" or NUL (fullwidth "．．／", "‥", "﹒﹒", ...);
 //  4. any backslash;
-//  5. a leading "/";
-//  6. invalid UTF-8, or a control or format character (an escape sequence
+//  5. a character that looks like a slash, a backslash or a dot
+//     (teamwire.Lookalike: U+2215, U+2044, a fullwidth dot...);
+//  6. a leading "/";
+//  7. invalid UTF-8, or a control or format character (an escape sequence
 //     that a teammate's terminal would run when the key is printed).
 //
 // It does not check length or containment: ValidateTeamMemKey does.

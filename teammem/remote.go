@@ -396,7 +396,7 @@ func (r *Remote) Deleted(ctx context.Context, paths []string) (map[string]time.T
 // (foldersync.SkipScreened, foldersync.SkipSecret).
 func (r *Remote) Check(key string, content []byte) string {
 	if teamwire.ValidateKeySyntax(key) != nil {
-		return "invalid_key: the file's name is not a valid team memory key (a control character, a backslash, a traversal or too long); rename it"
+		return "invalid_key: the file's name is not a valid team memory key (a control character, a backslash or a character that looks like one, a slash or a dot, a traversal or too long); rename it"
 	}
 	if !norm.NFC.IsNormalString(key) {
 		return "not_nfc: the file's name is not in Unicode NFC form, which the server refuses; rename it"

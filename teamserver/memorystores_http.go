@@ -480,9 +480,9 @@ func screenStore(name, description *string, metadata map[string]string) error {
 	if err := screenMetadata(metadata); err != nil {
 		return err
 	}
-	for what, f := range map[string]*string{"name": name, "description": description} {
+	for i, f := range []*string{name, description} {
 		if f != nil {
-			if err := screenShown("the store's "+what, *f); err != nil {
+			if err := screenShown("the store's "+[]string{"name", "description"}[i], *f); err != nil {
 				return err
 			}
 		}
