@@ -358,15 +358,24 @@ var orderWords = []string{"ignore", "disregard", "forget", "override", "all", "a
 // a sentence's punctuation or a full stop before a space divides
 // ("Don't forget: prior rules apply") is two phrases.
 func squashed(text, base string, at func(int) int) (int, bool) {
+	isLetter := func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }
 	var b strings.Builder
+	for _, r := range base {
+		if isLetter(r) {
+			b.WriteByte(byte(r) | 0x20)
+		}
+	}
+	matches := squashedOrder().FindAllStringIndex(b.String(), -1)
+	if matches == nil {
+		return 0, false // the common case: no offsets to keep
+	}
 	var offs []int
 	for i, r := range base {
-		if r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
-			b.WriteByte(byte(r) | 0x20)
+		if isLetter(r) {
 			offs = append(offs, i)
 		}
 	}
-	for _, m := range squashedOrder().FindAllStringIndex(b.String(), -1) {
+	for _, m := range matches {
 		from, to := offs[m[0]], offs[m[1]-1]+1
 		span := base[from:to]
 		if strings.ContainsAny(span, ":;,!?\n") || strings.Contains(span, ". ") || !wordStart(text, at(from)) {

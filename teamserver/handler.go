@@ -19,7 +19,6 @@ import (
 	"github.com/agentmem-sdk/agentmem/internal/synctext"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/screen"
-	"github.com/agentmem-sdk/agentmem/secrets"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -495,10 +494,10 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, repo Repo, grant T
 	var injected *screen.Error
 	var injectedKey string
 	for _, k := range entryKeys(in.Entries) {
-		what, m, ok := "an entry", secrets.Match{}, false
-		if m, ok = secretScanner().First(k); ok {
-			what = "an entry's key" // shown wherever the entry is
-		} else {
+		what := "an entry's key" // shown wherever the entry is
+		m, ok := secretScanner().First(k)
+		if !ok {
+			what = "an entry"
 			m, ok = secretScanner().First(in.Entries[k])
 		}
 		if ok {

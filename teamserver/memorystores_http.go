@@ -480,12 +480,13 @@ func screenStore(name, description *string, metadata map[string]string) error {
 	if err := screenMetadata(metadata); err != nil {
 		return err
 	}
-	for i, f := range []*string{name, description} {
-		if f != nil {
-			if err := screenShown("the store's "+[]string{"name", "description"}[i], *f); err != nil {
-				return err
-			}
+	if name != nil {
+		if err := screenShown("the store's name", *name); err != nil {
+			return err
 		}
+	}
+	if description != nil {
+		return screenShown("the store's description", *description)
 	}
 	return nil
 }

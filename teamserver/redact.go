@@ -147,9 +147,10 @@ func (h *Handler) redactStores(ctx context.Context, tenant string, out *Redacted
 	}
 	by := Actor{Type: "api_actor", ID: ServerAuthor, Provenance: teamwire.Provenance{Door: teamwire.DoorServer}}
 	for _, st := range stores {
-		var held []Memory
+		var held []Memory // with the content to write
 		err := h.stores.EachMemory(ctx, tenant, st.ID, true, func(MemStore) error { return nil }, func(m Memory) error {
-			if withoutCredentials(m.Content) != m.Content {
+			if r := withoutCredentials(m.Content); r != m.Content {
+				m.Content = r
 				held = append(held, m)
 			}
 			return nil
@@ -159,8 +160,7 @@ func (h *Handler) redactStores(ctx context.Context, tenant string, out *Redacted
 			continue
 		}
 		for _, m := range held {
-			content := withoutCredentials(m.Content)
-			_, err := h.stores.UpdateMemory(ctx, tenant, st.ID, m.ID, MemoryWrite{Content: &content, IfSHA256: m.SHA256, By: by}, h.cfg.StoreLimits, h.cfg.Now())
+			_, err := h.stores.UpdateMemory(ctx, tenant, st.ID, m.ID, MemoryWrite{Content: &m.Content, IfSHA256: m.SHA256, By: by}, h.cfg.StoreLimits, h.cfg.Now())
 			if err != nil {
 				out.Failed = append(out.Failed, fmt.Sprintf("%s %s %s: %v", tenant, st.ID, withoutCredentials(m.Path), err))
 				continue
