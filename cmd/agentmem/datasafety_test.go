@@ -1390,6 +1390,7 @@ type hostileCase struct {
 	content string
 	other   string // a path the teammate writes first ("" for none)
 	link    bool   // file is a symbolic link to content outside the folder
+	refused bool   // never carried: the name fakes a folder or an extension
 }
 
 func hostileCases() []hostileCase {
@@ -1426,8 +1427,8 @@ func hostileCases() []hostileCase {
 		// Today team sync leaves a link out without a word, exit 0.
 		{name: "link to a file outside", file: "outside.md", content: "what lies outside the memory folder\n", link: true},
 		{name: "colon and backslash in name", file: "a:b\\c.md", content: "odd characters\n"},
-		{name: "look-alike slash in name", file: "a\u2215b.md", content: "a division slash, not a folder\n"},
-		{name: "look-alike dot in name", file: "notes\uff0eold.md", content: "a fullwidth dot, not an extension\n"},
+		{name: "look-alike slash in name", file: "a\u2215b.md", content: "a division slash, not a folder\n", refused: true},
+		{name: "look-alike dot in name", file: "notes\uff0eold.md", content: "a fullwidth dot, not an extension\n", refused: true},
 	}
 }
 
@@ -1578,6 +1579,9 @@ func checkHostileCase(t *testing.T, c hostileCase, benFiles map[string]string, s
 		}
 	}
 	got, received := benFiles[c.file]
+	if c.refused {
+		assert.False(t, received, "a name that looks like another path reached Ben")
+	}
 	if c.link {
 		assert.False(t, received, "a link's target outside the folder reached Ben: %q", got)
 		received = false
