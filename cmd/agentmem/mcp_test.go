@@ -330,11 +330,7 @@ func tsClient(t *testing.T) string {
 // into place whole.
 func npmInstalled(t *testing.T, pkg, version string) string {
 	t.Helper()
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "agentmem-test", "npm", strings.NewReplacer("/", "_", "@", "").Replace(pkg)+"-"+version)
+	dir := filepath.Join(machineCacheDir, "agentmem-test", "npm", strings.NewReplacer("/", "_", "@", "").Replace(pkg)+"-"+version)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json")); err == nil {
 		return dir
 	}
