@@ -105,20 +105,22 @@ func (h *Handler) redactRepos(ctx context.Context, tenant string, out *Redacted)
 }
 
 // redactRepo writes repo's entries that hold a credential again, redacted,
-// in one write conditional on what it read; it returns their keys.
+// in one write conditional on what it read; it returns their keys. It
+// streams the repo, holding only the entries it rewrites, so a server's
+// start costs no more memory than a full GET.
 func (h *Handler) redactRepo(ctx context.Context, repo Repo) ([]string, error) {
-	snap, err := h.team.Get(ctx, repo, true)
+	entries := map[string]string{}
+	snap, err := h.team.Stream(ctx, repo, func(Snapshot) error { return nil }, func(k, v string) error {
+		if r := withoutCredentials(v); r != v {
+			entries[k] = r
+		}
+		return nil
+	})
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	entries := map[string]string{}
-	for k, v := range snap.Entries {
-		if r := withoutCredentials(v); r != v {
-			entries[k] = r
-		}
 	}
 	if len(entries) == 0 {
 		return nil, nil

@@ -459,6 +459,14 @@ func TestFullGetsStreamInBoundedMemory(t *testing.T) {
 			}
 		}
 	}
+	// A start reads every entry for credentials stored before the routes
+	// refused them (RedactStoredCredentials): streamed, not held. The
+	// floor is a server's start on an empty database.
+	started := peakRSS(t, cmd.Process.Pid)
+	_, idle := serveArgs(t, filepath.Join(dir, "empty.db"), tokensFile)
+	floor := peakRSS(t, idle.Process.Pid)
+	t.Logf("server peak RSS %d MB once started, %d MB on an empty database", started>>20, floor>>20)
+	assert.Less(t, started-floor, int64(total)/2, "a start must not hold the repo")
 	get(false) // the server's first answer settles its caches and heap
 	before := peakRSS(t, cmd.Process.Pid)
 	var wg sync.WaitGroup
