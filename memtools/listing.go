@@ -63,7 +63,7 @@ func (t *Toolset) glob(ctx context.Context, pattern, dir string) (string, error)
 	}
 	var hits []hit
 	for _, f := range files {
-		rel, err := filepath.Rel(start, f.path)
+		rel, err := filepath.Rel(start, f)
 		if err != nil {
 			continue
 		}
@@ -71,10 +71,10 @@ func (t *Toolset) glob(ctx context.Context, pattern, dir string) (string, error)
 			continue
 		}
 		var mod int64
-		if info, err := t.fs.Stat(f.path); err == nil {
+		if info, err := t.fs.Stat(f); err == nil {
 			mod = info.ModTime().UnixNano()
 		}
-		hits = append(hits, hit{f.path, mod})
+		hits = append(hits, hit{f, mod})
 	}
 	if len(hits) == 0 {
 		return "No files match under " + start, nil

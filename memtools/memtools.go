@@ -157,12 +157,9 @@ func (t *Toolset) recordWrite(p string, content []byte) {
 	t.reads.RecordWrite(p, content)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, w := range t.written {
-		if w == p {
-			return
-		}
+	if !slices.Contains(t.written, p) {
+		t.written = append(t.written, p)
 	}
-	t.written = append(t.written, p)
 }
 
 // toolErr is an error a tool reports to the model: a *memdir.ToolError,

@@ -351,7 +351,7 @@ func (t *Toolset) grep(ctx context.Context, pattern, dir, glob string, content, 
 		return "", err
 	}
 	searched := start
-	if len(files) == 1 && files[0].path == start {
+	if len(files) == 1 && files[0] == start {
 		searched = filepath.Dir(start) // a single file
 	}
 	rd, err := t.gate.Reader(searched)
@@ -362,8 +362,7 @@ func (t *Toolset) grep(ctx context.Context, pattern, dir, glob string, content, 
 	var b strings.Builder
 	hits, truncated := 0, false
 	var buf bytes.Buffer
-	for i, fe := range files {
-		f := fe.path
+	for i, f := range files {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return "", err
@@ -431,14 +430,9 @@ func (t *Toolset) readSmall(rd *memdir.Reader, p string, buf *bytes.Buffer) ([]b
 	return data, true
 }
 
-// fileEntry is a regular file found below a search root.
-type fileEntry struct {
-	path string
-}
-
 // files lists the regular files below dir (default: the first root), or
 // dir itself when it is a file, sorted by path. Links are not followed.
-func (t *Toolset) files(ctx context.Context, dir string) (string, []fileEntry, error) {
+func (t *Toolset) files(ctx context.Context, dir string) (string, []string, error) {
 	if dir == "" {
 		dir = t.roots[0]
 	}
@@ -451,12 +445,12 @@ func (t *Toolset) files(ctx context.Context, dir string) (string, []fileEntry, e
 		return "", nil, describe(clean, err)
 	}
 	if !info.IsDir() {
-		return clean, []fileEntry{{clean}}, nil
+		return clean, []string{clean}, nil
 	}
-	var out []fileEntry
+	var out []string
 	err = fswalk.Walk(ctx, t.fs, clean, func(e fswalk.Entry) error {
 		if e.Type.IsRegular() {
-			out = append(out, fileEntry{e.Abs})
+			out = append(out, e.Abs)
 		}
 		return nil
 	})
