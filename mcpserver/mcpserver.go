@@ -10,6 +10,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ import (
 // MaxList bounds memory_list and the file resources, newest first (the
 // prompt's manifest keeps 200; a client asking for the list wants more,
 // but a model cannot use an unbounded one).
-const MaxList = mcpMaxList
+const MaxList = 1000
 
 // MCP names, fixed by the contract.
 const (
@@ -52,10 +53,6 @@ const (
 	mcpMaxRecall     = 20
 	// mcpRecallBytes bounds each recalled memory's content.
 	mcpRecallBytes = 4096
-	// mcpMaxList bounds memory_list and the file resources, newest first
-	// (the prompt's manifest keeps 200; a client asking for the list wants
-	// more, but a model cannot use an unbounded one).
-	mcpMaxList = 1000
 )
 
 // memoryServer serves one memory directory over MCP.
@@ -293,7 +290,7 @@ func (ms *memoryServer) addTools(srv *mcp.Server) {
 				fmt.Fprintf(&b, "%s (%s, %s): %s — %s\n", m.File, m.Type, m.Age, m.Name, m.Description)
 			}
 			if more {
-				fmt.Fprintf(&b, "(older memories not shown: only the newest %d are listed; find others with memory_recall or memory_search)\n", mcpMaxList)
+				fmt.Fprintf(&b, "(older memories not shown: only the newest %d are listed; find others with memory_recall or memory_search)\n", MaxList)
 			}
 			return text(b.String()), ListOutput{Memories: entries, More: more}, nil
 		}))
@@ -438,14 +435,14 @@ func (ms *memoryServer) indexNotice(file string) string {
 	return memdir.IndexNotice(rel, string(index), memdir.IndexLimits{})
 }
 
-// list returns the newest mcpMaxList memories, and whether there are more.
+// list returns the newest MaxList memories, and whether there are more.
 func (ms *memoryServer) list(ctx context.Context) ([]MemoryEntry, bool, error) {
-	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{MaxFiles: mcpMaxList + 1})
+	headers, err := memdir.ScanMemoryFiles(ctx, ms.fs, ms.dir.Path(), memdir.ScanOptions{MaxFiles: MaxList + 1})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, errors.New("the memory directory could not be read")
 	}
-	more := len(headers) > mcpMaxList
-	headers = headers[:min(len(headers), mcpMaxList)]
+	more := len(headers) > MaxList
+	headers = headers[:min(len(headers), MaxList)]
 	out := make([]MemoryEntry, 0, len(headers))
 	for _, h := range headers {
 		out = append(out, ms.entry(h))
@@ -577,11 +574,7 @@ func (ms *memoryServer) syncResources(ctx context.Context) {
 
 func (ms *memoryServer) addResourceLocked(m MemoryEntry) {
 	ms.listed[m.File] = true
-	name := m.Name
-	if name == "" {
-		name = m.File
-	}
-	ms.resource.AddResource(&mcp.Resource{URI: mcpFilePrefix + m.File, Name: m.File, Title: name, Description: m.Description, MIMEType: "text/markdown"}, ms.readResource)
+	ms.resource.AddResource(&mcp.Resource{URI: mcpFilePrefix + m.File, Name: m.File, Title: cmp.Or(m.Name, m.File), Description: m.Description, MIMEType: "text/markdown"}, ms.readResource)
 }
 
 // noteFile keeps the listed resources in step after a save or delete.
