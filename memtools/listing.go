@@ -1,12 +1,13 @@
 package memtools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/agentmem-sdk/agentmem/llm"
@@ -79,12 +80,7 @@ func (t *Toolset) glob(ctx context.Context, pattern, dir string) (string, error)
 	if len(hits) == 0 {
 		return "No files match under " + start, nil
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].mod != hits[j].mod {
-			return hits[i].mod > hits[j].mod
-		}
-		return hits[i].path < hits[j].path
-	})
+	slices.SortFunc(hits, func(a, b hit) int { return cmp.Or(cmp.Compare(b.mod, a.mod), strings.Compare(a.path, b.path)) })
 	var b strings.Builder
 	for i, h := range hits {
 		if i == t.opts.MaxResults {
@@ -141,10 +137,7 @@ func (t *Toolset) listTool() llm.Tool {
 }
 
 func (t *Toolset) list(dir string) (string, error) {
-	if dir == "" {
-		dir = t.roots[0]
-	}
-	clean, err := t.resolve(dir, true)
+	clean, err := t.resolve(cmp.Or(dir, t.roots[0]), true)
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package memtools
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -433,10 +434,7 @@ func (t *Toolset) readSmall(rd *memdir.Reader, p string, buf *bytes.Buffer) ([]b
 // files lists the regular files below dir (default: the first root), or
 // dir itself when it is a file, sorted by path. Links are not followed.
 func (t *Toolset) files(ctx context.Context, dir string) (string, []string, error) {
-	if dir == "" {
-		dir = t.roots[0]
-	}
-	clean, err := t.resolve(dir, true)
+	clean, err := t.resolve(cmp.Or(dir, t.roots[0]), true)
 	if err != nil {
 		return "", nil, err
 	}
