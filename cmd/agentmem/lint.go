@@ -1,13 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -104,15 +105,7 @@ func lintFlags(fs *flag.FlagSet) runner {
 			}
 		}
 		if *asJSON {
-			enc := json.NewEncoder(e.stdout)
-			enc.SetIndent("", "  ")
-			if fixed == nil {
-				fixed = []string{}
-			}
-			if problems == nil {
-				problems = []problem{}
-			}
-			if err := enc.Encode(map[string]any{"problems": problems, "fixed": fixed, "info": info}); err != nil {
+			if _, err := printJSON(e.stdout, map[string]any{"problems": orEmpty(problems), "fixed": orEmpty(fixed), "info": info}); err != nil {
 				return exitError, err
 			}
 		} else {
@@ -342,14 +335,8 @@ func lint(fsys afero.Fs, dir string, mounts []string) ([]problem, []string, erro
 			}
 		}
 	}
-	sort.SliceStable(problems, func(i, j int) bool {
-		if problems[i].File != problems[j].File {
-			return problems[i].File < problems[j].File
-		}
-		if problems[i].Line != problems[j].Line {
-			return problems[i].Line < problems[j].Line
-		}
-		return problems[i].Kind < problems[j].Kind
+	slices.SortStableFunc(problems, func(a, b problem) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), strings.Compare(a.Kind, b.Kind))
 	})
 	sort.Strings(screened)
 	return problems, append(unresolvedLinks(files), screened...), nil
@@ -496,12 +483,7 @@ func applyFixes(fsys afero.Fs, dir string, problems []problem) ([]string, error)
 		}
 	}
 	var done []string
-	idxNames := make([]string, 0, len(edits))
-	for k := range edits {
-		idxNames = append(idxNames, k)
-	}
-	sort.Strings(idxNames)
-	for _, idx := range idxNames {
+	for _, idx := range slices.Sorted(maps.Keys(edits)) {
 		ed := edits[idx]
 		abs := filepath.Join(dir, filepath.FromSlash(idx))
 		raw, err := memdir.ReadIndex(fsys, dir, filepath.FromSlash(idx))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"path"
@@ -101,9 +100,7 @@ func runLs(e env, c *common, args []string, asJSON bool) (int, error) {
 				}
 			}
 		}
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return exitOK, enc.Encode(out)
+		return printJSON(e.stdout, out)
 	}
 	if len(headers) == 0 {
 		fmt.Fprintln(e.stdout, "no memory files in "+r.path.Dir)

@@ -24,6 +24,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -128,25 +129,20 @@ func run(args []string, e env) int {
 		var com common
 		com.register(fs)
 		runSub := c.setup(fs)
-		if c.name == "team" || c.name == "sessions" || c.name == "store" {
-			// The team commands parse their own flags.
-			code, err := runSub(e, &com, args[1:])
-			if err != nil {
-				fmt.Fprintf(e.stderr, "agentmem %s: %s\n", c.name, inUserWords(err))
+		positional := args[1:]
+		// The team, sessions and store commands parse their own flags.
+		if c.name != "team" && c.name != "sessions" && c.name != "store" {
+			var err error
+			if positional, err = parseAnywhere(fs, args[1:]); err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					fmt.Fprintf(e.stdout, "usage: agentmem %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
+					fs.SetOutput(e.stdout)
+					fs.PrintDefaults()
+					return exitOK
+				}
+				fmt.Fprintf(e.stderr, "agentmem %s: %v (see agentmem %s --help)\n", c.name, err, c.name)
 				return exitError
 			}
-			return code
-		}
-		positional, err := parseAnywhere(fs, args[1:])
-		if err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(e.stdout, "usage: agentmem %s %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
-				fs.SetOutput(e.stdout)
-				fs.PrintDefaults()
-				return exitOK
-			}
-			fmt.Fprintf(e.stderr, "agentmem %s: %v (see agentmem %s --help)\n", c.name, err, c.name)
-			return exitError
 		}
 		code, err := runSub(e, &com, positional)
 		if err != nil {
@@ -188,10 +184,7 @@ func (c *common) clock() (time.Time, error) {
 
 // configHome is --config-dir, else $CLAUDE_CONFIG_DIR, else ~/.claude.
 func configHome(e env, c *common) (string, error) {
-	home := c.configDir
-	if home == "" {
-		home = e.getenv("CLAUDE_CONFIG_DIR")
-	}
+	home := cmp.Or(c.configDir, e.getenv("CLAUDE_CONFIG_DIR"))
 	if home == "" {
 		if e.home == "" {
 			return "", errors.New("no config home: pass --config-dir or set CLAUDE_CONFIG_DIR or HOME")
@@ -212,11 +205,7 @@ type resolved struct {
 
 // resolve finds the auto-memory directory from the flags and environment.
 func resolve(e env, c *common) (resolved, error) {
-	project := c.project
-	if project == "" {
-		project = e.cwd
-	}
-	project, err := filepath.Abs(project)
+	project, err := filepath.Abs(cmp.Or(c.project, e.cwd))
 	if err != nil {
 		return resolved{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -174,12 +175,7 @@ func loopbackOnly(addr string) bool {
 		if err != nil || len(ips) == 0 {
 			return false
 		}
-		for _, a := range ips {
-			if !a.IsLoopback() {
-				return false
-			}
-		}
-		return true
+		return !slices.ContainsFunc(ips, func(a net.IP) bool { return !a.IsLoopback() })
 	}
 	return ip.IsLoopback()
 }

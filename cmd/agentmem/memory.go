@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -226,11 +227,8 @@ func findMemory(e env, d *memdir.Dir, target string) (string, error) {
 		if h.Filename == rel {
 			return h.Filename, nil
 		}
-		for _, k := range memdir.LinkNames(h.Filename, h.Name) {
-			if nameKey(k) == key {
-				matches = append(matches, h.Filename)
-				break
-			}
+		if slices.ContainsFunc(memdir.LinkNames(h.Filename, h.Name), func(k string) bool { return nameKey(k) == key }) {
+			matches = append(matches, h.Filename)
 		}
 	}
 	sort.Strings(matches)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -304,9 +305,7 @@ func checkedEmbedder(e env, name, url, model string) (recall.Embedder, string, e
 	case "":
 		return nil, "", fmt.Errorf("--embedder is required: openai, or a control (%s)", strings.Join(recall.ControlEmbedderNames(), ", "))
 	case "openai":
-		if url == "" {
-			url = e.getenv("OPENAI_BASE_URL")
-		}
+		url = cmp.Or(url, e.getenv("OPENAI_BASE_URL"))
 		key := e.getenv("OPENAI_API_KEY")
 		if key == "" {
 			return nil, "", errors.New("--embedder openai needs OPENAI_API_KEY (any value for an endpoint that takes none)")
@@ -315,10 +314,7 @@ func checkedEmbedder(e env, name, url, model string) (recall.Embedder, string, e
 		if err != nil {
 			return nil, "", err
 		}
-		if model == "" {
-			model = openai.DefaultEmbeddingModel
-		}
-		return m, model, nil
+		return m, cmp.Or(model, openai.DefaultEmbeddingModel), nil
 	}
 	emb, err := recall.ControlEmbedder(name)
 	if errors.Is(err, recall.ErrUnknownControl) {
@@ -350,10 +346,7 @@ func writeSet(fsys afero.Fs, dir string, set checkEmbedderSet) error {
 			return fmt.Errorf("memory %d: file %q must be a .md path inside the set", i+1, m.File)
 		}
 		p := path.Join(dir, rel)
-		typ := m.Type
-		if typ == "" {
-			typ = "user"
-		}
+		typ := cmp.Or(m.Type, "user")
 		content := fmt.Sprintf("---\nname: %q\ndescription: %q\ntype: %s\n---\n\n%s\n", m.Name, m.Description, typ, m.Body)
 		if err := fsys.MkdirAll(path.Dir(p), 0o755); err != nil {
 			return err

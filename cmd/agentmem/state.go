@@ -1,14 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +47,7 @@ Flags: --config-dir DIR (default $CLAUDE_CONFIG_DIR, else ~/.claude), --project 
 		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				usage := map[string]string{"ls": "ls [--all-projects] [--json]", "show": "show ID [--json]", "search": "search QUERY [--json]"}[sub]
-				fmt.Fprintf(e.stdout, "usage: agentmem sessions %s\n\nFlags:\n", orDefault(usage, sub+" [flags]"))
+				fmt.Fprintf(e.stdout, "usage: agentmem sessions %s\n\nFlags:\n", cmp.Or(usage, sub+" [flags]"))
 				fs.SetOutput(e.stdout)
 				fs.PrintDefaults()
 				return exitOK, nil
@@ -56,11 +58,7 @@ Flags: --config-dir DIR (default $CLAUDE_CONFIG_DIR, else ~/.claude), --project 
 		if err != nil {
 			return exitError, err
 		}
-		proj := *project
-		if proj == "" {
-			proj = e.cwd
-		}
-		proj, err = filepath.Abs(proj)
+		proj, err := filepath.Abs(cmp.Or(*project, e.cwd))
 		if err != nil {
 			return exitError, err
 		}
@@ -123,14 +121,9 @@ func sessionsList(ctx context.Context, e env, home string, store *transcript.JSO
 				}
 			}
 		}
-		for _, inf := range newest {
-			infos = append(infos, inf)
-		}
-		sort.Slice(infos, func(i, j int) bool {
-			if !infos[i].Modified.Equal(infos[j].Modified) {
-				return infos[i].Modified.After(infos[j].Modified)
-			}
-			return infos[i].SessionID > infos[j].SessionID
+		infos = slices.Collect(maps.Values(newest))
+		slices.SortFunc(infos, func(a, b transcript.Info) int {
+			return cmp.Or(b.Modified.Compare(a.Modified), strings.Compare(b.SessionID, a.SessionID))
 		})
 	}
 	if asJSON {
@@ -245,11 +238,8 @@ func findHistory(e env, home, session, checkpoint string) (*filehistory.Tracker,
 		if err != nil {
 			return nil, "", err
 		}
-		for _, s := range t.Snapshots() {
-			if s.MessageID == checkpoint {
-				found, tr = append(found, n), t
-				break
-			}
+		if slices.ContainsFunc(t.Snapshots(), func(s filehistory.Snapshot) bool { return s.MessageID == checkpoint }) {
+			found, tr = append(found, n), t
 		}
 	}
 	switch len(found) {
@@ -307,9 +297,7 @@ func historyFlags(fs *flag.FlagSet) runner {
 			out = append(out, entries...)
 		}
 		if *asJSON {
-			enc := json.NewEncoder(e.stdout)
-			enc.SetIndent("", "  ")
-			return exitOK, enc.Encode(out)
+			return printJSON(e.stdout, out)
 		}
 		if len(out) == 0 {
 			fmt.Fprintln(e.stdout, "no checkpoints")
@@ -423,12 +411,8 @@ func rewindFlags(fs *flag.FlagSet) runner {
 		if *dryRun {
 			verb, removed = "would restore", "would remove"
 		}
-		gone := map[string]bool{}
-		for _, p := range st.Removed {
-			gone[p] = true
-		}
 		for _, p := range st.FilesChanged {
-			if gone[p] {
+			if slices.Contains(st.Removed, p) {
 				fmt.Fprintf(e.stdout, "%s %s\n", removed, p)
 			} else {
 				fmt.Fprintf(e.stdout, "%s %s\n", verb, p)
