@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -62,11 +64,7 @@ func newReviewClient(e env, c *common, serverURL, repo, store, project string) (
 		// Set once the token is known: a name is looked up.
 	default:
 		if repo == "" {
-			root := project
-			if root == "" {
-				root = e.cwd
-			}
-			r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
+			r, err := teammem.RepoFromGitConfig(e.fs, cmp.Or(project, e.cwd), nil)
 			if err != nil {
 				return nil, fmt.Errorf("--repo or --store is required: the project has no github.com remote to read a repo from (%v)", err)
 			}
@@ -120,7 +118,7 @@ func storeIDFor(serverURL, token, store string) (string, error) {
 		for _, st := range page.Data {
 			names = append(names, st.Name)
 		}
-		return "", fmt.Errorf("the token reaches no memory store named %q (it reaches: %s); give a store's name or its ID (memstore_...)", store, orDefault(strings.Join(names, ", "), "none"))
+		return "", fmt.Errorf("the token reaches no memory store named %q (it reaches: %s); give a store's name or its ID (memstore_...)", store, cmp.Or(strings.Join(names, ", "), "none"))
 	case 1:
 		return ids[0], nil
 	}
@@ -142,12 +140,8 @@ func (e *reviewError) Error() string {
 
 func (rc *reviewClient) do(method, rel string, query url.Values, body, out any) error {
 	q := url.Values{}
-	for k, v := range rc.query {
-		q[k] = v
-	}
-	for k, v := range query {
-		q[k] = v
-	}
+	maps.Copy(q, rc.query)
+	maps.Copy(q, query)
 	var r io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -177,10 +171,7 @@ func (rc *reviewClient) do(method, rel string, query url.Values, body, out any) 
 	if resp.StatusCode >= 300 {
 		var eb teamwire.ErrorBody
 		_ = json.Unmarshal(raw, &eb)
-		msg := eb.Error.Message
-		if msg == "" {
-			msg = http.StatusText(resp.StatusCode)
-		}
+		msg := cmp.Or(eb.Error.Message, http.StatusText(resp.StatusCode))
 		return &reviewError{status: resp.StatusCode, code: eb.Error.Details.ErrorCode, message: msg}
 	}
 	if out != nil {
@@ -448,7 +439,7 @@ func decideAll(e env, rc *reviewClient, name, sub, reason string, yes bool) int 
 // printProposal prints one proposal on one line (and its decision on a
 // second).
 func printProposal(e env, p teamwire.ProposalView) {
-	fmt.Fprintf(e.stdout, "%s  %-8s %-8s %s  by %s via %s  %s%s\n", p.ID, p.Status, p.Op, shown(p.Key), shown(p.Author), orDefault(p.Door, "-"), p.Created, provenanceNote(p.Provenance))
+	fmt.Fprintf(e.stdout, "%s  %-8s %-8s %s  by %s via %s  %s%s\n", p.ID, p.Status, p.Op, shown(p.Key), shown(p.Author), cmp.Or(p.Door, "-"), p.Created, provenanceNote(p.Provenance))
 	if p.Screened != "" {
 		fmt.Fprintln(e.stdout, "    flagged: "+shown(p.Screened))
 	}
@@ -467,10 +458,7 @@ func storeLog(e env, serverURL, storeID string) (int, error) {
 	if err := checkServerURL("--server", serverURL); err != nil {
 		return exitError, err
 	}
-	token := e.getenv(StoreTokenEnv)
-	if token == "" {
-		token = e.getenv(TokenEnv)
-	}
+	token := cmp.Or(e.getenv(StoreTokenEnv), e.getenv(TokenEnv))
 	if token == "" {
 		return reviewExit(e, "log", errNoToken), nil
 	}
@@ -502,7 +490,7 @@ func storeLog(e env, serverURL, storeID string) (int, error) {
 		}
 		author, door, note := "-", "-", ""
 		if p := v.Provenance; p != nil {
-			author, door, note = shown(p.Author), orDefault(p.Door, "-"), provenanceNote(p.Provenance)
+			author, door, note = shown(p.Author), cmp.Or(p.Door, "-"), provenanceNote(p.Provenance)
 		}
 		fmt.Fprintf(e.stdout, "%s  %-12s %-16s %-8s %s%s\n", v.CreatedAt, author, door, v.Operation, path, note)
 	}

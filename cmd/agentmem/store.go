@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -113,10 +114,7 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 	if *configDir != "" {
 		c.configDir = *configDir
 	}
-	raw := *stores
-	if raw == "" {
-		raw = e.getenv(MemoryStoresEnv)
-	}
+	raw := cmp.Or(*stores, e.getenv(MemoryStoresEnv))
 	if raw == "" {
 		return exitError, fmt.Errorf("no stores: set $%s or pass --stores", MemoryStoresEnv)
 	}
@@ -125,22 +123,12 @@ func storeCommand(e env, c *common, name string, args []string) (int, error) {
 		return exitError, err
 	}
 	if *mount != "" {
-		var picked []storesync.Mount
-		for _, m := range mounts {
-			if m.Name == *mount {
-				picked = append(picked, m)
-			}
-		}
-		if len(picked) == 0 {
+		mounts = slices.DeleteFunc(mounts, func(m storesync.Mount) bool { return m.Name != *mount })
+		if len(mounts) == 0 {
 			return exitError, fmt.Errorf("no mount named %q", *mount)
 		}
-		mounts = picked
 	}
-	proj := c.project
-	if proj == "" {
-		proj = e.cwd
-	}
-	if !memoryEnabled(e, c, proj) {
+	if !memoryEnabled(e, c, cmp.Or(c.project, e.cwd)) {
 		return exitError, errMemoryDisabled
 	}
 	r, err := resolve(e, c)
@@ -249,23 +237,20 @@ func storeDoor(name string) string {
 // printStoreResult prints one round: a line per file changed, conflict,
 // skip and hold, then an error if the round failed.
 func printStoreResult(e env, c *common, mount string, r foldersync.Result, err error) {
-	for _, p := range r.Pulled {
-		fmt.Fprintf(e.stdout, "%s: pulled  %s\n", mount, shown(p))
-	}
-	for _, p := range r.Pushed {
-		fmt.Fprintf(e.stdout, "%s: pushed  %s\n", mount, shown(p))
-	}
-	for _, p := range r.DeletedLocal {
-		fmt.Fprintf(e.stdout, "%s: deleted %s (deleted in the store)\n", mount, shown(p))
-	}
-	for _, p := range r.DeletedRemote {
-		fmt.Fprintf(e.stdout, "%s: deleted %s in the store\n", mount, shown(p))
-	}
-	for _, p := range r.InReview {
-		fmt.Fprintf(e.stdout, "%s: in review %s (kept here; the store serves it to nobody else until a person approves it: agentmem team review ls --store ID)\n", mount, shown(p))
-	}
-	for _, p := range r.Pending {
-		fmt.Fprintf(e.stdout, "%s: pending deletion of %s (confirmed on a later run, 30 s on)\n", mount, shown(p))
+	for _, files := range []struct {
+		paths []string
+		line  string // the mount and the path fill it in
+	}{
+		{r.Pulled, "%s: pulled  %s\n"},
+		{r.Pushed, "%s: pushed  %s\n"},
+		{r.DeletedLocal, "%s: deleted %s (deleted in the store)\n"},
+		{r.DeletedRemote, "%s: deleted %s in the store\n"},
+		{r.InReview, "%s: in review %s (kept here; the store serves it to nobody else until a person approves it: agentmem team review ls --store ID)\n"},
+		{r.Pending, "%s: pending deletion of %s (confirmed on a later run, 30 s on)\n"},
+	} {
+		for _, p := range files.paths {
+			fmt.Fprintf(e.stdout, files.line, mount, shown(p))
+		}
 	}
 	for _, cf := range r.Conflicts {
 		if cf.LocalKept {

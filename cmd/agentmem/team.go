@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -162,26 +163,19 @@ type watchRepeats struct{ held, skipped, inReview, pending string }
 
 // quiet clears from r what the previous round already said.
 func (w *watchRepeats) quiet(r *foldersync.Result) {
-	if saidBefore(&w.held, r.Held) {
-		r.Held = nil
-	}
-	if saidBefore(&w.skipped, r.Skipped) {
-		r.Skipped = nil
-	}
-	if saidBefore(&w.inReview, r.InReview) {
-		r.InReview = nil
-	}
-	if saidBefore(&w.pending, r.Pending) {
-		r.Pending = nil
-	}
+	quietRepeat(&w.held, &r.Held)
+	quietRepeat(&w.skipped, &r.Skipped)
+	quietRepeat(&w.inReview, &r.InReview)
+	quietRepeat(&w.pending, &r.Pending)
 }
 
-// saidBefore reports whether v reads as *last, and makes it *last.
-func saidBefore(last *string, v any) bool {
-	s := fmt.Sprint(v)
-	same := s == *last
+// quietRepeat clears *v when it reads as *last, and makes it *last.
+func quietRepeat[T any](last *string, v *[]T) {
+	s := fmt.Sprint(*v)
+	if s == *last {
+		*v = nil
+	}
 	*last = s
-	return same
 }
 
 // PullHistoryPrefix starts the name of the file history the team client
@@ -385,7 +379,7 @@ func teamToken(e env, args []string) (int, error) {
 			return exitError, err
 		}
 		fmt.Fprintln(e.stdout, token)
-		fmt.Fprintf(e.stderr, "added %s to %s (%s); a running agentmem team serve reads it within %s\n", orDefault(grant.Name, "the token"), *add, plural(n, "token", "tokens"), tokenReloadEvery)
+		fmt.Fprintf(e.stderr, "added %s to %s (%s); a running agentmem team serve reads it within %s\n", cmp.Or(grant.Name, "the token"), *add, plural(n, "token", "tokens"), tokenReloadEvery)
 		return exitOK, nil
 	}
 	line, err := json.Marshal(grant)
@@ -411,10 +405,8 @@ func addGrant(e env, path string, grant teamserver.TokenGrant) (int, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return 0, err
 	}
-	for _, g := range grants {
-		if grant.Name != "" && g.Name == grant.Name {
-			return 0, fmt.Errorf("%s already has a token named %q; pick another --name (nothing was changed)", path, grant.Name)
-		}
+	if grant.Name != "" && slices.ContainsFunc(grants, func(g teamserver.TokenGrant) bool { return g.Name == grant.Name }) {
+		return 0, fmt.Errorf("%s already has a token named %q; pick another --name (nothing was changed)", path, grant.Name)
 	}
 	grants = append(grants, grant)
 	out, err := json.MarshalIndent(grants, "", "  ")
@@ -425,13 +417,6 @@ func addGrant(e env, path string, grant teamserver.TokenGrant) (int, error) {
 		return 0, err
 	}
 	return len(grants), nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 type multiFlag []string
@@ -699,22 +684,15 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 	if err := checkServerURL("--server", *serverURL); err != nil {
 		return exitError, err
 	}
-	if *repo == "" {
-		root := *project
-		if root == "" {
-			root = e.cwd
-		}
-		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
-		if err != nil {
-			return exitError, errors.New("--repo is required (owner/name, such as --repo acme/shop): the project has no github.com remote (git remote get-url origin) to read it from")
-		}
-		*repo = r
+	r, err := projectRepo(e, *repo, *project)
+	if err != nil {
+		return exitError, err
 	}
+	*repo = r
 	again := "--server " + shellQuote(*serverURL) + " --repo " + shellQuote(*repo)
 	token := e.getenv(TokenEnv)
 	if token == "" {
-		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
-		return exitAuth, nil
+		return reviewExit(e, name, errNoToken), nil
 	}
 	scratch, err := memdir.NewDir(e.fs, os.TempDir(), memdir.DirOptions{Team: true})
 	if err != nil {
@@ -765,7 +743,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 			if v.Deleted {
 				what = "deleted"
 			}
-			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %-16s %s%s\n", v.Version, v.Time, v.Author, orDefault(v.Door, "-"), what, provenanceNote(v.Provenance))
+			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %-16s %s%s\n", v.Version, v.Time, v.Author, cmp.Or(v.Door, "-"), what, provenanceNote(v.Provenance))
 		}
 	default:
 		log, err := client.Log(ctx, 0)
@@ -773,7 +751,7 @@ func teamHistory(e env, c *common, name string, args []string) (int, error) {
 			return classExit(e, name, err), nil
 		}
 		for _, l := range log {
-			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %-16s %s%s\n", l.Version, l.Time, l.Author, orDefault(l.Door, "-"), strings.Join(l.Keys, " "), provenanceNote(l.Provenance))
+			fmt.Fprintf(e.stdout, "%6d  %s  %-12s %-16s %s%s\n", l.Version, l.Time, l.Author, cmp.Or(l.Door, "-"), strings.Join(l.Keys, " "), provenanceNote(l.Provenance))
 		}
 	}
 	return exitOK, nil
@@ -825,8 +803,7 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	}
 	client, abs, err := newTeamClient(e, c, &o)
 	if errors.Is(err, errNoToken) {
-		fmt.Fprintf(e.stderr, "agentmem team %s: no token: set %s\n", name, TokenEnv)
-		return exitAuth, nil
+		return reviewExit(e, name, err), nil
 	}
 	if err != nil {
 		return exitError, err
@@ -887,18 +864,18 @@ func teamClient(e env, c *common, name string, args []string) (int, error) {
 	if len(res.Held) > 0 {
 		return exitHeld, nil
 	}
-	if len(res.Conflicts) > 0 || hasSkip(res, foldersync.SkipConflict) || hasSkip(res, foldersync.SkipDiverged) {
+	switch {
+	case len(res.Conflicts) > 0 || slices.ContainsFunc(res.Skipped, func(s foldersync.Skip) bool {
+		return s.Reason == foldersync.SkipConflict || s.Reason == foldersync.SkipDiverged
+	}):
 		return exitConflict, nil
-	}
-	for _, s := range res.Skipped {
-		if code, _ := teamSkip(s); code == skipOverLimit {
-			return exitLimit, nil // the repo is full: what did not fit waits
-		}
-	}
-	for _, s := range res.Skipped {
-		if refusedSkip(s) {
-			return exitRefused, nil
-		}
+	case slices.ContainsFunc(res.Skipped, func(s foldersync.Skip) bool {
+		code, _ := teamSkip(s)
+		return code == skipOverLimit
+	}):
+		return exitLimit, nil // the repo is full: what did not fit waits
+	case slices.ContainsFunc(res.Skipped, refusedSkip):
+		return exitRefused, nil
 	}
 	return exitOK, nil
 }
@@ -921,15 +898,6 @@ type teamOutput struct {
 func (o teamOutput) changed(r foldersync.Result) bool {
 	return len(r.Pulled)+len(r.DeletedLocal)+len(r.Pushed)+len(r.DeletedRemote)+len(r.Conflicts)+len(r.Skipped)+len(r.Held)+len(r.InReview) > 0 ||
 		r.BasisReset || o.st.FileError != nil
-}
-
-func hasSkip(r foldersync.Result, reason string) bool {
-	for _, s := range r.Skipped {
-		if s.Reason == reason {
-			return true
-		}
-	}
-	return false
 }
 
 // print prints what a round did.
@@ -1002,9 +970,9 @@ func (o teamOutput) print(r foldersync.Result, err error) {
 		}
 		fmt.Fprintf(e.stderr, "held: %d memories would be %s (of %d tracked; at most %d at once); nothing was deleted\n", len(h.Paths), where, h.Tracked, h.Threshold)
 		if h.Side == "remote" {
-			fmt.Fprintf(e.stderr, "  to delete them: agentmem team %s %s --allow-mass-delete; to bring them back here: agentmem team pull %s --keep-deleted\n", orDefault(name, "sync"), again, again)
+			fmt.Fprintf(e.stderr, "  to delete them: agentmem team %s %s --allow-mass-delete; to bring them back here: agentmem team pull %s --keep-deleted\n", cmp.Or(name, "sync"), again, again)
 		} else {
-			fmt.Fprintf(e.stderr, "  to delete them here: agentmem team %s %s --allow-mass-delete\n", orDefault(name, "sync"), again)
+			fmt.Fprintf(e.stderr, "  to delete them here: agentmem team %s %s --allow-mass-delete\n", cmp.Or(name, "sync"), again)
 		}
 	}
 	if r.Checkpoint != "" {
@@ -1162,29 +1130,32 @@ type teamClientOptions struct {
 
 var errNoToken = errors.New("no token: set " + TokenEnv)
 
+// projectRepo is repo, else the owner/name of the github.com remote of
+// the project (default the current directory), for a --repo not given.
+func projectRepo(e env, repo, project string) (string, error) {
+	if repo != "" {
+		return repo, nil
+	}
+	r, err := teammem.RepoFromGitConfig(e.fs, cmp.Or(project, e.cwd), nil)
+	if err != nil {
+		return "", errors.New("--repo is required (owner/name, such as --repo acme/shop): the project has no github.com remote (git remote get-url origin) to read it from")
+	}
+	return r, nil
+}
+
 // newTeamClient builds the sync client the flags describe: --repo from the
 // project's git remote and --dir from its memory directory when not given.
 // It fills in o.repo and returns the client and the absolute team
 // directory.
 func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, string, error) {
-	project := c.project
-	if project == "" {
-		project = e.cwd
-	}
-	if !memoryEnabled(e, c, project) {
+	if !memoryEnabled(e, c, cmp.Or(c.project, e.cwd)) {
 		return nil, "", errMemoryDisabled
 	}
-	if o.repo == "" {
-		root := c.project
-		if root == "" {
-			root = e.cwd
-		}
-		r, err := teammem.RepoFromGitConfig(e.fs, root, nil)
-		if err != nil {
-			return nil, "", errors.New("--repo is required (owner/name, such as --repo acme/shop): the project has no github.com remote (git remote get-url origin) to read it from")
-		}
-		o.repo = r
+	repo, err := projectRepo(e, o.repo, c.project)
+	if err != nil {
+		return nil, "", err
 	}
+	o.repo = repo
 	if !teamserver.ValidRepoSlug(o.repo) {
 		return nil, "", fmt.Errorf("--repo %s is not a repo name: give owner/name, letters, digits, '-', '_' and '.' only, such as --repo acme/shop", shellQuote(o.repo))
 	}
@@ -1213,9 +1184,7 @@ func newTeamClient(e env, c *common, o *teamClientOptions) (*teammem.Client, str
 	if token == "" {
 		return nil, "", errNoToken
 	}
-	if o.state == "" {
-		o.state = teammem.StatePath(abs, o.server, o.repo)
-	}
+	o.state = cmp.Or(o.state, teammem.StatePath(abs, o.server, o.repo))
 	var history *filehistory.Tracker
 	if o.checkpoint && o.history == "" {
 		o.history = pullHistory(abs)
