@@ -44,19 +44,15 @@ func Resolve(fsys afero.Fs, p string) (string, error) {
 	}
 	// ResolvePartial stops at the first missing component; here it must
 	// all exist.
-	if _, err := lstat(fsys, asLstater(fsys), resolved); err != nil {
+	if _, err := lstat(fsys, resolved); err != nil {
 		return "", err
 	}
 	return resolved, nil
 }
 
-func asLstater(fsys afero.Fs) afero.Lstater {
-	l, _ := fsys.(afero.Lstater)
-	return l
-}
-
-func lstat(fsys afero.Fs, l afero.Lstater, p string) (fs.FileInfo, error) {
-	if l != nil {
+// lstat is Lstat where fsys has it, else Stat (no links to see).
+func lstat(fsys afero.Fs, p string) (fs.FileInfo, error) {
+	if l, ok := fsys.(afero.Lstater); ok {
 		info, _, err := l.LstatIfPossible(p)
 		return info, err
 	}
@@ -79,7 +75,6 @@ func ResolvePartial(fsys afero.Fs, p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", &fs.PathError{Op: "realpath", Path: p, Err: errors.New("path is not absolute")}
 	}
-	lstater, _ := fsys.(afero.Lstater)
 	linker, _ := fsys.(afero.LinkReader)
 	resolved := string(filepath.Separator)
 	rest := splitPath(p)
@@ -102,7 +97,7 @@ func ResolvePartial(fsys afero.Fs, p string) (string, error) {
 			continue
 		}
 		next := join(resolved, c)
-		info, err := lstat(fsys, lstater, next)
+		info, err := lstat(fsys, next)
 		if err != nil {
 			if !isMissing(err) {
 				return "", err

@@ -38,7 +38,6 @@ func Within(fsys afero.Fs, root, rel string) error {
 	if rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 		return ErrOutside
 	}
-	lstater, _ := fsys.(afero.Lstater)
 	linker, _ := fsys.(afero.LinkReader)
 	// cur is the resolved path so far; ends[i] is len(cur) before the i-th
 	// component below root was appended, so ".." is a slice, not a Join.
@@ -67,7 +66,7 @@ func Within(fsys afero.Fs, root, rel string) error {
 			continue
 		}
 		next := join(cur, c)
-		info, err := lstat(fsys, lstater, next)
+		info, err := lstat(fsys, next)
 		if err != nil {
 			if !isMissing(err) {
 				return err
