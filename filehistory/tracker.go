@@ -9,9 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -403,22 +404,8 @@ func (t *Tracker) find(messageID string) int {
 }
 
 func (s Snapshot) clone() Snapshot {
-	m := make(map[string]Backup, len(s.TrackedFileBackups))
-	for k, v := range s.TrackedFileBackups {
-		m[k] = v
-	}
-	s.TrackedFileBackups = m
+	s.TrackedFileBackups = maps.Clone(s.TrackedFileBackups)
 	return s
-}
-
-// sortedPaths returns a snapshot's paths in a stable order.
-func (s Snapshot) sortedPaths() []string {
-	ps := make([]string, 0, len(s.TrackedFileBackups))
-	for p := range s.TrackedFileBackups {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	return ps
 }
 
 // journalTime is the timestamp format of Claude Code transcripts.
@@ -464,26 +451,28 @@ type wireDelta struct {
 func encodeEntry(s Snapshot, update bool) []byte {
 	ws := wireSnapshot{MessageID: s.MessageID, TrackedFileBackups: map[string]wireBackup{}, Timestamp: s.Timestamp.UTC().Format(journalTime)}
 	for p, b := range s.TrackedFileBackups {
-		wb := wireBackup{Version: b.Version, BackupTime: b.BackupTime.UTC().Format(journalTime)}
-		if b.Existed() {
-			name := b.BackupFileName
-			wb.BackupFileName = &name
-		}
-		ws.TrackedFileBackups[p] = wb
+		ws.TrackedFileBackups[p] = toWire(b)
 	}
 	line, _ := json.Marshal(wireEntry{Type: entryType, MessageID: s.MessageID, Snapshot: ws, IsSnapshotUpdate: update})
 	return line
+}
+
+// toWire is b as a journal line records it.
+func toWire(b Backup) wireBackup {
+	wb := wireBackup{Version: b.Version, BackupTime: b.BackupTime.UTC().Format(journalTime)}
+	if b.Existed() {
+		name := b.BackupFileName
+		wb.BackupFileName = &name
+	}
+	return wb
 }
 
 // encodeDelta returns the file-history-delta line that adds path, at
 // backup b, to the snapshot of messageID. The key is the absolute path,
 // with its parent directory as realParentDir.
 func encodeDelta(messageID, path string, b Backup) []byte {
-	wb := wireBackup{Version: b.Version, BackupTime: b.BackupTime.UTC().Format(journalTime), RealParentDir: filepath.Dir(path)}
-	if b.Existed() {
-		name := b.BackupFileName
-		wb.BackupFileName = &name
-	}
+	wb := toWire(b)
+	wb.RealParentDir = filepath.Dir(path)
 	line, _ := json.Marshal(wireDelta{Type: deltaEntryType, MessageID: messageID, SnapshotMessageID: messageID,
 		TrackingPath: path, Backup: wb, Timestamp: b.BackupTime.UTC().Format(journalTime)})
 	return line
@@ -625,7 +614,7 @@ func (t *Tracker) Restore(lines [][]byte) {
 		t.snaps = append([]Snapshot(nil), t.snaps[n:]...)
 	}
 	for _, s := range t.snaps {
-		for _, p := range s.sortedPaths() {
+		for _, p := range slices.Sorted(maps.Keys(s.TrackedFileBackups)) { // a stable order
 			b := s.TrackedFileBackups[p]
 			if _, ok := t.first[p]; !ok {
 				t.order = append(t.order, p)

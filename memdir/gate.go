@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,22 +126,15 @@ func newWriteGate(fsys afero.Fs, roots []string, opts gateOptions) (*WriteGate, 
 	}
 	// The innermost root wins when roots nest (a team dir given as a root
 	// beside its auto-memory dir).
-	sortLongestFirst(g.roots)
-	sortLongestFirst(g.teams)
+	longestFirst := func(a, b string) int { return len(b) - len(a) }
+	slices.SortStableFunc(g.roots, longestFirst)
+	slices.SortStableFunc(g.teams, longestFirst)
 	return g, nil
 }
 
 // cleanDir cleans and NFC-normalises a directory path and drops any
 // trailing separator (the filesystem root stays "/").
 func cleanDir(p string) string { return norm.NFC.String(filepath.Clean(p)) }
-
-func sortLongestFirst(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
 
 // inside reports whether clean (a cleaned path) is strictly below dir.
 func inside(dir, clean string) bool {

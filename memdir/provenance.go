@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -390,10 +392,7 @@ func pruneProvenance(files map[string]provenanceEntry, now time.Time) {
 	if len(files) <= provenanceMaxEntries {
 		return
 	}
-	keys := make([]string, 0, len(files))
-	for k := range files {
-		keys = append(keys, k)
-	}
+	keys := slices.Collect(maps.Keys(files))
 	sort.Slice(keys, func(i, j int) bool { return files[keys[i]].At > files[keys[j]].At })
 	for _, k := range keys[provenanceMaxEntries:] {
 		delete(files, k)

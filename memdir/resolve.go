@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/afero"
 	"golang.org/x/text/unicode/norm"
@@ -63,12 +64,7 @@ var trustedSources = [...]SettingSource{SourcePolicy, SourceFlag, SourceLocal, S
 
 // Trusted reports whether a setting from s may choose the memory directory.
 func (s SettingSource) Trusted() bool {
-	for _, t := range trustedSources {
-		if s == t {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(trustedSources[:], s)
 }
 
 // AutoMemPathRequest is what ResolveAutoMemPath needs; the host fills it.

@@ -1,11 +1,13 @@
 package memdir
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -213,13 +215,9 @@ func (d *Dir) WithPath(path string) (*Dir, error) {
 func keptMetadata(old []byte, extra map[string]string) map[string]string {
 	out := map[string]string{}
 	if fm, _, err := ParseFrontmatter(old); err == nil {
-		for k, v := range fm.Metadata {
-			out[k] = v
-		}
+		maps.Copy(out, fm.Metadata)
 	}
-	for k, v := range extra {
-		out[k] = v
-	}
+	maps.Copy(out, extra)
 	return out
 }
 
@@ -481,10 +479,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // in the hook become ‹ and ›, and a URL's "://" and a "www." host take a
 // look-alike colon and dot, so no renderer follows them.
 func IndexLine(m Memory, target string) string {
-	title := oneLine(m.Name)
-	if title == "" {
-		title = strings.TrimSuffix(path.Base(target), ".md")
-	}
+	title := cmp.Or(oneLine(m.Name), strings.TrimSuffix(path.Base(target), ".md"))
 	title = linkText(strings.NewReplacer("[", "(", "]", ")").Replace(title))
 	line := "- [" + title + "](" + target + ")"
 	// The hook is text, never a link: a description's brackets and angle

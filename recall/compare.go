@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -120,13 +121,8 @@ func CompareEmbedder(ctx context.Context, req CompareRequest) (EmbedderCompariso
 	if len(groups) == 0 {
 		return out, fmt.Errorf("%w: no question needs a memory; label some with the files they need", ErrBadLabels)
 	}
-	folders := make([]string, 0, len(groups))
-	for f := range groups {
-		folders = append(folders, f)
-	}
-	sort.Strings(folders)
 	var words, hybrid float64
-	for _, folder := range folders {
+	for _, folder := range slices.Sorted(maps.Keys(groups)) {
 		w, h, err := compareIn(ctx, req, out.K, folder, groups[folder], &out)
 		if err != nil {
 			return out, err

@@ -1,6 +1,7 @@
 package lexical
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -135,10 +136,7 @@ func (ix *Index) Put(d Document) { ix.PutPrepared(ix.Prepare(d)) }
 
 // PutPrepared adds a prepared document, replacing any with the same key.
 func (ix *Index) PutPrepared(p Prepared) {
-	terms := make([]string, 0, len(p.tf))
-	for t := range p.tf {
-		terms = append(terms, t)
-	}
+	terms := slices.AppendSeq(make([]string, 0, len(p.tf)), maps.Keys(p.tf))
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.deleteLocked(p.key)
