@@ -202,11 +202,17 @@ func commentBlockEnd(n string, at int) int {
 			end = body + k + len("-->")
 		}
 	}
-	if k := strings.IndexByte(n[end:], '\n'); k >= 0 {
-		end += k
-	} else {
+	return pastLineBreaks(n, end)
+}
+
+// pastLineBreaks returns the end of the rest of the line at end and of the
+// line breaks that follow it (len(n) when that line is the last).
+func pastLineBreaks(n string, end int) int {
+	k := strings.IndexByte(n[end:], '\n')
+	if k < 0 {
 		return len(n)
 	}
+	end += k
 	for end < len(n) && n[end] == '\n' {
 		end++
 	}
@@ -248,16 +254,7 @@ func htmlBlockEnd(n string, i int, rest string) int {
 		if k < 0 {
 			return len(n)
 		}
-		end := from + k + len(closer)
-		if j := strings.IndexByte(n[end:], '\n'); j >= 0 {
-			end += j
-		} else {
-			return len(n)
-		}
-		for end < len(n) && n[end] == '\n' {
-			end++
-		}
-		return end
+		return pastLineBreaks(n, from+k+len(closer))
 	}
 	// Up to a blank line.
 	for j := i; j < len(n); {
