@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,35 +181,20 @@ func (fi fieldIndex) firstValue(key string) string {
 // whole file.
 func describe(id string, head, tail []byte) (Info, bool) {
 	inf := Info{SessionID: id}
-	firstLine := head
-	if i := bytes.IndexByte(head, '\n'); i >= 0 {
-		firstLine = head[:i]
-	}
+	firstLine, _, _ := bytes.Cut(head, []byte("\n"))
 	if sidechainRe.Match(firstLine) || bytes.Contains(head, []byte(`"teamName":"`)) {
 		return inf, false // a sub-agent's or a team member's transcript
 	}
 	h, t := indexFields(head), indexFields(tail)
-	agent := t.lastValue("agentName")
-	if agent == "" {
-		agent = h.lastValue("agentName")
-	}
-	custom := t.lastValue("customTitle")
-	if custom == "" {
-		custom = h.lastValue("customTitle")
-	}
-	ai := t.lastValue("aiTitle")
-	if ai == "" {
-		ai = h.lastValue("aiTitle")
-	}
+	agent := cmp.Or(t.lastValue("agentName"), h.lastValue("agentName"))
+	custom := cmp.Or(t.lastValue("customTitle"), h.lastValue("customTitle"))
+	ai := cmp.Or(t.lastValue("aiTitle"), h.lastValue("aiTitle"))
 	summary := t.lastValue("summary")
 	inf.FirstPrompt = t.lastValue("lastPrompt")
 	if inf.FirstPrompt == "" {
 		inf.FirstPrompt = firstMeaningfulPrompt(head)
 	}
-	inf.GitBranch = t.lastValue("gitBranch")
-	if inf.GitBranch == "" {
-		inf.GitBranch = h.firstValue("gitBranch")
-	}
+	inf.GitBranch = cmp.Or(t.lastValue("gitBranch"), h.firstValue("gitBranch"))
 	inf.Tag = lastTag(tail)
 	inf.Cwd = h.firstValue("cwd")
 	if ts := h.firstValue("timestamp"); ts != "" {
@@ -217,18 +203,8 @@ func describe(id string, head, tail []byte) (Info, bool) {
 	if !h.messages && !t.messages {
 		return inf, false // metadata only
 	}
-	switch {
-	case agent != "":
-		inf.Title = agent
-	case custom != "":
-		inf.Title = custom
-	case ai != "":
-		inf.Title = ai
-	case summary != "":
-		inf.Title = summary
-	case inf.FirstPrompt != "":
-		inf.Title = inf.FirstPrompt
-	default:
+	inf.Title = cmp.Or(agent, custom, ai, summary, inf.FirstPrompt)
+	if inf.Title == "" {
 		inf.Title = id[:8]
 	}
 	return inf, true
