@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -394,10 +395,7 @@ func (e *Extractor) mainAgentWroteMemory(msgs []llm.Message) bool {
 			if json.Unmarshal(b.Input, &in) != nil {
 				continue
 			}
-			p := in.FilePath
-			if p == "" {
-				p = in.NotebookPath
-			}
+			p := cmp.Or(in.FilePath, in.NotebookPath)
 			if p != "" && strings.HasPrefix(filepath.Clean(p)+string(filepath.Separator), prefix) {
 				return true
 			}

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,10 +187,7 @@ func runTool(ctx context.Context, tools map[string]Tool, perm PermissionFunc, ca
 	if perm != nil {
 		if d := perm(ctx, call); !d.Allow {
 			rec.Denied = true
-			rec.Reason = d.Reason
-			if rec.Reason == "" {
-				rec.Reason = "This call is not permitted."
-			}
+			rec.Reason = cmp.Or(d.Reason, "This call is not permitted.")
 			rec.Output = "Permission denied: " + rec.Reason
 			return rec
 		}

@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -152,10 +153,7 @@ func (d *Dir) checkToolPath(call llm.ToolCall) (toolInput, *Target, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("memdir: %w", err)
 	}
-	p := in.str("file_path")
-	if p == "" {
-		p = in.str("notebook_path")
-	}
+	p := cmp.Or(in.str("file_path"), in.str("notebook_path"))
 	if p == "" || !filepath.IsAbs(p) {
 		return nil, nil, nil
 	}

@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -109,10 +110,7 @@ func headerOut(m Memory, opts FormatOptions) yaml.MapSlice {
 		meta = append(meta, yaml.MapItem{Key: "type", Value: string(m.Type)})
 	}
 	if !opts.Team {
-		origin := kept["originSessionId"]
-		if origin == "" {
-			origin = opts.SessionID
-		}
+		origin := cmp.Or(kept["originSessionId"], opts.SessionID)
 		if origin != "" {
 			meta = append(meta, yaml.MapItem{Key: "originSessionId", Value: origin})
 		}

@@ -2,6 +2,7 @@ package memdir
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"regexp"
 	"strconv"
@@ -76,10 +77,7 @@ type FrontmatterError struct {
 }
 
 func (e *FrontmatterError) Error() string {
-	reason := e.Reason
-	if reason == "" {
-		reason = defaultFMError
-	}
+	reason := cmp.Or(e.Reason, defaultFMError)
 	msg := "memdir: memory file frontmatter is " + reason
 	if e.Line > 0 {
 		msg += " (near line " + strconv.Itoa(e.Line) + " of the header)"

@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,10 +134,7 @@ func buildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromp
 	if err != nil {
 		return "", err
 	}
-	teamDir := req.TeamDir
-	if teamDir == "" {
-		teamDir = TeamMemPath(req.AutoDir)
-	}
+	teamDir := cmp.Or(req.TeamDir, TeamMemPath(req.AutoDir))
 	log := logger(req.Logger)
 	b.WriteString("You have a persistent memory kept as files in two directories, both of which already exist:\n\n" +
 		"- private: `" + req.AutoDir + "`, for you and this user only;\n" +

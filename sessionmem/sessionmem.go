@@ -1,6 +1,7 @@
 package sessionmem
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -178,12 +179,8 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = defaultStaleAfter
 	}
-	if cfg.Template == "" {
-		cfg.Template = defaultTemplate
-	}
-	if cfg.UpdatePrompt == "" {
-		cfg.UpdatePrompt = defaultUpdatePrompt
-	}
+	cfg.Template = cmp.Or(cfg.Template, defaultTemplate)
+	cfg.UpdatePrompt = cmp.Or(cfg.UpdatePrompt, defaultUpdatePrompt)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,9 +52,7 @@ func NewRecorder(s Store, stamp Stamp) (*Recorder, error) {
 // the file and are not continued from).
 func ContinueRecorder(s Store, r *Resumed, stamp Stamp) (*Recorder, error) {
 	stamp.SessionID = r.SessionID
-	if stamp.Cwd == "" {
-		stamp.Cwd = r.Cwd
-	}
+	stamp.Cwd = cmp.Or(stamp.Cwd, r.Cwd)
 	rec, err := NewRecorder(s, stamp)
 	if err != nil {
 		return nil, err
@@ -126,9 +125,7 @@ func (r *Recorder) entriesFor(m llm.Message) []Entry {
 	now := r.now()
 	var out []Entry
 	add := func(me MessageEntry) {
-		if me.Parent == "" {
-			me.Parent = r.last
-		}
+		me.Parent = cmp.Or(me.Parent, r.last)
 		me.Time = now
 		e := me.Encode(r.stamp)
 		r.last = e.UUID

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -406,9 +407,7 @@ func (s *JSONLStore) Fork(ctx context.Context, sessionID string, stamp Stamp) (s
 	r := rebuild(sessionID, entries)
 	id := NewUUID()
 	stamp.SessionID = id
-	if stamp.Cwd == "" {
-		stamp.Cwd = r.Cwd
-	}
+	stamp.Cwd = cmp.Or(stamp.Cwd, r.Cwd)
 	parent := ""
 	var out []Entry
 	for _, e := range r.Messages {

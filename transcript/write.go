@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -21,12 +22,8 @@ type Stamp struct {
 }
 
 func (s Stamp) withDefaults() Stamp {
-	if s.Version == "" {
-		s.Version = "agentmem"
-	}
-	if s.Entrypoint == "" {
-		s.Entrypoint = "sdk-go"
-	}
+	s.Version = cmp.Or(s.Version, "agentmem")
+	s.Entrypoint = cmp.Or(s.Entrypoint, "sdk-go")
 	return s
 }
 

@@ -9,6 +9,7 @@
 package atomicfile
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,9 +36,7 @@ func WriteFileNoSync(fsys afero.Fs, path string, data []byte, perm os.FileMode) 
 
 func write(fsys afero.Fs, path string, data []byte, perm os.FileMode, sync bool) (err error) {
 	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
+	dir = cmp.Or(dir, ".")
 	tmp, err := afero.TempFile(fsys, dir, "."+tempBase(base)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)

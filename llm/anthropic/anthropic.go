@@ -14,6 +14,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,9 +110,7 @@ func New(cfg Options) (*Model, error) {
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
 	opts = append(opts, cfg.Options...)
-	if cfg.Model == "" {
-		cfg.Model = DefaultModel
-	}
+	cfg.Model = cmp.Or(cfg.Model, DefaultModel)
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = defaultMaxTokens
 	}

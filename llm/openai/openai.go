@@ -19,6 +19,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -114,9 +115,7 @@ func New(cfg Options) (*Model, error) {
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
 	opts = append(opts, cfg.Options...)
-	if cfg.Model == "" {
-		cfg.Model = defaultModel
-	}
+	cfg.Model = cmp.Or(cfg.Model, defaultModel)
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = defaultMaxTokens
 	}
@@ -145,10 +144,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 // and its dimensions (recall.IdentifiedEmbedder: recall's vector cache is
 // then found without embedding anything, and another model gets its own).
 func (m *Model) EmbedderID() string {
-	model := m.cfg.EmbeddingModel
-	if model == "" {
-		model = DefaultEmbeddingModel
-	}
+	model := cmp.Or(m.cfg.EmbeddingModel, DefaultEmbeddingModel)
 	url := m.cfg.BaseURL
 	if url == "" {
 		url = os.Getenv("OPENAI_BASE_URL") // what the client falls back to
@@ -163,10 +159,7 @@ func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	model := m.cfg.EmbeddingModel
-	if model == "" {
-		model = DefaultEmbeddingModel
-	}
+	model := cmp.Or(m.cfg.EmbeddingModel, DefaultEmbeddingModel)
 	p := sdk.EmbeddingNewParams{Model: sdk.EmbeddingModel(model), Input: sdk.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts}}
 	if m.cfg.EmbeddingDimensions > 0 {
 		p.Dimensions = sdk.Int(int64(m.cfg.EmbeddingDimensions))
@@ -284,10 +277,7 @@ func (m *Model) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 				case llm.BlockText:
 					text = joinText(text, b.Text)
 				case llm.BlockToolUse:
-					args := string(b.Input)
-					if args == "" {
-						args = "{}"
-					}
+					args := cmp.Or(string(b.Input), "{}")
 					a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
 						ID: b.ToolUseID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.ToolName, Arguments: args}}})
 				default:
