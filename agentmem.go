@@ -20,6 +20,7 @@ import (
 	"github.com/agentmem-sdk/agentmem/extract"
 	"github.com/agentmem-sdk/agentmem/filehistory"
 	"github.com/agentmem-sdk/agentmem/foldersync"
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/internal/jobs"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/llm"
@@ -363,10 +364,7 @@ func New(fsys afero.Fs, model llm.Model, opts Options) (*Memory, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := defaults.Logger(opts.Logger)
 	m := &Memory{fs: fsys, opts: opts, log: log, stop: func() {}, dream: jobs.New()}
 	m.enabled = memdir.IsAutoMemoryEnabled(getenv, opts.AutoMemoryEnabled)
 	if !m.enabled {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/spf13/afero"
 )
 
@@ -69,9 +70,7 @@ func newLock(fsys afero.Fs, autoDir string, opts LockOptions) *Lock {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.StaleAfter <= 0 {
-		opts.StaleAfter = defaultStaleLock
-	}
+	defaults.IfUnset(&opts.StaleAfter, defaultStaleLock)
 	return &Lock{fs: fsys, path: filepath.Join(autoDir, lockFileName), opts: opts}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"log/slog"
 	"path/filepath"
@@ -152,19 +153,10 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Extractor, error) {
 	if dir == nil || model == nil {
 		return nil, ErrMissingConfig
 	}
-	if cfg.EveryNTurns <= 0 {
-		cfg.EveryNTurns = 1
-	}
-	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = defaultMaxTurns
-	}
-	if cfg.DrainTimeout <= 0 {
-		cfg.DrainTimeout = DefaultDrainTimeout
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	defaults.IfUnset(&cfg.EveryNTurns, 1)
+	defaults.IfUnset(&cfg.MaxTurns, defaultMaxTurns)
+	defaults.IfUnset(&cfg.DrainTimeout, DefaultDrainTimeout)
+	log := defaults.Logger(cfg.Logger)
 	// Its writes into shared memory go with its own door unless the
 	// host named one.
 	dir = dir.WithDoor(teamwire.DoorExtraction)

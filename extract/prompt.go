@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
@@ -60,9 +61,7 @@ func userPrompt(autoDir string, headers []memdir.MemoryHeader, fresh []llm.Messa
 		b.WriteString("Existing memories (newest first):\n" + memdir.FormatManifest(headers) + "\n\n")
 	}
 	b.WriteString("The new part of the conversation:\n\n")
-	if budget.maxBytes <= 0 {
-		budget.maxBytes = maxTranscriptBytes
-	}
+	defaults.IfUnset(&budget.maxBytes, maxTranscriptBytes)
 	results := budget.toolResultBytes
 	if results <= 0 {
 		results = -1

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io/fs"
 	"sync"
+
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 )
 
 // Read-state limits (defaults of ReadStateOptions).
@@ -75,12 +77,8 @@ type readEntry struct {
 
 // NewReadState returns an empty read state.
 func NewReadState(opts ReadStateOptions) *ReadState {
-	if opts.MaxFiles <= 0 {
-		opts.MaxFiles = maxReadFiles
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = maxReadBytes
-	}
+	defaults.IfUnset(&opts.MaxFiles, maxReadFiles)
+	defaults.IfUnset(&opts.MaxBytes, maxReadBytes)
 	return &ReadState{opts: opts, lru: list.New(), files: map[string]*list.Element{}}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/agentmem-sdk/agentmem/internal/atomicfile"
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 )
 
 // defaultMaxSnapshots is the default number of snapshots a Tracker keeps.
@@ -166,9 +167,7 @@ func NewTracker(fsys afero.Fs, configHome, sessionID string, opts Options) (*Tra
 	if !historyNameRe.MatchString(sessionID) || sessionID == "." || sessionID == ".." {
 		return nil, ErrInvalidHistoryName
 	}
-	if opts.MaxSnapshots <= 0 {
-		opts.MaxSnapshots = defaultMaxSnapshots
-	}
+	defaults.IfUnset(&opts.MaxSnapshots, defaultMaxSnapshots)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 )
 
 // Default limits of the MEMORY.md index loaded into a prompt.
@@ -42,12 +44,8 @@ type IndexLimits struct {
 }
 
 func (l IndexLimits) withDefaults() IndexLimits {
-	if l.MaxLines <= 0 {
-		l.MaxLines = MaxEntrypointLines
-	}
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = MaxEntrypointBytes
-	}
+	defaults.IfUnset(&l.MaxLines, MaxEntrypointLines)
+	defaults.IfUnset(&l.MaxBytes, MaxEntrypointBytes)
 	return l
 }
 

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/internal/fswalk"
 	"github.com/spf13/afero"
 )
@@ -66,12 +67,8 @@ type ScanOptions struct {
 // A missing dir gives an empty result; an unreadable dir or a cancelled ctx
 // gives an error.
 func ScanMemoryFiles(ctx context.Context, fsys afero.Fs, dir string, opts ScanOptions) ([]MemoryHeader, error) {
-	if opts.MaxFiles <= 0 {
-		opts.MaxFiles = maxMemoryFiles
-	}
-	if opts.HeaderLines <= 0 {
-		opts.HeaderLines = frontmatterMaxLines
-	}
+	defaults.IfUnset(&opts.MaxFiles, maxMemoryFiles)
+	defaults.IfUnset(&opts.HeaderLines, frontmatterMaxLines)
 	files, err := memoryFiles(ctx, fsys, filepath.Clean(dir))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

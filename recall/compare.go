@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
 
@@ -88,9 +89,7 @@ var ErrNoEmbedder = errors.New("recall: CompareEmbedder needs an embedder to che
 // ErrEmbedding): the check says nothing then.
 func CompareEmbedder(ctx context.Context, req CompareRequest) (EmbedderComparison, error) {
 	out := EmbedderComparison{K: req.K}
-	if out.K <= 0 {
-		out.K = MaxSelected
-	}
+	defaults.IfUnset(&out.K, MaxSelected)
 	if req.Embedder == nil {
 		return out, ErrNoEmbedder
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
@@ -152,32 +153,23 @@ func NewFinder(d *memdir.Dir, cfg FinderOptions) (*Finder, error) {
 		return nil, ErrNoMemoryDir
 	}
 	fsys, dir := d.FS(), d.Path()
-	if cfg.MaxCandidates <= 0 {
-		cfg.MaxCandidates = MaxCandidates
-	}
-	if cfg.MaxSelected <= 0 {
-		cfg.MaxSelected = MaxSelected
-	}
+	defaults.IfUnset(&cfg.MaxCandidates, MaxCandidates)
+	defaults.IfUnset(&cfg.MaxSelected, MaxSelected)
 	if cfg.FullWalkEvery == 0 {
 		cfg.FullWalkEvery = defaultFullWalkEvery
 	}
 	dir = filepath.Clean(dir)
 	changes := newChangeDetector(fsys, dir, cfg.FullWalkEvery, cfg.FullWalkEvery > 0, time.Now)
-	if cfg.VectorWeight <= 0 {
-		cfg.VectorWeight = defaultVectorWeight
-	}
+	defaults.IfUnset(&cfg.VectorWeight, defaultVectorWeight)
 	c := newCorpus(fsys, dir, changes)
 	if cfg.Embedder != nil {
 		c.embedder, c.vectors, c.pending, c.cacheDir = cfg.Embedder, map[[32]byte]vector{}, map[[32]byte]string{}, cfg.VectorCache
 	}
-	f := &Finder{fs: fsys, cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: cfg.Logger}
+	f := &Finder{fs: fsys, cfg: cfg, corpus: c, lexical: LexicalOptions{}.withDefaults(), log: defaults.Logger(cfg.Logger)}
 	// A Finder nobody closed releases its watcher when it is collected.
 	runtime.AddCleanup(f, func(c *changeDetector) { c.close() }, changes)
 	if ls, ok := cfg.Selector.(*LexicalSelector); ok {
 		f.lexical = ls.opts
-	}
-	if f.log == nil {
-		f.log = slog.New(slog.DiscardHandler)
 	}
 	return f, nil
 }

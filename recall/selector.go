@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -62,9 +63,7 @@ func (s ModelSelector) Select(ctx context.Context, req SelectRequest) ([]string,
 		return nil, llm.ErrNoModel
 	}
 	maxTokens := s.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = 256
-	}
+	defaults.IfUnset(&maxTokens, 256)
 	var user strings.Builder
 	user.WriteString("Message: " + req.Query + "\n\nMemory files:\n" + memdir.FormatManifest(req.Candidates) + "\n")
 	if len(req.RecentTools) > 0 {
@@ -119,18 +118,10 @@ type LexicalOptions struct {
 
 // withDefaults fills the zero fields.
 func (o LexicalOptions) withDefaults() LexicalOptions {
-	if o.MinStrength <= 0 {
-		o.MinStrength = 0.85
-	}
-	if o.SubjectShare <= 0 {
-		o.SubjectShare = 0.01
-	}
-	if o.MinRelative <= 0 {
-		o.MinRelative = 0.2
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 16 << 10
-	}
+	defaults.IfUnset(&o.MinStrength, 0.85)
+	defaults.IfUnset(&o.SubjectShare, 0.01)
+	defaults.IfUnset(&o.MinRelative, 0.2)
+	defaults.IfUnset(&o.MaxBodyBytes, 16<<10)
 	return o
 }
 

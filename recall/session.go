@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
 )
@@ -57,15 +58,9 @@ type Session struct {
 
 // NewSession returns a Session over finder.
 func NewSession(finder *Finder, opts SessionOptions) *Session {
-	if opts.BudgetBytes <= 0 {
-		opts.BudgetBytes = sessionBudgetBytes
-	}
-	if opts.MaxLines <= 0 {
-		opts.MaxLines = maxFileLines
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = maxFileBytes
-	}
+	defaults.IfUnset(&opts.BudgetBytes, sessionBudgetBytes)
+	defaults.IfUnset(&opts.MaxLines, maxFileLines)
+	defaults.IfUnset(&opts.MaxBytes, maxFileBytes)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

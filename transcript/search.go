@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/internal/lexical"
 )
 
@@ -22,9 +23,7 @@ type Hit struct {
 // lexical index recall uses (stemmed words, BM25), each with the message
 // piece that matched. At most limit hits (0: 20).
 func Search(ctx context.Context, s Store, query string, limit int) ([]Hit, error) {
-	if limit <= 0 {
-		limit = 20
-	}
+	defaults.IfUnset(&limit, 20)
 	query = strings.TrimSpace(query)
 	if query == "" {
 		return nil, nil

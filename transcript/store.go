@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/memdir"
 	"github.com/spf13/afero"
 )
@@ -137,12 +138,8 @@ func NewJSONLStore(fsys afero.Fs, dir string, opts Options) (*JSONLStore, error)
 	if fsys == nil || dir == "" {
 		return nil, errors.New("transcript: NewJSONLStore needs a filesystem and a directory")
 	}
-	if opts.BatchEntries <= 0 {
-		opts.BatchEntries = 64
-	}
-	if opts.BatchBytes <= 0 {
-		opts.BatchBytes = 1 << 20
-	}
+	defaults.IfUnset(&opts.BatchEntries, 64)
+	defaults.IfUnset(&opts.BatchBytes, 1<<20)
 	return &JSONLStore{fs: fsys, dir: filepath.Clean(dir), opts: opts, sessions: map[string]*session{}}, nil
 }
 
