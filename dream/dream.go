@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/spf13/afero"
 
@@ -146,25 +147,16 @@ func New(dir *memdir.Dir, model llm.Model, cfg Options) (*Dreamer, error) {
 	if math.IsNaN(cfg.MinHours) || math.IsInf(cfg.MinHours, 0) || cfg.MinHours <= 0 {
 		cfg.MinHours = defaultMinHours
 	}
-	if cfg.MinSessions <= 0 {
-		cfg.MinSessions = defaultMinSessions
-	}
-	if cfg.ScanThrottle <= 0 {
-		cfg.ScanThrottle = defaultScanThrottle
-	}
-	if cfg.MaxTurns <= 0 {
-		cfg.MaxTurns = defaultMaxTurns
-	}
+	defaults.IfUnset(&cfg.MinSessions, defaultMinSessions)
+	defaults.IfUnset(&cfg.ScanThrottle, defaultScanThrottle)
+	defaults.IfUnset(&cfg.MaxTurns, defaultMaxTurns)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Lock.Now == nil {
 		cfg.Lock.Now = cfg.Now
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := defaults.Logger(cfg.Logger)
 	return &Dreamer{dir: dir, model: model, cfg: cfg, lock: newLock(dir.FS(), dir.Path(), cfg.Lock), log: log}, nil
 }
 
@@ -188,28 +180,18 @@ func (d *Dreamer) transcriptDir() string {
 // calling goroutine: call it from a background goroutine with a context
 // you can cancel. A failed or cancelled run rolls the lock back.
 func (d *Dreamer) MaybeRun(ctx context.Context) Outcome {
-	return d.finish(ctx, d.maybeRun(ctx))
+	return d.finish(ctx, d.maybeRun(ctx, false))
 }
 
 // Force consolidates now, skipping the time, throttle and session gates
 // but not gate 1 or the lock; a successful run stamps the lock with now.
 func (d *Dreamer) Force(ctx context.Context) Outcome {
-	if stop := d.gateEnabled(); stop != "" {
-		return d.finish(ctx, Outcome{Stopped: stop})
-	}
-	last, err := d.lock.LastConsolidation()
-	if err != nil {
-		return d.finish(ctx, Outcome{Err: err})
-	}
-	sessions, err := d.sessionsSince(last)
-	if err != nil {
-		return d.finish(ctx, Outcome{Err: err})
-	}
-	o, _ := d.run(ctx, sessions, "")
-	return d.finish(ctx, o)
+	return d.finish(ctx, d.maybeRun(ctx, true))
 }
 
-func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
+// maybeRun runs when the gates pass; force passes the time, throttle and
+// session gates.
+func (d *Dreamer) maybeRun(ctx context.Context, force bool) Outcome {
 	if stop := d.gateEnabled(); stop != "" {
 		return Outcome{Stopped: stop}
 	}
@@ -217,22 +199,24 @@ func (d *Dreamer) maybeRun(ctx context.Context) Outcome {
 	if err != nil {
 		return Outcome{Err: err}
 	}
-	now := d.cfg.Now()
-	if !last.IsZero() && now.Sub(last) < time.Duration(d.cfg.MinHours*float64(time.Hour)) {
-		return Outcome{Stopped: StopTooSoon}
-	}
-	d.mu.Lock()
-	if !d.lastScan.IsZero() && now.Sub(d.lastScan) < d.cfg.ScanThrottle {
+	if !force {
+		now := d.cfg.Now()
+		if !last.IsZero() && now.Sub(last) < time.Duration(d.cfg.MinHours*float64(time.Hour)) {
+			return Outcome{Stopped: StopTooSoon}
+		}
+		d.mu.Lock()
+		if !d.lastScan.IsZero() && now.Sub(d.lastScan) < d.cfg.ScanThrottle {
+			d.mu.Unlock()
+			return Outcome{Stopped: StopThrottled}
+		}
+		d.lastScan = now
 		d.mu.Unlock()
-		return Outcome{Stopped: StopThrottled}
 	}
-	d.lastScan = now
-	d.mu.Unlock()
 	sessions, err := d.sessionsSince(last)
 	if err != nil {
 		return Outcome{Err: err}
 	}
-	if len(sessions) < d.cfg.MinSessions {
+	if !force && len(sessions) < d.cfg.MinSessions {
 		return Outcome{Stopped: StopFewSessions, Sessions: sessions}
 	}
 	o, _ := d.run(ctx, sessions, "")
