@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agentmem-sdk/agentmem/filehistory"
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
+	"github.com/agentmem-sdk/agentmem/internal/httpretry"
 	"github.com/agentmem-sdk/agentmem/internal/jobs"
 	"github.com/agentmem-sdk/agentmem/llm"
 	"github.com/agentmem-sdk/agentmem/memdir"
@@ -35,18 +37,6 @@ const (
 	// pollInterval is how often WaitForUpdate looks.
 	pollInterval = 100 * time.Millisecond
 )
-
-// sleep waits d or until ctx ends, the default Options.Sleep.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // EventKind names what an Event reports.
 type EventKind string
@@ -162,35 +152,23 @@ func New(fsys afero.Fs, model llm.Model, cfg Options) (*Summarizer, error) {
 	if !transcript.IsSessionID(cfg.SessionID) {
 		return nil, fmt.Errorf("sessionmem: %w", transcript.ErrInvalidSessionID)
 	}
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&cfg.InitTokens, defaultInitTokens)
-	def(&cfg.MinGrowthTokens, defaultMinGrowthTokens)
-	def(&cfg.MinToolCalls, defaultMinToolCalls)
-	def(&cfg.MaxSectionTokens, defaultMaxSectionTokens)
-	def(&cfg.MaxTotalTokens, defaultMaxTotalTokens)
-	def(&cfg.MaxTurns, defaultMaxTurns)
-	if cfg.WaitTimeout <= 0 {
-		cfg.WaitTimeout = defaultWaitTimeout
-	}
-	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = defaultStaleAfter
-	}
+	defaults.IfUnset(&cfg.InitTokens, defaultInitTokens)
+	defaults.IfUnset(&cfg.MinGrowthTokens, defaultMinGrowthTokens)
+	defaults.IfUnset(&cfg.MinToolCalls, defaultMinToolCalls)
+	defaults.IfUnset(&cfg.MaxSectionTokens, defaultMaxSectionTokens)
+	defaults.IfUnset(&cfg.MaxTotalTokens, defaultMaxTotalTokens)
+	defaults.IfUnset(&cfg.MaxTurns, defaultMaxTurns)
+	defaults.IfUnset(&cfg.WaitTimeout, defaultWaitTimeout)
+	defaults.IfUnset(&cfg.StaleAfter, defaultStaleAfter)
 	cfg.Template = cmp.Or(cfg.Template, defaultTemplate)
 	cfg.UpdatePrompt = cmp.Or(cfg.UpdatePrompt, defaultUpdatePrompt)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = httpretry.Sleep
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := defaults.Logger(cfg.Logger)
 	return &Summarizer{fs: fsys, model: model, cfg: cfg, path: SummaryPath(cfg.ConfigHome, cfg.Cwd, cfg.SessionID), log: log, jobs: jobs.New()}, nil
 }
 
