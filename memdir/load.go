@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/afero"
+
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 )
 
 // PromptMode says which memory prompt LoadMemoryPrompt built.
@@ -26,19 +28,8 @@ const (
 )
 
 func (m PromptMode) String() string {
-	switch m {
-	case PromptDisabled:
-		return "disabled"
-	case PromptDailyLog:
-		return "daily-log"
-	case PromptCombined:
-		return "combined"
-	case PromptSingle:
-		return "single"
-	case PromptLean:
-		return "lean"
-	}
-	return fmt.Sprintf("PromptMode(%d)", int(m))
+	return enumName("PromptMode", int(m), []string{PromptDisabled: "disabled", PromptDailyLog: "daily-log",
+		PromptCombined: "combined", PromptSingle: "single", PromptLean: "lean"})
 }
 
 // LoadPromptRequest is what LoadMemoryPrompt needs. The zero value of each
@@ -112,7 +103,7 @@ type MemoryPrompt struct {
 // the directories exist (EnsureMemoryDir); a failure there is logged and
 // does not stop the prompt, since the model's first write will surface it.
 func LoadMemoryPrompt(ctx context.Context, fsys afero.Fs, cfg LoadPromptRequest) (MemoryPrompt, error) {
-	log := logger(cfg.Logger)
+	log := defaults.Logger(cfg.Logger)
 	if !cfg.Enabled {
 		log.Debug("memdir: auto memory is disabled; no memory prompt", "event", "memdir_disabled")
 		return MemoryPrompt{Mode: PromptDisabled}, nil

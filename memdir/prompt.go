@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	"github.com/spf13/afero"
+
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 )
 
 // defaultPromptHeading is the heading of the memory section of a system
@@ -58,7 +60,7 @@ func buildMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptRequest
 		return strings.TrimRight(b.String(), "\n") + "\n", nil
 	}
 	b.WriteString("## " + EntrypointName + "\n\n")
-	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, logger(req.Logger)))
+	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, defaults.Logger(req.Logger)))
 	return b.String(), nil
 }
 
@@ -72,7 +74,7 @@ func promptHead(ctx context.Context, req LoadPromptRequest) (*strings.Builder, e
 		return nil, ErrNoMemoryDir
 	}
 	b := &strings.Builder{}
-	b.WriteString("# " + headingOr(req.Heading) + "\n\n")
+	b.WriteString("# " + cmp.Or(req.Heading, defaultPromptHeading) + "\n\n")
 	return b, nil
 }
 
@@ -135,7 +137,7 @@ func buildCombinedMemoryPrompt(ctx context.Context, fsys afero.Fs, req LoadPromp
 		return "", err
 	}
 	teamDir := cmp.Or(req.TeamDir, TeamMemPath(req.AutoDir))
-	log := logger(req.Logger)
+	log := defaults.Logger(req.Logger)
 	b.WriteString("You have a persistent memory kept as files in two directories, both of which already exist:\n\n" +
 		"- private: `" + req.AutoDir + "`, for you and this user only;\n" +
 		"- team: `" + teamDir + "`, shared with everyone who works on this project and synced between them.\n\n" +
@@ -203,7 +205,7 @@ func buildDailyLogPrompt(ctx context.Context, fsys afero.Fs, req LoadPromptReque
 	b.WriteString(sectionBeforeRecommending())
 	b.WriteString(sectionGuidelines(req.ExtraGuidelines))
 	b.WriteString("## " + EntrypointName + "\n\n(Maintained by the consolidation pass; read it, do not edit it.)\n\n")
-	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, logger(req.Logger)))
+	b.WriteString(indexBlock(fsys, req.AutoDir, req.AutoDir, req.IndexLimits, defaults.Logger(req.Logger)))
 	return b.String(), nil
 }
 
@@ -319,18 +321,4 @@ func authorLine(s string) string {
 		}
 	}
 	return b.String()
-}
-
-func headingOr(h string) string {
-	if h == "" {
-		return defaultPromptHeading
-	}
-	return h
-}
-
-func logger(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/afero"
+
+	"github.com/agentmem-sdk/agentmem/internal/defaults"
 )
 
 // Claude Code 2.1.328 splits the memory prompt in two: the instructions
@@ -38,7 +40,7 @@ func BuildIndexContext(ctx context.Context, fsys afero.Fs, req LoadPromptRequest
 	}
 	var parts []string
 	for _, dir := range dirs {
-		text, path := indexForContext(fsys, req.AutoDir, dir, req.IndexLimits, logger(req.Logger))
+		text, path := indexForContext(fsys, req.AutoDir, dir, req.IndexLimits, defaults.Logger(req.Logger))
 		if text != "" {
 			parts = append(parts, "Contents of "+path+" (user's auto-memory, persists across conversations):\n\n"+quoteIndex(text))
 		}

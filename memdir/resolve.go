@@ -1,6 +1,7 @@
 package memdir
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -42,19 +43,16 @@ const (
 )
 
 func (s SettingSource) String() string {
-	switch s {
-	case SourceUser:
-		return "user"
-	case SourceProject:
-		return "project"
-	case SourceLocal:
-		return "local"
-	case SourceFlag:
-		return "flag"
-	case SourcePolicy:
-		return "policy"
+	return enumName("SettingSource", int(s), []string{SourceUser: "user", SourceProject: "project",
+		SourceLocal: "local", SourceFlag: "flag", SourcePolicy: "policy"})
+}
+
+// enumName returns names[v], or type(v) for a value without a name.
+func enumName(typ string, v int, names []string) string {
+	if v >= 0 && v < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("SettingSource(%d)", int(s))
+	return fmt.Sprintf("%s(%d)", typ, v)
 }
 
 // trustedSources lists, highest priority first, the sources that may set
@@ -96,15 +94,7 @@ const (
 )
 
 func (o PathOrigin) String() string {
-	switch o {
-	case OriginOverride:
-		return "override"
-	case OriginSetting:
-		return "setting"
-	case OriginDefault:
-		return "default"
-	}
-	return fmt.Sprintf("PathOrigin(%d)", int(o))
+	return enumName("PathOrigin", int(o), []string{OriginOverride: "override", OriginSetting: "setting", OriginDefault: "default"})
 }
 
 // AutoMemPath is a resolved auto-memory directory.
@@ -120,10 +110,7 @@ type AutoMemPath struct {
 // MemoryBase returns where memory lives: the remote memory dir when set,
 // else the config home.
 func MemoryBase(configHome, remoteMemoryDir string) string {
-	if remoteMemoryDir != "" {
-		return remoteMemoryDir
-	}
-	return configHome
+	return cmp.Or(remoteMemoryDir, configHome)
 }
 
 // ResolveAutoMemPath picks the auto-memory directory, highest rule first:
