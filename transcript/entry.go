@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -166,12 +167,7 @@ func (b Block) ResultText() string {
 
 // isToolResult reports whether a user entry carries a tool result.
 func (e *Entry) isToolResult() bool {
-	for _, b := range e.heads() {
-		if b.Type == "tool_result" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.heads(), func(b blockHead) bool { return b.Type == "tool_result" })
 }
 
 // blockHead is what resume needs of a block: its type and ids, and
@@ -241,13 +237,8 @@ func parseLine(line []byte) (Entry, bool) {
 func ParseAll(data []byte) []Entry {
 	var out []Entry
 	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
 		var line []byte
-		if i < 0 {
-			line, data = data, nil
-		} else {
-			line, data = data[:i], data[i+1:]
-		}
+		line, data, _ = bytes.Cut(data, []byte("\n"))
 		if e, ok := ParseLine(line); ok {
 			out = append(out, e)
 		}

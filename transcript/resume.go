@@ -178,16 +178,14 @@ func (l *lineReader) next() ([]byte, error) {
 // read from its last compact boundary on.
 func Resume(ctx context.Context, s Store, sessionID string) (*Resumed, error) {
 	var entries []Entry
+	var err error
 	if l, ok := s.(loader); ok {
-		var err error
-		if entries, err = l.loadForResume(ctx, sessionID); err != nil {
-			return nil, err
-		}
+		entries, err = l.loadForResume(ctx, sessionID)
 	} else {
-		var err error
-		if entries, err = s.Load(ctx, sessionID); err != nil {
-			return nil, err
-		}
+		entries, err = s.Load(ctx, sessionID)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return rebuild(sessionID, entries), nil
 }
