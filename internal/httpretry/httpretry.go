@@ -20,8 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/agentmem-sdk/agentmem/internal/defaults"
 )
 
 // Doer sends one request (an *http.Client, or a wrapper).
@@ -162,8 +160,12 @@ func netError(err error, attempt int) *NetError {
 // more than MaxDelay.
 func (p Policy) Delay(attempt int, retryAfter string) time.Duration {
 	base, most := p.BaseDelay, p.MaxDelay
-	defaults.IfUnset(&base, 500*time.Millisecond)
-	defaults.IfUnset(&most, 32*time.Second)
+	if base <= 0 {
+		base = 500 * time.Millisecond
+	}
+	if most <= 0 {
+		most = 32 * time.Second
+	}
 	if retryAfter != "" {
 		if secs, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil && secs >= 0 {
 			if secs > int(most/time.Second) {
