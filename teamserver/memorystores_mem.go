@@ -227,25 +227,21 @@ func (s *memoryStore) EachMemory(_ context.Context, tenant, storeID string, with
 	return nil
 }
 
-// byPath finds the memory at p.
-func (r *memStoreRec) byPath(p string) (Memory, bool) {
+// pathFree refuses p when another memory has it, or when a memory other
+// than selfID has a folder of p as its path or lies below p as a folder
+// (sqlStore.pathFree).
+func (r *memStoreRec) pathFree(p, selfID string) error {
 	for _, m := range r.memories {
 		if m.Path == p {
-			return m, true
+			return pathConflict(m)
 		}
 	}
-	return Memory{}, false
-}
-
-// folderClash finds a memory other than selfID whose path is a folder of
-// p, or lies below p as a folder (sqlStore.folderClash).
-func (r *memStoreRec) folderClash(p, selfID string) (Memory, bool) {
 	for _, m := range r.memories {
 		if m.ID != selfID && (strings.HasPrefix(p, m.Path+"/") || strings.HasPrefix(m.Path, p+"/")) {
-			return m, true
+			return folderConflict(m)
 		}
 	}
-	return Memory{}, false
+	return nil
 }
 
 // addVersion records m as written by op and returns the version's ID.
@@ -279,18 +275,14 @@ func (s *memoryStore) CreateMemory(_ context.Context, tenant, storeID string, w 
 	if err != nil {
 		return Memory{}, err
 	}
-	if cur, ok := r.byPath(w.Path); ok {
-		return Memory{}, pathConflict(cur)
-	}
-	if holder, ok := r.folderClash(w.Path, ""); ok {
-		return Memory{}, folderConflict(holder)
+	if err := r.pathFree(w.Path, ""); err != nil {
+		return Memory{}, err
 	}
 	if err := checkRoom(r.st, 1, int64(len(*w.Content)), limits); err != nil {
 		return Memory{}, err
 	}
 	t := now.UTC().Truncate(time.Millisecond)
-	m := Memory{ID: newID(memoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
-		Size: int64(len(*w.Content)), Created: t, Updated: t, Metadata: orEmpty(w.Metadata)}
+	m := w.created(storeID, t)
 	m.VersionID = r.addVersion(m, OpCreated, w.By, t)
 	r.memories[m.ID] = m
 	r.changed(1, m.Size)
@@ -309,29 +301,16 @@ func (s *memoryStore) UpdateMemory(_ context.Context, tenant, storeID, id string
 	if err != nil {
 		return Memory{}, err
 	}
-	next := cur
-	if w.Path != "" {
-		next.Path = w.Path
-	}
-	if w.Content != nil {
-		next.Content, next.SHA256, next.Size = *w.Content, contentSHA256(*w.Content), int64(len(*w.Content))
-	}
-	if w.Metadata != nil {
-		next.Metadata = orEmpty(w.Metadata)
-	}
-	same := next.Path == cur.Path && next.SHA256 == cur.SHA256 && maps.Equal(next.Metadata, cur.Metadata)
-	if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 && !same {
-		return Memory{}, preconditionFailed(cur)
+	next, same, err := w.applyTo(cur)
+	if err != nil {
+		return Memory{}, err
 	}
 	if same {
 		return cur, nil
 	}
 	if next.Path != cur.Path {
-		if holder, taken := r.byPath(next.Path); taken {
-			return Memory{}, pathConflict(holder)
-		}
-		if holder, clash := r.folderClash(next.Path, id); clash {
-			return Memory{}, folderConflict(holder)
+		if err := r.pathFree(next.Path, id); err != nil {
+			return Memory{}, err
 		}
 	}
 	if err := checkRoom(r.st, 0, next.Size-cur.Size, limits); err != nil {

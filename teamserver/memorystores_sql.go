@@ -295,13 +295,13 @@ func (s *sqlStore) DeleteMemStore(ctx context.Context, tenant, id string) error 
 
 const memoryColumns = `id, store_id, path, sha, size, created_ms, updated_ms, version_id, metadata`
 
-func scanMemory(row rowScanner, content *string) (Memory, error) {
+func scanMemory(row rowScanner, withContent bool) (Memory, error) {
 	var m Memory
 	var created, updated int64
 	var meta string
 	dest := []any{&m.ID, &m.StoreID, &m.Path, &m.SHA256, &m.Size, &created, &updated, &m.VersionID, &meta}
-	if content != nil {
-		dest = append(dest, content)
+	if withContent {
+		dest = append(dest, &m.Content)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return Memory{}, err
@@ -316,14 +316,40 @@ func scanMemory(row rowScanner, content *string) (Memory, error) {
 	return m, nil
 }
 
-func (s *sqlStore) memoryBy(ctx context.Context, q querier, storeID, column, value string) (Memory, bool, error) {
-	var content string
-	m, err := scanMemory(q.QueryRowContext(ctx, s.q(`SELECT `+memoryColumns+`, content FROM ms_memories WHERE store_id = ? AND `+column+` = ?`), storeID, value), &content)
+// oneMemory reads the first memory query selects (ok false: none).
+func (s *sqlStore) oneMemory(ctx context.Context, q querier, withContent bool, query string, args ...any) (m Memory, ok bool, err error) {
+	m, err = scanMemory(q.QueryRowContext(ctx, s.q(query), args...), withContent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Memory{}, false, nil
 	}
-	m.Content = content
 	return m, err == nil, err
+}
+
+// memory reads memory id of a store, with its content.
+func (s *sqlStore) memory(ctx context.Context, q querier, storeID, id string) (Memory, error) {
+	m, ok, err := s.oneMemory(ctx, q, true, `SELECT `+memoryColumns+`, content FROM ms_memories WHERE store_id = ? AND id = ?`, storeID, id)
+	if err == nil && !ok {
+		err = notFound("memory")
+	}
+	return m, err
+}
+
+// pathFree refuses p when another memory of the store has it (a
+// memory_path_conflict_error) or clashes with it as a folder
+// (folderClash).
+func (s *sqlStore) pathFree(ctx context.Context, q querier, storeID, p, selfID string) error {
+	holder, taken, err := s.oneMemory(ctx, q, false, `SELECT `+memoryColumns+` FROM ms_memories WHERE store_id = ? AND path = ?`, storeID, p)
+	if err != nil || taken {
+		if err == nil {
+			err = pathConflict(holder)
+		}
+		return err
+	}
+	holder, clash, err := s.folderClash(ctx, q, storeID, p, selfID)
+	if err == nil && clash {
+		err = folderConflict(holder)
+	}
+	return err
 }
 
 // folderClash finds a memory other than selfID that could not sit beside
@@ -336,38 +362,26 @@ func (s *sqlStore) folderClash(ctx context.Context, q querier, storeID, p, selfI
 			folders = append(folders, p[:i])
 		}
 	}
-	scan := func(query string, args ...any) (Memory, bool, error) {
-		var content string
-		m, err := scanMemory(q.QueryRowContext(ctx, s.q(query), args...), &content)
-		if errors.Is(err, sql.ErrNoRows) {
-			return Memory{}, false, nil
-		}
-		return m, err == nil, err
-	}
 	if len(folders) > 0 {
 		in := strings.TrimSuffix(strings.Repeat("?, ", len(folders)), ", ")
 		args := append([]any{storeID, selfID}, folders...)
-		if m, ok, err := scan(`SELECT `+memoryColumns+`, '' FROM ms_memories WHERE store_id = ? AND id <> ? AND path IN (`+in+`) LIMIT 1`, args...); err != nil || ok {
+		if m, ok, err := s.oneMemory(ctx, q, false, `SELECT `+memoryColumns+` FROM ms_memories WHERE store_id = ? AND id <> ? AND path IN (`+in+`) LIMIT 1`, args...); err != nil || ok {
 			return m, ok, err
 		}
 	}
 	below := p + "/"
-	return scan(`SELECT `+memoryColumns+`, '' FROM ms_memories WHERE store_id = ? AND id <> ? AND substr(path, 1, ?) = ? LIMIT 1`,
+	return s.oneMemory(ctx, q, false, `SELECT `+memoryColumns+` FROM ms_memories WHERE store_id = ? AND id <> ? AND substr(path, 1, ?) = ? LIMIT 1`,
 		storeID, selfID, utf8.RuneCountInString(below), below)
 }
 
 // GetMemory reads one memory, with its content.
 func (s *sqlStore) GetMemory(ctx context.Context, tenant, storeID, id string) (Memory, error) {
 	var m Memory
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		if _, err = s.memStore(ctx, tx, tenant, storeID); err != nil {
 			return err
 		}
-		got, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
-		if err == nil && !ok {
-			err = notFound("memory")
-		}
-		m = got
+		m, err = s.memory(ctx, tx, storeID, id)
 		return err
 	})
 	return m, err
@@ -395,14 +409,7 @@ func (s *sqlStore) EachMemory(ctx context.Context, tenant, storeID string, withC
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var content string
-			var m Memory
-			if withContent {
-				m, err = scanMemory(rows, &content)
-				m.Content = content
-			} else {
-				m, err = scanMemory(rows, nil)
-			}
+			m, err := scanMemory(rows, withContent)
 			if err != nil {
 				return err
 			}
@@ -450,6 +457,33 @@ func (w MemoryWrite) check(create bool) error {
 	return validateContent(*w.Content)
 }
 
+// created is the memory a create w makes in storeID at t.
+func (w MemoryWrite) created(storeID string, t time.Time) Memory {
+	return Memory{ID: newID(memoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
+		Size: int64(len(*w.Content)), Created: t, Updated: t, Metadata: orEmpty(w.Metadata)}
+}
+
+// applyTo is cur as the update w leaves it; same reports that nothing
+// changes. An IfSHA256 other than cur's is a
+// memory_precondition_failed_error, unless nothing changes.
+func (w MemoryWrite) applyTo(cur Memory) (next Memory, same bool, err error) {
+	next = cur
+	if w.Path != "" {
+		next.Path = w.Path
+	}
+	if w.Content != nil {
+		next.Content, next.SHA256, next.Size = *w.Content, contentSHA256(*w.Content), int64(len(*w.Content))
+	}
+	if w.Metadata != nil {
+		next.Metadata = orEmpty(w.Metadata)
+	}
+	same = next.Path == cur.Path && next.SHA256 == cur.SHA256 && maps.Equal(next.Metadata, cur.Metadata)
+	if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 && !same {
+		return Memory{}, false, preconditionFailed(cur)
+	}
+	return next, same, nil
+}
+
 // CreateMemory adds a memory at a path no memory of the store has (a
 // taken path is a memory_path_conflict_error naming its holder).
 func (s *sqlStore) CreateMemory(ctx context.Context, tenant, storeID string, w MemoryWrite, limits StoreLimits, now time.Time) (Memory, error) {
@@ -463,24 +497,14 @@ func (s *sqlStore) CreateMemory(ctx context.Context, tenant, storeID string, w M
 		if err != nil {
 			return err
 		}
-		if cur, ok, err := s.memoryBy(ctx, tx, storeID, "path", w.Path); err != nil || ok {
-			if err == nil {
-				err = pathConflict(cur)
-			}
-			return err
-		}
-		if holder, ok, err := s.folderClash(ctx, tx, storeID, w.Path, ""); err != nil || ok {
-			if err == nil {
-				err = folderConflict(holder)
-			}
+		if err := s.pathFree(ctx, tx, storeID, w.Path, ""); err != nil {
 			return err
 		}
 		if err := checkRoom(st, 1, int64(len(*w.Content)), limits); err != nil {
 			return err
 		}
 		t := now.UTC().Truncate(time.Millisecond)
-		m = Memory{ID: newID(memoryIDPrefix), StoreID: storeID, Path: w.Path, Content: *w.Content, SHA256: contentSHA256(*w.Content),
-			Size: int64(len(*w.Content)), Created: t, Updated: t, Metadata: orEmpty(w.Metadata)}
+		m = w.created(storeID, t)
 		v, err := s.addVersion(ctx, tx, m, OpCreated, w.By, t)
 		if err != nil {
 			return err
@@ -512,46 +536,20 @@ func (s *sqlStore) UpdateMemory(ctx context.Context, tenant, storeID, id string,
 		if err != nil {
 			return err
 		}
-		cur, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
+		cur, err := s.memory(ctx, tx, storeID, id)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return notFound("memory")
-		}
-		next := cur
-		if w.Path != "" {
-			next.Path = w.Path
-		}
-		if w.Content != nil {
-			next.Content, next.SHA256, next.Size = *w.Content, contentSHA256(*w.Content), int64(len(*w.Content))
-		}
-		if w.Metadata != nil {
-			next.Metadata = w.Metadata
-		}
-		same := next.Path == cur.Path && next.SHA256 == cur.SHA256 && maps.Equal(next.Metadata, cur.Metadata)
-		if w.IfSHA256 != "" && w.IfSHA256 != cur.SHA256 {
-			if same {
-				m = cur
-				return nil
-			}
-			return preconditionFailed(cur)
+		next, same, err := w.applyTo(cur)
+		if err != nil {
+			return err
 		}
 		if same {
 			m = cur
 			return nil
 		}
 		if next.Path != cur.Path {
-			if holder, taken, err := s.memoryBy(ctx, tx, storeID, "path", next.Path); err != nil || taken {
-				if err == nil {
-					err = pathConflict(holder)
-				}
-				return err
-			}
-			if holder, ok, err := s.folderClash(ctx, tx, storeID, next.Path, id); err != nil || ok {
-				if err == nil {
-					err = folderConflict(holder)
-				}
+			if err := s.pathFree(ctx, tx, storeID, next.Path, id); err != nil {
 				return err
 			}
 		}
@@ -583,12 +581,9 @@ func (s *sqlStore) DeleteMemory(ctx context.Context, tenant, storeID, id, ifSHA2
 		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
 			return err
 		}
-		cur, ok, err := s.memoryBy(ctx, tx, storeID, "id", id)
+		cur, err := s.memory(ctx, tx, storeID, id)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return notFound("memory")
 		}
 		if ifSHA256 != "" && ifSHA256 != cur.SHA256 {
 			return preconditionFailed(cur)
@@ -650,13 +645,13 @@ func (s *sqlStore) addVersion(ctx context.Context, tx *sql.Tx, m Memory, op stri
 
 const versionColumns = `store_id, seq, id, memory_id, operation, path, sha, size, created_ms, actor_type, actor_id, redacted_ms, redactor_type, redactor_id, ` + provSelect
 
-func scanVersion(row rowScanner, content *string) (MemoryVersion, error) {
+func scanVersion(row rowScanner, withContent bool) (MemoryVersion, error) {
 	var v MemoryVersion
 	var created, redacted int64
 	dest := []any{&v.StoreID, &v.Seq, &v.ID, &v.MemoryID, &v.Operation, &v.Path, &v.SHA256, &v.Size, &created,
 		&v.By.Type, &v.By.ID, &redacted, &v.RedactedBy.Type, &v.RedactedBy.ID, &v.By.Door, &v.By.Session, &v.By.Origin, &v.By.Reviewer}
-	if content != nil {
-		dest = append(dest, content)
+	if withContent {
+		dest = append(dest, &v.Content)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return MemoryVersion{}, err
@@ -682,9 +677,8 @@ type VersionFilter struct {
 // ListVersions lists a store's versions, newest first.
 func (s *sqlStore) ListVersions(ctx context.Context, tenant, storeID string, f VersionFilter) ([]MemoryVersion, error) {
 	var out []MemoryVersion
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		out = nil
-		if _, err := s.memStore(ctx, tx, tenant, storeID); err != nil {
+	err := s.read(ctx, func(tx *sql.Tx) (err error) {
+		if _, err = s.memStore(ctx, tx, tenant, storeID); err != nil {
 			return err
 		}
 		query := `SELECT ` + versionColumns
@@ -693,61 +687,37 @@ func (s *sqlStore) ListVersions(ctx context.Context, tenant, storeID string, f V
 		}
 		query += ` FROM ms_versions WHERE store_id = ?`
 		args := []any{storeID}
-		add := func(cond string, v any) { query += ` AND ` + cond; args = append(args, v) }
-		if f.MemoryID != "" {
-			add(`memory_id = ?`, f.MemoryID)
-		}
-		if f.Operation != "" {
-			add(`operation = ?`, f.Operation)
-		}
-		if f.ActorID != "" {
-			add(`actor_id = ?`, f.ActorID)
-		}
-		if f.Session != "" {
-			add(`prov_session = ?`, f.Session)
-		}
-		if !f.From.IsZero() {
-			add(`created_ms >= ?`, ms(f.From))
-		}
-		if !f.To.IsZero() {
-			add(`created_ms <= ?`, ms(f.To))
-		}
-		if f.BeforeSeq > 0 {
-			add(`seq < ?`, f.BeforeSeq)
+		for _, c := range []struct {
+			set  bool
+			cond string
+			arg  any
+		}{
+			{f.MemoryID != "", `memory_id = ?`, f.MemoryID},
+			{f.Operation != "", `operation = ?`, f.Operation},
+			{f.ActorID != "", `actor_id = ?`, f.ActorID},
+			{f.Session != "", `prov_session = ?`, f.Session},
+			{!f.From.IsZero(), `created_ms >= ?`, ms(f.From)},
+			{!f.To.IsZero(), `created_ms <= ?`, ms(f.To)},
+			{f.BeforeSeq > 0, `seq < ?`, f.BeforeSeq},
+		} {
+			if c.set {
+				query += ` AND ` + c.cond
+				args = append(args, c.arg)
+			}
 		}
 		query += ` ORDER BY seq DESC LIMIT ?`
 		args = append(args, f.Limit)
-		rows, err := tx.QueryContext(ctx, s.q(query), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var content string
-			var v MemoryVersion
-			if f.Content {
-				v, err = scanVersion(rows, &content)
-				v.Content = content
-			} else {
-				v, err = scanVersion(rows, nil)
-			}
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return rows.Err()
+		out, err = scanAll(ctx, tx, s.q(query), func(row rowScanner) (MemoryVersion, error) { return scanVersion(row, f.Content) }, args...)
+		return err
 	})
 	return out, err
 }
 
 func (s *sqlStore) version(ctx context.Context, q querier, storeID, id string) (MemoryVersion, error) {
-	var content string
-	v, err := scanVersion(q.QueryRowContext(ctx, s.q(`SELECT `+versionColumns+`, content FROM ms_versions WHERE store_id = ? AND id = ?`), storeID, id), &content)
+	v, err := scanVersion(q.QueryRowContext(ctx, s.q(`SELECT `+versionColumns+`, content FROM ms_versions WHERE store_id = ? AND id = ?`), storeID, id), true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return MemoryVersion{}, notFound("memory version")
 	}
-	v.Content = content
 	return v, err
 }
 
