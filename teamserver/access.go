@@ -93,13 +93,7 @@ func (h *Handler) Repos(ctx context.Context, g TokenGrant) ([]RepoInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := all[:0]
-	for _, r := range all {
-		if g.allows(r.Name) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(r RepoInfo) bool { return !g.allows(r.Name) }), nil
 }
 
 // MemStores lists the memory stores of the grant's organization that
@@ -116,13 +110,7 @@ func (h *Handler) MemStores(ctx context.Context, g TokenGrant) ([]MemStore, erro
 	if err != nil {
 		return nil, err
 	}
-	out := all[:0]
-	for _, st := range all {
-		if g.AllowsStore(st.ID) {
-			out = append(out, st)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(st MemStore) bool { return !g.AllowsStore(st.ID) }), nil
 }
 
 // ListRepos implements RepoLister.

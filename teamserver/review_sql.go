@@ -179,13 +179,19 @@ func proposalWhere(tenant string, f ProposalFilter) (string, []any) {
 func (s *sqlStore) Proposal(ctx context.Context, tenant, id string) (Proposal, error) {
 	var p Proposal
 	err := retryBadConn(ctx, func() (err error) {
-		p, err = scanProposal(s.r.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
+		p, err = s.proposal(ctx, s.r, tenant, id)
 		return err
 	})
+	return p, overloaded(err)
+}
+
+// proposal reads proposal id of tenant in q.
+func (s *sqlStore) proposal(ctx context.Context, q querier, tenant, id string) (Proposal, error) {
+	p, err := scanProposal(q.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Proposal{}, ErrNoProposal
 	}
-	return p, overloaded(err)
+	return p, err
 }
 
 // Decide implements Reviews.
@@ -196,10 +202,7 @@ func (s *sqlStore) Decide(ctx context.Context, tenant, id, status, by, reason st
 	}
 	var out Proposal
 	err = s.write(ctx, reviewLock(tenant, cur.Target), func(tx *sql.Tx) error {
-		p, err := scanProposal(tx.QueryRowContext(ctx, s.q(`SELECT `+proposalColumns+` FROM review_proposals WHERE id = ? AND tenant = ?`), id, tenant))
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNoProposal
-		}
+		p, err := s.proposal(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -212,9 +215,6 @@ func (s *sqlStore) Decide(ctx context.Context, tenant, id, status, by, reason st
 			status, by, ms(out.Decided), reason, id)
 		return err
 	})
-	if errors.Is(err, ErrProposalDecided) {
-		return out, err
-	}
 	return out, err
 }
 

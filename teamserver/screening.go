@@ -2,7 +2,8 @@ package teamserver
 
 import (
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/agentmem-sdk/agentmem/internal/teamwire"
 	"github.com/agentmem-sdk/agentmem/screen"
@@ -35,10 +36,5 @@ func screenCode(se *screen.Error) string {
 // entryKeys returns m's keys in byte order, so the refusal of a batch
 // names the same entry every time.
 func entryKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m))
 }

@@ -554,15 +554,7 @@ func keyConflicts(live map[string]string, added map[string]string) []string {
 			}
 		}
 	}
-	if len(found) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(found))
-	for k := range found {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(found))
 }
 
 // next returns the index of the next '/' in k after i, or -1.

@@ -7,9 +7,10 @@ package teamwire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -321,13 +322,8 @@ func EntryChecksum(content string) string {
 // its entry checksum and a newline; "sha256:" + hex. An empty repo has the
 // checksum of the empty input.
 func RepoChecksum(entryChecksums map[string]string) string {
-	keys := make([]string, 0, len(entryChecksums))
-	for k := range entryChecksums {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	h := sha256.New()
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(entryChecksums)) {
 		h.Write([]byte(k))
 		h.Write([]byte{0})
 		h.Write([]byte(entryChecksums[k]))

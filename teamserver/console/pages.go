@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -749,19 +750,10 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, s *session) {
 		Writes    int
 	}
 	var wr []whoRow
-	for _, n := range keysOf(whos) {
+	for _, n := range slices.Sorted(maps.Keys(whos)) {
 		wr = append(wr, whoRow{Name: n, URL: c.opts.Prefix + "/activity?" + url.Values{"who": {n}}.Encode(), Writes: whos[n]})
 	}
 	c.page(w, r, s, http.StatusOK, "activity", map[string]any{"Rows": rows, "Who": who, "Whos": wr})
-}
-
-func keysOf(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (c *Console) funcs() template.FuncMap {

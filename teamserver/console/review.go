@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,13 +52,7 @@ func (c *Console) pending(ctx context.Context, s *session, only ...teamserver.Ta
 	if err != nil {
 		return nil, err
 	}
-	out := all[:0]
-	for _, p := range all {
-		if reaches(s.grant, p.Target) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(p teamserver.Proposal) bool { return !reaches(s.grant, p.Target) }), nil
 }
 
 type proposalRow struct {
