@@ -164,21 +164,13 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 	if cfg.MaxEntries < 0 {
 		cfg.MaxEntries = 0
 	}
-	if cfg.MaxEntryBytes <= 0 {
-		cfg.MaxEntryBytes = teamwire.MaxEntryBytes
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
+	cfg.MaxEntryBytes = positiveOr(cfg.MaxEntryBytes, teamwire.MaxEntryBytes)
+	cfg.MaxBodyBytes = positiveOr(cfg.MaxBodyBytes, 1<<20)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxWaiters <= 0 {
-		cfg.MaxWaiters = 1000
-	}
-	if cfg.PollEvery <= 0 {
-		cfg.PollEvery = time.Second
-	}
+	cfg.MaxWaiters = positiveOr(cfg.MaxWaiters, 1000)
+	cfg.PollEvery = positiveOr(cfg.PollEvery, time.Second)
 	if cfg.MaxRepos == 0 {
 		cfg.MaxRepos = DefaultMaxRepos
 	}
@@ -201,21 +193,13 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 	if cfg.RatePerToken == 0 {
 		cfg.RatePerToken = DefaultRatePerToken
 	}
-	if cfg.RateBurst <= 0 {
-		cfg.RateBurst = DefaultRateBurst
-	}
-	if cfg.StoreTimeout <= 0 {
-		cfg.StoreTimeout = 10 * time.Second
-	}
-	if cfg.JudgeTimeout <= 0 {
-		cfg.JudgeTimeout = DefaultJudgeTimeout
-	}
+	cfg.RateBurst = positiveOr(cfg.RateBurst, DefaultRateBurst)
+	cfg.StoreTimeout = positiveOr(cfg.StoreTimeout, 10*time.Second)
+	cfg.JudgeTimeout = positiveOr(cfg.JudgeTimeout, DefaultJudgeTimeout)
 	if cfg.AuthFailRate == 0 {
 		cfg.AuthFailRate = defaultAuthFailRate
 	}
-	if cfg.AuthFailBurst <= 0 {
-		cfg.AuthFailBurst = defaultAuthFailBurst
-	}
+	cfg.AuthFailBurst = positiveOr(cfg.AuthFailBurst, defaultAuthFailBurst)
 	h := &Handler{cfg: cfg, log: cfg.Logger, changes: newChangeFeed(), hashes: newHashCache(1024), indexes: newStoreIndexCache(200_000), draining: make(chan struct{})}
 	if cfg.RatePerToken > 0 {
 		h.limiter = newRateLimiter(cfg.RatePerToken, cfg.RateBurst, cfg.Now)
@@ -241,6 +225,14 @@ func NewHandler(store TeamStore, cfg Options) (*Handler, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// positiveOr is v when it is positive, else def (an option left unset).
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // SetTokens replaces the grants the handler accepts (Options.Tokens) at

@@ -82,14 +82,8 @@ func (h *Handler) idempotent(w *statusWriter, r *http.Request, c *request, run f
 		return
 	}
 	call := &storesCall{h: h, w: w, r: r}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		call.fail(&APIError{Status: http.StatusRequestEntityTooLarge, Type: "request_too_large", Message: "the request body is too large"})
-		return
-	case err != nil:
-		call.fail(invalid("the request body could not be read"))
+	body, ok := call.readBody()
+	if !ok {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

@@ -104,9 +104,5 @@ func (h *Handler) waitForChange(w http.ResponseWriter, r *http.Request, repo Rep
 // maxRepoBytes is the most a repo can hold under the limits: every entry
 // at its largest.
 func (h *Handler) maxRepoBytes() int64 {
-	n := h.cfg.MaxEntries
-	if n <= 0 {
-		n = DefaultMaxEntries
-	}
-	return int64(n) * int64(h.cfg.MaxEntryBytes)
+	return int64(positiveOr(h.cfg.MaxEntries, DefaultMaxEntries)) * int64(h.cfg.MaxEntryBytes)
 }

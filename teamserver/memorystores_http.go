@@ -168,14 +168,8 @@ func writeStoresError(w http.ResponseWriter, e *APIError) {
 // decode reads a JSON body within MaxBodyBytes; unknown fields are
 // refused, so a misspelt precondition is not silently ignored.
 func (c *storesCall) decode(v any) bool {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.h.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		c.fail(&APIError{Status: http.StatusRequestEntityTooLarge, Type: "request_too_large", Message: "the request body is too large"})
-		return false
-	}
-	if err != nil {
-		c.fail(invalid("the request body could not be read"))
+	raw, ok := c.readBody()
+	if !ok {
 		return false
 	}
 	// Checked on the raw bytes: decoding would turn what JSON cannot carry
@@ -196,6 +190,22 @@ func (c *storesCall) decode(v any) bool {
 		return false
 	}
 	return true
+}
+
+// readBody reads the request body within MaxBodyBytes (false: refused,
+// answered).
+func (c *storesCall) readBody() ([]byte, bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.h.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		c.fail(&APIError{Status: http.StatusRequestEntityTooLarge, Type: "request_too_large", Message: "the request body is too large"})
+		return nil, false
+	}
+	if err != nil {
+		c.fail(invalid("the request body could not be read"))
+		return nil, false
+	}
+	return raw, true
 }
 
 // answer writes the view out gives (200), or the call's error.

@@ -58,15 +58,9 @@ type StoreLimits struct {
 }
 
 func (l StoreLimits) orDefaults() StoreLimits {
-	if l.MaxStores <= 0 {
-		l.MaxStores = DefaultMaxStores
-	}
-	if l.MaxMemories <= 0 {
-		l.MaxMemories = DefaultMaxStoreMemories
-	}
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = DefaultMaxStoreBytes
-	}
+	l.MaxStores = positiveOr(l.MaxStores, DefaultMaxStores)
+	l.MaxMemories = positiveOr(l.MaxMemories, DefaultMaxStoreMemories)
+	l.MaxBytes = positiveOr(l.MaxBytes, DefaultMaxStoreBytes)
 	return l
 }
 

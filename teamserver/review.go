@@ -276,10 +276,7 @@ func matches(p Proposal, tenant string, f ProposalFilter) bool {
 func (s *memoryStore) Proposals(_ context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := positiveOr(f.Limit, 100)
 	var out []Proposal
 	skip := f.Offset
 	for i := len(s.reviews.proposals) - 1; i >= 0 && len(out) < limit; i-- {

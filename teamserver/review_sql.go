@@ -131,10 +131,7 @@ func (s *sqlStore) Propose(ctx context.Context, p Proposal) (Proposal, error) {
 
 // Proposals implements Reviews.
 func (s *sqlStore) Proposals(ctx context.Context, tenant string, f ProposalFilter) ([]Proposal, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := positiveOr(f.Limit, 100)
 	where, args := proposalWhere(tenant, f)
 	query := `SELECT ` + proposalColumns + ` FROM review_proposals WHERE ` + where + ` ORDER BY created_ms DESC, seq DESC LIMIT ? OFFSET ?`
 	args = append(args, limit, max(f.Offset, 0))

@@ -542,9 +542,7 @@ func (s *sqlStore) trimHistory(exec func(string, ...any) error, repo Repo, key s
 
 // History implements Store.
 func (s *sqlStore) History(ctx context.Context, repo Repo, key string, limit int) ([]Revision, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = positiveOr(limit, 1000)
 	var out []Revision
 	err := s.each(ctx, s.r, `SELECT version, checksum, author, time_ms, deleted, `+provSelect+` FROM team_history
 		WHERE tenant = ? AND name = ? AND key = ? ORDER BY version DESC LIMIT ?`, repo, func(rows *sql.Rows) error {
@@ -583,9 +581,7 @@ func (s *sqlStore) Revision(ctx context.Context, repo Repo, key string, version 
 
 // Log implements Store.
 func (s *sqlStore) Log(ctx context.Context, repo Repo, since int64, limit int) ([]Change, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = positiveOr(limit, 1000)
 	var out []Change
 	err := s.each(ctx, s.r, `SELECT version, time_ms, author, keys, ops, `+provSelect+` FROM team_log
 		WHERE tenant = ? AND name = ? AND version > ? ORDER BY version DESC LIMIT ?`, repo, func(rows *sql.Rows) error {
