@@ -282,41 +282,47 @@ func (s *sqlStore) load(ctx context.Context, q querier, repo Repo, withContent b
 	if err != nil {
 		return Snapshot{}, err
 	}
-	snap.Checksums, snap.Tombstones = map[string]string{}, map[string]int64{}
+	var entry func(key, content string) error
 	if withContent {
 		snap.Entries = map[string]string{}
+		entry = func(k, content string) error { snap.Entries[k] = content; return nil }
 	}
-	// Contents are selected only when asked for: the hashes view never
-	// reads them.
-	cols := "key, checksum, ''"
-	if withContent {
-		cols = "key, checksum, content"
+	if err := s.entries(ctx, q, repo, &snap, entry); err != nil {
+		return Snapshot{}, err
 	}
-	err = s.each(ctx, q, `SELECT `+cols+` FROM team_entries WHERE tenant = ? AND name = ?`, repo, func(rows *sql.Rows) error {
+	return snap, nil
+}
+
+// entries reads a repo's entry checksums and tombstones into snap, and
+// passes each entry's content to entry in key order. Contents are
+// selected only when entry is set: the hashes view never reads them.
+func (s *sqlStore) entries(ctx context.Context, q querier, repo Repo, snap *Snapshot, entry func(key, content string) error) error {
+	snap.Checksums, snap.Tombstones = map[string]string{}, map[string]int64{}
+	query := `SELECT key, checksum, '' FROM team_entries WHERE tenant = ? AND name = ?`
+	if entry != nil {
+		query = `SELECT key, checksum, content FROM team_entries WHERE tenant = ? AND name = ? ORDER BY key`
+	}
+	err := s.each(ctx, q, query, repo, func(rows *sql.Rows) error {
 		var k, sum, content string
 		if err := rows.Scan(&k, &sum, &content); err != nil {
 			return err
 		}
 		snap.Checksums[k] = sum
-		if withContent {
-			snap.Entries[k] = content
+		if entry == nil {
+			return nil
 		}
-		return nil
+		return entry(k, content)
 	})
 	if err != nil {
-		return Snapshot{}, err
+		return err
 	}
-	return snap, s.tombstones(ctx, q, repo, snap.Tombstones)
-}
-
-func (s *sqlStore) tombstones(ctx context.Context, q querier, repo Repo, into map[string]int64) error {
 	return s.each(ctx, q, `SELECT key, deleted_ms FROM team_tombstones WHERE tenant = ? AND name = ?`, repo, func(rows *sql.Rows) error {
 		var k string
 		var ms int64
 		if err := rows.Scan(&k, &ms); err != nil {
 			return err
 		}
-		into[k] = ms
+		snap.Tombstones[k] = ms
 		return nil
 	})
 }
@@ -364,19 +370,7 @@ func (s *sqlStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) er
 		if err := head(snap); err != nil {
 			return err
 		}
-		snap.Checksums, snap.Tombstones = map[string]string{}, map[string]int64{}
-		err = s.each(ctx, tx, `SELECT key, checksum, content FROM team_entries WHERE tenant = ? AND name = ? ORDER BY key`, repo, func(rows *sql.Rows) error {
-			var k, sum, content string
-			if err := rows.Scan(&k, &sum, &content); err != nil {
-				return err
-			}
-			snap.Checksums[k] = sum
-			return entry(k, content)
-		})
-		if err != nil {
-			return err
-		}
-		return s.tombstones(ctx, tx, repo, snap.Tombstones)
+		return s.entries(ctx, tx, repo, &snap, entry)
 	})
 	return snap, err
 }

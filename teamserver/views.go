@@ -33,13 +33,13 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 		w.WriteHeader(http.StatusOK)
 		bw = bufio.NewWriterSize(w, 64<<10)
 		bw.WriteString(`{"organizationId":`)
-		writeJSONString(bw, repo.Tenant)
+		writeJSONTo(bw, repo.Tenant)
 		bw.WriteString(`,"repo":`)
-		writeJSONString(bw, repo.Name)
+		writeJSONTo(bw, repo.Name)
 		bw.WriteString(`,"version":` + strconv.FormatInt(head.Version, 10) + `,"lastModified":`)
-		writeJSONString(bw, head.LastModified.UTC().Format(time.RFC3339Nano))
+		writeJSONTo(bw, head.LastModified.UTC().Format(time.RFC3339Nano))
 		bw.WriteString(`,"checksum":`)
-		writeJSONString(bw, head.Checksum)
+		writeJSONTo(bw, head.Checksum)
 		bw.WriteString(`,"content":{"entries":{`)
 		return nil
 	}, func(key, content string) error {
@@ -47,9 +47,9 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 			bw.WriteByte(',')
 		}
 		first = false
-		writeJSONString(bw, key)
+		writeJSONTo(bw, key)
 		bw.WriteByte(':')
-		writeJSONString(bw, content)
+		writeJSONTo(bw, content)
 		if bw.Buffered() == 0 {
 			return r.Context().Err() // the client left: stop reading
 		}
@@ -74,12 +74,10 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 		panic(http.ErrAbortHandler)
 	}
 	bw.WriteString(`},"entryChecksums":`)
-	sums, _ := json.Marshal(snap.Checksums)
-	bw.Write(sums)
+	writeJSONTo(bw, snap.Checksums)
 	if len(snap.Tombstones) > 0 {
 		bw.WriteString(`,"deletedEntries":`)
-		tombs, _ := json.Marshal(snap.Tombstones)
-		bw.Write(tombs)
+		writeJSONTo(bw, snap.Tombstones)
 	}
 	// Who wrote each entry, for the prompt's attribution: read after
 	// the stream, so a write in between may be named for a key whose
@@ -92,8 +90,7 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 			}
 		}
 		bw.WriteString(`,"entryAuthors":`)
-		raw, _ := json.Marshal(out)
-		bw.Write(raw)
+		writeJSONTo(bw, out)
 	} else if err != nil {
 		h.log.Warn("team memory authors unavailable", "error", err)
 	}
@@ -101,9 +98,10 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 	_ = bw.Flush()
 }
 
-// writeJSONString writes s as a JSON string.
-func writeJSONString(bw *bufio.Writer, s string) {
-	b, _ := json.Marshal(s)
+// writeJSONTo writes v as JSON; what the stream writes (strings, maps of
+// checksums, tombstones and attributions) always marshals.
+func writeJSONTo(bw *bufio.Writer, v any) {
+	b, _ := json.Marshal(v)
 	bw.Write(b)
 }
 
