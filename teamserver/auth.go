@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -131,12 +132,7 @@ func (g TokenGrant) validateScope() error {
 // allows reports whether the grant covers repo.
 func (g TokenGrant) allows(repo string) bool {
 	owner, _, _ := strings.Cut(repo, "/")
-	for _, p := range g.Repos {
-		if p == repo || p == owner+"/*" {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(g.Repos, repo) || slices.Contains(g.Repos, owner+"/*")
 }
 
 // LoadTokens reads a token file: a JSON array of grants.

@@ -771,12 +771,9 @@ func (c *storesCall) listMemories(storeID string) {
 	}
 	start := 0
 	if after != "" {
-		start = len(items)
-		for i, it := range items {
-			if (!desc && it.key > after) || (desc && it.key < after) {
-				start = i
-				break
-			}
+		start = slices.IndexFunc(items, func(it listItem) bool { return (!desc && it.key > after) || (desc && it.key < after) })
+		if start < 0 {
+			start = len(items)
 		}
 	}
 	page := items[start:min(len(items), start+limit)]

@@ -262,16 +262,12 @@ func (e *ProvenanceError) Error() string { return "wire: header " + e.Header + "
 // constants. Empty session and origin stay empty.
 func ParseProvenance(door, session, origin string) (Provenance, error) {
 	var p Provenance
-	if door != "" {
-		if len(door) > 32 || strings.Trim(door, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-			return p, &ProvenanceError{Header: DoorHeader, Reason: "must be 1 to 32 characters of a-z, 0-9 and -"}
-		}
+	if door != "" && (len(door) > 32 || strings.Trim(door, "abcdefghijklmnopqrstuvwxyz0123456789-") != "") {
+		return p, &ProvenanceError{Header: DoorHeader, Reason: "must be 1 to 32 characters of a-z, 0-9 and -"}
 	}
 	p.Door = DoorHTTP
-	for _, d := range Doors {
-		if d == door {
-			p.Door = door
-		}
+	if slices.Contains(Doors, door) {
+		p.Door = door
 	}
 	if session != "" {
 		if len(session) > MaxSessionLength || strings.Trim(session, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") != "" {

@@ -353,14 +353,7 @@ func sortRows(rows []memRow, by, order string) (string, bool) {
 
 // keys returns a set's members in order, without the empty string.
 func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		if k != "" {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return slices.DeleteFunc(slices.Sorted(maps.Keys(m)), func(k string) bool { return k == "" })
 }
 
 type srcInfo struct{ Kind, Name, URL string }
