@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -347,12 +348,7 @@ func (c *Client) skipDirs() []string {
 
 // underDirs reports whether key lies in one of dirs.
 func underDirs(key string, dirs []string) bool {
-	for _, d := range dirs {
-		if strings.HasPrefix(key, d+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(key, d+"/") })
 }
 
 func jsonLen(s string) int {

@@ -20,13 +20,8 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loadState(st)
-	if len(c.leftOut) > 0 {
-		for k := range st.Base {
-			if underDirs(k, c.leftOut) {
-				delete(st.Base, k) // a store's folder is its store sync's alone
-			}
-		}
-	}
+	// A store's folder is its store sync's alone.
+	maps.DeleteFunc(st.Base, func(k, _ string) bool { return underDirs(k, c.leftOut) })
 	if mode != foldersync.ModePush {
 		// A pull leaves the team directory in place even when the server
 		// has nothing yet, so a teammate can write the first memory.
@@ -46,7 +41,7 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 	case st.ETag != "" && st.ServerChecksums != nil && teamwire.RepoChecksum(st.ServerChecksums) == st.ETag:
 		// What the state saw: a read conditional on it may be answered 304.
 		rem.cur = &repoView{store: st.StoreID, version: st.Version, tag: st.ETag, exact: true,
-			sums: cloneMap(st.ServerChecksums), tombs: tombTimes(st.Tombstones), authors: cloneMap(st.Authors)}
+			sums: maps.Clone(st.ServerChecksums), tombs: tombTimes(st.Tombstones), authors: maps.Clone(st.Authors)}
 	default:
 		rem.cur = nil
 	}
@@ -75,14 +70,14 @@ func (c *Client) reconcile(ctx context.Context, st *SyncState, mode foldersync.M
 		// What the server holds now (unless st holds it already: an
 		// unchanged round copies nothing).
 		c.stated = v
-		st.ETag, st.ServerChecksums = v.tag, cloneMap(v.sums)
+		st.ETag, st.ServerChecksums = v.tag, maps.Clone(v.sums)
 		st.Tombstones = map[string]int64{}
 		for k, at := range v.tombs {
 			st.Tombstones[k] = at.UnixMilli()
 		}
 		st.ServerHasContent = len(v.sums) > 0
 		if v.entries != nil {
-			st.Authors = cloneMap(v.authors) // a full read: what the server says now
+			st.Authors = maps.Clone(v.authors) // a full read: what the server says now
 		}
 	}
 	if err == nil && mode != foldersync.ModePull {

@@ -2,10 +2,9 @@ package teammem
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"path"
 	"slices"
@@ -124,12 +123,6 @@ func sumWire(s string) string {
 	return "sha256:" + s
 }
 
-// contentSum is the engine's sum of content.
-func contentSum(content []byte) string {
-	h := sha256.Sum256(content)
-	return hex.EncodeToString(h[:])
-}
-
 // List reads the repo. prev's entries name the content the caller last
 // saw: the request carries their repo checksum as If-None-Match, and a
 // 304 answers Unchanged.
@@ -159,11 +152,7 @@ func (r *Remote) List(ctx context.Context, prev foldersync.Listing) (foldersync.
 			delete(l.Entries, k)
 		}
 	}
-	for k := range l.Deleted {
-		if unsafeKey(k) {
-			delete(l.Deleted, k)
-		}
-	}
+	maps.DeleteFunc(l.Deleted, func(k string, _ time.Time) bool { return unsafeKey(k) })
 	if wentBack(v, r.cur) || wentBack(v, known) || (prev.Tag != "" && v.version == prev.Generation && v.version > 0 && v.tag != prev.Tag) {
 		// One version cannot hold two contents: the repo went back (a
 		// backup restored) and was written again since. Its generation
@@ -213,11 +202,7 @@ func (r *Remote) known(prev foldersync.Listing) *repoView {
 	if prev.Tag != "" && prev.Tag != tag {
 		return nil // the tag is not this content's: ask for all of it
 	}
-	tombs := make(map[string]time.Time, len(prev.Deleted))
-	for k, at := range prev.Deleted {
-		tombs[k] = at
-	}
-	return &repoView{store: prev.Store, version: prev.Generation, tag: tag, exact: true, sums: sums, tombs: tombs, authors: authors}
+	return &repoView{store: prev.Store, version: prev.Generation, tag: tag, exact: true, sums: sums, tombs: maps.Clone(prev.Deleted), authors: authors}
 }
 
 // read fetches the repo: the full view when content is wanted, else the
@@ -330,15 +315,7 @@ func attributionOf(a foldersync.Author) teamwire.Attribution {
 }
 
 func sameEntries(a, b map[string]foldersync.Entry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, e := range a {
-		if o, ok := b[k]; !ok || o.Sum != e.Sum {
-			return false
-		}
-	}
-	return true
+	return maps.EqualFunc(a, b, func(x, y foldersync.Entry) bool { return x.Sum == y.Sum })
 }
 
 // Get returns the content of paths: from the last full read when this
@@ -476,10 +453,7 @@ func (r *Remote) Apply(ctx context.Context, changes []foldersync.Change) ([]fold
 				queue = append([][]foldersync.Change{rest}, queue...)
 			}
 		case keyRefusal(se):
-			refused := map[string]bool{}
-			for _, k := range se.Keys {
-				refused[k] = true
-			}
+			refused := keySet(se.Keys)
 			var rest []foldersync.Change
 			for _, ch := range batch {
 				if refused[ch.Path] {
@@ -540,6 +514,15 @@ func refusalReason(se *SyncError) string {
 		return code + ": " + strings.TrimSuffix(se.Err.Error(), "; nothing was written")
 	}
 	return code
+}
+
+// keySet is the set of keys.
+func keySet(keys []string) map[string]bool {
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	return set
 }
 
 // bodyLimit is the largest PUT body to send: the protocol's, or the
@@ -640,9 +623,7 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 	}
 	headers := map[string]string{"Content-Type": "application/json"}
 	if len(batch) > 0 {
-		for k, v := range provenanceHeaders(batch[0].Wrote, r.t.cfg) { // every change of a batch has one
-			headers[k] = v
-		}
+		maps.Copy(headers, provenanceHeaders(batch[0].Wrote, r.t.cfg)) // every change of a batch has one
 	}
 	if r.cur != nil && r.cur.tag != "" && !r.cur.empty {
 		headers["If-Match"] = `"` + r.cur.tag + `"`
@@ -655,14 +636,7 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 	if err := json.Unmarshal(respBody, &pr); err != nil || pr.Checksum == "" {
 		return nil, &SyncError{Class: ClassParse, Status: resp.Status, Err: errors.New("the server's reply to a push is not valid")}
 	}
-	inReview := map[string]bool{}
-	for _, k := range pr.InReview {
-		inReview[k] = true
-	}
-	rejected := map[string]bool{}
-	for _, k := range pr.Rejected {
-		rejected[k] = true
-	}
+	inReview, rejected := keySet(pr.InReview), keySet(pr.Rejected)
 	v := r.cur
 	if v == nil {
 		v = &repoView{sums: map[string]string{}}
@@ -687,7 +661,7 @@ func (r *Remote) put(ctx context.Context, batch []foldersync.Change) ([]foldersy
 			v.tombs[ch.Path] = now
 			out = append(out, foldersync.Outcome{Path: ch.Path, Status: foldersync.Applied, Generation: pr.Version})
 		default:
-			sum := contentSum(ch.Content)
+			sum := foldersync.Sum(ch.Content)
 			v.sums[ch.Path] = sumWire(sum)
 			delete(v.tombs, ch.Path)
 			delete(v.authors, ch.Path) // the server names the new author on the next read

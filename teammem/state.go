@@ -77,22 +77,15 @@ type stateFile struct {
 // from every state file beside it; the newest write wins): the
 // memdir.PromptOptions.TeamAuthors of the prompt.
 func Attributions(fsys afero.Fs, teamDir string) map[string]memdir.Attribution {
-	dir := filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName)
-	names, _ := afero.Glob(fsys, filepath.Join(dir, "*.json"))
 	out := map[string]memdir.Attribution{}
-	for _, n := range names {
-		data, err := afero.ReadFile(fsys, n)
-		var f stateFile
-		if err != nil || json.Unmarshal(data, &f) != nil {
-			continue
-		}
+	eachStateFile(fsys, filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName), func(_ string, _ []byte, f stateFile) {
 		for k, a := range f.Authors {
 			t, _ := time.Parse(time.RFC3339, a.Time)
 			if cur, ok := out[k]; !ok || t.After(cur.Time) {
 				out[k] = memdir.Attribution{Author: a.Author, Time: t}
 			}
 		}
-	}
+	})
 	return out
 }
 
@@ -101,20 +94,26 @@ func Attributions(fsys afero.Fs, teamDir string) map[string]memdir.Attribution {
 // (SyncState.InReview, from every state file beside it). Unreadable
 // state files are passed over.
 func InReview(fsys afero.Fs, teamDir string) map[string]bool {
-	dir := filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName)
-	names, _ := afero.Glob(fsys, filepath.Join(dir, "*.json"))
 	out := map[string]bool{}
-	for _, n := range names {
-		data, err := afero.ReadFile(fsys, n)
-		var f stateFile
-		if err != nil || json.Unmarshal(data, &f) != nil {
-			continue
-		}
+	eachStateFile(fsys, filepath.Join(filepath.Dir(filepath.Clean(teamDir)), StateDirName), func(_ string, _ []byte, f stateFile) {
 		for k := range f.InReview {
 			out[k] = true
 		}
-	}
+	})
 	return out
+}
+
+// eachStateFile calls fn with the name, bytes and content of every state
+// file in dir (*.json); unreadable ones are passed over.
+func eachStateFile(fsys afero.Fs, dir string, fn func(name string, data []byte, f stateFile)) {
+	names, _ := afero.Glob(fsys, filepath.Join(dir, "*.json"))
+	for _, n := range names {
+		data, err := afero.ReadFile(fsys, n)
+		var f stateFile
+		if err == nil && json.Unmarshal(data, &f) == nil {
+			fn(n, data, f)
+		}
+	}
 }
 
 // loadState fills an empty st from the state file, once. A missing file is
@@ -171,21 +170,17 @@ func (c *Client) loadState(st *SyncState) {
 // is a reset (nothing deleted, local files kept), as without any state.
 // Moved, not copied: two states of one store would each go stale.
 func (c *Client) adoptState() ([]byte, error) {
-	names, _ := afero.Glob(c.fs, filepath.Join(filepath.Dir(c.cfg.StateFile), "*.json"))
 	var best string
 	var bestData []byte
 	var bestSaved time.Time
-	for _, n := range names {
-		data, err := afero.ReadFile(c.fs, n)
-		var f stateFile
-		if err != nil || json.Unmarshal(data, &f) != nil || f.Format != 1 || f.Repo != c.cfg.Repo || f.StoreID == "" ||
-			f.Server == c.cfg.BaseURL || (f.Dir != "" && f.Dir != c.teamDir) {
-			continue
+	eachStateFile(c.fs, filepath.Dir(c.cfg.StateFile), func(n string, data []byte, f stateFile) {
+		if f.Format != 1 || f.Repo != c.cfg.Repo || f.StoreID == "" || f.Server == c.cfg.BaseURL || (f.Dir != "" && f.Dir != c.teamDir) {
+			return
 		}
 		if best == "" || f.Saved.After(bestSaved) {
 			best, bestData, bestSaved = n, data, f.Saved
 		}
-	}
+	})
 	if best == "" {
 		return nil, nil
 	}
@@ -203,7 +198,7 @@ func (c *Client) saveState(st *SyncState) error {
 	if c.cfg.StateFile == "" {
 		return nil
 	}
-	data, err := json.Marshal(stateFile{Format: 1, Server: c.cfg.BaseURL, Repo: c.cfg.Repo, Saved: c.now().UTC(),
+	data, err := json.Marshal(stateFile{Format: 1, Server: c.cfg.BaseURL, Repo: c.cfg.Repo, Saved: c.cfg.Now().UTC(),
 		Base: st.Base, ETag: st.ETag, ServerChecksums: st.ServerChecksums, Tombstones: st.Tombstones,
 		MaxEntries: st.MaxEntries, ServerHasContent: st.ServerHasContent,
 		StoreID: st.StoreID, Version: st.Version, Resetting: st.Resetting, InReview: st.InReview, Authors: st.Authors,
@@ -224,5 +219,3 @@ func (c *Client) saveState(st *SyncState) error {
 	}
 	return nil
 }
-
-func (c *Client) now() time.Time { return c.cfg.Now() }
