@@ -193,9 +193,7 @@ func (b *basis) marshal() []byte {
 func (b *basis) seed(a Agreed) {
 	b.Store, b.Generation, b.Resetting = a.Store, a.Generation, a.Resetting
 	b.InFlight, b.Diverged = maps.Clone(a.InFlight), maps.Clone(a.Diverged)
-	for p, e := range a.Entries {
-		b.Entries[p] = e
-	}
+	maps.Copy(b.Entries, a.Entries)
 	for p, d := range a.Pending {
 		b.Deletes[p] = pendingDelete{FirstMissedMS: d.FirstMissed.UnixMilli(), Walks: d.Walks}
 	}
@@ -217,13 +215,9 @@ func (b *basis) agreed() Agreed {
 func (b *basis) holds(a Agreed) bool {
 	if b.Store != a.Store || b.Generation != a.Generation || b.Resetting != a.Resetting ||
 		len(b.Entries) != len(a.Entries) || len(b.Deletes) != len(a.Pending) ||
-		!maps.Equal(b.InFlight, a.InFlight) || !maps.Equal(b.Diverged, a.Diverged) {
+		!maps.Equal(b.InFlight, a.InFlight) || !maps.Equal(b.Diverged, a.Diverged) ||
+		!maps.EqualFunc(b.Entries, a.Entries, func(o, e Entry) bool { return o.Sum == e.Sum && o.Ref == e.Ref }) {
 		return false
-	}
-	for p, e := range a.Entries {
-		if o, ok := b.Entries[p]; !ok || o.Sum != e.Sum || o.Ref != e.Ref {
-			return false
-		}
 	}
 	for p := range a.Pending {
 		if _, ok := b.Deletes[p]; !ok {

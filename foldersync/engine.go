@@ -604,12 +604,7 @@ type round struct {
 
 // inStore reports whether p lies in a store's folder.
 func (r *round) inStore(p string) bool {
-	for _, d := range r.stores {
-		if strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.stores, func(d string) bool { return strings.HasPrefix(p, d+"/") })
 }
 
 // once runs one pass; again reports a Mismatch worth looking again for.
@@ -737,25 +732,17 @@ func (r *round) keepDamagedAside() error {
 // leaveStoresAlone forgets what lies in a store's folder below this one:
 // its store sync's alone, nothing of it deleted, pushed or pulled.
 func (r *round) leaveStoresAlone() {
-	b, res, untouchable := r.b, r.res, r.untouchable
-	if len(r.stores) > 0 {
-		for p := range r.locals {
-			if r.inStore(p) {
-				delete(r.locals, p)
-			}
-		}
-		for p := range untouchable {
-			if r.inStore(p) {
-				delete(untouchable, p)
-			}
-		}
-		res.Skipped = slices.DeleteFunc(res.Skipped, func(s Skip) bool { return r.inStore(s.Path) })
-		for p := range b.Entries {
-			if r.inStore(p) {
-				delete(b.Entries, p)
-				delete(b.Deletes, p)
-				r.dirty = true
-			}
+	if len(r.stores) == 0 {
+		return
+	}
+	maps.DeleteFunc(r.locals, func(p string, _ *local) bool { return r.inStore(p) })
+	maps.DeleteFunc(r.untouchable, func(p string, _ bool) bool { return r.inStore(p) })
+	r.res.Skipped = slices.DeleteFunc(r.res.Skipped, func(s Skip) bool { return r.inStore(s.Path) })
+	for p := range r.b.Entries {
+		if r.inStore(p) {
+			delete(r.b.Entries, p)
+			delete(r.b.Deletes, p)
+			r.dirty = true
 		}
 	}
 }
@@ -907,12 +894,9 @@ func (r *round) decideAll(paths map[string]bool, deleted map[string]time.Time, m
 		}
 		switch a {
 		case actDeleteThere:
-			switch {
-			case !walkOK || e.opts.ReadOnly:
+			if !walkOK || e.opts.ReadOnly || !r.corroborated(p) { // corroborated records the deletion
 				a = actNone
-			case !r.corroborated(p):
-				a = actNone
-			default:
+			} else {
 				deleteThere = append(deleteThere, p)
 			}
 		case actDeleteHere, actStale:
@@ -977,14 +961,6 @@ func (r *round) plan(ctx context.Context, decisions map[string]action, holdThere
 			here.deletes = append(here.deletes, p)
 		case actStale:
 			here.stales = append(here.stales, p)
-		case actPush:
-			ch, ok, err := r.pushChange(ctx, p)
-			if err != nil {
-				return here, nil, err
-			}
-			if ok {
-				changes = append(changes, ch)
-			}
 		case actDiverged:
 			if b.Diverged[p].Remote == r.remote[p].Sum {
 				r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: SkipDiverged})
@@ -1004,6 +980,8 @@ func (r *round) plan(ctx context.Context, decisions map[string]action, holdThere
 					return here, nil, err
 				}
 			}
+			fallthrough // then pushed
+		case actPush:
 			ch, ok, err := r.pushChange(ctx, p)
 			if err != nil {
 				return here, nil, err
@@ -1740,18 +1718,16 @@ func (r *round) deleteHere(ctx context.Context, p string, stale bool) error {
 		}
 		return old, nil
 	}, 0o644)
+	if err == nil {
+		if _, err = r.e.gate.Remove(ctx, l.abs); errors.Is(err, fs.ErrNotExist) {
+			err = nil // gone already
+		}
+	}
 	if skip := writeSkip(err); skip != "" {
 		r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: skip})
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("foldersync: delete %s: %w", p, err)
-	}
-	if _, err := r.e.gate.Remove(ctx, l.abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		if skip := writeSkip(err); skip != "" {
-			r.res.Skipped = append(r.res.Skipped, Skip{Path: p, Reason: skip})
-			return nil
-		}
 		return fmt.Errorf("foldersync: delete %s: %w", p, err)
 	}
 	delete(r.b.Entries, p)

@@ -224,17 +224,15 @@ func (w *Watcher) Paused() string {
 // Resume lifts a pause (once its cause is mended: a new token, access
 // granted) and runs a round now.
 func (w *Watcher) Resume() {
-	w.mu.Lock()
-	w.paused = ""
-	w.mu.Unlock()
+	w.unpause()
 	select {
 	case w.resume <- struct{}{}:
 	default:
 	}
 }
 
-// removed lifts a pause on the removal of a synced file.
-func (w *Watcher) removed() {
+// unpause lifts a pause: Resume, or the removal of a synced file.
+func (w *Watcher) unpause() {
 	w.mu.Lock()
 	w.paused = ""
 	w.mu.Unlock()
@@ -302,9 +300,8 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
-	failures := first.Failures
-	var dirtyAt, retryAt time.Time
-	lastRound := first.At
+	var failures int
+	var dirtyAt, retryAt, lastRound time.Time
 	after := func(ev Event) {
 		failures = ev.Failures
 		if ev.Err != nil {
@@ -314,10 +311,7 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 		}
 		lastRound = ev.At
 	}
-	failures, lastRound = first.Failures, first.At
-	if first.Err != nil {
-		retryAt = first.At.Add(min(w.opts.Debounce<<min(failures, 20), w.opts.MaxBackoff))
-	}
+	after(first)
 	run := func(cause string) {
 		if w.Paused() != "" {
 			return
@@ -341,7 +335,7 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 		if rel, err := filepath.Rel(w.e.folder, name); err == nil && w.e.included(filepath.ToSlash(rel)) {
 			dirtyAt = time.Now()
 			if removal {
-				w.removed()
+				w.unpause()
 			}
 		}
 	}
@@ -399,7 +393,7 @@ func (w *Watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, first Event, 
 				files := w.files(ctx)
 				for p := range seen {
 					if !files[p] {
-						w.removed()
+						w.unpause()
 						break
 					}
 				}

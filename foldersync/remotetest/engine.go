@@ -82,15 +82,6 @@ func (c *Client) Remove(t testing.TB, p string) {
 	}
 }
 
-func has(list []string, p string) bool {
-	for _, s := range list {
-		if s == p {
-			return true
-		}
-	}
-	return false
-}
-
 func skipped(res foldersync.Result, p string) string {
 	for _, s := range res.Skipped {
 		if s.Path == p {
@@ -215,14 +206,14 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		}
 		b.Write(t, "one.md", "one, edited\n")
 		b.Round(t)
-		if res := a.Round(t); !has(res.Pulled, "one.md") {
+		if res := a.Round(t); !slices.Contains(res.Pulled, "one.md") {
 			t.Fatalf("a did not pull the edit: %+v", res)
 		}
 		a.Remove(t, "sub/two.md")
-		if res := a.Round(t); !has(res.DeletedRemote, "sub/two.md") {
+		if res := a.Round(t); !slices.Contains(res.DeletedRemote, "sub/two.md") {
 			t.Fatalf("a did not delete on the remote: %+v", res)
 		}
-		if res := b.Round(t); !has(res.DeletedLocal, "sub/two.md") {
+		if res := b.Round(t); !slices.Contains(res.DeletedLocal, "sub/two.md") {
 			t.Fatalf("b did not delete locally: %+v", res)
 		}
 		if _, ok := b.Read(t, "sub/two.md"); ok {
@@ -238,14 +229,14 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		// Deleted there, edited here: the edit is pushed back.
 		ctl.Remove(t, "e.md")
 		a.Write(t, "e.md", "v2 local\n")
-		if res := a.Round(t); !has(res.Pushed, "e.md") {
+		if res := a.Round(t); !slices.Contains(res.Pushed, "e.md") {
 			t.Fatalf("the local edit was not pushed over the deletion: %+v", res)
 		}
 		remoteHas(t, ctl, "e.md", "v2 local\n")
 		// Deleted here, edited there: the edit comes back.
 		a.Remove(t, "f.md")
 		ctl.Write(t, "f.md", []byte("v2 remote\n"))
-		if res := a.Round(t); !has(res.Pulled, "f.md") {
+		if res := a.Round(t); !slices.Contains(res.Pulled, "f.md") {
 			t.Fatalf("the remote edit did not come back: %+v", res)
 		}
 		if got, _ := a.Read(t, "f.md"); got != "v2 remote\n" {
@@ -285,7 +276,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		a.Write(t, "kept.md", "keep me\n")
 		a.Round(t)
 		loser.Lose(t, "kept.md")
-		if res := a.Round(t); !has(res.Pushed, "kept.md") || len(res.DeletedLocal) > 0 {
+		if res := a.Round(t); !slices.Contains(res.Pushed, "kept.md") || len(res.DeletedLocal) > 0 {
 			t.Fatalf("a path lost without a record was not pushed back: %+v", res)
 		}
 		remoteHas(t, ctl, "kept.md", "keep me\n")
@@ -320,7 +311,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		}
 		// A copy written after the deletion is an edit: it is pushed.
 		b.Write(t, "old.md", "new after the deletion\n")
-		if res := b.Round(t); !has(res.Pushed, "old.md") {
+		if res := b.Round(t); !slices.Contains(res.Pushed, "old.md") {
 			t.Fatalf("a newer copy was not pushed: %+v", res)
 		}
 	})
@@ -377,15 +368,15 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		a.Write(t, "d.md", "d\n")
 		a.Round(t)
 		a.Remove(t, "d.md")
-		if res := a.Round(t); !has(res.Pending, "d.md") || len(res.DeletedRemote) > 0 {
+		if res := a.Round(t); !slices.Contains(res.Pending, "d.md") || len(res.DeletedRemote) > 0 {
 			t.Fatalf("first miss: %+v", res)
 		}
 		now = now.Add(10 * time.Second)
-		if res := a.Round(t); !has(res.Pending, "d.md") {
+		if res := a.Round(t); !slices.Contains(res.Pending, "d.md") {
 			t.Fatalf("second miss, too soon: %+v", res)
 		}
 		now = now.Add(foldersync.CorroborateAge)
-		if res := a.Round(t); !has(res.DeletedRemote, "d.md") {
+		if res := a.Round(t); !slices.Contains(res.DeletedRemote, "d.md") {
 			t.Fatalf("corroborated miss: %+v", res)
 		}
 		n := NewClient(t, r, foldersync.Options{DeleteMode: foldersync.DeleteNever})
@@ -397,7 +388,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		k := NewClient(t, r, foldersync.Options{KeepDeleted: true})
 		k.Round(t)
 		k.Remove(t, "n.md")
-		if res := k.Round(t); !has(res.Pulled, "n.md") {
+		if res := k.Round(t); !slices.Contains(res.Pulled, "n.md") {
 			t.Fatalf("KeepDeleted did not bring the file back: %+v", res)
 		}
 		ctl.Remove(t, "n.md")
@@ -422,7 +413,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		if res.BasisReset {
 			t.Fatalf("a delete and a create were taken for a replaced store")
 		}
-		if !has(res.DeletedLocal, "y.md") || !has(res.Pulled, "x.md") || len(res.Pushed) > 0 {
+		if !slices.Contains(res.DeletedLocal, "y.md") || !slices.Contains(res.Pulled, "x.md") || len(res.Pushed) > 0 {
 			t.Fatalf("b's round: %+v", res)
 		}
 		if _, ok := ctl.Read(t, "y.md"); ok {
@@ -481,7 +472,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		a.Round(t)
 		rp.Replace(t, map[string][]byte{"q.md": []byte("q\n")})
 		res := a.Round(t)
-		if !res.BasisReset || len(res.DeletedLocal)+len(res.DeletedRemote) > 0 || !has(res.Pushed, "p.md") || !has(res.Pulled, "q.md") {
+		if !res.BasisReset || len(res.DeletedLocal)+len(res.DeletedRemote) > 0 || !slices.Contains(res.Pushed, "p.md") || !slices.Contains(res.Pulled, "q.md") {
 			t.Fatalf("a replaced store: %+v", res)
 		}
 	})
@@ -498,14 +489,14 @@ func RunEngine(t *testing.T, newRemote Factory) {
 				t.Errorf("%q was not skipped: %+v", p, res)
 			}
 		}
-		if !has(res.Pushed, "good.md") || len(res.Pushed) != 1 {
+		if !slices.Contains(res.Pushed, "good.md") || len(res.Pushed) != 1 {
 			t.Fatalf("pushed %v", res.Pushed)
 		}
 		// A path clash: a file here where the remote has a folder.
 		ctl.Write(t, "x.md/y.md", []byte("below\n"))
 		b.Write(t, "x.md", "a file\n")
 		res = b.Round(t)
-		if !strings.HasPrefix(skipped(res, "x.md/y.md"), foldersync.SkipPathClash) || !has(res.Pulled, "good.md") {
+		if !strings.HasPrefix(skipped(res, "x.md/y.md"), foldersync.SkipPathClash) || !slices.Contains(res.Pulled, "good.md") {
 			t.Fatalf("the clash: %+v", res)
 		}
 		if got, _ := b.Read(t, "x.md"); got != "a file\n" {
@@ -535,7 +526,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		}
 		// The push met the teammate's write: the round looked again and
 		// found both sides changed.
-		if len(res.Conflicts) != 1 || has(res.Pushed, "race.md") {
+		if len(res.Conflicts) != 1 || slices.Contains(res.Pushed, "race.md") {
 			t.Fatalf("after a mismatch: %+v", res)
 		}
 		remoteHas(t, ctl, "race.md", "theirs\n")
@@ -610,7 +601,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		a.Write(t, "f.md", "v3\n")
 		a.Remove(t, "gone.md")
 		res := a.Round(t)
-		if len(res.Conflicts) > 0 || !has(res.Pushed, "f.md") || !has(res.DeletedRemote, "gone.md") {
+		if len(res.Conflicts) > 0 || !slices.Contains(res.Pushed, "f.md") || !slices.Contains(res.DeletedRemote, "gone.md") {
 			t.Fatalf("after a lost reply: %+v", res)
 		}
 		if got, _ := a.Read(t, "f.md"); got != "v3\n" {
@@ -636,7 +627,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res, err := killed.Round(context.Background()); err != nil || !has(res.Pulled, "f.md") {
+		if res, err := killed.Round(context.Background()); err != nil || !slices.Contains(res.Pulled, "f.md") {
 			t.Fatalf("the pull: %+v %v", res, err)
 		}
 		if kill.kept == nil {
@@ -649,7 +640,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		// previous version, not an edit of the user's.
 		ctl.Write(t, "f.md", []byte("v3 teammate\n"))
 		res := a.Round(t)
-		if len(res.Conflicts) > 0 || !has(res.Pulled, "f.md") {
+		if len(res.Conflicts) > 0 || !slices.Contains(res.Pulled, "f.md") {
 			t.Fatalf("a pull the killed run did not record: %+v", res)
 		}
 		if got, _ := a.Read(t, "f.md"); got != "v3 teammate\n" {
@@ -686,7 +677,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		// Not known to be newer (written within a minute of the remote's
 		// copy): left in place until edited again, then sent.
 		for _, p := range []string{"a.md", "b.md", "c.md"} {
-			if !has(res.Pushed, p) {
+			if !slices.Contains(res.Pushed, p) {
 				a.Write(t, p, "v3 mine\n")
 			}
 		}
@@ -707,10 +698,10 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		if got, _ := b.Read(t, "a.md"); got != "an old copy\n" {
 			t.Fatalf("the local copy was replaced: %q", got)
 		}
-		if has(res.Pushed, "a.md") && len(res.Conflicts) == 0 {
+		if slices.Contains(res.Pushed, "a.md") && len(res.Conflicts) == 0 {
 			t.Fatalf("pushed without keeping the remote's copy: %+v", res)
 		}
-		if !has(res.Pushed, "a.md") {
+		if !slices.Contains(res.Pushed, "a.md") {
 			// The remote said its copy is newer: kept aside once, and
 			// the next round neither copies it again nor pushes.
 			if len(res.Conflicts) != 1 || !res.Conflicts[0].LocalKept {
@@ -723,7 +714,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 			remoteHas(t, ctl, "a.md", string(before))
 			// An edit sends it.
 			b.Write(t, "a.md", "edited after\n")
-			if res := b.Round(t); !has(res.Pushed, "a.md") || len(res.Conflicts) > 0 {
+			if res := b.Round(t); !slices.Contains(res.Pushed, "a.md") || len(res.Conflicts) > 0 {
 				t.Fatalf("the edit after a divergence: %+v", res)
 			}
 			remoteHas(t, ctl, "a.md", "edited after\n")
@@ -753,7 +744,7 @@ func RunEngine(t *testing.T, newRemote Factory) {
 		// The basis is torn: the save before it takes its place.
 		torn := tear(basis)
 		res := a.Round(t)
-		if res.BasisDamaged == nil || !res.BasisDamaged.FromPrevious || !has(res.Pushed, "edited.md") || len(res.Conflicts) > 0 || len(res.DeletedRemote) > 0 {
+		if res.BasisDamaged == nil || !res.BasisDamaged.FromPrevious || !slices.Contains(res.Pushed, "edited.md") || len(res.Conflicts) > 0 || len(res.DeletedRemote) > 0 {
 			t.Fatalf("a round on a torn basis: %+v", res)
 		}
 		if got, _ := a.Read(t, "edited.md"); got != "v2 mine\n" {
