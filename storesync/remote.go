@@ -115,7 +115,7 @@ func (r *Remote) Get(ctx context.Context, paths []string) (map[string][]byte, er
 		if err != nil {
 			return out, err
 		}
-		if sha256Hex(m.Content) != m.SHA256 {
+		if foldersync.Sum([]byte(m.Content)) != m.SHA256 {
 			return out, fmt.Errorf("storesync: /%s arrived with content that does not match its sha256; nothing was written", p)
 		}
 		if normalPath(m.Path) != "/"+p {
@@ -245,7 +245,7 @@ func (r *Remote) apply(ctx context.Context, c foldersync.Change) (foldersync.Out
 		delete(r.ids, c.Path)
 	} else {
 		r.ids[c.Path] = m.ID
-		o.Entry = foldersync.Entry{Sum: sha256Hex(string(c.Content)), Ref: m.ID, Written: m.Updated}
+		o.Entry = foldersync.Entry{Sum: foldersync.Sum(c.Content), Ref: m.ID, Written: m.Updated}
 	}
 	r.mu.Unlock()
 	o.Status = foldersync.Applied

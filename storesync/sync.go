@@ -2,8 +2,6 @@ package storesync
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,11 +308,6 @@ func (m claudeBasis) Save(ctx context.Context, a foldersync.Agreed) error {
 	raw, _ := json.Marshal(identity{V: 1, StoreID: a.Store, Generation: &g})
 	_, err := c.gate.WriteFile(ctx, filepath.Join(c.dir, identityName), raw, 0o644)
 	return err
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 // identityName is agentmem's own file beside the manifests: the store ID
