@@ -110,7 +110,9 @@ func (h *Handler) redactRepos(ctx context.Context, tenant string, out *Redacted)
 // start costs no more memory than a full GET.
 func (h *Handler) redactRepo(ctx context.Context, repo Repo) ([]string, error) {
 	entries := map[string]string{}
-	snap, err := h.team.Stream(ctx, repo, func(Snapshot) error { return nil }, func(k, v string) error {
+	// A store may read again from the start (a broken connection): what
+	// an earlier attempt saw may since have been rewritten by a teammate.
+	snap, err := h.team.Stream(ctx, repo, func(Snapshot) error { clear(entries); return nil }, func(k, v string) error {
 		if r := withoutCredentials(v); r != v {
 			entries[k] = r
 		}
