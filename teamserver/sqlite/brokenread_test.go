@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -119,4 +122,45 @@ func TestRedactionReadAgainKeepsATeammatesWrite(t *testing.T) {
 	assert.Equal(t, "ben's new a\n", snap.Entries["a.md"], "the teammate's write is kept")
 	assert.Equal(t, "old b [REDACTED]\n", snap.Entries["b.md"])
 	assert.Equal(t, []string{"acme acme/shop b.md"}, red.Entries)
+}
+
+// TestFullGetReadAgainIsCut: when the store reads a repo again (a broken
+// connection) after part of a full GET's reply was sent, the reply is
+// cut, so the client sees a failed read, never a complete-looking reply
+// holding the first entries twice.
+func TestFullGetReadAgainIsCut(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "team.db")
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode()+"&_txlock=immediate")
+	require.NoError(t, err)
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite-broken-read", "file:"+path+"?"+q.Encode()+"&_txlock=deferred")
+	require.NoError(t, err)
+	store, err := teamserver.NewSQLStore(ctx, w, r, teamserver.SQLDialect{})
+	require.NoError(t, err)
+	defer store.Close()
+	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
+	big := strings.Repeat("A line of a long memory.\n", 8000) // past the reply's 64 kB buffer
+	_, err = store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"a.md": big, "b.md": "b\n"}, Author: "ana", Now: time.Now()})
+	require.NoError(t, err)
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	midway = func() {}
+	breakNextRead.Store(true)
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/claude_code/team_memory?repo=acme%2Fshop", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.False(t, breakNextRead.Load(), "the read broke midway")
+	assert.Error(t, err, "the reply is cut, not complete-looking (%d bytes)", len(body))
 }
