@@ -77,13 +77,10 @@ func (r *brokenRows) Next(dest []driver.Value) error {
 
 func init() { sql.Register("sqlite-broken-read", brokenReadDriver{&msqlite.Driver{}}) }
 
-// TestRedactionReadAgainKeepsATeammatesWrite: the start's credential
-// redaction streams a repo; when the read breaks midway and is made
-// again, what the first attempt saw is dropped, so a teammate's write
-// between the attempts is kept, not overwritten with the redacted old
-// content.
-func TestRedactionReadAgainKeepsATeammatesWrite(t *testing.T) {
-	ctx := context.Background()
+// brokenReadServer is a SQLite store whose reads go through
+// brokenReadDriver, a handler over it, and a token of organization acme.
+func brokenReadServer(t *testing.T) (teamserver.Store, *teamserver.Handler, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "team.db")
 	dsn := func(lock string) string {
 		q := url.Values{}
@@ -97,22 +94,33 @@ func TestRedactionReadAgainKeepsATeammatesWrite(t *testing.T) {
 	w.SetMaxOpenConns(1)
 	r, err := sql.Open("sqlite-broken-read", dsn("deferred"))
 	require.NoError(t, err)
-	store, err := teamserver.NewSQLStore(ctx, w, r, teamserver.SQLDialect{})
+	store, err := teamserver.NewSQLStore(context.Background(), w, r, teamserver.SQLDialect{})
 	require.NoError(t, err)
-	defer store.Close()
+	t.Cleanup(func() { store.Close() })
+	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
+	require.NoError(t, err)
+	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+	require.NoError(t, err)
+	return store, h, token
+}
+
+// TestRedactionReadAgainKeepsATeammatesWrite: the start's credential
+// redaction streams a repo; when the read breaks midway and is made
+// again, what the first attempt saw is dropped, so a teammate's write
+// between the attempts is kept, not overwritten with the redacted old
+// content.
+func TestRedactionReadAgainKeepsATeammatesWrite(t *testing.T) {
+	ctx := context.Background()
+	store, h, _ := brokenReadServer(t)
 	token := "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
-	_, err = store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{
+	_, err := store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{
 		"a.md": "old a " + token + "\n", "b.md": "old b " + token + "\n"}, Author: "ana", Now: time.Now()})
 	require.NoError(t, err)
 	midway = func() {
 		_, err := store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"a.md": "ben's new a\n"}, Author: "ben", Now: time.Now()})
 		assert.NoError(t, err)
 	}
-	_, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
-	require.NoError(t, err)
-	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
-	require.NoError(t, err)
 	breakNextRead.Store(true)
 	red, err := h.RedactStoredCredentials(ctx)
 	require.NoError(t, err)
@@ -130,25 +138,10 @@ func TestRedactionReadAgainKeepsATeammatesWrite(t *testing.T) {
 // holding the first entries twice.
 func TestFullGetReadAgainIsCut(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "team.db")
-	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "busy_timeout(10000)")
-	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode()+"&_txlock=immediate")
-	require.NoError(t, err)
-	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite-broken-read", "file:"+path+"?"+q.Encode()+"&_txlock=deferred")
-	require.NoError(t, err)
-	store, err := teamserver.NewSQLStore(ctx, w, r, teamserver.SQLDialect{})
-	require.NoError(t, err)
-	defer store.Close()
+	store, h, token := brokenReadServer(t)
 	repo := teamserver.Repo{Tenant: "acme", Name: "acme/shop"}
 	big := strings.Repeat("A line of a long memory.\n", 8000) // past the reply's 64 kB buffer
-	_, err = store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"a.md": big, "b.md": "b\n"}, Author: "ana", Now: time.Now()})
-	require.NoError(t, err)
-	token, grant, err := teamserver.NewToken("acme", []string{"acme/*"})
-	require.NoError(t, err)
-	h, err := teamserver.NewHandler(store, teamserver.Options{Tokens: []teamserver.TokenGrant{grant}})
+	_, err := store.Put(ctx, repo, teamserver.PutRequest{Entries: map[string]string{"a.md": big, "b.md": "b\n"}, Author: "ana", Now: time.Now()})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
