@@ -385,11 +385,12 @@ func (s *sqlStore) GetMemory(ctx context.Context, tenant, storeID, id string) (M
 // consistent snapshot), ordered by path, with content when withContent.
 // The store is passed to head first.
 func (s *sqlStore) EachMemory(ctx context.Context, tenant, storeID string, withContent bool, head func(MemStore) error, fn func(Memory) error) error {
-	return s.read(ctx, func(tx *sql.Tx) error {
+	return s.readStream(ctx, func(tx *sql.Tx, handOver func()) error {
 		st, err := s.memStore(ctx, tx, tenant, storeID)
 		if err != nil {
 			return err
 		}
+		handOver()
 		if err := head(st); err != nil {
 			return err
 		}

@@ -90,8 +90,8 @@ func (h *Handler) redactRepos(ctx context.Context, tenant string, out *Redacted)
 	for _, info := range repos {
 		repo := Repo{Tenant: tenant, Name: info.Name}
 		keys, err := h.redactRepo(ctx, repo)
-		for attempt := 0; errors.Is(err, ErrPreconditionFailed) && attempt < 5; attempt++ {
-			keys, err = h.redactRepo(ctx, repo) // a teammate wrote meanwhile: read again
+		for attempt := 0; (errors.Is(err, ErrPreconditionFailed) || errors.Is(err, errBrokenMidStream)) && attempt < 5; attempt++ {
+			keys, err = h.redactRepo(ctx, repo) // a teammate wrote meanwhile, or the read broke: read again
 		}
 		if err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s %s: %v", tenant, repo.Name, err))
@@ -110,9 +110,7 @@ func (h *Handler) redactRepos(ctx context.Context, tenant string, out *Redacted)
 // start costs no more memory than a full GET.
 func (h *Handler) redactRepo(ctx context.Context, repo Repo) ([]string, error) {
 	entries := map[string]string{}
-	// A store may read again from the start (a broken connection): what
-	// an earlier attempt saw may since have been rewritten by a teammate.
-	snap, err := h.team.Stream(ctx, repo, func(Snapshot) error { clear(entries); return nil }, func(k, v string) error {
+	snap, err := h.team.Stream(ctx, repo, func(Snapshot) error { return nil }, func(k, v string) error {
 		if r := withoutCredentials(v); r != v {
 			entries[k] = r
 		}

@@ -249,6 +249,25 @@ func retryBadConn(ctx context.Context, op func() error) error {
 	return err
 }
 
+// errBrokenMidStream is what a streaming read (Stream, EachMemory)
+// returns when its database connection broke after it had handed its
+// caller a part: it is not made again, since the caller cannot take back
+// what it was given; the caller may read again from the start.
+var errBrokenMidStream = errors.New("server: the database connection broke while a repo or store was being read; read it again")
+
+// readStream is read for a read that hands what it reads to a caller as
+// it goes: once fn calls handOver, a broken connection ends the read with
+// errBrokenMidStream instead of making it again.
+func (s *sqlStore) readStream(ctx context.Context, fn func(tx *sql.Tx, handOver func()) error) error {
+	handed := false
+	return s.read(ctx, func(tx *sql.Tx) error {
+		if handed {
+			return errBrokenMidStream
+		}
+		return fn(tx, func() { handed = true })
+	})
+}
+
 func (s *sqlStore) readOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.r.BeginTx(ctx, s.d.ReadOptions)
 	if err != nil {
@@ -362,11 +381,12 @@ func (s *sqlStore) Head(ctx context.Context, repo Repo) (Snapshot, error) {
 // Stream implements Store: one read transaction, entries row by row.
 func (s *sqlStore) Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error) {
 	var snap Snapshot
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.readStream(ctx, func(tx *sql.Tx, handOver func()) error {
 		var err error
 		if snap, err = s.head(ctx, tx, repo); err != nil {
 			return err
 		}
+		handOver()
 		if err := head(snap); err != nil {
 			return err
 		}

@@ -174,7 +174,9 @@ type TeamStore interface {
 	// checksum and time first, then entry is called for every entry in
 	// key order, without the store holding all contents at once; the
 	// returned Snapshot has Checksums and Tombstones (no Entries). An
-	// error from head or entry stops the stream and is returned.
+	// error from head or entry stops the stream and is returned. Once
+	// head is called, a store never reads again from the start: a caller
+	// sees each entry once.
 	Stream(ctx context.Context, repo Repo, head func(Snapshot) error, entry func(key, content string) error) (Snapshot, error)
 	// Put applies a conditional upsert and returns the new state (without
 	// Entries).

@@ -15,11 +15,6 @@ import (
 // errNotModified stops a stream whose ETag the client already has.
 var errNotModified = errors.New("not modified")
 
-// errReadAgain stops a stream the store began again (a broken database
-// connection) after part of the reply was sent: the entries read again
-// would follow the ones sent.
-var errReadAgain = errors.New("team memory: the store read the repo again after the reply began")
-
 // getFull streams the whole repo: version and checksum come from the same
 // snapshot as the entries, and entries go to the client as the store
 // reads them, so memory stays near a buffer per request whatever the
@@ -30,9 +25,6 @@ func (h *Handler) getFull(w http.ResponseWriter, r *http.Request, repo Repo) {
 	first := true
 	start := time.Now()
 	snap, err := h.team.Stream(r.Context(), repo, func(head Snapshot) error {
-		if bw != nil {
-			return errReadAgain
-		}
 		if inm != "" && inm == head.Checksum {
 			return errNotModified
 		}
