@@ -699,6 +699,8 @@ func TestGuideSelfHostingOnOneMachine(t *testing.T) {
 	lines := docstest.Block(t, repoRoot, "Self-hosting on one machine takes three\ncommands:")
 	require.Len(t, lines, 3)
 	require.True(t, strings.HasPrefix(lines[0], "go build "), lines[0])
+	// The binary put in place below would hide a build to elsewhere.
+	require.Contains(t, lines[0], `-o "$(go env GOPATH)/bin/agentmem" ./cmd/agentmem`)
 	root := t.TempDir()
 	gopath := filepath.Join(root, "go")
 	// The binary the other tests built from the same sources is put where
